@@ -1,0 +1,10 @@
+# Every dependency is found with find_package; scripts/setup.sh installs them (Debian packages).
+find_package(CUDAToolkit 12.0 REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(muparser REQUIRED)
+find_package(Threads REQUIRED)
+if(TUNE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()

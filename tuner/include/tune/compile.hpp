@@ -1,0 +1,50 @@
+#pragma once
+// NVRTC: source + name expressions + options + arch -> CUBIN, log and ptxas resources.
+// Needs no GPU. A compile failure is a result; only an API misuse throws.
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tune {
+
+// One kernel's resources from the ptxas report (-1 where the report did not say).
+struct Resources {
+  int registers = -1;
+  int spill_store_bytes = 0;
+  int spill_load_bytes = 0;
+  int stack_frame_bytes = 0;
+  int static_smem_bytes = 0;
+  int barriers = 0;
+};
+
+struct CompileRequest {
+  std::string source;
+  std::string source_name;                    // shown in the log, e.g. "contact.cuh"
+  std::vector<std::string> name_expressions;  // e.g. "contact_kernel<4,64,...>"
+  std::vector<std::string> options;           // one option per entry, never space-joined
+};
+
+struct CompileResult {
+  bool ok = false;
+  std::vector<char> cubin;
+  std::string log;
+  std::vector<std::string> lowered_names;     // in name_expressions order
+  std::map<std::string, Resources> resources;  // by lowered (mangled) name
+  double seconds = 0;
+};
+
+// "sm_90" for 90.
+std::string arch_name(int compute_capability);
+// The options every variant is compiled with: straight to CUBIN for the arch, ptxas report on.
+std::vector<std::string> default_options(int compute_capability);
+CompileResult compile(const CompileRequest& request);
+// "13.0".
+std::string nvrtc_version();
+// Parses the ptxas lines of an NVRTC log; exposed for tests.
+std::map<std::string, Resources> parse_ptxas_report(std::string_view log);
+
+// The kernel templates embedded into the binary at build time; throws InputError for an unknown name.
+std::string_view template_source(std::string_view name);
+
+}  // namespace tune

@@ -1,0 +1,80 @@
+#pragma once
+// Parity against the float64 reference, and timing with CUDA events (MEASURE.md).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tune/compile.hpp"
+#include "tune/device.hpp"
+#include "tune/problem.hpp"
+#include "tune/record.hpp"
+#include "tune/space.hpp"
+
+namespace tune {
+
+// When a measurement stops (MEASURE.md "Stopping rule, two profiles").
+struct StopRule {
+  std::string profile;
+  int min_samples = 10;
+  int max_samples = 100000;
+  double max_noise = 0.02;       // stop once stddev/mean is at most this
+  double min_gpu_seconds = 0;    // or once this much GPU time was sampled (0: not a criterion)
+  double wall_cap_seconds = 0.3; // stop regardless after this much wall time
+  static StopRule search();  // >= 10 samples, noise <= 2 %, 0.3 s cap
+  static StopRule strict();  // >= 10 samples, >= 0.5 s GPU time or noise <= 0.5 %, 3 s cap
+};
+
+// Incremental statistics of one variant's samples, and the rule's verdict.
+class SampleSet {
+ public:
+  void add(double us) { samples_.push_back(us); }
+  [[nodiscard]] const std::vector<double>& samples() const { return samples_; }
+  // Empty while the rule wants more samples, else why it stopped.
+  [[nodiscard]] std::string stop_reason(const StopRule& rule, double wall_seconds) const;
+  // Fills the sample statistics of a timing record (quantiles by linear interpolation).
+  void summarize(TimingRecord& out) const;
+
+ private:
+  std::vector<double> samples_;
+};
+
+ParityRecord compare_output(const std::vector<float>& out, const std::vector<double>& ref, double atol, double rtol);
+[[nodiscard]] inline bool parity_passed(const ParityRecord& p) { return p.mismatches == 0 && p.elements > 0; }
+
+// One device, one problem shape: buffers for timing and for parity, a stream, events and an L2
+// flush buffer. Runs variants one at a time.
+class DeviceRunner {
+ public:
+  struct Options {
+    StopRule rule = StopRule::search();
+    int warmup_launches = 3;
+    int batch_launches = 100;
+  };
+  // Throws DeviceError when the shape does not fit in the device's free memory.
+  DeviceRunner(const DeviceInfo& device, const Problem& problem, const Shape& shape, const ProblemData& timing_data,
+               const ProblemData& parity_data, std::vector<double> parity_reference, std::uint64_t parity_seed);
+  DeviceRunner(const DeviceRunner&) = delete;
+  DeviceRunner& operator=(const DeviceRunner&) = delete;
+  ~DeviceRunner();
+
+  // Loads, checks parity and (when correct) times one compiled variant; fills the record's
+  // status, reason, load and first-launch times, parity and timing. Never throws for what a
+  // variant does: a crash is recorded and the runner continues in a fresh context.
+  void evaluate(const CompileResult& compiled, const Lowered& lowered, VariantRecord& record, const Options& options);
+  // Re-times already-passed variants interleaved (one cold sample of each in turn) under the
+  // rule; replaces each record's timing and keeps the first pass as search_timing.
+  void remeasure_interleaved(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
+                             const std::vector<VariantRecord*>& records, const Options& options);
+  // Checks one compiled variant against arbitrary data and its reference (tune verify).
+  ParityRecord check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,
+                     const std::vector<double>& reference, std::uint64_t seed);
+  // Bytes the runner needs on the device for this shape.
+  static std::size_t required_bytes(const Problem& problem, const Shape& shape, const DeviceInfo& device);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tune

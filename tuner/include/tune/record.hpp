@@ -1,0 +1,130 @@
+#pragma once
+// What a tune records: versioned, self-describing, a status on every variant. The JSON
+// converters for all of these live in one file (src/io/json.cpp).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/compile.hpp"
+#include "tune/device.hpp"
+#include "tune/shape.hpp"
+
+namespace tune {
+
+inline constexpr int kResultSchemaVersion = 1;
+
+enum class Status {
+  kPending,        // not reached yet (the run was interrupted or is in progress)
+  kCompiled,       // compile-only run: compiled, nothing measured
+  kPassed,         // parity passed and timed
+  kIncorrect,      // parity failed; recorded with its errors, not timed
+  kCompileFailed,  // NVRTC rejected it; the log excerpt says why
+  kLaunchFailed,   // the driver refused the launch (resources, configuration)
+  kCrashed,        // it faulted the context (illegal address, trap, ...)
+  kTimeout,        // it did not finish in time
+  kSkipped,        // not measured on purpose; the reason says why
+};
+std::string to_string(Status s);
+Status status_from_string(const std::string& s);  // throws InputError
+
+struct ParityRecord {
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  std::int64_t worst_index = -1;  // the element furthest beyond the tolerance (or closest to it)
+  std::optional<double> worst_value;     // null when NaN/Inf
+  double worst_reference = 0;
+  std::int64_t mismatches = 0;  // elements outside tolerance (NaN and Inf included)
+  std::int64_t non_finite = 0;
+  std::int64_t elements = 0;
+  double atol = 1e-4, rtol = 1e-4;
+  std::uint64_t seed = 0;
+};
+
+struct ClockRecord {
+  bool available = false;
+  int sm_mhz_start = 0, sm_mhz_end = 0;
+  std::vector<std::string> reasons;  // union over the measurement
+  bool throttled = false;
+};
+
+struct TimingRecord {
+  std::string profile;  // "search" or "strict"
+  int samples = 0;
+  double min_us = 0, q1_us = 0, median_us = 0, mean_us = 0, q3_us = 0, max_us = 0, stddev_us = 0;
+  double noise = 0;  // stddev / mean
+  std::string stop_reason;
+  double gpu_seconds = 0;
+  double batch_mean_us = 0;  // back-to-back launches between one event pair, per launch
+  int batch_launches = 0;
+  ClockRecord clocks;
+};
+
+struct VariantRecord {
+  std::string name;
+  nlohmann::ordered_json params;
+  bool baseline = false;
+  Status status = Status::kPending;
+  std::string reason;  // why it failed or was skipped
+  double compile_seconds = 0;
+  double load_seconds = 0;
+  double first_launch_ms = 0;
+  std::vector<nlohmann::ordered_json> launches;  // kernel, grid, block, dynamic smem
+  std::map<std::string, Resources> resources;    // per kernel (lowered name)
+  std::string log_excerpt;
+  std::optional<ParityRecord> parity;
+  std::optional<TimingRecord> timing;  // the ranking measurement (strict when re-measured)
+  std::optional<TimingRecord> search_timing;  // the cheap first pass, when a strict one followed
+  // Throughput from the problem's counts at the median cold time.
+  std::optional<double> gbytes_per_s, gflop_per_s;
+
+  [[nodiscard]] int max_registers() const;
+  [[nodiscard]] int spill_bytes() const;
+};
+
+struct RunContext {
+  std::string tool_version;
+  std::string git_commit;
+  std::string command_line;
+  std::string started_at;  // ISO 8601 UTC
+  std::string finished_at;
+  std::string host;
+  std::string nvrtc_version;
+  std::string cuda_header_version;
+  std::vector<std::string> compile_options;
+  std::string arch;
+  std::string config_file;
+  int jobs = 1;
+};
+
+struct RunRecord {
+  int schema_version = kResultSchemaVersion;
+  RunContext context;
+  std::optional<DeviceInfo> device;  // null in a compile-only run
+  std::string problem;
+  Shape shape;
+  std::uint64_t seed = 0;
+  bool timed = false;  // false: compile-only, nothing measured
+  std::string untimed_reason;
+  double flop = 0, bytes = 0;  // per call, from the problem's counts
+  std::vector<VariantRecord> variants;
+  std::optional<std::string> winner;  // variant name
+  std::string winner_rule;
+  std::optional<std::string> baseline;
+  std::optional<double> speedup;  // baseline median / winner median
+  bool complete = false;           // false while running or when interrupted
+  struct Timings {
+    double compile_wall_s = 0, measure_wall_s = 0, total_wall_s = 0;
+  } wall;
+
+  [[nodiscard]] const VariantRecord* find(const std::string& name) const;
+};
+
+nlohmann::ordered_json to_json(const RunRecord& run);
+// Throws InputError naming what is wrong (schema version, missing fields).
+RunRecord run_from_json(const nlohmann::ordered_json& json);
+
+}  // namespace tune

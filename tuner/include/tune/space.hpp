@@ -1,0 +1,104 @@
+#pragma once
+// The search space of a problem, as data (configs/<problem>.json), and the one pure function
+// that lowers a configuration and a shape to what the compiler and the launcher need.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/shape.hpp"
+#include "tune/tensor.hpp"
+
+namespace tune {
+
+// Limits that device-dependent constraints are checked against; named in expressions as
+// dev_max_threads, dev_max_smem, dev_sm_count, dev_cc.
+struct DeviceLimits {
+  int max_threads_per_block = 1024;
+  std::int64_t max_smem_per_block = 227 * 1024;  // opt-in maximum, bytes
+  int sm_count = 132;
+  int compute_capability = 90;  // major * 10 + minor
+  // Limits of the target arch when no device is present (sm_90: Hopper).
+  static DeviceLimits for_arch(int compute_capability);
+};
+
+struct Parameter {
+  std::string name;
+  std::vector<nlohmann::ordered_json> values;  // scalars: integers, booleans or strings
+};
+
+// One point of the space: a value index per parameter, in the space's parameter order.
+struct Config {
+  std::vector<std::size_t> choice;
+  friend bool operator==(const Config&, const Config&) = default;
+  friend auto operator<=>(const Config&, const Config&) = default;
+};
+
+struct KernelLaunch {
+  std::string kernel;           // template name, e.g. "contact_kernel"
+  std::string name_expression;  // e.g. "contact_kernel<4,64,64,32,1,0,128,1,8,0,1>"
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned dynamic_smem = 0;
+  std::vector<std::string> args;  // buffer names: params, inputs, "out", or scratch
+};
+
+struct Lowered {
+  std::string template_name;         // e.g. "contact.cuh" (source embedded in the binary)
+  std::vector<KernelLaunch> launches;  // run in order; timed as one call
+  std::vector<TensorSpec> scratch;     // device buffers the launches share
+};
+
+struct Enumeration {
+  std::vector<Config> configs;                     // the valid ones, in enumeration order
+  std::size_t total = 0;                           // size of the Cartesian product
+  std::vector<std::pair<std::string, std::size_t>> rejected_by;  // first failing constraint -> count
+};
+
+class Space {
+ public:
+  // Throws ConfigError "<file>: <reason>" for an unreadable or malformed file.
+  static Space load(const std::filesystem::path& file);
+  static Space parse(const nlohmann::ordered_json& json, const std::string& source_name);
+
+  Space(Space&&) noexcept;
+  Space& operator=(Space&&) noexcept;
+  ~Space();
+
+  [[nodiscard]] const std::string& problem() const;
+  [[nodiscard]] const std::string& template_name() const;
+  [[nodiscard]] const std::string& source_name() const;
+  [[nodiscard]] const std::vector<Parameter>& parameters() const;
+  [[nodiscard]] const std::map<std::string, std::int64_t>& default_dims() const;
+  [[nodiscard]] const Config& baseline() const;
+
+  // Throws ShapeError with the failing shape constraint's message.
+  void check_shape(const Shape& shape) const;
+  // Every configuration that satisfies all constraints for this shape and device.
+  [[nodiscard]] Enumeration enumerate(const Shape& shape, const DeviceLimits& limits) const;
+  // Empty when valid, else the text of the first failing constraint.
+  [[nodiscard]] std::string violated_constraint(const Config& config, const Shape& shape,
+                                                const DeviceLimits& limits) const;
+  [[nodiscard]] Lowered lower(const Config& config, const Shape& shape) const;
+
+  // {"strategy": "warp", "block": 128, ...} in parameter order.
+  [[nodiscard]] nlohmann::ordered_json to_json(const Config& config) const;
+  // Throws InputError for unknown parameters or values.
+  [[nodiscard]] Config from_json(const nlohmann::ordered_json& params) const;
+  // "strategy=warp,block=128,...": stable, derived from the parameters.
+  [[nodiscard]] std::string name(const Config& config) const;
+  // Numeric value of a parameter as expressions see it (enum strings: their index).
+  [[nodiscard]] std::int64_t numeric(const Config& config, const std::string& parameter) const;
+
+ private:
+  struct Impl;
+  explicit Space(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tune

@@ -1,0 +1,51 @@
+#pragma once
+// The tune pipeline end to end: space -> lower -> compile (all cores) -> parity -> timing ->
+// results JSON (written as the run goes) -> header.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "tune/record.hpp"
+#include "tune/shape.hpp"
+
+namespace tune {
+
+struct TuneOptions {
+  std::string problem;
+  // Dimensions the user gave; the rest come from the config's defaults.
+  std::vector<std::pair<std::string, std::int64_t>> dims;
+  std::uint64_t seed = 42;
+  std::filesystem::path out_dir = "results";
+  std::optional<std::filesystem::path> header;  // default: beside the JSON
+  std::optional<std::filesystem::path> config;  // default: the embedded configs/<problem>.json
+  int jobs = 0;                                 // 0: all hardware threads
+  bool compile_only = false;
+  int device = 0;
+  int arch = 90;  // target when compiling without a device
+  int top_k = 3;  // re-measured strictly, interleaved, before naming a winner
+  std::string command_line;
+  std::function<void(const std::string&)> log;  // progress lines; may be empty
+};
+
+struct TuneOutcome {
+  RunRecord run;
+  std::filesystem::path json_path;
+  std::optional<std::filesystem::path> header_path;
+};
+
+// Throws InputError / ConfigError / ShapeError / DeviceError for what a user must fix,
+// before anything is measured where possible.
+TuneOutcome run_tune(const TuneOptions& options);
+
+// Loads a space: the given file, or the one embedded for the problem.
+class Space load_space(const std::string& problem, const std::optional<std::filesystem::path>& file);
+// The shape of a run: the user's dimensions over the space's defaults, validated.
+Shape resolve_shape(const class Problem& problem, const class Space& space,
+                    const std::vector<std::pair<std::string, std::int64_t>>& dims);
+
+// Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
+void write_file_atomic(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace tune

@@ -1,0 +1,119 @@
+// tune: the command line. It parses arguments and calls the library, nothing more.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/tune.hpp"
+#include "tune/verify.hpp"
+
+namespace {
+
+std::string joined_command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+void print_summary(const tune::TuneOutcome& out) {
+  const auto& run = out.run;
+  std::vector<const tune::VariantRecord*> ranked;
+  for (const auto& v : run.variants)
+    if (v.status == tune::Status::kPassed && v.timing) ranked.push_back(&v);
+  std::sort(ranked.begin(), ranked.end(), [](auto a, auto b) { return a->timing->median_us < b->timing->median_us; });
+  std::map<std::string, int> by_status;
+  for (const auto& v : run.variants) ++by_status[tune::to_string(v.status)];
+  std::string counts;
+  for (const auto& [k, n] : by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, k);
+  fmt::print("\n{} {}: {} variants ({})\n", run.problem, run.shape.describe(), run.variants.size(), counts);
+  fmt::print("compile wall {:.1f} s, measure {:.1f} s, total {:.1f} s\n", run.wall.compile_wall_s, run.wall.measure_wall_s,
+             run.wall.total_wall_s);
+  if (!ranked.empty()) {
+    fmt::print("\n{:>4}  {:>11}  {:>11}  {:>7}  {:>5}  {}\n", "rank", "cold med us", "batch us", "noise", "regs", "config");
+    for (std::size_t i = 0; i < std::min<std::size_t>(ranked.size(), 8); ++i) {
+      const auto* v = ranked[i];
+      fmt::print("{:>4}  {:>11.3f}  {:>11.3f}  {:>6.2f}%  {:>5}  {}{}{}\n", i + 1, v->timing->median_us,
+                 v->timing->batch_mean_us, v->timing->noise * 100, v->max_registers(), v->name,
+                 v->baseline ? "  [baseline]" : "", run.winner && *run.winner == v->name ? "  [winner]" : "");
+    }
+  }
+  if (run.baseline) {
+    const auto* b = run.find(*run.baseline);
+    if (b && b->timing && !b->baseline) fmt::print("baseline: {}\n", b->name);
+    if (b && b->timing) fmt::print("\nbaseline {:.3f} us", b->timing->median_us);
+    if (run.speedup) fmt::print(", winner {:.3f} us: {:.2f}x faster\n", run.find(*run.winner)->timing->median_us, *run.speedup);
+    else fmt::print("\n");
+  }
+  fmt::print("results: {}\n", out.json_path.string());
+  if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tune: autotune CUDA kernels for this GPU and shape, with evidence"};
+  app.set_version_flag("--version", tune::tool_version() + " (" + tune::tool_git_commit() + ")");
+
+  tune::TuneOptions opt;
+  opt.command_line = joined_command_line(argc, argv);
+  std::map<std::string, std::int64_t> dims;
+  std::string out_dir = "results", header, config;
+  app.add_option("--problem", opt.problem, "problem to tune (contact, scene_graph)");
+  for (const char* d : {"B", "N", "C", "H", "D", "heads", "P"})
+    app.add_option(std::string("--") + d, dims[d], std::string("shape dimension ") + d);
+  app.add_option("--seed", opt.seed, "seed of the inputs and parameters")->capture_default_str();
+  app.add_option("--out", out_dir, "results folder (results/<gpu>/<problem>/<shape>.json)")->capture_default_str();
+  app.add_option("--header", header, "where to write the generated header (default: beside the JSON)");
+  app.add_option("--config", config, "search-space file (default: the embedded configs/<problem>.json)");
+  app.add_option("--jobs,-j", opt.jobs, "parallel NVRTC compiles (default: all cores)");
+  app.add_option("--device", opt.device, "CUDA device ordinal")->capture_default_str();
+  app.add_option("--arch", opt.arch, "compute capability to compile for when there is no device, e.g. 90")->capture_default_str();
+  app.add_option("--top", opt.top_k, "variants re-measured strictly, interleaved, before naming the winner")->capture_default_str();
+  app.add_flag("--compile-only", opt.compile_only, "compile every variant and record resources; time nothing");
+
+  tune::VerifyOptions vopt;
+  auto* verify = app.add_subcommand("verify", "check the CPU reference (and, on a GPU, tuned variants) against golden files");
+  verify->add_option("golden", vopt.golden, "golden JSON files (format of shared/golden)")->required()->check(CLI::ExistingFile);
+  verify->add_option("--results", vopt.results_dir, "results folder to find the matching tune results in")->capture_default_str();
+  verify->add_flag("--all", vopt.all, "check every variant of the matching results file, not just baseline and winner");
+  verify->add_option("--device", vopt.device, "CUDA device ordinal")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  auto log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  try {
+    if (verify->parsed()) {
+      vopt.log = log;
+      return tune::run_verify(vopt) ? 0 : 1;
+    }
+    if (opt.problem.empty()) {
+      fmt::print(stderr, "tune: --problem is required (try: tune --problem contact --B 4 --N 64)\n");
+      return 2;
+    }
+    for (const auto& [k, v] : dims)
+      if (app.get_option("--" + k)->count() > 0) opt.dims.emplace_back(k, v);
+    opt.out_dir = out_dir;
+    if (!header.empty()) opt.header = header;
+    if (!config.empty()) opt.config = config;
+    opt.log = log;
+    print_summary(tune::run_tune(opt));
+    return 0;
+  } catch (const tune::InputError& e) {
+    fmt::print(stderr, "tune: {}\n", e.what());
+    return 2;
+  } catch (const tune::DeviceError& e) {
+    fmt::print(stderr, "tune: {}\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tune: internal error: {}\n", e.what());
+    return 4;
+  }
+}

@@ -1,0 +1,79 @@
+// Small value types of the public API: Shape, TensorSpec, ProblemData, Rng.
+#include <cmath>
+#include <numbers>
+
+#include <fmt/format.h>
+
+#include "tune/errors.hpp"
+#include "tune/rng.hpp"
+#include "tune/shape.hpp"
+#include "tune/tensor.hpp"
+
+namespace tune {
+
+std::int64_t Shape::at(std::string_view name) const {
+  for (const auto& [k, v] : dims_)
+    if (k == name) return v;
+  throw InputError(fmt::format("the shape has no dimension '{}'", name));
+}
+
+bool Shape::has(std::string_view name) const {
+  for (const auto& d : dims_)
+    if (d.first == name) return true;
+  return false;
+}
+
+void Shape::set(std::string_view name, std::int64_t value) {
+  for (auto& [k, v] : dims_)
+    if (k == name) {
+      v = value;
+      return;
+    }
+  dims_.emplace_back(std::string(name), value);
+}
+
+std::string Shape::tag() const {
+  std::string out;
+  for (const auto& [k, v] : dims_) out += fmt::format("{}{}{}", out.empty() ? "" : "_", k, v);
+  return out;
+}
+
+std::string Shape::describe() const {
+  std::string out;
+  for (const auto& [k, v] : dims_) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
+  return out;
+}
+
+std::int64_t TensorSpec::elements() const {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+const HostTensor* ProblemData::find(std::string_view name) const {
+  for (const auto* list : {&params, &inputs})
+    for (const auto& t : *list)
+      if (t.spec.name == name) return &t;
+  return nullptr;
+}
+
+const HostTensor& ProblemData::get(std::string_view name) const {
+  if (const HostTensor* t = find(name)) return *t;
+  throw InputError(fmt::format("no parameter or input named '{}'", name));
+}
+
+double Rng::normal() {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_;
+  }
+  double u1 = uniform01();
+  while (u1 <= 0.0) u1 = uniform01();
+  const double u2 = uniform01();
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  spare_ = r * std::sin(2.0 * std::numbers::pi * u2);
+  has_spare_ = true;
+  return r * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+}  // namespace tune

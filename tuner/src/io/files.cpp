@@ -1,0 +1,97 @@
+// Readers of result and golden files, validated with one-line errors that name the file.
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+
+namespace tune {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json read_json(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(file.string() + ": cannot be read (does it exist?)");
+  try {
+    return Json::parse(in);
+  } catch (const Json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
+  }
+}
+
+HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string& where) {
+  if (!j.is_object() || !j.contains("shape") || !j.contains("data"))
+    throw InputError(where + " needs 'shape' and 'data'");
+  std::vector<std::int64_t> shape;
+  for (const Json& d : j.at("shape")) {
+    if (!d.is_number_integer()) throw InputError(where + " shape must list integers");
+    shape.push_back(d.get<std::int64_t>());
+  }
+  if (shape != spec.shape)
+    throw InputError(fmt::format("{} has shape [{}], the problem expects [{}]", where, fmt::join(shape, ", "),
+                                 fmt::join(spec.shape, ", ")));
+  const Json& data = j.at("data");
+  if (!data.is_array() || static_cast<std::int64_t>(data.size()) != spec.elements())
+    throw InputError(fmt::format("{} has {} values, its shape needs {}", where, data.is_array() ? data.size() : 0,
+                                 spec.elements()));
+  HostTensor t{spec, {}};
+  t.data.reserve(data.size());
+  for (const Json& v : data) {
+    if (!v.is_number()) throw InputError(where + " data must be numbers");
+    t.data.push_back(v.get<float>());
+  }
+  return t;
+}
+
+}  // namespace
+
+RunRecord read_result(const std::filesystem::path& file) {
+  try {
+    return run_from_json(read_json(file));
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    if (what.rfind(file.string(), 0) == 0) throw;
+    throw InputError(file.string() + ": " + what);
+  }
+}
+
+GoldenCase read_golden(const std::filesystem::path& file) {
+  const Json j = read_json(file);
+  const std::string f = file.string();
+  try {
+    if (!j.is_object()) throw InputError("the top level must be a JSON object");
+    for (const char* key : {"problem", "shape", "params", "inputs", "output"})
+      if (!j.contains(key)) throw InputError(fmt::format("has no '{}'", key));
+    GoldenCase g;
+    g.problem = j.at("problem").get<std::string>();
+    const Problem& problem = find_problem(g.problem);
+    for (const auto& d : problem.dims()) {
+      if (!j.at("shape").contains(d)) throw InputError(fmt::format("'shape' has no '{}'", d));
+      g.shape.set(d, j.at("shape").at(d).get<std::int64_t>());
+    }
+    problem.check_shape(g.shape);
+    for (const auto& spec : problem.param_specs(g.shape)) {
+      if (!j.at("params").contains(spec.name)) throw InputError(fmt::format("'params' has no '{}'", spec.name));
+      g.data.params.push_back(tensor_from(j.at("params").at(spec.name), spec, "params." + spec.name));
+    }
+    for (const auto& spec : problem.input_specs(g.shape)) {
+      if (!j.at("inputs").contains(spec.name)) throw InputError(fmt::format("'inputs' has no '{}'", spec.name));
+      g.data.inputs.push_back(tensor_from(j.at("inputs").at(spec.name), spec, "inputs." + spec.name));
+    }
+    const HostTensor out = tensor_from(j.at("output"), problem.output_spec(g.shape), "output");
+    const Json& raw = j.at("output").at("data");
+    g.output.reserve(raw.size());
+    for (const Json& v : raw) g.output.push_back(v.get<double>());  // full float64 precision
+    (void)out;
+    return g;
+  } catch (const Json::exception& e) {
+    throw InputError(fmt::format("{}: malformed golden file ({})", f, e.what()));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", f, e.what()));
+  }
+}
+
+}  // namespace tune

@@ -1,0 +1,345 @@
+// Every JSON converter of the results, in one place. Keys keep a stable order (ordered_json);
+// a value that is not a finite number is written as null, never as NaN.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "tune/errors.hpp"
+#include "tune/record.hpp"
+
+namespace tune {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::pair<Status, const char*> kStatusNames[] = {
+    {Status::kPending, "pending"},           {Status::kCompiled, "compiled"},
+    {Status::kPassed, "passed"},             {Status::kIncorrect, "incorrect"},
+    {Status::kCompileFailed, "compile_failed"}, {Status::kLaunchFailed, "launch_failed"},
+    {Status::kCrashed, "crashed"},           {Status::kTimeout, "timeout"},
+    {Status::kSkipped, "skipped"}};
+
+Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+template <typename T>
+Json optional_number(const std::optional<T>& v) {
+  return v && std::isfinite(static_cast<double>(*v)) ? Json(*v) : Json(nullptr);
+}
+template <typename T>
+std::optional<T> read_optional(const Json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return j.at(key).get<T>();
+}
+double read_number(const Json& j, const char* key) {
+  return j.contains(key) && !j.at(key).is_null() ? j.at(key).get<double>() : 0.0;
+}
+
+Json resources_json(const Resources& r) {
+  return Json{{"registers", r.registers},         {"spill_store_bytes", r.spill_store_bytes},
+              {"spill_load_bytes", r.spill_load_bytes}, {"stack_frame_bytes", r.stack_frame_bytes},
+              {"static_smem_bytes", r.static_smem_bytes}, {"barriers", r.barriers}};
+}
+Resources resources_from(const Json& j) {
+  Resources r;
+  r.registers = j.at("registers").get<int>();
+  r.spill_store_bytes = j.at("spill_store_bytes").get<int>();
+  r.spill_load_bytes = j.at("spill_load_bytes").get<int>();
+  r.stack_frame_bytes = j.at("stack_frame_bytes").get<int>();
+  r.static_smem_bytes = j.at("static_smem_bytes").get<int>();
+  r.barriers = j.value("barriers", 0);
+  return r;
+}
+
+Json parity_json(const ParityRecord& p) {
+  return Json{{"atol", p.atol},
+              {"rtol", p.rtol},
+              {"seed", p.seed},
+              {"elements", p.elements},
+              {"mismatches", p.mismatches},
+              {"non_finite", p.non_finite},
+              {"max_abs_error", number(p.max_abs_error)},
+              {"max_rel_error", number(p.max_rel_error)},
+              {"worst_index", p.worst_index},
+              {"worst_value", optional_number(p.worst_value)},
+              {"worst_reference", number(p.worst_reference)}};
+}
+ParityRecord parity_from(const Json& j) {
+  ParityRecord p;
+  p.atol = j.at("atol").get<double>();
+  p.rtol = j.at("rtol").get<double>();
+  p.seed = j.at("seed").get<std::uint64_t>();
+  p.elements = j.at("elements").get<std::int64_t>();
+  p.mismatches = j.at("mismatches").get<std::int64_t>();
+  p.non_finite = j.at("non_finite").get<std::int64_t>();
+  p.max_abs_error = read_number(j, "max_abs_error");
+  p.max_rel_error = read_number(j, "max_rel_error");
+  p.worst_index = j.at("worst_index").get<std::int64_t>();
+  p.worst_value = read_optional<double>(j, "worst_value");
+  p.worst_reference = read_number(j, "worst_reference");
+  return p;
+}
+
+Json timing_json(const TimingRecord& t) {
+  return Json{{"profile", t.profile},
+              {"unit", "microseconds"},
+              {"samples", t.samples},
+              {"min_us", number(t.min_us)},
+              {"q1_us", number(t.q1_us)},
+              {"median_us", number(t.median_us)},
+              {"mean_us", number(t.mean_us)},
+              {"q3_us", number(t.q3_us)},
+              {"max_us", number(t.max_us)},
+              {"stddev_us", number(t.stddev_us)},
+              {"noise", number(t.noise)},
+              {"stop_reason", t.stop_reason},
+              {"gpu_seconds", number(t.gpu_seconds)},
+              {"batch_mean_us", number(t.batch_mean_us)},
+              {"batch_launches", t.batch_launches},
+              {"clocks",
+               {{"available", t.clocks.available},
+                {"sm_mhz_start", t.clocks.sm_mhz_start},
+                {"sm_mhz_end", t.clocks.sm_mhz_end},
+                {"reasons", t.clocks.reasons},
+                {"throttled", t.clocks.throttled}}}};
+}
+TimingRecord timing_from(const Json& j) {
+  TimingRecord t;
+  t.profile = j.at("profile").get<std::string>();
+  t.samples = j.at("samples").get<int>();
+  t.min_us = read_number(j, "min_us");
+  t.q1_us = read_number(j, "q1_us");
+  t.median_us = read_number(j, "median_us");
+  t.mean_us = read_number(j, "mean_us");
+  t.q3_us = read_number(j, "q3_us");
+  t.max_us = read_number(j, "max_us");
+  t.stddev_us = read_number(j, "stddev_us");
+  t.noise = read_number(j, "noise");
+  t.stop_reason = j.at("stop_reason").get<std::string>();
+  t.gpu_seconds = read_number(j, "gpu_seconds");
+  t.batch_mean_us = read_number(j, "batch_mean_us");
+  t.batch_launches = j.value("batch_launches", 0);
+  if (j.contains("clocks")) {
+    const Json& c = j.at("clocks");
+    t.clocks.available = c.value("available", false);
+    t.clocks.sm_mhz_start = c.value("sm_mhz_start", 0);
+    t.clocks.sm_mhz_end = c.value("sm_mhz_end", 0);
+    t.clocks.reasons = c.value("reasons", std::vector<std::string>{});
+    t.clocks.throttled = c.value("throttled", false);
+  }
+  return t;
+}
+
+Json variant_json(const VariantRecord& v) {
+  Json res = Json::object();
+  for (const auto& [k, r] : v.resources) res[k] = resources_json(r);
+  return Json{{"name", v.name},
+              {"params", v.params},
+              {"baseline", v.baseline},
+              {"status", to_string(v.status)},
+              {"reason", v.reason},
+              {"compile_seconds", number(v.compile_seconds)},
+              {"load_seconds", number(v.load_seconds)},
+              {"first_launch_ms", number(v.first_launch_ms)},
+              {"launches", v.launches},
+              {"max_registers", v.max_registers()},
+              {"spill_bytes", v.spill_bytes()},
+              {"resources", res},
+              {"parity", v.parity ? parity_json(*v.parity) : Json(nullptr)},
+              {"timing", v.timing ? timing_json(*v.timing) : Json(nullptr)},
+              {"search_timing", v.search_timing ? timing_json(*v.search_timing) : Json(nullptr)},
+              {"throughput",
+               {{"gigabytes_per_second", optional_number(v.gbytes_per_s)},
+                {"gigaflop_per_second", optional_number(v.gflop_per_s)}}},
+              {"log_excerpt", v.log_excerpt}};
+}
+VariantRecord variant_from(const Json& j) {
+  VariantRecord v;
+  v.name = j.at("name").get<std::string>();
+  v.params = j.at("params");
+  v.baseline = j.value("baseline", false);
+  v.status = status_from_string(j.at("status").get<std::string>());
+  v.reason = j.value("reason", "");
+  v.compile_seconds = read_number(j, "compile_seconds");
+  v.load_seconds = read_number(j, "load_seconds");
+  v.first_launch_ms = read_number(j, "first_launch_ms");
+  if (j.contains("launches")) v.launches = j.at("launches").get<std::vector<Json>>();
+  if (j.contains("resources"))
+    for (const auto& [k, r] : j.at("resources").items()) v.resources[k] = resources_from(r);
+  if (j.contains("parity") && !j.at("parity").is_null()) v.parity = parity_from(j.at("parity"));
+  if (j.contains("timing") && !j.at("timing").is_null()) v.timing = timing_from(j.at("timing"));
+  if (j.contains("search_timing") && !j.at("search_timing").is_null()) v.search_timing = timing_from(j.at("search_timing"));
+  if (j.contains("throughput")) {
+    v.gbytes_per_s = read_optional<double>(j.at("throughput"), "gigabytes_per_second");
+    v.gflop_per_s = read_optional<double>(j.at("throughput"), "gigaflop_per_second");
+  }
+  v.log_excerpt = j.value("log_excerpt", "");
+  return v;
+}
+
+Json device_json(const DeviceInfo& d) {
+  return Json{{"ordinal", d.ordinal},
+              {"name", d.name},
+              {"slug", d.slug()},
+              {"uuid", d.uuid},
+              {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+              {"sm_count", d.sm_count},
+              {"max_threads_per_block", d.max_threads_per_block},
+              {"max_shared_memory_per_block_optin_bytes", d.max_smem_per_block_optin},
+              {"l2_cache_bytes", d.l2_bytes},
+              {"memory_bytes", d.memory_bytes},
+              {"max_sm_clock_khz", d.sm_clock_khz},
+              {"memory_clock_khz", d.memory_clock_khz},
+              {"memory_bus_bits", d.memory_bus_bits},
+              {"driver_cuda_version", d.driver_version}};
+}
+DeviceInfo device_from(const Json& j) {
+  DeviceInfo d;
+  d.ordinal = j.at("ordinal").get<int>();
+  d.name = j.at("name").get<std::string>();
+  d.uuid = j.at("uuid").get<std::string>();
+  const auto cc = j.at("compute_capability").get<std::string>();
+  const auto dot = cc.find('.');
+  if (dot == std::string::npos) throw InputError("device compute_capability must look like 9.0");
+  d.cc_major = std::stoi(cc.substr(0, dot));
+  d.cc_minor = std::stoi(cc.substr(dot + 1));
+  d.sm_count = j.at("sm_count").get<int>();
+  d.max_threads_per_block = j.at("max_threads_per_block").get<int>();
+  d.max_smem_per_block_optin = j.at("max_shared_memory_per_block_optin_bytes").get<std::int64_t>();
+  d.l2_bytes = j.at("l2_cache_bytes").get<std::int64_t>();
+  d.memory_bytes = j.at("memory_bytes").get<std::int64_t>();
+  d.sm_clock_khz = j.at("max_sm_clock_khz").get<int>();
+  d.memory_clock_khz = j.at("memory_clock_khz").get<int>();
+  d.memory_bus_bits = j.at("memory_bus_bits").get<int>();
+  d.driver_version = j.at("driver_cuda_version").get<std::string>();
+  return d;
+}
+
+}  // namespace
+
+std::string to_string(Status s) {
+  for (const auto& [k, name] : kStatusNames)
+    if (k == s) return name;
+  return "unknown";
+}
+
+Status status_from_string(const std::string& s) {
+  for (const auto& [k, name] : kStatusNames)
+    if (s == name) return k;
+  throw InputError("unknown variant status '" + s + "'");
+}
+
+int VariantRecord::max_registers() const {
+  int r = -1;
+  for (const auto& [k, res] : resources) r = std::max(r, res.registers);
+  return r;
+}
+
+int VariantRecord::spill_bytes() const {
+  int s = 0;
+  for (const auto& [k, res] : resources) s += res.spill_store_bytes + res.spill_load_bytes;
+  return s;
+}
+
+const VariantRecord* RunRecord::find(const std::string& name) const {
+  for (const auto& v : variants)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+Json to_json(const RunRecord& run) {
+  Json shape = Json::object();
+  for (const auto& [k, v] : run.shape.dims()) shape[k] = v;
+  const auto& c = run.context;
+  Json variants = Json::array();
+  for (const auto& v : run.variants) variants.push_back(variant_json(v));
+  std::map<std::string, int> counts;
+  for (const auto& v : run.variants) ++counts[to_string(v.status)];
+  return Json{{"schema_version", run.schema_version},
+              {"kind", "tune.result"},
+              {"problem", run.problem},
+              {"shape", shape},
+              {"seed", run.seed},
+              {"timed", run.timed},
+              {"untimed_reason", run.untimed_reason},
+              {"complete", run.complete},
+              {"context",
+               {{"tool_version", c.tool_version},
+                {"git_commit", c.git_commit},
+                {"command_line", c.command_line},
+                {"started_at", c.started_at},
+                {"finished_at", c.finished_at},
+                {"host", c.host},
+                {"nvrtc_version", c.nvrtc_version},
+                {"cuda_header_version", c.cuda_header_version},
+                {"arch", c.arch},
+                {"compile_options", c.compile_options},
+                {"config_file", c.config_file},
+                {"jobs", c.jobs}}},
+              {"device", run.device ? device_json(*run.device) : Json(nullptr)},
+              {"work", {{"flop_per_call", run.flop}, {"bytes_per_call", run.bytes}}},
+              {"wall_seconds",
+               {{"compile", number(run.wall.compile_wall_s)},
+                {"measure", number(run.wall.measure_wall_s)},
+                {"total", number(run.wall.total_wall_s)}}},
+              {"summary",
+               {{"variants", run.variants.size()},
+                {"by_status", counts},
+                {"winner", run.winner ? Json(*run.winner) : Json(nullptr)},
+                {"winner_rule", run.winner_rule},
+                {"baseline", run.baseline ? Json(*run.baseline) : Json(nullptr)},
+                {"speedup_over_baseline", optional_number(run.speedup)}}},
+              {"variants", variants}};
+}
+
+RunRecord run_from_json(const Json& j) {
+  try {
+    if (!j.is_object()) throw InputError("a result file must be a JSON object");
+    if (j.value("kind", "") != "tune.result") throw InputError("not a tune result file (its 'kind' is not tune.result)");
+    const int version = j.at("schema_version").get<int>();
+    if (version != kResultSchemaVersion)
+      throw InputError(fmt::format("result schema_version {} is not supported (this tune reads {})", version, kResultSchemaVersion));
+    RunRecord run;
+    run.schema_version = version;
+    run.problem = j.at("problem").get<std::string>();
+    for (const auto& [k, v] : j.at("shape").items()) run.shape.set(k, v.get<std::int64_t>());
+    run.seed = j.at("seed").get<std::uint64_t>();
+    run.timed = j.at("timed").get<bool>();
+    run.untimed_reason = j.value("untimed_reason", "");
+    run.complete = j.value("complete", false);
+    const Json& c = j.at("context");
+    run.context.tool_version = c.at("tool_version").get<std::string>();
+    run.context.git_commit = c.at("git_commit").get<std::string>();
+    run.context.command_line = c.at("command_line").get<std::string>();
+    run.context.started_at = c.at("started_at").get<std::string>();
+    run.context.finished_at = c.value("finished_at", "");
+    run.context.host = c.value("host", "");
+    run.context.nvrtc_version = c.at("nvrtc_version").get<std::string>();
+    run.context.cuda_header_version = c.value("cuda_header_version", "");
+    run.context.arch = c.at("arch").get<std::string>();
+    run.context.compile_options = c.at("compile_options").get<std::vector<std::string>>();
+    run.context.config_file = c.value("config_file", "");
+    run.context.jobs = c.value("jobs", 1);
+    if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
+    run.flop = j.at("work").at("flop_per_call").get<double>();
+    run.bytes = j.at("work").at("bytes_per_call").get<double>();
+    if (j.contains("wall_seconds")) {
+      run.wall.compile_wall_s = read_number(j.at("wall_seconds"), "compile");
+      run.wall.measure_wall_s = read_number(j.at("wall_seconds"), "measure");
+      run.wall.total_wall_s = read_number(j.at("wall_seconds"), "total");
+    }
+    const Json& s = j.at("summary");
+    run.winner = read_optional<std::string>(s, "winner");
+    run.winner_rule = s.value("winner_rule", "");
+    run.baseline = read_optional<std::string>(s, "baseline");
+    run.speedup = read_optional<double>(s, "speedup_over_baseline");
+    for (const Json& v : j.at("variants")) run.variants.push_back(variant_from(v));
+    if (run.winner && !run.find(*run.winner)) throw InputError("the winner '" + *run.winner + "' is not among the variants");
+    return run;
+  } catch (const Json::exception& e) {
+    throw InputError(std::string("malformed result: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw InputError(std::string("malformed result: ") + e.what());
+  }
+}
+
+}  // namespace tune

@@ -1,0 +1,348 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cuda/driver.hpp"
+#include "cuda/owners.hpp"
+#include "tune/errors.hpp"
+#include "tune/measure.hpp"
+
+namespace tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+constexpr std::uint32_t kNanBits = 0x7fc00000u;
+constexpr unsigned kDefaultSmemLimit = 48 * 1024;
+
+// Device copies of one set of parameters and inputs, plus the output.
+struct BufferSet {
+  std::map<std::string, cuda::DeviceBuffer> buffers;
+  std::size_t out_elements = 0;
+};
+
+BufferSet upload(const ProblemData& data, const TensorSpec& out) {
+  BufferSet s;
+  for (const auto* list : {&data.params, &data.inputs}) {
+    for (const auto& t : *list) {
+      cuda::DeviceBuffer b(t.spec.bytes());
+      b.upload(t.data.data(), t.spec.bytes());
+      s.buffers.emplace(t.spec.name, std::move(b));
+    }
+  }
+  s.buffers.emplace(out.name, cuda::DeviceBuffer(out.bytes()));
+  s.out_elements = static_cast<std::size_t>(out.elements());
+  return s;
+}
+
+// A compiled variant loaded into the current context, ready to launch on either buffer set.
+struct LoadedVariant {
+  cuda::Module module;
+  std::vector<CUfunction> functions;
+  std::vector<KernelLaunch> launches;
+  std::map<std::string, cuda::DeviceBuffer> scratch;
+};
+
+}  // namespace
+
+struct DeviceRunner::Impl {
+  DeviceInfo device;
+  const Problem& problem;
+  Shape shape;
+  ProblemData timing_data, parity_data;
+  std::vector<double> parity_reference;
+  std::uint64_t parity_seed;
+  TensorSpec out_spec;
+  cuda::Context ctx;
+  std::optional<cuda::Stream> stream;
+  std::optional<cuda::Event> start, stop;
+  std::optional<cuda::DeviceBuffer> flush;
+  BufferSet timing_set, parity_set;
+  std::string phase;
+
+  Impl(const DeviceInfo& d, const Problem& p, const Shape& s, ProblemData t, ProblemData par, std::vector<double> ref,
+       std::uint64_t seed)
+      : device(d), problem(p), shape(s), timing_data(std::move(t)), parity_data(std::move(par)),
+        parity_reference(std::move(ref)), parity_seed(seed), out_spec(p.output_spec(s)), ctx(d.ordinal) {
+    build();
+  }
+
+  void build() {
+    stream.emplace();
+    start.emplace();
+    stop.emplace();
+    flush.emplace(static_cast<std::size_t>(std::max<std::int64_t>(device.l2_bytes * 2, 8 << 20)));
+    timing_set = upload(timing_data, out_spec);
+    parity_set = upload(parity_data, out_spec);
+  }
+
+  // After a sticky error every handle of the context is dead: drop them, reset, rebuild.
+  void recover() {
+    timing_set = {};
+    parity_set = {};
+    flush.reset();
+    start.reset();
+    stop.reset();
+    stream.reset();
+    ctx.reset();
+    build();
+  }
+
+  LoadedVariant load(const CompileResult& compiled, const Lowered& lowered) {
+    phase = "load";
+    LoadedVariant v;
+    v.module = cuda::Module(compiled.cubin);
+    v.launches = lowered.launches;
+    for (std::size_t i = 0; i < lowered.launches.size(); ++i) {
+      const KernelLaunch& l = lowered.launches[i];
+      CUfunction fn = v.module.function(compiled.lowered_names.at(i));
+      if (l.dynamic_smem > kDefaultSmemLimit)
+        TUNE_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.dynamic_smem)));
+      v.functions.push_back(fn);
+    }
+    for (const TensorSpec& s : lowered.scratch) v.scratch.emplace(s.name, cuda::DeviceBuffer(s.bytes()));
+    return v;
+  }
+
+  // Why the driver would refuse a launch, checked before launching (threads, shared memory).
+  std::string launch_limits(const LoadedVariant& v) const {
+    for (std::size_t i = 0; i < v.launches.size(); ++i) {
+      const auto& l = v.launches[i];
+      int max_threads = 0, static_smem = 0;
+      TUNE_CU(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, v.functions[i]));
+      TUNE_CU(cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, v.functions[i]));
+      const unsigned threads = l.block[0] * l.block[1] * l.block[2];
+      if (threads > static_cast<unsigned>(max_threads))
+        return fmt::format("{} needs {} threads per block but its registers allow {}", l.kernel, threads, max_threads);
+      if (static_smem + l.dynamic_smem > device.max_smem_per_block_optin)
+        return fmt::format("{} needs {} bytes of shared memory, the device allows {}", l.kernel,
+                           static_smem + l.dynamic_smem, device.max_smem_per_block_optin);
+    }
+    return {};
+  }
+
+  void enqueue(const LoadedVariant& v, BufferSet& set) {
+    for (std::size_t i = 0; i < v.launches.size(); ++i) {
+      const KernelLaunch& l = v.launches[i];
+      std::vector<CUdeviceptr> ptrs;
+      for (const auto& name : l.args) {
+        if (auto it = set.buffers.find(name); it != set.buffers.end()) {
+          ptrs.push_back(it->second.get());
+        } else if (auto sit = v.scratch.find(name); sit != v.scratch.end()) {
+          ptrs.push_back(sit->second.get());
+        } else {
+          throw InputError(fmt::format("launch '{}' names buffer '{}', which is neither a parameter, an input, "
+                                       "'out' nor a scratch buffer of this configuration",
+                                       l.kernel, name));
+        }
+      }
+      std::vector<void*> params;
+      for (auto& p : ptrs) params.push_back(&p);
+      TUNE_CU(cuLaunchKernel(v.functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+                             l.dynamic_smem, stream->get(), params.data(), nullptr));
+    }
+  }
+
+  void poison(const LoadedVariant& v, BufferSet& set) {
+    TUNE_CU(cuMemsetD32Async(set.buffers.at(out_spec.name).get(), kNanBits, set.out_elements, stream->get()));
+    for (const auto& [name, b] : v.scratch) TUNE_CU(cuMemsetD32Async(b.get(), kNanBits, b.bytes() / 4, stream->get()));
+  }
+
+  ParityRecord run_parity(const LoadedVariant& v, BufferSet& set, const std::vector<double>& ref, std::uint64_t seed,
+                          double* launch_ms) {
+    phase = "parity";
+    poison(v, set);
+    stream->synchronize();
+    const auto t = Clock::now();
+    enqueue(v, set);
+    TUNE_CU(cuCtxSynchronize());
+    if (launch_ms) *launch_ms = seconds_since(t) * 1e3;
+    std::vector<float> out(set.out_elements);
+    set.buffers.at(out_spec.name).download(out.data(), out.size() * sizeof(float));
+    ParityRecord p = compare_output(out, ref, 1e-4, 1e-4);
+    p.seed = seed;
+    return p;
+  }
+
+  double cold_sample(const LoadedVariant& v) {
+    TUNE_CU(cuMemsetD8Async(flush->get(), 0, flush->bytes(), stream->get()));
+    start->record(*stream);
+    enqueue(v, timing_set);
+    stop->record(*stream);
+    return static_cast<double>(cuda::Event::elapsed_ms(*start, *stop)) * 1e3;
+  }
+
+  double batch_mean(const LoadedVariant& v, int launches) {
+    std::vector<double> reps;
+    for (int r = 0; r < 5; ++r) {
+      start->record(*stream);
+      for (int k = 0; k < launches; ++k) enqueue(v, timing_set);
+      stop->record(*stream);
+      reps.push_back(static_cast<double>(cuda::Event::elapsed_ms(*start, *stop)) * 1e3 / launches);
+    }
+    std::sort(reps.begin(), reps.end());
+    return reps[reps.size() / 2];
+  }
+
+  void warm(const LoadedVariant& v, int launches) {
+    phase = "warm-up";
+    for (int k = 0; k < launches; ++k) enqueue(v, timing_set);
+    stream->synchronize();
+  }
+
+  static ClockRecord clocks(const ClockSample& a, const ClockSample& b) {
+    ClockRecord c;
+    c.available = a.available && b.available;
+    c.sm_mhz_start = a.sm_mhz;
+    c.sm_mhz_end = b.sm_mhz;
+    ClockSample both = a;
+    both.reasons |= b.reasons;
+    c.reasons = both.reason_names();
+    c.throttled = a.throttled() || b.throttled();
+    return c;
+  }
+
+  TimingRecord time(const LoadedVariant& v, const DeviceRunner::Options& o) {
+    warm(v, o.warmup_launches);
+    phase = "timing";
+    const ClockSample before = sample_clocks(device.uuid);
+    SampleSet set;
+    const auto t0 = Clock::now();
+    std::string why;
+    while ((why = set.stop_reason(o.rule, seconds_since(t0))).empty()) set.add(cold_sample(v));
+    TimingRecord r;
+    set.summarize(r);
+    r.profile = o.rule.profile;
+    r.stop_reason = why;
+    r.batch_launches = o.batch_launches;
+    r.batch_mean_us = batch_mean(v, o.batch_launches);
+    r.clocks = clocks(before, sample_clocks(device.uuid));
+    return r;
+  }
+
+  void fill_throughput(VariantRecord& rec) const {
+    if (!rec.timing || rec.timing->median_us <= 0) return;
+    const WorkCounts w = problem.counts(shape);
+    rec.gbytes_per_s = w.bytes / (rec.timing->median_us * 1e-6) / 1e9;
+    rec.gflop_per_s = w.flop / (rec.timing->median_us * 1e-6) / 1e9;
+  }
+};
+
+DeviceRunner::DeviceRunner(const DeviceInfo& device, const Problem& problem, const Shape& shape,
+                           const ProblemData& timing_data, const ProblemData& parity_data,
+                           std::vector<double> parity_reference, std::uint64_t parity_seed) {
+  {
+    cuda::Context probe(device.ordinal);
+    std::size_t free_bytes = 0, total = 0;
+    TUNE_CU(cuMemGetInfo(&free_bytes, &total));
+    const std::size_t need = required_bytes(problem, shape, device);
+    if (need > free_bytes)
+      throw DeviceError(fmt::format("shape {} needs about {:.2f} GiB on the device but {} has {:.2f} GiB free; "
+                                    "use a smaller --B or --N",
+                                    shape.describe(), need / 1073741824.0, device.name, free_bytes / 1073741824.0));
+  }
+  impl_ = std::make_unique<Impl>(device, problem, shape, timing_data, parity_data, std::move(parity_reference),
+                                 parity_seed);
+}
+
+DeviceRunner::~DeviceRunner() = default;
+
+std::size_t DeviceRunner::required_bytes(const Problem& problem, const Shape& shape, const DeviceInfo& device) {
+  std::size_t set = problem.output_spec(shape).bytes();
+  for (const auto& t : problem.param_specs(shape)) set += t.bytes();
+  for (const auto& t : problem.input_specs(shape)) set += t.bytes();
+  // Two buffer sets (timing, parity), the L2 flush buffer, and room for scratch buffers.
+  return 2 * set + static_cast<std::size_t>(device.l2_bytes * 2) + set + (64u << 20);
+}
+
+void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowered, VariantRecord& record,
+                            const Options& options) {
+  Impl& s = *impl_;
+  s.phase = "load";
+  try {
+    const auto t = Clock::now();
+    LoadedVariant v = s.load(compiled, lowered);
+    record.load_seconds = seconds_since(t);
+    if (std::string why = s.launch_limits(v); !why.empty()) {
+      record.status = Status::kLaunchFailed;
+      record.reason = why;
+      return;
+    }
+    record.parity = s.run_parity(v, s.parity_set, s.parity_reference, s.parity_seed, &record.first_launch_ms);
+    if (!parity_passed(*record.parity)) {
+      record.status = Status::kIncorrect;
+      record.reason = fmt::format("{} of {} outputs outside atol=rtol=1e-4 ({} not finite); max abs error {:.3g}",
+                                  record.parity->mismatches, record.parity->elements, record.parity->non_finite,
+                                  record.parity->max_abs_error);
+      return;
+    }
+    record.timing = s.time(v, options);
+    record.status = Status::kPassed;
+    s.fill_throughput(record);
+  } catch (const cuda::CudaError& e) {
+    record.status = e.sticky() ? Status::kCrashed : Status::kLaunchFailed;
+    record.reason = fmt::format("{} during {}", e.name(), s.phase);
+    if (e.sticky()) s.recover();
+  }
+}
+
+void DeviceRunner::remeasure_interleaved(const std::vector<const CompileResult*>& compiled,
+                                         const std::vector<Lowered>& lowered,
+                                         const std::vector<VariantRecord*>& records, const Options& options) {
+  Impl& s = *impl_;
+  std::vector<LoadedVariant> loaded;
+  std::vector<SampleSet> sets(records.size());
+  std::vector<std::string> done(records.size());
+  std::vector<ClockSample> before(records.size());
+  try {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      loaded.push_back(s.load(*compiled[i], lowered[i]));
+      s.warm(loaded.back(), options.warmup_launches);
+      before[i] = sample_clocks(s.device.uuid);
+    }
+    s.phase = "strict timing";
+    const auto t0 = Clock::now();
+    // Round-robin: one cold sample of each unfinished variant per round, so drift hits all alike.
+    for (bool any = true; any;) {
+      any = false;
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        if (!done[i].empty()) continue;
+        done[i] = sets[i].stop_reason(options.rule, seconds_since(t0));
+        if (!done[i].empty()) continue;
+        sets[i].add(s.cold_sample(loaded[i]));
+        any = true;
+      }
+    }
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      TimingRecord r;
+      sets[i].summarize(r);
+      r.profile = options.rule.profile + "-interleaved";
+      r.stop_reason = done[i];
+      r.batch_launches = options.batch_launches;
+      r.batch_mean_us = s.batch_mean(loaded[i], options.batch_launches);
+      r.clocks = Impl::clocks(before[i], sample_clocks(s.device.uuid));
+      records[i]->search_timing = records[i]->timing;
+      records[i]->timing = r;
+      s.fill_throughput(*records[i]);
+    }
+  } catch (const cuda::CudaError& e) {
+    // Every variant here passed before; a fault now is recorded on all of them, and nothing is lost.
+    for (auto* r : records) r->reason = fmt::format("strict re-measure stopped: {} during {}", e.name(), s.phase);
+    if (e.sticky()) s.recover();
+  }
+}
+
+ParityRecord DeviceRunner::check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,
+                                 const std::vector<double>& reference, std::uint64_t seed) {
+  Impl& s = *impl_;
+  LoadedVariant v = s.load(compiled, lowered);
+  BufferSet set = upload(data, s.out_spec);
+  return s.run_parity(v, set, reference, seed, nullptr);
+}
+
+}  // namespace tune

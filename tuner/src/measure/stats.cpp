@@ -1,0 +1,102 @@
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "tune/measure.hpp"
+
+namespace tune {
+
+StopRule StopRule::search() { return {"search", 10, 100000, 0.02, 0.0, 0.3}; }
+StopRule StopRule::strict() { return {"strict", 10, 1000000, 0.005, 0.5, 3.0}; }
+
+namespace {
+
+double mean_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+
+double stddev_of(const std::vector<double>& v, double mean) {
+  if (v.size() < 2) return 0;
+  double s = 0;
+  for (double x : v) s += (x - mean) * (x - mean);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+// Quantile of sorted values with linear interpolation (numpy's default).
+double quantile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+std::string SampleSet::stop_reason(const StopRule& rule, double wall_seconds) const {
+  const auto n = static_cast<int>(samples_.size());
+  if (n >= rule.max_samples) return fmt::format("max_samples ({})", rule.max_samples);
+  if (n >= rule.min_samples) {
+    const double m = mean_of(samples_);
+    const double noise = m > 0 ? stddev_of(samples_, m) / m : 0;
+    if (noise <= rule.max_noise) return fmt::format("noise {:.2f} % <= {:.2f} %", noise * 100, rule.max_noise * 100);
+    const double gpu_s = m * n * 1e-6;
+    if (rule.min_gpu_seconds > 0 && gpu_s >= rule.min_gpu_seconds)
+      return fmt::format("gpu_time {:.3f} s >= {:.3f} s", gpu_s, rule.min_gpu_seconds);
+  }
+  if (wall_seconds >= rule.wall_cap_seconds) {
+    return n >= rule.min_samples ? fmt::format("wall_cap {:.2f} s", rule.wall_cap_seconds)
+                                 : fmt::format("wall_cap {:.2f} s before min_samples", rule.wall_cap_seconds);
+  }
+  return {};
+}
+
+void SampleSet::summarize(TimingRecord& out) const {
+  out.samples = static_cast<int>(samples_.size());
+  if (samples_.empty()) return;
+  std::vector<double> sorted = samples_;
+  std::sort(sorted.begin(), sorted.end());
+  out.min_us = sorted.front();
+  out.max_us = sorted.back();
+  out.q1_us = quantile(sorted, 0.25);
+  out.median_us = quantile(sorted, 0.5);
+  out.q3_us = quantile(sorted, 0.75);
+  out.mean_us = mean_of(sorted);
+  out.stddev_us = stddev_of(sorted, out.mean_us);
+  out.noise = out.mean_us > 0 ? out.stddev_us / out.mean_us : 0;
+  out.gpu_seconds = out.mean_us * static_cast<double>(sorted.size()) * 1e-6;
+}
+
+ParityRecord compare_output(const std::vector<float>& out, const std::vector<double>& ref, double atol, double rtol) {
+  ParityRecord p;
+  p.atol = atol;
+  p.rtol = rtol;
+  p.elements = static_cast<std::int64_t>(std::min(out.size(), ref.size()));
+  if (out.size() != ref.size()) p.mismatches = static_cast<std::int64_t>(std::max(out.size(), ref.size()) - p.elements);
+  double worst_excess = -1;
+  for (std::int64_t i = 0; i < p.elements; ++i) {
+    const double o = out[static_cast<std::size_t>(i)];
+    const double r = ref[static_cast<std::size_t>(i)];
+    const double allowed = atol + rtol * std::abs(r);
+    double excess;
+    if (!std::isfinite(o)) {
+      ++p.non_finite;
+      ++p.mismatches;
+      excess = INFINITY;
+    } else {
+      const double err = std::abs(o - r);
+      p.max_abs_error = std::max(p.max_abs_error, err);
+      if (r != 0) p.max_rel_error = std::max(p.max_rel_error, err / std::abs(r));
+      if (err > allowed) ++p.mismatches;
+      excess = err / allowed;
+    }
+    if (excess > worst_excess) {
+      worst_excess = excess;
+      p.worst_index = i;
+      p.worst_value = std::isfinite(o) ? std::optional<double>(o) : std::nullopt;
+      p.worst_reference = r;
+    }
+  }
+  return p;
+}
+
+}  // namespace tune

@@ -1,0 +1,390 @@
+#include "tune/tune.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include <cuda.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tune/compile.hpp"
+#include "tune/device.hpp"
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/measure.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+
+namespace tune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string now_iso8601() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "unknown";
+}
+
+// The seed of the parity inputs: fresh data, not the timing buffers.
+std::uint64_t parity_seed_of(std::uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull + 1; }
+
+std::string excerpt(const std::string& log, std::size_t limit = 2000) {
+  if (log.size() <= limit) return log;
+  return log.substr(0, limit) + "\n[... " + std::to_string(log.size() - limit) + " more bytes]";
+}
+
+void check_writable(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError(fmt::format("cannot create output directory {} ({}); pass --out to choose another", dir.string(), ec.message()));
+  const auto probe = dir / ".tune-write-test";
+  {
+    std::ofstream f(probe);
+    if (!f) throw InputError(fmt::format("output directory {} is not writable; pass --out to choose another", dir.string()));
+  }
+  std::filesystem::remove(probe, ec);
+}
+
+// Winner: the smallest median; any variant within the noise of the best ties with it, and a
+// tie goes to fewer registers, then the lexicographically smaller name, so the header is stable.
+std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
+  const VariantRecord* best = nullptr;
+  for (const auto& v : run.variants)
+    if (v.status == Status::kPassed && v.timing && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
+  if (!best) return std::nullopt;
+  auto spread = [](const TimingRecord& t) { return t.median_us > 0 ? (t.q3_us - t.q1_us) / (2 * t.median_us) : 0.0; };
+  const VariantRecord* pick = best;
+  for (const auto& v : run.variants) {
+    if (v.status != Status::kPassed || !v.timing || &v == best) continue;
+    const double tol = std::min(0.05, std::max({0.005, spread(*best->timing), spread(*v.timing)}));
+    if (v.timing->median_us > best->timing->median_us * (1 + tol)) continue;
+    if (std::make_pair(v.max_registers(), v.name) < std::make_pair(pick->max_registers(), pick->name)) pick = &v;
+  }
+  *rule = "smallest cold median; variants within max(0.5 %, half the relative interquartile range, capped at 5 %) "
+          "of it tie, and a tie goes to fewer registers, then the smaller name";
+  return pick->name;
+}
+
+struct Job {
+  std::size_t index;
+  Lowered lowered;
+  CompileResult compiled;
+};
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError(fmt::format("cannot write {}; check the directory's permissions", tmp));
+    f << text;
+    f.flush();
+    if (!f) throw InputError(fmt::format("writing {} failed (disk full?)", tmp));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw InputError(fmt::format("cannot move {} to {} ({})", tmp, path.string(), ec.message()));
+}
+
+Space load_space(const std::string& problem, const std::optional<std::filesystem::path>& file) {
+  if (file) {
+    Space s = Space::load(*file);
+    if (s.problem() != problem)
+      throw ConfigError(fmt::format("{}: describes problem '{}', not '{}'", file->string(), s.problem(), problem));
+    return s;
+  }
+  const std::string name = "configs/" + problem + ".json";
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(template_source(problem + ".json"));
+  } catch (const nlohmann::ordered_json::parse_error& e) {
+    throw ConfigError(name + " (embedded): not valid JSON (" + e.what() + ")");
+  }
+  return Space::parse(j, name);
+}
+
+Shape resolve_shape(const Problem& problem, const Space& space,
+                    const std::vector<std::pair<std::string, std::int64_t>>& dims) {
+  const auto names = problem.dims();
+  for (const auto& [k, v] : dims)
+    if (std::find(names.begin(), names.end(), k) == names.end())
+      throw ShapeError(fmt::format("--{} is not a dimension of problem {} (it takes {})", k, problem.name(), fmt::join(names, ", ")));
+  Shape shape;
+  for (const auto& d : names) {
+    auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& p) { return p.first == d; });
+    if (it != dims.end()) {
+      shape.set(d, it->second);
+    } else if (auto def = space.default_dims().find(d); def != space.default_dims().end()) {
+      shape.set(d, def->second);
+    } else {
+      throw ShapeError(fmt::format("problem {} needs --{} (no default in {})", problem.name(), d, space.source_name()));
+    }
+  }
+  problem.check_shape(shape);
+  space.check_shape(shape);
+  return shape;
+}
+
+TuneOutcome run_tune(const TuneOptions& o) {
+  const auto t_start = Clock::now();
+  auto log = [&](const std::string& line) {
+    if (o.log) o.log(line);
+  };
+  const Problem& problem = find_problem(o.problem);
+  const Space space = load_space(o.problem, o.config);
+  const Shape shape = resolve_shape(problem, space, o.dims);
+
+  RunRecord run;
+  run.problem = o.problem;
+  run.shape = shape;
+  run.seed = o.seed;
+  const WorkCounts counts = problem.counts(shape);
+  run.flop = counts.flop;
+  run.bytes = counts.bytes;
+
+  // The device, or the compile-only sweep without one.
+  std::string why;
+  bool compile_only = o.compile_only;
+  if (!compile_only) {
+    run.device = query_device(o.device, &why);
+    if (!run.device) {
+      log(fmt::format("no CUDA device ({}): running the compile-only sweep for {} instead; nothing is timed", why,
+                      arch_name(o.arch)));
+      compile_only = true;
+      run.untimed_reason = "no CUDA device: " + why;
+    }
+  } else {
+    run.untimed_reason = "--compile-only";
+  }
+  const int cc = run.device ? run.device->compute_capability() : o.arch;
+  const DeviceLimits limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
+  run.timed = !compile_only;
+
+  const std::string gpu_dir = run.device ? run.device->slug() : "compile-only-" + arch_name(cc);
+  const auto json_path = o.out_dir / gpu_dir / o.problem / (shape.tag() + ".json");
+  check_writable(json_path.parent_path());
+  if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
+
+  const Enumeration space_enum = space.enumerate(shape, limits);
+  if (space_enum.configs.empty()) {
+    std::string reasons;
+    for (const auto& [c, n] : space_enum.rejected_by) reasons += fmt::format("; '{}' rejected {}", c, n);
+    throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
+                                 arch_name(cc), reasons));
+  }
+
+  auto& ctx = run.context;
+  ctx.tool_version = tool_version();
+  ctx.git_commit = tool_git_commit();
+  ctx.command_line = o.command_line;
+  ctx.started_at = now_iso8601();
+  ctx.host = host_name();
+  ctx.nvrtc_version = nvrtc_version();
+  ctx.cuda_header_version = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);
+  ctx.arch = arch_name(cc);
+  ctx.compile_options = default_options(cc);
+  ctx.config_file = o.config ? o.config->string() : space.source_name() + " (embedded)";
+  ctx.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  // Records for every variant up front: an interrupted run shows what was never reached.
+  const std::string source(template_source(space.template_name()));
+  std::vector<Lowered> lowered;
+  for (const Config& c : space_enum.configs) {
+    VariantRecord r;
+    r.name = space.name(c);
+    r.params = space.to_json(c);
+    r.baseline = c == space.baseline();
+    Lowered l = space.lower(c, shape);
+    for (const auto& k : l.launches)
+      r.launches.push_back({{"kernel", k.name_expression},
+                            {"grid", k.grid},
+                            {"block", k.block},
+                            {"dynamic_smem_bytes", k.dynamic_smem}});
+    run.variants.push_back(std::move(r));
+    lowered.push_back(std::move(l));
+  }
+  const auto baseline_it = std::find_if(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.baseline; });
+  if (baseline_it != run.variants.end()) {
+    run.baseline = baseline_it->name;
+  } else {
+    log(fmt::format("note: the baseline violates '{}' at this shape; no speedup will be reported",
+                    space.violated_constraint(space.baseline(), shape, limits)));
+  }
+  const std::size_t n = run.variants.size();
+  log(fmt::format("{} {}: {} variants ({} of {} configurations pass the constraints), {} compile jobs, {}",
+                  o.problem, shape.describe(), n, n, space_enum.total, ctx.jobs,
+                  run.device ? run.device->name + " (" + ctx.arch + ")" : ctx.arch + ", compile only"));
+
+  auto save = [&] {
+    run.wall.total_wall_s = seconds_since(t_start);
+    write_file_atomic(json_path, to_json(run).dump(2) + "\n");
+  };
+  save();
+
+  // Data and the float64 reference are prepared on their own thread while compilation starts.
+  std::future<std::pair<ProblemData, std::vector<double>>> parity_future;
+  std::future<ProblemData> timing_future;
+  if (run.timed) {
+    parity_future = std::async(std::launch::async, [&] {
+      ProblemData d = problem.make_data(shape, parity_seed_of(o.seed), DataPurpose::kParity);
+      std::vector<double> ref = problem.reference(shape, d);
+      return std::make_pair(std::move(d), std::move(ref));
+    });
+    timing_future = std::async(std::launch::async, [&] { return problem.make_data(shape, o.seed, DataPurpose::kTiming); });
+  }
+
+  // Compile on all cores; the GPU measures each variant as soon as it is compiled (one at a time).
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<std::size_t> compiled_queue;
+  std::vector<CompileResult> results(n);
+  std::atomic<std::size_t> next{0};
+  std::size_t compiled_count = 0;
+  const auto t_compile = Clock::now();
+  double compile_wall = 0;
+  auto worker = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      CompileRequest req{source, space.template_name(), {}, ctx.compile_options};
+      for (const auto& k : lowered[i].launches) req.name_expressions.push_back(k.name_expression);
+      CompileResult r;
+      try {
+        r = compile(req);
+      } catch (const std::exception& e) {
+        r.ok = false;
+        r.log = std::string("compile raised: ") + e.what();
+      }
+      std::lock_guard lock(mutex);
+      results[i] = std::move(r);
+      compiled_queue.push_back(i);
+      if (++compiled_count == n) compile_wall = seconds_since(t_compile);
+      ready.notify_one();
+    }
+  };
+  std::vector<std::jthread> pool;
+  for (int t = 0; t < ctx.jobs; ++t) pool.emplace_back(worker);
+
+  std::optional<DeviceRunner> runner;
+  std::optional<std::pair<ProblemData, std::vector<double>>> parity;
+  double measure_busy = 0;
+  std::size_t checked = 0, passed = 0;
+  std::optional<double> best;
+  for (std::size_t done = 0; done < n; ++done) {
+    std::size_t i;
+    {
+      std::unique_lock lock(mutex);
+      ready.wait(lock, [&] { return !compiled_queue.empty(); });
+      i = compiled_queue.front();
+      compiled_queue.pop_front();
+    }
+    VariantRecord& rec = run.variants[i];
+    const CompileResult& cr = results[i];
+    rec.compile_seconds = cr.seconds;
+    rec.resources = cr.resources;
+    if (!cr.ok) {
+      rec.status = Status::kCompileFailed;
+      rec.reason = "NVRTC rejected the variant";
+      rec.log_excerpt = excerpt(cr.log);
+    } else if (!run.timed) {
+      rec.status = Status::kCompiled;
+    } else {
+      if (!runner) {
+        parity = parity_future.get();
+        runner.emplace(*run.device, problem, shape, timing_future.get(), parity->first, parity->second,
+                       parity_seed_of(o.seed));
+      }
+      const auto t = Clock::now();
+      runner->evaluate(cr, lowered[i], rec, {});
+      measure_busy += seconds_since(t);
+      ++checked;
+      if (rec.status == Status::kPassed) {
+        ++passed;
+        if (!best || rec.timing->median_us < *best) best = rec.timing->median_us;
+      }
+    }
+    if (rec.spill_bytes() > 0 && rec.reason.empty()) rec.reason = fmt::format("spills {} bytes", rec.spill_bytes());
+    log(fmt::format("[{:>3}/{}] compiled {:5.1f}s  {:<14} {}{}", done + 1, n, cr.seconds, to_string(rec.status),
+                    rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' '), rec.name) +
+        (run.timed ? fmt::format("   (checked {}, passed {}, best {})", checked, passed,
+                                 best ? fmt::format("{:.2f} us", *best) : "-")
+                   : ""));
+    run.wall.compile_wall_s = compile_wall > 0 ? compile_wall : seconds_since(t_compile);
+    save();
+  }
+  pool.clear();
+  run.wall.compile_wall_s = compile_wall;
+
+  if (run.timed) {
+    // The top few, re-measured strictly and interleaved, before a winner is named.
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < n; ++i)
+      if (run.variants[i].status == Status::kPassed) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) {
+      return run.variants[a].timing->median_us < run.variants[b].timing->median_us;
+    });
+    if (order.size() > static_cast<std::size_t>(o.top_k)) order.resize(static_cast<std::size_t>(o.top_k));
+    if (run.baseline) {
+      const auto b = static_cast<std::size_t>(baseline_it - run.variants.begin());
+      if (run.variants[b].status == Status::kPassed && std::find(order.begin(), order.end(), b) == order.end())
+        order.push_back(b);
+    }
+    if (!order.empty()) {
+      log(fmt::format("re-measuring the top {} (and the baseline) strictly, interleaved", order.size()));
+      std::vector<const CompileResult*> c;
+      std::vector<Lowered> l;
+      std::vector<VariantRecord*> r;
+      for (auto i : order) {
+        c.push_back(&results[i]);
+        l.push_back(lowered[i]);
+        r.push_back(&run.variants[i]);
+      }
+      const auto t = Clock::now();
+      DeviceRunner::Options strict;
+      strict.rule = StopRule::strict();
+      runner->remeasure_interleaved(c, l, r, strict);
+      measure_busy += seconds_since(t);
+    }
+    run.winner = pick_winner(run, &run.winner_rule);
+    if (run.winner && run.baseline) {
+      const auto* w = run.find(*run.winner);
+      const auto* b = run.find(*run.baseline);
+      if (b->status == Status::kPassed) run.speedup = b->timing->median_us / w->timing->median_us;
+    }
+  }
+  run.wall.measure_wall_s = measure_busy;
+  run.complete = true;
+  run.context.finished_at = now_iso8601();
+  save();
+
+  TuneOutcome out{run, json_path, std::nullopt};
+  if (run.timed && run.winner) {
+    const auto header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
+    write_file_atomic(header_path, generate_header(run, space));
+    out.header_path = header_path;
+  }
+  out.run = run;
+  return out;
+}
+
+}  // namespace tune

@@ -1,0 +1,29 @@
+#pragma once
+// Seeded initialisation shared by the problems (PROBLEMS.md "Input and parameter generation").
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tune/rng.hpp"
+#include "tune/tensor.hpp"
+
+namespace tune::init {
+
+// Standard normal entries.
+HostTensor normal(const TensorSpec& spec, Rng& rng);
+// nn.Linear: uniform in (-1/sqrt(fan_in), 1/sqrt(fan_in)).
+HostTensor linear(const TensorSpec& spec, std::int64_t fan_in, Rng& rng);
+// LayerNorm affine: gamma = 1 + 0.2 N(0,1), beta = 0.2 N(0,1).
+HostTensor layernorm_weight(const TensorSpec& spec, Rng& rng);
+HostTensor layernorm_bias(const TensorSpec& spec, Rng& rng);
+
+// Float64 LayerNorm of one row (eps 1e-5, biased variance), as torch.nn.LayerNorm.
+void layernorm_row(const float* x, const float* gamma, const float* beta, std::int64_t n, double* out);
+
+}  // namespace tune::init
+
+namespace tune {
+// Each problem file defines one of these; the registry lists them.
+const class Problem& contact_problem();
+const class Problem& scene_graph_problem();
+}  // namespace tune

@@ -1,0 +1,85 @@
+#include "space/expr.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <muParser.h>
+
+namespace tune::space {
+namespace {
+
+double remainder_op(double a, double b) {
+  const auto x = static_cast<long long>(std::llround(a));
+  const auto y = static_cast<long long>(std::llround(b));
+  return y == 0 ? std::nan("") : static_cast<double>(x % y);
+}
+double cdiv(double a, double b) { return b == 0 ? std::nan("") : std::ceil(a / b); }
+double floor_fn(double a) { return std::floor(a); }
+double not_op(double a) { return a == 0 ? 1.0 : 0.0; }
+double ispow2(double a) {
+  const auto x = static_cast<long long>(std::llround(a));
+  return (x > 0 && (x & (x - 1)) == 0) ? 1.0 : 0.0;
+}
+
+}  // namespace
+
+std::size_t VariableTable::declare(const std::string& name) {
+  if (slots_.count(name) || constants_.count(name)) throw std::invalid_argument("'" + name + "' is defined twice");
+  const std::size_t slot = slots_.size();
+  if (slot >= values_->size()) throw std::invalid_argument("too many variables");
+  slots_.emplace(name, slot);
+  return slot;
+}
+
+void VariableTable::define_constant(const std::string& name, double value) {
+  auto it = constants_.find(name);
+  if (slots_.count(name) || (it != constants_.end() && it->second != value))
+    throw std::invalid_argument("'" + name + "' names two different things");
+  constants_[name] = value;
+}
+
+bool VariableTable::has(const std::string& name) const { return slots_.count(name) > 0; }
+
+std::size_t VariableTable::slot(const std::string& name) const {
+  auto it = slots_.find(name);
+  if (it == slots_.end()) throw std::invalid_argument("unknown variable '" + name + "'");
+  return it->second;
+}
+
+struct Expression::Impl {
+  mu::Parser parser;
+};
+
+Expression::Expression(const std::string& text, const VariableTable& table)
+    : text_(text), impl_(std::make_unique<Impl>()) {
+  try {
+    auto& p = impl_->parser;
+    p.DefineOprt("%", remainder_op, mu::prMUL_DIV, mu::oaLEFT, true);
+    p.DefineInfixOprt("!", not_op);
+    p.DefineFun("cdiv", cdiv);
+    p.DefineFun("floor", floor_fn);
+    p.DefineFun("ispow2", ispow2);
+    p.DefineConst("true", 1.0);
+    p.DefineConst("false", 0.0);
+    for (const auto& [name, value] : table.constants()) p.DefineConst(name, value);
+    for (const auto& [name, slot] : table.names()) p.DefineVar(name, table.address(slot));
+    p.SetExpr(text);
+    (void)p.Eval();  // parses now, so syntax errors and unknown names surface at load time
+  } catch (const mu::Parser::exception_type& e) {
+    throw std::invalid_argument(e.GetMsg());
+  }
+}
+
+Expression::Expression(Expression&&) noexcept = default;
+Expression& Expression::operator=(Expression&&) noexcept = default;
+Expression::~Expression() = default;
+
+double Expression::eval() const {
+  try {
+    return impl_->parser.Eval();
+  } catch (const mu::Parser::exception_type& e) {
+    throw std::invalid_argument("'" + text_ + "': " + e.GetMsg());
+  }
+}
+
+}  // namespace tune::space
