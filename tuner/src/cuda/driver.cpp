@@ -11,8 +11,6 @@
 namespace tune::cuda {
 namespace {
 
-using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-
 struct Loaded {
   DriverApi api;
   std::string error;  // empty when loaded
@@ -25,26 +23,25 @@ Loaded load() {
     out.error = "no CUDA driver on this machine (libcuda.so.1 not found)";
     return out;
   }
-  auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(lib, "cuGetProcAddress_v2"));
-  if (get_proc == nullptr) {
-    out.error = "the CUDA driver is older than CUDA 12 (no cuGetProcAddress_v2); update the driver";
-    return out;
-  }
-  // The name without its _v2 suffix plus our header's CUDA_VERSION gives the ABI we compiled against.
-#define TUNE_CU_FN(fn)                                                                              \
-  {                                                                                                 \
-    void* p = nullptr;                                                                              \
-    CUdriverProcAddressQueryResult status{};                                                        \
-    if (get_proc(#fn, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||   \
-        p == nullptr) {                                                                             \
-      out.error = "the CUDA driver lacks " #fn " for CUDA " + std::to_string(CUDA_VERSION) +       \
-                  "; update the driver";                                                            \
-      return out;                                                                                   \
-    }                                                                                               \
-    out.api.fn = reinterpret_cast<decltype(out.api.fn)>(p);                                         \
+  // Each entry point is looked up by the exact symbol our header declares (cuMemAlloc is
+  // cuMemAlloc_v2 after macro expansion), so the pointer's ABI is the declaration's. Lookup by
+  // base name through cuGetProcAddress can hand back a newer ABI than the header's (seen with
+  // cuCtxSynchronize on driver 580: a crash).
+#define TUNE_CU_STR2(x) #x
+#define TUNE_CU_STR(x) TUNE_CU_STR2(x)
+#define TUNE_CU_FN(fn)                                                                      \
+  {                                                                                         \
+    void* p = dlsym(lib, TUNE_CU_STR(fn));                                                  \
+    if (p == nullptr) {                                                                     \
+      out.error = "the CUDA driver lacks " TUNE_CU_STR(fn) "; update the driver";          \
+      return out;                                                                           \
+    }                                                                                       \
+    out.api.fn = reinterpret_cast<decltype(out.api.fn)>(p);                                 \
   }
 #include "cuda/driver_functions.inc"
 #undef TUNE_CU_FN
+#undef TUNE_CU_STR
+#undef TUNE_CU_STR2
   return out;
 }
 

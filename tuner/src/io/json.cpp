@@ -30,8 +30,10 @@ std::optional<T> read_optional(const Json& j, const char* key) {
   if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
   return j.at(key).get<T>();
 }
+// Null (written for a value that was not a finite number) reads back as NaN, so it round-trips.
 double read_number(const Json& j, const char* key) {
-  return j.contains(key) && !j.at(key).is_null() ? j.at(key).get<double>() : 0.0;
+  if (!j.contains(key)) return 0.0;
+  return j.at(key).is_null() ? std::nan("") : j.at(key).get<double>();
 }
 
 Json resources_json(const Resources& r) {

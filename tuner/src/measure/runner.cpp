@@ -333,6 +333,7 @@ void DeviceRunner::remeasure_interleaved(const std::vector<const CompileResult*>
   } catch (const cuda::CudaError& e) {
     // Every variant here passed before; a fault now is recorded on all of them, and nothing is lost.
     for (auto* r : records) r->reason = fmt::format("strict re-measure stopped: {} during {}", e.name(), s.phase);
+    loaded.clear();  // their handles belong to the context about to be reset
     if (e.sticky()) s.recover();
   }
 }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
+#   scripts/device_session.sh STEP...   steps: info tests tune:<problem>:<args...>
+# Logs and results go to $OUT (results as one tarball, since $OUT keeps only two folder levels).
+set -uo pipefail
+out=${OUT:-/tmp/tune-out}
+mkdir -p "$out"
+export TUNE_GOLDEN_DIR=$PWD/.device/golden
+export LD_LIBRARY_PATH=$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+tune=$PWD/.device/bin/tune
+results=$PWD/results-device
+status=0
+for step in "$@"; do
+  case "$step" in
+    info)
+      { nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE; } >"$out/nvidia-smi.txt" 2>&1
+      nproc >>"$out/nvidia-smi.txt" ;;
+    tests)
+      .device/bin/tune_device_tests 2>&1 | tee -a "$out/tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error" || status=1 ;;
+    tune:*)
+      args=${step#tune:}
+      echo "== tune ${args//:/ }" | tee -a "$out/tune.log"
+      start=$(date +%s%N)
+      "$tune" ${args//:/ } --out "$results" 2>>"$out/tune.log" | tee -a "$out/tune.log" || status=1
+      echo "wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log" ;;
+    *) echo "unknown step $step" >&2; status=2 ;;
+  esac
+done
+[ -d "$results" ] && tar -C "$results" -czf "$out/results.tgz" .
+exit $status

@@ -1,0 +1,137 @@
+// The tune command line, end to end, as a user runs it.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/device.hpp"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(TUNE_EXE) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (p && fgets(buf.data(), buf.size(), p)) r.output += buf.data();
+  const int status = p ? pclose(p) : -1;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string out_dir(const std::string& name) {
+  const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / "cli_out" / name;
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+void expect_error(const std::string& args, const std::string& needle) {
+  const Result r = run(args);
+  EXPECT_NE(r.code, 0) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
+  // One error line: what was wrong and what to do.
+  std::size_t error_lines = 0;
+  for (std::size_t pos = 0; pos < r.output.size();) {
+    const std::size_t end = r.output.find('\n', pos);
+    if (r.output.compare(pos, 6, "tune: ") == 0 || r.output.compare(pos, 6, "Error:") == 0) ++error_lines;
+    pos = end == std::string::npos ? r.output.size() : end + 1;
+  }
+  EXPECT_EQ(error_lines, 1u) << r.output;
+}
+
+TEST(Cli, UnknownProblemListsTheKnownOnes) {
+  expect_error("--problem nope --B 1 --N 8", "known problems: contact, scene_graph");
+}
+
+TEST(Cli, NonPositiveShapeNamesTheDimension) {
+  expect_error("--problem contact --B 4 --N 0", "--N must be a positive integer");
+  expect_error("--problem contact --B -1 --N 8", "--B must be a positive integer");
+}
+
+TEST(Cli, ADimensionOfAnotherProblemIsRefused) {
+  expect_error("--problem contact --B 4 --N 8 --D 16", "--D is not a dimension of problem contact");
+}
+
+TEST(Cli, AMissingDimensionIsNamed) { expect_error("--problem contact --B 4", "needs --N"); }
+
+TEST(Cli, AShapeTheTemplateCannotTakeIsRefusedWithTheReason) {
+  expect_error("--problem contact --B 1 --N 8 --C 100000 --H 32", "is not supported");
+}
+
+TEST(Cli, UnreadableAndMalformedConfigsNameTheFileAndTheReason) {
+  expect_error("--problem contact --B 1 --N 8 --config /nonexistent/space.json", "/nonexistent/space.json: cannot be read");
+  const std::string broken = std::string(TUNE_FIXTURES) + "/broken_space.json";
+  expect_error("--problem contact --B 1 --N 8 --config " + broken, "broken_space.json: not valid JSON");
+  const std::string bad = std::string(TUNE_FIXTURES) + "/bad_constraint_space.json";
+  expect_error("--problem contact --B 1 --N 8 --config " + bad, "bad_constraint_space.json: constraint");
+}
+
+TEST(Cli, AnUnwritableOutputDirectoryIsReportedBeforeTheTune) {
+  expect_error("--problem contact --B 1 --N 8 --compile-only --out /proc/tune-results", "--out");
+}
+
+TEST(Cli, CompileOnlySweepRecordsResourcesAndWritesNoHeader) {
+  const std::string out = out_dir("compile_only");
+  const std::string space = std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  std::string why;
+  const bool has_device = tune::query_device(0, &why).has_value();
+  // Without a device, tune says so in one line and runs the compile-only sweep; --compile-only forces it.
+  const Result r = run("--problem contact --B 2 --N 8 --C 16 --H 8 --config " + space + " --out " + out +
+                       (has_device ? " --compile-only" : ""));
+  ASSERT_EQ(r.code, 0) << r.output;
+  if (!has_device) {
+    EXPECT_NE(r.output.find("no CUDA device"), std::string::npos) << r.output;
+  }
+  const auto json_path = std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N8_C16_H8.json";
+  ASSERT_TRUE(std::filesystem::exists(json_path)) << r.output;
+  const auto j = nlohmann::ordered_json::parse(std::ifstream(json_path));
+  EXPECT_EQ(j.at("timed"), false);
+  EXPECT_EQ(j.at("complete"), true);
+  EXPECT_TRUE(j.at("device").is_null());
+  ASSERT_GE(j.at("variants").size(), 2u);
+  for (const auto& v : j.at("variants")) {
+    EXPECT_EQ(v.at("status"), "compiled") << v.dump();
+    EXPECT_GT(v.at("max_registers").get<int>(), 0);
+    EXPECT_TRUE(v.at("timing").is_null());
+  }
+  EXPECT_FALSE(std::filesystem::exists(json_path.parent_path() / "B2_N8_C16_H8.hpp"));
+}
+
+TEST(Cli, VerifyChecksTheCpuReferenceAgainstGoldenFiles) {
+  const std::string golden = std::string(TUNE_GOLDEN_DIR);
+  const Result r = run("verify " + golden + "/contact_B3_N5_C8_H4.json " + golden + "/scene_graph_B2_N6_D16_H2_P4.json --results " +
+                       out_dir("verify"));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("CPU reference vs golden: max abs error"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("all checks passed"), std::string::npos) << r.output;
+}
+
+TEST(Cli, VerifyFailsOnATamperedGoldenFile) {
+  auto j = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_GOLDEN_DIR) + "/contact_B3_N5_C8_H4.json"));
+  j["output"]["data"][7] = j["output"]["data"][7].get<double>() + 1e-3;
+  const auto path = std::filesystem::path(TUNE_BINARY_DIR) / "tampered_golden.json";
+  std::ofstream(path) << j.dump();
+  const Result r = run("verify " + path.string() + " --results " + out_dir("verify_tampered"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("MISMATCH"), std::string::npos) << r.output;
+}
+
+TEST(Cli, VerifyRefusesAMalformedGoldenFileWithTheReason) {
+  const auto path = std::filesystem::path(TUNE_BINARY_DIR) / "short_golden.json";
+  auto j = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_GOLDEN_DIR) + "/contact_B3_N5_C8_H4.json"));
+  j["inputs"]["pair_repr"]["data"].erase(0);
+  std::ofstream(path) << j.dump();
+  expect_error("verify " + path.string(), "inputs.pair_repr has 599 values, its shape needs 600");
+}
+
+}  // namespace

@@ -1,0 +1,90 @@
+// Device tier (label gpu): compiled variants against the golden cases and fresh seeded inputs.
+// Without a CUDA device every test skips and says why.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "tune/compile.hpp"
+#include "tune/device.hpp"
+#include "tune/io.hpp"
+#include "tune/measure.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "tune/tune.hpp"
+#include "support/paths.hpp"
+
+namespace tune {
+namespace {
+
+std::optional<DeviceInfo> device_or_skip_reason(std::string* why) { return query_device(0, why); }
+
+// The baseline plus one configuration per combination of categorical parameters.
+std::vector<Config> sample(const Space& space, const Shape& shape, const DeviceLimits& limits) {
+  std::map<std::vector<std::size_t>, Config> firsts;
+  for (const Config& c : space.enumerate(shape, limits).configs) {
+    std::vector<std::size_t> key;
+    for (std::size_t p = 0; p < space.parameters().size(); ++p) {
+      const auto& v = space.parameters()[p].values.front();
+      if (v.is_string() || v.is_boolean()) key.push_back(c.choice[p]);
+    }
+    firsts.try_emplace(key, c);
+  }
+  std::vector<Config> out;
+  if (space.violated_constraint(space.baseline(), shape, limits).empty()) out.push_back(space.baseline());
+  for (auto& [k, c] : firsts)
+    if (!(c == space.baseline())) out.push_back(c);
+  return out;
+}
+
+void check_sample(const DeviceInfo& device, const std::string& problem_name, const Shape& shape, const ProblemData& data,
+                  const std::vector<double>& reference, const std::string& what) {
+  const Problem& problem = find_problem(problem_name);
+  const Space space = load_space(problem_name, std::nullopt);
+  const auto configs = sample(space, shape, device.limits());
+  ASSERT_FALSE(configs.empty()) << what;
+  DeviceRunner runner(device, problem, shape, data, data, reference, 0);
+  const std::string source(template_source(space.template_name()));
+  for (const Config& c : configs) {
+    const Lowered lowered = space.lower(c, shape);
+    CompileRequest req{source, space.template_name(), {}, default_options(device.compute_capability())};
+    for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
+    const CompileResult compiled = compile(req);
+    ASSERT_TRUE(compiled.ok) << space.name(c) << "\n" << compiled.log;
+    const ParityRecord p = runner.check(compiled, lowered, data, reference, 0);
+    EXPECT_TRUE(parity_passed(p)) << what << " " << space.name(c) << ": " << p.mismatches << " of " << p.elements
+                                  << " outside 1e-4, max abs " << p.max_abs_error << ", worst index " << p.worst_index;
+  }
+}
+
+class GoldenOnDevice : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenOnDevice, BaselineAndSampledVariantsMatchTheGoldenOutput) {
+  std::string why;
+  const auto device = device_or_skip_reason(&why);
+  if (!device) GTEST_SKIP() << "no CUDA device: " << why;
+  const GoldenCase g = read_golden(std::filesystem::path(test::golden_dir()) / GetParam());
+  check_sample(*device, g.problem, g.shape, g.data, g.output, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, GoldenOnDevice,
+                         ::testing::Values("contact_B3_N5_C8_H4.json", "contact_B2_N8_C16_H8.json",
+                                           "contact_B1_N16_C64_H32.json", "scene_graph_B2_N6_D16_H2_P4.json",
+                                           "scene_graph_B1_N12_D32_H4_P8.json", "scene_graph_B4_N24_D96_H4_P16.json"));
+
+TEST(Device, FreshSeededInputsAtAnOddShape) {
+  std::string why;
+  const auto device = device_or_skip_reason(&why);
+  if (!device) GTEST_SKIP() << "no CUDA device: " << why;
+  for (const auto& [problem, dims] :
+       std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::int64_t>>>>{
+           {"contact", {{"B", 3}, {"N", 37}}}, {"scene_graph", {{"B", 3}, {"N", 13}}}}) {
+    const Problem& p = find_problem(problem);
+    const Shape shape = resolve_shape(p, load_space(problem, std::nullopt), dims);
+    const ProblemData data = p.make_data(shape, 2026, DataPurpose::kParity);
+    check_sample(*device, problem, shape, data, p.reference(shape, data), problem + " " + shape.describe());
+  }
+}
+
+}  // namespace
+}  // namespace tune

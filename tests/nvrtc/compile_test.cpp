@@ -1,0 +1,100 @@
+// NVRTC tier: compiles a representative subset of each problem's space for sm_90, no GPU needed.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+#include "tune/compile.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+namespace {
+
+// One configuration per combination of the space's categorical parameters (strings and
+// booleans: strategy, mapping, caching mode, ...), the first in enumeration order.
+std::vector<Config> representatives(const Space& space, const std::vector<Config>& configs) {
+  std::map<std::vector<std::size_t>, Config> firsts;
+  for (const Config& c : configs) {
+    std::vector<std::size_t> key;
+    for (std::size_t p = 0; p < space.parameters().size(); ++p) {
+      const auto& v = space.parameters()[p].values.front();
+      if (v.is_string() || v.is_boolean()) key.push_back(c.choice[p]);
+    }
+    firsts.try_emplace(key, c);
+  }
+  std::vector<Config> out;
+  for (auto& [k, c] : firsts) out.push_back(c);
+  return out;
+}
+
+void compile_subset(const std::string& problem, const std::vector<std::pair<std::string, std::int64_t>>& dims) {
+  const Space space = load_space(problem, std::nullopt);
+  const Shape shape = resolve_shape(find_problem(problem), space, dims);
+  const auto all = space.enumerate(shape, DeviceLimits::for_arch(90)).configs;
+  auto subset = representatives(space, all);
+  if (std::find(subset.begin(), subset.end(), space.baseline()) == subset.end()) subset.push_back(space.baseline());
+  const std::string source(template_source(space.template_name()));
+  std::vector<CompileResult> results(subset.size());
+  std::vector<Lowered> lowered;
+  for (const auto& c : subset) lowered.push_back(space.lower(c, shape));
+  std::atomic<std::size_t> next{0};
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+      pool.emplace_back([&] {
+        for (std::size_t i = next++; i < subset.size(); i = next++) {
+          CompileRequest req{source, space.template_name(), {}, default_options(90)};
+          for (const auto& k : lowered[i].launches) req.name_expressions.push_back(k.name_expression);
+          results[i] = compile(req);
+        }
+      });
+  }
+  for (std::size_t i = 0; i < subset.size(); ++i) {
+    const auto& r = results[i];
+    const std::string name = space.name(subset[i]);
+    ASSERT_TRUE(r.ok) << problem << " " << name << ":\n" << r.log;
+    EXPECT_FALSE(r.cubin.empty());
+    ASSERT_EQ(r.lowered_names.size(), lowered[i].launches.size());
+    for (const auto& lowered_name : r.lowered_names) {
+      auto it = r.resources.find(lowered_name);
+      ASSERT_NE(it, r.resources.end()) << name << ": no ptxas report for " << lowered_name << "\n" << r.log;
+      EXPECT_GT(it->second.registers, 0) << name;
+    }
+  }
+  ::testing::Test::RecordProperty(problem + "_compiled", static_cast<int>(subset.size()));
+  std::cout << problem << ": compiled " << subset.size() << " of " << all.size() << " variants\n";
+}
+
+TEST(Nvrtc, ContactRepresentativeSubsetCompilesForSm90) { compile_subset("contact", {{"B", 4}, {"N", 64}}); }
+
+TEST(Nvrtc, SceneGraphRepresentativeSubsetCompilesForSm90) { compile_subset("scene_graph", {{"B", 4}, {"N", 24}}); }
+
+TEST(Nvrtc, ACompileErrorIsAResultWithItsLog) {
+  CompileRequest req{"__global__ void k() { this is not cuda; }", "broken.cu", {}, default_options(90)};
+  const CompileResult r = compile(req);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("error"), std::string::npos) << r.log;
+}
+
+TEST(Nvrtc, PtxasReportIsParsed) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function '_Z1kv' for 'sm_90'\n"
+      "ptxas info    : Function properties for _Z1kv\n"
+      "    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 360 bytes cmem[0]\n";
+  const auto r = parse_ptxas_report(log);
+  ASSERT_EQ(r.count("_Z1kv"), 1u);
+  const Resources& k = r.at("_Z1kv");
+  EXPECT_EQ(k.registers, 40);
+  EXPECT_EQ(k.spill_store_bytes, 8);
+  EXPECT_EQ(k.spill_load_bytes, 4);
+  EXPECT_EQ(k.stack_frame_bytes, 16);
+  EXPECT_EQ(k.static_smem_bytes, 2048);
+  EXPECT_EQ(k.barriers, 1);
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,64 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tune/measure.hpp"
+
+namespace tune {
+namespace {
+
+TEST(Stats, QuantilesAndNoiseOfARecordedSampleSet) {
+  SampleSet s;
+  for (double v : {5.0, 1.0, 4.0, 2.0, 3.0}) s.add(v);
+  TimingRecord r;
+  s.summarize(r);
+  EXPECT_EQ(r.samples, 5);
+  EXPECT_DOUBLE_EQ(r.min_us, 1);
+  EXPECT_DOUBLE_EQ(r.median_us, 3);
+  EXPECT_DOUBLE_EQ(r.q1_us, 2);
+  EXPECT_DOUBLE_EQ(r.q3_us, 4);
+  EXPECT_DOUBLE_EQ(r.mean_us, 3);
+  EXPECT_NEAR(r.stddev_us, std::sqrt(2.5), 1e-12);
+  EXPECT_NEAR(r.noise, std::sqrt(2.5) / 3, 1e-12);
+}
+
+TEST(Stats, SearchRuleStopsOnLowNoiseOnlyAfterTheMinimumSamples) {
+  const StopRule rule = StopRule::search();
+  SampleSet s;
+  for (int i = 0; i < 9; ++i) s.add(10.0);
+  EXPECT_EQ(s.stop_reason(rule, 0.0), "");  // 9 < 10 samples
+  s.add(10.0);
+  EXPECT_NE(s.stop_reason(rule, 0.0).find("noise"), std::string::npos);
+}
+
+TEST(Stats, NoisySamplesRunToTheWallCap) {
+  const StopRule rule = StopRule::search();
+  SampleSet s;
+  for (int i = 0; i < 50; ++i) s.add(i % 2 ? 10.0 : 20.0);
+  EXPECT_EQ(s.stop_reason(rule, 0.1), "");
+  EXPECT_NE(s.stop_reason(rule, rule.wall_cap_seconds).find("wall_cap"), std::string::npos);
+}
+
+TEST(Stats, StrictRuleStopsOnGpuTime) {
+  const StopRule rule = StopRule::strict();
+  SampleSet s;
+  for (int i = 0; i < 200; ++i) s.add(i % 2 ? 2000.0 : 4000.0);  // noisy, 0.6 s of GPU time
+  EXPECT_NE(s.stop_reason(rule, 0.7).find("gpu_time"), std::string::npos);
+}
+
+TEST(Parity, ToleranceNanAndWorstIndex) {
+  const std::vector<double> ref = {1.0, 2.0, 0.0, -3.0};
+  ParityRecord ok = compare_output({1.0f, 2.00015f, 0.00009f, -3.0f}, ref, 1e-4, 1e-4);
+  EXPECT_TRUE(parity_passed(ok));
+  EXPECT_EQ(ok.mismatches, 0);
+  ParityRecord bad = compare_output({1.0f, 2.001f, NAN, -3.0f}, ref, 1e-4, 1e-4);
+  EXPECT_FALSE(parity_passed(bad));
+  EXPECT_EQ(bad.mismatches, 2);
+  EXPECT_EQ(bad.non_finite, 1);
+  EXPECT_EQ(bad.worst_index, 2);
+  EXPECT_FALSE(bad.worst_value.has_value());
+  EXPECT_FALSE(parity_passed(compare_output({}, {}, 1e-4, 1e-4)));  // nothing checked is no pass
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/record.hpp"
+#include "tune/tune.hpp"
+#include "support/fixture_run.hpp"
+
+namespace tune {
+namespace {
+
+TEST(Records, JsonRoundTripKeepsEverythingAndTheSchemaVersion) {
+  const RunRecord run = fixture_run();
+  const auto j = to_json(run);
+  EXPECT_EQ(j.at("schema_version"), kResultSchemaVersion);
+  const std::string text = j.dump();
+  EXPECT_EQ(text.find("NaN"), std::string::npos);
+  const RunRecord back = run_from_json(nlohmann::ordered_json::parse(text));
+  EXPECT_EQ(to_json(back).dump(), text);
+  EXPECT_EQ(back.variants.size(), 2u);
+  EXPECT_EQ(back.variants[1].status, Status::kIncorrect);
+  EXPECT_FALSE(back.variants[1].parity->worst_value.has_value());
+  EXPECT_EQ(back.variants[0].max_registers(), 40);
+}
+
+TEST(Records, OtherSchemaVersionsAndTruncatedFilesAreRefusedWithAReason) {
+  auto j = to_json(fixture_run());
+  j["schema_version"] = 99;
+  EXPECT_THROW((void)run_from_json(j), InputError);
+  auto k = to_json(fixture_run());
+  k.erase("variants");
+  EXPECT_THROW((void)run_from_json(k), InputError);
+  const auto path = std::filesystem::temp_directory_path() / "tune_truncated.json";
+  const std::string text = to_json(fixture_run()).dump();
+  std::ofstream(path) << text.substr(0, text.size() / 2);
+  try {
+    (void)read_result(path);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos);
+  }
+}
+
+TEST(Records, AtomicWriteReplacesTheFileWhole) {
+  const auto path = std::filesystem::temp_directory_path() / "tune_atomic" / "x.json";
+  write_file_atomic(path, "one");
+  write_file_atomic(path, "two");
+  std::ifstream in(path);
+  std::string s;
+  in >> s;
+  EXPECT_EQ(s, "two");
+  EXPECT_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+}
+
+TEST(Records, DeviceSlugs) {
+  EXPECT_EQ(device_slug("NVIDIA H200"), "h200");
+  EXPECT_EQ(device_slug("NVIDIA GeForce RTX 4090"), "rtx-4090");
+  EXPECT_EQ(device_slug("NVIDIA H100 80GB HBM3"), "h100-80gb-hbm3");
+}
+
+TEST(Header, HoldsTheWinnerAsConstexprValuesWithProvenance) {
+  const RunRecord run = fixture_run();
+  const Space space = load_space("contact", std::nullopt);
+  const std::string h = generate_header(run, space);
+  EXPECT_NE(h.find("#pragma once"), std::string::npos);
+  EXPECT_NE(h.find("namespace contact"), std::string::npos);
+  EXPECT_NE(h.find("inline constexpr long long kShapeN = 64;"), std::string::npos);
+  EXPECT_NE(h.find("inline constexpr int kBlock = 128;"), std::string::npos) << h;
+  EXPECT_NE(h.find("Fixture GPU 9000"), std::string::npos);
+  EXPECT_NE(h.find("Command: tune --problem contact --B 4 --N 64 /* fixture * /"), std::string::npos) << h;
+  EXPECT_EQ(generate_header(run, space), h);  // deterministic
+  RunRecord untimed = run;
+  untimed.timed = false;
+  EXPECT_THROW((void)generate_header(untimed, space), InputError);
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,167 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/errors.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json small_space() {
+  return Json::parse(R"json({
+    "schema_version": 1, "problem": "toy", "template": "toy.cuh",
+    "shape": {"dims": ["B", "N"], "defaults": {"N": 8},
+              "constraints": [{"expr": "N <= 64", "message": "N must be at most 64"}]},
+    "parameters": [
+      {"name": "strategy", "values": ["thread", "warp"]},
+      {"name": "block", "values": [32, 48, 64, 2048]},
+      {"name": "smem", "values": [false, true]}],
+    "derived": [{"name": "bytes", "expr": "smem ? block * 4 : 0"},
+                {"name": "pairs", "expr": "strategy == warp ? block / 32 : block"}],
+    "constraints": ["block % 32 == 0", "block <= dev_max_threads", "!(strategy == warp && smem)"],
+    "launches": [
+      {"kernel": "k1", "when": "1", "template_args": ["B", "N", "strategy", "block", "smem"],
+       "grid": ["cdiv(B*N*N, pairs)"], "block": ["block", 1, 1], "dynamic_smem": "bytes",
+       "args": ["x", "out"]},
+      {"kernel": "k2", "when": "strategy == warp", "template_args": ["N"],
+       "grid": "B", "block": "32", "args": ["out"]}],
+    "scratch": [{"name": "tmp", "elements": "B*N", "when": "strategy == warp"}],
+    "baseline": {"strategy": "thread", "block": 64, "smem": true}
+  })json");
+}
+
+Shape shape(std::int64_t b, std::int64_t n) { return Shape({{"B", b}, {"N", n}}); }
+
+TEST(Space, EnumeratesTheConfigsThatSatisfyEveryConstraint) {
+  const Space s = Space::parse(small_space(), "toy.json");
+  const Enumeration e = s.enumerate(shape(2, 8), DeviceLimits::for_arch(90));
+  EXPECT_EQ(e.total, 2u * 4u * 2u);
+  // thread: blocks 32, 64 x smem {0,1} = 4; warp: blocks 32, 64 x smem 0 = 2.
+  ASSERT_EQ(e.configs.size(), 6u);
+  EXPECT_EQ(s.name(e.configs.front()), "strategy=thread,block=32,smem=false");
+  std::size_t rejected = 0;
+  for (const auto& [c, n] : e.rejected_by) rejected += n;
+  EXPECT_EQ(rejected, e.total - e.configs.size());
+  EXPECT_EQ(e.rejected_by.front().first, "block % 32 == 0");
+}
+
+TEST(Space, DeviceLimitsAreConstraintsToo) {
+  const Space s = Space::parse(small_space(), "toy.json");
+  DeviceLimits small = DeviceLimits::for_arch(90);
+  small.max_threads_per_block = 32;
+  EXPECT_EQ(s.enumerate(shape(2, 8), small).configs.size(), 3u);  // block 32 only
+}
+
+TEST(Space, LowersToLaunchesWithShapesAndParametersBakedIn) {
+  const Space s = Space::parse(small_space(), "toy.json");
+  const Config warp = s.from_json(Json{{"strategy", "warp"}, {"block", 64}, {"smem", false}});
+  const Lowered l = s.lower(warp, shape(3, 8));
+  ASSERT_EQ(l.launches.size(), 2u);
+  EXPECT_EQ(l.launches[0].name_expression, "k1<3,8,1,64,0>");
+  EXPECT_EQ(l.launches[0].grid[0], 3u * 64u / 2u);
+  EXPECT_EQ(l.launches[0].block[0], 64u);
+  EXPECT_EQ(l.launches[0].dynamic_smem, 0u);
+  EXPECT_EQ(l.launches[1].name_expression, "k2<8>");
+  EXPECT_EQ(l.launches[1].grid[0], 3u);
+  ASSERT_EQ(l.scratch.size(), 1u);
+  EXPECT_EQ(l.scratch[0].elements(), 24);
+
+  const Lowered base = s.lower(s.baseline(), shape(3, 8));
+  ASSERT_EQ(base.launches.size(), 1u);
+  EXPECT_EQ(base.launches[0].dynamic_smem, 256u);
+  EXPECT_EQ(base.launches[0].grid[0], 3u);  // cdiv(192, 64)
+  EXPECT_TRUE(base.scratch.empty());
+}
+
+TEST(Space, ConfigJsonRoundTripsAndRejectsUnknownValues) {
+  const Space s = Space::parse(small_space(), "toy.json");
+  const Config c = s.baseline();
+  EXPECT_EQ(s.from_json(s.to_json(c)), c);
+  EXPECT_THROW((void)s.from_json(Json{{"strategy", "block"}, {"block", 64}, {"smem", true}}), InputError);
+  EXPECT_THROW((void)s.from_json(Json{{"strategy", "thread"}, {"block", 64}}), InputError);
+  EXPECT_THROW((void)s.from_json(Json{{"strategy", "thread"}, {"block", 64}, {"smem", true}, {"x", 1}}), InputError);
+  EXPECT_EQ(s.numeric(c, "strategy"), 0);
+  EXPECT_EQ(s.numeric(c, "smem"), 1);
+}
+
+TEST(Space, ShapeConstraintsReportTheirMessage) {
+  const Space s = Space::parse(small_space(), "toy.json");
+  EXPECT_NO_THROW(s.check_shape(shape(1, 64)));
+  try {
+    s.check_shape(shape(1, 65));
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("N must be at most 64"), std::string::npos) << e.what();
+  }
+}
+
+void expect_config_error(Json j, const std::string& needle) {
+  try {
+    (void)Space::parse(j, "bad.json");
+    FAIL() << "expected ConfigError containing: " << needle;
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("bad.json: ", 0), 0u) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+  }
+}
+
+TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
+  Json j = small_space();
+  j["schema_version"] = 7;
+  expect_config_error(j, "schema_version 7");
+
+  j = small_space();
+  j["parameters"][1]["values"] = Json::array();
+  expect_config_error(j, "parameter 'block' has no values");
+
+  j = small_space();
+  j["parameters"].push_back(Json{{"name", "block"}, {"values", {1}}});
+  expect_config_error(j, "parameter 'block' is defined twice");
+
+  j = small_space();
+  j["constraints"].push_back("block %% 2 ==");
+  expect_config_error(j, "constraint 'block %% 2 =='");
+
+  j = small_space();
+  j["constraints"].push_back("blocks > 2");
+  expect_config_error(j, "blocks");
+
+  j = small_space();
+  j["baseline"]["block"] = 96;
+  expect_config_error(j, "'baseline' is not in the space");
+
+  j = small_space();
+  j.erase("launches");
+  expect_config_error(j, "has no 'launches'");
+
+  j = small_space();
+  j["launches"][0]["template_args"].push_back("nope");
+  expect_config_error(j, "template argument \"nope\"");
+}
+
+TEST(Space, TheShippedSpacesParseAndTheirBaselinesAreValid) {
+  for (const auto& [problem, dims] :
+       std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::int64_t>>>>{
+           {"contact", {{"B", 4}, {"N", 64}}}, {"scene_graph", {{"B", 4}, {"N", 24}}}}) {
+    const Space s = load_space(problem, std::nullopt);
+    const Shape sh = resolve_shape(find_problem(problem), s, dims);
+    const Enumeration e = s.enumerate(sh, DeviceLimits::for_arch(90));
+    EXPECT_GT(e.configs.size(), 4u) << problem;
+    EXPECT_EQ(s.violated_constraint(s.baseline(), sh, DeviceLimits::for_arch(90)), "") << problem;
+    // Every valid configuration lowers to at least one launch with a non-empty grid.
+    for (const Config& c : e.configs) {
+      const Lowered l = s.lower(c, sh);
+      ASSERT_FALSE(l.launches.empty());
+      for (const auto& k : l.launches) EXPECT_GT(k.grid[0] * k.block[0], 0u) << s.name(c);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tune
