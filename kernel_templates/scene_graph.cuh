@@ -1,0 +1,831 @@
+#pragma once
+// Kernels of problem `scene_graph` (PROBLEMS.md): pre-LN multi-head attention over N graph
+// nodes with a pair-feature MLP bias and an edge mask, output projection and residual.
+// Self-contained (no #include): NVRTC compiles this file as the program source; every
+// template parameter is an int fixed per variant (configs/scene_graph.json says which
+// launches a configuration makes, with which arguments, grid and dynamic shared memory).
+//
+// Strategies and their launches:
+//   unfused (baseline)  sg_naive_layernorm, sg_naive_qkv, sg_naive_pair_bias,
+//                       sg_naive_attention, sg_naive_out_proj: one thread per output element,
+//                       plain global memory, scratch buffers hn, q, k, v, bias, ctx between.
+//   fused               sg_fused: one block per (batch, tile of QT query rows); QT = N is the
+//                       block-per-batch mapping.
+//   split               sg_pair_bias (scratch bias) + sg_split_attention (as sg_fused, bias
+//                       read from scratch); or, mapping "head": sg_pair_bias + sg_head_attention
+//                       (block per (batch, head), scratch ctx) + sg_out_proj.
+//
+// Why the fused block never computes K and V: a block owns QT query rows but needs keys and
+// values of all N rows. Instead of recomputing K = LN(x)·Wkᵀ and V for all N rows in every
+// block (2·N·D² FMA per block), it folds the projections into the query side:
+//   score[h,i,j] = (q_h[i]·scale)·(Wk_h hn[j]) = (Wk_hᵀ q_h[i]·scale)·hn[j]
+//   ctx_h[i]     = Σ_j a[h,i,j] (Wv_h hn[j]) = Wv_h (Σ_j a[h,i,j] hn[j])
+// which costs 4·QT·D² + 2·QT·heads·N·D per block and no work is repeated across blocks but
+// the LayerNorm of the N rows. Each block still streams the four D×D weights once.
+//
+// Every element of `out` is written by a plain store (the harness fills it with NaN first);
+// a fully masked attention row gives attention 0, so its output row is the input row. A
+// kernel launched with the wrong block size or too little dynamic shared memory returns
+// without writing, so the variant fails parity instead of corrupting memory.
+// Buffers must be 16-byte aligned (float4 and 16-byte cp.async accesses); D % 4 == 0.
+
+namespace tune_kernels {
+
+__host__ __device__ constexpr int sg_cdiv(int a, int b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr int sg_round4(int x) { return (x + 3) / 4 * 4; }
+__host__ __device__ constexpr int sg_min(int a, int b) { return a < b ? a : b; }
+
+// Row stride (floats) of a D-float row in shared memory: a whole number of float4s, and an
+// odd number of them, so 8 lanes reading one float4 of 8 different rows hit 8 bank quads.
+__host__ __device__ constexpr int sg_row_stride(int d) { return d % 8 == 0 ? d + 4 : d; }
+// Row stride for scalar reads with lanes over rows: odd, so the lanes hit distinct banks.
+__host__ __device__ constexpr int sg_odd_stride(int d) { return d % 2 == 0 ? d + 1 : d; }
+// Lanes that share one dot product of K4 float4s (a power of two dividing K4, at most 8):
+// 8 lanes read 128 contiguous bytes of a weight row.
+__host__ __device__ constexpr int sg_k_lanes(int k4) {
+  return k4 % 8 == 0 ? 8 : (k4 % 4 == 0 ? 4 : (k4 % 2 == 0 ? 2 : 1));
+}
+// Largest power of two that divides p and is at most cap.
+__host__ __device__ constexpr int sg_pow2_divisor(int p, int cap) {
+  int l = 1;
+  while (l * 2 <= cap && p % (l * 2) == 0) l *= 2;
+  return l;
+}
+// Lanes that share one pair's relation MLP (each takes P/lanes hidden units): enough that the
+// pairs of a block keep its threads busy, a power of two dividing P.
+__host__ __device__ constexpr int sg_pair_lanes(int pairs, int p, int block) {
+  int l = 1;
+  while (l < sg_pow2_divisor(p, 32) && pairs * l < block) l *= 2;
+  return l;
+}
+// Rows per thread: as many as possible (up to 8; each weight load is reused that often from
+// registers) while every one of `workers` still gets a unit of work.
+__host__ __device__ constexpr int sg_rows_per_thread(int rows, int units_per_row_group, int workers) {
+  const int candidates[4] = {rows < 8 ? rows : 8, 4, 2, 1};
+  for (int i = 0; i < 4; ++i) {
+    const int rt = candidates[i];
+    if (rt <= rows && sg_cdiv(rows, rt) * units_per_row_group >= workers) return rt;
+  }
+  return 1;
+}
+
+// Units a thread of sg_rows_dot takes per pass (at most `wanted`): bounded so that the weight
+// float4s in flight (4*TW registers a unit), the accumulators (RT a unit) and one set of
+// input float4s (4*RT) stay within a register budget that leaves room at this block size.
+__host__ __device__ constexpr int sg_units_per_pass(int tw, int rt, int wanted, int block) {
+  const int budget = block >= 512 ? 64 : 96;
+  int ub = sg_min(wanted, sg_min(12 / tw, 24 / rt));
+  while (ub > 1 && ub * (4 * tw + rt) + 4 * rt > budget) --ub;
+  return ub > 1 ? ub : 1;
+}
+
+// Dynamic shared memory (bytes) of sg_fused / sg_split_attention; configs/scene_graph.json
+// derives the same number as `attn_smem`.
+__host__ __device__ constexpr int sg_attention_smem_bytes(int N, int D, int H, int QT, int SMEM_W) {
+  return 4 * (N * sg_row_stride(D)                      // hn: LayerNorm of all N rows
+              + QT * sg_row_stride(D)                   // q, later ctx
+              + QT * H * sg_row_stride(D)               // Wk_hᵀ q_h, later Σ_j a hn[j]
+              + sg_round4(H * QT * N)                   // bias, scores, attention
+              + sg_round4(QT * N)                       // edge mask rows
+              + (SMEM_W ? 2 * D + 4 * D * sg_row_stride(D) : 0));  // gamma, beta, Wq Wk Wv Wout
+}
+// Dynamic shared memory (bytes) of sg_head_attention (config: `head_smem`).
+__host__ __device__ constexpr int sg_head_smem_bytes(int N, int D, int H, int SMEM_W) {
+  return 4 * (N * sg_row_stride(D)                                         // hn
+              + (SMEM_W ? 2 * D + 3 * (D / H) * sg_row_stride(D) : 0)      // gamma, beta, head rows of Wq Wk Wv
+              + sg_round4(3 * N * sg_odd_stride(D / H))                    // q_h, k_h, v_h
+              + 2 * sg_round4(N * N));                                     // bias/scores, mask
+}
+// Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
+__host__ __device__ constexpr int sg_out_proj_smem_bytes(int D, int ROWS) { return 4 * ROWS * sg_row_stride(D); }
+// Dynamic shared memory (bytes) of sg_pair_bias (config: `pb_smem`).
+__host__ __device__ constexpr int sg_pair_bias_smem_bytes(int H, int P, int SMEM_W) {
+  return SMEM_W ? 4 * (sg_round4(P * P) + sg_round4(P) + sg_round4(H * P) + sg_round4(H)) : 0;
+}
+
+__device__ __forceinline__ unsigned sg_dynamic_smem_size() {
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+__device__ __forceinline__ unsigned sg_smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// Asynchronous global -> shared copies (sm_80+), so weight transfers overlap compute.
+__device__ __forceinline__ void sg_copy16(float* dst, const float* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sg_smem_address(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void sg_copy4(float* dst, const float* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sg_smem_address(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void sg_copy_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most PENDING of this thread's committed groups are in flight.
+template <int PENDING>
+__device__ __forceinline__ void sg_copy_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
+__device__ __forceinline__ void sg_prefetch_l2(const float* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// ROWS rows of D floats (D % 4 == 0) from global rows src_row(r) into shared rows of stride S.
+template <int ROWS, int D, int S, int BLOCK, class SrcRow>
+__device__ __forceinline__ void sg_copy_rows(float* dst, const SrcRow& src_row) {
+  constexpr int D4 = D / 4;
+  for (int idx = threadIdx.x; idx < ROWS * D4; idx += BLOCK) {
+    const int r = idx / D4, c = (idx % D4) * 4;
+    sg_copy16(dst + r * S + c, src_row(r) + c);
+  }
+}
+
+// Loads a weight from shared memory (SMEM) or through the read-only cache.
+template <int SMEM>
+__device__ __forceinline__ float sg_load(const float* p) {
+  if constexpr (SMEM != 0) {
+    return *p;
+  } else {
+    return __ldg(p);
+  }
+}
+template <int SMEM>
+__device__ __forceinline__ float4 sg_load4(const float* p) {
+  if constexpr (SMEM != 0) {
+    return *reinterpret_cast<const float4*>(p);
+  } else {
+    return __ldg(reinterpret_cast<const float4*>(p));
+  }
+}
+
+__device__ __forceinline__ float sg_dot4(float4 a, float4 b, float acc) {
+  acc = fmaf(a.x, b.x, acc);
+  acc = fmaf(a.y, b.y, acc);
+  acc = fmaf(a.z, b.z, acc);
+  return fmaf(a.w, b.w, acc);
+}
+__device__ __forceinline__ void sg_axpy4(float s, float4 m, float4& acc) {
+  acc.x = fmaf(s, m.x, acc.x);
+  acc.y = fmaf(s, m.y, acc.y);
+  acc.z = fmaf(s, m.z, acc.z);
+  acc.w = fmaf(s, m.w, acc.w);
+}
+__device__ __forceinline__ float sg_warp_sum(float v) {
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+__device__ __forceinline__ float sg_warp_max(float v) {
+  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+// y[r][o] = Σ_c x(r, o)[c] · w[o][c] for r < R, o < O, c < K (K % 4 == 0).
+// wload(o, c4) and xload(r, o, c4) return float4 number c4 of weight row o and of the input
+// row of (r, o); store(r, o, y). A group of KL lanes shares one (o, row group) unit: each lane
+// reads one float4 in KL of the row (128 contiguous bytes per group, coalesced from global,
+// conflict-free from padded shared rows), keeps RT rows' partial sums, and the group reduces
+// with shuffles. A thread takes UB units per pass, so that the weight loads of all of them
+// are in flight together (one memory round trip per pass when the weights come from L2).
+// The pass loop runs the same count in every warp, so the shuffles are full-warp.
+template <int R, int O, int K, int BLOCK, class WLoad, class XLoad, class Store>
+__device__ __forceinline__ void sg_rows_dot(const WLoad& wload, const XLoad& xload, const Store& store) {
+  static_assert(K % 4 == 0, "K must be a multiple of 4");
+  constexpr int K4 = K / 4;
+  constexpr int KL = sg_k_lanes(K4);
+  constexpr int TW = K4 / KL;  // float4s of one weight row per lane
+  constexpr int NG = BLOCK / KL;
+  constexpr int RT = sg_rows_per_thread(R, O, NG);
+  constexpr int UNITS = O * sg_cdiv(R, RT);
+  constexpr int UB = sg_units_per_pass(TW, RT, sg_cdiv(UNITS, NG), BLOCK);
+  const int group = static_cast<int>(threadIdx.x) / KL, kl = static_cast<int>(threadIdx.x) % KL;
+  for (int base = 0; base < UNITS; base += NG * UB) {
+    float acc[UB][RT];
+#pragma unroll
+    for (int ub = 0; ub < UB; ++ub) {
+      const int raw = base + ub * NG + group;
+      const int u = raw < UNITS ? raw : UNITS - 1;
+      const int o = u % O, r0 = (u / O) * RT;
+#pragma unroll
+      for (int rr = 0; rr < RT; ++rr) acc[ub][rr] = 0.0f;
+#pragma unroll
+      for (int t = 0; t < TW; ++t) {
+        const int c4 = kl + t * KL;
+        const float4 w = wload(o, c4);
+#pragma unroll
+        for (int rr = 0; rr < RT; ++rr) {
+          const int r = r0 + rr < R ? r0 + rr : R - 1;
+          acc[ub][rr] = sg_dot4(w, xload(r, o, c4), acc[ub][rr]);
+        }
+      }
+    }
+#pragma unroll
+    for (int ub = 0; ub < UB; ++ub) {
+#pragma unroll
+      for (int rr = 0; rr < RT; ++rr) {
+#pragma unroll
+        for (int off = KL / 2; off > 0; off /= 2) acc[ub][rr] += __shfl_xor_sync(0xffffffffu, acc[ub][rr], off);
+      }
+    }
+#pragma unroll
+    for (int ub = 0; ub < UB; ++ub) {
+      const int raw = base + ub * NG + group;
+      const int o = raw % O, r0 = (raw / O) * RT;
+      if (raw < UNITS) {
+#pragma unroll
+        for (int rr = 0; rr < RT; ++rr) {
+          if (rr % KL == kl && r0 + rr < R) store(r0 + rr, o, acc[ub][rr]);
+        }
+      }
+    }
+  }
+}
+
+// y[r][h][c4] = Σ_t x(r, h, t) · m(h, t)[c4] over float4 columns c4 < C4, t < T.
+// Lanes take consecutive c4 (coalesced / conflict-free m rows, broadcast x); a thread keeps
+// RT rows of float4 accumulators. No block-wide synchronisation inside.
+template <int R, int NH, int C4, int T, int BLOCK, class MLoad, class XVal, class Store>
+__device__ __forceinline__ void sg_cols_accum(const MLoad& mload, const XVal& xval, const Store& store) {
+  constexpr int RT = sg_rows_per_thread(R, NH * C4, BLOCK);
+  constexpr int UNITS = sg_cdiv(R, RT) * NH * C4;
+  for (int u = static_cast<int>(threadIdx.x); u < UNITS; u += BLOCK) {
+    const int c4 = u % C4, h = (u / C4) % NH, r0 = (u / (C4 * NH)) * RT;
+    float4 acc[RT];
+#pragma unroll
+    for (int rr = 0; rr < RT; ++rr) acc[rr] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
+    for (int t = 0; t < T; ++t) {
+      const float4 m = mload(h, t, c4);
+#pragma unroll
+      for (int rr = 0; rr < RT; ++rr) {
+        const int r = r0 + rr < R ? r0 + rr : R - 1;
+        sg_axpy4(xval(r, h, t), m, acc[rr]);
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < RT; ++rr) {
+      if (r0 + rr < R) store(r0 + rr, h, c4, acc[rr]);
+    }
+  }
+}
+
+// LayerNorm (eps 1e-5, biased variance, affine) of ROWS shared rows of stride S, in place;
+// a warp per row.
+template <int ROWS, int D, int S, int BLOCK, int SMEM>
+__device__ __forceinline__ void sg_layernorm_rows(float* rows, const float* gamma, const float* beta) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  for (int r = warp; r < ROWS; r += BLOCK / 32) {
+    float* x = rows + r * S;
+    constexpr float inv_d = 1.0f / static_cast<float>(D);
+    float sum = 0.0f;
+    for (int c = lane; c < D; c += 32) sum += x[c];
+    const float mean = sg_warp_sum(sum) * inv_d;
+    float var = 0.0f;
+    for (int c = lane; c < D; c += 32) {
+      const float d = x[c] - mean;
+      var = fmaf(d, d, var);
+    }
+    const float inv = rsqrtf(fmaf(sg_warp_sum(var), inv_d, 1e-5f));
+    for (int c = lane; c < D; c += 32) x[c] = (x[c] - mean) * inv * sg_load<SMEM>(gamma + c) + sg_load<SMEM>(beta + c);
+  }
+}
+
+// Relation MLP of one pair, x = the P floats at pf (global): res[h] = (W2 silu(W0 x + b0) + b2)[h]
+// summed over the hidden units k = lane + LANES*kk that this lane (of LANES sharing the
+// pair) takes; the caller adds the lanes' results. b2 is added by lane 0.
+template <int P, int H, int LANES, int SMEM>
+__device__ __forceinline__ void sg_pair_mlp(const float* pf, const float* w0, const float* b0, const float* w2,
+                                            const float* b2, int lane, float (&res)[H]) {
+  static_assert(P % LANES == 0, "LANES must divide P");
+  float x[P];
+  if constexpr (P % 4 == 0) {
+#pragma unroll
+    for (int p = 0; p < P; p += 4) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(pf + p));
+      x[p] = v.x;
+      x[p + 1] = v.y;
+      x[p + 2] = v.z;
+      x[p + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int p = 0; p < P; ++p) x[p] = __ldg(pf + p);
+  }
+#pragma unroll
+  for (int h = 0; h < H; ++h) res[h] = lane == 0 ? sg_load<SMEM>(b2 + h) : 0.0f;
+#pragma unroll 2
+  for (int kk = 0; kk < P / LANES; ++kk) {
+    const int k = lane + LANES * kk;
+    float a = sg_load<SMEM>(b0 + k);
+#pragma unroll
+    for (int p = 0; p < P; ++p) a = fmaf(sg_load<SMEM>(w0 + k * P + p), x[p], a);
+    // silu; __fdividef is within 2 ulp for denominators in [1, 2^126] and gives the right
+    // 0 beyond (a < -87), and it avoids the division slow path's call and stack frame.
+    const float s = __fdividef(a, 1.0f + expf(-a));
+#pragma unroll
+    for (int h = 0; h < H; ++h) res[h] = fmaf(sg_load<SMEM>(w2 + h * P + k), s, res[h]);
+  }
+}
+
+// Masked softmax of `rows` rows of N scores (stride N) in place; mask_row(r) gives the edge
+// mask row of score row r. A warp per row; a row without any edge becomes all zeros.
+template <int N, int BLOCK, class MaskRow>
+__device__ __forceinline__ void sg_masked_softmax(float* scores, int rows, const MaskRow& mask_row) {
+  constexpr int PER_LANE = sg_cdiv(N, 32);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  for (int r = warp; r < rows; r += BLOCK / 32) {
+    float* s = scores + r * N;
+    const float* m = mask_row(r);
+    float v[PER_LANE];
+    bool on[PER_LANE];
+    float mx = -3.402823466e38f;
+    bool any = false;
+#pragma unroll
+    for (int t = 0; t < PER_LANE; ++t) {
+      const int j = lane + 32 * t;
+      on[t] = j < N && m[j] >= 0.5f;
+      v[t] = on[t] ? s[j] : 0.0f;
+      if (on[t]) mx = fmaxf(mx, v[t]);
+      any = any || on[t];
+    }
+    mx = sg_warp_max(mx);
+    const bool row_has_edge = __any_sync(0xffffffffu, any);
+    float sum = 0.0f;
+#pragma unroll
+    for (int t = 0; t < PER_LANE; ++t) {
+      v[t] = on[t] ? expf(v[t] - mx) : 0.0f;
+      sum += v[t];
+    }
+    sum = sg_warp_sum(sum);
+    const float inv_sum = row_has_edge ? __fdividef(1.0f, sum) : 0.0f;  // sum in [1, N]
+#pragma unroll
+    for (int t = 0; t < PER_LANE; ++t) {
+      const int j = lane + 32 * t;
+      if (j < N) s[j] = v[t] * inv_sum;
+    }
+  }
+}
+
+// Body of sg_fused (BIAS_IN = 0: computes the pair bias of its rows) and sg_split_attention
+// (BIAS_IN = 1: reads it from the scratch `bias`, layout (B, H, N, N)). One block per
+// (batch b, tile of QT query rows starting at i0); rows past N are computed on row N-1 and
+// not stored. Shared memory as sg_attention_smem_bytes. With SMEM_W the four projection
+// weights arrive by cp.async in four groups, waited for just before their first use.
+template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W, int BIAS_IN>
+__device__ __forceinline__ void sg_attention_block(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
+                                                   const float* __restrict__ edge_mask, const float* __restrict__ gamma,
+                                                   const float* __restrict__ beta, const float* __restrict__ wq,
+                                                   const float* __restrict__ wk, const float* __restrict__ wv,
+                                                   const float* __restrict__ w0, const float* __restrict__ b0,
+                                                   const float* __restrict__ w2, const float* __restrict__ b2,
+                                                   const float* __restrict__ wo, const float* __restrict__ bias,
+                                                   float* __restrict__ out) {
+  static_assert(D % H == 0 && D % 4 == 0, "D must be a multiple of heads and of 4");
+  constexpr int HD = D / H;
+  constexpr int S = sg_row_stride(D);
+  constexpr int NT = sg_cdiv(N, QT);
+  constexpr int WS = SMEM_W ? S : D;  // weight row stride where the weights are read
+  extern __shared__ float4 sg_smem[];
+  if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_attention_smem_bytes(N, D, H, QT, SMEM_W))) {
+    return;
+  }
+  float* hn = reinterpret_cast<float*>(sg_smem);  // N x S
+  float* qc = hn + N * S;                         // QT x S: q, later ctx
+  float* qk = qc + QT * S;                        // (QT x H) x S: Wk_hᵀ q_h, later Σ_j a hn[j]
+  float* sc = qk + QT * H * S;                    // (H x QT) x N: bias, scores, attention
+  float* msk = sc + sg_round4(H * QT * N);        // QT x N
+  float* sw = msk + sg_round4(QT * N);            // SMEM_W: gamma, beta, Wq, Wk, Wv, Wout
+  const int b = static_cast<int>(blockIdx.x) / NT;
+  const int i0 = (static_cast<int>(blockIdx.x) % NT) * QT;
+  const auto row_of = [&](int r) { return i0 + r < N ? i0 + r : N - 1; };
+  const int tid = static_cast<int>(threadIdx.x);
+
+  // Group 0: node rows, mask rows (and the bias tile, and gamma/beta); then one group per weight.
+  sg_copy_rows<N, D, S, BLOCK>(hn, [&](int r) { return nodes + (b * N + r) * D; });
+  for (int idx = tid; idx < QT * N; idx += BLOCK) {
+    sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
+  }
+  if constexpr (BIAS_IN != 0) {
+    for (int idx = tid; idx < H * QT * N; idx += BLOCK) {
+      const int h = idx / (QT * N), r = (idx / N) % QT, j = idx % N;
+      sg_copy4(sc + idx, bias + ((b * H + h) * N + row_of(r)) * N + j);
+    }
+  }
+  const float* g_gamma = gamma;
+  const float* g_beta = beta;
+  const float* g_wq = wq;
+  const float* g_wk = wk;
+  const float* g_wv = wv;
+  const float* g_wo = wo;
+  if constexpr (SMEM_W != 0) {
+    float* s_gamma = sw;
+    float* s_beta = sw + D;
+    float* s_w = sw + 2 * D;
+    sg_copy_rows<1, D, D, BLOCK>(s_gamma, [&](int) { return gamma; });
+    sg_copy_rows<1, D, D, BLOCK>(s_beta, [&](int) { return beta; });
+    sg_copy_commit();
+    sg_copy_rows<D, D, S, BLOCK>(s_w, [&](int r) { return wq + r * D; });
+    sg_copy_commit();
+    sg_copy_rows<D, D, S, BLOCK>(s_w + D * S, [&](int r) { return wk + r * D; });
+    sg_copy_commit();
+    sg_copy_rows<D, D, S, BLOCK>(s_w + 2 * D * S, [&](int r) { return wv + r * D; });
+    sg_copy_commit();
+    sg_copy_rows<D, D, S, BLOCK>(s_w + 3 * D * S, [&](int r) { return wo + r * D; });
+    sg_copy_commit();
+    g_gamma = s_gamma;
+    g_beta = s_beta;
+    g_wq = s_w;
+    g_wk = s_w + D * S;
+    g_wv = s_w + 2 * D * S;
+    g_wo = s_w + 3 * D * S;
+  } else {
+    sg_copy_commit();
+    // Warm L2 with the weights (cold after a flush); the grid shares the prefetching.
+    constexpr int LINES = sg_cdiv(D * D, 32);  // 128-byte lines per weight
+    for (int l = static_cast<int>(blockIdx.x) * BLOCK + tid; l < 4 * LINES; l += static_cast<int>(gridDim.x) * BLOCK) {
+      const float* w = l < LINES ? wq : (l < 2 * LINES ? wk : (l < 3 * LINES ? wv : wo));
+      sg_prefetch_l2(w + (l % LINES) * 32);
+    }
+  }
+  const float* const w_q = g_wq;
+  const float* const w_k = g_wk;
+  const float* const w_v = g_wv;
+  const float* const w_o = g_wo;
+
+  // Pair bias of this block's rows while the copies are in flight: sc[h][r][j]. LPP adjacent
+  // lanes share a pair (its hidden units split among them) so the few pairs of a small tile
+  // still occupy the block; the pass loop is uniform, so the shuffles are full-warp.
+  if constexpr (BIAS_IN == 0) {
+    constexpr int PAIRS = QT * N;
+    constexpr int LPP = sg_pair_lanes(PAIRS, P, BLOCK);
+    for (int base = 0; base < PAIRS * LPP; base += BLOCK) {
+      const int raw = base + tid;
+      const int u = raw < PAIRS * LPP ? raw : PAIRS * LPP - 1;
+      const int r = (u / LPP) / N, j = (u / LPP) % N, kl = u % LPP;
+      float res[H];
+      sg_pair_mlp<P, H, LPP, 0>(pair_feats + ((b * N + row_of(r)) * N + j) * P, w0, b0, w2, b2, kl, res);
+#pragma unroll
+      for (int h = 0; h < H; ++h) {
+#pragma unroll
+        for (int off = LPP / 2; off > 0; off /= 2) res[h] += __shfl_xor_sync(0xffffffffu, res[h], off);
+      }
+      if (raw < PAIRS * LPP) {
+#pragma unroll
+        for (int h = 0; h < H; ++h) {
+          if (h % LPP == kl) sc[(h * QT + r) * N + j] = res[h];
+        }
+      }
+    }
+  }
+
+  sg_copy_wait<(SMEM_W ? 4 : 0)>();
+  __syncthreads();
+  sg_layernorm_rows<N, D, S, BLOCK, SMEM_W>(hn, g_gamma, g_beta);
+  sg_copy_wait<(SMEM_W ? 3 : 0)>();
+  __syncthreads();
+
+  // q[r] = scale · hn[row r]·Wqᵀ
+  const float scale = 1.0f / sqrtf(static_cast<float>(HD));
+  sg_rows_dot<QT, D, D, BLOCK>([&](int o, int c4) { return sg_load4<SMEM_W>(w_q + o * WS + 4 * c4); },
+                               [&](int r, int, int c4) { return *reinterpret_cast<const float4*>(hn + row_of(r) * S + 4 * c4); },
+                               [&](int r, int o, float y) { qc[r * S + o] = y * scale; });
+  sg_copy_wait<(SMEM_W ? 2 : 0)>();
+  __syncthreads();
+
+  // qk[r][h] = Wk_hᵀ q_h[r]: D values per (row, head)
+  sg_cols_accum<QT, H, D / 4, HD, BLOCK>(
+      [&](int h, int t, int c4) { return sg_load4<SMEM_W>(w_k + (h * HD + t) * WS + 4 * c4); },
+      [&](int r, int h, int t) { return qc[r * S + h * HD + t]; },
+      [&](int r, int h, int c4, float4 y) { *reinterpret_cast<float4*>(qk + (r * H + h) * S + 4 * c4) = y; });
+  __syncthreads();
+
+  // sc[h][r][j] += qk[r][h]·hn[j]
+  for (int u = tid; u < H * QT * N; u += BLOCK) {
+    const int j = u % N, r = (u / N) % QT, h = u / (N * QT);
+    const float4* x = reinterpret_cast<const float4*>(qk + (r * H + h) * S);
+    const float4* y = reinterpret_cast<const float4*>(hn + j * S);
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int c4 = 0; c4 < D / 4; ++c4) acc = sg_dot4(x[c4], y[c4], acc);
+    sc[u] += acc;
+  }
+  __syncthreads();
+  sg_masked_softmax<N, BLOCK>(sc, H * QT, [&](int row) { return msk + (row % QT) * N; });
+  sg_copy_wait<(SMEM_W ? 1 : 0)>();
+  __syncthreads();
+
+  // qk[r][h] = Σ_j a[h][r][j] hn[j]
+  sg_cols_accum<QT, H, D / 4, N, BLOCK>(
+      [&](int, int t, int c4) { return *reinterpret_cast<const float4*>(hn + t * S + 4 * c4); },
+      [&](int r, int h, int t) { return sc[(h * QT + r) * N + t]; },
+      [&](int r, int h, int c4, float4 y) { *reinterpret_cast<float4*>(qk + (r * H + h) * S + 4 * c4) = y; });
+  __syncthreads();
+
+  // ctx[r][o] = Wv[o]·qk[r][head of o]
+  sg_rows_dot<QT, D, D, BLOCK>([&](int o, int c4) { return sg_load4<SMEM_W>(w_v + o * WS + 4 * c4); },
+                               [&](int r, int o, int c4) { return *reinterpret_cast<const float4*>(qk + (r * H + o / HD) * S + 4 * c4); },
+                               [&](int r, int o, float y) { qc[r * S + o] = y; });
+  sg_copy_wait<0>();
+  __syncthreads();
+
+  // out = nodes + ctx·Woutᵀ
+  sg_rows_dot<QT, D, D, BLOCK>([&](int o, int c4) { return sg_load4<SMEM_W>(w_o + o * WS + 4 * c4); },
+                               [&](int r, int, int c4) { return *reinterpret_cast<const float4*>(qc + r * S + 4 * c4); },
+                               [&](int r, int o, float y) {
+                                 if (i0 + r < N) {
+                                   const int e = (b * N + i0 + r) * D + o;
+                                   out[e] = __ldg(nodes + e) + y;
+                                 }
+                               });
+}
+
+// Pair bias of pair number `pair` (pairs ordered (b, i, j)) into bias (B, H, N, N).
+template <int N, int H, int P, int SMEM>
+__device__ __forceinline__ void sg_pair_bias_one(int pair, const float* __restrict__ pair_feats, const float* w0,
+                                                 const float* b0, const float* w2, const float* b2,
+                                                 float* __restrict__ bias) {
+  const int b = pair / (N * N), ij = pair % (N * N);
+  float res[H];
+  sg_pair_mlp<P, H, 1, SMEM>(pair_feats + pair * P, w0, b0, w2, b2, 0, res);
+#pragma unroll
+  for (int h = 0; h < H; ++h) bias[(b * H + h) * N * N + ij] = res[h];
+}
+
+}  // namespace tune_kernels
+
+// ---------------------------------------------------------------------------------------
+// Tuned variants: strategies fused and split.
+
+// strategy fused: one launch. Grid B * cdiv(N, QT), block BLOCK, dynamic smem attn_smem.
+template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_fused(const float* __restrict__ nodes, const float* __restrict__ pair_feats, const float* __restrict__ edge_mask,
+             const float* __restrict__ gamma, const float* __restrict__ beta, const float* __restrict__ wq,
+             const float* __restrict__ wk, const float* __restrict__ wv, const float* __restrict__ w0,
+             const float* __restrict__ b0, const float* __restrict__ w2, const float* __restrict__ b2,
+             const float* __restrict__ wo, float* __restrict__ out) {
+  tune_kernels::sg_attention_block<B, N, D, H, P, QT, BLOCK, SMEM_W, 0>(nodes, pair_feats, edge_mask, gamma, beta, wq,
+                                                                        wk, wv, w0, b0, w2, b2, wo, nullptr, out);
+}
+
+// strategy split, mapping batch/qtile, second launch: as sg_fused with the bias from scratch.
+template <int B, int N, int D, int H, int QT, int BLOCK, int SMEM_W>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_split_attention(const float* __restrict__ nodes, const float* __restrict__ bias,
+                       const float* __restrict__ edge_mask, const float* __restrict__ gamma,
+                       const float* __restrict__ beta, const float* __restrict__ wq, const float* __restrict__ wk,
+                       const float* __restrict__ wv, const float* __restrict__ wo, float* __restrict__ out) {
+  tune_kernels::sg_attention_block<B, N, D, H, 1, QT, BLOCK, SMEM_W, 1>(nodes, nullptr, edge_mask, gamma, beta, wq, wk,
+                                                                        wv, nullptr, nullptr, nullptr, nullptr, wo,
+                                                                        bias, out);
+}
+
+// strategy split, first launch: one thread per pair (b, i, j) writes bias[b, :, i, j].
+// Grid cdiv(B*N*N, BLOCK); dynamic smem pb_smem (the MLP weights when SMEM_W).
+template <int B, int N, int H, int P, int BLOCK, int SMEM_W>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_pair_bias(const float* __restrict__ pair_feats, const float* __restrict__ w0, const float* __restrict__ b0,
+                 const float* __restrict__ w2, const float* __restrict__ b2, float* __restrict__ bias) {
+  using namespace tune_kernels;
+  extern __shared__ float4 sg_smem[];
+  if (blockDim.x != BLOCK) return;
+  if constexpr (SMEM_W != 0) {
+    if (sg_dynamic_smem_size() < static_cast<unsigned>(sg_pair_bias_smem_bytes(H, P, SMEM_W))) return;
+  }
+  const int pair = static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
+  if constexpr (SMEM_W != 0) {
+    float* s_w0 = reinterpret_cast<float*>(sg_smem);
+    float* s_b0 = s_w0 + sg_round4(P * P);
+    float* s_w2 = s_b0 + sg_round4(P);
+    float* s_b2 = s_w2 + sg_round4(H * P);
+    for (int i = static_cast<int>(threadIdx.x); i < P * P; i += BLOCK) s_w0[i] = __ldg(w0 + i);
+    for (int i = static_cast<int>(threadIdx.x); i < P; i += BLOCK) s_b0[i] = __ldg(b0 + i);
+    for (int i = static_cast<int>(threadIdx.x); i < H * P; i += BLOCK) s_w2[i] = __ldg(w2 + i);
+    for (int i = static_cast<int>(threadIdx.x); i < H; i += BLOCK) s_b2[i] = __ldg(b2 + i);
+    __syncthreads();
+    if (pair < B * N * N) sg_pair_bias_one<N, H, P, 1>(pair, pair_feats, s_w0, s_b0, s_w2, s_b2, bias);
+  } else {
+    if (pair < B * N * N) sg_pair_bias_one<N, H, P, 0>(pair, pair_feats, w0, b0, w2, b2, bias);
+  }
+}
+
+// strategy split, mapping head, second launch: one block per (batch, head) computes q_h, k_h,
+// v_h of all N rows, the masked softmax with the scratch bias, and writes ctx[b, :, head] to
+// scratch. Grid B*H; dynamic smem head_smem.
+template <int B, int N, int D, int H, int BLOCK, int SMEM_W>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_head_attention(const float* __restrict__ nodes, const float* __restrict__ bias,
+                      const float* __restrict__ edge_mask, const float* __restrict__ gamma,
+                      const float* __restrict__ beta, const float* __restrict__ wq, const float* __restrict__ wk,
+                      const float* __restrict__ wv, float* __restrict__ ctx) {
+  using namespace tune_kernels;
+  static_assert(D % H == 0 && D % 4 == 0, "D must be a multiple of heads and of 4");
+  constexpr int HD = D / H;
+  constexpr int S = sg_row_stride(D);
+  constexpr int HS = sg_odd_stride(HD);
+  constexpr int WS = SMEM_W ? S : D;
+  extern __shared__ float4 sg_smem[];
+  if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_head_smem_bytes(N, D, H, SMEM_W))) {
+    return;
+  }
+  float* hn = reinterpret_cast<float*>(sg_smem);               // N x S
+  float* sw = hn + N * S;                                      // SMEM_W: gamma, beta, 3 x HD x S
+  float* qkv = sw + (SMEM_W ? 2 * D + 3 * HD * S : 0);         // 3 x N x HS
+  float* sc = qkv + sg_round4(3 * N * HS);                     // N x N
+  float* msk = sc + sg_round4(N * N);                          // N x N
+  const int b = static_cast<int>(blockIdx.x) / H, head = static_cast<int>(blockIdx.x) % H;
+  const int tid = static_cast<int>(threadIdx.x);
+
+  sg_copy_rows<N, D, S, BLOCK>(hn, [&](int r) { return nodes + (b * N + r) * D; });
+  for (int idx = tid; idx < N * N; idx += BLOCK) {
+    sg_copy4(msk + idx, edge_mask + b * N * N + idx);
+    sg_copy4(sc + idx, bias + (b * H + head) * N * N + idx);
+  }
+  const float* g_gamma = gamma;
+  const float* g_beta = beta;
+  if constexpr (SMEM_W != 0) {
+    sg_copy_rows<1, D, D, BLOCK>(sw, [&](int) { return gamma; });
+    sg_copy_rows<1, D, D, BLOCK>(sw + D, [&](int) { return beta; });
+    sg_copy_commit();
+    // rows m*HD + t of the slice: row head*HD + t of Wq (m=0), Wk (m=1), Wv (m=2)
+    sg_copy_rows<3 * HD, D, S, BLOCK>(sw + 2 * D, [&](int r) {
+      const float* w = r < HD ? wq : (r < 2 * HD ? wk : wv);
+      return w + (head * HD + r % HD) * D;
+    });
+    g_gamma = sw;
+    g_beta = sw + D;
+  }
+  sg_copy_commit();
+  sg_copy_wait<(SMEM_W ? 1 : 0)>();
+  __syncthreads();
+  sg_layernorm_rows<N, D, S, BLOCK, SMEM_W>(hn, g_gamma, g_beta);
+  sg_copy_wait<0>();
+  __syncthreads();
+
+  // q_h (scaled), k_h, v_h of all N rows: output o = m*HD + t.
+  const float scale = 1.0f / sqrtf(static_cast<float>(HD));
+  const float* s_w = sw + 2 * D;
+  sg_rows_dot<N, 3 * HD, D, BLOCK>(
+      [&](int o, int c4) {
+        if constexpr (SMEM_W != 0) {
+          return *reinterpret_cast<const float4*>(s_w + o * WS + 4 * c4);
+        } else {
+          const float* w = o < HD ? wq : (o < 2 * HD ? wk : wv);
+          return __ldg(reinterpret_cast<const float4*>(w + (head * HD + o % HD) * D + 4 * c4));
+        }
+      },
+      [&](int r, int, int c4) { return *reinterpret_cast<const float4*>(hn + r * S + 4 * c4); },
+      [&](int r, int o, float y) { qkv[((o / HD) * N + r) * HS + o % HD] = o < HD ? y * scale : y; });
+  __syncthreads();
+
+  const float* q = qkv;
+  const float* k = qkv + N * HS;
+  const float* v = qkv + 2 * N * HS;
+  for (int u = tid; u < N * N; u += BLOCK) {
+    const int i = u / N, j = u % N;
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int t = 0; t < HD; ++t) acc = fmaf(q[i * HS + t], k[j * HS + t], acc);
+    sc[u] += acc;
+  }
+  __syncthreads();
+  sg_masked_softmax<N, BLOCK>(sc, N, [&](int row) { return msk + row * N; });
+  __syncthreads();
+  for (int u = tid; u < N * HD; u += BLOCK) {
+    const int i = u / HD, t = u % HD;
+    float acc = 0.0f;
+#pragma unroll 8
+    for (int j = 0; j < N; ++j) acc = fmaf(sc[i * N + j], v[j * HS + t], acc);
+    ctx[(b * N + i) * D + head * HD + t] = acc;
+  }
+}
+
+// strategy split, mapping head, third launch: out = nodes + ctx·Woutᵀ for a tile of ROWS of the
+// B*N rows and COLS output features. Grid (cdiv(B*N, ROWS), cdiv(D, COLS)); dynamic smem op_smem.
+// Wout is always read through the cache (whatever smem_w): each block uses a COLS x D slice
+// once, reused ROWS times from registers, and a whole D x D Wout would not fit at D = 256.
+template <int B, int N, int D, int ROWS, int COLS, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_out_proj(const float* __restrict__ ctx, const float* __restrict__ wo, const float* __restrict__ nodes,
+                float* __restrict__ out) {
+  using namespace tune_kernels;
+  constexpr int S = sg_row_stride(D);
+  constexpr int M = B * N;
+  extern __shared__ float4 sg_smem[];
+  if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_out_proj_smem_bytes(D, ROWS))) {
+    return;
+  }
+  float* xs = reinterpret_cast<float*>(sg_smem);
+  const int r0 = static_cast<int>(blockIdx.x) * ROWS, o0 = static_cast<int>(blockIdx.y) * COLS;
+  sg_copy_rows<ROWS, D, S, BLOCK>(xs, [&](int r) { return ctx + (r0 + r < M ? r0 + r : M - 1) * D; });
+  sg_copy_commit();
+  sg_copy_wait<0>();
+  __syncthreads();
+  sg_rows_dot<ROWS, COLS, D, BLOCK>(
+      [&](int o, int c4) { return __ldg(reinterpret_cast<const float4*>(wo + (o0 + o < D ? o0 + o : D - 1) * D + 4 * c4)); },
+      [&](int r, int, int c4) { return *reinterpret_cast<const float4*>(xs + r * S + 4 * c4); },
+      [&](int r, int o, float y) {
+        if (r0 + r < M && o0 + o < D) {
+          const int e = (r0 + r) * D + o0 + o;
+          out[e] = __ldg(nodes + e) + y;
+        }
+      });
+}
+
+// ---------------------------------------------------------------------------------------
+// Baseline (strategy unfused): one launch per stage, one thread per output element, plain
+// global memory; grids are cdiv(elements, BLOCK).
+
+// hn = LayerNorm(nodes), (B*N, D).
+template <int B, int N, int D, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_naive_layernorm(const float* nodes, const float* gamma, const float* beta, float* hn) {
+  const int e = static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
+  if (blockDim.x != BLOCK || e >= B * N * D) return;
+  const float* x = nodes + (e / D) * D;
+  float mean = 0.0f;
+  for (int c = 0; c < D; ++c) mean += x[c];
+  mean /= static_cast<float>(D);
+  float var = 0.0f;
+  for (int c = 0; c < D; ++c) var += (x[c] - mean) * (x[c] - mean);
+  var /= static_cast<float>(D);
+  const int c = e % D;
+  hn[e] = (x[c] - mean) / sqrtf(var + 1e-5f) * gamma[c] + beta[c];
+}
+
+// q, k, v = hn·Wᵀ: 3*B*N*D threads.
+template <int B, int N, int D, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_naive_qkv(const float* hn, const float* wq, const float* wk, const float* wv, float* q, float* k, float* v) {
+  const int e = static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
+  if (blockDim.x != BLOCK || e >= 3 * B * N * D) return;
+  const int m = e / (B * N * D), f = e % (B * N * D), row = f / D, o = f % D;
+  const float* w = m == 0 ? wq : (m == 1 ? wk : wv);
+  float acc = 0.0f;
+  for (int c = 0; c < D; ++c) acc += hn[row * D + c] * w[o * D + c];
+  (m == 0 ? q : (m == 1 ? k : v))[f] = acc;
+}
+
+// bias[b, h, i, j]: one thread per element, each recomputing the hidden layer of its pair.
+template <int B, int N, int H, int P, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_naive_pair_bias(const float* pair_feats, const float* w0, const float* b0, const float* w2, const float* b2,
+                       float* bias) {
+  const int e = static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
+  if (blockDim.x != BLOCK || e >= B * H * N * N) return;
+  const int b = e / (H * N * N), h = (e / (N * N)) % H, ij = e % (N * N);
+  const float* x = pair_feats + (b * N * N + ij) * P;
+  float acc = b2[h];
+  for (int k = 0; k < P; ++k) {
+    float a = b0[k];
+    for (int p = 0; p < P; ++p) a += w0[k * P + p] * x[p];
+    acc += w2[h * P + k] * (a / (1.0f + expf(-a)));
+  }
+  bias[e] = acc;
+}
+
+// ctx[b, i, c] = Σ_j softmax_j(q·k/sqrt(hd) + bias, masked)[head of c] v[b, j, c]: one thread
+// per element; two passes over j (maximum, then exponentials and sums).
+template <int B, int N, int D, int H, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_naive_attention(const float* q, const float* k, const float* v, const float* bias, const float* edge_mask,
+                       float* ctx) {
+  constexpr int HD = D / H;
+  const int e = static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
+  if (blockDim.x != BLOCK || e >= B * N * D) return;
+  const int b = e / (N * D), i = (e / D) % N, c = e % D, h = c / HD;
+  const float scale = 1.0f / sqrtf(static_cast<float>(HD));
+  const float* qi = q + (b * N + i) * D + h * HD;
+  const float* mask = edge_mask + (b * N + i) * N;
+  const float* bi = bias + ((b * H + h) * N + i) * N;
+  float mx = -3.402823466e38f;
+  bool any = false;
+  for (int j = 0; j < N; ++j) {
+    if (mask[j] < 0.5f) continue;
+    const float* kj = k + (b * N + j) * D + h * HD;
+    float s = 0.0f;
+    for (int t = 0; t < HD; ++t) s += qi[t] * kj[t];
+    mx = fmaxf(mx, s * scale + bi[j]);
+    any = true;
+  }
+  float sum = 0.0f, acc = 0.0f;
+  for (int j = 0; j < N; ++j) {
+    if (mask[j] < 0.5f) continue;
+    const float* kj = k + (b * N + j) * D + h * HD;
+    float s = 0.0f;
+    for (int t = 0; t < HD; ++t) s += qi[t] * kj[t];
+    const float p = expf(s * scale + bi[j] - mx);
+    sum += p;
+    acc += p * v[(b * N + j) * D + c];
+  }
+  ctx[e] = any ? acc / sum : 0.0f;
+}
+
+// out = nodes + ctx·Woutᵀ: one thread per element.
+template <int B, int N, int D, int BLOCK>
+__global__ void __launch_bounds__(BLOCK, 1)
+    sg_naive_out_proj(const float* ctx, const float* wo, const float* nodes, float* out) {
+  const int e = static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
+  if (blockDim.x != BLOCK || e >= B * N * D) return;
+  const int row = e / D, o = e % D;
+  float acc = 0.0f;
+  for (int c = 0; c < D; ++c) acc += ctx[row * D + c] * wo[o * D + c];
+  out[e] = nodes[e] + acc;
+}
