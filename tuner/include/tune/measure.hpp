@@ -69,6 +69,8 @@ class DeviceRunner {
   // Checks one compiled variant against arbitrary data and its reference (tune verify).
   ParityRecord check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,
                      const std::vector<double>& reference, std::uint64_t seed);
+  // An empty kernel timed by the same methods: the harness's floor on this device.
+  HarnessFloor measure_floor();
   // Bytes the runner needs on the device for this shape.
   static std::size_t required_bytes(const Problem& problem, const Shape& shape, const DeviceInfo& device);
 

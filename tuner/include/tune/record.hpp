@@ -60,7 +60,15 @@ struct TimingRecord {
   double gpu_seconds = 0;
   double batch_mean_us = 0;  // back-to-back launches between one event pair, per launch
   int batch_launches = 0;
+  double graph_mean_us = 0;  // the same launches replayed from a CUDA graph, per launch
   ClockRecord clocks;
+};
+
+// An empty kernel measured by the harness's own methods: no variant can be timed below these.
+struct HarnessFloor {
+  double empty_cold_us = 0;   // cold method (L2 flush, events around one launch)
+  double empty_batch_us = 0;  // back-to-back launches on the stream, per launch
+  double empty_graph_us = 0;  // CUDA graph replay, per launch
 };
 
 struct VariantRecord {
@@ -110,6 +118,7 @@ struct RunRecord {
   bool timed = false;  // false: compile-only, nothing measured
   std::string untimed_reason;
   double flop = 0, bytes = 0;  // per call, from the problem's counts
+  std::optional<HarnessFloor> harness_floor;  // measured at the start of a timed run
   std::vector<VariantRecord> variants;
   std::optional<std::string> winner;  // variant name
   std::string winner_rule;

@@ -33,11 +33,12 @@ void print_summary(const tune::TuneOutcome& out) {
   fmt::print("compile wall {:.1f} s, measure {:.1f} s, total {:.1f} s\n", run.wall.compile_wall_s, run.wall.measure_wall_s,
              run.wall.total_wall_s);
   if (!ranked.empty()) {
-    fmt::print("\n{:>4}  {:>11}  {:>11}  {:>7}  {:>5}  {}\n", "rank", "cold med us", "batch us", "noise", "regs", "config");
+    fmt::print("\n{:>4}  {:>11}  {:>9}  {:>9}  {:>7}  {:>5}  {}\n", "rank", "cold med us", "batch us", "graph us", "noise",
+               "regs", "config");
     for (std::size_t i = 0; i < std::min<std::size_t>(ranked.size(), 8); ++i) {
       const auto* v = ranked[i];
-      fmt::print("{:>4}  {:>11.3f}  {:>11.3f}  {:>6.2f}%  {:>5}  {}{}{}\n", i + 1, v->timing->median_us,
-                 v->timing->batch_mean_us, v->timing->noise * 100, v->max_registers(), v->name,
+      fmt::print("{:>4}  {:>11.3f}  {:>9.3f}  {:>9.3f}  {:>6.2f}%  {:>5}  {}{}{}\n", i + 1, v->timing->median_us,
+                 v->timing->batch_mean_us, v->timing->graph_mean_us, v->timing->noise * 100, v->max_registers(), v->name,
                  v->baseline ? "  [baseline]" : "", run.winner && *run.winner == v->name ? "  [winner]" : "");
     }
   }

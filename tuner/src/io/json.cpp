@@ -97,6 +97,7 @@ Json timing_json(const TimingRecord& t) {
               {"gpu_seconds", number(t.gpu_seconds)},
               {"batch_mean_us", number(t.batch_mean_us)},
               {"batch_launches", t.batch_launches},
+              {"graph_mean_us", number(t.graph_mean_us)},
               {"clocks",
                {{"available", t.clocks.available},
                 {"sm_mhz_start", t.clocks.sm_mhz_start},
@@ -120,6 +121,7 @@ TimingRecord timing_from(const Json& j) {
   t.gpu_seconds = read_number(j, "gpu_seconds");
   t.batch_mean_us = read_number(j, "batch_mean_us");
   t.batch_launches = j.value("batch_launches", 0);
+  t.graph_mean_us = read_number(j, "graph_mean_us");
   if (j.contains("clocks")) {
     const Json& c = j.at("clocks");
     t.clocks.available = c.value("available", false);
@@ -279,6 +281,10 @@ Json to_json(const RunRecord& run) {
                 {"jobs", c.jobs}}},
               {"device", run.device ? device_json(*run.device) : Json(nullptr)},
               {"work", {{"flop_per_call", run.flop}, {"bytes_per_call", run.bytes}}},
+              {"harness_floor", run.harness_floor ? Json{{"empty_kernel_cold_us", number(run.harness_floor->empty_cold_us)},
+                                                         {"empty_kernel_batch_us", number(run.harness_floor->empty_batch_us)},
+                                                         {"empty_kernel_graph_us", number(run.harness_floor->empty_graph_us)}}
+                                                   : Json(nullptr)},
               {"wall_seconds",
                {{"compile", number(run.wall.compile_wall_s)},
                 {"measure", number(run.wall.measure_wall_s)},
@@ -324,6 +330,11 @@ RunRecord run_from_json(const Json& j) {
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
     run.flop = j.at("work").at("flop_per_call").get<double>();
     run.bytes = j.at("work").at("bytes_per_call").get<double>();
+    if (j.contains("harness_floor") && !j.at("harness_floor").is_null()) {
+      const Json& f = j.at("harness_floor");
+      run.harness_floor = HarnessFloor{read_number(f, "empty_kernel_cold_us"), read_number(f, "empty_kernel_batch_us"),
+                                       read_number(f, "empty_kernel_graph_us")};
+    }
     if (j.contains("wall_seconds")) {
       run.wall.compile_wall_s = read_number(j.at("wall_seconds"), "compile");
       run.wall.measure_wall_s = read_number(j.at("wall_seconds"), "measure");

@@ -177,11 +177,32 @@ struct DeviceRunner::Impl {
     return static_cast<double>(cuda::Event::elapsed_ms(*start, *stop)) * 1e3;
   }
 
+  // Back-to-back launches on the stream between one event pair: what a pipeline of launches sees,
+  // host launch cost included. Median of 5 repetitions.
   double batch_mean(const LoadedVariant& v, int launches) {
     std::vector<double> reps;
     for (int r = 0; r < 5; ++r) {
       start->record(*stream);
       for (int k = 0; k < launches; ++k) enqueue(v, timing_set);
+      stop->record(*stream);
+      reps.push_back(static_cast<double>(cuda::Event::elapsed_ms(*start, *stop)) * 1e3 / launches);
+    }
+    std::sort(reps.begin(), reps.end());
+    return reps[reps.size() / 2];
+  }
+
+  // The same launches captured once in a CUDA graph and replayed: GPU time per call without the
+  // host's launch cost. Median of 5 replays.
+  double graph_mean(const LoadedVariant& v, int launches) {
+    const cuda::GraphExec graph = cuda::GraphExec::capture(*stream, [&] {
+      for (int k = 0; k < launches; ++k) enqueue(v, timing_set);
+    });
+    graph.launch(*stream);
+    stream->synchronize();
+    std::vector<double> reps;
+    for (int r = 0; r < 5; ++r) {
+      start->record(*stream);
+      graph.launch(*stream);
       stop->record(*stream);
       reps.push_back(static_cast<double>(cuda::Event::elapsed_ms(*start, *stop)) * 1e3 / launches);
     }
@@ -221,8 +242,26 @@ struct DeviceRunner::Impl {
     r.stop_reason = why;
     r.batch_launches = o.batch_launches;
     r.batch_mean_us = batch_mean(v, o.batch_launches);
+    r.graph_mean_us = graph_mean(v, o.batch_launches);
     r.clocks = clocks(before, sample_clocks(device.uuid));
     return r;
+  }
+
+  // The harness's own floor: an empty kernel through the same cold, batch and graph methods.
+  HarnessFloor measure_floor() {
+    CompileRequest req{"template <int I> __global__ void tune_empty() {}", "tune_empty.cu", {"tune_empty<0>"},
+                       default_options(device.compute_capability())};
+    const CompileResult compiled = compile(req);
+    if (!compiled.ok) throw std::runtime_error("the empty calibration kernel did not compile: " + compiled.log);
+    Lowered lowered;
+    lowered.launches.push_back({"tune_empty", "tune_empty<0>", {1, 1, 1}, {32, 1, 1}, 0, {}});
+    LoadedVariant v = load(compiled, lowered);
+    warm(v, 10);
+    SampleSet set;
+    for (int i = 0; i < 200; ++i) set.add(cold_sample(v));
+    TimingRecord t;
+    set.summarize(t);
+    return {t.median_us, batch_mean(v, 100), graph_mean(v, 100)};
   }
 
   void fill_throughput(VariantRecord& rec) const {
@@ -251,6 +290,8 @@ DeviceRunner::DeviceRunner(const DeviceInfo& device, const Problem& problem, con
 }
 
 DeviceRunner::~DeviceRunner() = default;
+
+HarnessFloor DeviceRunner::measure_floor() { return impl_->measure_floor(); }
 
 std::size_t DeviceRunner::required_bytes(const Problem& problem, const Shape& shape, const DeviceInfo& device) {
   std::size_t set = problem.output_spec(shape).bytes();
@@ -325,6 +366,7 @@ void DeviceRunner::remeasure_interleaved(const std::vector<const CompileResult*>
       r.stop_reason = done[i];
       r.batch_launches = options.batch_launches;
       r.batch_mean_us = s.batch_mean(loaded[i], options.batch_launches);
+      r.graph_mean_us = s.graph_mean(loaded[i], options.batch_launches);
       r.clocks = Impl::clocks(before[i], sample_clocks(s.device.uuid));
       records[i]->search_timing = records[i]->timing;
       records[i]->timing = r;

@@ -313,6 +313,10 @@ TuneOutcome run_tune(const TuneOptions& o) {
         parity = parity_future.get();
         runner.emplace(*run.device, problem, shape, timing_future.get(), parity->first, parity->second,
                        parity_seed_of(o.seed));
+        run.harness_floor = runner->measure_floor();
+        log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",
+                        run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us,
+                        run.harness_floor->empty_graph_us));
       }
       const auto t = Clock::now();
       runner->evaluate(cr, lowered[i], rec, {});
