@@ -44,7 +44,6 @@ void print_summary(const tune::TuneOutcome& out) {
   }
   if (run.baseline) {
     const auto* b = run.find(*run.baseline);
-    if (b && b->timing && !b->baseline) fmt::print("baseline: {}\n", b->name);
     if (b && b->timing) fmt::print("\nbaseline {:.3f} us", b->timing->median_us);
     if (run.speedup) fmt::print(", winner {:.3f} us: {:.2f}x faster\n", run.find(*run.winner)->timing->median_us, *run.speedup);
     else fmt::print("\n");

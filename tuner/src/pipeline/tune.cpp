@@ -348,13 +348,14 @@ TuneOutcome run_tune(const TuneOptions& o) {
       return run.variants[a].timing->median_us < run.variants[b].timing->median_us;
     });
     if (order.size() > static_cast<std::size_t>(o.top_k)) order.resize(static_cast<std::size_t>(o.top_k));
+    const std::size_t top = order.size();
     if (run.baseline) {
       const auto b = static_cast<std::size_t>(baseline_it - run.variants.begin());
       if (run.variants[b].status == Status::kPassed && std::find(order.begin(), order.end(), b) == order.end())
         order.push_back(b);
     }
     if (!order.empty()) {
-      log(fmt::format("re-measuring the top {} (and the baseline) strictly, interleaved", order.size()));
+      log(fmt::format("re-measuring the top {}{} strictly, interleaved", top, order.size() > top ? " and the baseline" : ""));
       std::vector<const CompileResult*> c;
       std::vector<Lowered> l;
       std::vector<VariantRecord*> r;
