@@ -73,7 +73,7 @@ __host__ __device__ constexpr int sg_rows_per_thread(int rows, int units_per_row
 // float4s in flight (4*TW registers a unit), the accumulators (RT a unit) and one set of
 // input float4s (4*RT) stay within a register budget that leaves room at this block size.
 __host__ __device__ constexpr int sg_units_per_pass(int tw, int rt, int wanted, int block) {
-  const int budget = block >= 512 ? 64 : 96;
+  const int budget = block >= 1024 ? 32 : (block >= 512 ? 64 : 96);
   int ub = sg_min(wanted, sg_min(12 / tw, 24 / rt));
   while (ub > 1 && ub * (4 * tw + rt) + 4 * rt > budget) --ub;
   return ub > 1 ? ub : 1;
@@ -266,6 +266,63 @@ __device__ __forceinline__ void sg_cols_accum(const MLoad& mload, const XVal& xv
   }
 }
 
+// Lanes that split the T terms of one sg_cols_accum_split unit: the largest power of two up
+// to 8 (and at most T) with which all units still fit in one pass of the block.
+__host__ __device__ constexpr int sg_t_lanes(int units, int t, int block) {
+  int l = 1;
+  while (l < 8 && l * 2 <= t && units * l * 2 <= block) l *= 2;
+  return l;
+}
+
+// As sg_cols_accum, with TL adjacent lanes sharing one (row group, head, c4) unit: lane tl
+// takes the terms t = tl + TL*k (all loads of a lane independent and in flight together),
+// and the group adds its partial sums with shuffles. Uses up to 8x more threads than
+// sg_cols_accum when the units are fewer than the block. The pass loop is uniform.
+template <int R, int NH, int C4, int T, int BLOCK, class MLoad, class XVal, class Store>
+__device__ __forceinline__ void sg_cols_accum_split(const MLoad& mload, const XVal& xval, const Store& store) {
+  constexpr int RT = sg_rows_per_thread(R, NH * C4, BLOCK);
+  constexpr int UNITS = sg_cdiv(R, RT) * NH * C4;
+  constexpr int TL = sg_t_lanes(UNITS, T, BLOCK);
+  constexpr int TK = sg_cdiv(T, TL);
+  for (int base = 0; base < UNITS * TL; base += BLOCK) {
+    const int raw = base + static_cast<int>(threadIdx.x);
+    const int lu = raw < UNITS * TL ? raw : UNITS * TL - 1;
+    const int u = lu / TL, tl = lu % TL;
+    const int c4 = u % C4, h = (u / C4) % NH, r0 = (u / (C4 * NH)) * RT;
+    float4 acc[RT];
+#pragma unroll
+    for (int rr = 0; rr < RT; ++rr) acc[rr] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 6
+    for (int k = 0; k < TK; ++k) {
+      const int t = tl + TL * k;
+      if (T % TL == 0 || t < T) {
+        const float4 m = mload(h, t, c4);
+#pragma unroll
+        for (int rr = 0; rr < RT; ++rr) {
+          const int r = r0 + rr < R ? r0 + rr : R - 1;
+          sg_axpy4(xval(r, h, t), m, acc[rr]);
+        }
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < RT; ++rr) {
+#pragma unroll
+      for (int off = TL / 2; off > 0; off /= 2) {
+        acc[rr].x += __shfl_xor_sync(0xffffffffu, acc[rr].x, off);
+        acc[rr].y += __shfl_xor_sync(0xffffffffu, acc[rr].y, off);
+        acc[rr].z += __shfl_xor_sync(0xffffffffu, acc[rr].z, off);
+        acc[rr].w += __shfl_xor_sync(0xffffffffu, acc[rr].w, off);
+      }
+    }
+    if (raw < UNITS * TL && tl == 0) {
+#pragma unroll
+      for (int rr = 0; rr < RT; ++rr) {
+        if (r0 + rr < R) store(r0 + rr, h, c4, acc[rr]);
+      }
+    }
+  }
+}
+
 // LayerNorm (eps 1e-5, biased variance, affine) of ROWS shared rows of stride S, in place;
 // a warp per row.
 template <int ROWS, int D, int S, int BLOCK, int SMEM>
@@ -368,7 +425,7 @@ __device__ __forceinline__ void sg_masked_softmax(float* scores, int rows, const
 // (batch b, tile of QT query rows starting at i0); rows past N are computed on row N-1 and
 // not stored. Shared memory as sg_attention_smem_bytes. With SMEM_W the four projection
 // weights arrive by cp.async in four groups, waited for just before their first use.
-template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W, int BIAS_IN>
+template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W, int BIAS_IN, int ILP = 0>
 __device__ __forceinline__ void sg_attention_block(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                                                    const float* __restrict__ edge_mask, const float* __restrict__ gamma,
                                                    const float* __restrict__ beta, const float* __restrict__ wq,
@@ -490,21 +547,50 @@ __device__ __forceinline__ void sg_attention_block(const float* __restrict__ nod
   __syncthreads();
 
   // qk[r][h] = Wk_hᵀ q_h[r]: D values per (row, head)
-  sg_cols_accum<QT, H, D / 4, HD, BLOCK>(
-      [&](int h, int t, int c4) { return sg_load4<SMEM_W>(w_k + (h * HD + t) * WS + 4 * c4); },
-      [&](int r, int h, int t) { return qc[r * S + h * HD + t]; },
-      [&](int r, int h, int c4, float4 y) { *reinterpret_cast<float4*>(qk + (r * H + h) * S + 4 * c4) = y; });
+  {
+    const auto mload = [&](int h, int t, int c4) { return sg_load4<SMEM_W>(w_k + (h * HD + t) * WS + 4 * c4); };
+    const auto xval = [&](int r, int h, int t) { return qc[r * S + h * HD + t]; };
+    const auto store = [&](int r, int h, int c4, float4 y) { *reinterpret_cast<float4*>(qk + (r * H + h) * S + 4 * c4) = y; };
+    if constexpr (ILP != 0) {
+      sg_cols_accum_split<QT, H, D / 4, HD, BLOCK>(mload, xval, store);
+    } else {
+      sg_cols_accum<QT, H, D / 4, HD, BLOCK>(mload, xval, store);
+    }
+  }
   __syncthreads();
 
   // sc[h][r][j] += qk[r][h]·hn[j]
-  for (int u = tid; u < H * QT * N; u += BLOCK) {
-    const int j = u % N, r = (u / N) % QT, h = u / (N * QT);
-    const float4* x = reinterpret_cast<const float4*>(qk + (r * H + h) * S);
-    const float4* y = reinterpret_cast<const float4*>(hn + j * S);
-    float acc = 0.0f;
+  if constexpr (ILP != 0) {
+    // SL adjacent lanes share one score, each taking every SL-th float4 of the row.
+    constexpr int SU = H * QT * N;
+    constexpr int SL = sg_t_lanes(SU, D / 4, BLOCK);
+    for (int base = 0; base < SU * SL; base += BLOCK) {
+      const int raw = base + tid;
+      const int lu = raw < SU * SL ? raw : SU * SL - 1;
+      const int u = lu / SL, sl = lu % SL;
+      const int j = u % N, r = (u / N) % QT, h = u / (N * QT);
+      const float4* x = reinterpret_cast<const float4*>(qk + (r * H + h) * S);
+      const float4* y = reinterpret_cast<const float4*>(hn + j * S);
+      float acc = 0.0f;
+#pragma unroll
+      for (int k = 0; k < sg_cdiv(D / 4, SL); ++k) {
+        const int c4 = sl + SL * k;
+        if ((D / 4) % SL == 0 || c4 < D / 4) acc = sg_dot4(x[c4], y[c4], acc);
+      }
+#pragma unroll
+      for (int off = SL / 2; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+      if (raw < SU * SL && sl == 0) sc[u] += acc;
+    }
+  } else {
+    for (int u = tid; u < H * QT * N; u += BLOCK) {
+      const int j = u % N, r = (u / N) % QT, h = u / (N * QT);
+      const float4* x = reinterpret_cast<const float4*>(qk + (r * H + h) * S);
+      const float4* y = reinterpret_cast<const float4*>(hn + j * S);
+      float acc = 0.0f;
 #pragma unroll 8
-    for (int c4 = 0; c4 < D / 4; ++c4) acc = sg_dot4(x[c4], y[c4], acc);
-    sc[u] += acc;
+      for (int c4 = 0; c4 < D / 4; ++c4) acc = sg_dot4(x[c4], y[c4], acc);
+      sc[u] += acc;
+    }
   }
   __syncthreads();
   sg_masked_softmax<N, BLOCK>(sc, H * QT, [&](int row) { return msk + (row % QT) * N; });
@@ -512,10 +598,16 @@ __device__ __forceinline__ void sg_attention_block(const float* __restrict__ nod
   __syncthreads();
 
   // qk[r][h] = Σ_j a[h][r][j] hn[j]
-  sg_cols_accum<QT, H, D / 4, N, BLOCK>(
-      [&](int, int t, int c4) { return *reinterpret_cast<const float4*>(hn + t * S + 4 * c4); },
-      [&](int r, int h, int t) { return sc[(h * QT + r) * N + t]; },
-      [&](int r, int h, int c4, float4 y) { *reinterpret_cast<float4*>(qk + (r * H + h) * S + 4 * c4) = y; });
+  {
+    const auto mload = [&](int, int t, int c4) { return *reinterpret_cast<const float4*>(hn + t * S + 4 * c4); };
+    const auto xval = [&](int r, int h, int t) { return sc[(h * QT + r) * N + t]; };
+    const auto store = [&](int r, int h, int c4, float4 y) { *reinterpret_cast<float4*>(qk + (r * H + h) * S + 4 * c4) = y; };
+    if constexpr (ILP != 0) {
+      sg_cols_accum_split<QT, H, D / 4, N, BLOCK>(mload, xval, store);
+    } else {
+      sg_cols_accum<QT, H, D / 4, N, BLOCK>(mload, xval, store);
+    }
+  }
   __syncthreads();
 
   // ctx[r][o] = Wv[o]·qk[r][head of o]
@@ -554,14 +646,16 @@ __device__ __forceinline__ void sg_pair_bias_one(int pair, const float* __restri
 // Tuned variants: strategies fused and split.
 
 // strategy fused: one launch. Grid B * cdiv(N, QT), block BLOCK, dynamic smem attn_smem.
-template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W>
+// ILP = 1: the Wk fold, the scores and the attention-weighted sum of hn split each unit's
+// terms over up to 8 adjacent lanes (more threads, more loads in flight, shorter chains).
+template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W, int ILP>
 __global__ void __launch_bounds__(BLOCK, 1)
     sg_fused(const float* __restrict__ nodes, const float* __restrict__ pair_feats, const float* __restrict__ edge_mask,
              const float* __restrict__ gamma, const float* __restrict__ beta, const float* __restrict__ wq,
              const float* __restrict__ wk, const float* __restrict__ wv, const float* __restrict__ w0,
              const float* __restrict__ b0, const float* __restrict__ w2, const float* __restrict__ b2,
              const float* __restrict__ wo, float* __restrict__ out) {
-  tune_kernels::sg_attention_block<B, N, D, H, P, QT, BLOCK, SMEM_W, 0>(nodes, pair_feats, edge_mask, gamma, beta, wq,
+  tune_kernels::sg_attention_block<B, N, D, H, P, QT, BLOCK, SMEM_W, 0, ILP>(nodes, pair_feats, edge_mask, gamma, beta, wq,
                                                                         wk, wv, w0, b0, w2, b2, wo, nullptr, out);
 }
 

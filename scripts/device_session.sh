@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
-#   scripts/device_session.sh STEP...   steps: info tests tune:<problem>:<args...>
+#   scripts/device_session.sh STEP...   steps: info, tests, verify, tune:<args separated by :>
 # Logs and results go to $OUT (results as one tarball, since $OUT keeps only two folder levels).
 set -uo pipefail
 out=${OUT:-/tmp/tune-out}
@@ -17,6 +17,8 @@ for step in "$@"; do
       nproc >>"$out/nvidia-smi.txt" ;;
     tests)
       .device/bin/tune_device_tests 2>&1 | tee -a "$out/tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error" || status=1 ;;
+    verify)
+      "$tune" verify .device/golden/*.json --results "$results" 2>&1 | tee -a "$out/verify.log" | tail -3 || status=1 ;;
     tune:*)
       args=${step#tune:}
       echo "== tune ${args//:/ }" | tee -a "$out/tune.log"
