@@ -1,0 +1,1075 @@
+#pragma once
+// Problem `contact` (PROBLEMS.md, models.py ContactMapHead):
+//   x = LayerNorm_C(pair_repr[b,i,j,:]);  s = (x[b,i,j,:] + x[b,j,i,:]) / 2
+//   out[b,i,j] = sigmoid(W4 relu(W2 relu(W0 s + b0) + b2) + b4)
+// Self-contained on purpose: NVRTC compiles this file alone (it has no system headers), and
+// nvcc compiles it ahead of time when a .cu file includes it.
+//
+// Template parameters (enum values are indices into configs/contact.json's lists):
+//   B, N, C, H  shape; C and H are compile-time so every loop over them unrolls.
+//   STRATEGY    0 thread: one thread computes PAIRS pairs (weights read as broadcasts);
+//               1 warp: one warp per pair, lanes split C for the LayerNorm and H for the MLP,
+//                 each lane keeping its rows of W0 and W2 in registers;
+//               2 mma: tensor cores, a warp runs the MLP of 16 pairs per mma.sync m16n8k8 tile
+//                 in 3xTF32 (hi/lo split of both operands: FP32-level error). Needs the tile
+//                 mapping, STAGE_T, SMEM_W and C % 8 == 0.
+//   MAPPING     0 linear: consecutive pairs of the row-major (b,i,j) order, BLOCK*PAIRS pairs
+//                 (thread) or BLOCK/32*PAIRS pairs (warp) per block;
+//               1 tile: a block owns a TILE_I x TILE_J tile of (i,j) of one b.
+//   STAGE_T     tile only. 1: the block loads the tile and its transposed tile into shared memory
+//               (coalesced, float4 when C % 4 == 0), LayerNorms every staged row once and stores
+//               s there; 0: each thread or warp reads its own two rows from global memory.
+//   SMEM_W      1: LayerNorm and MLP weights copied into shared memory first; 0: read from
+//               global memory through the read-only cache.
+//   PAIRS       pairs a thread (thread) or a warp (warp) computes together, or 16-pair tiles a
+//               warp computes together (mma): more independent work per weight read.
+//   SYM         tile only, square tiles: s is symmetric, so only tiles with ti <= tj run; an
+//               off-diagonal tile writes out[b,i,j] and out[b,j,i] from one computation.
+// The dynamic shared memory the kernel expects is SmemLayout<...>::kBytes; configs/contact.json
+// computes the same number as `smem_bytes`. Every buffer must be 16-byte aligned (rows and weights
+// are read as float4), as separate device allocations are.
+
+namespace tune_kernels {
+namespace contact {
+
+__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr int round4(int x) { return cdiv(x, 4) * 4; }
+__host__ __device__ constexpr int round8(int x) { return cdiv(x, 8) * 8; }
+// Floats per vector access of a row of x floats: float4 needs 16-byte aligned rows.
+__host__ __device__ constexpr int vec_width(int x) { return x % 4 == 0 ? 4 : 1; }
+// Stride (floats) of shared rows that lanes read one row per lane: an odd number of 16-byte
+// units for float4 rows, an odd number of words for scalar rows, so those reads are free of
+// bank conflicts (and float4 rows stay 16-byte aligned).
+__host__ __device__ constexpr int row_stride(int x) {
+  return x % 4 == 0 ? (x % 8 == 0 ? x + 4 : x) : (x % 2 == 0 ? x + 1 : x);
+}
+
+constexpr float kLnEps = 1e-5f;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// Weights in shared memory (SMEM_W): row-major W0 and W2 with padded rows; every region
+// starts 16-byte aligned.
+template <int C, int H>
+struct WeightLayout {
+  static constexpr int kW0Stride = row_stride(C);
+  static constexpr int kW2Stride = row_stride(H);
+  static constexpr int kGamma = 0;
+  static constexpr int kBeta = kGamma + round4(C);
+  static constexpr int kW0 = kBeta + round4(C);
+  static constexpr int kB0 = kW0 + round4(H * kW0Stride);
+  static constexpr int kW2 = kB0 + round4(H);
+  static constexpr int kB2 = kW2 + round4(H * kW2Stride);
+  static constexpr int kW4 = kB2 + round4(H);
+  static constexpr int kB4 = kW4 + round4(H);
+  static constexpr int kFloats = kB4 + 4;
+};
+
+// Weights of the mma strategy, H padded with zeros to HP = round8(H). W0's row stride is 4 mod 8
+// words, so a fragment load (lane g,t reads row g, column t) hits 32 distinct banks; W2's is
+// 8 mod 32, so the 64-bit load of columns (2t, 2t+1) of row g is conflict-free per half-warp.
+template <int C, int H>
+struct MmaWeightLayout {
+  static constexpr int HP = round8(H);
+  static constexpr int kW0Stride = C + 4;
+  static constexpr int kW2Stride = HP + 8;
+  static constexpr int kGamma = 0;
+  static constexpr int kBeta = kGamma + round4(C);
+  static constexpr int kW0 = kBeta + round4(C);
+  static constexpr int kW2 = kW0 + HP * kW0Stride;
+  static constexpr int kB0 = kW2 + HP * kW2Stride;
+  static constexpr int kB2 = kB0 + HP;
+  static constexpr int kW4 = kB2 + HP;
+  static constexpr int kB4 = kW4 + HP;
+  static constexpr int kFloats = kB4 + 4;
+};
+
+// The whole dynamic shared memory: [weights][tile A: rows (ii,jj)][tile T: rows (jj,ii)][per-warp scratch].
+template <int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T, int SMEM_W,
+          int PAIRS>
+struct SmemLayout {
+  static constexpr bool kStaged = MAPPING == 1 && STAGE_T != 0;
+  static constexpr int kRowStride = row_stride(C);
+  static constexpr int kWeights = 0;
+  static constexpr int kTileA =
+      STRATEGY == 2 ? MmaWeightLayout<C, H>::kFloats : (SMEM_W ? WeightLayout<C, H>::kFloats : 0);
+  static constexpr int kScratch = kTileA + (kStaged ? round4(2 * TILE_I * TILE_J * kRowStride) : 0);
+  // Warp strategy, per warp and pair: s (only when not staged, s then lives in tile A) and h1.
+  static constexpr int kScratchS = kStaged ? 0 : round4(C);
+  static constexpr int kScratchPair = kScratchS + round4(H);
+  static constexpr int kFloats = kScratch + (STRATEGY == 1 ? (BLOCK / 32) * PAIRS * kScratchPair : 0);
+  static constexpr int kBytes = 4 * kFloats;
+};
+
+template <bool SHARED>
+__device__ __forceinline__ float load1(const float* p) {
+  if constexpr (SHARED) {
+    return *p;
+  } else {
+    return __ldg(p);
+  }
+}
+
+// V (1 or 4) consecutive floats; V == 4 needs p 16-byte aligned.
+template <int V, bool SHARED>
+__device__ __forceinline__ void loadv(const float* p, float (&v)[V]) {
+  if constexpr (V == 4) {
+    float4 t;
+    if constexpr (SHARED) {
+      t = *reinterpret_cast<const float4*>(p);
+    } else {
+      t = __ldg(reinterpret_cast<const float4*>(p));
+    }
+    v[0] = t.x;
+    v[1] = t.y;
+    v[2] = t.z;
+    v[3] = t.w;
+  } else {
+#pragma unroll
+    for (int q = 0; q < V; ++q) v[q] = load1<SHARED>(p + q);
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void storev(float* p, const float (&v)[V]) {
+  if constexpr (V == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < V; ++q) p[q] = v[q];
+  }
+}
+
+// The inline PTX this file uses, in one place; declared only when the file is not compiled for a
+// GPU, so it also parses as host C++ (for a CPU emulation that defines these three).
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+// 0, through an instruction the compiler cannot see into; `dep` ties it to a loop iteration so
+// loads addressed with it are not hoisted out of that loop.
+__device__ __forceinline__ int opaque_zero(int dep) {
+  int r;
+  asm("mov.u32 %0, 0;" : "=r"(r) : "r"(dep));
+  return r;
+}
+__device__ __forceinline__ float to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+// d += A(16x8, row) * B(8x8, col); lane (g = lane/4, t = lane%4) holds a = {A[g][t], A[g+8][t],
+// A[g][t+4], A[g+8][t+4]}, b = {B[t][g], B[t+4][g]}, d = {D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]}.
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[3])),
+        "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
+}
+#else
+int opaque_zero(int dep);
+float to_tf32(float x);
+void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1);
+#endif
+
+__device__ __forceinline__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(kFullMask, v, off);
+  return v;
+}
+
+__device__ __forceinline__ long long row_offset(int N, int C, int b, int i, int j) {
+  return (static_cast<long long>(b * N + i) * N + j) * C;
+}
+
+// Block-cooperative copy of R rows of L floats (source stride L) into rows of stride DS.
+template <int R, int L, int DS, int BLOCK>
+__device__ __forceinline__ void copy_rows(const float* __restrict__ src, float* dst) {
+  constexpr int V = vec_width(L);
+  constexpr int kPerRow = L / V;
+#pragma unroll 4
+  for (int f = threadIdx.x; f < R * kPerRow; f += BLOCK) {
+    const int r = f / kPerRow;
+    const int c = (f - r * kPerRow) * V;
+    float v[V];
+    loadv<V, false>(src + r * L + c, v);
+    storev<V>(dst + r * DS + c, v);
+  }
+}
+
+template <int C, int H, int BLOCK>
+__device__ __forceinline__ void copy_weights(const float* __restrict__ ln_w, const float* __restrict__ ln_b,
+                                             const float* __restrict__ w0, const float* __restrict__ b0,
+                                             const float* __restrict__ w2, const float* __restrict__ b2,
+                                             const float* __restrict__ w4, const float* __restrict__ b4, float* sw) {
+  using L = WeightLayout<C, H>;
+  copy_rows<H, C, L::kW0Stride, BLOCK>(w0, sw + L::kW0);
+  copy_rows<H, H, L::kW2Stride, BLOCK>(w2, sw + L::kW2);
+  copy_rows<1, C, C, BLOCK>(ln_w, sw + L::kGamma);
+  copy_rows<1, C, C, BLOCK>(ln_b, sw + L::kBeta);
+  copy_rows<1, H, H, BLOCK>(b0, sw + L::kB0);
+  copy_rows<1, H, H, BLOCK>(b2, sw + L::kB2);
+  copy_rows<1, H, H, BLOCK>(w4, sw + L::kW4);
+  if (threadIdx.x == 0) sw[L::kB4] = __ldg(b4);
+}
+
+// The tile of (i,j) a block owns (tile mapping).
+struct TileOrigin {
+  int b, i0, j0;
+  bool mirror;  // SYM off-diagonal tile: also write out[b,j,i]
+};
+
+template <int N, int TILE_I, int TILE_J, int SYM>
+__device__ __forceinline__ TileOrigin tile_origin() {
+  constexpr int kTilesI = cdiv(N, TILE_I), kTilesJ = cdiv(N, TILE_J);
+  const int bid = blockIdx.x;
+  if constexpr (SYM) {
+    // Upper triangle ti <= tj, row-major; counted from its end, row r (from the bottom) holds
+    // r + 1 tiles, so u = r(r+1)/2 + q with 0 <= q <= r.
+    constexpr int T = kTilesI;
+    constexpr int M = T * (T + 1) / 2;
+    const int b = bid / M;
+    const int u = M - 1 - (bid - b * M);
+    // sqrtf gives r to within one or two; the integer steps make it exact.
+    int r = static_cast<int>((sqrtf(8.0f * static_cast<float>(u) + 1.0f) - 1.0f) * 0.5f);
+    while (r > 0 && static_cast<long long>(r) * (r + 1) / 2 > u) --r;
+    while (static_cast<long long>(r + 1) * (r + 2) / 2 <= u) ++r;
+    const int ti = T - 1 - r;
+    const int tj = T - 1 - (u - r * (r + 1) / 2);
+    return {b, ti * TILE_I, tj * TILE_J, ti != tj};
+  } else {
+    const int b = bid / (kTilesI * kTilesJ);
+    const int t = bid - b * (kTilesI * kTilesJ);
+    const int ti = t / kTilesJ;
+    return {b, ti * TILE_I, (t - ti * kTilesJ) * TILE_J, false};
+  }
+}
+
+// Loads tile A (rows x[b, i0+ii, j0+jj, :] at row ii*TILE_J+jj) and tile T (rows
+// x[b, j0+jj, i0+ii, :] at row TILE_I*TILE_J + jj*TILE_I+ii) into consecutive shared rows of
+// stride row_stride(C). Consecutive threads read consecutive vectors of one contiguous run;
+// rows outside the N x N range are zero (their results are never stored).
+template <int N, int C, int TILE_I, int TILE_J, int BLOCK>
+__device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, int i0, int j0, float* tiles) {
+  constexpr int V = vec_width(C), RS = row_stride(C), kPerRow = C / V;
+  constexpr int kRows = TILE_I * TILE_J;
+  constexpr int kElems = 2 * kRows * kPerRow;
+  constexpr int kIters = cdiv(kElems, BLOCK);
+  constexpr int kBatch = kIters < 8 ? kIters : 8;  // loads in flight per thread before stores
+#pragma unroll 1
+  for (int k0 = 0; k0 < kIters; k0 += kBatch) {
+    float v[kBatch][V];
+    int dst[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int f = threadIdx.x + (k0 + k) * BLOCK;
+      dst[k] = -1;
+#pragma unroll
+      for (int q = 0; q < V; ++q) v[k][q] = 0.0f;
+      if (k0 + k < kIters && f < kElems) {
+        const int row = f / kPerRow;
+        const int c = (f - row * kPerRow) * V;
+        int gi, gj;
+        if (row < kRows) {
+          const int ii = row / TILE_J;
+          gi = i0 + ii;
+          gj = j0 + (row - ii * TILE_J);
+        } else {
+          const int r = row - kRows;
+          const int jj = r / TILE_I;
+          gi = j0 + jj;
+          gj = i0 + (r - jj * TILE_I);
+        }
+        if (gi < N && gj < N) loadv<V, false>(x + row_offset(N, C, b, gi, gj) + c, v[k]);
+        dst[k] = row * RS + c;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k)
+      if (dst[k] >= 0) storev<V>(tiles + dst[k], v[k]);
+  }
+}
+
+// One warp normalises two rows held as lane values c = lane + 32k (zero where c >= C).
+// Both rows run the same code, so LN(row) does not depend on whether it is the (i,j) or the
+// (j,i) operand: s and the output stay exactly symmetric.
+template <int C>
+__device__ __forceinline__ void warp_layernorm2(float (&a)[cdiv(C, 32)], float (&t)[cdiv(C, 32)],
+                                                const float (&g)[cdiv(C, 32)], const float (&be)[cdiv(C, 32)]) {
+  constexpr int CR = cdiv(C, 32);
+  const int lane = threadIdx.x & 31;
+  float sa = 0.0f, st = 0.0f;
+#pragma unroll
+  for (int k = 0; k < CR; ++k) {
+    sa += a[k];
+    st += t[k];
+  }
+  sa = warp_sum(sa);
+  st = warp_sum(st);
+  const float ma = sa / static_cast<float>(C), mt = st / static_cast<float>(C);
+  float da = 0.0f, dt = 0.0f;
+#pragma unroll
+  for (int k = 0; k < CR; ++k) {
+    if (lane + 32 * k < C) {
+      const float ua = a[k] - ma, ut = t[k] - mt;
+      da = fmaf(ua, ua, da);
+      dt = fmaf(ut, ut, dt);
+    }
+  }
+  da = warp_sum(da);
+  dt = warp_sum(dt);
+  const float ra = rsqrtf(da / static_cast<float>(C) + kLnEps);
+  const float rt = rsqrtf(dt / static_cast<float>(C) + kLnEps);
+#pragma unroll
+  for (int k = 0; k < CR; ++k) {
+    a[k] = fmaf((a[k] - ma) * ra, g[k], be[k]);
+    t[k] = fmaf((t[k] - mt) * rt, g[k], be[k]);
+  }
+}
+
+template <int C, bool SHARED>
+__device__ __forceinline__ void load_lane_vec(const float* v, float (&out)[cdiv(C, 32)]) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int k = 0; k < cdiv(C, 32); ++k) {
+    const int c = lane + 32 * k;
+    out[k] = c < C ? load1<SHARED>(v + c) : 0.0f;
+  }
+}
+
+// Lanes per pair in the staged LayerNorm: groups of G lanes read float4 chunks of a row (G = 8
+// makes a quarter-warp read 128 contiguous bytes), so a pair costs a few segmented shuffles
+// instead of a whole warp's. 0 when C % 4 != 0: a whole warp per pair then.
+__host__ __device__ constexpr int ln_group(int C) {
+  if (C % 4 != 0) return 0;
+  int g = 8;
+  while (g > C / 4) g /= 2;
+  return g;
+}
+
+// Sum over aligned groups of G lanes.
+template <int G>
+__device__ __forceinline__ float group_sum(float v) {
+#pragma unroll
+  for (int off = G / 2; off > 0; off >>= 1) v += __shfl_xor_sync(kFullMask, v, off);
+  return v;
+}
+
+// Staged tiles: each pair (ii,jj) of the tile normalises row A(ii,jj) and row T(jj,ii) once and
+// overwrites row A(ii,jj) with s. Both rows run the same code (same reduction order), so LN(row)
+// does not depend on whether it is the (i,j) or the (j,i) operand: s stays exactly symmetric.
+template <int C, int TILE_I, int TILE_J, int BLOCK, bool SMEM_W>
+__device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma, const float* beta) {
+  constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, G = ln_group(C);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if constexpr (G == 0) {
+    constexpr int CR = cdiv(C, 32);
+    float g[CR], be[CR];
+    load_lane_vec<C, SMEM_W>(gamma, g);
+    load_lane_vec<C, SMEM_W>(beta, be);
+#pragma unroll 1
+    for (int q = warp; q < kRows; q += BLOCK / 32) {
+      const int ii = q / TILE_J, jj = q - ii * TILE_J;
+      float* ra = tiles + q * RS;
+      const float* rt = tiles + (kRows + jj * TILE_I + ii) * RS;
+      float a[CR], t[CR];
+#pragma unroll
+      for (int k = 0; k < CR; ++k) {
+        const int c = lane + 32 * k;
+        a[k] = c < C ? ra[c] : 0.0f;
+        t[k] = c < C ? rt[c] : 0.0f;
+      }
+      warp_layernorm2<C>(a, t, g, be);
+#pragma unroll
+      for (int k = 0; k < CR; ++k) {
+        const int c = lane + 32 * k;
+        if (c < C) ra[c] = (a[k] + t[k]) * 0.5f;
+      }
+    }
+  } else {
+    constexpr int kChunks = C / 4;              // float4 chunks per row
+    constexpr int kPerLane = cdiv(kChunks, G);  // chunks of one row per lane
+    constexpr int kPairsPerWarp = 32 / G;
+    const int k0 = lane % G;
+    float g[kPerLane][4], be[kPerLane][4];
+#pragma unroll
+    for (int m = 0; m < kPerLane; ++m) {
+      const int ch = k0 + m * G;
+      if (ch < kChunks) {
+        loadv<4, SMEM_W>(gamma + 4 * ch, g[m]);
+        loadv<4, SMEM_W>(beta + 4 * ch, be[m]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) g[m][e] = be[m][e] = 0.0f;
+      }
+    }
+#pragma unroll 1
+    for (int base = warp * kPairsPerWarp; base < kRows; base += (BLOCK / 32) * kPairsPerWarp) {
+      // Every lane takes part in the shuffles; lanes past the tile work on its last pair and store nothing.
+      const int q_raw = base + lane / G;
+      const bool owner = q_raw < kRows;
+      const int q = owner ? q_raw : kRows - 1;
+      const int ii = q / TILE_J, jj = q - ii * TILE_J;
+      float* ra = tiles + q * RS;
+      const float* rt = tiles + (kRows + jj * TILE_I + ii) * RS;
+      float a[kPerLane][4], t[kPerLane][4];
+      float sa = 0.0f, st = 0.0f;
+#pragma unroll
+      for (int m = 0; m < kPerLane; ++m) {
+        const int ch = k0 + m * G;
+        if (ch < kChunks) {
+          loadv<4, true>(ra + 4 * ch, a[m]);
+          loadv<4, true>(rt + 4 * ch, t[m]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[m][e] = t[m][e] = 0.0f;
+        }
+        sa += (a[m][0] + a[m][1]) + (a[m][2] + a[m][3]);
+        st += (t[m][0] + t[m][1]) + (t[m][2] + t[m][3]);
+      }
+      sa = group_sum<G>(sa);
+      st = group_sum<G>(st);
+      const float ma = sa / static_cast<float>(C), mt = st / static_cast<float>(C);
+      float da = 0.0f, dt = 0.0f;
+#pragma unroll
+      for (int m = 0; m < kPerLane; ++m) {
+        if (k0 + m * G < kChunks) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float ua = a[m][e] - ma, ut = t[m][e] - mt;
+            da = fmaf(ua, ua, da);
+            dt = fmaf(ut, ut, dt);
+          }
+        }
+      }
+      da = group_sum<G>(da);
+      dt = group_sum<G>(dt);
+      const float ra_std = rsqrtf(da / static_cast<float>(C) + kLnEps);
+      const float rt_std = rsqrtf(dt / static_cast<float>(C) + kLnEps);
+#pragma unroll
+      for (int m = 0; m < kPerLane; ++m) {
+        const int ch = k0 + m * G;
+        float s[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float la = fmaf((a[m][e] - ma) * ra_std, g[m][e], be[m][e]);
+          const float lt = fmaf((t[m][e] - mt) * rt_std, g[m][e], be[m][e]);
+          s[e] = (la + lt) * 0.5f;
+        }
+        if (owner && ch < kChunks) storev<4>(ra + 4 * ch, s);
+      }
+    }
+  }
+}
+
+// ---- thread strategy -------------------------------------------------------------------------
+
+// Mean and 1/std of a row held by one thread (two passes, four partial sums for latency).
+template <int C>
+__device__ __forceinline__ void thread_row_stats(const float (&x)[C], float& mean, float& rstd) {
+  float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < C; ++c) s[c & 3] += x[c];
+  mean = ((s[0] + s[1]) + (s[2] + s[3])) / static_cast<float>(C);
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    const float u = x[c] - mean;
+    d[c & 3] = fmaf(u, u, d[c & 3]);
+  }
+  rstd = rsqrtf(((d[0] + d[1]) + (d[2] + d[3])) / static_cast<float>(C) + kLnEps);
+}
+
+template <int C>
+__device__ __forceinline__ void thread_load_row(const float* __restrict__ row, float (&x)[C]) {
+  constexpr int V = vec_width(C);
+#pragma unroll
+  for (int c = 0; c < C; c += V) {
+    float v[V];
+    loadv<V, false>(row + c, v);
+#pragma unroll
+    for (int q = 0; q < V; ++q) x[c + q] = v[q];
+  }
+}
+
+// s = (LN(row_a) + LN(row_t)) / 2 in registers (the seed design's per-thread LayerNorm).
+template <int C, bool SMEM_W>
+__device__ __forceinline__ void thread_symmetrised_row(const float* __restrict__ row_a, const float* __restrict__ row_t,
+                                                       const float* gamma, const float* beta, float (&s)[C]) {
+  float x[C], mean, rstd;
+  thread_load_row<C>(row_a, x);
+  thread_row_stats<C>(x, mean, rstd);
+#pragma unroll
+  for (int c = 0; c < C; ++c) s[c] = fmaf((x[c] - mean) * rstd, load1<SMEM_W>(gamma + c), load1<SMEM_W>(beta + c));
+  thread_load_row<C>(row_t, x);
+  thread_row_stats<C>(x, mean, rstd);
+#pragma unroll
+  for (int c = 0; c < C; ++c)
+    s[c] = (s[c] + fmaf((x[c] - mean) * rstd, load1<SMEM_W>(gamma + c), load1<SMEM_W>(beta + c))) * 0.5f;
+}
+
+// MLP for P pairs of one thread. load_s(c, v) gives s[p][c .. c+VC) of every pair. Weights are
+// read as warp-wide broadcasts (every lane the same address). UNROLL_ALL: every loop fully
+// unrolled, needed when s lives in registers (the seed design); otherwise the loops over C and
+// over layer 2's outputs are unrolled 2 and 4 times only, which costs little (an iteration is
+// H weight vectors and H*VC*P FMAs, or H*P) and cuts NVRTC time about tenfold.
+template <int C, int H, int P, bool SMEM_W, bool UNROLL_ALL, class LoadS>
+__device__ __forceinline__ void thread_mlp(const LoadS& load_s, const float* w0, const float* b0, const float* w2,
+                                           const float* b2, const float* w4, const float* b4, float (&o)[P]) {
+  constexpr int VC = vec_width(C), VH = vec_width(H);
+  constexpr int W0S = SMEM_W ? row_stride(C) : C, W2S = SMEM_W ? row_stride(H) : H;
+  constexpr int kUnrollC = UNROLL_ALL ? C / VC : 2;
+  constexpr int kUnrollH = UNROLL_ALL ? H : 4;
+  float h1[P][H];
+#pragma unroll
+  for (int h = 0; h < H; ++h) {
+    const float bias = load1<SMEM_W>(b0 + h);
+#pragma unroll
+    for (int p = 0; p < P; ++p) h1[p][h] = bias;
+  }
+#pragma unroll kUnrollC
+  for (int c = 0; c < C; c += VC) {
+    float s[P][VC];
+    load_s(c, s);
+#pragma unroll
+    for (int h = 0; h < H; ++h) {
+      float w[VC];
+      loadv<VC, SMEM_W>(w0 + h * W0S + c, w);
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int q = 0; q < VC; ++q) h1[p][h] = fmaf(w[q], s[p][q], h1[p][h]);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < H; ++h)
+#pragma unroll
+    for (int p = 0; p < P; ++p) h1[p][h] = fmaxf(h1[p][h], 0.0f);
+  float logit[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) logit[p] = 0.0f;
+#pragma unroll kUnrollH
+  for (int h = 0; h < H; ++h) {
+    float a[P];
+    const float bias = load1<SMEM_W>(b2 + h);
+#pragma unroll
+    for (int p = 0; p < P; ++p) a[p] = bias;
+#pragma unroll
+    for (int k = 0; k < H; k += VH) {
+      float w[VH];
+      loadv<VH, SMEM_W>(w2 + h * W2S + k, w);
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int q = 0; q < VH; ++q) a[p] = fmaf(w[q], h1[p][k + q], a[p]);
+    }
+    const float w4h = load1<SMEM_W>(w4 + h);
+#pragma unroll
+    for (int p = 0; p < P; ++p) logit[p] = fmaf(w4h, fmaxf(a[p], 0.0f), logit[p]);
+  }
+  const float bias4 = load1<SMEM_W>(b4);
+#pragma unroll
+  for (int p = 0; p < P; ++p) o[p] = sigmoid(logit[p] + bias4);
+}
+
+// Where pair p of a thread or warp lives and whether (and where) its result is stored.
+struct PairSlot {
+  int b, i, j;   // clamped into range, so loads stay in bounds even for unused slots
+  int tile_row;  // row of tile A (staged)
+  bool store;    // inside the problem
+};
+
+template <int B, int N>
+__device__ __forceinline__ PairSlot linear_slot(long long id) {
+  constexpr long long kPairs = static_cast<long long>(B) * N * N;
+  const bool store = id < kPairs;
+  const int c = static_cast<int>(store ? id : kPairs - 1);
+  const int b = c / (N * N), rem = c - b * (N * N);
+  const int i = rem / N;
+  return {b, i, rem - i * N, 0, store};
+}
+
+template <int N, int TILE_I, int TILE_J>
+__device__ __forceinline__ PairSlot tile_slot(const TileOrigin& t, int q) {
+  constexpr int kRows = TILE_I * TILE_J;
+  const bool in_tile = q < kRows;
+  const int qc = in_tile ? q : kRows - 1;
+  const int ii = qc / TILE_J;
+  const int i = t.i0 + ii, j = t.j0 + (qc - ii * TILE_J);
+  const bool store = in_tile && i < N && j < N;
+  return {t.b, i < N ? i : N - 1, j < N ? j : N - 1, qc, store};
+}
+
+template <int N>
+__device__ __forceinline__ void store_result(float* __restrict__ out, const PairSlot& s, bool mirror, float v) {
+  if (s.store) {
+    out[(static_cast<long long>(s.b) * N + s.i) * N + s.j] = v;
+    if (mirror) out[(static_cast<long long>(s.b) * N + s.j) * N + s.i] = v;
+  }
+}
+
+template <int B, int N, int C, int H, int MAPPING, int BLOCK, int TILE_I, int TILE_J, bool STAGED, bool SMEM_W, int P,
+          int SYM>
+__device__ __forceinline__ void thread_pairs(const float* __restrict__ x, const float* gamma, const float* beta,
+                                             const float* w0, const float* b0, const float* w2, const float* b2,
+                                             const float* w4, const float* b4, float* __restrict__ out,
+                                             const TileOrigin& tile, const float* tiles) {
+  constexpr int VC = vec_width(C), RS = row_stride(C);
+  constexpr int kIters = MAPPING == 0 ? 1 : cdiv(TILE_I * TILE_J, BLOCK * P);
+#pragma unroll 1
+  for (int it = 0; it < kIters; ++it) {
+    // The weight reads are loop-invariant; hoisting all C*H + H*H of them out of this loop would spill.
+    const int opaque = opaque_zero(it);
+    const float* w0_it = w0 + opaque;
+    const float* w2_it = w2 + opaque;
+    PairSlot slot[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      if constexpr (MAPPING == 0) {
+        slot[p] = linear_slot<B, N>(static_cast<long long>(blockIdx.x) * (BLOCK * P) + p * BLOCK + threadIdx.x);
+      } else {
+        slot[p] = tile_slot<N, TILE_I, TILE_J>(tile, (it * P + p) * BLOCK + threadIdx.x);
+      }
+    }
+    float o[P];
+    if constexpr (STAGED) {
+      const float* rows[P];
+#pragma unroll
+      for (int p = 0; p < P; ++p) rows[p] = tiles + slot[p].tile_row * RS;
+      auto load_s = [&](int c, float(&s)[P][VC]) {
+#pragma unroll
+        for (int p = 0; p < P; ++p) loadv<VC, true>(rows[p] + c, s[p]);
+      };
+      thread_mlp<C, H, P, SMEM_W, false>(load_s, w0_it, b0, w2_it, b2, w4, b4, o);
+    } else {
+      float s[P][C];
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+        thread_symmetrised_row<C, SMEM_W>(x + row_offset(N, C, slot[p].b, slot[p].i, slot[p].j),
+                                          x + row_offset(N, C, slot[p].b, slot[p].j, slot[p].i), gamma, beta, s[p]);
+      auto load_s = [&](int c, float(&v)[P][VC]) {
+#pragma unroll
+        for (int p = 0; p < P; ++p)
+#pragma unroll
+          for (int q = 0; q < VC; ++q) v[p][q] = s[p][c + q];
+      };
+      thread_mlp<C, H, P, SMEM_W, true>(load_s, w0_it, b0, w2_it, b2, w4, b4, o);
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p) store_result<N>(out, slot[p], SYM && tile.mirror, o[p]);
+  }
+}
+
+// ---- warp strategy ---------------------------------------------------------------------------
+
+// Lane l owns hidden units h = l + 32r (r < HR); its rows of W0 and W2 stay in registers.
+template <int C, int H>
+struct LaneWeights {
+  static constexpr int HR = cdiv(H, 32);
+  float w0[HR][C];
+  float w2[HR][H];
+  float b0[HR], b2[HR], w4[HR];
+  float b4;
+};
+
+template <int C, int H, bool SMEM_W>
+__device__ __forceinline__ void load_lane_weights(LaneWeights<C, H>& lw, const float* w0, const float* b0,
+                                                  const float* w2, const float* b2, const float* w4, const float* b4) {
+  constexpr int HR = LaneWeights<C, H>::HR;
+  constexpr int VC = vec_width(C), VH = vec_width(H);
+  constexpr int W0S = SMEM_W ? row_stride(C) : C, W2S = SMEM_W ? row_stride(H) : H;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int r = 0; r < HR; ++r) {
+    const int h = lane + 32 * r;
+    const bool ok = h < H;
+    const int hc = ok ? h : H - 1;
+#pragma unroll
+    for (int c = 0; c < C; c += VC) {
+      float v[VC];
+      loadv<VC, SMEM_W>(w0 + hc * W0S + c, v);
+#pragma unroll
+      for (int q = 0; q < VC; ++q) lw.w0[r][c + q] = ok ? v[q] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < H; k += VH) {
+      float v[VH];
+      loadv<VH, SMEM_W>(w2 + hc * W2S + k, v);
+#pragma unroll
+      for (int q = 0; q < VH; ++q) lw.w2[r][k + q] = ok ? v[q] : 0.0f;
+    }
+    lw.b0[r] = ok ? load1<SMEM_W>(b0 + hc) : 0.0f;
+    lw.b2[r] = ok ? load1<SMEM_W>(b2 + hc) : 0.0f;
+    lw.w4[r] = ok ? load1<SMEM_W>(w4 + hc) : 0.0f;
+  }
+  lw.b4 = load1<SMEM_W>(b4);
+}
+
+// MLP of P pairs by one warp: s rows and h1 buffers in shared memory, read as broadcasts.
+// Returns the logits' sigmoid in every lane.
+template <int C, int H, int P>
+__device__ __forceinline__ void warp_mlp(const LaneWeights<C, H>& lw, const float* const (&srow)[P],
+                                         float* const (&hbuf)[P], float (&o)[P]) {
+  constexpr int HR = LaneWeights<C, H>::HR;
+  constexpr int VC = vec_width(C), VH = vec_width(H);
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int r = 0; r < HR; ++r) {
+    float a[P][4];
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) a[p][q] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; c += VC) {
+      float s[P][VC];
+#pragma unroll
+      for (int p = 0; p < P; ++p) loadv<VC, true>(srow[p] + c, s[p]);
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int q = 0; q < VC; ++q) a[p][(c + q) & 3] = fmaf(lw.w0[r][c + q], s[p][q], a[p][(c + q) & 3]);
+    }
+    const int h = lane + 32 * r;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const float v = fmaxf(lw.b0[r] + ((a[p][0] + a[p][1]) + (a[p][2] + a[p][3])), 0.0f);
+      if (h < H) hbuf[p][h] = v;
+    }
+  }
+  __syncwarp();
+  float logit[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) logit[p] = 0.0f;
+#pragma unroll
+  for (int r = 0; r < HR; ++r) {
+    float a[P][4];
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) a[p][q] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < H; k += VH) {
+      float v[P][VH];
+#pragma unroll
+      for (int p = 0; p < P; ++p) loadv<VH, true>(hbuf[p] + k, v[p]);
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int q = 0; q < VH; ++q) a[p][(k + q) & 3] = fmaf(lw.w2[r][k + q], v[p][q], a[p][(k + q) & 3]);
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const float v = fmaxf(lw.b2[r] + ((a[p][0] + a[p][1]) + (a[p][2] + a[p][3])), 0.0f);
+      logit[p] = fmaf(lw.w4[r], v, logit[p]);  // w4 is 0 for lanes past H
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < P; ++p) o[p] = sigmoid(warp_sum(logit[p]) + lw.b4);
+}
+
+template <int B, int N, int C, int H, int MAPPING, int BLOCK, int TILE_I, int TILE_J, bool STAGED, bool SMEM_W, int P,
+          int SYM>
+__device__ __forceinline__ void warp_pairs(const float* __restrict__ x, const float* gamma, const float* beta,
+                                           const float* w0, const float* b0, const float* w2, const float* b2,
+                                           const float* w4, const float* b4, float* __restrict__ out,
+                                           const TileOrigin& tile, float* tiles, float* scratch) {
+  constexpr int CR = cdiv(C, 32), RS = row_stride(C), NW = BLOCK / 32;
+  constexpr int kScratchS = STAGED ? 0 : round4(C);
+  constexpr int kScratchPair = kScratchS + round4(H);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float* my_scratch = scratch + warp * P * kScratchPair;
+  float* hbuf[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) hbuf[p] = my_scratch + p * kScratchPair + kScratchS;
+
+  LaneWeights<C, H> lw;
+  load_lane_weights<C, H, SMEM_W>(lw, w0, b0, w2, b2, w4, b4);
+  float g[CR], be[CR];
+  if constexpr (!STAGED) {
+    load_lane_vec<C, SMEM_W>(gamma, g);
+    load_lane_vec<C, SMEM_W>(beta, be);
+  }
+
+  constexpr int kGroups = MAPPING == 0 ? 1 : cdiv(TILE_I * TILE_J, P);
+  constexpr int kStep = MAPPING == 0 ? 1 : NW;
+#pragma unroll 1
+  for (int grp = MAPPING == 0 ? 0 : warp; grp < kGroups; grp += kStep) {
+    PairSlot slot[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      if constexpr (MAPPING == 0) {
+        slot[p] = linear_slot<B, N>((static_cast<long long>(blockIdx.x) * NW + warp) * P + p);
+      } else {
+        slot[p] = tile_slot<N, TILE_I, TILE_J>(tile, grp * P + p);
+      }
+    }
+    const float* srow[P];
+    if constexpr (STAGED) {
+#pragma unroll
+      for (int p = 0; p < P; ++p) srow[p] = tiles + slot[p].tile_row * RS;
+    } else {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const float* ra = x + row_offset(N, C, slot[p].b, slot[p].i, slot[p].j);
+        const float* rt = x + row_offset(N, C, slot[p].b, slot[p].j, slot[p].i);
+        float a[CR], t[CR];
+#pragma unroll
+        for (int k = 0; k < CR; ++k) {
+          const int c = lane + 32 * k;
+          a[k] = c < C ? __ldg(ra + c) : 0.0f;
+          t[k] = c < C ? __ldg(rt + c) : 0.0f;
+        }
+        warp_layernorm2<C>(a, t, g, be);
+        float* s = my_scratch + p * kScratchPair;
+#pragma unroll
+        for (int k = 0; k < CR; ++k) {
+          const int c = lane + 32 * k;
+          if (c < C) s[c] = (a[k] + t[k]) * 0.5f;
+        }
+        srow[p] = s;
+      }
+      __syncwarp();
+    }
+    float o[P];
+    warp_mlp<C, H, P>(lw, srow, hbuf, o);
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (lane == p) store_result<N>(out, slot[p], SYM && tile.mirror, o[p]);
+    __syncwarp();  // the scratch rows are rewritten by the next group
+  }
+}
+
+// ---- mma strategy ----------------------------------------------------------------------------
+
+// x = hi + lo with both parts TF32; hi*hi + hi*lo + lo*hi leaves an error near FP32's.
+__device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
+  hi = to_tf32(x);
+  lo = to_tf32(x - hi);
+}
+
+// Block-cooperative copy of R x L floats (source stride L) into an RP x LP array of stride DS,
+// zero outside R x L (the padding must be finite: it meets the MMA as 0 * padding).
+template <int R, int L, int RP, int LP, int DS, int BLOCK>
+__device__ __forceinline__ void copy_padded(const float* __restrict__ src, float* dst) {
+  constexpr int V = vec_width(L) == 4 && LP % 4 == 0 ? 4 : 1;
+  constexpr int kPerRow = LP / V;
+#pragma unroll 4
+  for (int f = threadIdx.x; f < RP * kPerRow; f += BLOCK) {
+    const int r = f / kPerRow, c = (f - r * kPerRow) * V;
+    float v[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = 0.0f;
+    if (r < R && c < L) loadv<V, false>(src + r * L + c, v);  // V == 4: L % 4 == 0, all four inside
+    storev<V>(dst + r * DS + c, v);
+  }
+}
+
+template <int C, int H, int BLOCK>
+__device__ __forceinline__ void copy_mma_weights(const float* __restrict__ ln_w, const float* __restrict__ ln_b,
+                                                 const float* __restrict__ w0, const float* __restrict__ b0,
+                                                 const float* __restrict__ w2, const float* __restrict__ b2,
+                                                 const float* __restrict__ w4, const float* __restrict__ b4,
+                                                 float* sw) {
+  using L = MmaWeightLayout<C, H>;
+  constexpr int HP = L::HP;
+  copy_padded<H, C, HP, C, L::kW0Stride, BLOCK>(w0, sw + L::kW0);
+  copy_padded<H, H, HP, HP, L::kW2Stride, BLOCK>(w2, sw + L::kW2);
+  copy_padded<1, C, 1, C, C, BLOCK>(ln_w, sw + L::kGamma);
+  copy_padded<1, C, 1, C, C, BLOCK>(ln_b, sw + L::kBeta);
+  copy_padded<1, H, 1, HP, HP, BLOCK>(b0, sw + L::kB0);
+  copy_padded<1, H, 1, HP, HP, BLOCK>(b2, sw + L::kB2);
+  copy_padded<1, H, 1, HP, HP, BLOCK>(w4, sw + L::kW4);
+  if (threadIdx.x == 0) sw[L::kB4] = __ldg(b4);
+}
+
+// d[p] += A[p] * B for P row tiles sharing one B fragment {b0, b1}, 3xTF32.
+template <int P>
+__device__ __forceinline__ void mma_3xtf32(float (&d)[P][4], const float (&ahi)[P][4], const float (&alo)[P][4],
+                                           float b0, float b1) {
+  float bh0, bl0, bh1, bl1;
+  split_tf32(b0, bh0, bl0);
+  split_tf32(b1, bh1, bl1);
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    mma_tf32(d[p], alo[p], bh0, bh1);
+    mma_tf32(d[p], ahi[p], bl0, bl1);
+    mma_tf32(d[p], ahi[p], bh0, bh1);
+  }
+}
+
+// MLP of the staged tile on tensor cores: warps take P tiles of 16 pairs (rows of tile A, which
+// hold s) at a time. Layer 1: D1[16 x HP] = S[16 x C] W0^T. Layer 2: D2 = relu(D1) W2^T, with
+// the lane's D1 values used as its A fragment where they stand: k-group ks's logical columns t
+// and t+4 are h = 8ks + 2t and 8ks + 2t + 1, so B takes W2 columns (2t, 2t+1) in their place.
+template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM>
+__device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOrigin& tile, const float* tiles,
+                                          const float* sw) {
+  using L = MmaWeightLayout<C, H>;
+  constexpr int HP = L::HP, NT = HP / 8;
+  constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = cdiv(kRows, 16), NW = BLOCK / 32;
+  static_assert(C % 8 == 0 && RS % 8 == 4, "mma fragments need C % 8 == 0");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  float bias0[NT][2], bias2[NT][2], w4v[NT][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      bias0[nt][e] = sw[L::kB0 + nt * 8 + 2 * t + e];
+      bias2[nt][e] = sw[L::kB2 + nt * 8 + 2 * t + e];
+      w4v[nt][e] = sw[L::kW4 + nt * 8 + 2 * t + e];
+    }
+  const float bias4 = sw[L::kB4];
+  const float* w0_lane = sw + L::kW0 + g * L::kW0Stride + t;      // + 8nt rows, + k0 columns
+  const float* w2_lane = sw + L::kW2 + g * L::kW2Stride + 2 * t;  // + 8nt rows, + 8ks columns
+
+#pragma unroll 1
+  for (int grp = warp; grp * P < kMTiles; grp += NW) {
+    const float* row_lo[P];  // rows g and g + 8 of each 16-pair tile
+    const float* row_hi[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int m0 = (grp * P + p) * 16;
+      row_lo[p] = tiles + (m0 + g < kRows ? m0 + g : kRows - 1) * RS + t;
+      row_hi[p] = tiles + (m0 + g + 8 < kRows ? m0 + g + 8 : kRows - 1) * RS + t;
+    }
+    float d1[NT][P][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        d1[nt][p][0] = d1[nt][p][2] = bias0[nt][0];
+        d1[nt][p][1] = d1[nt][p][3] = bias0[nt][1];
+      }
+#pragma unroll
+    for (int k0 = 0; k0 < C; k0 += 8) {
+      float ahi[P][4], alo[P][4];
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        split_tf32(row_lo[p][k0], ahi[p][0], alo[p][0]);
+        split_tf32(row_hi[p][k0], ahi[p][1], alo[p][1]);
+        split_tf32(row_lo[p][k0 + 4], ahi[p][2], alo[p][2]);
+        split_tf32(row_hi[p][k0 + 4], ahi[p][3], alo[p][3]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const float* w = w0_lane + nt * 8 * L::kW0Stride + k0;
+        mma_3xtf32<P>(d1[nt], ahi, alo, w[0], w[4]);
+      }
+    }
+    float d2[NT][P][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        d2[nt][p][0] = d2[nt][p][2] = bias2[nt][0];
+        d2[nt][p][1] = d2[nt][p][3] = bias2[nt][1];
+      }
+#pragma unroll
+    for (int ks = 0; ks < NT; ++ks) {
+      // A fragment {(g, t), (g+8, t), (g, t+4), (g+8, t+4)} = relu(D1) at h = 8ks + {2t, 2t, 2t+1, 2t+1}.
+      float ahi[P][4], alo[P][4];
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        split_tf32(fmaxf(d1[ks][p][0], 0.0f), ahi[p][0], alo[p][0]);
+        split_tf32(fmaxf(d1[ks][p][2], 0.0f), ahi[p][1], alo[p][1]);
+        split_tf32(fmaxf(d1[ks][p][1], 0.0f), ahi[p][2], alo[p][2]);
+        split_tf32(fmaxf(d1[ks][p][3], 0.0f), ahi[p][3], alo[p][3]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const float2 w = *reinterpret_cast<const float2*>(w2_lane + nt * 8 * L::kW2Stride + ks * 8);
+        mma_3xtf32<P>(d2[nt], ahi, alo, w.x, w.y);
+      }
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      float logit_lo = 0.0f, logit_hi = 0.0f;  // rows g and g + 8
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        logit_lo = fmaf(w4v[nt][0], fmaxf(d2[nt][p][0], 0.0f), logit_lo);
+        logit_lo = fmaf(w4v[nt][1], fmaxf(d2[nt][p][1], 0.0f), logit_lo);
+        logit_hi = fmaf(w4v[nt][0], fmaxf(d2[nt][p][2], 0.0f), logit_hi);
+        logit_hi = fmaf(w4v[nt][1], fmaxf(d2[nt][p][3], 0.0f), logit_hi);
+      }
+      logit_lo = group_sum<4>(logit_lo);
+      logit_hi = group_sum<4>(logit_hi);
+      const int m0 = (grp * P + p) * 16;
+      if (t < 2) {
+        const PairSlot slot = tile_slot<N, TILE_I, TILE_J>(tile, m0 + g + 8 * t);
+        store_result<N>(out, slot, SYM && tile.mirror, sigmoid((t == 0 ? logit_lo : logit_hi) + bias4));
+      }
+    }
+  }
+}
+
+}  // namespace contact
+}  // namespace tune_kernels
+
+template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T,
+          int SMEM_W, int PAIRS = 1, int SYM = 0>
+__global__ void __launch_bounds__(BLOCK)
+    contact_kernel(const float* __restrict__ pair_repr, const float* __restrict__ ln_w, const float* __restrict__ ln_b,
+                   const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
+                   const float* __restrict__ b2, const float* __restrict__ w4, const float* __restrict__ b4,
+                   float* __restrict__ out) {
+  namespace k = tune_kernels::contact;
+  static_assert(B >= 1 && N >= 1 && C >= 1 && H >= 1, "empty shape");
+  static_assert(STRATEGY >= 0 && STRATEGY <= 2, "STRATEGY: 0 thread, 1 warp, 2 mma");
+  static_assert(MAPPING == 0 || MAPPING == 1, "MAPPING: 0 linear, 1 tile");
+  static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "BLOCK must be a multiple of 32");
+  static_assert(TILE_I >= 1 && TILE_J >= 1 && PAIRS >= 1, "bad tile or PAIRS");
+  static_assert(!SYM || (MAPPING == 1 && TILE_I == TILE_J), "SYM needs the tile mapping with square tiles");
+  static_assert(STRATEGY != 2 || (MAPPING == 1 && STAGE_T != 0 && SMEM_W != 0 && C % 8 == 0),
+                "the mma strategy needs the tile mapping, STAGE_T, SMEM_W and C % 8 == 0");
+  using Layout = k::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, STAGE_T, SMEM_W, PAIRS>;
+  constexpr bool kStaged = Layout::kStaged;
+
+  extern __shared__ float4 tune_contact_smem[];
+  float* smem = reinterpret_cast<float*>(tune_contact_smem);
+  float* sw = smem + Layout::kWeights;
+
+  k::TileOrigin tile{0, 0, 0, false};
+  if constexpr (MAPPING == 1) {
+    tile = k::tile_origin<N, TILE_I, TILE_J, SYM>();
+    if (tile.b >= B) return;  // whole block, before any barrier
+  }
+
+  // Cooperative copies first, so the weight and tile loads are in flight together.
+  if constexpr (STRATEGY == 2) {
+    k::copy_mma_weights<C, H, BLOCK>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
+  } else if constexpr (SMEM_W != 0) {
+    k::copy_weights<C, H, BLOCK>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
+  }
+  if constexpr (kStaged)
+    k::stage_tiles<N, C, TILE_I, TILE_J, BLOCK>(pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
+  if constexpr (SMEM_W != 0 || kStaged) __syncthreads();
+
+  if constexpr (STRATEGY == 2) {
+    using ML = k::MmaWeightLayout<C, H>;
+    k::layernorm_tile<C, TILE_I, TILE_J, BLOCK, true>(smem + Layout::kTileA, sw + ML::kGamma, sw + ML::kBeta);
+    __syncthreads();
+    k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM>(out, tile, smem + Layout::kTileA, sw);
+  } else {
+    using WL = k::WeightLayout<C, H>;
+    constexpr bool kSmemW = SMEM_W != 0;
+    const float* g = kSmemW ? sw + WL::kGamma : ln_w;
+    const float* be = kSmemW ? sw + WL::kBeta : ln_b;
+    const float* pw0 = kSmemW ? sw + WL::kW0 : w0;
+    const float* pb0 = kSmemW ? sw + WL::kB0 : b0;
+    const float* pw2 = kSmemW ? sw + WL::kW2 : w2;
+    const float* pb2 = kSmemW ? sw + WL::kB2 : b2;
+    const float* pw4 = kSmemW ? sw + WL::kW4 : w4;
+    const float* pb4 = kSmemW ? sw + WL::kB4 : b4;
+    if constexpr (kStaged) {
+      k::layernorm_tile<C, TILE_I, TILE_J, BLOCK, kSmemW>(smem + Layout::kTileA, g, be);
+      __syncthreads();
+    }
+    if constexpr (STRATEGY == 0) {
+      k::thread_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(
+          pair_repr, g, be, pw0, pb0, pw2, pb2, pw4, pb4, out, tile, smem + Layout::kTileA);
+    } else {
+      k::warp_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(
+          pair_repr, g, be, pw0, pb0, pw2, pb2, pw4, pb4, out, tile, smem + Layout::kTileA, smem + Layout::kScratch);
+    }
+  }
+}
