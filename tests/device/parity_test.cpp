@@ -13,26 +13,18 @@
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
 #include "support/paths.hpp"
+#include "support/sample.hpp"
 
 namespace tune {
 namespace {
 
 std::optional<DeviceInfo> device_or_skip_reason(std::string* why) { return query_device(0, why); }
 
-// The baseline plus one configuration per combination of categorical parameters.
+// The baseline plus the representative subset.
 std::vector<Config> sample(const Space& space, const Shape& shape, const DeviceLimits& limits) {
-  std::map<std::vector<std::size_t>, Config> firsts;
-  for (const Config& c : space.enumerate(shape, limits).configs) {
-    std::vector<std::size_t> key;
-    for (std::size_t p = 0; p < space.parameters().size(); ++p) {
-      const auto& v = space.parameters()[p].values.front();
-      if (v.is_string() || v.is_boolean()) key.push_back(c.choice[p]);
-    }
-    firsts.try_emplace(key, c);
-  }
   std::vector<Config> out;
   if (space.violated_constraint(space.baseline(), shape, limits).empty()) out.push_back(space.baseline());
-  for (auto& [k, c] : firsts)
+  for (const Config& c : test::representatives(space, space.enumerate(shape, limits).configs))
     if (!(c == space.baseline())) out.push_back(c);
   return out;
 }

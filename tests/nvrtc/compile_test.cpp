@@ -8,32 +8,16 @@
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
+#include "support/sample.hpp"
 
 namespace tune {
 namespace {
-
-// One configuration per combination of the space's categorical parameters (strings and
-// booleans: strategy, mapping, caching mode, ...), the first in enumeration order.
-std::vector<Config> representatives(const Space& space, const std::vector<Config>& configs) {
-  std::map<std::vector<std::size_t>, Config> firsts;
-  for (const Config& c : configs) {
-    std::vector<std::size_t> key;
-    for (std::size_t p = 0; p < space.parameters().size(); ++p) {
-      const auto& v = space.parameters()[p].values.front();
-      if (v.is_string() || v.is_boolean()) key.push_back(c.choice[p]);
-    }
-    firsts.try_emplace(key, c);
-  }
-  std::vector<Config> out;
-  for (auto& [k, c] : firsts) out.push_back(c);
-  return out;
-}
 
 void compile_subset(const std::string& problem, const std::vector<std::pair<std::string, std::int64_t>>& dims) {
   const Space space = load_space(problem, std::nullopt);
   const Shape shape = resolve_shape(find_problem(problem), space, dims);
   const auto all = space.enumerate(shape, DeviceLimits::for_arch(90)).configs;
-  auto subset = representatives(space, all);
+  auto subset = test::representatives(space, all);
   if (std::find(subset.begin(), subset.end(), space.baseline()) == subset.end()) subset.push_back(space.baseline());
   const std::string source(template_source(space.template_name()));
   std::vector<CompileResult> results(subset.size());
