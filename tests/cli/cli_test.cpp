@@ -86,8 +86,9 @@ TEST(Cli, CompileOnlySweepRecordsResourcesAndWritesNoHeader) {
   std::string why;
   const bool has_device = tune::query_device(0, &why).has_value();
   // Without a device, tune says so in one line and runs the compile-only sweep; --compile-only forces it.
-  const Result r = run("--problem contact --B 2 --N 8 --C 16 --H 8 --config " + space + " --out " + out +
-                       (has_device ? " --compile-only" : ""));
+  const std::string args = "--problem contact --B 2 --N 8 --C 16 --H 8 --config " + space + " --out " + out +
+                           " --cache-dir " + out + "/cache" + (has_device ? " --compile-only" : "");
+  const Result r = run(args);
   ASSERT_EQ(r.code, 0) << r.output;
   if (!has_device) {
     EXPECT_NE(r.output.find("no CUDA device"), std::string::npos) << r.output;
@@ -105,6 +106,22 @@ TEST(Cli, CompileOnlySweepRecordsResourcesAndWritesNoHeader) {
     EXPECT_TRUE(v.at("timing").is_null());
   }
   EXPECT_FALSE(std::filesystem::exists(json_path.parent_path() / "B2_N8_C16_H8.hpp"));
+  for (const auto& v : j.at("variants")) EXPECT_EQ(v.at("compile_cached"), false);
+
+  // The same run again compiles nothing: every CUBIN comes from the cache, resources intact.
+  const Result again = run(args);
+  ASSERT_EQ(again.code, 0) << again.output;
+  const auto k = nlohmann::ordered_json::parse(std::ifstream(json_path));
+  for (const auto& v : k.at("variants")) {
+    EXPECT_EQ(v.at("compile_cached"), true) << v.dump();
+    EXPECT_GT(v.at("max_registers").get<int>(), 0);
+  }
+  // --no-cache compiles again.
+  const Result fresh = run(args + " --no-cache");
+  ASSERT_EQ(fresh.code, 0) << fresh.output;
+  const auto f = nlohmann::ordered_json::parse(std::ifstream(json_path));
+  EXPECT_EQ(f.at("context").at("compile_cache"), "off");
+  for (const auto& v : f.at("variants")) EXPECT_EQ(v.at("compile_cached"), false);
 }
 
 TEST(Cli, VerifyChecksTheCpuReferenceAgainstGoldenFiles) {

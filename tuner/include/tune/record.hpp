@@ -78,6 +78,7 @@ struct VariantRecord {
   Status status = Status::kPending;
   std::string reason;  // why it failed or was skipped
   double compile_seconds = 0;
+  bool compile_cached = false;  // the CUBIN came from the compile cache
   double load_seconds = 0;
   double first_launch_ms = 0;
   std::vector<nlohmann::ordered_json> launches;  // kernel, grid, block, dynamic smem
@@ -105,6 +106,7 @@ struct RunContext {
   std::vector<std::string> compile_options;
   std::string arch;
   std::string config_file;
+  std::string compile_cache;  // its directory, or "off"
   int jobs = 1;
 };
 

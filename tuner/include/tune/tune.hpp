@@ -24,7 +24,9 @@ struct TuneOptions {
   bool compile_only = false;
   int device = 0;
   int arch = 90;  // target when compiling without a device
-  int top_k = 3;  // re-measured strictly, interleaved, before naming a winner
+  int top_k = 3;
+  std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
+  bool no_cache = false;  // re-measured strictly, interleaved, before naming a winner
   std::string command_line;
   std::function<void(const std::string&)> log;  // progress lines; may be empty
 };

@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
   app.add_option("--arch", opt.arch, "compute capability to compile for when there is no device, e.g. 90")->capture_default_str();
   app.add_option("--top", opt.top_k, "variants re-measured strictly, interleaved, before naming the winner")->capture_default_str();
   app.add_flag("--compile-only", opt.compile_only, "compile every variant and record resources; time nothing");
+  std::string cache_dir;
+  app.add_option("--cache-dir", cache_dir, "compile cache directory (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
+  app.add_flag("--no-cache", opt.no_cache, "compile everything, neither reading nor writing the compile cache");
 
   tune::VerifyOptions vopt;
   auto* verify = app.add_subcommand("verify", "check the CPU reference (and, on a GPU, tuned variants) against golden files");
@@ -103,6 +106,7 @@ int main(int argc, char** argv) {
     opt.out_dir = out_dir;
     if (!header.empty()) opt.header = header;
     if (!config.empty()) opt.config = config;
+    if (!cache_dir.empty()) opt.cache_dir = cache_dir;
     opt.log = log;
     print_summary(tune::run_tune(opt));
     return 0;

@@ -142,6 +142,7 @@ Json variant_json(const VariantRecord& v) {
               {"status", to_string(v.status)},
               {"reason", v.reason},
               {"compile_seconds", number(v.compile_seconds)},
+              {"compile_cached", v.compile_cached},
               {"load_seconds", number(v.load_seconds)},
               {"first_launch_ms", number(v.first_launch_ms)},
               {"launches", v.launches},
@@ -164,6 +165,7 @@ VariantRecord variant_from(const Json& j) {
   v.status = status_from_string(j.at("status").get<std::string>());
   v.reason = j.value("reason", "");
   v.compile_seconds = read_number(j, "compile_seconds");
+  v.compile_cached = j.value("compile_cached", false);
   v.load_seconds = read_number(j, "load_seconds");
   v.first_launch_ms = read_number(j, "first_launch_ms");
   if (j.contains("launches")) v.launches = j.at("launches").get<std::vector<Json>>();
@@ -278,6 +280,7 @@ Json to_json(const RunRecord& run) {
                 {"arch", c.arch},
                 {"compile_options", c.compile_options},
                 {"config_file", c.config_file},
+                {"compile_cache", c.compile_cache},
                 {"jobs", c.jobs}}},
               {"device", run.device ? device_json(*run.device) : Json(nullptr)},
               {"work", {{"flop_per_call", run.flop}, {"bytes_per_call", run.bytes}}},
@@ -326,6 +329,7 @@ RunRecord run_from_json(const Json& j) {
     run.context.arch = c.at("arch").get<std::string>();
     run.context.compile_options = c.at("compile_options").get<std::vector<std::string>>();
     run.context.config_file = c.value("config_file", "");
+    run.context.compile_cache = c.value("compile_cache", "");
     run.context.jobs = c.value("jobs", 1);
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
     run.flop = j.at("work").at("flop_per_call").get<double>();

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tune/compile.hpp"
+#include "tune/compile_cache.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -208,6 +209,10 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.config_file = o.config ? o.config->string() : space.source_name() + " (embedded)";
   ctx.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
+  std::optional<CompileCache> cache;
+  if (!o.no_cache) cache.emplace(o.cache_dir ? *o.cache_dir : CompileCache::default_dir());
+  ctx.compile_cache = cache ? cache->dir().string() : "off";
+
   // Records for every variant up front: an interrupted run shows what was never reached.
   const std::string source(template_source(space.template_name()));
   std::vector<Lowered> lowered;
@@ -260,6 +265,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   std::condition_variable ready;
   std::deque<std::size_t> compiled_queue;
   std::vector<CompileResult> results(n);
+  std::vector<char> from_cache(n, 0);
   std::atomic<std::size_t> next{0};
   std::size_t compiled_count = 0;
   const auto t_compile = Clock::now();
@@ -269,14 +275,23 @@ TuneOutcome run_tune(const TuneOptions& o) {
       CompileRequest req{source, space.template_name(), {}, ctx.compile_options};
       for (const auto& k : lowered[i].launches) req.name_expressions.push_back(k.name_expression);
       CompileResult r;
+      bool cached = false;
       try {
-        r = compile(req);
+        const std::string key = cache ? CompileCache::key(req, ctx.nvrtc_version) : std::string();
+        if (auto hit = cache ? cache->load(key) : std::nullopt) {
+          r = std::move(*hit);
+          cached = true;
+        } else {
+          r = compile(req);
+          if (cache) cache->store(key, r);
+        }
       } catch (const std::exception& e) {
         r.ok = false;
         r.log = std::string("compile raised: ") + e.what();
       }
       std::lock_guard lock(mutex);
       results[i] = std::move(r);
+      from_cache[i] = cached;
       compiled_queue.push_back(i);
       if (++compiled_count == n) compile_wall = seconds_since(t_compile);
       ready.notify_one();
@@ -301,6 +316,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
     VariantRecord& rec = run.variants[i];
     const CompileResult& cr = results[i];
     rec.compile_seconds = cr.seconds;
+    rec.compile_cached = from_cache[i] != 0;
     rec.resources = cr.resources;
     if (!cr.ok) {
       rec.status = Status::kCompileFailed;
@@ -328,7 +344,9 @@ TuneOutcome run_tune(const TuneOptions& o) {
       }
     }
     if (rec.spill_bytes() > 0 && rec.reason.empty()) rec.reason = fmt::format("spills {} bytes", rec.spill_bytes());
-    log(fmt::format("[{:>3}/{}] compiled {:5.1f}s  {:<14} {}{}", done + 1, n, cr.seconds, to_string(rec.status),
+    log(fmt::format("[{:>3}/{}] {}  {:<14} {}{}", done + 1, n,
+                    rec.compile_cached ? std::string("from cache    ") : fmt::format("compiled {:5.1f}s", cr.seconds),
+                    to_string(rec.status),
                     rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' '), rec.name) +
         (run.timed ? fmt::format("   (checked {}, passed {}, best {})", checked, passed,
                                  best ? fmt::format("{:.2f} us", *best) : "-")

@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tune/compile_cache.hpp"
+
+namespace tune {
+namespace {
+
+CompileRequest request() {
+  return {"template <int I> __global__ void k() {}", "k.cu", {"k<1>"}, {"-arch=sm_90", "-std=c++17"}};
+}
+
+TEST(CompileCache, KeyChangesWithSourceOptionsNamesAndNvrtcVersion) {
+  const std::string base = CompileCache::key(request(), "13.0");
+  EXPECT_EQ(base.size(), 32u);
+  EXPECT_EQ(CompileCache::key(request(), "13.0"), base);  // same request, same key
+  CompileRequest r = request();
+  r.source += " ";
+  EXPECT_NE(CompileCache::key(r, "13.0"), base);
+  r = request();
+  r.options[0] = "-arch=sm_80";
+  EXPECT_NE(CompileCache::key(r, "13.0"), base);
+  r = request();
+  r.options.push_back("-lineinfo");
+  EXPECT_NE(CompileCache::key(r, "13.0"), base);
+  r = request();
+  r.name_expressions[0] = "k<2>";
+  EXPECT_NE(CompileCache::key(r, "13.0"), base);
+  EXPECT_NE(CompileCache::key(request(), "13.1"), base);
+  // Length-prefixed fields: moving a character between fields changes the key.
+  r = request();
+  r.options = {"-arch=sm_90-std=c++17"};
+  EXPECT_NE(CompileCache::key(r, "13.0"), base);
+}
+
+TEST(CompileCache, StoresHitsAndTreatsDamagedEntriesAsMisses) {
+  const auto dir = std::filesystem::temp_directory_path() / "tune_cache_test";
+  std::filesystem::remove_all(dir);
+  const CompileCache cache(dir);
+  const std::string key = CompileCache::key(request(), "13.0");
+  EXPECT_FALSE(cache.load(key).has_value());
+  CompileResult r;
+  r.ok = true;
+  r.cubin = {'\x7f', 'E', 'L', 'F', '\0', '\1'};
+  r.lowered_names = {"_Z1kILi1EEvv"};
+  r.log = "ptxas info    : Compiling entry function '_Z1kILi1EEvv' for 'sm_90'\n"
+          "ptxas info    : Used 12 registers, used 0 barriers, 360 bytes cmem[0]\n";
+  r.seconds = 4.2;
+  cache.store(key, r);
+  const auto hit = cache.load(key);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_TRUE(hit->ok);
+  EXPECT_EQ(hit->cubin, r.cubin);
+  EXPECT_EQ(hit->lowered_names, r.lowered_names);
+  EXPECT_EQ(hit->resources.at("_Z1kILi1EEvv").registers, 12);
+  EXPECT_EQ(hit->seconds, 0.0);
+  // A truncated CUBIN (torn write) or unreadable metadata is a miss, not a crash.
+  std::ofstream(dir / (key + ".cubin"), std::ios::trunc) << "x";
+  EXPECT_FALSE(cache.load(key).has_value());
+  cache.store(key, r);
+  std::ofstream(dir / (key + ".json"), std::ios::trunc) << "{not json";
+  EXPECT_FALSE(cache.load(key).has_value());
+  // Failed compiles are not stored.
+  CompileResult failed;
+  const std::string other = CompileCache::key(CompileRequest{"x", "x.cu", {}, {}}, "13.0");
+  cache.store(other, failed);
+  EXPECT_FALSE(std::filesystem::exists(dir / (other + ".json")));
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,31 @@
+#pragma once
+// A persistent cache of compiled variants on disk, keyed by everything that decides the CUBIN:
+// the template source, the name expressions, the options (arch included) and the NVRTC version.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "tune/compile.hpp"
+
+namespace tune {
+
+class CompileCache {
+ public:
+  // Creates the directory when needed; throws InputError when it cannot.
+  explicit CompileCache(std::filesystem::path dir);
+  // $XDG_CACHE_HOME/tune, else ~/.cache/tune, else a folder in the temporary directory.
+  static std::filesystem::path default_dir();
+  // 32 hex digits (XXH3-128) of the request and the NVRTC version.
+  static std::string key(const CompileRequest& request, const std::string& nvrtc_version);
+
+  // A hit carries the CUBIN, log, lowered names and resources; seconds is 0.
+  [[nodiscard]] std::optional<CompileResult> load(const std::string& key) const;
+  // Stores successful compiles only (a failure is cheap to reproduce and may be transient).
+  void store(const std::string& key, const CompileResult& result) const;
+  [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+}  // namespace tune

@@ -1,0 +1,78 @@
+// Header-only use of xxHash (libxxhash-dev): nothing to link.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tune/compile_cache.hpp"
+#include "tune/errors.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+
+CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec)
+    throw InputError(fmt::format("cannot create the compile cache {} ({}); pass --cache-dir or --no-cache", dir_.string(),
+                                 ec.message()));
+}
+
+std::filesystem::path CompileCache::default_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "tune";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "tune";
+  return std::filesystem::temp_directory_path() / "tune-cache";
+}
+
+std::string CompileCache::key(const CompileRequest& request, const std::string& nvrtc_version) {
+  // Fields are length-prefixed, so no two different requests serialise alike.
+  std::string blob;
+  auto add = [&](const std::string& s) { blob += std::to_string(s.size()) + ':' + s; };
+  add("tune-compile-cache-v1");
+  add(nvrtc_version);
+  add(request.source);
+  add(std::to_string(request.name_expressions.size()));
+  for (const auto& e : request.name_expressions) add(e);
+  add(std::to_string(request.options.size()));
+  for (const auto& o : request.options) add(o);
+  const XXH128_hash_t h = XXH3_128bits(blob.data(), blob.size());
+  return fmt::format("{:016x}{:016x}", h.high64, h.low64);
+}
+
+std::optional<CompileResult> CompileCache::load(const std::string& key) const {
+  std::ifstream meta_in(dir_ / (key + ".json"));
+  std::ifstream cubin_in(dir_ / (key + ".cubin"), std::ios::binary);
+  if (!meta_in || !cubin_in) return std::nullopt;
+  try {
+    const auto meta = nlohmann::json::parse(meta_in);
+    CompileResult r;
+    r.cubin.assign(std::istreambuf_iterator<char>(cubin_in), std::istreambuf_iterator<char>());
+    if (r.cubin.size() != meta.at("cubin_bytes").get<std::size_t>()) return std::nullopt;  // torn write
+    r.log = meta.at("log").get<std::string>();
+    r.lowered_names = meta.at("lowered_names").get<std::vector<std::string>>();
+    r.resources = parse_ptxas_report(r.log);
+    r.ok = true;
+    return r;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // a damaged entry is a miss; the store that follows replaces it
+  }
+}
+
+void CompileCache::store(const std::string& key, const CompileResult& result) const {
+  if (!result.ok) return;
+  // The CUBIN first, the metadata (which says how long the CUBIN is) last: a reader that finds
+  // the metadata finds a whole CUBIN.
+  write_file_atomic(dir_ / (key + ".cubin"), std::string(result.cubin.begin(), result.cubin.end()));
+  const nlohmann::json meta{{"cubin_bytes", result.cubin.size()},
+                            {"log", result.log},
+                            {"lowered_names", result.lowered_names},
+                            {"compile_seconds", result.seconds}};
+  write_file_atomic(dir_ / (key + ".json"), meta.dump());
+}
+
+}  // namespace tune
