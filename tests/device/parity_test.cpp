@@ -36,12 +36,9 @@ void check_sample(const DeviceInfo& device, const std::string& problem_name, con
   const auto configs = sample(space, shape, device.limits());
   ASSERT_FALSE(configs.empty()) << what;
   DeviceRunner runner(device, problem, shape, data, data, reference, 0);
-  const std::string source(template_source(space.template_name()));
   for (const Config& c : configs) {
     const Lowered lowered = space.lower(c, shape);
-    CompileRequest req{source, space.template_name(), {}, default_options(device.compute_capability())};
-    for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
-    const CompileResult compiled = compile(req);
+    const CompileResult compiled = compile(compile_request(lowered, default_options(device.compute_capability())));
     ASSERT_TRUE(compiled.ok) << space.name(c) << "\n" << compiled.log;
     const ParityRecord p = runner.check(compiled, lowered, data, reference, 0);
     EXPECT_TRUE(parity_passed(p)) << what << " " << space.name(c) << ": " << p.mismatches << " of " << p.elements

@@ -19,7 +19,6 @@ void compile_subset(const std::string& problem, const std::vector<std::pair<std:
   const auto all = space.enumerate(shape, DeviceLimits::for_arch(90)).configs;
   auto subset = test::representatives(space, all);
   if (std::find(subset.begin(), subset.end(), space.baseline()) == subset.end()) subset.push_back(space.baseline());
-  const std::string source(template_source(space.template_name()));
   std::vector<CompileResult> results(subset.size());
   std::vector<Lowered> lowered;
   for (const auto& c : subset) lowered.push_back(space.lower(c, shape));
@@ -29,9 +28,7 @@ void compile_subset(const std::string& problem, const std::vector<std::pair<std:
     for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
       pool.emplace_back([&] {
         for (std::size_t i = next++; i < subset.size(); i = next++) {
-          CompileRequest req{source, space.template_name(), {}, default_options(90)};
-          for (const auto& k : lowered[i].launches) req.name_expressions.push_back(k.name_expression);
-          results[i] = compile(req);
+          results[i] = compile(compile_request(lowered[i], default_options(90)));
         }
       });
   }

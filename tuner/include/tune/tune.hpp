@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "tune/compile.hpp"
 #include "tune/record.hpp"
+#include "tune/space.hpp"
 #include "tune/shape.hpp"
 
 namespace tune {
@@ -46,6 +48,10 @@ class Space load_space(const std::string& problem, const std::optional<std::file
 // The shape of a run: the user's dimensions over the space's defaults, validated.
 Shape resolve_shape(const class Problem& problem, const class Space& space,
                     const std::vector<std::pair<std::string, std::int64_t>>& dims);
+
+// The compile request of a lowered variant: its embedded template, its name expressions in
+// launch order, and the options.
+CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options);
 
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);

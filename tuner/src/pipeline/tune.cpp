@@ -94,6 +94,12 @@ struct Job {
 
 }  // namespace
 
+CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
+  CompileRequest req{std::string(template_source(lowered.template_name)), lowered.template_name, {}, std::move(options)};
+  for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
+  return req;
+}
+
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
@@ -214,7 +220,6 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.compile_cache = cache ? cache->dir().string() : "off";
 
   // Records for every variant up front: an interrupted run shows what was never reached.
-  const std::string source(template_source(space.template_name()));
   std::vector<Lowered> lowered;
   for (const Config& c : space_enum.configs) {
     VariantRecord r;
@@ -272,8 +277,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   double compile_wall = 0;
   auto worker = [&] {
     for (std::size_t i = next++; i < n; i = next++) {
-      CompileRequest req{source, space.template_name(), {}, ctx.compile_options};
-      for (const auto& k : lowered[i].launches) req.name_expressions.push_back(k.name_expression);
+      const CompileRequest req = compile_request(lowered[i], ctx.compile_options);
       CompileResult r;
       bool cached = false;
       try {

@@ -79,7 +79,6 @@ bool run_verify(const VerifyOptions& o) {
                       o.all ? "every valid configuration" : "the baseline"));
     }
     DeviceRunner runner(*device, problem, g.shape, g.data, g.data, g.output, 0);
-    const std::string source(template_source(space.template_name()));
     for (const auto& [why, config] : configs) {
       const std::string name = space.name(config);
       const std::string violated = space.violated_constraint(config, g.shape, limits);
@@ -88,9 +87,8 @@ bool run_verify(const VerifyOptions& o) {
         continue;
       }
       const Lowered lowered = space.lower(config, g.shape);
-      CompileRequest req{source, space.template_name(), {}, default_options(device->compute_capability())};
-      for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
-      const CompileResult compiled = compile(req);
+      const CompileResult compiled =
+          compile(compile_request(lowered, default_options(device->compute_capability())));
       if (!compiled.ok) {
         log(fmt::format("  {} {}: compile failed", why, name));
         all_ok = false;
