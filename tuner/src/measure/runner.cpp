@@ -40,12 +40,47 @@ BufferSet upload(const ProblemData& data, const TensorSpec& out) {
   return s;
 }
 
+// Kernel arguments of every launch, resolved against one buffer set: launching is then only
+// the driver call (the timing loops launch thousands of times).
+struct BoundArgs {
+  std::vector<std::vector<CUdeviceptr>> values;
+  std::vector<std::vector<void*>> params;  // point into values
+};
+
 // A compiled variant loaded into the current context, ready to launch on either buffer set.
 struct LoadedVariant {
   cuda::Module module;
   std::vector<CUfunction> functions;
   std::vector<KernelLaunch> launches;
   std::map<std::string, cuda::DeviceBuffer> scratch;
+  mutable std::map<const BufferSet*, BoundArgs> bound;
+
+  BoundArgs& bind(const BufferSet& set) const {
+    auto [it, fresh] = bound.try_emplace(&set);
+    BoundArgs& b = it->second;
+    if (!fresh) return b;
+    for (const KernelLaunch& l : launches) {
+      auto& values = b.values.emplace_back();
+      for (const auto& name : l.args) {
+        if (auto s = set.buffers.find(name); s != set.buffers.end()) {
+          values.push_back(s->second.get());
+        } else if (auto t = scratch.find(name); t != scratch.end()) {
+          values.push_back(t->second.get());
+        } else {
+          bound.erase(it);
+          throw InputError(fmt::format("launch '{}' names buffer '{}', which is neither a parameter, an input, "
+                                       "'out' nor a scratch buffer of this configuration",
+                                       l.kernel, name));
+        }
+      }
+    }
+    // Only now, with every values vector complete, take pointers into them.
+    for (auto& values : b.values) {
+      auto& params = b.params.emplace_back();
+      for (auto& value : values) params.push_back(&value);
+    }
+    return b;
+  }
 };
 
 }  // namespace
@@ -126,25 +161,12 @@ struct DeviceRunner::Impl {
     return {};
   }
 
-  void enqueue(const LoadedVariant& v, BufferSet& set) {
+  void enqueue(const LoadedVariant& v, const BufferSet& set) {
+    BoundArgs& args = v.bind(set);
     for (std::size_t i = 0; i < v.launches.size(); ++i) {
       const KernelLaunch& l = v.launches[i];
-      std::vector<CUdeviceptr> ptrs;
-      for (const auto& name : l.args) {
-        if (auto it = set.buffers.find(name); it != set.buffers.end()) {
-          ptrs.push_back(it->second.get());
-        } else if (auto sit = v.scratch.find(name); sit != v.scratch.end()) {
-          ptrs.push_back(sit->second.get());
-        } else {
-          throw InputError(fmt::format("launch '{}' names buffer '{}', which is neither a parameter, an input, "
-                                       "'out' nor a scratch buffer of this configuration",
-                                       l.kernel, name));
-        }
-      }
-      std::vector<void*> params;
-      for (auto& p : ptrs) params.push_back(&p);
       TUNE_CU(cuLaunchKernel(v.functions[i], l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
-                             l.dynamic_smem, stream->get(), params.data(), nullptr));
+                             l.dynamic_smem, stream->get(), args.params[i].data(), nullptr));
     }
   }
 
