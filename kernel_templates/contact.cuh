@@ -270,6 +270,22 @@ __device__ __forceinline__ TileOrigin tile_origin() {
   }
 }
 
+// (gi, gj) of staged row `row`: tile A rows (ii,jj) first, then tile T rows (jj,ii).
+template <int TILE_I, int TILE_J>
+__device__ __forceinline__ void staged_row_source(int row, int i0, int j0, int& gi, int& gj) {
+  constexpr int kRows = TILE_I * TILE_J;
+  if (row < kRows) {
+    const int ii = row / TILE_J;
+    gi = i0 + ii;
+    gj = j0 + (row - ii * TILE_J);
+  } else {
+    const int r = row - kRows;
+    const int jj = r / TILE_I;
+    gi = j0 + jj;
+    gj = i0 + (r - jj * TILE_I);
+  }
+}
+
 // Loads tile A (rows x[b, i0+ii, j0+jj, :] at row ii*TILE_J+jj) and tile T (rows
 // x[b, j0+jj, i0+ii, :] at row TILE_I*TILE_J + jj*TILE_I+ii) into consecutive shared rows of
 // stride row_stride(C). Consecutive threads read consecutive vectors of one contiguous run;
@@ -286,16 +302,7 @@ __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, 
       const int row = f / kPerRow;
       const int c = (f - row * kPerRow) * V;
       int gi, gj;
-      if (row < kRows) {
-        const int ii = row / TILE_J;
-        gi = i0 + ii;
-        gj = j0 + (row - ii * TILE_J);
-      } else {
-        const int r = row - kRows;
-        const int jj = r / TILE_I;
-        gi = j0 + jj;
-        gj = i0 + (r - jj * TILE_I);
-      }
+      staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
       const bool inside = gi < N && gj < N;
       copy_async<4 * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0), inside);
     }
@@ -316,16 +323,7 @@ __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, 
         const int row = f / kPerRow;
         const int c = (f - row * kPerRow) * V;
         int gi, gj;
-        if (row < kRows) {
-          const int ii = row / TILE_J;
-          gi = i0 + ii;
-          gj = j0 + (row - ii * TILE_J);
-        } else {
-          const int r = row - kRows;
-          const int jj = r / TILE_I;
-          gi = j0 + jj;
-          gj = i0 + (r - jj * TILE_I);
-        }
+        staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
         if (gi < N && gj < N) loadv<V, false>(x + row_offset(N, C, b, gi, gj) + c, v[k]);
         dst[k] = row * RS + c;
       }
