@@ -291,6 +291,7 @@ def _save(fig, out, name):
 
 def chart_distribution(plt, g, out):
     import numpy as np
+    from matplotlib.ticker import MaxNLocator
     gpus = [(s, d) for s, d in g["gpus"].items() if d["times"]]
     if not gpus:
         return None
@@ -315,6 +316,7 @@ def chart_distribution(plt, g, out):
         if empty:
             ax.axvline(empty, color="gray", ls="-.", lw=1, label=f"empty kernel (cold) {empty:.1f} µs")
         ax.set_xscale("log")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("variants")
         ax.set_title(f"{d['gpu']}: {len(d['times'])} variants that passed parity", fontsize=9)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -365,6 +367,7 @@ def chart_sensitivity(plt, g, slug, out):
 
 
 def chart_shapes(plt, problem, groups, out):
+    from matplotlib.ticker import FuncFormatter
     gs = sorted((g for g in groups if g["problem"] == problem),
                 key=lambda g: min((d["work"] or {}).get("bytes_per_call", 0) for d in g["gpus"].values()))
     slugs = sorted({s for g in gs for s in g["gpus"]})
@@ -385,6 +388,10 @@ def chart_shapes(plt, problem, groups, out):
                 ax.plot(*zip(*pts), style, color=c, label=f"{name}: {what}", alpha=0.6 if what == "baseline" else 1)
     ax.set_xticks(x, [shape_text(g["shape"]).replace(" ", "\n", 1) for g in gs], fontsize=8)
     ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel("shape (ordered by bytes per call)")
     ax.set_ylabel("cold median time per call (µs, log scale)")
     ax.set_title(f"{problem}: time vs shape, with the larger floor (bytes/bandwidth or FLOP/FP32 rate)", fontsize=9)
