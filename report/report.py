@@ -98,8 +98,16 @@ def load_torch(root, extra):
     return out
 
 
-def load_peaks(path):
+def load_peaks(path, torch):
+    """Per GPU slug: --peaks FILE first; else the table above, with the copy bandwidth that
+    torch_baseline.py measured in the tunes' device session when its file has one."""
     peaks = {k: dict(v) for k, v in MEASURED_PEAKS.items()}
+    for slug, t in torch.items():
+        bw = (t["doc"].get("device_peaks") or {}).get("copy_gb_per_s")
+        if bw:
+            old = peaks.setdefault(slug, {"source": "no FP32 rate known"})
+            old["source"] = f"copy bandwidth: measured by torch_baseline.py ({t['path']}); FP32 rate: {old['source']}"
+            old["copy_gb_per_s"] = bw
     if path:
         try:
             with open(path) as f:
@@ -117,16 +125,17 @@ def load_peaks(path):
 # The numbers
 
 def floors(run, peak):
-    """Bytes over copy bandwidth and FLOP over the FP32 rate, in µs; None without peak numbers."""
-    if not peak:
-        return None
+    """Bytes over copy bandwidth and FLOP over the FP32 rate, in µs, each None without its peak;
+    None when neither peak is known."""
     work = run.get("work") or {}
-    b = work.get("bytes_per_call") or 0
-    f = work.get("flop_per_call") or 0
-    bytes_us = b / (peak["copy_gb_per_s"] * 1e3)
-    flop_us = f / (peak["fp32_gflop_per_s"] * 1e3)
-    return {"bytes_us": bytes_us, "flop_us": flop_us, "larger_us": max(bytes_us, flop_us),
-            "bound": "memory" if bytes_us >= flop_us else "FP32 compute"}
+    bw, rate = (peak or {}).get("copy_gb_per_s"), (peak or {}).get("fp32_gflop_per_s")
+    bytes_us = (work.get("bytes_per_call") or 0) / (bw * 1e3) if bw else None
+    flop_us = (work.get("flop_per_call") or 0) / (rate * 1e3) if rate else None
+    known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, "FP32 compute")) if t is not None]
+    if not known:
+        return None
+    larger, bound = max(known, key=lambda k: k[0])
+    return {"bytes_us": bytes_us, "flop_us": flop_us, "larger_us": larger, "bound": bound}
 
 
 def torch_speedups(win_t, entry):
@@ -422,7 +431,7 @@ def build(root, out, peaks, torch, charts=True):
     used = sorted({s for g in groups.values() for s in g["gpus"]})
     blocks.append(("h2", "Device peaks used for the floors"))
     blocks.append(("table", ["GPU", "copy bandwidth GB/s", "FP32 GFLOP/s", "source"],
-                   [[s, fmt(peaks[s]["copy_gb_per_s"], ".0f"), fmt(peaks[s]["fp32_gflop_per_s"], ".0f"),
+                   [[s, fmt(peaks[s].get("copy_gb_per_s"), ".0f"), fmt(peaks[s].get("fp32_gflop_per_s"), ".0f"),
                      peaks[s].get("source", "")] if s in peaks else
                     [s, "—", "—", "no peak numbers: pass --peaks FILE ({slug: {copy_gb_per_s, fp32_gflop_per_s}})"]
                     for s in used]))
@@ -447,7 +456,7 @@ def build(root, out, peaks, torch, charts=True):
                 rows.append([d["gpu"], f"`{params_text(d['winner_params'])}`" if d["winner_params"] else "—",
                              fmt(d["median_us"]), fmt(d["noise"] * 100 if d["noise"] is not None else None, ".1f") + " %",
                              fmt(d["batch_us"]), fmt(d["graph_us"]),
-                             fmt(f["bytes_us"]) if f else "—", fmt(f["flop_us"]) if f else "—",
+                             fmt(f["bytes_us"] if f else None), fmt(f["flop_us"] if f else None),
                              x(d["ratio_to_floor"]), fmt(d["baseline_us"]), x(d["speedup_over_baseline"])])
                 if d["torch"]:
                     t = d["torch"]
@@ -563,7 +572,8 @@ def main(argv=None):
             out.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise InputError(f"-o {out}: cannot create the output folder ({e.strerror})")
-        blocks, data = build(root, out, load_peaks(a.peaks), load_torch(root, a.torch))
+        torch = load_torch(root, a.torch)
+        blocks, data = build(root, out, load_peaks(a.peaks, torch), torch)
         (out / "report.md").write_text(render_md(blocks))
         (out / "report.html").write_text(render_html(blocks, out))
         (out / "report.json").write_text(json.dumps(data, indent=1) + "\n")

@@ -18,6 +18,7 @@ Output (schema_version 1):
    "context": {"torch_version", "cuda_version", "created_at", "host", "command_line", "models",
                "allow_tf32_matmul", "allow_tf32_cudnn"},
    "method": {"events": ..., "graph": ..., "samples", "max_seconds", "graph_calls", "flush_bytes"},
+   "device_peaks": {"copy_gb_per_s": device-to-device copy of 1 GiB, bytes read + written, "method"},
    "entries": [{"problem", "shape": {dim: value},
                 "eager" | "compile": {"events": TIMES | null, "graph": TIMES | null, "error": str | null,
                                       "compile_seconds" (compile only)}}]}
@@ -123,6 +124,23 @@ def time_graph(torch, fn, calls, samples, max_seconds):
     return summary(us)
 
 
+def copy_bandwidth(torch, samples=20):
+    """GB/s of a 1 GiB device-to-device copy, bytes read + written (the floor's bandwidth)."""
+    src = torch.ones(1 << 28, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        dst.copy_(src)
+    ms = []
+    for _ in range(samples):
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        ms.append(start.elapsed_time(end))
+    return 2 * src.numel() * 4 / (statistics.median(ms) * 1e-3) / 1e9
+
+
 def build(models, torch, problem, shape):
     if problem == "contact":
         return models.ContactMapHead(shape["C"], shape["H"]), models.contact_inputs(shape["B"], shape["N"], shape["C"])
@@ -224,6 +242,9 @@ def main(argv=None):
                           "graph": "graph_calls calls captured in one CUDA graph, replayed; per call; median",
                           "samples": a.samples, "max_seconds": a.max_seconds, "graph_calls": a.graph_calls,
                           "flush_bytes": 2 * l2},
+               "device_peaks": {"copy_gb_per_s": copy_bandwidth(torch),
+                                "method": "device-to-device copy of 1 GiB (bytes read + written), CUDA events, median "
+                                          "of 20"},
                "entries": []}
         out = pathlib.Path(a.out)
         out.parent.mkdir(parents=True, exist_ok=True)

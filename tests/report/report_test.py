@@ -88,6 +88,25 @@ class Report(unittest.TestCase):
             self.assertIn(f"](charts/{name})", self.md)
         self.assertEqual(self.html.count('src="data:image/png;base64,'), len(want))
 
+    def test_without_peaks_the_torch_files_copy_bandwidth_gives_the_bytes_floor(self):
+        r = tune("report", str(FIX / "synthetic"), "-o", str(OUT / "no_peaks"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = {json.dumps(g["shape"]): g for g in json.loads((OUT / "no_peaks" / "report.json").read_text())["groups"]}
+        a, b = g[json.dumps(S1)]["gpus"][A], g[json.dumps(S1)]["gpus"][B]
+        self.assertAlmostEqual(a["floors"]["bytes_us"], 400.0)  # 2e8 bytes at 500 GB/s
+        self.assertIsNone(a["floors"]["flop_us"])
+        self.assertAlmostEqual(a["ratio_to_floor"], 1.0)
+        self.assertIsNone(b["floors"])
+        self.assertIsNone(b["ratio_to_floor"])
+
+    def test_a_result_of_another_schema_version_is_refused(self):
+        bad = OUT / "bad_results" / "gpu" / "contact"
+        bad.mkdir(parents=True, exist_ok=True)
+        (bad / "B1_N8_C8_H8.json").write_text(json.dumps({"kind": "tune.result", "schema_version": 99}))
+        r = tune("report", str(OUT / "bad_results"), "-o", str(OUT / "bad_out"))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("schema version 99 is not 1", r.stderr)
+
     def test_a_missing_results_folder_is_one_line_and_exit_2(self):
         r = tune("report", "/nonexistent/results", "-o", str(OUT / "x"))
         self.assertEqual(r.returncode, 2, r.stderr)
