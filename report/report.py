@@ -105,7 +105,7 @@ def load_peaks(path, torch):
     for slug, t in torch.items():
         bw = (t["doc"].get("device_peaks") or {}).get("copy_gb_per_s")
         if bw:
-            old = peaks.setdefault(slug, {"source": "no FP32 rate known"})
+            old = peaks.setdefault(slug, {"source": "not known"})
             old["source"] = f"copy bandwidth: measured by torch_baseline.py ({t['path']}); FP32 rate: {old['source']}"
             old["copy_gb_per_s"] = bw
     if path:
