@@ -408,6 +408,34 @@ def chart_shapes(plt, problem, groups, out):
     return _save(fig, out, f"shapes_{problem}.png")
 
 
+def chart_portability(plt, g, out):
+    """Loss (time / that GPU's best) of each GPU's winner and of the most portable config, per GPU."""
+    import numpy as np
+    port, gpus = g["portability"], g["gpus"]
+    slugs = list(gpus)
+    rows = [(f"winner on {gpus[s]['gpu']}", m["config"]) for s, m in port["matrix"].items()]
+    if port["most_portable"] and port["most_portable"]["config"] not in [c for _, c in rows]:
+        rows.append(("smallest worst-case loss", port["most_portable"]["config"]))
+    loss = np.array([[gpus[s]["times"][c] / min(gpus[s]["times"].values()) if c in gpus[s]["times"] else np.nan
+                      for s in slugs] for _, c in rows])
+    fig, ax = plt.subplots(figsize=(2.2 * len(slugs) + 4, 0.6 * len(rows) + 1.6))
+    finite = loss[np.isfinite(loss)]
+    cmap = plt.get_cmap("Reds").copy()
+    cmap.set_bad("#dddddd")
+    top = max(1.5, finite.max() if finite.size else 1.5)
+    im = ax.imshow(np.ma.masked_invalid(loss), cmap=cmap, vmin=1.0, vmax=top, aspect="auto")
+    for i in range(len(rows)):
+        for j in range(len(slugs)):
+            ax.text(j, i, "not measured" if np.isnan(loss[i, j]) else f"{loss[i, j]:.2f}x", ha="center", va="center",
+                    fontsize=8, color="white" if loss[i, j] > 1 + 0.6 * (top - 1) else "black")
+    ax.set_xticks(range(len(slugs)), [f"measured on\n{gpus[s]['gpu']}" for s in slugs], fontsize=8)
+    ax.set_yticks(range(len(rows)), [f"{label}\n{c}" for label, c in rows], fontsize=7)
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, label="loss: cold time / that GPU's best (x)")
+    ax.set_title(f"{g['problem']} {shape_text(g['shape'])}: portability of each GPU's winner", fontsize=9)
+    return _save(fig, out, f"portability_{g['problem']}_{shape_tag(g['shape'])}.png")
+
+
 # ---------------------------------------------------------------------------------------------
 # The document: blocks rendered as markdown and as HTML
 
@@ -429,6 +457,13 @@ def build(root, out, peaks, torch, charts=True):
                     "ratio is the winner's cold median over the larger floor. Winners that use tensor cores (TF32) "
                     "can go below the FP32 floor.")]
     used = sorted({s for g in groups.values() for s in g["gpus"]})
+    blocks.append(("h2", "Summary"))
+    blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / larger floor", "speedup over baseline",
+                             "over PyTorch eager", "over torch.compile"],
+                   [[f"{g['problem']} {shape_text(g['shape'])}", d["gpu"], fmt(d["median_us"]), x(d["ratio_to_floor"]),
+                     x(d["speedup_over_baseline"]), x(d["torch"]["eager"]["speedup_events"] if d["torch"] else None),
+                     x(d["torch"]["compile"]["speedup_events"] if d["torch"] else None)]
+                    for g in groups.values() for d in g["gpus"].values()]))
     blocks.append(("h2", "Device peaks used for the floors"))
     blocks.append(("table", ["GPU", "copy bandwidth GB/s", "FP32 GFLOP/s", "source"],
                    [[s, fmt(peaks[s].get("copy_gb_per_s"), ".0f"), fmt(peaks[s].get("fp32_gflop_per_s"), ".0f"),
@@ -491,6 +526,9 @@ def build(root, out, peaks, torch, charts=True):
                                     + (f"`{r['config']}`, worst case {x(r['worst_loss'])} ("
                                        + ", ".join(f"{g['gpus'][s]['gpu']} {x(r['loss'][s])}" for s in slugs) + ")."
                                        if r else "none (no config was measured on every GPU).")))
+                if charts:
+                    blocks.append(("img", chart_portability(plt, g, out),
+                                   f"{problem} {shape_text(g['shape'])}: portability"))
             if charts:
                 blocks.append(("img", chart_distribution(plt, g, out), f"{problem} {shape_text(g['shape'])}: distribution"))
                 for slug in g["gpus"]:

@@ -51,6 +51,11 @@ class Report(unittest.TestCase):
         self.assertIn("| Synthetic GPU B | `strategy=warp, block=64` | 500.00 | 1.0 % | 475.00 | 450.00 | 200.00 "
                       "| 400.00 | 1.25x | 800.00 | 1.60x |", self.md)
 
+    def test_summary_rows(self):
+        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.33x | 2.00x | 5.00x | 3.00x |", self.md)
+        self.assertIn("| contact B2 N64 C64 H32 | Synthetic GPU B | 500.00 | 1.25x | 1.60x | — | — |", self.md)
+        self.assertIn("<td>contact B1 N64 C64 H32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x</td>", self.html)
+
     def test_torch_speedups_only_where_a_baseline_exists(self):
         t = self.group(S1)["gpus"][A]["torch"]
         self.assertAlmostEqual(t["eager"]["speedup_events"], 5.0)
@@ -80,6 +85,7 @@ class Report(unittest.TestCase):
         import matplotlib.image
         want = ["shapes_contact.png"] + [f"distribution_contact_{t}.png" for t in ("B1_N64_C64_H32", "B2_N64_C64_H32")]
         want += [f"sensitivity_{g}_contact_{t}.png" for g in (A, B) for t in ("B1_N64_C64_H32", "B2_N64_C64_H32")]
+        want += [f"portability_contact_{t}.png" for t in ("B1_N64_C64_H32", "B2_N64_C64_H32")]
         self.assertEqual(sorted(p.name for p in (OUT / "charts").iterdir()), sorted(want))
         for name in want:
             path = OUT / "charts" / name
