@@ -190,9 +190,9 @@ def analyse(root, peaks, torch):
 
 
 def portability(gpus):
-    """Each GPU's winner as measured on every GPU (loss = its time / that GPU's best), and the
-    config with the smallest worst-case loss among those measured on all of them."""
-    best = {slug: min(d["times"].values()) for slug, d in gpus.items() if d["times"]}
+    """Each GPU's winner as measured on every GPU (loss = its time / that GPU's winner's time), and
+    the config with the smallest worst-case loss among those measured on all of them."""
+    best = {slug: d["median_us"] or min(d["times"].values()) for slug, d in gpus.items() if d["times"]}
     matrix = {}
     for src, d in gpus.items():
         if not d["winner"]:
@@ -409,14 +409,15 @@ def chart_shapes(plt, problem, groups, out):
 
 
 def chart_portability(plt, g, out):
-    """Loss (time / that GPU's best) of each GPU's winner and of the most portable config, per GPU."""
+    """Loss (time / that GPU's winner's time) of each GPU's winner and of the most portable config."""
     import numpy as np
     port, gpus = g["portability"], g["gpus"]
     slugs = list(gpus)
     rows = [(f"winner on {gpus[s]['gpu']}", m["config"]) for s, m in port["matrix"].items()]
     if port["most_portable"] and port["most_portable"]["config"] not in [c for _, c in rows]:
         rows.append(("smallest worst-case loss", port["most_portable"]["config"]))
-    loss = np.array([[gpus[s]["times"][c] / min(gpus[s]["times"].values()) if c in gpus[s]["times"] else np.nan
+    ref = {s: gpus[s]["median_us"] or min(gpus[s]["times"].values(), default=1.0) for s in slugs}
+    loss = np.array([[gpus[s]["times"][c] / ref[s] if c in gpus[s]["times"] else np.nan
                       for s in slugs] for _, c in rows])
     fig, ax = plt.subplots(figsize=(2.2 * len(slugs) + 4, 0.6 * len(rows) + 1.6))
     finite = loss[np.isfinite(loss)]
@@ -431,7 +432,7 @@ def chart_portability(plt, g, out):
     ax.set_xticks(range(len(slugs)), [f"measured on\n{gpus[s]['gpu']}" for s in slugs], fontsize=8)
     ax.set_yticks(range(len(rows)), [f"{label}\n{c}" for label, c in rows], fontsize=7)
     ax.grid(False)
-    fig.colorbar(im, ax=ax, label="loss: cold time / that GPU's best (x)")
+    fig.colorbar(im, ax=ax, label="loss: cold time / that GPU's winner (x)")
     ax.set_title(f"{g['problem']} {shape_text(g['shape'])}: portability of each GPU's winner", fontsize=9)
     return _save(fig, out, f"portability_{g['problem']}_{shape_tag(g['shape'])}.png")
 
