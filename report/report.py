@@ -473,9 +473,10 @@ def build(root, out, peaks, torch, charts=True):
                     for s in used]))
     if torch:
         blocks.append(("h2", "PyTorch baselines"))
-        blocks.append(("table", ["GPU", "file", "torch", "measured at"],
-                       [[t["doc"]["device"]["name"], f"`{t['path']}`", t["doc"].get("context", {}).get("torch_version", "—"),
-                         t["doc"].get("context", {}).get("created_at", "—")] for t in torch.values()]))
+        blocks.append(("table", ["GPU", "file", "torch", "TF32 in matmul", "measured at"],
+                       [[t["doc"]["device"]["name"], f"`{t['path']}`", str(c.get("torch_version", "—")),
+                         str(c.get("allow_tf32_matmul", "—")).lower(), str(c.get("created_at", "—"))]
+                        for t in torch.values() for c in [t["doc"].get("context", {})]]))
     data = {"groups": [], "peaks": {s: peaks[s] for s in used if s in peaks}}
     problems = sorted({g["problem"] for g in groups.values()})
     for problem in problems:

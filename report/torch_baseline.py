@@ -199,6 +199,8 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=200, help="samples per measurement (at least 10)")
     ap.add_argument("--max-seconds", type=float, default=2.0, help="wall cap per measurement after 10 samples")
     ap.add_argument("--graph-calls", type=int, default=20, help="calls captured in the replayed CUDA graph")
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TF32 in matrix products (PyTorch's default is off; tune's mma variants use TF32)")
     ap.add_argument("--list", action="store_true", help="print the shapes that would be timed and stop")
     a = ap.parse_args(argv)
     try:
@@ -214,6 +216,8 @@ def main(argv=None):
             raise Failure(3, f"PyTorch is not installed for {sys.executable}; run this on the GPU machine")
         if not torch.cuda.is_available():
             raise Failure(3, "no CUDA device is available to PyTorch; run this on the GPU machine")
+        if a.tf32:
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         name = torch.cuda.get_device_name(0)
         slug = device_slug(name)
         gpu = a.gpu or (slug if (pathlib.Path(a.results) / slug).is_dir() else None)
