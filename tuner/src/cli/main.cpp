@@ -8,6 +8,7 @@
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/report.hpp"
 #include "tune/tune.hpp"
 #include "tune/verify.hpp"
 
@@ -85,6 +86,14 @@ int main(int argc, char** argv) {
   verify->add_flag("--all", vopt.all, "check every variant of the matching results file, not just baseline and winner");
   verify->add_option("--device", vopt.device, "CUDA device ordinal")->capture_default_str();
 
+  tune::ReportOptions ropt;
+  auto* report = app.add_subcommand("report", "write report.md, report.html and charts comparing GPUs, shapes, "
+                                              "baselines and floors (runs report/report.py)");
+  report->add_option("results", ropt.results_dir, "results folder (<gpu>/<problem>/<shape>.json)")->required();
+  report->add_option("-o,--out", ropt.out_dir, "output folder")->required();
+  report->add_option("--peaks", ropt.peaks, "device peaks, JSON keyed by GPU slug (copy_gb_per_s, fp32_gflop_per_s)");
+  report->add_option("--torch", ropt.torch, "torch baseline files (report/torch_baseline.py) besides RESULTS/<gpu>/");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -97,6 +106,7 @@ int main(int argc, char** argv) {
       vopt.log = log;
       return tune::run_verify(vopt) ? 0 : 1;
     }
+    if (report->parsed()) return tune::run_report(ropt);
     if (opt.problem.empty()) {
       fmt::print(stderr, "tune: --problem is required (try: tune --problem contact --B 4 --N 64)\n");
       return 2;
