@@ -151,11 +151,8 @@ __device__ __forceinline__ int opaque_zero(int dep) {
   asm("mov.u32 %0, 0;" : "=r"(r) : "r"(dep));
   return r;
 }
-__device__ __forceinline__ float to_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
-}
+// x with its low 13 mantissa bits cleared: a TF32 value, and x - tf32_trunc(x) is exact.
+__device__ __forceinline__ float tf32_trunc(float x) { return __uint_as_float(__float_as_uint(x) & 0xffffe000u); }
 // d += A(16x8, row) * B(8x8, col); lane (g = lane/4, t = lane%4) holds a = {A[g][t], A[g+8][t],
 // A[g][t+4], A[g+8][t+4]}, b = {B[t][g], B[t+4][g]}, d = {D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]}.
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1) {
@@ -182,7 +179,7 @@ __device__ __forceinline__ void copy_wait_all() {
 }
 #else
 int opaque_zero(int dep);
-float to_tf32(float x);
+float tf32_trunc(float x);
 void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1);
 template <int BYTES>
 void copy_async(float* dst, const float* src, bool valid);
@@ -201,6 +198,16 @@ __device__ __forceinline__ long long row_offset(int N, int C, int b, int i, int 
   return (static_cast<long long>(b * N + i) * N + j) * C;
 }
 
+// f(i) for i < TOTAL, i = threadIdx.x + k * BLOCK: a compile-time trip count, fully unrolled.
+template <int TOTAL, int BLOCK, class F>
+__device__ __forceinline__ void block_for(const F& f) {
+#pragma unroll
+  for (int k = 0; k < cdiv(TOTAL, BLOCK); ++k) {
+    const int i = static_cast<int>(threadIdx.x) + k * BLOCK;
+    if (TOTAL % BLOCK == 0 || i < TOTAL) f(i);
+  }
+}
+
 // Block-cooperative copy of R rows of L floats (source stride L) into rows of stride DS.
 // ASYNC: cp.async, so every copy of the block is in flight at once (the caller waits with
 // copy_wait_all); otherwise each load goes through registers, one round trip per call.
@@ -208,13 +215,16 @@ template <int R, int L, int DS, int BLOCK, bool ASYNC>
 __device__ __forceinline__ void copy_rows(const float* __restrict__ src, float* dst) {
   constexpr int V = vec_width(L);
   constexpr int kPerRow = L / V;
-#pragma unroll 4
-  for (int f = threadIdx.x; f < R * kPerRow; f += BLOCK) {
-    const int r = f / kPerRow;
-    const int c = (f - r * kPerRow) * V;
-    if constexpr (ASYNC) {
+  if constexpr (ASYNC) {
+    block_for<R * kPerRow, BLOCK>([&](int f) {
+      const int r = f / kPerRow, c = (f - r * kPerRow) * V;
       copy_async<4 * V>(dst + r * DS + c, src + r * L + c, true);
-    } else {
+    });
+  } else {
+#pragma unroll 4
+    for (int f = threadIdx.x; f < R * kPerRow; f += BLOCK) {
+      const int r = f / kPerRow;
+      const int c = (f - r * kPerRow) * V;
       float v[V];
       loadv<V, false>(src + r * L + c, v);
       storev<V>(dst + r * DS + c, v);
@@ -297,15 +307,14 @@ __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, 
   constexpr int kElems = 2 * kRows * kPerRow;
   constexpr int kIters = cdiv(kElems, BLOCK);
   if constexpr (ASYNC) {
-#pragma unroll 8
-    for (int f = threadIdx.x; f < kElems; f += BLOCK) {
+    block_for<kElems, BLOCK>([&](int f) {
       const int row = f / kPerRow;
       const int c = (f - row * kPerRow) * V;
       int gi, gj;
       staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
       const bool inside = gi < N && gj < N;
       copy_async<4 * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0), inside);
-    }
+    });
     return;
   }
   constexpr int kBatch = kIters < 8 ? kIters : 8;  // loads in flight per thread before stores
@@ -886,10 +895,13 @@ __device__ __forceinline__ void warp_pairs(const float* __restrict__ x, const fl
 
 // ---- mma strategy ----------------------------------------------------------------------------
 
-// x = hi + lo with both parts TF32; hi*hi + hi*lo + lo*hi leaves an error near FP32's.
+// x = hi + lo exactly, hi TF32 (truncated: two instructions, where cvt.rna.tf32 takes several on
+// sm_90). lo goes to the MMA as it is: the tensor core reads the TF32 part of the register, i.e.
+// lo truncated, an error of at most 2^-10 |lo| <= 2^-20 |x|; hi*hi + hi*lo + lo*hi then leaves an
+// error near FP32's.
 __device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
-  hi = to_tf32(x);
-  lo = to_tf32(x - hi);
+  hi = tf32_trunc(x);
+  lo = x - hi;
 }
 
 // Block-cooperative copy of R x L floats (source stride L) into an RP x LP array of stride DS,
@@ -898,13 +910,16 @@ template <int R, int L, int RP, int LP, int DS, int BLOCK, bool ASYNC>
 __device__ __forceinline__ void copy_padded(const float* __restrict__ src, float* dst) {
   constexpr int V = vec_width(L) == 4 && LP % 4 == 0 ? 4 : 1;
   constexpr int kPerRow = LP / V;
-#pragma unroll 4
-  for (int f = threadIdx.x; f < RP * kPerRow; f += BLOCK) {
-    const int r = f / kPerRow, c = (f - r * kPerRow) * V;
-    if constexpr (ASYNC) {
+  if constexpr (ASYNC) {
+    block_for<RP * kPerRow, BLOCK>([&](int f) {
+      const int r = f / kPerRow, c = (f - r * kPerRow) * V;
       const bool inside = r < R && c < L;
       copy_async<4 * V>(dst + r * DS + c, src + (inside ? r * L + c : 0), inside);
-    } else {
+    });
+  } else {
+#pragma unroll 4
+    for (int f = threadIdx.x; f < RP * kPerRow; f += BLOCK) {
+      const int r = f / kPerRow, c = (f - r * kPerRow) * V;
       float v[V];
 #pragma unroll
       for (int e = 0; e < V; ++e) v[e] = 0.0f;
