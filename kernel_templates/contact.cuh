@@ -27,6 +27,8 @@
 //               off-diagonal tile writes out[b,i,j] and out[b,j,i] from one computation.
 //   ASYNC       1: the weight and tile copies into shared memory are cp.async (sm_80+), all of a
 //               block's in flight at once, one wait; 0: loads through registers, copy by copy.
+//   NSPLIT      mma only: warps that share a 16-pair tile, each taking 1/NSPLIT of the hidden units
+//               of both layers (relu(D1) and the partial logits meet in shared memory).
 // The dynamic shared memory the kernel expects is SmemLayout<...>::kBytes; configs/contact.json
 // computes the same number as `smem_bytes`. Every buffer must be 16-byte aligned (rows and weights
 // are read as float4), as separate device allocations are.
@@ -174,6 +176,12 @@ __device__ __forceinline__ void copy_async(float* dst, const float* src, bool va
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
   }
 }
+// Barrier `id` (1..15; 0 is __syncthreads) over `threads` threads of the block (whole warps).
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+// Tells the compiler that c holds (for index arithmetic it cannot bound by itself).
+__device__ __forceinline__ void assume(bool c) { __builtin_assume(c); }
 __device__ __forceinline__ void copy_wait_all() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
 }
@@ -184,6 +192,8 @@ void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1);
 template <int BYTES>
 void copy_async(float* dst, const float* src, bool valid);
 void copy_wait_all();
+void assume(bool c);
+void named_barrier(int id, int threads);
 #endif
 
 __device__ __forceinline__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
@@ -198,13 +208,26 @@ __device__ __forceinline__ long long row_offset(int N, int C, int b, int i, int 
   return (static_cast<long long>(b * N + i) * N + j) * C;
 }
 
-// f(i) for i < TOTAL, i = threadIdx.x + k * BLOCK: a compile-time trip count, fully unrolled.
-template <int TOTAL, int BLOCK, class F>
+// f(r, q) for every row r < ROWS and vector q < PER_ROW of a ROWS x PER_ROW array, spread over the
+// block with a compile-time trip count, fully unrolled. When PER_ROW divides BLOCK a thread keeps
+// one q and steps r by BLOCK / PER_ROW, so the index arithmetic is a few adds per element.
+template <int ROWS, int PER_ROW, int BLOCK, class F>
 __device__ __forceinline__ void block_for(const F& f) {
+  constexpr int kTotal = ROWS * PER_ROW;
+  if constexpr (BLOCK % PER_ROW == 0) {
+    constexpr int kStep = BLOCK / PER_ROW;
+    const int q = static_cast<int>(threadIdx.x) % PER_ROW, r0 = static_cast<int>(threadIdx.x) / PER_ROW;
+    assume(r0 >= 0 && r0 < kStep);
 #pragma unroll
-  for (int k = 0; k < cdiv(TOTAL, BLOCK); ++k) {
-    const int i = static_cast<int>(threadIdx.x) + k * BLOCK;
-    if (TOTAL % BLOCK == 0 || i < TOTAL) f(i);
+    for (int k = 0; k < cdiv(ROWS, kStep); ++k) {
+      if (ROWS % kStep == 0 || r0 + k * kStep < ROWS) f(r0 + k * kStep, q);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < cdiv(kTotal, BLOCK); ++k) {
+      const int i = static_cast<int>(threadIdx.x) + k * BLOCK;
+      if (kTotal % BLOCK == 0 || i < kTotal) f(i / PER_ROW, i % PER_ROW);
+    }
   }
 }
 
@@ -216,10 +239,7 @@ __device__ __forceinline__ void copy_rows(const float* __restrict__ src, float* 
   constexpr int V = vec_width(L);
   constexpr int kPerRow = L / V;
   if constexpr (ASYNC) {
-    block_for<R * kPerRow, BLOCK>([&](int f) {
-      const int r = f / kPerRow, c = (f - r * kPerRow) * V;
-      copy_async<4 * V>(dst + r * DS + c, src + r * L + c, true);
-    });
+    block_for<R, kPerRow, BLOCK>([&](int r, int q) { copy_async<4 * V>(dst + r * DS + q * V, src + r * L + q * V, true); });
   } else {
 #pragma unroll 4
     for (int f = threadIdx.x; f < R * kPerRow; f += BLOCK) {
@@ -307,12 +327,11 @@ __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, 
   constexpr int kElems = 2 * kRows * kPerRow;
   constexpr int kIters = cdiv(kElems, BLOCK);
   if constexpr (ASYNC) {
-    block_for<kElems, BLOCK>([&](int f) {
-      const int row = f / kPerRow;
-      const int c = (f - row * kPerRow) * V;
+    block_for<2 * kRows, kPerRow, BLOCK>([&](int row, int q) {
+      const int c = q * V;
       int gi, gj;
       staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
-      const bool inside = gi < N && gj < N;
+      const bool inside = (N % TILE_I == 0 && N % TILE_J == 0) || (gi < N && gj < N);
       copy_async<4 * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0), inside);
     });
     return;
@@ -911,8 +930,8 @@ __device__ __forceinline__ void copy_padded(const float* __restrict__ src, float
   constexpr int V = vec_width(L) == 4 && LP % 4 == 0 ? 4 : 1;
   constexpr int kPerRow = LP / V;
   if constexpr (ASYNC) {
-    block_for<RP * kPerRow, BLOCK>([&](int f) {
-      const int r = f / kPerRow, c = (f - r * kPerRow) * V;
+    block_for<RP, kPerRow, BLOCK>([&](int r, int q) {
+      const int c = q * V;
       const bool inside = r < R && c < L;
       copy_async<4 * V>(dst + r * DS + c, src + (inside ? r * L + c : 0), inside);
     });
@@ -1068,11 +1087,113 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
   }
 }
 
+// d[n] = bias[n] + A[16 x K] B_n for NTW n-tiles in 3xTF32, A in the standard fragment layout:
+// a_lo and a_hi point at column t of rows g and g + 8 of A; w at column t of row g of the first
+// n-tile's weight rows (stride WS): the B fragment of n-tile n, k-step k0 is w[n*8*WS + k0 + {0, 4}].
+template <int NTW, int K, int WS>
+__device__ __forceinline__ void mma_rows_layer(float (&d)[NTW][1][4], const float (&bias)[NTW][2], const float* a_lo,
+                                               const float* a_hi, const float* w) {
+#pragma unroll
+  for (int n = 0; n < NTW; ++n) {
+    d[n][0][0] = d[n][0][2] = bias[n][0];
+    d[n][0][1] = d[n][0][3] = bias[n][1];
+  }
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 8) {
+    float ahi[1][4], alo[1][4];
+    split_tf32(a_lo[k0], ahi[0][0], alo[0][0]);
+    split_tf32(a_hi[k0], ahi[0][1], alo[0][1]);
+    split_tf32(a_lo[k0 + 4], ahi[0][2], alo[0][2]);
+    split_tf32(a_hi[k0 + 4], ahi[0][3], alo[0][3]);
+#pragma unroll
+    for (int n = 0; n < NTW; ++n) {
+      const float* wn = w + n * 8 * WS + k0;
+      mma_3xtf32<1>(d[n], ahi, alo, wn[0], wn[4]);
+    }
+  }
+}
+
+// mma_pairs with NSPLIT warps per 16-pair tile, each taking NT / NSPLIT of the n-tiles of both
+// layers: the chain of dependent MMAs a warp runs is NSPLIT times shorter. The warps of a
+// group meet twice at a named barrier: relu(D1) goes through shared memory (the tile T rows of
+// this m-tile, free once the LayerNorm is done: tile T has as many rows as tile A) to become
+// layer 2's A operand in the standard fragment layout, and the partial logits of each warp's
+// hidden units are added there. Needs TILE_I * TILE_J % 16 == 0 and HP + NSPLIT <= row_stride(C).
+template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int NSPLIT, int SYM>
+__device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const TileOrigin& tile, float* tiles,
+                                                const float* sw) {
+  using L = MmaWeightLayout<C, H>;
+  constexpr int HP = L::HP, NT = HP / 8, NTW = NT / NSPLIT;
+  constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = kRows / 16, NW = BLOCK / 32;
+  constexpr int kGroups = NW / NSPLIT;
+  static_assert(C % 8 == 0 && RS % 8 == 4, "mma fragments need C % 8 == 0");
+  static_assert(kRows % 16 == 0 && NT % NSPLIT == 0 && NW % NSPLIT == 0 && HP + NSPLIT <= RS && kGroups <= 15,
+                "NSPLIT must divide the n-tiles and the warps, and the scratch must fit a tile T row");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int part = warp % NSPLIT, slot = warp / NSPLIT;
+  const int nt0 = part * NTW;
+  float bias0[NTW][2], bias2[NTW][2], w4v[NTW][2];
+#pragma unroll
+  for (int n = 0; n < NTW; ++n)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      bias0[n][e] = sw[L::kB0 + (nt0 + n) * 8 + 2 * t + e];
+      bias2[n][e] = sw[L::kB2 + (nt0 + n) * 8 + 2 * t + e];
+      w4v[n][e] = sw[L::kW4 + (nt0 + n) * 8 + 2 * t + e];
+    }
+  const float bias4 = sw[L::kB4];
+
+#pragma unroll 1
+  for (int m = slot; m < kMTiles; m += kGroups) {
+    const float* row_lo = tiles + (m * 16 + g) * RS + t;
+    const float* row_hi = row_lo + 8 * RS;
+    float* scratch = tiles + (kRows + m * 16) * RS;  // 16 rows: relu(D1) in columns [0, HP), logits after
+    float d1[NTW][1][4];
+    mma_rows_layer<NTW, C, L::kW0Stride>(d1, bias0, row_lo, row_hi, sw + L::kW0 + (nt0 * 8 + g) * L::kW0Stride + t);
+#pragma unroll
+    for (int n = 0; n < NTW; ++n) {
+      const int col = (nt0 + n) * 8 + 2 * t;
+      *reinterpret_cast<float2*>(scratch + g * RS + col) =
+          make_float2(fmaxf(d1[n][0][0], 0.0f), fmaxf(d1[n][0][1], 0.0f));
+      *reinterpret_cast<float2*>(scratch + (g + 8) * RS + col) =
+          make_float2(fmaxf(d1[n][0][2], 0.0f), fmaxf(d1[n][0][3], 0.0f));
+    }
+    named_barrier(1 + slot, NSPLIT * 32);
+    float d2[NTW][1][4];
+    mma_rows_layer<NTW, HP, L::kW2Stride>(d2, bias2, scratch + g * RS + t, scratch + (g + 8) * RS + t,
+                                          sw + L::kW2 + (nt0 * 8 + g) * L::kW2Stride + t);
+    float logit_lo = 0.0f, logit_hi = 0.0f;  // rows g and g + 8, this warp's hidden units
+#pragma unroll
+    for (int n = 0; n < NTW; ++n) {
+      logit_lo = fmaf(w4v[n][0], fmaxf(d2[n][0][0], 0.0f), logit_lo);
+      logit_lo = fmaf(w4v[n][1], fmaxf(d2[n][0][1], 0.0f), logit_lo);
+      logit_hi = fmaf(w4v[n][0], fmaxf(d2[n][0][2], 0.0f), logit_hi);
+      logit_hi = fmaf(w4v[n][1], fmaxf(d2[n][0][3], 0.0f), logit_hi);
+    }
+    logit_lo = group_sum<4>(logit_lo);
+    logit_hi = group_sum<4>(logit_hi);
+    if (t == 0) {
+      scratch[g * RS + HP + part] = logit_lo;
+      scratch[(g + 8) * RS + HP + part] = logit_hi;
+    }
+    named_barrier(1 + slot, NSPLIT * 32);
+    if (part == 0 && t < 2) {
+      const int row = g + 8 * t;
+      float logit = 0.0f;
+#pragma unroll
+      for (int q = 0; q < NSPLIT; ++q) logit += scratch[row * RS + HP + q];
+      const PairSlot pslot = tile_slot<N, TILE_I, TILE_J>(tile, m * 16 + row);
+      store_result<N>(out, pslot, SYM && tile.mirror, sigmoid(logit + bias4));
+    }
+  }
+}
+
 }  // namespace contact
 }  // namespace tune_kernels
 
 template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T,
-          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0>
+          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1>
 __global__ void __launch_bounds__(BLOCK)
     contact_kernel(const float* __restrict__ pair_repr, const float* __restrict__ ln_w, const float* __restrict__ ln_b,
                    const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
@@ -1116,7 +1237,12 @@ __global__ void __launch_bounds__(BLOCK)
     using ML = k::MmaWeightLayout<C, H>;
     k::layernorm_tile<C, TILE_I, TILE_J, BLOCK, true>(smem + Layout::kTileA, sw + ML::kGamma, sw + ML::kBeta);
     __syncthreads();
-    k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM>(out, tile, smem + Layout::kTileA, sw);
+    if constexpr (NSPLIT > 1) {
+      static_assert(PAIRS == 1, "NSPLIT > 1 takes one 16-pair tile per warp group at a time");
+      k::mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM>(out, tile, smem + Layout::kTileA, sw);
+    } else {
+      k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM>(out, tile, smem + Layout::kTileA, sw);
+    }
   } else {
     using WL = k::WeightLayout<C, H>;
     constexpr bool kSmemW = SMEM_W != 0;
