@@ -966,19 +966,42 @@ __device__ __forceinline__ void copy_mma_weights(const float* __restrict__ ln_w,
   copy_padded<1, 1, 1, 1, 1, BLOCK, ASYNC>(b4, sw + L::kB4);
 }
 
-// d[p] += A[p] * B for P row tiles sharing one B fragment {b0, b1}, 3xTF32.
+// A[p] * B for P row tiles sharing one B fragment {b0, b1}, 3xTF32, into three accumulators:
+// acc[0] += Ahi Bhi, acc[1] += Alo Bhi, acc[2] += Ahi Blo. Three independent chains, each one
+// MMA per k-step, instead of one chain three MMAs long; the caller adds them (mma_3xtf32_sum).
 template <int P>
-__device__ __forceinline__ void mma_3xtf32(float (&d)[P][4], const float (&ahi)[P][4], const float (&alo)[P][4],
+__device__ __forceinline__ void mma_3xtf32(float (&acc)[3][P][4], const float (&ahi)[P][4], const float (&alo)[P][4],
                                            float b0, float b1) {
   float bh0, bl0, bh1, bl1;
   split_tf32(b0, bh0, bl0);
   split_tf32(b1, bh1, bl1);
 #pragma unroll
   for (int p = 0; p < P; ++p) {
-    mma_tf32(d[p], alo[p], bh0, bh1);
-    mma_tf32(d[p], ahi[p], bl0, bl1);
-    mma_tf32(d[p], ahi[p], bh0, bh1);
+    mma_tf32(acc[1][p], alo[p], bh0, bh1);
+    mma_tf32(acc[2][p], ahi[p], bl0, bl1);
+    mma_tf32(acc[0][p], ahi[p], bh0, bh1);
   }
+}
+
+// acc[0] = bias (the columns 2t, 2t+1 of the lane's fragment), acc[1] = acc[2] = 0.
+template <int P>
+__device__ __forceinline__ void mma_3xtf32_init(float (&acc)[3][P][4], const float (&bias)[2]) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc[0][p][e] = bias[e & 1];
+      acc[1][p][e] = acc[2][p][e] = 0.0f;
+    }
+  }
+}
+
+template <int P>
+__device__ __forceinline__ void mma_3xtf32_sum(float (&d)[P][4], const float (&acc)[3][P][4]) {
+#pragma unroll
+  for (int p = 0; p < P; ++p)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) d[p][e] = acc[0][p][e] + (acc[1][p][e] + acc[2][p][e]);
 }
 
 // MLP of the staged tile on tensor cores: warps take P tiles of 16 pairs (rows of tile A, which
@@ -1018,13 +1041,10 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
       row_hi[p] = tiles + (m0 + g + 8 < kRows ? m0 + g + 8 : kRows - 1) * RS + t;
     }
     float d1[NT][P][4];
+    {
+    float acc1[NT][3][P][4];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        d1[nt][p][0] = d1[nt][p][2] = bias0[nt][0];
-        d1[nt][p][1] = d1[nt][p][3] = bias0[nt][1];
-      }
+    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_init<P>(acc1[nt], bias0[nt]);
 #pragma unroll
     for (int k0 = 0; k0 < C; k0 += 8) {
       float ahi[P][4], alo[P][4];
@@ -1038,17 +1058,17 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const float* w = w0_lane + nt * 8 * L::kW0Stride + k0;
-        mma_3xtf32<P>(d1[nt], ahi, alo, w[0], w[4]);
+        mma_3xtf32<P>(acc1[nt], ahi, alo, w[0], w[4]);
       }
     }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P>(d1[nt], acc1[nt]);
+    }
     float d2[NT][P][4];
+    {
+    float acc2[NT][3][P][4];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        d2[nt][p][0] = d2[nt][p][2] = bias2[nt][0];
-        d2[nt][p][1] = d2[nt][p][3] = bias2[nt][1];
-      }
+    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_init<P>(acc2[nt], bias2[nt]);
 #pragma unroll
     for (int ks = 0; ks < NT; ++ks) {
       // A fragment {(g, t), (g+8, t), (g, t+4), (g+8, t+4)} = relu(D1) at h = 8ks + {2t, 2t, 2t+1, 2t+1}.
@@ -1063,8 +1083,11 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const float2 w = *reinterpret_cast<const float2*>(w2_lane + nt * 8 * L::kW2Stride + ks * 8);
-        mma_3xtf32<P>(d2[nt], ahi, alo, w.x, w.y);
+        mma_3xtf32<P>(acc2[nt], ahi, alo, w.x, w.y);
       }
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P>(d2[nt], acc2[nt]);
     }
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -1093,11 +1116,9 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
 template <int NTW, int K, int WS>
 __device__ __forceinline__ void mma_rows_layer(float (&d)[NTW][1][4], const float (&bias)[NTW][2], const float* a_lo,
                                                const float* a_hi, const float* w) {
+  float acc[NTW][3][1][4];
 #pragma unroll
-  for (int n = 0; n < NTW; ++n) {
-    d[n][0][0] = d[n][0][2] = bias[n][0];
-    d[n][0][1] = d[n][0][3] = bias[n][1];
-  }
+  for (int n = 0; n < NTW; ++n) mma_3xtf32_init<1>(acc[n], bias[n]);
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 8) {
     float ahi[1][4], alo[1][4];
@@ -1108,9 +1129,11 @@ __device__ __forceinline__ void mma_rows_layer(float (&d)[NTW][1][4], const floa
 #pragma unroll
     for (int n = 0; n < NTW; ++n) {
       const float* wn = w + n * 8 * WS + k0;
-      mma_3xtf32<1>(d[n], ahi, alo, wn[0], wn[4]);
+      mma_3xtf32<1>(acc[n], ahi, alo, wn[0], wn[4]);
     }
   }
+#pragma unroll
+  for (int n = 0; n < NTW; ++n) mma_3xtf32_sum<1>(d[n], acc[n]);
 }
 
 // mma_pairs with NSPLIT warps per 16-pair tile, each taking NT / NSPLIT of the n-tiles of both
