@@ -12,7 +12,8 @@
 //                 each lane keeping its rows of W0 and W2 in registers;
 //               2 mma: tensor cores, a warp runs the MLP of 16 pairs per mma.sync m16n8k8 tile
 //                 in 3xTF32 (hi/lo split of both operands: FP32-level error). Needs the tile
-//                 mapping, STAGE_T, SMEM_W and C % 8 == 0.
+//                 mapping, STAGE_T and C % 8 == 0; without SMEM_W (weights read through the
+//                 read-only cache: no per-block copy), H % 8 == 0.
 //   MAPPING     0 linear: consecutive pairs of the row-major (b,i,j) order, BLOCK*PAIRS pairs
 //                 (thread) or BLOCK/32*PAIRS pairs (warp) per block;
 //               1 tile: a block owns a TILE_I x TILE_J tile of (i,j) of one b.
@@ -87,6 +88,17 @@ struct MmaWeightLayout {
   static constexpr int kFloats = kB4 + 4;
 };
 
+// Where the mma strategy reads its MLP weights: the padded copy in shared memory
+// (MmaWeightLayout), or global memory through the read-only cache (H % 8 == 0: no padding).
+template <int C, int H, bool SHARED>
+struct MmaWeights {
+  using L = MmaWeightLayout<C, H>;
+  static constexpr int kW0Stride = SHARED ? L::kW0Stride : C;
+  static constexpr int kW2Stride = SHARED ? L::kW2Stride : H;
+  static_assert(SHARED || H % 8 == 0, "global mma weights need H % 8 == 0");
+  const float *w0, *b0, *w2, *b2, *w4, *b4;
+};
+
 // The whole dynamic shared memory: [weights][tile A: rows (ii,jj)][tile T: rows (jj,ii)][per-warp scratch].
 template <int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T, int SMEM_W,
           int PAIRS>
@@ -95,7 +107,7 @@ struct SmemLayout {
   static constexpr int kRowStride = row_stride(C);
   static constexpr int kWeights = 0;
   static constexpr int kTileA =
-      STRATEGY == 2 ? MmaWeightLayout<C, H>::kFloats : (SMEM_W ? WeightLayout<C, H>::kFloats : 0);
+      SMEM_W ? (STRATEGY == 2 ? MmaWeightLayout<C, H>::kFloats : WeightLayout<C, H>::kFloats) : 0;
   static constexpr int kScratch = kTileA + (kStaged ? round4(2 * TILE_I * TILE_J * kRowStride) : 0);
   // Warp strategy, per warp and pair: s (only when not staged, s then lives in tile A) and h1.
   static constexpr int kScratchS = kStaged ? 0 : round4(C);
@@ -113,7 +125,7 @@ __device__ __forceinline__ float load1(const float* p) {
   }
 }
 
-// V (1 or 4) consecutive floats; V == 4 needs p 16-byte aligned.
+// V (1, 2 or 4) consecutive floats; p aligned to 4V bytes.
 template <int V, bool SHARED>
 __device__ __forceinline__ void loadv(const float* p, float (&v)[V]) {
   if constexpr (V == 4) {
@@ -127,6 +139,15 @@ __device__ __forceinline__ void loadv(const float* p, float (&v)[V]) {
     v[1] = t.y;
     v[2] = t.z;
     v[3] = t.w;
+  } else if constexpr (V == 2) {
+    float2 t;
+    if constexpr (SHARED) {
+      t = *reinterpret_cast<const float2*>(p);
+    } else {
+      t = __ldg(reinterpret_cast<const float2*>(p));
+    }
+    v[0] = t.x;
+    v[1] = t.y;
   } else {
 #pragma unroll
     for (int q = 0; q < V; ++q) v[q] = load1<SHARED>(p + q);
@@ -1008,11 +1029,11 @@ __device__ __forceinline__ void mma_3xtf32_sum(float (&d)[P][4], const float (&a
 // hold s) at a time. Layer 1: D1[16 x HP] = S[16 x C] W0^T. Layer 2: D2 = relu(D1) W2^T, with
 // the lane's D1 values used as its A fragment where they stand: k-group ks's logical columns t
 // and t+4 are h = 8ks + 2t and 8ks + 2t + 1, so B takes W2 columns (2t, 2t+1) in their place.
-template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM>
+template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED>
 __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOrigin& tile, const float* tiles,
-                                          const float* sw) {
-  using L = MmaWeightLayout<C, H>;
-  constexpr int HP = L::HP, NT = HP / 8;
+                                          const MmaWeights<C, H, SHARED>& W) {
+  using L = MmaWeights<C, H, SHARED>;
+  constexpr int HP = MmaWeightLayout<C, H>::HP, NT = HP / 8;
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = cdiv(kRows, 16), NW = BLOCK / 32;
   static_assert(C % 8 == 0 && RS % 8 == 4, "mma fragments need C % 8 == 0");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -1022,13 +1043,13 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      bias0[nt][e] = sw[L::kB0 + nt * 8 + 2 * t + e];
-      bias2[nt][e] = sw[L::kB2 + nt * 8 + 2 * t + e];
-      w4v[nt][e] = sw[L::kW4 + nt * 8 + 2 * t + e];
+      bias0[nt][e] = load1<SHARED>(W.b0 + nt * 8 + 2 * t + e);
+      bias2[nt][e] = load1<SHARED>(W.b2 + nt * 8 + 2 * t + e);
+      w4v[nt][e] = load1<SHARED>(W.w4 + nt * 8 + 2 * t + e);
     }
-  const float bias4 = sw[L::kB4];
-  const float* w0_lane = sw + L::kW0 + g * L::kW0Stride + t;      // + 8nt rows, + k0 columns
-  const float* w2_lane = sw + L::kW2 + g * L::kW2Stride + 2 * t;  // + 8nt rows, + 8ks columns
+  const float bias4 = load1<SHARED>(W.b4);
+  const float* w0_lane = W.w0 + g * L::kW0Stride + t;      // + 8nt rows, + k0 columns
+  const float* w2_lane = W.w2 + g * L::kW2Stride + 2 * t;  // + 8nt rows, + 8ks columns
 
 #pragma unroll 1
   for (int grp = warp; grp * P < kMTiles; grp += NW) {
@@ -1058,7 +1079,7 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const float* w = w0_lane + nt * 8 * L::kW0Stride + k0;
-        mma_3xtf32<P>(acc1[nt], ahi, alo, w[0], w[4]);
+        mma_3xtf32<P>(acc1[nt], ahi, alo, load1<SHARED>(w), load1<SHARED>(w + 4));
       }
     }
 #pragma unroll
@@ -1082,7 +1103,9 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        const float2 w = *reinterpret_cast<const float2*>(w2_lane + nt * 8 * L::kW2Stride + ks * 8);
+        float w2v[2];
+        loadv<2, SHARED>(w2_lane + nt * 8 * L::kW2Stride + ks * 8, w2v);
+        const float2 w = make_float2(w2v[0], w2v[1]);
         mma_3xtf32<P>(acc2[nt], ahi, alo, w.x, w.y);
       }
     }
@@ -1229,8 +1252,8 @@ __global__ void __launch_bounds__(BLOCK)
   static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "BLOCK must be a multiple of 32");
   static_assert(TILE_I >= 1 && TILE_J >= 1 && PAIRS >= 1, "bad tile or PAIRS");
   static_assert(!SYM || (MAPPING == 1 && TILE_I == TILE_J), "SYM needs the tile mapping with square tiles");
-  static_assert(STRATEGY != 2 || (MAPPING == 1 && STAGE_T != 0 && SMEM_W != 0 && C % 8 == 0),
-                "the mma strategy needs the tile mapping, STAGE_T, SMEM_W and C % 8 == 0");
+  static_assert(STRATEGY != 2 || (MAPPING == 1 && STAGE_T != 0 && C % 8 == 0 && (SMEM_W != 0 || H % 8 == 0)),
+                "the mma strategy needs the tile mapping, STAGE_T, C % 8 == 0, and SMEM_W or H % 8 == 0");
   using Layout = k::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, STAGE_T, SMEM_W, PAIRS>;
   constexpr bool kStaged = Layout::kStaged;
 
@@ -1245,26 +1268,32 @@ __global__ void __launch_bounds__(BLOCK)
   }
 
   // Cooperative copies first, so the weight and tile loads are in flight together.
+  // The tile first: its rows come from DRAM, the weights (shared by all blocks) mostly from L2.
   constexpr bool kAsync = ASYNC != 0;
-  if constexpr (STRATEGY == 2) {
+  if constexpr (kStaged)
+    k::stage_tiles<N, C, TILE_I, TILE_J, BLOCK, kAsync>(pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
+  if constexpr (STRATEGY == 2 && SMEM_W != 0) {
     k::copy_mma_weights<C, H, BLOCK, kAsync>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
   } else if constexpr (SMEM_W != 0) {
     k::copy_weights<C, H, BLOCK, kAsync>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
   }
-  if constexpr (kStaged)
-    k::stage_tiles<N, C, TILE_I, TILE_J, BLOCK, kAsync>(pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
   if constexpr (kAsync) k::copy_wait_all();
   if constexpr (SMEM_W != 0 || kStaged) __syncthreads();
 
   if constexpr (STRATEGY == 2) {
     using ML = k::MmaWeightLayout<C, H>;
-    k::layernorm_tile<C, TILE_I, TILE_J, BLOCK, true>(smem + Layout::kTileA, sw + ML::kGamma, sw + ML::kBeta);
+    constexpr bool kSmemW = SMEM_W != 0;
+    using MW = k::MmaWeights<C, H, kSmemW>;
+    const MW W = kSmemW ? MW{sw + ML::kW0, sw + ML::kB0, sw + ML::kW2, sw + ML::kB2, sw + ML::kW4, sw + ML::kB4}
+                        : MW{w0, b0, w2, b2, w4, b4};
+    k::layernorm_tile<C, TILE_I, TILE_J, BLOCK, kSmemW>(smem + Layout::kTileA, kSmemW ? sw + ML::kGamma : ln_w,
+                                                        kSmemW ? sw + ML::kBeta : ln_b);
     __syncthreads();
     if constexpr (NSPLIT > 1) {
-      static_assert(PAIRS == 1, "NSPLIT > 1 takes one 16-pair tile per warp group at a time");
+      static_assert(PAIRS == 1 && kSmemW, "NSPLIT > 1 takes one 16-pair tile per warp group, weights in shared memory");
       k::mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM>(out, tile, smem + Layout::kTileA, sw);
     } else {
-      k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM>(out, tile, smem + Layout::kTileA, sw);
+      k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW>(out, tile, smem + Layout::kTileA, W);
     }
   } else {
     using WL = k::WeightLayout<C, H>;
