@@ -165,3 +165,40 @@ TEST(Space, TheShippedSpacesParseAndTheirBaselinesAreValid) {
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+std::vector<Config> numbered(int n) {
+  std::vector<Config> all;
+  for (int i = 0; i < n; ++i) all.push_back(Config{{static_cast<std::size_t>(i)}});
+  return all;
+}
+
+TEST(Sample, ABudgetDrawsThatManyDistinctConfigsInEnumerationOrderPlusTheBaseline) {
+  const auto all = numbered(50);
+  const Config baseline = all[7];
+  const auto a = sample_configs(all, baseline, 10, 42);
+  ASSERT_GE(a.size(), 10u);
+  ASSERT_LE(a.size(), 11u);
+  EXPECT_NE(std::find(a.begin(), a.end(), baseline), a.end());
+  for (std::size_t i = 1; i < a.size(); ++i) EXPECT_LT(a[i - 1].choice.at(0), a[i].choice.at(0)) << "order of `all`, no repeats";
+  EXPECT_EQ(a, sample_configs(all, baseline, 10, 42)) << "the same seed draws the same sample";
+  EXPECT_NE(a, sample_configs(all, baseline, 10, 43)) << "another seed draws another sample";
+}
+
+TEST(Sample, NoBudgetOrOneAsLargeAsTheSpaceKeepsEverything) {
+  const auto all = numbered(12);
+  EXPECT_EQ(sample_configs(all, all[0], 0, 1), all);
+  EXPECT_EQ(sample_configs(all, all[0], 12, 1), all);
+  EXPECT_EQ(sample_configs(all, all[0], 40, 1), all);
+}
+
+TEST(Sample, AnInvalidBaselineIsNotAdded) {
+  const auto all = numbered(30);
+  const auto a = sample_configs(all, Config{{std::size_t{99}}}, 5, 7);
+  EXPECT_EQ(a.size(), 5u);
+}
+
+}  // namespace
+}  // namespace tune

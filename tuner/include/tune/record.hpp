@@ -108,6 +108,10 @@ struct RunContext {
   std::string config_file;
   std::string compile_cache;  // its directory, or "off"
   int jobs = 1;
+  // How the variants were chosen: "exhaustive" (every valid configuration) or "random" (--budget).
+  std::string search = "exhaustive";
+  int budget = 0;                   // random: the sample size asked for
+  std::int64_t valid_configs = 0;  // configurations that pass the constraints at this shape
 };
 
 struct RunRecord {

@@ -27,6 +27,9 @@ struct TuneOptions {
   int device = 0;
   int arch = 90;  // target when compiling without a device
   int top_k = 3;
+  // 0: every valid configuration. N > 0: a random sample of N of them (drawn from `seed`, the
+  // same on every machine), plus the baseline.
+  int budget = 0;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;  // re-measured strictly, interleaved, before naming a winner
   std::string command_line;
@@ -52,6 +55,12 @@ Shape resolve_shape(const class Problem& problem, const class Space& space,
 // The compile request of a lowered variant: its embedded template, its name expressions in
 // launch order, and the options.
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options);
+
+// The configurations a run with --budget times: `budget` of `all` drawn without replacement by a
+// partial Fisher-Yates shuffle on mt19937_64(seed) (portable: no library distribution), plus the
+// baseline when it is valid and was not drawn, in the order of `all`. budget <= 0 or >= size: all.
+std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
+                                   std::uint64_t seed);
 
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);

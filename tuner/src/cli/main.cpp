@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", opt.device, "CUDA device ordinal")->capture_default_str();
   app.add_option("--arch", opt.arch, "compute capability to compile for when there is no device, e.g. 90")->capture_default_str();
   app.add_option("--top", opt.top_k, "variants re-measured strictly, interleaved, before naming the winner")->capture_default_str();
+  app.add_option("--budget", opt.budget,
+                 "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
+      ->check(CLI::Range(0, 1 << 30));
   app.add_flag("--compile-only", opt.compile_only, "compile every variant and record resources; time nothing");
   std::string cache_dir;
   app.add_option("--cache-dir", cache_dir, "compile cache directory (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");

@@ -281,7 +281,8 @@ Json to_json(const RunRecord& run) {
                 {"compile_options", c.compile_options},
                 {"config_file", c.config_file},
                 {"compile_cache", c.compile_cache},
-                {"jobs", c.jobs}}},
+                {"jobs", c.jobs},
+                {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs}}}}},
               {"device", run.device ? device_json(*run.device) : Json(nullptr)},
               {"work", {{"flop_per_call", run.flop}, {"bytes_per_call", run.bytes}}},
               {"harness_floor", run.harness_floor ? Json{{"empty_kernel_cold_us", number(run.harness_floor->empty_cold_us)},
@@ -331,6 +332,12 @@ RunRecord run_from_json(const Json& j) {
     run.context.config_file = c.value("config_file", "");
     run.context.compile_cache = c.value("compile_cache", "");
     run.context.jobs = c.value("jobs", 1);
+    if (c.contains("search")) {
+      const auto& s = c.at("search");
+      run.context.search = s.value("strategy", "exhaustive");
+      run.context.budget = s.value("budget", 0);
+      run.context.valid_configs = s.value("valid_configurations", std::int64_t{0});
+    }
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
     run.flop = j.at("work").at("flop_per_call").get<double>();
     run.bytes = j.at("work").at("bytes_per_call").get<double>();

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include <cuda.h>
@@ -154,6 +155,27 @@ Shape resolve_shape(const Problem& problem, const Space& space,
   return shape;
 }
 
+std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
+                                   std::uint64_t seed) {
+  if (budget <= 0 || static_cast<std::size_t>(budget) >= all.size()) return all;
+  std::vector<std::size_t> order(all.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);  // its own stream, not the inputs'
+  const auto k = static_cast<std::size_t>(budget);
+  for (std::size_t i = 0; i < k; ++i) std::swap(order[i], order[i + rng() % (order.size() - i)]);
+  order.resize(k);
+  const auto base = std::find(all.begin(), all.end(), baseline);
+  if (base != all.end()) {
+    const auto bi = static_cast<std::size_t>(base - all.begin());
+    if (std::find(order.begin(), order.end(), bi) == order.end()) order.push_back(bi);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<Config> out;
+  out.reserve(order.size());
+  for (const std::size_t i : order) out.push_back(all[i]);
+  return out;
+}
+
 TuneOutcome run_tune(const TuneOptions& o) {
   const auto t_start = Clock::now();
   auto log = [&](const std::string& line) {
@@ -219,9 +241,18 @@ TuneOutcome run_tune(const TuneOptions& o) {
   if (!o.no_cache) cache.emplace(o.cache_dir ? *o.cache_dir : CompileCache::default_dir());
   ctx.compile_cache = cache ? cache->dir().string() : "off";
 
+  ctx.valid_configs = static_cast<std::int64_t>(space_enum.configs.size());
+  const std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
+  if (chosen.size() < space_enum.configs.size()) {
+    ctx.search = "random";
+    ctx.budget = o.budget;
+    log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", chosen.size(),
+                    space_enum.configs.size(), o.seed));
+  }
+
   // Records for every variant up front: an interrupted run shows what was never reached.
   std::vector<Lowered> lowered;
-  for (const Config& c : space_enum.configs) {
+  for (const Config& c : chosen) {
     VariantRecord r;
     r.name = space.name(c);
     r.params = space.to_json(c);
@@ -244,7 +275,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   }
   const std::size_t n = run.variants.size();
   log(fmt::format("{} {}: {} variants ({} of {} configurations pass the constraints), {} compile jobs, {}",
-                  o.problem, shape.describe(), n, n, space_enum.total, ctx.jobs,
+                  o.problem, shape.describe(), n, space_enum.configs.size(), space_enum.total, ctx.jobs,
                   run.device ? run.device->name + " (" + ctx.arch + ")" : ctx.arch + ", compile only"));
 
   auto save = [&] {
