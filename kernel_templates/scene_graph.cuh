@@ -136,6 +136,9 @@ __device__ __forceinline__ void sg_copy_wait() {
 __device__ __forceinline__ void sg_prefetch_l2(const float* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
+__device__ __forceinline__ void sg_prefetch_l1(const float* p) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
 // Thread-block clusters (sm_90): this block's rank, a barrier over the cluster's blocks (it also
 // orders their shared-memory writes before the reads that follow), and a load from the shared
 // memory of block `rank` at the offset of `p` in this block's.
@@ -452,7 +455,7 @@ __device__ __forceinline__ void sg_masked_softmax(float* scores, int rows, const
 // (batch b, tile of QT query rows starting at i0); rows past N are computed on row N-1 and
 // not stored. Shared memory as sg_attention_smem_bytes. With SMEM_W the four projection
 // weights arrive by cp.async in four groups, waited for just before their first use.
-template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W, int BIAS_IN, int ILP = 0>
+template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W, int BIAS_IN, int ILP = 0, int L1PF = 0>
 __device__ __forceinline__ void sg_attention_block(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                                                    const float* __restrict__ edge_mask, const float* __restrict__ gamma,
                                                    const float* __restrict__ beta, const float* __restrict__ wq,
@@ -526,6 +529,11 @@ __device__ __forceinline__ void sg_attention_block(const float* __restrict__ nod
     for (int l = static_cast<int>(blockIdx.x) * BLOCK + tid; l < 4 * LINES; l += static_cast<int>(gridDim.x) * BLOCK) {
       const float* w = l < LINES ? wq : (l < 2 * LINES ? wk : (l < 3 * LINES ? wv : wo));
       sg_prefetch_l2(w + (l % LINES) * 32);
+    }
+    // L1PF: also pull this block's Wq and Wk into its SM's L1 while the LayerNorm runs, so the
+    // first two projections read L1 instead of L2.
+    if constexpr (L1PF != 0) {
+      for (int l = tid; l < 2 * LINES; l += BLOCK) sg_prefetch_l1((l < LINES ? wq : wk) + (l % LINES) * 32);
     }
   }
   const float* const w_q = g_wq;
@@ -673,16 +681,17 @@ __device__ __forceinline__ void sg_pair_bias_one(int pair, const float* __restri
 // Tuned variants: strategies fused and split.
 
 // strategy fused: one launch. Grid B * cdiv(N, QT), block BLOCK, dynamic smem attn_smem.
+// L1PF = 1 (SMEM_W = 0): Wq and Wk are prefetched into L1 at the start.
 // ILP = 1: the Wk fold, the scores and the attention-weighted sum of hn split each unit's
 // terms over up to 8 adjacent lanes (more threads, more loads in flight, shorter chains).
-template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W, int ILP>
+template <int B, int N, int D, int H, int P, int QT, int BLOCK, int SMEM_W, int ILP, int L1PF = 0>
 __global__ void __launch_bounds__(BLOCK, 1)
     sg_fused(const float* __restrict__ nodes, const float* __restrict__ pair_feats, const float* __restrict__ edge_mask,
              const float* __restrict__ gamma, const float* __restrict__ beta, const float* __restrict__ wq,
              const float* __restrict__ wk, const float* __restrict__ wv, const float* __restrict__ w0,
              const float* __restrict__ b0, const float* __restrict__ w2, const float* __restrict__ b2,
              const float* __restrict__ wo, float* __restrict__ out) {
-  tune_kernels::sg_attention_block<B, N, D, H, P, QT, BLOCK, SMEM_W, 0, ILP>(nodes, pair_feats, edge_mask, gamma, beta, wq,
+  tune_kernels::sg_attention_block<B, N, D, H, P, QT, BLOCK, SMEM_W, 0, ILP, L1PF>(nodes, pair_feats, edge_mask, gamma, beta, wq,
                                                                         wk, wv, w0, b0, w2, b2, wo, nullptr, out);
 }
 
