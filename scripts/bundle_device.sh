@@ -2,6 +2,8 @@
 # Packs what a GPU machine needs to run tune and the device tests from this build into .device/
 # (ignored by git): the binaries, and the Debian shared libraries such a machine may lack
 # (fmt, muParser and its OpenMP runtime), found beside the binaries through LD_LIBRARY_PATH.
+# With a bench build (-DTUNE_BUILD_BENCH=ON) it also packs tune_bench and libbenchmark, which
+# tune_bench finds through its rpath $ORIGIN/../lib.
 # Usage: scripts/bundle_device.sh [build-dir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,4 +13,10 @@ rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/lib"
 cp "$build/tuner/tune" "$build"/tests/tune_*_tests "$dest/bin/"
 cp -r "$here/../shared/golden" "$dest/golden"
 for lib in $(ldd "$build/tuner/tune" | awk '/libfmt|libmuparser|libgomp/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
+if [ -x "$build/bench/tune_bench" ]; then
+  cp "$build/bench/tune_bench" "$dest/bin/"
+  for lib in $(ldd "$build/bench/tune_bench" | awk '/libbenchmark/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
+else
+  echo "bundle: no $build/bench/tune_bench (configure with -DTUNE_BUILD_BENCH=ON to bundle the bench)"
+fi
 du -sh "$dest"
