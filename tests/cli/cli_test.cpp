@@ -196,3 +196,19 @@ TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
   EXPECT_EQ(run("header " + contact + " /nonexistent/result.json -o " + out).code, 2);
   EXPECT_FALSE(std::filesystem::exists(out));
 }
+
+TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
+  // The space gains a parameter after the run (as contact gains async_copy): the merge still works.
+  const std::string out = out_dir("merged_header_new_parameter");
+  std::filesystem::create_directories(out);
+  auto space = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/../../configs/contact.json"));
+  space["parameters"].push_back({{"name", "added_later"}, {"values", {false, true}}});
+  space["baseline"]["added_later"] = false;
+  std::ofstream(out + "/space.json") << space.dump(1);
+  const Result r = run("header " + merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json") + " --config " + out +
+                       "/space.json -o " + out + "/contact.hpp");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string text = read_text(out + "/contact.hpp");
+  EXPECT_NE(text.find("predates parameter(s) added_later: the baseline's value is assumed"), std::string::npos) << text;
+  EXPECT_NE(text.find("  int added_later;"), std::string::npos);
+}

@@ -138,6 +138,11 @@ MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const
   if (m.lowered.launches.size() != v.launches.size())
     throw InputError(fmt::format("{}: variant {} recorded {} launches but {} lowers it to {}; re-tune with this tune",
                                  file, v.name, v.launches.size(), space.source_name(), m.lowered.launches.size()));
+  for (std::size_t l = 0; l < v.launches.size(); ++l)
+    if (v.launches[l].value("kernel", "").rfind(m.lowered.launches[l].kernel + "<", 0) != 0)
+      throw InputError(fmt::format("{}: variant {} launch {} ran {}, but {} lowers it to {}; re-tune with this tune", file,
+                                   v.name, l, v.launches[l].value("kernel", "?"), space.source_name(),
+                                   m.lowered.launches[l].kernel));
   for (const auto& t : problem.param_specs(run.shape)) m.buffers.push_back(t);
   for (const auto& t : problem.input_specs(run.shape)) m.buffers.push_back(t);
   m.buffers.push_back({"out", problem.output_spec(run.shape).shape});
