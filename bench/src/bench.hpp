@@ -48,6 +48,30 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// A stream and two events that destroy themselves (non-throwing), for one benchmark's timing.
+class Timer {
+ public:
+  Timer() {
+    TUNE_BENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    TUNE_BENCH_CUDA(cudaEventCreate(&start_));
+    TUNE_BENCH_CUDA(cudaEventCreate(&stop_));
+  }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+  ~Timer() {
+    if (stop_) cudaEventDestroy(stop_);
+    if (start_) cudaEventDestroy(start_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  [[nodiscard]] cudaStream_t stream() const { return stream_; }
+  [[nodiscard]] cudaEvent_t start() const { return start_; }
+  [[nodiscard]] cudaEvent_t stop() const { return stop_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
 // Seeded data of the right sizes: masks (names containing "mask") 1 with probability 0.7, as
 // tune's timing inputs; everything else uniform in [-1, 1).
 std::vector<float> seeded_data(const std::string& name, long long elements, std::uint64_t seed);
@@ -93,11 +117,9 @@ void time_variant(benchmark::State& state, const Variant& v, const void* const* 
                                              static_cast<int>(v.launches[l].dynamic_smem_bytes)));
     }
     DeviceBuffer flush(std::max<std::size_t>(2 * gpu().l2_bytes, 8u << 20));
-    cudaStream_t stream = nullptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    TUNE_BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    TUNE_BENCH_CUDA(cudaEventCreate(&start));
-    TUNE_BENCH_CUDA(cudaEventCreate(&stop));
+    const Timer timer;
+    cudaStream_t stream = timer.stream();
+    cudaEvent_t start = timer.start(), stop = timer.stop();
     const auto launch_all = [&] {
       for (int l = 0; l < v.launch_count; ++l) {
         const auto& L = v.launches[l];
@@ -133,9 +155,6 @@ void time_variant(benchmark::State& state, const Variant& v, const void* const* 
       const auto bad = std::count_if(out.begin(), out.end(), [](float x) { return !std::isfinite(x); });
       if (bad) state.SkipWithError((std::to_string(bad) + " non-finite output elements").c_str());
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    cudaStreamDestroy(stream);
     if (!samples_us.empty()) {
       std::sort(samples_us.begin(), samples_us.end());
       const std::size_t n = samples_us.size();

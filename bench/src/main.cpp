@@ -43,6 +43,14 @@ int main(int argc, char** argv) {
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
     benchmark::AddCustomContext("gpu", g.name);
+    std::string uuid = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+      char hex[3];
+      std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(prop.uuid.bytes[i]));
+      uuid += hex;
+      if (i == 3 || i == 5 || i == 7 || i == 9) uuid += '-';
+    }
+    benchmark::AddCustomContext("gpu_uuid", uuid);
     benchmark::AddCustomContext("gpu_arch", "sm_" + std::to_string(g.arch));
     benchmark::AddCustomContext("gpu_sm_count", std::to_string(prop.multiProcessorCount));
     benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(g.l2_bytes));
