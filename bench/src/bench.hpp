@@ -104,9 +104,10 @@ Workspace& workspace(const Variant& v) {
   return *ws;
 }
 
-// Times the launches (kernels[l] with launches[l]'s geometry) of one variant.
+// Times the launches (kernels[l] with launches[l]'s geometry) of one variant; returns the median
+// of the iterations in microseconds (0 when it failed).
 template <class Variant>
-void time_variant(benchmark::State& state, const Variant& v, const void* const* kernels) {
+double time_variant(benchmark::State& state, const Variant& v, const void* const* kernels) {
   try {
     std::vector<void*>& pointers = workspace(v).pointers;
     std::vector<std::vector<void*>> args(v.launch_count);
@@ -162,10 +163,12 @@ void time_variant(benchmark::State& state, const Variant& v, const void* const* 
       state.counters["median_us"] = median;
       state.counters["tuned_median_us"] = v.median_us;  // what tune measured (NVRTC build)
       state.counters["median_vs_tuned"] = median / v.median_us;
+      return median;
     }
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
+  return 0;
 }
 
 // Registers "<problem>/<shape>/winner" and ".../baseline" for every entry of this GPU's arch.
@@ -177,12 +180,19 @@ void register_problem(const char* problem, const Entry (&entries)[kEntries],
     const Entry& e = entries[i];
     if (e.arch != gpu().arch) continue;
     const std::string base = std::string(problem) + "/" + e.shape_name + "/";
+    // The winner runs first; the baseline's "speedup" is its median over the winner's, as tune reports it.
+    auto winner_median = std::make_shared<double>(0.0);
     benchmark::RegisterBenchmark((base + "winner").c_str(),
-                                 [&e, k = winner_kernels[i]](benchmark::State& s) { time_variant(s, e.winner, k); })
+                                 [&e, k = winner_kernels[i], winner_median](benchmark::State& s) {
+                                   *winner_median = time_variant(s, e.winner, k);
+                                 })
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark((base + "baseline").c_str(),
-                                 [&e, k = baseline_kernels[i]](benchmark::State& s) { time_variant(s, e.baseline, k); })
+                                 [&e, k = baseline_kernels[i], winner_median](benchmark::State& s) {
+                                   const double median = time_variant(s, e.baseline, k);
+                                   if (median > 0 && *winner_median > 0) s.counters["speedup"] = median / *winner_median;
+                                 })
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
   }
