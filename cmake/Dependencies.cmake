@@ -8,3 +8,6 @@ find_package(Threads REQUIRED)
 if(TUNE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
+# tune report and its test run report/report.py with a Python that has matplotlib: Debian's
+# python3-matplotlib installs into /usr/bin/python3 (a python3 earlier on PATH may lack it).
+set(TUNE_PYTHON /usr/bin/python3 CACHE FILEPATH "Python 3 with matplotlib, for tune report")

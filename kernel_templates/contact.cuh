@@ -25,6 +25,8 @@
 //               warp computes together (mma): more independent work per weight read.
 //   SYM         tile only, square tiles: s is symmetric, so only tiles with ti <= tj run; an
 //               off-diagonal tile writes out[b,i,j] and out[b,j,i] from one computation.
+//   ASYNC       1: the weight and tile copies into shared memory are cp.async (sm_80+), all of a
+//               block's in flight at once, one wait; 0: loads through registers, copy by copy.
 // The dynamic shared memory the kernel expects is SmemLayout<...>::kBytes; configs/contact.json
 // computes the same number as `smem_bytes`. Every buffer must be 16-byte aligned (rows and weights
 // are read as float4), as separate device allocations are.
@@ -140,7 +142,7 @@ __device__ __forceinline__ void storev(float* p, const float (&v)[V]) {
 }
 
 // The inline PTX this file uses, in one place; declared only when the file is not compiled for a
-// GPU, so it also parses as host C++ (for a CPU emulation that defines these three).
+// GPU, so it also parses as host C++ (for a CPU emulation that defines these).
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 // 0, through an instruction the compiler cannot see into; `dep` ties it to a loop iteration so
 // loads addressed with it are not hoisted out of that loop.
@@ -149,11 +151,8 @@ __device__ __forceinline__ int opaque_zero(int dep) {
   asm("mov.u32 %0, 0;" : "=r"(r) : "r"(dep));
   return r;
 }
-__device__ __forceinline__ float to_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
-}
+// x with its low 13 mantissa bits cleared: a TF32 value, and x - tf32_trunc(x) is exact.
+__device__ __forceinline__ float tf32_trunc(float x) { return __uint_as_float(__float_as_uint(x) & 0xffffe000u); }
 // d += A(16x8, row) * B(8x8, col); lane (g = lane/4, t = lane%4) holds a = {A[g][t], A[g+8][t],
 // A[g][t+4], A[g+8][t+4]}, b = {B[t][g], B[t+4][g]}, d = {D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]}.
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1) {
@@ -162,10 +161,29 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const float (&a)[4], flo
       : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[3])),
         "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
 }
+// Asynchronous global -> shared copy of BYTES (4 or 16) bytes (sm_80+), or zeros when !valid
+// (src-size 0: nothing is read). Every copy a thread issues is in flight until copy_wait_all().
+template <int BYTES>
+__device__ __forceinline__ void copy_async(float* dst, const float* src, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 16, "cp.async copies 4 or 16 bytes here");
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const int n = valid ? BYTES : 0;
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(n) : "memory");
+  }
+}
+__device__ __forceinline__ void copy_wait_all() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+}
 #else
 int opaque_zero(int dep);
-float to_tf32(float x);
+float tf32_trunc(float x);
 void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1);
+template <int BYTES>
+void copy_async(float* dst, const float* src, bool valid);
+void copy_wait_all();
 #endif
 
 __device__ __forceinline__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
@@ -180,35 +198,54 @@ __device__ __forceinline__ long long row_offset(int N, int C, int b, int i, int 
   return (static_cast<long long>(b * N + i) * N + j) * C;
 }
 
-// Block-cooperative copy of R rows of L floats (source stride L) into rows of stride DS.
-template <int R, int L, int DS, int BLOCK>
-__device__ __forceinline__ void copy_rows(const float* __restrict__ src, float* dst) {
-  constexpr int V = vec_width(L);
-  constexpr int kPerRow = L / V;
-#pragma unroll 4
-  for (int f = threadIdx.x; f < R * kPerRow; f += BLOCK) {
-    const int r = f / kPerRow;
-    const int c = (f - r * kPerRow) * V;
-    float v[V];
-    loadv<V, false>(src + r * L + c, v);
-    storev<V>(dst + r * DS + c, v);
+// f(i) for i < TOTAL, i = threadIdx.x + k * BLOCK: a compile-time trip count, fully unrolled.
+template <int TOTAL, int BLOCK, class F>
+__device__ __forceinline__ void block_for(const F& f) {
+#pragma unroll
+  for (int k = 0; k < cdiv(TOTAL, BLOCK); ++k) {
+    const int i = static_cast<int>(threadIdx.x) + k * BLOCK;
+    if (TOTAL % BLOCK == 0 || i < TOTAL) f(i);
   }
 }
 
-template <int C, int H, int BLOCK>
+// Block-cooperative copy of R rows of L floats (source stride L) into rows of stride DS.
+// ASYNC: cp.async, so every copy of the block is in flight at once (the caller waits with
+// copy_wait_all); otherwise each load goes through registers, one round trip per call.
+template <int R, int L, int DS, int BLOCK, bool ASYNC>
+__device__ __forceinline__ void copy_rows(const float* __restrict__ src, float* dst) {
+  constexpr int V = vec_width(L);
+  constexpr int kPerRow = L / V;
+  if constexpr (ASYNC) {
+    block_for<R * kPerRow, BLOCK>([&](int f) {
+      const int r = f / kPerRow, c = (f - r * kPerRow) * V;
+      copy_async<4 * V>(dst + r * DS + c, src + r * L + c, true);
+    });
+  } else {
+#pragma unroll 4
+    for (int f = threadIdx.x; f < R * kPerRow; f += BLOCK) {
+      const int r = f / kPerRow;
+      const int c = (f - r * kPerRow) * V;
+      float v[V];
+      loadv<V, false>(src + r * L + c, v);
+      storev<V>(dst + r * DS + c, v);
+    }
+  }
+}
+
+template <int C, int H, int BLOCK, bool ASYNC>
 __device__ __forceinline__ void copy_weights(const float* __restrict__ ln_w, const float* __restrict__ ln_b,
                                              const float* __restrict__ w0, const float* __restrict__ b0,
                                              const float* __restrict__ w2, const float* __restrict__ b2,
                                              const float* __restrict__ w4, const float* __restrict__ b4, float* sw) {
   using L = WeightLayout<C, H>;
-  copy_rows<H, C, L::kW0Stride, BLOCK>(w0, sw + L::kW0);
-  copy_rows<H, H, L::kW2Stride, BLOCK>(w2, sw + L::kW2);
-  copy_rows<1, C, C, BLOCK>(ln_w, sw + L::kGamma);
-  copy_rows<1, C, C, BLOCK>(ln_b, sw + L::kBeta);
-  copy_rows<1, H, H, BLOCK>(b0, sw + L::kB0);
-  copy_rows<1, H, H, BLOCK>(b2, sw + L::kB2);
-  copy_rows<1, H, H, BLOCK>(w4, sw + L::kW4);
-  if (threadIdx.x == 0) sw[L::kB4] = __ldg(b4);
+  copy_rows<H, C, L::kW0Stride, BLOCK, ASYNC>(w0, sw + L::kW0);
+  copy_rows<H, H, L::kW2Stride, BLOCK, ASYNC>(w2, sw + L::kW2);
+  copy_rows<1, C, C, BLOCK, ASYNC>(ln_w, sw + L::kGamma);
+  copy_rows<1, C, C, BLOCK, ASYNC>(ln_b, sw + L::kBeta);
+  copy_rows<1, H, H, BLOCK, ASYNC>(b0, sw + L::kB0);
+  copy_rows<1, H, H, BLOCK, ASYNC>(b2, sw + L::kB2);
+  copy_rows<1, H, H, BLOCK, ASYNC>(w4, sw + L::kW4);
+  copy_rows<1, 1, 1, BLOCK, ASYNC>(b4, sw + L::kB4);
 }
 
 // The tile of (i,j) a block owns (tile mapping).
@@ -243,16 +280,43 @@ __device__ __forceinline__ TileOrigin tile_origin() {
   }
 }
 
+// (gi, gj) of staged row `row`: tile A rows (ii,jj) first, then tile T rows (jj,ii).
+template <int TILE_I, int TILE_J>
+__device__ __forceinline__ void staged_row_source(int row, int i0, int j0, int& gi, int& gj) {
+  constexpr int kRows = TILE_I * TILE_J;
+  if (row < kRows) {
+    const int ii = row / TILE_J;
+    gi = i0 + ii;
+    gj = j0 + (row - ii * TILE_J);
+  } else {
+    const int r = row - kRows;
+    const int jj = r / TILE_I;
+    gi = j0 + jj;
+    gj = i0 + (r - jj * TILE_I);
+  }
+}
+
 // Loads tile A (rows x[b, i0+ii, j0+jj, :] at row ii*TILE_J+jj) and tile T (rows
 // x[b, j0+jj, i0+ii, :] at row TILE_I*TILE_J + jj*TILE_I+ii) into consecutive shared rows of
 // stride row_stride(C). Consecutive threads read consecutive vectors of one contiguous run;
 // rows outside the N x N range are zero (their results are never stored).
-template <int N, int C, int TILE_I, int TILE_J, int BLOCK>
+template <int N, int C, int TILE_I, int TILE_J, int BLOCK, bool ASYNC>
 __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, int i0, int j0, float* tiles) {
   constexpr int V = vec_width(C), RS = row_stride(C), kPerRow = C / V;
   constexpr int kRows = TILE_I * TILE_J;
   constexpr int kElems = 2 * kRows * kPerRow;
   constexpr int kIters = cdiv(kElems, BLOCK);
+  if constexpr (ASYNC) {
+    block_for<kElems, BLOCK>([&](int f) {
+      const int row = f / kPerRow;
+      const int c = (f - row * kPerRow) * V;
+      int gi, gj;
+      staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
+      const bool inside = gi < N && gj < N;
+      copy_async<4 * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0), inside);
+    });
+    return;
+  }
   constexpr int kBatch = kIters < 8 ? kIters : 8;  // loads in flight per thread before stores
 #pragma unroll 1
   for (int k0 = 0; k0 < kIters; k0 += kBatch) {
@@ -268,16 +332,7 @@ __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, 
         const int row = f / kPerRow;
         const int c = (f - row * kPerRow) * V;
         int gi, gj;
-        if (row < kRows) {
-          const int ii = row / TILE_J;
-          gi = i0 + ii;
-          gj = j0 + (row - ii * TILE_J);
-        } else {
-          const int r = row - kRows;
-          const int jj = r / TILE_I;
-          gi = j0 + jj;
-          gj = i0 + (r - jj * TILE_I);
-        }
+        staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
         if (gi < N && gj < N) loadv<V, false>(x + row_offset(N, C, b, gi, gj) + c, v[k]);
         dst[k] = row * RS + c;
       }
@@ -840,30 +895,41 @@ __device__ __forceinline__ void warp_pairs(const float* __restrict__ x, const fl
 
 // ---- mma strategy ----------------------------------------------------------------------------
 
-// x = hi + lo with both parts TF32; hi*hi + hi*lo + lo*hi leaves an error near FP32's.
+// x = hi + lo exactly, hi TF32 (truncated: two instructions, where cvt.rna.tf32 takes several on
+// sm_90). lo goes to the MMA as it is: the tensor core reads the TF32 part of the register, i.e.
+// lo truncated, an error of at most 2^-10 |lo| <= 2^-20 |x|; hi*hi + hi*lo + lo*hi then leaves an
+// error near FP32's.
 __device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
-  hi = to_tf32(x);
-  lo = to_tf32(x - hi);
+  hi = tf32_trunc(x);
+  lo = x - hi;
 }
 
 // Block-cooperative copy of R x L floats (source stride L) into an RP x LP array of stride DS,
 // zero outside R x L (the padding must be finite: it meets the MMA as 0 * padding).
-template <int R, int L, int RP, int LP, int DS, int BLOCK>
+template <int R, int L, int RP, int LP, int DS, int BLOCK, bool ASYNC>
 __device__ __forceinline__ void copy_padded(const float* __restrict__ src, float* dst) {
   constexpr int V = vec_width(L) == 4 && LP % 4 == 0 ? 4 : 1;
   constexpr int kPerRow = LP / V;
+  if constexpr (ASYNC) {
+    block_for<RP * kPerRow, BLOCK>([&](int f) {
+      const int r = f / kPerRow, c = (f - r * kPerRow) * V;
+      const bool inside = r < R && c < L;
+      copy_async<4 * V>(dst + r * DS + c, src + (inside ? r * L + c : 0), inside);
+    });
+  } else {
 #pragma unroll 4
-  for (int f = threadIdx.x; f < RP * kPerRow; f += BLOCK) {
-    const int r = f / kPerRow, c = (f - r * kPerRow) * V;
-    float v[V];
+    for (int f = threadIdx.x; f < RP * kPerRow; f += BLOCK) {
+      const int r = f / kPerRow, c = (f - r * kPerRow) * V;
+      float v[V];
 #pragma unroll
-    for (int e = 0; e < V; ++e) v[e] = 0.0f;
-    if (r < R && c < L) loadv<V, false>(src + r * L + c, v);  // V == 4: L % 4 == 0, all four inside
-    storev<V>(dst + r * DS + c, v);
+      for (int e = 0; e < V; ++e) v[e] = 0.0f;
+      if (r < R && c < L) loadv<V, false>(src + r * L + c, v);  // V == 4: L % 4 == 0, all four inside
+      storev<V>(dst + r * DS + c, v);
+    }
   }
 }
 
-template <int C, int H, int BLOCK>
+template <int C, int H, int BLOCK, bool ASYNC>
 __device__ __forceinline__ void copy_mma_weights(const float* __restrict__ ln_w, const float* __restrict__ ln_b,
                                                  const float* __restrict__ w0, const float* __restrict__ b0,
                                                  const float* __restrict__ w2, const float* __restrict__ b2,
@@ -871,14 +937,14 @@ __device__ __forceinline__ void copy_mma_weights(const float* __restrict__ ln_w,
                                                  float* sw) {
   using L = MmaWeightLayout<C, H>;
   constexpr int HP = L::HP;
-  copy_padded<H, C, HP, C, L::kW0Stride, BLOCK>(w0, sw + L::kW0);
-  copy_padded<H, H, HP, HP, L::kW2Stride, BLOCK>(w2, sw + L::kW2);
-  copy_padded<1, C, 1, C, C, BLOCK>(ln_w, sw + L::kGamma);
-  copy_padded<1, C, 1, C, C, BLOCK>(ln_b, sw + L::kBeta);
-  copy_padded<1, H, 1, HP, HP, BLOCK>(b0, sw + L::kB0);
-  copy_padded<1, H, 1, HP, HP, BLOCK>(b2, sw + L::kB2);
-  copy_padded<1, H, 1, HP, HP, BLOCK>(w4, sw + L::kW4);
-  if (threadIdx.x == 0) sw[L::kB4] = __ldg(b4);
+  copy_padded<H, C, HP, C, L::kW0Stride, BLOCK, ASYNC>(w0, sw + L::kW0);
+  copy_padded<H, H, HP, HP, L::kW2Stride, BLOCK, ASYNC>(w2, sw + L::kW2);
+  copy_padded<1, C, 1, C, C, BLOCK, ASYNC>(ln_w, sw + L::kGamma);
+  copy_padded<1, C, 1, C, C, BLOCK, ASYNC>(ln_b, sw + L::kBeta);
+  copy_padded<1, H, 1, HP, HP, BLOCK, ASYNC>(b0, sw + L::kB0);
+  copy_padded<1, H, 1, HP, HP, BLOCK, ASYNC>(b2, sw + L::kB2);
+  copy_padded<1, H, 1, HP, HP, BLOCK, ASYNC>(w4, sw + L::kW4);
+  copy_padded<1, 1, 1, 1, 1, BLOCK, ASYNC>(b4, sw + L::kB4);
 }
 
 // d[p] += A[p] * B for P row tiles sharing one B fragment {b0, b1}, 3xTF32.
@@ -1006,7 +1072,7 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
 }  // namespace tune_kernels
 
 template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T,
-          int SMEM_W, int PAIRS = 1, int SYM = 0>
+          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0>
 __global__ void __launch_bounds__(BLOCK)
     contact_kernel(const float* __restrict__ pair_repr, const float* __restrict__ ln_w, const float* __restrict__ ln_b,
                    const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
@@ -1035,13 +1101,15 @@ __global__ void __launch_bounds__(BLOCK)
   }
 
   // Cooperative copies first, so the weight and tile loads are in flight together.
+  constexpr bool kAsync = ASYNC != 0;
   if constexpr (STRATEGY == 2) {
-    k::copy_mma_weights<C, H, BLOCK>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
+    k::copy_mma_weights<C, H, BLOCK, kAsync>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
   } else if constexpr (SMEM_W != 0) {
-    k::copy_weights<C, H, BLOCK>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
+    k::copy_weights<C, H, BLOCK, kAsync>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
   }
   if constexpr (kStaged)
-    k::stage_tiles<N, C, TILE_I, TILE_J, BLOCK>(pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
+    k::stage_tiles<N, C, TILE_I, TILE_J, BLOCK, kAsync>(pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
+  if constexpr (kAsync) k::copy_wait_all();
   if constexpr (SMEM_W != 0 || kStaged) __syncthreads();
 
   if constexpr (STRATEGY == 2) {

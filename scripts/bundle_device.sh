@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine needs to run tune and the device tests from this build into .device/
 # (ignored by git): the binaries, and the Debian shared libraries such a machine may lack
-# (fmt, muParser and its OpenMP runtime), found beside the binaries through LD_LIBRARY_PATH.
+# (fmt, muParser and its OpenMP runtime), found beside the binaries through LD_LIBRARY_PATH, and
+# the PyTorch models (shared/spec/models.py) that report/torch_baseline.py times.
 # With a bench build (-DTUNE_BUILD_BENCH=ON) it also packs tune_bench and libbenchmark, which
 # tune_bench finds through its rpath $ORIGIN/../lib.
 # Usage: scripts/bundle_device.sh [build-dir]
@@ -12,6 +13,7 @@ dest=$here/.device
 rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/lib"
 cp "$build/tuner/tune" "$build"/tests/tune_*_tests "$dest/bin/"
 cp -r "$here/../shared/golden" "$dest/golden"
+cp "$here/../shared/spec/models.py" "$dest/models.py"
 for lib in $(ldd "$build/tuner/tune" | awk '/libfmt|libmuparser|libgomp/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
 if [ -x "$build/bench/tune_bench" ]; then
   cp "$build/bench/tune_bench" "$dest/bin/"

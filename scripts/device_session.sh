@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
-#   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune:<args separated by :>
+#   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune:<args separated by :>,
+#                                       torch[:<args separated by :>]
+# torch: PyTorch eager and torch.compile timed at the shapes of the committed results/
+# (report/torch_baseline.py, models.py from .device/) into $OUT/torch_baseline.json.
+# bench: the tuned kernels built by nvcc (bench/) into $OUT/bench.json and $OUT/bench.log.
 # Logs and results go to $OUT (results as one tarball, since $OUT keeps only two folder levels).
 set -uo pipefail
 out=${OUT:-/tmp/tune-out}
@@ -29,6 +33,10 @@ for step in "$@"; do
       start=$(date +%s%N)
       "$tune" ${args//:/ } --out "$results" 2>>"$out/tune.log" | tee -a "$out/tune.log" || status=1
       echo "wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log" ;;
+    torch|torch:*)
+      args=${step#torch}; args=${args#:}
+      python3 report/torch_baseline.py results -o "$out/torch_baseline.json" --models .device/models.py ${args//:/ } \
+        2>&1 | tee -a "$out/torch.log" || status=1 ;;
     *) echo "unknown step $step" >&2; status=2 ;;
   esac
 done

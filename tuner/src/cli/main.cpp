@@ -8,6 +8,7 @@
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/report.hpp"
 #include "tune/tune.hpp"
 #include "tune/verify.hpp"
 
@@ -85,6 +86,14 @@ int main(int argc, char** argv) {
   verify->add_flag("--all", vopt.all, "check every variant of the matching results file, not just baseline and winner");
   verify->add_option("--device", vopt.device, "CUDA device ordinal")->capture_default_str();
 
+  tune::ReportOptions ropt;
+  auto* report = app.add_subcommand("report", "write report.md, report.html and charts comparing GPUs, shapes, "
+                                              "baselines and floors (runs report/report.py)");
+  report->add_option("results", ropt.results_dir, "results folder (<gpu>/<problem>/<shape>.json)")->required();
+  report->add_option("-o,--out", ropt.out_dir, "output folder")->required();
+  report->add_option("--peaks", ropt.peaks, "device peaks, JSON keyed by GPU slug (copy_gb_per_s, fp32_gflop_per_s)");
+  report->add_option("--torch", ropt.torch, "torch baseline files (report/torch_baseline.py) besides RESULTS/<gpu>/");
+
   std::vector<std::string> header_inputs;
   std::string header_out, header_config;
   auto* merge = app.add_subcommand("header", "merge result files of one problem (several GPUs and shapes) into one header");
@@ -104,6 +113,7 @@ int main(int argc, char** argv) {
       vopt.log = log;
       return tune::run_verify(vopt) ? 0 : 1;
     }
+    if (report->parsed()) return tune::run_report(ropt);
     if (merge->parsed()) {
       std::optional<std::filesystem::path> space_file;
       if (!header_config.empty()) space_file = header_config;

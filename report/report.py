@@ -1,0 +1,629 @@
+#!/usr/bin/env python3
+"""The tune report: winners, floors, baselines and portability across GPUs and shapes.
+
+    python3 report/report.py RESULTS_DIR -o OUT_DIR [--peaks FILE] [--torch FILE]...
+    (or: tune report RESULTS_DIR -o OUT_DIR ..., which runs this script)
+
+Reads RESULTS_DIR/<gpu>/<problem>/<shape>.json (tune results) and, when present,
+RESULTS_DIR/<gpu>/torch_baseline.json (written by report/torch_baseline.py on that GPU).
+Writes OUT_DIR/report.md, OUT_DIR/report.html (the same content, charts inline),
+OUT_DIR/charts/*.png and OUT_DIR/report.json (the numbers of the tables, for tools and tests).
+
+Floors (MEASURE.md): bytes per call over the copy bandwidth, FLOP per call over the FP32 rate.
+The result files do not carry those device peaks; they come from --peaks (JSON keyed by GPU
+slug: {"h200": {"copy_gb_per_s": 4200, "fp32_gflop_per_s": 60200, "source": "..."}}), else from
+the table below, which holds only numbers measured on real devices and says where from.
+"""
+import argparse
+import base64
+import html
+import json
+import math
+import pathlib
+import statistics
+import sys
+
+# Device peaks measured on real GPUs; the source says where each number comes from.
+MEASURED_PEAKS = {
+    "h200": {
+        "copy_gb_per_s": 4200.0,
+        "fp32_gflop_per_s": 60200.0,
+        "source": "shared/spec/PROBLEMS.md: one H200, 2026-11-29 (device-to-device copy, bytes read + "
+                  "written; FP32 FMA loop)",
+    },
+}
+
+
+class InputError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading results
+
+def shape_text(shape):
+    return " ".join(f"{k}{v}" for k, v in shape.items())
+
+
+def shape_tag(shape):
+    return "_".join(f"{k}{v}" for k, v in shape.items())
+
+
+def params_text(params):
+    return ", ".join(f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in params.items())
+
+
+def load(root):
+    """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json)."""
+    for path in sorted(pathlib.Path(root).glob("*/*/*.json")):
+        try:
+            with open(path) as f:
+                run = json.load(f)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: not a readable JSON file ({e})")
+        if isinstance(run, dict) and run.get("kind") == "tune.result":
+            if run.get("schema_version") != 1:
+                raise InputError(f"{path}: result schema version {run.get('schema_version')} is not 1; "
+                                 "regenerate it with this tune")
+            yield path, run
+
+
+def gpu_of(path, run):
+    return (run["device"]["slug"] if run.get("device") else path.parts[-3],
+            run["device"]["name"] if run.get("device") else "none (compile only)")
+
+
+def median_us(v):
+    return v["timing"]["median_us"] if v and v.get("timing") else None
+
+
+def passed(run):
+    return [v for v in run["variants"] if v["status"] == "passed" and v.get("timing")]
+
+
+def load_torch(root, extra):
+    """Torch baseline files keyed by GPU slug: RESULTS_DIR/<gpu>/torch_baseline.json plus extra."""
+    files = sorted(pathlib.Path(root).glob("*/torch_baseline.json")) + [pathlib.Path(p) for p in extra]
+    out = {}
+    for path in files:
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: not a readable JSON file ({e})")
+        if doc.get("kind") != "tune.torch_baseline" or doc.get("schema_version") != 1:
+            raise InputError(f"{path}: not a torch baseline file (kind tune.torch_baseline, schema_version 1)")
+        out[doc["device"]["slug"]] = {"path": str(path), "doc": doc,
+                                      "entries": {(e["problem"], shape_tag(e["shape"])): e for e in doc["entries"]}}
+    return out
+
+
+def load_peaks(path, torch):
+    """Per GPU slug: --peaks FILE first; else the table above, with the copy bandwidth that
+    torch_baseline.py measured in the tunes' device session when its file has one."""
+    peaks = {k: dict(v) for k, v in MEASURED_PEAKS.items()}
+    for slug, t in torch.items():
+        bw = (t["doc"].get("device_peaks") or {}).get("copy_gb_per_s")
+        if bw:
+            old = peaks.setdefault(slug, {"source": "not known"})
+            old["source"] = f"copy bandwidth: measured by torch_baseline.py ({t['path']}); FP32 rate: {old['source']}"
+            old["copy_gb_per_s"] = bw
+    if path:
+        try:
+            with open(path) as f:
+                extra = json.load(f)
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: not a readable JSON file ({e})")
+        for slug, p in extra.items():
+            if not all(isinstance(p.get(k), (int, float)) and p[k] > 0 for k in ("copy_gb_per_s", "fp32_gflop_per_s")):
+                raise InputError(f"{path}: {slug} needs positive copy_gb_per_s and fp32_gflop_per_s")
+            peaks[slug] = {"source": f"{path}", **p}
+    return peaks
+
+
+# ---------------------------------------------------------------------------------------------
+# The numbers
+
+def floors(run, peak):
+    """Bytes over copy bandwidth and FLOP over the FP32 rate, in µs, each None without its peak;
+    None when neither peak is known."""
+    work = run.get("work") or {}
+    bw, rate = (peak or {}).get("copy_gb_per_s"), (peak or {}).get("fp32_gflop_per_s")
+    bytes_us = (work.get("bytes_per_call") or 0) / (bw * 1e3) if bw else None
+    flop_us = (work.get("flop_per_call") or 0) / (rate * 1e3) if rate else None
+    known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, "FP32 compute")) if t is not None]
+    if not known:
+        return None
+    larger, bound = max(known, key=lambda k: k[0])
+    return {"bytes_us": bytes_us, "flop_us": flop_us, "larger_us": larger, "bound": bound}
+
+
+def torch_speedups(win_t, entry):
+    """Winner against PyTorch: events vs the winner's cold median, graph vs its graph time."""
+    out = {}
+    for mode in ("eager", "compile"):
+        m = (entry or {}).get(mode) or {}
+        ev = (m.get("events") or {}).get("median_us")
+        gr = (m.get("graph") or {}).get("median_us")
+        out[mode] = {
+            "events_us": ev, "graph_us": gr, "error": m.get("error"),
+            "speedup_events": ev / win_t["median_us"] if ev and win_t else None,
+            "speedup_graph": gr / win_t["graph_mean_us"] if gr and win_t and win_t.get("graph_mean_us") else None,
+        }
+    return out
+
+
+def analyse(root, peaks, torch):
+    groups = {}  # (problem, tag) -> {"shape", "problem", "gpus": {slug: {...}}}
+    runs = []
+    for path, run in load(root):
+        slug, name = gpu_of(path, run)
+        runs.append((path, run))
+        if not run.get("timed"):
+            continue
+        g = groups.setdefault((run["problem"], shape_tag(run["shape"])),
+                              {"problem": run["problem"], "shape": run["shape"], "gpus": {}})
+        s = run["summary"]
+        by = {v["name"]: v for v in run["variants"]}
+        win = by.get(s.get("winner") or "")
+        base = by.get(s.get("baseline") or "")
+        fl = floors(run, peaks.get(slug))
+        t = torch.get(slug, {}).get("entries", {}).get((run["problem"], shape_tag(run["shape"])))
+        wt = win["timing"] if win and win.get("timing") else None
+        g["gpus"][slug] = {
+            "gpu": name, "file": str(path), "run": run,
+            "winner": win["name"] if win else None, "winner_params": win["params"] if win else None,
+            "median_us": wt["median_us"] if wt else None, "noise": wt["noise"] if wt else None,
+            "batch_us": wt["batch_mean_us"] if wt else None, "graph_us": wt.get("graph_mean_us") if wt else None,
+            "baseline": base["name"] if base else None, "baseline_us": median_us(base),
+            "speedup_over_baseline": (median_us(base) / wt["median_us"]) if wt and median_us(base) else None,
+            "floors": fl, "peak_source": (peaks.get(slug) or {}).get("source"),
+            "ratio_to_floor": wt["median_us"] / fl["larger_us"] if wt and fl and fl["larger_us"] > 0 else None,
+            "work": run.get("work"),
+            "torch": torch_speedups(wt, t) if t else None,
+            "times": {v["name"]: v["timing"]["median_us"] for v in passed(run)},
+            "status": {v["name"]: v["status"] for v in run["variants"]},
+        }
+    for g in groups.values():
+        g["portability"] = portability(g["gpus"]) if len(g["gpus"]) >= 2 else None
+    return runs, dict(sorted(groups.items()))
+
+
+def portability(gpus):
+    """Each GPU's winner as measured on every GPU (loss = its time / that GPU's winner's time), and
+    the config with the smallest worst-case loss among those measured on all of them."""
+    best = {slug: d["median_us"] or min(d["times"].values()) for slug, d in gpus.items() if d["times"]}
+    matrix = {}
+    for src, d in gpus.items():
+        if not d["winner"]:
+            continue
+        row = {}
+        for dst, e in gpus.items():
+            t = e["times"].get(d["winner"])
+            row[dst] = ({"us": t, "loss": t / best[dst]} if t is not None else
+                        {"us": None, "loss": None, "status": e["status"].get(d["winner"], "not measured")})
+        matrix[src] = {"config": d["winner"], "on": row}
+    common = set.intersection(*(set(d["times"]) for d in gpus.values()))
+    candidates = sorted((max(gpus[s]["times"][c] / best[s] for s in gpus), c) for c in common)
+    robust = None
+    if candidates:
+        worst, name = candidates[0]
+        robust = {"config": name, "worst_loss": worst,
+                  "loss": {s: gpus[s]["times"][name] / best[s] for s in gpus}}
+    return {"matrix": matrix, "most_portable": robust, "configs_measured_everywhere": len(common)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Run summary tables (also printed by report/summary.py)
+
+def strategy_key(params):
+    return ", ".join(f"{k}={params[k]}" for k in ("strategy", "mapping") if k in params)
+
+
+def fmt(x, spec=".2f", none="—"):
+    return none if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def summary_tables(runs):
+    """The run table (one row per results file) and the best variant per strategy of each run."""
+    head = ["GPU", "problem", "shape", "variants", "passed parity", "compile wall s",
+            "compile s per variant (median)", "tune wall s", "baseline cold median µs", "winner cold median µs",
+            "winner graph µs", "speedup", "empty kernel cold µs", "file"]
+    rows, detail = [], []
+    for path, run in runs:
+        by = {v["name"]: v for v in run["variants"]}
+        ok = passed(run)
+        compile_s = [v["compile_seconds"] for v in run["variants"] if v.get("compile_seconds")]
+        s = run["summary"]
+        win, base = by.get(s.get("winner") or ""), by.get(s.get("baseline") or "")
+        fl = run.get("harness_floor") or {}
+        _, gpu = gpu_of(path, run)
+        rows.append([gpu, run["problem"], shape_text(run["shape"]), str(len(run["variants"])),
+                     str(sum(v["status"] == "passed" for v in run["variants"])),
+                     fmt(run["wall_seconds"]["compile"], ".1f"),
+                     fmt(statistics.median(compile_s) if compile_s else None), fmt(run["wall_seconds"]["total"], ".1f"),
+                     fmt(median_us(base)), fmt(median_us(win)),
+                     fmt(win["timing"].get("graph_mean_us") if win and win.get("timing") else None),
+                     fmt(s.get("speedup_over_baseline")) + ("x" if s.get("speedup_over_baseline") else ""),
+                     fmt(fl.get("empty_kernel_cold_us")), f"`{path}`"])
+        best = {}
+        for v in ok:
+            k = strategy_key(v["params"])
+            if k not in best or v["timing"]["median_us"] < best[k]["timing"]["median_us"]:
+                best[k] = v
+        if best:
+            detail.append((f"**{run['problem']} {shape_text(run['shape'])}** on {gpu}: best cold median per strategy",
+                           ["strategy", "cold median µs", "graph µs per call", "registers", "config"],
+                           [[k, fmt(v["timing"]["median_us"]), fmt(v["timing"].get("graph_mean_us")),
+                             str(v.get("max_registers", "—")), v["name"]]
+                            for k, v in sorted(best.items(), key=lambda kv: kv[1]["timing"]["median_us"])]))
+    return (head, rows), detail
+
+
+def md_table(head, rows):
+    return "\n".join(["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"] +
+                     ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def summary_markdown(root):
+    runs = list(load(root))
+    (head, rows), detail = summary_tables(runs)
+    parts = [md_table(head, rows)]
+    for title, h, r in detail:
+        parts += [title, md_table(h, r)]
+    return "\n\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Charts
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError:
+        raise InputError(f"the report needs matplotlib for {sys.executable} (Debian: apt-get install "
+                         "python3-matplotlib; scripts/setup.sh installs it)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.rcParams.update({"figure.dpi": 110, "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
+    return plt
+
+
+def _save(fig, out, name):
+    path = out / "charts" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight", metadata={"Software": None})
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return f"charts/{name}"
+
+
+def chart_distribution(plt, g, out):
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+    gpus = [(s, d) for s, d in g["gpus"].items() if d["times"]]
+    if not gpus:
+        return None
+    fig, axes = plt.subplots(len(gpus), 1, figsize=(8, 2.6 * len(gpus)), squeeze=False, sharex=True)
+    every = [t for _, d in gpus for t in d["times"].values()]
+    lo, hi = min(every), max(every)
+    for s, d in gpus:
+        if d["floors"]:
+            lo = min(lo, d["floors"]["larger_us"])
+        lo = min(lo, (d["run"].get("harness_floor") or {}).get("empty_kernel_cold_us") or lo)
+    bins = np.geomspace(lo * 0.95, hi * 1.05, 30)
+    for ax, (slug, d) in zip(axes[:, 0], gpus):
+        ax.hist(list(d["times"].values()), bins=bins, color="#8da0cb", edgecolor="white")
+        if d["baseline_us"]:
+            ax.axvline(d["baseline_us"], color="#d95f02", ls="--", lw=2, label=f"baseline {d['baseline_us']:.1f} µs")
+        if d["median_us"]:
+            ax.axvline(d["median_us"], color="#1b9e77", lw=2, label=f"winner {d['median_us']:.1f} µs")
+        if d["floors"]:
+            ax.axvline(d["floors"]["larger_us"], color="black", ls=":", lw=1.5,
+                       label=f"floor ({d['floors']['bound']}) {d['floors']['larger_us']:.1f} µs")
+        empty = (d["run"].get("harness_floor") or {}).get("empty_kernel_cold_us")
+        if empty:
+            ax.axvline(empty, color="gray", ls="-.", lw=1, label=f"empty kernel (cold) {empty:.1f} µs")
+        ax.set_xscale("log")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("variants")
+        ax.set_title(f"{d['gpu']}: {len(d['times'])} variants that passed parity", fontsize=9)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    axes[-1, 0].set_xlabel("cold median time per call (µs, L2 flushed; log scale)")
+    fig.suptitle(f"{g['problem']} {shape_text(g['shape'])}: distribution of variant times")
+    fig.tight_layout()
+    return _save(fig, out, f"distribution_{g['problem']}_{shape_tag(g['shape'])}.png")
+
+
+def sensitivity(run):
+    """Per parameter with two or more values: value -> (median, min) cold time over passed variants."""
+    ok = passed(run)
+    out = {}
+    for p in (ok[0]["params"] if ok else {}):
+        by = {}
+        for v in ok:
+            by.setdefault(json.dumps(v["params"].get(p)), []).append(v["timing"]["median_us"])
+        if len(by) >= 2:
+            order = sorted(by, key=lambda k: (0, json.loads(k), "") if isinstance(json.loads(k), (int, float))
+                           and not isinstance(json.loads(k), bool) else (1, 0, k))
+            out[p] = {k: (statistics.median(by[k]), min(by[k]), len(by[k])) for k in order}
+    return out
+
+
+def chart_sensitivity(plt, g, slug, out):
+    sens = sensitivity(g["gpus"][slug]["run"])
+    if not sens:
+        return None
+    n = len(sens)
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.7 * rows), squeeze=False)
+    for ax, (p, vals) in zip(axes.flat, sens.items()):
+        labels = [k.strip('"') for k in vals]
+        x = range(len(labels))
+        ax.bar(x, [m for m, _, _ in vals.values()], color="#8da0cb", label="median")
+        ax.plot(x, [b for _, b, _ in vals.values()], "o", color="#1b9e77", label="best")
+        ax.set_xticks(list(x), [f"{l}\n({c})" for l, (_, _, c) in zip(labels, vals.values())], fontsize=8)
+        ax.set_title(p, fontsize=9)
+        ax.set_ylabel("cold time per call (µs)")
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle(f"{g['gpus'][slug]['gpu']}, {g['problem']} {shape_text(g['shape'])}: median and best cold time "
+                 "per parameter value (variant count in brackets)", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, out, f"sensitivity_{slug}_{g['problem']}_{shape_tag(g['shape'])}.png")
+
+
+def chart_shapes(plt, problem, groups, out):
+    from matplotlib.ticker import FuncFormatter
+    gs = sorted((g for g in groups if g["problem"] == problem),
+                key=lambda g: min((d["work"] or {}).get("bytes_per_call", 0) for d in g["gpus"].values()))
+    slugs = sorted({s for g in gs for s in g["gpus"]})
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(gs) + 3), 4))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    x = list(range(len(gs)))
+    for i, slug in enumerate(slugs):
+        c = colors[i % len(colors)]
+        name = next(g["gpus"][slug]["gpu"] for g in gs if slug in g["gpus"])
+
+        def series(f):
+            return [f(g["gpus"][slug]) if slug in g["gpus"] else None for g in gs]
+        for ys, style, what in ((series(lambda d: d["median_us"]), "o-", "winner"),
+                                (series(lambda d: d["baseline_us"]), "s--", "baseline"),
+                                (series(lambda d: d["floors"]["larger_us"] if d["floors"] else None), "v:", "floor")):
+            pts = [(xi, y) for xi, y in zip(x, ys) if y]
+            if pts:
+                ax.plot(*zip(*pts), style, color=c, label=f"{name}: {what}", alpha=0.6 if what == "baseline" else 1)
+    ax.set_xticks(x, [shape_text(g["shape"]).replace(" ", "\n", 1) for g in gs], fontsize=8)
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+    ax.set_xlabel("shape (ordered by bytes per call)")
+    ax.set_ylabel("cold median time per call (µs, log scale)")
+    ax.set_title(f"{problem}: time vs shape, with the larger floor (bytes/bandwidth or FLOP/FP32 rate)", fontsize=9)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    return _save(fig, out, f"shapes_{problem}.png")
+
+
+def chart_portability(plt, g, out):
+    """Loss (time / that GPU's winner's time) of each GPU's winner and of the most portable config."""
+    import numpy as np
+    port, gpus = g["portability"], g["gpus"]
+    slugs = list(gpus)
+    rows = [(f"winner on {gpus[s]['gpu']}", m["config"]) for s, m in port["matrix"].items()]
+    if port["most_portable"] and port["most_portable"]["config"] not in [c for _, c in rows]:
+        rows.append(("smallest worst-case loss", port["most_portable"]["config"]))
+    ref = {s: gpus[s]["median_us"] or min(gpus[s]["times"].values(), default=1.0) for s in slugs}
+    loss = np.array([[gpus[s]["times"][c] / ref[s] if c in gpus[s]["times"] else np.nan
+                      for s in slugs] for _, c in rows])
+    fig, ax = plt.subplots(figsize=(2.2 * len(slugs) + 4, 0.6 * len(rows) + 1.6))
+    finite = loss[np.isfinite(loss)]
+    cmap = plt.get_cmap("Reds").copy()
+    cmap.set_bad("#dddddd")
+    top = max(1.5, finite.max() if finite.size else 1.5)
+    im = ax.imshow(np.ma.masked_invalid(loss), cmap=cmap, vmin=1.0, vmax=top, aspect="auto")
+    for i in range(len(rows)):
+        for j in range(len(slugs)):
+            ax.text(j, i, "not measured" if np.isnan(loss[i, j]) else f"{loss[i, j]:.2f}x", ha="center", va="center",
+                    fontsize=8, color="white" if loss[i, j] > 1 + 0.6 * (top - 1) else "black")
+    ax.set_xticks(range(len(slugs)), [f"measured on\n{gpus[s]['gpu']}" for s in slugs], fontsize=8)
+    ax.set_yticks(range(len(rows)), [f"{label}\n{c}" for label, c in rows], fontsize=7)
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, label="loss: cold time / that GPU's winner (x)")
+    ax.set_title(f"{g['problem']} {shape_text(g['shape'])}: portability of each GPU's winner", fontsize=9)
+    return _save(fig, out, f"portability_{g['problem']}_{shape_tag(g['shape'])}.png")
+
+
+# ---------------------------------------------------------------------------------------------
+# The document: blocks rendered as markdown and as HTML
+
+def x(v, spec=".2f"):
+    return fmt(v, spec) + "x" if v is not None else "—"
+
+
+def build(root, out, peaks, torch, charts=True):
+    runs, groups = analyse(root, peaks, torch)
+    if not runs:
+        raise InputError(f"{root}: no tune results (<gpu>/<problem>/<shape>.json) found")
+    plt = _plt() if charts else None
+    blocks = [("h1", "tune report"),
+              ("p", f"Results from `{root}`: {len(runs)} files, {len(groups)} problem and shape pairs on "
+                    f"{len({gpu_of(p, r)[0] for p, r in runs})} GPU(s). Times are per call in microseconds (µs): "
+                    "cold = median of CUDA-event samples with L2 flushed before each; batch = back-to-back launches; "
+                    "graph = CUDA-graph replay. Noise = standard deviation / mean of the cold samples. Floors "
+                    "(MEASURE.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate; the "
+                    "ratio is the winner's cold median over the larger floor. Winners that use tensor cores (TF32) "
+                    "can go below the FP32 floor.")]
+    used = sorted({s for g in groups.values() for s in g["gpus"]})
+    blocks.append(("h2", "Summary"))
+    blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / larger floor", "speedup over baseline",
+                             "over PyTorch eager", "over torch.compile"],
+                   [[f"{g['problem']} {shape_text(g['shape'])}", d["gpu"], fmt(d["median_us"]), x(d["ratio_to_floor"]),
+                     x(d["speedup_over_baseline"]), x(d["torch"]["eager"]["speedup_events"] if d["torch"] else None),
+                     x(d["torch"]["compile"]["speedup_events"] if d["torch"] else None)]
+                    for g in groups.values() for d in g["gpus"].values()]))
+    blocks.append(("h2", "Device peaks used for the floors"))
+    blocks.append(("table", ["GPU", "copy bandwidth GB/s", "FP32 GFLOP/s", "source"],
+                   [[s, fmt(peaks[s].get("copy_gb_per_s"), ".0f"), fmt(peaks[s].get("fp32_gflop_per_s"), ".0f"),
+                     peaks[s].get("source", "")] if s in peaks else
+                    [s, "—", "—", "no peak numbers: pass --peaks FILE ({slug: {copy_gb_per_s, fp32_gflop_per_s}})"]
+                    for s in used]))
+    if torch:
+        blocks.append(("h2", "PyTorch baselines"))
+        blocks.append(("table", ["GPU", "file", "torch", "TF32 in matmul", "measured at"],
+                       [[t["doc"]["device"]["name"], f"`{t['path']}`", str(c.get("torch_version", "—")),
+                         str(c.get("allow_tf32_matmul", "—")).lower(), str(c.get("created_at", "—"))]
+                        for t in torch.values() for c in [t["doc"].get("context", {})]]))
+    data = {"groups": [], "peaks": {s: peaks[s] for s in used if s in peaks}}
+    problems = sorted({g["problem"] for g in groups.values()})
+    for problem in problems:
+        blocks.append(("h2", f"Problem `{problem}`"))
+        if charts:
+            blocks.append(("img", chart_shapes(plt, problem, groups.values(), out), f"{problem}: time vs shape"))
+        for (p, tag), g in groups.items():
+            if p != problem:
+                continue
+            blocks.append(("h3", f"{problem} {shape_text(g['shape'])}"))
+            rows, trows = [], []
+            for slug, d in g["gpus"].items():
+                f = d["floors"]
+                rows.append([d["gpu"], f"`{params_text(d['winner_params'])}`" if d["winner_params"] else "—",
+                             fmt(d["median_us"]), fmt(d["noise"] * 100 if d["noise"] is not None else None, ".1f") + " %",
+                             fmt(d["batch_us"]), fmt(d["graph_us"]),
+                             fmt(f["bytes_us"] if f else None), fmt(f["flop_us"] if f else None),
+                             x(d["ratio_to_floor"]), fmt(d["baseline_us"]), x(d["speedup_over_baseline"])])
+                if d["torch"]:
+                    t = d["torch"]
+                    trows.append([d["gpu"]] + [c for m in ("eager", "compile") for c in (
+                        fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
+                        x(t[m]["speedup_events"]), fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
+            blocks.append(("table", ["GPU", "winner", "cold median µs", "noise", "batch µs", "graph µs",
+                                     "bytes floor µs", "FLOP floor µs", "winner / larger floor", "baseline cold µs",
+                                     "speedup over baseline"], rows))
+            if trows:
+                blocks.append(("p", "Against PyTorch on the same GPU (events: one call between CUDA events, L2 "
+                                    "flushed, against the winner's cold median; graph: CUDA-graph replay against "
+                                    "the winner's graph time):"))
+                blocks.append(("table", ["GPU", "eager µs (events)", "winner speedup", "eager µs (graph)",
+                                         "winner speedup", "torch.compile µs (events)", "winner speedup",
+                                         "torch.compile µs (graph)", "winner speedup"], trows))
+            port = g["portability"]
+            if port:
+                slugs = list(g["gpus"])
+                prow = []
+                for src, m in port["matrix"].items():
+                    prow.append([f"{g['gpus'][src]['gpu']} winner `{m['config']}`"] + [
+                        f"{fmt(c['us'])} µs ({x(c['loss'])} loss)" if c["us"] is not None else
+                        ("not measured" if c["status"] == "not measured" else f"not timed ({c['status']})")
+                        for c in (m["on"][dst] for dst in slugs)])
+                blocks.append(("p", "Portability: each GPU's winner as measured on the others (loss = its cold "
+                                    "median there / that GPU's own winner)."))
+                blocks.append(("table", ["config"] + [f"on {g['gpus'][s]['gpu']}" for s in slugs], prow))
+                r = port["most_portable"]
+                blocks.append(("p", f"Smallest worst-case loss over the {len(slugs)} GPUs, among the "
+                                    f"{port['configs_measured_everywhere']} configs measured on all of them: "
+                                    + (f"`{r['config']}`, worst case {x(r['worst_loss'])} ("
+                                       + ", ".join(f"{g['gpus'][s]['gpu']} {x(r['loss'][s])}" for s in slugs) + ")."
+                                       if r else "none (no config was measured on every GPU).")))
+                if charts:
+                    blocks.append(("img", chart_portability(plt, g, out),
+                                   f"{problem} {shape_text(g['shape'])}: portability"))
+            if charts:
+                blocks.append(("img", chart_distribution(plt, g, out), f"{problem} {shape_text(g['shape'])}: distribution"))
+                for slug in g["gpus"]:
+                    img = chart_sensitivity(plt, g, slug, out)
+                    if img:
+                        blocks.append(("img", img, f"{slug} {problem} {shape_text(g['shape'])}: parameter sensitivity"))
+            data["groups"].append({"problem": problem, "shape": g["shape"], "portability": g["portability"],
+                                   "gpus": {s: {k: v for k, v in d.items() if k not in ("run", "times", "status")}
+                                            for s, d in g["gpus"].items()}})
+    (head, rows), detail = summary_tables(runs)
+    blocks += [("h2", "Runs"), ("table", head, rows)]
+    for title, h, r in detail:
+        blocks += [("p", title), ("table", h, r)]
+    return blocks, data
+
+
+def render_md(blocks):
+    parts = []
+    for b in blocks:
+        if b[0] in ("h1", "h2", "h3"):
+            parts.append("#" * int(b[0][1]) + " " + b[1])
+        elif b[0] == "p":
+            parts.append(b[1])
+        elif b[0] == "table":
+            parts.append(md_table(b[1], b[2]))
+        elif b[0] == "img" and b[1]:
+            parts.append(f"![{b[2]}]({b[1]})")
+    return "\n\n".join(parts) + "\n"
+
+
+def inline(text):
+    """Markdown inline code and bold to HTML, everything else escaped."""
+    out, code = [], False
+    for i, piece in enumerate(text.split("`")):
+        if code:
+            out.append(f"<code>{html.escape(piece)}</code>")
+        else:
+            bold = piece.split("**")
+            out.append("".join(f"<b>{html.escape(s)}</b>" if j % 2 else html.escape(s) for j, s in enumerate(bold)))
+        code = not code
+    return "".join(out)
+
+
+def render_html(blocks, out):
+    parts = ["<!DOCTYPE html>", '<html><head><meta charset="utf-8"><title>tune report</title><style>',
+             "body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"
+             "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
+             "font-size:13px;text-align:left}code{font-size:12px}img{max-width:100%}",
+             "</style></head><body>"]
+    for b in blocks:
+        if b[0] in ("h1", "h2", "h3"):
+            parts.append(f"<{b[0]}>{inline(b[1])}</{b[0]}>")
+        elif b[0] == "p":
+            parts.append(f"<p>{inline(b[1])}</p>")
+        elif b[0] == "table":
+            parts.append("<table><tr>" + "".join(f"<th>{inline(h)}</th>" for h in b[1]) + "</tr>" +
+                         "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in b[2]) +
+                         "</table>")
+        elif b[0] == "img" and b[1]:
+            png = base64.b64encode((out / b[1]).read_bytes()).decode()
+            parts.append(f'<p><img alt="{html.escape(b[2])}" src="data:image/png;base64,{png}"></p>')
+    return "\n".join(parts + ["</body></html>"]) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="tune report", description=__doc__.split("\n")[0])
+    ap.add_argument("results", help="results folder (<gpu>/<problem>/<shape>.json)")
+    ap.add_argument("-o", "--out", required=True, help="output folder for report.md, report.html, charts/")
+    ap.add_argument("--peaks", help="JSON keyed by GPU slug: copy_gb_per_s, fp32_gflop_per_s, source")
+    ap.add_argument("--torch", action="append", default=[],
+                    help="torch baseline JSON (report/torch_baseline.py); RESULTS/<gpu>/torch_baseline.json is read too")
+    a = ap.parse_args(argv)
+    try:
+        root = pathlib.Path(a.results)
+        if not root.is_dir():
+            raise InputError(f"{root}: not a folder (give the results folder, e.g. results/)")
+        out = pathlib.Path(a.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"-o {out}: cannot create the output folder ({e.strerror})")
+        torch = load_torch(root, a.torch)
+        blocks, data = build(root, out, load_peaks(a.peaks, torch), torch)
+        (out / "report.md").write_text(render_md(blocks))
+        (out / "report.html").write_text(render_html(blocks, out))
+        (out / "report.json").write_text(json.dumps(data, indent=1) + "\n")
+    except (InputError, KeyError) as e:
+        print(f"tune: report: {e if isinstance(e, InputError) else f'a results file lacks the field {e}'}",
+              file=sys.stderr)
+        return 2
+    print(f"report: {out / 'report.md'}, {out / 'report.html'}, {len(list((out / 'charts').glob('*.png')))} charts")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

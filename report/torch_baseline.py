@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Times what a user would run instead of tune: the PyTorch modules of shared/spec/models.py,
+eager and torch.compile, at the shapes of a results folder, on this machine's GPU. Run it in the
+same device session as the tunes it is compared with; `tune report` reads what it writes.
+
+    python3 report/torch_baseline.py RESULTS_DIR -o FILE.json [--models PATH] [--gpu SLUG]
+    python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --list     (the shapes; needs no torch)
+
+Methods (per call, median of the samples):
+  events  L2 flushed (a buffer of twice the L2 size zeroed) before each call, CUDA events around
+          that one call: the same method as tune's cold median, host launch overhead included.
+  graph   --graph-calls calls captured in one CUDA graph and replayed, per call (no flush between
+          them): compare with tune's graph time.
+
+Output (schema_version 1):
+  {"kind": "tune.torch_baseline", "schema_version": 1,
+   "device": {"name", "slug" (as tune names results/<slug>/), "compute_capability", "l2_cache_bytes"},
+   "context": {"torch_version", "cuda_version", "created_at", "host", "command_line", "models",
+               "allow_tf32_matmul", "allow_tf32_cudnn"},
+   "method": {"events": ..., "graph": ..., "samples", "max_seconds", "graph_calls", "flush_bytes"},
+   "device_peaks": {"copy_gb_per_s": device-to-device copy of 1 GiB, bytes read + written, "method"},
+   "entries": [{"problem", "shape": {dim: value},
+                "eager" | "compile": {"events": TIMES | null, "graph": TIMES | null, "error": str | null,
+                                      "compile_seconds" (compile only)}}]}
+  TIMES = {"samples", "median_us", "q1_us", "q3_us", "min_us", "mean_us"}
+Exit codes: 0 done, 2 bad input, 3 no PyTorch or no CUDA device (one line says which).
+"""
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import pathlib
+import socket
+import statistics
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+MODELS_SEARCH = [HERE.parent.parent / "shared" / "spec" / "models.py", HERE.parent / ".device" / "models.py"]
+
+
+class Failure(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def device_slug(name):
+    """The folder name tune gives a GPU (tuner/src/cuda/device.cpp, device_slug)."""
+    s = "".join(c.lower() if c.isascii() and c.isalnum() else "-" for c in name)
+    for drop in ("nvidia-", "geforce-", "tesla-", "quadro-"):
+        if s.startswith(drop):
+            s = s[len(drop):]
+    out = ""
+    for c in s:
+        if not (c == "-" and (not out or out[-1] == "-")):
+            out += c
+    return out.rstrip("-") or "gpu"
+
+
+def shapes_in(root, gpu=None):
+    """(problem, shape) pairs of the tune results under root, in a stable order, once each."""
+    seen = {}
+    for path in sorted(pathlib.Path(root).glob("*/*/*.json")):
+        if gpu and path.parts[-3] != gpu:
+            continue
+        try:
+            run = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise Failure(2, f"{path}: not a readable JSON file ({e})")
+        if isinstance(run, dict) and run.get("kind") == "tune.result":
+            seen.setdefault((run["problem"], json.dumps(run["shape"])), run["shape"])
+    return [(p, shape) for (p, _), shape in sorted(seen.items())]
+
+
+def shape_text(shape):
+    return " ".join(f"{k}{v}" for k, v in shape.items())
+
+
+def summary(us):
+    us = sorted(us)
+    q = statistics.quantiles(us, n=4) if len(us) >= 2 else [us[0]] * 3
+    return {"samples": len(us), "median_us": statistics.median(us), "q1_us": q[0], "q3_us": q[2],
+            "min_us": us[0], "mean_us": statistics.fmean(us)}
+
+
+def time_events(torch, fn, flush, samples, max_seconds):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        fn()
+    us, t0 = [], time.perf_counter()
+    while len(us) < samples and (len(us) < 10 or time.perf_counter() - t0 < max_seconds):
+        flush.zero_()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        us.append(start.elapsed_time(end) * 1e3)
+    return summary(us)
+
+
+def time_graph(torch, fn, calls, samples, max_seconds):
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    us, t0 = [], time.perf_counter()
+    while len(us) < samples and (len(us) < 10 or time.perf_counter() - t0 < max_seconds):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        us.append(start.elapsed_time(end) * 1e3 / calls)
+    return summary(us)
+
+
+def copy_bandwidth(torch, samples=20):
+    """GB/s of a 1 GiB device-to-device copy, bytes read + written (the floor's bandwidth)."""
+    src = torch.ones(1 << 28, dtype=torch.float32, device="cuda")
+    dst = torch.empty_like(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        dst.copy_(src)
+    ms = []
+    for _ in range(samples):
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        ms.append(start.elapsed_time(end))
+    return 2 * src.numel() * 4 / (statistics.median(ms) * 1e-3) / 1e9
+
+
+def build(models, torch, problem, shape):
+    if problem == "contact":
+        return models.ContactMapHead(shape["C"], shape["H"]), models.contact_inputs(shape["B"], shape["N"], shape["C"])
+    if problem == "scene_graph":
+        return (models.SceneGraphRelation(shape["D"], shape["P"], shape["heads"]),
+                models.scene_inputs(shape["B"], shape["N"], shape["D"], shape["P"]))
+    raise Failure(2, f"no PyTorch module for problem {problem}")
+
+
+def first_line(e):
+    text = f"{type(e).__name__}: {e}".strip()
+    return text.splitlines()[0][:300]
+
+
+def measure(models, torch, problem, shape, a, flush, log):
+    torch.manual_seed(0)
+    module, inputs = build(models, torch, problem, shape)
+    module = module.cuda().eval()
+    entry = {"problem": problem, "shape": shape}
+    with torch.no_grad():
+        for mode in ("eager", "compile"):
+            rec = {"events": None, "graph": None, "error": None}
+            try:
+                fn_module = module
+                if mode == "compile":
+                    fn_module = torch.compile(module, dynamic=False)
+                    t0 = time.perf_counter()
+                    fn_module(*inputs)
+                    torch.cuda.synchronize()
+                    rec["compile_seconds"] = time.perf_counter() - t0
+
+                def call(m=fn_module):
+                    return m(*inputs)
+                rec["events"] = time_events(torch, call, flush, a.samples, a.max_seconds)
+                try:
+                    rec["graph"] = time_graph(torch, call, a.graph_calls, a.samples, a.max_seconds)
+                except Exception as e:  # capture can fail for reasons of PyTorch's own; keep the events
+                    rec["error"] = "graph: " + first_line(e)
+            except Exception as e:
+                rec["error"] = first_line(e)
+            torch.cuda.synchronize()
+            entry[mode] = rec
+            ev = rec["events"]["median_us"] if rec["events"] else None
+            gr = rec["graph"]["median_us"] if rec["graph"] else None
+            log(f"{problem} {shape_text(shape)} {mode}: events {ev and round(ev, 2)} µs, graph {gr and round(gr, 2)} µs"
+                + (f" ({rec['error']})" if rec["error"] else ""))
+    return entry
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("results", help="results folder (<gpu>/<problem>/<shape>.json): the shapes to time")
+    ap.add_argument("-o", "--out", required=True, help="baseline JSON to write")
+    ap.add_argument("--models", help="models.py (default: ../shared/spec/models.py or .device/models.py)")
+    ap.add_argument("--gpu", help="only the shapes of results/<GPU slug>/ (default: this GPU's, else all)")
+    ap.add_argument("--samples", type=int, default=200, help="samples per measurement (at least 10)")
+    ap.add_argument("--max-seconds", type=float, default=2.0, help="wall cap per measurement after 10 samples")
+    ap.add_argument("--graph-calls", type=int, default=20, help="calls captured in the replayed CUDA graph")
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TF32 in matrix products (PyTorch's default is off; tune's mma variants use TF32)")
+    ap.add_argument("--list", action="store_true", help="print the shapes that would be timed and stop")
+    a = ap.parse_args(argv)
+    try:
+        if not pathlib.Path(a.results).is_dir():
+            raise Failure(2, f"{a.results}: not a folder (give the results folder, e.g. results/)")
+        if a.list:
+            for problem, shape in shapes_in(a.results, a.gpu):
+                print(f"{problem} {shape_text(shape)}")
+            return 0
+        try:
+            import torch
+        except ImportError:
+            raise Failure(3, f"PyTorch is not installed for {sys.executable}; run this on the GPU machine")
+        if not torch.cuda.is_available():
+            raise Failure(3, "no CUDA device is available to PyTorch; run this on the GPU machine")
+        if a.tf32:
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        name = torch.cuda.get_device_name(0)
+        slug = device_slug(name)
+        gpu = a.gpu or (slug if (pathlib.Path(a.results) / slug).is_dir() else None)
+        shapes = shapes_in(a.results, gpu)
+        if not shapes:
+            raise Failure(2, f"{a.results}: no tune results" + (f" for {gpu}" if gpu else ""))
+        models_path = pathlib.Path(a.models) if a.models else next((p for p in MODELS_SEARCH if p.is_file()), None)
+        if not models_path or not models_path.is_file():
+            raise Failure(2, f"models.py not found ({a.models or ', '.join(map(str, MODELS_SEARCH))}); pass --models")
+        spec = importlib.util.spec_from_file_location("tune_models", models_path)
+        models = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(models)
+        props = torch.cuda.get_device_properties(0)
+        l2 = getattr(props, "L2_cache_size", 0) or 128 << 20
+        flush = torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
+        doc = {"kind": "tune.torch_baseline", "schema_version": 1,
+               "device": {"name": name, "slug": slug, "compute_capability": f"{props.major}.{props.minor}",
+                          "l2_cache_bytes": l2},
+               "context": {"torch_version": torch.__version__, "cuda_version": torch.version.cuda,
+                           "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           "host": socket.gethostname(), "command_line": " ".join(sys.argv),
+                           "models": str(models_path), "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+                           "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32},
+               "method": {"events": "L2 flushed (zeroing a buffer of twice the L2 size) before each call; CUDA "
+                                    "events around one call; median",
+                          "graph": "graph_calls calls captured in one CUDA graph, replayed; per call; median",
+                          "samples": a.samples, "max_seconds": a.max_seconds, "graph_calls": a.graph_calls,
+                          "flush_bytes": 2 * l2},
+               "device_peaks": {"copy_gb_per_s": copy_bandwidth(torch),
+                                "method": "device-to-device copy of 1 GiB (bytes read + written), CUDA events, median "
+                                          "of 20"},
+               "entries": []}
+        out = pathlib.Path(a.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for problem, shape in shapes:
+            doc["entries"].append(measure(models, torch, problem, shape, a, flush,
+                                          lambda line: print(line, flush=True)))
+            tmp = out.with_suffix(".tmp")  # written after every shape: an interrupted run keeps what it measured
+            tmp.write_text(json.dumps(doc, indent=1) + "\n")
+            os.replace(tmp, out)
+    except Failure as e:
+        print(f"torch_baseline: {e}", file=sys.stderr)
+        return e.code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""tune report on the SYNTHETIC fixtures (tests/fixtures/report/, two made-up GPUs): the tables'
+numbers against values worked out by hand from make_synthetic.py, and every chart a valid PNG.
+Also the parts of report/torch_baseline.py that need no GPU.
+
+    report_test.py TUNE_EXE SOURCE_DIR OUT_DIR
+"""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import unittest
+
+TUNE, SRC, OUT = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+FIX = SRC / "tests" / "fixtures" / "report"
+A, B = "synthetic-gpu-a", "synthetic-gpu-b"
+S1, S2 = {"B": 1, "N": 64, "C": 64, "H": 32}, {"B": 2, "N": 64, "C": 64, "H": 32}
+
+
+def tune(*args):
+    return subprocess.run([TUNE, *args], capture_output=True, text=True)
+
+
+class Report(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        shutil.rmtree(OUT, ignore_errors=True)
+        r = tune("report", str(FIX / "synthetic"), "-o", str(OUT), "--peaks", str(FIX / "synthetic_peaks.json"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        cls.md = (OUT / "report.md").read_text()
+        cls.html = (OUT / "report.html").read_text()
+        data = json.loads((OUT / "report.json").read_text())
+        cls.g = {json.dumps(g["shape"]): g for g in data["groups"]}
+
+    def group(self, shape):
+        return self.g[json.dumps(shape)]
+
+    def test_floors_ratios_and_speedups(self):
+        # (shape, gpu) -> bytes floor, FLOP floor, winner / larger floor, speedup over baseline
+        expected = {(0, A): (200.0, 300.0, 400 / 300, 800 / 400), (0, B): (100.0, 200.0, 300 / 200, 500 / 300),
+                    (1, A): (400.0, 600.0, 650 / 600, 1000 / 650), (1, B): (200.0, 400.0, 500 / 400, 800 / 500)}
+        for (i, gpu), (fb, ff, ratio, speedup) in expected.items():
+            d = self.group((S1, S2)[i])["gpus"][gpu]
+            self.assertAlmostEqual(d["floors"]["bytes_us"], fb)
+            self.assertAlmostEqual(d["floors"]["flop_us"], ff)
+            self.assertAlmostEqual(d["ratio_to_floor"], ratio)
+            self.assertAlmostEqual(d["speedup_over_baseline"], speedup)
+        self.assertIn("| Synthetic GPU A | `strategy=warp, block=64` | 400.00 | 1.0 % | 380.00 | 360.00 | 200.00 "
+                      "| 300.00 | 1.33x | 800.00 | 2.00x |", self.md)
+        self.assertIn("| Synthetic GPU B | `strategy=warp, block=64` | 500.00 | 1.0 % | 475.00 | 450.00 | 200.00 "
+                      "| 400.00 | 1.25x | 800.00 | 1.60x |", self.md)
+
+    def test_summary_rows(self):
+        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.33x | 2.00x | 5.00x | 3.00x |", self.md)
+        self.assertIn("| contact B2 N64 C64 H32 | Synthetic GPU B | 500.00 | 1.25x | 1.60x | — | — |", self.md)
+        self.assertIn("<td>contact B1 N64 C64 H32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x</td>", self.html)
+
+    def test_torch_speedups_only_where_a_baseline_exists(self):
+        t = self.group(S1)["gpus"][A]["torch"]
+        self.assertAlmostEqual(t["eager"]["speedup_events"], 5.0)
+        self.assertAlmostEqual(t["compile"]["speedup_events"], 3.0)
+        self.assertAlmostEqual(t["eager"]["speedup_graph"], 3.0)  # 1080 / (400 * 0.9)
+        self.assertAlmostEqual(t["compile"]["speedup_graph"], 2.0)
+        self.assertIsNone(self.group(S1)["gpus"][B]["torch"])
+        self.assertIn("| Synthetic GPU A | 3250.00 | 5.00x | — | — | failed: synthetic failure | — | — | — |", self.md)
+
+    def test_portability_matrix_and_most_portable_config(self):
+        p = self.group(S1)["portability"]
+        self.assertAlmostEqual(p["matrix"][A]["on"][B]["loss"], 450 / 300)
+        self.assertAlmostEqual(p["matrix"][B]["on"][A]["loss"], 500 / 400)
+        self.assertEqual(p["most_portable"]["config"], "strategy=thread,block=64")
+        self.assertAlmostEqual(p["most_portable"]["worst_loss"], 1.25)
+        self.assertEqual(p["configs_measured_everywhere"], 4)  # warp,256 failed parity on A, absent on B
+        p = self.group(S2)["portability"]
+        self.assertIsNone(p["matrix"][A]["on"][B]["us"])
+        self.assertAlmostEqual(p["matrix"][B]["on"][A]["loss"], 900 / 650)
+        self.assertEqual(p["most_portable"]["config"], "strategy=thread,block=64")
+        self.assertAlmostEqual(p["most_portable"]["worst_loss"], 1.1)
+        self.assertIn("| Synthetic GPU A winner `strategy=warp,block=128` | 650.00 µs (1.00x loss) | not measured |",
+                      self.md)
+        self.assertIn("worst case 1.10x (Synthetic GPU A 1.08x, Synthetic GPU B 1.10x)", self.md)
+
+    def test_every_chart_exists_is_a_png_and_opens(self):
+        import matplotlib.image
+        want = ["shapes_contact.png"] + [f"distribution_contact_{t}.png" for t in ("B1_N64_C64_H32", "B2_N64_C64_H32")]
+        want += [f"sensitivity_{g}_contact_{t}.png" for g in (A, B) for t in ("B1_N64_C64_H32", "B2_N64_C64_H32")]
+        want += [f"portability_contact_{t}.png" for t in ("B1_N64_C64_H32", "B2_N64_C64_H32")]
+        self.assertEqual(sorted(p.name for p in (OUT / "charts").iterdir()), sorted(want))
+        for name in want:
+            path = OUT / "charts" / name
+            self.assertEqual(path.read_bytes()[:8], b"\x89PNG\r\n\x1a\n", name)
+            self.assertGreater(matplotlib.image.imread(str(path)).shape[0], 100, name)
+            self.assertIn(f"](charts/{name})", self.md)
+        self.assertEqual(self.html.count('src="data:image/png;base64,'), len(want))
+
+    def test_without_peaks_the_torch_files_copy_bandwidth_gives_the_bytes_floor(self):
+        r = tune("report", str(FIX / "synthetic"), "-o", str(OUT / "no_peaks"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = {json.dumps(g["shape"]): g for g in json.loads((OUT / "no_peaks" / "report.json").read_text())["groups"]}
+        a, b = g[json.dumps(S1)]["gpus"][A], g[json.dumps(S1)]["gpus"][B]
+        self.assertAlmostEqual(a["floors"]["bytes_us"], 400.0)  # 2e8 bytes at 500 GB/s
+        self.assertIsNone(a["floors"]["flop_us"])
+        self.assertAlmostEqual(a["ratio_to_floor"], 1.0)
+        self.assertIsNone(b["floors"])
+        self.assertIsNone(b["ratio_to_floor"])
+
+    def test_a_result_of_another_schema_version_is_refused(self):
+        bad = OUT / "bad_results" / "gpu" / "contact"
+        bad.mkdir(parents=True, exist_ok=True)
+        (bad / "B1_N8_C8_H8.json").write_text(json.dumps({"kind": "tune.result", "schema_version": 99}))
+        r = tune("report", str(OUT / "bad_results"), "-o", str(OUT / "bad_out"))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("schema version 99 is not 1", r.stderr)
+
+    def test_a_missing_results_folder_is_one_line_and_exit_2(self):
+        r = tune("report", "/nonexistent/results", "-o", str(OUT / "x"))
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn("/nonexistent/results: not a folder", r.stderr)
+
+
+class TorchBaseline(unittest.TestCase):
+    SCRIPT = SRC / "report" / "torch_baseline.py"
+
+    def test_lists_the_shapes_of_a_results_folder_without_torch(self):
+        r = subprocess.run([sys.executable, str(self.SCRIPT), str(FIX / "synthetic"), "-o", str(OUT / "t.json"),
+                            "--list"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split("\n")[:2], ["contact B1 N64 C64 H32", "contact B2 N64 C64 H32"])
+
+    def test_without_cuda_it_fails_with_one_line(self):
+        try:
+            import torch
+            if torch.cuda.is_available():
+                self.skipTest("a CUDA device is present")
+        except ImportError:
+            pass
+        r = subprocess.run([sys.executable, str(self.SCRIPT), str(FIX / "synthetic"), "-o", str(OUT / "t.json")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertTrue(r.stderr.startswith("torch_baseline: "), r.stderr)
+        self.assertFalse((OUT / "t.json").exists())
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -1,0 +1,51 @@
+#include "tune/report.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include "tune/errors.hpp"
+
+extern char** environ;
+
+namespace tune {
+namespace {
+
+std::filesystem::path report_script() {
+  if (const char* env = std::getenv("TUNE_REPORT_SCRIPT")) return env;
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  // build/tuner/tune in a checkout, or a bundle's bin/tune beside report/.
+  if (!ec)
+    for (const auto& up : {exe.parent_path().parent_path().parent_path(), exe.parent_path().parent_path()})
+      if (std::filesystem::is_regular_file(up / "report" / "report.py")) return up / "report" / "report.py";
+  return TUNE_REPORT_SCRIPT_DEFAULT;
+}
+
+}  // namespace
+
+int run_report(const ReportOptions& o) {
+  const auto script = report_script();
+  if (!std::filesystem::is_regular_file(script))
+    throw InputError("report: " + script.string() + " not found; set TUNE_REPORT_SCRIPT to report/report.py of a checkout");
+  const char* env_python = std::getenv("TUNE_PYTHON");
+  const std::string python = env_python ? env_python : TUNE_PYTHON_DEFAULT;
+  std::vector<std::string> args{python, script.string(), o.results_dir.string(), "-o", o.out_dir.string()};
+  if (!o.peaks.empty()) args.insert(args.end(), {"--peaks", o.peaks});
+  for (const auto& t : o.torch) args.insert(args.end(), {"--torch", t});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (const int err = posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ); err != 0)
+    throw InputError("report: cannot run " + python + " (" + std::strerror(err) +
+                     "); set TUNE_PYTHON to a python3 with matplotlib (Debian: python3-matplotlib)");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+}
+
+}  // namespace tune
