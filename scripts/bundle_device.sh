@@ -3,6 +3,8 @@
 # (ignored by git): the binaries, and the Debian shared libraries such a machine may lack
 # (fmt, muParser and its OpenMP runtime), found beside the binaries through LD_LIBRARY_PATH, and
 # the PyTorch models (shared/spec/models.py) that report/torch_baseline.py times.
+# With a bench build (-DTUNE_BUILD_BENCH=ON) it also packs tune_bench and libbenchmark, which
+# tune_bench finds through its rpath $ORIGIN/../lib.
 # Usage: scripts/bundle_device.sh [build-dir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,4 +15,10 @@ cp "$build/tuner/tune" "$build"/tests/tune_*_tests "$dest/bin/"
 cp -r "$here/../shared/golden" "$dest/golden"
 cp "$here/../shared/spec/models.py" "$dest/models.py"
 for lib in $(ldd "$build/tuner/tune" | awk '/libfmt|libmuparser|libgomp/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
+if [ -x "$build/bench/tune_bench" ]; then
+  cp "$build/bench/tune_bench" "$dest/bin/"
+  for lib in $(ldd "$build/bench/tune_bench" | awk '/libbenchmark/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
+else
+  echo "bundle: no $build/bench/tune_bench (configure with -DTUNE_BUILD_BENCH=ON to bundle the bench)"
+fi
 du -sh "$dest"

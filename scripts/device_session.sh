@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
-#   scripts/device_session.sh STEP...   steps: info, tests, verify, tune:<args separated by :>,
+#   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune:<args separated by :>,
 #                                       torch[:<args separated by :>]
 # torch: PyTorch eager and torch.compile timed at the shapes of the committed results/
 # (report/torch_baseline.py, models.py from .device/) into $OUT/torch_baseline.json.
+# bench: the tuned kernels built by nvcc (bench/) into $OUT/bench.json and $OUT/bench.log.
 # Logs and results go to $OUT (results as one tarball, since $OUT keeps only two folder levels).
 set -uo pipefail
 out=${OUT:-/tmp/tune-out}
@@ -22,6 +23,10 @@ for step in "$@"; do
       .device/bin/tune_device_tests 2>&1 | tee -a "$out/tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error" || status=1 ;;
     verify)
       "$tune" verify .device/golden/*.json --results "$results" 2>&1 | tee -a "$out/verify.log" | tail -3 || status=1 ;;
+    bench)
+      # The tuned kernels built by nvcc (bench/), winners and baselines, Google Benchmark JSON.
+      .device/bin/tune_bench --benchmark_out="$out/bench.json" --benchmark_out_format=json \
+        --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench.log" || status=1 ;;
     tune:*)
       args=${step#tune:}
       echo "== tune ${args//:/ }" | tee -a "$out/tune.log"

@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <sys/wait.h>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -152,3 +155,60 @@ TEST(Cli, VerifyRefusesAMalformedGoldenFileWithTheReason) {
 }
 
 }  // namespace
+
+// `tune header`: merged headers from the synthetic result files in fixtures/merge.
+std::string merge_fixture(const std::string& name) { return std::string(TUNE_FIXTURES) + "/merge/" + name; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST(CliHeader, AMergedHeaderIsByteIdenticalAcrossRunsAndArgumentOrders) {
+  const std::string out = out_dir("merged_header");
+  std::filesystem::create_directories(out);
+  const std::string a = merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json");
+  const std::string b = merge_fixture("contact/synthetic_gpu_a_B2_N512_C64_H32.json");
+  const std::string c = merge_fixture("contact/synthetic_gpu_b_B4_N64_C64_H32.json");
+  const std::vector<std::string> orders = {a + " " + b + " " + c, c + " " + b + " " + a, b + " " + a + " " + c,
+                                           a + " " + b + " " + c};
+  std::vector<std::string> texts;
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    const std::string file = out + "/contact_" + std::to_string(i) + ".hpp";
+    const Result r = run("header " + orders[i] + " -o " + file);
+    ASSERT_EQ(r.code, 0) << r.output;
+    texts.push_back(read_text(file));
+  }
+  ASSERT_FALSE(texts[0].empty());
+  for (const auto& t : texts) EXPECT_EQ(t, texts[0]);
+  EXPECT_NE(texts[0].find("Synthetic GPU A (fixture)"), std::string::npos);
+  EXPECT_NE(texts[0].find("Synthetic GPU B (fixture)"), std::string::npos);
+}
+
+TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
+  const std::string out = out_dir("merged_header_errors") + ".hpp";
+  const std::string contact = merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json");
+  const std::string scene = merge_fixture("scene_graph/synthetic_gpu_a_B4_N24_D96_heads4_P16.json");
+  expect_error("header " + contact + " " + scene + " -o " + out, "merge one problem per header");
+  expect_error("header " + contact + " /nonexistent/result.json -o " + out, "/nonexistent/result.json");
+  expect_error("header " + merge_fixture("bad/synthetic_compile_only.json") + " -o " + out, "no winner");
+  expect_error("header " + contact + " " + contact + " -o " + out, "two results for");
+  EXPECT_EQ(run("header " + contact + " /nonexistent/result.json -o " + out).code, 2);
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
+  // The space gains a parameter after the run (as contact gains async_copy): the merge still works.
+  const std::string out = out_dir("merged_header_new_parameter");
+  std::filesystem::create_directories(out);
+  auto space = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/../../configs/contact.json"));
+  space["parameters"].push_back({{"name", "added_later"}, {"values", {false, true}}});
+  space["baseline"]["added_later"] = false;
+  std::ofstream(out + "/space.json") << space.dump(1);
+  const Result r = run("header " + merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json") + " --config " + out +
+                       "/space.json -o " + out + "/contact.hpp");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string text = read_text(out + "/contact.hpp");
+  EXPECT_NE(text.find("added_later: the baseline's value is assumed"), std::string::npos) << text;
+  EXPECT_NE(text.find("  int added_later;"), std::string::npos);
+}

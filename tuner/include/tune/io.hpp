@@ -26,6 +26,17 @@ GoldenCase read_golden(const std::filesystem::path& file);
 // The single-result header: the winner as constexpr values, with provenance. Needs a timed run.
 std::string generate_header(const RunRecord& run, const Space& space);
 
+// A result and the file it was read from (for messages).
+struct NamedResult {
+  std::string file;
+  RunRecord run;
+};
+// Timed results of one problem (several devices and shapes) merged into one header: per (device,
+// shape) the winner and the baseline with their launches and buffers, and select(arch, shape).
+// Byte-identical for the same results in any order. Throws InputError (mixed problems, no winner,
+// two results for one device and shape).
+std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space);
+
 // The tool's own version and the git commit it was built from.
 std::string tool_version();
 std::string tool_git_commit();

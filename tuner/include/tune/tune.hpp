@@ -62,6 +62,11 @@ CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> 
 std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
                                    std::uint64_t seed);
 
+// `tune header`: reads the result files (one problem) and returns the merged header
+// (generate_merged_header) against the given or the embedded space. Throws InputError.
+std::string merge_result_files(const std::vector<std::filesystem::path>& files,
+                               const std::optional<std::filesystem::path>& config);
+
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 

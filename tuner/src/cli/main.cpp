@@ -97,6 +97,13 @@ int main(int argc, char** argv) {
   report->add_option("--peaks", ropt.peaks, "device peaks, JSON keyed by GPU slug (copy_gb_per_s, fp32_gflop_per_s)");
   report->add_option("--torch", ropt.torch, "torch baseline files (report/torch_baseline.py) besides RESULTS/<gpu>/");
 
+  std::vector<std::string> header_inputs;
+  std::string header_out, header_config;
+  auto* merge = app.add_subcommand("header", "merge result files of one problem (several GPUs and shapes) into one header");
+  merge->add_option("results", header_inputs, "results JSON files written by tune")->required();
+  merge->add_option("-o,--output", header_out, "the header to write")->required();
+  merge->add_option("--config", header_config, "search-space file (default: the embedded configs/<problem>.json)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -110,6 +117,14 @@ int main(int argc, char** argv) {
       return tune::run_verify(vopt) ? 0 : 1;
     }
     if (report->parsed()) return tune::run_report(ropt);
+    if (merge->parsed()) {
+      std::optional<std::filesystem::path> space_file;
+      if (!header_config.empty()) space_file = header_config;
+      const std::vector<std::filesystem::path> files(header_inputs.begin(), header_inputs.end());
+      tune::write_file_atomic(header_out, tune::merge_result_files(files, space_file));
+      fmt::print("header: {} ({} result files)\n", header_out, files.size());
+      return 0;
+    }
     if (opt.problem.empty()) {
       fmt::print(stderr, "tune: --problem is required (try: tune --problem contact --B 4 --N 64)\n");
       return 2;

@@ -1,11 +1,15 @@
 // The single-result header: the winning configuration as constexpr values, with provenance.
 // It includes nothing, so it compiles on its own as C++ and as CUDA.
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/problem.hpp"
 
 namespace tune {
 namespace {
@@ -38,6 +42,22 @@ std::string comment_safe(std::string s) {
   return s;
 }
 
+// The measured line of a variant: "cold median 13.184 us (noise 3.16 %, 11841 samples, wall_cap 3.00 s)".
+std::string timing_summary(const TimingRecord& t) {
+  return fmt::format("cold median {:.3f} us (noise {:.2f} %, {} samples, {})", t.median_us, t.noise * 100, t.samples,
+                     t.stop_reason);
+}
+
+// Where a result came from, as comment lines that start with `prefix`.
+std::string provenance(const RunRecord& run, const std::string& prefix) {
+  std::string h;
+  h += fmt::format("{}tune {} (commit {}), finished {}; NVRTC {}, options: {}\n", prefix, run.context.tool_version,
+                   run.context.git_commit, run.context.finished_at, run.context.nvrtc_version,
+                   fmt::join(run.context.compile_options, " "));
+  h += fmt::format("{}command: {}\n", prefix, comment_safe(run.context.command_line));
+  return h;
+}
+
 }  // namespace
 
 std::string generate_header(const RunRecord& run, const Space& space) {
@@ -51,9 +71,7 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   h += fmt::format("// Problem {}, shape {}, tuned on {} ({}, {}) at {}.\n", run.problem, run.shape.describe(),
                    run.device->name, run.context.arch, run.device->uuid, run.context.finished_at);
   h += fmt::format("// Winner: {}\n", w->name);
-  h += fmt::format("//   cold median {:.3f} us (noise {:.2f} %, {} samples, {}), batch mean {:.3f} us per call\n",
-                   w->timing->median_us, w->timing->noise * 100, w->timing->samples, w->timing->stop_reason,
-                   w->timing->batch_mean_us);
+  h += fmt::format("//   {}, batch mean {:.3f} us per call\n", timing_summary(*w->timing), w->timing->batch_mean_us);
   if (b && b->timing && run.speedup)
     h += fmt::format("//   baseline {} cold median {:.3f} us: speedup {:.2f}x\n", b->name, b->timing->median_us, *run.speedup);
   h += fmt::format("// Winner rule: {}\n", run.winner_rule);
@@ -79,6 +97,291 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   h += fmt::format("\n// Measured cold median of this configuration, microseconds.\ninline constexpr double kMedianMicroseconds = {:.4f};\n",
                    w->timing->median_us);
   h += fmt::format("\n}}  // namespace {}\n}}  // namespace tune_tuned\n", identifier(run.problem));
+  return h;
+}
+
+namespace {
+
+// One variant of a merged entry, with everything a build needs to launch it without NVRTC.
+struct MergedVariant {
+  const VariantRecord* record = nullptr;
+  Config config;
+  std::vector<std::string> assumed;  // parameters the result predates: the baseline's value is used
+  Lowered lowered;                   // for the arguments and scratch buffers
+  std::vector<TensorSpec> buffers;   // params, inputs, "out", scratch: what the arguments index
+};
+
+struct MergedEntry {
+  const RunRecord* run = nullptr;
+  MergedVariant winner, baseline;
+};
+
+// The recorded parameters; a parameter the space gained after the run takes the baseline's value
+// (the template's default is the baseline's, so the measured kernel is the one named).
+MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const Space& space, const Problem& problem,
+                             const std::string& file) {
+  MergedVariant m;
+  m.record = &v;
+  nlohmann::ordered_json params = v.params;
+  const nlohmann::ordered_json base = space.to_json(space.baseline());
+  for (const auto& p : space.parameters())
+    if (!params.contains(p.name)) {
+      params[p.name] = base.at(p.name);
+      m.assumed.push_back(p.name);
+    }
+  try {
+    m.config = space.from_json(params);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: variant {} does not fit {}: {}", file, v.name, space.source_name(), e.what()));
+  }
+  m.lowered = space.lower(m.config, run.shape);
+  if (m.lowered.launches.size() != v.launches.size())
+    throw InputError(fmt::format("{}: variant {} recorded {} launches but {} lowers it to {}; re-tune with this tune",
+                                 file, v.name, v.launches.size(), space.source_name(), m.lowered.launches.size()));
+  for (std::size_t l = 0; l < v.launches.size(); ++l)
+    if (v.launches[l].value("kernel", "").rfind(m.lowered.launches[l].kernel + "<", 0) != 0)
+      throw InputError(fmt::format("{}: variant {} launch {} ran {}, but {} lowers it to {}; re-tune with this tune", file,
+                                   v.name, l, v.launches[l].value("kernel", "?"), space.source_name(),
+                                   m.lowered.launches[l].kernel));
+  for (const auto& t : problem.param_specs(run.shape)) m.buffers.push_back(t);
+  for (const auto& t : problem.input_specs(run.shape)) m.buffers.push_back(t);
+  m.buffers.push_back({"out", problem.output_spec(run.shape).shape});
+  for (const auto& t : m.lowered.scratch) m.buffers.push_back(t);
+  return m;
+}
+
+std::string shape_values(const Shape& shape) {
+  std::vector<std::int64_t> v;
+  for (const auto& d : shape.dims()) v.push_back(d.second);
+  return fmt::format("{}", fmt::join(v, ", "));
+}
+
+std::string c_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += (c == '\n' || c == '\r') ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+std::string params_init(const Space& space, const Config& config) {
+  std::vector<std::int64_t> v;
+  for (const auto& p : space.parameters()) v.push_back(space.numeric(config, p.name));
+  return fmt::format("{{{}}}", fmt::join(v, ", "));
+}
+
+std::string variant_init(const MergedVariant& m, const Space& space, const std::string& indent) {
+  const VariantRecord& v = *m.record;
+  std::string h = fmt::format("{{{},\n{} {},\n{} {:.4f}, {:.4f},\n{} {}, {{", c_string(v.name), indent,
+                              params_init(space, m.config), indent, v.timing->median_us, v.timing->noise, indent,
+                              v.launches.size());
+  for (std::size_t l = 0; l < v.launches.size(); ++l) {
+    const auto& rec = v.launches[l];
+    const auto& low = m.lowered.launches[l];
+    std::vector<int> args;
+    for (const auto& a : low.args) {
+      auto it = std::find_if(m.buffers.begin(), m.buffers.end(), [&](const TensorSpec& t) { return t.name == a; });
+      if (it == m.buffers.end()) throw InputError(fmt::format("launch {} takes '{}', which is no buffer of the problem", low.kernel, a));
+      args.push_back(static_cast<int>(it - m.buffers.begin()));
+    }
+    const auto dim3 = [](const nlohmann::ordered_json& j) {
+      return fmt::format("{{{}, {}, {}}}", j.at(0).get<unsigned>(), j.at(1).get<unsigned>(), j.at(2).get<unsigned>());
+    };
+    h += fmt::format("{}\n{}  {{{}, {}, {}, {}, {}, {{{}}}}}", l ? "," : "", indent,
+                     c_string(rec.at("kernel").get<std::string>()), dim3(rec.at("grid")), dim3(rec.at("block")),
+                     rec.value("dynamic_smem_bytes", 0u), args.size(), fmt::join(args, ", "));
+  }
+  h += fmt::format("}},\n{} {}, {{", indent, m.buffers.size());
+  for (std::size_t b = 0; b < m.buffers.size(); ++b)
+    h += fmt::format("{}{{{}, {}}}", b ? ", " : "", c_string(m.buffers[b].name), m.buffers[b].elements());
+  return h + "}}";
+}
+
+// "B * N * N" when the problem has B and N (both problems are pairwise over N), else the product of all dims.
+std::string work_expression(const Shape& shape) {
+  if (shape.has("B") && shape.has("N")) return "s.B * s.N * s.N";
+  std::vector<std::string> f;
+  for (const auto& d : shape.dims()) f.push_back("s." + identifier(d.first));
+  return fmt::format("{}", fmt::join(f, " * "));
+}
+
+}  // namespace
+
+std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space) {
+  if (results.empty()) throw InputError("no result files given; pass at least one results JSON");
+  const std::string& problem_name = results.front().run.problem;
+  for (const auto& r : results)
+    if (r.run.problem != problem_name)
+      throw InputError(fmt::format("{} is problem {} but {} is problem {}; merge one problem per header", r.file,
+                                   r.run.problem, results.front().file, problem_name));
+  if (space.problem() != problem_name)
+    throw InputError(fmt::format("the results are problem {} but {} describes {}", problem_name, space.source_name(),
+                                 space.problem()));
+  const Problem& problem = find_problem(problem_name);
+
+  std::vector<MergedEntry> entries;
+  for (const auto& r : results) {
+    const RunRecord& run = r.run;
+    if (!run.timed || !run.winner || !run.device)
+      throw InputError(fmt::format("{}: no winner (a compile-only or interrupted run); tune it on a GPU first", r.file));
+    const VariantRecord* w = run.find(*run.winner);
+    const VariantRecord* b = run.baseline ? run.find(*run.baseline) : nullptr;
+    if (!w || !w->timing) throw InputError(fmt::format("{}: the winner {} has no timing", r.file, *run.winner));
+    if (!b || !b->timing) throw InputError(fmt::format("{}: the baseline was not timed; re-tune to compare against it", r.file));
+    entries.push_back({&run, merged_variant(run, *w, space, problem, r.file), merged_variant(run, *b, space, problem, r.file)});
+  }
+  // Table order: arch, device name, shape. The same inputs in any order give the same bytes.
+  const auto key = [](const MergedEntry& e) {
+    std::vector<std::int64_t> dims;
+    for (const auto& d : e.run->shape.dims()) dims.push_back(d.second);
+    return std::make_tuple(e.run->device->compute_capability(), e.run->device->name, dims);
+  };
+  std::sort(entries.begin(), entries.end(), [&](const MergedEntry& a, const MergedEntry& b) { return key(a) < key(b); });
+  for (std::size_t i = 1; i < entries.size(); ++i)
+    if (key(entries[i - 1]) == key(entries[i]))
+      throw InputError(fmt::format("two results for {} {}; pass one file per device and shape", entries[i].run->device->name,
+                                   entries[i].run->shape.describe()));
+
+  std::size_t max_launches = 1, max_args = 1, max_buffers = 1;
+  for (const auto& e : entries)
+    for (const MergedVariant* m : {&e.winner, &e.baseline}) {
+      max_launches = std::max(max_launches, m->lowered.launches.size());
+      max_buffers = std::max(max_buffers, m->buffers.size());
+      for (const auto& l : m->lowered.launches) max_args = std::max(max_args, l.args.size());
+    }
+
+  const std::string ns = identifier(problem_name);
+  const Shape& shape0 = entries.front().run->shape;
+  std::string h;
+  h += fmt::format("// Generated by `tune header` (tune {}) from {} result{} of problem {}. Do not edit: re-run `tune header`.\n",
+                   tool_version(), entries.size(), entries.size() == 1 ? "" : "s", problem_name);
+  h += "// It includes nothing: it compiles on its own as C++17 and as CUDA.\n//\n";
+  h += "// select(arch, shape) picks a configuration (arch: compute capability, major * 10 + minor):\n";
+  h += "//   1. kExact: an entry tuned on that arch for exactly that shape;\n";
+  std::string work_doc = work_expression(shape0);
+  for (std::size_t p = 0; (p = work_doc.find("s.", p)) != std::string::npos;) work_doc.erase(p, 2);
+  h += fmt::format("//   2. kNearestWork: the entry of that arch whose shape is nearest in work, work(shape) = {}\n", work_doc);
+  h += "//      (distance: the ratio of the larger work to the smaller; ties: the smaller work, then table order);\n";
+  h += "//   3. kNearestArch: an entry for exactly that shape on the nearest arch (ties: the lower arch);\n";
+  h += fmt::format("//   4. kDefault: the baseline configuration of {} (index -1).\n", space.source_name());
+  h += "// Several devices of one arch: table order decides (arch, then device name, then shape).\n";
+  h += "// Only kExact entries carry launches measured at that shape; for the other matches the parameters\n";
+  h += "// are template arguments for your shape, and grid, block and shared memory follow the config's formulas.\n//\n";
+  h += "// Compile time: constexpr auto s = select(90, Shape{...}); then kernel<..., s.params.<name>, ...>.\n";
+  h += "// Run time: include kernel_templates/" + space.template_name() + ", define TUNE_TUNED_KERNELS, then this header:\n";
+  h += "// kWinnerKernels[i][l] and kBaselineKernels[i][l] are the instantiations of kEntries[i]'s launches.\n//\n";
+  h += "// Entries (index: device, arch, shape):\n";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    const RunRecord& run = *e.run;
+    h += fmt::format("// [{}] {} (sm_{}), {}\n", i, run.device->name, run.device->compute_capability(), run.shape.describe());
+    h += fmt::format("//     winner   {}: {}\n", e.winner.record->name, timing_summary(*e.winner.record->timing));
+    h += fmt::format("//     baseline {}: {}\n", e.baseline.record->name, timing_summary(*e.baseline.record->timing));
+    if (run.speedup) h += fmt::format("//     speedup {:.2f}x\n", *run.speedup);
+    for (const MergedVariant* m : {&e.winner, &e.baseline})
+      if (!m->assumed.empty())
+        h += fmt::format("//     {} predates parameter(s) {}: the baseline's value is assumed\n", m->record->name,
+                         fmt::join(m->assumed, ", "));
+    h += provenance(run, "//     ");
+  }
+  h += "#pragma once\n\n";
+  h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", ns);
+  h += fmt::format("inline constexpr int kMaxLaunches = {};\ninline constexpr int kMaxArgs = {};\ninline constexpr int kMaxBuffers = {};\n\n",
+                   max_launches, max_args, max_buffers);
+  h += "// A shape, dimensions in the problem's order.\nstruct Shape {\n";
+  for (const auto& d : shape0.dims()) h += fmt::format("  long long {};\n", identifier(d.first));
+  h += "};\n\n";
+  h += "constexpr bool same_shape(const Shape& a, const Shape& b) {\n  return ";
+  for (std::size_t i = 0; i < shape0.dims().size(); ++i)
+    h += fmt::format("{}a.{} == b.{}", i ? " && " : "", identifier(shape0.dims()[i].first), identifier(shape0.dims()[i].first));
+  h += ";\n}\n\n";
+  h += fmt::format("// The work select() compares shapes by.\nconstexpr long long work(const Shape& s) {{ return {}; }}\n\n",
+                   work_expression(shape0));
+  h += "// Parameters as the kernel template takes them (strings: index in the config's list).\nstruct Params {\n";
+  for (const auto& p : space.parameters()) {
+    std::vector<std::string> values;
+    for (std::size_t i = 0; i < p.values.size(); ++i)
+      values.push_back(p.values[i].is_string() ? fmt::format("{} {}", i, p.values[i].get<std::string>()) : p.values[i].dump());
+    h += fmt::format("  int {};  // {}\n", identifier(p.name), fmt::join(values, ", "));
+  }
+  h += "};\n\n";
+  h += "// One kernel launch; arguments are indices into Variant::buffers, in the kernel's parameter order.\n";
+  h += "struct Launch {\n  const char* name_expression;  // the template instantiation (NVRTC name expression)\n"
+       "  unsigned grid[3];\n  unsigned block[3];\n  unsigned dynamic_smem_bytes;\n  int arg_count;\n  int args[kMaxArgs];\n};\n\n";
+  h += "// A device buffer of float32 elements: the problem's parameters and inputs, \"out\", then scratch.\n";
+  h += "struct Buffer {\n  const char* name;\n  long long elements;\n};\n\n";
+  h += "// A configuration with its launches in order (timed together as one call).\n";
+  h += "struct Variant {\n  const char* name;\n  Params params;\n  double median_us;  // measured cold median\n"
+       "  double noise;      // relative standard deviation of the samples\n  int launch_count;\n"
+       "  Launch launches[kMaxLaunches];\n  int buffer_count;\n  Buffer buffers[kMaxBuffers];\n};\n\n";
+  h += "struct Entry {\n  const char* device;\n  int arch;\n  const char* shape_name;  // the results file stem\n  Shape shape;\n  Variant winner;\n  Variant baseline;\n};\n\n";
+  h += fmt::format("inline constexpr int kEntryCount = {};\n", entries.size());
+  h += "inline constexpr Entry kEntries[kEntryCount] = {\n";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    h += fmt::format("    // [{}]\n    {{{}, {}, {}, {{{}}},\n     {},\n     {}}}{}\n", i, c_string(e.run->device->name),
+                     e.run->device->compute_capability(), c_string(e.run->shape.tag()), shape_values(e.run->shape),
+                     variant_init(e.winner, space, "     "), variant_init(e.baseline, space, "     "),
+                     i + 1 < entries.size() ? "," : "");
+  }
+  h += "};\n\n";
+  h += fmt::format("// The baseline of {}: what select() falls back to.\ninline constexpr Params kDefaultParams = {};\n\n",
+                   space.source_name(), params_init(space, space.baseline()));
+  h += R"(enum class Match : int { kExact, kNearestWork, kNearestArch, kDefault };
+
+struct Selection {
+  int index;  // into kEntries; -1 for kDefault
+  Match match;
+  Params params;
+};
+
+constexpr double work_ratio(long long a, long long b) {
+  return a > b ? static_cast<double>(a) / static_cast<double>(b > 0 ? b : 1)
+               : static_cast<double>(b) / static_cast<double>(a > 0 ? a : 1);
+}
+
+constexpr Selection select(int arch, const Shape& shape) {
+  for (int i = 0; i < kEntryCount; ++i)
+    if (kEntries[i].arch == arch && same_shape(kEntries[i].shape, shape)) return {i, Match::kExact, kEntries[i].winner.params};
+  int best = -1;
+  for (int i = 0; i < kEntryCount; ++i) {
+    if (kEntries[i].arch != arch) continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    const double d = work_ratio(work(kEntries[i].shape), work(shape));
+    const double d_best = work_ratio(work(kEntries[best].shape), work(shape));
+    if (d < d_best || (d == d_best && work(kEntries[i].shape) < work(kEntries[best].shape))) best = i;
+  }
+  if (best >= 0) return {best, Match::kNearestWork, kEntries[best].winner.params};
+  for (int i = 0; i < kEntryCount; ++i) {
+    if (!same_shape(kEntries[i].shape, shape)) continue;
+    const int d = kEntries[i].arch > arch ? kEntries[i].arch - arch : arch - kEntries[i].arch;
+    const int d_best = best < 0 ? 0 : (kEntries[best].arch > arch ? kEntries[best].arch - arch : arch - kEntries[best].arch);
+    if (best < 0 || d < d_best) best = i;
+  }
+  if (best >= 0) return {best, Match::kNearestArch, kEntries[best].winner.params};
+  return {-1, Match::kDefault, kDefaultParams};
+}
+
+)";
+  h += "#if defined(TUNE_TUNED_KERNELS)\n";
+  h += "// Every launch's kernel, for cudaLaunchKernel: [entry][launch], unused slots null.\n";
+  for (const char* which : {"Winner", "Baseline"}) {
+    h += fmt::format("inline const void* const k{}Kernels[kEntryCount][kMaxLaunches] = {{\n", which);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const MergedVariant& m = std::string(which) == "Winner" ? entries[i].winner : entries[i].baseline;
+      std::vector<std::string> ptrs;
+      for (const auto& l : m.record->launches)
+        ptrs.push_back(fmt::format("reinterpret_cast<const void*>(&::{})", l.at("kernel").get<std::string>()));
+      h += fmt::format("    {{{}}}{}\n", fmt::join(ptrs, ", "), i + 1 < entries.size() ? "," : "");
+    }
+    h += "};\n";
+  }
+  h += "#endif\n";
+  h += fmt::format("\n}}  // namespace {}\n}}  // namespace tune_tuned\n", ns);
   return h;
 }
 

@@ -1,0 +1,11 @@
+// The tuned scene_graph kernels, instantiated ahead of time by nvcc from kernel_templates/scene_graph.cuh.
+#include "scene_graph.cuh"
+#define TUNE_TUNED_KERNELS
+#include "scene_graph_tuned.hpp"
+
+#include "bench.hpp"
+
+void tune_bench::register_scene_graph() {
+  namespace t = tune_tuned::scene_graph;
+  register_problem("scene_graph", t::kEntries, t::kWinnerKernels, t::kBaselineKernels);
+}

@@ -1,0 +1,18 @@
+// `tune header`: result files of one problem -> one merged header, written atomically.
+#include <fmt/format.h>
+
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+
+std::string merge_result_files(const std::vector<std::filesystem::path>& files,
+                               const std::optional<std::filesystem::path>& config) {
+  if (files.empty()) throw InputError("no result files given; pass at least one results JSON");
+  std::vector<NamedResult> results;
+  for (const auto& f : files) results.push_back({f.string(), read_result(f)});
+  return generate_merged_header(results, load_space(results.front().run.problem, config));
+}
+
+}  // namespace tune
