@@ -80,3 +80,26 @@ TEST(Header, HoldsTheWinnerAsConstexprValuesWithProvenance) {
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+TEST(Winner, ATieGoesToFewerRegistersAndUnknownRegistersComeLast) {
+  RunRecord run = fixture_run();
+  run.variants.resize(1);
+  VariantRecord known = run.variants[0];  // passed, 30 us, 40 registers
+  known.name = "z-known";
+  VariantRecord unknown = known;
+  unknown.name = "a-unknown";
+  unknown.resources.clear();  // no report: max_registers() == -1
+  unknown.timing->median_us = 29.9;  // fastest, but within the 0.5 % tie band
+  run.variants = {known, unknown};
+  std::string rule;
+  EXPECT_EQ(pick_winner(run, &rule), "z-known");
+  EXPECT_NE(rule.find("fewer registers"), std::string::npos);
+  run.variants[1].timing->median_us = 20;  // clearly faster: no tie
+  EXPECT_EQ(pick_winner(run, &rule), "a-unknown");
+}
+
+}  // namespace
+}  // namespace tune

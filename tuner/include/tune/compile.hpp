@@ -16,6 +16,9 @@ struct Resources {
   int stack_frame_bytes = 0;
   int static_smem_bytes = 0;
   int barriers = 0;
+  // "ptxas": the compile's report. "driver": cuFuncGetAttribute after loading, when the report
+  // lacked the kernel (registers, static shared memory, local memory as the stack frame; no spills).
+  std::string source = "ptxas";
 };
 
 struct CompileRequest {

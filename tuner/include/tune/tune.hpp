@@ -56,6 +56,11 @@ Shape resolve_shape(const class Problem& problem, const class Space& space,
 // launch order, and the options.
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options);
 
+// The winner of a measured run: the smallest cold median; variants within the noise of it
+// (max(0.5 %, half the relative IQR), at most 5 %) tie, and a tie goes to fewer registers
+// (unknown counts last), then the smaller name. Sets *rule to that sentence. None passed: nullopt.
+std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule);
+
 // The configurations a run with --budget times: `budget` of `all` drawn without replacement by a
 // partial Fisher-Yates shuffle on mt19937_64(seed) (portable: no library distribution), plus the
 // baseline when it is valid and was not drawn, in the order of `all`. budget <= 0 or >= size: all.

@@ -39,7 +39,7 @@ double read_number(const Json& j, const char* key) {
 Json resources_json(const Resources& r) {
   return Json{{"registers", r.registers},         {"spill_store_bytes", r.spill_store_bytes},
               {"spill_load_bytes", r.spill_load_bytes}, {"stack_frame_bytes", r.stack_frame_bytes},
-              {"static_smem_bytes", r.static_smem_bytes}, {"barriers", r.barriers}};
+              {"static_smem_bytes", r.static_smem_bytes}, {"barriers", r.barriers}, {"source", r.source}};
 }
 Resources resources_from(const Json& j) {
   Resources r;
@@ -49,6 +49,7 @@ Resources resources_from(const Json& j) {
   r.stack_frame_bytes = j.at("stack_frame_bytes").get<int>();
   r.static_smem_bytes = j.at("static_smem_bytes").get<int>();
   r.barriers = j.value("barriers", 0);
+  r.source = j.value("source", "ptxas");
   return r;
 }
 

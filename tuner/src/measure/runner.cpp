@@ -331,6 +331,17 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
     const auto t = Clock::now();
     LoadedVariant v = s.load(compiled, lowered);
     record.load_seconds = seconds_since(t);
+    // NVRTC's ptxas report occasionally lacks a kernel; the loaded function knows its resources.
+    for (std::size_t i = 0; i < v.functions.size(); ++i) {
+      const std::string& name = compiled.lowered_names.at(i);
+      if (auto it = record.resources.find(name); it != record.resources.end() && it->second.registers >= 0) continue;
+      Resources r;
+      r.source = "driver";
+      TUNE_CU(cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, v.functions[i]));
+      TUNE_CU(cuFuncGetAttribute(&r.static_smem_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, v.functions[i]));
+      TUNE_CU(cuFuncGetAttribute(&r.stack_frame_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, v.functions[i]));
+      record.resources[name] = r;
+    }
     if (std::string why = s.launch_limits(v); !why.empty()) {
       record.status = Status::kLaunchFailed;
       record.reason = why;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -65,26 +66,6 @@ void check_writable(const std::filesystem::path& dir) {
     if (!f) throw InputError(fmt::format("output directory {} is not writable; pass --out to choose another", dir.string()));
   }
   std::filesystem::remove(probe, ec);
-}
-
-// Winner: the smallest median; any variant within the noise of the best ties with it, and a
-// tie goes to fewer registers, then the lexicographically smaller name, so the header is stable.
-std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
-  const VariantRecord* best = nullptr;
-  for (const auto& v : run.variants)
-    if (v.status == Status::kPassed && v.timing && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
-  if (!best) return std::nullopt;
-  auto spread = [](const TimingRecord& t) { return t.median_us > 0 ? (t.q3_us - t.q1_us) / (2 * t.median_us) : 0.0; };
-  const VariantRecord* pick = best;
-  for (const auto& v : run.variants) {
-    if (v.status != Status::kPassed || !v.timing || &v == best) continue;
-    const double tol = std::min(0.05, std::max({0.005, spread(*best->timing), spread(*v.timing)}));
-    if (v.timing->median_us > best->timing->median_us * (1 + tol)) continue;
-    if (std::make_pair(v.max_registers(), v.name) < std::make_pair(pick->max_registers(), pick->name)) pick = &v;
-  }
-  *rule = "smallest cold median; variants within max(0.5 %, half the relative interquartile range, capped at 5 %) "
-          "of it tie, and a tie goes to fewer registers, then the smaller name";
-  return pick->name;
 }
 
 struct Job {
@@ -153,6 +134,28 @@ Shape resolve_shape(const Problem& problem, const Space& space,
   problem.check_shape(shape);
   space.check_shape(shape);
   return shape;
+}
+
+// Winner: the smallest median; any variant within the noise of the best ties with it, and a
+// tie goes to fewer registers, then the lexicographically smaller name, so the header is stable.
+std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
+  const VariantRecord* best = nullptr;
+  for (const auto& v : run.variants)
+    if (v.status == Status::kPassed && v.timing && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
+  if (!best) return std::nullopt;
+  auto spread = [](const TimingRecord& t) { return t.median_us > 0 ? (t.q3_us - t.q1_us) / (2 * t.median_us) : 0.0; };
+  const VariantRecord* pick = best;
+  for (const auto& v : run.variants) {
+    if (v.status != Status::kPassed || !v.timing || &v == best) continue;
+    const double tol = std::min(0.05, std::max({0.005, spread(*best->timing), spread(*v.timing)}));
+    if (v.timing->median_us > best->timing->median_us * (1 + tol)) continue;
+    // Unknown registers (-1: no report) never win a tie on registers.
+    auto regs = [](const VariantRecord& r) { return r.max_registers() < 0 ? INT_MAX : r.max_registers(); };
+    if (std::make_pair(regs(v), v.name) < std::make_pair(regs(*pick), pick->name)) pick = &v;
+  }
+  *rule = "smallest cold median; variants within max(0.5 %, half the relative interquartile range, capped at 5 %) "
+          "of it tie, and a tie goes to fewer registers, then the smaller name";
+  return pick->name;
 }
 
 std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
