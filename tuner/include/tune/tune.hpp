@@ -30,6 +30,9 @@ struct TuneOptions {
   // 0: every valid configuration. N > 0: a random sample of N of them (drawn from `seed`, the
   // same on every machine), plus the baseline.
   int budget = 0;
+  // Variants whose ptxas report shows spills are recorded as skipped, not timed (the baseline
+  // always is); true measures them too.
+  bool keep_spills = false;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;  // re-measured strictly, interleaved, before naming a winner
   std::string command_line;

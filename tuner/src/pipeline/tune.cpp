@@ -362,6 +362,10 @@ TuneOutcome run_tune(const TuneOptions& o) {
       rec.log_excerpt = excerpt(cr.log);
     } else if (!run.timed) {
       rec.status = Status::kCompiled;
+    } else if (!o.keep_spills && !rec.baseline && rec.spill_bytes() > 0) {
+      rec.status = Status::kSkipped;
+      rec.reason = fmt::format("pruned before timing: spills {} bytes to local memory (--keep-spills measures it)",
+                               rec.spill_bytes());
     } else {
       if (!runner) {
         parity = parity_future.get();
