@@ -127,6 +127,35 @@ TEST(Cli, CompileOnlySweepRecordsResourcesAndWritesNoHeader) {
   for (const auto& v : f.at("variants")) EXPECT_EQ(v.at("compile_cached"), false);
 }
 
+TEST(Cli, ATimeBudgetStopsTheSweepAndStillWritesACompleteResult) {
+  const std::string out = out_dir("time_budget");
+  const Result r = run("--problem contact --B 4 --N 64 --compile-only --no-cache --time-budget 0.5 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("time budget of 0.5 s reached"), std::string::npos) << r.output;
+  const auto j = nlohmann::ordered_json::parse(
+      std::ifstream(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B4_N64_C64_H32.json"));
+  EXPECT_EQ(j.at("complete"), true);
+  EXPECT_EQ(j.at("context").at("search").at("stopped_by_time_budget"), true);
+  EXPECT_EQ(j.at("context").at("search").at("time_budget_s"), 0.5);
+  std::size_t compiled = 0, skipped = 0;
+  for (const auto& v : j.at("variants")) {
+    if (v.at("status") == "compiled") ++compiled;
+    if (v.at("status") == "skipped") {
+      ++skipped;
+      EXPECT_NE(v.at("reason").get<std::string>().find("--time-budget"), std::string::npos) << v.dump();
+    }
+  }
+  EXPECT_GE(compiled, 1u);
+  EXPECT_GE(skipped, 1u);
+  EXPECT_EQ(compiled + skipped, j.at("variants").size()) << "every variant is accounted for";
+  // The baseline is compiled first, so a run cut short still has it.
+  for (const auto& v : j.at("variants")) {
+    if (v.at("baseline") == true) {
+      EXPECT_EQ(v.at("status"), "compiled") << v.dump();
+    }
+  }
+}
+
 TEST(Cli, VerifyChecksTheCpuReferenceAgainstGoldenFiles) {
   const std::string golden = std::string(TUNE_GOLDEN_DIR);
   const Result r = run("verify " + golden + "/contact_B3_N5_C8_H4.json " + golden + "/scene_graph_B2_N6_D16_H2_P4.json --results " +

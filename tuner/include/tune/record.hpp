@@ -112,6 +112,8 @@ struct RunContext {
   std::string search = "exhaustive";
   int budget = 0;                   // random: the sample size asked for
   std::int64_t valid_configs = 0;  // configurations that pass the constraints at this shape
+  double time_budget_s = 0;        // --time-budget (0: none)
+  bool stopped_by_time_budget = false;
 };
 
 struct RunRecord {

@@ -33,6 +33,9 @@ struct TuneOptions {
   // Variants whose ptxas report shows spills are recorded as skipped, not timed (the baseline
   // always is); true measures them too.
   bool keep_spills = false;
+  // > 0: after this many seconds no further variant is compiled or measured; the ones not reached
+  // are recorded as skipped, and the run still names a winner among those measured.
+  double time_budget_s = 0;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;  // re-measured strictly, interleaved, before naming a winner
   std::string command_line;

@@ -77,6 +77,9 @@ int main(int argc, char** argv) {
   app.add_option("--budget", opt.budget,
                  "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
       ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--time-budget", opt.time_budget_s,
+                 "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--keep-spills", opt.keep_spills, "time variants that spill registers too (pruned by default)");
   app.add_flag("--compile-only", opt.compile_only, "compile every variant and record resources; time nothing");
   std::string cache_dir;

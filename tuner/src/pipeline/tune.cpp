@@ -307,10 +307,20 @@ TuneOutcome run_tune(const TuneOptions& o) {
   std::vector<char> from_cache(n, 0);
   std::atomic<std::size_t> next{0};
   std::size_t compiled_count = 0;
+  // The baseline compiles (and so is measured) first: a run cut short still has its speedup.
+  std::vector<std::size_t> compile_order(n);
+  for (std::size_t k = 0; k < n; ++k) compile_order[k] = k;
+  if (baseline_it != run.variants.end()) {
+    const auto b = static_cast<std::size_t>(baseline_it - run.variants.begin());
+    std::rotate(compile_order.begin(), compile_order.begin() + static_cast<std::ptrdiff_t>(b),
+                compile_order.begin() + static_cast<std::ptrdiff_t>(b) + 1);
+  }
+  ctx.time_budget_s = o.time_budget_s;
   const auto t_compile = Clock::now();
   double compile_wall = 0;
   auto worker = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
+    for (std::size_t k = next++; k < n; k = next++) {
+      const std::size_t i = compile_order[k];
       const CompileRequest req = compile_request(lowered[i], ctx.compile_options);
       CompileResult r;
       bool cached = false;
@@ -343,13 +353,34 @@ TuneOutcome run_tune(const TuneOptions& o) {
   double measure_busy = 0;
   std::size_t checked = 0, passed = 0;
   std::optional<double> best;
+  const std::optional<std::size_t> baseline_index =
+      baseline_it != run.variants.end() ? std::optional(static_cast<std::size_t>(baseline_it - run.variants.begin()))
+                                        : std::nullopt;
   for (std::size_t done = 0; done < n; ++done) {
+    if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s) {
+      ctx.stopped_by_time_budget = true;
+      next = n;  // the workers take no new variant; those in flight finish
+      log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}",
+                      o.time_budget_s, done, n,
+                      baseline_index && run.variants[*baseline_index].status == Status::kPending
+                          ? " (the baseline still runs)" : ""));
+    }
+    // Once stopped, only the baseline is still taken (it compiles first, so it is seldom waited for).
+    const bool only_baseline = ctx.stopped_by_time_budget;
+    if (only_baseline && !(baseline_index && run.variants[*baseline_index].status == Status::kPending)) break;
     std::size_t i;
     {
       std::unique_lock lock(mutex);
-      ready.wait(lock, [&] { return !compiled_queue.empty(); });
-      i = compiled_queue.front();
-      compiled_queue.pop_front();
+      if (only_baseline) {
+        auto has = [&] { return std::find(compiled_queue.begin(), compiled_queue.end(), *baseline_index); };
+        ready.wait(lock, [&] { return has() != compiled_queue.end(); });
+        compiled_queue.erase(has());
+        i = *baseline_index;
+      } else {
+        ready.wait(lock, [&] { return !compiled_queue.empty(); });
+        i = compiled_queue.front();
+        compiled_queue.pop_front();
+      }
     }
     VariantRecord& rec = run.variants[i];
     const CompileResult& cr = results[i];
@@ -397,6 +428,14 @@ TuneOutcome run_tune(const TuneOptions& o) {
     save();
   }
   pool.clear();
+  if (ctx.stopped_by_time_budget) {
+    if (compile_wall == 0) compile_wall = seconds_since(t_compile);
+    for (auto& v : run.variants)
+      if (v.status == Status::kPending) {
+        v.status = Status::kSkipped;
+        v.reason = fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
+      }
+  }
   run.wall.compile_wall_s = compile_wall;
 
   if (run.timed) {
