@@ -23,6 +23,7 @@ struct StopRule {
   double wall_cap_seconds = 0.3; // stop regardless after this much wall time
   static StopRule search();  // >= 10 samples, noise <= 2 %, 0.3 s cap
   static StopRule strict();  // >= 10 samples, >= 0.5 s GPU time or noise <= 0.5 %, 3 s cap
+  static StopRule screen();  // --search halving's first round: >= 5 samples, noise <= 5 %, 0.02 s cap
 };
 
 // Incremental statistics of one variant's samples, and the rule's verdict.

@@ -30,6 +30,9 @@ struct TuneOptions {
   // 0: every valid configuration. N > 0: a random sample of N of them (drawn from `seed`, the
   // same on every machine), plus the baseline.
   int budget = 0;
+  // "exhaustive": every chosen variant timed with the search profile. "halving": every one screened
+  // cheaply (StopRule::screen, 10-launch batch), the best third timed again with the search profile.
+  std::string search = "exhaustive";
   // Variants whose ptxas report shows spills are recorded as skipped, not timed (the baseline
   // always is); true measures them too.
   bool keep_spills = false;
@@ -66,6 +69,10 @@ CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> 
 // (max(0.5 %, half the relative IQR), at most 5 %) tie, and a tie goes to fewer registers
 // (unknown counts last), then the smaller name. Sets *rule to that sentence. None passed: nullopt.
 std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule);
+
+// Successive halving's selection: the indices of the `keep` smallest medians (ties by index), in
+// ascending order of median. keep is clamped to the count.
+std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std::size_t keep);
 
 // The configurations a run with --budget times: `budget` of `all` drawn without replacement by a
 // partial Fisher-Yates shuffle on mt19937_64(seed) (portable: no library distribution), plus the

@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
   app.add_option("--time-budget", opt.time_budget_s,
                  "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named")
       ->check(CLI::PositiveNumber);
+  app.add_option("--search", opt.search,
+                 "exhaustive: time every variant with the search profile; halving: screen every variant cheaply, "
+                 "time the best third again")
+      ->check(CLI::IsMember({"exhaustive", "halving"}))
+      ->capture_default_str();
   app.add_flag("--keep-spills", opt.keep_spills, "time variants that spill registers too (pruned by default)");
   app.add_flag("--compile-only", opt.compile_only, "compile every variant and record resources; time nothing");
   std::string cache_dir;

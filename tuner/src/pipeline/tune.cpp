@@ -158,6 +158,14 @@ std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) 
   return pick->name;
 }
 
+std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std::size_t keep) {
+  std::vector<std::size_t> order(medians.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return medians[a] < medians[b]; });
+  order.resize(std::min(keep, order.size()));
+  return order;
+}
+
 std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
                                    std::uint64_t seed) {
   if (budget <= 0 || static_cast<std::size_t>(budget) >= all.size()) return all;
@@ -350,6 +358,14 @@ TuneOutcome run_tune(const TuneOptions& o) {
 
   std::optional<DeviceRunner> runner;
   std::optional<std::pair<ProblemData, std::vector<double>>> parity;
+  const bool halving = o.search == "halving";
+  DeviceRunner::Options first_round;
+  if (halving) {
+    first_round.rule = StopRule::screen();
+    first_round.batch_launches = 10;
+    if (ctx.search == "exhaustive") ctx.search = "halving";
+    else ctx.search += "+halving";
+  }
   double measure_busy = 0;
   std::size_t checked = 0, passed = 0;
   std::optional<double> best;
@@ -408,7 +424,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
                         run.harness_floor->empty_graph_us));
       }
       const auto t = Clock::now();
-      runner->evaluate(cr, lowered[i], rec, {});
+      runner->evaluate(cr, lowered[i], rec, first_round);
       measure_busy += seconds_since(t);
       ++checked;
       if (rec.status == Status::kPassed) {
@@ -437,6 +453,29 @@ TuneOutcome run_tune(const TuneOptions& o) {
       }
   }
   run.wall.compile_wall_s = compile_wall;
+
+  if (run.timed && halving) {
+    // Successive halving: the best third of the screened variants (at least top + 1) timed again
+    // with the search profile; the others keep their screening time (profile "screen").
+    std::vector<std::size_t> passed_idx;
+    std::vector<double> medians;
+    for (std::size_t i = 0; i < n; ++i)
+      if (run.variants[i].status == Status::kPassed) {
+        passed_idx.push_back(i);
+        medians.push_back(run.variants[i].timing->median_us);
+      }
+    const std::size_t keep = std::max<std::size_t>((passed_idx.size() + 2) / 3, static_cast<std::size_t>(o.top_k) + 1);
+    const auto promoted = best_by_median(medians, keep);
+    log(fmt::format("halving: timing the best {} of {} screened variants again with the search profile",
+                    promoted.size(), passed_idx.size()));
+    const auto t = Clock::now();
+    for (const std::size_t k : promoted) {
+      const std::size_t i = passed_idx[k];
+      runner->evaluate(results[i], lowered[i], run.variants[i], {});
+    }
+    measure_busy += seconds_since(t);
+    save();
+  }
 
   if (run.timed) {
     // The top few, re-measured strictly and interleaved, before a winner is named.

@@ -1,0 +1,113 @@
+// The search strategies (--budget's random sample, --search halving's selection) on a synthetic
+// cost function with measurement noise: no GPU, the same code paths the pipeline uses to choose.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "tune/space.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+namespace {
+
+// A synthetic space of 3 parameters (8 x 6 x 7 = 336 configs) with a smooth cost plus a rugged
+// term: the best config is unique, and about 4 % of the space lies within 5 % of it.
+struct Synthetic {
+  std::vector<Config> all;
+  std::vector<double> cost;  // true time per config, microseconds
+};
+
+Synthetic synthetic_space() {
+  Synthetic s;
+  std::mt19937_64 rng(7);
+  for (std::size_t a = 0; a < 8; ++a)
+    for (std::size_t b = 0; b < 6; ++b)
+      for (std::size_t c = 0; c < 7; ++c) {
+        s.all.push_back(Config{{a, b, c}});
+        const double smooth = 10.0 + 0.8 * std::pow(static_cast<double>(a) - 5.0, 2) +
+                              1.5 * std::abs(static_cast<double>(b) - 2.0) + 0.3 * static_cast<double>(c);
+        s.cost.push_back(smooth * (1.0 + 0.15 * static_cast<double>(rng() % 1000) / 1000.0));
+      }
+  return s;
+}
+
+double best_cost(const Synthetic& s) { return *std::min_element(s.cost.begin(), s.cost.end()); }
+
+double cost_of(const Synthetic& s, const Config& c) {
+  return s.cost[static_cast<std::size_t>(std::find(s.all.begin(), s.all.end(), c) - s.all.begin())];
+}
+
+TEST(Strategy, TheSpaceHasAUniqueBestAndFewNearIt) {
+  const Synthetic s = synthetic_space();
+  const double best = best_cost(s);
+  const auto near = std::count_if(s.cost.begin(), s.cost.end(), [&](double c) { return c <= 1.05 * best; });
+  EXPECT_GE(near, 3);
+  EXPECT_LE(near, 40) << "a space where most configs are near the best would test nothing";
+}
+
+TEST(Strategy, ARandomThirdFindsAConfigWithinFivePercentAsOftenAsAUniformDrawShould) {
+  const Synthetic s = synthetic_space();
+  const double best = best_cost(s);
+  const int budget = static_cast<int>(s.all.size() / 3);
+  int found = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const auto chosen = sample_configs(s.all, s.all[0], budget, seed);
+    ASSERT_LE(chosen.size(), static_cast<std::size_t>(budget) + 1);
+    double got = 1e30;
+    for (const auto& c : chosen) got = std::min(got, cost_of(s, c));
+    if (got <= 1.05 * best) ++found;
+  }
+  // Probability that a random third holds one of the near-best configs, and a 3-sigma lower bound
+  // over 20 seeds: the sample must behave like a uniform draw without replacement.
+  const auto near = static_cast<std::size_t>(
+      std::count_if(s.cost.begin(), s.cost.end(), [&](double c) { return c <= 1.05 * best; }));
+  const auto total = static_cast<double>(s.all.size());
+  double miss = 1.0;
+  for (std::size_t j = 0; j < near; ++j)
+    miss *= (total - budget - static_cast<double>(j)) / (total - static_cast<double>(j));
+  const double p = 1.0 - miss;
+  const double bound = 20.0 * p - 3.0 * std::sqrt(20.0 * p * (1.0 - p));
+  EXPECT_GE(found, static_cast<int>(std::floor(bound))) << "within 5 % of the best in " << found
+                                                          << " of 20 random thirds; expected about " << 20.0 * p;
+  EXPECT_GT(p, 0.6) << "the synthetic space makes a random third useless";
+}
+
+TEST(Strategy, HalvingKeepsTheBestThroughNoisyScreeningAndFindsItsTrueTime) {
+  const Synthetic s = synthetic_space();
+  const double best = best_cost(s);
+  int exact = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> screen_noise(0.0, 0.05);  // a cheap screen: 5 % noise
+    std::vector<double> screened;
+    for (double c : s.cost) screened.push_back(c * (1.0 + screen_noise(rng)));
+    const auto promoted = best_by_median(screened, (s.cost.size() + 2) / 3);
+    ASSERT_EQ(promoted.size(), (s.cost.size() + 2) / 3);
+    for (std::size_t k = 1; k < promoted.size(); ++k) EXPECT_LE(screened[promoted[k - 1]], screened[promoted[k]]);
+    // The promoted third is timed precisely (1 % noise); the winner is the best of those.
+    std::normal_distribution<double> precise_noise(0.0, 0.01);
+    std::size_t winner = promoted[0];
+    double winner_time = 1e30;
+    for (const std::size_t i : promoted) {
+      const double t = s.cost[i] * (1.0 + precise_noise(rng));
+      if (t < winner_time) {
+        winner_time = t;
+        winner = i;
+      }
+    }
+    EXPECT_LE(s.cost[winner], 1.05 * best) << "seed " << seed;
+    if (s.cost[winner] == best) ++exact;
+  }
+  EXPECT_GE(exact, 10) << "the true best won in " << exact << " of 20 runs";
+}
+
+TEST(Strategy, BestByMedianClampsAndBreaksTiesByIndex) {
+  EXPECT_EQ(best_by_median({3.0, 1.0, 2.0, 1.0}, 3), (std::vector<std::size_t>{1, 3, 2}));
+  EXPECT_EQ(best_by_median({3.0, 1.0}, 10), (std::vector<std::size_t>{1, 0}));
+  EXPECT_TRUE(best_by_median({}, 2).empty());
+}
+
+}  // namespace
+}  // namespace tune
