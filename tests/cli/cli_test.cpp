@@ -1,7 +1,10 @@
 // The tune command line, end to end, as a user runs it.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +157,41 @@ TEST(Cli, ATimeBudgetStopsTheSweepAndStillWritesACompleteResult) {
       EXPECT_EQ(v.at("status"), "compiled") << v.dump();
     }
   }
+}
+
+TEST(Cli, TheFirstCtrlCFinishesTheVariantInHandAndWritesAValidPartialResult) {
+  const std::string out = out_dir("interrupt");
+  const std::string log = out + ".log";
+  std::filesystem::create_directories(out);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen(log.c_str(), "w", stderr);
+    execl(TUNE_EXE, TUNE_EXE, "--problem", "contact", "--B", "4", "--N", "64", "--compile-only", "--no-cache",
+          "--out", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto json_path = std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B4_N64_C64_H32.json";
+  // Wait until the run has written its first snapshot (the variants listed), then interrupt it.
+  for (int i = 0; i < 200 && !std::filesystem::exists(json_path); ++i) usleep(50 * 1000);
+  usleep(1500 * 1000);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the first SIGINT must not kill the process";
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const auto j = nlohmann::ordered_json::parse(std::ifstream(json_path));
+  EXPECT_EQ(j.at("complete"), true);
+  EXPECT_EQ(j.at("context").at("search").at("interrupted"), true);
+  std::size_t skipped = 0;
+  for (const auto& v : j.at("variants")) {
+    EXPECT_NE(v.at("status"), "pending") << v.dump();
+    if (v.at("status") == "skipped") {
+      ++skipped;
+      EXPECT_NE(v.at("reason").get<std::string>().find("interrupted"), std::string::npos) << v.dump();
+    }
+  }
+  EXPECT_GE(skipped, 1u);
 }
 
 TEST(Cli, VerifyChecksTheCpuReferenceAgainstGoldenFiles) {

@@ -114,6 +114,7 @@ struct RunContext {
   std::int64_t valid_configs = 0;  // configurations that pass the constraints at this shape
   double time_budget_s = 0;        // --time-budget (0: none)
   bool stopped_by_time_budget = false;
+  bool interrupted = false;  // the first Ctrl-C (SIGINT) ended the search early
 };
 
 struct RunRecord {

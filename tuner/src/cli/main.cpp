@@ -145,8 +145,9 @@ int main(int argc, char** argv) {
     if (!config.empty()) opt.config = config;
     if (!cache_dir.empty()) opt.cache_dir = cache_dir;
     opt.log = log;
-    print_summary(tune::run_tune(opt));
-    return 0;
+    const tune::TuneOutcome outcome = tune::run_tune(opt);
+    print_summary(outcome);
+    return outcome.run.context.interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports it
   } catch (const tune::InputError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
     return 2;

@@ -284,7 +284,8 @@ Json to_json(const RunRecord& run) {
                 {"compile_cache", c.compile_cache},
                 {"jobs", c.jobs},
                 {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
-                            {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget}}}}},
+                            {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget},
+                            {"interrupted", c.interrupted}}}}},
               {"device", run.device ? device_json(*run.device) : Json(nullptr)},
               {"work", {{"flop_per_call", run.flop}, {"bytes_per_call", run.bytes}}},
               {"harness_floor", run.harness_floor ? Json{{"empty_kernel_cold_us", number(run.harness_floor->empty_cold_us)},
@@ -341,6 +342,7 @@ RunRecord run_from_json(const Json& j) {
       run.context.valid_configs = s.value("valid_configurations", std::int64_t{0});
       run.context.time_budget_s = s.value("time_budget_s", 0.0);
       run.context.stopped_by_time_budget = s.value("stopped_by_time_budget", false);
+      run.context.interrupted = s.value("interrupted", false);
     }
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
     run.flop = j.at("work").at("flop_per_call").get<double>();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <csignal>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +31,30 @@
 
 namespace tune {
 namespace {
+
+// The first SIGINT asks the run to stop after the variant in hand; the handler then gives SIGINT
+// back its default action, so a second Ctrl-C ends the process at once (the results file on disk
+// is always a complete, atomically written snapshot).
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) {
+  g_interrupted = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+class SigintGuard {
+ public:
+  SigintGuard() {
+    g_interrupted = false;
+    previous_ = std::signal(SIGINT, on_sigint);
+  }
+  ~SigintGuard() { std::signal(SIGINT, previous_ == SIG_ERR ? SIG_DFL : previous_); }
+  SigintGuard(const SigintGuard&) = delete;
+  SigintGuard& operator=(const SigintGuard&) = delete;
+
+ private:
+  void (*previous_)(int) = SIG_DFL;
+};
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -189,6 +214,7 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
 
 TuneOutcome run_tune(const TuneOptions& o) {
   const auto t_start = Clock::now();
+  const SigintGuard sigint_guard;
   auto log = [&](const std::string& line) {
     if (o.log) o.log(line);
   };
@@ -373,6 +399,13 @@ TuneOutcome run_tune(const TuneOptions& o) {
       baseline_it != run.variants.end() ? std::optional(static_cast<std::size_t>(baseline_it - run.variants.begin()))
                                         : std::nullopt;
   for (std::size_t done = 0; done < n; ++done) {
+    if (g_interrupted) {
+      ctx.interrupted = true;
+      next = n;
+      log(fmt::format("interrupted: {} of {} variants done; writing what was measured (Ctrl-C again to stop at once)",
+                      done, n));
+      break;
+    }
     if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s) {
       ctx.stopped_by_time_budget = true;
       next = n;  // the workers take no new variant; those in flight finish
@@ -444,17 +477,18 @@ TuneOutcome run_tune(const TuneOptions& o) {
     save();
   }
   pool.clear();
-  if (ctx.stopped_by_time_budget) {
+  if (ctx.stopped_by_time_budget || ctx.interrupted) {
     if (compile_wall == 0) compile_wall = seconds_since(t_compile);
     for (auto& v : run.variants)
       if (v.status == Status::kPending) {
         v.status = Status::kSkipped;
-        v.reason = fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
+        v.reason = ctx.interrupted ? std::string("not reached: the run was interrupted (SIGINT)")
+                                   : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
       }
   }
   run.wall.compile_wall_s = compile_wall;
 
-  if (run.timed && halving) {
+  if (run.timed && halving && !ctx.interrupted) {
     // Successive halving: the best third of the screened variants (at least top + 1) timed again
     // with the search profile; the others keep their screening time (profile "screen").
     std::vector<std::size_t> passed_idx;
@@ -492,7 +526,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
       if (run.variants[b].status == Status::kPassed && std::find(order.begin(), order.end(), b) == order.end())
         order.push_back(b);
     }
-    if (!order.empty()) {
+    if (!order.empty() && !ctx.interrupted) {
       log(fmt::format("re-measuring the top {}{} strictly, interleaved", top, order.size() > top ? " and the baseline" : ""));
       std::vector<const CompileResult*> c;
       std::vector<Lowered> l;
@@ -521,7 +555,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   save();
 
   TuneOutcome out{run, json_path, std::nullopt};
-  if (run.timed && run.winner) {
+  if (run.timed && run.winner && !run.context.interrupted) {  // no header from a search cut short by hand
     const auto header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
     write_file_atomic(header_path, generate_header(run, space));
     out.header_path = header_path;
