@@ -17,7 +17,7 @@ Json read_json(const std::filesystem::path& file) {
   if (!in) throw InputError(file.string() + ": cannot be read (does it exist?)");
   try {
     return Json::parse(in);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // syntax, and numbers out of range
     throw InputError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
   }
 }
@@ -51,6 +51,8 @@ HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string&
 RunRecord read_result(const std::filesystem::path& file) {
   try {
     return run_from_json(read_json(file));
+  } catch (const Json::exception& e) {
+    throw InputError(fmt::format("{}: malformed results file ({})", file.string(), e.what()));
   } catch (const InputError& e) {
     const std::string what = e.what();
     if (what.rfind(file.string(), 0) == 0) throw;
