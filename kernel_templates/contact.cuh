@@ -1167,9 +1167,9 @@ __device__ __forceinline__ void mma_rows_layer(float (&d)[NTW][1][4], const floa
 // hidden units are added there. Needs TILE_I * TILE_J % 16 == 0 and HP + NSPLIT <= row_stride(C).
 template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int NSPLIT, int SYM>
 __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const TileOrigin& tile, float* tiles,
-                                                const float* sw) {
-  using L = MmaWeightLayout<C, H>;
-  constexpr int HP = L::HP, NT = HP / 8, NTW = NT / NSPLIT;
+                                                const MmaWeights<C, H, true>& W) {
+  using L = MmaWeights<C, H, true>;
+  constexpr int HP = MmaWeightLayout<C, H>::HP, NT = HP / 8, NTW = NT / NSPLIT;
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = kRows / 16, NW = BLOCK / 32;
   constexpr int kGroups = NW / NSPLIT;
   static_assert(C % 8 == 0 && RS % 8 == 4, "mma fragments need C % 8 == 0");
@@ -1184,11 +1184,11 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
   for (int n = 0; n < NTW; ++n)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      bias0[n][e] = sw[L::kB0 + (nt0 + n) * 8 + 2 * t + e];
-      bias2[n][e] = sw[L::kB2 + (nt0 + n) * 8 + 2 * t + e];
-      w4v[n][e] = sw[L::kW4 + (nt0 + n) * 8 + 2 * t + e];
+      bias0[n][e] = W.b0[(nt0 + n) * 8 + 2 * t + e];
+      bias2[n][e] = W.b2[(nt0 + n) * 8 + 2 * t + e];
+      w4v[n][e] = W.w4[(nt0 + n) * 8 + 2 * t + e];
     }
-  const float bias4 = sw[L::kB4];
+  const float bias4 = *W.b4;
 
 #pragma unroll 1
   for (int m = slot; m < kMTiles; m += kGroups) {
@@ -1196,7 +1196,7 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
     const float* row_hi = row_lo + 8 * RS;
     float* scratch = tiles + (kRows + m * 16) * RS;  // 16 rows: relu(D1) in columns [0, HP), logits after
     float d1[NTW][1][4];
-    mma_rows_layer<NTW, C, L::kW0Stride>(d1, bias0, row_lo, row_hi, sw + L::kW0 + (nt0 * 8 + g) * L::kW0Stride + t);
+    mma_rows_layer<NTW, C, L::kW0Stride>(d1, bias0, row_lo, row_hi, W.w0 + (nt0 * 8 + g) * L::kW0Stride + t);
 #pragma unroll
     for (int n = 0; n < NTW; ++n) {
       const int col = (nt0 + n) * 8 + 2 * t;
@@ -1208,7 +1208,7 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
     named_barrier(1 + slot, NSPLIT * 32);
     float d2[NTW][1][4];
     mma_rows_layer<NTW, HP, L::kW2Stride>(d2, bias2, scratch + g * RS + t, scratch + (g + 8) * RS + t,
-                                          sw + L::kW2 + (nt0 * 8 + g) * L::kW2Stride + t);
+                                          W.w2 + (nt0 * 8 + g) * L::kW2Stride + t);
     float logit_lo = 0.0f, logit_hi = 0.0f;  // rows g and g + 8, this warp's hidden units
 #pragma unroll
     for (int n = 0; n < NTW; ++n) {
@@ -1291,7 +1291,7 @@ __global__ void __launch_bounds__(BLOCK)
     __syncthreads();
     if constexpr (NSPLIT > 1) {
       static_assert(PAIRS == 1 && kSmemW, "NSPLIT > 1 takes one 16-pair tile per warp group, weights in shared memory");
-      k::mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM>(out, tile, smem + Layout::kTileA, sw);
+      k::mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM>(out, tile, smem + Layout::kTileA, W);
     } else {
       k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW>(out, tile, smem + Layout::kTileA, W);
     }

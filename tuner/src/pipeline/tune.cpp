@@ -488,9 +488,8 @@ TuneOutcome run_tune(const TuneOptions& o) {
   }
   run.wall.compile_wall_s = compile_wall;
 
-  if (run.timed && halving && !ctx.interrupted) {
-    // Successive halving: the best third of the screened variants (at least top + 1) timed again
-    // with the search profile; the others keep their screening time (profile "screen").
+  // The `keep` fastest passed variants (by their current cold median), fastest first.
+  auto fastest_passed = [&](std::size_t keep) {
     std::vector<std::size_t> passed_idx;
     std::vector<double> medians;
     for (std::size_t i = 0; i < n; ++i)
@@ -498,34 +497,34 @@ TuneOutcome run_tune(const TuneOptions& o) {
         passed_idx.push_back(i);
         medians.push_back(run.variants[i].timing->median_us);
       }
-    const std::size_t keep = std::max<std::size_t>((passed_idx.size() + 2) / 3, static_cast<std::size_t>(o.top_k) + 1);
-    const auto promoted = best_by_median(medians, keep);
+    std::vector<std::size_t> out;
+    for (const std::size_t k : best_by_median(medians, keep)) out.push_back(passed_idx[k]);
+    return out;
+  };
+
+  if (run.timed && halving && !ctx.interrupted) {
+    // Successive halving: the best third of the screened variants (at least top + 1) timed again
+    // with the search profile (parity already passed); the others keep their screening time.
+    const auto screened = static_cast<std::size_t>(
+        std::count_if(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.status == Status::kPassed; }));
+    const auto promoted = fastest_passed(std::max<std::size_t>((screened + 2) / 3, static_cast<std::size_t>(o.top_k) + 1));
     log(fmt::format("halving: timing the best {} of {} screened variants again with the search profile",
-                    promoted.size(), passed_idx.size()));
+                    promoted.size(), screened));
+    DeviceRunner::Options second_round;
+    second_round.check_parity = false;
     const auto t = Clock::now();
-    for (const std::size_t k : promoted) {
-      const std::size_t i = passed_idx[k];
-      runner->evaluate(results[i], lowered[i], run.variants[i], {});
-    }
+    for (const std::size_t i : promoted) runner->evaluate(results[i], lowered[i], run.variants[i], second_round);
     measure_busy += seconds_since(t);
     save();
   }
 
   if (run.timed) {
     // The top few, re-measured strictly and interleaved, before a winner is named.
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < n; ++i)
-      if (run.variants[i].status == Status::kPassed) order.push_back(i);
-    std::sort(order.begin(), order.end(), [&](auto a, auto b) {
-      return run.variants[a].timing->median_us < run.variants[b].timing->median_us;
-    });
-    if (order.size() > static_cast<std::size_t>(o.top_k)) order.resize(static_cast<std::size_t>(o.top_k));
+    std::vector<std::size_t> order = fastest_passed(static_cast<std::size_t>(o.top_k));
     const std::size_t top = order.size();
-    if (run.baseline) {
-      const auto b = static_cast<std::size_t>(baseline_it - run.variants.begin());
-      if (run.variants[b].status == Status::kPassed && std::find(order.begin(), order.end(), b) == order.end())
-        order.push_back(b);
-    }
+    if (baseline_index && run.variants[*baseline_index].status == Status::kPassed &&
+        std::find(order.begin(), order.end(), *baseline_index) == order.end())
+      order.push_back(*baseline_index);
     if (!order.empty() && !ctx.interrupted) {
       log(fmt::format("re-measuring the top {}{} strictly, interleaved", top, order.size() > top ? " and the baseline" : ""));
       std::vector<const CompileResult*> c;
