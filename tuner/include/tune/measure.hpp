@@ -29,7 +29,10 @@ struct StopRule {
 // Incremental statistics of one variant's samples, and the rule's verdict.
 class SampleSet {
  public:
-  void add(double us) { samples_.push_back(us); }
+  void add(double us) {
+    samples_.push_back(us);
+    sum_ += us;
+  }
   [[nodiscard]] const std::vector<double>& samples() const { return samples_; }
   // Empty while the rule wants more samples, else why it stopped.
   [[nodiscard]] std::string stop_reason(const StopRule& rule, double wall_seconds) const;
@@ -38,6 +41,7 @@ class SampleSet {
 
  private:
   std::vector<double> samples_;
+  double sum_ = 0;
 };
 
 ParityRecord compare_output(const std::vector<float>& out, const std::vector<double>& ref, double atol, double rtol);

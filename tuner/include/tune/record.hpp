@@ -56,12 +56,16 @@ struct TimingRecord {
   int samples = 0;
   double min_us = 0, q1_us = 0, median_us = 0, mean_us = 0, q3_us = 0, max_us = 0, stddev_us = 0;
   double noise = 0;  // stddev / mean
+  // 1.4826 * median absolute deviation / median: the spread of the bulk of the samples, blind to
+  // the rare slow outlier (a preempted launch). The stopping rules test this one.
+  double robust_noise = 0;
   std::string stop_reason;
   double gpu_seconds = 0;
   double batch_mean_us = 0;  // back-to-back launches between one event pair, per launch
   int batch_launches = 0;
   double graph_mean_us = 0;  // the same launches replayed from a CUDA graph, per launch
   ClockRecord clocks;
+  int throttle_retries = 0;  // measurements discarded because the clocks throttled
 };
 
 // An empty kernel measured by the harness's own methods: no variant can be timed below these.

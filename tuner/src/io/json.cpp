@@ -94,6 +94,7 @@ Json timing_json(const TimingRecord& t) {
               {"max_us", number(t.max_us)},
               {"stddev_us", number(t.stddev_us)},
               {"noise", number(t.noise)},
+              {"robust_noise", number(t.robust_noise)},
               {"stop_reason", t.stop_reason},
               {"gpu_seconds", number(t.gpu_seconds)},
               {"batch_mean_us", number(t.batch_mean_us)},
@@ -104,7 +105,8 @@ Json timing_json(const TimingRecord& t) {
                 {"sm_mhz_start", t.clocks.sm_mhz_start},
                 {"sm_mhz_end", t.clocks.sm_mhz_end},
                 {"reasons", t.clocks.reasons},
-                {"throttled", t.clocks.throttled}}}};
+                {"throttled", t.clocks.throttled}}},
+              {"throttle_retries", t.throttle_retries}};
 }
 TimingRecord timing_from(const Json& j) {
   TimingRecord t;
@@ -118,11 +120,13 @@ TimingRecord timing_from(const Json& j) {
   t.max_us = read_number(j, "max_us");
   t.stddev_us = read_number(j, "stddev_us");
   t.noise = read_number(j, "noise");
+  t.robust_noise = j.contains("robust_noise") ? read_number(j, "robust_noise") : t.noise;
   t.stop_reason = j.at("stop_reason").get<std::string>();
   t.gpu_seconds = read_number(j, "gpu_seconds");
   t.batch_mean_us = read_number(j, "batch_mean_us");
   t.batch_launches = j.value("batch_launches", 0);
   t.graph_mean_us = read_number(j, "graph_mean_us");
+  t.throttle_retries = j.value("throttle_retries", 0);
   if (j.contains("clocks")) {
     const Json& c = j.at("clocks");
     t.clocks.available = c.value("available", false);
