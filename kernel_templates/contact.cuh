@@ -30,6 +30,8 @@
 //               block's in flight at once, one wait; 0: loads through registers, copy by copy.
 //   NSPLIT      mma only: warps that share a 16-pair tile, each taking 1/NSPLIT of the hidden units
 //               of both layers (relu(D1) and the partial logits meet in shared memory).
+//   PREC        mma only: 0 3xTF32; 1 plain TF32 (one MMA per product, operands rounded to
+//               TF32): a third of the tensor-core work, parity decides per shape.
 // The dynamic shared memory the kernel expects is SmemLayout<...>::kBytes; configs/contact.json
 // computes the same number as `smem_bytes`. Every buffer must be 16-byte aligned (rows and weights
 // are read as float4), as separate device allocations are.
@@ -176,6 +178,12 @@ __device__ __forceinline__ int opaque_zero(int dep) {
 }
 // x with its low 13 mantissa bits cleared: a TF32 value, and x - tf32_trunc(x) is exact.
 __device__ __forceinline__ float tf32_trunc(float x) { return __uint_as_float(__float_as_uint(x) & 0xffffe000u); }
+// x rounded to the nearest TF32 value (ties away from zero): half the error of truncation.
+__device__ __forceinline__ float tf32_round(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
 // d += A(16x8, row) * B(8x8, col); lane (g = lane/4, t = lane%4) holds a = {A[g][t], A[g+8][t],
 // A[g][t+4], A[g+8][t+4]}, b = {B[t][g], B[t+4][g]}, d = {D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]}.
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1) {
@@ -209,6 +217,7 @@ __device__ __forceinline__ void copy_wait_all() {
 #else
 int opaque_zero(int dep);
 float tf32_trunc(float x);
+float tf32_round(float x);
 void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1);
 template <int BYTES>
 void copy_async(float* dst, const float* src, bool valid);
@@ -944,6 +953,18 @@ __device__ __forceinline__ void split_tf32(float x, float& hi, float& lo) {
   lo = x - hi;
 }
 
+// The precision of the tensor-core products: 0 = 3xTF32 (three MMAs per product, near FP32),
+// 1 = TF32 (one MMA, operands rounded to TF32: about 2^-11 relative error per operand).
+// PREC 1 leaves lo unset; the products that would read it are not issued.
+template <int PREC>
+__device__ __forceinline__ void split_operand(float x, float& hi, float& lo) {
+  if constexpr (PREC == 0) {
+    split_tf32(x, hi, lo);
+  } else {
+    hi = tf32_round(x);
+  }
+}
+
 // Block-cooperative copy of R x L floats (source stride L) into an RP x LP array of stride DS,
 // zero outside R x L (the padding must be finite: it meets the MMA as 0 * padding).
 template <int R, int L, int RP, int LP, int DS, int BLOCK, bool ASYNC>
@@ -990,16 +1011,19 @@ __device__ __forceinline__ void copy_mma_weights(const float* __restrict__ ln_w,
 // A[p] * B for P row tiles sharing one B fragment {b0, b1}, 3xTF32, into three accumulators:
 // acc[0] += Ahi Bhi, acc[1] += Alo Bhi, acc[2] += Ahi Blo. Three independent chains, each one
 // MMA per k-step, instead of one chain three MMAs long; the caller adds them (mma_3xtf32_sum).
-template <int P>
+// PREC 1 (plain TF32): acc[0] += Ahi Bhi only.
+template <int P, int PREC = 0>
 __device__ __forceinline__ void mma_3xtf32(float (&acc)[3][P][4], const float (&ahi)[P][4], const float (&alo)[P][4],
                                            float b0, float b1) {
   float bh0, bl0, bh1, bl1;
-  split_tf32(b0, bh0, bl0);
-  split_tf32(b1, bh1, bl1);
+  split_operand<PREC>(b0, bh0, bl0);
+  split_operand<PREC>(b1, bh1, bl1);
 #pragma unroll
   for (int p = 0; p < P; ++p) {
-    mma_tf32(acc[1][p], alo[p], bh0, bh1);
-    mma_tf32(acc[2][p], ahi[p], bl0, bl1);
+    if constexpr (PREC == 0) {
+      mma_tf32(acc[1][p], alo[p], bh0, bh1);
+      mma_tf32(acc[2][p], ahi[p], bl0, bl1);
+    }
     mma_tf32(acc[0][p], ahi[p], bh0, bh1);
   }
 }
@@ -1017,19 +1041,19 @@ __device__ __forceinline__ void mma_3xtf32_init(float (&acc)[3][P][4], const flo
   }
 }
 
-template <int P>
+template <int P, int PREC = 0>
 __device__ __forceinline__ void mma_3xtf32_sum(float (&d)[P][4], const float (&acc)[3][P][4]) {
 #pragma unroll
   for (int p = 0; p < P; ++p)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) d[p][e] = acc[0][p][e] + (acc[1][p][e] + acc[2][p][e]);
+    for (int e = 0; e < 4; ++e) d[p][e] = PREC == 0 ? acc[0][p][e] + (acc[1][p][e] + acc[2][p][e]) : acc[0][p][e];
 }
 
 // MLP of the staged tile on tensor cores: warps take P tiles of 16 pairs (rows of tile A, which
 // hold s) at a time. Layer 1: D1[16 x HP] = S[16 x C] W0^T. Layer 2: D2 = relu(D1) W2^T, with
 // the lane's D1 values used as its A fragment where they stand: k-group ks's logical columns t
 // and t+4 are h = 8ks + 2t and 8ks + 2t + 1, so B takes W2 columns (2t, 2t+1) in their place.
-template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED>
+template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED, int PREC>
 __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOrigin& tile, const float* tiles,
                                           const MmaWeights<C, H, SHARED>& W) {
   using L = MmaWeights<C, H, SHARED>;
@@ -1071,19 +1095,19 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
       float ahi[P][4], alo[P][4];
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        split_tf32(row_lo[p][k0], ahi[p][0], alo[p][0]);
-        split_tf32(row_hi[p][k0], ahi[p][1], alo[p][1]);
-        split_tf32(row_lo[p][k0 + 4], ahi[p][2], alo[p][2]);
-        split_tf32(row_hi[p][k0 + 4], ahi[p][3], alo[p][3]);
+        split_operand<PREC>(row_lo[p][k0], ahi[p][0], alo[p][0]);
+        split_operand<PREC>(row_hi[p][k0], ahi[p][1], alo[p][1]);
+        split_operand<PREC>(row_lo[p][k0 + 4], ahi[p][2], alo[p][2]);
+        split_operand<PREC>(row_hi[p][k0 + 4], ahi[p][3], alo[p][3]);
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const float* w = w0_lane + nt * 8 * L::kW0Stride + k0;
-        mma_3xtf32<P>(acc1[nt], ahi, alo, load1<SHARED>(w), load1<SHARED>(w + 4));
+        mma_3xtf32<P, PREC>(acc1[nt], ahi, alo, load1<SHARED>(w), load1<SHARED>(w + 4));
       }
     }
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P>(d1[nt], acc1[nt]);
+    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P, PREC>(d1[nt], acc1[nt]);
     }
     float d2[NT][P][4];
     {
@@ -1096,21 +1120,21 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
       float ahi[P][4], alo[P][4];
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        split_tf32(fmaxf(d1[ks][p][0], 0.0f), ahi[p][0], alo[p][0]);
-        split_tf32(fmaxf(d1[ks][p][2], 0.0f), ahi[p][1], alo[p][1]);
-        split_tf32(fmaxf(d1[ks][p][1], 0.0f), ahi[p][2], alo[p][2]);
-        split_tf32(fmaxf(d1[ks][p][3], 0.0f), ahi[p][3], alo[p][3]);
+        split_operand<PREC>(fmaxf(d1[ks][p][0], 0.0f), ahi[p][0], alo[p][0]);
+        split_operand<PREC>(fmaxf(d1[ks][p][2], 0.0f), ahi[p][1], alo[p][1]);
+        split_operand<PREC>(fmaxf(d1[ks][p][1], 0.0f), ahi[p][2], alo[p][2]);
+        split_operand<PREC>(fmaxf(d1[ks][p][3], 0.0f), ahi[p][3], alo[p][3]);
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         float w2v[2];
         loadv<2, SHARED>(w2_lane + nt * 8 * L::kW2Stride + ks * 8, w2v);
         const float2 w = make_float2(w2v[0], w2v[1]);
-        mma_3xtf32<P>(acc2[nt], ahi, alo, w.x, w.y);
+        mma_3xtf32<P, PREC>(acc2[nt], ahi, alo, w.x, w.y);
       }
     }
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P>(d2[nt], acc2[nt]);
+    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P, PREC>(d2[nt], acc2[nt]);
     }
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -1136,7 +1160,7 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
 // d[n] = bias[n] + A[16 x K] B_n for NTW n-tiles in 3xTF32, A in the standard fragment layout:
 // a_lo and a_hi point at column t of rows g and g + 8 of A; w at column t of row g of the first
 // n-tile's weight rows (stride WS): the B fragment of n-tile n, k-step k0 is w[n*8*WS + k0 + {0, 4}].
-template <int NTW, int K, int WS>
+template <int NTW, int K, int WS, int PREC>
 __device__ __forceinline__ void mma_rows_layer(float (&d)[NTW][1][4], const float (&bias)[NTW][2], const float* a_lo,
                                                const float* a_hi, const float* w) {
   float acc[NTW][3][1][4];
@@ -1145,18 +1169,18 @@ __device__ __forceinline__ void mma_rows_layer(float (&d)[NTW][1][4], const floa
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 8) {
     float ahi[1][4], alo[1][4];
-    split_tf32(a_lo[k0], ahi[0][0], alo[0][0]);
-    split_tf32(a_hi[k0], ahi[0][1], alo[0][1]);
-    split_tf32(a_lo[k0 + 4], ahi[0][2], alo[0][2]);
-    split_tf32(a_hi[k0 + 4], ahi[0][3], alo[0][3]);
+    split_operand<PREC>(a_lo[k0], ahi[0][0], alo[0][0]);
+    split_operand<PREC>(a_hi[k0], ahi[0][1], alo[0][1]);
+    split_operand<PREC>(a_lo[k0 + 4], ahi[0][2], alo[0][2]);
+    split_operand<PREC>(a_hi[k0 + 4], ahi[0][3], alo[0][3]);
 #pragma unroll
     for (int n = 0; n < NTW; ++n) {
       const float* wn = w + n * 8 * WS + k0;
-      mma_3xtf32<1>(acc[n], ahi, alo, wn[0], wn[4]);
+      mma_3xtf32<1, PREC>(acc[n], ahi, alo, wn[0], wn[4]);
     }
   }
 #pragma unroll
-  for (int n = 0; n < NTW; ++n) mma_3xtf32_sum<1>(d[n], acc[n]);
+  for (int n = 0; n < NTW; ++n) mma_3xtf32_sum<1, PREC>(d[n], acc[n]);
 }
 
 // mma_pairs with NSPLIT warps per 16-pair tile, each taking NT / NSPLIT of the n-tiles of both
@@ -1165,7 +1189,7 @@ __device__ __forceinline__ void mma_rows_layer(float (&d)[NTW][1][4], const floa
 // this m-tile, free once the LayerNorm is done: tile T has as many rows as tile A) to become
 // layer 2's A operand in the standard fragment layout, and the partial logits of each warp's
 // hidden units are added there. Needs TILE_I * TILE_J % 16 == 0 and HP + NSPLIT <= row_stride(C).
-template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int NSPLIT, int SYM>
+template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int NSPLIT, int SYM, int PREC>
 __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const TileOrigin& tile, float* tiles,
                                                 const MmaWeights<C, H, true>& W) {
   using L = MmaWeights<C, H, true>;
@@ -1196,7 +1220,7 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
     const float* row_hi = row_lo + 8 * RS;
     float* scratch = tiles + (kRows + m * 16) * RS;  // 16 rows: relu(D1) in columns [0, HP), logits after
     float d1[NTW][1][4];
-    mma_rows_layer<NTW, C, L::kW0Stride>(d1, bias0, row_lo, row_hi, W.w0 + (nt0 * 8 + g) * L::kW0Stride + t);
+    mma_rows_layer<NTW, C, L::kW0Stride, PREC>(d1, bias0, row_lo, row_hi, W.w0 + (nt0 * 8 + g) * L::kW0Stride + t);
 #pragma unroll
     for (int n = 0; n < NTW; ++n) {
       const int col = (nt0 + n) * 8 + 2 * t;
@@ -1207,7 +1231,7 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
     }
     named_barrier(1 + slot, NSPLIT * 32);
     float d2[NTW][1][4];
-    mma_rows_layer<NTW, HP, L::kW2Stride>(d2, bias2, scratch + g * RS + t, scratch + (g + 8) * RS + t,
+    mma_rows_layer<NTW, HP, L::kW2Stride, PREC>(d2, bias2, scratch + g * RS + t, scratch + (g + 8) * RS + t,
                                           W.w2 + (nt0 * 8 + g) * L::kW2Stride + t);
     float logit_lo = 0.0f, logit_hi = 0.0f;  // rows g and g + 8, this warp's hidden units
 #pragma unroll
@@ -1239,7 +1263,7 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
 }  // namespace tune_kernels
 
 template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T,
-          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1>
+          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1, int PREC = 0>
 __global__ void __launch_bounds__(BLOCK)
     contact_kernel(const float* __restrict__ pair_repr, const float* __restrict__ ln_w, const float* __restrict__ ln_b,
                    const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
@@ -1252,6 +1276,7 @@ __global__ void __launch_bounds__(BLOCK)
   static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "BLOCK must be a multiple of 32");
   static_assert(TILE_I >= 1 && TILE_J >= 1 && PAIRS >= 1, "bad tile or PAIRS");
   static_assert(!SYM || (MAPPING == 1 && TILE_I == TILE_J), "SYM needs the tile mapping with square tiles");
+  static_assert(PREC == 0 || (PREC == 1 && STRATEGY == 2), "PREC: 0 3xTF32, 1 TF32 (the mma strategy only)");
   static_assert(STRATEGY != 2 || (MAPPING == 1 && STAGE_T != 0 && C % 8 == 0 && (SMEM_W != 0 || H % 8 == 0)),
                 "the mma strategy needs the tile mapping, STAGE_T, C % 8 == 0, and SMEM_W or H % 8 == 0");
   using Layout = k::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, STAGE_T, SMEM_W, PAIRS>;
@@ -1291,9 +1316,9 @@ __global__ void __launch_bounds__(BLOCK)
     __syncthreads();
     if constexpr (NSPLIT > 1) {
       static_assert(PAIRS == 1 && kSmemW, "NSPLIT > 1 takes one 16-pair tile per warp group, weights in shared memory");
-      k::mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM>(out, tile, smem + Layout::kTileA, W);
+      k::mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM, PREC>(out, tile, smem + Layout::kTileA, W);
     } else {
-      k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW>(out, tile, smem + Layout::kTileA, W);
+      k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW, PREC>(out, tile, smem + Layout::kTileA, W);
     }
   } else {
     using WL = k::WeightLayout<C, H>;

@@ -89,6 +89,25 @@ TEST(Space, ConfigJsonRoundTripsAndRejectsUnknownValues) {
   EXPECT_EQ(s.numeric(c, "smem"), 1);
 }
 
+TEST(Space, AParameterAddedLaterTakesItsAbsentValueInOlderConfigs) {
+  Json j = small_space();
+  j["parameters"][2]["absent"] = true;  // results recorded before `smem` existed meant smem = true
+  const Space s = Space::parse(j, "toy.json");
+  const Config old = s.from_json(Json{{"strategy", "thread"}, {"block", 64}});
+  EXPECT_EQ(s.numeric(old, "smem"), 1);
+  EXPECT_EQ(old, s.baseline());
+  EXPECT_THROW((void)s.from_json(Json{{"strategy", "thread"}}), InputError);  // block has no absent value
+
+  j["parameters"][2]["absent"] = "maybe";
+  try {
+    (void)Space::parse(j, "bad.json");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'absent' value \"maybe\" is not one of its values"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Space, ShapeConstraintsReportTheirMessage) {
   const Space s = Space::parse(small_space(), "toy.json");
   EXPECT_NO_THROW(s.check_shape(shape(1, 64)));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct DeviceLimits {
 struct Parameter {
   std::string name;
   std::vector<nlohmann::ordered_json> values;  // scalars: integers, booleans or strings
+  // The value of a configuration that does not name this parameter (one recorded before the
+  // parameter existed): the value that reproduces the kernel it was. None: it must be named.
+  std::optional<nlohmann::ordered_json> absent;
 };
 
 // One point of the space: a value index per parameter, in the space's parameter order.

@@ -211,6 +211,11 @@ Space Space::parse(const Json& json, const std::string& source_name) {
       }
       param.values.push_back(v);
     }
+    if (p.contains("absent")) {
+      if (std::find(param.values.begin(), param.values.end(), p.at("absent")) == param.values.end())
+        s.fail(fmt::format("{}: 'absent' value {} is not one of its values", where, p.at("absent").dump()));
+      param.absent = p.at("absent");
+    }
     try {
       s.param_slots.push_back(s.table.declare(param.name));
     } catch (const std::invalid_argument&) {
@@ -397,8 +402,8 @@ Config Space::from_json(const nlohmann::ordered_json& params) const {
   if (!params.is_object()) throw InputError("a configuration must be a JSON object of parameter values");
   Config c;
   for (const Parameter& p : impl_->parameters) {
-    if (!params.contains(p.name)) throw InputError("parameter '" + p.name + "' is missing");
-    const auto& v = params.at(p.name);
+    if (!params.contains(p.name) && !p.absent) throw InputError("parameter '" + p.name + "' is missing");
+    const auto& v = params.contains(p.name) ? params.at(p.name) : *p.absent;
     auto it = std::find(p.values.begin(), p.values.end(), v);
     if (it == p.values.end()) throw InputError(fmt::format("parameter '{}' has no value {}", p.name, v.dump()));
     c.choice.push_back(static_cast<std::size_t>(it - p.values.begin()));
