@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
-#   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune:<args separated by :>,
+#   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>]
 # torch: PyTorch eager and torch.compile timed at the shapes of the committed results/
 # (report/torch_baseline.py, models.py from .device/) into $OUT/torch_baseline.json.
@@ -27,11 +27,14 @@ for step in "$@"; do
       # The tuned kernels built by nvcc (bench/), winners and baselines, Google Benchmark JSON.
       .device/bin/tune_bench --benchmark_out="$out/bench.json" --benchmark_out_format=json \
         --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench.log" || status=1 ;;
-    tune:*)
-      args=${step#tune:}
-      echo "== tune ${args//:/ }" | tee -a "$out/tune.log"
+    tune:*|tune=*)
+      # tune=LABEL:args writes under results-device/LABEL (repeated runs of one shape side by side).
+      dest=$results
+      if [[ $step == tune=* ]]; then label=${step#tune=}; label=${label%%:*}; dest=$results/$label; fi
+      args=${step#tune*:}
+      echo "== tune ${args//:/ } (results in ${dest#$PWD/})" | tee -a "$out/tune.log"
       start=$(date +%s%N)
-      "$tune" ${args//:/ } --out "$results" 2>>"$out/tune.log" | tee -a "$out/tune.log" || status=1
+      "$tune" ${args//:/ } --out "$dest" 2>>"$out/tune.log" | tee -a "$out/tune.log" || status=1
       echo "wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log" ;;
     torch|torch:*)
       args=${step#torch}; args=${args#:}
