@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,6 +19,12 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// $TUNE_EXE and $TUNE_FIXTURES when set (a GPU machine gets a copy of the binaries), else the build's.
+std::string from_env(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
 TEST(DeviceIsolation, ARealCudaFaultAndASegfaultAreRecordedAndTheRunGoesOn) {
   std::string why;
   const auto device = tune::query_device(0, &why);
@@ -27,8 +34,9 @@ TEST(DeviceIsolation, ARealCudaFaultAndASegfaultAreRecordedAndTheRunGoesOn) {
   // Two variants of the small fixture space (the baseline is thread, block=128, smem_w=true).
   const std::string cuda_victim = "strategy=warp,mapping=linear,block=64,";
   const std::string segv_victim = "strategy=thread,mapping=linear,block=64,tile_i=1,tile_j=1,stage_t=false,smem_w=false,";
-  const std::string cmd = "TUNE_WORKER_FAULT='" + cuda_victim + "=cuda;" + segv_victim + "=segv' " + TUNE_EXE +
-                          " --problem contact --B 2 --N 8 --C 16 --H 8 --config " + TUNE_FIXTURES +
+  const std::string cmd = "TUNE_WORKER_FAULT='" + cuda_victim + "=cuda;" + segv_victim + "=segv' " +
+                          from_env("TUNE_EXE", TUNE_EXE) + " --problem contact --B 2 --N 8 --C 16 --H 8 --config " +
+                          from_env("TUNE_FIXTURES", TUNE_FIXTURES) +
                           "/contact_small_space.json --out " + out.string() + " --no-cache 2>&1";
   std::string output;
   FILE* p = popen(cmd.c_str(), "r");

@@ -76,12 +76,13 @@ struct HarnessFloor {
 
 // What is known of a variant that crashed or hung its worker process (or faulted its context).
 struct FaultRecord {
-  std::string kind;        // "signal", "exit", "cuda_error" or "timeout"
+  std::string kind;        // "signal", "exit", "cuda_error", "timeout" or "error" (the worker's message)
   std::string signal;      // "SIGSEGV", when a signal ended the worker
   std::string cuda_error;  // "CUDA_ERROR_ILLEGAL_ADDRESS", when the worker reported one
   std::string phase;       // the last phase the worker announced: load, parity, warm-up, timing, ...
   int exit_code = 0;       // when the worker exited on its own
   double deadline_s = 0;   // the deadline it had
+  std::string message;     // kind "error": what the worker reported before it was stopped
 };
 
 struct VariantRecord {

@@ -136,7 +136,8 @@ TimingRecord timing_from(const Json& j) {
 
 Json fault_json(const FaultRecord& f) {
   return Json{{"kind", f.kind},         {"signal", f.signal},       {"cuda_error", f.cuda_error},
-              {"phase", f.phase},       {"exit_code", f.exit_code}, {"deadline_s", number(f.deadline_s)}};
+              {"phase", f.phase},       {"exit_code", f.exit_code}, {"deadline_s", number(f.deadline_s)},
+              {"message", f.message}};
 }
 FaultRecord fault_from(const Json& j) {
   FaultRecord f;
@@ -146,6 +147,7 @@ FaultRecord fault_from(const Json& j) {
   f.phase = j.value("phase", "");
   f.exit_code = j.value("exit_code", 0);
   f.deadline_s = read_number(j, "deadline_s");
+  f.message = j.value("message", "");
   return f;
 }
 

@@ -99,6 +99,8 @@ void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& wh
   const std::string phase = f.phase.empty() ? "before its first phase" : "during " + f.phase;
   if (f.kind == "timeout")
     rec.reason = fmt::format("no answer within {:.1f} s ({}){}; the worker process was killed", f.deadline_s, phase, when);
+  else if (f.kind == "error")
+    rec.reason = fmt::format("the worker process failed {}{}: {}", phase, when, f.message);
   else if (f.kind == "signal")
     rec.reason = fmt::format("the worker process was killed by {} {}{}", f.signal, phase, when);
   else

@@ -582,7 +582,16 @@ bool WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items, co
   *culprit = items.size() == 1 ? 0 : last_item_;
   *exiting = false;
   if (!r) return false;
-  if (r->value("reply", "") != "records") throw DeviceError(r->value("message", "the worker answered out of turn"));
+  if (r->value("reply", "") != "records") {
+    // The worker could not go on with these variants (an exception): stop it, report like a loss.
+    fault->kind = "error";
+    fault->phase = last_phase_;
+    fault->deadline_s = deadline_s;
+    fault->message = r->value("message", "the worker answered out of turn");
+    kill(pid_, SIGKILL);
+    reap(false, deadline_s);
+    return false;
+  }
   const Json& records = r->at("records");
   for (std::size_t i = 0; i < items.size(); ++i) *items[i].record = variant_from_json(records.at(i));
   *exiting = r->value("exiting", false);
