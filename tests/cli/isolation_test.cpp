@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -108,12 +109,12 @@ std::size_t journal_records(const std::filesystem::path& p) {
   return n;
 }
 
-// Starts tune with TUNE_WORKER_FAKE and a slow fake worker, and kills it with SIGKILL once the
-// journal holds `records` records.
-void run_and_kill(const std::string& out, const std::vector<std::string>& extra, std::size_t records) {
+// Starts tune (in its own process group) with TUNE_WORKER_FAKE and a slow fake worker; returns
+// once the journal holds `records` records.
+pid_t start_slow_run(const std::string& out, const std::vector<std::string>& extra, std::size_t records) {
   const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
+    setpgid(0, 0);
     std::freopen((out + ".log").c_str(), "w", stderr);
     setenv("TUNE_WORKER_FAKE", "1", 1);
     setenv("TUNE_WORKER_FAKE_DELAY_MS", "400", 1);
@@ -127,7 +128,14 @@ void run_and_kill(const std::string& out, const std::vector<std::string>& extra,
     execv(TUNE_EXE, argv.data());
     _exit(127);
   }
-  for (int i = 0; i < 1200 && journal_records(journal_path(out)) < records; ++i) usleep(50 * 1000);
+  for (int i = 0; pid > 0 && i < 1200 && journal_records(journal_path(out)) < records; ++i) usleep(50 * 1000);
+  return pid;
+}
+
+// The same, then SIGKILL.
+void run_and_kill(const std::string& out, const std::vector<std::string>& extra, std::size_t records) {
+  const pid_t pid = start_slow_run(out, extra, records);
+  ASSERT_GT(pid, 0);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -274,6 +282,29 @@ TEST(Isolation, ResumeRefusesAnotherRunsJournalAndNamesTheField) {
   for (std::size_t pos = 0; (pos = r.output.find("tune: ", pos)) != std::string::npos; ++pos) ++error_lines;
   EXPECT_EQ(error_lines, 1u) << r.output;
   EXPECT_TRUE(std::filesystem::exists(journal_path(out))) << "a refused resume leaves the journal alone";
+}
+
+TEST(Isolation, CtrlCToTheProcessGroupFinishesTheVariantInHandAndTheJournalResumes) {
+  const std::string out = fresh_dir("interrupt");
+  const pid_t pid = start_slow_run(out, {}, 2);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(-pid, SIGINT), 0);  // as a terminal's Ctrl-C: the whole foreground group
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << read_text(out + ".log");
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(out + ".log");
+  const Json partial = read_json(result_path(out));
+  EXPECT_EQ(partial.at("context").at("search").at("interrupted"), true);
+  for (const auto& v : partial.at("variants")) {
+    EXPECT_TRUE(v.at("status") == "passed" || v.at("status") == "skipped") << "the worker must not see the Ctrl-C\n"
+                                                                            << v.dump();
+  }
+  ASSERT_TRUE(std::filesystem::exists(journal_path(out))) << "an interrupted run keeps its journal";
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json done = read_json(result_path(out));
+  EXPECT_EQ(done.at("context").at("search").at("interrupted"), false);
+  for (const auto& v : done.at("variants")) EXPECT_EQ(v.at("status"), "passed") << v.dump();
 }
 
 TEST(Isolation, ResumeWithoutAJournalStartsAFreshRun) {
