@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", opt.resume,
                "continue the interrupted run recorded in <shape>.journal.jsonl beside the results (same device, "
                "sources, options, shape and seed, or it refuses and names the field); journaled variants are "
-               "not measured again; without a journal, start a fresh run");
+               "not measured again; without a journal, start a fresh run. A finished run removes its journal, an "
+               "interrupted one keeps it");
   std::string cache_dir;
   app.add_option("--cache-dir", cache_dir, "compile cache directory (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
   app.add_flag("--no-cache", opt.no_cache, "compile everything, neither reading nor writing the compile cache");
