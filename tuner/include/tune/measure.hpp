@@ -1,6 +1,7 @@
 #pragma once
 // Parity against the float64 reference, and timing with CUDA events (MEASURE.md).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ class SampleSet {
   double sum_ = 0;
 };
 
+// The seed of the parity inputs: fresh data, not the timing buffers.
+inline std::uint64_t parity_seed_of(std::uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull + 1; }
+
 ParityRecord compare_output(const std::vector<float>& out, const std::vector<double>& ref, double atol, double rtol);
 [[nodiscard]] inline bool parity_passed(const ParityRecord& p) { return p.mismatches == 0 && p.elements > 0; }
 
@@ -78,6 +82,11 @@ class DeviceRunner {
                      const std::vector<double>& reference, std::uint64_t seed);
   // An empty kernel timed by the same methods: the harness's floor on this device.
   HarnessFloor measure_floor();
+  // Called as each phase begins ("load", "parity", "warm-up", "timing", "strict timing"), with
+  // the position of the variant in remeasure_interleaved's list (0 in evaluate; -1 when the
+  // phase covers them all). The worker process announces phases through it.
+  using PhaseListener = std::function<void(const std::string& phase, int item)>;
+  void on_phase(PhaseListener listener);
   // Bytes the runner needs on the device for this shape.
   static std::size_t required_bytes(const Problem& problem, const Shape& shape, const DeviceInfo& device);
 

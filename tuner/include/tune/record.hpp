@@ -16,6 +16,9 @@
 namespace tune {
 
 inline constexpr int kResultSchemaVersion = 1;
+// Additions a reader of the same major version may ignore. 1: per-variant `fault`, context
+// `isolation` and `journal` (GPU work in a worker process, the run journal, --resume).
+inline constexpr int kResultSchemaMinorVersion = 1;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -24,8 +27,8 @@ enum class Status {
   kIncorrect,      // parity failed; recorded with its errors, not timed
   kCompileFailed,  // NVRTC rejected it; the log excerpt says why
   kLaunchFailed,   // the driver refused the launch (resources, configuration)
-  kCrashed,        // it faulted the context (illegal address, trap, ...)
-  kTimeout,        // it did not finish in time
+  kCrashed,        // it faulted the context (illegal address, trap, ...) or killed its worker process
+  kTimeout,        // it did not finish before its deadline; its worker process was killed
   kSkipped,        // not measured on purpose; the reason says why
 };
 std::string to_string(Status s);
@@ -75,6 +78,17 @@ struct HarnessFloor {
   double empty_graph_us = 0;  // CUDA graph replay, per launch
 };
 
+// What is known of a variant that crashed or hung its worker process (or faulted its context).
+struct FaultRecord {
+  std::string kind;        // "signal", "exit", "cuda_error", "timeout" or "error" (the worker's message)
+  std::string signal;      // "SIGSEGV", when a signal ended the worker
+  std::string cuda_error;  // "CUDA_ERROR_ILLEGAL_ADDRESS", when the worker reported one
+  std::string phase;       // the last phase the worker announced: load, parity, warm-up, timing, ...
+  int exit_code = 0;       // when the worker exited on its own
+  double deadline_s = 0;   // the deadline it had
+  std::string message;     // kind "error": what the worker reported before it was stopped
+};
+
 struct VariantRecord {
   std::string name;
   nlohmann::ordered_json params;
@@ -93,6 +107,7 @@ struct VariantRecord {
   std::optional<TimingRecord> search_timing;  // the cheap first pass, when a strict one followed
   // Throughput from the problem's counts at the median cold time.
   std::optional<double> gbytes_per_s, gflop_per_s;
+  std::optional<FaultRecord> fault;  // crashed or timeout: how it ended
 
   [[nodiscard]] int max_registers() const;
   [[nodiscard]] int spill_bytes() const;
@@ -119,10 +134,22 @@ struct RunContext {
   double time_budget_s = 0;        // --time-budget (0: none)
   bool stopped_by_time_budget = false;
   bool interrupted = false;  // the first Ctrl-C (SIGINT) ended the search early
+  // Loading, parity and timing run in a worker process (empty in a compile-only run).
+  struct Isolation {
+    std::string worker;  // "process", or "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)"
+    double first_variant_timeout_s = 0;  // the deadline of each variant before the baseline is timed
+    double variant_timeout_s = 0;        // the deadline used after it
+    std::string timeout_rule;
+    int worker_starts = 0;
+    std::vector<std::string> test_hooks;  // TUNE_WORKER_* variables in effect
+  } isolation;
+  std::string journal;         // the journal file of this run
+  int resumed_variants = 0;    // records taken from the journal by --resume
 };
 
 struct RunRecord {
   int schema_version = kResultSchemaVersion;
+  int schema_minor_version = kResultSchemaMinorVersion;
   RunContext context;
   std::optional<DeviceInfo> device;  // null in a compile-only run
   std::string problem;
@@ -146,6 +173,12 @@ struct RunRecord {
 };
 
 nlohmann::ordered_json to_json(const RunRecord& run);
+// One variant, as in the result's "variants" array (the journal and the worker protocol use it).
+nlohmann::ordered_json to_json(const VariantRecord& variant);
+// Throws InputError naming what is wrong.
+VariantRecord variant_from_json(const nlohmann::ordered_json& json);
+nlohmann::ordered_json to_json(const HarnessFloor& floor);
+HarnessFloor harness_floor_from_json(const nlohmann::ordered_json& json);
 // Throws InputError naming what is wrong (schema version, missing fields).
 RunRecord run_from_json(const nlohmann::ordered_json& json);
 

@@ -39,6 +39,12 @@ struct TuneOptions {
   // > 0: after this many seconds no further variant is compiled or measured; the ones not reached
   // are recorded as skipped, and the run still names a winner among those measured.
   double time_budget_s = 0;
+  // > 0: the deadline of every variant in the worker process, in seconds (the strict re-measure
+  // gets it per variant). 0: 10 s until the baseline is timed, then derived from its median.
+  double variant_timeout_s = 0;
+  // Continue the run recorded in the journal beside the results (same identity); without a
+  // journal, start fresh.
+  bool resume = false;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;  // re-measured strictly, interleaved, before naming a winner
   std::string command_line;

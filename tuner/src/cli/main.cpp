@@ -11,6 +11,7 @@
 #include "tune/report.hpp"
 #include "tune/tune.hpp"
 #include "tune/verify.hpp"
+#include "tune/worker.hpp"
 
 namespace {
 
@@ -56,6 +57,8 @@ void print_summary(const tune::TuneOutcome& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The worker process (GPU work of a tune, see tune/worker.hpp): a hidden subcommand.
+  if (argc > 1 && std::string(argv[1]) == tune::kWorkerCommand) return tune::run_worker(argc, argv);
   CLI::App app{"tune: autotune CUDA kernels for this GPU and shape, with evidence"};
   app.set_version_flag("--version", tune::tool_version() + " (" + tune::tool_git_commit() + ")");
 
@@ -87,6 +90,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--keep-spills", opt.keep_spills, "time variants that spill registers too (pruned by default)");
   app.add_flag("--compile-only", opt.compile_only, "compile every variant and record resources; time nothing");
+  app.add_option("--variant-timeout", opt.variant_timeout_s,
+                 "deadline of each variant in the worker process, in seconds; a variant past it is killed and "
+                 "recorded as timeout (default: 10 s until the baseline is timed, then derived from its median, "
+                 "at least 5 s)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--resume", opt.resume,
+               "continue the interrupted run recorded in <shape>.journal.jsonl beside the results (same device, "
+               "sources, options, shape and seed, or it refuses and names the field); journaled variants are "
+               "not measured again; without a journal, start a fresh run. A finished run removes its journal, an "
+               "interrupted one keeps it");
   std::string cache_dir;
   app.add_option("--cache-dir", cache_dir, "compile cache directory (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
   app.add_flag("--no-cache", opt.no_cache, "compile everything, neither reading nor writing the compile cache");

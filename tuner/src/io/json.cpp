@@ -138,6 +138,23 @@ TimingRecord timing_from(const Json& j) {
   return t;
 }
 
+Json fault_json(const FaultRecord& f) {
+  return Json{{"kind", f.kind},         {"signal", f.signal},       {"cuda_error", f.cuda_error},
+              {"phase", f.phase},       {"exit_code", f.exit_code}, {"deadline_s", number(f.deadline_s)},
+              {"message", f.message}};
+}
+FaultRecord fault_from(const Json& j) {
+  FaultRecord f;
+  f.kind = j.at("kind").get<std::string>();
+  f.signal = j.value("signal", "");
+  f.cuda_error = j.value("cuda_error", "");
+  f.phase = j.value("phase", "");
+  f.exit_code = j.value("exit_code", 0);
+  f.deadline_s = read_number(j, "deadline_s");
+  f.message = j.value("message", "");
+  return f;
+}
+
 Json variant_json(const VariantRecord& v) {
   Json res = Json::object();
   for (const auto& [k, r] : v.resources) res[k] = resources_json(r);
@@ -160,7 +177,8 @@ Json variant_json(const VariantRecord& v) {
               {"throughput",
                {{"gigabytes_per_second", optional_number(v.gbytes_per_s)},
                 {"gigaflop_per_second", optional_number(v.gflop_per_s)}}},
-              {"log_excerpt", v.log_excerpt}};
+              {"log_excerpt", v.log_excerpt},
+              {"fault", v.fault ? fault_json(*v.fault) : Json(nullptr)}};
 }
 VariantRecord variant_from(const Json& j) {
   VariantRecord v;
@@ -184,6 +202,7 @@ VariantRecord variant_from(const Json& j) {
     v.gflop_per_s = read_optional<double>(j.at("throughput"), "gigaflop_per_second");
   }
   v.log_excerpt = j.value("log_excerpt", "");
+  if (j.contains("fault") && !j.at("fault").is_null()) v.fault = fault_from(j.at("fault"));
   return v;
 }
 
@@ -265,7 +284,9 @@ Json to_json(const RunRecord& run) {
   for (const auto& v : run.variants) variants.push_back(variant_json(v));
   std::map<std::string, int> counts;
   for (const auto& v : run.variants) ++counts[to_string(v.status)];
+  const auto& iso = c.isolation;
   return Json{{"schema_version", run.schema_version},
+              {"schema_minor_version", run.schema_minor_version},
               {"kind", "tune.result"},
               {"problem", run.problem},
               {"shape", shape},
@@ -289,13 +310,14 @@ Json to_json(const RunRecord& run) {
                 {"jobs", c.jobs},
                 {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
                             {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget},
-                            {"interrupted", c.interrupted}}}}},
+                            {"interrupted", c.interrupted}}},
+                {"isolation", {{"worker", iso.worker}, {"first_variant_timeout_s", number(iso.first_variant_timeout_s)},
+                               {"variant_timeout_s", number(iso.variant_timeout_s)}, {"timeout_rule", iso.timeout_rule},
+                               {"worker_starts", iso.worker_starts}, {"test_hooks", iso.test_hooks}}},
+                {"journal", {{"file", c.journal}, {"resumed_variants", c.resumed_variants}}}}},
               {"device", run.device ? device_json(*run.device) : Json(nullptr)},
               {"work", {{"flop_per_call", run.flop}, {"bytes_per_call", run.bytes}}},
-              {"harness_floor", run.harness_floor ? Json{{"empty_kernel_cold_us", number(run.harness_floor->empty_cold_us)},
-                                                         {"empty_kernel_batch_us", number(run.harness_floor->empty_batch_us)},
-                                                         {"empty_kernel_graph_us", number(run.harness_floor->empty_graph_us)}}
-                                                   : Json(nullptr)},
+              {"harness_floor", run.harness_floor ? to_json(*run.harness_floor) : Json(nullptr)},
               {"wall_seconds",
                {{"compile", number(run.wall.compile_wall_s)},
                 {"measure", number(run.wall.measure_wall_s)},
@@ -310,6 +332,27 @@ Json to_json(const RunRecord& run) {
               {"variants", variants}};
 }
 
+Json to_json(const VariantRecord& variant) { return variant_json(variant); }
+
+VariantRecord variant_from_json(const Json& json) {
+  try {
+    return variant_from(json);
+  } catch (const Json::exception& e) {
+    throw InputError(std::string("malformed variant record: ") + e.what());
+  }
+}
+
+Json to_json(const HarnessFloor& f) {
+  return Json{{"empty_kernel_cold_us", number(f.empty_cold_us)},
+              {"empty_kernel_batch_us", number(f.empty_batch_us)},
+              {"empty_kernel_graph_us", number(f.empty_graph_us)}};
+}
+
+HarnessFloor harness_floor_from_json(const Json& f) {
+  return HarnessFloor{read_number(f, "empty_kernel_cold_us"), read_number(f, "empty_kernel_batch_us"),
+                      read_number(f, "empty_kernel_graph_us")};
+}
+
 RunRecord run_from_json(const Json& j) {
   try {
     if (!j.is_object()) throw InputError("a result file must be a JSON object");
@@ -319,6 +362,7 @@ RunRecord run_from_json(const Json& j) {
       throw InputError(fmt::format("result schema_version {} is not supported (this tune reads {})", version, kResultSchemaVersion));
     RunRecord run;
     run.schema_version = version;
+    run.schema_minor_version = j.value("schema_minor_version", 0);
     run.problem = j.at("problem").get<std::string>();
     for (const auto& [k, v] : j.at("shape").items()) run.shape.set(k, v.get<std::int64_t>());
     run.seed = j.at("seed").get<std::uint64_t>();
@@ -348,14 +392,25 @@ RunRecord run_from_json(const Json& j) {
       run.context.stopped_by_time_budget = s.value("stopped_by_time_budget", false);
       run.context.interrupted = s.value("interrupted", false);
     }
+    if (c.contains("isolation")) {
+      const auto& i = c.at("isolation");
+      auto& iso = run.context.isolation;
+      iso.worker = i.value("worker", "");
+      iso.first_variant_timeout_s = read_number(i, "first_variant_timeout_s");
+      iso.variant_timeout_s = read_number(i, "variant_timeout_s");
+      iso.timeout_rule = i.value("timeout_rule", "");
+      iso.worker_starts = i.value("worker_starts", 0);
+      iso.test_hooks = i.value("test_hooks", std::vector<std::string>{});
+    }
+    if (c.contains("journal")) {
+      run.context.journal = c.at("journal").value("file", "");
+      run.context.resumed_variants = c.at("journal").value("resumed_variants", 0);
+    }
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
     run.flop = j.at("work").at("flop_per_call").get<double>();
     run.bytes = j.at("work").at("bytes_per_call").get<double>();
-    if (j.contains("harness_floor") && !j.at("harness_floor").is_null()) {
-      const Json& f = j.at("harness_floor");
-      run.harness_floor = HarnessFloor{read_number(f, "empty_kernel_cold_us"), read_number(f, "empty_kernel_batch_us"),
-                                       read_number(f, "empty_kernel_graph_us")};
-    }
+    if (j.contains("harness_floor") && !j.at("harness_floor").is_null())
+      run.harness_floor = harness_floor_from_json(j.at("harness_floor"));
     if (j.contains("wall_seconds")) {
       run.wall.compile_wall_s = read_number(j.at("wall_seconds"), "compile");
       run.wall.measure_wall_s = read_number(j.at("wall_seconds"), "measure");

@@ -100,6 +100,13 @@ struct DeviceRunner::Impl {
   std::optional<cuda::DeviceBuffer> flush;
   BufferSet timing_set, parity_set;
   std::string phase;
+  int item = 0;  // the variant of remeasure_interleaved's list in hand (-1: all of them)
+  DeviceRunner::PhaseListener listener;
+
+  void set_phase(const char* name) {
+    phase = name;
+    if (listener) listener(phase, item);
+  }
 
   Impl(const DeviceInfo& d, const Problem& p, const Shape& s, ProblemData t, ProblemData par, std::vector<double> ref,
        std::uint64_t seed)
@@ -130,7 +137,7 @@ struct DeviceRunner::Impl {
   }
 
   LoadedVariant load(const CompileResult& compiled, const Lowered& lowered) {
-    phase = "load";
+    set_phase("load");
     LoadedVariant v;
     v.module = cuda::Module(compiled.cubin);
     v.launches = lowered.launches;
@@ -178,7 +185,7 @@ struct DeviceRunner::Impl {
 
   ParityRecord run_parity(const LoadedVariant& v, BufferSet& set, const std::vector<double>& ref, std::uint64_t seed,
                           double* launch_ms) {
-    phase = "parity";
+    set_phase("parity");
     poison(v, set);
     stream->synchronize();
     const auto t = Clock::now();
@@ -234,7 +241,7 @@ struct DeviceRunner::Impl {
   }
 
   void warm(const LoadedVariant& v, int launches) {
-    phase = "warm-up";
+    set_phase("warm-up");
     for (int k = 0; k < launches; ++k) enqueue(v, timing_set);
     stream->synchronize();
   }
@@ -266,7 +273,7 @@ struct DeviceRunner::Impl {
 
   TimingRecord time_once(const LoadedVariant& v, const DeviceRunner::Options& o) {
     warm(v, o.warmup_launches);
-    phase = "timing";
+    set_phase("timing");
     const ClockSample before = sample_clocks(device.uuid);
     SampleSet set;
     const auto t0 = Clock::now();
@@ -329,6 +336,8 @@ DeviceRunner::~DeviceRunner() = default;
 
 HarnessFloor DeviceRunner::measure_floor() { return impl_->measure_floor(); }
 
+void DeviceRunner::on_phase(PhaseListener listener) { impl_->listener = std::move(listener); }
+
 std::size_t DeviceRunner::required_bytes(const Problem& problem, const Shape& shape, const DeviceInfo& device) {
   std::size_t set = problem.output_spec(shape).bytes();
   for (const auto& t : problem.param_specs(shape)) set += t.bytes();
@@ -340,6 +349,7 @@ std::size_t DeviceRunner::required_bytes(const Problem& problem, const Shape& sh
 void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowered, VariantRecord& record,
                             const Options& options) {
   Impl& s = *impl_;
+  s.item = 0;
   s.phase = "load";
   try {
     const auto t = Clock::now();
@@ -376,7 +386,10 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
   } catch (const cuda::CudaError& e) {
     record.status = e.sticky() ? Status::kCrashed : Status::kLaunchFailed;
     record.reason = fmt::format("{} during {}", e.name(), s.phase);
-    if (e.sticky()) s.recover();
+    if (e.sticky()) {
+      record.fault = FaultRecord{"cuda_error", "", e.name(), s.phase, 0, 0};
+      s.recover();
+    }
   }
 }
 
@@ -390,11 +403,13 @@ void DeviceRunner::remeasure_interleaved(const std::vector<const CompileResult*>
   std::vector<ClockSample> before(records.size());
   try {
     for (std::size_t i = 0; i < records.size(); ++i) {
+      s.item = static_cast<int>(i);
       loaded.push_back(s.load(*compiled[i], lowered[i]));
       s.warm(loaded.back(), options.warmup_launches);
       before[i] = sample_clocks(s.device.uuid);
     }
-    s.phase = "strict timing";
+    s.item = -1;
+    s.set_phase("strict timing");
     const auto t0 = Clock::now();
     // Round-robin: one cold sample of each unfinished variant per round, so drift hits all alike.
     for (bool any = true; any;) {

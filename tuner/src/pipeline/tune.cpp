@@ -11,7 +11,8 @@
 #include <ctime>
 #include <deque>
 #include <fstream>
-#include <future>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -25,9 +26,11 @@
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
+#include "tune/worker.hpp"
 
 namespace tune {
 namespace {
@@ -73,9 +76,6 @@ std::string host_name() {
   return gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "unknown";
 }
 
-// The seed of the parity inputs: fresh data, not the timing buffers.
-std::uint64_t parity_seed_of(std::uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull + 1; }
-
 std::string excerpt(const std::string& log, std::size_t limit = 2000) {
   if (log.size() <= limit) return log;
   return log.substr(0, limit) + "\n[... " + std::to_string(log.size() - limit) + " more bytes]";
@@ -93,11 +93,148 @@ void check_writable(const std::filesystem::path& dir) {
   std::filesystem::remove(probe, ec);
 }
 
-struct Job {
-  std::size_t index;
-  Lowered lowered;
-  CompileResult compiled;
+// What a lost worker leaves of a variant: the status, and a reason that says how it was lost.
+void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& when) {
+  rec.status = f.kind == "timeout" ? Status::kTimeout : Status::kCrashed;
+  const std::string phase = f.phase.empty() ? "before its first phase" : "during " + f.phase;
+  if (f.kind == "timeout")
+    rec.reason = fmt::format("no answer within {:.1f} s ({}){}; the worker process was killed", f.deadline_s, phase, when);
+  else if (f.kind == "error")
+    rec.reason = fmt::format("the worker process failed {}{}: {}", phase, when, f.message);
+  else if (f.kind == "signal")
+    rec.reason = fmt::format("the worker process was killed by {} {}{}", f.signal, phase, when);
+  else
+    rec.reason = fmt::format("the worker process exited with code {} {}{}", f.exit_code, phase, when);
+  rec.fault = f;
+}
+
+// The GPU side of a timed run: loading, parity and timing in a worker process, a fresh one after a
+// variant kills it or misses its deadline. A lost variant is recorded, never retried.
+class IsolatedRunner {
+ public:
+  IsolatedRunner(WorkerInit init, double timeout_override_s, RunContext::Isolation& iso,
+                 std::function<void(const std::string&)> log)
+      : init_(std::move(init)), override_s_(timeout_override_s), iso_(iso), log_(std::move(log)) {
+    iso_.first_variant_timeout_s = override_s_ > 0 ? override_s_ : kFirstDeadlineS;
+    iso_.variant_timeout_s = iso_.first_variant_timeout_s;
+    iso_.timeout_rule = override_s_ > 0
+        ? "--variant-timeout for each variant (times the variant count for the strict re-measure)"
+        : "10 s until the baseline is timed; then max(5 s, 2 s + 2 x the stop rule's wall cap + 50 x the launches of "
+          "one evaluation x the baseline's median), times the variant count for the strict re-measure";
+  }
+
+  // Starts a worker (its init, data and CPU reference overlap the compiles) if none runs.
+  void start() {
+    if (worker_) return;
+    worker_.emplace(init_);
+    ready_ = false;
+    ++iso_.worker_starts;
+  }
+
+  HarnessFloor floor() {
+    HarnessFloor h;
+    FaultRecord f;
+    if (!ready().measure_floor(kFloorDeadlineS, &h, &f)) {
+      worker_.reset();
+      VariantRecord r;
+      record_loss(r, f, "");
+      throw DeviceError("measuring the harness floor: " + r.reason);
+    }
+    return h;
+  }
+
+  void set_baseline_median(double us) {
+    baseline_us_ = us;
+    iso_.variant_timeout_s = deadline(DeviceRunner::Options{});
+  }
+
+  void evaluate(const CompileResult& compiled, const Lowered& lowered, VariantRecord& rec,
+                const DeviceRunner::Options& options) {
+    FaultRecord f;
+    int culprit = -1;
+    bool exiting = false;
+    if (!ready().run("evaluate", {{&compiled, &lowered, &rec}}, options, deadline(options), &f, &culprit, &exiting)) {
+      worker_.reset();
+      record_loss(rec, f, "");
+    } else if (exiting) {
+      worker_.reset();  // it reported a sticky CUDA error and exits
+    }
+  }
+
+  // Re-measures the items interleaved; one that kills the worker is recorded and the rest are
+  // re-measured in a fresh one (each alone when the culprit cannot be told).
+  void remeasure(std::vector<WorkerItem> items, const DeviceRunner::Options& options) {
+    while (!items.empty()) {
+      FaultRecord f;
+      int culprit = -1;
+      bool exiting = false;
+      const double d = deadline(options) * static_cast<double>(items.size());
+      if (ready().run("remeasure", items, options, d, &f, &culprit, &exiting)) {
+        if (exiting) worker_.reset();
+        return;
+      }
+      worker_.reset();
+      if (culprit < 0 || culprit >= static_cast<int>(items.size())) {
+        for (const WorkerItem& it : items) remeasure({it}, options);
+        return;
+      }
+      VariantRecord& lost = *items[static_cast<std::size_t>(culprit)].record;
+      record_loss(lost, f, " in the strict re-measure");
+      log_(fmt::format("strict re-measure: {} {}; the others are re-measured in a fresh worker", lost.name, lost.reason));
+      items.erase(items.begin() + culprit);
+    }
+  }
+
+ private:
+  static constexpr double kFirstDeadlineS = 10, kMinDeadlineS = 5, kInitDeadlineS = 300, kFloorDeadlineS = 120;
+
+  WorkerProcess& ready() {
+    start();
+    if (!ready_) {
+      worker_->wait_ready(kInitDeadlineS);
+      ready_ = true;
+    }
+    return *worker_;
+  }
+
+  [[nodiscard]] double deadline(const DeviceRunner::Options& o) const {
+    if (override_s_ > 0) return override_s_;
+    if (!baseline_us_) return kFirstDeadlineS;
+    const double launches = o.warmup_launches + 2 + o.rule.min_samples + 11.0 * o.batch_launches;
+    return std::max(kMinDeadlineS, 2 + 2 * o.rule.wall_cap_seconds + 50 * launches * *baseline_us_ * 1e-6);
+  }
+
+  WorkerInit init_;
+  double override_s_;
+  RunContext::Isolation& iso_;
+  std::function<void(const std::string&)> log_;
+  std::optional<WorkerProcess> worker_;
+  bool ready_ = false;
+  std::optional<double> baseline_us_;
 };
+
+std::string config_text(const std::string& problem, const std::optional<std::filesystem::path>& file) {
+  if (!file) return std::string(template_source(problem + ".json"));
+  std::ifstream f(*file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// The journal's first line: what must match for --resume to continue a run.
+nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, const Space& space) {
+  return {{"tool_version", run.context.tool_version},
+          {"git_commit", run.context.git_commit},
+          {"device", run.device ? run.device->name : "none (compile only)"},
+          {"device_index", o.device},
+          {"device_uuid", run.device ? run.device->uuid : ""},
+          {"problem", o.problem},
+          {"shape", run.shape.tag()},
+          {"seed", o.seed},
+          {"source_hash", content_hash({std::string(template_source(space.template_name())), config_text(o.problem, o.config)})},
+          {"compile_options", run.context.compile_options},
+          {"budget", o.budget},
+          {"search", o.search},
+          {"keep_spills", o.keep_spills}};
+}
 
 }  // namespace
 
@@ -233,7 +370,11 @@ TuneOutcome run_tune(const TuneOptions& o) {
   // The device, or the compile-only sweep without one.
   std::string why;
   bool compile_only = o.compile_only;
-  if (!compile_only) {
+  const bool fake = !compile_only && worker_fake_mode();
+  if (fake) {
+    run.device = fake_device(o.arch);
+    log("TUNE_WORKER_FAKE: a synthetic device; the worker returns made-up results and measures nothing");
+  } else if (!compile_only) {
     run.device = query_device(o.device, &why);
     if (!run.device) {
       log(fmt::format("no CUDA device ({}): running the compile-only sweep for {} instead; nothing is timed", why,
@@ -315,22 +456,46 @@ TuneOutcome run_tune(const TuneOptions& o) {
                   o.problem, shape.describe(), n, space_enum.configs.size(), space_enum.total, ctx.jobs,
                   run.device ? run.device->name + " (" + ctx.arch + ")" : ctx.arch + ", compile only"));
 
+  // The journal: a fresh one, or with --resume the records of the interrupted run it identifies.
+  const auto journal_path = Journal::path_for(json_path);
+  ctx.journal = journal_path.string();
+  const auto identity = run_identity(o, run, space);
+  std::vector<char> journaled(n, 0), halved(n, 0);
+  std::optional<Journal> journal;
+  if (o.resume && std::filesystem::exists(journal_path)) {
+    std::map<std::string, std::size_t> by_name;
+    for (std::size_t i = 0; i < n; ++i) by_name[run.variants[i].name] = i;
+    for (auto& e : Journal::read(journal_path, identity)) {
+      const auto it = by_name.find(e.record.name);
+      if (it == by_name.end()) continue;
+      run.variants[it->second] = std::move(e.record);
+      (e.stage == "halving" ? halved : journaled)[it->second] = 1;
+    }
+    ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
+    log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured",
+                    ctx.resumed_variants, n, journal_path.string()));
+    journal.emplace(Journal::append_to(journal_path));
+  } else {
+    if (o.resume) log(fmt::format("--resume: no journal at {}; starting a fresh run", journal_path.string()));
+    else if (std::filesystem::exists(journal_path))
+      log(fmt::format("replacing the journal of an earlier run, {} (--resume continues one)", journal_path.string()));
+    journal.emplace(Journal::create(journal_path, identity));
+  }
+
   auto save = [&] {
     run.wall.total_wall_s = seconds_since(t_start);
     write_file_atomic(json_path, to_json(run).dump(2) + "\n");
   };
   save();
 
-  // Data and the float64 reference are prepared on their own thread while compilation starts.
-  std::future<std::pair<ProblemData, std::vector<double>>> parity_future;
-  std::future<ProblemData> timing_future;
+  // The worker process starts now: its data and float64 reference are prepared while compilation runs.
+  std::optional<IsolatedRunner> gpu;
+  ctx.isolation.test_hooks = worker_test_hooks();
+  for (const auto& h : ctx.isolation.test_hooks) log("test hook active: " + h);
   if (run.timed) {
-    parity_future = std::async(std::launch::async, [&] {
-      ProblemData d = problem.make_data(shape, parity_seed_of(o.seed), DataPurpose::kParity);
-      std::vector<double> ref = problem.reference(shape, d);
-      return std::make_pair(std::move(d), std::move(ref));
-    });
-    timing_future = std::async(std::launch::async, [&] { return problem.make_data(shape, o.seed, DataPurpose::kTiming); });
+    ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
+    gpu.emplace(WorkerInit{o.problem, shape, o.seed, o.device}, o.variant_timeout_s, ctx.isolation, log);
+    gpu->start();
   }
 
   // Compile on all cores; the GPU measures each variant as soon as it is compiled (one at a time).
@@ -342,48 +507,56 @@ TuneOutcome run_tune(const TuneOptions& o) {
   std::atomic<std::size_t> next{0};
   std::size_t compiled_count = 0;
   // The baseline compiles (and so is measured) first: a run cut short still has its speedup.
-  std::vector<std::size_t> compile_order(n);
-  for (std::size_t k = 0; k < n; ++k) compile_order[k] = k;
-  if (baseline_it != run.variants.end()) {
-    const auto b = static_cast<std::size_t>(baseline_it - run.variants.begin());
-    std::rotate(compile_order.begin(), compile_order.begin() + static_cast<std::ptrdiff_t>(b),
-                compile_order.begin() + static_cast<std::ptrdiff_t>(b) + 1);
-  }
+  // Variants the journal already holds are not compiled (unless the strict re-measure needs them).
+  std::vector<std::size_t> compile_order;
+  if (baseline_it != run.variants.end() && !journaled[static_cast<std::size_t>(baseline_it - run.variants.begin())])
+    compile_order.push_back(static_cast<std::size_t>(baseline_it - run.variants.begin()));
+  for (std::size_t i = 0; i < n; ++i)
+    if (!journaled[i] && !run.variants[i].baseline) compile_order.push_back(i);
+  const std::size_t todo = compile_order.size();
   ctx.time_budget_s = o.time_budget_s;
   const auto t_compile = Clock::now();
   double compile_wall = 0;
-  auto worker = [&] {
-    for (std::size_t k = next++; k < n; k = next++) {
-      const std::size_t i = compile_order[k];
-      const CompileRequest req = compile_request(lowered[i], ctx.compile_options);
-      CompileResult r;
-      bool cached = false;
-      try {
-        const std::string key = cache ? CompileCache::key(req, ctx.nvrtc_version) : std::string();
-        if (auto hit = cache ? cache->load(key) : std::nullopt) {
-          r = std::move(*hit);
-          cached = true;
-        } else {
-          r = compile(req);
-          if (cache) cache->store(key, r);
-        }
-      } catch (const std::exception& e) {
-        r.ok = false;
-        r.log = std::string("compile raised: ") + e.what();
+  auto compile_one = [&](std::size_t i, bool* cached) {
+    const CompileRequest req = compile_request(lowered[i], ctx.compile_options);
+    CompileResult r;
+    *cached = false;
+    try {
+      const std::string key = cache ? CompileCache::key(req, ctx.nvrtc_version) : std::string();
+      if (auto hit = cache ? cache->load(key) : std::nullopt) {
+        r = std::move(*hit);
+        *cached = true;
+      } else {
+        r = compile(req);
+        if (cache) cache->store(key, r);
       }
+    } catch (const std::exception& e) {
+      r.ok = false;
+      r.log = std::string("compile raised: ") + e.what();
+    }
+    return r;
+  };
+  auto worker = [&] {
+    for (std::size_t k = next++; k < todo; k = next++) {
+      const std::size_t i = compile_order[k];
+      bool cached = false;
+      CompileResult r = compile_one(i, &cached);
       std::lock_guard lock(mutex);
       results[i] = std::move(r);
       from_cache[i] = cached;
       compiled_queue.push_back(i);
-      if (++compiled_count == n) compile_wall = seconds_since(t_compile);
+      if (++compiled_count == todo) compile_wall = seconds_since(t_compile);
       ready.notify_one();
     }
+  };
+  // A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
+  auto ensure_compiled = [&](std::size_t i) {
+    bool cached = false;
+    if (!results[i].ok && results[i].cubin.empty() && journaled[i]) results[i] = compile_one(i, &cached);
   };
   std::vector<std::jthread> pool;
   for (int t = 0; t < ctx.jobs; ++t) pool.emplace_back(worker);
 
-  std::optional<DeviceRunner> runner;
-  std::optional<std::pair<ProblemData, std::vector<double>>> parity;
   const bool halving = o.search == "halving";
   DeviceRunner::Options first_round;
   if (halving) {
@@ -398,7 +571,19 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const std::optional<std::size_t> baseline_index =
       baseline_it != run.variants.end() ? std::optional(static_cast<std::size_t>(baseline_it - run.variants.begin()))
                                         : std::nullopt;
-  for (std::size_t done = 0; done < n; ++done) {
+  // Records taken from the journal count as done.
+  for (std::size_t i = 0; i < n; ++i) {
+    const VariantRecord& r = run.variants[i];
+    if (!journaled[i] || !r.parity) continue;
+    ++checked;
+    if (r.status != Status::kPassed || !r.timing) continue;
+    ++passed;
+    if (!best || r.timing->median_us < *best) best = r.timing->median_us;
+    if (r.baseline && gpu) gpu->set_baseline_median(r.timing->median_us);
+  }
+  const std::size_t resumed = n - todo;
+  bool floor_measured = false;
+  for (std::size_t done = resumed; done < n; ++done) {
     if (g_interrupted) {
       ctx.interrupted = true;
       next = n;
@@ -447,22 +632,21 @@ TuneOutcome run_tune(const TuneOptions& o) {
       rec.reason = fmt::format("pruned before timing: spills {} bytes to local memory (--keep-spills measures it)",
                                rec.spill_bytes());
     } else {
-      if (!runner) {
-        parity = parity_future.get();
-        runner.emplace(*run.device, problem, shape, timing_future.get(), parity->first, parity->second,
-                       parity_seed_of(o.seed));
-        run.harness_floor = runner->measure_floor();
+      if (!floor_measured) {
+        run.harness_floor = gpu->floor();
+        floor_measured = true;
         log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",
                         run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us,
                         run.harness_floor->empty_graph_us));
       }
       const auto t = Clock::now();
-      runner->evaluate(cr, lowered[i], rec, first_round);
+      gpu->evaluate(cr, lowered[i], rec, first_round);
       measure_busy += seconds_since(t);
       ++checked;
       if (rec.status == Status::kPassed) {
         ++passed;
         if (!best || rec.timing->median_us < *best) best = rec.timing->median_us;
+        if (rec.baseline) gpu->set_baseline_median(rec.timing->median_us);
       }
     }
     if (rec.spill_bytes() > 0 && rec.reason.empty()) rec.reason = fmt::format("spills {} bytes", rec.spill_bytes());
@@ -474,6 +658,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
                                  best ? fmt::format("{:.2f} us", *best) : "-")
                    : ""));
     run.wall.compile_wall_s = compile_wall > 0 ? compile_wall : seconds_since(t_compile);
+    journal->append("search", rec);
     save();
   }
   pool.clear();
@@ -513,7 +698,12 @@ TuneOutcome run_tune(const TuneOptions& o) {
     DeviceRunner::Options second_round;
     second_round.check_parity = false;
     const auto t = Clock::now();
-    for (const std::size_t i : promoted) runner->evaluate(results[i], lowered[i], run.variants[i], second_round);
+    for (const std::size_t i : promoted) {
+      if (halved[i]) continue;  // done before the run was resumed
+      ensure_compiled(i);
+      gpu->evaluate(results[i], lowered[i], run.variants[i], second_round);
+      journal->append("halving", run.variants[i]);
+    }
     measure_busy += seconds_since(t);
     save();
   }
@@ -527,18 +717,15 @@ TuneOutcome run_tune(const TuneOptions& o) {
       order.push_back(*baseline_index);
     if (!order.empty() && !ctx.interrupted) {
       log(fmt::format("re-measuring the top {}{} strictly, interleaved", top, order.size() > top ? " and the baseline" : ""));
-      std::vector<const CompileResult*> c;
-      std::vector<Lowered> l;
-      std::vector<VariantRecord*> r;
+      std::vector<WorkerItem> items;
       for (auto i : order) {
-        c.push_back(&results[i]);
-        l.push_back(lowered[i]);
-        r.push_back(&run.variants[i]);
+        ensure_compiled(i);
+        items.push_back({&results[i], &lowered[i], &run.variants[i]});
       }
       const auto t = Clock::now();
       DeviceRunner::Options strict;
       strict.rule = StopRule::strict();
-      runner->remeasure_interleaved(c, l, r, strict);
+      gpu->remeasure(items, strict);
       measure_busy += seconds_since(t);
     }
     run.winner = pick_winner(run, &run.winner_rule);
@@ -552,6 +739,9 @@ TuneOutcome run_tune(const TuneOptions& o) {
   run.complete = true;
   run.context.finished_at = now_iso8601();
   save();
+  // A finished run needs no journal (the results hold every record); an interrupted one keeps it.
+  journal.reset();
+  if (!ctx.interrupted) std::filesystem::remove(journal_path);
 
   TuneOutcome out{run, json_path, std::nullopt};
   if (run.timed && run.winner && !run.context.interrupted) {  // no header from a search cut short by hand

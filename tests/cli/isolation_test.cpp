@@ -1,0 +1,318 @@
+// The worker process and the journal, end to end, without a GPU: TUNE_WORKER_FAKE makes the worker
+// return synthetic results (a timing from a hash of the variant's name), TUNE_WORKER_FAULT makes
+// chosen variants crash, hang or report a sticky CUDA error.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+Result run(const std::string& env, const std::string& args) {
+  const std::string cmd = env + " " + std::string(TUNE_EXE) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (p && fgets(buf.data(), buf.size(), p)) r.output += buf.data();
+  const int status = p ? pclose(p) : -1;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / "isolation_out" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// A few variants of the small fixture space; the compile cache is shared by the tests.
+std::string small_run_args(const std::string& out) {
+  return "--problem contact --B 2 --N 8 --C 16 --H 8 --config " + std::string(TUNE_FIXTURES) +
+         "/contact_small_space.json --out " + out + " --cache-dir " + TUNE_BINARY_DIR + "/isolation_out/cache";
+}
+
+std::filesystem::path result_path(const std::string& out) {
+  return std::filesystem::path(out) / "fake-gpu" / "contact" / "B2_N8_C16_H8.json";
+}
+std::filesystem::path journal_path(const std::string& out) {
+  return std::filesystem::path(out) / "fake-gpu" / "contact" / "B2_N8_C16_H8.journal.jsonl";
+}
+
+Json read_json(const std::filesystem::path& p) { return Json::parse(std::ifstream(p)); }
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// The header without the lines that name the run itself (time, command line, device UUID).
+std::string header_body(const std::filesystem::path& p) {
+  std::istringstream in(read_text(p));
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.find("Command:") == std::string::npos && line.find("tuned on") == std::string::npos) out += line + "\n";
+  return out;
+}
+
+const Json& variant(const Json& result, const std::string& name) {
+  for (const auto& v : result.at("variants"))
+    if (v.at("name") == name) return v;
+  throw std::runtime_error("no variant " + name);
+}
+
+// Names by their cold median, fastest first.
+std::vector<std::string> by_median(const Json& result) {
+  std::vector<std::pair<double, std::string>> v;
+  for (const auto& r : result.at("variants"))
+    v.emplace_back(r.at("timing").at("median_us").get<double>(), r.at("name").get<std::string>());
+  std::sort(v.begin(), v.end());
+  std::vector<std::string> out;
+  for (auto& [m, n] : v) out.push_back(n);
+  return out;
+}
+
+std::size_t journal_records(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(in, line)) {
+    try {
+      if (Json::parse(line).contains("record")) ++n;
+    } catch (const Json::parse_error&) {
+    }
+  }
+  return n;
+}
+
+// Starts tune (in its own process group) with TUNE_WORKER_FAKE and a slow fake worker; returns
+// once the journal holds `records` records.
+pid_t start_slow_run(const std::string& out, const std::vector<std::string>& extra, std::size_t records) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    std::freopen((out + ".log").c_str(), "w", stderr);
+    setenv("TUNE_WORKER_FAKE", "1", 1);
+    setenv("TUNE_WORKER_FAKE_DELAY_MS", "400", 1);
+    std::vector<std::string> args = {TUNE_EXE};
+    std::istringstream words(small_run_args(out));
+    for (std::string w; words >> w;) args.push_back(w);
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(TUNE_EXE, argv.data());
+    _exit(127);
+  }
+  for (int i = 0; pid > 0 && i < 1200 && journal_records(journal_path(out)) < records; ++i) usleep(50 * 1000);
+  return pid;
+}
+
+// The same, then SIGKILL.
+void run_and_kill(const std::string& out, const std::vector<std::string>& extra, std::size_t records) {
+  const pid_t pid = start_slow_run(out, extra, records);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << read_text(out + ".log");
+  ASSERT_GE(journal_records(journal_path(out)), records) << read_text(out + ".log");
+  // Its worker dies with it (PR_SET_PDEATHSIG): no `tune __worker <pid>` is left.
+  const std::string needle = std::string("__worker") + '\0' + std::to_string(pid);
+  for (int i = 0; i < 100; ++i) {
+    bool found = false;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      if (!std::isdigit(static_cast<unsigned char>(e.path().filename().string()[0]))) continue;
+      if (read_text(e.path() / "cmdline").find(needle) != std::string::npos) found = true;
+    }
+    if (!found) return;
+    usleep(20 * 1000);
+  }
+  ADD_FAILURE() << "the worker of the killed tune is still running";
+}
+
+constexpr const char* kFake = "TUNE_WORKER_FAKE=1";
+
+TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
+  const std::string clean = fresh_dir("clean");
+  const Result a = run(kFake, small_run_args(clean));
+  ASSERT_EQ(a.code, 0) << a.output;
+  const Json ref = read_json(result_path(clean));
+  EXPECT_EQ(ref.at("timed"), true);
+  EXPECT_EQ(ref.at("context").at("isolation").at("test_hooks"), Json::array({"TUNE_WORKER_FAKE=1"}));
+  EXPECT_FALSE(std::filesystem::exists(journal_path(clean))) << "a finished run removes its journal";
+  const std::string winner = ref.at("summary").at("winner").get<std::string>();
+  const std::string baseline = ref.at("summary").at("baseline").get<std::string>();
+  const auto order = by_median(ref);
+  ASSERT_EQ(order.front(), winner);
+  ASSERT_GE(order.size(), 6u);
+  // The runner-up dies in the strict re-measure; three others crash or hang in the search.
+  const std::string runner_up = order[1] == baseline ? order[2] : order[1];
+  std::vector<std::string> victims;
+  for (const auto& n : order)
+    if (n != winner && n != baseline && n != runner_up) victims.push_back(n);
+  ASSERT_GE(victims.size(), 3u);
+  const std::string faults = "TUNE_WORKER_FAULT='" + victims[0] + "=segv;" + victims[1] + "=hang;" + victims[2] +
+                             "=cuda;" + runner_up + "=abort@remeasure'";
+
+  const std::string faulty = fresh_dir("faulty");
+  const Result b = run(std::string(kFake) + " " + faults, small_run_args(faulty) + " --variant-timeout 1");
+  ASSERT_EQ(b.code, 0) << b.output;
+  const Json got = read_json(result_path(faulty));
+  const Json& segv = variant(got, victims[0]);
+  EXPECT_EQ(segv.at("status"), "crashed") << segv.dump();
+  EXPECT_EQ(segv.at("fault").at("kind"), "signal");
+  EXPECT_EQ(segv.at("fault").at("signal"), "SIGSEGV");
+  EXPECT_EQ(segv.at("fault").at("phase"), "parity");
+  EXPECT_NE(segv.at("reason").get<std::string>().find("SIGSEGV during parity"), std::string::npos) << segv.dump();
+  const Json& hang = variant(got, victims[1]);
+  EXPECT_EQ(hang.at("status"), "timeout") << hang.dump();
+  EXPECT_EQ(hang.at("fault").at("kind"), "timeout");
+  EXPECT_EQ(hang.at("fault").at("phase"), "parity");
+  EXPECT_EQ(hang.at("fault").at("deadline_s"), 1.0);
+  const Json& cuda = variant(got, victims[2]);
+  EXPECT_EQ(cuda.at("status"), "crashed") << cuda.dump();
+  EXPECT_EQ(cuda.at("fault").at("cuda_error"), "CUDA_ERROR_ILLEGAL_ADDRESS");
+  const Json& up = variant(got, runner_up);
+  EXPECT_EQ(up.at("status"), "crashed") << up.dump();
+  EXPECT_EQ(up.at("fault").at("signal"), "SIGABRT");
+  EXPECT_NE(up.at("reason").get<std::string>().find("strict re-measure"), std::string::npos) << up.dump();
+  // Everything else passed, the winner and the header are those of the run without faults.
+  for (const auto& v : got.at("variants")) {
+    const bool victim = std::find(victims.begin(), victims.begin() + 3, v.at("name")) != victims.begin() + 3;
+    if (!victim && v.at("name") != runner_up) {
+      EXPECT_EQ(v.at("status"), "passed") << v.dump();
+    }
+  }
+  EXPECT_EQ(got.at("summary").at("winner"), winner);
+  EXPECT_EQ(variant(got, winner).at("timing").at("profile"), "strict-interleaved");
+  const auto& iso = got.at("context").at("isolation");
+  EXPECT_EQ(iso.at("worker_starts"), 5) << "one worker, then a fresh one after each of the four losses";
+  EXPECT_EQ(iso.at("variant_timeout_s"), 1.0);
+  EXPECT_EQ(iso.at("test_hooks").size(), 2u);
+  EXPECT_EQ(got.at("schema_minor_version"), 1);
+  EXPECT_EQ(header_body(result_path(faulty).replace_extension(".hpp")),
+            header_body(result_path(clean).replace_extension(".hpp")));
+}
+
+TEST(Isolation, ResumeAfterKillMeasuresOnlyWhatTheJournalLacks) {
+  const std::string clean = fresh_dir("resume_clean");
+  ASSERT_EQ(run(kFake, small_run_args(clean)).code, 0);
+  const Json ref = read_json(result_path(clean));
+
+  const std::string out = fresh_dir("resume");
+  run_and_kill(out, {}, 2);
+  std::map<std::string, Json> journaled;
+  {
+    std::ifstream in(journal_path(out));
+    for (std::string line; std::getline(in, line);) {
+      try {
+        const Json j = Json::parse(line);
+        if (j.contains("record")) journaled[j.at("record").at("name").get<std::string>()] = j.at("record");
+      } catch (const Json::parse_error&) {
+      }
+    }
+  }
+  const std::size_t n = ref.at("variants").size();
+  ASSERT_LT(journaled.size(), n) << "killed mid-run";
+
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("--resume: " + std::to_string(journaled.size()) + " of " + std::to_string(n) +
+                          " variants taken from"),
+            std::string::npos)
+      << r.output;
+  // Only the variants the journal lacks went through the worker: one progress line each.
+  std::size_t progress = 0;
+  std::istringstream lines(r.output);
+  const std::regex progress_line(R"(^\[\s*\d+/\d+\] .*)");
+  for (std::string line; std::getline(lines, line);) progress += std::regex_match(line, progress_line) ? 1 : 0;
+  EXPECT_EQ(progress, n - journaled.size()) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("context").at("journal").at("resumed_variants"), journaled.size());
+  EXPECT_FALSE(std::filesystem::exists(journal_path(out)));
+  // Journaled records are kept as they were (the strict re-measure alone re-times the top few).
+  for (const auto& [name, rec] : journaled) {
+    const Json& v = variant(got, name);
+    EXPECT_EQ(v.at("status"), rec.at("status"));
+    if (v.at("timing").at("profile") == "search") {
+      EXPECT_EQ(v.at("timing"), rec.at("timing")) << name;
+    } else {
+      EXPECT_EQ(v.at("search_timing"), rec.at("timing")) << name;
+    }
+  }
+  // The same set of variants, statuses and winner as the run never interrupted.
+  ASSERT_EQ(got.at("variants").size(), n);
+  for (const auto& v : ref.at("variants")) EXPECT_EQ(variant(got, v.at("name")).at("status"), v.at("status"));
+  EXPECT_EQ(got.at("summary").at("winner"), ref.at("summary").at("winner"));
+  EXPECT_EQ(got.at("complete"), true);
+}
+
+TEST(Isolation, ResumeRefusesAnotherRunsJournalAndNamesTheField) {
+  const std::string out = fresh_dir("resume_mismatch");
+  run_and_kill(out, {"--seed", "42"}, 1);
+  const Result r = run(kFake, small_run_args(out) + " --seed 7 --resume");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("its seed is 42, this run's is 7"), std::string::npos) << r.output;
+  std::size_t error_lines = 0;
+  for (std::size_t pos = 0; (pos = r.output.find("tune: ", pos)) != std::string::npos; ++pos) ++error_lines;
+  EXPECT_EQ(error_lines, 1u) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(journal_path(out))) << "a refused resume leaves the journal alone";
+}
+
+TEST(Isolation, CtrlCToTheProcessGroupFinishesTheVariantInHandAndTheJournalResumes) {
+  const std::string out = fresh_dir("interrupt");
+  const pid_t pid = start_slow_run(out, {}, 2);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(-pid, SIGINT), 0);  // as a terminal's Ctrl-C: the whole foreground group
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << read_text(out + ".log");
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(out + ".log");
+  const Json partial = read_json(result_path(out));
+  EXPECT_EQ(partial.at("context").at("search").at("interrupted"), true);
+  for (const auto& v : partial.at("variants")) {
+    EXPECT_TRUE(v.at("status") == "passed" || v.at("status") == "skipped") << "the worker must not see the Ctrl-C\n"
+                                                                            << v.dump();
+  }
+  ASSERT_TRUE(std::filesystem::exists(journal_path(out))) << "an interrupted run keeps its journal";
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json done = read_json(result_path(out));
+  EXPECT_EQ(done.at("context").at("search").at("interrupted"), false);
+  for (const auto& v : done.at("variants")) EXPECT_EQ(v.at("status"), "passed") << v.dump();
+}
+
+TEST(Isolation, ResumeWithoutAJournalStartsAFreshRun) {
+  const std::string out = fresh_dir("resume_none");
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("no journal at"), std::string::npos) << r.output;
+  EXPECT_EQ(read_json(result_path(out)).at("complete"), true);
+}
+
+}  // namespace

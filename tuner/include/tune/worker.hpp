@@ -1,0 +1,100 @@
+#pragma once
+// GPU work in a child process. The orchestrator (tune) compiles, decides and records; loading,
+// parity and timing run in `tune __worker`, the same binary, which reads one JSON request per
+// line on stdin and answers on stdout. A variant that segfaults, aborts, poisons its context or
+// hangs costs its own record (crashed / timeout), never the run.
+//
+// Requests: init {problem, shape, seed, device}, floor, evaluate {items, options},
+// remeasure {items, options}, quit. Before each phase (load, parity, warm-up, timing, strict
+// timing) the worker sends {"phase", "item"}, so the orchestrator knows where a death happened.
+//
+// Test hooks (environment variables, opt-in, recorded in the results' context.isolation):
+//   TUNE_WORKER_FAKE=1            the worker touches no CUDA: parity passes and the timing is
+//                                 derived from a hash of the variant's name (a synthetic device,
+//                                 "Fake GPU", so a machine without a GPU runs the timed pipeline)
+//   TUNE_WORKER_FAKE_DELAY_MS=N   each fake evaluation takes N ms longer
+//   TUNE_WORKER_FAULT="SUB=KIND[@remeasure];..."  variants whose name contains SUB fail on
+//                                 purpose: segv, abort, hang (at the parity phase) or cuda (a sticky
+//                                 CUDA error; on a real device a kernel that writes to address 8).
+//                                 "@remeasure": at the load of the strict re-measure instead.
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/compile.hpp"
+#include "tune/measure.hpp"
+#include "tune/record.hpp"
+#include "tune/shape.hpp"
+#include "tune/space.hpp"
+
+namespace tune {
+
+// argv[1] of the worker process. Hidden: not in --help.
+inline constexpr const char* kWorkerCommand = "__worker";
+
+[[nodiscard]] bool worker_fake_mode();
+// "NAME=value" of each TUNE_WORKER_* variable that is set.
+[[nodiscard]] std::vector<std::string> worker_test_hooks();
+// The device a fake run reports (TUNE_WORKER_FAKE): "Fake GPU", the limits of the arch.
+[[nodiscard]] DeviceInfo fake_device(int compute_capability);
+
+// The worker's main loop (tune __worker PARENT_PID). Returns its exit code.
+int run_worker(int argc, char** argv);
+
+struct WorkerInit {
+  std::string problem;
+  Shape shape;
+  std::uint64_t seed = 0;
+  int device = 0;
+};
+
+// One variant sent to the worker: its CUBIN, its launches and the record to fill.
+struct WorkerItem {
+  const CompileResult* compiled = nullptr;
+  const Lowered* lowered = nullptr;
+  VariantRecord* record = nullptr;
+};
+
+// A child process serving requests. Every call that waits takes a deadline; when the worker dies
+// or misses it (then it is killed with SIGKILL and reaped), the call returns false with what is
+// known in *fault, and this object is spent: make a fresh one.
+class WorkerProcess {
+ public:
+  // Spawns /proc/self/exe __worker in its own process group (a Ctrl-C to the terminal does not
+  // reach it) and sends init. Throws DeviceError when it cannot be spawned.
+  explicit WorkerProcess(const WorkerInit& init);
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+  ~WorkerProcess();
+
+  // Waits for init's answer. Throws DeviceError with the worker's message when init failed.
+  void wait_ready(double deadline_s);
+  bool measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault);
+  // Fills the records. *culprit: the item in hand when the worker was lost (-1: unknown).
+  // *exiting: the worker reported a sticky CUDA error and exits; the records are complete.
+  bool run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
+           double deadline_s, FaultRecord* fault, int* culprit, bool* exiting);
+  [[nodiscard]] bool alive() const { return pid_ > 0; }
+
+ private:
+  void send(const nlohmann::ordered_json& request);
+  // The next reply (phase lines are consumed on the way); nullopt when the worker is lost.
+  std::optional<nlohmann::ordered_json> receive(double deadline_s, FaultRecord* fault);
+  std::optional<std::string> read_line(double deadline_s, bool* timed_out);
+  FaultRecord reap(bool timed_out, double deadline_s);
+
+  pid_t pid_ = -1;
+  int request_fd_ = -1;
+  int reply_fd_ = -1;
+  std::string buffer_;
+  std::string last_phase_;
+  int last_item_ = -1;
+};
+
+// "SIGSEGV" for SIGSEGV.
+std::string signal_name(int signal);
+
+}  // namespace tune

@@ -1,0 +1,601 @@
+// The worker process and its client: one JSON object per line each way (see tune/worker.hpp).
+#include "tune/worker.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "tune/errors.hpp"
+#include "tune/problem.hpp"
+
+extern char** environ;
+
+namespace tune {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+// ---- Serialization of what a request carries ----------------------------------------------
+
+std::string to_hex(const std::vector<char>& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(bytes.size() * 2);
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    s += kDigits[b >> 4];
+    s += kDigits[b & 15];
+  }
+  return s;
+}
+
+std::vector<char> from_hex(const std::string& s) {
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::vector<char> bytes(s.size() / 2);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
+  return bytes;
+}
+
+Json lowered_json(const Lowered& l) {
+  Json launches = Json::array();
+  for (const auto& k : l.launches)
+    launches.push_back({{"kernel", k.kernel},
+                        {"name_expression", k.name_expression},
+                        {"grid", k.grid},
+                        {"block", k.block},
+                        {"dynamic_smem", k.dynamic_smem},
+                        {"args", k.args}});
+  Json scratch = Json::array();
+  for (const auto& t : l.scratch) scratch.push_back({{"name", t.name}, {"shape", t.shape}});
+  return {{"template_name", l.template_name}, {"launches", launches}, {"scratch", scratch}};
+}
+
+Lowered lowered_from(const Json& j) {
+  Lowered l;
+  l.template_name = j.at("template_name").get<std::string>();
+  for (const auto& k : j.at("launches"))
+    l.launches.push_back({k.at("kernel").get<std::string>(), k.at("name_expression").get<std::string>(),
+                          k.at("grid").get<std::array<unsigned, 3>>(), k.at("block").get<std::array<unsigned, 3>>(),
+                          k.at("dynamic_smem").get<unsigned>(), k.at("args").get<std::vector<std::string>>()});
+  for (const auto& t : j.at("scratch"))
+    l.scratch.push_back({t.at("name").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>()});
+  return l;
+}
+
+Json options_json(const DeviceRunner::Options& o) {
+  return {{"profile", o.rule.profile},
+          {"warmup_launches", o.warmup_launches},
+          {"batch_launches", o.batch_launches},
+          {"check_parity", o.check_parity}};
+}
+
+DeviceRunner::Options options_from(const Json& j) {
+  DeviceRunner::Options o;
+  const auto profile = j.at("profile").get<std::string>();
+  o.rule = profile == "strict" ? StopRule::strict() : profile == "screen" ? StopRule::screen() : StopRule::search();
+  o.warmup_launches = j.at("warmup_launches").get<int>();
+  o.batch_launches = j.at("batch_launches").get<int>();
+  o.check_parity = j.at("check_parity").get<bool>();
+  return o;
+}
+
+// ---- The worker side -------------------------------------------------------------------------
+
+struct Fault {
+  std::string substring, kind;
+  bool at_remeasure = false;
+};
+
+std::vector<Fault> parse_faults() {
+  std::vector<Fault> out;
+  const char* spec = env("TUNE_WORKER_FAULT");
+  if (!spec) return out;
+  const std::string s = spec;
+  for (std::size_t pos = 0; pos <= s.size();) {
+    std::size_t end = s.find(';', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string entry = s.substr(pos, end - pos);
+    pos = end + 1;
+    const auto eq = entry.rfind('=');
+    if (eq == std::string::npos) continue;
+    Fault f{entry.substr(0, eq), entry.substr(eq + 1)};
+    if (const auto at = f.kind.find('@'); at != std::string::npos) {
+      f.at_remeasure = f.kind.substr(at + 1) == "remeasure";
+      f.kind.resize(at);
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+class Worker {
+ public:
+  explicit Worker(int reply_fd) : reply_fd_(reply_fd), fake_(worker_fake_mode()), faults_(parse_faults()) {}
+
+  int serve() {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (line.empty()) continue;
+      Json request;
+      try {
+        request = Json::parse(line);
+        const auto op = request.at("op").get<std::string>();
+        if (op == "quit") return 0;
+        if (op == "init") init(request);
+        else if (op == "floor") floor();
+        else if (op == "evaluate" || op == "remeasure") measure(op, request);
+        else throw InputError("unknown request '" + op + "'");
+      } catch (const std::exception& e) {
+        reply({{"reply", "error"}, {"message", e.what()}});
+      }
+      if (exiting_) return 3;
+    }
+    return 0;  // the orchestrator closed the pipe
+  }
+
+ private:
+  void reply(const Json& j) {
+    const std::string text = j.dump() + "\n";
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = write(reply_fd_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) std::_Exit(5);  // the orchestrator is gone
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+  void init(const Json& r) {
+    problem_ = &find_problem(r.at("problem").get<std::string>());
+    for (const auto& [k, v] : r.at("shape").items()) shape_.set(k, v.get<std::int64_t>());
+    seed_ = r.at("seed").get<std::uint64_t>();
+    parity_seed_ = parity_seed_of(seed_);
+    if (!fake_) {
+      std::string why;
+      const auto device = query_device(r.at("device").get<int>(), &why);
+      if (!device) throw DeviceError("no CUDA device in the worker: " + why);
+      const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);
+      std::vector<double> reference = problem_->reference(shape_, parity);
+      runner_.emplace(*device, *problem_, shape_, problem_->make_data(shape_, seed_, DataPurpose::kTiming), parity,
+                      std::move(reference), parity_seed_);
+      runner_->on_phase([this](const std::string& phase, int item) { announce(phase, item); });
+      device_cc_ = device->compute_capability();
+    }
+    reply({{"reply", "ready"}});
+  }
+
+  void floor() {
+    const HarnessFloor f = fake_ ? HarnessFloor{2.0, 1.5, 1.0} : runner_->measure_floor();
+    reply({{"reply", "floor"}, {"floor", to_json(f)}});
+  }
+
+  // Announces a phase; an injected fault for the variant in hand strikes right after.
+  void announce(const std::string& phase, int item) {
+    reply({{"phase", phase}, {"item", item}});
+    const bool strike_evaluate = !remeasuring_ && phase == "parity";
+    const bool strike_remeasure = remeasuring_ && phase == "load" && item >= 0;
+    const auto k = static_cast<std::size_t>(std::max(item, 0));
+    if ((!strike_evaluate && !strike_remeasure) || k >= names_.size()) return;  // e.g. the floor's empty kernel
+    const std::string& name = names_[k];
+    for (const Fault& f : faults_) {
+      if (name.find(f.substring) == std::string::npos || f.at_remeasure != remeasuring_) continue;
+      if (f.kind == "segv" || f.kind == "abort") {
+        const rlimit no_core{0, 0};
+        setrlimit(RLIMIT_CORE, &no_core);
+        if (f.kind == "abort") std::abort();
+        std::signal(SIGSEGV, SIG_DFL);
+        std::raise(SIGSEGV);
+      }
+      if (f.kind == "hang")
+        for (;;) pause();
+    }
+  }
+
+  [[nodiscard]] const Fault* fault_for(const std::string& name, const std::string& kind) const {
+    for (const Fault& f : faults_)
+      if (f.kind == kind && f.at_remeasure == remeasuring_ && name.find(f.substring) != std::string::npos) return &f;
+    return nullptr;
+  }
+
+  void measure(const std::string& op, const Json& r) {
+    if (!problem_) throw InputError("init first");
+    remeasuring_ = op == "remeasure";
+    const DeviceRunner::Options options = options_from(r.at("options"));
+    std::vector<CompileResult> compiled;
+    std::vector<Lowered> lowered;
+    std::vector<VariantRecord> records;
+    names_.clear();
+    for (const auto& item : r.at("items")) {
+      CompileResult c;
+      c.ok = true;
+      c.cubin = from_hex(item.at("cubin_hex").get<std::string>());
+      c.lowered_names = item.at("lowered_names").get<std::vector<std::string>>();
+      compiled.push_back(std::move(c));
+      lowered.push_back(lowered_from(item.at("lowered")));
+      records.push_back(variant_from_json(item.at("record")));
+      names_.push_back(records.back().name);
+    }
+    if (fake_) {
+      fake_measure(records, options);
+    } else if (remeasuring_) {
+      std::vector<const CompileResult*> c;
+      std::vector<VariantRecord*> p;
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        c.push_back(&compiled[i]);
+        p.push_back(&records[i]);
+      }
+      runner_->remeasure_interleaved(c, lowered, p, options);
+    } else {
+      if (fault_for(names_.at(0), "cuda")) compiled[0] = faulting_kernel(lowered[0]);
+      runner_->evaluate(compiled[0], lowered[0], records[0], options);
+    }
+    Json out = Json::array();
+    bool sticky = false;
+    for (const auto& rec : records) {
+      out.push_back(to_json(rec));
+      sticky = sticky || (rec.fault && rec.fault->kind == "cuda_error");
+    }
+    // A sticky error poisoned the context: report, then exit; the orchestrator starts a fresh worker.
+    exiting_ = sticky;
+    reply({{"reply", "records"}, {"records", out}, {"exiting", sticky}});
+  }
+
+  // TUNE_WORKER_FAULT=...=cuda on a device: every launch of the variant runs a kernel that writes
+  // to address 8, a sticky CUDA_ERROR_ILLEGAL_ADDRESS (extra kernel arguments are ignored).
+  CompileResult faulting_kernel(const Lowered& lowered) const {
+    const CompileRequest req{"template <int I> __global__ void tune_fault() { *(volatile int*)8 = I; }",
+                             "tune_fault.cu", {"tune_fault<1>"}, default_options(device_cc_)};
+    CompileResult c = compile(req);
+    if (!c.ok) throw std::runtime_error("the fault-injection kernel did not compile: " + c.log);
+    c.lowered_names.assign(lowered.launches.size(), c.lowered_names.at(0));
+    return c;
+  }
+
+  void fake_measure(std::vector<VariantRecord>& records, const DeviceRunner::Options& options) {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const int item = remeasuring_ ? static_cast<int>(i) : 0;
+      announce("load", item);
+      if (!remeasuring_) announce("parity", item);
+      VariantRecord& rec = records[i];
+      if (fault_for(rec.name, "cuda")) {
+        rec.status = Status::kCrashed;
+        rec.reason = "CUDA_ERROR_ILLEGAL_ADDRESS during parity (injected by TUNE_WORKER_FAULT)";
+        rec.fault = FaultRecord{"cuda_error", "", "CUDA_ERROR_ILLEGAL_ADDRESS", "parity", 0, 0};
+        continue;
+      }
+      if (options.check_parity || !rec.parity) {
+        ParityRecord p;
+        p.elements = problem_->output_spec(shape_).elements();
+        p.seed = parity_seed_;
+        rec.parity = p;
+      }
+      announce("timing", item);
+      if (const char* ms = env("TUNE_WORKER_FAKE_DELAY_MS"))
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
+      if (remeasuring_) rec.search_timing = rec.timing;
+      rec.timing = fake_timing(rec.name, options);
+      rec.status = Status::kPassed;
+      const WorkCounts w = problem_->counts(shape_);
+      rec.gbytes_per_s = w.bytes / (rec.timing->median_us * 1e-6) / 1e9;
+      rec.gflop_per_s = w.flop / (rec.timing->median_us * 1e-6) / 1e9;
+    }
+  }
+
+  TimingRecord fake_timing(const std::string& name, const DeviceRunner::Options& options) const {
+    const double median = 20.0 + static_cast<double>(fnv1a(name) % 2000) / 100.0;
+    TimingRecord t;
+    t.profile = options.rule.profile + (remeasuring_ ? "-interleaved" : "");
+    t.samples = options.rule.min_samples;
+    t.min_us = t.q1_us = t.median_us = t.mean_us = t.q3_us = t.max_us = median;
+    t.stop_reason = "synthetic (TUNE_WORKER_FAKE): nothing was measured";
+    t.gpu_seconds = median * 1e-6 * t.samples;
+    t.batch_launches = options.batch_launches;
+    t.batch_mean_us = median * 0.9;
+    t.graph_mean_us = median * 0.8;
+    return t;
+  }
+
+  int reply_fd_;
+  bool fake_;
+  std::vector<Fault> faults_;
+  const Problem* problem_ = nullptr;
+  Shape shape_;
+  std::uint64_t seed_ = 0, parity_seed_ = 0;
+  int device_cc_ = 90;
+  std::optional<DeviceRunner> runner_;
+  std::vector<std::string> names_;  // of the items in hand
+  bool remeasuring_ = false;
+  bool exiting_ = false;
+};
+
+double remaining_s(Clock::time_point deadline) {
+  return std::chrono::duration<double>(deadline - Clock::now()).count();
+}
+
+}  // namespace
+
+bool worker_fake_mode() {
+  const char* v = env("TUNE_WORKER_FAKE");
+  return v && std::string(v) != "0";
+}
+
+std::vector<std::string> worker_test_hooks() {
+  std::vector<std::string> out;
+  for (const char* name : {"TUNE_WORKER_FAKE", "TUNE_WORKER_FAKE_DELAY_MS", "TUNE_WORKER_FAULT"})
+    if (const char* v = env(name)) out.push_back(std::string(name) + "=" + v);
+  return out;
+}
+
+DeviceInfo fake_device(int compute_capability) {
+  const DeviceLimits l = DeviceLimits::for_arch(compute_capability);
+  DeviceInfo d;
+  d.name = "Fake GPU";
+  d.uuid = "fake (TUNE_WORKER_FAKE)";
+  d.cc_major = compute_capability / 10;
+  d.cc_minor = compute_capability % 10;
+  d.sm_count = l.sm_count;
+  d.max_threads_per_block = l.max_threads_per_block;
+  d.max_smem_per_block_optin = l.max_smem_per_block;
+  d.l2_bytes = 50 << 20;
+  d.driver_version = "none (TUNE_WORKER_FAKE)";
+  return d;
+}
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "signal " + std::to_string(signal);
+  }
+}
+
+int run_worker(int argc, char** argv) {
+  // Dies with the orchestrator (even by kill -9); Ctrl-C is the orchestrator's to handle.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (argc > 2 && getppid() != std::atoi(argv[2])) return 6;
+  std::signal(SIGINT, SIG_IGN);
+  // Replies get the original stdout; anything else printed goes to stderr, not into the protocol.
+  const int reply_fd = dup(STDOUT_FILENO);
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  try {
+    return Worker(reply_fd).serve();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tune worker: %s\n", e.what());
+    return 4;
+  }
+}
+
+// ---- The orchestrator side -------------------------------------------------------------------
+
+WorkerProcess::WorkerProcess(const WorkerInit& init) {
+  int requests[2], replies[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, requests) != 0 || pipe2(replies, O_CLOEXEC) != 0)
+    throw DeviceError(fmt::format("cannot create the worker's pipes ({})", std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, requests[1], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, replies[1], STDOUT_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults, empty;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigemptyset(&empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  const std::string parent = std::to_string(getpid());
+  char* argv[] = {const_cast<char*>("tune"), const_cast<char*>(kWorkerCommand), const_cast<char*>(parent.c_str()),
+                  nullptr};
+  const int rc = posix_spawn(&pid_, "/proc/self/exe", &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(requests[1]);
+  close(replies[1]);
+  request_fd_ = requests[0];
+  reply_fd_ = replies[0];
+  if (rc != 0) {
+    pid_ = -1;
+    close(request_fd_);
+    close(reply_fd_);
+    throw DeviceError(fmt::format("cannot start the worker process ({})", std::strerror(rc)));
+  }
+  Json shape = Json::object();
+  for (const auto& [k, v] : init.shape.dims()) shape[k] = v;
+  send({{"op", "init"}, {"problem", init.problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device}});
+}
+
+WorkerProcess::~WorkerProcess() {
+  if (pid_ > 0) {
+    send({{"op", "quit"}});
+    int status = 0;
+    bool reaped = false;
+    for (int i = 0; i < 100 && !reaped; ++i) {  // up to 1 s to leave cleanly
+      reaped = waitpid(pid_, &status, WNOHANG) == pid_;
+      if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!reaped) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
+  }
+  if (request_fd_ >= 0) close(request_fd_);
+  if (reply_fd_ >= 0) close(reply_fd_);
+}
+
+void WorkerProcess::send(const Json& request) {
+  if (pid_ <= 0) return;
+  const std::string text = request.dump() + "\n";
+  for (std::size_t done = 0; done < text.size();) {
+    // MSG_NOSIGNAL: a dead worker is an error return here, never a SIGPIPE for the orchestrator.
+    const ssize_t n = ::send(request_fd_, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the worker is gone; the reply read says how
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+std::optional<std::string> WorkerProcess::read_line(double deadline_s, bool* timed_out) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s));
+  *timed_out = false;
+  for (;;) {
+    if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return line;
+    }
+    const double left = remaining_s(deadline);
+    if (left <= 0) {
+      *timed_out = true;
+      return std::nullopt;
+    }
+    pollfd p{reply_fd_, POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min(left * 1000 + 1, 60000.0)));
+    if (ready < 0 && errno == EINTR) continue;  // a Ctrl-C: the orchestrator decides later
+    if (ready <= 0) continue;
+    char chunk[1 << 16];
+    const ssize_t n = read(reply_fd_, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;  // end of file: the worker is gone
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
+FaultRecord WorkerProcess::reap(bool timed_out, double deadline_s) {
+  FaultRecord f;
+  f.phase = last_phase_;
+  f.deadline_s = deadline_s;
+  if (timed_out) kill(pid_, SIGKILL);
+  int status = 0;
+  // End of file without an exit is possible for a moment; a stuck half-dead worker is killed.
+  for (int i = 0; i < 200 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (waitpid(pid_, &status, WNOHANG) == 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+  if (timed_out) {
+    f.kind = "timeout";
+  } else if (WIFSIGNALED(status)) {
+    f.kind = "signal";
+    f.signal = signal_name(WTERMSIG(status));
+  } else {
+    f.kind = "exit";
+    f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  return f;
+}
+
+std::optional<Json> WorkerProcess::receive(double deadline_s, FaultRecord* fault) {
+  const auto t0 = Clock::now();
+  for (;;) {
+    bool timed_out = false;
+    const double left = deadline_s - std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto line = pid_ > 0 ? read_line(left, &timed_out) : std::nullopt;
+    if (!line) {
+      if (pid_ > 0) *fault = reap(timed_out, deadline_s);
+      return std::nullopt;
+    }
+    Json j;
+    try {
+      j = Json::parse(*line);
+    } catch (const Json::parse_error&) {
+      continue;  // not ours (the worker's stdout goes to stderr, so this should not happen)
+    }
+    if (j.contains("phase")) {
+      last_phase_ = j.at("phase").get<std::string>();
+      last_item_ = j.value("item", -1);
+      continue;
+    }
+    return j;
+  }
+}
+
+void WorkerProcess::wait_ready(double deadline_s) {
+  FaultRecord fault;
+  const auto r = receive(deadline_s, &fault);
+  if (!r)
+    throw DeviceError(fault.kind == "timeout" ? fmt::format("the worker process did not start within {} s", deadline_s)
+                      : fault.kind == "signal" ? "the worker process was killed by " + fault.signal + " while starting"
+                                               : fmt::format("the worker process exited with code {} while starting", fault.exit_code));
+  if (r->value("reply", "") != "ready") throw DeviceError(r->value("message", "the worker process could not start"));
+}
+
+bool WorkerProcess::measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault) {
+  send({{"op", "floor"}});
+  const auto r = receive(deadline_s, fault);
+  if (!r) return false;
+  if (r->value("reply", "") != "floor") throw DeviceError(r->value("message", "the worker could not measure the floor"));
+  *floor = harness_floor_from_json(r->at("floor"));
+  return true;
+}
+
+bool WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
+                        double deadline_s, FaultRecord* fault, int* culprit, bool* exiting) {
+  Json list = Json::array();
+  for (const auto& it : items)
+    list.push_back({{"cubin_hex", to_hex(it.compiled->cubin)},
+                    {"lowered_names", it.compiled->lowered_names},
+                    {"lowered", lowered_json(*it.lowered)},
+                    {"record", to_json(*it.record)}});
+  last_phase_.clear();
+  last_item_ = -1;
+  send({{"op", op}, {"items", list}, {"options", options_json(options)}});
+  const auto r = receive(deadline_s, fault);
+  *culprit = items.size() == 1 ? 0 : last_item_;
+  *exiting = false;
+  if (!r) return false;
+  if (r->value("reply", "") != "records") {
+    // The worker could not go on with these variants (an exception): stop it, report like a loss.
+    fault->kind = "error";
+    fault->phase = last_phase_;
+    fault->deadline_s = deadline_s;
+    fault->message = r->value("message", "the worker answered out of turn");
+    kill(pid_, SIGKILL);
+    reap(false, deadline_s);
+    return false;
+  }
+  const Json& records = r->at("records");
+  for (std::size_t i = 0; i < items.size(); ++i) *items[i].record = variant_from_json(records.at(i));
+  *exiting = r->value("exiting", false);
+  return true;
+}
+
+}  // namespace tune
