@@ -16,6 +16,8 @@
 namespace tune {
 
 inline constexpr int kResultSchemaVersion = 1;
+// Additions readers of the same major version may ignore (1: context.shard for --shard runs).
+inline constexpr int kResultSchemaMinorVersion = 1;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -94,6 +96,19 @@ struct VariantRecord {
   [[nodiscard]] int spill_bytes() const;
 };
 
+// A result of a sharded run (--shard K/N): enough for `tune merge` to check the set and rebuild
+// the unsharded order. See tune/sweep.hpp.
+struct ShardRecord {
+  int index = 0;
+  int count = 1;
+  std::string split;          // "items": whole shapes per shard; "variants": one shape's variants
+  std::int64_t items = 1;     // work items in the whole sweep
+  std::int64_t item = 0;      // this result's item
+  std::string run_key;        // sweep_run_key: equal for all shards of one run
+  std::int64_t variants = 0;  // split "variants": the unsharded variant count
+  std::int64_t baseline_index = -1;  // split "variants": the baseline's unsharded index (-1: none)
+};
+
 struct RunContext {
   std::string tool_version;
   std::string git_commit;
@@ -115,10 +130,12 @@ struct RunContext {
   double time_budget_s = 0;        // --time-budget (0: none)
   bool stopped_by_time_budget = false;
   bool interrupted = false;  // the first Ctrl-C (SIGINT) ended the search early
+  std::optional<ShardRecord> shard;  // null: not a shard
 };
 
 struct RunRecord {
   int schema_version = kResultSchemaVersion;
+  int schema_minor_version = kResultSchemaMinorVersion;
   RunContext context;
   std::optional<DeviceInfo> device;  // null in a compile-only run
   std::string problem;

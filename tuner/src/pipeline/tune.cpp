@@ -28,6 +28,7 @@
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
+#include "tune/sweep.hpp"
 
 namespace tune {
 namespace {
@@ -249,7 +250,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   run.timed = !compile_only;
 
   const std::string gpu_dir = run.device ? run.device->slug() : "compile-only-" + arch_name(cc);
-  const auto json_path = o.out_dir / gpu_dir / o.problem / (shape.tag() + ".json");
+  const auto json_path = o.out_dir / gpu_dir / o.problem / (result_stem(shape, o.shard) + ".json");
   check_writable(json_path.parent_path());
   if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
 
@@ -279,12 +280,17 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.compile_cache = cache ? cache->dir().string() : "off";
 
   ctx.valid_configs = static_cast<std::int64_t>(space_enum.configs.size());
-  const std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
+  std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
   if (chosen.size() < space_enum.configs.size()) {
     ctx.search = "random";
     ctx.budget = o.budget;
     log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", chosen.size(),
                     space_enum.configs.size(), o.seed));
+  }
+  ctx.shard = o.shard;
+  if (o.shard && o.shard->split == "variants") {
+    chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
+    log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
   }
 
   // Records for every variant up front: an interrupted run shows what was never reached.
@@ -554,7 +560,8 @@ TuneOutcome run_tune(const TuneOptions& o) {
   save();
 
   TuneOutcome out{run, json_path, std::nullopt};
-  if (run.timed && run.winner && !run.context.interrupted) {  // no header from a search cut short by hand
+  // No header from a search cut short by hand, nor from a part of one (tune merge writes it).
+  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants")) {
     const auto header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
     write_file_atomic(header_path, generate_header(run, space));
     out.header_path = header_path;
