@@ -183,6 +183,9 @@ TEST(CliSweep, ShardsOfASweepAndOfOneShapeMergeIntoTheUnshardedFiles) {
   const Result seeded = run(one + " --seed 7 --shard 2/3 --out " + out + "/seeded");
   ASSERT_EQ(seeded.code, 0) << seeded.output;
   expect_error("merge " + out + "/v0 " + out + "/v1 " + out + "/seeded --out " + out + "/x", "differ in seed (42 vs 7)");
+  // A part of a shape's variants is no result to build a header or a report from.
+  const auto part = std::filesystem::path(out) / "v0" / dir / "B2_N16_C64_H32.shard-0-of-3.json";
+  expect_error("header " + part.string() + " -o " + out + "/x.hpp", "combine the shards with tune merge");
 }
 
 TEST(CliSweep, BadSweepInputIsOneLineAndExitCode2) {
