@@ -17,8 +17,21 @@
 namespace tune {
 namespace {
 
+// This process's scratch folder, removed when the process ends.
+struct ScratchRoot {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tune_sweep_test_" + std::to_string(::getpid()));
+  ScratchRoot() = default;
+  ScratchRoot(const ScratchRoot&) = delete;
+  ScratchRoot& operator=(const ScratchRoot&) = delete;
+  ~ScratchRoot() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
 std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tune_sweep_test_" + std::to_string(::getpid())) / name;
+  static const ScratchRoot root;
+  const auto dir = root.dir / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
