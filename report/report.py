@@ -65,6 +65,9 @@ def load(root):
             if run.get("schema_version") != 1:
                 raise InputError(f"{path}: result schema version {run.get('schema_version')} is not 1; "
                                  "regenerate it with this tune")
+            if (run.get("context", {}).get("shard") or {}).get("split") == "variants":
+                raise InputError(f"{path}: one shard of a shape's variants (tune --shard); combine the shards "
+                                 "with tune merge and report on its --out folder")
             yield path, run
 
 

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tune/device.hpp"
@@ -128,6 +129,73 @@ TEST(Cli, CompileOnlySweepRecordsResourcesAndWritesNoHeader) {
   const auto f = nlohmann::ordered_json::parse(std::ifstream(json_path));
   EXPECT_EQ(f.at("context").at("compile_cache"), "off");
   for (const auto& v : f.at("variants")) EXPECT_EQ(v.at("compile_cached"), false);
+}
+
+// What two runs of the same work share: every variant's name, status, resources and launches, in order.
+nlohmann::ordered_json comparable(const std::filesystem::path& file) {
+  auto j = nlohmann::ordered_json::parse(std::ifstream(file));
+  for (auto& v : j.at("variants")) {
+    v.erase("compile_seconds");
+    v.erase("compile_cached");
+  }
+  return nlohmann::ordered_json{{"shape", j.at("shape")}, {"summary", j.at("summary")}, {"variants", j.at("variants")},
+                                {"shard", j.at("context").value("shard", nlohmann::ordered_json())}};
+}
+
+TEST(CliSweep, ShardsOfASweepAndOfOneShapeMergeIntoTheUnshardedFiles) {
+  const std::string out = out_dir("sweep");
+  const std::string base = "--problem contact --B 1,2 --N 16 --compile-only --config " + std::string(TUNE_FIXTURES) +
+                           "/contact_sweep_space.json --cache-dir " + out + "/cache";
+  const Result whole = run(base + " --out " + out + "/whole");
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  EXPECT_NE(whole.output.find("sweep: 2 of 2 items run"), std::string::npos) << whole.output;
+  const auto dir = std::filesystem::path("compile-only-sm_90") / "contact";
+  for (const char* tag : {"B1_N16_C64_H32", "B2_N16_C64_H32"})
+    ASSERT_TRUE(std::filesystem::exists(std::filesystem::path(out) / "whole" / dir / (std::string(tag) + ".json")));
+
+  // Two shards of the sweep (a shape each), then three of one shape (its variants split).
+  for (int k = 0; k < 2; ++k) {
+    const Result r = run(fmt::format("{} --shard {}/2 --out {}/s{}", base, k, out, k));
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  const std::string one = "--problem contact --B 2 --N 16 --compile-only --config " + std::string(TUNE_FIXTURES) +
+                          "/contact_sweep_space.json --cache-dir " + out + "/cache";
+  for (int k = 0; k < 3; ++k) {
+    const Result r = run(fmt::format("{} --shard {}/3 --out {}/v{}", one, k, out, k));
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / fmt::format("v{}", k) / dir /
+                                        fmt::format("B2_N16_C64_H32.shard-{}-of-3.json", k)))
+        << r.output;
+  }
+  const Result m1 = run("merge " + out + "/s0 " + out + "/s1 --out " + out + "/merged_sweep");
+  ASSERT_EQ(m1.code, 0) << m1.output;
+  const Result m2 = run("merge " + out + "/v0 " + out + "/v2 " + out + "/v1 --out " + out + "/merged_one");
+  ASSERT_EQ(m2.code, 0) << m2.output;
+  for (const char* tag : {"B1_N16_C64_H32.json", "B2_N16_C64_H32.json"})
+    EXPECT_EQ(comparable(std::filesystem::path(out) / "merged_sweep" / dir / tag),
+              comparable(std::filesystem::path(out) / "whole" / dir / tag))
+        << tag;
+  EXPECT_EQ(comparable(std::filesystem::path(out) / "merged_one" / dir / "B2_N16_C64_H32.json"),
+            comparable(std::filesystem::path(out) / "whole" / dir / "B2_N16_C64_H32.json"));
+
+  // An incomplete set, and shards of another run, are refused in one line.
+  expect_error("merge " + out + "/v0 " + out + "/v1 --out " + out + "/x", "shard(s) 2 of 3 are missing");
+  const Result seeded = run(one + " --seed 7 --shard 2/3 --out " + out + "/seeded");
+  ASSERT_EQ(seeded.code, 0) << seeded.output;
+  expect_error("merge " + out + "/v0 " + out + "/v1 " + out + "/seeded --out " + out + "/x", "differ in seed (42 vs 7)");
+  // A part of a shape's variants is no result to build a header or a report from.
+  const auto part = std::filesystem::path(out) / "v0" / dir / "B2_N16_C64_H32.shard-0-of-3.json";
+  expect_error("header " + part.string() + " -o " + out + "/x.hpp", "combine the shards with tune merge");
+}
+
+TEST(CliSweep, BadSweepInputIsOneLineAndExitCode2) {
+  expect_error("--problem contact --B 1,1 --N 16", "--B repeats a value");
+  expect_error("--problem contact --B 1,2 --N 16 --shard 2/2", "expected K/N");
+  expect_error("--problem contact --B 1,0 --N 16", "sweep item 1 (contact B=0 N=16): --B must be a positive integer");
+  expect_error("--problem contact --B 1,2 --N 16 --header x.hpp", "--header names one file");
+  expect_error("--sweep /nonexistent/sweep.json", "/nonexistent/sweep.json: cannot be read");
+  expect_error("--sweep /nonexistent/sweep.json --problem contact", "leave out --problem");
+  expect_error("merge /nonexistent/shard", "no such file or folder");
 }
 
 TEST(Cli, ATimeBudgetStopsTheSweepAndStillWritesACompleteResult) {

@@ -48,7 +48,7 @@ TEST(Stats, NoisySamplesRunToTheWallCap) {
   const StopRule rule = StopRule::search();
   SampleSet s;
   for (int i = 0; i < 50; ++i) s.add(i % 2 ? 10.0 : 20.0);
-  EXPECT_EQ(s.stop_reason(rule, 0.1), "");
+  EXPECT_EQ(s.stop_reason(rule, 0.05), "");
   EXPECT_NE(s.stop_reason(rule, rule.wall_cap_seconds).find("wall_cap"), std::string::npos);
 }
 

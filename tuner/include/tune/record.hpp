@@ -17,7 +17,8 @@ namespace tune {
 
 inline constexpr int kResultSchemaVersion = 1;
 // Additions a reader of the same major version may ignore. 1: per-variant `fault`, context
-// `isolation` and `journal` (GPU work in a worker process, the run journal, --resume).
+// `isolation`, `journal` (GPU work in a worker process, the run journal, --resume) and `shard`
+// (--shard runs).
 inline constexpr int kResultSchemaMinorVersion = 1;
 
 enum class Status {
@@ -113,6 +114,19 @@ struct VariantRecord {
   [[nodiscard]] int spill_bytes() const;
 };
 
+// A result of a sharded run (--shard K/N): enough for `tune merge` to check the set and rebuild
+// the unsharded order. See tune/sweep.hpp.
+struct ShardRecord {
+  int index = 0;
+  int count = 1;
+  std::string split;          // "items": whole shapes per shard; "variants": one shape's variants
+  std::int64_t items = 1;     // work items in the whole sweep
+  std::int64_t item = 0;      // this result's item
+  std::string run_key;        // sweep_run_key: equal for all shards of one run
+  std::int64_t variants = 0;  // split "variants": the unsharded variant count
+  std::int64_t baseline_index = -1;  // split "variants": the baseline's unsharded index (-1: none)
+};
+
 struct RunContext {
   std::string tool_version;
   std::string git_commit;
@@ -145,6 +159,7 @@ struct RunContext {
   } isolation;
   std::string journal;         // the journal file of this run
   int resumed_variants = 0;    // records taken from the journal by --resume
+  std::optional<ShardRecord> shard;  // null: not a shard
 };
 
 struct RunRecord {

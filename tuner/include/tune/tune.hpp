@@ -48,6 +48,9 @@ struct TuneOptions {
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;  // re-measured strictly, interleaved, before naming a winner
   std::string command_line;
+  // Set by the sweep layer for --shard runs (tune/sweep.hpp): recorded in the context, and with
+  // split "variants" only this shard's variants are run.
+  std::optional<ShardRecord> shard;
   std::function<void(const std::string&)> log;  // progress lines; may be empty
 };
 

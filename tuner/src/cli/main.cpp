@@ -9,6 +9,7 @@
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/report.hpp"
+#include "tune/sweep.hpp"
 #include "tune/tune.hpp"
 #include "tune/verify.hpp"
 #include "tune/worker.hpp"
@@ -64,11 +65,18 @@ int main(int argc, char** argv) {
 
   tune::TuneOptions opt;
   opt.command_line = joined_command_line(argc, argv);
-  std::map<std::string, std::int64_t> dims;
+  std::map<std::string, std::vector<std::int64_t>> dims;
   std::string out_dir = "results", header, config;
   app.add_option("--problem", opt.problem, "problem to tune (contact, scene_graph)");
   for (const char* d : {"B", "N", "C", "H", "D", "heads", "P"})
-    app.add_option(std::string("--") + d, dims[d], std::string("shape dimension ") + d);
+    app.add_option(std::string("--") + d, dims[d], std::string("shape dimension ") + d + ", or a comma list to sweep")
+        ->delimiter(',');
+  std::string sweep_file, shard_text;
+  app.add_option("--sweep", sweep_file,
+                 R"(sweep file: {"items": [{"problem": "contact", "B": [1, 4], "N": [64, 256]}, ...]}, instead of --problem)");
+  app.add_option("--shard", shard_text,
+                 "K/N: run part K of N (whole shapes of a sweep, or the variants of a single shape); "
+                 "tune merge puts the parts together");
   app.add_option("--seed", opt.seed, "seed of the inputs and parameters")->capture_default_str();
   app.add_option("--out", out_dir, "results folder (results/<gpu>/<problem>/<shape>.json)")->capture_default_str();
   app.add_option("--header", header, "where to write the generated header (default: beside the JSON)");
@@ -126,6 +134,14 @@ int main(int argc, char** argv) {
   merge->add_option("-o,--output", header_out, "the header to write")->required();
   merge->add_option("--config", header_config, "search-space file (default: the embedded configs/<problem>.json)");
 
+  std::vector<std::string> merge_inputs;
+  std::string merge_out = "results", merge_config;
+  auto* shard_merge = app.add_subcommand("merge", "combine the results of a --shard run's shards into the files the "
+                                                  "unsharded run writes (results JSON, header of a timed run)");
+  shard_merge->add_option("shards", merge_inputs, "the shards' result files or --out folders")->required();
+  shard_merge->add_option("--out", merge_out, "results folder to write (<gpu>/<problem>/<shape>.json)")->capture_default_str();
+  shard_merge->add_option("--config", merge_config, "search-space file for the header (default: the one the run used)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -147,20 +163,64 @@ int main(int argc, char** argv) {
       fmt::print("header: {} ({} result files)\n", header_out, files.size());
       return 0;
     }
-    if (opt.problem.empty()) {
-      fmt::print(stderr, "tune: --problem is required (try: tune --problem contact --B 4 --N 64)\n");
-      return 2;
+    if (shard_merge->parsed()) {
+      std::optional<std::filesystem::path> space_file;
+      if (!merge_config.empty()) space_file = merge_config;
+      const std::vector<std::filesystem::path> inputs(merge_inputs.begin(), merge_inputs.end());
+      const auto written = tune::merge_shards(inputs, merge_out, space_file, log);
+      fmt::print("merged: {} files under {}\n", written.size(), merge_out);
+      return 0;
     }
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> lists;
     for (const auto& [k, v] : dims)
-      if (app.get_option("--" + k)->count() > 0) opt.dims.emplace_back(k, v);
+      if (app.get_option("--" + k)->count() > 0) lists.emplace_back(k, v);
+    std::vector<tune::SweepItem> items;
+    if (!sweep_file.empty()) {
+      if (!opt.problem.empty() || !lists.empty()) {
+        fmt::print(stderr, "tune: --sweep lists the problems and shapes; leave out --problem and the dimension options\n");
+        return 2;
+      }
+      items = tune::load_sweep_file(sweep_file);
+    } else {
+      if (opt.problem.empty()) {
+        fmt::print(stderr, "tune: --problem is required (try: tune --problem contact --B 4 --N 64)\n");
+        return 2;
+      }
+      items = tune::expand_dims(opt.problem, lists);
+    }
+    const tune::ShardSpec shard = shard_text.empty() ? tune::ShardSpec{} : tune::parse_shard(shard_text);
     opt.out_dir = out_dir;
     if (!header.empty()) opt.header = header;
     if (!config.empty()) opt.config = config;
     if (!cache_dir.empty()) opt.cache_dir = cache_dir;
     opt.log = log;
-    const tune::TuneOutcome outcome = tune::run_tune(opt);
-    print_summary(outcome);
-    return outcome.run.context.interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports it
+    if (items.size() == 1 && shard.count == 1) {
+      opt.problem = items.front().problem;
+      opt.dims = items.front().dims;
+      const tune::TuneOutcome outcome = tune::run_tune(opt);
+      print_summary(outcome);
+      return outcome.run.context.interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports it
+    }
+    if (opt.header && items.size() > 1) {
+      fmt::print(stderr, "tune: --header names one file, but the sweep has {} shapes; leave it out (each header is "
+                         "written beside its results)\n", items.size());
+      return 2;
+    }
+    if (items.size() > 1) tune::validate_sweep(items, opt.config);
+    const auto work = tune::plan_sweep(items, shard, tune::sweep_run_key(opt, items));
+    if (shard.count > 1)
+      log(fmt::format("shard {}/{}: {} of the sweep's {} items{}", shard.index, shard.count, work.size(), items.size(),
+                      items.size() == 1 ? " (one shape: its variants are split)" : ""));
+    bool interrupted = false;
+    const std::size_t ran = tune::run_sweep(work, opt, [&](const tune::SweepWork& w, const tune::TuneOutcome& outcome) {
+      fmt::print("\n== sweep item {} of {}: {}", w.index + 1, items.size(), w.item.describe());
+      print_summary(outcome);
+      interrupted = interrupted || outcome.run.context.interrupted;
+    });
+    fmt::print("\nsweep: {} of {} items run{}\n", ran, items.size(),
+               shard.count > 1 ? fmt::format(" by shard {}/{}; combine the shards with tune merge", shard.index, shard.count)
+                               : std::string());
+    return interrupted ? 130 : 0;
   } catch (const tune::InputError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
     return 2;

@@ -36,6 +36,30 @@ double read_number(const Json& j, const char* key) {
   return j.at(key).is_null() ? std::nan("") : j.at(key).get<double>();
 }
 
+Json shard_json(const ShardRecord& r) {
+  Json j{{"index", r.index}, {"count", r.count}, {"split", r.split}, {"items", r.items}, {"item", r.item},
+         {"run_key", r.run_key}};
+  if (r.split == "variants") {
+    j["variants"] = r.variants;
+    j["baseline_index"] = r.baseline_index;
+  }
+  return j;
+}
+ShardRecord shard_from(const Json& j) {
+  ShardRecord r;
+  r.index = j.at("index").get<int>();
+  r.count = j.at("count").get<int>();
+  r.split = j.at("split").get<std::string>();
+  r.items = j.at("items").get<std::int64_t>();
+  r.item = j.at("item").get<std::int64_t>();
+  r.run_key = j.at("run_key").get<std::string>();
+  r.variants = j.value("variants", std::int64_t{0});
+  r.baseline_index = j.value("baseline_index", std::int64_t{-1});
+  if (r.count < 1 || r.index < 0 || r.index >= r.count || (r.split != "items" && r.split != "variants"))
+    throw InputError("context.shard must have 0 <= index < count and split 'items' or 'variants'");
+  return r;
+}
+
 Json resources_json(const Resources& r) {
   return Json{{"registers", r.registers},         {"spill_store_bytes", r.spill_store_bytes},
               {"spill_load_bytes", r.spill_load_bytes}, {"stack_frame_bytes", r.stack_frame_bytes},
@@ -285,6 +309,27 @@ Json to_json(const RunRecord& run) {
   std::map<std::string, int> counts;
   for (const auto& v : run.variants) ++counts[to_string(v.status)];
   const auto& iso = c.isolation;
+  Json context{{"tool_version", c.tool_version},
+               {"git_commit", c.git_commit},
+               {"command_line", c.command_line},
+               {"started_at", c.started_at},
+               {"finished_at", c.finished_at},
+               {"host", c.host},
+               {"nvrtc_version", c.nvrtc_version},
+               {"cuda_header_version", c.cuda_header_version},
+               {"arch", c.arch},
+               {"compile_options", c.compile_options},
+               {"config_file", c.config_file},
+               {"compile_cache", c.compile_cache},
+               {"jobs", c.jobs},
+               {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
+                           {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget},
+                           {"interrupted", c.interrupted}}},
+               {"isolation", {{"worker", iso.worker}, {"first_variant_timeout_s", number(iso.first_variant_timeout_s)},
+                              {"variant_timeout_s", number(iso.variant_timeout_s)}, {"timeout_rule", iso.timeout_rule},
+                              {"worker_starts", iso.worker_starts}, {"test_hooks", iso.test_hooks}}},
+               {"journal", {{"file", c.journal}, {"resumed_variants", c.resumed_variants}}}};
+  if (c.shard) context["shard"] = shard_json(*c.shard);
   return Json{{"schema_version", run.schema_version},
               {"schema_minor_version", run.schema_minor_version},
               {"kind", "tune.result"},
@@ -294,27 +339,7 @@ Json to_json(const RunRecord& run) {
               {"timed", run.timed},
               {"untimed_reason", run.untimed_reason},
               {"complete", run.complete},
-              {"context",
-               {{"tool_version", c.tool_version},
-                {"git_commit", c.git_commit},
-                {"command_line", c.command_line},
-                {"started_at", c.started_at},
-                {"finished_at", c.finished_at},
-                {"host", c.host},
-                {"nvrtc_version", c.nvrtc_version},
-                {"cuda_header_version", c.cuda_header_version},
-                {"arch", c.arch},
-                {"compile_options", c.compile_options},
-                {"config_file", c.config_file},
-                {"compile_cache", c.compile_cache},
-                {"jobs", c.jobs},
-                {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
-                            {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget},
-                            {"interrupted", c.interrupted}}},
-                {"isolation", {{"worker", iso.worker}, {"first_variant_timeout_s", number(iso.first_variant_timeout_s)},
-                               {"variant_timeout_s", number(iso.variant_timeout_s)}, {"timeout_rule", iso.timeout_rule},
-                               {"worker_starts", iso.worker_starts}, {"test_hooks", iso.test_hooks}}},
-                {"journal", {{"file", c.journal}, {"resumed_variants", c.resumed_variants}}}}},
+              {"context", context},
               {"device", run.device ? device_json(*run.device) : Json(nullptr)},
               {"work", {{"flop_per_call", run.flop}, {"bytes_per_call", run.bytes}}},
               {"harness_floor", run.harness_floor ? to_json(*run.harness_floor) : Json(nullptr)},
@@ -406,6 +431,7 @@ RunRecord run_from_json(const Json& j) {
       run.context.journal = c.at("journal").value("file", "");
       run.context.resumed_variants = c.at("journal").value("resumed_variants", 0);
     }
+    if (c.contains("shard") && !c.at("shard").is_null()) run.context.shard = shard_from(c.at("shard"));
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
     run.flop = j.at("work").at("flop_per_call").get<double>();
     run.bytes = j.at("work").at("bytes_per_call").get<double>();

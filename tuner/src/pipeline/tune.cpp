@@ -31,6 +31,7 @@
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/worker.hpp"
+#include "tune/sweep.hpp"
 
 namespace tune {
 namespace {
@@ -390,7 +391,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   run.timed = !compile_only;
 
   const std::string gpu_dir = run.device ? run.device->slug() : "compile-only-" + arch_name(cc);
-  const auto json_path = o.out_dir / gpu_dir / o.problem / (shape.tag() + ".json");
+  const auto json_path = o.out_dir / gpu_dir / o.problem / (result_stem(shape, o.shard) + ".json");
   check_writable(json_path.parent_path());
   if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
 
@@ -420,12 +421,17 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.compile_cache = cache ? cache->dir().string() : "off";
 
   ctx.valid_configs = static_cast<std::int64_t>(space_enum.configs.size());
-  const std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
+  std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
   if (chosen.size() < space_enum.configs.size()) {
     ctx.search = "random";
     ctx.budget = o.budget;
     log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", chosen.size(),
                     space_enum.configs.size(), o.seed));
+  }
+  ctx.shard = o.shard;
+  if (o.shard && o.shard->split == "variants") {
+    chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
+    log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
   }
 
   // Records for every variant up front: an interrupted run shows what was never reached.
@@ -482,9 +488,15 @@ TuneOutcome run_tune(const TuneOptions& o) {
     journal.emplace(Journal::create(journal_path, identity));
   }
 
-  auto save = [&] {
+  // The results file is a complete snapshot, rewritten at most every 2 s while variants finish
+  // (the journal holds each record the moment it exists; rewriting the whole file per variant
+  // made a 500-variant run spend seconds serializing), and at every stage boundary.
+  auto last_save = Clock::now();
+  auto save = [&](bool force = true) {
+    if (!force && seconds_since(last_save) < 2.0) return;
     run.wall.total_wall_s = seconds_since(t_start);
     write_file_atomic(json_path, to_json(run).dump(2) + "\n");
+    last_save = Clock::now();
   };
   save();
 
@@ -558,7 +570,10 @@ TuneOutcome run_tune(const TuneOptions& o) {
   for (int t = 0; t < ctx.jobs; ++t) pool.emplace_back(worker);
 
   const bool halving = o.search == "halving";
+  // The search pass: batch and graph means of 20 launches (the top few and the baseline get 100
+  // in the strict re-measure, whose figures the report shows).
   DeviceRunner::Options first_round;
+  first_round.batch_launches = 20;
   if (halving) {
     first_round.rule = StopRule::screen();
     first_round.batch_launches = 10;
@@ -659,7 +674,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
                    : ""));
     run.wall.compile_wall_s = compile_wall > 0 ? compile_wall : seconds_since(t_compile);
     journal->append("search", rec);
-    save();
+    save(false);
   }
   pool.clear();
   if (ctx.stopped_by_time_budget || ctx.interrupted) {
@@ -744,7 +759,8 @@ TuneOutcome run_tune(const TuneOptions& o) {
   if (!ctx.interrupted) std::filesystem::remove(journal_path);
 
   TuneOutcome out{run, json_path, std::nullopt};
-  if (run.timed && run.winner && !run.context.interrupted) {  // no header from a search cut short by hand
+  // No header from a search cut short by hand, nor from a part of one (tune merge writes it).
+  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants")) {
     const auto header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
     write_file_atomic(header_path, generate_header(run, space));
     out.header_path = header_path;

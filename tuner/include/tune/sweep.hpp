@@ -1,0 +1,92 @@
+#pragma once
+// Sweeps and shards: lists of shapes (command line or sweep file) expanded into an ordered list of
+// work items; --shard K/N picks a deterministic part of it; `tune merge` puts the parts together.
+//
+// The split (recorded in every result's context.shard):
+//  - a sweep of several items splits whole items: item i goes to shard i mod N, and each shard
+//    writes ordinary per-shape files;
+//  - a sweep of one item splits that shape's variants: variant i of the chosen list (after
+//    --budget) goes to shard i mod N. The baseline is measured in every shard (first, as in any
+//    run, so each shard's file has its own speedup); merge keeps the record of the shard that owns
+//    its index. Such a shard writes <shape>.shard-K-of-N.json and no header.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tune/record.hpp"
+#include "tune/space.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+
+// One shape of one problem; the dimensions not given come from the space's defaults.
+struct SweepItem {
+  std::string problem;
+  std::vector<std::pair<std::string, std::int64_t>> dims;
+  [[nodiscard]] std::string describe() const;  // "contact B=4 N=64"
+};
+
+struct ShardSpec {
+  int index = 0;
+  int count = 1;
+};
+// "K/N" with 0 <= K < N. Throws InputError.
+ShardSpec parse_shard(const std::string& text);
+
+// The cartesian product of the lists, in the problem's dimension order, the last varying fastest.
+// Throws InputError for an empty list or a repeated value.
+std::vector<SweepItem> expand_dims(const std::string& problem,
+                                   const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& lists);
+
+// {"items": [{"problem": "contact", "B": [1, 4], "N": 64}, ...]}: each entry expanded by
+// expand_dims, in file order. Throws InputError "<file>: items[i].<field>: <reason>".
+std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file);
+
+// A unit of work of this shard: the item, its index in the whole sweep, and what its results
+// record in context.shard (nullopt for an unsharded run).
+struct SweepWork {
+  std::size_t index = 0;
+  SweepItem item;
+  std::optional<ShardRecord> shard;
+};
+
+// The items of `shard` (all of them when shard.count is 1). `run_key` identifies the run (see
+// sweep_run_key) and goes into every shard record. Throws InputError for repeated items.
+std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const ShardSpec& shard,
+                                  const std::string& run_key);
+
+// A fingerprint of everything that must be equal for shards to belong to one run: the tool, the
+// options that decide the variants and their measurement, the search spaces and the whole item
+// list. 16 hex digits.
+std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>& items);
+
+// Runs the work in order: options_for(base, work) through run_tune, then on_done. Stops after an
+// interrupted item. This loop is where `--devices all` plugs in: one thread per device pulling
+// SweepWork from a shared queue, each with its own TuneOptions::device, on_done under a mutex.
+// Returns the number of items run.
+std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
+                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done);
+TuneOptions options_for(const TuneOptions& base, const SweepWork& work);
+
+// Checks every item's problem, space and shape before anything runs. Throws InputError naming the item.
+void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std::filesystem::path>& config);
+
+// For run_tune: the configurations of a variant-split shard (the baseline always included), and
+// the results file's stem.
+std::vector<Config> shard_configs(const std::vector<Config>& chosen, const Config& baseline, const ShardRecord& shard,
+                                  ShardRecord* filled);
+std::string result_stem(const Shape& shape, const std::optional<ShardRecord>& shard);
+
+// `tune merge`: result files (or folders searched for *.json) of the shards of one run -> the
+// files the unsharded run writes under out_dir (results JSON, and the header of a timed run).
+// Throws InputError on shards of different runs or an incomplete set. Returns the files written.
+std::vector<std::filesystem::path> merge_shards(const std::vector<std::filesystem::path>& inputs,
+                                                const std::filesystem::path& out_dir,
+                                                const std::optional<std::filesystem::path>& config,
+                                                const std::function<void(const std::string&)>& log);
+
+}  // namespace tune

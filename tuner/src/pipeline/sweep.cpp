@@ -1,0 +1,240 @@
+// Sweeps: shape lists -> ordered work items -> this shard's part -> run_tune per item.
+#include "tune/sweep.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tune/compile.hpp"
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/problem.hpp"
+
+namespace tune {
+
+std::string SweepItem::describe() const {
+  std::string s = problem;
+  for (const auto& [k, v] : dims) s += fmt::format(" {}={}", k, v);
+  return s;
+}
+
+ShardSpec parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  ShardSpec s;
+  auto number = [&](std::string_view part, int* out) {
+    const auto r = std::from_chars(part.data(), part.data() + part.size(), *out);
+    return r.ec == std::errc() && r.ptr == part.data() + part.size();
+  };
+  const std::string_view t(text);
+  if (slash == std::string::npos || !number(t.substr(0, slash), &s.index) || !number(t.substr(slash + 1), &s.count) ||
+      s.count < 1 || s.index < 0 || s.index >= s.count)
+    throw InputError(fmt::format("--shard {}: expected K/N with 0 <= K < N, e.g. --shard 0/4", text));
+  return s;
+}
+
+std::vector<SweepItem> expand_dims(const std::string& problem,
+                                   const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& lists) {
+  // The problem's own order, so the item order does not depend on how the lists were given.
+  std::vector<std::string> order;
+  try {
+    order = find_problem(problem).dims();
+  } catch (const InputError&) {  // an unknown problem is reported by the caller with its context
+  }
+  auto rank = [&](const std::string& d) {
+    return static_cast<std::size_t>(std::find(order.begin(), order.end(), d) - order.begin());
+  };
+  auto sorted = lists;
+  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  for (const auto& [d, values] : sorted) {
+    if (values.empty()) throw InputError(fmt::format("--{} has no values; give one or more, e.g. --{} 64,256", d, d));
+    const std::set<std::int64_t> unique(values.begin(), values.end());
+    if (unique.size() != values.size())
+      throw InputError(fmt::format("--{} repeats a value ({}); list each value once", d, fmt::join(values, ",")));
+  }
+  std::vector<SweepItem> items{{problem, {}}};
+  for (const auto& [d, values] : sorted) {
+    std::vector<SweepItem> next;
+    for (const auto& item : items)
+      for (const std::int64_t v : values) {
+        SweepItem i = item;
+        i.dims.emplace_back(d, v);
+        next.push_back(std::move(i));
+      }
+    items = std::move(next);
+  }
+  return items;
+}
+
+std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
+  using Json = nlohmann::ordered_json;
+  const std::string name = file.string();
+  const std::string example = R"(e.g. {"items": [{"problem": "contact", "B": [1, 4], "N": 64}]})";
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot be read; pass an existing sweep file with --sweep", name));
+  Json j;
+  try {
+    j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  } catch (const Json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON ({})", name, e.what()));
+  }
+  if (!j.is_object() || !j.contains("items") || !j.at("items").is_array() || j.at("items").empty())
+    throw InputError(fmt::format("{}: needs \"items\", a non-empty list of shapes, {}", name, example));
+  std::vector<SweepItem> items;
+  for (std::size_t i = 0; i < j.at("items").size(); ++i) {
+    const Json& e = j.at("items").at(i);
+    const std::string where = fmt::format("{}: items[{}]", name, i);
+    if (!e.is_object()) throw InputError(fmt::format("{}: must be an object, {}", where, example));
+    if (!e.contains("problem") || !e.at("problem").is_string())
+      throw InputError(fmt::format("{}.problem: must be a string naming the problem, {}", where, example));
+    const std::string problem = e.at("problem").get<std::string>();
+    std::vector<std::string> dims;
+    try {
+      dims = find_problem(problem).dims();
+    } catch (const InputError& err) {
+      throw InputError(fmt::format("{}.problem: {}", where, err.what()));
+    }
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> lists;
+    for (const auto& [k, v] : e.items()) {
+      if (k == "problem") continue;
+      if (std::find(dims.begin(), dims.end(), k) == dims.end())
+        throw InputError(fmt::format("{}.{}: not a dimension of problem {} (it takes {})", where, k, problem,
+                                     fmt::join(dims, ", ")));
+      std::vector<std::int64_t> values;
+      for (const Json& x : v.is_array() ? v : Json::array({v})) {
+        if (!x.is_number_integer())
+          throw InputError(fmt::format("{}.{}: must be an integer or a list of integers", where, k));
+        values.push_back(x.get<std::int64_t>());
+      }
+      lists.emplace_back(k, std::move(values));
+    }
+    try {
+      for (auto& item : expand_dims(problem, lists)) items.push_back(std::move(item));
+    } catch (const InputError& err) {
+      throw InputError(fmt::format("{}: {}", where, err.what()));
+    }
+  }
+  return items;
+}
+
+std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const ShardSpec& shard,
+                                  const std::string& run_key) {
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (const auto [it, fresh] = seen.emplace(items[i].describe(), i); !fresh)
+      throw InputError(fmt::format("sweep item {} ({}) repeats item {}; list each shape once", i, items[i].describe(),
+                                   it->second));
+  std::vector<SweepWork> work;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    SweepWork w{i, items[i], std::nullopt};
+    if (shard.count > 1) {
+      ShardRecord r;
+      r.index = shard.index;
+      r.count = shard.count;
+      r.split = items.size() == 1 ? "variants" : "items";
+      r.items = static_cast<std::int64_t>(items.size());
+      r.item = static_cast<std::int64_t>(i);
+      r.run_key = run_key;
+      if (r.split == "items" && static_cast<int>(i % static_cast<std::size_t>(shard.count)) != shard.index) continue;
+      w.shard = r;
+    }
+    work.push_back(std::move(w));
+  }
+  return work;
+}
+
+std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>& items) {
+  nlohmann::ordered_json j{{"tool", tool_version()},
+                           {"commit", tool_git_commit()},
+                           {"seed", base.seed},
+                           {"compile_only", base.compile_only},
+                           {"arch", base.arch},
+                           {"top_k", base.top_k},
+                           {"budget", base.budget},
+                           {"search", base.search},
+                           {"keep_spills", base.keep_spills},
+                           {"time_budget_s", base.time_budget_s}};
+  std::set<std::string> problems;
+  for (const auto& item : items) {
+    j["items"].push_back(item.describe());
+    problems.insert(item.problem);
+  }
+  // The spaces by content: two shards given different files of one name are different runs.
+  if (base.config) {
+    std::ifstream in(*base.config, std::ios::binary);
+    j["config"] = std::string(std::istreambuf_iterator<char>(in), {});
+  } else {
+    for (const auto& p : problems) {
+      try {
+        j["embedded"][p] = std::string(template_source(p + ".json"));
+      } catch (const std::exception&) {  // an unknown problem is reported when the item is checked
+      }
+    }
+  }
+  const std::string text = j.dump();
+  return fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()));
+}
+
+TuneOptions options_for(const TuneOptions& base, const SweepWork& work) {
+  TuneOptions o = base;
+  o.problem = work.item.problem;
+  o.dims = work.item.dims;
+  o.shard = work.shard;
+  return o;
+}
+
+std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
+                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done) {
+  std::size_t ran = 0;
+  for (const SweepWork& w : work) {
+    const TuneOutcome outcome = run_tune(options_for(base, w));
+    ++ran;
+    if (on_done) on_done(w, outcome);
+    if (outcome.run.context.interrupted) break;
+  }
+  return ran;
+}
+
+void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std::filesystem::path>& config) {
+  std::map<std::string, std::size_t> shapes;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const SweepItem& item = items[i];
+    try {
+      const Problem& problem = find_problem(item.problem);
+      const Shape shape = resolve_shape(problem, load_space(item.problem, config), item.dims);
+      const std::string key = item.problem + "/" + shape.tag();
+      if (const auto [it, fresh] = shapes.emplace(key, i); !fresh)
+        throw InputError(fmt::format("is the same shape as item {} ({}); list each shape once", it->second, key));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("sweep item {} ({}): {}", i, item.describe(), e.what()));
+    }
+  }
+}
+
+std::vector<Config> shard_configs(const std::vector<Config>& chosen, const Config& baseline, const ShardRecord& shard,
+                                  ShardRecord* filled) {
+  const auto b = std::find(chosen.begin(), chosen.end(), baseline);
+  filled->variants = static_cast<std::int64_t>(chosen.size());
+  filled->baseline_index = b == chosen.end() ? -1 : static_cast<std::int64_t>(b - chosen.begin());
+  std::vector<Config> out;
+  for (std::size_t i = 0; i < chosen.size(); ++i)
+    if (static_cast<int>(i % static_cast<std::size_t>(shard.count)) == shard.index ||
+        static_cast<std::int64_t>(i) == filled->baseline_index)
+      out.push_back(chosen[i]);
+  return out;
+}
+
+std::string result_stem(const Shape& shape, const std::optional<ShardRecord>& shard) {
+  if (shard && shard->split == "variants") return fmt::format("{}.shard-{}-of-{}", shape.tag(), shard->index, shard->count);
+  return shape.tag();
+}
+
+}  // namespace tune
