@@ -20,7 +20,10 @@ for step in "$@"; do
       { nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE; } >"$out/nvidia-smi.txt" 2>&1
       nproc >>"$out/nvidia-smi.txt" ;;
     tests)
-      .device/bin/tune_device_tests 2>&1 | tee -a "$out/tests.log" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error" || status=1 ;;
+      for t in .device/bin/tune_device*_tests; do
+        TUNE_EXE=$tune TUNE_FIXTURES=$PWD/tests/fixtures "$t" 2>&1 | tee -a "$out/tests.log" |
+          grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error" || status=1
+      done ;;
     verify)
       "$tune" verify .device/golden/*.json --results "$results" 2>&1 | tee -a "$out/verify.log" | tail -3 || status=1 ;;
     bench)
