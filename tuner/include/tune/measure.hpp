@@ -23,7 +23,7 @@ struct StopRule {
   double min_gpu_seconds = 0;    // or once this much GPU time was sampled (0: not a criterion)
   double wall_cap_seconds = 0.1; // stop regardless after this much wall time
   static StopRule search();  // >= 10 samples, noise <= 2 %, 0.1 s cap
-  static StopRule strict();  // >= 10 samples, >= 0.5 s GPU time or noise <= 0.5 %, 3 s cap
+  static StopRule strict();  // >= 10 samples, >= 0.5 s GPU time or noise <= 0.5 %, 2 s cap
   static StopRule screen();  // --search halving's first round: >= 5 samples, noise <= 5 %, 0.02 s cap
 };
 

@@ -70,6 +70,8 @@ struct TimingRecord {
   double graph_mean_us = 0;  // the same launches replayed from a CUDA graph, per launch
   ClockRecord clocks;
   int throttle_retries = 0;  // measurements discarded because the clocks throttled
+  // Where the measurement's wall time went (ms): warm-up, cold samples, batch, graph, clock reads.
+  double warmup_ms = 0, cold_ms = 0, batch_ms = 0, graph_ms = 0, clocks_ms = 0;
 };
 
 // An empty kernel measured by the harness's own methods: no variant can be timed below these.
@@ -100,6 +102,8 @@ struct VariantRecord {
   bool compile_cached = false;  // the CUBIN came from the compile cache
   double load_seconds = 0;
   double first_launch_ms = 0;
+  // Wall time of the whole evaluation as the orchestrator saw it (worker round trip included).
+  double evaluate_ms = 0;
   std::vector<nlohmann::ordered_json> launches;  // kernel, grid, block, dynamic smem
   std::map<std::string, Resources> resources;    // per kernel (lowered name)
   std::string log_excerpt;

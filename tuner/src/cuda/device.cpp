@@ -1,6 +1,9 @@
 #include <dlfcn.h>
 
 #include <cctype>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -138,8 +141,20 @@ std::vector<std::string> ClockSample::reason_names() const {
 ClockSample sample_clocks(const std::string& uuid) {
   ClockSample s;
   const Nvml& n = nvml();
+  // The handle of a UUID is looked up once (the lookup walks the devices).
+  static std::mutex mutex;
+  static std::map<std::string, NvmlDevice> handles;
   NvmlDevice dev = nullptr;
-  if (!n.ok || n.by_uuid(uuid.c_str(), &dev) != 0) return s;
+  if (!n.ok) return s;
+  {
+    std::lock_guard lock(mutex);
+    auto it = handles.find(uuid);
+    if (it == handles.end()) {
+      if (n.by_uuid(uuid.c_str(), &dev) != 0) return s;
+      it = handles.emplace(uuid, dev).first;
+    }
+    dev = it->second;
+  }
   unsigned mhz = 0;
   unsigned long long reasons = 0;
   if (n.clock(dev, kNvmlClockSm, &mhz) != 0 || n.reasons(dev, &reasons) != 0) return s;

@@ -130,7 +130,13 @@ Json timing_json(const TimingRecord& t) {
                 {"sm_mhz_end", t.clocks.sm_mhz_end},
                 {"reasons", t.clocks.reasons},
                 {"throttled", t.clocks.throttled}}},
-              {"throttle_retries", t.throttle_retries}};
+              {"throttle_retries", t.throttle_retries},
+              {"method_ms",
+               {{"warmup", number(t.warmup_ms)},
+                {"cold", number(t.cold_ms)},
+                {"batch", number(t.batch_ms)},
+                {"graph", number(t.graph_ms)},
+                {"clocks", number(t.clocks_ms)}}}};
 }
 TimingRecord timing_from(const Json& j) {
   TimingRecord t;
@@ -151,6 +157,14 @@ TimingRecord timing_from(const Json& j) {
   t.batch_launches = j.value("batch_launches", 0);
   t.graph_mean_us = read_number(j, "graph_mean_us");
   t.throttle_retries = j.value("throttle_retries", 0);
+  if (j.contains("method_ms") && j.at("method_ms").is_object()) {
+    const Json& m = j.at("method_ms");
+    t.warmup_ms = m.contains("warmup") ? read_number(m, "warmup") : 0;
+    t.cold_ms = m.contains("cold") ? read_number(m, "cold") : 0;
+    t.batch_ms = m.contains("batch") ? read_number(m, "batch") : 0;
+    t.graph_ms = m.contains("graph") ? read_number(m, "graph") : 0;
+    t.clocks_ms = m.contains("clocks") ? read_number(m, "clocks") : 0;
+  }
   if (j.contains("clocks")) {
     const Json& c = j.at("clocks");
     t.clocks.available = c.value("available", false);
@@ -191,6 +205,7 @@ Json variant_json(const VariantRecord& v) {
               {"compile_cached", v.compile_cached},
               {"load_seconds", number(v.load_seconds)},
               {"first_launch_ms", number(v.first_launch_ms)},
+              {"evaluate_ms", number(v.evaluate_ms)},
               {"launches", v.launches},
               {"max_registers", v.max_registers()},
               {"spill_bytes", v.spill_bytes()},
@@ -215,6 +230,7 @@ VariantRecord variant_from(const Json& j) {
   v.compile_cached = j.value("compile_cached", false);
   v.load_seconds = read_number(j, "load_seconds");
   v.first_launch_ms = read_number(j, "first_launch_ms");
+  v.evaluate_ms = j.contains("evaluate_ms") ? read_number(j, "evaluate_ms") : 0;
   if (j.contains("launches")) v.launches = j.at("launches").get<std::vector<Json>>();
   if (j.contains("resources"))
     for (const auto& [k, r] : j.at("resources").items()) v.resources[k] = resources_from(r);

@@ -272,21 +272,33 @@ struct DeviceRunner::Impl {
   }
 
   TimingRecord time_once(const LoadedVariant& v, const DeviceRunner::Options& o) {
+    auto t = Clock::now();
+    auto lap = [&t] {
+      const double ms = seconds_since(t) * 1e3;
+      t = Clock::now();
+      return ms;
+    };
+    TimingRecord r;
     warm(v, o.warmup_launches);
+    r.warmup_ms = lap();
     set_phase("timing");
     const ClockSample before = sample_clocks(device.uuid);
+    r.clocks_ms = lap();
     SampleSet set;
     const auto t0 = Clock::now();
     std::string why;
     while ((why = set.stop_reason(o.rule, seconds_since(t0))).empty()) set.add(cold_sample(v));
-    TimingRecord r;
     set.summarize(r);
+    r.cold_ms = lap();
     r.profile = o.rule.profile;
     r.stop_reason = why;
     r.batch_launches = o.batch_launches;
     r.batch_mean_us = batch_mean(v, o.batch_launches);
+    r.batch_ms = lap();
     r.graph_mean_us = graph_mean(v, o.batch_launches);
+    r.graph_ms = lap();
     r.clocks = clocks(before, sample_clocks(device.uuid));
+    r.clocks_ms += lap();
     return r;
   }
 
@@ -388,7 +400,13 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
     record.reason = fmt::format("{} during {}", e.name(), s.phase);
     if (e.sticky()) {
       record.fault = FaultRecord{"cuda_error", "", e.name(), s.phase, 0, 0};
-      s.recover();
+      // The driver may refuse a fresh context in this process after a sticky error; the fault is
+      // recorded either way (the worker process that runs this exits and is replaced).
+      try {
+        s.recover();
+      } catch (const std::exception& again) {
+        record.reason += fmt::format("; no fresh context in this process ({})", again.what());
+      }
     }
   }
 }

@@ -10,7 +10,7 @@ namespace tune {
 
 StopRule StopRule::search() { return {"search", 10, 100000, 0.02, 0.0, 0.1}; }
 StopRule StopRule::screen() { return {"screen", 5, 100000, 0.05, 0.0, 0.02}; }
-StopRule StopRule::strict() { return {"strict", 10, 1000000, 0.005, 0.5, 3.0}; }
+StopRule StopRule::strict() { return {"strict", 10, 1000000, 0.005, 0.5, 2.0}; }
 
 namespace {
 

@@ -656,6 +656,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
       }
       const auto t = Clock::now();
       gpu->evaluate(cr, lowered[i], rec, first_round);
+      rec.evaluate_ms = seconds_since(t) * 1e3;
       measure_busy += seconds_since(t);
       ++checked;
       if (rec.status == Status::kPassed) {
