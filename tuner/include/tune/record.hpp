@@ -104,6 +104,8 @@ struct VariantRecord {
   double first_launch_ms = 0;
   // Wall time of the whole evaluation as the orchestrator saw it (worker round trip included).
   double evaluate_ms = 0;
+  double parity_ms = 0;  // the parity check: poison, launch, download, compare
+  double unload_ms = 0;  // unloading the module after the evaluation
   std::vector<nlohmann::ordered_json> launches;  // kernel, grid, block, dynamic smem
   std::map<std::string, Resources> resources;    // per kernel (lowered name)
   std::string log_excerpt;

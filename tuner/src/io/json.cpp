@@ -206,6 +206,8 @@ Json variant_json(const VariantRecord& v) {
               {"load_seconds", number(v.load_seconds)},
               {"first_launch_ms", number(v.first_launch_ms)},
               {"evaluate_ms", number(v.evaluate_ms)},
+              {"parity_ms", number(v.parity_ms)},
+              {"unload_ms", number(v.unload_ms)},
               {"launches", v.launches},
               {"max_registers", v.max_registers()},
               {"spill_bytes", v.spill_bytes()},
@@ -231,6 +233,8 @@ VariantRecord variant_from(const Json& j) {
   v.load_seconds = read_number(j, "load_seconds");
   v.first_launch_ms = read_number(j, "first_launch_ms");
   v.evaluate_ms = j.contains("evaluate_ms") ? read_number(j, "evaluate_ms") : 0;
+  v.parity_ms = j.contains("parity_ms") ? read_number(j, "parity_ms") : 0;
+  v.unload_ms = j.contains("unload_ms") ? read_number(j, "unload_ms") : 0;
   if (j.contains("launches")) v.launches = j.at("launches").get<std::vector<Json>>();
   if (j.contains("resources"))
     for (const auto& [k, r] : j.at("resources").items()) v.resources[k] = resources_from(r);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -363,9 +364,21 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
   Impl& s = *impl_;
   s.item = 0;
   s.phase = "load";
+  // The module is unloaded when the evaluation ends, however it ends; that time is recorded too.
+  std::optional<LoadedVariant> loaded;
+  struct Unload {
+    std::optional<LoadedVariant>& v;
+    VariantRecord& r;
+    ~Unload() {
+      const auto t = Clock::now();
+      v.reset();
+      r.unload_ms = seconds_since(t) * 1e3;
+    }
+  } unload{loaded, record};
   try {
     const auto t = Clock::now();
-    LoadedVariant v = s.load(compiled, lowered);
+    loaded.emplace(s.load(compiled, lowered));
+    const LoadedVariant& v = *loaded;
     record.load_seconds = seconds_since(t);
     // NVRTC's ptxas report occasionally lacks a kernel; the loaded function knows its resources.
     for (std::size_t i = 0; i < v.functions.size(); ++i) {
@@ -383,8 +396,11 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
       record.reason = why;
       return;
     }
-    if (options.check_parity || !record.parity)
+    if (options.check_parity || !record.parity) {
+      const auto tp = Clock::now();
       record.parity = s.run_parity(v, s.parity_set, s.parity_reference, s.parity_seed, &record.first_launch_ms);
+      record.parity_ms = seconds_since(tp) * 1e3;
+    }
     if (!parity_passed(*record.parity)) {
       record.status = Status::kIncorrect;
       record.reason = fmt::format("{} of {} outputs outside atol=rtol=1e-4 ({} not finite); max abs error {:.3g}",
@@ -396,6 +412,7 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
     record.status = Status::kPassed;
     s.fill_throughput(record);
   } catch (const cuda::CudaError& e) {
+    loaded.reset();  // before any context reset, as when it went out of scope with the try block
     record.status = e.sticky() ? Status::kCrashed : Status::kLaunchFailed;
     record.reason = fmt::format("{} during {}", e.name(), s.phase);
     if (e.sticky()) {
