@@ -80,7 +80,8 @@ class WorkerProcess {
   [[nodiscard]] bool alive() const { return pid_ > 0; }
 
  private:
-  void send(const nlohmann::ordered_json& request);
+  // A JSON line, then the raw bytes of the attachments (the CUBINs its items announce).
+  void send(const nlohmann::ordered_json& request, const std::vector<const std::vector<char>*>& attachments = {});
   // The next reply (phase lines are consumed on the way); nullopt when the worker is lost.
   std::optional<nlohmann::ordered_json> receive(double deadline_s, FaultRecord* fault);
   std::optional<std::string> read_line(double deadline_s, bool* timed_out);
