@@ -575,18 +575,18 @@ TuneOutcome run_tune(const TuneOptions& o) {
     }
     return r;
   };
+  auto compile_and_queue = [&](std::size_t i) {
+    bool cached = false;
+    CompileResult r = compile_one(i, &cached);
+    std::lock_guard lock(mutex);
+    results[i] = std::move(r);
+    from_cache[i] = cached;
+    compiled_queue.push_back(i);
+    if (++compiled_count == todo) compile_wall = seconds_since(t_compile);
+    ready.notify_one();
+  };
   auto worker = [&] {
-    for (std::size_t k = next++; k < todo; k = next++) {
-      const std::size_t i = compile_order[k];
-      bool cached = false;
-      CompileResult r = compile_one(i, &cached);
-      std::lock_guard lock(mutex);
-      results[i] = std::move(r);
-      from_cache[i] = cached;
-      compiled_queue.push_back(i);
-      if (++compiled_count == todo) compile_wall = seconds_since(t_compile);
-      ready.notify_one();
-    }
+    for (std::size_t k = next++; k < todo; k = next++) compile_and_queue(compile_order[k]);
   };
   // A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
   auto ensure_compiled = [&](std::size_t i) {
@@ -635,7 +635,12 @@ TuneOutcome run_tune(const TuneOptions& o) {
     }
     if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s) {
       ctx.stopped_by_time_budget = true;
-      next = n;  // the workers take no new variant; those in flight finish
+      // The workers take no new variant; those in flight finish. A budget spent before any worker
+      // took the baseline (a loaded machine, a large space to lower) compiles it here, else the
+      // wait for it below would never end.
+      const std::size_t taken = next.exchange(n);
+      if (taken == 0 && todo > 0 && baseline_index && compile_order[0] == *baseline_index)
+        compile_and_queue(*baseline_index);
       log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}",
                       o.time_budget_s, done, n,
                       baseline_index && run.variants[*baseline_index].status == Status::kPending
