@@ -30,7 +30,8 @@ DeviceSelection parse_devices(const std::string& text) {
     s.all = true;
     return s;
   }
-  const std::string usage = fmt::format("--devices {}: expected all or a comma list of device ordinals, e.g. --devices 0,2", text);
+  const std::string usage =
+      fmt::format("--devices {}: expected all or a comma list of device ordinals, e.g. --devices 0,2", text);
   std::set<int> seen;
   for (std::size_t pos = 0; pos <= text.size();) {
     std::size_t end = text.find(',', pos);
@@ -38,7 +39,8 @@ DeviceSelection parse_devices(const std::string& text) {
     int d = -1;
     const auto r = std::from_chars(text.data() + pos, text.data() + end, d);
     if (end == pos || r.ec != std::errc() || r.ptr != text.data() + end || d < 0) throw InputError(usage);
-    if (!seen.insert(d).second) throw InputError(fmt::format("--devices {}: device {} is listed twice; list each once", text, d));
+    if (!seen.insert(d).second)
+      throw InputError(fmt::format("--devices {}: device {} is listed twice; list each once", text, d));
     s.ordinals.push_back(d);
     pos = end + 1;
   }
@@ -149,7 +151,8 @@ DeviceSweepResult run_sweep_on_devices(
     TuneOptions o = base;
     o.device = device.info.ordinal;
     o.device_dir = device.dir;
-    if (devices.size() > 1 && base.log) o.log = [&, k](const std::string& line) { base.log(fmt::format("[gpu {}] {}", devices[k].info.ordinal, line)); };
+    if (devices.size() > 1 && base.log)
+      o.log = [&, k](const std::string& line) { base.log(fmt::format("[gpu {}] {}", devices[k].info.ordinal, line)); };
     for (;;) {
       SweepWork w;
       {
@@ -209,8 +212,9 @@ DeviceSweepResult run_sweep_on_devices(
   std::sort(result.failed.begin(), result.failed.end());
   if (result.failed.size() == devices.size() && (result.not_run > 0 || result.ran == 0))
     throw DeviceError(fmt::format("every device failed ({} of {}), {} of {} items not run (results already written "
-                                  "stay); last: {}", devices.size(), devices.size(), result.not_run, work.size() * (replicate ? devices.size() : 1),
-                                  last_failure));
+                                  "stay); last: {}",
+                                  devices.size(), devices.size(), result.not_run,
+                                  work.size() * (replicate ? devices.size() : 1), last_failure));
   return result;
 }
 
