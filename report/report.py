@@ -173,8 +173,9 @@ def analyse(root, peaks, torch):
         fl = floors(run, peaks.get(slug))
         t = torch.get(slug, {}).get("entries", {}).get((run["problem"], shape_tag(run["shape"])))
         wt = win["timing"] if win and win.get("timing") else None
-        g["gpus"][slug] = {
-            "gpu": name, "file": str(path), "run": run,
+        # Keyed by the results folder: two cards of one model (one slug) write to folders of their own.
+        g["gpus"][path.parts[-3]] = {
+            "gpu": name, "slug": slug, "uuid": (run.get("device") or {}).get("uuid"), "file": str(path), "run": run,
             "winner": win["name"] if win else None, "winner_params": win["params"] if win else None,
             "median_us": wt["median_us"] if wt else None, "noise": wt["noise"] if wt else None,
             "batch_us": wt["batch_mean_us"] if wt else None, "graph_us": wt.get("graph_mean_us") if wt else None,
@@ -187,9 +188,48 @@ def analyse(root, peaks, torch):
             "times": {v["name"]: v["timing"]["median_us"] for v in passed(run)},
             "status": {v["name"]: v["status"] for v in run["variants"]},
         }
+    # Cards of one model are told apart by their folder in the tables ("NVIDIA H200 [h200-3f2a9c01]").
+    uuids = {}
     for g in groups.values():
+        for d in g["gpus"].values():
+            uuids.setdefault(d["gpu"], set()).add(d["uuid"])
+    for g in groups.values():
+        for key, d in g["gpus"].items():
+            if len(uuids[d["gpu"]]) > 1:
+                d["gpu"] = f"{d['gpu']} [{key}]"
         g["portability"] = portability(g["gpus"]) if len(g["gpus"]) >= 2 else None
+        g["card_spread"] = card_spread(g["gpus"])
     return runs, dict(sorted(groups.items()))
+
+
+def spread_pct(values):
+    """max / min - 1, in %, of the values that exist; None with fewer than two."""
+    v = [t for t in values if t is not None]
+    return (max(v) / min(v) - 1) * 100 if len(v) >= 2 and min(v) > 0 else None
+
+
+def card_spread(gpus):
+    """Cards of one model (same device name, different UUIDs) that measured this shape: each card's
+    winner and its median, the spread of those medians, and for each card's winner config its
+    median on every card of the model with the spread (max / min - 1, %)."""
+    models = {}
+    for key, d in gpus.items():
+        models.setdefault(d["run"]["device"]["name"] if d["run"].get("device") else None, []).append(key)
+    out = []
+    for model, keys in sorted(models.items(), key=lambda m: str(m[0])):
+        if model is None or len({gpus[k]["uuid"] for k in keys}) < 2:
+            continue
+        configs = []
+        for c in dict.fromkeys(gpus[k]["winner"] for k in keys if gpus[k]["winner"]):
+            on = {k: gpus[k]["times"].get(c) for k in keys}
+            configs.append({"config": c, "winner_on": [k for k in keys if gpus[k]["winner"] == c], "on": on,
+                            "spread_pct": spread_pct(on.values())})
+        out.append({"model": model,
+                    "cards": [{"card": k, "uuid": gpus[k]["uuid"], "winner": gpus[k]["winner"],
+                               "median_us": gpus[k]["median_us"]} for k in keys],
+                    "winner_median_spread_pct": spread_pct(gpus[k]["median_us"] for k in keys),
+                    "configs": configs})
+    return out
 
 
 def portability(gpus):
@@ -460,7 +500,7 @@ def build(root, out, peaks, torch, charts=True):
                     "(MEASURE.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate; the "
                     "ratio is the winner's cold median over the larger floor. Winners that use tensor cores (TF32) "
                     "can go below the FP32 floor.")]
-    used = sorted({s for g in groups.values() for s in g["gpus"]})
+    used = sorted({d["slug"] for g in groups.values() for d in g["gpus"].values()})
     blocks.append(("h2", "Summary"))
     blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / larger floor", "speedup over baseline",
                              "over PyTorch eager", "over torch.compile"],
@@ -534,6 +574,19 @@ def build(root, out, peaks, torch, charts=True):
                 if charts:
                     blocks.append(("img", chart_portability(plt, g, out),
                                    f"{problem} {shape_text(g['shape'])}: portability"))
+            for m in g["card_spread"]:
+                keys = [c["card"] for c in m["cards"]]
+                blocks.append(("p", f"Card-to-card spread: {len(keys)} cards of {m['model']} measured this shape "
+                                    "(spread = max / min − 1 of the cold medians)."))
+                blocks.append(("table", ["card", "UUID", "winner", "winner cold µs"],
+                               [[f"`{c['card']}`", f"`{c['uuid']}`", f"`{c['winner']}`" if c["winner"] else "—",
+                                 fmt(c["median_us"])] for c in m["cards"]]
+                               + [["all cards", "", "spread of the winners' medians",
+                                   fmt(m["winner_median_spread_pct"]) + " %"]]))
+                blocks.append(("table", ["config", "winner on"] + [f"on `{k}` µs" for k in keys] + ["spread"],
+                               [[f"`{c['config']}`", ", ".join(f"`{k}`" for k in c["winner_on"])]
+                                + [fmt(c["on"][k]) for k in keys] + [fmt(c["spread_pct"]) + " %"]
+                                for c in m["configs"]]))
             if charts:
                 blocks.append(("img", chart_distribution(plt, g, out), f"{problem} {shape_text(g['shape'])}: distribution"))
                 for slug in g["gpus"]:
@@ -541,6 +594,7 @@ def build(root, out, peaks, torch, charts=True):
                     if img:
                         blocks.append(("img", img, f"{slug} {problem} {shape_text(g['shape'])}: parameter sensitivity"))
             data["groups"].append({"problem": problem, "shape": g["shape"], "portability": g["portability"],
+                                   "card_spread": g["card_spread"],
                                    "gpus": {s: {k: v for k, v in d.items() if k not in ("run", "times", "status")}
                                             for s, d in g["gpus"].items()}})
     (head, rows), detail = summary_tables(runs)

@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <sys/wait.h>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -25,8 +27,9 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(TUNE_EXE) + " " + args + " 2>&1";
+// env: "NAME=value ..." set for this run only.
+Result run_with(const std::string& env, const std::string& args) {
+  const std::string cmd = env + " " + std::string(TUNE_EXE) + " " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
@@ -35,6 +38,8 @@ Result run(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+Result run(const std::string& args) { return run_with("", args); }
 
 std::string out_dir(const std::string& name) {
   const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / "cli_out" / name;
@@ -186,6 +191,122 @@ TEST(CliSweep, ShardsOfASweepAndOfOneShapeMergeIntoTheUnshardedFiles) {
   // A part of a shape's variants is no result to build a header or a report from.
   const auto part = std::filesystem::path(out) / "v0" / dir / "B2_N16_C64_H32.shard-0-of-3.json";
   expect_error("header " + part.string() + " -o " + out + "/x.hpp", "combine the shards with tune merge");
+}
+
+// --devices on fake devices (TUNE_WORKER_FAKE_DEVICES): no GPU needed. Two fake devices share the
+// name "Fake GPU", so each writes under fake-gpu-<first 8 hex of its UUID>.
+namespace multi {
+
+const char* kDevice0 = "GPU-fa4e0000-0000-0000-0000-000000000000";
+const char* kDevice1 = "GPU-fa4e0001-0000-0000-0000-000000000000";
+const std::vector<std::string> kTags = {"B1_N16_C64_H32", "B2_N16_C64_H32", "B3_N16_C64_H32", "B4_N16_C64_H32"};
+
+std::string sweep(const std::string& out) {
+  return "--problem contact --B 1,2,3,4 --N 16 --config " + std::string(TUNE_FIXTURES) +
+         "/contact_sweep_space.json --cache-dir " + out + "/cache";
+}
+
+Result run_fake(const std::string& env, const std::string& args) {
+  return run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=20 " + env, args);
+}
+
+// comparable() less what differs between devices and runs: the timings (the fake's are made up).
+nlohmann::ordered_json same_work(const std::filesystem::path& file) {
+  auto j = comparable(file);
+  for (auto& v : j.at("variants"))
+    for (const char* k : {"timing", "search_timing", "throughput", "load_seconds", "first_launch_ms"}) v.erase(k);
+  return j;
+}
+
+}  // namespace multi
+
+TEST(CliDevices, ASweepOnTwoDevicesSpreadsItsShapesAndMatchesTheSerialRun) {
+  const std::string out = out_dir("devices_all");
+  const Result serial = multi::run_fake("", multi::sweep(out) + " --out " + out + "/serial");
+  ASSERT_EQ(serial.code, 0) << serial.output;
+  const Result r = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2", multi::sweep(out) + " --devices all --out " + out + "/multi");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("sweep: 4 items run on 2 devices"), std::string::npos) << r.output;
+  std::map<std::string, int> per_device;
+  for (const auto& tag : multi::kTags) {
+    int found = 0;
+    for (const auto& [dir, uuid, ordinal] : {std::tuple{"fake-gpu-fa4e0000", multi::kDevice0, 0},
+                                             std::tuple{"fake-gpu-fa4e0001", multi::kDevice1, 1}}) {
+      const auto file = std::filesystem::path(out) / "multi" / dir / "contact" / (tag + ".json");
+      if (!std::filesystem::exists(file)) continue;
+      ++found;
+      ++per_device[dir];
+      const auto j = nlohmann::ordered_json::parse(std::ifstream(file));
+      EXPECT_EQ(j.at("complete"), true) << file;
+      EXPECT_EQ(j.at("device").at("uuid"), uuid) << file;
+      EXPECT_EQ(j.at("device").at("ordinal"), ordinal) << file;
+      EXPECT_EQ(multi::same_work(file),
+                multi::same_work(std::filesystem::path(out) / "serial" / "fake-gpu" / "contact" / (tag + ".json")))
+          << tag;
+    }
+    EXPECT_EQ(found, 1) << tag << " is measured once, on one device\n" << r.output;
+  }
+  EXPECT_EQ(per_device.size(), 2u) << "both devices take items\n" << r.output;
+}
+
+TEST(CliDevices, AFailingDeviceHandsItsWorkToTheOther) {
+  const std::string out = out_dir("devices_fail");
+  const Result r = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2 TUNE_WORKER_FAKE_FAIL_DEVICE=1",
+                                   multi::sweep(out) + " --devices all --out " + out + "/multi");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(std::string("device 1 (Fake GPU, ") + multi::kDevice1 + ") failed: "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("its work goes to the others"), std::string::npos) << r.output;
+  for (const auto& tag : multi::kTags) {
+    const auto file = std::filesystem::path(out) / "multi" / "fake-gpu-fa4e0000" / "contact" / (tag + ".json");
+    ASSERT_TRUE(std::filesystem::exists(file)) << tag << "\n" << r.output;
+    EXPECT_EQ(nlohmann::ordered_json::parse(std::ifstream(file)).at("complete"), true) << file;
+  }
+  // The failed card keeps no half-run file of the item it dropped.
+  for (const auto& tag : multi::kTags)
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "multi" / "fake-gpu-fa4e0001" / "contact" /
+                                         (tag + ".json")))
+        << tag;
+
+  // Every device failing: one error line, a non-zero exit.
+  const Result all = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=1 TUNE_WORKER_FAKE_FAIL_DEVICE=0",
+                                     multi::sweep(out) + " --devices all --out " + out + "/none");
+  EXPECT_EQ(all.code, 3) << all.output;
+  EXPECT_NE(all.output.find("tune: every device failed (1 of 1), 4 of 4 items not run"), std::string::npos) << all.output;
+}
+
+TEST(CliDevices, ReplicateRunsEveryShapeOnEveryDevice) {
+  const std::string out = out_dir("devices_replicate");
+  const Result r = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2",
+                                   "--problem contact --B 1,2 --N 16 --config " + std::string(TUNE_FIXTURES) +
+                                       "/contact_sweep_space.json --cache-dir " + out + "/cache --devices 0,1 "
+                                       "--replicate --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* dir : {"fake-gpu-fa4e0000", "fake-gpu-fa4e0001"})
+    for (const char* tag : {"B1_N16_C64_H32", "B2_N16_C64_H32"})
+      EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / dir / "contact" / (std::string(tag) + ".json")))
+          << dir << "/" << tag << "\n" << r.output;
+}
+
+TEST(CliDevices, UnknownDevicesAreOneLineAndExitCode2) {
+  const std::string out = out_dir("devices_unknown");
+  const Result r = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2", multi::sweep(out) + " --devices 5 --out " + out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("tune: --devices: device 5 does not exist (this machine has 2"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "fake-gpu-fa4e0000")) << "nothing ran";
+  expect_error("--problem contact --B 1 --N 16 --devices 0,x", "expected all or a comma list");
+  expect_error("--problem contact --B 1 --N 16 --devices 0,0", "device 0 is listed twice");
+  expect_error("--problem contact --B 1 --N 16 --replicate", "--replicate runs each shape on every device");
+}
+
+TEST(CliDevices, AllWithoutAGpuIsTheCompileOnlySweepOnce) {
+  if (tune::query_device(0, nullptr)) GTEST_SKIP() << "a CUDA device is present";
+  const std::string out = out_dir("devices_none");
+  const Result r = run("--problem contact --B 1,2 --N 16 --config " + std::string(TUNE_FIXTURES) +
+                       "/contact_sweep_space.json --cache-dir " + out + "/cache --devices all --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("sweep: 2 of 2 items run"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N16_C64_H32.json"));
 }
 
 TEST(CliSweep, BadSweepInputIsOneLineAndExitCode2) {

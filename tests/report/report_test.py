@@ -51,6 +51,10 @@ class Report(unittest.TestCase):
         self.assertIn("| Synthetic GPU B | `strategy=warp, block=64` | 500.00 | 1.0 % | 475.00 | 450.00 | 200.00 "
                       "| 400.00 | 1.25x | 800.00 | 1.60x |", self.md)
 
+    def test_two_models_have_no_card_to_card_spread(self):
+        self.assertTrue(all(g["card_spread"] == [] for g in self.g.values()))
+        self.assertNotIn("Card-to-card", self.md)
+
     def test_summary_rows(self):
         self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.33x | 2.00x | 5.00x | 3.00x |", self.md)
         self.assertIn("| contact B2 N64 C64 H32 | Synthetic GPU B | 500.00 | 1.25x | 1.60x | — | — |", self.md)
@@ -118,6 +122,47 @@ class Report(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
         self.assertIn("/nonexistent/results: not a folder", r.stderr)
+
+
+class CardToCardSpread(unittest.TestCase):
+    """Two cards of one model (tests/fixtures/report/two_cards/, SYNTHETIC): each card's winner and
+    the spread of the medians between the cards."""
+    C0, C1 = "synthetic-gpu-c-aaaa0001", "synthetic-gpu-c-bbbb0002"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.out = OUT.with_name(OUT.name + "_two_cards")  # Report.setUpClass empties OUT
+        shutil.rmtree(cls.out, ignore_errors=True)
+        r = tune("report", str(FIX / "two_cards"), "-o", str(cls.out))
+        assert r.returncode == 0, r.stdout + r.stderr
+        cls.md = (cls.out / "report.md").read_text()
+        cls.g = {json.dumps(g["shape"]): g for g in json.loads((cls.out / "report.json").read_text())["groups"]}
+
+    def test_the_same_winner_on_both_cards(self):
+        (m,) = self.g[json.dumps(S1)]["card_spread"]
+        self.assertEqual(m["model"], "Synthetic GPU C")
+        self.assertEqual([c["card"] for c in m["cards"]], [self.C0, self.C1])
+        self.assertEqual([c["winner"] for c in m["cards"]], ["strategy=warp,block=64"] * 2)
+        self.assertEqual([c["median_us"] for c in m["cards"]], [400.0, 420.0])
+        self.assertAlmostEqual(m["winner_median_spread_pct"], 5.0)
+        (c,) = m["configs"]
+        self.assertAlmostEqual(c["spread_pct"], 5.0)
+        self.assertIn("| `strategy=warp,block=64` | `synthetic-gpu-c-aaaa0001`, `synthetic-gpu-c-bbbb0002` | 400.00 "
+                      "| 420.00 | 5.00 % |", self.md)
+
+    def test_different_winners_each_with_its_spread(self):
+        (m,) = self.g[json.dumps(S2)]["card_spread"]
+        self.assertAlmostEqual(m["winner_median_spread_pct"], (650 / 640 - 1) * 100)
+        spread = {c["config"]: c["spread_pct"] for c in m["configs"]}
+        self.assertAlmostEqual(spread["strategy=warp,block=128"], (680 / 650 - 1) * 100)
+        self.assertAlmostEqual(spread["strategy=warp,block=64"], (660 / 640 - 1) * 100)
+        self.assertIn("| `synthetic-gpu-c-bbbb0002` | `GPU-bbbb0002-0000-0000-0000-000000000000` | "
+                      "`strategy=warp,block=64` | 640.00 |", self.md)
+        self.assertIn("Card-to-card spread: 2 cards of Synthetic GPU C", self.md)
+
+    def test_cards_are_told_apart_in_the_tables(self):
+        self.assertIn("Synthetic GPU C [synthetic-gpu-c-aaaa0001]", self.md)
+        self.assertIn("Synthetic GPU C [synthetic-gpu-c-bbbb0002]", self.md)
 
 
 class TorchBaseline(unittest.TestCase):

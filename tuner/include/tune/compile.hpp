@@ -1,7 +1,9 @@
 #pragma once
 // NVRTC: source + name expressions + options + arch -> CUBIN, log and ptxas resources.
 // Needs no GPU. A compile failure is a result; only an API misuse throws.
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,37 @@ CompileResult compile(const CompileRequest& request);
 std::string nvrtc_version();
 // Parses the ptxas lines of an NVRTC log; exposed for tests.
 std::map<std::string, Resources> parse_ptxas_report(std::string_view log);
+
+// The process-wide limit on concurrent NVRTC compiles. Every run's compile threads take a slot
+// around each compile (a cache hit takes none), so runs on several devices at once share the
+// cores: together they compile at most `limit` variants at a time, and one run's compile-bound
+// phase uses every slot while another run measures.
+class CompileSlots {
+ public:
+  // The process's slots.
+  static CompileSlots& shared();
+  // Raises the limit to at least n (runs of one process ask for the same --jobs).
+  void ensure(int n);
+  [[nodiscard]] int limit() const;
+  [[nodiscard]] int in_use() const;
+  // A held slot; released when destroyed.
+  class Slot {
+   public:
+    explicit Slot(CompileSlots& slots);
+    ~Slot();
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+
+   private:
+    CompileSlots& slots_;
+  };
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable freed_;
+  int limit_ = 1;
+  int in_use_ = 0;
+};
 
 // The kernel templates embedded into the binary at build time; throws InputError for an unknown name.
 std::string_view template_source(std::string_view name);

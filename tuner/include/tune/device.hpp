@@ -33,6 +33,9 @@ struct DeviceInfo {
 // "h200" from "NVIDIA H200", "rtx-4090" from "NVIDIA GeForce RTX 4090".
 std::string device_slug(const std::string& name);
 
+// The CUDA devices the driver sees; 0, with the reason, when there is no usable driver.
+int device_count(std::string* why);
+
 // Nullopt, with the reason, when there is no usable CUDA device.
 std::optional<DeviceInfo> query_device(int ordinal, std::string* why);
 

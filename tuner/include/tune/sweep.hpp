@@ -64,10 +64,9 @@ std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const Sha
 // list. 16 hex digits.
 std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>& items);
 
-// Runs the work in order: options_for(base, work) through run_tune, then on_done. Stops after an
-// interrupted item. This loop is where `--devices all` plugs in: one thread per device pulling
-// SweepWork from a shared queue, each with its own TuneOptions::device, on_done under a mutex.
-// Returns the number of items run.
+// Runs the work in order on one device: options_for(base, work) through run_tune, then on_done.
+// Stops after an interrupted item. Returns the number of items run. Several devices:
+// run_sweep_on_devices (tune/devices.hpp).
 std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
                       const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done);
 TuneOptions options_for(const TuneOptions& base, const SweepWork& work);

@@ -25,6 +25,9 @@ struct TuneOptions {
   int jobs = 0;                                 // 0: all hardware threads
   bool compile_only = false;
   int device = 0;
+  // The results folder under out_dir for the device (empty: its slug, "h200"). The multi-device
+  // sweep sets "<slug>-<first 8 hex of the UUID>" when two devices in use share a slug.
+  std::string device_dir;
   int arch = 90;  // target when compiling without a device
   int top_k = 3;
   // 0: every valid configuration. N > 0: a random sample of N of them (drawn from `seed`, the

@@ -13,6 +13,10 @@
 //                                 derived from a hash of the variant's name (a synthetic device,
 //                                 "Fake GPU", so a machine without a GPU runs the timed pipeline)
 //   TUNE_WORKER_FAKE_DELAY_MS=N   each fake evaluation takes N ms longer
+//   TUNE_WORKER_FAKE_DEVICES=N    with TUNE_WORKER_FAKE: the orchestrator sees N fake devices
+//                                 (default 1), each with its own UUID, for --devices
+//   TUNE_WORKER_FAKE_FAIL_DEVICE=K  with TUNE_WORKER_FAKE: the worker's init on device K fails
+//                                 (a DeviceError), as a lost or broken card would
 //   TUNE_WORKER_FAULT="SUB=KIND[@remeasure];..."  variants whose name contains SUB fail on
 //                                 purpose: segv, abort, hang (at the parity phase) or cuda (a sticky
 //                                 CUDA error; on a real device a kernel that writes to address 8).
@@ -38,8 +42,12 @@ inline constexpr const char* kWorkerCommand = "__worker";
 [[nodiscard]] bool worker_fake_mode();
 // "NAME=value" of each TUNE_WORKER_* variable that is set.
 [[nodiscard]] std::vector<std::string> worker_test_hooks();
-// The device a fake run reports (TUNE_WORKER_FAKE): "Fake GPU", the limits of the arch.
-[[nodiscard]] DeviceInfo fake_device(int compute_capability);
+// The device a fake run reports (TUNE_WORKER_FAKE): "Fake GPU", the limits of the arch, a UUID
+// of its own per ordinal ("GPU-fa4e0001-..." for 1).
+[[nodiscard]] DeviceInfo fake_device(int compute_capability, int ordinal = 0);
+// TUNE_WORKER_FAKE_DEVICES (default 1) and TUNE_WORKER_FAKE_FAIL_DEVICE (-1: none).
+[[nodiscard]] int fake_device_count();
+[[nodiscard]] int fake_failing_device();
 
 // The worker's main loop (tune __worker PARENT_PID). Returns its exit code.
 int run_worker(int argc, char** argv);

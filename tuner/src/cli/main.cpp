@@ -1,4 +1,5 @@
 // tune: the command line. It parses arguments and calls the library, nothing more.
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -6,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "tune/devices.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/report.hpp"
@@ -82,7 +84,15 @@ int main(int argc, char** argv) {
   app.add_option("--header", header, "where to write the generated header (default: beside the JSON)");
   app.add_option("--config", config, "search-space file (default: the embedded configs/<problem>.json)");
   app.add_option("--jobs,-j", opt.jobs, "parallel NVRTC compiles (default: all cores)");
-  app.add_option("--device", opt.device, "CUDA device ordinal")->capture_default_str();
+  auto* device_opt = app.add_option("--device", opt.device, "CUDA device ordinal")->capture_default_str();
+  std::string devices_text;
+  bool replicate = false;
+  app.add_option("--devices", devices_text,
+                 "all, or a comma list of ordinals (0,2): one worker per device, taking the sweep's shapes from one "
+                 "queue; compiles share --jobs; a device that fails hands its work to the others")
+      ->excludes(device_opt);
+  app.add_flag("--replicate", replicate,
+               "with --devices: run every shape on every device (card-to-card comparisons; tune report shows the spread)");
   app.add_option("--arch", opt.arch, "compute capability to compile for when there is no device, e.g. 90")->capture_default_str();
   app.add_option("--top", opt.top_k, "variants re-measured strictly, interleaved, before naming the winner")->capture_default_str();
   app.add_option("--budget", opt.budget,
@@ -194,7 +204,24 @@ int main(int argc, char** argv) {
     if (!config.empty()) opt.config = config;
     if (!cache_dir.empty()) opt.cache_dir = cache_dir;
     opt.log = log;
-    if (items.size() == 1 && shard.count == 1) {
+    if (replicate && devices_text.empty()) {
+      fmt::print(stderr, "tune: --replicate runs each shape on every device of --devices; add --devices all or a list\n");
+      return 2;
+    }
+    std::vector<tune::SweepDevice> devices;
+    if (!devices_text.empty()) {
+      const tune::DeviceSelection selection = tune::parse_devices(devices_text);
+      if (opt.compile_only) log("--compile-only: nothing is timed, so the sweep runs once, not per device");
+      else devices = tune::resolve_devices(selection, opt.arch);
+      if (devices.empty() && !opt.compile_only)
+        log("--devices all: no CUDA device; running the compile-only sweep once");
+      if (opt.header && devices.size() > 1) {
+        fmt::print(stderr, "tune: --header names one file, but {} devices write results; leave it out (each header is "
+                           "written beside its results)\n", devices.size());
+        return 2;
+      }
+    }
+    if (items.size() == 1 && shard.count == 1 && devices.empty()) {
       opt.problem = items.front().problem;
       opt.dims = items.front().dims;
       const tune::TuneOutcome outcome = tune::run_tune(opt);
@@ -212,6 +239,24 @@ int main(int argc, char** argv) {
       log(fmt::format("shard {}/{}: {} of the sweep's {} items{}", shard.index, shard.count, work.size(), items.size(),
                       items.size() == 1 ? " (one shape: its variants are split)" : ""));
     bool interrupted = false;
+    if (!devices.empty()) {
+      for (const auto& d : devices)
+        log(fmt::format("{} -> {}/{}/", tune::describe_device(d.info), out_dir, d.dir));
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto result = tune::run_sweep_on_devices(
+          work, opt, devices, replicate,
+          [&](const tune::SweepWork& w, const tune::SweepDevice& d, const tune::TuneOutcome& outcome) {
+            fmt::print("\n== sweep item {} of {} on device {}: {}", w.index + 1, items.size(), d.info.ordinal,
+                       w.item.describe());
+            print_summary(outcome);
+            std::fflush(stdout);
+          });
+      fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", result.ran, replicate ? "item runs" : "items",
+                 devices.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 result.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(result.failed, ", ")),
+                 result.not_run ? fmt::format("; {} not run", result.not_run) : std::string());
+      return result.interrupted ? 130 : 0;
+    }
     const std::size_t ran = tune::run_sweep(work, opt, [&](const tune::SweepWork& w, const tune::TuneOutcome& outcome) {
       fmt::print("\n== sweep item {} of {}: {}", w.index + 1, items.size(), w.item.describe());
       print_summary(outcome);

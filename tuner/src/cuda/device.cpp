@@ -37,6 +37,19 @@ std::string device_slug(const std::string& name) {
 
 std::string DeviceInfo::slug() const { return device_slug(name); }
 
+int device_count(std::string* why) {
+  if (!cuda::driver_available(why)) return 0;
+  try {
+    int count = 0;
+    TUNE_CU(cuDeviceGetCount(&count));
+    if (count == 0 && why) *why = "the driver reports no CUDA device";
+    return count;
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return 0;
+  }
+}
+
 std::optional<DeviceInfo> query_device(int ordinal, std::string* why) {
   if (!cuda::driver_available(why)) return std::nullopt;
   try {

@@ -46,18 +46,28 @@ extern "C" void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
+// Counted: runs on several devices at once share the handler and the flag (one Ctrl-C stops them
+// all); the first run installs it, the last one gives SIGINT back its previous action.
 class SigintGuard {
  public:
   SigintGuard() {
-    g_interrupted = false;
-    previous_ = std::signal(SIGINT, on_sigint);
+    const std::lock_guard lock(mutex_);
+    if (active_++ == 0) {
+      g_interrupted = false;
+      previous_ = std::signal(SIGINT, on_sigint);
+    }
   }
-  ~SigintGuard() { std::signal(SIGINT, previous_ == SIG_ERR ? SIG_DFL : previous_); }
+  ~SigintGuard() {
+    const std::lock_guard lock(mutex_);
+    if (--active_ == 0) std::signal(SIGINT, previous_ == SIG_ERR ? SIG_DFL : previous_);
+  }
   SigintGuard(const SigintGuard&) = delete;
   SigintGuard& operator=(const SigintGuard&) = delete;
 
  private:
-  void (*previous_)(int) = SIG_DFL;
+  static inline std::mutex mutex_;
+  static inline int active_ = 0;
+  static inline void (*previous_)(int) = SIG_DFL;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -248,16 +258,27 @@ CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> 
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  const auto tmp = path.string() + ".tmp";
+  // A name of its own per writer: two runs (or two devices' compile threads) may write one path at
+  // once; each writes whole and the last rename wins.
+  static std::atomic<std::uint64_t> serial{0};
+  const auto tmp = fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw InputError(fmt::format("cannot write {}; check the directory's permissions", tmp));
     f << text;
     f.flush();
-    if (!f) throw InputError(fmt::format("writing {} failed (disk full?)", tmp));
+    if (!f) {
+      f.close();
+      std::filesystem::remove(tmp, ec);
+      throw InputError(fmt::format("writing {} failed (disk full?)", tmp));
+    }
   }
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw InputError(fmt::format("cannot move {} to {} ({})", tmp, path.string(), ec.message()));
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw InputError(fmt::format("cannot move {} to {} ({})", tmp, path.string(), ec.message()));
+  }
 }
 
 Space load_space(const std::string& problem, const std::optional<std::filesystem::path>& file) {
@@ -373,7 +394,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   bool compile_only = o.compile_only;
   const bool fake = !compile_only && worker_fake_mode();
   if (fake) {
-    run.device = fake_device(o.arch);
+    run.device = fake_device(o.arch, o.device);
     log("TUNE_WORKER_FAKE: a synthetic device; the worker returns made-up results and measures nothing");
   } else if (!compile_only) {
     run.device = query_device(o.device, &why);
@@ -390,7 +411,9 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const DeviceLimits limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
   run.timed = !compile_only;
 
-  const std::string gpu_dir = run.device ? run.device->slug() : "compile-only-" + arch_name(cc);
+  const std::string gpu_dir = !run.device            ? "compile-only-" + arch_name(cc)
+                              : o.device_dir.empty() ? run.device->slug()
+                                                     : o.device_dir;
   const auto json_path = o.out_dir / gpu_dir / o.problem / (result_stem(shape, o.shard) + ".json");
   check_writable(json_path.parent_path());
   if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
@@ -415,6 +438,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.compile_options = default_options(cc);
   ctx.config_file = o.config ? o.config->string() : space.source_name() + " (embedded)";
   ctx.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  CompileSlots::shared().ensure(ctx.jobs);
 
   std::optional<CompileCache> cache;
   if (!o.no_cache) cache.emplace(o.cache_dir ? *o.cache_dir : CompileCache::default_dir());
@@ -539,7 +563,10 @@ TuneOutcome run_tune(const TuneOptions& o) {
         r = std::move(*hit);
         *cached = true;
       } else {
-        r = compile(req);
+        {
+          const CompileSlots::Slot slot(CompileSlots::shared());
+          r = compile(req);
+        }
         if (cache) cache->store(key, r);
       }
     } catch (const std::exception& e) {
@@ -548,18 +575,18 @@ TuneOutcome run_tune(const TuneOptions& o) {
     }
     return r;
   };
+  auto compile_and_queue = [&](std::size_t i) {
+    bool cached = false;
+    CompileResult r = compile_one(i, &cached);
+    std::lock_guard lock(mutex);
+    results[i] = std::move(r);
+    from_cache[i] = cached;
+    compiled_queue.push_back(i);
+    if (++compiled_count == todo) compile_wall = seconds_since(t_compile);
+    ready.notify_one();
+  };
   auto worker = [&] {
-    for (std::size_t k = next++; k < todo; k = next++) {
-      const std::size_t i = compile_order[k];
-      bool cached = false;
-      CompileResult r = compile_one(i, &cached);
-      std::lock_guard lock(mutex);
-      results[i] = std::move(r);
-      from_cache[i] = cached;
-      compiled_queue.push_back(i);
-      if (++compiled_count == todo) compile_wall = seconds_since(t_compile);
-      ready.notify_one();
-    }
+    for (std::size_t k = next++; k < todo; k = next++) compile_and_queue(compile_order[k]);
   };
   // A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
   auto ensure_compiled = [&](std::size_t i) {
@@ -608,7 +635,12 @@ TuneOutcome run_tune(const TuneOptions& o) {
     }
     if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s) {
       ctx.stopped_by_time_budget = true;
-      next = n;  // the workers take no new variant; those in flight finish
+      // The workers take no new variant; those in flight finish. A budget spent before any worker
+      // took the baseline (a loaded machine, a large space to lower) compiles it here, else the
+      // wait for it below would never end.
+      const std::size_t taken = next.exchange(n);
+      if (taken == 0 && todo > 0 && baseline_index && compile_order[0] == *baseline_index)
+        compile_and_queue(*baseline_index);
       log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}",
                       o.time_budget_s, done, n,
                       baseline_index && run.variants[*baseline_index].status == Status::kPending

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -166,16 +167,19 @@ class Worker {
     for (const auto& [k, v] : r.at("shape").items()) shape_.set(k, v.get<std::int64_t>());
     seed_ = r.at("seed").get<std::uint64_t>();
     parity_seed_ = parity_seed_of(seed_);
+    const int device = r.at("device").get<int>();
+    if (fake_ && fake_failing_device() == device)
+      throw DeviceError(fmt::format("cannot initialise device {} (injected by TUNE_WORKER_FAKE_FAIL_DEVICE)", device));
     if (!fake_) {
       std::string why;
-      const auto device = query_device(r.at("device").get<int>(), &why);
-      if (!device) throw DeviceError("no CUDA device in the worker: " + why);
+      const auto info = query_device(device, &why);
+      if (!info) throw DeviceError("no CUDA device in the worker: " + why);
       const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);
       std::vector<double> reference = problem_->reference(shape_, parity);
-      runner_.emplace(*device, *problem_, shape_, problem_->make_data(shape_, seed_, DataPurpose::kTiming), parity,
+      runner_.emplace(*info, *problem_, shape_, problem_->make_data(shape_, seed_, DataPurpose::kTiming), parity,
                       std::move(reference), parity_seed_);
       runner_->on_phase([this](const std::string& phase, int item) { announce(phase, item); });
-      device_cc_ = device->compute_capability();
+      device_cc_ = info->compute_capability();
     }
     reply({{"reply", "ready"}});
   }
@@ -376,16 +380,29 @@ bool worker_fake_mode() {
 
 std::vector<std::string> worker_test_hooks() {
   std::vector<std::string> out;
-  for (const char* name : {"TUNE_WORKER_FAKE", "TUNE_WORKER_FAKE_DELAY_MS", "TUNE_WORKER_FAULT"})
+  for (const char* name : {"TUNE_WORKER_FAKE", "TUNE_WORKER_FAKE_DELAY_MS", "TUNE_WORKER_FAULT",
+                           "TUNE_WORKER_FAKE_DEVICES", "TUNE_WORKER_FAKE_FAIL_DEVICE"})
     if (const char* v = env(name)) out.push_back(std::string(name) + "=" + v);
   return out;
 }
 
-DeviceInfo fake_device(int compute_capability) {
+int fake_device_count() {
+  const char* v = env("TUNE_WORKER_FAKE_DEVICES");
+  return v ? std::max(0, std::atoi(v)) : 1;
+}
+
+int fake_failing_device() {
+  const char* v = env("TUNE_WORKER_FAKE_FAIL_DEVICE");
+  return v ? std::atoi(v) : -1;
+}
+
+DeviceInfo fake_device(int compute_capability, int ordinal) {
   const DeviceLimits l = DeviceLimits::for_arch(compute_capability);
   DeviceInfo d;
+  d.ordinal = ordinal;
   d.name = "Fake GPU";
-  d.uuid = "fake (TUNE_WORKER_FAKE)";
+  // Distinct per ordinal, in the shape of a real one ("fa4e" marks it as made up).
+  d.uuid = fmt::format("GPU-fa4e{:04x}-0000-0000-0000-000000000000", ordinal);
   d.cc_major = compute_capability / 10;
   d.cc_minor = compute_capability % 10;
   d.sm_count = l.sm_count;

@@ -1,0 +1,221 @@
+// One host, many GPUs: the device list, the results folders, and the per-device threads.
+#include "tune/devices.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tune/errors.hpp"
+#include "tune/journal.hpp"
+#include "tune/problem.hpp"
+#include "tune/worker.hpp"
+
+namespace tune {
+
+DeviceSelection parse_devices(const std::string& text) {
+  DeviceSelection s;
+  if (text == "all") {
+    s.all = true;
+    return s;
+  }
+  const std::string usage =
+      fmt::format("--devices {}: expected all or a comma list of device ordinals, e.g. --devices 0,2", text);
+  std::set<int> seen;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    int d = -1;
+    const auto r = std::from_chars(text.data() + pos, text.data() + end, d);
+    if (end == pos || r.ec != std::errc() || r.ptr != text.data() + end || d < 0) throw InputError(usage);
+    if (!seen.insert(d).second)
+      throw InputError(fmt::format("--devices {}: device {} is listed twice; list each once", text, d));
+    s.ordinals.push_back(d);
+    pos = end + 1;
+  }
+  return s;
+}
+
+std::string describe_device(const DeviceInfo& device) {
+  return fmt::format("device {} ({}, {})", device.ordinal, device.name, device.uuid);
+}
+
+std::vector<std::string> device_dirs(const std::vector<DeviceInfo>& devices) {
+  std::map<std::string, int> slugs;
+  for (const auto& d : devices) ++slugs[d.slug()];
+  auto uuid8 = [](const std::string& uuid) {
+    std::string hex;
+    const std::string body = uuid.rfind("GPU-", 0) == 0 ? uuid.substr(4) : uuid;
+    for (const char c : body) {
+      if (hex.size() == 8 || c == '-') break;
+      if (!std::isxdigit(static_cast<unsigned char>(c))) return std::string();
+      hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return hex.size() == 8 ? hex : std::string();
+  };
+  std::vector<std::string> dirs;
+  for (const auto& d : devices)
+    dirs.push_back(slugs[d.slug()] == 1 || uuid8(d.uuid).empty() ? d.slug() : d.slug() + "-" + uuid8(d.uuid));
+  // Two UUIDs that share their first 8 digits (or lack them): the ordinal tells the cards apart.
+  std::map<std::string, int> used;
+  for (const auto& dir : dirs) ++used[dir];
+  for (std::size_t i = 0; i < dirs.size(); ++i)
+    if (used[dirs[i]] > 1) dirs[i] = fmt::format("{}-{}", devices[i].slug(), devices[i].ordinal);
+  return dirs;
+}
+
+std::vector<SweepDevice> resolve_devices(const DeviceSelection& selection, int arch) {
+  const bool fake = worker_fake_mode();
+  std::string why;
+  const int count = fake ? fake_device_count() : device_count(&why);
+  if (count == 0 && selection.all) return {};
+  std::vector<int> ordinals = selection.ordinals;
+  if (selection.all)
+    for (int d = 0; d < count; ++d) ordinals.push_back(d);
+  std::vector<DeviceInfo> infos;
+  for (const int d : ordinals) {
+    if (d >= count)
+      throw InputError(count == 0 ? fmt::format("--devices: device {} does not exist, this machine has no CUDA device ({}); "
+                                                "leave out --devices to run the compile-only sweep", d, why)
+                                  : fmt::format("--devices: device {} does not exist (this machine has {}: 0 to {}); "
+                                                "pass --devices all or ordinals below {}", d, count, count - 1, count));
+    if (fake) {
+      infos.push_back(fake_device(arch, d));
+    } else {
+      auto info = query_device(d, &why);
+      if (!info) throw InputError(fmt::format("--devices: device {} cannot be used ({})", d, why));
+      infos.push_back(std::move(*info));
+    }
+  }
+  const auto dirs = device_dirs(infos);
+  std::vector<SweepDevice> out;
+  for (std::size_t i = 0; i < infos.size(); ++i) out.push_back({infos[i], dirs[i]});
+  return out;
+}
+
+namespace {
+
+// The snapshot a failed device left of its item (complete: false) and its journal: the item runs
+// again on another device, so the failed card's folder keeps no half-run file. Returns a note for
+// the log ("" when there was none).
+std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
+  try {
+    const Shape shape = resolve_shape(find_problem(o.problem), load_space(o.problem, o.config), o.dims);
+    const auto json = o.out_dir / dir / o.problem / (result_stem(shape, o.shard) + ".json");
+    std::ifstream in(json);
+    if (!in) return "";
+    const auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || j.value("complete", true)) return "";
+    in.close();
+    std::error_code ec;
+    std::filesystem::remove(json, ec);
+    std::filesystem::remove(Journal::path_for(json), ec);
+    return fmt::format(" (its incomplete {} was removed)", json.string());
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+}  // namespace
+
+DeviceSweepResult run_sweep_on_devices(
+    const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices,
+    bool replicate, const std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>& on_done) {
+  auto log = [&](const std::string& line) {
+    if (base.log) base.log(line);
+  };
+  std::mutex mutex;
+  std::condition_variable changed;
+  // Replicate: a queue per device, each with every item; otherwise one queue that all share.
+  std::vector<std::deque<SweepWork>> queues(replicate ? devices.size() : 1, std::deque<SweepWork>(work.begin(), work.end()));
+  std::size_t in_flight = 0, dropped = 0;
+  bool stop = false;
+  std::exception_ptr error;
+  std::string last_failure;
+  DeviceSweepResult result;
+
+  auto serve = [&](std::size_t k) {
+    const SweepDevice& device = devices[k];
+    std::deque<SweepWork>& queue = queues[replicate ? k : 0];
+    TuneOptions o = base;
+    o.device = device.info.ordinal;
+    o.device_dir = device.dir;
+    if (devices.size() > 1 && base.log)
+      o.log = [&, k](const std::string& line) { base.log(fmt::format("[gpu {}] {}", devices[k].info.ordinal, line)); };
+    for (;;) {
+      SweepWork w;
+      {
+        std::unique_lock lock(mutex);
+        // An empty shared queue may refill: an item in flight on a device that fails comes back.
+        changed.wait(lock, [&] { return stop || !queue.empty() || replicate || in_flight == 0; });
+        if (stop || queue.empty()) return;
+        w = std::move(queue.front());
+        queue.pop_front();
+        ++in_flight;
+      }
+      TuneOptions item = options_for(o, w);
+      try {
+        const TuneOutcome outcome = run_tune(item);
+        const std::lock_guard lock(mutex);
+        --in_flight;
+        ++result.ran;
+        if (on_done) on_done(w, device, outcome);
+        if (outcome.run.context.interrupted) {
+          result.interrupted = true;
+          stop = true;
+        }
+        changed.notify_all();
+      } catch (const DeviceError& e) {
+        const std::string removed = remove_incomplete(item, device.dir);
+        const std::lock_guard lock(mutex);
+        --in_flight;
+        result.failed.push_back(device.info.ordinal);
+        last_failure = fmt::format("{} failed: {}", describe_device(device.info), e.what());
+        const bool others = result.failed.size() < devices.size();
+        if (replicate) ++dropped;
+        else queue.push_front(std::move(w));
+        log(fmt::format("{} failed: {}; {}", describe_device(device.info), e.what(),
+                        !others     ? "no device is left to run its work"
+                        : replicate ? fmt::format("its replica of {} and the rest of its items are not run", w.item.describe())
+                                    : "its work goes to the others") + removed);
+        if (replicate) dropped += queue.size();
+        changed.notify_all();
+        return;
+      } catch (...) {
+        const std::lock_guard lock(mutex);
+        --in_flight;
+        if (!error) error = std::current_exception();
+        stop = true;
+        changed.notify_all();
+        return;
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t k = 0; k < devices.size(); ++k) threads.emplace_back(serve, k);
+  }
+  if (error) std::rethrow_exception(error);
+  result.not_run = dropped;
+  if (!replicate && !result.interrupted) result.not_run += queues[0].size();
+  std::sort(result.failed.begin(), result.failed.end());
+  if (result.failed.size() == devices.size() && (result.not_run > 0 || result.ran == 0))
+    throw DeviceError(fmt::format("every device failed ({} of {}), {} of {} items not run (results already written "
+                                  "stay); last: {}",
+                                  devices.size(), devices.size(), result.not_run,
+                                  work.size() * (replicate ? devices.size() : 1), last_failure));
+  return result;
+}
+
+}  // namespace tune
