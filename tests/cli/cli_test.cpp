@@ -214,7 +214,7 @@ Result run_fake(const std::string& env, const std::string& args) {
 nlohmann::ordered_json same_work(const std::filesystem::path& file) {
   auto j = comparable(file);
   for (auto& v : j.at("variants"))
-    for (const char* k : {"timing", "search_timing", "throughput", "load_seconds", "first_launch_ms"}) v.erase(k);
+    for (const char* k : {"timing", "search_timing", "throughput", "load_seconds", "first_launch_ms", "evaluate_ms", "parity_ms", "unload_ms"}) v.erase(k);
   return j;
 }
 

@@ -10,7 +10,8 @@ import pathlib
 import sys
 
 VOLATILE_CONTEXT = {"started_at", "finished_at", "host", "command_line"}
-VOLATILE_VARIANT = {"compile_seconds", "compile_cached", "load_seconds", "first_launch_ms"}
+VOLATILE_VARIANT = {"compile_seconds", "compile_cached", "load_seconds", "first_launch_ms", "evaluate_ms", "parity_ms",
+                    "unload_ms"}
 
 
 def normalized(path):

@@ -49,5 +49,7 @@ struct ClockSample {
 };
 ClockSample sample_clocks(const std::string& uuid);
 std::string nvml_driver_version();
+// Free device memory (NVML, no context needed); the device's total memory without NVML.
+std::uint64_t device_free_bytes(const DeviceInfo& device);
 
 }  // namespace tune

@@ -112,6 +112,10 @@ struct Nvml {
   NvmlReturn (*clock)(NvmlDevice, int, unsigned*) = nullptr;
   NvmlReturn (*reasons)(NvmlDevice, unsigned long long*) = nullptr;
   NvmlReturn (*driver)(char*, unsigned) = nullptr;
+  struct Memory {
+    unsigned long long total, free, used;
+  };
+  NvmlReturn (*memory)(NvmlDevice, Memory*) = nullptr;
   bool ok = false;
 };
 
@@ -122,6 +126,7 @@ const Nvml& nvml() {
     if (lib == nullptr) return n;
     n.init = reinterpret_cast<decltype(n.init)>(dlsym(lib, "nvmlInit_v2"));
     n.by_uuid = reinterpret_cast<decltype(n.by_uuid)>(dlsym(lib, "nvmlDeviceGetHandleByUUID"));
+    n.memory = reinterpret_cast<decltype(n.memory)>(dlsym(lib, "nvmlDeviceGetMemoryInfo"));
     n.clock = reinterpret_cast<decltype(n.clock)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
     n.reasons = reinterpret_cast<decltype(n.reasons)>(dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
     if (n.reasons == nullptr)
@@ -175,6 +180,14 @@ ClockSample sample_clocks(const std::string& uuid) {
   s.sm_mhz = static_cast<int>(mhz);
   s.reasons = reasons;
   return s;
+}
+
+std::uint64_t device_free_bytes(const DeviceInfo& device) {
+  const Nvml& n = nvml();
+  NvmlDevice dev = nullptr;
+  Nvml::Memory m{};
+  if (n.ok && n.memory && n.by_uuid(device.uuid.c_str(), &dev) == 0 && n.memory(dev, &m) == 0) return m.free;
+  return static_cast<std::uint64_t>(device.memory_bytes);
 }
 
 std::string nvml_driver_version() {

@@ -407,6 +407,17 @@ TuneOutcome run_tune(const TuneOptions& o) {
   } else {
     run.untimed_reason = "--compile-only";
   }
+  if (run.device && !fake) {
+    // Refused before anything compiles: the buffers this shape needs against the device's free
+    // memory (NVML; its total memory when NVML is not there). The worker checks again.
+    const std::size_t need = DeviceRunner::required_bytes(problem, shape, *run.device);
+    const auto free = device_free_bytes(*run.device);
+    if (need > free)
+      throw ShapeError(fmt::format("shape {} needs about {:.2f} GiB on {} but it has {:.2f} GiB free; use a smaller "
+                                   "--B or --N",
+                                   shape.describe(), static_cast<double>(need) / 1073741824.0, run.device->name,
+                                   static_cast<double>(free) / 1073741824.0));
+  }
   const int cc = run.device ? run.device->compute_capability() : o.arch;
   const DeviceLimits limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
   run.timed = !compile_only;
