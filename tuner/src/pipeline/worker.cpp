@@ -247,7 +247,8 @@ class Worker {
       }
       runner_->remeasure_interleaved(c, lowered, p, options);
     } else {
-      if (fault_for(names_.at(0), "cuda")) compiled[0] = faulting_kernel(lowered[0]);
+      for (const char* kind : {"cuda", "trap", "spin"})
+        if (fault_for(names_.at(0), kind)) compiled[0] = faulting_kernel(lowered[0], kind);
       runner_->evaluate(compiled[0], lowered[0], records[0], options);
     }
     Json out = Json::array();
@@ -261,10 +262,15 @@ class Worker {
     reply({{"reply", "records"}, {"records", out}, {"exiting", sticky}});
   }
 
-  // TUNE_WORKER_FAULT=...=cuda on a device: every launch of the variant runs a kernel that writes
-  // to address 8, a sticky CUDA_ERROR_ILLEGAL_ADDRESS (extra kernel arguments are ignored).
-  CompileResult faulting_kernel(const Lowered& lowered) const {
-    const CompileRequest req{"template <int I> __global__ void tune_fault() { *(volatile int*)8 = I; }",
+  // TUNE_WORKER_FAULT=...=cuda|trap|spin on a device: every launch of the variant runs a kernel
+  // that writes out of bounds (address 8: CUDA_ERROR_ILLEGAL_ADDRESS), executes `trap`
+  // (CUDA_ERROR_LAUNCH_FAILED), or spins forever (the deadline kills the worker). Extra kernel
+  // arguments are ignored.
+  CompileResult faulting_kernel(const Lowered& lowered, const std::string& kind) const {
+    const char* body = kind == "trap"   ? "asm volatile(\"trap;\");"
+                       : kind == "spin" ? "volatile int spin = I; while (spin) {}"
+                                        : "*(volatile int*)8 = I;";
+    const CompileRequest req{std::string("template <int I> __global__ void tune_fault() { ") + body + " }",
                              "tune_fault.cu", {"tune_fault<1>"}, default_options(device_cc_)};
     CompileResult c = compile(req);
     if (!c.ok) throw std::runtime_error("the fault-injection kernel did not compile: " + c.log);
