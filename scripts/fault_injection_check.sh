@@ -28,8 +28,8 @@ names = [n for n in names if not any(o != n and n in o for o in names)]
 print("\n".join(names[1:4]))
 PY
 )
-export_faults="${victims[0]}=cuda;${victims[1]}=trap;${victims[2]}=spin"
-TUNE_WORKER_FAULT=$export_faults run --out "$work/faults" --variant-timeout 5 >"$work/faults.log" 2>&1
+faults="${victims[0]}=cuda;${victims[1]}=trap;${victims[2]}=spin"
+TUNE_WORKER_FAULT=$faults run --out "$work/faults" --variant-timeout 5 >"$work/faults.log" 2>&1
 echo "faults run exit $?"
 
 # SIGKILL once about half of the variants are in the journal, then --resume.
@@ -43,7 +43,7 @@ echo "killed with $(( $(journal_lines) - 1 )) of $total records journaled"
 run --out "$work/resume" --resume >"$work/resume.log" 2>&1
 echo "resume exit $?"
 
-python3 - "$work" "$export_faults" <<'PY'
+python3 - "$work" "$faults" <<'PY'
 import json, sys, glob
 work, faults = sys.argv[1], sys.argv[2]
 load = lambda d: json.load(open([p for p in glob.glob(f"{work}/{d}/*/*/*.json")][0]))

@@ -89,6 +89,9 @@ class DeviceRunner {
   void on_phase(PhaseListener listener);
   // Bytes the runner needs on the device for this shape.
   static std::size_t required_bytes(const Problem& problem, const Shape& shape, const DeviceInfo& device);
+  // Empty when those bytes fit in free_bytes, else the one-line refusal that says what to do.
+  static std::string memory_shortfall(const Problem& problem, const Shape& shape, const DeviceInfo& device,
+                                      std::uint64_t free_bytes);
 
  private:
   struct Impl;

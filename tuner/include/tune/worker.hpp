@@ -66,6 +66,23 @@ struct WorkerItem {
   VariantRecord* record = nullptr;
 };
 
+// Buffered reads of a pipe: lines (without the newline) and exact byte counts. deadline_s < 0
+// blocks; otherwise a read that passes the deadline fails with *timed_out set.
+class PipeReader {
+ public:
+  explicit PipeReader(int fd = -1) : fd_(fd) {}
+  // nullopt at end of file or past the deadline.
+  std::optional<std::string> line(double deadline_s = -1, bool* timed_out = nullptr);
+  bool exact(char* dst, std::size_t n);
+
+ private:
+  // Appends what the pipe has; false at end of file or past the deadline.
+  bool fill(double deadline_s, bool* timed_out);
+  int fd_;
+  std::string buffer_;
+  std::size_t start_ = 0;
+};
+
 // A child process serving requests. Every call that waits takes a deadline; when the worker dies
 // or misses it (then it is killed with SIGKILL and reaped), the call returns false with what is
 // known in *fault, and this object is spent: make a fresh one.
@@ -92,13 +109,12 @@ class WorkerProcess {
   void send(const nlohmann::ordered_json& request, const std::vector<const std::vector<char>*>& attachments = {});
   // The next reply (phase lines are consumed on the way); nullopt when the worker is lost.
   std::optional<nlohmann::ordered_json> receive(double deadline_s, FaultRecord* fault);
-  std::optional<std::string> read_line(double deadline_s, bool* timed_out);
   FaultRecord reap(bool timed_out, double deadline_s);
 
   pid_t pid_ = -1;
   int request_fd_ = -1;
   int reply_fd_ = -1;
-  std::string buffer_;
+  PipeReader replies_;
   std::string last_phase_;
   int last_item_ = -1;
 };

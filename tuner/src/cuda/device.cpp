@@ -145,6 +145,19 @@ constexpr std::pair<std::uint64_t, const char*> kReasons[] = {
     {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"}, {0x100, "display_clock_setting"}};
 constexpr std::uint64_t kThrottleBits = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
+// The NVML handle of a UUID, looked up once (the lookup walks the devices); null without NVML.
+NvmlDevice nvml_handle(const std::string& uuid) {
+  const Nvml& n = nvml();
+  if (!n.ok) return nullptr;
+  static std::mutex mutex;
+  static std::map<std::string, NvmlDevice> handles;
+  const std::lock_guard lock(mutex);
+  if (auto it = handles.find(uuid); it != handles.end()) return it->second;
+  NvmlDevice dev = nullptr;
+  if (n.by_uuid(uuid.c_str(), &dev) != 0) return nullptr;
+  return handles.emplace(uuid, dev).first->second;
+}
+
 }  // namespace
 
 bool ClockSample::throttled() const { return available && (reasons & kThrottleBits) != 0; }
@@ -159,20 +172,8 @@ std::vector<std::string> ClockSample::reason_names() const {
 ClockSample sample_clocks(const std::string& uuid) {
   ClockSample s;
   const Nvml& n = nvml();
-  // The handle of a UUID is looked up once (the lookup walks the devices).
-  static std::mutex mutex;
-  static std::map<std::string, NvmlDevice> handles;
-  NvmlDevice dev = nullptr;
-  if (!n.ok) return s;
-  {
-    std::lock_guard lock(mutex);
-    auto it = handles.find(uuid);
-    if (it == handles.end()) {
-      if (n.by_uuid(uuid.c_str(), &dev) != 0) return s;
-      it = handles.emplace(uuid, dev).first;
-    }
-    dev = it->second;
-  }
+  const NvmlDevice dev = nvml_handle(uuid);
+  if (dev == nullptr) return s;
   unsigned mhz = 0;
   unsigned long long reasons = 0;
   if (n.clock(dev, kNvmlClockSm, &mhz) != 0 || n.reasons(dev, &reasons) != 0) return s;
@@ -184,9 +185,9 @@ ClockSample sample_clocks(const std::string& uuid) {
 
 std::uint64_t device_free_bytes(const DeviceInfo& device) {
   const Nvml& n = nvml();
-  NvmlDevice dev = nullptr;
+  const NvmlDevice dev = nvml_handle(device.uuid);
   Nvml::Memory m{};
-  if (n.ok && n.memory && n.by_uuid(device.uuid.c_str(), &dev) == 0 && n.memory(dev, &m) == 0) return m.free;
+  if (dev != nullptr && n.memory && n.memory(dev, &m) == 0) return m.free;
   return static_cast<std::uint64_t>(device.memory_bytes);
 }
 

@@ -159,11 +159,11 @@ TimingRecord timing_from(const Json& j) {
   t.throttle_retries = j.value("throttle_retries", 0);
   if (j.contains("method_ms") && j.at("method_ms").is_object()) {
     const Json& m = j.at("method_ms");
-    t.warmup_ms = m.contains("warmup") ? read_number(m, "warmup") : 0;
-    t.cold_ms = m.contains("cold") ? read_number(m, "cold") : 0;
-    t.batch_ms = m.contains("batch") ? read_number(m, "batch") : 0;
-    t.graph_ms = m.contains("graph") ? read_number(m, "graph") : 0;
-    t.clocks_ms = m.contains("clocks") ? read_number(m, "clocks") : 0;
+    t.warmup_ms = read_number(m, "warmup");
+    t.cold_ms = read_number(m, "cold");
+    t.batch_ms = read_number(m, "batch");
+    t.graph_ms = read_number(m, "graph");
+    t.clocks_ms = read_number(m, "clocks");
   }
   if (j.contains("clocks")) {
     const Json& c = j.at("clocks");
@@ -232,9 +232,9 @@ VariantRecord variant_from(const Json& j) {
   v.compile_cached = j.value("compile_cached", false);
   v.load_seconds = read_number(j, "load_seconds");
   v.first_launch_ms = read_number(j, "first_launch_ms");
-  v.evaluate_ms = j.contains("evaluate_ms") ? read_number(j, "evaluate_ms") : 0;
-  v.parity_ms = j.contains("parity_ms") ? read_number(j, "parity_ms") : 0;
-  v.unload_ms = j.contains("unload_ms") ? read_number(j, "unload_ms") : 0;
+  v.evaluate_ms = read_number(j, "evaluate_ms");
+  v.parity_ms = read_number(j, "parity_ms");
+  v.unload_ms = read_number(j, "unload_ms");
   if (j.contains("launches")) v.launches = j.at("launches").get<std::vector<Json>>();
   if (j.contains("resources"))
     for (const auto& [k, r] : j.at("resources").items()) v.resources[k] = resources_from(r);

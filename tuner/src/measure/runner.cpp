@@ -335,11 +335,7 @@ DeviceRunner::DeviceRunner(const DeviceInfo& device, const Problem& problem, con
     cuda::Context probe(device.ordinal);
     std::size_t free_bytes = 0, total = 0;
     TUNE_CU(cuMemGetInfo(&free_bytes, &total));
-    const std::size_t need = required_bytes(problem, shape, device);
-    if (need > free_bytes)
-      throw DeviceError(fmt::format("shape {} needs about {:.2f} GiB on the device but {} has {:.2f} GiB free; "
-                                    "use a smaller --B or --N",
-                                    shape.describe(), need / 1073741824.0, device.name, free_bytes / 1073741824.0));
+    if (std::string why = memory_shortfall(problem, shape, device, free_bytes); !why.empty()) throw DeviceError(why);
   }
   impl_ = std::make_unique<Impl>(device, problem, shape, timing_data, parity_data, std::move(parity_reference),
                                  parity_seed);
@@ -350,6 +346,15 @@ DeviceRunner::~DeviceRunner() = default;
 HarnessFloor DeviceRunner::measure_floor() { return impl_->measure_floor(); }
 
 void DeviceRunner::on_phase(PhaseListener listener) { impl_->listener = std::move(listener); }
+
+std::string DeviceRunner::memory_shortfall(const Problem& problem, const Shape& shape, const DeviceInfo& device,
+                                           std::uint64_t free_bytes) {
+  const std::size_t need = required_bytes(problem, shape, device);
+  if (need <= free_bytes) return {};
+  return fmt::format("shape {} needs about {:.2f} GiB on {} but it has {:.2f} GiB free; use a smaller --B or --N",
+                     shape.describe(), static_cast<double>(need) / 1073741824.0, device.name,
+                     static_cast<double>(free_bytes) / 1073741824.0);
+}
 
 std::size_t DeviceRunner::required_bytes(const Problem& problem, const Shape& shape, const DeviceInfo& device) {
   std::size_t set = problem.output_spec(shape).bytes();

@@ -410,13 +410,9 @@ TuneOutcome run_tune(const TuneOptions& o) {
   if (run.device && !fake) {
     // Refused before anything compiles: the buffers this shape needs against the device's free
     // memory (NVML; its total memory when NVML is not there). The worker checks again.
-    const std::size_t need = DeviceRunner::required_bytes(problem, shape, *run.device);
-    const auto free = device_free_bytes(*run.device);
-    if (need > free)
-      throw ShapeError(fmt::format("shape {} needs about {:.2f} GiB on {} but it has {:.2f} GiB free; use a smaller "
-                                   "--B or --N",
-                                   shape.describe(), static_cast<double>(need) / 1073741824.0, run.device->name,
-                                   static_cast<double>(free) / 1073741824.0));
+    const std::string shortfall =
+        DeviceRunner::memory_shortfall(problem, shape, *run.device, device_free_bytes(*run.device));
+    if (!shortfall.empty()) throw ShapeError(shortfall);
   }
   const int cc = run.device ? run.device->compute_capability() : o.arch;
   const DeviceLimits limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
@@ -699,8 +695,9 @@ TuneOutcome run_tune(const TuneOptions& o) {
       }
       const auto t = Clock::now();
       gpu->evaluate(cr, lowered[i], rec, first_round);
-      rec.evaluate_ms = seconds_since(t) * 1e3;
-      measure_busy += seconds_since(t);
+      const double took = seconds_since(t);
+      rec.evaluate_ms = took * 1e3;
+      measure_busy += took;
       ++checked;
       if (rec.status == Status::kPassed) {
         ++passed;

@@ -125,12 +125,11 @@ class Worker {
   // Requests: a JSON line, then the raw bytes of its CUBINs (each item's "cubin_bytes"), read
   // straight from the pipe: hex in JSON through std::cin cost ~8 ms per variant.
   int serve() {
-    std::string line;
-    while (requests_.line(&line)) {
-      if (line.empty()) continue;
+    while (const auto line = requests_.line()) {
+      if (line->empty()) continue;
       Json request;
       try {
-        request = Json::parse(line);
+        request = Json::parse(*line);
         if (request.contains("items"))
           for (auto& item : request.at("items")) {
             std::vector<char> bytes(item.at("cubin_bytes").get<std::size_t>());
@@ -322,43 +321,7 @@ class Worker {
     return t;
   }
 
-  // Buffered reads of the request pipe (stdin): lines and exact byte counts.
-  class Requests {
-   public:
-    bool line(std::string* out) {
-      for (;;) {
-        if (const auto nl = buffer_.find('\n', start_); nl != std::string::npos) {
-          out->assign(buffer_, start_, nl - start_);
-          start_ = nl + 1;
-          return true;
-        }
-        if (!fill()) return false;
-      }
-    }
-    bool exact(char* dst, std::size_t n) {
-      while (buffer_.size() - start_ < n)
-        if (!fill()) return false;
-      std::memcpy(dst, buffer_.data() + start_, n);
-      start_ += n;
-      return true;
-    }
-
-   private:
-    bool fill() {
-      buffer_.erase(0, start_);
-      start_ = 0;
-      char chunk[1 << 16];
-      for (;;) {
-        const ssize_t n = read(STDIN_FILENO, chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        buffer_.append(chunk, static_cast<std::size_t>(n));
-        return true;
-      }
-    }
-    std::string buffer_;
-    std::size_t start_ = 0;
-  } requests_;
+  PipeReader requests_{STDIN_FILENO};
   std::vector<std::vector<char>> cubins_;  // the attachments of the request in hand
   int reply_fd_;
   bool fake_;
@@ -480,6 +443,7 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
   close(replies[1]);
   request_fd_ = requests[0];
   reply_fd_ = replies[0];
+  replies_ = PipeReader(reply_fd_);
   if (rc != 0) {
     pid_ = -1;
     close(request_fd_);
@@ -522,29 +486,48 @@ void WorkerProcess::send(const Json& request, const std::vector<const std::vecto
   }
 }
 
-std::optional<std::string> WorkerProcess::read_line(double deadline_s, bool* timed_out) {
+std::optional<std::string> PipeReader::line(double deadline_s, bool* timed_out) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s));
-  *timed_out = false;
+  if (timed_out) *timed_out = false;
   for (;;) {
-    if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
-      std::string line = buffer_.substr(0, nl);
-      buffer_.erase(0, nl + 1);
-      return line;
+    if (const auto nl = buffer_.find('\n', start_); nl != std::string::npos) {
+      std::string out = buffer_.substr(start_, nl - start_);
+      start_ = nl + 1;
+      return out;
     }
-    const double left = remaining_s(deadline);
-    if (left <= 0) {
-      *timed_out = true;
-      return std::nullopt;
+    if (!fill(deadline_s < 0 ? -1 : remaining_s(deadline), timed_out)) return std::nullopt;
+  }
+}
+
+bool PipeReader::exact(char* dst, std::size_t n) {
+  while (buffer_.size() - start_ < n)
+    if (!fill(-1, nullptr)) return false;
+  std::memcpy(dst, buffer_.data() + start_, n);
+  start_ += n;
+  return true;
+}
+
+bool PipeReader::fill(double deadline_s, bool* timed_out) {
+  buffer_.erase(0, start_);
+  start_ = 0;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s));
+  for (;;) {
+    if (deadline_s >= 0) {
+      const double left = remaining_s(deadline);
+      if (left <= 0) {
+        if (timed_out) *timed_out = true;
+        return false;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = poll(&p, 1, static_cast<int>(std::min(left * 1000 + 1, 60000.0)));
+      if (ready <= 0) continue;  // EINTR (a Ctrl-C: the orchestrator decides later) or not yet
     }
-    pollfd p{reply_fd_, POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(std::min(left * 1000 + 1, 60000.0)));
-    if (ready < 0 && errno == EINTR) continue;  // a Ctrl-C: the orchestrator decides later
-    if (ready <= 0) continue;
     char chunk[1 << 16];
-    const ssize_t n = read(reply_fd_, chunk, sizeof(chunk));
+    const ssize_t n = read(fd_, chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;  // end of file: the worker is gone
+    if (n <= 0) return false;  // end of file: the other side is gone
     buffer_.append(chunk, static_cast<std::size_t>(n));
+    return true;
   }
 }
 
@@ -579,7 +562,7 @@ std::optional<Json> WorkerProcess::receive(double deadline_s, FaultRecord* fault
   for (;;) {
     bool timed_out = false;
     const double left = deadline_s - std::chrono::duration<double>(Clock::now() - t0).count();
-    const auto line = pid_ > 0 ? read_line(left, &timed_out) : std::nullopt;
+    const auto line = pid_ > 0 ? replies_.line(left, &timed_out) : std::nullopt;
     if (!line) {
       if (pid_ > 0) *fault = reap(timed_out, deadline_s);
       return std::nullopt;
