@@ -33,7 +33,8 @@ TUNE_WORKER_FAULT=$faults run --out "$work/faults" --variant-timeout 5 >"$work/f
 echo "faults run exit $?"
 
 # SIGKILL once about half of the variants are in the journal, then --resume.
-run --out "$work/resume" >"$work/resume_killed.log" 2>&1 &
+# tune itself in the background (not a function's subshell), so that $! is the process to kill.
+"$tune" "${args[@]}" --cache-dir "$cache" --out "$work/resume" >"$work/resume_killed.log" 2>&1 &
 pid=$!
 journal_lines() { cat "$work"/resume/*/*/*.journal.jsonl 2>/dev/null | wc -l; }
 total=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['variants']))" "$clean")
@@ -57,6 +58,9 @@ out = {"clean_winner": clean["summary"]["winner"], "faults_winner": faulty["summ
        "resumed_variants": resumed["context"]["journal"]["resumed_variants"],
        "variants": len(clean["variants"]),
        "resume_statuses_equal": {n: v["status"] for n, v in by(resumed).items()} == {n: v["status"] for n, v in by(clean).items()},
+       # Same seed, same inputs: the parity errors of every variant match the uninterrupted run's.
+       "resume_parity_equal": {n: (v.get("parity") or {}).get("max_abs_error") for n, v in by(resumed).items()}
+                              == {n: (v.get("parity") or {}).get("max_abs_error") for n, v in by(clean).items()},
        "worker_starts_faults_run": faulty["context"]["isolation"]["worker_starts"]}
 out["faults_winner_equals_clean"] = out["faults_winner"] == out["clean_winner"]
 out["resumed_winner_equals_clean"] = out["resumed_winner"] == out["clean_winner"]

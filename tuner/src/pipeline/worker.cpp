@@ -266,10 +266,12 @@ class Worker {
   // (CUDA_ERROR_LAUNCH_FAILED), or spins forever (the deadline kills the worker). Extra kernel
   // arguments are ignored.
   CompileResult faulting_kernel(const Lowered& lowered, const std::string& kind) const {
+    // The spin reads a global the host could change, so the compiler cannot drop the loop.
     const char* body = kind == "trap"   ? "asm volatile(\"trap;\");"
-                       : kind == "spin" ? "volatile int spin = I; while (spin) {}"
+                       : kind == "spin" ? "while (*(volatile int*)&tune_spin_flag == I) __nanosleep(1000);"
                                         : "*(volatile int*)8 = I;";
-    const CompileRequest req{std::string("template <int I> __global__ void tune_fault() { ") + body + " }",
+    const CompileRequest req{std::string("__device__ int tune_spin_flag = 1;\n"
+                                         "template <int I> __global__ void tune_fault() { ") + body + " }",
                              "tune_fault.cu", {"tune_fault<1>"}, default_options(device_cc_)};
     CompileResult c = compile(req);
     if (!c.ok) throw std::runtime_error("the fault-injection kernel did not compile: " + c.log);
