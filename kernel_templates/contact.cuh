@@ -16,14 +16,19 @@
 //                 read-only cache: no per-block copy), H % 8 == 0.
 //   MAPPING     0 linear: consecutive pairs of the row-major (b,i,j) order, BLOCK*PAIRS pairs
 //                 (thread) or BLOCK/32*PAIRS pairs (warp) per block;
-//               1 tile: a block owns a TILE_I x TILE_J tile of (i,j) of one b.
+//               1 tile: a block owns a TILE_I x TILE_J tile of (i,j) of one b;
+//               2 warp_tile (mma, SYM, ASYNC): a warp owns PAIRS consecutive tiles; it stages,
+//                 normalises and computes them alone, with no block barrier (one after the weight
+//                 copy when SMEM_W), each tile's copies their own cp.async group, so the warp works
+//                 on its first tile while the next are still landing.
 //   STAGE_T     tile only. 1: the block loads the tile and its transposed tile into shared memory
 //               (coalesced, float4 when C % 4 == 0), LayerNorms every staged row once and stores
 //               s there; 0: each thread or warp reads its own two rows from global memory.
 //   SMEM_W      1: LayerNorm and MLP weights copied into shared memory first; 0: read from
 //               global memory through the read-only cache.
 //   PAIRS       pairs a thread (thread) or a warp (warp) computes together, or 16-pair tiles a
-//               warp computes together (mma): more independent work per weight read.
+//               warp computes together (mma): more independent work per weight read; warp_tile:
+//               the tiles a warp owns, in sequence.
 //   SYM         tile only, square tiles: s is symmetric, so only tiles with ti <= tj run; an
 //               off-diagonal tile writes out[b,i,j] and out[b,j,i] from one computation.
 //   ASYNC       1: the weight and tile copies into shared memory are cp.async (sm_80+), all of a
@@ -35,6 +40,12 @@
 // The dynamic shared memory the kernel expects is SmemLayout<...>::kBytes; configs/contact.json
 // computes the same number as `smem_bytes`. Every buffer must be 16-byte aligned (rows and weights
 // are read as float4), as separate device allocations are.
+
+// Phase marks for timeline experiments: TUNE_CONTACT_MARK(k) at the end of phase k (0 start,
+// 1 loads landed, 2 LayerNorm done, 3 MLP done); no code unless the includer defines it.
+#ifndef TUNE_CONTACT_MARK
+#define TUNE_CONTACT_MARK(phase)
+#endif
 
 namespace tune_kernels {
 namespace contact {
@@ -101,16 +112,19 @@ struct MmaWeights {
   const float *w0, *b0, *w2, *b2, *w4, *b4;
 };
 
-// The whole dynamic shared memory: [weights][tile A: rows (ii,jj)][tile T: rows (jj,ii)][per-warp scratch].
+// The whole dynamic shared memory: [weights][tile A: rows (ii,jj)][tile T: rows (jj,ii)][per-warp scratch];
+// warp_tile: [weights][per warp, PAIRS x (tile A, tile T)].
 template <int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T, int SMEM_W,
           int PAIRS>
 struct SmemLayout {
-  static constexpr bool kStaged = MAPPING == 1 && STAGE_T != 0;
+  static constexpr bool kStaged = (MAPPING == 1 || MAPPING == 2) && STAGE_T != 0;
   static constexpr int kRowStride = row_stride(C);
   static constexpr int kWeights = 0;
   static constexpr int kTileA =
       SMEM_W ? (STRATEGY == 2 ? MmaWeightLayout<C, H>::kFloats : WeightLayout<C, H>::kFloats) : 0;
-  static constexpr int kScratch = kTileA + (kStaged ? round4(2 * TILE_I * TILE_J * kRowStride) : 0);
+  // One staged tile and its transposed tile; the warp_tile mapping gives each warp PAIRS of them.
+  static constexpr int kTileFloats = kStaged ? round4(2 * TILE_I * TILE_J * kRowStride) : 0;
+  static constexpr int kScratch = kTileA + (MAPPING == 2 ? (BLOCK / 32) * PAIRS : 1) * kTileFloats;
   // Warp strategy, per warp and pair: s (only when not staged, s then lives in tile A) and h1.
   static constexpr int kScratchS = kStaged ? 0 : round4(C);
   static constexpr int kScratchPair = kScratchS + round4(H);
@@ -214,6 +228,13 @@ __device__ __forceinline__ void assume(bool c) { __builtin_assume(c); }
 __device__ __forceinline__ void copy_wait_all() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
 }
+// The cp.async copies this thread issued since the last commit form one group.
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most PENDING of this thread's committed groups are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void copy_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+}
 #else
 int opaque_zero(int dep);
 float tf32_trunc(float x);
@@ -222,9 +243,22 @@ void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1);
 template <int BYTES>
 void copy_async(float* dst, const float* src, bool valid);
 void copy_wait_all();
+void copy_commit();
+template <int PENDING>
+void copy_wait();
 void assume(bool c);
 void named_barrier(int id, int threads);
 #endif
+
+// copy_wait with a count known once loops unroll (0..3; more waits for every group, which is safe).
+__device__ __forceinline__ void copy_wait_at_most(int pending) {
+  switch (pending) {
+    case 3: copy_wait<3>(); break;
+    case 2: copy_wait<2>(); break;
+    case 1: copy_wait<1>(); break;
+    default: copy_wait<0>(); break;
+  }
+}
 
 __device__ __forceinline__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
 
@@ -239,14 +273,15 @@ __device__ __forceinline__ long long row_offset(int N, int C, int b, int i, int 
 }
 
 // f(r, q) for every row r < ROWS and vector q < PER_ROW of a ROWS x PER_ROW array, spread over the
-// block with a compile-time trip count, fully unrolled. When PER_ROW divides BLOCK a thread keeps
-// one q and steps r by BLOCK / PER_ROW, so the index arithmetic is a few adds per element.
+// BLOCK threads (tid in [0, BLOCK): the block's, or a warp's lanes) with a compile-time trip count,
+// fully unrolled. When PER_ROW divides BLOCK a thread keeps one q and steps r by BLOCK / PER_ROW,
+// so the index arithmetic is a few adds per element.
 template <int ROWS, int PER_ROW, int BLOCK, class F>
-__device__ __forceinline__ void block_for(const F& f) {
+__device__ __forceinline__ void block_for(const F& f, int tid = static_cast<int>(threadIdx.x)) {
   constexpr int kTotal = ROWS * PER_ROW;
   if constexpr (BLOCK % PER_ROW == 0) {
     constexpr int kStep = BLOCK / PER_ROW;
-    const int q = static_cast<int>(threadIdx.x) % PER_ROW, r0 = static_cast<int>(threadIdx.x) / PER_ROW;
+    const int q = tid % PER_ROW, r0 = tid / PER_ROW;
     assume(r0 >= 0 && r0 < kStep);
 #pragma unroll
     for (int k = 0; k < cdiv(ROWS, kStep); ++k) {
@@ -255,7 +290,7 @@ __device__ __forceinline__ void block_for(const F& f) {
   } else {
 #pragma unroll
     for (int k = 0; k < cdiv(kTotal, BLOCK); ++k) {
-      const int i = static_cast<int>(threadIdx.x) + k * BLOCK;
+      const int i = tid + k * BLOCK;
       if (kTotal % BLOCK == 0 || i < kTotal) f(i / PER_ROW, i % PER_ROW);
     }
   }
@@ -304,10 +339,10 @@ struct TileOrigin {
   bool mirror;  // SYM off-diagonal tile: also write out[b,j,i]
 };
 
+// The tile of index bid: the block's (tile mapping) or the warp's (warp_tile mapping).
 template <int N, int TILE_I, int TILE_J, int SYM>
-__device__ __forceinline__ TileOrigin tile_origin() {
+__device__ __forceinline__ TileOrigin tile_origin(int bid = static_cast<int>(blockIdx.x)) {
   constexpr int kTilesI = cdiv(N, TILE_I), kTilesJ = cdiv(N, TILE_J);
-  const int bid = blockIdx.x;
   if constexpr (SYM) {
     // Upper triangle ti <= tj, row-major; counted from its end, row r (from the bottom) holds
     // r + 1 tiles, so u = r(r+1)/2 + q with 0 <= q <= r.
@@ -351,7 +386,8 @@ __device__ __forceinline__ void staged_row_source(int row, int i0, int j0, int& 
 // stride row_stride(C). Consecutive threads read consecutive vectors of one contiguous run;
 // rows outside the N x N range are zero (their results are never stored).
 template <int N, int C, int TILE_I, int TILE_J, int BLOCK, bool ASYNC>
-__device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, int i0, int j0, float* tiles) {
+__device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, int i0, int j0, float* tiles,
+                                            int tid = static_cast<int>(threadIdx.x)) {
   constexpr int V = vec_width(C), RS = row_stride(C), kPerRow = C / V;
   constexpr int kRows = TILE_I * TILE_J;
   constexpr int kElems = 2 * kRows * kPerRow;
@@ -363,7 +399,7 @@ __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, 
       staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
       const bool inside = (N % TILE_I == 0 && N % TILE_J == 0) || (gi < N && gj < N);
       copy_async<4 * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0), inside);
-    });
+    }, tid);
     return;
   }
   constexpr int kBatch = kIters < 8 ? kIters : 8;  // loads in flight per thread before stores
@@ -373,7 +409,7 @@ __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, 
     int dst[kBatch];
 #pragma unroll
     for (int k = 0; k < kBatch; ++k) {
-      const int f = threadIdx.x + (k0 + k) * BLOCK;
+      const int f = tid + (k0 + k) * BLOCK;
       dst[k] = -1;
 #pragma unroll
       for (int q = 0; q < V; ++q) v[k][q] = 0.0f;
@@ -460,10 +496,12 @@ __device__ __forceinline__ float group_sum(float v) {
 // Staged tiles: each pair (ii,jj) of the tile normalises row A(ii,jj) and row T(jj,ii) once and
 // overwrites row A(ii,jj) with s. Both rows run the same code (same reduction order), so LN(row)
 // does not depend on whether it is the (i,j) or the (j,i) operand: s stays exactly symmetric.
+// The BLOCK / 32 warps share the rows (warp in [0, BLOCK / 32); BLOCK = 32: one warp does all).
 template <int C, int TILE_I, int TILE_J, int BLOCK, bool SMEM_W>
-__device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma, const float* beta) {
+__device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma, const float* beta,
+                                               int warp = static_cast<int>(threadIdx.x >> 5)) {
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, G = ln_group(C);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
   if constexpr (G == 0) {
     constexpr int CR = cdiv(C, 32);
     float g[CR], be[CR];
@@ -1053,14 +1091,16 @@ __device__ __forceinline__ void mma_3xtf32_sum(float (&d)[P][4], const float (&a
 // hold s) at a time. Layer 1: D1[16 x HP] = S[16 x C] W0^T. Layer 2: D2 = relu(D1) W2^T, with
 // the lane's D1 values used as its A fragment where they stand: k-group ks's logical columns t
 // and t+4 are h = 8ks + 2t and 8ks + 2t + 1, so B takes W2 columns (2t, 2t+1) in their place.
+// warp in [0, BLOCK / 32): the warps share the 16-pair tiles (BLOCK = 32: one warp does all).
 template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED, int PREC>
 __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOrigin& tile, const float* tiles,
-                                          const MmaWeights<C, H, SHARED>& W) {
+                                          const MmaWeights<C, H, SHARED>& W,
+                                          int warp = static_cast<int>(threadIdx.x >> 5)) {
   using L = MmaWeights<C, H, SHARED>;
   constexpr int HP = MmaWeightLayout<C, H>::HP, NT = HP / 8;
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = cdiv(kRows, 16), NW = BLOCK / 32;
   static_assert(C % 8 == 0 && RS % 8 == 4, "mma fragments need C % 8 == 0");
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   float bias0[NT][2], bias2[NT][2], w4v[NT][2];
 #pragma unroll
@@ -1272,19 +1312,67 @@ __global__ void __launch_bounds__(BLOCK)
   namespace k = tune_kernels::contact;
   static_assert(B >= 1 && N >= 1 && C >= 1 && H >= 1, "empty shape");
   static_assert(STRATEGY >= 0 && STRATEGY <= 2, "STRATEGY: 0 thread, 1 warp, 2 mma");
-  static_assert(MAPPING == 0 || MAPPING == 1, "MAPPING: 0 linear, 1 tile");
+  static_assert(MAPPING >= 0 && MAPPING <= 2, "MAPPING: 0 linear, 1 tile, 2 warp_tile");
   static_assert(BLOCK % 32 == 0 && BLOCK >= 32 && BLOCK <= 1024, "BLOCK must be a multiple of 32");
   static_assert(TILE_I >= 1 && TILE_J >= 1 && PAIRS >= 1, "bad tile or PAIRS");
-  static_assert(!SYM || (MAPPING == 1 && TILE_I == TILE_J), "SYM needs the tile mapping with square tiles");
+  static_assert(!SYM || (MAPPING != 0 && TILE_I == TILE_J), "SYM needs a tile mapping with square tiles");
   static_assert(PREC == 0 || (PREC == 1 && STRATEGY == 2), "PREC: 0 3xTF32, 1 TF32 (the mma strategy only)");
-  static_assert(STRATEGY != 2 || (MAPPING == 1 && STAGE_T != 0 && C % 8 == 0 && (SMEM_W != 0 || H % 8 == 0)),
-                "the mma strategy needs the tile mapping, STAGE_T, C % 8 == 0, and SMEM_W or H % 8 == 0");
+  static_assert(STRATEGY != 2 || (MAPPING != 0 && STAGE_T != 0 && C % 8 == 0 && (SMEM_W != 0 || H % 8 == 0)),
+                "the mma strategy needs a tile mapping, STAGE_T, C % 8 == 0, and SMEM_W or H % 8 == 0");
   using Layout = k::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, STAGE_T, SMEM_W, PAIRS>;
   constexpr bool kStaged = Layout::kStaged;
 
   extern __shared__ float4 tune_contact_smem[];
   float* smem = reinterpret_cast<float*>(tune_contact_smem);
   float* sw = smem + Layout::kWeights;
+
+  TUNE_CONTACT_MARK(0);
+  if constexpr (MAPPING == 2) {
+    static_assert(STRATEGY == 2 && kStaged && ASYNC != 0 && SYM != 0 && NSPLIT == 1,
+                  "warp_tile: the mma strategy, staged, cp.async, SYM, NSPLIT 1");
+    constexpr int kWarps = BLOCK / 32, T = k::cdiv(N, TILE_I), kUnits = B * T * (T + 1) / 2;
+    constexpr bool kSmemW = SMEM_W != 0;
+    using ML = k::MmaWeightLayout<C, H>;
+    using MW = k::MmaWeights<C, H, kSmemW>;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int first = (blockIdx.x * kWarps + warp) * PAIRS;
+    float* tiles = smem + Layout::kTileA + warp * PAIRS * Layout::kTileFloats;
+    if constexpr (kSmemW) {  // the block's weights first: one group, waited for before the tiles
+      k::copy_mma_weights<C, H, BLOCK, true>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
+      k::copy_commit();
+    }
+    k::TileOrigin tile[PAIRS];
+#pragma unroll
+    for (int p = 0; p < PAIRS; ++p) {
+      tile[p] = k::tile_origin<N, TILE_I, TILE_J, SYM>(first + p < kUnits ? first + p : kUnits - 1);
+      if (first + p < kUnits)
+        k::stage_tiles<N, C, TILE_I, TILE_J, 32, true>(pair_repr, tile[p].b, tile[p].i0, tile[p].j0,
+                                                      tiles + p * Layout::kTileFloats, lane);
+      k::copy_commit();
+    }
+    if constexpr (kSmemW) {
+      k::copy_wait<PAIRS>();
+      __syncthreads();
+    }
+    const MW W = kSmemW ? MW{sw + ML::kW0, sw + ML::kB0, sw + ML::kW2, sw + ML::kB2, sw + ML::kW4, sw + ML::kB4}
+                        : MW{w0, b0, w2, b2, w4, b4};
+#pragma unroll
+    for (int p = 0; p < PAIRS; ++p) {
+      if (first + p >= kUnits) break;
+      // This tile's group has landed once at most the later tiles' groups are in flight.
+      k::copy_wait_at_most(PAIRS - 1 - p);
+      __syncwarp();
+      if (p == 0) TUNE_CONTACT_MARK(1);
+      float* tp = tiles + p * Layout::kTileFloats;
+      k::layernorm_tile<C, TILE_I, TILE_J, 32, kSmemW>(tp, kSmemW ? sw + ML::kGamma : ln_w,
+                                                      kSmemW ? sw + ML::kBeta : ln_b, 0);
+      __syncwarp();
+      if (p == 0) TUNE_CONTACT_MARK(2);
+      k::mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC>(out, tile[p], tp, W, 0);
+    }
+    TUNE_CONTACT_MARK(3);
+    return;
+  }
 
   k::TileOrigin tile{0, 0, 0, false};
   if constexpr (MAPPING == 1) {
@@ -1304,6 +1392,7 @@ __global__ void __launch_bounds__(BLOCK)
   }
   if constexpr (kAsync) k::copy_wait_all();
   if constexpr (SMEM_W != 0 || kStaged) __syncthreads();
+  TUNE_CONTACT_MARK(1);
 
   if constexpr (STRATEGY == 2) {
     using ML = k::MmaWeightLayout<C, H>;
@@ -1314,12 +1403,14 @@ __global__ void __launch_bounds__(BLOCK)
     k::layernorm_tile<C, TILE_I, TILE_J, BLOCK, kSmemW>(smem + Layout::kTileA, kSmemW ? sw + ML::kGamma : ln_w,
                                                         kSmemW ? sw + ML::kBeta : ln_b);
     __syncthreads();
+    TUNE_CONTACT_MARK(2);
     if constexpr (NSPLIT > 1) {
       static_assert(PAIRS == 1 && kSmemW, "NSPLIT > 1 takes one 16-pair tile per warp group, weights in shared memory");
       k::mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM, PREC>(out, tile, smem + Layout::kTileA, W);
     } else {
       k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW, PREC>(out, tile, smem + Layout::kTileA, W);
     }
+    TUNE_CONTACT_MARK(3);
   } else {
     using WL = k::WeightLayout<C, H>;
     constexpr bool kSmemW = SMEM_W != 0;

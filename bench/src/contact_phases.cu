@@ -1,0 +1,169 @@
+// contact_phases: where the time of a contact kernel goes, phase by phase, on a cold L2.
+// Each warp's lane 0 records %globaltimer and %clock64 at the kernel's phase marks
+// (TUNE_CONTACT_MARK in kernel_templates/contact.cuh: 0 start, 1 loads landed, 2 LayerNorm done,
+// 3 MLP done). Per variant: the cold event time (L2 flushed before every launch, as tune measures),
+// then, over the warps of one cold launch, the quantiles of each phase's length (clock64 cycles)
+// and of the times at which warps start and finish (globaltimer, from the first warp's start).
+//   contact_phases [--samples N]      (prints a table; B=4 N=64 C=64 H=32)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+__device__ unsigned long long* g_marks;  // [warp][phase][2]: globaltimer, clock64
+
+#define TUNE_CONTACT_MARK(phase)                                                                     \
+  do {                                                                                             \
+    if ((threadIdx.x & 31) == 0 && g_marks) {                                                      \
+      unsigned long long gt, ck;                                                                   \
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));                                       \
+      asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));                                           \
+      const unsigned w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;                        \
+      g_marks[(w * 4 + (phase)) * 2] = gt;                                                         \
+      g_marks[(w * 4 + (phase)) * 2 + 1] = ck;                                                     \
+    }                                                                                              \
+  } while (0)
+
+#include "contact.cuh"
+
+namespace {
+
+constexpr int B = 4, N = 64, C = 64, H = 32;
+
+#define CHECK(x)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e = (x);                                                                           \
+    if (e != cudaSuccess) {                                                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));                                 \
+      std::exit(1);                                                                                \
+    }                                                                                              \
+  } while (0)
+
+using Kernel = void (*)(const float*, const float*, const float*, const float*, const float*, const float*,
+                        const float*, const float*, const float*, float*);
+
+struct Variant {
+  const char* name;
+  Kernel kernel;
+  int grid, block, smem;
+};
+
+// SmemLayout gives the bytes; the grid follows configs/contact.json.
+template <int STRATEGY, int MAPPING, int BLOCK, int TI, int TJ, int SMEM_W, int PAIRS, int NSPLIT, int PREC>
+Variant make(const char* name) {
+  using L = tune_kernels::contact::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS>;
+  constexpr int T = (N + TI - 1) / TI, tiles = B * T * (T + 1) / 2;
+  const int grid = MAPPING == 2 ? (tiles + BLOCK / 32 * PAIRS - 1) / (BLOCK / 32 * PAIRS) : tiles;
+  return {name, contact_kernel<B, N, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS, 1, 1, NSPLIT, PREC>,
+          grid, BLOCK, L::kBytes};
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int samples = 200;
+  for (int a = 1; a + 1 < argc; ++a)
+    if (std::string(argv[a]) == "--samples") samples = std::atoi(argv[a + 1]);
+  const std::vector<Variant> variants = {
+      make<2, 1, 256, 8, 8, 1, 1, 1, 1>("tile 8x8 block256 smem_w (the committed winner)"),
+      make<2, 1, 128, 8, 8, 1, 1, 1, 1>("tile 8x8 block128 smem_w"),
+      make<2, 2, 128, 4, 4, 0, 1, 1, 1>("warp_tile 4x4 block128 pairs1"),
+      make<2, 2, 128, 4, 4, 1, 1, 1, 1>("warp_tile 4x4 block128 pairs1 smem_w"),
+      make<2, 2, 64, 4, 4, 0, 2, 1, 1>("warp_tile 4x4 block64 pairs2"),
+      make<2, 2, 128, 4, 4, 0, 2, 1, 1>("warp_tile 4x4 block128 pairs2"),
+      make<2, 2, 32, 4, 4, 0, 1, 1, 1>("warp_tile 4x4 block32 pairs1"),
+      make<2, 2, 256, 4, 4, 1, 1, 1, 1>("warp_tile 4x4 block256 pairs1 smem_w"),
+  };
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("%s, %d SMs, L2 %d MiB; B=%d N=%d C=%d H=%d, %d cold samples per variant\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, B, N, C, H, samples);
+
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd;
+  auto upload = [&](std::size_t n, float scale, float shift) {
+    std::vector<float> h(n);
+    for (auto& e : h) e = shift + scale * nd(rng);
+    float* d;
+    CHECK(cudaMalloc(&d, n * 4));
+    CHECK(cudaMemcpy(d, h.data(), n * 4, cudaMemcpyHostToDevice));
+    return d;
+  };
+  float* x = upload(static_cast<std::size_t>(B) * N * N * C, 1, 0);
+  float *g = upload(C, 0.2f, 1), *be = upload(C, 0.2f, 0);
+  float *w0 = upload(H * C, 0.125f, 0), *b0 = upload(H, 0.1f, 0), *w2 = upload(H * H, 0.17f, 0);
+  float *b2 = upload(H, 0.1f, 0), *w4 = upload(H, 0.17f, 0), *b4 = upload(1, 0.1f, 0);
+  float* out;
+  CHECK(cudaMalloc(&out, static_cast<std::size_t>(B) * N * N * 4));
+  const std::size_t flush_bytes = std::max<std::size_t>(2 * prop.l2CacheSize, 8 << 20);
+  void* flush;
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+
+  std::printf("%-46s %8s %6s | %-26s | %-26s | %-26s | %-26s | %s\n", "variant", "cold us", "grid",
+              "load cycles q10/q50/q90", "LN cycles q10/q50/q90", "MLP cycles q10/q50/q90",
+              "warp start ns q50/q90/max", "warp end ns q10/q50/max");
+  for (const Variant& v : variants) {
+    CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
+    unsigned long long* marks = nullptr;
+    auto launch = [&] { v.kernel<<<v.grid, v.block, v.smem>>>(x, g, be, w0, b0, w2, b2, w4, b4, out); };
+    CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
+    std::vector<double> cold;
+    for (int s = 0; s < samples + 5; ++s) {
+      CHECK(cudaMemsetAsync(flush, s & 0xff, flush_bytes));
+      CHECK(cudaEventRecord(e0));
+      launch();
+      CHECK(cudaEventRecord(e1));
+      CHECK(cudaEventSynchronize(e1));
+      float ms;
+      CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      if (s >= 5) cold.push_back(ms * 1000.0);
+    }
+    const int warps = v.grid * v.block / 32;
+    CHECK(cudaMalloc(&marks, static_cast<std::size_t>(warps) * 8 * 8));
+    CHECK(cudaMemset(marks, 0, static_cast<std::size_t>(warps) * 8 * 8));
+    CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
+    CHECK(cudaMemsetAsync(flush, 1, flush_bytes));
+    launch();
+    CHECK(cudaDeviceSynchronize());
+    std::vector<unsigned long long> m(static_cast<std::size_t>(warps) * 8);
+    CHECK(cudaMemcpy(m.data(), marks, m.size() * 8, cudaMemcpyDeviceToHost));
+    CHECK(cudaFree(marks));
+    marks = nullptr;
+    CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
+    std::vector<double> load, ln, mlp, start, end;
+    unsigned long long t0 = ~0ull;
+    for (int w = 0; w < warps; ++w)
+      if (m[w * 8 + 7]) t0 = std::min(t0, m[w * 8]);
+    for (int w = 0; w < warps; ++w) {
+      const unsigned long long* r = &m[w * 8];
+      if (!r[7] || !r[3]) continue;  // a warp with no work (past the last tile)
+      load.push_back(double(r[3] - r[1]));
+      ln.push_back(double(r[5] - r[3]));
+      mlp.push_back(double(r[7] - r[5]));
+      start.push_back(double(r[0] - t0));
+      end.push_back(double(r[6] - t0));
+    }
+    auto q3 = [](const std::vector<double>& a, double x, double y, double z) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%8.0f %8.0f %8.0f", quantile(a, x), quantile(a, y), quantile(a, z));
+      return std::string(buf);
+    };
+    std::printf("%-46s %8.3f %6d | %s | %s | %s | %s | %s\n", v.name, quantile(cold, 0.5), v.grid,
+                q3(load, 0.1, 0.5, 0.9).c_str(), q3(ln, 0.1, 0.5, 0.9).c_str(), q3(mlp, 0.1, 0.5, 0.9).c_str(),
+                q3(start, 0.5, 0.9, 1.0).c_str(), q3(end, 0.1, 0.5, 1.0).c_str());
+  }
+  return 0;
+}
