@@ -37,6 +37,12 @@
 //               of both layers (relu(D1) and the partial logits meet in shared memory).
 //   PREC        mma only: 0 3xTF32; 1 plain TF32 (one MMA per product, operands rounded to
 //               TF32): a third of the tensor-core work, parity decides per shape.
+//   LNROW       mma, SMEM_W, ASYNC, NSPLIT 1 only. 0: groups of lanes normalise a pair's two rows
+//               and store s (with gamma, beta); 1: every staged row is normalised on its own by
+//               one thread (a few when the block has threads to spare), u = (x - mean) * rstd, no
+//               shuffles; gamma and beta are folded into the block's copy of layer 1
+//               (W0' = W0 diag(gamma) / 2, b0' = b0 + W0 beta), and the MMA's A operand is
+//               u(i,j) + u(j,i), read from both rows.
 // The dynamic shared memory the kernel expects is SmemLayout<...>::kBytes; configs/contact.json
 // computes the same number as `smem_bytes`. Every buffer must be 16-byte aligned (rows and weights
 // are read as float4), as separate device allocations are.
@@ -491,6 +497,54 @@ __device__ __forceinline__ float group_sum(float v) {
 #pragma unroll
   for (int off = G / 2; off > 0; off >>= 1) v += __shfl_xor_sync(kFullMask, v, off);
   return v;
+}
+
+// LNROW: rows[r] = (rows[r] - mean) * rstd for ROWS staged rows (stride row_stride(C)) by NTHREADS
+// threads (tid in [0, NTHREADS)): G = 1, 2 or 4 adjacent threads per row, as many as the threads
+// allow, each summing every G-th float4 of the row; two passes over shared memory for the mean
+// and the variance (as the reference computes it), a third to store. ROWS % 32 == 0 keeps every
+// warp's lanes together in the shuffles.
+template <int C, int ROWS, int NTHREADS>
+__device__ __forceinline__ void normalize_rows(float* rows, int tid) {
+  constexpr int RS = row_stride(C), kChunks = C / 4;
+  constexpr int G = NTHREADS >= 4 * ROWS ? 4 : (NTHREADS >= 2 * ROWS ? 2 : 1);
+  constexpr int kStep = NTHREADS / G;
+  static_assert(C % 4 == 0 && ROWS % 32 == 0 && NTHREADS % 32 == 0, "normalize_rows: float4 rows, whole warps");
+  const int sub = tid % G;
+#pragma unroll 1
+  for (int r = tid / G; r < ROWS; r += kStep) {
+    float* row = rows + r * RS;
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int ch = sub; ch < kChunks; ch += G) {
+      const float4 v = *reinterpret_cast<const float4*>(row + 4 * ch);
+      s[0] += v.x;
+      s[1] += v.y;
+      s[2] += v.z;
+      s[3] += v.w;
+    }
+    const float mean = group_sum<G>((s[0] + s[1]) + (s[2] + s[3])) / static_cast<float>(C);
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int ch = sub; ch < kChunks; ch += G) {
+      const float4 v = *reinterpret_cast<const float4*>(row + 4 * ch);
+      d[0] = fmaf(v.x - mean, v.x - mean, d[0]);
+      d[1] = fmaf(v.y - mean, v.y - mean, d[1]);
+      d[2] = fmaf(v.z - mean, v.z - mean, d[2]);
+      d[3] = fmaf(v.w - mean, v.w - mean, d[3]);
+    }
+    const float var = group_sum<G>((d[0] + d[1]) + (d[2] + d[3])) / static_cast<float>(C);
+    const float rstd = rsqrtf(var + kLnEps);
+#pragma unroll
+    for (int ch = sub; ch < kChunks; ch += G) {
+      float4 v = *reinterpret_cast<const float4*>(row + 4 * ch);
+      v.x = (v.x - mean) * rstd;
+      v.y = (v.y - mean) * rstd;
+      v.z = (v.z - mean) * rstd;
+      v.w = (v.w - mean) * rstd;
+      *reinterpret_cast<float4*>(row + 4 * ch) = v;
+    }
+  }
 }
 
 // Staged tiles: each pair (ii,jj) of the tile normalises row A(ii,jj) and row T(jj,ii) once and
@@ -1046,6 +1100,38 @@ __device__ __forceinline__ void copy_mma_weights(const float* __restrict__ ln_w,
   copy_padded<1, 1, 1, 1, 1, BLOCK, ASYNC>(b4, sw + L::kB4);
 }
 
+// LNROW: folds the LayerNorm's affine into the block's copy of layer 1, W0 <- W0 diag(gamma) / 2
+// (the A operand is u(i,j) + u(j,i)) and b0 <- b0 + W0 beta. The weights must be in shared memory
+// and visible to the block; two block barriers.
+template <int C, int H, int BLOCK>
+__device__ __forceinline__ void fold_layernorm(float* sw) {
+  using L = MmaWeightLayout<C, H>;
+  constexpr int HP = L::HP, kPer = cdiv(HP, BLOCK);
+  float bias[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int h = static_cast<int>(threadIdx.x) + k * BLOCK;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (h < HP) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) acc[c % 4] = fmaf(sw[L::kW0 + h * L::kW0Stride + c], sw[L::kBeta + c], acc[c % 4]);
+    }
+    bias[k] = h < HP ? sw[L::kB0 + h] + ((acc[0] + acc[1]) + (acc[2] + acc[3])) : 0.0f;
+  }
+  __syncthreads();
+#pragma unroll 4
+  for (int f = threadIdx.x; f < HP * C; f += BLOCK) {
+    const int h = f / C, c = f - h * C;
+    sw[L::kW0 + h * L::kW0Stride + c] *= 0.5f * sw[L::kGamma + c];
+  }
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int h = static_cast<int>(threadIdx.x) + k * BLOCK;
+    if (h < HP) sw[L::kB0 + h] = bias[k];
+  }
+  __syncthreads();
+}
+
 // A[p] * B for P row tiles sharing one B fragment {b0, b1}, 3xTF32, into three accumulators:
 // acc[0] += Ahi Bhi, acc[1] += Alo Bhi, acc[2] += Ahi Blo. Three independent chains, each one
 // MMA per k-step, instead of one chain three MMAs long; the caller adds them (mma_3xtf32_sum).
@@ -1092,7 +1178,10 @@ __device__ __forceinline__ void mma_3xtf32_sum(float (&d)[P][4], const float (&a
 // the lane's D1 values used as its A fragment where they stand: k-group ks's logical columns t
 // and t+4 are h = 8ks + 2t and 8ks + 2t + 1, so B takes W2 columns (2t, 2t+1) in their place.
 // warp in [0, BLOCK / 32): the warps share the 16-pair tiles (BLOCK = 32: one warp does all).
-template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED, int PREC>
+// LNROW: the rows hold u (normalize_rows), and the A operand of pair (ii,jj) is row A(ii,jj) plus
+// row T(jj,ii).
+template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED, int PREC,
+          int LNROW = 0>
 __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOrigin& tile, const float* tiles,
                                           const MmaWeights<C, H, SHARED>& W,
                                           int warp = static_cast<int>(threadIdx.x >> 5)) {
@@ -1119,12 +1208,21 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
   for (int grp = warp; grp * P < kMTiles; grp += NW) {
     const float* row_lo[P];  // rows g and g + 8 of each 16-pair tile
     const float* row_hi[P];
+    const float* trow_lo[P];  // LNROW: their tile T rows
+    const float* trow_hi[P];
 #pragma unroll
     for (int p = 0; p < P; ++p) {
       const int m0 = (grp * P + p) * 16;
-      row_lo[p] = tiles + (m0 + g < kRows ? m0 + g : kRows - 1) * RS + t;
-      row_hi[p] = tiles + (m0 + g + 8 < kRows ? m0 + g + 8 : kRows - 1) * RS + t;
+      const int q_lo = m0 + g < kRows ? m0 + g : kRows - 1, q_hi = m0 + g + 8 < kRows ? m0 + g + 8 : kRows - 1;
+      row_lo[p] = tiles + q_lo * RS + t;
+      row_hi[p] = tiles + q_hi * RS + t;
+      trow_lo[p] = tiles + (kRows + (q_lo % TILE_J) * TILE_I + q_lo / TILE_J) * RS + t;
+      trow_hi[p] = tiles + (kRows + (q_hi % TILE_J) * TILE_I + q_hi / TILE_J) * RS + t;
     }
+    // Element k of the lane's row: s (LNROW 0), or u(i,j) + u(j,i).
+    const auto a_at = [&](const float* const (&r)[P], const float* const (&tr)[P], int p, int k) {
+      return LNROW ? r[p][k] + tr[p][k] : r[p][k];
+    };
     float d1[NT][P][4];
     {
     float acc1[NT][3][P][4];
@@ -1135,10 +1233,10 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
       float ahi[P][4], alo[P][4];
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        split_operand<PREC>(row_lo[p][k0], ahi[p][0], alo[p][0]);
-        split_operand<PREC>(row_hi[p][k0], ahi[p][1], alo[p][1]);
-        split_operand<PREC>(row_lo[p][k0 + 4], ahi[p][2], alo[p][2]);
-        split_operand<PREC>(row_hi[p][k0 + 4], ahi[p][3], alo[p][3]);
+        split_operand<PREC>(a_at(row_lo, trow_lo, p, k0), ahi[p][0], alo[p][0]);
+        split_operand<PREC>(a_at(row_hi, trow_hi, p, k0), ahi[p][1], alo[p][1]);
+        split_operand<PREC>(a_at(row_lo, trow_lo, p, k0 + 4), ahi[p][2], alo[p][2]);
+        split_operand<PREC>(a_at(row_hi, trow_hi, p, k0 + 4), ahi[p][3], alo[p][3]);
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -1303,7 +1401,7 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
 }  // namespace tune_kernels
 
 template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T,
-          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1, int PREC = 0>
+          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1, int PREC = 0, int LNROW = 0>
 __global__ void __launch_bounds__(BLOCK)
     contact_kernel(const float* __restrict__ pair_repr, const float* __restrict__ ln_w, const float* __restrict__ ln_b,
                    const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
@@ -1317,6 +1415,8 @@ __global__ void __launch_bounds__(BLOCK)
   static_assert(TILE_I >= 1 && TILE_J >= 1 && PAIRS >= 1, "bad tile or PAIRS");
   static_assert(!SYM || (MAPPING != 0 && TILE_I == TILE_J), "SYM needs a tile mapping with square tiles");
   static_assert(PREC == 0 || (PREC == 1 && STRATEGY == 2), "PREC: 0 3xTF32, 1 TF32 (the mma strategy only)");
+  static_assert(LNROW == 0 || (STRATEGY == 2 && SMEM_W != 0 && ASYNC != 0 && NSPLIT == 1),
+                "LNROW: the mma strategy with SMEM_W, ASYNC and NSPLIT 1");
   static_assert(STRATEGY != 2 || (MAPPING != 0 && STAGE_T != 0 && C % 8 == 0 && (SMEM_W != 0 || H % 8 == 0)),
                 "the mma strategy needs a tile mapping, STAGE_T, C % 8 == 0, and SMEM_W or H % 8 == 0");
   using Layout = k::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, STAGE_T, SMEM_W, PAIRS>;
@@ -1353,6 +1453,7 @@ __global__ void __launch_bounds__(BLOCK)
     if constexpr (kSmemW) {
       k::copy_wait<PAIRS>();
       __syncthreads();
+      if constexpr (LNROW != 0) k::fold_layernorm<C, H, BLOCK>(sw);
     }
     const MW W = kSmemW ? MW{sw + ML::kW0, sw + ML::kB0, sw + ML::kW2, sw + ML::kB2, sw + ML::kW4, sw + ML::kB4}
                         : MW{w0, b0, w2, b2, w4, b4};
@@ -1364,11 +1465,15 @@ __global__ void __launch_bounds__(BLOCK)
       __syncwarp();
       if (p == 0) TUNE_CONTACT_MARK(1);
       float* tp = tiles + p * Layout::kTileFloats;
-      k::layernorm_tile<C, TILE_I, TILE_J, 32, kSmemW>(tp, kSmemW ? sw + ML::kGamma : ln_w,
-                                                      kSmemW ? sw + ML::kBeta : ln_b, 0);
+      if constexpr (LNROW != 0) {
+        k::normalize_rows<C, 2 * TILE_I * TILE_J, 32>(tp, lane);
+      } else {
+        k::layernorm_tile<C, TILE_I, TILE_J, 32, kSmemW>(tp, kSmemW ? sw + ML::kGamma : ln_w,
+                                                        kSmemW ? sw + ML::kBeta : ln_b, 0);
+      }
       __syncwarp();
       if (p == 0) TUNE_CONTACT_MARK(2);
-      k::mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC>(out, tile[p], tp, W, 0);
+      k::mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(out, tile[p], tp, W, 0);
     }
     TUNE_CONTACT_MARK(3);
     return;
@@ -1383,14 +1488,26 @@ __global__ void __launch_bounds__(BLOCK)
   // Cooperative copies first, so the weight and tile loads are in flight together.
   // The tile first: its rows come from DRAM, the weights (shared by all blocks) mostly from L2.
   constexpr bool kAsync = ASYNC != 0;
-  if constexpr (kStaged)
+  if constexpr (LNROW != 0) {
+    // The weights first, in their own group: the fold runs while the tiles are still landing.
+    k::copy_mma_weights<C, H, BLOCK, true>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
+    k::copy_commit();
+    k::stage_tiles<N, C, TILE_I, TILE_J, BLOCK, true>(pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
+    k::copy_commit();
+    k::copy_wait<1>();
+    __syncthreads();
+    k::fold_layernorm<C, H, BLOCK>(sw);
+    k::copy_wait<0>();
+  } else if constexpr (kStaged) {
     k::stage_tiles<N, C, TILE_I, TILE_J, BLOCK, kAsync>(pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
-  if constexpr (STRATEGY == 2 && SMEM_W != 0) {
+  }
+  if constexpr (LNROW != 0) {
+  } else if constexpr (STRATEGY == 2 && SMEM_W != 0) {
     k::copy_mma_weights<C, H, BLOCK, kAsync>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
   } else if constexpr (SMEM_W != 0) {
     k::copy_weights<C, H, BLOCK, kAsync>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
   }
-  if constexpr (kAsync) k::copy_wait_all();
+  if constexpr (kAsync && LNROW == 0) k::copy_wait_all();
   if constexpr (SMEM_W != 0 || kStaged) __syncthreads();
   TUNE_CONTACT_MARK(1);
 
@@ -1400,15 +1517,20 @@ __global__ void __launch_bounds__(BLOCK)
     using MW = k::MmaWeights<C, H, kSmemW>;
     const MW W = kSmemW ? MW{sw + ML::kW0, sw + ML::kB0, sw + ML::kW2, sw + ML::kB2, sw + ML::kW4, sw + ML::kB4}
                         : MW{w0, b0, w2, b2, w4, b4};
-    k::layernorm_tile<C, TILE_I, TILE_J, BLOCK, kSmemW>(smem + Layout::kTileA, kSmemW ? sw + ML::kGamma : ln_w,
-                                                        kSmemW ? sw + ML::kBeta : ln_b);
+    if constexpr (LNROW != 0) {
+      k::normalize_rows<C, 2 * TILE_I * TILE_J, BLOCK>(smem + Layout::kTileA, static_cast<int>(threadIdx.x));
+    } else {
+      k::layernorm_tile<C, TILE_I, TILE_J, BLOCK, kSmemW>(smem + Layout::kTileA, kSmemW ? sw + ML::kGamma : ln_w,
+                                                          kSmemW ? sw + ML::kBeta : ln_b);
+    }
     __syncthreads();
     TUNE_CONTACT_MARK(2);
     if constexpr (NSPLIT > 1) {
       static_assert(PAIRS == 1 && kSmemW, "NSPLIT > 1 takes one 16-pair tile per warp group, weights in shared memory");
       k::mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM, PREC>(out, tile, smem + Layout::kTileA, W);
     } else {
-      k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW, PREC>(out, tile, smem + Layout::kTileA, W);
+      k::mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW, PREC, LNROW>(out, tile, smem + Layout::kTileA,
+                                                                                   W);
     }
     TUNE_CONTACT_MARK(3);
   } else {

@@ -54,12 +54,13 @@ struct Variant {
 };
 
 // SmemLayout gives the bytes; the grid follows configs/contact.json.
-template <int STRATEGY, int MAPPING, int BLOCK, int TI, int TJ, int SMEM_W, int PAIRS, int NSPLIT, int PREC>
+template <int STRATEGY, int MAPPING, int BLOCK, int TI, int TJ, int SMEM_W, int PAIRS, int NSPLIT, int PREC,
+          int LNROW = 0>
 Variant make(const char* name) {
   using L = tune_kernels::contact::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS>;
   constexpr int T = (N + TI - 1) / TI, tiles = B * T * (T + 1) / 2;
   const int grid = MAPPING == 2 ? (tiles + BLOCK / 32 * PAIRS - 1) / (BLOCK / 32 * PAIRS) : tiles;
-  return {name, contact_kernel<B, N, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS, 1, 1, NSPLIT, PREC>,
+  return {name, contact_kernel<B, N, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS, 1, 1, NSPLIT, PREC, LNROW>,
           grid, BLOCK, L::kBytes};
 }
 
@@ -76,13 +77,16 @@ int main(int argc, char** argv) {
     if (std::string(argv[a]) == "--samples") samples = std::atoi(argv[a + 1]);
   const std::vector<Variant> variants = {
       make<2, 1, 256, 8, 8, 1, 1, 1, 1>("tile 8x8 block256 smem_w (the committed winner)"),
-      make<2, 1, 128, 8, 8, 1, 1, 1, 1>("tile 8x8 block128 smem_w"),
-      make<2, 2, 128, 4, 4, 0, 1, 1, 1>("warp_tile 4x4 block128 pairs1"),
-      make<2, 2, 128, 4, 4, 1, 1, 1, 1>("warp_tile 4x4 block128 pairs1 smem_w"),
-      make<2, 2, 64, 4, 4, 0, 2, 1, 1>("warp_tile 4x4 block64 pairs2"),
-      make<2, 2, 128, 4, 4, 0, 2, 1, 1>("warp_tile 4x4 block128 pairs2"),
-      make<2, 2, 32, 4, 4, 0, 1, 1, 1>("warp_tile 4x4 block32 pairs1"),
-      make<2, 2, 256, 4, 4, 1, 1, 1, 1>("warp_tile 4x4 block256 pairs1 smem_w"),
+      make<2, 1, 256, 8, 8, 1, 1, 1, 1, 1>("tile 8x8 block256 smem_w ln=row"),
+      make<2, 1, 128, 8, 8, 1, 1, 1, 1, 1>("tile 8x8 block128 smem_w ln=row"),
+      make<2, 1, 32, 4, 4, 1, 1, 1, 1, 1>("tile 4x4 block32 smem_w ln=row"),
+      make<2, 2, 128, 4, 4, 1, 1, 1, 1>("warp_tile 4x4 block128 smem_w"),
+      make<2, 2, 256, 4, 4, 1, 1, 1, 1>("warp_tile 4x4 block256 smem_w"),
+      make<2, 2, 64, 4, 4, 1, 1, 1, 1, 1>("warp_tile 4x4 block64 smem_w ln=row"),
+      make<2, 2, 128, 4, 4, 1, 1, 1, 1, 1>("warp_tile 4x4 block128 smem_w ln=row"),
+      make<2, 2, 256, 4, 4, 1, 1, 1, 1, 1>("warp_tile 4x4 block256 smem_w ln=row"),
+      make<2, 2, 128, 4, 4, 1, 2, 1, 1, 1>("warp_tile 4x4 block128 pairs2 smem_w ln=row"),
+      make<2, 2, 64, 8, 8, 1, 1, 1, 1, 1>("warp_tile 8x8 block64 smem_w ln=row"),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -112,7 +116,7 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
 
-  std::printf("%-46s %8s %6s | %-26s | %-26s | %-26s | %-26s | %s\n", "variant", "cold us", "grid",
+  std::printf("%-48s %8s %6s | %-26s | %-26s | %-26s | %-26s | %s\n", "variant", "cold us", "grid",
               "load cycles q10/q50/q90", "LN cycles q10/q50/q90", "MLP cycles q10/q50/q90",
               "warp start ns q50/q90/max", "warp end ns q10/q50/max");
   for (const Variant& v : variants) {
@@ -161,7 +165,7 @@ int main(int argc, char** argv) {
       std::snprintf(buf, sizeof buf, "%8.0f %8.0f %8.0f", quantile(a, x), quantile(a, y), quantile(a, z));
       return std::string(buf);
     };
-    std::printf("%-46s %8.3f %6d | %s | %s | %s | %s | %s\n", v.name, quantile(cold, 0.5), v.grid,
+    std::printf("%-48s %8.3f %6d | %s | %s | %s | %s | %s\n", v.name, quantile(cold, 0.5), v.grid,
                 q3(load, 0.1, 0.5, 0.9).c_str(), q3(ln, 0.1, 0.5, 0.9).c_str(), q3(mlp, 0.1, 0.5, 0.9).c_str(),
                 q3(start, 0.5, 0.9, 1.0).c_str(), q3(end, 0.1, 0.5, 1.0).c_str());
   }
