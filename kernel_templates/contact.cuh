@@ -21,6 +21,9 @@
 //                 normalises and computes them alone, with no block barrier (one after the weight
 //                 copy when SMEM_W), each tile's copies their own cp.async group, so the warp works
 //                 on its first tile while the next are still landing.
+//   PERSIST     warp_tile only: a grid of as many blocks as stay resident on the device; a warp
+//               takes every (grid warps)-th tile, PAIRS of them in flight in a ring of buffers
+//               (the next copy is issued as soon as a buffer is free).
 //   STAGE_T     tile only. 1: the block loads the tile and its transposed tile into shared memory
 //               (coalesced, float4 when C % 4 == 0), LayerNorms every staged row once and stores
 //               s there; 0: each thread or warp reads its own two rows from global memory.
@@ -28,7 +31,7 @@
 //               global memory through the read-only cache.
 //   PAIRS       pairs a thread (thread) or a warp (warp) computes together, or 16-pair tiles a
 //               warp computes together (mma): more independent work per weight read; warp_tile:
-//               the tiles a warp owns, in sequence.
+//               the tiles a warp owns, in sequence (PERSIST: the tiles in flight).
 //   SYM         tile only, square tiles: s is symmetric, so only tiles with ti <= tj run; an
 //               off-diagonal tile writes out[b,i,j] and out[b,j,i] from one computation.
 //   ASYNC       1: the weight and tile copies into shared memory are cp.async (sm_80+), all of a
@@ -1401,7 +1404,8 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
 }  // namespace tune_kernels
 
 template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T,
-          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1, int PREC = 0, int LNROW = 0>
+          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1, int PREC = 0, int LNROW = 0,
+          int PERSIST = 0>
 __global__ void __launch_bounds__(BLOCK)
     contact_kernel(const float* __restrict__ pair_repr, const float* __restrict__ ln_w, const float* __restrict__ ln_b,
                    const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
@@ -1417,6 +1421,7 @@ __global__ void __launch_bounds__(BLOCK)
   static_assert(PREC == 0 || (PREC == 1 && STRATEGY == 2), "PREC: 0 3xTF32, 1 TF32 (the mma strategy only)");
   static_assert(LNROW == 0 || (STRATEGY == 2 && SMEM_W != 0 && ASYNC != 0 && NSPLIT == 1),
                 "LNROW: the mma strategy with SMEM_W, ASYNC and NSPLIT 1");
+  static_assert(PERSIST == 0 || MAPPING == 2, "PERSIST: the warp_tile mapping");
   static_assert(STRATEGY != 2 || (MAPPING != 0 && STAGE_T != 0 && C % 8 == 0 && (SMEM_W != 0 || H % 8 == 0)),
                 "the mma strategy needs a tile mapping, STAGE_T, C % 8 == 0, and SMEM_W or H % 8 == 0");
   using Layout = k::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, STAGE_T, SMEM_W, PAIRS>;
@@ -1435,19 +1440,27 @@ __global__ void __launch_bounds__(BLOCK)
     using ML = k::MmaWeightLayout<C, H>;
     using MW = k::MmaWeights<C, H, kSmemW>;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int first = (blockIdx.x * kWarps + warp) * PAIRS;
-    float* tiles = smem + Layout::kTileA + warp * PAIRS * Layout::kTileFloats;
+    // The warp's tiles: PAIRS consecutive ones, or (PERSIST) every (grid warps)-th from its index.
+    const int gw = static_cast<int>(blockIdx.x) * kWarps + warp;
+    const int first = PERSIST ? gw : gw * PAIRS;
+    const int stride = PERSIST ? static_cast<int>(gridDim.x) * kWarps : 1;
+    const int last = PERSIST ? kUnits : (first + PAIRS < kUnits ? first + PAIRS : kUnits);  // exclusive
+    float* tiles = smem + Layout::kTileA + warp * PAIRS * Layout::kTileFloats;  // a ring of PAIRS buffers
+    const auto stage = [&](int u, int slot) {
+      const k::TileOrigin t = k::tile_origin<N, TILE_I, TILE_J, SYM>(u);
+      k::stage_tiles<N, C, TILE_I, TILE_J, 32, true>(pair_repr, t.b, t.i0, t.j0, tiles + slot * Layout::kTileFloats,
+                                                    lane);
+    };
     if constexpr (kSmemW) {  // the block's weights first: one group, waited for before the tiles
       k::copy_mma_weights<C, H, BLOCK, true>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
       k::copy_commit();
     }
-    k::TileOrigin tile[PAIRS];
+    // Every tile's copies are one cp.async group; PAIRS groups are always in flight (empty ones
+    // past the warp's last tile), so a wait for all but the PAIRS - 1 newest is a wait for the
+    // oldest tile.
 #pragma unroll
     for (int p = 0; p < PAIRS; ++p) {
-      tile[p] = k::tile_origin<N, TILE_I, TILE_J, SYM>(first + p < kUnits ? first + p : kUnits - 1);
-      if (first + p < kUnits)
-        k::stage_tiles<N, C, TILE_I, TILE_J, 32, true>(pair_repr, tile[p].b, tile[p].i0, tile[p].j0,
-                                                      tiles + p * Layout::kTileFloats, lane);
+      if (first + p * stride < last) stage(first + p * stride, p);
       k::copy_commit();
     }
     if constexpr (kSmemW) {
@@ -1457,14 +1470,13 @@ __global__ void __launch_bounds__(BLOCK)
     }
     const MW W = kSmemW ? MW{sw + ML::kW0, sw + ML::kB0, sw + ML::kW2, sw + ML::kB2, sw + ML::kW4, sw + ML::kB4}
                         : MW{w0, b0, w2, b2, w4, b4};
-#pragma unroll
-    for (int p = 0; p < PAIRS; ++p) {
-      if (first + p >= kUnits) break;
-      // This tile's group has landed once at most the later tiles' groups are in flight.
-      k::copy_wait_at_most(PAIRS - 1 - p);
+    int slot = 0;
+#pragma unroll 1
+    for (int u = first; u < last; u += stride) {
+      k::copy_wait<PAIRS - 1>();
       __syncwarp();
-      if (p == 0) TUNE_CONTACT_MARK(1);
-      float* tp = tiles + p * Layout::kTileFloats;
+      if (u == first) TUNE_CONTACT_MARK(1);
+      float* tp = tiles + slot * Layout::kTileFloats;
       if constexpr (LNROW != 0) {
         k::normalize_rows<C, 2 * TILE_I * TILE_J, 32>(tp, lane);
       } else {
@@ -1472,8 +1484,14 @@ __global__ void __launch_bounds__(BLOCK)
                                                         kSmemW ? sw + ML::kBeta : ln_b, 0);
       }
       __syncwarp();
-      if (p == 0) TUNE_CONTACT_MARK(2);
-      k::mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(out, tile[p], tp, W, 0);
+      if (u == first) TUNE_CONTACT_MARK(2);
+      k::mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(
+          out, k::tile_origin<N, TILE_I, TILE_J, SYM>(u), tp, W, 0);
+      __syncwarp();  // every lane is done with the buffer before it is refilled
+      const int next = u + PAIRS * stride;
+      if (next < last) stage(next, slot);
+      k::copy_commit();
+      slot = slot + 1 == PAIRS ? 0 : slot + 1;
     }
     TUNE_CONTACT_MARK(3);
     return;
