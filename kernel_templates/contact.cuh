@@ -394,15 +394,18 @@ __device__ __forceinline__ void staged_row_source(int row, int i0, int j0, int& 
 // x[b, j0+jj, i0+ii, :] at row TILE_I*TILE_J + jj*TILE_I+ii) into consecutive shared rows of
 // stride row_stride(C). Consecutive threads read consecutive vectors of one contiguous run;
 // rows outside the N x N range are zero (their results are never stored).
+// skip_t (ASYNC only): tile A alone; a diagonal tile of a square SYM tiling is its own transpose,
+// so its tile T rows are tile A rows (row (jj,ii) of T is row jj*TILE_J+ii of A).
 template <int N, int C, int TILE_I, int TILE_J, int BLOCK, bool ASYNC>
 __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, int i0, int j0, float* tiles,
-                                            int tid = static_cast<int>(threadIdx.x)) {
+                                            int tid = static_cast<int>(threadIdx.x), bool skip_t = false) {
   constexpr int V = vec_width(C), RS = row_stride(C), kPerRow = C / V;
   constexpr int kRows = TILE_I * TILE_J;
   constexpr int kElems = 2 * kRows * kPerRow;
   constexpr int kIters = cdiv(kElems, BLOCK);
   if constexpr (ASYNC) {
     block_for<2 * kRows, kPerRow, BLOCK>([&](int row, int q) {
+      if (skip_t && row >= kRows) return;
       const int c = q * V;
       int gi, gj;
       staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
@@ -507,15 +510,17 @@ __device__ __forceinline__ float group_sum(float v) {
 // allow, each summing every G-th float4 of the row; two passes over shared memory for the mean
 // and the variance (as the reference computes it), a third to store. ROWS % 32 == 0 keeps every
 // warp's lanes together in the shuffles.
+// rows_used (<= ROWS, a multiple of 32 / G): the rows to normalise (ROWS / 2 for a diagonal tile
+// staged with skip_t).
 template <int C, int ROWS, int NTHREADS>
-__device__ __forceinline__ void normalize_rows(float* rows, int tid) {
+__device__ __forceinline__ void normalize_rows(float* rows, int tid, int rows_used = ROWS) {
   constexpr int RS = row_stride(C), kChunks = C / 4;
   constexpr int G = NTHREADS >= 4 * ROWS ? 4 : (NTHREADS >= 2 * ROWS ? 2 : 1);
   constexpr int kStep = NTHREADS / G;
   static_assert(C % 4 == 0 && ROWS % 32 == 0 && NTHREADS % 32 == 0, "normalize_rows: float4 rows, whole warps");
   const int sub = tid % G;
 #pragma unroll 1
-  for (int r = tid / G; r < ROWS; r += kStep) {
+  for (int r = tid / G; r < rows_used; r += kStep) {
     float* row = rows + r * RS;
     float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -554,9 +559,11 @@ __device__ __forceinline__ void normalize_rows(float* rows, int tid) {
 // overwrites row A(ii,jj) with s. Both rows run the same code (same reduction order), so LN(row)
 // does not depend on whether it is the (i,j) or the (j,i) operand: s stays exactly symmetric.
 // The BLOCK / 32 warps share the rows (warp in [0, BLOCK / 32); BLOCK = 32: one warp does all).
+// t_row0: the first tile T row (kRows; 0 for a diagonal tile staged with skip_t).
 template <int C, int TILE_I, int TILE_J, int BLOCK, bool SMEM_W>
 __device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma, const float* beta,
-                                               int warp = static_cast<int>(threadIdx.x >> 5)) {
+                                               int warp = static_cast<int>(threadIdx.x >> 5),
+                                               int t_row0 = TILE_I * TILE_J) {
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, G = ln_group(C);
   const int lane = threadIdx.x & 31;
   if constexpr (G == 0) {
@@ -568,7 +575,7 @@ __device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma,
     for (int q = warp; q < kRows; q += BLOCK / 32) {
       const int ii = q / TILE_J, jj = q - ii * TILE_J;
       float* ra = tiles + q * RS;
-      const float* rt = tiles + (kRows + jj * TILE_I + ii) * RS;
+      const float* rt = tiles + (t_row0 + jj * TILE_I + ii) * RS;
       float a[CR], t[CR];
 #pragma unroll
       for (int k = 0; k < CR; ++k) {
@@ -608,7 +615,7 @@ __device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma,
       const int q = owner ? q_raw : kRows - 1;
       const int ii = q / TILE_J, jj = q - ii * TILE_J;
       float* ra = tiles + q * RS;
-      const float* rt = tiles + (kRows + jj * TILE_I + ii) * RS;
+      const float* rt = tiles + (t_row0 + jj * TILE_I + ii) * RS;
       float a[kPerLane][4], t[kPerLane][4];
       float sa = 0.0f, st = 0.0f;
 #pragma unroll
@@ -1187,7 +1194,8 @@ template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM
           int LNROW = 0>
 __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOrigin& tile, const float* tiles,
                                           const MmaWeights<C, H, SHARED>& W,
-                                          int warp = static_cast<int>(threadIdx.x >> 5)) {
+                                          int warp = static_cast<int>(threadIdx.x >> 5),
+                                          int t_row0 = TILE_I * TILE_J) {
   using L = MmaWeights<C, H, SHARED>;
   constexpr int HP = MmaWeightLayout<C, H>::HP, NT = HP / 8;
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = cdiv(kRows, 16), NW = BLOCK / 32;
@@ -1219,8 +1227,8 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
       const int q_lo = m0 + g < kRows ? m0 + g : kRows - 1, q_hi = m0 + g + 8 < kRows ? m0 + g + 8 : kRows - 1;
       row_lo[p] = tiles + q_lo * RS + t;
       row_hi[p] = tiles + q_hi * RS + t;
-      trow_lo[p] = tiles + (kRows + (q_lo % TILE_J) * TILE_I + q_lo / TILE_J) * RS + t;
-      trow_hi[p] = tiles + (kRows + (q_hi % TILE_J) * TILE_I + q_hi / TILE_J) * RS + t;
+      trow_lo[p] = tiles + (t_row0 + (q_lo % TILE_J) * TILE_I + q_lo / TILE_J) * RS + t;
+      trow_hi[p] = tiles + (t_row0 + (q_hi % TILE_J) * TILE_I + q_hi / TILE_J) * RS + t;
     }
     // Element k of the lane's row: s (LNROW 0), or u(i,j) + u(j,i).
     const auto a_at = [&](const float* const (&r)[P], const float* const (&tr)[P], int p, int k) {
@@ -1446,10 +1454,13 @@ __global__ void __launch_bounds__(BLOCK)
     const int stride = PERSIST ? static_cast<int>(gridDim.x) * kWarps : 1;
     const int last = PERSIST ? kUnits : (first + PAIRS < kUnits ? first + PAIRS : kUnits);  // exclusive
     float* tiles = smem + Layout::kTileA + warp * PAIRS * Layout::kTileFloats;  // a ring of PAIRS buffers
+    // LNROW: a diagonal tile (not mirrored) is staged once, its tile T rows being its tile A rows
+    // (the rows are normalised in place before any is read as a T row; the group LayerNorm
+    // overwrites A rows with s while others still read them, so it keeps both copies).
     const auto stage = [&](int u, int slot) {
       const k::TileOrigin t = k::tile_origin<N, TILE_I, TILE_J, SYM>(u);
       k::stage_tiles<N, C, TILE_I, TILE_J, 32, true>(pair_repr, t.b, t.i0, t.j0, tiles + slot * Layout::kTileFloats,
-                                                    lane);
+                                                    lane, LNROW != 0 && !t.mirror);
     };
     if constexpr (kSmemW) {  // the block's weights first: one group, waited for before the tiles
       k::copy_mma_weights<C, H, BLOCK, true>(ln_w, ln_b, w0, b0, w2, b2, w4, b4, sw);
@@ -1477,16 +1488,17 @@ __global__ void __launch_bounds__(BLOCK)
       __syncwarp();
       if (u == first) TUNE_CONTACT_MARK(1);
       float* tp = tiles + slot * Layout::kTileFloats;
+      const k::TileOrigin tile = k::tile_origin<N, TILE_I, TILE_J, SYM>(u);
+      const int t_row0 = LNROW == 0 || tile.mirror ? TILE_I * TILE_J : 0;
       if constexpr (LNROW != 0) {
-        k::normalize_rows<C, 2 * TILE_I * TILE_J, 32>(tp, lane);
+        k::normalize_rows<C, 2 * TILE_I * TILE_J, 32>(tp, lane, TILE_I * TILE_J + t_row0);
       } else {
         k::layernorm_tile<C, TILE_I, TILE_J, 32, kSmemW>(tp, kSmemW ? sw + ML::kGamma : ln_w,
-                                                        kSmemW ? sw + ML::kBeta : ln_b, 0);
+                                                        kSmemW ? sw + ML::kBeta : ln_b, 0, t_row0);
       }
       __syncwarp();
       if (u == first) TUNE_CONTACT_MARK(2);
-      k::mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(
-          out, k::tile_origin<N, TILE_I, TILE_J, SYM>(u), tp, W, 0);
+      k::mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(out, tile, tp, W, 0, t_row0);
       __syncwarp();  // every lane is done with the buffer before it is refilled
       const int next = u + PAIRS * stride;
       if (next < last) stage(next, slot);
