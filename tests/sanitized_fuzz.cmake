@@ -1,0 +1,22 @@
+# ctest -R fuzz.SanitizedReaders: builds tune_unit_tests with TUNE_SANITIZE=ON in its own build
+# folder (Debug: quick to compile) and runs the readers' property tests (Fuzz.*) under ASan and
+# UBSan, 40 % of their cases (about 15x slower there). Warnings are not errors in that build: GCC 12
+# reports false maybe-uninitialized warnings inside std::regex with the sanitizers.
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Debug -DTUNE_SANITIZE=ON -DTUNE_WARNINGS_AS_ERRORS=OFF
+          -DTUNE_BUILD_BENCH=OFF -DTUNE_GOLDEN_DIR=${GOLDEN}
+  RESULT_VARIABLE configured)
+if(NOT configured EQUAL 0)
+  message(FATAL_ERROR "sanitized build: configure failed")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} --target tune_unit_tests -j2 RESULT_VARIABLE built)
+if(NOT built EQUAL 0)
+  message(FATAL_ERROR "sanitized build: build failed")
+endif()
+set(ENV{ASAN_OPTIONS} "detect_leaks=1:abort_on_error=1")
+set(ENV{UBSAN_OPTIONS} "print_stacktrace=1:halt_on_error=1")
+set(ENV{TUNE_FUZZ_PERCENT} 40)
+execute_process(COMMAND ${BINARY}/tests/tune_unit_tests --gtest_filter=Fuzz.* RESULT_VARIABLE ran)
+if(NOT ran EQUAL 0)
+  message(FATAL_ERROR "the property tests failed or a sanitizer reported (exit ${ran})")
+endif()
