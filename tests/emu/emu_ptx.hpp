@@ -1,0 +1,74 @@
+// The PTX the contact template declares for host builds (see contact.cuh's #else branch), defined
+// on top of emu_cuda.hpp: include after contact.cuh, in one translation unit.
+#pragma once
+// mma_tf32 follows the fragment layouts of the PTX ISA
+// (mma.m16n8k8 .tf32): a0=(g,t) a1=(g+8,t) a2=(g,t+4) a3=(g+8,t+4); b0=(k=t,n=g) b1=(k=t+4,n=g);
+// d_q = (row g + 8*(q>>1), col 2t + (q&1)).
+#include <cstring>
+namespace tune_kernels { namespace contact {
+float tf32_trunc(float x) { std::uint32_t u; std::memcpy(&u, &x, 4); u &= ~0x1fffu; float r; std::memcpy(&r, &u, 4); return r; }
+float to_tf32(float x) { std::uint32_t u; std::memcpy(&u, &x, 4); u += 0x1000u; u &= ~0x1fffu; float r; std::memcpy(&r, &u, 4); return r; }
+float tf32_round(float x) { return to_tf32(x); }
+void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1) {
+  const unsigned t = threadIdx.x, w = t / 32, l = t % 32;
+  float* X = g_emu->mx.data();
+  float* me = X + t * 10;
+  for (int i = 0; i < 4; ++i) me[i] = a[i];
+  me[4] = b0; me[5] = b1;
+  g_emu->warp_bar[w]->arrive_and_wait();
+  auto A = [&](int m, int k) { unsigned src = w * 32 + (m % 8) * 4 + (k % 4); return tf32_trunc(X[src * 10 + (m >= 8) + 2 * (k >= 4)]); };
+  auto Bm = [&](int k, int n) { unsigned src = w * 32 + n * 4 + (k % 4); return tf32_trunc(X[src * 10 + 4 + (k >= 4)]); };
+  const int g = l >> 2, tq = l & 3;
+  float r[4];
+  for (int q = 0; q < 4; ++q) {
+    const int row = g + (q >> 1) * 8, col = 2 * tq + (q & 1);
+    float acc = d[q];
+    for (int k = 0; k < 8; ++k) acc += A(row, k) * Bm(k, col);
+    r[q] = acc;
+  }
+  g_emu->warp_bar[w]->arrive_and_wait();
+  for (int q = 0; q < 4; ++q) d[q] = r[q];
+}
+}}
+namespace tune_kernels { namespace contact {
+int opaque_zero(int) { return 0; }
+}}
+namespace tune_kernels { namespace contact {
+// cp.async emulation: copies stay pending (per thread) until a wait retires their group, so a
+// read before the wait sees the old (canary) contents.
+struct EmuCopy { float* dst; const float* src; int bytes; bool valid; };
+inline thread_local std::vector<EmuCopy> g_open;
+inline thread_local std::vector<std::vector<EmuCopy>> g_groups;
+inline void emu_retire(std::vector<EmuCopy>& g) {
+  for (auto& c : g) { if (c.valid) std::memcpy(c.dst, c.src, c.bytes); else std::memset(c.dst, 0, c.bytes); }
+  g.clear();
+}
+template <int BYTES>
+void copy_async(float* dst, const float* src, bool valid) { g_open.push_back({dst, src, BYTES, valid}); }
+void copy_commit() { g_groups.push_back(std::move(g_open)); g_open.clear(); }
+template <int PENDING>
+void copy_wait() {
+  while ((int)g_groups.size() > PENDING) { emu_retire(g_groups.front()); g_groups.erase(g_groups.begin()); }
+}
+void copy_wait_all() { copy_commit(); copy_wait<0>(); }
+}}
+namespace tune_kernels { namespace contact {
+void assume(bool) {}
+}}
+#include <map>
+#include <mutex>
+#include <tuple>
+namespace tune_kernels { namespace contact {
+inline std::mutex g_named_mu;
+inline std::map<std::tuple<const void*, int, int>, std::unique_ptr<std::barrier<>>> g_named;
+void named_barrier(int id, int threads) {
+  std::barrier<>* b;
+  {
+    std::lock_guard<std::mutex> lock(g_named_mu);
+    auto& p = g_named[{g_emu, id, threads}];
+    if (!p) p = std::make_unique<std::barrier<>>(threads);
+    b = p.get();
+  }
+  b->arrive_and_wait();
+}
+}}
