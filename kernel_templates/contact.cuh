@@ -259,16 +259,6 @@ void assume(bool c);
 void named_barrier(int id, int threads);
 #endif
 
-// copy_wait with a count known once loops unroll (0..3; more waits for every group, which is safe).
-__device__ __forceinline__ void copy_wait_at_most(int pending) {
-  switch (pending) {
-    case 3: copy_wait<3>(); break;
-    case 2: copy_wait<2>(); break;
-    case 1: copy_wait<1>(); break;
-    default: copy_wait<0>(); break;
-  }
-}
-
 __device__ __forceinline__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
 
 __device__ __forceinline__ float warp_sum(float v) {
