@@ -19,7 +19,7 @@ status=0
 for role in "${which[@]}"; do
   # space file, tune arguments, kernel-name regex, output name
   mapfile -t plan < <(python3 - "$result" "$role" "$here" "$outdir" <<'PY'
-import json, re, sys
+import json, sys
 result, role, here, outdir = sys.argv[1:5]
 r = json.load(open(result))
 problem, shape = r["problem"], r["shape"]

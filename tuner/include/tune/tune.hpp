@@ -81,6 +81,9 @@ CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> 
 // (max(0.5 %, half the relative IQR), at most 5 %) tie, and a tie goes to fewer registers
 // (unknown counts last), then the smaller name. Sets *rule to that sentence. None passed: nullopt.
 std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule);
+// Sets run.winner and run.winner_rule (pick_winner) and run.speedup, the baseline's median over
+// the winner's when the baseline passed; clears all three first.
+void name_winner(RunRecord& run);
 
 // Successive halving's selection: the indices of the `keep` smallest medians (ties by index), in
 // ascending order of median. keep is clamped to the count.

@@ -139,13 +139,7 @@ RunRecord merge_variants(const std::vector<const Input*>& shards) {
   m.winner.reset();
   m.winner_rule.clear();
   m.speedup.reset();
-  if (m.timed) {
-    m.winner = pick_winner(m, &m.winner_rule);
-    if (m.winner && m.baseline) {
-      const auto* b = m.find(*m.baseline);
-      if (b && b->status == Status::kPassed) m.speedup = b->timing->median_us / m.find(*m.winner)->timing->median_us;
-    }
-  }
+  if (m.timed) name_winner(m);
   m.complete = true;
   return m;
 }

@@ -342,6 +342,15 @@ std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) 
   return pick->name;
 }
 
+void name_winner(RunRecord& run) {
+  run.winner_rule.clear();
+  run.speedup.reset();
+  run.winner = pick_winner(run, &run.winner_rule);
+  if (!run.winner || !run.baseline) return;
+  const auto* b = run.find(*run.baseline);
+  if (b && b->status == Status::kPassed) run.speedup = b->timing->median_us / run.find(*run.winner)->timing->median_us;
+}
+
 std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std::size_t keep) {
   std::vector<std::size_t> order(medians.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -784,12 +793,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
       gpu->remeasure(items, strict);
       measure_busy += seconds_since(t);
     }
-    run.winner = pick_winner(run, &run.winner_rule);
-    if (run.winner && run.baseline) {
-      const auto* w = run.find(*run.winner);
-      const auto* b = run.find(*run.baseline);
-      if (b->status == Status::kPassed) run.speedup = b->timing->median_us / w->timing->median_us;
-    }
+    name_winner(run);
   }
   run.wall.measure_wall_s = measure_busy;
   run.complete = true;
