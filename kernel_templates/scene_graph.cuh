@@ -12,6 +12,8 @@
 //   fused               sg_fused: one block per (batch, tile of QT query rows); QT = N is the
 //                       block-per-batch mapping. Mapping "head": sg_fused_head, a cluster of
 //                       `heads` blocks per (batch, query row), a block per head (sm_90).
+//                       Mapping "cluster": sg_cluster, a cluster of heads x rsplit blocks per
+//                       batch, a block per (head, row split), weights in registers (sm_90).
 //   split               sg_pair_bias (scratch bias) + sg_split_attention (as sg_fused, bias
 //                       read from scratch); or, mapping "head": sg_pair_bias + sg_head_attention
 //                       (block per (batch, head), scratch ctx) + sg_out_proj.
@@ -105,6 +107,24 @@ __host__ __device__ constexpr int sg_fused_head_smem_bytes(int N, int D, int H) 
               + 2 * sg_round4(N)          // bias/scores/attention, mask row
               + sg_round4(D));            // this head's share of the output row, read by the cluster
 }
+// Lanes that share one output column of a register-resident weight slice (sg_cluster): a power
+// of two up to 8 dividing K/4, as many as let all `cols` columns fit in the block at once. Each
+// lane keeps K/lanes weights in registers (configs/scene_graph.json: cl_klq, cl_klo).
+__host__ __device__ constexpr int sg_reg_lanes(int cols, int k, int block) {
+  int l = 1;
+  while (l < 8 && (k / 4) % (l * 2) == 0 && cols * l * 2 <= block) l *= 2;
+  return l;
+}
+// Most weights (floats) a thread of sg_cluster keeps in registers.
+constexpr int kSgRegWeights = 48;
+// Dynamic shared memory (bytes) of sg_cluster (config: `cl_smem`).
+__host__ __device__ constexpr int sg_cluster_smem_bytes(int N, int D, int H, int R) {
+  return 4 * (2 * sg_cdiv(N, R) * sg_row_stride(D)               // node rows -> LayerNorm; ctx rows
+              + sg_round4(sg_cdiv(N, R) * sg_odd_stride(D / H))  // q_h of this block's rows
+              + 2 * sg_round4(N * sg_odd_stride(D / H))          // k_h, v_h of all N rows
+              + 2 * sg_round4(sg_cdiv(N, R) * N)                 // bias/scores of head h, mask rows
+              + sg_round4(sg_cdiv(N, R) * (D / H)));             // residual: this block's output columns
+}
 // Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
 __host__ __device__ constexpr int sg_out_proj_smem_bytes(int D, int ROWS) { return 4 * ROWS * sg_row_stride(D); }
 // Dynamic shared memory (bytes) of sg_pair_bias (config: `pb_smem`).
@@ -157,6 +177,18 @@ __device__ __forceinline__ float sg_cluster_load(const float* p, unsigned rank) 
   asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
   return v;
 }
+// A store into the shared memory of block `rank` of this cluster, at the offset of `p` in this
+// block's; the split cluster barrier (arrive early, wait before the first remote access) lets
+// a block run ahead until it first writes into another one.
+__device__ __forceinline__ void sg_cluster_store(float* p, unsigned rank, float v) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(sg_smem_address(p)), "r"(rank));
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
+}
+__device__ __forceinline__ void sg_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void sg_cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 
 // ROWS rows of D floats (D % 4 == 0) from global rows src_row(r) into shared rows of stride S.
 template <int ROWS, int D, int S, int BLOCK, class SrcRow>
@@ -821,6 +853,263 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
     out[e] = __ldg(nodes + e) + acc;
   }
   k::sg_cluster_sync();  // no block leaves while another still reads its shared memory
+}
+
+// strategy fused, mapping cluster: one launch, grid B * H * R in clusters of H * R blocks, a
+// cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) rows
+// starting at r * RN, so every weight byte, pair feature and node row of a batch is read by the
+// cluster once per row split, and no work is repeated:
+//   1. its threads load their share of head h's rows of Wq, Wk, Wv (3 HD columns, K split over
+//      KLQ lanes) and of Wout (HD rows) into registers at the start, so the weights' DRAM round
+//      trip overlaps everything before the first product;
+//   2. the relation MLP of pairs (its rows) x (column chunk h) for all heads, each head's bias
+//      stored into block (head, r) through distributed shared memory;
+//   3. LayerNorm of its rows; q_h, k_h, v_h of its rows, k_h and v_h stored into all R blocks
+//      of head h;  [cluster barrier]
+//   4. a warp per own query row: scores, masked softmax and ctx_h in registers, ctx_h stored
+//      into the ctx rows of all H blocks of row split r;  [cluster barrier]
+//   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ from the registers of step 1.
+// Three cluster barriers in all; a block writes others' shared memory only between the first
+// wait and the last barrier, so no block leaves while its memory can still be written.
+template <int B, int N, int D, int H, int P, int R, int BLOCK>
+__global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
+    sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
+               const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
+               const float* __restrict__ wq, const float* __restrict__ wk, const float* __restrict__ wv,
+               const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
+               const float* __restrict__ b2, const float* __restrict__ wo, float* __restrict__ out) {
+  namespace k = tune_kernels;
+  constexpr int HD = D / H;
+  constexpr int S = k::sg_row_stride(D);
+  constexpr int HS = k::sg_odd_stride(HD);
+  constexpr int RN = k::sg_cdiv(N, R);
+  constexpr int JC = k::sg_cdiv(N, H);  // pair columns j of one block's relation MLP share
+  constexpr int K4 = D / 4;
+  constexpr int OQ = 3 * HD;  // q, k, v columns of head h
+  constexpr int KLQ = k::sg_reg_lanes(OQ, D, BLOCK);
+  constexpr int KLO = k::sg_reg_lanes(HD, D, BLOCK);
+  constexpr int WQ4 = K4 / KLQ, WO4 = K4 / KLO;  // weight float4s a thread holds
+  constexpr int RC = RN <= 16 ? RN : 8;          // rows per accumulator pass
+  static_assert(D % H == 0 && D % 4 == 0, "D must be a multiple of heads and of 4");
+  static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
+  static_assert(OQ * KLQ <= BLOCK && HD * KLO <= BLOCK, "the block must hold the q, k, v columns of a head");
+  static_assert(4 * WQ4 <= k::kSgRegWeights && 4 * WO4 <= k::kSgRegWeights, "too many weights per thread");
+  extern __shared__ float4 sg_smem[];
+  if (blockDim.x != BLOCK || k::sg_dynamic_smem_size() < static_cast<unsigned>(k::sg_cluster_smem_bytes(N, D, H, R))) {
+    return;  // every block of the cluster returns: same block size and shared memory
+  }
+  float* xs = reinterpret_cast<float*>(sg_smem);  // RN x S: node rows, then their LayerNorm
+  float* cx = xs + RN * S;                        // RN x S: ctx rows, a head from each block
+  float* qs = cx + RN * S;                        // RN x HS: scale · q_h
+  float* ks = qs + k::sg_round4(RN * HS);         // N x HS: k_h of all rows
+  float* vs = ks + k::sg_round4(N * HS);          // N x HS: v_h of all rows
+  float* bs = vs + k::sg_round4(N * HS);          // RN x N: bias of head h
+  float* msk = bs + k::sg_round4(RN * N);         // RN x N: edge mask rows
+  float* res = msk + k::sg_round4(RN * N);        // RN x HD: nodes[rows][h HD + t]
+  const int rank = static_cast<int>(k::sg_cluster_rank());
+  const int h = rank / R, r = rank % R;
+  const int b = static_cast<int>(blockIdx.x) / (H * R);
+  const int i0 = r * RN;
+  const auto row_of = [&](int i) { return i0 + i < N ? i0 + i : N - 1; };
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+
+  k::sg_cluster_arrive_relaxed();
+  k::sg_copy_rows<RN, D, S, BLOCK>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
+  for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
+  for (int idx = tid; idx < RN * HD; idx += BLOCK) {
+    k::sg_copy4(res + idx, nodes + (b * N + row_of(idx / HD)) * D + h * HD + idx % HD);
+  }
+  k::sg_copy_commit();
+
+  // Step 1. Thread (column qo, lane ql) of the q/k/v product: float4s ql + KLQ s of row
+  // h HD + qo % HD of Wq, Wk or Wv. Wout: threads from warp OW0 on, column oo, lane ol.
+  const int qo = tid / KLQ, ql = tid % KLQ;
+  const bool q_on = qo < OQ;
+  float4 wqr[WQ4];
+  {
+    const float* w = (qo < HD ? wq : (qo < 2 * HD ? wk : wv)) + (h * HD + (q_on ? qo % HD : 0)) * D;
+#pragma unroll
+    for (int s = 0; s < WQ4; ++s) {
+      wqr[s] = q_on ? __ldg(reinterpret_cast<const float4*>(w) + ql + KLQ * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+  constexpr int OW0 = (BLOCK - k::sg_cdiv(HD * KLO, 32) * 32) / 32;  // first warp of the Wout product
+  const int ot = tid - OW0 * 32;
+  const int oo = ot / KLO, ol = ot % KLO;
+  const bool o_on = ot >= 0 && oo < HD;
+  float4 wor[WO4];
+  {
+    const float* w = wo + (h * HD + (o_on ? oo : 0)) * D;
+#pragma unroll
+    for (int s = 0; s < WO4; ++s) {
+      wor[s] = o_on ? __ldg(reinterpret_cast<const float4*>(w) + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+
+  // Step 2. Pairs (i0 + i, h JC + jj): LPP adjacent lanes share one pair's hidden units; the
+  // pass loop is uniform, so the shuffles are full-warp.
+  k::sg_cluster_wait();  // every block of the cluster runs: its shared memory can be written
+  {
+    constexpr int PAIRS = RN * JC;
+    constexpr int LPP = k::sg_pair_lanes(PAIRS, P, BLOCK);
+    for (int base = 0; base < PAIRS * LPP; base += BLOCK) {
+      const int raw = base + tid;
+      const int u = raw < PAIRS * LPP ? raw : PAIRS * LPP - 1;
+      const int i = (u / LPP) / JC, j = h * JC + (u / LPP) % JC, kl = u % LPP;
+      float bias[H];
+      k::sg_pair_mlp<P, H, LPP, 0>(pair_feats + ((b * N + row_of(i)) * N + (j < N ? j : N - 1)) * P, w0, b0, w2, b2,
+                                   kl, bias);
+#pragma unroll
+      for (int hh = 0; hh < H; ++hh) {
+#pragma unroll
+        for (int off = LPP / 2; off > 0; off /= 2) bias[hh] += __shfl_xor_sync(0xffffffffu, bias[hh], off);
+      }
+      if (raw < PAIRS * LPP && j < N) {
+#pragma unroll
+        for (int hh = 0; hh < H; ++hh) {
+          if (hh % LPP == kl) k::sg_cluster_store(bs + i * N + j, static_cast<unsigned>(hh * R + r), bias[hh]);
+        }
+      }
+    }
+  }
+  k::sg_copy_wait<0>();
+  __syncthreads();
+  k::sg_layernorm_rows<RN, D, S, BLOCK, 0>(xs, gamma, beta);
+  __syncthreads();
+
+  // Step 3. q_h, k_h, v_h of this block's rows: RC rows per pass, KLQ lanes per column.
+  const float scale = 1.0f / sqrtf(static_cast<float>(HD));
+  if (warp < k::sg_cdiv(OQ * KLQ, 32)) {
+#pragma unroll 1
+    for (int c0 = 0; c0 < RN; c0 += RC) {
+      float acc[RC];
+#pragma unroll
+      for (int rr = 0; rr < RC; ++rr) acc[rr] = 0.0f;
+#pragma unroll
+      for (int s = 0; s < WQ4; ++s) {
+#pragma unroll
+        for (int rr = 0; rr < RC; ++rr) {
+          const int i = c0 + rr < RN ? c0 + rr : RN - 1;
+          acc[rr] = k::sg_dot4(wqr[s], reinterpret_cast<const float4*>(xs + i * S)[ql + KLQ * s], acc[rr]);
+        }
+      }
+#pragma unroll
+      for (int rr = 0; rr < RC; ++rr) {
+#pragma unroll
+        for (int off = KLQ / 2; off > 0; off /= 2) acc[rr] += __shfl_xor_sync(0xffffffffu, acc[rr], off);
+      }
+      if (q_on) {
+        const int m = qo / HD, t = qo % HD;
+#pragma unroll
+        for (int rr = 0; rr < RC; ++rr) {
+          const int i = c0 + rr;
+          if (rr % KLQ != ql || i >= RN || i0 + i >= N) continue;
+          if (m == 0) {
+            qs[i * HS + t] = acc[rr] * scale;
+          } else {
+            float* dst = (m == 1 ? ks : vs) + (i0 + i) * HS + t;
+#pragma unroll
+            for (int rs = 0; rs < R; ++rs) k::sg_cluster_store(dst, static_cast<unsigned>(h * R + rs), acc[rr]);
+          }
+        }
+      }
+    }
+  }
+  k::sg_cluster_sync();
+
+  // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
+  {
+    constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
+    for (int i = warp; i < RN && i0 + i < N; i += BLOCK / 32) {
+      float a[JL];
+      bool on[JL];
+      float mx = -3.402823466e38f;
+      bool any = false;
+#pragma unroll
+      for (int jt = 0; jt < JL; ++jt) {
+        const int j = lane + 32 * jt;
+        float s0 = 0.0f, s1 = 0.0f;
+        if (j < N) {
+#pragma unroll
+          for (int t = 0; t + 1 < HD; t += 2) {
+            s0 = fmaf(qs[i * HS + t], ks[j * HS + t], s0);
+            s1 = fmaf(qs[i * HS + t + 1], ks[j * HS + t + 1], s1);
+          }
+          if (HD % 2 != 0) s0 = fmaf(qs[i * HS + HD - 1], ks[j * HS + HD - 1], s0);
+        }
+        on[jt] = j < N && msk[i * N + j] >= 0.5f;
+        a[jt] = on[jt] ? s0 + s1 + bs[i * N + j] : 0.0f;
+        if (on[jt]) mx = fmaxf(mx, a[jt]);
+        any = any || on[jt];
+      }
+      mx = k::sg_warp_max(mx);
+      const bool row_has_edge = __any_sync(0xffffffffu, any);
+      float sum = 0.0f;
+#pragma unroll
+      for (int jt = 0; jt < JL; ++jt) {
+        a[jt] = on[jt] ? expf(a[jt] - mx) : 0.0f;
+        sum += a[jt];
+      }
+      sum = k::sg_warp_sum(sum);
+      const float inv_sum = row_has_edge ? __fdividef(1.0f, sum) : 0.0f;  // sum in [1, N]
+#pragma unroll
+      for (int tt = 0; tt < TL; ++tt) {
+        const int t = lane + 32 * tt;
+        float c0 = 0.0f, c1 = 0.0f;
+#pragma unroll
+        for (int jt = 0; jt < JL; ++jt) {
+#pragma unroll
+          for (int jj = 0; jj < 32 && 32 * jt + jj < N; ++jj) {
+            const float aj = __shfl_sync(0xffffffffu, a[jt], jj);
+            const int j = 32 * jt + jj;
+            if (t < HD) {
+              if (jj % 2 == 0) {
+                c0 = fmaf(aj, vs[j * HS + t], c0);
+              } else {
+                c1 = fmaf(aj, vs[j * HS + t], c1);
+              }
+            }
+          }
+        }
+        if (t < HD) {
+          const float c = (c0 + c1) * inv_sum;
+#pragma unroll
+          for (int hh = 0; hh < H; ++hh) k::sg_cluster_store(cx + i * S + h * HD + t, static_cast<unsigned>(hh * R + r), c);
+        }
+      }
+    }
+  }
+  k::sg_cluster_sync();
+
+  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo].
+  if (warp >= OW0) {
+#pragma unroll 1
+    for (int c0 = 0; c0 < RN; c0 += RC) {
+      float acc[RC];
+#pragma unroll
+      for (int rr = 0; rr < RC; ++rr) acc[rr] = 0.0f;
+#pragma unroll
+      for (int s = 0; s < WO4; ++s) {
+#pragma unroll
+        for (int rr = 0; rr < RC; ++rr) {
+          const int i = c0 + rr < RN ? c0 + rr : RN - 1;
+          acc[rr] = k::sg_dot4(wor[s], reinterpret_cast<const float4*>(cx + i * S)[ol + KLO * s], acc[rr]);
+        }
+      }
+#pragma unroll
+      for (int rr = 0; rr < RC; ++rr) {
+#pragma unroll
+        for (int off = KLO / 2; off > 0; off /= 2) acc[rr] += __shfl_xor_sync(0xffffffffu, acc[rr], off);
+      }
+      if (o_on) {
+#pragma unroll
+        for (int rr = 0; rr < RC; ++rr) {
+          const int i = c0 + rr;
+          if (rr % KLO == ol && i < RN && i0 + i < N) out[(b * N + i0 + i) * D + h * HD + oo] = res[i * HD + oo] + acc[rr];
+        }
+      }
+    }
+  }
 }
 
 // strategy split, mapping batch/qtile, second launch: as sg_fused with the bias from scratch.
