@@ -32,6 +32,12 @@
 // without writing, so the variant fails parity instead of corrupting memory.
 // Buffers must be 16-byte aligned (float4 and 16-byte cp.async accesses); D % 4 == 0.
 
+// Phase marks for timeline experiments (bench/src/sg_phases.cu): TUNE_SG_MARK(k) at the end of
+// phase k of sg_cluster; no code unless the includer defines it.
+#ifndef TUNE_SG_MARK
+#define TUNE_SG_MARK(mark)
+#endif
+
 namespace tune_kernels {
 
 __host__ __device__ constexpr int sg_cdiv(int a, int b) { return (a + b - 1) / b; }
@@ -52,6 +58,13 @@ __host__ __device__ constexpr int sg_k_lanes(int k4) {
 __host__ __device__ constexpr int sg_pow2_divisor(int p, int cap) {
   int l = 1;
   while (l * 2 <= cap && p % (l * 2) == 0) l *= 2;
+  return l;
+}
+// Lanes that share one pair's relation MLP in one pass of the block: the most (a power of two
+// dividing P, at most 8) with which all `pairs` pairs still fit in the block at once.
+__host__ __device__ constexpr int sg_pair_lanes_one_pass(int pairs, int p, int block) {
+  int l = 1;
+  while (l < 8 && p % (l * 2) == 0 && pairs * l * 2 <= block) l *= 2;
   return l;
 }
 // Lanes that share one pair's relation MLP (each takes P/lanes hidden units): enough that the
@@ -913,6 +926,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const auto row_of = [&](int i) { return i0 + i < N ? i0 + i : N - 1; };
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
 
+  TUNE_SG_MARK(0);
   k::sg_cluster_arrive_relaxed();
   k::sg_copy_rows<RN, D, S, BLOCK>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
   for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
@@ -946,12 +960,15 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
   }
 
-  // Step 2. Pairs (i0 + i, h JC + jj): LPP adjacent lanes share one pair's hidden units; the
-  // pass loop is uniform, so the shuffles are full-warp.
+  // Step 2. Pairs (i0 + i, h JC + jj): LPP adjacent lanes share one pair's hidden units, all
+  // pairs in one pass where the block holds them; the pass loop is uniform, so the shuffles are
+  // full-warp.
+  TUNE_SG_MARK(1);
   k::sg_cluster_wait();  // every block of the cluster runs: its shared memory can be written
+  TUNE_SG_MARK(2);
   {
     constexpr int PAIRS = RN * JC;
-    constexpr int LPP = k::sg_pair_lanes(PAIRS, P, BLOCK);
+    constexpr int LPP = k::sg_pair_lanes_one_pass(PAIRS, P, BLOCK);
     for (int base = 0; base < PAIRS * LPP; base += BLOCK) {
       const int raw = base + tid;
       const int u = raw < PAIRS * LPP ? raw : PAIRS * LPP - 1;
@@ -972,10 +989,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
+  TUNE_SG_MARK(3);
   k::sg_copy_wait<0>();
   __syncthreads();
+  TUNE_SG_MARK(4);
   k::sg_layernorm_rows<RN, D, S, BLOCK, 0>(xs, gamma, beta);
   __syncthreads();
+  TUNE_SG_MARK(5);
 
   // Step 3. q_h, k_h, v_h of this block's rows: RC rows per pass, KLQ lanes per column.
   const float scale = 1.0f / sqrtf(static_cast<float>(HD));
@@ -1015,7 +1035,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
+  TUNE_SG_MARK(6);
   k::sg_cluster_sync();
+  TUNE_SG_MARK(7);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
   {
@@ -1079,7 +1101,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
+  TUNE_SG_MARK(8);
   k::sg_cluster_sync();
+  TUNE_SG_MARK(9);
 
   // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo].
   if (warp >= OW0) {
@@ -1110,6 +1134,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
+  TUNE_SG_MARK(10);
 }
 
 // strategy split, mapping batch/qtile, second launch: as sg_fused with the bias from scratch.

@@ -16,7 +16,7 @@ cp -r "$here/../shared/golden" "$dest/golden"
 cp "$here/../shared/spec/models.py" "$dest/models.py"
 for lib in $(ldd "$build/tuner/tune" | awk '/libfmt|libmuparser|libgomp/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
 if [ -x "$build/bench/tune_bench" ]; then
-  cp "$build/bench/tune_bench" "$build/bench/contact_phases" "$dest/bin/"
+  cp "$build/bench/tune_bench" "$build/bench/contact_phases" "$build/bench/sg_phases" "$dest/bin/"
   for lib in $(ldd "$build/bench/tune_bench" | awk '/libbenchmark/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
 else
   echo "bundle: no $build/bench/tune_bench (configure with -DTUNE_BUILD_BENCH=ON to bundle the bench)"
