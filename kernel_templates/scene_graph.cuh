@@ -60,13 +60,6 @@ __host__ __device__ constexpr int sg_pow2_divisor(int p, int cap) {
   while (l * 2 <= cap && p % (l * 2) == 0) l *= 2;
   return l;
 }
-// Lanes that share one pair's relation MLP in one pass of the block: the most (a power of two
-// dividing P, at most 8) with which all `pairs` pairs still fit in the block at once.
-__host__ __device__ constexpr int sg_pair_lanes_one_pass(int pairs, int p, int block) {
-  int l = 1;
-  while (l < 8 && p % (l * 2) == 0 && pairs * l * 2 <= block) l *= 2;
-  return l;
-}
 // Lanes that share one pair's relation MLP (each takes P/lanes hidden units): enough that the
 // pairs of a block keep its threads busy, a power of two dividing P.
 __host__ __device__ constexpr int sg_pair_lanes(int pairs, int p, int block) {
@@ -122,7 +115,7 @@ __host__ __device__ constexpr int sg_fused_head_smem_bytes(int N, int D, int H) 
 }
 // Lanes that share one output column of a register-resident weight slice (sg_cluster): a power
 // of two up to 8 dividing K/4, as many as let all `cols` columns fit in the block at once. Each
-// lane keeps K/lanes weights in registers (configs/scene_graph.json: cl_klq, cl_klo).
+// lane keeps K/lanes weights in registers (configs/scene_graph.json: cl_klo).
 __host__ __device__ constexpr int sg_reg_lanes(int cols, int k, int block) {
   int l = 1;
   while (l < 8 && (k / 4) % (l * 2) == 0 && cols * l * 2 <= block) l *= 2;
@@ -130,14 +123,26 @@ __host__ __device__ constexpr int sg_reg_lanes(int cols, int k, int block) {
 }
 // Most weights (floats) a thread of sg_cluster keeps in registers.
 constexpr int kSgRegWeights = 48;
-// Dynamic shared memory (bytes) of sg_cluster (config: `cl_smem`).
-__host__ __device__ constexpr int sg_cluster_smem_bytes(int N, int D, int H, int R) {
-  return 4 * (2 * sg_cdiv(N, R) * sg_row_stride(D)               // node rows -> LayerNorm; ctx rows
-              + sg_round4(sg_cdiv(N, R) * sg_odd_stride(D / H))  // q_h of this block's rows
-              + 2 * sg_round4(N * sg_odd_stride(D / H))          // k_h, v_h of all N rows
-              + 2 * sg_round4(sg_cdiv(N, R) * N)                 // bias/scores of head h, mask rows
-              + sg_round4(sg_cdiv(N, R) * (D / H)));             // residual: this block's output columns
-}
+// Shared memory of sg_cluster, offsets in floats (each a multiple of 4); kBytes is the config's
+// `cl_smem`.
+template <int N, int D, int H, int P, int R>
+struct SgClusterLayout {
+  static constexpr int S = sg_row_stride(D), HS = sg_odd_stride(D / H), RN = sg_cdiv(N, R);
+  static constexpr int kX = 0;                                // N x S node rows
+  static constexpr int kW = kX + N * S;                       // 3 HD x S
+  static constexpr int kCtx = kW + 3 * (D / H) * S;           // RN x S
+  static constexpr int kQ = kCtx + RN * S;                    // RN x HS
+  static constexpr int kK = kQ + sg_round4(RN * HS);          // N x HS
+  static constexpr int kV = kK + sg_round4(N * HS);           // N x HS
+  static constexpr int kBias = kV + sg_round4(N * HS);        // RN x N
+  static constexpr int kMask = kBias + sg_round4(RN * N);     // RN x N
+  static constexpr int kRes = kMask + sg_round4(RN * N);      // RN x HD
+  static constexpr int kW0 = kRes + sg_round4(RN * (D / H));  // P x P
+  static constexpr int kB0 = kW0 + sg_round4(P * P);          // P
+  static constexpr int kW2 = kB0 + sg_round4(P);              // P + 1
+  static constexpr int kGB = kW2 + sg_round4(P + 1);          // 2 D
+  static constexpr int kBytes = 4 * (kGB + 2 * sg_round4(D));
+};
 // Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
 __host__ __device__ constexpr int sg_out_proj_smem_bytes(int D, int ROWS) { return 4 * ROWS * sg_row_stride(D); }
 // Dynamic shared memory (bytes) of sg_pair_bias (config: `pb_smem`).
@@ -250,6 +255,20 @@ __device__ __forceinline__ float sg_warp_sum(float v) {
 __device__ __forceinline__ float sg_warp_max(float v) {
   for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
+}
+// Tensor cores (sm_80+): x = hi + lo exactly, hi a TF32 value (truncated); the MMA reads lo's
+// TF32 part, so hi*hi + hi*lo + lo*hi carries an error near FP32's (3xTF32).
+__device__ __forceinline__ void sg_split_tf32(float x, float& hi, float& lo) {
+  hi = __uint_as_float(__float_as_uint(x) & 0xffffe000u);
+  lo = x - hi;
+}
+// d += a·b for one m16n8k8 tile: a = (g, t), (g+8, t), (g, t+4), (g+8, t+4); b = (k t, n g),
+// (k t+4, n g); d = (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), with g = lane / 4, t = lane % 4.
+__device__ __forceinline__ void sg_mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[3])),
+        "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
 }
 
 // y[r][o] = Σ_c x(r, o)[c] · w[o][c] for r < R, o < O, c < K (K % 4 == 0).
@@ -869,21 +888,23 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 }
 
 // strategy fused, mapping cluster: one launch, grid B * H * R in clusters of H * R blocks, a
-// cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) rows
-// starting at r * RN, so every weight byte, pair feature and node row of a batch is read by the
-// cluster once per row split, and no work is repeated:
-//   1. its threads load their share of head h's rows of Wq, Wk, Wv (3 HD columns, K split over
-//      KLQ lanes) and of Wout (HD rows) into registers at the start, so the weights' DRAM round
-//      trip overlaps everything before the first product;
-//   2. the relation MLP of pairs (its rows) x (column chunk h) for all heads, each head's bias
-//      stored into block (head, r) through distributed shared memory;
-//   3. LayerNorm of its rows; q_h, k_h, v_h of its rows, k_h and v_h stored into all R blocks
-//      of head h;  [cluster barrier]
-//   4. a warp per own query row: scores, masked softmax and ctx_h in registers, ctx_h stored
-//      into the ctx rows of all H blocks of row split r;  [cluster barrier]
-//   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ from the registers of step 1.
-// Three cluster barriers in all; a block writes others' shared memory only between the first
-// wait and the last barrier, so no block leaves while its memory can still be written.
+// cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) query
+// rows starting at r * RN. Only the attention output crosses blocks, so the cluster meets once:
+//   1. at the start it puts its loads in flight: cp.async of all N node rows, head h's rows of
+//      Wq, Wk, Wv, the relation MLP (W0, b0, row h of W2, b2[h]), gamma, beta and its mask rows;
+//      the pair features of its pairs and its share of Wout's head-h rows into registers;
+//   2. the relation MLP of its pairs (own rows x all N columns; the hidden layer is recomputed
+//      by the H blocks of a row split, an eighth of a q/k/v product at the default shape) and
+//      the LayerNorm of all N rows;
+//   3. q_h of its rows and k_h, v_h of all N rows on the tensor cores (mma.sync m16n8k8 in
+//      3xTF32, near FP32: hi*hi + hi*lo + lo*hi), a warp per 16x8 output tile;
+//   4. a warp per query row: scores, masked softmax and ctx_h in registers; ctx_h stored into
+//      the ctx rows of all H blocks of row split r through distributed shared memory;
+//      [cluster barrier]
+//   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1.
+// The cluster's arrive comes first and its wait just before the first remote store, so a block
+// writes another's shared memory only once all have started, and none leaves while its memory
+// can still be written (all remote stores precede the one barrier).
 template <int B, int N, int D, int H, int P, int R, int BLOCK>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
@@ -892,33 +913,35 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
                const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
                const float* __restrict__ b2, const float* __restrict__ wo, float* __restrict__ out) {
   namespace k = tune_kernels;
+  using L = k::SgClusterLayout<N, D, H, P, R>;
   constexpr int HD = D / H;
-  constexpr int S = k::sg_row_stride(D);
-  constexpr int HS = k::sg_odd_stride(HD);
-  constexpr int RN = k::sg_cdiv(N, R);
-  constexpr int JC = k::sg_cdiv(N, H);  // pair columns j of one block's relation MLP share
-  constexpr int K4 = D / 4;
-  constexpr int OQ = 3 * HD;  // q, k, v columns of head h
-  constexpr int KLQ = k::sg_reg_lanes(OQ, D, BLOCK);
+  constexpr int S = L::S, HS = L::HS, RN = L::RN;
+  constexpr int NW = BLOCK / 32;
   constexpr int KLO = k::sg_reg_lanes(HD, D, BLOCK);
-  constexpr int WQ4 = K4 / KLQ, WO4 = K4 / KLO;  // weight float4s a thread holds
-  constexpr int RC = RN <= 16 ? RN : 8;          // rows per accumulator pass
-  static_assert(D % H == 0 && D % 4 == 0, "D must be a multiple of heads and of 4");
+  constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
+  constexpr int PAIRS = RN * N, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs per thread
+  constexpr int RC = RN <= 16 ? RN : 8;                            // rows per accumulator pass
+  static_assert(D % H == 0 && D % 8 == 0 && P % 4 == 0, "needs D a multiple of heads and of 8, P of 4");
   static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
-  static_assert(OQ * KLQ <= BLOCK && HD * KLO <= BLOCK, "the block must hold the q, k, v columns of a head");
-  static_assert(4 * WQ4 <= k::kSgRegWeights && 4 * WO4 <= k::kSgRegWeights, "too many weights per thread");
+  static_assert(HD * KLO <= BLOCK && 4 * WO4 <= k::kSgRegWeights, "the block must hold Wout's head rows");
   extern __shared__ float4 sg_smem[];
-  if (blockDim.x != BLOCK || k::sg_dynamic_smem_size() < static_cast<unsigned>(k::sg_cluster_smem_bytes(N, D, H, R))) {
+  if (blockDim.x != BLOCK || k::sg_dynamic_smem_size() < static_cast<unsigned>(L::kBytes)) {
     return;  // every block of the cluster returns: same block size and shared memory
   }
-  float* xs = reinterpret_cast<float*>(sg_smem);  // RN x S: node rows, then their LayerNorm
-  float* cx = xs + RN * S;                        // RN x S: ctx rows, a head from each block
-  float* qs = cx + RN * S;                        // RN x HS: scale · q_h
-  float* ks = qs + k::sg_round4(RN * HS);         // N x HS: k_h of all rows
-  float* vs = ks + k::sg_round4(N * HS);          // N x HS: v_h of all rows
-  float* bs = vs + k::sg_round4(N * HS);          // RN x N: bias of head h
-  float* msk = bs + k::sg_round4(RN * N);         // RN x N: edge mask rows
-  float* res = msk + k::sg_round4(RN * N);        // RN x HD: nodes[rows][h HD + t]
+  float* const sm = reinterpret_cast<float*>(sg_smem);
+  float* xs = sm + L::kX;      // N x S: node rows, then their LayerNorm
+  float* ws = sm + L::kW;      // 3 HD x S: rows h HD + t of Wq, Wk, Wv
+  float* cx = sm + L::kCtx;    // RN x S: ctx rows, a head from each block of the row split
+  float* qs = sm + L::kQ;      // RN x HS: scale · q_h
+  float* ks = sm + L::kK;      // N x HS
+  float* vs = sm + L::kV;      // N x HS
+  float* bs = sm + L::kBias;   // RN x N: bias of head h, later unused
+  float* msk = sm + L::kMask;  // RN x N
+  float* res = sm + L::kRes;   // RN x HD: nodes[rows][h HD + t]
+  float* mw0 = sm + L::kW0;    // P x P
+  float* mb0 = sm + L::kB0;    // P
+  float* mw2 = sm + L::kW2;    // P: row h of W2, then b2[h]
+  float* gb = sm + L::kGB;     // gamma, beta
   const int rank = static_cast<int>(k::sg_cluster_rank());
   const int h = rank / R, r = rank % R;
   const int b = static_cast<int>(blockIdx.x) / (H * R);
@@ -928,121 +951,128 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 
   TUNE_SG_MARK(0);
   k::sg_cluster_arrive_relaxed();
-  k::sg_copy_rows<RN, D, S, BLOCK>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
+  // Step 1. Group 0: what steps 2 need; group 1: the q/k/v weights.
+  k::sg_copy_rows<N, D, S, BLOCK>(xs, [&](int j) { return nodes + (b * N + j) * D; });
+  k::sg_copy_rows<1, D, D, BLOCK>(gb, [&](int) { return gamma; });
+  k::sg_copy_rows<1, D, D, BLOCK>(gb + D, [&](int) { return beta; });
+  k::sg_copy_rows<P, P, P, BLOCK>(mw0, [&](int q) { return w0 + q * P; });
+  k::sg_copy_rows<1, P, P, BLOCK>(mb0, [&](int) { return b0; });
+  k::sg_copy_rows<1, P, P, BLOCK>(mw2, [&](int) { return w2 + h * P; });
+  if (tid == 0) k::sg_copy4(mw2 + P, b2 + h);
   for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
   for (int idx = tid; idx < RN * HD; idx += BLOCK) {
     k::sg_copy4(res + idx, nodes + (b * N + row_of(idx / HD)) * D + h * HD + idx % HD);
   }
   k::sg_copy_commit();
-
-  // Step 1. Thread (column qo, lane ql) of the q/k/v product: float4s ql + KLQ s of row
-  // h HD + qo % HD of Wq, Wk or Wv. Wout: threads from warp OW0 on, column oo, lane ol.
-  const int qo = tid / KLQ, ql = tid % KLQ;
-  const bool q_on = qo < OQ;
-  float4 wqr[WQ4];
-  {
-    const float* w = (qo < HD ? wq : (qo < 2 * HD ? wk : wv)) + (h * HD + (q_on ? qo % HD : 0)) * D;
+  k::sg_copy_rows<3 * HD, D, S, BLOCK>(ws, [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; });
+  k::sg_copy_commit();
+  // The pair features of pairs tid + BLOCK q (own row i, column j), into registers.
+  float4 pf[PPT][P / 4];
 #pragma unroll
-    for (int s = 0; s < WQ4; ++s) {
-      wqr[s] = q_on ? __ldg(reinterpret_cast<const float4*>(w) + ql + KLQ * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
+  for (int q = 0; q < PPT; ++q) {
+    const int u = tid + BLOCK * q < PAIRS ? tid + BLOCK * q : PAIRS - 1;
+    const float4* src = reinterpret_cast<const float4*>(pair_feats + ((b * N + row_of(u / N)) * N + u % N) * P);
+#pragma unroll
+    for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
   }
-  constexpr int OW0 = (BLOCK - k::sg_cdiv(HD * KLO, 32) * 32) / 32;  // first warp of the Wout product
+  // Wout: threads from warp OW0 on, column oo of head h, lane ol: float4s ol + KLO s of its row.
+  constexpr int OW0 = (BLOCK - k::sg_cdiv(HD * KLO, 32) * 32) / 32;
   const int ot = tid - OW0 * 32;
   const int oo = ot / KLO, ol = ot % KLO;
   const bool o_on = ot >= 0 && oo < HD;
   float4 wor[WO4];
   {
-    const float* w = wo + (h * HD + (o_on ? oo : 0)) * D;
+    const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
 #pragma unroll
-    for (int s = 0; s < WO4; ++s) {
-      wor[s] = o_on ? __ldg(reinterpret_cast<const float4*>(w) + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
+    for (int s = 0; s < WO4; ++s) wor[s] = o_on ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
-
-  // Step 2. Pairs (i0 + i, h JC + jj): LPP adjacent lanes share one pair's hidden units, all
-  // pairs in one pass where the block holds them; the pass loop is uniform, so the shuffles are
-  // full-warp.
   TUNE_SG_MARK(1);
-  k::sg_cluster_wait();  // every block of the cluster runs: its shared memory can be written
-  TUNE_SG_MARK(2);
-  {
-    constexpr int PAIRS = RN * JC;
-    constexpr int LPP = k::sg_pair_lanes_one_pass(PAIRS, P, BLOCK);
-    for (int base = 0; base < PAIRS * LPP; base += BLOCK) {
-      const int raw = base + tid;
-      const int u = raw < PAIRS * LPP ? raw : PAIRS * LPP - 1;
-      const int i = (u / LPP) / JC, j = h * JC + (u / LPP) % JC, kl = u % LPP;
-      float bias[H];
-      k::sg_pair_mlp<P, H, LPP, 0>(pair_feats + ((b * N + row_of(i)) * N + (j < N ? j : N - 1)) * P, w0, b0, w2, b2,
-                                   kl, bias);
-#pragma unroll
-      for (int hh = 0; hh < H; ++hh) {
-#pragma unroll
-        for (int off = LPP / 2; off > 0; off /= 2) bias[hh] += __shfl_xor_sync(0xffffffffu, bias[hh], off);
-      }
-      if (raw < PAIRS * LPP && j < N) {
-#pragma unroll
-        for (int hh = 0; hh < H; ++hh) {
-          if (hh % LPP == kl) k::sg_cluster_store(bs + i * N + j, static_cast<unsigned>(hh * R + r), bias[hh]);
-        }
-      }
-    }
-  }
-  TUNE_SG_MARK(3);
-  k::sg_copy_wait<0>();
-  __syncthreads();
-  TUNE_SG_MARK(4);
-  k::sg_layernorm_rows<RN, D, S, BLOCK, 0>(xs, gamma, beta);
-  __syncthreads();
-  TUNE_SG_MARK(5);
 
-  // Step 3. q_h, k_h, v_h of this block's rows: RC rows per pass, KLQ lanes per column.
-  const float scale = 1.0f / sqrtf(static_cast<float>(HD));
-  if (warp < k::sg_cdiv(OQ * KLQ, 32)) {
-#pragma unroll 1
-    for (int c0 = 0; c0 < RN; c0 += RC) {
-      float acc[RC];
+  // Step 2. LayerNorm of the N rows (a warp per row); the relation MLP of this thread's pairs.
+  k::sg_copy_wait<1>();
+  __syncthreads();
+  TUNE_SG_MARK(2);
+  k::sg_layernorm_rows<N, D, S, BLOCK, 1>(xs, gb, gb + D);
 #pragma unroll
-      for (int rr = 0; rr < RC; ++rr) acc[rr] = 0.0f;
+  for (int q = 0; q < PPT; ++q) {
+    const int u = tid + BLOCK * q;
+    if (u < PAIRS) {
+      float acc = mw2[P];
+#pragma unroll 4
+      for (int hk = 0; hk < P; ++hk) {
+        const float4* w = reinterpret_cast<const float4*>(mw0 + hk * P);
+        float a0 = mb0[hk], a1 = 0.0f;
 #pragma unroll
-      for (int s = 0; s < WQ4; ++s) {
-#pragma unroll
-        for (int rr = 0; rr < RC; ++rr) {
-          const int i = c0 + rr < RN ? c0 + rr : RN - 1;
-          acc[rr] = k::sg_dot4(wqr[s], reinterpret_cast<const float4*>(xs + i * S)[ql + KLQ * s], acc[rr]);
-        }
-      }
-#pragma unroll
-      for (int rr = 0; rr < RC; ++rr) {
-#pragma unroll
-        for (int off = KLQ / 2; off > 0; off /= 2) acc[rr] += __shfl_xor_sync(0xffffffffu, acc[rr], off);
-      }
-      if (q_on) {
-        const int m = qo / HD, t = qo % HD;
-#pragma unroll
-        for (int rr = 0; rr < RC; ++rr) {
-          const int i = c0 + rr;
-          if (rr % KLQ != ql || i >= RN || i0 + i >= N) continue;
-          if (m == 0) {
-            qs[i * HS + t] = acc[rr] * scale;
+        for (int c = 0; c < P / 4; ++c) {
+          if (c % 2 == 0) {
+            a0 = k::sg_dot4(w[c], pf[q][c], a0);
           } else {
-            float* dst = (m == 1 ? ks : vs) + (i0 + i) * HS + t;
-#pragma unroll
-            for (int rs = 0; rs < R; ++rs) k::sg_cluster_store(dst, static_cast<unsigned>(h * R + rs), acc[rr]);
+            a1 = k::sg_dot4(w[c], pf[q][c], a1);
           }
         }
+        const float a = a0 + a1;
+        acc = fmaf(mw2[hk], __fdividef(a, 1.0f + expf(-a)), acc);  // silu, as sg_pair_mlp
+      }
+      bs[u] = acc;
+    }
+  }
+  k::sg_copy_wait<0>();
+  __syncthreads();
+  TUNE_SG_MARK(3);
+
+  // Step 3. q_h (own rows), k_h and v_h (all rows): warp unit = (matrix, 16-row tile, 8-column
+  // tile). A = node rows (LayerNorm), B[k][n] = W[h HD + n][k]; lane (g, t) = (lane / 4, lane % 4).
+  {
+    constexpr int NT = k::sg_cdiv(HD, 8), MTQ = k::sg_cdiv(RN, 16), MTA = k::sg_cdiv(N, 16);
+    constexpr int UQ = MTQ * NT, UNITS = UQ + 2 * MTA * NT;
+    const float scale = 1.0f / sqrtf(static_cast<float>(HD));
+    const int g = lane / 4, t = lane % 4;
+    for (int u = warp; u < UNITS; u += NW) {
+      const int m = u < UQ ? 0 : 1 + (u - UQ) / (MTA * NT);
+      const int v = u < UQ ? u : (u - UQ) % (MTA * NT);
+      const int mt = v / NT, nt = v % NT;
+      // rows of A: own rows for q (local index), all rows for k and v
+      const int la = 16 * mt + g, lb = la + 8;
+      const int ra = m == 0 ? row_of(la < RN ? la : RN - 1) : (la < N ? la : N - 1);
+      const int rb = m == 0 ? row_of(lb < RN ? lb : RN - 1) : (lb < N ? lb : N - 1);
+      const int on = 8 * nt + g;
+      const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
+      float hh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+      for (int k0 = 0; k0 < D; k0 += 8) {
+        float ah[4], al[4], bh[2], bl[2];
+        k::sg_split_tf32(xs[ra * S + k0 + t], ah[0], al[0]);
+        k::sg_split_tf32(xs[rb * S + k0 + t], ah[1], al[1]);
+        k::sg_split_tf32(xs[ra * S + k0 + t + 4], ah[2], al[2]);
+        k::sg_split_tf32(xs[rb * S + k0 + t + 4], ah[3], al[3]);
+        k::sg_split_tf32(wrow[k0 + t], bh[0], bl[0]);
+        k::sg_split_tf32(wrow[k0 + t + 4], bh[1], bl[1]);
+        k::sg_mma_tf32(hl, al, bh[0], bh[1]);
+        k::sg_mma_tf32(hl, ah, bl[0], bl[1]);
+        k::sg_mma_tf32(hh, ah, bh[0], bh[1]);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int li = e < 2 ? la : lb, o = 8 * nt + 2 * t + (e % 2);
+        const float y = hh[e] + hl[e];
+        if (o >= HD) continue;
+        if (m == 0) {
+          if (li < RN && i0 + li < N) qs[li * HS + o] = y * scale;
+        } else if (li < N) {
+          (m == 1 ? ks : vs)[li * HS + o] = y;
+        }
       }
     }
   }
-  TUNE_SG_MARK(6);
-  k::sg_cluster_sync();
-  TUNE_SG_MARK(7);
+  __syncthreads();
+  TUNE_SG_MARK(4);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
+  k::sg_cluster_wait();  // every block of the cluster runs: its shared memory can be written
+  TUNE_SG_MARK(5);
   {
     constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
-    for (int i = warp; i < RN && i0 + i < N; i += BLOCK / 32) {
+    for (int i = warp; i < RN && i0 + i < N; i += NW) {
       float a[JL];
       bool on[JL];
       float mx = -3.402823466e38f;
@@ -1101,9 +1131,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  TUNE_SG_MARK(8);
+  TUNE_SG_MARK(6);
   k::sg_cluster_sync();
-  TUNE_SG_MARK(9);
+  TUNE_SG_MARK(7);
 
   // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo].
   if (warp >= OW0) {
@@ -1134,7 +1164,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  TUNE_SG_MARK(10);
+  TUNE_SG_MARK(8);
 }
 
 // strategy split, mapping batch/qtile, second launch: as sg_fused with the bias from scratch.

@@ -1,8 +1,8 @@
 // sg_phases: where the time of a scene_graph kernel goes, phase by phase, on a cold L2.
 // Each warp's lane 0 records %globaltimer and %clock64 at the kernel's phase marks
 // (TUNE_SG_MARK in kernel_templates/scene_graph.cuh; sg_cluster: 0 start, 1 loads issued,
-// 2 cluster running, 3 pair bias done, 4 node rows landed, 5 LayerNorm done, 6 q/k/v done,
-// 7 first cluster barrier, 8 attention done, 9 second cluster barrier, 10 end). Per variant: the
+// 2 first copies landed, 3 LayerNorm and pair bias done, 4 q/k/v done, 5 cluster running,
+// 6 attention done, 7 cluster barrier, 8 end). Per variant: the
 // cold event time (L2 flushed before every launch, as tune measures), then per mark, over the
 // warps of one cold launch, the median and latest time since the first warp started (ns,
 // globaltimer) and the median cycles since the warp's own start (clock64).
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-constexpr int kMarks = 11;
+constexpr int kMarks = 9;
 __device__ unsigned long long* g_marks;  // [warp][mark][2]: globaltimer, clock64
 
 #define TUNE_SG_MARK(mark)                                                                         \
@@ -61,7 +61,7 @@ struct Variant {
 template <int R, int BLOCK>
 Variant cluster() {
   return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK), sg_cluster<B, N, D, H, P, R, BLOCK>,
-          B * H * R, BLOCK, tune_kernels::sg_cluster_smem_bytes(N, D, H, R), true};
+          B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R>::kBytes, true};
 }
 
 double quantile(std::vector<double> v, double q) {
