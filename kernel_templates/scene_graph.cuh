@@ -128,6 +128,8 @@ constexpr int kSgRegWeights = 48;
 template <int N, int D, int H, int P, int R>
 struct SgClusterLayout {
   static constexpr int S = sg_row_stride(D), HS = sg_odd_stride(D / H), RN = sg_cdiv(N, R);
+  static constexpr bool kMlpMma = P % 8 == 0;  // relation MLP on the tensor cores
+  static constexpr int PS = kMlpMma ? P + 4 : P;  // row stride of W0 and of the staged pair features
   static constexpr int kX = 0;                                // N x S node rows
   static constexpr int kW = kX + N * S;                       // 3 HD x S
   static constexpr int kCtx = kW + 3 * (D / H) * S;           // RN x S
@@ -137,11 +139,12 @@ struct SgClusterLayout {
   static constexpr int kBias = kV + sg_round4(N * HS);        // RN x N
   static constexpr int kMask = kBias + sg_round4(RN * N);     // RN x N
   static constexpr int kRes = kMask + sg_round4(RN * N);      // RN x HD
-  static constexpr int kW0 = kRes + sg_round4(RN * (D / H));  // P x P
-  static constexpr int kB0 = kW0 + sg_round4(P * P);          // P
+  static constexpr int kW0 = kRes + sg_round4(RN * (D / H));  // P x PS
+  static constexpr int kB0 = kW0 + sg_round4(P * PS);         // P
   static constexpr int kW2 = kB0 + sg_round4(P);              // P + 1
   static constexpr int kGB = kW2 + sg_round4(P + 1);          // 2 D
-  static constexpr int kBytes = 4 * (kGB + 2 * sg_round4(D));
+  static constexpr int kPF = kGB + 2 * sg_round4(D);          // kMlpMma: RN N x PS pair features
+  static constexpr int kBytes = 4 * (kPF + (kMlpMma ? sg_round4(RN * N * PS) : 0));
 };
 // Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
 __host__ __device__ constexpr int sg_out_proj_smem_bytes(int D, int ROWS) { return 4 * ROWS * sg_row_stride(D); }
@@ -915,7 +918,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   namespace k = tune_kernels;
   using L = k::SgClusterLayout<N, D, H, P, R>;
   constexpr int HD = D / H;
-  constexpr int S = L::S, HS = L::HS, RN = L::RN;
+  constexpr int S = L::S, HS = L::HS, RN = L::RN, PS = L::PS;
   constexpr int NW = BLOCK / 32;
   constexpr int KLO = k::sg_reg_lanes(HD, D, BLOCK);
   constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
@@ -942,6 +945,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   float* mb0 = sm + L::kB0;    // P
   float* mw2 = sm + L::kW2;    // P: row h of W2, then b2[h]
   float* gb = sm + L::kGB;     // gamma, beta
+  float* pfs = sm + L::kPF;    // L::kMlpMma: this block's pair features, RN N x PS
   const int rank = static_cast<int>(k::sg_cluster_rank());
   const int h = rank / R, r = rank % R;
   const int b = static_cast<int>(blockIdx.x) / (H * R);
@@ -955,7 +959,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   k::sg_copy_rows<N, D, S, BLOCK>(xs, [&](int j) { return nodes + (b * N + j) * D; });
   k::sg_copy_rows<1, D, D, BLOCK>(gb, [&](int) { return gamma; });
   k::sg_copy_rows<1, D, D, BLOCK>(gb + D, [&](int) { return beta; });
-  k::sg_copy_rows<P, P, P, BLOCK>(mw0, [&](int q) { return w0 + q * P; });
+  k::sg_copy_rows<P, P, PS, BLOCK>(mw0, [&](int q) { return w0 + q * P; });
   k::sg_copy_rows<1, P, P, BLOCK>(mb0, [&](int) { return b0; });
   k::sg_copy_rows<1, P, P, BLOCK>(mw2, [&](int) { return w2 + h * P; });
   if (tid == 0) k::sg_copy4(mw2 + P, b2 + h);
@@ -966,14 +970,21 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   k::sg_copy_commit();
   k::sg_copy_rows<3 * HD, D, S, BLOCK>(ws, [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; });
   k::sg_copy_commit();
-  // The pair features of pairs tid + BLOCK q (own row i, column j), into registers.
-  float4 pf[PPT][P / 4];
+  // The pair features of pair u (own row u / N, column u % N): staged for the tensor cores, or
+  // pairs tid + BLOCK q into registers for the FP32 path.
+  constexpr int PPR = L::kMlpMma ? 1 : PPT;
+  float4 pf[PPR][P / 4];
+  if constexpr (L::kMlpMma) {
+    k::sg_copy_rows<PAIRS, P, PS, BLOCK>(pfs, [&](int u) { return pair_feats + ((b * N + row_of(u / N)) * N + u % N) * P; });
+    k::sg_copy_commit();
+  } else {
 #pragma unroll
-  for (int q = 0; q < PPT; ++q) {
-    const int u = tid + BLOCK * q < PAIRS ? tid + BLOCK * q : PAIRS - 1;
-    const float4* src = reinterpret_cast<const float4*>(pair_feats + ((b * N + row_of(u / N)) * N + u % N) * P);
+    for (int q = 0; q < PPT; ++q) {
+      const int u = tid + BLOCK * q < PAIRS ? tid + BLOCK * q : PAIRS - 1;
+      const float4* src = reinterpret_cast<const float4*>(pair_feats + ((b * N + row_of(u / N)) * N + u % N) * P);
 #pragma unroll
-    for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
+      for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
+    }
   }
   // Wout: threads from warp OW0 on, column oo of head h, lane ol: float4s ol + KLO s of its row.
   constexpr int OW0 = (BLOCK - k::sg_cdiv(HD * KLO, 32) * 32) / 32;
@@ -988,32 +999,79 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   TUNE_SG_MARK(1);
 
-  // Step 2. LayerNorm of the N rows (a warp per row); the relation MLP of this thread's pairs.
-  k::sg_copy_wait<1>();
+  // Step 2. LayerNorm of the N rows (a warp per row); the relation MLP of this block's pairs.
+  k::sg_copy_wait<L::kMlpMma ? 2 : 1>();
   __syncthreads();
   TUNE_SG_MARK(2);
   k::sg_layernorm_rows<N, D, S, BLOCK, 1>(xs, gb, gb + D);
+  const int g = lane / 4, t4 = lane % 4;  // mma lane coordinates
+  if constexpr (L::kMlpMma) {
+    // hidden = pf · W0ᵀ on the tensor cores, a warp per 16 pairs (all P hidden units); lane (g, t)
+    // finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and g+8, and the 4 lanes of
+    // a pair add their shares of W2[h]·silu(hidden + b0).
+    k::sg_copy_wait<1>();
+    __syncthreads();
+    constexpr int MT = k::sg_cdiv(PAIRS, 16);
+    for (int u = warp; u < MT; u += NW) {
+      const int pa = 16 * u + g, pb = pa + 8;
+      const float* xa = pfs + (pa < PAIRS ? pa : PAIRS - 1) * PS;
+      const float* xb = pfs + (pb < PAIRS ? pb : PAIRS - 1) * PS;
+      float part[2] = {0.0f, 0.0f};
 #pragma unroll
-  for (int q = 0; q < PPT; ++q) {
-    const int u = tid + BLOCK * q;
-    if (u < PAIRS) {
-      float acc = mw2[P];
-#pragma unroll 4
-      for (int hk = 0; hk < P; ++hk) {
-        const float4* w = reinterpret_cast<const float4*>(mw0 + hk * P);
-        float a0 = mb0[hk], a1 = 0.0f;
+      for (int nt = 0; nt < P / 8; ++nt) {
+        const float* wrow = mw0 + (8 * nt + g) * PS;
+        float hh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int c = 0; c < P / 4; ++c) {
-          if (c % 2 == 0) {
-            a0 = k::sg_dot4(w[c], pf[q][c], a0);
-          } else {
-            a1 = k::sg_dot4(w[c], pf[q][c], a1);
-          }
+        for (int k0 = 0; k0 < P; k0 += 8) {
+          float ah[4], al[4], bh[2], bl[2];
+          k::sg_split_tf32(xa[k0 + t4], ah[0], al[0]);
+          k::sg_split_tf32(xb[k0 + t4], ah[1], al[1]);
+          k::sg_split_tf32(xa[k0 + t4 + 4], ah[2], al[2]);
+          k::sg_split_tf32(xb[k0 + t4 + 4], ah[3], al[3]);
+          k::sg_split_tf32(wrow[k0 + t4], bh[0], bl[0]);
+          k::sg_split_tf32(wrow[k0 + t4 + 4], bh[1], bl[1]);
+          k::sg_mma_tf32(hl, al, bh[0], bh[1]);
+          k::sg_mma_tf32(lh, ah, bl[0], bl[1]);
+          k::sg_mma_tf32(hh, ah, bh[0], bh[1]);
         }
-        const float a = a0 + a1;
-        acc = fmaf(mw2[hk], __fdividef(a, 1.0f + expf(-a)), acc);  // silu, as sg_pair_mlp
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = 8 * nt + 2 * t4 + (e % 2);
+          const float a = hh[e] + (hl[e] + lh[e]) + mb0[col];
+          part[e / 2] = fmaf(mw2[col], __fdividef(a, 1.0f + expf(-a)), part[e / 2]);  // silu, as sg_pair_mlp
+        }
       }
-      bs[u] = acc;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        part[e] += __shfl_xor_sync(0xffffffffu, part[e], 1);
+        part[e] += __shfl_xor_sync(0xffffffffu, part[e], 2);
+      }
+      if (t4 == 0 && pa < PAIRS) bs[pa] = part[0] + mw2[P];
+      if (t4 == 0 && pb < PAIRS) bs[pb] = part[1] + mw2[P];
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < PPT; ++q) {
+      const int u = tid + BLOCK * q;
+      if (u < PAIRS) {
+        float acc = mw2[P];
+#pragma unroll 4
+        for (int hk = 0; hk < P; ++hk) {
+          const float4* w = reinterpret_cast<const float4*>(mw0 + hk * PS);
+          float a0 = mb0[hk], a1 = 0.0f;
+#pragma unroll
+          for (int c = 0; c < P / 4; ++c) {
+            if (c % 2 == 0) {
+              a0 = k::sg_dot4(w[c], pf[q][c], a0);
+            } else {
+              a1 = k::sg_dot4(w[c], pf[q][c], a1);
+            }
+          }
+          const float a = a0 + a1;
+          acc = fmaf(mw2[hk], __fdividef(a, 1.0f + expf(-a)), acc);  // silu, as sg_pair_mlp
+        }
+        bs[u] = acc;
+      }
     }
   }
   k::sg_copy_wait<0>();
@@ -1026,7 +1084,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     constexpr int NT = k::sg_cdiv(HD, 8), MTQ = k::sg_cdiv(RN, 16), MTA = k::sg_cdiv(N, 16);
     constexpr int UQ = MTQ * NT, UNITS = UQ + 2 * MTA * NT;
     const float scale = 1.0f / sqrtf(static_cast<float>(HD));
-    const int g = lane / 4, t = lane % 4;
+    const int t = t4;
     for (int u = warp; u < UNITS; u += NW) {
       const int m = u < UQ ? 0 : 1 + (u - UQ) / (MTA * NT);
       const int v = u < UQ ? u : (u - UQ) % (MTA * NT);
@@ -1037,8 +1095,8 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       const int rb = m == 0 ? row_of(lb < RN ? lb : RN - 1) : (lb < N ? lb : N - 1);
       const int on = 8 * nt + g;
       const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
-      float hh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll 4
+      float hh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 6
       for (int k0 = 0; k0 < D; k0 += 8) {
         float ah[4], al[4], bh[2], bl[2];
         k::sg_split_tf32(xs[ra * S + k0 + t], ah[0], al[0]);
@@ -1048,13 +1106,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         k::sg_split_tf32(wrow[k0 + t], bh[0], bl[0]);
         k::sg_split_tf32(wrow[k0 + t + 4], bh[1], bl[1]);
         k::sg_mma_tf32(hl, al, bh[0], bh[1]);
-        k::sg_mma_tf32(hl, ah, bl[0], bl[1]);
+        k::sg_mma_tf32(lh, ah, bl[0], bl[1]);
         k::sg_mma_tf32(hh, ah, bh[0], bh[1]);
       }
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int li = e < 2 ? la : lb, o = 8 * nt + 2 * t + (e % 2);
-        const float y = hh[e] + hl[e];
+        const float y = hh[e] + (hl[e] + lh[e]);
         if (o >= HD) continue;
         if (m == 0) {
           if (li < RN && i0 + li < N) qs[li * HS + o] = y * scale;
@@ -1080,17 +1138,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
       for (int jt = 0; jt < JL; ++jt) {
         const int j = lane + 32 * jt;
-        float s0 = 0.0f, s1 = 0.0f;
+        float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (j < N) {
 #pragma unroll
-          for (int t = 0; t + 1 < HD; t += 2) {
-            s0 = fmaf(qs[i * HS + t], ks[j * HS + t], s0);
-            s1 = fmaf(qs[i * HS + t + 1], ks[j * HS + t + 1], s1);
-          }
-          if (HD % 2 != 0) s0 = fmaf(qs[i * HS + HD - 1], ks[j * HS + HD - 1], s0);
+          for (int t = 0; t < HD; ++t) sp[t % 4] = fmaf(qs[i * HS + t], ks[j * HS + t], sp[t % 4]);
         }
         on[jt] = j < N && msk[i * N + j] >= 0.5f;
-        a[jt] = on[jt] ? s0 + s1 + bs[i * N + j] : 0.0f;
+        a[jt] = on[jt] ? (sp[0] + sp[1]) + (sp[2] + sp[3]) + bs[i * N + j] : 0.0f;
         if (on[jt]) mx = fmaxf(mx, a[jt]);
         any = any || on[jt];
       }
@@ -1107,24 +1161,17 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
       for (int tt = 0; tt < TL; ++tt) {
         const int t = lane + 32 * tt;
-        float c0 = 0.0f, c1 = 0.0f;
+        float cp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int jt = 0; jt < JL; ++jt) {
 #pragma unroll
           for (int jj = 0; jj < 32 && 32 * jt + jj < N; ++jj) {
             const float aj = __shfl_sync(0xffffffffu, a[jt], jj);
-            const int j = 32 * jt + jj;
-            if (t < HD) {
-              if (jj % 2 == 0) {
-                c0 = fmaf(aj, vs[j * HS + t], c0);
-              } else {
-                c1 = fmaf(aj, vs[j * HS + t], c1);
-              }
-            }
+            if (t < HD) cp[jj % 4] = fmaf(aj, vs[(32 * jt + jj) * HS + t], cp[jj % 4]);
           }
         }
         if (t < HD) {
-          const float c = (c0 + c1) * inv_sum;
+          const float c = ((cp[0] + cp[1]) + (cp[2] + cp[3])) * inv_sum;
 #pragma unroll
           for (int hh = 0; hh < H; ++hh) k::sg_cluster_store(cx + i * S + h * HD + t, static_cast<unsigned>(hh * R + r), c);
         }
