@@ -128,23 +128,25 @@ constexpr int kSgRegWeights = 48;
 template <int N, int D, int H, int P, int R>
 struct SgClusterLayout {
   static constexpr int S = sg_row_stride(D), HS = sg_odd_stride(D / H), RN = sg_cdiv(N, R);
-  static constexpr bool kMlpMma = P % 8 == 0;  // relation MLP on the tensor cores
-  static constexpr int PS = kMlpMma ? P + 4 : P;  // row stride of W0 and of the staged pair features
-  static constexpr int kX = 0;                                // N x S node rows
-  static constexpr int kW = kX + N * S;                       // 3 HD x S
-  static constexpr int kCtx = kW + 3 * (D / H) * S;           // RN x S
-  static constexpr int kQ = kCtx + RN * S;                    // RN x HS
-  static constexpr int kK = kQ + sg_round4(RN * HS);          // N x HS
-  static constexpr int kV = kK + sg_round4(N * HS);           // N x HS
-  static constexpr int kBias = kV + sg_round4(N * HS);        // RN x N
-  static constexpr int kMask = kBias + sg_round4(RN * N);     // RN x N
-  static constexpr int kRes = kMask + sg_round4(RN * N);      // RN x HD
-  static constexpr int kW0 = kRes + sg_round4(RN * (D / H));  // P x PS
-  static constexpr int kB0 = kW0 + sg_round4(P * PS);         // P
-  static constexpr int kW2 = kB0 + sg_round4(P);              // P + 1
-  static constexpr int kGB = kW2 + sg_round4(P + 1);          // 2 D
-  static constexpr int kPF = kGB + 2 * sg_round4(D);          // kMlpMma: RN N x PS pair features
-  static constexpr int kBytes = 4 * (kPF + (kMlpMma ? sg_round4(RN * N * PS) : 0));
+  static constexpr int JC = sg_cdiv(N, H);        // pair columns of one block's relation MLP share
+  static constexpr bool kMlpMma = P % 8 == 0;      // relation MLP on the tensor cores
+  static constexpr int PS = kMlpMma ? P + 4 : P;   // row stride of W0 and of the staged pair features
+  static constexpr int kX = 0;                                 // RN x S own node rows
+  static constexpr int kW = kX + RN * S;                       // 3 HD x S
+  static constexpr int kCtx = kW + 3 * (D / H) * S;            // RN x S
+  static constexpr int kQ = kCtx + RN * S;                     // RN x HS
+  static constexpr int kK = kQ + sg_round4(RN * HS);           // N x HS
+  static constexpr int kV = kK + sg_round4(N * HS);            // N x HS
+  static constexpr int kBias = kV + sg_round4(N * HS);         // RN x N
+  static constexpr int kMask = kBias + sg_round4(RN * N);      // RN x N
+  static constexpr int kRes = kMask + sg_round4(RN * N);       // RN x HD
+  static constexpr int kW0 = kRes + sg_round4(RN * (D / H));   // P x PS
+  static constexpr int kB0 = kW0 + sg_round4(P * PS);          // P
+  static constexpr int kW2 = kB0 + sg_round4(P);               // H x P, then b2 (H)
+  static constexpr int kGB = kW2 + sg_round4(H * P + H);       // 2 D
+  static constexpr int kPF = kGB + 2 * sg_round4(D);           // kMlpMma: RN JC x PS pair features
+  static constexpr int kBar = kPF + (kMlpMma ? sg_round4(RN * JC * PS) : 0);  // mbarrier (8 bytes)
+  static constexpr int kBytes = 4 * (kBar + 4);
 };
 // Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
 __host__ __device__ constexpr int sg_out_proj_smem_bytes(int D, int ROWS) { return 4 * ROWS * sg_row_stride(D); }
@@ -210,6 +212,33 @@ __device__ __forceinline__ void sg_cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void sg_cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+__device__ __forceinline__ void sg_cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void sg_cluster_wait_acquire() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The Hopper bulk-copy engine (TMA, sm_90): one thread starts a copy of BYTES (a multiple of 16,
+// both ends 16-byte aligned) into this block's shared memory; the mbarrier's transaction count
+// tracks the bytes, and a wait on its phase returns once all expected bytes have landed.
+__device__ __forceinline__ void sg_mbar_init(void* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(sg_smem_address(bar)), "r"(count) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void sg_mbar_expect_bytes(void* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sg_smem_address(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void sg_bulk_copy(float* dst, const float* src, unsigned bytes, void* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(sg_smem_address(dst)), "l"(src), "r"(bytes), "r"(sg_smem_address(bar)) : "memory");
+}
+__device__ __forceinline__ void sg_mbar_wait(void* bar, unsigned phase) {
+  unsigned done = 0;
+  while (!done) {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(sg_smem_address(bar)), "r"(phase) : "memory");
+  }
+}
 
 // ROWS rows of D floats (D % 4 == 0) from global rows src_row(r) into shared rows of stride S.
 template <int ROWS, int D, int S, int BLOCK, class SrcRow>
@@ -891,24 +920,24 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 }
 
 // strategy fused, mapping cluster: one launch, grid B * H * R in clusters of H * R blocks, a
-// cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) query
-// rows starting at r * RN. Only the attention output crosses blocks, so the cluster meets once:
-//   1. at the start it puts its loads in flight: cp.async of all N node rows, head h's rows of
-//      Wq, Wk, Wv, the relation MLP (W0, b0, row h of W2, b2[h]), gamma, beta and its mask rows;
-//      the pair features of its pairs and its share of Wout's head-h rows into registers;
-//   2. the relation MLP of its pairs (own rows x all N columns; the hidden layer is recomputed
-//      by the H blocks of a row split, an eighth of a q/k/v product at the default shape) and
-//      the LayerNorm of all N rows;
-//   3. q_h of its rows and k_h, v_h of all N rows on the tensor cores (mma.sync m16n8k8 in
-//      3xTF32, near FP32: hi*hi + hi*lo + lo*hi), a warp per 16x8 output tile;
-//   4. a warp per query row: scores, masked softmax and ctx_h in registers; ctx_h stored into
-//      the ctx rows of all H blocks of row split r through distributed shared memory;
-//      [cluster barrier]
+// cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) rows
+// starting at r * RN; no work is repeated across blocks:
+//   1. at the start it puts all its loads in flight: its node rows, mask rows and residual
+//      columns, head h's rows of Wq, Wk, Wv (cp.async, or with BULK the bulk-copy engine), the
+//      relation MLP, gamma and beta, its pairs' features, and its share of Wout's head-h rows
+//      (registers);
+//   2. LayerNorm of its rows; the relation MLP (all heads) of pairs (its rows) x (column chunk
+//      h), on the tensor cores when P % 8 == 0; each head's bias stored into block (head, r)
+//      through distributed shared memory;
+//   3. k_h, v_h of its rows on the tensor cores (mma.sync m16n8k8, 3xTF32: hi*hi + hi*lo + lo*hi,
+//      near FP32), stored into the R blocks of head h; then [cluster arrive] q_h of its rows
+//      while the other blocks catch up [cluster wait];
+//   4. a warp per query row: scores, masked softmax and ctx_h in registers, ctx_h stored into the
+//      ctx rows of the H blocks of row split r;  [cluster barrier]
 //   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1.
-// The cluster's arrive comes first and its wait just before the first remote store, so a block
-// writes another's shared memory only once all have started, and none leaves while its memory
-// can still be written (all remote stores precede the one barrier).
-template <int B, int N, int D, int H, int P, int R, int BLOCK>
+// A block writes another's shared memory only after the cluster's first wait (all blocks
+// running) and before its last arrive, so none leaves while its memory can still be written.
+template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -918,12 +947,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   namespace k = tune_kernels;
   using L = k::SgClusterLayout<N, D, H, P, R>;
   constexpr int HD = D / H;
-  constexpr int S = L::S, HS = L::HS, RN = L::RN, PS = L::PS;
+  constexpr int S = L::S, HS = L::HS, RN = L::RN, PS = L::PS, JC = L::JC;
   constexpr int NW = BLOCK / 32;
   constexpr int KLO = k::sg_reg_lanes(HD, D, BLOCK);
   constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
-  constexpr int PAIRS = RN * N, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs per thread
-  constexpr int RC = RN <= 16 ? RN : 8;                            // rows per accumulator pass
+  constexpr int PAIRS = RN * JC, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
+  constexpr int RC = RN <= 16 ? RN : 8;                             // rows per accumulator pass
+  constexpr int NT = k::sg_cdiv(HD, 8), MT = k::sg_cdiv(RN, 16);   // mma tiles of the projections
   static_assert(D % H == 0 && D % 8 == 0 && P % 4 == 0, "needs D a multiple of heads and of 8, P of 4");
   static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
   static_assert(HD * KLO <= BLOCK && 4 * WO4 <= k::kSgRegWeights, "the block must hold Wout's head rows");
@@ -932,56 +962,69 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     return;  // every block of the cluster returns: same block size and shared memory
   }
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* xs = sm + L::kX;      // N x S: node rows, then their LayerNorm
+  float* xs = sm + L::kX;      // RN x S: own node rows, then their LayerNorm
   float* ws = sm + L::kW;      // 3 HD x S: rows h HD + t of Wq, Wk, Wv
   float* cx = sm + L::kCtx;    // RN x S: ctx rows, a head from each block of the row split
   float* qs = sm + L::kQ;      // RN x HS: scale · q_h
-  float* ks = sm + L::kK;      // N x HS
+  float* ks = sm + L::kK;      // N x HS: k_h of all rows, from the R blocks of head h
   float* vs = sm + L::kV;      // N x HS
-  float* bs = sm + L::kBias;   // RN x N: bias of head h, later unused
+  float* bs = sm + L::kBias;   // RN x N: bias of head h, from the H blocks of row split r
   float* msk = sm + L::kMask;  // RN x N
   float* res = sm + L::kRes;   // RN x HD: nodes[rows][h HD + t]
-  float* mw0 = sm + L::kW0;    // P x P
+  float* mw0 = sm + L::kW0;    // P x PS
   float* mb0 = sm + L::kB0;    // P
-  float* mw2 = sm + L::kW2;    // P: row h of W2, then b2[h]
+  float* mw2 = sm + L::kW2;    // H x P, then b2
   float* gb = sm + L::kGB;     // gamma, beta
-  float* pfs = sm + L::kPF;    // L::kMlpMma: this block's pair features, RN N x PS
+  float* pfs = sm + L::kPF;    // L::kMlpMma: pair features, PAIRS x PS
+  float* bar = sm + L::kBar;   // BULK: mbarrier of the weight copies
   const int rank = static_cast<int>(k::sg_cluster_rank());
   const int h = rank / R, r = rank % R;
   const int b = static_cast<int>(blockIdx.x) / (H * R);
   const int i0 = r * RN;
   const auto row_of = [&](int i) { return i0 + i < N ? i0 + i : N - 1; };
+  // pair u of this block: own row u / JC, column h JC + u % JC (clamped; stored only if < N)
+  const auto pair_src = [&](int u) {
+    const int j = h * JC + u % JC;
+    return pair_feats + ((b * N + row_of(u / JC)) * N + (j < N ? j : N - 1)) * P;
+  };
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4;  // mma lane coordinates
 
   TUNE_SG_MARK(0);
   k::sg_cluster_arrive_relaxed();
-  // Step 1. Group 0: what steps 2 need; group 1: the q/k/v weights.
-  k::sg_copy_rows<N, D, S, BLOCK>(xs, [&](int j) { return nodes + (b * N + j) * D; });
+  // Step 1. Group 0: what step 2 needs; then the q/k/v weights (group 1, or the bulk copies).
+  k::sg_copy_rows<RN, D, S, BLOCK>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
   k::sg_copy_rows<1, D, D, BLOCK>(gb, [&](int) { return gamma; });
   k::sg_copy_rows<1, D, D, BLOCK>(gb + D, [&](int) { return beta; });
   k::sg_copy_rows<P, P, PS, BLOCK>(mw0, [&](int q) { return w0 + q * P; });
   k::sg_copy_rows<1, P, P, BLOCK>(mb0, [&](int) { return b0; });
-  k::sg_copy_rows<1, P, P, BLOCK>(mw2, [&](int) { return w2 + h * P; });
-  if (tid == 0) k::sg_copy4(mw2 + P, b2 + h);
+  k::sg_copy_rows<H, P, P, BLOCK>(mw2, [&](int q) { return w2 + q * P; });
+  for (int idx = tid; idx < H; idx += BLOCK) k::sg_copy4(mw2 + H * P + idx, b2 + idx);
   for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
   for (int idx = tid; idx < RN * HD; idx += BLOCK) {
     k::sg_copy4(res + idx, nodes + (b * N + row_of(idx / HD)) * D + h * HD + idx % HD);
   }
+  if constexpr (L::kMlpMma) k::sg_copy_rows<PAIRS, P, PS, BLOCK>(pfs, pair_src);
   k::sg_copy_commit();
-  k::sg_copy_rows<3 * HD, D, S, BLOCK>(ws, [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; });
-  k::sg_copy_commit();
-  // The pair features of pair u (own row u / N, column u % N): staged for the tensor cores, or
-  // pairs tid + BLOCK q into registers for the FP32 path.
+  const auto w_row = [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; };
+  if constexpr (BULK != 0) {
+    if (tid == 0) {
+      k::sg_mbar_init(bar, 1);
+      k::sg_mbar_expect_bytes(bar, 3u * HD * D * 4u);
+    }
+    __syncthreads();
+    for (int o = tid; o < 3 * HD; o += BLOCK) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
+  } else {
+    k::sg_copy_rows<3 * HD, D, S, BLOCK>(ws, w_row);
+    k::sg_copy_commit();
+  }
+  // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
   constexpr int PPR = L::kMlpMma ? 1 : PPT;
   float4 pf[PPR][P / 4];
-  if constexpr (L::kMlpMma) {
-    k::sg_copy_rows<PAIRS, P, PS, BLOCK>(pfs, [&](int u) { return pair_feats + ((b * N + row_of(u / N)) * N + u % N) * P; });
-    k::sg_copy_commit();
-  } else {
+  if constexpr (!L::kMlpMma) {
 #pragma unroll
     for (int q = 0; q < PPT; ++q) {
-      const int u = tid + BLOCK * q < PAIRS ? tid + BLOCK * q : PAIRS - 1;
-      const float4* src = reinterpret_cast<const float4*>(pair_feats + ((b * N + row_of(u / N)) * N + u % N) * P);
+      const float4* src = reinterpret_cast<const float4*>(pair_src(tid + BLOCK * q < PAIRS ? tid + BLOCK * q : PAIRS - 1));
 #pragma unroll
       for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
     }
@@ -999,28 +1042,27 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   TUNE_SG_MARK(1);
 
-  // Step 2. LayerNorm of the N rows (a warp per row); the relation MLP of this block's pairs.
-  k::sg_copy_wait<L::kMlpMma ? 2 : 1>();
+  // Step 2. LayerNorm of the own rows (a warp per row); the relation MLP of this block's pairs.
+  k::sg_copy_wait<BULK != 0 ? 0 : 1>();
   __syncthreads();
   TUNE_SG_MARK(2);
-  k::sg_layernorm_rows<N, D, S, BLOCK, 1>(xs, gb, gb + D);
-  const int g = lane / 4, t4 = lane % 4;  // mma lane coordinates
+  k::sg_layernorm_rows<RN, D, S, BLOCK, 1>(xs, gb, gb + D);
+  k::sg_cluster_wait();  // all blocks run: their shared memory can be written
   if constexpr (L::kMlpMma) {
     // hidden = pf · W0ᵀ on the tensor cores, a warp per 16 pairs (all P hidden units); lane (g, t)
-    // finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and g+8, and the 4 lanes of
-    // a pair add their shares of W2[h]·silu(hidden + b0).
-    k::sg_copy_wait<1>();
-    __syncthreads();
-    constexpr int MT = k::sg_cdiv(PAIRS, 16);
-    for (int u = warp; u < MT; u += NW) {
+    // finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and g+8, then the 4 lanes of
+    // a pair add their shares of W2·silu(hidden + b0).
+    for (int u = warp; u < k::sg_cdiv(PAIRS, 16); u += NW) {
       const int pa = 16 * u + g, pb = pa + 8;
       const float* xa = pfs + (pa < PAIRS ? pa : PAIRS - 1) * PS;
       const float* xb = pfs + (pb < PAIRS ? pb : PAIRS - 1) * PS;
-      float part[2] = {0.0f, 0.0f};
+      float part[2][H];
+#pragma unroll
+      for (int hh = 0; hh < H; ++hh) part[0][hh] = part[1][hh] = 0.0f;
 #pragma unroll
       for (int nt = 0; nt < P / 8; ++nt) {
         const float* wrow = mw0 + (8 * nt + g) * PS;
-        float hh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        float hh4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int k0 = 0; k0 < P; k0 += 8) {
           float ah[4], al[4], bh[2], bl[2];
@@ -1032,29 +1074,47 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
           k::sg_split_tf32(wrow[k0 + t4 + 4], bh[1], bl[1]);
           k::sg_mma_tf32(hl, al, bh[0], bh[1]);
           k::sg_mma_tf32(lh, ah, bl[0], bl[1]);
-          k::sg_mma_tf32(hh, ah, bh[0], bh[1]);
+          k::sg_mma_tf32(hh4, ah, bh[0], bh[1]);
         }
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = 8 * nt + 2 * t4 + (e % 2);
-          const float a = hh[e] + (hl[e] + lh[e]) + mb0[col];
-          part[e / 2] = fmaf(mw2[col], __fdividef(a, 1.0f + expf(-a)), part[e / 2]);  // silu, as sg_pair_mlp
+          const float a = hh4[e] + (hl[e] + lh[e]) + mb0[col];
+          const float sl = __fdividef(a, 1.0f + expf(-a));  // silu, as sg_pair_mlp
+#pragma unroll
+          for (int hh = 0; hh < H; ++hh) part[e / 2][hh] = fmaf(mw2[hh * P + col], sl, part[e / 2][hh]);
         }
       }
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        part[e] += __shfl_xor_sync(0xffffffffu, part[e], 1);
-        part[e] += __shfl_xor_sync(0xffffffffu, part[e], 2);
+#pragma unroll
+        for (int hh = 0; hh < H; ++hh) {
+          part[e][hh] += __shfl_xor_sync(0xffffffffu, part[e][hh], 1);
+          part[e][hh] += __shfl_xor_sync(0xffffffffu, part[e][hh], 2);
+        }
       }
-      if (t4 == 0 && pa < PAIRS) bs[pa] = part[0] + mw2[P];
-      if (t4 == 0 && pb < PAIRS) bs[pb] = part[1] + mw2[P];
+      // lane (g, t) stores heads t, t+4, ... of pairs g (e = 0) and g+8 (e = 1)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int pu = e == 0 ? pa : pb;
+        const int i = pu / JC, j = h * JC + pu % JC;
+        if (pu < PAIRS && j < N) {
+#pragma unroll
+          for (int hh = 0; hh < H; ++hh) {
+            if (hh % 4 == t4) k::sg_cluster_store(bs + i * N + j, static_cast<unsigned>(hh * R + r), part[e][hh] + mw2[H * P + hh]);
+          }
+        }
+      }
     }
   } else {
 #pragma unroll
     for (int q = 0; q < PPT; ++q) {
       const int u = tid + BLOCK * q;
-      if (u < PAIRS) {
-        float acc = mw2[P];
+      const int i = u / JC, j = h * JC + u % JC;
+      if (u < PAIRS && j < N) {
+        float acc[H];
+#pragma unroll
+        for (int hh = 0; hh < H; ++hh) acc[hh] = mw2[H * P + hh];
 #pragma unroll 4
         for (int hk = 0; hk < P; ++hk) {
           const float4* w = reinterpret_cast<const float4*>(mw0 + hk * PS);
@@ -1068,66 +1128,68 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
             }
           }
           const float a = a0 + a1;
-          acc = fmaf(mw2[hk], __fdividef(a, 1.0f + expf(-a)), acc);  // silu, as sg_pair_mlp
+          const float sl = __fdividef(a, 1.0f + expf(-a));  // silu, as sg_pair_mlp
+#pragma unroll
+          for (int hh = 0; hh < H; ++hh) acc[hh] = fmaf(mw2[hh * P + hk], sl, acc[hh]);
         }
-        bs[u] = acc;
+#pragma unroll
+        for (int hh = 0; hh < H; ++hh) k::sg_cluster_store(bs + i * N + j, static_cast<unsigned>(hh * R + r), acc[hh]);
       }
     }
   }
-  k::sg_copy_wait<0>();
+  if constexpr (BULK != 0) {
+    k::sg_mbar_wait(bar, 0);
+  } else {
+    k::sg_copy_wait<0>();
+  }
   __syncthreads();
   TUNE_SG_MARK(3);
 
-  // Step 3. q_h (own rows), k_h and v_h (all rows): warp unit = (matrix, 16-row tile, 8-column
-  // tile). A = node rows (LayerNorm), B[k][n] = W[h HD + n][k]; lane (g, t) = (lane / 4, lane % 4).
-  {
-    constexpr int NT = k::sg_cdiv(HD, 8), MTQ = k::sg_cdiv(RN, 16), MTA = k::sg_cdiv(N, 16);
-    constexpr int UQ = MTQ * NT, UNITS = UQ + 2 * MTA * NT;
-    const float scale = 1.0f / sqrtf(static_cast<float>(HD));
-    const int t = t4;
-    for (int u = warp; u < UNITS; u += NW) {
-      const int m = u < UQ ? 0 : 1 + (u - UQ) / (MTA * NT);
-      const int v = u < UQ ? u : (u - UQ) % (MTA * NT);
-      const int mt = v / NT, nt = v % NT;
-      // rows of A: own rows for q (local index), all rows for k and v
-      const int la = 16 * mt + g, lb = la + 8;
-      const int ra = m == 0 ? row_of(la < RN ? la : RN - 1) : (la < N ? la : N - 1);
-      const int rb = m == 0 ? row_of(lb < RN ? lb : RN - 1) : (lb < N ? lb : N - 1);
-      const int on = 8 * nt + g;
-      const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
-      float hh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  // Step 3. Projections of the own rows on the tensor cores, a warp per (matrix, 16-row tile,
+  // 8-column tile): A = LayerNorm rows, B[k][n] = W[h HD + n][k]; matrices 1, 2 (k, v) first,
+  // stored into the R blocks of head h, then 0 (q) between the cluster's arrive and wait.
+  const float scale = 1.0f / sqrtf(static_cast<float>(HD));
+  const auto project = [&](int m, int mt, int nt) {
+    const int la = 16 * mt + g, lb = la + 8;
+    const float* xa = xs + (la < RN ? la : RN - 1) * S;
+    const float* xb = xs + (lb < RN ? lb : RN - 1) * S;
+    const int on = 8 * nt + g;
+    const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
+    float hh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll 6
-      for (int k0 = 0; k0 < D; k0 += 8) {
-        float ah[4], al[4], bh[2], bl[2];
-        k::sg_split_tf32(xs[ra * S + k0 + t], ah[0], al[0]);
-        k::sg_split_tf32(xs[rb * S + k0 + t], ah[1], al[1]);
-        k::sg_split_tf32(xs[ra * S + k0 + t + 4], ah[2], al[2]);
-        k::sg_split_tf32(xs[rb * S + k0 + t + 4], ah[3], al[3]);
-        k::sg_split_tf32(wrow[k0 + t], bh[0], bl[0]);
-        k::sg_split_tf32(wrow[k0 + t + 4], bh[1], bl[1]);
-        k::sg_mma_tf32(hl, al, bh[0], bh[1]);
-        k::sg_mma_tf32(lh, ah, bl[0], bl[1]);
-        k::sg_mma_tf32(hh, ah, bh[0], bh[1]);
-      }
+    for (int k0 = 0; k0 < D; k0 += 8) {
+      float ah[4], al[4], bh[2], bl[2];
+      k::sg_split_tf32(xa[k0 + t4], ah[0], al[0]);
+      k::sg_split_tf32(xb[k0 + t4], ah[1], al[1]);
+      k::sg_split_tf32(xa[k0 + t4 + 4], ah[2], al[2]);
+      k::sg_split_tf32(xb[k0 + t4 + 4], ah[3], al[3]);
+      k::sg_split_tf32(wrow[k0 + t4], bh[0], bl[0]);
+      k::sg_split_tf32(wrow[k0 + t4 + 4], bh[1], bl[1]);
+      k::sg_mma_tf32(hl, al, bh[0], bh[1]);
+      k::sg_mma_tf32(lh, ah, bl[0], bl[1]);
+      k::sg_mma_tf32(hh, ah, bh[0], bh[1]);
+    }
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int li = e < 2 ? la : lb, o = 8 * nt + 2 * t + (e % 2);
-        const float y = hh[e] + (hl[e] + lh[e]);
-        if (o >= HD) continue;
-        if (m == 0) {
-          if (li < RN && i0 + li < N) qs[li * HS + o] = y * scale;
-        } else if (li < N) {
-          (m == 1 ? ks : vs)[li * HS + o] = y;
-        }
+    for (int e = 0; e < 4; ++e) {
+      const int li = e < 2 ? la : lb, o = 8 * nt + 2 * t4 + (e % 2);
+      const float y = hh[e] + (hl[e] + lh[e]);
+      if (o >= HD || li >= RN || i0 + li >= N) continue;
+      if (m == 0) {
+        qs[li * HS + o] = y * scale;
+      } else {
+#pragma unroll
+        for (int rs = 0; rs < R; ++rs) k::sg_cluster_store((m == 1 ? ks : vs) + (i0 + li) * HS + o, static_cast<unsigned>(h * R + rs), y);
       }
     }
-  }
-  __syncthreads();
+  };
+  for (int u = warp; u < 2 * MT * NT; u += NW) project(1 + u / (MT * NT), u % (MT * NT) / NT, u % NT);
+  k::sg_cluster_arrive_release();  // this block's bias and k, v stores are done
+  for (int u = warp; u < MT * NT; u += NW) project(0, u / NT, u % NT);
+  k::sg_cluster_wait_acquire();  // everyone's are: bs, ks, vs complete (and qs, block-wide)
   TUNE_SG_MARK(4);
+  TUNE_SG_MARK(5);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
-  k::sg_cluster_wait();  // every block of the cluster runs: its shared memory can be written
-  TUNE_SG_MARK(5);
   {
     constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
     for (int i = warp; i < RN && i0 + i < N; i += NW) {

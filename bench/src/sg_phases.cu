@@ -1,8 +1,8 @@
 // sg_phases: where the time of a scene_graph kernel goes, phase by phase, on a cold L2.
 // Each warp's lane 0 records %globaltimer and %clock64 at the kernel's phase marks
 // (TUNE_SG_MARK in kernel_templates/scene_graph.cuh; sg_cluster: 0 start, 1 loads issued,
-// 2 first copies landed, 3 LayerNorm and pair bias done, 4 q/k/v done, 5 cluster running,
-// 6 attention done, 7 cluster barrier, 8 end). Per variant: the
+// 2 first copies landed, 3 LayerNorm, pair bias and weights done, 4 q/k/v and the cluster's
+// first barrier done, 5 (same), 6 attention done, 7 cluster barrier, 8 end). Per variant: the
 // cold event time (L2 flushed before every launch, as tune measures), then per mark, over the
 // warps of one cold launch, the median and latest time since the first warp started (ns,
 // globaltimer) and the median cycles since the warp's own start (clock64).
@@ -58,9 +58,10 @@ struct Variant {
   bool marks;
 };
 
-template <int R, int BLOCK>
+template <int R, int BLOCK, int BULK>
 Variant cluster() {
-  return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK), sg_cluster<B, N, D, H, P, R, BLOCK>,
+  return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : ""),
+          sg_cluster<B, N, D, H, P, R, BLOCK, BULK>,
           B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R>::kBytes, true};
 }
 
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
   const std::vector<Variant> variants = {
       {"qtile qrows=1 block=512 (fused)", sg_fused<B, N, D, H, P, 1, 512, 0, 0, 0>, B * N, 512,
        tune_kernels::sg_attention_smem_bytes(N, D, H, 1, 0), false},
-      cluster<1, 256>(), cluster<1, 512>(), cluster<2, 256>(), cluster<2, 512>(),
+      cluster<1, 512, 0>(), cluster<2, 256, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 1>(), cluster<2, 1024, 0>(),
+      cluster<2, 1024, 1>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
