@@ -212,12 +212,6 @@ __device__ __forceinline__ void sg_cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void sg_cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
-__device__ __forceinline__ void sg_cluster_arrive_release() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void sg_cluster_wait_acquire() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
 // The Hopper bulk-copy engine (TMA, sm_90): one thread starts a copy of BYTES (a multiple of 16,
 // both ends 16-byte aligned) into this block's shared memory; the mbarrier's transaction count
 // tracks the bytes, and a wait on its phase returns once all expected bytes have landed.
@@ -929,14 +923,15 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 //   2. LayerNorm of its rows; the relation MLP (all heads) of pairs (its rows) x (column chunk
 //      h), on the tensor cores when P % 8 == 0; each head's bias stored into block (head, r)
 //      through distributed shared memory;
-//   3. k_h, v_h of its rows on the tensor cores (mma.sync m16n8k8, 3xTF32: hi*hi + hi*lo + lo*hi,
-//      near FP32), stored into the R blocks of head h; then [cluster arrive] q_h of its rows
-//      while the other blocks catch up [cluster wait];
+//   3. q_h, k_h, v_h of its rows on the tensor cores (mma.sync m16n8k8, 3xTF32: hi*hi + hi*lo +
+//      lo*hi, near FP32), k_h and v_h stored into the R blocks of head h;  [cluster barrier]
 //   4. a warp per query row: scores, masked softmax and ctx_h in registers, ctx_h stored into the
 //      ctx rows of the H blocks of row split r;  [cluster barrier]
 //   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1.
 // A block writes another's shared memory only after the cluster's first wait (all blocks
 // running) and before its last arrive, so none leaves while its memory can still be written.
+// Every value a barrier publishes is written before the writer arrives at it (a value
+// written between a thread's arrive and its wait would race with the readers after the wait).
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
@@ -1146,8 +1141,10 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(3);
 
   // Step 3. Projections of the own rows on the tensor cores, a warp per (matrix, 16-row tile,
-  // 8-column tile): A = LayerNorm rows, B[k][n] = W[h HD + n][k]; matrices 1, 2 (k, v) first,
-  // stored into the R blocks of head h, then 0 (q) between the cluster's arrive and wait.
+  // 8-column tile), all at once: A = LayerNorm rows, B[k][n] = W[h HD + n][k]; k and v stored
+  // into the R blocks of head h. Each of the three 3xTF32 terms accumulates in KS independent
+  // chains (k-steps alternate), which the warp adds at the end: the MMAs of a chain wait for
+  // each other, those of different chains overlap.
   const float scale = 1.0f / sqrtf(static_cast<float>(HD));
   const auto project = [&](int m, int mt, int nt) {
     const int la = 16 * mt + g, lb = la + 8;
@@ -1155,24 +1152,36 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     const float* xb = xs + (lb < RN ? lb : RN - 1) * S;
     const int on = 8 * nt + g;
     const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
-    float hh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    constexpr int KS = (D / 8) % 2 == 0 ? 2 : 1;
+    float hh[KS][4], hl[KS][4], lh[KS][4];
+#pragma unroll
+    for (int c = 0; c < KS; ++c) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) hh[c][e] = hl[c][e] = lh[c][e] = 0.0f;
+    }
 #pragma unroll 6
-    for (int k0 = 0; k0 < D; k0 += 8) {
-      float ah[4], al[4], bh[2], bl[2];
-      k::sg_split_tf32(xa[k0 + t4], ah[0], al[0]);
-      k::sg_split_tf32(xb[k0 + t4], ah[1], al[1]);
-      k::sg_split_tf32(xa[k0 + t4 + 4], ah[2], al[2]);
-      k::sg_split_tf32(xb[k0 + t4 + 4], ah[3], al[3]);
-      k::sg_split_tf32(wrow[k0 + t4], bh[0], bl[0]);
-      k::sg_split_tf32(wrow[k0 + t4 + 4], bh[1], bl[1]);
-      k::sg_mma_tf32(hl, al, bh[0], bh[1]);
-      k::sg_mma_tf32(lh, ah, bl[0], bl[1]);
-      k::sg_mma_tf32(hh, ah, bh[0], bh[1]);
+    for (int k0 = 0; k0 < D; k0 += 8 * KS) {
+#pragma unroll
+      for (int c = 0; c < KS; ++c) {
+        const int kc = k0 + 8 * c;
+        float ah[4], al[4], bh[2], bl[2];
+        k::sg_split_tf32(xa[kc + t4], ah[0], al[0]);
+        k::sg_split_tf32(xb[kc + t4], ah[1], al[1]);
+        k::sg_split_tf32(xa[kc + t4 + 4], ah[2], al[2]);
+        k::sg_split_tf32(xb[kc + t4 + 4], ah[3], al[3]);
+        k::sg_split_tf32(wrow[kc + t4], bh[0], bl[0]);
+        k::sg_split_tf32(wrow[kc + t4 + 4], bh[1], bl[1]);
+        k::sg_mma_tf32(hl[c], al, bh[0], bh[1]);
+        k::sg_mma_tf32(lh[c], ah, bl[0], bl[1]);
+        k::sg_mma_tf32(hh[c], ah, bh[0], bh[1]);
+      }
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int li = e < 2 ? la : lb, o = 8 * nt + 2 * t4 + (e % 2);
-      const float y = hh[e] + (hl[e] + lh[e]);
+      float y = 0.0f;
+#pragma unroll
+      for (int c = 0; c < KS; ++c) y += hh[c][e] + (hl[c][e] + lh[c][e]);
       if (o >= HD || li >= RN || i0 + li >= N) continue;
       if (m == 0) {
         qs[li * HS + o] = y * scale;
@@ -1182,10 +1191,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   };
-  for (int u = warp; u < 2 * MT * NT; u += NW) project(1 + u / (MT * NT), u % (MT * NT) / NT, u % NT);
-  k::sg_cluster_arrive_release();  // this block's bias and k, v stores are done
-  for (int u = warp; u < MT * NT; u += NW) project(0, u / NT, u % NT);
-  k::sg_cluster_wait_acquire();  // everyone's are: bs, ks, vs complete (and qs, block-wide)
+  for (int u = warp; u < 3 * MT * NT; u += NW) project((u / (MT * NT) + 1) % 3, u % (MT * NT) / NT, u % NT);
+  __syncthreads();  // qs, block-wide
+  k::sg_cluster_sync();  // every block's bias and k, v stores are done
   TUNE_SG_MARK(4);
   TUNE_SG_MARK(5);
 
