@@ -6,7 +6,8 @@
 // cold event time (L2 flushed before every launch, as tune measures), then per mark, over the
 // warps of one cold launch, the median and latest time since the first warp started (ns,
 // globaltimer) and the median cycles since the warp's own start (clock64).
-//   sg_phases [--samples N]      (prints a table; B=4 N=24 D=96 heads=4 P=16)
+//   sg_phases [--samples N] [--warm]   (prints a table; B=4 N=24 D=96 heads=4 P=16; --warm: no
+//                                       L2 flush, the caches hold the code and data)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -65,6 +66,27 @@ Variant cluster() {
           B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R>::kBytes, true};
 }
 
+// mma.sync m16n8k8 TF32 on this GPU: CHAINS independent accumulators per warp, ITERS MMAs each;
+// cycles[blockIdx] = clock64 cycles of warp 0's loop.
+template <int CHAINS>
+__global__ void mma_probe(int iters, float* sink, long long* cycles) {
+  float d[CHAINS][4] = {};
+  float a[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  __syncthreads();
+  const long long t0 = clock64();
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c) tune_kernels::sg_mma_tf32(d[c], a, 0.5f, 0.25f);
+  }
+  __syncthreads();
+  const long long t1 = clock64();
+  float s = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CHAINS; ++c) s += d[c][0] + d[c][1] + d[c][2] + d[c][3];
+  if (s == 12345.0f) sink[threadIdx.x] = s;
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -75,8 +97,11 @@ double quantile(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   int samples = 200;
-  for (int a = 1; a + 1 < argc; ++a)
-    if (std::string(argv[a]) == "--samples") samples = std::atoi(argv[a + 1]);
+  bool warm = false;  // --warm: no L2 flush before the launches (code and data stay in L2)
+  for (int a = 1; a < argc; ++a) {
+    if (std::string(argv[a]) == "--samples" && a + 1 < argc) samples = std::atoi(argv[a + 1]);
+    if (std::string(argv[a]) == "--warm") warm = true;
+  }
   const std::vector<Variant> variants = {
       {"qtile qrows=1 block=512 (fused)", sg_fused<B, N, D, H, P, 1, 512, 0, 0, 0>, B * N, 512,
        tune_kernels::sg_attention_smem_bytes(N, D, H, 1, 0), false},
@@ -88,6 +113,22 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs, L2 %d MiB; B=%d N=%d D=%d heads=%d P=%d, %d cold samples per variant\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20, B, N, D, H, P, samples);
 
+  {  // tensor-core probe: latency (1 warp, 1 chain) and throughput (16 warps x 8 chains per SM)
+    float* sink;
+    long long* cyc;
+    CHECK(cudaMalloc(&sink, 4096));
+    CHECK(cudaMalloc(&cyc, 8 * 132));
+    const int iters = 4096;
+    long long c1 = 0, c8 = 0;
+    mma_probe<1><<<1, 32>>>(iters, sink, cyc);
+    CHECK(cudaMemcpy(&c1, cyc, 8, cudaMemcpyDeviceToHost));
+    mma_probe<8><<<1, 512>>>(iters, sink, cyc);
+    CHECK(cudaMemcpy(&c8, cyc, 8, cudaMemcpyDeviceToHost));
+    std::printf("mma.sync m16n8k8 tf32: %.1f cycles per dependent MMA (1 warp); %.2f cycles per MMA per SM "
+                "(16 warps x 8 chains)\n", double(c1) / iters, double(c8) / (iters * 16.0 * 8.0));
+    CHECK(cudaFree(sink));
+    CHECK(cudaFree(cyc));
+  }
   std::mt19937 rng(7);
   std::normal_distribution<float> nd;
   auto upload = [&](std::size_t n, float scale, float shift) {
@@ -129,7 +170,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
     std::vector<double> cold;
     for (int s = 0; s < samples + 5; ++s) {
-      CHECK(cudaMemsetAsync(flush, s & 0xff, flush_bytes));
+      if (!warm) CHECK(cudaMemsetAsync(flush, s & 0xff, flush_bytes));
       CHECK(cudaEventRecord(e0));
       launch();
       CHECK(cudaEventRecord(e1));
@@ -138,7 +179,7 @@ int main(int argc, char** argv) {
       CHECK(cudaEventElapsedTime(&ms, e0, e1));
       if (s >= 5) cold.push_back(ms * 1000.0);
     }
-    std::printf("\n%-36s cold median %.3f us (q10 %.3f, q90 %.3f), grid %d x %d\n", v.name.c_str(), quantile(cold, 0.5),
+    std::printf("\n%-36s %s median %.3f us (q10 %.3f, q90 %.3f), grid %d x %d\n", v.name.c_str(), warm ? "warm" : "cold", quantile(cold, 0.5),
                 quantile(cold, 0.1), quantile(cold, 0.9), v.grid, v.block);
     if (!v.marks) continue;
     const int warps = v.grid * v.block / 32;
@@ -148,7 +189,11 @@ int main(int argc, char** argv) {
     std::vector<std::vector<double>> at(kMarks), cyc(kMarks);
     for (int rep = 0; rep < 20; ++rep) {  // 20 cold launches, marks pooled over their warps
       CHECK(cudaMemset(marks, 0, words * 8));
-      CHECK(cudaMemsetAsync(flush, rep & 0xff, flush_bytes));
+      if (!warm) {
+        CHECK(cudaMemsetAsync(flush, rep & 0xff, flush_bytes));
+      } else {
+        launch();  // warm the caches with one unmeasured launch
+      }
       launch();
       CHECK(cudaDeviceSynchronize());
       std::vector<unsigned long long> m(words);
