@@ -127,7 +127,11 @@ constexpr int kSgRegWeights = 48;
 // `cl_smem`.
 template <int N, int D, int H, int P, int R>
 struct SgClusterLayout {
-  static constexpr int S = sg_row_stride(D), HS = sg_odd_stride(D / H), RN = sg_cdiv(N, R);
+  static constexpr int S = sg_row_stride(D), RN = sg_cdiv(N, R);
+  // Row stride of q_h, k_h, v_h: an odd number of float4s when HD % 4 == 0 (the scores read
+  // float4s of 8 rows at once, conflict-free), else an odd number of floats.
+  static constexpr int HD = D / H;
+  static constexpr int HS = HD % 4 == 0 ? ((HD / 4) % 2 == 1 ? HD : HD + 4) : sg_odd_stride(HD);
   static constexpr int JC = sg_cdiv(N, H);        // pair columns of one block's relation MLP share
   static constexpr bool kMlpMma = P % 8 == 0;      // relation MLP on the tensor cores
   static constexpr int PS = kMlpMma ? P + 4 : P;   // row stride of W0 and of the staged pair features
@@ -947,7 +951,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int KLO = k::sg_reg_lanes(HD, D, BLOCK);
   constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
   constexpr int PAIRS = RN * JC, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
-  constexpr int RC = RN <= 16 ? RN : 8;                             // rows per accumulator pass
   constexpr int NT = k::sg_cdiv(HD, 8), MT = k::sg_cdiv(RN, 16);   // mma tiles of the projections
   static_assert(D % H == 0 && D % 8 == 0 && P % 4 == 0, "needs D a multiple of heads and of 8, P of 4");
   static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
@@ -995,9 +998,17 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   k::sg_copy_rows<1, P, P, BLOCK>(mb0, [&](int) { return b0; });
   k::sg_copy_rows<H, P, P, BLOCK>(mw2, [&](int q) { return w2 + q * P; });
   for (int idx = tid; idx < H; idx += BLOCK) k::sg_copy4(mw2 + H * P + idx, b2 + idx);
-  for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
-  for (int idx = tid; idx < RN * HD; idx += BLOCK) {
-    k::sg_copy4(res + idx, nodes + (b * N + row_of(idx / HD)) * D + h * HD + idx % HD);
+  if constexpr (N % 4 == 0) {
+    k::sg_copy_rows<RN, N, N, BLOCK>(msk, [&](int i) { return edge_mask + (b * N + row_of(i)) * N; });
+  } else {
+    for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
+  }
+  if constexpr (HD % 4 == 0) {
+    k::sg_copy_rows<RN, HD, HD, BLOCK>(res, [&](int i) { return nodes + (b * N + row_of(i)) * D + h * HD; });
+  } else {
+    for (int idx = tid; idx < RN * HD; idx += BLOCK) {
+      k::sg_copy4(res + idx, nodes + (b * N + row_of(idx / HD)) * D + h * HD + idx % HD);
+    }
   }
   if constexpr (L::kMlpMma) k::sg_copy_rows<PAIRS, P, PS, BLOCK>(pfs, pair_src);
   k::sg_copy_commit();
@@ -1024,11 +1035,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
     }
   }
-  // Wout: threads from warp OW0 on, column oo of head h, lane ol: float4s ol + KLO s of its row.
-  constexpr int OW0 = (BLOCK - k::sg_cdiv(HD * KLO, 32) * 32) / 32;
+  // Wout: threads from warp OW0 on, in RGO row groups (as many as the block holds, at most RN):
+  // row group rg, column oo of head h, lane ol: float4s ol + KLO s of row h HD + oo.
+  constexpr int RGO = k::sg_min(RN, BLOCK / (HD * KLO));
+  constexpr int OW0 = (BLOCK - k::sg_cdiv(RGO * HD * KLO, 32) * 32) / 32;
   const int ot = tid - OW0 * 32;
-  const int oo = ot / KLO, ol = ot % KLO;
-  const bool o_on = ot >= 0 && oo < HD;
+  const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
+  const bool o_on = ot >= 0 && rg < RGO;
   float4 wor[WO4];
   {
     const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
@@ -1047,7 +1060,8 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     // hidden = pf · W0ᵀ on the tensor cores, a warp per 16 pairs (all P hidden units); lane (g, t)
     // finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and g+8, then the 4 lanes of
     // a pair add their shares of W2·silu(hidden + b0).
-    for (int u = warp; u < k::sg_cdiv(PAIRS, 16); u += NW) {
+    // The last warps take the MLP (the first ones had the LayerNorm rows).
+    for (int u = NW - 1 - warp; u < k::sg_cdiv(PAIRS, 16); u += NW) {
       const int pa = 16 * u + g, pb = pa + 8;
       const float* xa = pfs + (pa < PAIRS ? pa : PAIRS - 1) * PS;
       const float* xb = pfs + (pb < PAIRS ? pb : PAIRS - 1) * PS;
@@ -1210,8 +1224,20 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         const int j = lane + 32 * jt;
         float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (j < N) {
+          if constexpr (HD % 4 == 0) {
 #pragma unroll
-          for (int t = 0; t < HD; ++t) sp[t % 4] = fmaf(qs[i * HS + t], ks[j * HS + t], sp[t % 4]);
+            for (int t4 = 0; t4 < HD / 4; ++t4) {
+              const float4 q = reinterpret_cast<const float4*>(qs + i * HS)[t4];
+              const float4 kv = reinterpret_cast<const float4*>(ks + j * HS)[t4];
+              sp[0] = fmaf(q.x, kv.x, sp[0]);
+              sp[1] = fmaf(q.y, kv.y, sp[1]);
+              sp[2] = fmaf(q.z, kv.z, sp[2]);
+              sp[3] = fmaf(q.w, kv.w, sp[3]);
+            }
+          } else {
+#pragma unroll
+            for (int t = 0; t < HD; ++t) sp[t % 4] = fmaf(qs[i * HS + t], ks[j * HS + t], sp[t % 4]);
+          }
         }
         on[jt] = j < N && msk[i * N + j] >= 0.5f;
         a[jt] = on[jt] ? (sp[0] + sp[1]) + (sp[2] + sp[3]) + bs[i * N + j] : 0.0f;
@@ -1252,30 +1278,32 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   k::sg_cluster_sync();
   TUNE_SG_MARK(7);
 
-  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo].
+  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q.
   if (warp >= OW0) {
+    constexpr int RT = k::sg_cdiv(RN, RGO), RC5 = RT <= 16 ? RT : 8;
 #pragma unroll 1
-    for (int c0 = 0; c0 < RN; c0 += RC) {
-      float acc[RC];
+    for (int c0 = 0; c0 < RT; c0 += RC5) {
+      float acc[RC5];
 #pragma unroll
-      for (int rr = 0; rr < RC; ++rr) acc[rr] = 0.0f;
+      for (int rr = 0; rr < RC5; ++rr) acc[rr] = 0.0f;
 #pragma unroll
       for (int s = 0; s < WO4; ++s) {
 #pragma unroll
-        for (int rr = 0; rr < RC; ++rr) {
-          const int i = c0 + rr < RN ? c0 + rr : RN - 1;
+        for (int rr = 0; rr < RC5; ++rr) {
+          const int ir = rg + RGO * (c0 + rr);
+          const int i = o_on && ir < RN ? ir : RN - 1;
           acc[rr] = k::sg_dot4(wor[s], reinterpret_cast<const float4*>(cx + i * S)[ol + KLO * s], acc[rr]);
         }
       }
 #pragma unroll
-      for (int rr = 0; rr < RC; ++rr) {
+      for (int rr = 0; rr < RC5; ++rr) {
 #pragma unroll
         for (int off = KLO / 2; off > 0; off /= 2) acc[rr] += __shfl_xor_sync(0xffffffffu, acc[rr], off);
       }
       if (o_on) {
 #pragma unroll
-        for (int rr = 0; rr < RC; ++rr) {
-          const int i = c0 + rr;
+        for (int rr = 0; rr < RC5; ++rr) {
+          const int i = rg + RGO * (c0 + rr);
           if (rr % KLO == ol && i < RN && i0 + i < N) out[(b * N + i0 + i) * D + h * HD + oo] = res[i * HD + oo] + acc[rr];
         }
       }
