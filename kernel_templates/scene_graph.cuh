@@ -149,11 +149,7 @@ struct SgClusterLayout {
   static constexpr int kW2 = kB0 + sg_round4(P);               // H x P, then b2 (H)
   static constexpr int kGB = kW2 + sg_round4(H * P + H);       // 2 D
   static constexpr int kPF = kGB + 2 * sg_round4(D);           // kMlpMma: RN JC x PS pair features
-  // LayerNorm rows as (TF32 hi, lo) float2 pairs, S2 pairs a row: S2 % 16 == 4, so the mma
-  // lanes' 8-byte loads (rows g, columns t of a k-step) hit distinct bank pairs.
-  static constexpr int S2 = D + (20 - D % 16) % 16;
-  static constexpr int kXP = kPF + (kMlpMma ? sg_round4(RN * JC * PS) : 0);  // RN x S2 float2
-  static constexpr int kBar = kXP + 2 * RN * S2;                              // mbarrier (8 bytes)
+  static constexpr int kBar = kPF + (kMlpMma ? sg_round4(RN * JC * PS) : 0);  // mbarrier (8 bytes)
   static constexpr int kBytes = 4 * (kBar + 4);
 };
 // Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
@@ -924,11 +920,11 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // strategy fused, mapping cluster: one launch, grid B * H * R in clusters of H * R blocks, a
 // cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) rows
 // starting at r * RN; no work is repeated across blocks:
-//   1. at the start it puts its loads in flight: its node rows, mask rows and residual columns,
-//      head h's rows of Wq, Wk, Wv (cp.async, or with BULK the bulk-copy engine), the relation
-//      MLP, gamma and beta and its pairs' features (its share of Wout's head-h rows follows into
-//      registers after step 3);
-//   2. LayerNorm of its rows, stored split into TF32 (hi, lo) pairs; the relation MLP (all heads) of pairs (its rows) x (column chunk
+//   1. at the start it puts all its loads in flight: its node rows, mask rows and residual
+//      columns, head h's rows of Wq, Wk, Wv (cp.async, or with BULK the bulk-copy engine), the
+//      relation MLP, gamma and beta, its pairs' features, and its share of Wout's head-h rows
+//      (registers);
+//   2. LayerNorm of its rows; the relation MLP (all heads) of pairs (its rows) x (column chunk
 //      h), on the tensor cores when P % 8 == 0; each head's bias stored into block (head, r)
 //      through distributed shared memory;
 //   3. q_h, k_h, v_h of its rows on the tensor cores (mma.sync m16n8k8, 3xTF32: hi*hi + hi*lo +
@@ -979,7 +975,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   float* gb = sm + L::kGB;     // gamma, beta
   float* pfs = sm + L::kPF;    // L::kMlpMma: pair features, PAIRS x PS
   float* bar = sm + L::kBar;   // BULK: mbarrier of the weight copies
-  float2* xp = reinterpret_cast<float2*>(sm + L::kXP);  // RN x S2: LayerNorm rows split for 3xTF32
   const int rank = static_cast<int>(k::sg_cluster_rank());
   const int h = rank / R, r = rank % R;
   const int b = static_cast<int>(blockIdx.x) / (H * R);
@@ -1047,31 +1042,19 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const int ot = tid - OW0 * 32;
   const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
   const bool o_on = ot >= 0 && rg < RGO;
+  float4 wor[WO4];
+  {
+    const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
+#pragma unroll
+    for (int s = 0; s < WO4; ++s) wor[s] = o_on ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
   TUNE_SG_MARK(1);
 
   // Step 2. LayerNorm of the own rows (a warp per row); the relation MLP of this block's pairs.
   k::sg_copy_wait<BULK != 0 ? 0 : 1>();
   __syncthreads();
   TUNE_SG_MARK(2);
-  // LayerNorm (eps 1e-5, biased variance, affine), a warp per row, written as (hi, lo) pairs.
-  for (int i = warp; i < RN; i += NW) {
-    const float* x = xs + i * S;
-    constexpr float inv_d = 1.0f / static_cast<float>(D);
-    float sum = 0.0f;
-    for (int c = lane; c < D; c += 32) sum += x[c];
-    const float mean = k::sg_warp_sum(sum) * inv_d;
-    float var = 0.0f;
-    for (int c = lane; c < D; c += 32) {
-      const float d = x[c] - mean;
-      var = fmaf(d, d, var);
-    }
-    const float inv = rsqrtf(fmaf(k::sg_warp_sum(var), inv_d, 1e-5f));
-    for (int c = lane; c < D; c += 32) {
-      float hi, lo;
-      k::sg_split_tf32((x[c] - mean) * inv * gb[c] + gb[D + c], hi, lo);
-      xp[i * L::S2 + c] = make_float2(hi, lo);
-    }
-  }
+  k::sg_layernorm_rows<RN, D, S, BLOCK, 1>(xs, gb, gb + D);
   k::sg_cluster_wait();  // all blocks run: their shared memory can be written
   if constexpr (L::kMlpMma) {
     // hidden = pf · W0ᵀ on the tensor cores, a warp per 16 pairs (all P hidden units); lane (g, t)
@@ -1179,8 +1162,8 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const float scale = 1.0f / sqrtf(static_cast<float>(HD));
   const auto project = [&](int m, int mt, int nt) {
     const int la = 16 * mt + g, lb = la + 8;
-    const float2* xa = xp + (la < RN ? la : RN - 1) * L::S2;
-    const float2* xb = xp + (lb < RN ? lb : RN - 1) * L::S2;
+    const float* xa = xs + (la < RN ? la : RN - 1) * S;
+    const float* xb = xs + (lb < RN ? lb : RN - 1) * S;
     const int on = 8 * nt + g;
     const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
     constexpr int KS = (D / 8) % 2 == 0 ? 2 : 1;
@@ -1190,14 +1173,16 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) hh[c][e] = hl[c][e] = lh[c][e] = 0.0f;
     }
-#pragma unroll 2
+#pragma unroll 6
     for (int k0 = 0; k0 < D; k0 += 8 * KS) {
 #pragma unroll
       for (int c = 0; c < KS; ++c) {
         const int kc = k0 + 8 * c;
         float ah[4], al[4], bh[2], bl[2];
-        const float2 a0 = xa[kc + t4], a1 = xb[kc + t4], a2 = xa[kc + t4 + 4], a3 = xb[kc + t4 + 4];
-        ah[0] = a0.x, al[0] = a0.y, ah[1] = a1.x, al[1] = a1.y, ah[2] = a2.x, al[2] = a2.y, ah[3] = a3.x, al[3] = a3.y;
+        k::sg_split_tf32(xa[kc + t4], ah[0], al[0]);
+        k::sg_split_tf32(xb[kc + t4], ah[1], al[1]);
+        k::sg_split_tf32(xa[kc + t4 + 4], ah[2], al[2]);
+        k::sg_split_tf32(xb[kc + t4 + 4], ah[3], al[3]);
         k::sg_split_tf32(wrow[kc + t4], bh[0], bl[0]);
         k::sg_split_tf32(wrow[kc + t4 + 4], bh[1], bl[1]);
         k::sg_mma_tf32(hl[c], al, bh[0], bh[1]);
@@ -1221,15 +1206,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
   };
   for (int u = warp; u < 3 * MT * NT; u += NW) project((u / (MT * NT) + 1) % 3, u % (MT * NT) / NT, u % NT);
-  // Wout's head rows into registers now (an L2 hit: the grid's other clusters asked first); they
-  // land during the attention.
-  float4 wor[WO4];
-  {
-    const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
-#pragma unroll
-    for (int s = 0; s < WO4; ++s) wor[s] = o_on ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
-
   __syncthreads();  // qs, block-wide
   k::sg_cluster_sync();  // every block's bias and k, v stores are done
   TUNE_SG_MARK(4);
