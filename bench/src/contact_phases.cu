@@ -5,29 +5,12 @@
 // then, over the warps of one cold launch, the quantiles of each phase's length (clock64 cycles)
 // and of the times at which warps start and finish (globaltimer, from the first warp's start).
 //   contact_phases [--samples N]      (prints a table; B=4 N=64 C=64 H=32)
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
-#include <vector>
 
-__device__ unsigned long long* g_marks;  // [warp][phase][2]: globaltimer, clock64
+#include "phases.hpp"
 
-#define TUNE_CONTACT_MARK(phase)                                                                     \
-  do {                                                                                             \
-    if ((threadIdx.x & 31) == 0 && g_marks) {                                                      \
-      unsigned long long gt, ck;                                                                   \
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));                                       \
-      asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));                                           \
-      const unsigned w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;                        \
-      g_marks[(w * 4 + (phase)) * 2] = gt;                                                         \
-      g_marks[(w * 4 + (phase)) * 2 + 1] = ck;                                                     \
-    }                                                                                              \
-  } while (0)
+#define TUNE_CONTACT_MARK(phase) phases_mark<4>(phase)
 
 #include "contact.cuh"
 
@@ -35,14 +18,7 @@ namespace {
 
 constexpr int B = 4, N = 64, C = 64, H = 32;
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e = (x);                                                                           \
-    if (e != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));                                 \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#define CHECK(x) PHASES_CHECK(x)
 
 using Kernel = void (*)(const float*, const float*, const float*, const float*, const float*, const float*,
                         const float*, const float*, const float*, float*);
@@ -62,11 +38,6 @@ Variant make(const char* name) {
   const int grid = MAPPING == 2 ? (tiles + BLOCK / 32 * PAIRS - 1) / (BLOCK / 32 * PAIRS) : tiles;
   return {name, contact_kernel<B, N, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS, 1, 1, NSPLIT, PREC, LNROW>,
           grid, BLOCK, L::kBytes};
-}
-
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
 }
 
 }  // namespace
@@ -112,9 +83,6 @@ int main(int argc, char** argv) {
   const std::size_t flush_bytes = std::max<std::size_t>(2 * prop.l2CacheSize, 8 << 20);
   void* flush;
   CHECK(cudaMalloc(&flush, flush_bytes));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
 
   std::printf("%-48s %8s %6s | %-26s | %-26s | %-26s | %-26s | %s\n", "variant", "cold us", "grid",
               "load cycles q10/q50/q90", "LN cycles q10/q50/q90", "MLP cycles q10/q50/q90",
@@ -124,17 +92,7 @@ int main(int argc, char** argv) {
     unsigned long long* marks = nullptr;
     auto launch = [&] { v.kernel<<<v.grid, v.block, v.smem>>>(x, g, be, w0, b0, w2, b2, w4, b4, out); };
     CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
-    std::vector<double> cold;
-    for (int s = 0; s < samples + 5; ++s) {
-      CHECK(cudaMemsetAsync(flush, s & 0xff, flush_bytes));
-      CHECK(cudaEventRecord(e0));
-      launch();
-      CHECK(cudaEventRecord(e1));
-      CHECK(cudaEventSynchronize(e1));
-      float ms;
-      CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      if (s >= 5) cold.push_back(ms * 1000.0);
-    }
+    const std::vector<double> cold = event_times(launch, samples, flush, flush_bytes);
     const int warps = v.grid * v.block / 32;
     CHECK(cudaMalloc(&marks, static_cast<std::size_t>(warps) * 8 * 8));
     CHECK(cudaMemset(marks, 0, static_cast<std::size_t>(warps) * 8 * 8));

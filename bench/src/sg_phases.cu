@@ -2,36 +2,20 @@
 // Each warp's lane 0 records %globaltimer and %clock64 at the kernel's phase marks
 // (TUNE_SG_MARK in kernel_templates/scene_graph.cuh; sg_cluster: 0 start, 1 loads issued,
 // 2 first copies landed, 3 LayerNorm, pair bias and weights done, 4 q/k/v and the cluster's
-// first barrier done, 5 (same), 6 attention done, 7 cluster barrier, 8 end). Per variant: the
+// first barrier done, 5 attention done, 6 second cluster barrier, 7 end). Per variant: the
 // cold event time (L2 flushed before every launch, as tune measures), then per mark, over the
 // warps of one cold launch, the median and latest time since the first warp started (ns,
 // globaltimer) and the median cycles since the warp's own start (clock64).
 //   sg_phases [--samples N] [--warm]   (prints a table; B=4 N=24 D=96 heads=4 P=16; --warm: no
 //                                       L2 flush, the caches hold the code and data)
-#include <cuda_runtime.h>
-
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
-#include <vector>
 
-constexpr int kMarks = 9;
-__device__ unsigned long long* g_marks;  // [warp][mark][2]: globaltimer, clock64
+#include "phases.hpp"
 
-#define TUNE_SG_MARK(mark)                                                                         \
-  do {                                                                                             \
-    if ((threadIdx.x & 31) == 0 && g_marks) {                                                      \
-      unsigned long long gt, ck;                                                                   \
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));                                       \
-      asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));                                           \
-      const unsigned w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;                        \
-      g_marks[(w * kMarks + (mark)) * 2] = gt;                                                     \
-      g_marks[(w * kMarks + (mark)) * 2 + 1] = ck;                                                 \
-    }                                                                                              \
-  } while (0)
+constexpr int kMarks = 8;
+#define TUNE_SG_MARK(mark) phases_mark<kMarks>(mark)
 
 #include "scene_graph.cuh"
 
@@ -39,14 +23,7 @@ namespace {
 
 constexpr int B = 4, N = 24, D = 96, H = 4, P = 16;
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e = (x);                                                                           \
-    if (e != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));                                 \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#define CHECK(x) PHASES_CHECK(x)
 
 using Kernel = void (*)(const float*, const float*, const float*, const float*, const float*, const float*,
                         const float*, const float*, const float*, const float*, const float*, const float*,
@@ -87,12 +64,6 @@ __global__ void mma_probe(int iters, float* sink, long long* cycles) {
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,7 +88,7 @@ int main(int argc, char** argv) {
     float* sink;
     long long* cyc;
     CHECK(cudaMalloc(&sink, 4096));
-    CHECK(cudaMalloc(&cyc, 8 * 132));
+    CHECK(cudaMalloc(&cyc, sizeof(long long)));
     const int iters = 4096;
     long long c1 = 0, c8 = 0;
     mma_probe<1><<<1, 32>>>(iters, sink, cyc);
@@ -156,9 +127,6 @@ int main(int argc, char** argv) {
   const std::size_t flush_bytes = std::max<std::size_t>(2 * prop.l2CacheSize, 8 << 20);
   void* flush;
   CHECK(cudaMalloc(&flush, flush_bytes));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
 
   for (const Variant& v : variants) {
     CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
@@ -168,17 +136,7 @@ int main(int argc, char** argv) {
       CHECK(cudaGetLastError());
     };
     CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
-    std::vector<double> cold;
-    for (int s = 0; s < samples + 5; ++s) {
-      if (!warm) CHECK(cudaMemsetAsync(flush, s & 0xff, flush_bytes));
-      CHECK(cudaEventRecord(e0));
-      launch();
-      CHECK(cudaEventRecord(e1));
-      CHECK(cudaEventSynchronize(e1));
-      float ms;
-      CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      if (s >= 5) cold.push_back(ms * 1000.0);
-    }
+    const std::vector<double> cold = event_times(launch, samples, warm ? nullptr : flush, flush_bytes);
     std::printf("\n%-36s %s median %.3f us (q10 %.3f, q90 %.3f), grid %d x %d\n", v.name.c_str(), warm ? "warm" : "cold", quantile(cold, 0.5),
                 quantile(cold, 0.1), quantile(cold, 0.9), v.grid, v.block);
     if (!v.marks) continue;
