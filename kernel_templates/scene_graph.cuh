@@ -125,7 +125,7 @@ __host__ __device__ constexpr int sg_reg_lanes(int cols, int k, int block) {
 constexpr int kSgRegWeights = 48;
 // Shared memory of sg_cluster, offsets in floats (each a multiple of 4); kBytes is the config's
 // `cl_smem`.
-template <int N, int D, int H, int P, int R>
+template <int N, int D, int H, int P, int R, int KSPLIT = 1>
 struct SgClusterLayout {
   static constexpr int S = sg_row_stride(D), RN = sg_cdiv(N, R);
   // Row stride of q_h, k_h, v_h: an odd number of float4s when HD % 4 == 0 (the scores read
@@ -135,22 +135,23 @@ struct SgClusterLayout {
   static constexpr int JC = sg_cdiv(N, H);        // pair columns of one block's relation MLP share
   static constexpr bool kMlpMma = P % 8 == 0;      // relation MLP on the tensor cores
   static constexpr int PS = kMlpMma ? P + 4 : P;   // row stride of W0 and of the staged pair features
-  static constexpr int kX = 0;                                 // RN x S own node rows
-  static constexpr int kW = kX + RN * S;                       // 3 HD x S
+  static constexpr int kX = 0;                                 // RN x S own node rows (also the residual)
+  static constexpr int kXh = kX + RN * S;                      // RN x S float2: LayerNorm rows, TF32 (hi, lo)
+  static constexpr int kW = kXh + 2 * RN * S;                  // 3 HD x S
   static constexpr int kCtx = kW + 3 * (D / H) * S;            // RN x S
   static constexpr int kQ = kCtx + RN * S;                     // RN x HS
   static constexpr int kK = kQ + sg_round4(RN * HS);           // N x HS
   static constexpr int kV = kK + sg_round4(N * HS);            // N x HS
   static constexpr int kBias = kV + sg_round4(N * HS);         // RN x N
   static constexpr int kMask = kBias + sg_round4(RN * N);      // RN x N
-  static constexpr int kRes = kMask + sg_round4(RN * N);       // RN x HD
-  static constexpr int kW0 = kRes + sg_round4(RN * (D / H));   // P x PS
+  static constexpr int kPart = kMask + sg_round4(RN * N);      // KSPLIT > 1: KSPLIT x 3 x RN x HD partial projections
+  static constexpr int kW0 = kPart + (KSPLIT > 1 ? sg_round4(KSPLIT * 3 * RN * HD) : 0);  // P x PS
   static constexpr int kB0 = kW0 + sg_round4(P * PS);          // P
   static constexpr int kW2 = kB0 + sg_round4(P);               // H x P, then b2 (H)
   static constexpr int kGB = kW2 + sg_round4(H * P + H);       // 2 D
   static constexpr int kPF = kGB + 2 * sg_round4(D);           // kMlpMma: RN JC x PS pair features
-  static constexpr int kBar = kPF + (kMlpMma ? sg_round4(RN * JC * PS) : 0);  // mbarrier (8 bytes)
-  static constexpr int kBytes = 4 * (kBar + 4);
+  static constexpr int kBar = kPF + (kMlpMma ? sg_round4(RN * JC * PS) : 0);  // 3 mbarriers (8 bytes each)
+  static constexpr int kBytes = 4 * (kBar + 8);
 };
 // Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
 __host__ __device__ constexpr int sg_out_proj_smem_bytes(int D, int ROWS) { return 4 * ROWS * sg_row_stride(D); }
@@ -238,6 +239,44 @@ __device__ __forceinline__ void sg_mbar_wait(void* bar, unsigned phase) {
   }
 }
 
+// As sg_mbar_wait, with acquire semantics at cluster scope: the data other blocks of the cluster
+// delivered with sg_st_async in the completed phase is visible after it.
+__device__ __forceinline__ void sg_mbar_wait_cluster(void* bar, unsigned phase) {
+  unsigned done = 0;
+  while (!done) {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(sg_smem_address(bar)), "r"(phase) : "memory");
+  }
+}
+// A store of v into the shared memory of block `rank` of the cluster, at the offset of `p` in this
+// block's, that completes 4 bytes of the transaction count of that block's mbarrier at the offset
+// of `bar` (sm_90 st.async): no fence and no cluster barrier; the receiver waits on its mbarrier.
+__device__ __forceinline__ void sg_st_async(float* p, unsigned rank, float v, void* bar) {
+  unsigned remote, remote_bar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(sg_smem_address(p)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(sg_smem_address(bar)), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
+               ::"r"(remote), "r"(__float_as_uint(v)), "r"(remote_bar) : "memory");
+}
+
+// ROWS rows of L floats (L % 4 == 0) from global rows src_row(r) into shared rows of stride S,
+// 16-byte cp.async chunk c taken by thread (c + FIRST) % BLOCK, so that successive copies start
+// where the previous ones ended and spread over all warps. Compile-time trip counts: no loop
+// control beyond one predicate per chunk.
+template <int ROWS, int L, int S, int BLOCK, int FIRST, class SrcRow>
+__device__ __forceinline__ void sg_copy_rows_at(float* dst, const SrcRow& src_row) {
+  constexpr int L4 = L / 4, TOTAL = ROWS * L4;
+  const int t = (static_cast<int>(threadIdx.x) + BLOCK - FIRST % BLOCK) % BLOCK;
+#pragma unroll
+  for (int q = 0; q < sg_cdiv(TOTAL, BLOCK); ++q) {
+    const int c = t + q * BLOCK;
+    if (TOTAL % BLOCK == 0 || c < TOTAL) {
+      const int row = c / L4, col = c % L4 * 4;
+      sg_copy16(dst + row * S + col, src_row(row) + col);
+    }
+  }
+}
+
 // ROWS rows of D floats (D % 4 == 0) from global rows src_row(r) into shared rows of stride S.
 template <int ROWS, int D, int S, int BLOCK, class SrcRow>
 __device__ __forceinline__ void sg_copy_rows(float* dst, const SrcRow& src_row) {
@@ -309,6 +348,20 @@ __device__ __forceinline__ void sg_mma_3xtf32_step(float (&hh)[4], float (&hl)[4
   sg_split_tf32(xb[k + t], ah[1], al[1]);
   sg_split_tf32(xa[k + t + 4], ah[2], al[2]);
   sg_split_tf32(xb[k + t + 4], ah[3], al[3]);
+  sg_split_tf32(wrow[k + t], bh[0], bl[0]);
+  sg_split_tf32(wrow[k + t + 4], bh[1], bl[1]);
+  sg_mma_tf32(hl, al, bh[0], bh[1]);
+  sg_mma_tf32(lh, ah, bl[0], bl[1]);
+  sg_mma_tf32(hh, ah, bh[0], bh[1]);
+}
+
+// As sg_mma_3xtf32_step, with the A rows already split into TF32 (hi, lo) pairs.
+__device__ __forceinline__ void sg_mma_3xtf32_step_split_a(float (&hh)[4], float (&hl)[4], float (&lh)[4],
+                                                           const float2* xa, const float2* xb, const float* wrow,
+                                                           int k, int t) {
+  const float2 a0 = xa[k + t], a1 = xb[k + t], a2 = xa[k + t + 4], a3 = xb[k + t + 4];
+  const float ah[4] = {a0.x, a1.x, a2.x, a3.x}, al[4] = {a0.y, a1.y, a2.y, a3.y};
+  float bh[2], bl[2];
   sg_split_tf32(wrow[k + t], bh[0], bl[0]);
   sg_split_tf32(wrow[k + t + 4], bh[1], bl[1]);
   sg_mma_tf32(hl, al, bh[0], bh[1]);
@@ -935,23 +988,29 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // strategy fused, mapping cluster: one launch, grid B * H * R in clusters of H * R blocks, a
 // cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) rows
 // starting at r * RN; no work is repeated across blocks:
-//   1. at the start it puts all its loads in flight: its node rows, mask rows and residual
-//      columns, head h's rows of Wq, Wk, Wv (cp.async, or with BULK the bulk-copy engine), the
+//   1. at the start it puts all its loads in flight: its node rows (also the residual) and mask
+//      rows, head h's rows of Wq, Wk, Wv (cp.async, or with BULK the bulk-copy engine), the
 //      relation MLP, gamma and beta, its pairs' features, and its share of Wout's head-h rows
 //      (registers);
-//   2. LayerNorm of its rows; the relation MLP (all heads) of pairs (its rows) x (column chunk
-//      h), on the tensor cores when P % 8 == 0; each head's bias stored into block (head, r)
-//      through distributed shared memory;
+//   2. LayerNorm of its rows, stored as TF32 (hi, lo) pairs; the relation MLP (all heads) of
+//      pairs (its rows) x (column chunk h), on the tensor cores when P % 8 == 0; each head's
+//      bias stored into block (head, r) through distributed shared memory;
 //   3. q_h, k_h, v_h of its rows on the tensor cores (mma.sync m16n8k8, 3xTF32: hi*hi + hi*lo +
-//      lo*hi, near FP32), k_h and v_h stored into the R blocks of head h;  [cluster barrier]
+//      lo*hi, near FP32), each tile's k-range split over KSPLIT warps (partial sums added in a
+//      fixed order), k_h and v_h stored into the R blocks of head h;  [exchange 1]
 //   4. a warp per query row: scores, masked softmax and ctx_h in registers, ctx_h stored into the
-//      ctx rows of the H blocks of row split r;  [cluster barrier]
+//      ctx rows of the H blocks of row split r;  [exchange 2]
 //   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1.
+// An exchange is a cluster barrier (ASYNC == 0: plain remote stores, then barrier.cluster with
+// release/acquire), or (ASYNC == 1) remote st.async stores that complete bytes on the receiving
+// block's mbarrier, on which the receiver waits for exactly the bytes it is sent: no fence, and
+// no block waits for blocks that send it nothing.
 // A block writes another's shared memory only after the cluster's first wait (all blocks
-// running) and before its last arrive, so none leaves while its memory can still be written.
-// Every value a barrier publishes is written before the writer arrives at it (a value
-// written between a thread's arrive and its wait would race with the readers after the wait).
-template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK>
+// running), and every block receives all its bytes before it ends, so none leaves while its
+// memory can still be written. With ASYNC == 0 every value a barrier publishes is written
+// before the writer arrives at it (a value written between a thread's arrive and its wait
+// would race with the readers after the wait).
+template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -959,7 +1018,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
                const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
                const float* __restrict__ b2, const float* __restrict__ wo, float* __restrict__ out) {
   namespace k = tune_kernels;
-  using L = k::SgClusterLayout<N, D, H, P, R>;
+  using L = k::SgClusterLayout<N, D, H, P, R, KSPLIT>;
   constexpr int HD = D / H;
   constexpr int S = L::S, HS = L::HS, RN = L::RN, PS = L::PS, JC = L::JC;
   constexpr int NW = BLOCK / 32;
@@ -967,7 +1026,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
   constexpr int PAIRS = RN * JC, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
   constexpr int NT = k::sg_cdiv(HD, 8), MT = k::sg_cdiv(RN, 16);   // mma tiles of the projections
+  constexpr int KST = D / 8 / KSPLIT;                              // k-steps of one projection task
   static_assert(D % H == 0 && D % 8 == 0 && P % 4 == 0, "needs D a multiple of heads and of 8, P of 4");
+  static_assert((D / 8) % KSPLIT == 0, "KSPLIT must divide D / 8");
   static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
   static_assert(HD * KLO <= BLOCK && 4 * WO4 <= k::kSgRegWeights, "the block must hold Wout's head rows");
   extern __shared__ float4 sg_smem[];
@@ -975,7 +1036,8 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     return;  // every block of the cluster returns: same block size and shared memory
   }
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* xs = sm + L::kX;      // RN x S: own node rows, then their LayerNorm
+  float* xs = sm + L::kX;      // RN x S: own node rows
+  float2* xh = reinterpret_cast<float2*>(sm + L::kXh);  // RN x S: their LayerNorm, TF32 (hi, lo)
   float* ws = sm + L::kW;      // 3 HD x S: rows h HD + t of Wq, Wk, Wv
   float* cx = sm + L::kCtx;    // RN x S: ctx rows, a head from each block of the row split
   float* qs = sm + L::kQ;      // RN x HS: scale · q_h
@@ -983,17 +1045,20 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   float* vs = sm + L::kV;      // N x HS
   float* bs = sm + L::kBias;   // RN x N: bias of head h, from the H blocks of row split r
   float* msk = sm + L::kMask;  // RN x N
-  float* res = sm + L::kRes;   // RN x HD: nodes[rows][h HD + t]
+  float* part = sm + L::kPart; // KSPLIT > 1: KSPLIT x 3 x RN x HD
   float* mw0 = sm + L::kW0;    // P x PS
   float* mb0 = sm + L::kB0;    // P
   float* mw2 = sm + L::kW2;    // H x P, then b2
   float* gb = sm + L::kGB;     // gamma, beta
   float* pfs = sm + L::kPF;    // L::kMlpMma: pair features, PAIRS x PS
-  float* bar = sm + L::kBar;   // BULK: mbarrier of the weight copies
+  float* bar = sm + L::kBar;   // mbarriers: BULK weight copies; ASYNC: exchange 1, exchange 2
+  float* const bar_x1 = bar + 2;
+  float* const bar_x2 = bar + 4;
   const int rank = static_cast<int>(k::sg_cluster_rank());
   const int h = rank / R, r = rank % R;
   const int b = static_cast<int>(blockIdx.x) / (H * R);
   const int i0 = r * RN;
+  const int rows = N - i0 < RN ? (N - i0 > 0 ? N - i0 : 0) : RN;  // own rows inside the batch
   const auto row_of = [&](int i) { return i0 + i < N ? i0 + i : N - 1; };
   // pair u of this block: own row u / JC, column h JC + u % JC (clamped; stored only if < N)
   const auto pair_src = [&](int u) {
@@ -1002,30 +1067,53 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   };
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t4 = lane % 4;  // mma lane coordinates
+  // Stores of exchange 1 (bias, k, v) and exchange 2 (ctx) into block `to` (this one included:
+  // with ASYNC a plain store, published by the block's own barriers).
+  const auto put = [&](float* p, int to, float v, float* xbar) {
+    if constexpr (ASYNC != 0) {
+      if (to == rank) {
+        *p = v;
+      } else {
+        k::sg_st_async(p, static_cast<unsigned>(to), v, xbar);
+      }
+    } else {
+      k::sg_cluster_store(p, static_cast<unsigned>(to), v);
+    }
+  };
+  const auto put1 = [&](float* p, int to, float v) { put(p, to, v, bar_x1); };
+  const auto put2 = [&](float* p, int to, float v) { put(p, to, v, bar_x2); };
 
   TUNE_SG_MARK(0);
+  if constexpr (ASYNC != 0) {
+    if (tid == 0) {  // the bytes the other blocks send: bias RN x N and k, v N x HD; ctx rows x D
+      const int own_cols = N - h * JC < JC ? (N - h * JC > 0 ? N - h * JC : 0) : JC;  // this block's bias columns
+      k::sg_mbar_init(bar_x1, 1);
+      k::sg_mbar_expect_bytes(bar_x1, static_cast<unsigned>(4 * (RN * (N - own_cols) + 2 * (N - rows) * HD)));
+      k::sg_mbar_init(bar_x2, 1);
+      k::sg_mbar_expect_bytes(bar_x2, static_cast<unsigned>(4 * rows * (D - HD)));
+    }
+  }
   k::sg_cluster_arrive_relaxed();
   // Step 1. Group 0: what step 2 needs; then the q/k/v weights (group 1, or the bulk copies).
-  k::sg_copy_rows<RN, D, S, BLOCK>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
-  k::sg_copy_rows<1, D, D, BLOCK>(gb, [&](int) { return gamma; });
-  k::sg_copy_rows<1, D, D, BLOCK>(gb + D, [&](int) { return beta; });
-  k::sg_copy_rows<P, P, PS, BLOCK>(mw0, [&](int q) { return w0 + q * P; });
-  k::sg_copy_rows<1, P, P, BLOCK>(mb0, [&](int) { return b0; });
-  k::sg_copy_rows<H, P, P, BLOCK>(mw2, [&](int q) { return w2 + q * P; });
-  for (int idx = tid; idx < H; idx += BLOCK) k::sg_copy4(mw2 + H * P + idx, b2 + idx);
+  // Chunk offsets: each copy starts at the thread after the previous one's last chunk.
+  constexpr int F_GB = RN * D / 4, F_W0 = F_GB + 2 * D / 4, F_B0 = F_W0 + P * P / 4, F_W2 = F_B0 + P / 4;
+  constexpr int F_B2 = F_W2 + H * P / 4, F_MSK = F_B2 + H, F_PF = F_MSK + (N % 4 == 0 ? RN * N / 4 : RN * N);
+  constexpr int F_W = F_PF + (L::kMlpMma ? PAIRS * P / 4 : 0);
+  k::sg_copy_rows_at<RN, D, S, BLOCK, 0>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
+  k::sg_copy_rows_at<2, D, D, BLOCK, F_GB>(gb, [&](int q) { return q == 0 ? gamma : beta; });
+  k::sg_copy_rows_at<P, P, PS, BLOCK, F_W0>(mw0, [&](int q) { return w0 + q * P; });
+  k::sg_copy_rows_at<1, P, P, BLOCK, F_B0>(mb0, [&](int) { return b0; });
+  k::sg_copy_rows_at<H, P, P, BLOCK, F_W2>(mw2, [&](int q) { return w2 + q * P; });
+  {
+    const int idx = (tid + BLOCK - F_B2 % BLOCK) % BLOCK;
+    if (idx < H) k::sg_copy4(mw2 + H * P + idx, b2 + idx);
+  }
   if constexpr (N % 4 == 0) {
-    k::sg_copy_rows<RN, N, N, BLOCK>(msk, [&](int i) { return edge_mask + (b * N + row_of(i)) * N; });
+    k::sg_copy_rows_at<RN, N, N, BLOCK, F_MSK>(msk, [&](int i) { return edge_mask + (b * N + row_of(i)) * N; });
   } else {
     for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
   }
-  if constexpr (HD % 4 == 0) {
-    k::sg_copy_rows<RN, HD, HD, BLOCK>(res, [&](int i) { return nodes + (b * N + row_of(i)) * D + h * HD; });
-  } else {
-    for (int idx = tid; idx < RN * HD; idx += BLOCK) {
-      k::sg_copy4(res + idx, nodes + (b * N + row_of(idx / HD)) * D + h * HD + idx % HD);
-    }
-  }
-  if constexpr (L::kMlpMma) k::sg_copy_rows<PAIRS, P, PS, BLOCK>(pfs, pair_src);
+  if constexpr (L::kMlpMma) k::sg_copy_rows_at<PAIRS, P, PS, BLOCK, F_PF>(pfs, pair_src);
   k::sg_copy_commit();
   const auto w_row = [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; };
   if constexpr (BULK != 0) {
@@ -1036,7 +1124,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     __syncthreads();
     for (int o = tid; o < 3 * HD; o += BLOCK) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
   } else {
-    k::sg_copy_rows<3 * HD, D, S, BLOCK>(ws, w_row);
+    k::sg_copy_rows_at<3 * HD, D, S, BLOCK, F_W>(ws, w_row);
     k::sg_copy_commit();
   }
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
@@ -1065,12 +1153,43 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   TUNE_SG_MARK(1);
 
-  // Step 2. LayerNorm of the own rows (a warp per row); the relation MLP of this block's pairs.
+  // Step 2. LayerNorm of the own rows (a warp per row, the row in registers), stored as TF32
+  // (hi, lo) pairs for the projections; the relation MLP of this block's pairs.
   k::sg_copy_wait<BULK != 0 ? 0 : 1>();
   __syncthreads();
   TUNE_SG_MARK(2);
-  k::sg_layernorm_rows<RN, D, S, BLOCK, 1>(xs, gb, gb + D);
-  k::sg_cluster_wait();  // all blocks run: their shared memory can be written
+  {
+    constexpr int DL = k::sg_cdiv(D, 32);
+    constexpr float inv_d = 1.0f / static_cast<float>(D);
+    for (int i = warp; i < RN; i += NW) {
+      float x[DL];
+      float sum = 0.0f;
+#pragma unroll
+      for (int c = 0; c < DL; ++c) {
+        const int col = lane + 32 * c;
+        x[c] = col < D ? xs[i * S + col] : 0.0f;
+        sum += x[c];
+      }
+      const float mean = k::sg_warp_sum(sum) * inv_d;
+      float var = 0.0f;
+#pragma unroll
+      for (int c = 0; c < DL; ++c) {
+        const float d = lane + 32 * c < D ? x[c] - mean : 0.0f;
+        var = fmaf(d, d, var);
+      }
+      const float inv = rsqrtf(fmaf(k::sg_warp_sum(var), inv_d, 1e-5f));
+#pragma unroll
+      for (int c = 0; c < DL; ++c) {
+        const int col = lane + 32 * c;
+        if (col < D) {
+          float hi, lo;
+          k::sg_split_tf32((x[c] - mean) * inv * gb[col] + gb[D + col], hi, lo);
+          xh[i * S + col] = make_float2(hi, lo);
+        }
+      }
+    }
+  }
+  k::sg_cluster_wait();  // all blocks run: their shared memory (and mbarriers) can be written
   if constexpr (L::kMlpMma) {
     // hidden = pf · W0ᵀ on the tensor cores, a warp per 16 pairs (all P hidden units); lane (g, t)
     // finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and g+8, then the 4 lanes of
@@ -1080,9 +1199,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       const int pa = 16 * u + g, pb = pa + 8;
       const float* xa = pfs + (pa < PAIRS ? pa : PAIRS - 1) * PS;
       const float* xb = pfs + (pb < PAIRS ? pb : PAIRS - 1) * PS;
-      float part[2][H];
+      float acc[2][H];
 #pragma unroll
-      for (int hh = 0; hh < H; ++hh) part[0][hh] = part[1][hh] = 0.0f;
+      for (int hh = 0; hh < H; ++hh) acc[0][hh] = acc[1][hh] = 0.0f;
 #pragma unroll
       for (int nt = 0; nt < P / 8; ++nt) {
         const float* wrow = mw0 + (8 * nt + g) * PS;
@@ -1095,15 +1214,15 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
           const float a = hh4[e] + (hl[e] + lh[e]) + mb0[col];
           const float sl = __fdividef(a, 1.0f + expf(-a));  // silu, as sg_pair_mlp
 #pragma unroll
-          for (int hh = 0; hh < H; ++hh) part[e / 2][hh] = fmaf(mw2[hh * P + col], sl, part[e / 2][hh]);
+          for (int hh = 0; hh < H; ++hh) acc[e / 2][hh] = fmaf(mw2[hh * P + col], sl, acc[e / 2][hh]);
         }
       }
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
 #pragma unroll
         for (int hh = 0; hh < H; ++hh) {
-          part[e][hh] += __shfl_xor_sync(0xffffffffu, part[e][hh], 1);
-          part[e][hh] += __shfl_xor_sync(0xffffffffu, part[e][hh], 2);
+          acc[e][hh] += __shfl_xor_sync(0xffffffffu, acc[e][hh], 1);
+          acc[e][hh] += __shfl_xor_sync(0xffffffffu, acc[e][hh], 2);
         }
       }
       // lane (g, t) stores heads t, t+4, ... of pairs g (e = 0) and g+8 (e = 1)
@@ -1114,7 +1233,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (pu < PAIRS && j < N) {
 #pragma unroll
           for (int hh = 0; hh < H; ++hh) {
-            if (hh % 4 == t4) k::sg_cluster_store(bs + i * N + j, static_cast<unsigned>(hh * R + r), part[e][hh] + mw2[H * P + hh]);
+            if (hh % 4 == t4) put1(bs + i * N + j, hh * R + r, acc[e][hh] + mw2[H * P + hh]);
           }
         }
       }
@@ -1146,7 +1265,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
           for (int hh = 0; hh < H; ++hh) acc[hh] = fmaf(mw2[hh * P + hk], sl, acc[hh]);
         }
 #pragma unroll
-        for (int hh = 0; hh < H; ++hh) k::sg_cluster_store(bs + i * N + j, static_cast<unsigned>(hh * R + r), acc[hh]);
+        for (int hh = 0; hh < H; ++hh) put1(bs + i * N + j, hh * R + r, acc[hh]);
       }
     }
   }
@@ -1159,47 +1278,72 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(3);
 
   // Step 3. Projections of the own rows on the tensor cores, a warp per (matrix, 16-row tile,
-  // 8-column tile), all at once: A = LayerNorm rows, B[k][n] = W[h HD + n][k]; k and v stored
-  // into the R blocks of head h. Each of the three 3xTF32 terms accumulates in KS independent
-  // chains (k-steps alternate), which the warp adds at the end: the MMAs of a chain wait for
-  // each other, those of different chains overlap.
+  // 8-column tile, k-range), all at once: A = LayerNorm rows, B[k][n] = W[h HD + n][k]; k and v
+  // stored into the R blocks of head h. Each of the three 3xTF32 terms accumulates in KC
+  // independent chains (k-steps alternate), which the warp adds at the end: the MMAs of a chain
+  // wait for each other, those of different chains overlap. With KSPLIT > 1 the partial sums of
+  // the k-ranges meet in shared memory and are added in k order.
   const float scale = 1.0f / sqrtf(static_cast<float>(HD));
-  const auto project = [&](int m, int mt, int nt) {
+  const auto deliver = [&](int m, int li, int o, float y) {
+    if (i0 + li >= N) return;
+    if (m == 0) {
+      qs[li * HS + o] = y * scale;
+    } else {
+#pragma unroll
+      for (int rs = 0; rs < R; ++rs) put1((m == 1 ? ks : vs) + (i0 + li) * HS + o, h * R + rs, y);
+    }
+  };
+  const auto project = [&](int m, int mt, int nt, int kr) {
     const int la = 16 * mt + g, lb = la + 8;
-    const float* xa = xs + (la < RN ? la : RN - 1) * S;
-    const float* xb = xs + (lb < RN ? lb : RN - 1) * S;
+    const float2* xa = xh + (la < RN ? la : RN - 1) * S;
+    const float2* xb = xh + (lb < RN ? lb : RN - 1) * S;
     const int on = 8 * nt + g;
     const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
-    constexpr int KS = (D / 8) % 2 == 0 ? 2 : 1;
-    float hh[KS][4], hl[KS][4], lh[KS][4];
+    constexpr int KC = KST % 2 == 0 ? 2 : 1;
+    float hh[KC][4], hl[KC][4], lh[KC][4];
 #pragma unroll
-    for (int c = 0; c < KS; ++c) {
+    for (int c = 0; c < KC; ++c) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) hh[c][e] = hl[c][e] = lh[c][e] = 0.0f;
     }
 #pragma unroll 6
-    for (int k0 = 0; k0 < D; k0 += 8 * KS) {
+    for (int k0 = 8 * KST * kr; k0 < 8 * KST * (kr + 1); k0 += 8 * KC) {
 #pragma unroll
-      for (int c = 0; c < KS; ++c) k::sg_mma_3xtf32_step(hh[c], hl[c], lh[c], xa, xb, wrow, k0 + 8 * c, t4);
+      for (int c = 0; c < KC; ++c) k::sg_mma_3xtf32_step_split_a(hh[c], hl[c], lh[c], xa, xb, wrow, k0 + 8 * c, t4);
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int li = e < 2 ? la : lb, o = 8 * nt + 2 * t4 + (e % 2);
       float y = 0.0f;
 #pragma unroll
-      for (int c = 0; c < KS; ++c) y += hh[c][e] + (hl[c][e] + lh[c][e]);
-      if (o >= HD || li >= RN || i0 + li >= N) continue;
-      if (m == 0) {
-        qs[li * HS + o] = y * scale;
+      for (int c = 0; c < KC; ++c) y += hh[c][e] + (hl[c][e] + lh[c][e]);
+      if (o >= HD || li >= RN) continue;
+      if constexpr (KSPLIT == 1) {
+        deliver(m, li, o, y);
       } else {
-#pragma unroll
-        for (int rs = 0; rs < R; ++rs) k::sg_cluster_store((m == 1 ? ks : vs) + (i0 + li) * HS + o, static_cast<unsigned>(h * R + rs), y);
+        part[((kr * 3 + m) * RN + li) * HD + o] = y;
       }
     }
   };
-  for (int u = warp; u < 3 * MT * NT; u += NW) project((u / (MT * NT) + 1) % 3, u % (MT * NT) / NT, u % NT);
+  // task u: k-range fastest, then column tile, row tile, matrix (k and v, the remote ones, first)
+  for (int u = warp; u < 3 * MT * NT * KSPLIT; u += NW) {
+    project((u / (MT * NT * KSPLIT) + 1) % 3, u / (NT * KSPLIT) % MT, u / KSPLIT % NT, u % KSPLIT);
+  }
+  if constexpr (KSPLIT > 1) {
+    __syncthreads();
+    for (int idx = tid; idx < 3 * RN * HD; idx += BLOCK) {
+      float y = part[idx];
+#pragma unroll
+      for (int kr = 1; kr < KSPLIT; ++kr) y += part[kr * 3 * RN * HD + idx];
+      deliver(idx / (RN * HD), idx / HD % RN, idx % HD, y);
+    }
+  }
   __syncthreads();  // qs, block-wide
-  k::sg_cluster_sync();  // every block's bias and k, v stores are done
+  if constexpr (ASYNC != 0) {
+    k::sg_mbar_wait_cluster(bar_x1, 0);  // this block's bias, k and v have all arrived
+  } else {
+    k::sg_cluster_sync();  // every block's bias and k, v stores are done
+  }
   TUNE_SG_MARK(4);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
@@ -1217,9 +1361,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (j < N) {
           if constexpr (HD % 4 == 0) {
 #pragma unroll
-            for (int t4 = 0; t4 < HD / 4; ++t4) {
-              const float4 q = reinterpret_cast<const float4*>(qs + i * HS)[t4];
-              const float4 kv = reinterpret_cast<const float4*>(ks + j * HS)[t4];
+            for (int c4 = 0; c4 < HD / 4; ++c4) {
+              const float4 q = reinterpret_cast<const float4*>(qs + i * HS)[c4];
+              const float4 kv = reinterpret_cast<const float4*>(ks + j * HS)[c4];
               sp[0] = fmaf(q.x, kv.x, sp[0]);
               sp[1] = fmaf(q.y, kv.y, sp[1]);
               sp[2] = fmaf(q.z, kv.z, sp[2]);
@@ -1260,13 +1404,18 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (t < HD) {
           const float c = ((cp[0] + cp[1]) + (cp[2] + cp[3])) * inv_sum;
 #pragma unroll
-          for (int hh = 0; hh < H; ++hh) k::sg_cluster_store(cx + i * S + h * HD + t, static_cast<unsigned>(hh * R + r), c);
+          for (int hh = 0; hh < H; ++hh) put2(cx + i * S + h * HD + t, hh * R + r, c);
         }
       }
     }
   }
   TUNE_SG_MARK(5);
-  k::sg_cluster_sync();
+  if constexpr (ASYNC != 0) {
+    __syncthreads();                     // this block's own head of ctx
+    k::sg_mbar_wait_cluster(bar_x2, 0);  // the other heads' ctx rows have arrived
+  } else {
+    k::sg_cluster_sync();
+  }
   TUNE_SG_MARK(6);
 
   // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q.
@@ -1295,7 +1444,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
         for (int rr = 0; rr < RC5; ++rr) {
           const int i = rg + RGO * (c0 + rr);
-          if (rr % KLO == ol && i < RN && i0 + i < N) out[(b * N + i0 + i) * D + h * HD + oo] = res[i * HD + oo] + acc[rr];
+          if (rr % KLO == ol && i < RN && i0 + i < N) out[(b * N + i0 + i) * D + h * HD + oo] = xs[i * S + h * HD + oo] + acc[rr];
         }
       }
     }

@@ -36,11 +36,12 @@ struct Variant {
   bool marks;
 };
 
-template <int R, int BLOCK, int BULK>
+template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0>
 Variant cluster() {
-  return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : ""),
-          sg_cluster<B, N, D, H, P, R, BLOCK, BULK>,
-          B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R>::kBytes, true};
+  return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : "") +
+              (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : ""),
+          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC>,
+          B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes, true};
 }
 
 // mma.sync m16n8k8 TF32 on this GPU: CHAINS independent accumulators per warp, ITERS MMAs each;
@@ -64,6 +65,39 @@ __global__ void mma_probe(int iters, float* sink, long long* cycles) {
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
 
+// Floors of sg_cluster's launch shape (B H R blocks of 512 threads in clusters of H R = 8, its
+// dynamic shared memory): IO loads one float of each input per thread (one DRAM round trip on a
+// cold L2) and stores the output; BARRIERS cluster barriers follow the load.
+template <int BARRIERS, bool IO>
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+    floor_probe(const float* __restrict__ nodes, const float* __restrict__ pf, const float* __restrict__ wq,
+                float* __restrict__ out) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  float v = 0.0f;
+  if constexpr (IO) v = __ldg(nodes + i % (B * N * D)) + __ldg(pf + i % (B * N * N * P)) + __ldg(wq + i % (D * D));
+#pragma unroll
+  for (int k = 0; k < BARRIERS; ++k) tune_kernels::sg_cluster_sync();
+  if (IO && i < B * N * D) out[i] = v;
+}
+// The same launch shape, each block copying KB kilobytes into shared memory (cp.async, 16 bytes a
+// copy) from one of 8 regions (blocks of a rank share one, as sg_cluster's blocks of one head share
+// its weight rows), then storing one value per thread: the cost of a block's loads on a cold L2.
+template <int KB>
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+    copy_probe(const float* __restrict__ src, const float* __restrict__, const float* __restrict__,
+               float* __restrict__ out) {
+  extern __shared__ float4 sm4[];
+  float* sm = reinterpret_cast<float*>(sm4);
+  const float* region = src + (blockIdx.x % 8) * (KB * 256);
+  for (int c = static_cast<int>(threadIdx.x); c < KB * 64; c += 512) tune_kernels::sg_copy16(sm + 4 * c, region + 4 * c);
+  tune_kernels::sg_copy_commit();
+  tune_kernels::sg_copy_wait<0>();
+  __syncthreads();
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < B * N * D) out[i] = sm[threadIdx.x % (KB * 256)];
+}
+__global__ void empty_kernel() {}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,8 +110,9 @@ int main(int argc, char** argv) {
   const std::vector<Variant> variants = {
       {"qtile qrows=1 block=512 (fused)", sg_fused<B, N, D, H, P, 1, 512, 0, 0, 0>, B * N, 512,
        tune_kernels::sg_attention_smem_bytes(N, D, H, 1, 0), false},
-      cluster<1, 512, 0>(), cluster<2, 256, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 1>(), cluster<2, 1024, 0>(),
-      cluster<2, 1024, 1>(),
+      cluster<1, 512, 0>(), cluster<2, 256, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 1>(),
+      cluster<2, 512, 0, 3>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1>(), cluster<2, 256, 0, 3, 1>(),
+      cluster<2, 1024, 0, 3, 1>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -99,6 +134,42 @@ int main(int argc, char** argv) {
                 "(16 warps x 8 chains)\n", double(c1) / iters, double(c8) / (iters * 16.0 * 8.0));
     CHECK(cudaFree(sink));
     CHECK(cudaFree(cyc));
+  }
+  {  // launch and latency floors, cold like the variants below
+    float* buf;
+    const std::size_t buf_bytes = std::max<std::size_t>(std::size_t{B} * N * N * P * 4, 8 * 64 * 1024);
+    CHECK(cudaMalloc(&buf, buf_bytes));
+    CHECK(cudaMemset(buf, 0, buf_bytes));
+    const std::size_t fb = std::max<std::size_t>(2 * prop.l2CacheSize, 8 << 20);
+    void* fl;
+    CHECK(cudaMalloc(&fl, fb));
+    const int smem = tune_kernels::SgClusterLayout<N, D, H, P, 2>::kBytes;
+    const auto probe = [&](const char* name, auto kernel, int grid, int block, int bytes) {
+      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      const auto run = [&] { kernel<<<grid, block, bytes>>>(buf, buf, buf, buf); CHECK(cudaGetLastError()); };
+      const std::vector<double> t = event_times(run, samples, warm ? nullptr : fl, fb);
+      std::printf("floor %-48s %s median %.3f us (q10 %.3f, q90 %.3f)\n", name, warm ? "warm" : "cold",
+                  quantile(t, 0.5), quantile(t, 0.1), quantile(t, 0.9));
+    };
+    {
+      const auto run = [&] { empty_kernel<<<1, 32>>>(); CHECK(cudaGetLastError()); };
+      const std::vector<double> t = event_times(run, samples, warm ? nullptr : fl, fb);
+      std::printf("floor %-48s %s median %.3f us (q10 %.3f, q90 %.3f)\n", "empty, 1 x 32", warm ? "warm" : "cold",
+                  quantile(t, 0.5), quantile(t, 0.1), quantile(t, 0.9));
+    }
+    probe("empty, clusters of 8, 32 x 512, no smem", floor_probe<0, false>, B * 8, 512, 0);
+    probe("empty, clusters of 8, 32 x 512, sg_cluster smem", floor_probe<0, false>, B * 8, 512, smem);
+    probe("1 cluster barrier", floor_probe<1, false>, B * 8, 512, smem);
+    probe("2 cluster barriers", floor_probe<2, false>, B * 8, 512, smem);
+    probe("loads + store", floor_probe<0, true>, B * 8, 512, smem);
+    probe("loads + 2 cluster barriers + store", floor_probe<2, true>, B * 8, 512, smem);
+    probe("cp.async 8 KB per block + store", copy_probe<8>, B * 8, 512, 64 * 1024);
+    probe("cp.async 16 KB per block + store", copy_probe<16>, B * 8, 512, 64 * 1024);
+    probe("cp.async 32 KB per block + store", copy_probe<32>, B * 8, 512, 64 * 1024);
+    probe("cp.async 48 KB per block + store", copy_probe<48>, B * 8, 512, 64 * 1024);
+    probe("cp.async 64 KB per block + store", copy_probe<64>, B * 8, 512, 64 * 1024);
+    CHECK(cudaFree(buf));
+    CHECK(cudaFree(fl));
   }
   std::mt19937 rng(7);
   std::normal_distribution<float> nd;
