@@ -150,7 +150,12 @@ struct SgClusterLayout {
   static constexpr int kW2 = kB0 + sg_round4(P);               // H x P, then b2 (H)
   static constexpr int kGB = kW2 + sg_round4(H * P + H);       // 2 D
   static constexpr int kPF = kGB + 2 * sg_round4(D);           // kMlpMma: RN JC x PS pair features
-  static constexpr int kBar = kPF + (kMlpMma ? sg_round4(RN * JC * PS) : 0);  // 3 mbarriers (8 bytes each)
+  // Relation MLP tiles (16 pairs) shared by two warps, half the hidden units each (the partner's
+  // sums pass through kMx, the tile's named barrier is 1 + tile): needs P / 8 even and at most 15 tiles.
+  static constexpr int kMlpTiles = sg_cdiv(RN * JC, 16);
+  static constexpr bool kMlpHalves = kMlpMma && (P / 8) % 2 == 0 && kMlpTiles <= 15;
+  static constexpr int kMx = kPF + (kMlpMma ? sg_round4(RN * JC * PS) : 0);      // kMlpHalves: tiles x 16 x H
+  static constexpr int kBar = kMx + (kMlpHalves ? kMlpTiles * 16 * H : 0);        // 3 mbarriers (8 bytes each)
   static constexpr int kBytes = 4 * (kBar + 8);
 };
 // Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
@@ -259,20 +264,25 @@ __device__ __forceinline__ void sg_st_async(float* p, unsigned rank, float v, vo
                ::"r"(remote), "r"(__float_as_uint(v)), "r"(remote_bar) : "memory");
 }
 
-// ROWS rows of L floats (L % 4 == 0) from global rows src_row(r) into shared rows of stride S,
-// 16-byte cp.async chunk c taken by thread (c + FIRST) % BLOCK, so that successive copies start
-// where the previous ones ended and spread over all warps. Compile-time trip counts: no loop
-// control beyond one predicate per chunk.
+// ROWS rows of L floats (L % 4 == 0) from global rows src_row(r) into shared rows of stride S, a
+// warp per row (row r by warp (r + FIRST) % (BLOCK / 32), so that successive copies start on the
+// warp after the previous one's last row), its 16-byte chunks by the lanes: no division per
+// chunk, compile-time trip counts.
 template <int ROWS, int L, int S, int BLOCK, int FIRST, class SrcRow>
-__device__ __forceinline__ void sg_copy_rows_at(float* dst, const SrcRow& src_row) {
-  constexpr int L4 = L / 4, TOTAL = ROWS * L4;
-  const int t = (static_cast<int>(threadIdx.x) + BLOCK - FIRST % BLOCK) % BLOCK;
+__device__ __forceinline__ void sg_copy_rows_warp(float* dst, const SrcRow& src_row) {
+  constexpr int NW = BLOCK / 32, L4 = L / 4;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int first = (warp + NW - FIRST % NW) % NW;
 #pragma unroll
-  for (int q = 0; q < sg_cdiv(TOTAL, BLOCK); ++q) {
-    const int c = t + q * BLOCK;
-    if (TOTAL % BLOCK == 0 || c < TOTAL) {
-      const int row = c / L4, col = c % L4 * 4;
-      sg_copy16(dst + row * S + col, src_row(row) + col);
+  for (int q = 0; q < sg_cdiv(ROWS, NW); ++q) {
+    const int row = first + q * NW;
+    if (ROWS % NW == 0 || row < ROWS) {
+      const float* src = src_row(row);
+#pragma unroll
+      for (int c = 0; c < sg_cdiv(L4, 32); ++c) {
+        const int col = 4 * (lane + 32 * c);
+        if (L4 % 32 == 0 || col < L) sg_copy16(dst + row * S + col, src + col);
+      }
     }
   }
 }
@@ -1031,10 +1041,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   static_assert((D / 8) % KSPLIT == 0, "KSPLIT must divide D / 8");
   static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
   static_assert(HD * KLO <= BLOCK && 4 * WO4 <= k::kSgRegWeights, "the block must hold Wout's head rows");
+  // No check of blockDim and the dynamic shared memory size here (tune launches the config's):
+  // reading them at the start costs a constant-cache miss on a cold launch before any load.
   extern __shared__ float4 sg_smem[];
-  if (blockDim.x != BLOCK || k::sg_dynamic_smem_size() < static_cast<unsigned>(L::kBytes)) {
-    return;  // every block of the cluster returns: same block size and shared memory
-  }
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* xs = sm + L::kX;      // RN x S: own node rows
   float2* xh = reinterpret_cast<float2*>(sm + L::kXh);  // RN x S: their LayerNorm, TF32 (hi, lo)
@@ -1095,25 +1104,36 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   k::sg_cluster_arrive_relaxed();
   // Step 1. Group 0: what step 2 needs; then the q/k/v weights (group 1, or the bulk copies).
-  // Chunk offsets: each copy starts at the thread after the previous one's last chunk.
-  constexpr int F_GB = RN * D / 4, F_W0 = F_GB + 2 * D / 4, F_B0 = F_W0 + P * P / 4, F_W2 = F_B0 + P / 4;
-  constexpr int F_B2 = F_W2 + H * P / 4, F_MSK = F_B2 + H, F_PF = F_MSK + (N % 4 == 0 ? RN * N / 4 : RN * N);
-  constexpr int F_W = F_PF + (L::kMlpMma ? PAIRS * P / 4 : 0);
-  k::sg_copy_rows_at<RN, D, S, BLOCK, 0>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
-  k::sg_copy_rows_at<2, D, D, BLOCK, F_GB>(gb, [&](int q) { return q == 0 ? gamma : beta; });
-  k::sg_copy_rows_at<P, P, PS, BLOCK, F_W0>(mw0, [&](int q) { return w0 + q * P; });
-  k::sg_copy_rows_at<1, P, P, BLOCK, F_B0>(mb0, [&](int) { return b0; });
-  k::sg_copy_rows_at<H, P, P, BLOCK, F_W2>(mw2, [&](int q) { return w2 + q * P; });
-  {
-    const int idx = (tid + BLOCK - F_B2 % BLOCK) % BLOCK;
-    if (idx < H) k::sg_copy4(mw2 + H * P + idx, b2 + idx);
-  }
+  // A warp per row; each copy starts on the warp after the previous one's last row.
+  constexpr int F_GB = RN, F_W0 = F_GB + 2, F_B0 = F_W0 + P, F_W2 = F_B0 + 1, F_MSK = F_W2 + H, F_PF = F_MSK + RN;
+  constexpr int F_W = F_PF + (L::kMlpMma ? RN : 0);
+  k::sg_copy_rows_warp<RN, D, S, BLOCK, 0>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
+  k::sg_copy_rows_warp<2, D, D, BLOCK, F_GB>(gb, [&](int q) { return q == 0 ? gamma : beta; });
+  k::sg_copy_rows_warp<P, P, PS, BLOCK, F_W0>(mw0, [&](int q) { return w0 + q * P; });
+  k::sg_copy_rows_warp<1, P, P, BLOCK, F_B0>(mb0, [&](int) { return b0; });
+  k::sg_copy_rows_warp<H, P, P, BLOCK, F_W2>(mw2, [&](int q) { return w2 + q * P; });
+  if (tid >= BLOCK - H) k::sg_copy4(mw2 + H * P + (tid - (BLOCK - H)), b2 + (tid - (BLOCK - H)));
   if constexpr (N % 4 == 0) {
-    k::sg_copy_rows_at<RN, N, N, BLOCK, F_MSK>(msk, [&](int i) { return edge_mask + (b * N + row_of(i)) * N; });
+    k::sg_copy_rows_warp<RN, N, N, BLOCK, F_MSK>(msk, [&](int i) { return edge_mask + (b * N + row_of(i)) * N; });
   } else {
     for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
   }
-  if constexpr (L::kMlpMma) k::sg_copy_rows_at<PAIRS, P, PS, BLOCK, F_PF>(pfs, pair_src);
+  if constexpr (L::kMlpMma) {
+    // own row i: its JC pairs (P floats each, clamped to column N - 1) into rows of stride PS
+    constexpr int NW_ = BLOCK / 32, C4 = JC * P / 4, P4 = P / 4;
+    const int first = (warp + NW_ - F_PF % NW_) % NW_;
+#pragma unroll
+    for (int q = 0; q < k::sg_cdiv(RN, NW_); ++q) {
+      const int i = first + q * NW_;
+      if (RN % NW_ == 0 || i < RN) {
+#pragma unroll
+        for (int c = 0; c < k::sg_cdiv(C4, 32); ++c) {
+          const int ch = lane + 32 * c, u = i * JC + ch / P4;
+          if (C4 % 32 == 0 || ch < C4) k::sg_copy16(pfs + u * PS + ch % P4 * 4, pair_src(u) + ch % P4 * 4);
+        }
+      }
+    }
+  }
   k::sg_copy_commit();
   const auto w_row = [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; };
   if constexpr (BULK != 0) {
@@ -1124,7 +1144,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     __syncthreads();
     for (int o = tid; o < 3 * HD; o += BLOCK) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
   } else {
-    k::sg_copy_rows_at<3 * HD, D, S, BLOCK, F_W>(ws, w_row);
+    k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, F_W>(ws, w_row);
     k::sg_copy_commit();
   }
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
@@ -1191,19 +1211,24 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   k::sg_cluster_wait();  // all blocks run: their shared memory (and mbarriers) can be written
   if constexpr (L::kMlpMma) {
-    // hidden = pf · W0ᵀ on the tensor cores, a warp per 16 pairs (all P hidden units); lane (g, t)
-    // finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and g+8, then the 4 lanes of
-    // a pair add their shares of W2·silu(hidden + b0).
-    // The last warps take the MLP (the first ones had the LayerNorm rows).
-    for (int u = NW - 1 - warp; u < k::sg_cdiv(PAIRS, 16); u += NW) {
+    // hidden = pf · W0ᵀ on the tensor cores for 16 pairs (tile u) and hidden tiles nt0 .. nt0 +
+    // NTH - 1; lane (g, t) finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and
+    // g+8, then the 4 lanes of a pair add their shares of W2·silu(hidden + b0) into acc.
+    // The last warps take the MLP (the first ones have the LayerNorm rows). With kMlpHalves two
+    // warps share a tile, half the hidden units each: the second leaves its sums in shared
+    // memory and arrives at the tile's named barrier, the first waits there and adds them.
+    constexpr int UT = k::sg_cdiv(PAIRS, 16), NTM = P / 8;
+    constexpr bool kMlpHalves = L::kMlpHalves && 2 * UT <= NW;
+    constexpr int NTH = kMlpHalves ? NTM / 2 : NTM;
+    const auto mlp_tile = [&](int u, int nt0, float (&acc)[2][H]) {
       const int pa = 16 * u + g, pb = pa + 8;
       const float* xa = pfs + (pa < PAIRS ? pa : PAIRS - 1) * PS;
       const float* xb = pfs + (pb < PAIRS ? pb : PAIRS - 1) * PS;
-      float acc[2][H];
 #pragma unroll
       for (int hh = 0; hh < H; ++hh) acc[0][hh] = acc[1][hh] = 0.0f;
 #pragma unroll
-      for (int nt = 0; nt < P / 8; ++nt) {
+      for (int n = 0; n < NTH; ++n) {
+        const int nt = nt0 + n;
         const float* wrow = mw0 + (8 * nt + g) * PS;
         float hh4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -1225,10 +1250,12 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
           acc[e][hh] += __shfl_xor_sync(0xffffffffu, acc[e][hh], 2);
         }
       }
-      // lane (g, t) stores heads t, t+4, ... of pairs g (e = 0) and g+8 (e = 1)
+    };
+    // lane (g, t) stores heads t, t+4, ... of pairs g (e = 0) and g+8 (e = 1)
+    const auto mlp_store = [&](int u, const float (&acc)[2][H]) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int pu = e == 0 ? pa : pb;
+        const int pu = 16 * u + g + 8 * e;
         const int i = pu / JC, j = h * JC + pu % JC;
         if (pu < PAIRS && j < N) {
 #pragma unroll
@@ -1236,6 +1263,39 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
             if (hh % 4 == t4) put1(bs + i * N + j, hh * R + r, acc[e][hh] + mw2[H * P + hh]);
           }
         }
+      }
+    };
+    const int v = NW - 1 - warp;
+    if constexpr (kMlpHalves) {
+      if (v < 2 * UT) {
+        const int u = v / 2;
+        float acc[2][H];
+        mlp_tile(u, v % 2 * NTH, acc);
+        float* mx = sm + L::kMx + u * 16 * H;  // (e 8 + g) H + head
+        if (v % 2 == 1) {
+          if (t4 == 0) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+#pragma unroll
+              for (int hh = 0; hh < H; ++hh) mx[(e * 8 + g) * H + hh] = acc[e][hh];
+            }
+          }
+          asm volatile("bar.arrive %0, 64;" ::"r"(1 + u) : "memory");
+        } else {
+          asm volatile("bar.sync %0, 64;" ::"r"(1 + u) : "memory");
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+#pragma unroll
+            for (int hh = 0; hh < H; ++hh) acc[e][hh] += mx[(e * 8 + g) * H + hh];
+          }
+          mlp_store(u, acc);
+        }
+      }
+    } else {
+      for (int u = v; u < UT; u += NW) {
+        float acc[2][H];
+        mlp_tile(u, 0, acc);
+        mlp_store(u, acc);
       }
     }
   } else {

@@ -64,8 +64,9 @@ PY
   if [ $stalls = 1 ]; then
     extra=(--section SourceCounters --section InstructionStats --import-source no -f -o "${plan[3]%.txt}")
     # the densest warp sampling (every 2^5 cycles), under the option name this ncu knows
+    help=$("$ncu" --help 2>&1)
     for opt in --warp-sampling-interval --sampling-interval; do
-      if "$ncu" --help 2>&1 | grep -q -- "$opt "; then extra+=("$opt" 0); break; fi
+      if [[ $help == *"$opt "* ]]; then extra+=("$opt" 0); break; fi
     done
   fi
   "$ncu" "${extra[@]}" --target-processes all --clock-control none --kernel-name-base function -k "regex:^${plan[2]}$" \
