@@ -138,8 +138,7 @@ struct SgClusterLayout {
   static constexpr int kX = 0;                                 // RN x S own node rows (also the residual)
   static constexpr int kXh = kX + RN * S;                      // RN x S float2: LayerNorm rows, TF32 (hi, lo)
   static constexpr int kW = kXh + 2 * RN * S;                  // 3 HD x S
-  static constexpr int kWh = kW + 3 * (D / H) * S;             // 3 HD x S float2: the same, TF32 (hi, lo)
-  static constexpr int kCtx = kWh + 6 * (D / H) * S;           // RN x S
+  static constexpr int kCtx = kW + 3 * (D / H) * S;            // RN x S
   static constexpr int kQ = kCtx + RN * S;                     // RN x HS
   static constexpr int kK = kQ + sg_round4(RN * HS);           // N x HS
   static constexpr int kV = kK + sg_round4(N * HS);            // N x HS
@@ -266,14 +265,13 @@ __device__ __forceinline__ void sg_st_async(float* p, unsigned rank, float v, vo
 }
 
 // ROWS rows of L floats (L % 4 == 0) from global rows src_row(r) into shared rows of stride S, a
-// warp per row (row r by warp (r + FIRST) % WARPS of the first WARPS warps, so that successive
-// copies start on the warp after the previous one's last row), its 16-byte chunks by the lanes:
-// no division per chunk, compile-time trip counts.
-template <int ROWS, int L, int S, int BLOCK, int FIRST, int WARPS = BLOCK / 32, class SrcRow>
+// warp per row (row r by warp (r + FIRST) % (BLOCK / 32), so that successive copies start on the
+// warp after the previous one's last row), its 16-byte chunks by the lanes: no division per
+// chunk, compile-time trip counts.
+template <int ROWS, int L, int S, int BLOCK, int FIRST, class SrcRow>
 __device__ __forceinline__ void sg_copy_rows_warp(float* dst, const SrcRow& src_row) {
-  constexpr int NW = WARPS, L4 = L / 4;
+  constexpr int NW = BLOCK / 32, L4 = L / 4;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  if (WARPS < BLOCK / 32 && warp >= WARPS) return;
   const int first = (warp + NW - FIRST % NW) % NW;
 #pragma unroll
   for (int q = 0; q < sg_cdiv(ROWS, NW); ++q) {
@@ -367,16 +365,18 @@ __device__ __forceinline__ void sg_mma_3xtf32_step(float (&hh)[4], float (&hl)[4
   sg_mma_tf32(hh, ah, bh[0], bh[1]);
 }
 
-// As sg_mma_3xtf32_step, with the A rows and the B column both already split into TF32 (hi, lo).
-__device__ __forceinline__ void sg_mma_3xtf32_step_split(float (&hh)[4], float (&hl)[4], float (&lh)[4],
-                                                         const float2* xa, const float2* xb, const float2* wrow,
-                                                         int k, int t) {
+// As sg_mma_3xtf32_step, with the A rows already split into TF32 (hi, lo) pairs.
+__device__ __forceinline__ void sg_mma_3xtf32_step_split_a(float (&hh)[4], float (&hl)[4], float (&lh)[4],
+                                                           const float2* xa, const float2* xb, const float* wrow,
+                                                           int k, int t) {
   const float2 a0 = xa[k + t], a1 = xb[k + t], a2 = xa[k + t + 4], a3 = xb[k + t + 4];
-  const float2 b0 = wrow[k + t], b1 = wrow[k + t + 4];
   const float ah[4] = {a0.x, a1.x, a2.x, a3.x}, al[4] = {a0.y, a1.y, a2.y, a3.y};
-  sg_mma_tf32(hl, al, b0.x, b1.x);
-  sg_mma_tf32(lh, ah, b0.y, b1.y);
-  sg_mma_tf32(hh, ah, b0.x, b1.x);
+  float bh[2], bl[2];
+  sg_split_tf32(wrow[k + t], bh[0], bl[0]);
+  sg_split_tf32(wrow[k + t + 4], bh[1], bl[1]);
+  sg_mma_tf32(hl, al, bh[0], bh[1]);
+  sg_mma_tf32(lh, ah, bl[0], bl[1]);
+  sg_mma_tf32(hh, ah, bh[0], bh[1]);
 }
 
 // y[r][o] = Σ_c x(r, o)[c] · w[o][c] for r < R, o < O, c < K (K % 4 == 0).
@@ -1003,9 +1003,8 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 //      relation MLP, gamma and beta, its pairs' features, and its share of Wout's head-h rows
 //      (registers);
 //   2. LayerNorm of its rows, stored as TF32 (hi, lo) pairs; the relation MLP (all heads) of
-//      pairs (its rows) x (column chunk h), on the tensor cores when P % 8 == 0, on the last
-//      warps; each head's bias stored into block (head, r) through distributed shared memory;
-//      meanwhile the first warps split the weight rows they copied into TF32 (hi, lo) pairs;
+//      pairs (its rows) x (column chunk h), on the tensor cores when P % 8 == 0; each head's
+//      bias stored into block (head, r) through distributed shared memory;
 //   3. q_h, k_h, v_h of its rows on the tensor cores (mma.sync m16n8k8, 3xTF32: hi*hi + hi*lo +
 //      lo*hi, near FP32), each tile's k-range split over KSPLIT warps (partial sums added in a
 //      fixed order), k_h and v_h stored into the R blocks of head h;  [exchange 1]
@@ -1038,12 +1037,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int PAIRS = RN * JC, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
   constexpr int NT = k::sg_cdiv(HD, 8), MT = k::sg_cdiv(RN, 16);   // mma tiles of the projections
   constexpr int KST = D / 8 / KSPLIT;                              // k-steps of one projection task
-  // Warps of the relation MLP (the last MW; with kMlpHalves two per 16-pair tile), and the first
-  // NWS warps, which copy the q/k/v weight rows and split them into TF32 (hi, lo) pairs meanwhile.
-  constexpr int UT = k::sg_cdiv(PAIRS, 16);
-  constexpr bool kMlpHalves = L::kMlpHalves && 2 * UT <= NW;
-  constexpr int MW = L::kMlpMma ? k::sg_min(kMlpHalves ? 2 * UT : UT, NW) : NW;
-  constexpr int NWS = NW - MW > 0 ? NW - MW : NW;
   static_assert(D % H == 0 && D % 8 == 0 && P % 4 == 0, "needs D a multiple of heads and of 8, P of 4");
   static_assert((D / 8) % KSPLIT == 0, "KSPLIT must divide D / 8");
   static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
@@ -1055,7 +1048,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   float* xs = sm + L::kX;      // RN x S: own node rows
   float2* xh = reinterpret_cast<float2*>(sm + L::kXh);  // RN x S: their LayerNorm, TF32 (hi, lo)
   float* ws = sm + L::kW;      // 3 HD x S: rows h HD + t of Wq, Wk, Wv
-  float2* wh = reinterpret_cast<float2*>(sm + L::kWh);  // 3 HD x S: the same, TF32 (hi, lo)
   float* cx = sm + L::kCtx;    // RN x S: ctx rows, a head from each block of the row split
   float* qs = sm + L::kQ;      // RN x HS: scale · q_h
   float* ks = sm + L::kK;      // N x HS: k_h of all rows, from the R blocks of head h
@@ -1113,10 +1105,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   k::sg_cluster_arrive_relaxed();
   // Step 1. Group 0: what step 2 needs; then the q/k/v weights (group 1, or the bulk copies).
   // A warp per row; each copy starts on the warp after the previous one's last row.
-  // These start on warp NWS; the weight rows go to warps 0 .. NWS - 1 only.
-  constexpr int F_X = NWS % NW, F_GB = F_X + RN, F_W0 = F_GB + 2, F_B0 = F_W0 + P, F_W2 = F_B0 + 1;
-  constexpr int F_MSK = F_W2 + H, F_PF = F_MSK + RN;
-  k::sg_copy_rows_warp<RN, D, S, BLOCK, F_X>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
+  constexpr int F_GB = RN, F_W0 = F_GB + 2, F_B0 = F_W0 + P, F_W2 = F_B0 + 1, F_MSK = F_W2 + H, F_PF = F_MSK + RN;
+  constexpr int F_W = F_PF + (L::kMlpMma ? RN : 0);
+  k::sg_copy_rows_warp<RN, D, S, BLOCK, 0>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
   k::sg_copy_rows_warp<2, D, D, BLOCK, F_GB>(gb, [&](int q) { return q == 0 ? gamma : beta; });
   k::sg_copy_rows_warp<P, P, PS, BLOCK, F_W0>(mw0, [&](int q) { return w0 + q * P; });
   k::sg_copy_rows_warp<1, P, P, BLOCK, F_B0>(mb0, [&](int) { return b0; });
@@ -1153,7 +1144,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     __syncthreads();
     for (int o = tid; o < 3 * HD; o += BLOCK) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
   } else {
-    k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, 0, NWS>(ws, w_row);
+    k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, F_W>(ws, w_row);
     k::sg_copy_commit();
   }
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
@@ -1226,7 +1217,8 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     // The last warps take the MLP (the first ones have the LayerNorm rows). With kMlpHalves two
     // warps share a tile, half the hidden units each: the second leaves its sums in shared
     // memory and arrives at the tile's named barrier, the first waits there and adds them.
-    constexpr int NTM = P / 8;
+    constexpr int UT = k::sg_cdiv(PAIRS, 16), NTM = P / 8;
+    constexpr bool kMlpHalves = L::kMlpHalves && 2 * UT <= NW;
     constexpr int NTH = kMlpHalves ? NTM / 2 : NTM;
     const auto mlp_tile = [&](int u, int nt0, float (&acc)[2][H]) {
       const int pa = 16 * u + g, pb = pa + 8;
@@ -1337,29 +1329,10 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  // The weight rows of warp w < NWS (rows w + NWS q, as it copied them) into TF32 (hi, lo) pairs;
-  // the first warps do this while the last ones run the MLP.
-  if constexpr (BULK != 0) k::sg_mbar_wait(bar, 0);
-  if (warp < NWS) {
-    if constexpr (BULK == 0) {
-      k::sg_copy_wait<0>();
-      __syncwarp();
-    }
-#pragma unroll
-    for (int q = 0; q < k::sg_cdiv(3 * HD, NWS); ++q) {
-      const int row = warp + NWS * q;
-      if ((3 * HD) % NWS == 0 || row < 3 * HD) {
-#pragma unroll
-        for (int c = 0; c < k::sg_cdiv(D, 32); ++c) {
-          const int col = lane + 32 * c;
-          if (D % 32 == 0 || col < D) {
-            float hi, lo;
-            k::sg_split_tf32(ws[row * S + col], hi, lo);
-            wh[row * S + col] = make_float2(hi, lo);
-          }
-        }
-      }
-    }
+  if constexpr (BULK != 0) {
+    k::sg_mbar_wait(bar, 0);
+  } else {
+    k::sg_copy_wait<0>();
   }
   __syncthreads();
   TUNE_SG_MARK(3);
@@ -1385,7 +1358,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     const float2* xa = xh + (la < RN ? la : RN - 1) * S;
     const float2* xb = xh + (lb < RN ? lb : RN - 1) * S;
     const int on = 8 * nt + g;
-    const float2* wrow = wh + (m * HD + (on < HD ? on : HD - 1)) * S;
+    const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
     constexpr int KC = KST % 2 == 0 ? 2 : 1;
     float hh[KC][4], hl[KC][4], lh[KC][4];
 #pragma unroll
@@ -1396,7 +1369,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll 6
     for (int k0 = 8 * KST * kr; k0 < 8 * KST * (kr + 1); k0 += 8 * KC) {
 #pragma unroll
-      for (int c = 0; c < KC; ++c) k::sg_mma_3xtf32_step_split(hh[c], hl[c], lh[c], xa, xb, wrow, k0 + 8 * c, t4);
+      for (int c = 0; c < KC; ++c) k::sg_mma_3xtf32_step_split_a(hh[c], hl[c], lh[c], xa, xb, wrow, k0 + 8 * c, t4);
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
