@@ -1389,6 +1389,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   for (int u = warp; u < 3 * MT * NT * KSPLIT; u += NW) {
     project((u / (MT * NT * KSPLIT) + 1) % 3, u / (NT * KSPLIT) % MT, u / KSPLIT % NT, u % KSPLIT);
   }
+  TUNE_SG_MARK(4);
   if constexpr (KSPLIT > 1) {
     __syncthreads();
     for (int idx = tid; idx < 3 * RN * HD; idx += BLOCK) {
@@ -1399,12 +1400,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
   }
   __syncthreads();  // qs, block-wide
+  TUNE_SG_MARK(5);
   if constexpr (ASYNC != 0) {
     k::sg_mbar_wait_cluster(bar_x1, 0);  // this block's bias, k and v have all arrived
   } else {
     k::sg_cluster_sync();  // every block's bias and k, v stores are done
   }
-  TUNE_SG_MARK(4);
+  TUNE_SG_MARK(6);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
   {
@@ -1469,14 +1471,14 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  TUNE_SG_MARK(5);
+  TUNE_SG_MARK(7);
   if constexpr (ASYNC != 0) {
     __syncthreads();                     // this block's own head of ctx
     k::sg_mbar_wait_cluster(bar_x2, 0);  // the other heads' ctx rows have arrived
   } else {
     k::sg_cluster_sync();
   }
-  TUNE_SG_MARK(6);
+  TUNE_SG_MARK(8);
 
   // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q.
   if (warp >= OW0) {
@@ -1509,7 +1511,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  TUNE_SG_MARK(7);
+  TUNE_SG_MARK(9);
 }
 
 // strategy split, mapping batch/qtile, second launch: as sg_fused with the bias from scratch.

@@ -1,8 +1,9 @@
 // sg_phases: where the time of a scene_graph kernel goes, phase by phase, on a cold L2.
 // Each warp's lane 0 records %globaltimer and %clock64 at the kernel's phase marks
 // (TUNE_SG_MARK in kernel_templates/scene_graph.cuh; sg_cluster: 0 start, 1 loads issued,
-// 2 first copies landed, 3 LayerNorm, pair bias and weights done, 4 q/k/v and the cluster's
-// first barrier done, 5 attention done, 6 second cluster barrier, 7 end). Per variant: the
+// 2 first copies landed, 3 LayerNorm, pair bias and weights done, 4 the warp's projection tiles
+// done, 5 q/k/v delivered (block barrier), 6 exchange 1 done, 7 attention done, 8 exchange 2
+// done, 9 end). Per variant: the
 // cold event time (L2 flushed before every launch, as tune measures), then per mark, over the
 // warps of one cold launch, the median and latest time since the first warp started (ns,
 // globaltimer) and the median cycles since the warp's own start (clock64).
@@ -14,7 +15,7 @@
 
 #include "phases.hpp"
 
-constexpr int kMarks = 8;
+constexpr int kMarks = 10;
 #define TUNE_SG_MARK(mark) phases_mark<kMarks>(mark)
 
 #include "scene_graph.cuh"
