@@ -365,18 +365,22 @@ __device__ __forceinline__ void sg_mma_3xtf32_step(float (&hh)[4], float (&hl)[4
   sg_mma_tf32(hh, ah, bh[0], bh[1]);
 }
 
-// As sg_mma_3xtf32_step, with the A rows already split into TF32 (hi, lo) pairs.
-__device__ __forceinline__ void sg_mma_3xtf32_step_split_a(float (&hh)[4], float (&hl)[4], float (&lh)[4],
-                                                           const float2* xa, const float2* xb, const float* wrow,
-                                                           int k, int t) {
-  const float2 a0 = xa[k + t], a1 = xb[k + t], a2 = xa[k + t + 4], a3 = xb[k + t + 4];
-  const float ah[4] = {a0.x, a1.x, a2.x, a3.x}, al[4] = {a0.y, a1.y, a2.y, a3.y};
+// The B half of a 3xTF32 k-step: A fragments already split (ah, al), B column g at wrow.
+__device__ __forceinline__ void sg_mma_3xtf32_b(float (&hh)[4], float (&hl)[4], float (&lh)[4], const float (&ah)[4],
+                                                const float (&al)[4], const float* wrow, int k, int t) {
   float bh[2], bl[2];
   sg_split_tf32(wrow[k + t], bh[0], bl[0]);
   sg_split_tf32(wrow[k + t + 4], bh[1], bl[1]);
   sg_mma_tf32(hl, al, bh[0], bh[1]);
   sg_mma_tf32(lh, ah, bl[0], bl[1]);
   sg_mma_tf32(hh, ah, bh[0], bh[1]);
+}
+// The A fragments of rows xa, xb (already split into TF32 (hi, lo) pairs) at k-step k.
+__device__ __forceinline__ void sg_load_split_a(float (&ah)[4], float (&al)[4], const float2* xa, const float2* xb,
+                                                int k, int t) {
+  const float2 a0 = xa[k + t], a1 = xb[k + t], a2 = xa[k + t + 4], a3 = xb[k + t + 4];
+  ah[0] = a0.x, ah[1] = a1.x, ah[2] = a2.x, ah[3] = a3.x;
+  al[0] = a0.y, al[1] = a1.y, al[2] = a2.y, al[3] = a3.y;
 }
 
 // y[r][o] = Σ_c x(r, o)[c] · w[o][c] for r < R, o < O, c < K (K % 4 == 0).
@@ -1006,8 +1010,9 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 //      pairs (its rows) x (column chunk h), on the tensor cores when P % 8 == 0; each head's
 //      bias stored into block (head, r) through distributed shared memory;
 //   3. q_h, k_h, v_h of its rows on the tensor cores (mma.sync m16n8k8, 3xTF32: hi*hi + hi*lo +
-//      lo*hi, near FP32), each tile's k-range split over KSPLIT warps (partial sums added in a
-//      fixed order), k_h and v_h stored into the R blocks of head h;  [exchange 1]
+//      lo*hi, near FP32), a warp per NTILE column tiles (sharing its A fragments), each tile's
+//      k-range split over KSPLIT warps (partial sums added in a fixed order), k_h and v_h stored
+//      into the R blocks of head h;  [exchange 1]
 //   4. a warp per query row: scores, masked softmax and ctx_h in registers, ctx_h stored into the
 //      ctx rows of the H blocks of row split r;  [exchange 2]
 //   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1.
@@ -1020,7 +1025,7 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // memory can still be written. With ASYNC == 0 every value a barrier publishes is written
 // before the writer arrives at it (a value written between a thread's arrive and its wait
 // would race with the readers after the wait).
-template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0>
+template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -1353,41 +1358,61 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int rs = 0; rs < R; ++rs) put1((m == 1 ? ks : vs) + (i0 + li) * HS + o, h * R + rs, y);
     }
   };
-  const auto project = [&](int m, int mt, int nt, int kr) {
+  // A task computes NB column tiles of one matrix, row tile and k-range: the A fragments it
+  // loads serve all NB tiles (NTILE == 1: a tile per task, two accumulator chains).
+  constexpr int NB = NTILE < NT ? NTILE : NT, NG = k::sg_cdiv(NT, NB);
+  const auto project = [&](int m, int mt, int ng, int kr) {
     const int la = 16 * mt + g, lb = la + 8;
     const float2* xa = xh + (la < RN ? la : RN - 1) * S;
     const float2* xb = xh + (lb < RN ? lb : RN - 1) * S;
-    const int on = 8 * nt + g;
-    const float* wrow = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
-    constexpr int KC = KST % 2 == 0 ? 2 : 1;
-    float hh[KC][4], hl[KC][4], lh[KC][4];
+    const float* wrow[NB];
+#pragma unroll
+    for (int n = 0; n < NB; ++n) {
+      const int on = 8 * (ng * NB + n) + g;
+      wrow[n] = ws + (m * HD + (on < HD ? on : HD - 1)) * S;
+    }
+    constexpr int KC = NB == 1 && KST % 2 == 0 ? 2 : 1;
+    float hh[KC][NB][4], hl[KC][NB][4], lh[KC][NB][4];
 #pragma unroll
     for (int c = 0; c < KC; ++c) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) hh[c][e] = hl[c][e] = lh[c][e] = 0.0f;
+      for (int n = 0; n < NB; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) hh[c][n][e] = hl[c][n][e] = lh[c][n][e] = 0.0f;
+      }
     }
 #pragma unroll 6
     for (int k0 = 8 * KST * kr; k0 < 8 * KST * (kr + 1); k0 += 8 * KC) {
 #pragma unroll
-      for (int c = 0; c < KC; ++c) k::sg_mma_3xtf32_step_split_a(hh[c], hl[c], lh[c], xa, xb, wrow, k0 + 8 * c, t4);
+      for (int c = 0; c < KC; ++c) {
+        float ah[4], al[4];
+        k::sg_load_split_a(ah, al, xa, xb, k0 + 8 * c, t4);
+#pragma unroll
+        for (int n = 0; n < NB; ++n) {
+          if (NT % NB == 0 || ng * NB + n < NT) k::sg_mma_3xtf32_b(hh[c][n], hl[c][n], lh[c][n], ah, al, wrow[n], k0 + 8 * c, t4);
+        }
+      }
     }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int li = e < 2 ? la : lb, o = 8 * nt + 2 * t4 + (e % 2);
-      float y = 0.0f;
+    for (int n = 0; n < NB; ++n) {
 #pragma unroll
-      for (int c = 0; c < KC; ++c) y += hh[c][e] + (hl[c][e] + lh[c][e]);
-      if (o >= HD || li >= RN) continue;
-      if constexpr (KSPLIT == 1) {
-        deliver(m, li, o, y);
-      } else {
-        part[((kr * 3 + m) * RN + li) * HD + o] = y;
+      for (int e = 0; e < 4; ++e) {
+        const int li = e < 2 ? la : lb, o = 8 * (ng * NB + n) + 2 * t4 + (e % 2);
+        float y = 0.0f;
+#pragma unroll
+        for (int c = 0; c < KC; ++c) y += hh[c][n][e] + (hl[c][n][e] + lh[c][n][e]);
+        if (o >= HD || li >= RN) continue;
+        if constexpr (KSPLIT == 1) {
+          deliver(m, li, o, y);
+        } else {
+          part[((kr * 3 + m) * RN + li) * HD + o] = y;
+        }
       }
     }
   };
-  // task u: k-range fastest, then column tile, row tile, matrix (k and v, the remote ones, first)
-  for (int u = warp; u < 3 * MT * NT * KSPLIT; u += NW) {
-    project((u / (MT * NT * KSPLIT) + 1) % 3, u / (NT * KSPLIT) % MT, u / KSPLIT % NT, u % KSPLIT);
+  // task u: k-range fastest, then column group, row tile, matrix (k and v, the remote ones, first)
+  for (int u = warp; u < 3 * MT * NG * KSPLIT; u += NW) {
+    project((u / (MT * NG * KSPLIT) + 1) % 3, u / (NG * KSPLIT) % MT, u / KSPLIT % NG, u % KSPLIT);
   }
   TUNE_SG_MARK(4);
   if constexpr (KSPLIT > 1) {

@@ -37,11 +37,12 @@ struct Variant {
   bool marks;
 };
 
-template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0>
+template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1>
 Variant cluster() {
   return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : "") +
-              (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : ""),
-          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC>,
+              (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : "") +
+              (NTILE > 1 ? " ntile=" + std::to_string(NTILE) : ""),
+          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE>,
           B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes, true};
 }
 
@@ -111,9 +112,9 @@ int main(int argc, char** argv) {
   const std::vector<Variant> variants = {
       {"qtile qrows=1 block=512 (fused)", sg_fused<B, N, D, H, P, 1, 512, 0, 0, 0>, B * N, 512,
        tune_kernels::sg_attention_smem_bytes(N, D, H, 1, 0), false},
-      cluster<1, 512, 0>(), cluster<2, 256, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 1>(),
-      cluster<2, 512, 0, 3>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1>(), cluster<2, 256, 0, 3, 1>(),
-      cluster<2, 1024, 0, 3, 1>(),
+      cluster<1, 512, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1>(),
+      cluster<2, 512, 0, 1, 0, 4>(), cluster<2, 512, 0, 1, 1, 4>(), cluster<2, 512, 0, 3, 1, 4>(),
+      cluster<2, 256, 0, 1, 1, 4>(), cluster<2, 256, 0, 3, 1, 4>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
