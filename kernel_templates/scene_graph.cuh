@@ -1042,6 +1042,12 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int PAIRS = RN * JC, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
   constexpr int NT = k::sg_cdiv(HD, 8), MT = k::sg_cdiv(RN, 16);   // mma tiles of the projections
   constexpr int KST = D / 8 / KSPLIT;                              // k-steps of one projection task
+  // Relation MLP tiles of 16 pairs on the last MW warps (with kMlpHalves two warps per tile, half
+  // the hidden units each); the LayerNorm rows on the first LNW warps (all when no warp is free).
+  constexpr int UT = k::sg_cdiv(PAIRS, 16);
+  constexpr bool kMlpHalves = L::kMlpHalves && 2 * UT <= NW;
+  constexpr int MW = L::kMlpMma ? k::sg_min(kMlpHalves ? 2 * UT : UT, NW) : 0;
+  constexpr int LNW = NW - MW > 0 ? NW - MW : NW;
   static_assert(D % H == 0 && D % 8 == 0 && P % 4 == 0, "needs D a multiple of heads and of 8, P of 4");
   static_assert((D / 8) % KSPLIT == 0, "KSPLIT must divide D / 8");
   static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
@@ -1142,12 +1148,15 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   k::sg_copy_commit();
   const auto w_row = [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; };
   if constexpr (BULK != 0) {
-    if (tid == 0) {
-      k::sg_mbar_init(bar, 1);
-      k::sg_mbar_expect_bytes(bar, 3u * HD * D * 4u);
+    // warp 0 starts the bulk copies of the weight rows (no load unit slots held, no block barrier)
+    if (warp == 0) {
+      if (lane == 0) {
+        k::sg_mbar_init(bar, 1);
+        k::sg_mbar_expect_bytes(bar, 3u * HD * D * 4u);
+      }
+      __syncwarp();
+      for (int o = lane; o < 3 * HD; o += 32) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
     }
-    __syncthreads();
-    for (int o = tid; o < 3 * HD; o += BLOCK) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
   } else {
     k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, F_W>(ws, w_row);
     k::sg_copy_commit();
@@ -1183,38 +1192,58 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   k::sg_copy_wait<BULK != 0 ? 0 : 1>();
   __syncthreads();
   TUNE_SG_MARK(2);
-  {
-    constexpr int DL = k::sg_cdiv(D, 32);
+  if (warp < LNW) {  // rows warp + LNW q, all of a warp's rows at once (independent shuffles)
+    constexpr int DL = k::sg_cdiv(D, 32), RPW = k::sg_cdiv(RN, LNW);
     constexpr float inv_d = 1.0f / static_cast<float>(D);
-    for (int i = warp; i < RN; i += NW) {
-      float x[DL];
-      float sum = 0.0f;
+    float x[RPW][DL], mean[RPW], inv[RPW];
+#pragma unroll
+    for (int q = 0; q < RPW; ++q) {
+      const int i = warp + LNW * q < RN ? warp + LNW * q : RN - 1;
+      mean[q] = 0.0f;
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
         const int col = lane + 32 * c;
-        x[c] = col < D ? xs[i * S + col] : 0.0f;
-        sum += x[c];
+        x[q][c] = col < D ? xs[i * S + col] : 0.0f;
+        mean[q] += x[q][c];
       }
-      const float mean = k::sg_warp_sum(sum) * inv_d;
-      float var = 0.0f;
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+#pragma unroll
+      for (int q = 0; q < RPW; ++q) mean[q] += __shfl_xor_sync(0xffffffffu, mean[q], off);
+    }
+#pragma unroll
+    for (int q = 0; q < RPW; ++q) {
+      mean[q] *= inv_d;
+      inv[q] = 0.0f;
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
-        const float d = lane + 32 * c < D ? x[c] - mean : 0.0f;
-        var = fmaf(d, d, var);
+        const float d = lane + 32 * c < D ? x[q][c] - mean[q] : 0.0f;
+        inv[q] = fmaf(d, d, inv[q]);
       }
-      const float inv = rsqrtf(fmaf(k::sg_warp_sum(var), inv_d, 1e-5f));
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+#pragma unroll
+      for (int q = 0; q < RPW; ++q) inv[q] += __shfl_xor_sync(0xffffffffu, inv[q], off);
+    }
+#pragma unroll
+    for (int q = 0; q < RPW; ++q) {
+      const int i = warp + LNW * q;
+      const float rs = rsqrtf(fmaf(inv[q], inv_d, 1e-5f));
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
         const int col = lane + 32 * c;
-        if (col < D) {
+        if (col < D && i < RN) {
           float hi, lo;
-          k::sg_split_tf32((x[c] - mean) * inv * gb[col] + gb[D + col], hi, lo);
+          k::sg_split_tf32((x[q][c] - mean[q]) * rs * gb[col] + gb[D + col], hi, lo);
           xh[i * S + col] = make_float2(hi, lo);
         }
       }
     }
   }
-  k::sg_cluster_wait();  // all blocks run: their shared memory (and mbarriers) can be written
+  // Each thread waits once at the cluster's first barrier (all blocks run: their shared memory
+  // and mbarriers can be written) before its first remote store: the MLP warps after their sums.
   if constexpr (L::kMlpMma) {
     // hidden = pf · W0ᵀ on the tensor cores for 16 pairs (tile u) and hidden tiles nt0 .. nt0 +
     // NTH - 1; lane (g, t) finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and
@@ -1222,8 +1251,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     // The last warps take the MLP (the first ones have the LayerNorm rows). With kMlpHalves two
     // warps share a tile, half the hidden units each: the second leaves its sums in shared
     // memory and arrives at the tile's named barrier, the first waits there and adds them.
-    constexpr int UT = k::sg_cdiv(PAIRS, 16), NTM = P / 8;
-    constexpr bool kMlpHalves = L::kMlpHalves && 2 * UT <= NW;
+    constexpr int NTM = P / 8;
     constexpr int NTH = kMlpHalves ? NTM / 2 : NTM;
     const auto mlp_tile = [&](int u, int nt0, float (&acc)[2][H]) {
       const int pa = 16 * u + g, pb = pa + 8;
@@ -1286,6 +1314,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
             }
           }
           asm volatile("bar.arrive %0, 64;" ::"r"(1 + u) : "memory");
+          k::sg_cluster_wait();
         } else {
           asm volatile("bar.sync %0, 64;" ::"r"(1 + u) : "memory");
 #pragma unroll
@@ -1293,17 +1322,26 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
             for (int hh = 0; hh < H; ++hh) acc[e][hh] += mx[(e * 8 + g) * H + hh];
           }
+          k::sg_cluster_wait();
           mlp_store(u, acc);
         }
+      } else {
+        k::sg_cluster_wait();
       }
     } else {
-      for (int u = v; u < UT; u += NW) {
-        float acc[2][H];
-        mlp_tile(u, 0, acc);
-        mlp_store(u, acc);
+      if (v < UT) {
+        for (int u = v; u < UT; u += NW) {
+          float acc[2][H];
+          mlp_tile(u, 0, acc);
+          if (u == v) k::sg_cluster_wait();
+          mlp_store(u, acc);
+        }
+      } else {
+        k::sg_cluster_wait();
       }
     }
   } else {
+    k::sg_cluster_wait();
 #pragma unroll
     for (int q = 0; q < PPT; ++q) {
       const int u = tid + BLOCK * q;

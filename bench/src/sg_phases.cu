@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
       {"qtile qrows=1 block=512 (fused)", sg_fused<B, N, D, H, P, 1, 512, 0, 0, 0>, B * N, 512,
        tune_kernels::sg_attention_smem_bytes(N, D, H, 1, 0), false},
       cluster<1, 512, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1>(),
-      cluster<2, 512, 0, 1, 0, 4>(), cluster<2, 512, 0, 1, 1, 4>(), cluster<2, 512, 0, 3, 1, 4>(),
-      cluster<2, 256, 0, 1, 1, 4>(), cluster<2, 256, 0, 3, 1, 4>(),
+      cluster<2, 512, 0, 3, 1, 4>(), cluster<2, 512, 1, 3, 1, 4>(), cluster<2, 512, 1, 1, 1, 4>(),
+      cluster<2, 256, 0, 3, 1, 4>(), cluster<2, 256, 1, 3, 1, 4>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
