@@ -265,13 +265,14 @@ __device__ __forceinline__ void sg_st_async(float* p, unsigned rank, float v, vo
 }
 
 // ROWS rows of L floats (L % 4 == 0) from global rows src_row(r) into shared rows of stride S, a
-// warp per row (row r by warp (r + FIRST) % (BLOCK / 32), so that successive copies start on the
-// warp after the previous one's last row), its 16-byte chunks by the lanes: no division per
-// chunk, compile-time trip counts.
-template <int ROWS, int L, int S, int BLOCK, int FIRST, class SrcRow>
+// warp per row (row r by warp (r + FIRST) % WARPS of the first WARPS warps, so that successive
+// copies start on the warp after the previous one's last row), its 16-byte chunks by the lanes:
+// no division per chunk, compile-time trip counts.
+template <int ROWS, int L, int S, int BLOCK, int FIRST, int WARPS = BLOCK / 32, class SrcRow>
 __device__ __forceinline__ void sg_copy_rows_warp(float* dst, const SrcRow& src_row) {
-  constexpr int NW = BLOCK / 32, L4 = L / 4;
+  constexpr int NW = WARPS, L4 = L / 4;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  if (WARPS < BLOCK / 32 && warp >= WARPS) return;
   const int first = (warp + NW - FIRST % NW) % NW;
 #pragma unroll
   for (int q = 0; q < sg_cdiv(ROWS, NW); ++q) {
@@ -1025,7 +1026,8 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // memory can still be written. With ASYNC == 0 every value a barrier publishes is written
 // before the writer arrives at it (a value written between a thread's arrive and its wait
 // would race with the readers after the wait).
-template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1>
+template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
+          int OVERLAP = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -1044,10 +1046,24 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int KST = D / 8 / KSPLIT;                              // k-steps of one projection task
   // Relation MLP tiles of 16 pairs on the last MW warps (with kMlpHalves two warps per tile, half
   // the hidden units each); the LayerNorm rows on the first LNW warps (all when no warp is free).
+  // Projection tasks: NB column tiles of one matrix, one row tile, one k-range each (the A
+  // fragments a task loads serve its NB tiles).
+  constexpr int NB = NTILE < NT ? NTILE : NT, NG = k::sg_cdiv(NT, NB), PW = 3 * MT * NG * KSPLIT;
   constexpr int UT = k::sg_cdiv(PAIRS, 16);
-  constexpr bool kMlpHalves = L::kMlpHalves && 2 * UT <= NW;
+  // OVERLAP: the first PW warps take the LayerNorm, one projection task each and the weight
+  // copies, and meet at a named barrier of their own; the last UT warps run the MLP meanwhile.
+  constexpr bool kOv = OVERLAP != 0 && L::kMlpMma && BULK == 0 && PW + UT <= NW;
+  constexpr bool kMlpHalves = !kOv && L::kMlpHalves && 2 * UT <= NW;
   constexpr int MW = L::kMlpMma ? k::sg_min(kMlpHalves ? 2 * UT : UT, NW) : 0;
-  constexpr int LNW = NW - MW > 0 ? NW - MW : NW;
+  constexpr int LNW = kOv ? PW : (NW - MW > 0 ? NW - MW : NW);
+  constexpr int kProjBar = 15;  // named barrier of the projection warps (the MLP halves use 1 .. UT)
+  const auto proj_sync = [&] {
+    if constexpr (kOv) {
+      asm volatile("bar.sync %0, %1;" ::"n"(kProjBar), "n"(PW * 32) : "memory");
+    } else {
+      __syncthreads();
+    }
+  };
   static_assert(D % H == 0 && D % 8 == 0 && P % 4 == 0, "needs D a multiple of heads and of 8, P of 4");
   static_assert((D / 8) % KSPLIT == 0, "KSPLIT must divide D / 8");
   static_assert(H * R <= 8, "a portable cluster has at most 8 blocks");
@@ -1158,7 +1174,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int o = lane; o < 3 * HD; o += 32) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
     }
   } else {
-    k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, F_W>(ws, w_row);
+    k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, kOv ? 0 : F_W, kOv ? PW : NW>(ws, w_row);
     k::sg_copy_commit();
   }
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
@@ -1244,6 +1260,14 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   // Each thread waits once at the cluster's first barrier (all blocks run: their shared memory
   // and mbarriers can be written) before its first remote store: the MLP warps after their sums.
+  // With kOv: the projection warps now wait for their weight copies and meet, then run the
+  // projections (step 3) while the MLP warps go on.
+  if constexpr (kOv) {
+    if (warp < PW) {
+      k::sg_copy_wait<0>();
+      proj_sync();
+    }
+  }
   if constexpr (L::kMlpMma) {
     // hidden = pf · W0ᵀ on the tensor cores for 16 pairs (tile u) and hidden tiles nt0 .. nt0 +
     // NTH - 1; lane (g, t) finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and
@@ -1372,12 +1396,14 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  if constexpr (BULK != 0) {
-    k::sg_mbar_wait(bar, 0);
-  } else {
-    k::sg_copy_wait<0>();
+  if constexpr (!kOv) {
+    if constexpr (BULK != 0) {
+      k::sg_mbar_wait(bar, 0);
+    } else {
+      k::sg_copy_wait<0>();
+    }
+    __syncthreads();
   }
-  __syncthreads();
   TUNE_SG_MARK(3);
 
   // Step 3. Projections of the own rows on the tensor cores, a warp per (matrix, 16-row tile,
@@ -1396,9 +1422,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int rs = 0; rs < R; ++rs) put1((m == 1 ? ks : vs) + (i0 + li) * HS + o, h * R + rs, y);
     }
   };
-  // A task computes NB column tiles of one matrix, row tile and k-range: the A fragments it
-  // loads serve all NB tiles (NTILE == 1: a tile per task, two accumulator chains).
-  constexpr int NB = NTILE < NT ? NTILE : NT, NG = k::sg_cdiv(NT, NB);
   const auto project = [&](int m, int mt, int ng, int kr) {
     const int la = 16 * mt + g, lb = la + 8;
     const float2* xa = xh + (la < RN ? la : RN - 1) * S;
@@ -1449,13 +1472,16 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
   };
   // task u: k-range fastest, then column group, row tile, matrix (k and v, the remote ones, first)
-  for (int u = warp; u < 3 * MT * NG * KSPLIT; u += NW) {
-    project((u / (MT * NG * KSPLIT) + 1) % 3, u / (NG * KSPLIT) % MT, u / KSPLIT % NG, u % KSPLIT);
+  if (!kOv || warp < PW) {
+    for (int u = warp; u < PW; u += NW) {
+      project((u / (MT * NG * KSPLIT) + 1) % 3, u / (NG * KSPLIT) % MT, u / KSPLIT % NG, u % KSPLIT);
+    }
   }
   TUNE_SG_MARK(4);
   if constexpr (KSPLIT > 1) {
-    __syncthreads();
-    for (int idx = tid; idx < 3 * RN * HD; idx += BLOCK) {
+    constexpr int PT = kOv ? PW * 32 : BLOCK;  // threads of the partial sums
+    if (!kOv || warp < PW) proj_sync();
+    for (int idx = tid; idx < (tid < PT ? 3 * RN * HD : 0); idx += PT) {
       float y = part[idx];
 #pragma unroll
       for (int kr = 1; kr < KSPLIT; ++kr) y += part[kr * 3 * RN * HD + idx];
