@@ -145,7 +145,11 @@ struct SgClusterLayout {
   static constexpr int kBias = kV + sg_round4(N * HS);         // RN x N
   static constexpr int kMask = kBias + sg_round4(RN * N);      // RN x N
   static constexpr int kPart = kMask + sg_round4(RN * N);      // KSPLIT > 1: KSPLIT x 3 x RN x HD partial projections
-  static constexpr int kW0 = kPart + (KSPLIT > 1 ? sg_round4(KSPLIT * 3 * RN * HD) : 0);  // P x PS
+  // (or, as MMA fragments, KSPLIT - 1 partial tiles of 16 x 8 per (matrix, row tile, column tile))
+  static constexpr int kPartSize = sg_round4(KSPLIT * 3 * RN * HD) > (KSPLIT - 1) * 3 * sg_cdiv(RN, 16) * sg_cdiv(HD, 8) * 128
+                                       ? sg_round4(KSPLIT * 3 * RN * HD)
+                                       : (KSPLIT - 1) * 3 * sg_cdiv(RN, 16) * sg_cdiv(HD, 8) * 128;
+  static constexpr int kW0 = kPart + (KSPLIT > 1 ? kPartSize : 0);  // P x PS
   static constexpr int kB0 = kW0 + sg_round4(P * PS);          // P
   static constexpr int kW2 = kB0 + sg_round4(P);               // H x P, then b2 (H)
   static constexpr int kGB = kW2 + sg_round4(H * P + H);       // 2 D
@@ -262,6 +266,15 @@ __device__ __forceinline__ void sg_st_async(float* p, unsigned rank, float v, vo
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(sg_smem_address(bar)), "r"(rank));
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
                ::"r"(remote), "r"(__float_as_uint(v)), "r"(remote_bar) : "memory");
+}
+
+// As sg_st_async, two floats at an 8-byte aligned p (8 bytes of the transaction count).
+__device__ __forceinline__ void sg_st_async2(float* p, unsigned rank, float v0, float v1, void* bar) {
+  unsigned remote, remote_bar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(sg_smem_address(p)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(sg_smem_address(bar)), "r"(rank));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];"
+               ::"r"(remote), "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(remote_bar) : "memory");
 }
 
 // ROWS rows of L floats (L % 4 == 0) from global rows src_row(r) into shared rows of stride S, a
@@ -1422,6 +1435,34 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int rs = 0; rs < R; ++rs) put1((m == 1 ? ks : vs) + (i0 + li) * HS + o, h * R + rs, y);
     }
   };
+  // columns o, o + 1 of row li (o even): one 8-byte remote store per block when rows of q/k/v
+  // are 8-byte aligned
+  const auto deliver2 = [&](int m, int li, int o, float y0, float y1) {
+    if constexpr (ASYNC != 0 && HS % 2 == 0 && HD % 2 == 0) {
+      if (i0 + li >= N) return;
+      if (m == 0) {
+        qs[li * HS + o] = y0 * scale;
+        qs[li * HS + o + 1] = y1 * scale;
+      } else {
+        float* p = (m == 1 ? ks : vs) + (i0 + li) * HS + o;
+#pragma unroll
+        for (int rs = 0; rs < R; ++rs) {
+          if (h * R + rs == rank) {
+            *reinterpret_cast<float2*>(p) = make_float2(y0, y1);
+          } else {
+            k::sg_st_async2(p, static_cast<unsigned>(h * R + rs), y0, y1, bar_x1);
+          }
+        }
+      }
+    } else {
+      deliver(m, li, o, y0);
+      if (o + 1 < HD) deliver(m, li, o + 1, y1);
+    }
+  };
+  // kGroupSum: the KSPLIT warps of one (matrix, row tile, column group) are consecutive; the
+  // first KSPLIT - 1 leave their sums in shared memory as MMA fragments and arrive at the
+  // group's named barrier (1 + group), the last waits there, adds them in k order and delivers.
+  constexpr bool kGroupSum = KSPLIT > 1 && kOv && PW / KSPLIT <= 14;
   const auto project = [&](int m, int mt, int ng, int kr) {
     const int la = 16 * mt + g, lb = la + 8;
     const float2* xa = xh + (la < RN ? la : RN - 1) * S;
@@ -1454,19 +1495,54 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         }
       }
     }
+    float y[NB][4];
 #pragma unroll
     for (int n = 0; n < NB; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int li = e < 2 ? la : lb, o = 8 * (ng * NB + n) + 2 * t4 + (e % 2);
-        float y = 0.0f;
+        y[n][e] = 0.0f;
 #pragma unroll
-        for (int c = 0; c < KC; ++c) y += hh[c][n][e] + (hl[c][n][e] + lh[c][n][e]);
+        for (int c = 0; c < KC; ++c) y[n][e] += hh[c][n][e] + (hl[c][n][e] + lh[c][n][e]);
+      }
+    }
+    if constexpr (kGroupSum) {
+      const int group = warp / KSPLIT;
+      // fragment of (kr, matrix, row tile, column tile): 32 lanes x 4 floats
+      const auto frag = [&](int kq, int nt) {
+        return reinterpret_cast<float4*>(part) + (((kq * 3 + m) * MT + mt) * NT + nt) * 32 + lane;
+      };
+      if (kr < KSPLIT - 1) {
+#pragma unroll
+        for (int n = 0; n < NB; ++n) {
+          if (NT % NB == 0 || ng * NB + n < NT) *frag(kr, ng * NB + n) = make_float4(y[n][0], y[n][1], y[n][2], y[n][3]);
+        }
+        asm volatile("bar.arrive %0, %1;" ::"r"(1 + group), "n"(KSPLIT * 32) : "memory");
+        return;
+      }
+      asm volatile("bar.sync %0, %1;" ::"r"(1 + group), "n"(KSPLIT * 32) : "memory");
+#pragma unroll
+      for (int n = 0; n < NB; ++n) {
+        if (NT % NB != 0 && ng * NB + n >= NT) continue;
+        float4 sum = *frag(0, ng * NB + n);
+#pragma unroll
+        for (int kq = 1; kq < KSPLIT - 1; ++kq) {
+          const float4 pk = *frag(kq, ng * NB + n);
+          sum.x += pk.x, sum.y += pk.y, sum.z += pk.z, sum.w += pk.w;
+        }
+        y[n][0] = sum.x + y[n][0], y[n][1] = sum.y + y[n][1], y[n][2] = sum.z + y[n][2], y[n][3] = sum.w + y[n][3];
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < NB; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; e += 2) {
+        const int li = e < 2 ? la : lb, o = 8 * (ng * NB + n) + 2 * t4;
         if (o >= HD || li >= RN) continue;
-        if constexpr (KSPLIT == 1) {
-          deliver(m, li, o, y);
+        if constexpr (KSPLIT == 1 || kGroupSum) {
+          deliver2(m, li, o, y[n][e], y[n][e + 1]);
         } else {
-          part[((kr * 3 + m) * RN + li) * HD + o] = y;
+          part[((kr * 3 + m) * RN + li) * HD + o] = y[n][e];
+          if (o + 1 < HD) part[((kr * 3 + m) * RN + li) * HD + o + 1] = y[n][e + 1];
         }
       }
     }
@@ -1478,7 +1554,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
   }
   TUNE_SG_MARK(4);
-  if constexpr (KSPLIT > 1) {
+  if constexpr (KSPLIT > 1 && !kGroupSum) {
     constexpr int PT = kOv ? PW * 32 : BLOCK;  // threads of the partial sums
     if (!kOv || warp < PW) proj_sync();
     for (int idx = tid; idx < (tid < PT ? 3 * RN * HD : 0); idx += PT) {

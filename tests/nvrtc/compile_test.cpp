@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "tune/compile.hpp"
 #include "tune/problem.hpp"
@@ -51,6 +54,45 @@ void compile_subset(const std::string& problem, const std::vector<std::pair<std:
 TEST(Nvrtc, ContactRepresentativeSubsetCompilesForSm90) { compile_subset("contact", {{"B", 4}, {"N", 64}}); }
 
 TEST(Nvrtc, SceneGraphRepresentativeSubsetCompilesForSm90) { compile_subset("scene_graph", {{"B", 4}, {"N", 24}}); }
+
+// sg_cluster does not check its dynamic shared memory at run time (the check cost a constant-cache
+// miss before the first load), so the config's cl_smem must be exactly the kernel's layout size.
+// For every cluster variant of several shapes, a static_assert in one NVRTC compile: no GPU.
+TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
+  const Space space = load_space("scene_graph", std::nullopt);
+  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes = {
+      {{"B", 4}, {"N", 24}},
+      {{"B", 3}, {"N", 13}},
+      {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}},
+      {{"B", 1}, {"N", 12}, {"D", 32}, {"heads", 4}, {"P", 8}},
+      {{"B", 2}, {"N", 5}, {"D", 16}, {"heads", 2}, {"P", 8}},
+      {{"B", 2}, {"N", 40}, {"D", 64}, {"heads", 2}, {"P", 12}}};
+  std::string source = std::string(template_source("scene_graph.cuh")) + "\n";
+  std::set<std::string> checks;
+  for (const auto& dims : shapes) {
+    const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
+    for (const auto& c : space.enumerate(shape, DeviceLimits::for_arch(90)).configs) {
+      const KernelLaunch k = space.lower(c, shape).launches.front();
+      if (k.kernel != "sg_cluster") continue;
+      // sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ...>: the layout's N, D, H, P, R, KSPLIT
+      std::vector<std::string> a;
+      std::string e = k.name_expression.substr(k.name_expression.find('<') + 1);
+      for (std::size_t at = 0; at < e.size();) {
+        const std::size_t end = e.find_first_of(",>", at);
+        a.push_back(e.substr(at, end - at));
+        at = end + 1;
+      }
+      ASSERT_GE(a.size(), 9u) << k.name_expression;
+      checks.insert(fmt::format("static_assert(tune_kernels::SgClusterLayout<{}, {}, {}, {}, {}, {}>::kBytes == {}u, "
+                                "\"cl_smem of {}\");\n",
+                                a[1], a[2], a[3], a[4], a[5], a[8], k.dynamic_smem, k.name_expression));
+    }
+  }
+  ASSERT_GT(checks.size(), 10u);
+  for (const auto& line : checks) source += line;
+  const CompileResult r = compile(CompileRequest{source, "sg_cluster_layout_check.cu", {}, default_options(90)});
+  EXPECT_TRUE(r.ok) << r.log;
+}
 
 TEST(Nvrtc, ACompileErrorIsAResultWithItsLog) {
   CompileRequest req{"__global__ void k() { this is not cuda; }", "broken.cu", {}, default_options(90)};
