@@ -1040,7 +1040,7 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // before the writer arrives at it (a value written between a thread's arrive and its wait
 // would race with the readers after the wait).
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
-          int OVERLAP = 0>
+          int OVERLAP = 0, int OUTMMA = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -1066,10 +1066,15 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // OVERLAP: the first PW warps take the LayerNorm, one projection task each and the weight
   // copies, and meet at a named barrier of their own; the last UT warps run the MLP meanwhile.
   constexpr bool kOv = OVERLAP != 0 && L::kMlpMma && BULK == 0 && PW + UT <= NW;
-  constexpr bool kMlpHalves = !kOv && L::kMlpHalves && 2 * UT <= NW;
+  constexpr bool kMlpHalves = !kOv && L::kMlpHalves && 2 * UT <= NW && UT <= 13;
   constexpr int MW = L::kMlpMma ? k::sg_min(kMlpHalves ? 2 * UT : UT, NW) : 0;
   constexpr int LNW = kOv ? PW : (NW - MW > 0 ? NW - MW : NW);
   constexpr int kProjBar = 15;  // named barrier of the projection warps (the MLP halves use 1 .. UT)
+  // OUTMMA: out = ctx · Woutᵀ on the tensor cores (3xTF32), KW warps per 16-row tile, a k-range
+  // each with its Wout fragments in registers; the partial fragments meet at named barrier 14
+  // (through the LayerNorm buffer, free by then) and the tile's last warp adds them in k order.
+  constexpr int KW = 4, KSW = D / 8 / KW, kOutBar = 14;
+  constexpr bool kOutMma = OUTMMA != 0 && (D / 8) % KW == 0 && MT * KW <= NW && MT * (KW - 1) * NT * 128 <= 2 * RN * S;
   const auto proj_sync = [&] {
     if constexpr (kOv) {
       asm volatile("bar.sync %0, %1;" ::"n"(kProjBar), "n"(PW * 32) : "memory");
@@ -1208,8 +1213,22 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const int ot = tid - OW0 * 32;
   const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
   const bool o_on = ot >= 0 && rg < RGO;
-  float4 wor[WO4];
-  {
+  float4 wor[kOutMma ? 1 : WO4];
+  float wof[kOutMma ? NT : 1][kOutMma ? KSW : 1][2];  // kOutMma: B fragments (column tile, k-step)
+  if constexpr (kOutMma) {
+    if (warp < MT * KW) {
+      const int kq = warp % KW;
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const float* w = wo + (h * HD + (8 * n + g < HD ? 8 * n + g : HD - 1)) * D + kq * KSW * 8 + t4;
+#pragma unroll
+        for (int ks = 0; ks < KSW; ++ks) {
+          wof[n][ks][0] = __ldg(w + 8 * ks);
+          wof[n][ks][1] = __ldg(w + 8 * ks + 4);
+        }
+      }
+    }
+  } else {
     const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
 #pragma unroll
     for (int s = 0; s < WO4; ++s) wor[s] = o_on ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -1462,7 +1481,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // kGroupSum: the KSPLIT warps of one (matrix, row tile, column group) are consecutive; the
   // first KSPLIT - 1 leave their sums in shared memory as MMA fragments and arrive at the
   // group's named barrier (1 + group), the last waits there, adds them in k order and delivers.
-  constexpr bool kGroupSum = KSPLIT > 1 && kOv && PW / KSPLIT <= 14;
+  constexpr bool kGroupSum = KSPLIT > 1 && kOv && PW / KSPLIT <= 13;
   const auto project = [&](int m, int mt, int ng, int kr) {
     const int la = 16 * mt + g, lb = la + 8;
     const float2* xa = xh + (la < RN ? la : RN - 1) * S;
@@ -1646,7 +1665,77 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(8);
 
   // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q.
-  if (warp >= OW0) {
+  if constexpr (kOutMma) {
+    if (warp < MT * KW) {
+      const int mt = warp / KW, kq = warp % KW;
+      const int la = 16 * mt + g, lb = la + 8;
+      const float* xa = cx + (la < RN ? la : RN - 1) * S;
+      const float* xb = cx + (lb < RN ? lb : RN - 1) * S;
+      float hh[NT][4], hl[NT][4], lh[NT][4];
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) hh[n][e] = hl[n][e] = lh[n][e] = 0.0f;
+      }
+#pragma unroll
+      for (int ks = 0; ks < KSW; ++ks) {
+        const int kk = (kq * KSW + ks) * 8 + t4;
+        float ah[4], al[4];
+        k::sg_split_tf32(xa[kk], ah[0], al[0]);
+        k::sg_split_tf32(xb[kk], ah[1], al[1]);
+        k::sg_split_tf32(xa[kk + 4], ah[2], al[2]);
+        k::sg_split_tf32(xb[kk + 4], ah[3], al[3]);
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+          float bh[2], bl[2];
+          k::sg_split_tf32(wof[n][ks][0], bh[0], bl[0]);
+          k::sg_split_tf32(wof[n][ks][1], bh[1], bl[1]);
+          k::sg_mma_tf32(hl[n], al, bh[0], bh[1]);
+          k::sg_mma_tf32(lh[n], ah, bl[0], bl[1]);
+          k::sg_mma_tf32(hh[n], ah, bh[0], bh[1]);
+        }
+      }
+      float4* frag = reinterpret_cast<float4*>(xh) + (mt * (KW - 1) * NT) * 32 + lane;  // [kq][n][lane]
+      if (kq < KW - 1) {
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+          frag[(kq * NT + n) * 32] = make_float4(hh[n][0] + (hl[n][0] + lh[n][0]), hh[n][1] + (hl[n][1] + lh[n][1]),
+                                                 hh[n][2] + (hl[n][2] + lh[n][2]), hh[n][3] + (hl[n][3] + lh[n][3]));
+        }
+        asm volatile("bar.arrive %0, %1;" ::"n"(kOutBar), "n"(MT * KW * 32) : "memory");
+      } else {
+        asm volatile("bar.sync %0, %1;" ::"n"(kOutBar), "n"(MT * KW * 32) : "memory");
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+          float y[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) y[e] = 0.0f;
+#pragma unroll
+          for (int q = 0; q < KW - 1; ++q) {
+            const float4 f = frag[(q * NT + n) * 32];
+            y[0] += f.x, y[1] += f.y, y[2] += f.z, y[3] += f.w;
+          }
+#pragma unroll
+          for (int e = 0; e < 4; e += 2) {
+            const int li = e < 2 ? la : lb, o = 8 * n + 2 * t4;
+            if (li >= RN || i0 + li >= N || o >= HD) continue;
+            const float y0 = xs[li * S + h * HD + o] + (y[e] + (hh[n][e] + (hl[n][e] + lh[n][e])));
+            float* dst = out + (b * N + i0 + li) * D + h * HD + o;
+            if (o + 1 < HD) {
+              const float y1 = xs[li * S + h * HD + o + 1] + (y[e + 1] + (hh[n][e + 1] + (hl[n][e + 1] + lh[n][e + 1])));
+              if constexpr (HD % 2 == 0 && D % 2 == 0) {
+                *reinterpret_cast<float2*>(dst) = make_float2(y0, y1);
+              } else {
+                dst[0] = y0, dst[1] = y1;
+              }
+            } else {
+              dst[0] = y0;
+            }
+          }
+        }
+      }
+    }
+  } else if (warp >= OW0) {
     constexpr int RT = k::sg_cdiv(RN, RGO), RC5 = RT <= 16 ? RT : 8;
 #pragma unroll 1
     for (int c0 = 0; c0 < RT; c0 += RC5) {

@@ -37,12 +37,13 @@ struct Variant {
   bool marks;
 };
 
-template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0>
+template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0, int OUTMMA = 0>
 Variant cluster() {
   return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : "") +
               (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : "") +
-              (NTILE > 1 ? " ntile=" + std::to_string(NTILE) : "") + (OVERLAP ? " overlap" : ""),
-          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP>,
+              (NTILE > 1 ? " ntile=" + std::to_string(NTILE) : "") + (OVERLAP ? " overlap" : "") +
+              (OUTMMA ? " outmma" : ""),
+          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUTMMA>,
           B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes, true};
 }
 
@@ -112,9 +113,9 @@ int main(int argc, char** argv) {
   const std::vector<Variant> variants = {
       {"qtile qrows=1 block=512 (fused)", sg_fused<B, N, D, H, P, 1, 512, 0, 0, 0>, B * N, 512,
        tune_kernels::sg_attention_smem_bytes(N, D, H, 1, 0), false},
-      cluster<1, 512, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1>(),
-      cluster<2, 512, 0, 3, 1, 4>(), cluster<2, 512, 0, 3, 1, 4, 1>(), cluster<2, 512, 0, 1, 1, 4, 1>(),
-      cluster<2, 512, 0, 3, 0, 4, 1>(), cluster<2, 1024, 0, 3, 1, 4, 1>(),
+      cluster<1, 512, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1, 4>(),
+      cluster<2, 512, 0, 3, 1, 4, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 1>(), cluster<2, 512, 0, 1, 1, 4, 1, 1>(),
+      cluster<2, 256, 0, 3, 1, 4, 1, 1>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
