@@ -13,7 +13,8 @@
 //                       block-per-batch mapping. Mapping "head": sg_fused_head, a cluster of
 //                       `heads` blocks per (batch, query row), a block per head (sm_90).
 //                       Mapping "cluster": sg_cluster, a cluster of heads x rsplit blocks per
-//                       batch, a block per (head, row split), weights in registers (sm_90).
+//                       batch, a block per (head, row split), 3xTF32 tensor cores (sm_90);
+//                       parameters ksplit, stasync, ntile, overlap, outmma: see sg_cluster.
 //   split               sg_pair_bias (scratch bias) + sg_split_attention (as sg_fused, bias
 //                       read from scratch); or, mapping "head": sg_pair_bias + sg_head_attention
 //                       (block per (batch, head), scratch ctx) + sg_out_proj.
@@ -29,7 +30,9 @@
 // Every element of `out` is written by a plain store (the harness fills it with NaN first);
 // a fully masked attention row gives attention 0, so its output row is the input row. A
 // kernel launched with the wrong block size or too little dynamic shared memory returns
-// without writing, so the variant fails parity instead of corrupting memory.
+// without writing, so the variant fails parity instead of corrupting memory; sg_cluster
+// alone skips that check (it cost a constant-cache miss before its first load): its config
+// value cl_smem is checked against SgClusterLayout by an NVRTC test (tests/nvrtc).
 // Buffers must be 16-byte aligned (float4 and 16-byte cp.async accesses); D % 4 == 0.
 
 // Phase marks for timeline experiments (bench/src/sg_phases.cu): TUNE_SG_MARK(k) at the end of
@@ -1020,16 +1023,20 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 //      rows, head h's rows of Wq, Wk, Wv (cp.async, or with BULK the bulk-copy engine), the
 //      relation MLP, gamma and beta, its pairs' features, and its share of Wout's head-h rows
 //      (registers);
-//   2. LayerNorm of its rows, stored as TF32 (hi, lo) pairs; the relation MLP (all heads) of
-//      pairs (its rows) x (column chunk h), on the tensor cores when P % 8 == 0; each head's
-//      bias stored into block (head, r) through distributed shared memory;
+//   2. LayerNorm of its rows, stored as TF32 (hi, lo) pairs, on the warps without MLP work;
+//      the relation MLP (all heads) of pairs (its rows) x (column chunk h) on the last warps,
+//      on the tensor cores when P % 8 == 0; each head's bias stored into block (head, r)
+//      through distributed shared memory. With OVERLAP the projection warps (LayerNorm,
+//      weight copies) meet at a named barrier of their own and go on to step 3 while the MLP
+//      warps still run;
 //   3. q_h, k_h, v_h of its rows on the tensor cores (mma.sync m16n8k8, 3xTF32: hi*hi + hi*lo +
 //      lo*hi, near FP32), a warp per NTILE column tiles (sharing its A fragments), each tile's
 //      k-range split over KSPLIT warps (partial sums added in a fixed order), k_h and v_h stored
 //      into the R blocks of head h;  [exchange 1]
 //   4. a warp per query row: scores, masked softmax and ctx_h in registers, ctx_h stored into the
 //      ctx rows of the H blocks of row split r;  [exchange 2]
-//   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1.
+//   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1
+//      (FP32 FMAs; with OUTMMA 3xTF32 MMAs, four warps per row tile, a k-range each).
 // An exchange is a cluster barrier (ASYNC == 0: plain remote stores, then barrier.cluster with
 // release/acquire), or (ASYNC == 1) remote st.async stores that complete bytes on the receiving
 // block's mbarrier, on which the receiver waits for exactly the bytes it is sent: no fence, and

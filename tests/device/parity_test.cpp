@@ -2,6 +2,7 @@
 // Without a CUDA device every test skips and says why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -20,12 +21,25 @@ namespace {
 
 std::optional<DeviceInfo> device_or_skip_reason(std::string* why) { return query_device(0, why); }
 
-// The baseline plus the representative subset.
+// The baseline, the representative subset (one per combination of categorical values) and,
+// for every value of every numeric parameter, the first valid config with it (so rsplit 2 and
+// 4, ksplit 3, ntile 4 and every block size are checked on the device too).
 std::vector<Config> sample(const Space& space, const Shape& shape, const DeviceLimits& limits) {
   std::vector<Config> out;
+  const auto add = [&](const Config& c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
   if (space.violated_constraint(space.baseline(), shape, limits).empty()) out.push_back(space.baseline());
-  for (const Config& c : test::representatives(space, space.enumerate(shape, limits).configs))
-    if (!(c == space.baseline())) out.push_back(c);
+  const auto all = space.enumerate(shape, limits).configs;
+  for (const Config& c : test::representatives(space, all)) add(c);
+  for (std::size_t p = 0; p < space.parameters().size(); ++p) {
+    const auto& values = space.parameters()[p].values;
+    if (values.front().is_string() || values.front().is_boolean()) continue;
+    for (std::size_t v = 0; v < values.size(); ++v) {
+      const auto it = std::find_if(all.begin(), all.end(), [&](const Config& c) { return c.choice[p] == v; });
+      if (it != all.end()) add(*it);
+    }
+  }
   return out;
 }
 
