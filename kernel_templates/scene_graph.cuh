@@ -348,6 +348,16 @@ __device__ __forceinline__ float sg_warp_sum(float v) {
   for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
   return v;
 }
+// Warp sums of M values at once: their shuffles interleave (independent), so M rows cost little
+// more latency than one.
+template <int M>
+__device__ __forceinline__ void sg_warp_sums(float (&v)[M]) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) {
+#pragma unroll
+    for (int q = 0; q < M; ++q) v[q] += __shfl_xor_sync(0xffffffffu, v[q], off);
+  }
+}
 __device__ __forceinline__ float sg_warp_max(float v) {
   for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
@@ -1262,11 +1272,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         mean[q] += x[q][c];
       }
     }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) {
-#pragma unroll
-      for (int q = 0; q < RPW; ++q) mean[q] += __shfl_xor_sync(0xffffffffu, mean[q], off);
-    }
+    k::sg_warp_sums(mean);
 #pragma unroll
     for (int q = 0; q < RPW; ++q) {
       mean[q] *= inv_d;
@@ -1277,11 +1283,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         inv[q] = fmaf(d, d, inv[q]);
       }
     }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) {
-#pragma unroll
-      for (int q = 0; q < RPW; ++q) inv[q] += __shfl_xor_sync(0xffffffffu, inv[q], off);
-    }
+    k::sg_warp_sums(inv);
 #pragma unroll
     for (int q = 0; q < RPW; ++q) {
       const int i = warp + LNW * q;
