@@ -210,9 +210,14 @@ __device__ __forceinline__ unsigned sg_cluster_rank() {
 __device__ __forceinline__ void sg_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-__device__ __forceinline__ float sg_cluster_load(const float* p, unsigned rank) {
+// The shared::cluster address of `p`'s offset in the shared memory of block `rank`.
+__device__ __forceinline__ unsigned sg_cluster_address(const void* p, unsigned rank) {
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(sg_smem_address(p)), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ float sg_cluster_load(const float* p, unsigned rank) {
+  const unsigned remote = sg_cluster_address(p, rank);
   float v;
   asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
   return v;
@@ -221,8 +226,7 @@ __device__ __forceinline__ float sg_cluster_load(const float* p, unsigned rank) 
 // block's; the split cluster barrier (arrive early, wait before the first remote access) lets
 // a block run ahead until it first writes into another one.
 __device__ __forceinline__ void sg_cluster_store(float* p, unsigned rank, float v) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(sg_smem_address(p)), "r"(rank));
+  const unsigned remote = sg_cluster_address(p, rank);
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
 }
 __device__ __forceinline__ void sg_cluster_arrive_relaxed() {
@@ -243,50 +247,46 @@ __device__ __forceinline__ void sg_bulk_copy(float* dst, const float* src, unsig
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                ::"r"(sg_smem_address(dst)), "l"(src), "r"(bytes), "r"(sg_smem_address(bar)) : "memory");
 }
+// Waits until the mbarrier's phase `phase` has completed. CLUSTER: acquire semantics at cluster
+// scope, so the data other blocks of the cluster delivered with sg_st_async in that phase is
+// visible after it (default: cta scope, enough for this block's own bulk copies).
+template <bool CLUSTER = false>
 __device__ __forceinline__ void sg_mbar_wait(void* bar, unsigned phase) {
   unsigned done = 0;
   while (!done) {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done) : "r"(sg_smem_address(bar)), "r"(phase) : "memory");
-  }
-}
-
-// As sg_mbar_wait, with acquire semantics at cluster scope: the data other blocks of the cluster
-// delivered with sg_st_async in the completed phase is visible after it.
-__device__ __forceinline__ void sg_mbar_wait_cluster(void* bar, unsigned phase) {
-  unsigned done = 0;
-  while (!done) {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done) : "r"(sg_smem_address(bar)), "r"(phase) : "memory");
+    if constexpr (CLUSTER) {
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done) : "r"(sg_smem_address(bar)), "r"(phase) : "memory");
+    } else {
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done) : "r"(sg_smem_address(bar)), "r"(phase) : "memory");
+    }
   }
 }
 // A store of v into the shared memory of block `rank` of the cluster, at the offset of `p` in this
 // block's, that completes 4 bytes of the transaction count of that block's mbarrier at the offset
 // of `bar` (sm_90 st.async): no fence and no cluster barrier; the receiver waits on its mbarrier.
 __device__ __forceinline__ void sg_st_async(float* p, unsigned rank, float v, void* bar) {
-  unsigned remote, remote_bar;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(sg_smem_address(p)), "r"(rank));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(sg_smem_address(bar)), "r"(rank));
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
-               ::"r"(remote), "r"(__float_as_uint(v)), "r"(remote_bar) : "memory");
+               ::"r"(sg_cluster_address(p, rank)), "r"(__float_as_uint(v)), "r"(sg_cluster_address(bar, rank))
+               : "memory");
 }
 
 // As sg_st_async, two floats at an 8-byte aligned p (8 bytes of the transaction count).
 __device__ __forceinline__ void sg_st_async2(float* p, unsigned rank, float v0, float v1, void* bar) {
-  unsigned remote, remote_bar;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(sg_smem_address(p)), "r"(rank));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(sg_smem_address(bar)), "r"(rank));
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];"
-               ::"r"(remote), "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(remote_bar) : "memory");
+               ::"r"(sg_cluster_address(p, rank)), "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)),
+               "r"(sg_cluster_address(bar, rank))
+               : "memory");
 }
 
-// ROWS rows of L floats (L % 4 == 0) from global rows src_row(r) into shared rows of stride S, a
-// warp per row (row r by warp (r + FIRST) % WARPS of the first WARPS warps, so that successive
-// copies start on the warp after the previous one's last row), its 16-byte chunks by the lanes:
-// no division per chunk, compile-time trip counts.
-template <int ROWS, int L, int S, int BLOCK, int FIRST, int WARPS = BLOCK / 32, class SrcRow>
-__device__ __forceinline__ void sg_copy_rows_warp(float* dst, const SrcRow& src_row) {
-  constexpr int NW = WARPS, L4 = L / 4;
+// chunk(row, c) for the C chunks of each of ROWS rows, a warp per row (row r by warp
+// (r + FIRST) % WARPS of the first WARPS warps, so that successive calls start on the warp after
+// the previous one's last row), chunk c by lane c % 32: no division per chunk, compile-time trip
+// counts.
+template <int ROWS, int C, int BLOCK, int FIRST, int WARPS = BLOCK / 32, class Chunk>
+__device__ __forceinline__ void sg_rows_by_warp(const Chunk& chunk) {
+  constexpr int NW = WARPS;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (WARPS < BLOCK / 32 && warp >= WARPS) return;
   const int first = (warp + NW - FIRST % NW) % NW;
@@ -294,14 +294,19 @@ __device__ __forceinline__ void sg_copy_rows_warp(float* dst, const SrcRow& src_
   for (int q = 0; q < sg_cdiv(ROWS, NW); ++q) {
     const int row = first + q * NW;
     if (ROWS % NW == 0 || row < ROWS) {
-      const float* src = src_row(row);
 #pragma unroll
-      for (int c = 0; c < sg_cdiv(L4, 32); ++c) {
-        const int col = 4 * (lane + 32 * c);
-        if (L4 % 32 == 0 || col < L) sg_copy16(dst + row * S + col, src + col);
+      for (int c = 0; c < sg_cdiv(C, 32); ++c) {
+        if (C % 32 == 0 || lane + 32 * c < C) chunk(row, lane + 32 * c);
       }
     }
   }
+}
+// ROWS rows of L floats (L % 4 == 0) from global rows src_row(r) into shared rows of stride S,
+// 16-byte cp.async chunks spread as sg_rows_by_warp.
+template <int ROWS, int L, int S, int BLOCK, int FIRST, int WARPS = BLOCK / 32, class SrcRow>
+__device__ __forceinline__ void sg_copy_rows_warp(float* dst, const SrcRow& src_row) {
+  sg_rows_by_warp<ROWS, L / 4, BLOCK, FIRST, WARPS>(
+      [&](int row, int c) { sg_copy16(dst + row * S + 4 * c, src_row(row) + 4 * c); });
 }
 
 // ROWS rows of D floats (D % 4 == 0) from global rows src_row(r) into shared rows of stride S.
@@ -376,31 +381,38 @@ __device__ __forceinline__ void sg_mma_tf32(float (&d)[4], const float (&a)[4], 
       : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])), "r"(__float_as_uint(a[3])),
         "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
 }
-// One k-step (columns k .. k+7) of a 3xTF32 tile product: A rows g and g+8 at xa and xb, B column
-// g at wrow (B[k][n] = wrow_n[k]); hi*hi, hi*lo and lo*hi accumulate separately (hh, hl, lh).
-__device__ __forceinline__ void sg_mma_3xtf32_step(float (&hh)[4], float (&hl)[4], float (&lh)[4], const float* xa,
-                                                   const float* xb, const float* wrow, int k, int t) {
-  float ah[4], al[4], bh[2], bl[2];
+// The A fragments (g, t), (g+8, t), (g, t+4), (g+8, t+4) of a k-step from rows xa (g) and xb
+// (g + 8) at column k, split into TF32 (hi, lo).
+__device__ __forceinline__ void sg_split_a(float (&ah)[4], float (&al)[4], const float* xa, const float* xb, int k,
+                                           int t) {
   sg_split_tf32(xa[k + t], ah[0], al[0]);
   sg_split_tf32(xb[k + t], ah[1], al[1]);
   sg_split_tf32(xa[k + t + 4], ah[2], al[2]);
   sg_split_tf32(xb[k + t + 4], ah[3], al[3]);
-  sg_split_tf32(wrow[k + t], bh[0], bl[0]);
-  sg_split_tf32(wrow[k + t + 4], bh[1], bl[1]);
+}
+// The B half of a 3xTF32 k-step, A already split (ah, al): B values b0 = B[t][g], b1 = B[t+4][g]
+// split here; hi*hi, hi*lo and lo*hi accumulate separately (hh, hl, lh).
+__device__ __forceinline__ void sg_mma_3xtf32(float (&hh)[4], float (&hl)[4], float (&lh)[4], const float (&ah)[4],
+                                              const float (&al)[4], float b0, float b1) {
+  float bh[2], bl[2];
+  sg_split_tf32(b0, bh[0], bl[0]);
+  sg_split_tf32(b1, bh[1], bl[1]);
   sg_mma_tf32(hl, al, bh[0], bh[1]);
   sg_mma_tf32(lh, ah, bl[0], bl[1]);
   sg_mma_tf32(hh, ah, bh[0], bh[1]);
 }
-
-// The B half of a 3xTF32 k-step: A fragments already split (ah, al), B column g at wrow.
+// As sg_mma_3xtf32 with B column g at wrow (B[k][n] = wrow_n[k]), k-step k.
 __device__ __forceinline__ void sg_mma_3xtf32_b(float (&hh)[4], float (&hl)[4], float (&lh)[4], const float (&ah)[4],
                                                 const float (&al)[4], const float* wrow, int k, int t) {
-  float bh[2], bl[2];
-  sg_split_tf32(wrow[k + t], bh[0], bl[0]);
-  sg_split_tf32(wrow[k + t + 4], bh[1], bl[1]);
-  sg_mma_tf32(hl, al, bh[0], bh[1]);
-  sg_mma_tf32(lh, ah, bl[0], bl[1]);
-  sg_mma_tf32(hh, ah, bh[0], bh[1]);
+  sg_mma_3xtf32(hh, hl, lh, ah, al, wrow[k + t], wrow[k + t + 4]);
+}
+// One k-step (columns k .. k+7) of a 3xTF32 tile product: A rows g and g+8 at xa and xb, B column
+// g at wrow.
+__device__ __forceinline__ void sg_mma_3xtf32_step(float (&hh)[4], float (&hl)[4], float (&lh)[4], const float* xa,
+                                                   const float* xb, const float* wrow, int k, int t) {
+  float ah[4], al[4];
+  sg_split_a(ah, al, xa, xb, k, t);
+  sg_mma_3xtf32_b(hh, hl, lh, ah, al, wrow, k, t);
 }
 // The A fragments of rows xa, xb (already split into TF32 (hi, lo) pairs) at k-step k.
 __device__ __forceinline__ void sg_load_split_a(float (&ah)[4], float (&al)[4], const float2* xa, const float2* xb,
@@ -1182,19 +1194,11 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   if constexpr (L::kMlpMma) {
     // own row i: its JC pairs (P floats each, clamped to column N - 1) into rows of stride PS
-    constexpr int NW_ = BLOCK / 32, C4 = JC * P / 4, P4 = P / 4;
-    const int first = (warp + NW_ - F_PF % NW_) % NW_;
-#pragma unroll
-    for (int q = 0; q < k::sg_cdiv(RN, NW_); ++q) {
-      const int i = first + q * NW_;
-      if (RN % NW_ == 0 || i < RN) {
-#pragma unroll
-        for (int c = 0; c < k::sg_cdiv(C4, 32); ++c) {
-          const int ch = lane + 32 * c, u = i * JC + ch / P4;
-          if (C4 % 32 == 0 || ch < C4) k::sg_copy16(pfs + u * PS + ch % P4 * 4, pair_src(u) + ch % P4 * 4);
-        }
-      }
-    }
+    constexpr int P4 = P / 4;
+    k::sg_rows_by_warp<RN, JC * P4, BLOCK, F_PF>([&](int i, int ch) {
+      const int u = i * JC + ch / P4;
+      k::sg_copy16(pfs + u * PS + ch % P4 * 4, pair_src(u) + ch % P4 * 4);
+    });
   }
   k::sg_copy_commit();
   const auto w_row = [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; };
@@ -1595,7 +1599,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   __syncthreads();  // qs, block-wide
   TUNE_SG_MARK(5);
   if constexpr (ASYNC != 0) {
-    k::sg_mbar_wait_cluster(bar_x1, 0);  // this block's bias, k and v have all arrived
+    k::sg_mbar_wait<true>(bar_x1, 0);  // this block's bias, k and v have all arrived
   } else {
     k::sg_cluster_sync();  // every block's bias and k, v stores are done
   }
@@ -1667,7 +1671,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(7);
   if constexpr (ASYNC != 0) {
     __syncthreads();                     // this block's own head of ctx
-    k::sg_mbar_wait_cluster(bar_x2, 0);  // the other heads' ctx rows have arrived
+    k::sg_mbar_wait<true>(bar_x2, 0);  // the other heads' ctx rows have arrived
   } else {
     k::sg_cluster_sync();
   }
@@ -1688,21 +1692,10 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
 #pragma unroll
       for (int ks = 0; ks < KSW; ++ks) {
-        const int kk = (kq * KSW + ks) * 8 + t4;
         float ah[4], al[4];
-        k::sg_split_tf32(xa[kk], ah[0], al[0]);
-        k::sg_split_tf32(xb[kk], ah[1], al[1]);
-        k::sg_split_tf32(xa[kk + 4], ah[2], al[2]);
-        k::sg_split_tf32(xb[kk + 4], ah[3], al[3]);
+        k::sg_split_a(ah, al, xa, xb, (kq * KSW + ks) * 8, t4);
 #pragma unroll
-        for (int n = 0; n < NT; ++n) {
-          float bh[2], bl[2];
-          k::sg_split_tf32(wof[n][ks][0], bh[0], bl[0]);
-          k::sg_split_tf32(wof[n][ks][1], bh[1], bl[1]);
-          k::sg_mma_tf32(hl[n], al, bh[0], bh[1]);
-          k::sg_mma_tf32(lh[n], ah, bl[0], bl[1]);
-          k::sg_mma_tf32(hh[n], ah, bh[0], bh[1]);
-        }
+        for (int n = 0; n < NT; ++n) k::sg_mma_3xtf32(hh[n], hl[n], lh[n], ah, al, wof[n][ks][0], wof[n][ks][1]);
       }
       float4* frag = reinterpret_cast<float4*>(xh) + (mt * (KW - 1) * NT) * 32 + lane;  // [kq][n][lane]
       if (kq < KW - 1) {

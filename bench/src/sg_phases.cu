@@ -138,28 +138,25 @@ int main(int argc, char** argv) {
     CHECK(cudaFree(sink));
     CHECK(cudaFree(cyc));
   }
+  const std::size_t flush_bytes = std::max<std::size_t>(2 * prop.l2CacheSize, 8 << 20);
+  void* flush;
+  CHECK(cudaMalloc(&flush, flush_bytes));
   {  // launch and latency floors, cold like the variants below
     float* buf;
     const std::size_t buf_bytes = std::max<std::size_t>(std::size_t{B} * N * N * P * 4, 8 * 64 * 1024);
     CHECK(cudaMalloc(&buf, buf_bytes));
     CHECK(cudaMemset(buf, 0, buf_bytes));
-    const std::size_t fb = std::max<std::size_t>(2 * prop.l2CacheSize, 8 << 20);
-    void* fl;
-    CHECK(cudaMalloc(&fl, fb));
     const int smem = tune_kernels::SgClusterLayout<N, D, H, P, 2>::kBytes;
-    const auto probe = [&](const char* name, auto kernel, int grid, int block, int bytes) {
-      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-      const auto run = [&] { kernel<<<grid, block, bytes>>>(buf, buf, buf, buf); CHECK(cudaGetLastError()); };
-      const std::vector<double> t = event_times(run, samples, warm ? nullptr : fl, fb);
+    const auto report = [&](const char* name, const auto& run) {
+      const std::vector<double> t = event_times(run, samples, warm ? nullptr : flush, flush_bytes);
       std::printf("floor %-48s %s median %.3f us (q10 %.3f, q90 %.3f)\n", name, warm ? "warm" : "cold",
                   quantile(t, 0.5), quantile(t, 0.1), quantile(t, 0.9));
     };
-    {
-      const auto run = [&] { empty_kernel<<<1, 32>>>(); CHECK(cudaGetLastError()); };
-      const std::vector<double> t = event_times(run, samples, warm ? nullptr : fl, fb);
-      std::printf("floor %-48s %s median %.3f us (q10 %.3f, q90 %.3f)\n", "empty, 1 x 32", warm ? "warm" : "cold",
-                  quantile(t, 0.5), quantile(t, 0.1), quantile(t, 0.9));
-    }
+    const auto probe = [&](const char* name, auto kernel, int grid, int block, int bytes) {
+      CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      report(name, [&] { kernel<<<grid, block, bytes>>>(buf, buf, buf, buf); CHECK(cudaGetLastError()); });
+    };
+    report("empty, 1 x 32", [&] { empty_kernel<<<1, 32>>>(); CHECK(cudaGetLastError()); });
     probe("empty, clusters of 8, 32 x 512, no smem", floor_probe<0, false>, B * 8, 512, 0);
     probe("empty, clusters of 8, 32 x 512, sg_cluster smem", floor_probe<0, false>, B * 8, 512, smem);
     probe("1 cluster barrier", floor_probe<1, false>, B * 8, 512, smem);
@@ -172,7 +169,6 @@ int main(int argc, char** argv) {
     probe("cp.async 48 KB per block + store", copy_probe<48>, B * 8, 512, 64 * 1024);
     probe("cp.async 64 KB per block + store", copy_probe<64>, B * 8, 512, 64 * 1024);
     CHECK(cudaFree(buf));
-    CHECK(cudaFree(fl));
   }
   std::mt19937 rng(7);
   std::normal_distribution<float> nd;
@@ -198,9 +194,6 @@ int main(int argc, char** argv) {
   float *w0 = upload(P * P, 0.25f, 0), *b0 = upload(P, 0.1f, 0), *w2 = upload(H * P, 0.25f, 0), *b2 = upload(H, 0.1f, 0);
   float* out;
   CHECK(cudaMalloc(&out, std::size_t{B} * N * D * 4));
-  const std::size_t flush_bytes = std::max<std::size_t>(2 * prop.l2CacheSize, 8 << 20);
-  void* flush;
-  CHECK(cudaMalloc(&flush, flush_bytes));
 
   for (const Variant& v : variants) {
     CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
