@@ -1068,8 +1068,13 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // memory can still be written. With ASYNC == 0 every value a barrier publishes is written
 // before the writer arrives at it (a value written between a thread's arrive and its wait
 // would race with the readers after the wait).
+// XP (experiments, bench/src/sg_phases.cu only; tune never sets it, and with XP != 0 the output
+// is wrong): each set bit leaves one part of the work out, so that the cold time without it
+// measures what the part costs on the critical path. 1: the q/k/v weight copies, 2: Wout's
+// register loads, 4: the relation MLP's arithmetic, 8: the attention's arithmetic, 16: the
+// projections' MMAs, 32: the out projection's arithmetic, 64: the LayerNorm's arithmetic.
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
-          int OVERLAP = 0, int OUTMMA = 0>
+          int OVERLAP = 0, int OUTMMA = 0, int XP = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -1094,7 +1099,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int UT = k::sg_cdiv(PAIRS, 16);
   // OVERLAP: the first PW warps take the LayerNorm, one projection task each and the weight
   // copies, and meet at a named barrier of their own; the last UT warps run the MLP meanwhile.
-  constexpr bool kOv = OVERLAP != 0 && L::kMlpMma && BULK == 0 && PW + UT <= NW;
+  constexpr bool kOv = OVERLAP != 0 && L::kMlpMma && PW + UT <= NW;
   constexpr bool kMlpHalves = !kOv && L::kMlpHalves && 2 * UT <= NW && UT <= 13;
   constexpr int MW = L::kMlpMma ? k::sg_min(kMlpHalves ? 2 * UT : UT, NW) : 0;
   constexpr int LNW = kOv ? PW : (NW - MW > 0 ? NW - MW : NW);
@@ -1213,7 +1218,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int o = lane; o < 3 * HD; o += 32) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
     }
   } else {
-    k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, kOv ? 0 : F_W, kOv ? PW : NW>(ws, w_row);
+    if constexpr ((XP & 1) == 0) k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, kOv ? 0 : F_W, kOv ? PW : NW>(ws, w_row);
     k::sg_copy_commit();
   }
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
@@ -1252,7 +1257,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   } else {
     const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
 #pragma unroll
-    for (int s = 0; s < WO4; ++s) wor[s] = o_on ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < WO4; ++s) wor[s] = o_on && (XP & 2) == 0 ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
   TUNE_SG_MARK(1);
 
@@ -1296,8 +1301,8 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int c = 0; c < DL; ++c) {
         const int col = lane + 32 * c;
         if (col < D && i < RN) {
-          float hi, lo;
-          k::sg_split_tf32((x[q][c] - mean[q]) * rs * gb[col] + gb[D + col], hi, lo);
+          float hi = 0.0f, lo = 0.0f;
+          if constexpr ((XP & 64) == 0) k::sg_split_tf32((x[q][c] - mean[q]) * rs * gb[col] + gb[D + col], hi, lo);
           xh[i * S + col] = make_float2(hi, lo);
         }
       }
@@ -1309,7 +1314,11 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // projections (step 3) while the MLP warps go on.
   if constexpr (kOv) {
     if (warp < PW) {
-      k::sg_copy_wait<0>();
+      if constexpr (BULK != 0) {
+        k::sg_mbar_wait(bar, 0);
+      } else {
+        k::sg_copy_wait<0>();
+      }
       proj_sync();
     }
   }
@@ -1329,7 +1338,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
       for (int hh = 0; hh < H; ++hh) acc[0][hh] = acc[1][hh] = 0.0f;
 #pragma unroll
-      for (int n = 0; n < NTH; ++n) {
+      for (int n = 0; n < ((XP & 4) ? 0 : NTH); ++n) {
         const int nt = nt0 + n;
         const float* wrow = mw0 + (8 * nt + g) * PS;
         float hh4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1516,7 +1525,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
 #pragma unroll 6
-    for (int k0 = 8 * KST * kr; k0 < 8 * KST * (kr + 1); k0 += 8 * KC) {
+    for (int k0 = 8 * KST * kr; k0 < ((XP & 16) ? 0 : 8 * KST * (kr + 1)); k0 += 8 * KC) {
 #pragma unroll
       for (int c = 0; c < KC; ++c) {
         float ah[4], al[4];
@@ -1609,6 +1618,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   {
     constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
     for (int i = warp; i < RN && i0 + i < N; i += NW) {
+      if constexpr ((XP & 8) != 0) {
+        for (int t = lane; t < HD; t += 32) {
+#pragma unroll
+          for (int hh = 0; hh < H; ++hh) put2(cx + i * S + h * HD + t, hh * R + r, 0.0f);
+        }
+        continue;
+      }
       float a[JL];
       bool on[JL];
       float mx = -3.402823466e38f;
@@ -1745,7 +1761,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
       for (int rr = 0; rr < RC5; ++rr) acc[rr] = 0.0f;
 #pragma unroll
-      for (int s = 0; s < WO4; ++s) {
+      for (int s = 0; s < ((XP & 32) ? 0 : WO4); ++s) {
 #pragma unroll
         for (int rr = 0; rr < RC5; ++rr) {
           const int ir = rg + RGO * (c0 + rr);

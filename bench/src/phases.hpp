@@ -20,9 +20,33 @@
 // [warp][mark][2]: %globaltimer and %clock64 of each warp's lane 0 at each mark; null: no marks.
 __device__ unsigned long long* g_marks;
 
-template <int MARKS>
+// DEFERRED: lane 0 keeps its warp's marks in shared memory and writes them out at the last mark
+// (MARKS - 1), so no global load or store sits between two marks (the first load of g_marks, a
+// DRAM round trip on a cold L2, would otherwise stall the warp at its first mark and shift every
+// later one). Only for kernels whose warps all reach the last mark.
+template <int MARKS, bool DEFERRED = false>
 __device__ __forceinline__ void phases_mark(int mark) {
-  if ((threadIdx.x & 31) == 0 && g_marks) {
+  if constexpr (DEFERRED) {
+    __shared__ unsigned long long held[32][MARKS][2];  // [warp of the block][mark][globaltimer, clock64]
+    if ((threadIdx.x & 31) == 0) {
+      const unsigned wl = threadIdx.x / 32;
+      unsigned long long gt, ck;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+      asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
+      if (mark == 0) {
+        for (int k = 1; k < MARKS; ++k) held[wl][k][0] = held[wl][k][1] = 0;  // a skipped mark reads 0
+      }
+      held[wl][mark][0] = gt;
+      held[wl][mark][1] = ck;
+      if (mark == MARKS - 1 && g_marks) {
+        const unsigned w = blockIdx.x * (blockDim.x / 32) + wl;
+        for (int k = 0; k < MARKS; ++k) {
+          g_marks[(w * MARKS + k) * 2] = held[wl][k][0];
+          g_marks[(w * MARKS + k) * 2 + 1] = held[wl][k][1];
+        }
+      }
+    }
+  } else if ((threadIdx.x & 31) == 0 && g_marks) {
     unsigned long long gt, ck;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));

@@ -6,9 +6,12 @@
 // done, 9 end). Per variant: the
 // cold event time (L2 flushed before every launch, as tune measures), then per mark, over the
 // warps of one cold launch, the median and latest time since the first warp started (ns,
-// globaltimer) and the median cycles since the warp's own start (clock64).
-//   sg_phases [--samples N] [--warm]   (prints a table; B=4 N=24 D=96 heads=4 P=16; --warm: no
-//                                       L2 flush, the caches hold the code and data)
+// globaltimer) and the median cycles since the warp's own start (clock64); with --per-warp also,
+// for each warp of a block (its role in the kernel), the median cycles since the block's first
+// warp started (clock64: one SM's clock, so the warps of a block compare; globaltimer readings of
+// one block were seen to disagree by hundreds of ns across a block barrier). The marks are held in shared memory and written out at the last one (phases.hpp).
+//   sg_phases [--samples N] [--warm] [--per-warp]   (prints tables; B=4 N=24 D=96 heads=4 P=16;
+//                                       --warm: no L2 flush, the caches hold the code and data)
 #include <cmath>
 #include <random>
 #include <string>
@@ -16,7 +19,7 @@
 #include "phases.hpp"
 
 constexpr int kMarks = 10;
-#define TUNE_SG_MARK(mark) phases_mark<kMarks>(mark)
+#define TUNE_SG_MARK(mark) phases_mark<kMarks, true>(mark)
 
 #include "scene_graph.cuh"
 
@@ -37,13 +40,16 @@ struct Variant {
   bool marks;
 };
 
-template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0, int OUTMMA = 0>
+template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0, int OUTMMA = 0,
+          int XP = 0>
 Variant cluster() {
   return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : "") +
               (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : "") +
               (NTILE > 1 ? " ntile=" + std::to_string(NTILE) : "") + (OVERLAP ? " overlap" : "") +
-              (OUTMMA ? " outmma" : ""),
-          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUTMMA>,
+              (OUTMMA ? " outmma" : "") + (XP ? " without" : "") + (XP & 1 ? " wcopy" : "") + (XP & 2 ? " woutload" : "") +
+              (XP & 4 ? " mlp" : "") + (XP & 8 ? " attn" : "") + (XP & 16 ? " proj" : "") + (XP & 32 ? " out" : "") +
+              (XP & 64 ? " ln" : ""),
+          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUTMMA, XP>,
           B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes, true};
 }
 
@@ -99,6 +105,75 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < B * N * D) out[i] = sm[threadIdx.x % (KB * 256)];
 }
+// Exchange probes, the same launch shape: every block puts the cluster barrier's arrive first,
+// loads CHUNK bytes (one DRAM round trip) into a send buffer, waits until the cluster runs, then
+// sends that chunk to each of blocks rank + 1 .. rank + 4 (mod 8), into slot d of their receive
+// buffers, waits until the four chunks sent to it have landed and stores one value per thread.
+// MODE 0: st.async of 4 bytes, lanes on consecutive words; 1: st.async of 4 bytes, lanes 32 bytes
+// apart (the pattern of sg_cluster's bias and k, v stores); 2: st.async of 16 bytes, consecutive;
+// 3: one bulk copy (shared::cta to shared::cluster) per chunk; 4: st.shared::cluster of 4 bytes,
+// consecutive, then a cluster barrier (release, acquire) instead of the mbarrier.
+template <int MODE, int CHUNK>
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+    exchange_probe(const float* __restrict__ src, const float* __restrict__, const float* __restrict__,
+                   float* __restrict__ out) {
+  namespace k = tune_kernels;
+  constexpr int W = CHUNK / 4;
+  static_assert(CHUNK % 128 == 0, "whole 16-byte units, W a multiple of 8");
+  extern __shared__ float4 sm4[];
+  float* sm = reinterpret_cast<float*>(sm4);
+  float* send = sm;
+  float* recv = sm + W;
+  float* bar = sm + 5 * W;
+  const int tid = static_cast<int>(threadIdx.x);
+  const unsigned rank = k::sg_cluster_rank();
+  if (MODE != 4 && tid == 0) {
+    k::sg_mbar_init(bar, 1);
+    k::sg_mbar_expect_bytes(bar, 4u * CHUNK);
+  }
+  k::sg_cluster_arrive_relaxed();
+  for (int w = tid; w < W; w += 512) send[w] = __ldg(src + (blockIdx.x % 8) * W + w);
+  if constexpr (MODE == 3) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  k::sg_cluster_wait();
+  const auto dest = [&](int d) { return (rank + 1 + d) % 8; };
+  if constexpr (MODE == 0 || MODE == 1 || MODE == 4) {
+    for (int idx = tid; idx < 4 * W; idx += 512) {
+      const int d = idx / W, w = idx % W;
+      const int wt = MODE == 1 ? (w % (W / 8)) * 8 + w / (W / 8) : w;
+      if constexpr (MODE == 4) {
+        k::sg_cluster_store(recv + d * W + wt, dest(d), send[wt]);
+      } else {
+        k::sg_st_async(recv + d * W + wt, dest(d), send[wt], bar);
+      }
+    }
+  } else if constexpr (MODE == 2) {
+    for (int idx = tid; idx < W; idx += 512) {
+      const int d = idx / (W / 4), w = 4 * (idx % (W / 4));
+      const float4 v = *reinterpret_cast<const float4*>(send + w);
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];"
+                   ::"r"(k::sg_cluster_address(recv + d * W + w, dest(d))), "r"(__float_as_uint(v.x)),
+                   "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)), "r"(__float_as_uint(v.w)),
+                   "r"(k::sg_cluster_address(bar, dest(d)))
+                   : "memory");
+    }
+  } else {
+    if (tid < 4) {
+      asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                   ::"r"(k::sg_cluster_address(recv + tid * W, dest(tid))), "r"(k::sg_smem_address(send)),
+                   "r"(static_cast<unsigned>(CHUNK)), "r"(k::sg_cluster_address(bar, dest(tid)))
+                   : "memory");
+    }
+  }
+  if constexpr (MODE == 4) {
+    k::sg_cluster_sync();
+  } else {
+    k::sg_mbar_wait<true>(bar, 0);
+  }
+  const int i = static_cast<int>(blockIdx.x * blockDim.x) + tid;
+  if (i < B * N * D) out[i] = recv[tid % (4 * W)];
+  if constexpr (MODE != 4) k::sg_cluster_sync();  // no block leaves while others may still write to it
+}
 __global__ void empty_kernel() {}
 
 }  // namespace
@@ -106,9 +181,11 @@ __global__ void empty_kernel() {}
 int main(int argc, char** argv) {
   int samples = 200;
   bool warm = false;  // --warm: no L2 flush before the launches (code and data stay in L2)
+  bool per_warp = false;
   for (int a = 1; a < argc; ++a) {
     if (std::string(argv[a]) == "--samples" && a + 1 < argc) samples = std::atoi(argv[a + 1]);
     if (std::string(argv[a]) == "--warm") warm = true;
+    if (std::string(argv[a]) == "--per-warp") per_warp = true;
   }
   const std::vector<Variant> variants = {
       {"qtile qrows=1 block=512 (fused)", sg_fused<B, N, D, H, P, 1, 512, 0, 0, 0>, B * N, 512,
@@ -116,6 +193,13 @@ int main(int argc, char** argv) {
       cluster<1, 512, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1, 4>(),
       cluster<2, 512, 0, 3, 1, 4, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 1>(), cluster<2, 512, 0, 1, 1, 4, 1, 1>(),
       cluster<2, 256, 0, 3, 1, 4, 1, 1>(),
+      // The winner at 202e524 with parts of its work left out (XP, see sg_cluster): the cold time
+      // each part costs on the critical path; and with the weights through the bulk-copy engine.
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 3>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 4>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 8>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 16>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 32>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 64>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 124>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 127>(),
+      cluster<2, 512, 1, 3, 1, 4, 1, 0>(), cluster<2, 512, 1, 3, 1, 4, 1, 0, 2>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -168,6 +252,16 @@ int main(int argc, char** argv) {
     probe("cp.async 32 KB per block + store", copy_probe<32>, B * 8, 512, 64 * 1024);
     probe("cp.async 48 KB per block + store", copy_probe<48>, B * 8, 512, 64 * 1024);
     probe("cp.async 64 KB per block + store", copy_probe<64>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 1152 B st.async 4 B consecutive", exchange_probe<0, 1152>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 1152 B st.async 4 B 32 B apart", exchange_probe<1, 1152>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 1152 B st.async 16 B consecutive", exchange_probe<2, 1152>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 1152 B bulk copy", exchange_probe<3, 1152>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 1152 B st.shared::cluster + barrier", exchange_probe<4, 1152>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 4608 B st.async 4 B consecutive", exchange_probe<0, 4608>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 4608 B st.async 4 B 32 B apart", exchange_probe<1, 4608>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 4608 B st.async 16 B consecutive", exchange_probe<2, 4608>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 4608 B bulk copy", exchange_probe<3, 4608>, B * 8, 512, 64 * 1024);
+    probe("load, 4 x 4608 B st.shared::cluster + barrier", exchange_probe<4, 4608>, B * 8, 512, 64 * 1024);
     CHECK(cudaFree(buf));
   }
   std::mt19937 rng(7);
@@ -212,6 +306,8 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&marks, words * 8));
     CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
     std::vector<std::vector<double>> at(kMarks), cyc(kMarks);
+    const int nw = v.block / 32;
+    std::vector<std::vector<std::vector<double>>> by_warp(nw, std::vector<std::vector<double>>(kMarks));
     for (int rep = 0; rep < 20; ++rep) {  // 20 cold launches, marks pooled over their warps
       CHECK(cudaMemset(marks, 0, words * 8));
       if (!warm) {
@@ -226,11 +322,15 @@ int main(int argc, char** argv) {
       unsigned long long t0 = ~0ull;
       for (int w = 0; w < warps; ++w)
         if (m[w * kMarks * 2]) t0 = std::min(t0, m[w * kMarks * 2]);
+      std::vector<unsigned long long> block_c0(v.grid, ~0ull);  // clock64 of each block's first mark 0
+      for (int w = 0; w < warps; ++w)
+        if (m[w * kMarks * 2]) block_c0[w / nw] = std::min(block_c0[w / nw], m[w * kMarks * 2 + 1]);
       for (int w = 0; w < warps; ++w) {
         const unsigned long long* r = &m[std::size_t(w) * kMarks * 2];
         for (int k = 0; k < kMarks; ++k) {
           if (!r[k * 2]) continue;  // a warp that skips this mark
           at[k].push_back(double(r[k * 2] - t0));
+          by_warp[w % nw][k].push_back(double(r[k * 2 + 1] - block_c0[w / nw]));
           cyc[k].push_back(double(r[k * 2 + 1] - r[1]));
         }
       }
@@ -242,6 +342,23 @@ int main(int argc, char** argv) {
     for (int k = 0; k < kMarks; ++k)
       std::printf("  %4d %6zu %27.0f %6.0f | %30.0f %6.0f\n", k, at[k].size() / 20, quantile(at[k], 0.5),
                   quantile(at[k], 1.0), quantile(cyc[k], 0.5), quantile(cyc[k], 0.9));
+    if (per_warp) {
+      std::printf("  warp of the block: median cycles (clock64, one SM) since the block's first start, marks 1 .. %d "
+                  "(- skipped)\n  warp", kMarks - 1);
+      for (int k = 1; k < kMarks; ++k) std::printf(" %6d", k);
+      std::printf("\n");
+      for (int w = 0; w < nw; ++w) {
+        std::printf("  %4d", w);
+        for (int k = 1; k < kMarks; ++k) {
+          if (by_warp[w][k].empty()) {
+            std::printf(" %6s", "-");
+          } else {
+            std::printf(" %6.0f", quantile(by_warp[w][k], 0.5));
+          }
+        }
+        std::printf("\n");
+      }
+    }
   }
   return 0;
 }
