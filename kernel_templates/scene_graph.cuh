@@ -1072,9 +1072,12 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // is wrong): each set bit leaves one part of the work out, so that the cold time without it
 // measures what the part costs on the critical path. 1: the q/k/v weight copies, 2: Wout's
 // register loads, 4: the relation MLP's arithmetic, 8: the attention's arithmetic, 16: the
-// projections' MMAs, 32: the out projection's arithmetic, 64: the LayerNorm's arithmetic.
+// projections' MMAs, 32: the out projection's arithmetic, 64: the LayerNorm's arithmetic (8: not
+// with ATTNMMA); with ASYNC, the stores into other blocks of 128: the bias, 256: k and v, 512: ctx;
+// in the attention (warp per row) 1024: the score dot products, 2048: the softmax's warp
+// reductions, 4096: the weighted sum over v; 8192: see kGroupSum.
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
-          int OVERLAP = 0, int OUTMMA = 0, int XP = 0>
+          int OVERLAP = 0, int OUTMMA = 0, int ATTNMMA = 0, int XP = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -1169,16 +1172,19 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
   };
   const auto put1 = [&](float* p, int to, float v) { put(p, to, v, bar_x1); };
-  const auto put2 = [&](float* p, int to, float v) { put(p, to, v, bar_x2); };
+  const auto put2 = [&](float* p, int to, float v) {
+    if ((XP & 512) == 0 || to == rank) put(p, to, v, bar_x2);
+  };
 
   TUNE_SG_MARK(0);
   if constexpr (ASYNC != 0) {
     if (tid == 0) {  // the bytes the other blocks send: bias RN x N and k, v N x HD; ctx rows x D
       const int own_cols = N - h * JC < JC ? (N - h * JC > 0 ? N - h * JC : 0) : JC;  // this block's bias columns
       k::sg_mbar_init(bar_x1, 1);
-      k::sg_mbar_expect_bytes(bar_x1, static_cast<unsigned>(4 * (RN * (N - own_cols) + 2 * (N - rows) * HD)));
+      k::sg_mbar_expect_bytes(bar_x1, static_cast<unsigned>(4 * ((XP & 128 ? 0 : RN * (N - own_cols)) +
+                                                                 (XP & 256 ? 0 : 2 * (N - rows) * HD))));
       k::sg_mbar_init(bar_x2, 1);
-      k::sg_mbar_expect_bytes(bar_x2, static_cast<unsigned>(4 * rows * (D - HD)));
+      k::sg_mbar_expect_bytes(bar_x2, static_cast<unsigned>(XP & 512 ? 0 : 4 * rows * (D - HD)));
     }
   }
   k::sg_cluster_arrive_relaxed();
@@ -1371,7 +1377,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (pu < PAIRS && j < N) {
 #pragma unroll
           for (int hh = 0; hh < H; ++hh) {
-            if (hh % 4 == t4) put1(bs + i * N + j, hh * R + r, acc[e][hh] + mw2[H * P + hh]);
+            if (hh % 4 == t4 && ((XP & 128) == 0 || hh * R + r == rank)) put1(bs + i * N + j, hh * R + r, acc[e][hh] + mw2[H * P + hh]);
           }
         }
       }
@@ -1446,7 +1452,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
           for (int hh = 0; hh < H; ++hh) acc[hh] = fmaf(mw2[hh * P + hk], sl, acc[hh]);
         }
 #pragma unroll
-        for (int hh = 0; hh < H; ++hh) put1(bs + i * N + j, hh * R + r, acc[hh]);
+        for (int hh = 0; hh < H; ++hh) {
+          if ((XP & 128) == 0 || hh * R + r == rank) put1(bs + i * N + j, hh * R + r, acc[hh]);
+        }
       }
     }
   }
@@ -1473,7 +1481,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       qs[li * HS + o] = y * scale;
     } else {
 #pragma unroll
-      for (int rs = 0; rs < R; ++rs) put1((m == 1 ? ks : vs) + (i0 + li) * HS + o, h * R + rs, y);
+      for (int rs = 0; rs < R; ++rs) {
+        if ((XP & 256) == 0 || h * R + rs == rank) put1((m == 1 ? ks : vs) + (i0 + li) * HS + o, h * R + rs, y);
+      }
     }
   };
   // columns o, o + 1 of row li (o even): one 8-byte remote store per block when rows of q/k/v
@@ -1490,7 +1500,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         for (int rs = 0; rs < R; ++rs) {
           if (h * R + rs == rank) {
             *reinterpret_cast<float2*>(p) = make_float2(y0, y1);
-          } else {
+          } else if ((XP & 256) == 0) {
             k::sg_st_async2(p, static_cast<unsigned>(h * R + rs), y0, y1, bar_x1);
           }
         }
@@ -1500,10 +1510,14 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       if (o + 1 < HD) deliver(m, li, o + 1, y1);
     }
   };
-  // kGroupSum: the KSPLIT warps of one (matrix, row tile, column group) are consecutive; the
-  // first KSPLIT - 1 leave their sums in shared memory as MMA fragments and arrive at the
-  // group's named barrier (1 + group), the last waits there, adds them in k order and delivers.
+  // kGroupSum: the KSPLIT warps of one (matrix, row tile, column group) are consecutive and
+  // meet at the group's named barrier (1 + group). Column tile n of the group is summed and
+  // delivered by warp n % KSPLIT: each warp leaves its sums of the tiles it does not own in
+  // shared memory as MMA fragments (slot kr, or kr - 1 past the owner), an owner waits at the
+  // barrier, adds the KSPLIT sums of its tiles in k order and delivers them, the others only
+  // arrive. (XP & 8192: the group's last warp sums and delivers every tile.)
   constexpr bool kGroupSum = KSPLIT > 1 && kOv && PW / KSPLIT <= 13;
+  constexpr bool kSpread = (XP & 8192) == 0;
   const auto project = [&](int m, int mt, int ng, int kr) {
     const int la = 16 * mt + g, lb = la + 8;
     const float2* xa = xh + (la < RN ? la : RN - 1) * S;
@@ -1546,7 +1560,45 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         for (int c = 0; c < KC; ++c) y[n][e] += hh[c][n][e] + (hl[c][n][e] + lh[c][n][e]);
       }
     }
-    if constexpr (kGroupSum) {
+    // the warp that sums and delivers local column tile n
+    const auto owner = [&](int n) { return kGroupSum && kSpread ? n % KSPLIT : KSPLIT - 1; };
+    if constexpr (kGroupSum && kSpread) {
+      const int group = warp / KSPLIT;
+      // fragment of (slot, matrix, row tile, column tile): 32 lanes x 4 floats
+      const auto frag = [&](int slot, int nt) {
+        return reinterpret_cast<float4*>(part) + (((slot * 3 + m) * MT + mt) * NT + nt) * 32 + lane;
+      };
+      bool owns = false;
+#pragma unroll
+      for (int n = 0; n < NB; ++n) {
+        if (NT % NB != 0 && ng * NB + n >= NT) continue;
+        if (owner(n) != kr) {
+          *frag(kr < owner(n) ? kr : kr - 1, ng * NB + n) = make_float4(y[n][0], y[n][1], y[n][2], y[n][3]);
+        } else {
+          owns = true;
+        }
+      }
+      if (!owns) {
+        asm volatile("bar.arrive %0, %1;" ::"r"(1 + group), "n"(KSPLIT * 32) : "memory");
+        return;
+      }
+      asm volatile("bar.sync %0, %1;" ::"r"(1 + group), "n"(KSPLIT * 32) : "memory");
+#pragma unroll
+      for (int n = 0; n < NB; ++n) {
+        if ((NT % NB != 0 && ng * NB + n >= NT) || owner(n) != kr) continue;
+        float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int kq = 0; kq < KSPLIT; ++kq) {
+          const float4 pk = kq == kr ? make_float4(y[n][0], y[n][1], y[n][2], y[n][3]) : *frag(kq < kr ? kq : kq - 1, ng * NB + n);
+          if (kq == 0) {
+            sum = pk;
+          } else {
+            sum.x += pk.x, sum.y += pk.y, sum.z += pk.z, sum.w += pk.w;
+          }
+        }
+        y[n][0] = sum.x, y[n][1] = sum.y, y[n][2] = sum.z, y[n][3] = sum.w;
+      }
+    } else if constexpr (kGroupSum) {
       const int group = warp / KSPLIT;
       // fragment of (kr, matrix, row tile, column tile): 32 lanes x 4 floats
       const auto frag = [&](int kq, int nt) {
@@ -1575,6 +1627,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
 #pragma unroll
     for (int n = 0; n < NB; ++n) {
+      if (kGroupSum && owner(n) != kr) continue;
 #pragma unroll
       for (int e = 0; e < 4; e += 2) {
         const int li = e < 2 ? la : lb, o = 8 * (ng * NB + n) + 2 * t4;
@@ -1615,7 +1668,208 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(6);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
-  {
+  // ATTNMMA: on the tensor cores (3xTF32), HN = HD / 8 warps per 16-row tile, each computing the
+  // tile's scores S = q kᵀ (NK key tiles of 8), their masked softmax in registers (a row's values
+  // lie in the 4 lanes of its group: two shuffles per reduction) and its 8 columns of ctx = P v,
+  // with P's A fragments taken from S's C fragments by shuffles.
+  constexpr int NK = k::sg_cdiv(N, 8), HN = HD / 8;
+  constexpr bool kAttnMma = ATTNMMA == 1 && HD % 8 == 0 && N <= 64 && MT * HN <= NW;
+  if constexpr (kAttnMma) {
+    if (warp < MT * HN) {
+      const int mt = warp / HN, nh = warp % HN;
+      const int la = 16 * mt + g, lb = la + 8;
+      const int ra = la < RN ? la : RN - 1, rb = lb < RN ? lb : RN - 1;
+      float sc[NK][4];
+      {
+        float hh[NK][4], hl[NK][4], lh[NK][4];
+#pragma unroll
+        for (int n = 0; n < NK; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) hh[n][e] = hl[n][e] = lh[n][e] = 0.0f;
+        }
+#pragma unroll
+        for (int kq = 0; kq < HN; ++kq) {
+          float ah[4], al[4];
+          k::sg_split_a(ah, al, qs + ra * HS, qs + rb * HS, 8 * kq, t4);
+#pragma unroll
+          for (int n = 0; n < NK; ++n) {
+            const int key = 8 * n + g < N ? 8 * n + g : N - 1;
+            k::sg_mma_3xtf32_b(hh[n], hl[n], lh[n], ah, al, ks + key * HS, 8 * kq, t4);
+          }
+        }
+#pragma unroll
+        for (int n = 0; n < NK; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sc[n][e] = hh[n][e] + (hl[n][e] + lh[n][e]);
+        }
+      }
+      // masked softmax of rows la (e = 0, 1) and lb (e = 2, 3); p = 0 off the edges
+      float mx[2] = {-3.402823466e38f, -3.402823466e38f}, sum[2] = {0.0f, 0.0f};
+      bool on[NK][4];
+#pragma unroll
+      for (int n = 0; n < NK; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int rr = e < 2 ? ra : rb, j = 8 * n + 2 * t4 + e % 2;
+          on[n][e] = j < N && msk[rr * N + (j < N ? j : N - 1)] >= 0.5f;
+          sc[n][e] = on[n][e] ? sc[n][e] + bs[rr * N + (j < N ? j : N - 1)] : 0.0f;
+          if (on[n][e]) mx[e / 2] = fmaxf(mx[e / 2], sc[n][e]);
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], 1));
+        mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], 2));
+      }
+#pragma unroll
+      for (int n = 0; n < NK; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          sc[n][e] = on[n][e] ? expf(sc[n][e] - mx[e / 2]) : 0.0f;
+          sum[e / 2] += sc[n][e];
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        sum[q] += __shfl_xor_sync(0xffffffffu, sum[q], 1);
+        sum[q] += __shfl_xor_sync(0xffffffffu, sum[q], 2);
+        sum[q] = sum[q] > 0.0f ? __fdividef(1.0f, sum[q]) : 0.0f;  // a row without edges: ctx 0
+      }
+      // ctx columns 8 nh .. 8 nh + 7 = P · v: P[g][8 kk + c] lies in lane (g, c / 2), element c % 2
+      float oh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, ohl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, olh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const int src0 = 4 * g + t4 / 2, src1 = src0 + 2;
+      const bool odd = (t4 & 1) != 0;
+#pragma unroll
+      for (int kk = 0; kk < NK; ++kk) {
+        float pa[4];
+        {
+          const float x0 = __shfl_sync(0xffffffffu, sc[kk][0], src0), x1 = __shfl_sync(0xffffffffu, sc[kk][1], src0);
+          const float y0 = __shfl_sync(0xffffffffu, sc[kk][2], src0), y1 = __shfl_sync(0xffffffffu, sc[kk][3], src0);
+          const float z0 = __shfl_sync(0xffffffffu, sc[kk][0], src1), z1 = __shfl_sync(0xffffffffu, sc[kk][1], src1);
+          const float w0 = __shfl_sync(0xffffffffu, sc[kk][2], src1), w1 = __shfl_sync(0xffffffffu, sc[kk][3], src1);
+          pa[0] = odd ? x1 : x0, pa[1] = odd ? y1 : y0, pa[2] = odd ? z1 : z0, pa[3] = odd ? w1 : w0;
+        }
+        float ah[4], al[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) k::sg_split_tf32(pa[e], ah[e], al[e]);
+        const int k0 = 8 * kk + t4 < N ? 8 * kk + t4 : N - 1, k1 = 8 * kk + t4 + 4 < N ? 8 * kk + t4 + 4 : N - 1;
+        k::sg_mma_3xtf32(oh, ohl, olh, ah, al, vs[k0 * HS + 8 * nh + g], vs[k1 * HS + 8 * nh + g]);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; e += 2) {
+        const int li = e < 2 ? la : lb, o = 8 * nh + 2 * t4;
+        if (li >= RN || i0 + li >= N) continue;
+        const float c0 = (oh[e] + (ohl[e] + olh[e])) * sum[e / 2];
+        const float c1 = (oh[e + 1] + (ohl[e + 1] + olh[e + 1])) * sum[e / 2];
+        float* p = cx + li * S + h * HD + o;
+#pragma unroll
+        for (int hh = 0; hh < H; ++hh) {
+          if constexpr (ASYNC != 0) {
+            if (hh * R + r == rank) {
+              *reinterpret_cast<float2*>(p) = make_float2(c0, c1);
+            } else if ((XP & 512) == 0) {
+              k::sg_st_async2(p, static_cast<unsigned>(hh * R + r), c0, c1, bar_x2);
+            }
+          } else {
+            put2(p, hh * R + r, c0);
+            put2(p + 1, hh * R + r, c1);
+          }
+        }
+      }
+    }
+  } else if constexpr (ATTNMMA == 2 && HD % 4 == 0 && 64 * k::sg_cdiv(N, 32) * k::sg_cdiv(RN, 2) <= 2 * RN * S) {
+    // Two query rows per warp: each k row and v value read once for both; the attention weights
+    // pass to the lanes over t through the warp's scratch (the LayerNorm buffer, free by now) as
+    // broadcast float4 reads instead of a shuffle per key.
+    constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
+    float* const scratch = reinterpret_cast<float*>(xh) + warp * 2 * JL * 32;
+    for (int i = 2 * warp; i < RN && i0 + i < N; i += 2 * NW) {
+      const bool two = i + 1 < RN && i0 + i + 1 < N;
+      const int rw[2] = {i, two ? i + 1 : i};
+      float a[2][JL], mx[2] = {-3.402823466e38f, -3.402823466e38f}, sum[2] = {0.0f, 0.0f};
+      bool on[2][JL], any[2] = {false, false};
+#pragma unroll
+      for (int jt = 0; jt < JL; ++jt) {
+        const int j = lane + 32 * jt;
+        float sp[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        if (j < N) {
+#pragma unroll
+          for (int c4 = 0; c4 < HD / 4; ++c4) {
+            const float4 kv = reinterpret_cast<const float4*>(ks + j * HS)[c4];
+#pragma unroll
+            for (int q = 0; q < 2; ++q) {
+              const float4 qv = reinterpret_cast<const float4*>(qs + rw[q] * HS)[c4];
+              sp[q][0] = fmaf(qv.x, kv.x, sp[q][0]);
+              sp[q][1] = fmaf(qv.y, kv.y, sp[q][1]);
+              sp[q][2] = fmaf(qv.z, kv.z, sp[q][2]);
+              sp[q][3] = fmaf(qv.w, kv.w, sp[q][3]);
+            }
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          on[q][jt] = j < N && msk[rw[q] * N + j] >= 0.5f;
+          a[q][jt] = on[q][jt] ? (sp[q][0] + sp[q][1]) + (sp[q][2] + sp[q][3]) + bs[rw[q] * N + j] : 0.0f;
+          if (on[q][jt]) mx[q] = fmaxf(mx[q], a[q][jt]);
+          any[q] = any[q] || on[q][jt];
+        }
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], off));
+      }
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+#pragma unroll
+        for (int jt = 0; jt < JL; ++jt) {
+          a[q][jt] = on[q][jt] ? expf(a[q][jt] - mx[q]) : 0.0f;
+          sum[q] += a[q][jt];
+        }
+      }
+      const bool edge0 = __any_sync(0xffffffffu, any[0]), edge1 = __any_sync(0xffffffffu, any[1]);
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) {
+#pragma unroll
+        for (int q = 0; q < 2; ++q) sum[q] += __shfl_xor_sync(0xffffffffu, sum[q], off);
+      }
+      const float inv[2] = {edge0 ? __fdividef(1.0f, sum[0]) : 0.0f, edge1 ? __fdividef(1.0f, sum[1]) : 0.0f};
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+#pragma unroll
+        for (int jt = 0; jt < JL; ++jt) scratch[q * JL * 32 + lane + 32 * jt] = a[q][jt];
+      }
+      __syncwarp();
+#pragma unroll
+      for (int tt = 0; tt < TL; ++tt) {
+        const int t = lane + 32 * tt;
+        float cp[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+        if (t < HD) {
+#pragma unroll
+          for (int j4 = 0; j4 < k::sg_cdiv(N, 4); ++j4) {
+            const float4 w0 = reinterpret_cast<const float4*>(scratch)[j4];
+            const float4 w1 = reinterpret_cast<const float4*>(scratch + JL * 32)[j4];
+            const float wa[2][4] = {{w0.x, w0.y, w0.z, w0.w}, {w1.x, w1.y, w1.z, w1.w}};
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj) {
+              if (4 * j4 + jj < N) {
+                const float vv = vs[(4 * j4 + jj) * HS + t];
+                cp[0][jj] = fmaf(wa[0][jj], vv, cp[0][jj]);
+                cp[1][jj] = fmaf(wa[1][jj], vv, cp[1][jj]);
+              }
+            }
+          }
+#pragma unroll
+          for (int q = 0; q < (two ? 2 : 1); ++q) {
+            const float c = ((cp[q][0] + cp[q][1]) + (cp[q][2] + cp[q][3])) * inv[q];
+#pragma unroll
+            for (int hh = 0; hh < H; ++hh) put2(cx + rw[q] * S + h * HD + t, hh * R + r, c);
+          }
+        }
+      }
+      __syncwarp();  // the scratch is rewritten by the warp's next rows
+    }
+  } else {
     constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
     for (int i = warp; i < RN && i0 + i < N; i += NW) {
       if constexpr ((XP & 8) != 0) {
@@ -1633,7 +1887,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int jt = 0; jt < JL; ++jt) {
         const int j = lane + 32 * jt;
         float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (j < N) {
+        if (j < N && (XP & 1024) == 0) {
           if constexpr (HD % 4 == 0) {
 #pragma unroll
             for (int c4 = 0; c4 < HD / 4; ++c4) {
@@ -1654,7 +1908,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (on[jt]) mx = fmaxf(mx, a[jt]);
         any = any || on[jt];
       }
-      mx = k::sg_warp_max(mx);
+      if constexpr ((XP & 2048) == 0) mx = k::sg_warp_max(mx);
       const bool row_has_edge = __any_sync(0xffffffffu, any);
       float sum = 0.0f;
 #pragma unroll
@@ -1662,7 +1916,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         a[jt] = on[jt] ? expf(a[jt] - mx) : 0.0f;
         sum += a[jt];
       }
-      sum = k::sg_warp_sum(sum);
+      if constexpr ((XP & 2048) == 0) sum = k::sg_warp_sum(sum);
       const float inv_sum = row_has_edge ? __fdividef(1.0f, sum) : 0.0f;  // sum in [1, N]
 #pragma unroll
       for (int tt = 0; tt < TL; ++tt) {
@@ -1671,7 +1925,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
         for (int jt = 0; jt < JL; ++jt) {
 #pragma unroll
-          for (int jj = 0; jj < 32 && 32 * jt + jj < N; ++jj) {
+          for (int jj = 0; jj < ((XP & 4096) ? 0 : 32) && 32 * jt + jj < N; ++jj) {
             const float aj = __shfl_sync(0xffffffffu, a[jt], jj);
             if (t < HD) cp[jj % 4] = fmaf(aj, vs[(32 * jt + jj) * HS + t], cp[jj % 4]);
           }

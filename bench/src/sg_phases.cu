@@ -41,15 +41,17 @@ struct Variant {
 };
 
 template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0, int OUTMMA = 0,
-          int XP = 0>
+          int ATTNMMA = 0, int XP = 0>
 Variant cluster() {
   return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : "") +
               (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : "") +
               (NTILE > 1 ? " ntile=" + std::to_string(NTILE) : "") + (OVERLAP ? " overlap" : "") +
-              (OUTMMA ? " outmma" : "") + (XP ? " without" : "") + (XP & 1 ? " wcopy" : "") + (XP & 2 ? " woutload" : "") +
+              (OUTMMA ? " outmma" : "") + (ATTNMMA == 1 ? " attnmma" : ATTNMMA == 2 ? " attnrows2" : "") + (XP ? " without" : "") + (XP & 1 ? " wcopy" : "") + (XP & 2 ? " woutload" : "") +
               (XP & 4 ? " mlp" : "") + (XP & 8 ? " attn" : "") + (XP & 16 ? " proj" : "") + (XP & 32 ? " out" : "") +
-              (XP & 64 ? " ln" : ""),
-          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUTMMA, XP>,
+              (XP & 64 ? " ln" : "") + (XP & 128 ? " bias-sends" : "") + (XP & 256 ? " kv-sends" : "") +
+              (XP & 512 ? " ctx-sends" : "") + (XP & 1024 ? " scores" : "") + (XP & 2048 ? " reductions" : "") +
+              (XP & 4096 ? " pv" : "") + (XP & 8192 ? " (one summing warp)" : ""),
+          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUTMMA, ATTNMMA, XP>,
           B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes, true};
 }
 
@@ -195,11 +197,28 @@ int main(int argc, char** argv) {
       cluster<2, 256, 0, 3, 1, 4, 1, 1>(),
       // The winner at 202e524 with parts of its work left out (XP, see sg_cluster): the cold time
       // each part costs on the critical path; and with the weights through the bulk-copy engine.
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 3>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 4>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 8>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 16>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 32>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 64>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 124>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 127>(),
-      cluster<2, 512, 1, 3, 1, 4, 1, 0>(), cluster<2, 512, 1, 3, 1, 4, 1, 0, 2>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 3>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 4>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 8>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 16>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 32>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 64>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 124>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 127>(),
+      cluster<2, 512, 1, 3, 1, 4, 1, 0>(), cluster<2, 512, 1, 3, 1, 4, 1, 0, 0, 2>(),
+      // attention on the tensor cores
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 1, 1>(), cluster<2, 512, 0, 1, 1, 4, 1, 0, 1>(),
+      cluster<2, 256, 0, 3, 1, 4, 1, 0, 1>(), cluster<1, 512, 0, 3, 1, 4, 1, 0, 1>(),
+      // more warps per projection
+      cluster<2, 1024, 0, 3, 1, 4, 1>(), cluster<2, 1024, 0, 6, 1, 4, 1>(), cluster<2, 1024, 0, 4, 1, 4, 1>(),
+      cluster<2, 1024, 0, 6, 1, 1, 1>(), cluster<2, 512, 0, 6, 1, 4, 1>(), cluster<2, 512, 0, 4, 1, 4, 1>(),
+      // two attention rows per warp (ATTNMMA 2)
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 1, 2>(),
+      // the winner without the remote stores of the bias, of k and v, of ctx, of all three
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 128>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 256>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 512>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 896>(),
+      // the winner without parts of its attention: the scores' dot products, the softmax's warp
+      // reductions, the weighted sum over v
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 1024>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 2048>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 4096>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 7168>(),
+      // the group sums by the group's last warp alone (before they were spread over its warps)
+      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 8192>(), cluster<2, 512, 0, 3, 1, 4, 1, 1, 0, 8192>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -289,6 +308,7 @@ int main(int argc, char** argv) {
   float* out;
   CHECK(cudaMalloc(&out, std::size_t{B} * N * D * 4));
 
+  std::vector<float> reference;
   for (const Variant& v : variants) {
     CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
     unsigned long long* marks = nullptr;
@@ -298,8 +318,14 @@ int main(int argc, char** argv) {
     };
     CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
     const std::vector<double> cold = event_times(launch, samples, warm ? nullptr : flush, flush_bytes);
-    std::printf("\n%-36s %s median %.3f us (q10 %.3f, q90 %.3f), grid %d x %d\n", v.name.c_str(), warm ? "warm" : "cold", quantile(cold, 0.5),
-                quantile(cold, 0.1), quantile(cold, 0.9), v.grid, v.block);
+    std::vector<float> got(std::size_t{B} * N * D);
+    CHECK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
+    if (reference.empty()) reference = got;  // the first variant (qtile, fused) is the reference
+    double diff = 0.0;
+    for (std::size_t e = 0; e < got.size(); ++e) diff = std::max(diff, double(std::fabs(got[e] - reference[e])));
+    std::printf("\n%-36s %s median %.3f us (q10 %.3f, q90 %.3f), grid %d x %d, max |out - first variant's| %.2e\n",
+                v.name.c_str(), warm ? "warm" : "cold", quantile(cold, 0.5), quantile(cold, 0.1), quantile(cold, 0.9),
+                v.grid, v.block, diff);
     if (!v.marks) continue;
     const int warps = v.grid * v.block / 32;
     const std::size_t words = std::size_t(warps) * kMarks * 2;
