@@ -1075,7 +1075,8 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // projections' MMAs, 32: the out projection's arithmetic, 64: the LayerNorm's arithmetic (8: not
 // with ATTNMMA); with ASYNC, the stores into other blocks of 128: the bias, 256: k and v, 512: ctx;
 // in the attention (warp per row) 1024: the score dot products, 2048: the softmax's warp
-// reductions, 4096: the weighted sum over v; 8192: see kGroupSum.
+// reductions, 4096: the weighted sum over v; 8192: see kGroupSum; 16384: Wout over at most 4
+// lanes per column.
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
           int OVERLAP = 0, int OUTMMA = 0, int ATTNMMA = 0, int XP = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
@@ -1089,7 +1090,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int HD = D / H;
   constexpr int S = L::S, HS = L::HS, RN = L::RN, PS = L::PS, JC = L::JC;
   constexpr int NW = BLOCK / 32;
-  constexpr int KLO = k::sg_reg_lanes(HD, D, BLOCK);
+  constexpr int KLO = (XP & 16384) ? k::sg_min(4, k::sg_reg_lanes(HD, D, BLOCK)) : k::sg_reg_lanes(HD, D, BLOCK);
   constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
   constexpr int PAIRS = RN * JC, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
   constexpr int NT = k::sg_cdiv(HD, 8), MT = k::sg_cdiv(RN, 16);   // mma tiles of the projections
@@ -1100,12 +1101,16 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // fragments a task loads serve its NB tiles).
   constexpr int NB = NTILE < NT ? NTILE : NT, NG = k::sg_cdiv(NT, NB), PW = 3 * MT * NG * KSPLIT;
   constexpr int UT = k::sg_cdiv(PAIRS, 16);
-  // OVERLAP: the first PW warps take the LayerNorm, one projection task each and the weight
-  // copies, and meet at a named barrier of their own; the last UT warps run the MLP meanwhile.
+  // OVERLAP: the first PW warps take one projection task each and the weight copies; the first
+  // LNW warps (see below) take the LayerNorm and meet at a named barrier of their own; the last
+  // UT warps run the MLP meanwhile (those among the LayerNorm warps after it).
   constexpr bool kOv = OVERLAP != 0 && L::kMlpMma && PW + UT <= NW;
   constexpr bool kMlpHalves = !kOv && L::kMlpHalves && 2 * UT <= NW && UT <= 13;
   constexpr int MW = L::kMlpMma ? k::sg_min(kMlpHalves ? 2 * UT : UT, NW) : 0;
-  constexpr int LNW = kOv ? PW : (NW - MW > 0 ? NW - MW : NW);
+  // With kOv the LayerNorm takes the first max(RN, PW) warps (a row each when RN <= NW), which
+  // then meet at the projection barrier: the projection warps start once every row is done; the
+  // other warps go straight on to the MLP.
+  constexpr int LNW = kOv ? k::sg_min(NW, RN > PW ? RN : PW) : (NW - MW > 0 ? NW - MW : NW);
   constexpr int kProjBar = 15;  // named barrier of the projection warps (the MLP halves use 1 .. UT)
   // OUTMMA: out = ctx · Woutᵀ on the tensor cores (3xTF32), KW warps per 16-row tile, a k-range
   // each with its Wout fragments in registers; the partial fragments meet at named barrier 14
@@ -1224,7 +1229,12 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int o = lane; o < 3 * HD; o += 32) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
     }
   } else {
-    if constexpr ((XP & 1) == 0) k::sg_copy_rows_warp<3 * HD, D, S, BLOCK, kOv ? 0 : F_W, kOv ? PW : NW>(ws, w_row);
+    if constexpr ((XP & 1) == 0) {  // a call per matrix: head h's source rows are consecutive, no division per row
+      constexpr int WW = kOv ? PW : NW, F0 = kOv ? 0 : F_W;
+      k::sg_copy_rows_warp<HD, D, S, BLOCK, F0, WW>(ws, [&](int t) { return wq + (h * HD + t) * D; });
+      k::sg_copy_rows_warp<HD, D, S, BLOCK, F0 + HD, WW>(ws + HD * S, [&](int t) { return wk + (h * HD + t) * D; });
+      k::sg_copy_rows_warp<HD, D, S, BLOCK, F0 + 2 * HD, WW>(ws + 2 * HD * S, [&](int t) { return wv + (h * HD + t) * D; });
+    }
     k::sg_copy_commit();
   }
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
@@ -1274,35 +1284,38 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(2);
   if (warp < LNW) {  // rows warp + LNW q, all of a warp's rows at once (independent shuffles)
     constexpr int DL = k::sg_cdiv(D, 32), RPW = k::sg_cdiv(RN, LNW);
+    // One pass: the sums of d = x - x0 and of d² (x0 the row's first value, so that E[d²] - E[d]²
+    // does not cancel unless x0 lies many deviations from the mean), one butterfly for both.
     constexpr float inv_d = 1.0f / static_cast<float>(D);
-    float x[RPW][DL], mean[RPW], inv[RPW];
+    float x[RPW][DL], mean[RPW], inv[RPW], sums[2 * RPW];
 #pragma unroll
     for (int q = 0; q < RPW; ++q) {
       const int i = warp + LNW * q < RN ? warp + LNW * q : RN - 1;
-      mean[q] = 0.0f;
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
         const int col = lane + 32 * c;
         x[q][c] = col < D ? xs[i * S + col] : 0.0f;
-        mean[q] += x[q][c];
       }
-    }
-    k::sg_warp_sums(mean);
-#pragma unroll
-    for (int q = 0; q < RPW; ++q) {
-      mean[q] *= inv_d;
-      inv[q] = 0.0f;
+      mean[q] = __shfl_sync(0xffffffffu, x[q][0], 0);  // x0, the shift
+      sums[q] = sums[RPW + q] = 0.0f;
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
         const float d = lane + 32 * c < D ? x[q][c] - mean[q] : 0.0f;
-        inv[q] = fmaf(d, d, inv[q]);
+        sums[q] += d;
+        sums[RPW + q] = fmaf(d, d, sums[RPW + q]);
       }
     }
-    k::sg_warp_sums(inv);
+    k::sg_warp_sums(sums);
+#pragma unroll
+    for (int q = 0; q < RPW; ++q) {
+      const float md = sums[q] * inv_d;
+      mean[q] += md;
+      inv[q] = fmaxf(fmaf(sums[RPW + q], inv_d, -md * md), 0.0f);  // the variance
+    }
 #pragma unroll
     for (int q = 0; q < RPW; ++q) {
       const int i = warp + LNW * q;
-      const float rs = rsqrtf(fmaf(inv[q], inv_d, 1e-5f));
+      const float rs = rsqrtf(inv[q] + 1e-5f);
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
         const int col = lane + 32 * c;
@@ -1316,16 +1329,16 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   // Each thread waits once at the cluster's first barrier (all blocks run: their shared memory
   // and mbarriers can be written) before its first remote store: the MLP warps after their sums.
-  // With kOv: the projection warps now wait for their weight copies and meet, then run the
-  // projections (step 3) while the MLP warps go on.
+  // With kOv: the LayerNorm warps (the projection warps among them, which wait for their weight
+  // copies) meet, then run the projections (step 3) while the MLP warps go on.
   if constexpr (kOv) {
-    if (warp < PW) {
+    if (warp < LNW) {
       if constexpr (BULK != 0) {
-        k::sg_mbar_wait(bar, 0);
+        if (warp < PW) k::sg_mbar_wait(bar, 0);
       } else {
         k::sg_copy_wait<0>();
       }
-      proj_sync();
+      asm volatile("bar.sync %0, %1;" ::"n"(kProjBar), "n"(LNW * 32) : "memory");
     }
   }
   if constexpr (L::kMlpMma) {
@@ -1354,7 +1367,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         for (int e = 0; e < 4; ++e) {
           const int col = 8 * nt + 2 * t4 + (e % 2);
           const float a = hh4[e] + (hl[e] + lh[e]) + mb0[col];
-          const float sl = __fdividef(a, 1.0f + expf(-a));  // silu, as sg_pair_mlp
+          const float sl = __fdividef(a, 1.0f + __expf(-a));  // silu (MUFU exp: relative error near 1e-6)
 #pragma unroll
           for (int hh = 0; hh < H; ++hh) acc[e / 2][hh] = fmaf(mw2[hh * P + col], sl, acc[e / 2][hh]);
         }
@@ -1668,7 +1681,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(6);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
-  // ATTNMMA: on the tensor cores (3xTF32), HN = HD / 8 warps per 16-row tile, each computing the
+  // ATTNMMA (not in configs/scene_graph.json: at B4 N24 it measured 9.41 µs cold against 8.74 for
+  // the warp per row, its three warps' chains being long; bench/src/sg_phases.cu keeps comparing):
+  // on the tensor cores (3xTF32), HN = HD / 8 warps per 16-row tile, each computing the
   // tile's scores S = q kᵀ (NK key tiles of 8), their masked softmax in registers (a row's values
   // lie in the 4 lanes of its group: two shuffles per reduction) and its 8 columns of ctx = P v,
   // with P's A fragments taken from S's C fragments by shuffles.
@@ -1725,7 +1740,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int n = 0; n < NK; ++n) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          sc[n][e] = on[n][e] ? expf(sc[n][e] - mx[e / 2]) : 0.0f;
+          sc[n][e] = on[n][e] ? __expf(sc[n][e] - mx[e / 2]) : 0.0f;
           sum[e / 2] += sc[n][e];
         }
       }
@@ -1777,98 +1792,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         }
       }
     }
-  } else if constexpr (ATTNMMA == 2 && HD % 4 == 0 && 64 * k::sg_cdiv(N, 32) * k::sg_cdiv(RN, 2) <= 2 * RN * S) {
-    // Two query rows per warp: each k row and v value read once for both; the attention weights
-    // pass to the lanes over t through the warp's scratch (the LayerNorm buffer, free by now) as
-    // broadcast float4 reads instead of a shuffle per key.
-    constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
-    float* const scratch = reinterpret_cast<float*>(xh) + warp * 2 * JL * 32;
-    for (int i = 2 * warp; i < RN && i0 + i < N; i += 2 * NW) {
-      const bool two = i + 1 < RN && i0 + i + 1 < N;
-      const int rw[2] = {i, two ? i + 1 : i};
-      float a[2][JL], mx[2] = {-3.402823466e38f, -3.402823466e38f}, sum[2] = {0.0f, 0.0f};
-      bool on[2][JL], any[2] = {false, false};
-#pragma unroll
-      for (int jt = 0; jt < JL; ++jt) {
-        const int j = lane + 32 * jt;
-        float sp[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-        if (j < N) {
-#pragma unroll
-          for (int c4 = 0; c4 < HD / 4; ++c4) {
-            const float4 kv = reinterpret_cast<const float4*>(ks + j * HS)[c4];
-#pragma unroll
-            for (int q = 0; q < 2; ++q) {
-              const float4 qv = reinterpret_cast<const float4*>(qs + rw[q] * HS)[c4];
-              sp[q][0] = fmaf(qv.x, kv.x, sp[q][0]);
-              sp[q][1] = fmaf(qv.y, kv.y, sp[q][1]);
-              sp[q][2] = fmaf(qv.z, kv.z, sp[q][2]);
-              sp[q][3] = fmaf(qv.w, kv.w, sp[q][3]);
-            }
-          }
-        }
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          on[q][jt] = j < N && msk[rw[q] * N + j] >= 0.5f;
-          a[q][jt] = on[q][jt] ? (sp[q][0] + sp[q][1]) + (sp[q][2] + sp[q][3]) + bs[rw[q] * N + j] : 0.0f;
-          if (on[q][jt]) mx[q] = fmaxf(mx[q], a[q][jt]);
-          any[q] = any[q] || on[q][jt];
-        }
-      }
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) {
-#pragma unroll
-        for (int q = 0; q < 2; ++q) mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], off));
-      }
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-#pragma unroll
-        for (int jt = 0; jt < JL; ++jt) {
-          a[q][jt] = on[q][jt] ? expf(a[q][jt] - mx[q]) : 0.0f;
-          sum[q] += a[q][jt];
-        }
-      }
-      const bool edge0 = __any_sync(0xffffffffu, any[0]), edge1 = __any_sync(0xffffffffu, any[1]);
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) {
-#pragma unroll
-        for (int q = 0; q < 2; ++q) sum[q] += __shfl_xor_sync(0xffffffffu, sum[q], off);
-      }
-      const float inv[2] = {edge0 ? __fdividef(1.0f, sum[0]) : 0.0f, edge1 ? __fdividef(1.0f, sum[1]) : 0.0f};
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-#pragma unroll
-        for (int jt = 0; jt < JL; ++jt) scratch[q * JL * 32 + lane + 32 * jt] = a[q][jt];
-      }
-      __syncwarp();
-#pragma unroll
-      for (int tt = 0; tt < TL; ++tt) {
-        const int t = lane + 32 * tt;
-        float cp[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-        if (t < HD) {
-#pragma unroll
-          for (int j4 = 0; j4 < k::sg_cdiv(N, 4); ++j4) {
-            const float4 w0 = reinterpret_cast<const float4*>(scratch)[j4];
-            const float4 w1 = reinterpret_cast<const float4*>(scratch + JL * 32)[j4];
-            const float wa[2][4] = {{w0.x, w0.y, w0.z, w0.w}, {w1.x, w1.y, w1.z, w1.w}};
-#pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
-              if (4 * j4 + jj < N) {
-                const float vv = vs[(4 * j4 + jj) * HS + t];
-                cp[0][jj] = fmaf(wa[0][jj], vv, cp[0][jj]);
-                cp[1][jj] = fmaf(wa[1][jj], vv, cp[1][jj]);
-              }
-            }
-          }
-#pragma unroll
-          for (int q = 0; q < (two ? 2 : 1); ++q) {
-            const float c = ((cp[q][0] + cp[q][1]) + (cp[q][2] + cp[q][3])) * inv[q];
-#pragma unroll
-            for (int hh = 0; hh < H; ++hh) put2(cx + rw[q] * S + h * HD + t, hh * R + r, c);
-          }
-        }
-      }
-      __syncwarp();  // the scratch is rewritten by the warp's next rows
-    }
   } else {
     constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
     for (int i = warp; i < RN && i0 + i < N; i += NW) {
@@ -1913,7 +1836,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       float sum = 0.0f;
 #pragma unroll
       for (int jt = 0; jt < JL; ++jt) {
-        a[jt] = on[jt] ? expf(a[jt] - mx) : 0.0f;
+        a[jt] = on[jt] ? __expf(a[jt] - mx) : 0.0f;
         sum += a[jt];
       }
       if constexpr ((XP & 2048) == 0) sum = k::sg_warp_sum(sum);
