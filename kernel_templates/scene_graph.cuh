@@ -1284,38 +1284,35 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(2);
   if (warp < LNW) {  // rows warp + LNW q, all of a warp's rows at once (independent shuffles)
     constexpr int DL = k::sg_cdiv(D, 32), RPW = k::sg_cdiv(RN, LNW);
-    // One pass: the sums of d = x - x0 and of d² (x0 the row's first value, so that E[d²] - E[d]²
-    // does not cancel unless x0 lies many deviations from the mean), one butterfly for both.
     constexpr float inv_d = 1.0f / static_cast<float>(D);
-    float x[RPW][DL], mean[RPW], inv[RPW], sums[2 * RPW];
+    float x[RPW][DL], mean[RPW], inv[RPW];
 #pragma unroll
     for (int q = 0; q < RPW; ++q) {
       const int i = warp + LNW * q < RN ? warp + LNW * q : RN - 1;
+      mean[q] = 0.0f;
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
         const int col = lane + 32 * c;
         x[q][c] = col < D ? xs[i * S + col] : 0.0f;
+        mean[q] += x[q][c];
       }
-      mean[q] = __shfl_sync(0xffffffffu, x[q][0], 0);  // x0, the shift
-      sums[q] = sums[RPW + q] = 0.0f;
+    }
+    k::sg_warp_sums(mean);
+#pragma unroll
+    for (int q = 0; q < RPW; ++q) {
+      mean[q] *= inv_d;
+      inv[q] = 0.0f;
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
         const float d = lane + 32 * c < D ? x[q][c] - mean[q] : 0.0f;
-        sums[q] += d;
-        sums[RPW + q] = fmaf(d, d, sums[RPW + q]);
+        inv[q] = fmaf(d, d, inv[q]);
       }
     }
-    k::sg_warp_sums(sums);
-#pragma unroll
-    for (int q = 0; q < RPW; ++q) {
-      const float md = sums[q] * inv_d;
-      mean[q] += md;
-      inv[q] = fmaxf(fmaf(sums[RPW + q], inv_d, -md * md), 0.0f);  // the variance
-    }
+    k::sg_warp_sums(inv);
 #pragma unroll
     for (int q = 0; q < RPW; ++q) {
       const int i = warp + LNW * q;
-      const float rs = rsqrtf(inv[q] + 1e-5f);
+      const float rs = rsqrtf(fmaf(inv[q], inv_d, 1e-5f));
 #pragma unroll
       for (int c = 0; c < DL; ++c) {
         const int col = lane + 32 * c;
