@@ -1075,8 +1075,7 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // projections' MMAs, 32: the out projection's arithmetic, 64: the LayerNorm's arithmetic (8: not
 // with ATTNMMA); with ASYNC, the stores into other blocks of 128: the bias, 256: k and v, 512: ctx;
 // in the attention (warp per row) 1024: the score dot products, 2048: the softmax's warp
-// reductions, 4096: the weighted sum over v; 8192: see kGroupSum; 16384: Wout over at most 4
-// lanes per column.
+// reductions, 4096: the weighted sum over v.
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
           int OVERLAP = 0, int OUTMMA = 0, int ATTNMMA = 0, int XP = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
@@ -1090,7 +1089,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int HD = D / H;
   constexpr int S = L::S, HS = L::HS, RN = L::RN, PS = L::PS, JC = L::JC;
   constexpr int NW = BLOCK / 32;
-  constexpr int KLO = (XP & 16384) ? k::sg_min(4, k::sg_reg_lanes(HD, D, BLOCK)) : k::sg_reg_lanes(HD, D, BLOCK);
+  constexpr int KLO = k::sg_reg_lanes(HD, D, BLOCK);
   constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
   constexpr int PAIRS = RN * JC, PPT = k::sg_cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
   constexpr int NT = k::sg_cdiv(HD, 8), MT = k::sg_cdiv(RN, 16);   // mma tiles of the projections
@@ -1525,9 +1524,8 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // delivered by warp n % KSPLIT: each warp leaves its sums of the tiles it does not own in
   // shared memory as MMA fragments (slot kr, or kr - 1 past the owner), an owner waits at the
   // barrier, adds the KSPLIT sums of its tiles in k order and delivers them, the others only
-  // arrive. (XP & 8192: the group's last warp sums and delivers every tile.)
+  // arrive.
   constexpr bool kGroupSum = KSPLIT > 1 && kOv && PW / KSPLIT <= 13;
-  constexpr bool kSpread = (XP & 8192) == 0;
   const auto project = [&](int m, int mt, int ng, int kr) {
     const int la = 16 * mt + g, lb = la + 8;
     const float2* xa = xh + (la < RN ? la : RN - 1) * S;
@@ -1570,20 +1568,20 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         for (int c = 0; c < KC; ++c) y[n][e] += hh[c][n][e] + (hl[c][n][e] + lh[c][n][e]);
       }
     }
-    // the warp that sums and delivers local column tile n
-    const auto owner = [&](int n) { return kGroupSum && kSpread ? n % KSPLIT : KSPLIT - 1; };
-    if constexpr (kGroupSum && kSpread) {
+    if constexpr (kGroupSum) {
       const int group = warp / KSPLIT;
-      // fragment of (slot, matrix, row tile, column tile): 32 lanes x 4 floats
-      const auto frag = [&](int slot, int nt) {
-        return reinterpret_cast<float4*>(part) + (((slot * 3 + m) * MT + mt) * NT + nt) * 32 + lane;
+      // fragment of (slot, matrix, row tile, column tile): 32 lanes x 4 floats; warp kq's sums of
+      // tile n sit in slot kq, or kq - 1 past the tile's owner n % KSPLIT
+      const auto frag = [&](int kq, int n) {
+        const int slot = kq < n % KSPLIT ? kq : kq - 1;
+        return reinterpret_cast<float4*>(part) + (((slot * 3 + m) * MT + mt) * NT + ng * NB + n) * 32 + lane;
       };
       bool owns = false;
 #pragma unroll
       for (int n = 0; n < NB; ++n) {
         if (NT % NB != 0 && ng * NB + n >= NT) continue;
-        if (owner(n) != kr) {
-          *frag(kr < owner(n) ? kr : kr - 1, ng * NB + n) = make_float4(y[n][0], y[n][1], y[n][2], y[n][3]);
+        if (n % KSPLIT != kr) {
+          *frag(kr, n) = make_float4(y[n][0], y[n][1], y[n][2], y[n][3]);
         } else {
           owns = true;
         }
@@ -1595,49 +1593,20 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       asm volatile("bar.sync %0, %1;" ::"r"(1 + group), "n"(KSPLIT * 32) : "memory");
 #pragma unroll
       for (int n = 0; n < NB; ++n) {
-        if ((NT % NB != 0 && ng * NB + n >= NT) || owner(n) != kr) continue;
-        float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if ((NT % NB != 0 && ng * NB + n >= NT) || n % KSPLIT != kr) continue;
+        const auto sums_of = [&](int kq) { return kq == kr ? make_float4(y[n][0], y[n][1], y[n][2], y[n][3]) : *frag(kq, n); };
+        float4 sum = sums_of(0);
 #pragma unroll
-        for (int kq = 0; kq < KSPLIT; ++kq) {
-          const float4 pk = kq == kr ? make_float4(y[n][0], y[n][1], y[n][2], y[n][3]) : *frag(kq < kr ? kq : kq - 1, ng * NB + n);
-          if (kq == 0) {
-            sum = pk;
-          } else {
-            sum.x += pk.x, sum.y += pk.y, sum.z += pk.z, sum.w += pk.w;
-          }
-        }
-        y[n][0] = sum.x, y[n][1] = sum.y, y[n][2] = sum.z, y[n][3] = sum.w;
-      }
-    } else if constexpr (kGroupSum) {
-      const int group = warp / KSPLIT;
-      // fragment of (kr, matrix, row tile, column tile): 32 lanes x 4 floats
-      const auto frag = [&](int kq, int nt) {
-        return reinterpret_cast<float4*>(part) + (((kq * 3 + m) * MT + mt) * NT + nt) * 32 + lane;
-      };
-      if (kr < KSPLIT - 1) {
-#pragma unroll
-        for (int n = 0; n < NB; ++n) {
-          if (NT % NB == 0 || ng * NB + n < NT) *frag(kr, ng * NB + n) = make_float4(y[n][0], y[n][1], y[n][2], y[n][3]);
-        }
-        asm volatile("bar.arrive %0, %1;" ::"r"(1 + group), "n"(KSPLIT * 32) : "memory");
-        return;
-      }
-      asm volatile("bar.sync %0, %1;" ::"r"(1 + group), "n"(KSPLIT * 32) : "memory");
-#pragma unroll
-      for (int n = 0; n < NB; ++n) {
-        if (NT % NB != 0 && ng * NB + n >= NT) continue;
-        float4 sum = *frag(0, ng * NB + n);
-#pragma unroll
-        for (int kq = 1; kq < KSPLIT - 1; ++kq) {
-          const float4 pk = *frag(kq, ng * NB + n);
+        for (int kq = 1; kq < KSPLIT; ++kq) {  // in k order
+          const float4 pk = sums_of(kq);
           sum.x += pk.x, sum.y += pk.y, sum.z += pk.z, sum.w += pk.w;
         }
-        y[n][0] = sum.x + y[n][0], y[n][1] = sum.y + y[n][1], y[n][2] = sum.z + y[n][2], y[n][3] = sum.w + y[n][3];
+        y[n][0] = sum.x, y[n][1] = sum.y, y[n][2] = sum.z, y[n][3] = sum.w;
       }
     }
 #pragma unroll
     for (int n = 0; n < NB; ++n) {
-      if (kGroupSum && owner(n) != kr) continue;
+      if (kGroupSum && n % KSPLIT != kr) continue;
 #pragma unroll
       for (int e = 0; e < 4; e += 2) {
         const int li = e < 2 ? la : lb, o = 8 * (ng * NB + n) + 2 * t4;

@@ -24,6 +24,10 @@ __device__ unsigned long long* g_marks;
 // (MARKS - 1), so no global load or store sits between two marks (the first load of g_marks, a
 // DRAM round trip on a cold L2, would otherwise stall the warp at its first mark and shift every
 // later one). Only for kernels whose warps all reach the last mark.
+__device__ __forceinline__ void phases_clocks(unsigned long long& gt, unsigned long long& ck) {
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
+}
 template <int MARKS, bool DEFERRED = false>
 __device__ __forceinline__ void phases_mark(int mark) {
   if constexpr (DEFERRED) {
@@ -31,8 +35,7 @@ __device__ __forceinline__ void phases_mark(int mark) {
     if ((threadIdx.x & 31) == 0) {
       const unsigned wl = threadIdx.x / 32;
       unsigned long long gt, ck;
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
-      asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
+      phases_clocks(gt, ck);
       if (mark == 0) {
         for (int k = 1; k < MARKS; ++k) held[wl][k][0] = held[wl][k][1] = 0;  // a skipped mark reads 0
       }
@@ -48,8 +51,7 @@ __device__ __forceinline__ void phases_mark(int mark) {
     }
   } else if ((threadIdx.x & 31) == 0 && g_marks) {
     unsigned long long gt, ck;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(gt));
-    asm volatile("mov.u64 %0, %%clock64;" : "=l"(ck));
+    phases_clocks(gt, ck);
     const unsigned w = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     g_marks[(w * MARKS + mark) * 2] = gt;
     g_marks[(w * MARKS + mark) * 2 + 1] = ck;

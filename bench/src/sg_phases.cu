@@ -9,10 +9,12 @@
 // globaltimer) and the median cycles since the warp's own start (clock64); with --per-warp also,
 // for each warp of a block (its role in the kernel), the median cycles since the block's first
 // warp started (clock64: one SM's clock, so the warps of a block compare; globaltimer readings of
-// one block were seen to disagree by hundreds of ns across a block barrier). The marks are held in shared memory and written out at the last one (phases.hpp).
+// one block were seen to disagree by hundreds of ns across a block barrier). The marks are held
+// in shared memory and written out at the last one (phases.hpp).
 //   sg_phases [--samples N] [--warm] [--per-warp]   (prints tables; B=4 N=24 D=96 heads=4 P=16;
 //                                       --warm: no L2 flush, the caches hold the code and data)
 #include <cmath>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -40,17 +42,21 @@ struct Variant {
   bool marks;
 };
 
+// The parts sg_cluster's XP bits leave out, bit k named by kLeftOut[k].
+constexpr const char* kLeftOut[] = {"wcopy", "woutload", "mlp",        "attn",       "proj",     "out", "ln",
+                                    "bias-sends", "kv-sends", "ctx-sends", "scores", "reductions", "pv"};
+
 template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0, int OUTMMA = 0,
           int ATTNMMA = 0, int XP = 0>
 Variant cluster() {
+  std::string without = XP ? " without" : "";
+  for (int b = 0; b < static_cast<int>(std::size(kLeftOut)); ++b) {
+    if (XP & (1 << b)) without += std::string(" ") + kLeftOut[b];
+  }
   return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : "") +
               (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : "") +
               (NTILE > 1 ? " ntile=" + std::to_string(NTILE) : "") + (OVERLAP ? " overlap" : "") +
-              (OUTMMA ? " outmma" : "") + (ATTNMMA ? " attnmma" : "") + (XP ? " without" : "") + (XP & 1 ? " wcopy" : "") + (XP & 2 ? " woutload" : "") +
-              (XP & 4 ? " mlp" : "") + (XP & 8 ? " attn" : "") + (XP & 16 ? " proj" : "") + (XP & 32 ? " out" : "") +
-              (XP & 64 ? " ln" : "") + (XP & 128 ? " bias-sends" : "") + (XP & 256 ? " kv-sends" : "") +
-              (XP & 512 ? " ctx-sends" : "") + (XP & 1024 ? " scores" : "") + (XP & 2048 ? " reductions" : "") +
-              (XP & 4096 ? " pv" : "") + (XP & 8192 ? " (one summing warp)" : "") + (XP & 16384 ? " (Wout 4 lanes)" : ""),
+              (OUTMMA ? " outmma" : "") + (ATTNMMA ? " attnmma" : "") + without,
           sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUTMMA, ATTNMMA, XP>,
           B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes, true};
 }
@@ -214,10 +220,6 @@ int main(int argc, char** argv) {
       // reductions, the weighted sum over v
       cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 1024>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 2048>(),
       cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 4096>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 7168>(),
-      // the group sums by the group's last warp alone (before they were spread over its warps)
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 8192>(), cluster<2, 512, 0, 3, 1, 4, 1, 1, 0, 8192>(),
-      // Wout over 4 lanes per column
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 16384>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -344,12 +346,14 @@ int main(int argc, char** argv) {
       CHECK(cudaDeviceSynchronize());
       std::vector<unsigned long long> m(words);
       CHECK(cudaMemcpy(m.data(), marks, words * 8, cudaMemcpyDeviceToHost));
+      // the first warp's globaltimer at mark 0, and each block's first clock64 at mark 0
       unsigned long long t0 = ~0ull;
-      for (int w = 0; w < warps; ++w)
-        if (m[w * kMarks * 2]) t0 = std::min(t0, m[w * kMarks * 2]);
-      std::vector<unsigned long long> block_c0(v.grid, ~0ull);  // clock64 of each block's first mark 0
-      for (int w = 0; w < warps; ++w)
-        if (m[w * kMarks * 2]) block_c0[w / nw] = std::min(block_c0[w / nw], m[w * kMarks * 2 + 1]);
+      std::vector<unsigned long long> block_c0(v.grid, ~0ull);
+      for (int w = 0; w < warps; ++w) {
+        if (!m[w * kMarks * 2]) continue;
+        t0 = std::min(t0, m[w * kMarks * 2]);
+        block_c0[w / nw] = std::min(block_c0[w / nw], m[w * kMarks * 2 + 1]);
+      }
       for (int w = 0; w < warps; ++w) {
         const unsigned long long* r = &m[std::size_t(w) * kMarks * 2];
         for (int k = 0; k < kMarks; ++k) {
