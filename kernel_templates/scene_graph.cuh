@@ -14,7 +14,8 @@
 //                       `heads` blocks per (batch, query row), a block per head (sm_90).
 //                       Mapping "cluster": sg_cluster, a cluster of heads x rsplit blocks per
 //                       batch, a block per (head, row split), 3xTF32 tensor cores (sm_90);
-//                       parameters ksplit, stasync, ntile, overlap, outmma: see sg_cluster.
+//                       parameters ksplit, stasync, ntile, overlap, outmma, outbfly,
+//                       attnquad: see sg_cluster.
 //   split               sg_pair_bias (scratch bias) + sg_split_attention (as sg_fused, bias
 //                       read from scratch); or, mapping "head": sg_pair_bias + sg_head_attention
 //                       (block per (batch, head), scratch ctx) + sg_out_proj.
@@ -170,6 +171,21 @@ __host__ __device__ constexpr int sg_out_proj_smem_bytes(int D, int ROWS) { retu
 // Dynamic shared memory (bytes) of sg_pair_bias (config: `pb_smem`).
 __host__ __device__ constexpr int sg_pair_bias_smem_bytes(int H, int P, int SMEM_W) {
   return SMEM_W ? 4 * (sg_round4(P * P) + sg_round4(P) + sg_round4(H * P) + sg_round4(H)) : 0;
+}
+
+// One level of a transposed butterfly over a warp: sums x[0 .. 2 HW) of each lane, a lane keeps
+// the half its bit HW selects (in x[0 .. HW)) and adds its partner's share of it. Levels 16, 8,
+// 4, 2, 1 in turn leave lane l with the warp's total of x[l] (31 shuffles for 32 sums).
+template <int HW, int NX>
+__device__ __forceinline__ void sg_transpose_sum(float (&x)[NX], int lane) {
+  static_assert(2 * HW <= NX, "a level needs 2 HW sums");
+  const bool up = (lane & HW) != 0;
+#pragma unroll
+  for (int q = 0; q < HW; ++q) {
+    const float lo = x[q], hi = x[q + HW];
+    const float got = __shfl_xor_sync(0xffffffffu, up ? lo : hi, HW);
+    x[q] = (up ? hi : lo) + got;
+  }
 }
 
 __device__ __forceinline__ unsigned sg_dynamic_smem_size() {
@@ -1056,9 +1072,12 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 //      k-range split over KSPLIT warps (partial sums added in a fixed order), k_h and v_h stored
 //      into the R blocks of head h;  [exchange 1]
 //   4. a warp per query row: scores, masked softmax and ctx_h in registers, ctx_h stored into the
-//      ctx rows of the H blocks of row split r;  [exchange 2]
+//      ctx rows of the H blocks of row split r (ATTN 0: a lane per key; 2 (attnquad): a lane per
+//      key and quarter of the head's columns; 1: tensor cores, an experiment);  [exchange 2]
 //   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1
-//      (FP32 FMAs; with OUTMMA 3xTF32 MMAs, four warps per row tile, a k-range each).
+//      (OUT 0: FP32 FMAs, KLO lanes per output; 1 (outmma): 3xTF32 MMAs, four warps per row
+//      tile, a k-range each; 2 (outbfly): FP32 FMAs, a lane per k, the sums meeting in a
+//      transposed butterfly).
 // An exchange is a cluster barrier (ASYNC == 0: plain remote stores, then barrier.cluster with
 // release/acquire), or (ASYNC == 1) remote st.async stores that complete bytes on the receiving
 // block's mbarrier, on which the receiver waits for exactly the bytes it is sent: no fence, and
@@ -1073,11 +1092,11 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // measures what the part costs on the critical path. 1: the q/k/v weight copies, 2: Wout's
 // register loads, 4: the relation MLP's arithmetic, 8: the attention's arithmetic, 16: the
 // projections' MMAs, 32: the out projection's arithmetic, 64: the LayerNorm's arithmetic (8: not
-// with ATTNMMA); with ASYNC, the stores into other blocks of 128: the bias, 256: k and v, 512: ctx;
+// with ATTN); with ASYNC, the stores into other blocks of 128: the bias, 256: k and v, 512: ctx;
 // in the attention (warp per row) 1024: the score dot products, 2048: the softmax's warp
 // reductions, 4096: the weighted sum over v.
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
-          int OVERLAP = 0, int OUTMMA = 0, int ATTNMMA = 0, int XP = 0>
+          int OVERLAP = 0, int OUT = 0, int ATTN = 0, int XP = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -1111,11 +1130,24 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // other warps go straight on to the MLP.
   constexpr int LNW = kOv ? k::sg_min(NW, RN > PW ? RN : PW) : (NW - MW > 0 ? NW - MW : NW);
   constexpr int kProjBar = 15;  // named barrier of the projection warps (the MLP halves use 1 .. UT)
-  // OUTMMA: out = ctx · Woutᵀ on the tensor cores (3xTF32), KW warps per 16-row tile, a k-range
+  // OUT == 1: out = ctx · Woutᵀ on the tensor cores (3xTF32), KW warps per 16-row tile, a k-range
   // each with its Wout fragments in registers; the partial fragments meet at named barrier 14
   // (through the LayerNorm buffer, free by then) and the tile's last warp adds them in k order.
   constexpr int KW = 4, KSW = D / 8 / KW, kOutBar = 14;
-  constexpr bool kOutMma = OUTMMA != 0 && (D / 8) % KW == 0 && MT * KW <= NW && MT * (KW - 1) * NT * 128 <= 2 * RN * S;
+  constexpr bool kOutMma = OUT == 1 && (D / 8) % KW == 0 && MT * KW <= NW && MT * (KW - 1) * NT * 128 <= 2 * RN * S;
+  // OUT == 2: out = ctx · Woutᵀ with FP32 FMAs, a warp per (OPW outputs, RPW = 32 / OPW rows):
+  // lane l keeps Wout[o][l + 32 s] (s < KS) of its OPW outputs in registers, reads ctx[i][l + 32 s]
+  // (4-byte loads, no broadcast), and the warp's 32 sums (o RPW + row) over its lanes meet in one
+  // transposed butterfly (31 shuffles), after which lane l holds sum l. Lane l keeps sum q ^ l in
+  // its slot q (its weights of output (q / RPW) ^ (l / RPW), its ctx row (q % RPW) ^ (l % RPW)), so
+  // that at every level each lane sends its upper slots and keeps its lower ones: no selects.
+  // The last W5 warps: OPW = 8 when the registers allow (8 KS <= kSgRegWeights), else 4, 2.
+  constexpr int KS5 = k::sg_cdiv(D, 32);
+  constexpr int OPW = 8 * KS5 <= k::kSgRegWeights ? 8 : (4 * KS5 <= k::kSgRegWeights ? 4 : 2);
+  constexpr int RPW = 32 / OPW, NOG = k::sg_cdiv(HD, OPW), NRG = k::sg_cdiv(RN, RPW);
+  constexpr int RGW = k::sg_min(NRG, NW / NOG > 0 ? NW / NOG : 1), W5 = NOG * RGW;
+  constexpr bool kOutT = OUT == 2;
+  static_assert(!kOutT || (NOG <= NW && OPW * KS5 <= k::kSgRegWeights), "the block must hold Wout's head rows");
   const auto proj_sync = [&] {
     if constexpr (kOv) {
       asm volatile("bar.sync %0, %1;" ::"n"(kProjBar), "n"(PW * 32) : "memory");
@@ -1254,7 +1286,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const int ot = tid - OW0 * 32;
   const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
   const bool o_on = ot >= 0 && rg < RGO;
-  float4 wor[kOutMma ? 1 : WO4];
+  float4 wor[kOutMma || kOutT ? 1 : WO4];
+  float wt[kOutT ? OPW : 1][kOutT ? KS5 : 1];  // kOutT: Wout[h HD + og OPW + o][lane + 32 s]
+  const int v5 = warp - (NW - W5);              // kOutT: this warp's index among the last W5
   float wof[kOutMma ? NT : 1][kOutMma ? KSW : 1][2];  // kOutMma: B fragments (column tile, k-step)
   if constexpr (kOutMma) {
     if (warp < MT * KW) {
@@ -1266,6 +1300,19 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         for (int ks = 0; ks < KSW; ++ks) {
           wof[n][ks][0] = __ldg(w + 8 * ks);
           wof[n][ks][1] = __ldg(w + 8 * ks + 4);
+        }
+      }
+    }
+  } else if constexpr (kOutT) {
+    if (v5 >= 0) {
+      const int og = v5 % NOG;
+#pragma unroll
+      for (int oq = 0; oq < OPW; ++oq) {
+        const int o = og * OPW + (oq ^ (lane / RPW));
+#pragma unroll
+        for (int s5 = 0; s5 < KS5; ++s5) {
+          const int c = lane + 32 * s5;
+          wt[oq][s5] = o < HD && (D % 32 == 0 || c < D) && (XP & 2) == 0 ? __ldg(wo + (h * HD + o) * D + c) : 0.0f;
         }
       }
     }
@@ -1647,14 +1694,29 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   TUNE_SG_MARK(6);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
-  // ATTNMMA (not in configs/scene_graph.json: at B4 N24 it measured 9.41 µs cold against 8.74 for
-  // the warp per row, its three warps' chains being long; bench/src/sg_phases.cu keeps comparing):
+  // ATTN == 1 (not in configs/scene_graph.json: at B4 N24 it measured 9.41 µs cold against 8.74
+  // for the warp per row, its three warps' chains being long; bench/src/sg_phases.cu keeps comparing):
   // on the tensor cores (3xTF32), HN = HD / 8 warps per 16-row tile, each computing the
   // tile's scores S = q kᵀ (NK key tiles of 8), their masked softmax in registers (a row's values
   // lie in the 4 lanes of its group: two shuffles per reduction) and its 8 columns of ctx = P v,
   // with P's A fragments taken from S's C fragments by shuffles.
   constexpr int NK = k::sg_cdiv(N, 8), HN = HD / 8;
-  constexpr bool kAttnMma = ATTNMMA == 1 && HD % 8 == 0 && N <= 64 && MT * HN <= NW;
+  constexpr bool kAttnMma = ATTN == 1 && HD % 8 == 0 && N <= 64 && MT * HN <= NW;
+  // ATTN == 2: a warp per query row, lane (tq, jg) = (lane / 8, lane % 8) takes the keys jg + 8 m
+  // and the quarter tq of the head's columns: each lane reads HQ = HD / 4 columns of its keys' k
+  // and v rows and of q (8-byte loads, conflict-free), the quarters' partial scores meet in two
+  // shuffles, the softmax reductions run over the 8 key lanes (three), and the partial sums over v
+  // meet in a transposed butterfly over the key lanes (lane jg ends with column tq HQ + jg).
+  // About 40 % fewer shared-memory wavefronts than a lane per key with q broadcast (a 16-byte
+  // load costs four wavefronts whatever the lanes share), and shorter reductions.
+  constexpr int HQ = HD / 4, MQ = k::sg_cdiv(N, 8), CV = HQ <= 8 ? 8 : HQ;
+  constexpr bool kAttnQuad = ATTN == 2 && HD % 4 == 0 && N <= 64;
+  const auto zero_ctx_row = [&](int i) {  // XP & 8: the attention left out
+    for (int t = lane; t < HD; t += 32) {
+#pragma unroll
+      for (int hh = 0; hh < H; ++hh) put2(cx + i * S + h * HD + t, hh * R + r, 0.0f);
+    }
+  };
   if constexpr (kAttnMma) {
     if (warp < MT * HN) {
       const int mt = warp / HN, nh = warp % HN;
@@ -1758,14 +1820,114 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         }
       }
     }
+  } else if constexpr (kAttnQuad) {
+    const int jg = lane % 8, tq = lane / 8;
+    const auto row2 = [&](const float* base, int u2) {  // columns tq HQ + 2 u2, + 1 of a row
+      if constexpr (HQ % 2 == 0) {
+        return *reinterpret_cast<const float2*>(base + tq * HQ + 2 * u2);
+      } else {
+        return make_float2(base[tq * HQ + 2 * u2], 2 * u2 + 1 < HQ ? base[tq * HQ + 2 * u2 + 1] : 0.0f);
+      }
+    };
+    constexpr int H2 = k::sg_cdiv(HQ, 2);
+    for (int i = warp; i < RN && i0 + i < N; i += NW) {
+      if constexpr ((XP & 8) != 0) {
+        zero_ctx_row(i);
+        continue;
+      }
+      float2 q[H2];
+#pragma unroll
+      for (int u2 = 0; u2 < H2; ++u2) q[u2] = row2(qs + i * HS, u2);
+      float sc[MQ];
+#pragma unroll
+      for (int m = 0; m < MQ; ++m) {
+        const int j = jg + 8 * m < N ? jg + 8 * m : N - 1;
+        float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+        for (int u2 = 0; u2 < ((XP & 1024) ? 0 : H2); ++u2) {
+          const float2 kv = row2(ks + j * HS, u2);
+          a0 = fmaf(q[u2].x, kv.x, a0);
+          a1 = fmaf(q[u2].y, kv.y, a1);
+        }
+        sc[m] = a0 + a1;
+      }
+#pragma unroll
+      for (int m = 0; m < MQ; ++m) {  // the four quarters: every lane of a key gets the same sum
+        sc[m] += __shfl_xor_sync(0xffffffffu, sc[m], 8);
+        sc[m] += __shfl_xor_sync(0xffffffffu, sc[m], 16);
+      }
+      bool on[MQ];
+      float mx = -3.402823466e38f;
+      bool any = false;
+#pragma unroll
+      for (int m = 0; m < MQ; ++m) {
+        const int j = jg + 8 * m;
+        on[m] = j < N && msk[i * N + (j < N ? j : N - 1)] >= 0.5f;
+        sc[m] = on[m] ? sc[m] + bs[i * N + (j < N ? j : N - 1)] : 0.0f;
+        if (on[m]) mx = fmaxf(mx, sc[m]);
+        any = any || on[m];
+      }
+      if constexpr ((XP & 2048) == 0) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+      }
+      const bool row_has_edge = __any_sync(0xffffffffu, any);
+      float sum = 0.0f;
+#pragma unroll
+      for (int m = 0; m < MQ; ++m) {
+        sc[m] = on[m] ? __expf(sc[m] - mx) : 0.0f;
+        sum += sc[m];
+      }
+      if constexpr ((XP & 2048) == 0) {
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+      }
+      const float inv_sum = row_has_edge ? __fdividef(1.0f, sum) : 0.0f;  // sum in [1, N]
+      float cv[CV];
+#pragma unroll
+      for (int u = 0; u < CV; ++u) cv[u] = 0.0f;
+#pragma unroll
+      for (int m = 0; m < ((XP & 4096) ? 0 : MQ); ++m) {
+        const int j = jg + 8 * m < N ? jg + 8 * m : N - 1;  // a key past N has weight 0
+#pragma unroll
+        for (int u2 = 0; u2 < H2; ++u2) {
+          const float2 vv = row2(vs + j * HS, u2);
+          cv[2 * u2] = fmaf(sc[m], vv.x, cv[2 * u2]);
+          if (2 * u2 + 1 < HQ) cv[2 * u2 + 1] = fmaf(sc[m], vv.y, cv[2 * u2 + 1]);
+        }
+      }
+      if constexpr (HQ <= 8) {  // lane jg ends with column tq HQ + jg
+        k::sg_transpose_sum<4>(cv, lane);
+        k::sg_transpose_sum<2>(cv, lane);
+        k::sg_transpose_sum<1>(cv, lane);
+        if (jg < HQ) {
+          const float c = cv[0] * inv_sum;
+#pragma unroll
+          for (int hh = 0; hh < H; ++hh) put2(cx + i * S + h * HD + tq * HQ + jg, hh * R + r, c);
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < HQ; ++u) {
+          cv[u] += __shfl_xor_sync(0xffffffffu, cv[u], 1);
+          cv[u] += __shfl_xor_sync(0xffffffffu, cv[u], 2);
+          cv[u] += __shfl_xor_sync(0xffffffffu, cv[u], 4);
+        }
+#pragma unroll
+        for (int u = 0; u < HQ; ++u) {
+          if (u % 8 == jg) {
+#pragma unroll
+            for (int hh = 0; hh < H; ++hh) put2(cx + i * S + h * HD + tq * HQ + u, hh * R + r, cv[u] * inv_sum);
+          }
+        }
+      }
+    }
   } else {
     constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
     for (int i = warp; i < RN && i0 + i < N; i += NW) {
       if constexpr ((XP & 8) != 0) {
-        for (int t = lane; t < HD; t += 32) {
-#pragma unroll
-          for (int hh = 0; hh < H; ++hh) put2(cx + i * S + h * HD + t, hh * R + r, 0.0f);
-        }
+        zero_ctx_row(i);
         continue;
       }
       float a[JL];
@@ -1894,6 +2056,42 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
             }
           }
         }
+      }
+    }
+  } else if constexpr (kOutT) {
+    if (v5 >= 0) {
+      const int og = v5 % NOG;
+#pragma unroll 1
+      for (int rq = v5 / NOG; rq < NRG; rq += RGW) {
+        float x[32];
+#pragma unroll
+        for (int rr = 0; rr < RPW; ++rr) {
+          const int ir = rq * RPW + (rr ^ (lane % RPW));
+          const int i = ir < RN ? ir : RN - 1;
+          float c[KS5];
+#pragma unroll
+          for (int s5 = 0; s5 < KS5; ++s5) c[s5] = D % 32 == 0 || lane + 32 * s5 < D ? cx[i * S + lane + 32 * s5] : 0.0f;
+#pragma unroll
+          for (int oq = 0; oq < OPW; ++oq) {
+            float a = 0.0f;
+#pragma unroll
+            for (int s5 = 0; s5 < ((XP & 32) ? 0 : KS5); ++s5) a = fmaf(wt[oq][s5], c[s5], a);
+            x[oq * RPW + rr] = a;
+          }
+        }
+        // the 32 sums over the warp's lanes: slot q of lane l holds sum q ^ l, so at each level a
+        // lane sends its upper slots to its partner, whose lower ones hold the same sums
+#pragma unroll
+        for (int q = 0; q < 16; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + 16], 16);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + 8], 8);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + 4], 4);
+#pragma unroll
+        for (int q = 0; q < 2; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + 2], 2);
+        x[0] += __shfl_xor_sync(0xffffffffu, x[1], 1);
+        const int i = rq * RPW + lane % RPW, oc = og * OPW + lane / RPW;
+        if (i < RN && i0 + i < N && oc < HD) out[(b * N + i0 + i) * D + h * HD + oc] = xs[i * S + h * HD + oc] + x[0];
       }
     }
   } else if (warp >= OW0) {

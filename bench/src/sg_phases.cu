@@ -46,8 +46,8 @@ struct Variant {
 constexpr const char* kLeftOut[] = {"wcopy", "woutload", "mlp",        "attn",       "proj",     "out", "ln",
                                     "bias-sends", "kv-sends", "ctx-sends", "scores", "reductions", "pv"};
 
-template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0, int OUTMMA = 0,
-          int ATTNMMA = 0, int XP = 0>
+template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0, int OUT = 0,
+          int ATTN = 0, int XP = 0>
 Variant cluster() {
   std::string without = XP ? " without" : "";
   for (int b = 0; b < static_cast<int>(std::size(kLeftOut)); ++b) {
@@ -56,8 +56,9 @@ Variant cluster() {
   return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : "") +
               (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : "") +
               (NTILE > 1 ? " ntile=" + std::to_string(NTILE) : "") + (OVERLAP ? " overlap" : "") +
-              (OUTMMA ? " outmma" : "") + (ATTNMMA ? " attnmma" : "") + without,
-          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUTMMA, ATTNMMA, XP>,
+              (OUT == 1 ? " outmma" : OUT == 2 ? " outbfly" : "") +
+              (ATTN == 1 ? " attnmma" : ATTN == 2 ? " attnquad" : "") + without,
+          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUT, ATTN, XP>,
           B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes, true};
 }
 
@@ -201,6 +202,13 @@ int main(int argc, char** argv) {
       cluster<1, 512, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1, 4>(),
       cluster<2, 512, 0, 3, 1, 4, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 1>(), cluster<2, 512, 0, 1, 1, 4, 1, 1>(),
       cluster<2, 256, 0, 3, 1, 4, 1, 1>(),
+      // the out projection through the transposed butterfly (outbfly), the attention by key and
+      // column quarter (attnquad), both; both without parts of their work
+      cluster<2, 512, 0, 3, 1, 4, 1, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 2, 2>(),
+      cluster<2, 512, 0, 1, 1, 4, 1, 2, 2>(), cluster<2, 512, 0, 3, 1, 1, 1, 2, 2>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 32>(), cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 8>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 16>(), cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 64>(),
+      cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 127>(),
       // The winner at 202e524 with parts of its work left out (XP, see sg_cluster): the cold time
       // each part costs on the critical path; and with the weights through the bulk-copy engine.
       cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 3>(),
