@@ -1060,7 +1060,7 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 //   1. at the start it puts all its loads in flight: its node rows (also the residual) and mask
 //      rows, head h's rows of Wq, Wk, Wv (cp.async, or with BULK the bulk-copy engine), the
 //      relation MLP, gamma and beta, its pairs' features, and its share of Wout's head-h rows
-//      (registers; with OUT 2 into L2, the registers loaded after exchange 1);
+//      (registers);
 //   2. LayerNorm of its rows, stored as TF32 (hi, lo) pairs, on the warps without MLP work;
 //      the relation MLP (all heads) of pairs (its rows) x (column chunk h) on the last warps,
 //      on the tensor cores when P % 8 == 0; each head's bias stored into block (head, r)
@@ -1287,7 +1287,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
   const bool o_on = ot >= 0 && rg < RGO;
   float4 wor[kOutMma || kOutT ? 1 : WO4];
-  float wt[kOutT ? OPW : 1][kOutT ? KS5 : 1];  // kOutT (loaded after exchange 1): Wout[h HD + og OPW + (oq ^ lane / RPW)][lane + 32 s]
+  float wt[kOutT ? OPW : 1][kOutT ? KS5 : 1];  // kOutT: Wout[h HD + og OPW + o][lane + 32 s]
   const int v5 = warp - (NW - W5);              // kOutT: this warp's index among the last W5
   float wof[kOutMma ? NT : 1][kOutMma ? KSW : 1][2];  // kOutMma: B fragments (column tile, k-step)
   if constexpr (kOutMma) {
@@ -1304,10 +1304,18 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   } else if constexpr (kOutT) {
-    // Wout's head rows into L2 now; the registers are loaded after exchange 1 (their permuted
-    // rows make the loads gathers, which here would hold up the copies step 2 waits for)
-    constexpr int LINES = k::sg_cdiv(HD * D, 32);
-    for (int l = tid; l < LINES; l += BLOCK) k::sg_prefetch_l2(wo + h * HD * D + l * 32);
+    if (v5 >= 0) {
+      const int og = v5 % NOG;
+#pragma unroll
+      for (int oq = 0; oq < OPW; ++oq) {
+        const int o = og * OPW + (oq ^ (lane / RPW));
+#pragma unroll
+        for (int s5 = 0; s5 < KS5; ++s5) {
+          const int c = lane + 32 * s5;
+          wt[oq][s5] = o < HD && (D % 32 == 0 || c < D) && (XP & 2) == 0 ? __ldg(wo + (h * HD + o) * D + c) : 0.0f;
+        }
+      }
+    }
   } else {
     const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
 #pragma unroll
@@ -1684,20 +1692,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     k::sg_cluster_sync();  // every block's bias and k, v stores are done
   }
   TUNE_SG_MARK(6);
-  if constexpr (kOutT) {  // Wout's rows from L2, in flight during the attention
-    if (v5 >= 0) {
-      const int og = v5 % NOG;
-#pragma unroll
-      for (int oq = 0; oq < OPW; ++oq) {
-        const int o = og * OPW + (oq ^ (lane / RPW));
-#pragma unroll
-        for (int s5 = 0; s5 < KS5; ++s5) {
-          const int c = lane + 32 * s5;
-          wt[oq][s5] = o < HD && (D % 32 == 0 || c < D) && (XP & 2) == 0 ? __ldg(wo + (h * HD + o) * D + c) : 0.0f;
-        }
-      }
-    }
-  }
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
   // ATTN == 1 (not in configs/scene_graph.json: at B4 N24 it measured 9.41 µs cold against 8.74
