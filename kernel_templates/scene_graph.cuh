@@ -188,6 +188,15 @@ __device__ __forceinline__ void sg_transpose_sum(float (&x)[NX], int lane) {
   }
 }
 
+// A level of the same butterfly for sums whose slots the lanes already hold permuted (slot
+// q + HW of lane l ^ HW holds the sum slot q of lane l holds): no selects.
+template <int HW, int NX>
+__device__ __forceinline__ void sg_fold_upper(float (&x)[NX]) {
+  static_assert(2 * HW <= NX, "a level needs 2 HW sums");
+#pragma unroll
+  for (int q = 0; q < HW; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + HW], HW);
+}
+
 __device__ __forceinline__ unsigned sg_dynamic_smem_size() {
   unsigned bytes;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
@@ -1136,12 +1145,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   constexpr int KW = 4, KSW = D / 8 / KW, kOutBar = 14;
   constexpr bool kOutMma = OUT == 1 && (D / 8) % KW == 0 && MT * KW <= NW && MT * (KW - 1) * NT * 128 <= 2 * RN * S;
   // OUT == 2: out = ctx · Woutᵀ with FP32 FMAs, a warp per (OPW outputs, RPW = 32 / OPW rows):
-  // lane l keeps Wout[o][l + 32 s] (s < KS) of its OPW outputs in registers, reads ctx[i][l + 32 s]
-  // (4-byte loads, no broadcast), and the warp's 32 sums (o RPW + row) over its lanes meet in one
-  // transposed butterfly (31 shuffles), after which lane l holds sum l. Lane l keeps sum q ^ l in
-  // its slot q (its weights of output (q / RPW) ^ (l / RPW), its ctx row (q % RPW) ^ (l % RPW)), so
-  // that at every level each lane sends its upper slots and keeps its lower ones: no selects.
-  // The last W5 warps: OPW = 8 when the registers allow (8 KS <= kSgRegWeights), else 4, 2.
+  // lane l keeps Wout[o][l + 32 s] (s < KS) of its OPW outputs in registers (coalesced loads),
+  // reads ctx[i][l + 32 s] (4-byte loads, no broadcast), and the warp's 32 sums (row OPW + o) over
+  // its lanes meet in one transposed butterfly (31 shuffles), after which lane l holds sum l. The
+  // row bits need no selects: slot row q of lane l holds ctx row q ^ (l / OPW), so at the levels
+  // 16 .. OPW each lane sends its upper slots and its partner's lower slots hold the same sums;
+  // the output levels OPW / 2 .. 1 select (2 OPW - 2 selects). The last W5 warps: OPW = 8 when
+  // the registers allow (8 KS <= kSgRegWeights), else 4, 2.
   constexpr int KS5 = k::sg_cdiv(D, 32);
   constexpr int OPW = 8 * KS5 <= k::kSgRegWeights ? 8 : (4 * KS5 <= k::kSgRegWeights ? 4 : 2);
   constexpr int RPW = 32 / OPW, NOG = k::sg_cdiv(HD, OPW), NRG = k::sg_cdiv(RN, RPW);
@@ -1308,7 +1318,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       const int og = v5 % NOG;
 #pragma unroll
       for (int oq = 0; oq < OPW; ++oq) {
-        const int o = og * OPW + (oq ^ (lane / RPW));
+        const int o = og * OPW + oq;
 #pragma unroll
         for (int s5 = 0; s5 < KS5; ++s5) {
           const int c = lane + 32 * s5;
@@ -2066,7 +2076,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         float x[32];
 #pragma unroll
         for (int rr = 0; rr < RPW; ++rr) {
-          const int ir = rq * RPW + (rr ^ (lane % RPW));
+          const int ir = rq * RPW + (rr ^ (lane / OPW));
           const int i = ir < RN ? ir : RN - 1;
           float c[KS5];
 #pragma unroll
@@ -2076,21 +2086,20 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
             float a = 0.0f;
 #pragma unroll
             for (int s5 = 0; s5 < ((XP & 32) ? 0 : KS5); ++s5) a = fmaf(wt[oq][s5], c[s5], a);
-            x[oq * RPW + rr] = a;
+            x[rr * OPW + oq] = a;
           }
         }
-        // the 32 sums over the warp's lanes: slot q of lane l holds sum q ^ l, so at each level a
-        // lane sends its upper slots to its partner, whose lower ones hold the same sums
-#pragma unroll
-        for (int q = 0; q < 16; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + 16], 16);
-#pragma unroll
-        for (int q = 0; q < 8; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + 8], 8);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + 4], 4);
-#pragma unroll
-        for (int q = 0; q < 2; ++q) x[q] += __shfl_xor_sync(0xffffffffu, x[q + 2], 2);
-        x[0] += __shfl_xor_sync(0xffffffffu, x[1], 1);
-        const int i = rq * RPW + lane % RPW, oc = og * OPW + lane / RPW;
+        // the 32 sums over the warp's lanes: the row levels without selects (slot row q of lane
+        // l holds row q ^ (l / OPW), as does slot row q + HW / OPW of partner l ^ HW), then the
+        // output levels
+        k::sg_fold_upper<16>(x);
+        if constexpr (OPW <= 8) k::sg_fold_upper<8>(x);
+        if constexpr (OPW <= 4) k::sg_fold_upper<4>(x);
+        if constexpr (OPW <= 2) k::sg_fold_upper<2>(x);
+        if constexpr (OPW >= 8) k::sg_transpose_sum<4>(x, lane);
+        if constexpr (OPW >= 4) k::sg_transpose_sum<2>(x, lane);
+        k::sg_transpose_sum<1>(x, lane);
+        const int i = rq * RPW + lane / OPW, oc = og * OPW + lane % OPW;
         if (i < RN && i0 + i < N && oc < HD) out[(b * N + i0 + i) * D + h * HD + oc] = xs[i * S + h * HD + oc] + x[0];
       }
     }
