@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -57,6 +58,38 @@ TEST(Nvrtc, SceneGraphRepresentativeSubsetCompilesForSm90) { compile_subset("sce
 
 // sg_cluster does not check its dynamic shared memory at run time (the check cost a constant-cache
 // miss before the first load), so the config's cl_smem must be exactly the kernel's layout size.
+// The branches of outbfly and attnquad that the B4 N24 subset above never takes: outbfly keeps
+// 8 outputs per warp while 8 cdiv(D, 32) weights fit a lane's registers, else 4 (D = 256); attnquad
+// ends with a transposed butterfly while a column quarter has at most 8 columns, else with a
+// plain one (64-wide heads). For each, the first valid cluster variant with both and overlap
+// compiles, and the ptxas report says it does not spill.
+TEST(Nvrtc, SceneGraphOutbflyAndAttnquadCompileAtWideShapes) {
+  const Space space = load_space("scene_graph", std::nullopt);
+  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes = {
+      {{"B", 2}, {"N", 16}, {"D", 256}, {"heads", 8}, {"P", 16}},   // 4 outputs per warp
+      {{"B", 2}, {"N", 16}, {"D", 128}, {"heads", 2}, {"P", 16}}};  // 16 columns per quarter
+  for (const auto& dims : shapes) {
+    const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
+    std::optional<Config> pick;
+    for (const auto& c : space.enumerate(shape, DeviceLimits::for_arch(90)).configs) {
+      if (space.numeric(c, "outbfly") == 1 && space.numeric(c, "attnquad") == 1 && space.numeric(c, "overlap") == 1) {
+        pick = c;
+        break;
+      }
+    }
+    ASSERT_TRUE(pick.has_value()) << "no cluster variant with outbfly, attnquad and overlap at D " << dims[2].second;
+    const Lowered lowered = space.lower(*pick, shape);
+    ASSERT_EQ(lowered.launches.size(), 1u);
+    EXPECT_NE(lowered.launches.front().name_expression.find(",2,2>"), std::string::npos)
+        << lowered.launches.front().name_expression;  // OUT = 2, ATTN = 2
+    const CompileResult r = compile(compile_request(lowered, default_options(90)));
+    ASSERT_TRUE(r.ok) << space.name(*pick) << ":\n" << r.log;
+    const auto it = r.resources.find(r.lowered_names.front());
+    ASSERT_NE(it, r.resources.end()) << r.log;
+    EXPECT_EQ(it->second.spill_store_bytes, 0) << space.name(*pick) << ":\n" << r.log;
+  }
+}
+
 // For every cluster variant of several shapes, a static_assert in one NVRTC compile: no GPU.
 TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
   const Space space = load_space("scene_graph", std::nullopt);
