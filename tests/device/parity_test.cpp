@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "tune/compile.hpp"
 #include "tune/device.hpp"
@@ -49,12 +51,26 @@ void check_sample(const DeviceInfo& device, const std::string& problem_name, con
   const Space space = load_space(problem_name, std::nullopt);
   const auto configs = sample(space, shape, device.limits());
   ASSERT_FALSE(configs.empty()) << what;
+  // Compiled on all cores first (the sample is dozens of variants), then checked one by one.
+  std::vector<Lowered> lowered;
+  for (const Config& c : configs) lowered.push_back(space.lower(c, shape));
+  std::vector<CompileResult> compiled(configs.size());
+  {
+    std::atomic<std::size_t> next{0};
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) {
+      pool.emplace_back([&] {
+        for (std::size_t i = next++; i < configs.size(); i = next++) {
+          compiled[i] = compile(compile_request(lowered[i], default_options(device.compute_capability())));
+        }
+      });
+    }
+  }
   DeviceRunner runner(device, problem, shape, data, data, reference, 0);
-  for (const Config& c : configs) {
-    const Lowered lowered = space.lower(c, shape);
-    const CompileResult compiled = compile(compile_request(lowered, default_options(device.compute_capability())));
-    ASSERT_TRUE(compiled.ok) << space.name(c) << "\n" << compiled.log;
-    const ParityRecord p = runner.check(compiled, lowered, data, reference, 0);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    ASSERT_TRUE(compiled[i].ok) << space.name(c) << "\n" << compiled[i].log;
+    const ParityRecord p = runner.check(compiled[i], lowered[i], data, reference, 0);
     EXPECT_TRUE(parity_passed(p)) << what << " " << space.name(c) << ": " << p.mismatches << " of " << p.elements
                                   << " outside 1e-4, max abs " << p.max_abs_error << ", worst index " << p.worst_index;
   }
