@@ -3,10 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <map>
-#include <thread>
 
 #include "tune/compile.hpp"
 #include "tune/device.hpp"
@@ -15,6 +13,7 @@
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
+#include "support/compile_all.hpp"
 #include "support/paths.hpp"
 #include "support/sample.hpp"
 
@@ -54,18 +53,7 @@ void check_sample(const DeviceInfo& device, const std::string& problem_name, con
   // Compiled on all cores first (the sample is dozens of variants), then checked one by one.
   std::vector<Lowered> lowered;
   for (const Config& c : configs) lowered.push_back(space.lower(c, shape));
-  std::vector<CompileResult> compiled(configs.size());
-  {
-    std::atomic<std::size_t> next{0};
-    std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) {
-      pool.emplace_back([&] {
-        for (std::size_t i = next++; i < configs.size(); i = next++) {
-          compiled[i] = compile(compile_request(lowered[i], default_options(device.compute_capability())));
-        }
-      });
-    }
-  }
+  const std::vector<CompileResult> compiled = test::compile_all(lowered, default_options(device.compute_capability()));
   DeviceRunner runner(device, problem, shape, data, data, reference, 0);
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const Config& c = configs[i];

@@ -4,7 +4,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -12,6 +11,7 @@
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
+#include "support/compile_all.hpp"
 #include "support/sample.hpp"
 
 namespace tune {
@@ -23,19 +23,9 @@ void compile_subset(const std::string& problem, const std::vector<std::pair<std:
   const auto all = space.enumerate(shape, DeviceLimits::for_arch(90)).configs;
   auto subset = test::representatives(space, all);
   if (std::find(subset.begin(), subset.end(), space.baseline()) == subset.end()) subset.push_back(space.baseline());
-  std::vector<CompileResult> results(subset.size());
   std::vector<Lowered> lowered;
   for (const auto& c : subset) lowered.push_back(space.lower(c, shape));
-  std::atomic<std::size_t> next{0};
-  {
-    std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
-      pool.emplace_back([&] {
-        for (std::size_t i = next++; i < subset.size(); i = next++) {
-          results[i] = compile(compile_request(lowered[i], default_options(90)));
-        }
-      });
-  }
+  const std::vector<CompileResult> results = test::compile_all(lowered, default_options(90));
   for (std::size_t i = 0; i < subset.size(); ++i) {
     const auto& r = results[i];
     const std::string name = space.name(subset[i]);
