@@ -1101,7 +1101,7 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // measures what the part costs on the critical path. 1: the q/k/v weight copies, 2: Wout's
 // register loads, 4: the relation MLP's arithmetic, 8: the attention's arithmetic, 16: the
 // projections' MMAs, 32: the out projection's arithmetic, 64: the LayerNorm's arithmetic (8: not
-// with ATTN); with ASYNC, the stores into other blocks of 128: the bias, 256: k and v, 512: ctx;
+// with ATTN 1); with ASYNC, the stores into other blocks of 128: the bias, 256: k and v, 512: ctx;
 // in the attention (warp per row) 1024: the score dot products, 2048: the softmax's warp
 // reductions, 4096: the weighted sum over v.
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
