@@ -1151,13 +1151,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // row bits need no selects: slot row q of lane l holds ctx row q ^ (l / OPW), so at the levels
   // 16 .. OPW each lane sends its upper slots and its partner's lower slots hold the same sums;
   // the output levels OPW / 2 .. 1 select (2 OPW - 2 selects). The last W5 warps: OPW = 8 when
-  // the registers allow (8 KS <= kSgRegWeights), else 4, 2.
+  // the registers allow (8 KS <= kSgRegWeights), else 4 (D <= 48 KLO <= 384 leaves KS <= 12).
   constexpr int KS5 = k::sg_cdiv(D, 32);
-  constexpr int OPW = 8 * KS5 <= k::kSgRegWeights ? 8 : (4 * KS5 <= k::kSgRegWeights ? 4 : 2);
+  constexpr int OPW = 8 * KS5 <= k::kSgRegWeights ? 8 : 4;
   constexpr int RPW = 32 / OPW, NOG = k::sg_cdiv(HD, OPW), NRG = k::sg_cdiv(RN, RPW);
   constexpr int RGW = k::sg_min(NRG, NW / NOG > 0 ? NW / NOG : 1), W5 = NOG * RGW;
-  constexpr bool kOutT = OUT == 2;
-  static_assert(!kOutT || (NOG <= NW && OPW * KS5 <= k::kSgRegWeights), "the block must hold Wout's head rows");
+  constexpr bool kOutBfly = OUT == 2;
+  static_assert(!kOutBfly || (NOG <= NW && OPW * KS5 <= k::kSgRegWeights), "the block must hold Wout's head rows");
   const auto proj_sync = [&] {
     if constexpr (kOv) {
       asm volatile("bar.sync %0, %1;" ::"n"(kProjBar), "n"(PW * 32) : "memory");
@@ -1296,9 +1296,9 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const int ot = tid - OW0 * 32;
   const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
   const bool o_on = ot >= 0 && rg < RGO;
-  float4 wor[kOutMma || kOutT ? 1 : WO4];
-  float wt[kOutT ? OPW : 1][kOutT ? KS5 : 1];  // kOutT: Wout[h HD + og OPW + o][lane + 32 s]
-  const int v5 = warp - (NW - W5);              // kOutT: this warp's index among the last W5
+  float4 wor[kOutMma || kOutBfly ? 1 : WO4];
+  float wt[kOutBfly ? OPW : 1][kOutBfly ? KS5 : 1];  // kOutBfly: Wout[h HD + og OPW + o][lane + 32 s]
+  const int v5 = warp - (NW - W5);              // kOutBfly: this warp's index among the last W5
   float wof[kOutMma ? NT : 1][kOutMma ? KSW : 1][2];  // kOutMma: B fragments (column tile, k-step)
   if constexpr (kOutMma) {
     if (warp < MT * KW) {
@@ -1313,7 +1313,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         }
       }
     }
-  } else if constexpr (kOutT) {
+  } else if constexpr (kOutBfly) {
     if (v5 >= 0) {
       const int og = v5 % NOG;
 #pragma unroll
@@ -2068,7 +2068,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         }
       }
     }
-  } else if constexpr (kOutT) {
+  } else if constexpr (kOutBfly) {
     if (v5 >= 0) {
       const int og = v5 % NOG;
 #pragma unroll 1
@@ -2093,11 +2093,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         // l holds row q ^ (l / OPW), as does slot row q + HW / OPW of partner l ^ HW), then the
         // output levels
         k::sg_fold_upper<16>(x);
-        if constexpr (OPW <= 8) k::sg_fold_upper<8>(x);
-        if constexpr (OPW <= 4) k::sg_fold_upper<4>(x);
-        if constexpr (OPW <= 2) k::sg_fold_upper<2>(x);
-        if constexpr (OPW >= 8) k::sg_transpose_sum<4>(x, lane);
-        if constexpr (OPW >= 4) k::sg_transpose_sum<2>(x, lane);
+        k::sg_fold_upper<8>(x);
+        if constexpr (OPW == 4) {
+          k::sg_fold_upper<4>(x);
+        } else {
+          k::sg_transpose_sum<4>(x, lane);
+        }
+        k::sg_transpose_sum<2>(x, lane);
         k::sg_transpose_sum<1>(x, lane);
         const int i = rq * RPW + lane / OPW, oc = og * OPW + lane % OPW;
         if (i < RN && i0 + i < N && oc < HD) out[(b * N + i0 + i) * D + h * HD + oc] = xs[i * S + h * HD + oc] + x[0];
