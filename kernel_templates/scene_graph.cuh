@@ -392,6 +392,36 @@ __device__ __forceinline__ float sg_warp_max(float v) {
   for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
 }
+// Sums and maxima over the lanes whose indices differ only in bits LO .. HI (powers of two; the
+// offsets LO, 2 LO, .., HI in turn), of M values at once or of one.
+template <int LO, int HI, int M>
+__device__ __forceinline__ void sg_lane_sums(float (&v)[M]) {
+#pragma unroll
+  for (int q = 0; q < M; ++q) {
+#pragma unroll
+    for (int off = LO; off <= HI; off *= 2) v[q] += __shfl_xor_sync(0xffffffffu, v[q], off);
+  }
+}
+template <int LO, int HI, int M>
+__device__ __forceinline__ void sg_lane_maxes(float (&v)[M]) {
+#pragma unroll
+  for (int q = 0; q < M; ++q) {
+#pragma unroll
+    for (int off = LO; off <= HI; off *= 2) v[q] = fmaxf(v[q], __shfl_xor_sync(0xffffffffu, v[q], off));
+  }
+}
+template <int LO, int HI>
+__device__ __forceinline__ float sg_lane_sum(float v) {
+#pragma unroll
+  for (int off = LO; off <= HI; off *= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+template <int LO, int HI>
+__device__ __forceinline__ float sg_lane_max(float v) {
+#pragma unroll
+  for (int off = LO; off <= HI; off *= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
 // Tensor cores (sm_80+): x = hi + lo exactly, hi a TF32 value (truncated); the MMA reads lo's
 // TF32 part, so hi*hi + hi*lo + lo*hi carries an error near FP32's (3xTF32).
 __device__ __forceinline__ void sg_split_tf32(float x, float& hi, float& lo) {
@@ -1426,13 +1456,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         }
       }
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-#pragma unroll
-        for (int hh = 0; hh < H; ++hh) {
-          acc[e][hh] += __shfl_xor_sync(0xffffffffu, acc[e][hh], 1);
-          acc[e][hh] += __shfl_xor_sync(0xffffffffu, acc[e][hh], 2);
-        }
-      }
+      for (int e = 0; e < 2; ++e) k::sg_lane_sums<1, 2>(acc[e]);
     };
     // lane (g, t) stores heads t, t+4, ... of pairs g (e = 0) and g+8 (e = 1)
     const auto mlp_store = [&](int u, const float (&acc)[2][H]) {
@@ -1769,11 +1793,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
           if (on[n][e]) mx[e / 2] = fmaxf(mx[e / 2], sc[n][e]);
         }
       }
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], 1));
-        mx[q] = fmaxf(mx[q], __shfl_xor_sync(0xffffffffu, mx[q], 2));
-      }
+      k::sg_lane_maxes<1, 2>(mx);
 #pragma unroll
       for (int n = 0; n < NK; ++n) {
 #pragma unroll
@@ -1784,8 +1804,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
-        sum[q] += __shfl_xor_sync(0xffffffffu, sum[q], 1);
-        sum[q] += __shfl_xor_sync(0xffffffffu, sum[q], 2);
+        sum[q] = k::sg_lane_sum<1, 2>(sum[q]);
         sum[q] = sum[q] > 0.0f ? __fdividef(1.0f, sum[q]) : 0.0f;  // a row without edges: ctx 0
       }
       // ctx columns 8 nh .. 8 nh + 7 = P · v: P[g][8 kk + c] lies in lane (g, c / 2), element c % 2
@@ -1861,11 +1880,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         }
         sc[m] = a0 + a1;
       }
-#pragma unroll
-      for (int m = 0; m < MQ; ++m) {  // the four quarters: every lane of a key gets the same sum
-        sc[m] += __shfl_xor_sync(0xffffffffu, sc[m], 8);
-        sc[m] += __shfl_xor_sync(0xffffffffu, sc[m], 16);
-      }
+      k::sg_lane_sums<8, 16>(sc);  // the four quarters: every lane of a key gets the same sum
       bool on[MQ];
       float mx = -3.402823466e38f;
       bool any = false;
@@ -1877,11 +1892,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (on[m]) mx = fmaxf(mx, sc[m]);
         any = any || on[m];
       }
-      if constexpr ((XP & 2048) == 0) {
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-      }
+      if constexpr ((XP & 2048) == 0) mx = k::sg_lane_max<1, 4>(mx);
       const bool row_has_edge = __any_sync(0xffffffffu, any);
       float sum = 0.0f;
 #pragma unroll
@@ -1889,11 +1900,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         sc[m] = on[m] ? __expf(sc[m] - mx) : 0.0f;
         sum += sc[m];
       }
-      if constexpr ((XP & 2048) == 0) {
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 4);
-      }
+      if constexpr ((XP & 2048) == 0) sum = k::sg_lane_sum<1, 4>(sum);
       const float inv_sum = row_has_edge ? __fdividef(1.0f, sum) : 0.0f;  // sum in [1, N]
       float cv[CV];
 #pragma unroll
@@ -1918,12 +1925,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
           for (int hh = 0; hh < H; ++hh) put2(cx + i * S + h * HD + tq * HQ + jg, hh * R + r, c);
         }
       } else {
-#pragma unroll
-        for (int u = 0; u < HQ; ++u) {
-          cv[u] += __shfl_xor_sync(0xffffffffu, cv[u], 1);
-          cv[u] += __shfl_xor_sync(0xffffffffu, cv[u], 2);
-          cv[u] += __shfl_xor_sync(0xffffffffu, cv[u], 4);
-        }
+        k::sg_lane_sums<1, 4>(cv);  // CV == HQ here
 #pragma unroll
         for (int u = 0; u < HQ; ++u) {
           if (u % 8 == jg) {
