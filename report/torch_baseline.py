@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Times what a user would run instead of tune: the PyTorch modules of shared/spec/models.py,
-eager and torch.compile, at the shapes of a results folder, on this machine's GPU. Run it in the
-same device session as the tunes it is compared with; `tune report` reads what it writes.
+"""Times what a user would run instead of tune: each problem's PyTorch module (make_model of its
+folder's reference.py), eager and torch.compile, at the shapes of a results folder, on this
+machine's GPU. Run it in the same device session as the tunes it is compared with; `tune report`
+reads what it writes.
 
-    python3 report/torch_baseline.py RESULTS_DIR -o FILE.json [--models PATH] [--gpu SLUG]
+    python3 report/torch_baseline.py RESULTS_DIR -o FILE.json [--problem-path DIR]... [--gpu SLUG]
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --list     (the shapes; needs no torch)
+
+The folder of problem P is the first DIR/P/problem.json of --problem-path (repeatable, or a colon
+list), then of $TUNE_PROBLEM_PATH (colon list), then this repository's configs/P/. The module is
+make_model(shape) of its reference module, loaded with the parameters and fed the inputs that
+problem.json's "tensors" describe (drawn by scripts/problem_folder.py with seed 0, float32, on the
+GPU; the edits of purpose "always" applied, the parity-only ones not: timing data, as tune's).
 
 Methods (per call, median of the samples):
   events  L2 flushed (a buffer of twice the L2 size zeroed) before each call, CUDA events around
@@ -15,8 +22,8 @@ Methods (per call, median of the samples):
 Output (schema_version 1):
   {"kind": "tune.torch_baseline", "schema_version": 1,
    "device": {"name", "slug" (as tune names results/<slug>/), "compute_capability", "l2_cache_bytes"},
-   "context": {"torch_version", "cuda_version", "created_at", "host", "command_line", "models",
-               "allow_tf32_matmul", "allow_tf32_cudnn"},
+   "context": {"torch_version", "cuda_version", "created_at", "host", "command_line",
+               "references": {problem: its reference module's path}, "allow_tf32_matmul", "allow_tf32_cudnn"},
    "method": {"events": ..., "graph": ..., "samples", "max_seconds", "graph_calls", "flush_bytes"},
    "device_peaks": {"copy_gb_per_s": device-to-device copy of 1 GiB, bytes read + written, "method"},
    "entries": [{"problem", "shape": {dim: value},
@@ -27,7 +34,6 @@ Exit codes: 0 done, 2 bad input, 3 no PyTorch or no CUDA device (one line says w
 """
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import pathlib
@@ -37,7 +43,19 @@ import sys
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
-MODELS_SEARCH = [HERE.parent.parent / "shared" / "spec" / "models.py", HERE.parent / ".device" / "models.py"]
+BUILTIN_PROBLEMS = HERE.parent / "configs"
+
+
+def problem_folder():
+    """scripts/problem_folder.py (numpy), imported when a problem is loaded: --list needs neither."""
+    scripts = str(HERE.parent / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    try:
+        import problem_folder as pf
+    except ImportError as e:
+        raise Failure(2, f"scripts/problem_folder.py does not import ({e}); install numpy for {sys.executable}")
+    return pf
 
 
 class Failure(Exception):
@@ -141,13 +159,47 @@ def copy_bandwidth(torch, samples=20):
     return 2 * src.numel() * 4 / (statistics.median(ms) * 1e-3) / 1e9
 
 
-def build(models, torch, problem, shape):
-    if problem == "contact":
-        return models.ContactMapHead(shape["C"], shape["H"]), models.contact_inputs(shape["B"], shape["N"], shape["C"])
-    if problem == "scene_graph":
-        return (models.SceneGraphRelation(shape["D"], shape["P"], shape["heads"]),
-                models.scene_inputs(shape["B"], shape["N"], shape["D"], shape["P"]))
-    raise Failure(2, f"no PyTorch module for problem {problem}")
+def search_path(problem_paths):
+    """--problem-path folders (each may be a colon list), then $TUNE_PROBLEM_PATH, then configs/."""
+    dirs = [d for p in problem_paths for d in p.split(":") if d]
+    dirs += [d for d in os.environ.get("TUNE_PROBLEM_PATH", "").split(":") if d]
+    return [pathlib.Path(d) for d in dirs] + [BUILTIN_PROBLEMS]
+
+
+class Problem:
+    """A problem folder's problem.json and reference module, found by name on the search path."""
+
+    def __init__(self, name, dirs):
+        pf = problem_folder()
+        folder = next((d / name for d in dirs if (d / name / "problem.json").is_file()), None)
+        if folder is None:
+            raise Failure(2, f"problem {name}: no {name}/problem.json in {', '.join(map(str, dirs))} "
+                             "(pass --problem-path)")
+        try:
+            self.spec, self.folder = pf.load_problem(folder)
+            self.reference = pf.reference_path(self.spec, folder)
+            self.module = pf.load_module(self.reference, f"tune_reference_{name}")
+            self.tensors, self.edits = pf.tensors_and_edits(self.spec, folder)
+        except pf.ProblemError as e:
+            raise Failure(2, f"problem {name}: {e}")
+        except Exception as e:  # the reference module itself failed to import
+            raise Failure(2, f"problem {name}: {self.reference}: {first_line(e)}")
+        if not callable(getattr(self.module, "make_model", None)):
+            raise Failure(2, f"problem {name}: {self.reference} defines no make_model(shape)")
+
+
+def build(torch, problem, shape):
+    """The module on the GPU with the problem's parameters loaded, and its inputs in order."""
+    pf = problem_folder()
+    try:
+        data = pf.draw(problem.tensors, problem.edits, shape, seed=0, purposes=("always",), dtype="float32")
+        module = problem.module.make_model(dict(shape))
+        params = {t["name"]: torch.from_numpy(data[t["name"]]) for t in pf.roles(problem.tensors, "parameter")}
+        module.load_state_dict(params, strict=True)
+        inputs = tuple(torch.from_numpy(data[t["name"]]).cuda() for t in pf.roles(problem.tensors, "input"))
+    except Exception as e:  # a problem file or reference module at odds with itself
+        raise Failure(2, f"{problem.folder} {shape_text(shape)}: {first_line(e)}")
+    return module, inputs
 
 
 def first_line(e):
@@ -155,9 +207,9 @@ def first_line(e):
     return text.splitlines()[0][:300]
 
 
-def measure(models, torch, problem, shape, a, flush, log):
+def measure(problems, torch, problem, shape, a, flush, log):
     torch.manual_seed(0)
-    module, inputs = build(models, torch, problem, shape)
+    module, inputs = build(torch, problems[problem], shape)
     module = module.cuda().eval()
     entry = {"problem": problem, "shape": shape}
     with torch.no_grad():
@@ -191,10 +243,12 @@ def measure(models, torch, problem, shape, a, flush, log):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("results", help="results folder (<gpu>/<problem>/<shape>.json): the shapes to time")
     ap.add_argument("-o", "--out", required=True, help="baseline JSON to write")
-    ap.add_argument("--models", help="models.py (default: ../shared/spec/models.py or .device/models.py)")
+    ap.add_argument("--problem-path", action="append", default=[], metavar="DIR",
+                    help="a folder of problem folders (DIR/<problem>/problem.json), searched before "
+                         "$TUNE_PROBLEM_PATH and configs/; repeatable, or a colon list")
     ap.add_argument("--gpu", help="only the shapes of results/<GPU slug>/ (default: this GPU's, else all)")
     ap.add_argument("--samples", type=int, default=200, help="samples per measurement (at least 10)")
     ap.add_argument("--max-seconds", type=float, default=2.0, help="wall cap per measurement after 10 samples")
@@ -224,12 +278,8 @@ def main(argv=None):
         shapes = shapes_in(a.results, gpu)
         if not shapes:
             raise Failure(2, f"{a.results}: no tune results" + (f" for {gpu}" if gpu else ""))
-        models_path = pathlib.Path(a.models) if a.models else next((p for p in MODELS_SEARCH if p.is_file()), None)
-        if not models_path or not models_path.is_file():
-            raise Failure(2, f"models.py not found ({a.models or ', '.join(map(str, MODELS_SEARCH))}); pass --models")
-        spec = importlib.util.spec_from_file_location("tune_models", models_path)
-        models = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(models)
+        dirs = search_path(a.problem_path)
+        problems = {name: Problem(name, dirs) for name in sorted({p for p, _ in shapes})}
         props = torch.cuda.get_device_properties(0)
         l2 = getattr(props, "L2_cache_size", 0) or 128 << 20
         flush = torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
@@ -239,7 +289,8 @@ def main(argv=None):
                "context": {"torch_version": torch.__version__, "cuda_version": torch.version.cuda,
                            "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                            "host": socket.gethostname(), "command_line": " ".join(sys.argv),
-                           "models": str(models_path), "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+                           "references": {name: str(p.reference) for name, p in problems.items()},
+                           "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
                            "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32},
                "method": {"events": "L2 flushed (zeroing a buffer of twice the L2 size) before each call; CUDA "
                                     "events around one call; median",
@@ -253,7 +304,7 @@ def main(argv=None):
         out = pathlib.Path(a.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         for problem, shape in shapes:
-            doc["entries"].append(measure(models, torch, problem, shape, a, flush,
+            doc["entries"].append(measure(problems, torch, problem, shape, a, flush,
                                           lambda line: print(line, flush=True)))
             tmp = out.with_suffix(".tmp")  # written after every shape: an interrupted run keeps what it measured
             tmp.write_text(json.dumps(doc, indent=1) + "\n")

@@ -3,13 +3,15 @@
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>]
 # torch: PyTorch eager and torch.compile timed at the shapes of the committed results/
-# (report/torch_baseline.py, models.py from .device/) into $OUT/torch_baseline.json.
+# (report/torch_baseline.py, each problem's make_model from configs/<problem>/reference.py) into
+# $OUT/torch_baseline.json.
 # bench: the tuned kernels built by nvcc (bench/) into $OUT/bench.json and $OUT/bench.log.
 # Logs and results go to $OUT (results as one tarball, since $OUT keeps only two folder levels).
 set -uo pipefail
 out=${OUT:-/tmp/tune-out}
 mkdir -p "$out"
-export TUNE_GOLDEN_DIR=$PWD/.device/golden
+# The device tests read the golden cases from the problem folders of this copy of the tree.
+export TUNE_REPO_DIR=$PWD
 export LD_LIBRARY_PATH=$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 tune=$PWD/.device/bin/tune
 results=$PWD/results-device
@@ -25,7 +27,7 @@ for step in "$@"; do
           grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error" || status=1
       done ;;
     verify)
-      "$tune" verify .device/golden/*.json --results "$results" 2>&1 | tee -a "$out/verify.log" | tail -3 || status=1 ;;
+      "$tune" verify configs/*/golden/*.json --results "$results" 2>&1 | tee -a "$out/verify.log" | tail -3 || status=1 ;;
     bench)
       # The tuned kernels built by nvcc (bench/), winners and baselines, Google Benchmark JSON.
       .device/bin/tune_bench --benchmark_out="$out/bench.json" --benchmark_out_format=json \
@@ -41,7 +43,7 @@ for step in "$@"; do
       echo "wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log" ;;
     torch|torch:*)
       args=${step#torch}; args=${args#:}
-      python3 report/torch_baseline.py results -o "$out/torch_baseline.json" --models .device/models.py ${args//:/ } \
+      python3 report/torch_baseline.py results -o "$out/torch_baseline.json" ${args//:/ } \
         2>&1 | tee -a "$out/torch.log" || status=1 ;;
     *) echo "unknown step $step" >&2; status=2 ;;
   esac

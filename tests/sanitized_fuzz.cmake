@@ -4,7 +4,7 @@
 # reports false maybe-uninitialized warnings inside std::regex with the sanitizers.
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Debug -DTUNE_SANITIZE=ON -DTUNE_WARNINGS_AS_ERRORS=OFF
-          -DTUNE_BUILD_BENCH=OFF -DTUNE_GOLDEN_DIR=${GOLDEN}
+          -DTUNE_BUILD_BENCH=OFF
   RESULT_VARIABLE configured)
 if(NOT configured EQUAL 0)
   message(FATAL_ERROR "sanitized build: configure failed")

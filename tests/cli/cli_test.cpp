@@ -18,48 +18,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/cli_run.hpp"
+#include "support/paths.hpp"
 #include "tune/device.hpp"
 
 namespace {
-
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// env: "NAME=value ..." set for this run only.
-Result run_with(const std::string& env, const std::string& args) {
-  const std::string cmd = env + " " + std::string(TUNE_EXE) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  while (p && fgets(buf.data(), buf.size(), p)) r.output += buf.data();
-  const int status = p ? pclose(p) : -1;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-Result run(const std::string& args) { return run_with("", args); }
-
-std::string out_dir(const std::string& name) {
-  const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / "cli_out" / name;
-  std::filesystem::remove_all(dir);
-  return dir.string();
-}
-
-void expect_error(const std::string& args, const std::string& needle) {
-  const Result r = run(args);
-  EXPECT_NE(r.code, 0) << args << "\n" << r.output;
-  EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
-  // One error line: what was wrong and what to do.
-  std::size_t error_lines = 0;
-  for (std::size_t pos = 0; pos < r.output.size();) {
-    const std::size_t end = r.output.find('\n', pos);
-    if (r.output.compare(pos, 6, "tune: ") == 0 || r.output.compare(pos, 6, "Error:") == 0) ++error_lines;
-    pos = end == std::string::npos ? r.output.size() : end + 1;
-  }
-  EXPECT_EQ(error_lines, 1u) << r.output;
-}
 
 TEST(Cli, UnknownProblemListsTheKnownOnes) {
   expect_error("--problem nope --B 1 --N 8", "known problems: contact, scene_graph");
@@ -384,16 +347,15 @@ TEST(Cli, TheFirstCtrlCFinishesTheVariantInHandAndWritesAValidPartialResult) {
 }
 
 TEST(Cli, VerifyChecksTheCpuReferenceAgainstGoldenFiles) {
-  const std::string golden = std::string(TUNE_GOLDEN_DIR);
-  const Result r = run("verify " + golden + "/contact_B3_N5_C8_H4.json " + golden + "/scene_graph_B2_N6_D16_H2_P4.json --results " +
-                       out_dir("verify"));
+  const Result r = run("verify " + tune::test::golden_file("contact_B3_N5_C8_H4.json").string() + " " +
+                       tune::test::golden_file("scene_graph_B2_N6_D16_H2_P4.json").string() + " --results " + out_dir("verify"));
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("CPU reference vs golden: max abs error"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("all checks passed"), std::string::npos) << r.output;
 }
 
 TEST(Cli, VerifyFailsOnATamperedGoldenFile) {
-  auto j = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_GOLDEN_DIR) + "/contact_B3_N5_C8_H4.json"));
+  auto j = nlohmann::ordered_json::parse(std::ifstream(tune::test::golden_file("contact_B3_N5_C8_H4.json")));
   j["output"]["data"][7] = j["output"]["data"][7].get<double>() + 1e-3;
   const auto path = std::filesystem::path(TUNE_BINARY_DIR) / "tampered_golden.json";
   std::ofstream(path) << j.dump();
@@ -404,7 +366,7 @@ TEST(Cli, VerifyFailsOnATamperedGoldenFile) {
 
 TEST(Cli, VerifyRefusesAMalformedGoldenFileWithTheReason) {
   const auto path = std::filesystem::path(TUNE_BINARY_DIR) / "short_golden.json";
-  auto j = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_GOLDEN_DIR) + "/contact_B3_N5_C8_H4.json"));
+  auto j = nlohmann::ordered_json::parse(std::ifstream(tune::test::golden_file("contact_B3_N5_C8_H4.json")));
   j["inputs"]["pair_repr"]["data"].erase(0);
   std::ofstream(path) << j.dump();
   expect_error("verify " + path.string(), "inputs.pair_repr has 599 values, its shape needs 600");
@@ -457,7 +419,7 @@ TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   // The space gains a parameter after the run (as contact gains async_copy): the merge still works.
   const std::string out = out_dir("merged_header_new_parameter");
   std::filesystem::create_directories(out);
-  auto space = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/../../configs/contact.json"));
+  auto space = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/../../configs/contact/problem.json"));
   space["parameters"].push_back({{"name", "added_later"}, {"values", {false, true}}});
   space["baseline"]["added_later"] = false;
   std::ofstream(out + "/space.json") << space.dump(1);

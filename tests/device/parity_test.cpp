@@ -70,7 +70,7 @@ TEST_P(GoldenOnDevice, BaselineAndSampledVariantsMatchTheGoldenOutput) {
   std::string why;
   const auto device = device_or_skip_reason(&why);
   if (!device) GTEST_SKIP() << "no CUDA device: " << why;
-  const GoldenCase g = read_golden(std::filesystem::path(test::golden_dir()) / GetParam());
+  const GoldenCase g = read_golden(test::golden_file(GetParam()));
   check_sample(*device, g.problem, g.shape, g.data, g.output, GetParam());
 }
 

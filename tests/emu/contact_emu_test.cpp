@@ -88,7 +88,7 @@ void check_run(const Case& c, const ProblemData& data, const std::vector<double>
 }
 
 TEST(ContactEmulation, EveryMappingAndPrecisionMeetsParityOnTheCpu) {
-  const Space space = Space::load(std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / "contact.json");
+  const Space space = Space::load(std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / "contact" / "problem.json");
   const Problem& problem = find_problem("contact");
   int persisted = 0;
   for (const Case& c : cases()) {

@@ -90,7 +90,7 @@ TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
       {{"B", 1}, {"N", 12}, {"D", 32}, {"heads", 4}, {"P", 8}},
       {{"B", 2}, {"N", 5}, {"D", 16}, {"heads", 2}, {"P", 8}},
       {{"B", 2}, {"N", 40}, {"D", 64}, {"heads", 2}, {"P", 12}}};
-  std::string source = std::string(template_source("scene_graph.cuh")) + "\n";
+  std::string source = space.sources()->main + "\n";
   std::set<std::string> checks;
   for (const auto& dims : shapes) {
     const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
@@ -113,7 +113,8 @@ TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
   }
   ASSERT_GT(checks.size(), 10u);
   for (const auto& line : checks) source += line;
-  const CompileResult r = compile(CompileRequest{source, "sg_cluster_layout_check.cu", {}, default_options(90)});
+  const CompileResult r =
+      compile(CompileRequest{source, "sg_cluster_layout_check.cu", {}, default_options(90), space.sources()->headers});
   EXPECT_TRUE(r.ok) << r.log;
 }
 

@@ -120,7 +120,7 @@ std::function<void(const std::string&)> from_file(const std::string& name,
 
 TEST(Fuzz, SearchSpaceFiles) {
   for (const char* problem : {"contact", "scene_graph"}) {
-    const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / (std::string(problem) + ".json");
+    const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / problem / "problem.json";
     fuzz(file.string(), slurp(file), from_file("tune_fuzz_space.json", [](const auto& p) { (void)Space::load(p); }),
          1500);
   }
@@ -133,7 +133,7 @@ TEST(Fuzz, ResultFiles) {
 }
 
 TEST(Fuzz, GoldenFiles) {
-  const auto file = std::filesystem::path(TUNE_GOLDEN_DIR) / "scene_graph_B2_N6_D16_H2_P4.json";
+  const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / "scene_graph" / "golden" / "scene_graph_B2_N6_D16_H2_P4.json";
   fuzz(file.string(), slurp(file), from_file("tune_fuzz_golden.json", [](const auto& p) { (void)read_golden(p); }),
        1500);
 }

@@ -14,7 +14,7 @@ namespace {
 
 std::vector<std::filesystem::path> goldens(const std::string& problem) {
   std::vector<std::filesystem::path> out;
-  for (const auto& e : std::filesystem::directory_iterator(test::golden_dir()))
+  for (const auto& e : std::filesystem::directory_iterator(test::golden_dir(problem)))
     if (e.path().filename().string().rfind(problem + "_", 0) == 0) out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
@@ -24,7 +24,7 @@ class GoldenReference : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoldenReference, CpuReferenceMatchesEveryGoldenFileToRounding) {
   const auto files = goldens(GetParam());
-  ASSERT_GE(files.size(), 3u) << "golden files not found in " << test::golden_dir();
+  ASSERT_GE(files.size(), 3u) << "golden files not found in " << test::golden_dir(GetParam());
   for (const auto& f : files) {
     const GoldenCase g = read_golden(f);
     const Problem& p = find_problem(g.problem);
@@ -72,6 +72,78 @@ TEST(Problems, GenerationFollowsTheSpecDistributions) {
   for (float v : x) m += v, m2 += double(v) * v;
   EXPECT_NEAR(m / x.size(), 0.0, 0.05);
   EXPECT_NEAR(m2 / x.size(), 1.0, 0.05);
+}
+
+// The data drawn from problem.json is the data the C++ problem classes drew before the problems
+// became folders (checksums recorded from them at 0cfdab0): the same seed gives the same data
+// across versions, and every winner of record was checked on it.
+TEST(Problems, TheProblemFilesDrawTheDataTheCppClassesDrew) {
+  const std::vector<std::pair<std::string, double>> timing = {
+      {"layer_norm.weight", 7.5912732282280926},
+      {"layer_norm.bias", 0.598474732529372},
+      {"mlp.0.weight", 0.017824817632324991},
+      {"mlp.0.bias", -0.72294617669284333},
+      {"mlp.2.weight", 0.095484774939715855},
+      {"mlp.2.bias", -0.65557407076656826},
+      {"mlp.4.weight", 0.44310567971318959},
+      {"mlp.4.bias", 0.31537362933158875},
+      {"pair_repr", -15.819471645503551},
+      {"norm.weight", 7.3031021112799639},
+      {"norm.bias", -0.67435536789894091},
+      {"q_proj.weight", 1.514625460972544},
+      {"k_proj.weight", 2.7732527788764574},
+      {"v_proj.weight", -2.7290335624609132},
+      {"rel_mlp.0.weight", -0.86227521520107986},
+      {"rel_mlp.0.bias", 0.25794189432263381},
+      {"rel_mlp.2.weight", -0.5487388066910206},
+      {"rel_mlp.2.bias", -0.13978261229395861},
+      {"out_proj.weight", 2.6621828300319605},
+      {"nodes", -11.170955293010923},
+      {"pair_feats", 14.889006795173744},
+      {"edge_mask", 60.110999999999983}};
+  const std::vector<std::pair<std::string, double>> parity_mask = {{"edge_mask", 27.040000000000003}};
+  std::vector<std::pair<std::string, double>> got[2];
+  for (int purpose = 0; purpose < 2; ++purpose) {
+    const auto kind = purpose ? DataPurpose::kParity : DataPurpose::kTiming;
+    const ProblemData c = find_problem("contact").make_data(Shape({{"B", 2}, {"N", 7}, {"C", 8}, {"H", 4}}), 11, kind);
+    const ProblemData g =
+        find_problem("scene_graph").make_data(Shape({{"B", 3}, {"N", 5}, {"D", 8}, {"heads", 2}, {"P", 4}}), 12, kind);
+    for (const ProblemData* d : {&c, &g})
+      for (const auto* group : {&d->params, &d->inputs})
+        for (const HostTensor& t : *group) {
+          double sum = 0;
+          for (std::size_t i = 0; i < t.data.size(); ++i) sum += t.data[i] * (1.0 + static_cast<double>(i) * 1e-3);
+          got[purpose].emplace_back(t.spec.name, sum);
+        }
+  }
+  ASSERT_EQ(got[0].size(), timing.size());
+  for (std::size_t i = 0; i < timing.size(); ++i) {
+    EXPECT_EQ(got[0][i].first, timing[i].first);
+    EXPECT_DOUBLE_EQ(got[0][i].second, timing[i].second) << timing[i].first;
+    // Parity data differs from timing data only in the edits of purpose "parity" (the masked rows).
+    const double want = timing[i].first == "edge_mask" ? parity_mask[0].second : timing[i].second;
+    EXPECT_DOUBLE_EQ(got[1][i].second, want) << timing[i].first << " (parity)";
+  }
+}
+
+// The C++ fast paths and the problem folders' reference.py (numpy, run out of process through the
+// .npy protocol) compute the same function.
+TEST(Problems, TheBuiltinReferencesAgreeWithThePythonReferences) {
+  const std::vector<std::pair<std::string, Shape>> cases = {
+      {"contact", Shape({{"B", 2}, {"N", 5}, {"C", 8}, {"H", 4}})},
+      {"scene_graph", Shape({{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}})}};
+  for (const auto& [name, shape] : cases) {
+    const Problem& p = find_problem(name);
+    ASSERT_TRUE(p.has_builtin_reference()) << name;
+    const ProblemData d = p.make_data(shape, 5, DataPurpose::kParity);
+    const auto builtin = p.reference(shape, d, ReferenceBackend::kBuiltin);
+    const auto python = p.reference(shape, d, ReferenceBackend::kPython);
+    ASSERT_EQ(builtin.size(), python.size()) << name;
+    double worst = 0;
+    for (std::size_t i = 0; i < builtin.size(); ++i)
+      worst = std::max(worst, std::abs(builtin[i] - python[i]) / (1.0 + std::abs(builtin[i])));
+    EXPECT_LT(worst, 1e-12) << name;
+  }
 }
 
 TEST(Problems, RngIsReproducibleAcrossMachines) {

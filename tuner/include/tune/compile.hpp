@@ -28,6 +28,7 @@ struct CompileRequest {
   std::string source_name;                    // shown in the log, e.g. "contact.cuh"
   std::vector<std::string> name_expressions;  // e.g. "contact_kernel<4,64,...>"
   std::vector<std::string> options;           // one option per entry, never space-joined
+  std::vector<std::pair<std::string, std::string>> headers;  // include name and text of each header
 };
 
 struct CompileResult {
@@ -79,8 +80,5 @@ class CompileSlots {
   int limit_ = 1;
   int in_use_ = 0;
 };
-
-// The kernel templates embedded into the binary at build time; throws InputError for an unknown name.
-std::string_view template_source(std::string_view name);
 
 }  // namespace tune

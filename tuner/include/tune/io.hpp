@@ -20,6 +20,9 @@ struct GoldenCase {
   ProblemData data;
   std::vector<double> output;
 };
+// The problem a golden file belongs to: the folder it sits in (<folder>/golden/x.json) when that
+// folder's problem has the golden's name, else the name, found on the problem path.
+std::string golden_problem(const std::filesystem::path& golden, const std::string& name);
 // Validates names and shapes against the problem's specs. Throws InputError "<file>: <reason>".
 GoldenCase read_golden(const std::filesystem::path& file);
 

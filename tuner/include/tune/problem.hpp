@@ -1,11 +1,16 @@
 #pragma once
-// A problem: what is computed (shapes, inputs, float64 CPU reference, work counts).
-// How it is computed on the GPU lives in kernel_templates/<name>.cuh and configs/<name>.json;
-// a problem file never knows about variants.
+// A problem: what is computed (dims, tensors, seeded data, float64 reference, tolerance, work
+// counts), read at run time from a problem folder (docs/problem-format.md): problem.json, the
+// kernel template(s) it names, a reference.py. The search space lives in the same file (Space);
+// a problem never knows about variants.
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tune/shape.hpp"
 #include "tune/tensor.hpp"
@@ -17,31 +22,81 @@ struct WorkCounts {
   double bytes = 0;  // fewest bytes moved through device memory per call
 };
 
+struct Tolerance {
+  double atol = 1e-4;
+  double rtol = 1e-4;
+};
+
 enum class DataPurpose {
   kTiming,  // plain seeded inputs
   kParity,  // seeded inputs plus the problem's edge cases (fully masked rows, ...)
 };
 
+// How the float64 reference is computed: the problem's reference.py out of process, or a C++
+// fast path of the same function (built-in problems only).
+enum class ReferenceBackend { kAuto, kBuiltin, kPython };
+
 class Problem {
  public:
-  virtual ~Problem() = default;
-  [[nodiscard]] virtual std::string_view name() const = 0;
+  // Reads and checks a problem file (problem.json); throws ConfigError "<file>: <path>: <reason>".
+  static std::unique_ptr<Problem> load(const std::filesystem::path& problem_file);
+  ~Problem();
+  Problem(const Problem&) = delete;
+  Problem& operator=(const Problem&) = delete;
+
+  [[nodiscard]] std::string_view name() const;
+  [[nodiscard]] const std::string& description() const;
+  // The problem file, absolute; its folder holds the reference and the goldens.
+  [[nodiscard]] const std::filesystem::path& file() const;
+  [[nodiscard]] std::filesystem::path dir() const { return file().parent_path(); }
+  // The folder of golden cases (may not exist).
+  [[nodiscard]] std::filesystem::path golden_dir() const;
+  // The parsed problem file (the search-space keys are read from it by Space::parse).
+  [[nodiscard]] const nlohmann::ordered_json& json() const;
   // Dimension names in order, e.g. {"B","N","C","H"}.
-  [[nodiscard]] virtual std::vector<std::string> dims() const = 0;
-  // Throws ShapeError (one line, naming the dimension) for shapes the problem itself rejects.
-  virtual void check_shape(const Shape& shape) const;
-  [[nodiscard]] virtual std::vector<TensorSpec> param_specs(const Shape& shape) const = 0;
-  [[nodiscard]] virtual std::vector<TensorSpec> input_specs(const Shape& shape) const = 0;
-  [[nodiscard]] virtual TensorSpec output_spec(const Shape& shape) const = 0;
-  // Same seed, same data on every machine (PROBLEMS.md "Input and parameter generation").
-  [[nodiscard]] virtual ProblemData make_data(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const = 0;
+  [[nodiscard]] std::vector<std::string> dims() const;
+  // Throws ShapeError (one line, naming the dimension) for a dimension that is missing or not positive.
+  void check_shape(const Shape& shape) const;
+  [[nodiscard]] std::vector<TensorSpec> param_specs(const Shape& shape) const;
+  [[nodiscard]] std::vector<TensorSpec> input_specs(const Shape& shape) const;
+  [[nodiscard]] TensorSpec output_spec(const Shape& shape) const;
+  // Same seed, same data on every machine: tensors drawn in the file's order, then its edits.
+  [[nodiscard]] ProblemData make_data(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const;
   // Float64 reference of the output, from the float32 data.
-  [[nodiscard]] virtual std::vector<double> reference(const Shape& shape, const ProblemData& data) const = 0;
-  [[nodiscard]] virtual WorkCounts counts(const Shape& shape) const = 0;
+  [[nodiscard]] std::vector<double> reference(const Shape& shape, const ProblemData& data,
+                                              ReferenceBackend backend = ReferenceBackend::kAuto) const;
+  [[nodiscard]] WorkCounts counts(const Shape& shape) const;
+  [[nodiscard]] Tolerance tolerance() const;
+  // "flop" / "bytes" expressions of the file (empty when absent), for generated code.
+  [[nodiscard]] std::string work_expression(const std::string& which) const;
+  // Whether a C++ fast path of the reference exists.
+  [[nodiscard]] bool has_builtin_reference() const;
+
+ private:
+  struct Impl;
+  explicit Problem(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
-// Throws InputError listing the known problems when the name is unknown.
-[[nodiscard]] const Problem& find_problem(std::string_view name);
+// Where problems are found: `--problem-path` folders, then $TUNE_PROBLEM_PATH, then the built-in
+// folder (share/tune/configs beside the binary, or the source tree's configs/ in a build tree).
+struct ProblemLocation {
+  std::string name;
+  std::filesystem::path file;  // problem.json
+  std::string origin;          // "--problem-path", "TUNE_PROBLEM_PATH", "built-in", "path"
+};
+void set_problem_path(std::vector<std::filesystem::path> dirs);
+[[nodiscard]] std::vector<std::filesystem::path> builtin_problem_dirs();
+
+// A problem by name (searched on the path) or by path (a folder or its problem.json). Loaded
+// once per process; the reference stays valid until exit. Throws InputError naming what was
+// searched when nothing is found, ConfigError for a bad folder.
+[[nodiscard]] const Problem& find_problem(std::string_view name_or_path);
+// Every problem on the search path, the first of each name (the one `find_problem` returns).
+[[nodiscard]] std::vector<ProblemLocation> list_problems();
 [[nodiscard]] std::vector<std::string> problem_names();
+
+// $TUNE_REFERENCE: "python" or "builtin" (default: auto, the C++ fast path where there is one).
+[[nodiscard]] ReferenceBackend reference_backend_from_env();
 
 }  // namespace tune

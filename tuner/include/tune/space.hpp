@@ -52,8 +52,18 @@ struct KernelLaunch {
   std::vector<std::string> args;  // buffer names: params, inputs, "out", or scratch
 };
 
+// The kernel template of a space, read from disk when the space loads: the main source and every
+// header in its folder (and the space's include_dirs), by path relative to that folder.
+struct KernelSources {
+  std::string main_name;  // e.g. "contact.cuh"
+  std::string main;
+  std::vector<std::pair<std::string, std::string>> headers;  // include name, text
+  std::vector<std::filesystem::path> files;                  // where each came from (main first)
+};
+
 struct Lowered {
-  std::string template_name;         // e.g. "contact.cuh" (source embedded in the binary)
+  std::string template_name;         // e.g. "contact.cuh"
+  std::shared_ptr<const KernelSources> sources;  // null for a space parsed without its files
   std::vector<KernelLaunch> launches;  // run in order; timed as one call
   std::vector<TensorSpec> scratch;     // device buffers the launches share
 };
@@ -66,9 +76,13 @@ struct Enumeration {
 
 class Space {
  public:
-  // Throws ConfigError "<file>: <reason>" for an unreadable or malformed file.
-  static Space load(const std::filesystem::path& file);
-  static Space parse(const nlohmann::ordered_json& json, const std::string& source_name);
+  // Throws ConfigError "<file>: <reason>" for an unreadable or malformed file. The template is
+  // read relative to the file, else from `template_dirs` (the problem's own template folders).
+  static Space load(const std::filesystem::path& file, const std::vector<std::filesystem::path>& template_dirs = {});
+  // Without `base_dir` the template is not read (lower() gives no sources): for tests of spaces.
+  static Space parse(const nlohmann::ordered_json& json, const std::string& source_name,
+                     const std::optional<std::filesystem::path>& base_dir = std::nullopt,
+                     const std::vector<std::filesystem::path>& template_dirs = {});
 
   Space(Space&&) noexcept;
   Space& operator=(Space&&) noexcept;
@@ -80,6 +94,13 @@ class Space {
   [[nodiscard]] const std::vector<Parameter>& parameters() const;
   [[nodiscard]] const std::map<std::string, std::int64_t>& default_dims() const;
   [[nodiscard]] const Config& baseline() const;
+  // The template files (null when parsed without a base folder).
+  [[nodiscard]] std::shared_ptr<const KernelSources> sources() const;
+  // A hash of the space file and every template file's bytes: the run's identity, the sweep key.
+  [[nodiscard]] const std::string& source_hash() const;
+  // Each launch's kernel and its `args` (buffer names), in file order; the scratch buffers' names.
+  [[nodiscard]] std::vector<std::pair<std::string, std::vector<std::string>>> launch_args() const;
+  [[nodiscard]] std::vector<std::string> scratch_names() const;
 
   // Throws ShapeError with the failing shape constraint's message.
   void check_shape(const Shape& shape) const;

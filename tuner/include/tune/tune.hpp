@@ -15,13 +15,13 @@
 namespace tune {
 
 struct TuneOptions {
-  std::string problem;
+  std::string problem;  // a name on the problem path, or a problem folder
   // Dimensions the user gave; the rest come from the config's defaults.
   std::vector<std::pair<std::string, std::int64_t>> dims;
   std::uint64_t seed = 42;
   std::filesystem::path out_dir = "results";
   std::optional<std::filesystem::path> header;  // default: beside the JSON
-  std::optional<std::filesystem::path> config;  // default: the embedded configs/<problem>.json
+  std::optional<std::filesystem::path> config;  // default: the problem's own problem.json
   int jobs = 0;                                 // 0: all hardware threads
   bool compile_only = false;
   int device = 0;
@@ -67,13 +67,16 @@ struct TuneOutcome {
 // before anything is measured where possible.
 TuneOutcome run_tune(const TuneOptions& options);
 
-// Loads a space: the given file, or the one embedded for the problem.
+// Loads a problem's space: the given file (a space file or another problem.json; its template is
+// found beside it, else in the problem's template folder), or the problem's own problem.json.
+// Checks that every launch argument names a tensor of the problem, 'out' or a scratch buffer.
 class Space load_space(const std::string& problem, const std::optional<std::filesystem::path>& file);
+void check_launch_args(const class Problem& problem, const class Space& space);
 // The shape of a run: the user's dimensions over the space's defaults, validated.
 Shape resolve_shape(const class Problem& problem, const class Space& space,
                     const std::vector<std::pair<std::string, std::int64_t>>& dims);
 
-// The compile request of a lowered variant: its embedded template, its name expressions in
+// The compile request of a lowered variant: its template and headers, its name expressions in
 // launch order, and the options.
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options);
 

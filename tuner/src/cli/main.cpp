@@ -1,4 +1,5 @@
 // tune: the command line. It parses arguments and calls the library, nothing more.
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -10,6 +11,7 @@
 #include "tune/devices.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/problem.hpp"
 #include "tune/report.hpp"
 #include "tune/sweep.hpp"
 #include "tune/tune.hpp"
@@ -57,6 +59,65 @@ void print_summary(const tune::TuneOutcome& out) {
   if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
 }
 
+// The shape options: every `--NAME V[,V...]` (or `--NAME=V,...`) left after the known options.
+// Which names are dimensions is the problem's to say (resolve_shape, expand_dims).
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> shape_lists(const std::vector<std::string>& extras) {
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
+  for (std::size_t i = 0; i < extras.size(); ++i) {
+    const std::string& t = extras[i];
+    if (t.size() < 3 || t.compare(0, 2, "--") != 0)
+      throw tune::InputError(fmt::format("unexpected argument '{}' (shape dimensions are given as --NAME VALUE, e.g. --B 4)", t));
+    std::string name = t.substr(2), text;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      text = name.substr(eq + 1);
+      name.resize(eq);
+    } else if (i + 1 < extras.size()) {
+      text = extras[++i];
+    } else {
+      throw tune::InputError(fmt::format("--{} needs a value (an integer, or a comma list to sweep)", name));
+    }
+    std::vector<std::int64_t> values;
+    for (std::size_t pos = 0; pos <= text.size();) {
+      const auto comma = text.find(',', pos);
+      const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      std::int64_t v = 0;
+      const auto r = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (item.empty() || r.ec != std::errc() || r.ptr != item.data() + item.size())
+        throw tune::InputError(fmt::format("--{} {}: '{}' is not an integer (an unknown option? tune --help lists them; "
+                                           "the problem's dimensions are shape options)",
+                                           name, text, item));
+      values.push_back(v);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    for (auto& [k, v] : out)
+      if (k == name) throw tune::InputError(fmt::format("--{} is given twice; give one comma list", name));
+    out.emplace_back(name, std::move(values));
+  }
+  return out;
+}
+
+void print_problem_list() {
+  const auto found = tune::list_problems();
+  if (found.empty()) fmt::print("no problems found (pass --problem-path DIR or set TUNE_PROBLEM_PATH)\n");
+  for (const auto& l : found) {
+    fmt::print("{}  ({}: {})\n", l.name, l.origin, l.file.parent_path().string());
+    try {
+      const tune::Problem& p = tune::find_problem(l.file.string());
+      const tune::Space space = tune::load_space(l.file.string(), std::nullopt);
+      std::vector<std::string> dims;
+      for (const auto& d : p.dims()) {
+        const auto def = space.default_dims().find(d);
+        dims.push_back(def == space.default_dims().end() ? "--" + d + " N" : fmt::format("--{} {}", d, def->second));
+      }
+      fmt::print("    dims: {}\n", fmt::join(dims, " "));
+      if (!p.description().empty()) fmt::print("    {}\n", p.description());
+    } catch (const std::exception& e) {
+      fmt::print("    cannot be loaded: {}\n", e.what());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,12 +128,13 @@ int main(int argc, char** argv) {
 
   tune::TuneOptions opt;
   opt.command_line = joined_command_line(argc, argv);
-  std::map<std::string, std::vector<std::int64_t>> dims;
   std::string out_dir = "results", header, config;
-  app.add_option("--problem", opt.problem, "problem to tune (contact, scene_graph)");
-  for (const char* d : {"B", "N", "C", "H", "D", "heads", "P"})
-    app.add_option(std::string("--") + d, dims[d], std::string("shape dimension ") + d + ", or a comma list to sweep")
-        ->delimiter(',');
+  app.add_option("--problem", opt.problem,
+                 "problem to tune: a name (tune list shows them) or a problem folder; its dimensions are options: "
+                 "--B 4 --N 64, a comma list sweeps (--N 64,256)");
+  std::vector<std::string> problem_path;
+  app.add_option("--problem-path", problem_path,
+                 "folder of problem folders, searched before $TUNE_PROBLEM_PATH and the built-in problems (repeatable)");
   std::string sweep_file, shard_text;
   app.add_option("--sweep", sweep_file,
                  R"(sweep file: {"items": [{"problem": "contact", "B": [1, 4], "N": [64, 256]}, ...]}, instead of --problem)");
@@ -82,7 +144,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "seed of the inputs and parameters")->capture_default_str();
   app.add_option("--out", out_dir, "results folder (results/<gpu>/<problem>/<shape>.json)")->capture_default_str();
   app.add_option("--header", header, "where to write the generated header (default: beside the JSON)");
-  app.add_option("--config", config, "search-space file (default: the embedded configs/<problem>.json)");
+  app.add_option("--config", config, "search-space file (default: the problem's own problem.json)");
   app.add_option("--jobs,-j", opt.jobs, "parallel NVRTC compiles (default: all cores)");
   auto* device_opt = app.add_option("--device", opt.device, "CUDA device ordinal")->capture_default_str();
   std::string devices_text;
@@ -142,7 +204,7 @@ int main(int argc, char** argv) {
   auto* merge = app.add_subcommand("header", "merge result files of one problem (several GPUs and shapes) into one header");
   merge->add_option("results", header_inputs, "results JSON files written by tune")->required();
   merge->add_option("-o,--output", header_out, "the header to write")->required();
-  merge->add_option("--config", header_config, "search-space file (default: the embedded configs/<problem>.json)");
+  merge->add_option("--config", header_config, "search-space file (default: the problem's own problem.json)");
 
   std::vector<std::string> merge_inputs;
   std::string merge_out = "results", merge_config;
@@ -152,14 +214,32 @@ int main(int argc, char** argv) {
   shard_merge->add_option("--out", merge_out, "results folder to write (<gpu>/<problem>/<shape>.json)")->capture_default_str();
   shard_merge->add_option("--config", merge_config, "search-space file for the header (default: the one the run used)");
 
+  auto* list = app.add_subcommand("list", "list the problems found (--problem-path, $TUNE_PROBLEM_PATH, built-in): "
+                                          "where each comes from, its dims and defaults");
+  // Shape dimensions are the problem's: whatever is left after the known options.
+  app.allow_extras();
+  // A subcommand takes the main options too (tune list --problem-path DIR); what none of them knows
+  // is refused below (only a tune takes shape options).
+  for (auto* sub : {verify, report, merge, shard_merge, list}) sub->fallthrough();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // --help and --version exit 0; every usage error is exit 2
   }
 
   auto log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   try {
+    tune::set_problem_path({problem_path.begin(), problem_path.end()});
+    for (auto* sub : {verify, report, merge, shard_merge, list})
+      if (sub->parsed() && !app.remaining().empty())
+        throw tune::InputError(fmt::format("tune {}: unexpected argument '{}' (tune {} --help lists its options)", sub->get_name(),
+                                           app.remaining().front(), sub->get_name()));
+    if (list->parsed()) {
+      print_problem_list();
+      return 0;
+    }
     if (verify->parsed()) {
       vopt.log = log;
       return tune::run_verify(vopt) ? 0 : 1;
@@ -181,9 +261,7 @@ int main(int argc, char** argv) {
       fmt::print("merged: {} files under {}\n", written.size(), merge_out);
       return 0;
     }
-    std::vector<std::pair<std::string, std::vector<std::int64_t>>> lists;
-    for (const auto& [k, v] : dims)
-      if (app.get_option("--" + k)->count() > 0) lists.emplace_back(k, v);
+    const auto lists = shape_lists(app.remaining());
     std::vector<tune::SweepItem> items;
     if (!sweep_file.empty()) {
       if (!opt.problem.empty() || !lists.empty()) {

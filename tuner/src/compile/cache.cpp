@@ -33,9 +33,14 @@ std::string CompileCache::key(const CompileRequest& request, const std::string& 
   // Fields are length-prefixed, so no two different requests serialise alike.
   std::string blob;
   auto add = [&](const std::string& s) { blob += std::to_string(s.size()) + ':' + s; };
-  add("tune-compile-cache-v1");
+  add("tune-compile-cache-v2");
   add(nvrtc_version);
   add(request.source);
+  add(std::to_string(request.headers.size()));
+  for (const auto& [name, text] : request.headers) {
+    add(name);
+    add(text);
+  }
   add(std::to_string(request.name_expressions.size()));
   for (const auto& e : request.name_expressions) add(e);
   add(std::to_string(request.options.size()));

@@ -34,8 +34,15 @@ class NvrtcError : public std::runtime_error {
 // Move-only owner of an NVRTC program.
 class Program {
  public:
-  Program(const std::string& source, const std::string& name) {
-    TUNE_NVRTC(nvrtcCreateProgram(&prog_, source.c_str(), name.c_str(), 0, nullptr, nullptr));
+  // `headers`: include name and text of every header the source may include.
+  Program(const std::string& source, const std::string& name, const std::vector<std::pair<std::string, std::string>>& headers) {
+    std::vector<const char*> texts, names;
+    for (const auto& [n, t] : headers) {
+      names.push_back(n.c_str());
+      texts.push_back(t.c_str());
+    }
+    TUNE_NVRTC(nvrtcCreateProgram(&prog_, source.c_str(), name.c_str(), static_cast<int>(headers.size()),
+                                  headers.empty() ? nullptr : texts.data(), headers.empty() ? nullptr : names.data()));
   }
   Program(Program&& o) noexcept : prog_(std::exchange(o.prog_, nullptr)) {}
   Program& operator=(Program&&) = delete;
@@ -103,7 +110,7 @@ std::map<std::string, Resources> parse_ptxas_report(std::string_view log) {
 CompileResult compile(const CompileRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   CompileResult out;
-  Program prog(request.source, request.source_name);
+  Program prog(request.source, request.source_name, request.headers);
   for (const auto& e : request.name_expressions) TUNE_NVRTC(nvrtcAddNameExpression(prog.get(), e.c_str()));
   std::vector<const char*> opts;
   for (const auto& o : request.options) opts.push_back(o.c_str());

@@ -60,6 +60,18 @@ RunRecord read_result(const std::filesystem::path& file) {
   }
 }
 
+std::string golden_problem(const std::filesystem::path& golden, const std::string& name) {
+  std::error_code ec;
+  const auto file = std::filesystem::absolute(golden, ec).parent_path().parent_path() / "problem.json";
+  if (std::filesystem::is_regular_file(file, ec)) {
+    try {
+      if (find_problem(file.string()).name() == name) return file.string();
+    } catch (const InputError&) {  // not a problem of this name: look it up by name
+    }
+  }
+  return name;
+}
+
 GoldenCase read_golden(const std::filesystem::path& file) {
   const Json j = read_json(file);
   const std::string f = file.string();
@@ -69,7 +81,7 @@ GoldenCase read_golden(const std::filesystem::path& file) {
       if (!j.contains(key)) throw InputError(fmt::format("has no '{}'", key));
     GoldenCase g;
     g.problem = j.at("problem").get<std::string>();
-    const Problem& problem = find_problem(g.problem);
+    const Problem& problem = find_problem(golden_problem(file, g.problem));
     for (const auto& d : problem.dims()) {
       if (!j.at("shape").contains(d)) throw InputError(fmt::format("'shape' has no '{}'", d));
       g.shape.set(d, j.at("shape").at(d).get<std::int64_t>());

@@ -198,9 +198,36 @@ std::string variant_init(const MergedVariant& m, const Space& space, const std::
   return h + "}}";
 }
 
-// "B * N * N" when the problem has B and N (both problems are pairwise over N), else the product of all dims.
-std::string work_expression(const Shape& shape) {
-  if (shape.has("B") && shape.has("N")) return "s.B * s.N * s.N";
+// The problem's work in C++ over `s`: its "flop" expression (else "bytes") when it is plain
+// arithmetic of the dims (+ - * / and parentheses), else the product of the dims.
+std::string work_expression(const Problem& problem, const Shape& shape) {
+  for (const char* which : {"flop", "bytes"}) {
+    const std::string text = problem.work_expression(which);
+    if (text.empty()) continue;
+    std::string out;
+    bool ok = true;
+    for (std::size_t i = 0; ok && i < text.size();) {
+      const char c = text[i];
+      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        std::size_t j = i;
+        while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+        const std::string id = text.substr(i, j - i);
+        ok = shape.has(id);
+        out += "s." + identifier(id);
+        i = j;
+      } else if (std::isdigit(static_cast<unsigned char>(c))) {
+        std::size_t j = i;
+        while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+        out += text.substr(i, j - i);
+        i = j;
+      } else {
+        ok = std::string_view(" +-*/()").find(c) != std::string_view::npos;
+        out += c;
+        ++i;
+      }
+    }
+    if (ok) return out;
+  }
   std::vector<std::string> f;
   for (const auto& d : shape.dims()) f.push_back("s." + identifier(d.first));
   return fmt::format("{}", fmt::join(f, " * "));
@@ -259,7 +286,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
   h += "// It includes nothing: it compiles on its own as C++17 and as CUDA.\n//\n";
   h += "// select(arch, shape) picks a configuration (arch: compute capability, major * 10 + minor):\n";
   h += "//   1. kExact: an entry tuned on that arch for exactly that shape;\n";
-  std::string work_doc = work_expression(shape0);
+  std::string work_doc = work_expression(problem, shape0);
   for (std::size_t p = 0; (p = work_doc.find("s.", p)) != std::string::npos;) work_doc.erase(p, 2);
   h += fmt::format("//   2. kNearestWork: the entry of that arch whose shape is nearest in work, work(shape) = {}\n", work_doc);
   h += "//      (distance: the ratio of the larger work to the smaller; ties: the smaller work, then table order);\n";
@@ -269,7 +296,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
   h += "// Only kExact entries carry launches measured at that shape; for the other matches the parameters\n";
   h += "// are template arguments for your shape, and grid, block and shared memory follow the config's formulas.\n//\n";
   h += "// Compile time: constexpr auto s = select(90, Shape{...}); then kernel<..., s.params.<name>, ...>.\n";
-  h += "// Run time: include kernel_templates/" + space.template_name() + ", define TUNE_TUNED_KERNELS, then this header:\n";
+  h += "// Run time: include the problem's template " + space.template_name() + ", define TUNE_TUNED_KERNELS, then this header:\n";
   h += "// kWinnerKernels[i][l] and kBaselineKernels[i][l] are the instantiations of kEntries[i]'s launches.\n//\n";
   h += "// Entries (index: device, arch, shape):\n";
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -297,7 +324,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     h += fmt::format("{}a.{} == b.{}", i ? " && " : "", identifier(shape0.dims()[i].first), identifier(shape0.dims()[i].first));
   h += ";\n}\n\n";
   h += fmt::format("// The work select() compares shapes by.\nconstexpr long long work(const Shape& s) {{ return {}; }}\n\n",
-                   work_expression(shape0));
+                   work_expression(problem, shape0));
   h += "// Parameters as the kernel template takes them (strings: index in the config's list).\nstruct Params {\n";
   for (const auto& p : space.parameters()) {
     std::vector<std::string> values;

@@ -195,7 +195,8 @@ struct DeviceRunner::Impl {
     if (launch_ms) *launch_ms = seconds_since(t) * 1e3;
     std::vector<float> out(set.out_elements);
     set.buffers.at(out_spec.name).download(out.data(), out.size() * sizeof(float));
-    ParityRecord p = compare_output(out, ref, 1e-4, 1e-4);
+    const Tolerance tol = problem.tolerance();
+    ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
     p.seed = seed;
     return p;
   }
@@ -408,8 +409,9 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
     }
     if (!parity_passed(*record.parity)) {
       record.status = Status::kIncorrect;
-      record.reason = fmt::format("{} of {} outputs outside atol=rtol=1e-4 ({} not finite); max abs error {:.3g}",
-                                  record.parity->mismatches, record.parity->elements, record.parity->non_finite,
+      record.reason = fmt::format("{} of {} outputs outside atol={:g} rtol={:g} ({} not finite); max abs error {:.3g}",
+                                  record.parity->mismatches, record.parity->elements, record.parity->atol,
+                                  record.parity->rtol, record.parity->non_finite,
                                   record.parity->max_abs_error);
       return;
     }

@@ -111,8 +111,9 @@ namespace {
 // the log ("" when there was none).
 std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
   try {
-    const Shape shape = resolve_shape(find_problem(o.problem), load_space(o.problem, o.config), o.dims);
-    const auto json = o.out_dir / dir / o.problem / (result_stem(shape, o.shard) + ".json");
+    const Problem& problem = find_problem(o.problem);
+    const Shape shape = resolve_shape(problem, load_space(o.problem, o.config), o.dims);
+    const auto json = o.out_dir / dir / std::string(problem.name()) / (result_stem(shape, o.shard) + ".json");
     std::ifstream in(json);
     if (!in) return "";
     const auto j = nlohmann::json::parse(in, nullptr, false);

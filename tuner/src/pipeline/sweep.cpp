@@ -167,16 +167,16 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>&
     j["items"].push_back(item.describe());
     problems.insert(item.problem);
   }
-  // The spaces by content: two shards given different files of one name are different runs.
+  // The spaces by content (problem files and templates): two shards given different files of one
+  // name are different runs.
   if (base.config) {
     std::ifstream in(*base.config, std::ios::binary);
     j["config"] = std::string(std::istreambuf_iterator<char>(in), {});
-  } else {
-    for (const auto& p : problems) {
-      try {
-        j["embedded"][p] = std::string(template_source(p + ".json"));
-      } catch (const std::exception&) {  // an unknown problem is reported when the item is checked
-      }
+  }
+  for (const auto& p : problems) {
+    try {
+      j["sources"][p] = load_space(p, base.config).source_hash();
+    } catch (const std::exception&) {  // an unknown problem is reported when the item is checked
     }
   }
   const std::string text = j.dump();
@@ -210,7 +210,7 @@ void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std
     try {
       const Problem& problem = find_problem(item.problem);
       const Shape shape = resolve_shape(problem, load_space(item.problem, config), item.dims);
-      const std::string key = item.problem + "/" + shape.tag();
+      const std::string key = std::string(problem.name()) + "/" + shape.tag();
       if (const auto [it, fresh] = shapes.emplace(key, i); !fresh)
         throw InputError(fmt::format("is the same shape as item {} ({}); list each shape once", it->second, key));
     } catch (const InputError& e) {

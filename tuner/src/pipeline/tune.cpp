@@ -224,12 +224,6 @@ class IsolatedRunner {
   std::optional<double> baseline_us_;
 };
 
-std::string config_text(const std::string& problem, const std::optional<std::filesystem::path>& file) {
-  if (!file) return std::string(template_source(problem + ".json"));
-  std::ifstream f(*file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
 // The journal's first line: what must match for --resume to continue a run.
 nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, const Space& space) {
   return {{"tool_version", run.context.tool_version},
@@ -237,10 +231,10 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"device", run.device ? run.device->name : "none (compile only)"},
           {"device_index", o.device},
           {"device_uuid", run.device ? run.device->uuid : ""},
-          {"problem", o.problem},
+          {"problem", run.problem},
           {"shape", run.shape.tag()},
           {"seed", o.seed},
-          {"source_hash", content_hash({std::string(template_source(space.template_name())), config_text(o.problem, o.config)})},
+          {"source_hash", content_hash({space.source_hash(), find_problem(o.problem).json().dump()})},
           {"compile_options", run.context.compile_options},
           {"budget", o.budget},
           {"search", o.search},
@@ -250,7 +244,8 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
 }  // namespace
 
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
-  CompileRequest req{std::string(template_source(lowered.template_name)), lowered.template_name, {}, std::move(options)};
+  if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
+  CompileRequest req{lowered.sources->main, lowered.template_name, {}, std::move(options), lowered.sources->headers};
   for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
   return req;
 }
@@ -281,21 +276,32 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
   }
 }
 
-Space load_space(const std::string& problem, const std::optional<std::filesystem::path>& file) {
-  if (file) {
-    Space s = Space::load(*file);
-    if (s.problem() != problem)
-      throw ConfigError(fmt::format("{}: describes problem '{}', not '{}'", file->string(), s.problem(), problem));
-    return s;
-  }
-  const std::string name = "configs/" + problem + ".json";
-  nlohmann::ordered_json j;
-  try {
-    j = nlohmann::ordered_json::parse(template_source(problem + ".json"));
-  } catch (const nlohmann::ordered_json::parse_error& e) {
-    throw ConfigError(name + " (embedded): not valid JSON (" + e.what() + ")");
-  }
-  return Space::parse(j, name);
+Space load_space(const std::string& problem_spec, const std::optional<std::filesystem::path>& file) {
+  const Problem& problem = find_problem(problem_spec);
+  const auto own_template = (problem.dir() / problem.json().value("template", std::string())).parent_path();
+  Space s = [&] {
+    if (!file) return Space::parse(problem.json(), problem.file().string(), problem.dir());
+    std::error_code ec;
+    const auto path = std::filesystem::is_directory(*file, ec) ? *file / "problem.json" : *file;
+    return Space::load(path, {own_template});
+  }();
+  if (s.problem() != problem.name())
+    throw ConfigError(fmt::format("{}: describes problem '{}', not '{}'", s.source_name(), s.problem(), problem.name()));
+  check_launch_args(problem, s);
+  return s;
+}
+
+void check_launch_args(const Problem& problem, const Space& space) {
+  std::vector<std::string> known{"out"};
+  const Shape none;
+  for (const auto& t : problem.json().at("tensors")) known.push_back(t.at("name").get<std::string>());
+  for (const auto& b : space.scratch_names()) known.push_back(b);
+  for (const auto& [kernel, args] : space.launch_args())
+    for (const auto& a : args)
+      if (std::find(known.begin(), known.end(), a) == known.end())
+        throw ConfigError(fmt::format("{}: launch '{}' argument '{}' is not a tensor of problem {}, 'out' or a scratch "
+                                      "buffer (known: {})",
+                                      space.source_name(), kernel, a, problem.name(), fmt::join(known, ", ")));
 }
 
 Shape resolve_shape(const Problem& problem, const Space& space,
@@ -391,7 +397,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const Shape shape = resolve_shape(problem, space, o.dims);
 
   RunRecord run;
-  run.problem = o.problem;
+  run.problem = std::string(problem.name());
   run.shape = shape;
   run.seed = o.seed;
   const WorkCounts counts = problem.counts(shape);
@@ -430,7 +436,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const std::string gpu_dir = !run.device            ? "compile-only-" + arch_name(cc)
                               : o.device_dir.empty() ? run.device->slug()
                                                      : o.device_dir;
-  const auto json_path = o.out_dir / gpu_dir / o.problem / (result_stem(shape, o.shard) + ".json");
+  const auto json_path = o.out_dir / gpu_dir / run.problem / (result_stem(shape, o.shard) + ".json");
   check_writable(json_path.parent_path());
   if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
 
@@ -452,7 +458,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.cuda_header_version = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);
   ctx.arch = arch_name(cc);
   ctx.compile_options = default_options(cc);
-  ctx.config_file = o.config ? o.config->string() : space.source_name() + " (embedded)";
+  ctx.config_file = o.config ? o.config->string() : problem.file().string() + " (problem)";
   ctx.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CompileSlots::shared().ensure(ctx.jobs);
 
@@ -546,7 +552,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   for (const auto& h : ctx.isolation.test_hooks) log("test hook active: " + h);
   if (run.timed) {
     ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
-    gpu.emplace(WorkerInit{o.problem, shape, o.seed, o.device}, o.variant_timeout_s, ctx.isolation, log);
+    gpu.emplace(WorkerInit{problem.file().string(), shape, o.seed, o.device}, o.variant_timeout_s, ctx.isolation, log);
     gpu->start();
   }
 

@@ -142,6 +142,8 @@ class Worker {
         else if (op == "floor") floor();
         else if (op == "evaluate" || op == "remeasure") measure(op, request);
         else throw InputError("unknown request '" + op + "'");
+      } catch (const InputError& e) {  // the user's to fix (a failing reference, ...): exit 2 in tune
+        reply({{"reply", "error"}, {"message", e.what()}, {"input_error", true}});
       } catch (const std::exception& e) {
         reply({{"reply", "error"}, {"message", e.what()}});
       }
@@ -169,12 +171,17 @@ class Worker {
     const int device = r.at("device").get<int>();
     if (fake_ && fake_failing_device() == device)
       throw DeviceError(fmt::format("cannot initialise device {} (injected by TUNE_WORKER_FAKE_FAIL_DEVICE)", device));
-    if (!fake_) {
+    const ReferenceBackend backend = reference_backend_from_env();
+    if (fake_) {
+      // No kernel runs, but the data and the reference do: a problem whose reference fails (a
+      // Python error, a wrong output shape, a non-finite value) fails a fake run too.
+      (void)problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend);
+    } else {
       std::string why;
       const auto info = query_device(device, &why);
       if (!info) throw DeviceError("no CUDA device in the worker: " + why);
       const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);
-      std::vector<double> reference = problem_->reference(shape_, parity);
+      std::vector<double> reference = problem_->reference(shape_, parity, backend);
       runner_.emplace(*info, *problem_, shape_, problem_->make_data(shape_, seed_, DataPurpose::kTiming), parity,
                       std::move(reference), parity_seed_);
       runner_->on_phase([this](const std::string& phase, int item) { announce(phase, item); });
@@ -295,6 +302,8 @@ class Worker {
         ParityRecord p;
         p.elements = problem_->output_spec(shape_).elements();
         p.seed = parity_seed_;
+        p.atol = problem_->tolerance().atol;
+        p.rtol = problem_->tolerance().rtol;
         rec.parity = p;
       }
       announce("timing", item);
@@ -591,7 +600,11 @@ void WorkerProcess::wait_ready(double deadline_s) {
     throw DeviceError(fault.kind == "timeout" ? fmt::format("the worker process did not start within {} s", deadline_s)
                       : fault.kind == "signal" ? "the worker process was killed by " + fault.signal + " while starting"
                                                : fmt::format("the worker process exited with code {} while starting", fault.exit_code));
-  if (r->value("reply", "") != "ready") throw DeviceError(r->value("message", "the worker process could not start"));
+  if (r->value("reply", "") != "ready") {
+    const std::string message = r->value("message", "the worker process could not start");
+    if (r->value("input_error", false)) throw InputError(message);
+    throw DeviceError(message);
+  }
 }
 
 bool WorkerProcess::measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault) {

@@ -1,10 +1,12 @@
 #pragma once
-// Seeded initialisation shared by the problems (PROBLEMS.md "Input and parameter generation").
+// Seeded initialisation shared by the problems (PROBLEMS.md "Input and parameter generation"),
+// and the C++ fast paths of the built-in problems' references.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "tune/rng.hpp"
+#include "tune/shape.hpp"
 #include "tune/tensor.hpp"
 
 namespace tune::init {
@@ -23,7 +25,15 @@ void layernorm_row(const float* x, const float* gamma, const float* beta, std::i
 }  // namespace tune::init
 
 namespace tune {
-// Each problem file defines one of these; the registry lists them.
-const class Problem& contact_problem();
-const class Problem& scene_graph_problem();
+
+// A C++ reference: the float64 output of a problem from its float32 data, as its reference.py.
+using BuiltinReference = std::vector<double> (*)(const Shape& shape, const ProblemData& data);
+// nullptr for an unknown name.
+BuiltinReference builtin_reference(const std::string& name);
+std::vector<std::string> builtin_reference_names();
+
+// Each built-in reference file defines one of these.
+std::vector<double> contact_reference(const Shape& shape, const ProblemData& data);
+std::vector<double> scene_graph_reference(const Shape& shape, const ProblemData& data);
+
 }  // namespace tune

@@ -8,8 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "problems/json_check.hpp"
 #include "space/expr.hpp"
+#include "space/kernel_scan.hpp"
 #include "tune/errors.hpp"
+#include "tune/journal.hpp"
 
 namespace tune {
 
@@ -80,6 +83,8 @@ struct Space::Impl {
   std::vector<Launch> launches;
   std::vector<Scratch> scratch;
   Config baseline;
+  std::shared_ptr<const KernelSources> sources;
+  std::string source_hash;
   mutable std::mutex mutex;  // the variable table is shared by every expression
 
   [[noreturn]] void fail(const std::string& what) const { throw ConfigError(source_name + ": " + what); }
@@ -119,20 +124,98 @@ struct Space::Impl {
 
   std::int64_t integer(const space::Expression& e, const std::string& where) const {
     const double v = e.eval();
-    if (!std::isfinite(v) || v < 0 || v != std::floor(v))
+    if (!std::isfinite(v) || v < 0 || v != std::floor(v) || v > 9.0e18)
       fail(fmt::format("{} '{}' gives {}, not a non-negative integer", where, e.text(), v));
     return static_cast<std::int64_t>(v);
   }
 
-  std::int64_t arg_value(const std::string& name) const { return static_cast<std::int64_t>(std::llround(table.get(table.slot(name)))); }
+  // A template argument: an integer that fits a C++ int, or the configuration is refused.
+  std::int64_t arg_value(const std::string& kernel, const std::string& name) const {
+    const double v = table.get(table.slot(name));
+    if (!std::isfinite(v) || v != std::floor(v) || v < -2147483648.0 || v > 2147483647.0)
+      fail(fmt::format("launch '{}' template argument '{}' is {}, not an integer that fits an int; make it an integer "
+                       "expression (cdiv, floor) or constrain it",
+                       kernel, name, v));
+    return static_cast<std::int64_t>(v);
+  }
+
+  // Launch geometry: grid.x below 2^31, grid.y/z and block below 2^16, at least 1.
+  unsigned geometry(const space::Expression& e, const std::string& where, std::int64_t limit) const {
+    const std::int64_t v = integer(e, where);
+    if (v < 1 || v > limit)
+      fail(fmt::format("{} '{}' gives {}, outside [1, {}]; constrain the shape or the parameters", where, e.text(), v, limit));
+    return static_cast<unsigned>(v);
+  }
+
+  void load_sources(const std::filesystem::path& base, const std::vector<std::filesystem::path>& template_dirs,
+                    const std::vector<std::string>& include_dirs);
 };
+
+namespace {
+
+bool is_header(const std::filesystem::path& p) {
+  const auto e = p.extension().string();
+  return e == ".cuh" || e == ".h" || e == ".hpp" || e == ".inc" || e == ".cu";
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+void Space::Impl::load_sources(const std::filesystem::path& base, const std::vector<std::filesystem::path>& template_dirs,
+                               const std::vector<std::string>& include_dirs) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> tried{base / template_name};
+  for (const auto& d : template_dirs) tried.push_back(d / std::filesystem::path(template_name).filename());
+  std::filesystem::path main;
+  for (const auto& t : tried)
+    if (std::filesystem::is_regular_file(t, ec)) {
+      main = std::filesystem::weakly_canonical(t, ec);
+      break;
+    }
+  if (main.empty()) {
+    std::vector<std::string> names;
+    for (const auto& t : tried) names.push_back(t.string());
+    fail(fmt::format("'template': {} not found (looked for {})", template_name, fmt::join(names, ", ")));
+  }
+  auto out = std::make_shared<KernelSources>();
+  out->main_name = main.filename().string();
+  out->main = read_text(main);
+  out->files.push_back(main);
+  std::vector<std::filesystem::path> roots{main.parent_path()};
+  for (const auto& d : include_dirs) roots.push_back(base / d);
+  std::size_t bytes = out->main.size();
+  for (const auto& root : roots) {
+    if (!std::filesystem::is_directory(root, ec)) fail(fmt::format("'include_dirs': {} is not a folder", root.string()));
+    std::vector<std::filesystem::path> found;
+    for (auto it = std::filesystem::recursive_directory_iterator(root, ec); !ec && it != std::filesystem::recursive_directory_iterator();
+         it.increment(ec))
+      if (it->is_regular_file() && is_header(it->path()) && std::filesystem::weakly_canonical(it->path()) != main)
+        found.push_back(it->path());
+    std::sort(found.begin(), found.end());
+    for (const auto& f : found) {
+      const std::string name = std::filesystem::relative(f, root).generic_string();
+      if (std::any_of(out->headers.begin(), out->headers.end(), [&](const auto& h) { return h.first == name; })) continue;
+      out->headers.emplace_back(name, read_text(f));
+      out->files.push_back(f);
+      bytes += out->headers.back().second.size();
+      if (out->headers.size() > 256 || bytes > (64u << 20))
+        fail(fmt::format("the template's folder {} holds more than 256 headers or 64 MiB; give the kernel a folder of its own",
+                         root.string()));
+    }
+  }
+  sources = std::move(out);
+}
 
 Space::Space(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Space::Space(Space&&) noexcept = default;
 Space& Space::operator=(Space&&) noexcept = default;
 Space::~Space() = default;
 
-Space Space::load(const std::filesystem::path& file) {
+Space Space::load(const std::filesystem::path& file, const std::vector<std::filesystem::path>& template_dirs) {
   std::ifstream in(file);
   if (!in) throw ConfigError(file.string() + ": cannot be read (does it exist? pass --config to choose another file)");
   Json json;
@@ -141,10 +224,11 @@ Space Space::load(const std::filesystem::path& file) {
   } catch (const Json::parse_error& e) {
     throw ConfigError(file.string() + ": not valid JSON (" + std::string(e.what()) + ")");
   }
-  return parse(json, file.string());
+  return parse(json, file.string(), file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path(), template_dirs);
 }
 
-Space Space::parse(const Json& json, const std::string& source_name) {
+Space Space::parse(const Json& json, const std::string& source_name, const std::optional<std::filesystem::path>& base_dir,
+                   const std::vector<std::filesystem::path>& template_dirs) {
   auto impl = std::make_unique<Impl>();
   Impl& s = *impl;
   s.source_name = source_name;
@@ -156,6 +240,15 @@ Space Space::parse(const Json& json, const std::string& source_name) {
     return v;
   };
   if (!json.is_object()) s.fail("the top level must be a JSON object");
+  const auto fail_fn = [&](const std::string& m) { s.fail(m); };
+  {
+    static const std::set<std::string> known{"schema_version", "problem",  "description", "template", "include_dirs",
+                                             "reference",      "golden",   "tolerance",   "shape",    "tensors",
+                                             "edits",          "work",     "parameters",  "derived",  "constraints",
+                                             "launches",       "scratch",  "baseline"};
+    for (const auto& [k, v] : json.items())
+      if (k != "_comment" && !known.count(k)) s.fail(fmt::format("unknown key '{}' (known: {})", k, fmt::join(known, ", ")));
+  }
   const auto version = need(json, "schema_version", Json::value_t::number_integer, "the file").get<int>();
   if (version != 1) s.fail(fmt::format("schema_version {} is not supported (this tune reads 1)", version));
   s.problem = need(json, "problem", Json::value_t::string, "the file").get<std::string>();
@@ -163,6 +256,7 @@ Space Space::parse(const Json& json, const std::string& source_name) {
 
   // Shape dimensions.
   const Json& shape = need(json, "shape", Json::value_t::object, "the file");
+  json_check::keys(shape, {"dims", "defaults", "constraints"}, "shape", fail_fn);
   for (const Json& d : need(shape, "dims", Json::value_t::array, "'shape'")) {
     if (!d.is_string()) s.fail("'shape.dims' must list names");
     s.dims.push_back(d.get<std::string>());
@@ -184,7 +278,9 @@ Space Space::parse(const Json& json, const std::string& source_name) {
   // Parameters.
   const Json& params = need(json, "parameters", Json::value_t::array, "the file");
   if (params.empty()) s.fail("'parameters' is empty");
-  for (const Json& p : params) {
+  for (std::size_t pi = 0; pi < params.size(); ++pi) {
+    const Json& p = params[pi];
+    json_check::keys(p, {"name", "values", "absent"}, fmt::format("parameters[{}]", pi), fail_fn);
     Parameter param;
     param.name = need(p, "name", Json::value_t::string, "a parameter").get<std::string>();
     const std::string where = "parameter '" + param.name + "'";
@@ -232,7 +328,10 @@ Space Space::parse(const Json& json, const std::string& source_name) {
   // before any expression binds its variables.
   std::vector<std::pair<std::string, Json>> derived_src;
   if (json.contains("derived")) {
-    for (const Json& d : json.at("derived")) {
+    if (!json.at("derived").is_array()) s.fail("'derived' must be a list");
+    for (std::size_t di = 0; di < json.at("derived").size(); ++di) {
+      const Json& d = json.at("derived")[di];
+      json_check::keys(d, {"name", "expr"}, fmt::format("derived[{}]", di), fail_fn);
       const auto name = need(d, "name", Json::value_t::string, "a derived value").get<std::string>();
       if (!d.contains("expr")) s.fail("derived value '" + name + "' has no 'expr'");
       try {
@@ -247,7 +346,10 @@ Space Space::parse(const Json& json, const std::string& source_name) {
     s.derived.push_back({name, s.table.slot(name), s.expression(expr, "derived value '" + name + "'")});
 
   if (shape.contains("constraints")) {
-    for (const Json& c : shape.at("constraints")) {
+    if (!shape.at("constraints").is_array()) s.fail("'shape.constraints' must be a list");
+    for (std::size_t ci = 0; ci < shape.at("constraints").size(); ++ci) {
+      const Json& c = shape.at("constraints")[ci];
+      json_check::keys(c, {"expr", "message"}, fmt::format("shape.constraints[{}]", ci), fail_fn);
       const auto msg = need(c, "message", Json::value_t::string, "a shape constraint").get<std::string>();
       s.shape_rules.push_back({s.expression(c.value("expr", Json()), "shape constraint"), msg});
     }
@@ -269,7 +371,10 @@ Space Space::parse(const Json& json, const std::string& source_name) {
     }
     return out;
   };
-  for (const Json& l : launches) {
+  for (std::size_t li = 0; li < launches.size(); ++li) {
+    const Json& l = launches[li];
+    json_check::keys(l, {"kernel", "when", "template_args", "grid", "block", "dynamic_smem", "args"},
+                     fmt::format("launches[{}]", li), fail_fn);
     const auto kernel = need(l, "kernel", Json::value_t::string, "a launch").get<std::string>();
     const std::string where = "launch '" + kernel + "'";
     std::vector<std::string> targs;
@@ -290,13 +395,43 @@ Space Space::parse(const Json& json, const std::string& source_name) {
                                 std::move(args)});
   }
   if (json.contains("scratch")) {
-    for (const Json& b : json.at("scratch")) {
+    if (!json.at("scratch").is_array()) s.fail("'scratch' must be a list");
+    for (std::size_t bi = 0; bi < json.at("scratch").size(); ++bi) {
+      const Json& b = json.at("scratch")[bi];
+      json_check::keys(b, {"name", "elements", "when"}, fmt::format("scratch[{}]", bi), fail_fn);
       const auto name = need(b, "name", Json::value_t::string, "a scratch buffer").get<std::string>();
       if (!b.contains("elements")) s.fail("scratch buffer '" + name + "' has no 'elements'");
       s.scratch.push_back({name, s.expression(b.at("elements"), "scratch '" + name + "' elements"),
                            s.expression(b.value("when", Json("1")), "scratch '" + name + "' when")});
     }
   }
+
+  std::vector<std::string> include_dirs;
+  if (json.contains("include_dirs")) {
+    if (!json.at("include_dirs").is_array()) s.fail("'include_dirs' must list folders relative to the file");
+    for (const Json& d : json.at("include_dirs")) {
+      if (!d.is_string()) s.fail("'include_dirs' must list folders relative to the file");
+      include_dirs.push_back(d.get<std::string>());
+    }
+  }
+  std::string hashed = json.dump();
+  if (base_dir) {
+    s.load_sources(*base_dir, template_dirs, include_dirs);
+    for (const Launch& l : s.launches) {
+      const std::optional<int> count = kernel_parameter_count(*s.sources, l.kernel);
+      if (!count) {
+        std::vector<std::string> files;
+        for (const auto& f : s.sources->files) files.push_back(f.string());
+        s.fail(fmt::format("launch '{}': no __global__ function '{}' in the template files ({})", l.kernel, l.kernel,
+                           fmt::join(files, ", ")));
+      }
+      if (*count != static_cast<int>(l.args.size()))
+        s.fail(fmt::format("launch '{}' passes {} args but the kernel takes {} parameters", l.kernel, l.args.size(), *count));
+    }
+    hashed += '\0' + s.sources->main;
+    for (const auto& [name, text] : s.sources->headers) hashed += '\0' + name + '\0' + text;
+  }
+  s.source_hash = content_hash({hashed});
 
   Space space(std::move(impl));
   const Json& base = need(json, "baseline", Json::value_t::object, "the file");
@@ -314,6 +449,20 @@ const std::string& Space::source_name() const { return impl_->source_name; }
 const std::vector<Parameter>& Space::parameters() const { return impl_->parameters; }
 const std::map<std::string, std::int64_t>& Space::default_dims() const { return impl_->defaults; }
 const Config& Space::baseline() const { return impl_->baseline; }
+std::shared_ptr<const KernelSources> Space::sources() const { return impl_->sources; }
+const std::string& Space::source_hash() const { return impl_->source_hash; }
+
+std::vector<std::pair<std::string, std::vector<std::string>>> Space::launch_args() const {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& l : impl_->launches) out.emplace_back(l.kernel, l.args);
+  return out;
+}
+
+std::vector<std::string> Space::scratch_names() const {
+  std::vector<std::string> out;
+  for (const auto& b : impl_->scratch) out.push_back(b.name);
+  return out;
+}
 
 void Space::check_shape(const Shape& shape) const {
   std::lock_guard lock(impl_->mutex);
@@ -367,19 +516,22 @@ Lowered Space::lower(const Config& config, const Shape& shape) const {
   const Impl& s = *impl_;
   s.bind(config, shape, nullptr);
   Lowered out;
-  out.template_name = s.template_name;
+  out.template_name = s.sources ? s.sources->main_name : s.template_name;
+  out.sources = s.sources;
   for (const Launch& l : s.launches) {
     if (l.when.eval() == 0) continue;
     KernelLaunch k;
     k.kernel = l.kernel;
     std::vector<std::int64_t> values;
-    for (const auto& a : l.template_args) values.push_back(s.arg_value(a));
+    for (const auto& a : l.template_args) values.push_back(s.arg_value(l.kernel, a));
     k.name_expression = fmt::format("{}<{}>", l.kernel, fmt::join(values, ","));
     for (std::size_t i = 0; i < l.grid.size(); ++i)
-      k.grid[i] = static_cast<unsigned>(s.integer(l.grid[i], "launch '" + l.kernel + "' grid"));
+      k.grid[i] = s.geometry(l.grid[i], fmt::format("launch '{}' grid[{}]", l.kernel, i), i == 0 ? 2147483647 : 65535);
     for (std::size_t i = 0; i < l.block.size(); ++i)
-      k.block[i] = static_cast<unsigned>(s.integer(l.block[i], "launch '" + l.kernel + "' block"));
-    k.dynamic_smem = static_cast<unsigned>(s.integer(l.dynamic_smem, "launch '" + l.kernel + "' dynamic_smem"));
+      k.block[i] = s.geometry(l.block[i], fmt::format("launch '{}' block[{}]", l.kernel, i), 1024);
+    const std::int64_t smem = s.integer(l.dynamic_smem, "launch '" + l.kernel + "' dynamic_smem");
+    if (smem > 2147483647) s.fail(fmt::format("launch '{}' dynamic_smem gives {} bytes", l.kernel, smem));
+    k.dynamic_smem = static_cast<unsigned>(smem);
     k.args = l.args;
     out.launches.push_back(std::move(k));
   }

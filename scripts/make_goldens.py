@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Writes a golden case of a problem folder: seeded parameters and inputs and the float64 output of
+the folder's reference module, in the format `tune verify` reads (docs/problem-format.md).
+
+    scripts/make_goldens.py --problem configs/contact --shape B=3,N=5,C=8,H=4 --seed 0 -o FILE.json
+
+The tensors (names, shapes, init) and edits come from the folder's problem.json ("tensors",
+"edits"). One numpy generator seeded with --seed draws them in order, element by element,
+row-major; every value is rounded to float32 (what a kernel gets), then the edits apply (parity ones included: a golden case is a parity case). The
+output is the PyTorch module's (make_model, run in float64) where torch imports, else the numpy
+reference()'s, said on stderr; --backend chooses. Dims the shape leaves out take problem.json's
+defaults. Exit codes: 0 written, 2 bad input, 3 the backend asked for is missing."""
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import problem_folder as pf  # noqa: E402
+
+
+def parse_shape(text, problem):
+    spec = problem.get("shape", {})
+    dims = dict(spec.get("defaults", {}))
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise pf.ProblemError(f"--shape: {item!r} is not DIM=VALUE")
+        try:
+            dims[name.strip()] = int(value)
+        except ValueError:
+            raise pf.ProblemError(f"--shape: {item!r}: the value is not an integer")
+    order = spec.get("dims") or list(dims)
+    missing = [d for d in order if d not in dims]
+    unknown = [d for d in dims if d not in order]
+    if missing or unknown:
+        raise pf.ProblemError(f"--shape: dims {', '.join(order)} expected"
+                              + (f"; missing {', '.join(missing)}" if missing else "")
+                              + (f"; unknown {', '.join(unknown)}" if unknown else ""))
+    return {d: dims[d] for d in order}
+
+
+def run_torch(module, shape, params, inputs):
+    import torch
+    model = module.make_model(shape).double()
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in params.items()}, strict=True)
+    model.eval()
+    with torch.no_grad():
+        out = model(*(torch.from_numpy(v) for v in inputs.values()))
+    return out.detach().cpu().numpy().astype(np.float64)
+
+
+def choose_backend(module, wanted):
+    has_torch_model = hasattr(module, "make_model")
+    has_numpy = hasattr(module, "reference")
+    try:
+        import torch  # noqa: F401
+        torch_ok = True
+    except ImportError:
+        torch_ok = False
+    if wanted == "torch" and not (torch_ok and has_torch_model):
+        raise pf.ProblemError("--backend torch: " + ("torch does not import" if not torch_ok
+                                                     else "the reference module has no make_model"))
+    if wanted == "numpy" and not has_numpy:
+        raise pf.ProblemError("--backend numpy: the reference module has no reference()")
+    if wanted != "auto":
+        return wanted
+    if torch_ok and has_torch_model:
+        return "torch"
+    if has_numpy:
+        print("make_goldens: " + ("torch does not import" if not torch_ok else "no make_model")
+              + "; the output is the numpy reference()'s", file=sys.stderr)
+        return "numpy"
+    raise pf.ProblemError("the reference module has no make_model usable here and no reference()")
+
+
+def golden(folder, shape_text, seed, backend="auto"):
+    problem, folder = pf.load_problem(folder)
+    module = pf.load_module(pf.reference_path(problem, folder))
+    tensors, edits = pf.tensors_and_edits(problem, folder)
+    shape = parse_shape(shape_text, problem)
+    for c in problem.get("shape", {}).get("constraints", []):
+        if not pf.evaluate(c["expr"], shape):
+            raise pf.ProblemError(f"--shape: {c.get('message', c['expr'])}")
+    data = pf.draw(tensors, edits, shape, seed)
+    params = {t["name"]: data[t["name"]] for t in pf.roles(tensors, "parameter")}
+    inputs = {t["name"]: data[t["name"]] for t in pf.roles(tensors, "input")}
+    outputs = pf.roles(tensors, "output")
+    if len(outputs) != 1:
+        raise pf.ProblemError(f"{len(outputs)} tensors of role output; exactly one expected")
+    backend = choose_backend(module, backend)
+    out = run_torch(module, shape, params, inputs) if backend == "torch" else \
+        np.asarray(module.reference(shape, params, inputs), dtype=np.float64)
+    expected = pf.tensor_shape(outputs[0], shape)
+    if out.shape != expected:
+        raise pf.ProblemError(f"the {backend} reference returned shape {out.shape}, not {expected}")
+
+    def entry(a):
+        return {"shape": list(a.shape), "data": a.ravel().tolist()}
+
+    return {"problem": pf.problem_name(problem, folder), "shape": shape,
+            "params": {k: entry(v) for k, v in params.items()},
+            "inputs": {k: entry(v) for k, v in inputs.items()},
+            "output": {"shape": list(out.shape), "dtype": "float64", "data": out.ravel().tolist()}}, backend
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--problem", required=True, help="problem folder (or its problem.json)")
+    ap.add_argument("--shape", required=True, help="DIM=VALUE,... e.g. B=3,N=5,C=8,H=4")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the generator drawing every tensor (default 0)")
+    ap.add_argument("-o", "--out", required=True, help="golden JSON file to write")
+    ap.add_argument("--backend", choices=("auto", "torch", "numpy"), default="auto",
+                    help="the output's reference: the PyTorch module, the numpy function, or torch where it imports")
+    a = ap.parse_args(argv)
+    try:
+        doc, backend = golden(a.problem, a.shape, a.seed, a.backend)
+    except pf.ProblemError as e:
+        print(f"make_goldens: {e}", file=sys.stderr)
+        return 3 if "does not import" in str(e) else 2
+    out = pathlib.Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc) + "\n")
+    os.replace(tmp, out)
+    print(f"{out}: {doc['problem']} {' '.join(f'{k}{v}' for k, v in doc['shape'].items())} seed {a.seed} ({backend})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

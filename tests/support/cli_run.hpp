@@ -1,0 +1,54 @@
+#pragma once
+// Runs the tune binary for the CLI tiers: its exit code and output, scratch folders, and the check
+// that an error is one line.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// env: "NAME=value ..." set for this run only.
+Result run_with(const std::string& env, const std::string& args) {
+  const std::string cmd = env + " " + std::string(TUNE_EXE) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (p && fgets(buf.data(), buf.size(), p)) r.output += buf.data();
+  const int status = p ? pclose(p) : -1;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+Result run(const std::string& args) { return run_with("", args); }
+
+std::string out_dir(const std::string& name) {
+  const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / "cli_out" / name;
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+void expect_error(const std::string& args, const std::string& needle) {
+  const Result r = run(args);
+  EXPECT_NE(r.code, 0) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
+  // One error line: what was wrong and what to do.
+  std::size_t error_lines = 0;
+  for (std::size_t pos = 0; pos < r.output.size();) {
+    const std::size_t end = r.output.find('\n', pos);
+    if (r.output.compare(pos, 6, "tune: ") == 0 || r.output.compare(pos, 6, "Error:") == 0) ++error_lines;
+    pos = end == std::string::npos ? r.output.size() : end + 1;
+  }
+  EXPECT_EQ(error_lines, 1u) << r.output;
+}
+
+}  // namespace

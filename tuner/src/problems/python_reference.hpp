@@ -1,0 +1,26 @@
+#pragma once
+// The Python reference protocol (docs/problem-format.md "reference.py"): the data as float32
+// .npy files and a request.json in a temporary folder, the problem's reference.py run by tune's
+// reference runner ($TUNE_PYTHON, default python3), the float64 output read back from out.npy.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tune/shape.hpp"
+#include "tune/tensor.hpp"
+
+namespace tune {
+
+// Throws InputError with the reference's last line of stderr when it fails.
+std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem,
+                                         const Shape& shape, const ProblemData& data, const TensorSpec& output);
+
+// NumPy's .npy format, version 1.0, C order: float32 ('<f4') written, float32 or float64 read.
+void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t>& shape, const std::vector<float>& data);
+std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std::int64_t>* shape);
+
+// The embedded copy of a file of tune's own (tuner/python/reference_runner.py).
+std::string_view embedded_file(std::string_view name);
+
+}  // namespace tune

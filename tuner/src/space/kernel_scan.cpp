@@ -1,0 +1,74 @@
+#include "space/kernel_scan.hpp"
+
+#include <cctype>
+
+namespace tune {
+namespace {
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::optional<int> count_in(const std::string& text, const std::string& kernel) {
+  for (std::size_t g = text.find("__global__"); g != std::string::npos; g = text.find("__global__", g + 1)) {
+    if ((g > 0 && ident_char(text[g - 1])) || (g + 10 < text.size() && ident_char(text[g + 10]))) continue;
+    // The declaration runs to its body or its semicolon.
+    const std::size_t end = text.find_first_of("{;", g);
+    for (std::size_t at = text.find(kernel, g); at != std::string::npos && at < end; at = text.find(kernel, at + 1)) {
+      if ((at > 0 && ident_char(text[at - 1])) || ident_char(text[at + kernel.size()])) continue;
+      std::size_t open = at + kernel.size();
+      while (open < text.size() && std::isspace(static_cast<unsigned char>(text[open]))) ++open;
+      if (open >= text.size() || text[open] != '(') continue;
+      int depth = 0, commas = 0;
+      bool any = false;
+      for (std::size_t i = open + 1; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '(' || c == '<' || c == '[' || c == '{') ++depth;
+        else if ((c == ')' || c == '>' || c == ']' || c == '}') && depth > 0) --depth;
+        else if (c == ')') {
+          const std::string inside = text.substr(open + 1, i - open - 1);
+          const auto first = inside.find_first_not_of(" \t\r\n");
+          if (!any || (first != std::string::npos && inside.compare(first, 4, "void") == 0 &&
+                       inside.find_first_not_of(" \t\r\n", first + 4) == std::string::npos))
+            return 0;
+          return commas + 1;
+        } else if (c == ',' && depth == 0) ++commas;
+        if (!std::isspace(static_cast<unsigned char>(c))) any = true;
+      }
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string strip_comments(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "//") == 0) {
+      while (i < text.size() && text[i] != '\n') ++i;
+      out += ' ';
+    } else if (text.compare(i, 2, "/*") == 0) {
+      const auto end = text.find("*/", i + 2);
+      i = end == std::string::npos ? text.size() : end + 2;
+      out += ' ';
+    } else if (text[i] == '"' || text[i] == '\'') {
+      const char q = text[i++];
+      while (i < text.size() && text[i] != q && text[i] != '\n') i += text[i] == '\\' ? 2 : 1;
+      ++i;
+      out += ' ';
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+std::optional<int> kernel_parameter_count(const KernelSources& sources, const std::string& kernel) {
+  if (auto n = count_in(strip_comments(sources.main), kernel)) return n;
+  for (const auto& [name, text] : sources.headers)
+    if (auto n = count_in(strip_comments(text), kernel)) return n;
+  return std::nullopt;
+}
+
+}  // namespace tune
