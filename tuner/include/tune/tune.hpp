@@ -72,6 +72,9 @@ TuneOutcome run_tune(const TuneOptions& options);
 // Checks that every launch argument names a tensor of the problem, 'out' or a scratch buffer.
 class Space load_space(const std::string& problem, const std::optional<std::filesystem::path>& file);
 void check_launch_args(const class Problem& problem, const class Space& space);
+// How to find the problem of a recorded run: its name on the problem path, else the problem file
+// the run recorded (context.config_file "<file> (problem)"), so a user's folder off the path works.
+std::string problem_spec_of(const struct RunRecord& run);
 // The shape of a run: the user's dimensions over the space's defaults, validated.
 Shape resolve_shape(const class Problem& problem, const class Space& space,
                     const std::vector<std::pair<std::string, std::int64_t>>& dims);

@@ -10,6 +10,7 @@
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
+#include "tune/tune.hpp"
 
 namespace tune {
 namespace {
@@ -245,7 +246,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
   if (space.problem() != problem_name)
     throw InputError(fmt::format("the results are problem {} but {} describes {}", problem_name, space.source_name(),
                                  space.problem()));
-  const Problem& problem = find_problem(problem_name);
+  const Problem& problem = find_problem(problem_spec_of(results.front().run));
 
   std::vector<MergedEntry> entries;
   for (const auto& r : results) {

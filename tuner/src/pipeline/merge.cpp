@@ -19,7 +19,7 @@ std::string merge_result_files(const std::vector<std::filesystem::path>& files,
                                    "and pass its output",
                                    f.string()));
   }
-  return generate_merged_header(results, load_space(results.front().run.problem, config));
+  return generate_merged_header(results, load_space(problem_spec_of(results.front().run), config));
 }
 
 }  // namespace tune

@@ -87,7 +87,7 @@ std::vector<std::filesystem::path> write_merged(RunRecord run, const Input& from
   write_file_atomic(written.back(), to_json(run).dump(2) + "\n");
   if (run.timed && run.winner && !run.context.interrupted) {
     written.push_back(dir / (run.shape.tag() + ".hpp"));
-    write_file_atomic(written.back(), generate_header(run, load_space(run.problem, space_file(from, config))));
+    write_file_atomic(written.back(), generate_header(run, load_space(problem_spec_of(run), space_file(from, config))));
   }
   return written;
 }

@@ -291,6 +291,20 @@ Space load_space(const std::string& problem_spec, const std::optional<std::files
   return s;
 }
 
+std::string problem_spec_of(const RunRecord& run) {
+  try {
+    (void)find_problem(run.problem);
+    return run.problem;
+  } catch (const InputError&) {
+    const std::string& f = run.context.config_file;
+    const std::string suffix = " (problem)";
+    std::error_code ec;
+    if (f.ends_with(suffix) && std::filesystem::is_regular_file(f.substr(0, f.size() - suffix.size()), ec))
+      return f.substr(0, f.size() - suffix.size());
+    throw;
+  }
+}
+
 void check_launch_args(const Problem& problem, const Space& space) {
   std::vector<std::string> known{"out"};
   const Shape none;
