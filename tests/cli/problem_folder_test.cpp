@@ -67,6 +67,8 @@ TEST(ProblemFolder, AThirdPartyFolderOutsideTheRepoTunesCompileOnlyAndOnTheFakeW
   const fs::path result = fs::path(out) / "fake-gpu" / "affine" / "R37_L48.json";
   const Json timed = read_json(result);
   EXPECT_TRUE(timed.at("summary").contains("winner")) << timed.dump();
+  // The reference that ran: the folder's reference.py (numpy here; PyTorch where it imports).
+  EXPECT_EQ(timed.at("context").at("reference").get<std::string>().rfind("reference.py (", 0), 0u) << timed.at("context");
   // The problem's own tolerance (1e-5), not the default.
   EXPECT_EQ(timed.at("variants").at(0).at("parity").at("atol"), 1e-5);
   EXPECT_TRUE(fs::exists(fs::path(out) / "fake-gpu" / "affine" / "R37_L48.hpp"));

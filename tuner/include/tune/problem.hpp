@@ -62,9 +62,11 @@ class Problem {
   [[nodiscard]] TensorSpec output_spec(const Shape& shape) const;
   // Same seed, same data on every machine: tensors drawn in the file's order, then its edits.
   [[nodiscard]] ProblemData make_data(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const;
-  // Float64 reference of the output, from the float32 data.
+  // Float64 reference of the output, from the float32 data. *how: which reference ran
+  // ("built-in C++ (contact)", "reference.py (torch 2.11.0)", "reference.py (numpy)").
   [[nodiscard]] std::vector<double> reference(const Shape& shape, const ProblemData& data,
-                                              ReferenceBackend backend = ReferenceBackend::kAuto) const;
+                                              ReferenceBackend backend = ReferenceBackend::kAuto,
+                                              std::string* how = nullptr) const;
   [[nodiscard]] WorkCounts counts(const Shape& shape) const;
   [[nodiscard]] Tolerance tolerance() const;
   // "flop" / "bytes" expressions of the file (empty when absent), for generated code.

@@ -18,8 +18,9 @@ namespace tune {
 inline constexpr int kResultSchemaVersion = 1;
 // Additions a reader of the same major version may ignore. 1: per-variant `fault`, context
 // `isolation`, `journal` (GPU work in a worker process, the run journal, --resume) and `shard`
-// (--shard runs).
-inline constexpr int kResultSchemaMinorVersion = 1;
+// (--shard runs). 2: context `reference` (which float64 reference the parity checks used: the
+// built-in C++ fast path or the problem folder's reference.py and its backend).
+inline constexpr int kResultSchemaMinorVersion = 2;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -145,6 +146,9 @@ struct RunContext {
   std::vector<std::string> compile_options;
   std::string arch;
   std::string config_file;
+  // How the float64 reference was computed, as the worker reported it: "built-in C++ (contact)",
+  // "reference.py (torch 2.11.0)", "reference.py (numpy)"; empty when nothing was timed.
+  std::string reference;
   std::string compile_cache;  // its directory, or "off"
   int jobs = 1;
   // How the variants were chosen: "exhaustive" (every valid configuration) or "random" (--budget).

@@ -96,7 +96,8 @@ class WorkerProcess {
   ~WorkerProcess();
 
   // Waits for init's answer. Throws DeviceError with the worker's message when init failed.
-  void wait_ready(double deadline_s);
+  // Returns how the worker computed the float64 reference (RunContext::reference).
+  std::string wait_ready(double deadline_s);
   bool measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault);
   // Fills the records. *culprit: the item in hand when the worker was lost (-1: unknown).
   // *exiting: the worker reported a sticky CUDA error and exits; the records are complete.

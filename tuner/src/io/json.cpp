@@ -340,6 +340,7 @@ Json to_json(const RunRecord& run) {
                {"arch", c.arch},
                {"compile_options", c.compile_options},
                {"config_file", c.config_file},
+               {"reference", c.reference},
                {"compile_cache", c.compile_cache},
                {"jobs", c.jobs},
                {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
@@ -426,6 +427,7 @@ RunRecord run_from_json(const Json& j) {
     run.context.arch = c.at("arch").get<std::string>();
     run.context.compile_options = c.at("compile_options").get<std::vector<std::string>>();
     run.context.config_file = c.value("config_file", "");
+    run.context.reference = c.value("reference", "");
     run.context.compile_cache = c.value("compile_cache", "");
     run.context.jobs = c.value("jobs", 1);
     if (c.contains("search")) {

@@ -123,9 +123,9 @@ void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& wh
 // variant kills it or misses its deadline. A lost variant is recorded, never retried.
 class IsolatedRunner {
  public:
-  IsolatedRunner(WorkerInit init, double timeout_override_s, RunContext::Isolation& iso,
-                 std::function<void(const std::string&)> log)
-      : init_(std::move(init)), override_s_(timeout_override_s), iso_(iso), log_(std::move(log)) {
+  IsolatedRunner(WorkerInit init, double timeout_override_s, RunContext& ctx, std::function<void(const std::string&)> log)
+      : init_(std::move(init)), override_s_(timeout_override_s), iso_(ctx.isolation), reference_(ctx.reference),
+        log_(std::move(log)) {
     iso_.first_variant_timeout_s = override_s_ > 0 ? override_s_ : kFirstDeadlineS;
     iso_.variant_timeout_s = iso_.first_variant_timeout_s;
     iso_.timeout_rule = override_s_ > 0
@@ -202,7 +202,7 @@ class IsolatedRunner {
   WorkerProcess& ready() {
     start();
     if (!ready_) {
-      worker_->wait_ready(kInitDeadlineS);
+      reference_ = worker_->wait_ready(kInitDeadlineS);
       ready_ = true;
     }
     return *worker_;
@@ -218,6 +218,7 @@ class IsolatedRunner {
   WorkerInit init_;
   double override_s_;
   RunContext::Isolation& iso_;
+  std::string& reference_;
   std::function<void(const std::string&)> log_;
   std::optional<WorkerProcess> worker_;
   bool ready_ = false;
@@ -566,7 +567,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   for (const auto& h : ctx.isolation.test_hooks) log("test hook active: " + h);
   if (run.timed) {
     ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
-    gpu.emplace(WorkerInit{problem.file().string(), shape, o.seed, o.device}, o.variant_timeout_s, ctx.isolation, log);
+    gpu.emplace(WorkerInit{problem.file().string(), shape, o.seed, o.device}, o.variant_timeout_s, ctx, log);
     gpu->start();
   }
 

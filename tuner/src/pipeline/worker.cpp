@@ -172,22 +172,23 @@ class Worker {
     if (fake_ && fake_failing_device() == device)
       throw DeviceError(fmt::format("cannot initialise device {} (injected by TUNE_WORKER_FAKE_FAIL_DEVICE)", device));
     const ReferenceBackend backend = reference_backend_from_env();
+    std::string how;
     if (fake_) {
       // No kernel runs, but the data and the reference do: a problem whose reference fails (a
       // Python error, a wrong output shape, a non-finite value) fails a fake run too.
-      (void)problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend);
+      (void)problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend, &how);
     } else {
       std::string why;
       const auto info = query_device(device, &why);
       if (!info) throw DeviceError("no CUDA device in the worker: " + why);
       const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);
-      std::vector<double> reference = problem_->reference(shape_, parity, backend);
+      std::vector<double> reference = problem_->reference(shape_, parity, backend, &how);
       runner_.emplace(*info, *problem_, shape_, problem_->make_data(shape_, seed_, DataPurpose::kTiming), parity,
                       std::move(reference), parity_seed_);
       runner_->on_phase([this](const std::string& phase, int item) { announce(phase, item); });
       device_cc_ = info->compute_capability();
     }
-    reply({{"reply", "ready"}});
+    reply({{"reply", "ready"}, {"reference", how}});
   }
 
   void floor() {
@@ -593,7 +594,7 @@ std::optional<Json> WorkerProcess::receive(double deadline_s, FaultRecord* fault
   }
 }
 
-void WorkerProcess::wait_ready(double deadline_s) {
+std::string WorkerProcess::wait_ready(double deadline_s) {
   FaultRecord fault;
   const auto r = receive(deadline_s, &fault);
   if (!r)
@@ -605,6 +606,7 @@ void WorkerProcess::wait_ready(double deadline_s) {
     if (r->value("input_error", false)) throw InputError(message);
     throw DeviceError(message);
   }
+  return r->value("reference", "");
 }
 
 bool WorkerProcess::measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault) {

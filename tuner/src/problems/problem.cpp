@@ -470,7 +470,8 @@ ProblemData Problem::make_data(const Shape& shape, std::uint64_t seed, DataPurpo
   return data;
 }
 
-std::vector<double> Problem::reference(const Shape& shape, const ProblemData& data, ReferenceBackend backend) const {
+std::vector<double> Problem::reference(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
+                                       std::string* how) const {
   check_shape(shape);
   const Impl& p = *impl_;
   const TensorSpec out = output_spec(shape);
@@ -486,9 +487,10 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
   const bool builtin = !p.builtin.empty() && (backend != ReferenceBackend::kPython || !p.python);
   if (builtin) {
     ref = builtin_reference(p.builtin)(shape, data);
+    if (how) *how = "built-in C++ (" + p.builtin + ")";
   } else {
     if (!p.python) throw ConfigError(p.file.string() + ": no Python reference to run (reference.python)");
-    ref = run_python_reference(*p.python, p.name, shape, data, out);
+    ref = run_python_reference(*p.python, p.name, shape, data, out, how);
   }
   if (ref.size() != static_cast<std::size_t>(out.elements()))
     throw InputError(fmt::format("{}: the reference returned {} values, the output '{}' has {}", p.name, ref.size(), out.name,

@@ -154,7 +154,8 @@ std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std:
 }
 
 std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem,
-                                         const Shape& shape, const ProblemData& data, const TensorSpec& output) {
+                                         const Shape& shape, const ProblemData& data, const TensorSpec& output,
+                                         std::string* backend) {
   const TempDir dir;
   nlohmann::ordered_json request{{"problem", problem}, {"shape", nlohmann::ordered_json::object()}};
   for (const auto& [k, v] : shape.dims()) request["shape"][k] = v;
@@ -181,6 +182,16 @@ std::vector<double> run_python_reference(const std::filesystem::path& module, co
   if (rc != 0) throw InputError(fmt::format("{}: {} failed: {}", problem, module.string(), last_line(slurp(log))));
   std::vector<std::int64_t> got;
   std::vector<double> out = read_npy(dir.path() / "out.npy", &got);
+  if (backend) {
+    try {
+      const auto result = nlohmann::json::parse(slurp(dir.path() / "result.json"));
+      const std::string how = result.value("backend", "?");
+      *backend = fmt::format("{} ({}{})", module.filename().string(), how,
+                             result.contains("torch_version") ? " " + result.at("torch_version").get<std::string>() : "");
+    } catch (const nlohmann::json::exception&) {
+      *backend = module.filename().string();
+    }
+  }
   if (got != output.shape)
     throw InputError(fmt::format("{}: {} returned shape ({}), the output '{}' has shape ({})", problem, module.string(),
                                  fmt::join(got, ", "), output.name, fmt::join(output.shape, ", ")));

@@ -14,7 +14,8 @@ namespace tune {
 
 // Throws InputError with the reference's last line of stderr when it fails.
 std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem,
-                                         const Shape& shape, const ProblemData& data, const TensorSpec& output);
+                                         const Shape& shape, const ProblemData& data, const TensorSpec& output,
+                                         std::string* backend = nullptr);
 
 // NumPy's .npy format, version 1.0, C order: float32 ('<f4') written, float32 or float64 read.
 void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t>& shape, const std::vector<float>& data);
