@@ -17,6 +17,7 @@
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/problem.hpp"
 #include "tune/record.hpp"
 #include "tune/space.hpp"
 
@@ -119,11 +120,37 @@ std::function<void(const std::string&)> from_file(const std::string& name,
 }
 
 TEST(Fuzz, SearchSpaceFiles) {
-  for (const char* problem : {"contact", "scene_graph"}) {
+  for (const std::string problem : {"contact", "scene_graph"}) {
     const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / problem / "problem.json";
-    fuzz(file.string(), slurp(file), from_file("tune_fuzz_space.json", [](const auto& p) { (void)Space::load(p); }),
-         1500);
+    // The mutated file lies in /tmp: its template is found in the problem's template folder.
+    const std::vector<std::filesystem::path> templates{std::filesystem::path(TUNE_SOURCE_DIR) / "kernel_templates" / problem};
+    fuzz(file.string(), slurp(file),
+         from_file("tune_fuzz_space.json", [&](const auto& p) { (void)Space::load(p, templates); }), 1500);
   }
+}
+
+// The problem keys (tensors, init, edits, work, reference) through Problem::load, and the data a
+// surviving file draws: a mutated problem file is refused with an InputError or works.
+TEST(Fuzz, ProblemFiles) {
+  const auto source = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / "scene_graph";
+  const auto dir = std::filesystem::temp_directory_path() / "tune_fuzz_problem";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(source / "reference.py", dir / "reference.py", std::filesystem::copy_options::overwrite_existing);
+  const Shape shape({{"B", 2}, {"N", 3}, {"D", 8}, {"heads", 2}, {"P", 4}});
+  fuzz((source / "problem.json").string(), slurp(source / "problem.json"),
+       [&](const std::string& text) {
+         std::ofstream(dir / "problem.json") << text;
+         const auto problem = Problem::load(dir / "problem.json");
+         if (problem->dims().size() != 5) return;
+         try {
+           problem->check_shape(shape);
+         } catch (const InputError&) {
+           return;
+         }
+         (void)problem->make_data(shape, 1, DataPurpose::kParity);
+         (void)problem->counts(shape);
+       },
+       1500);
 }
 
 TEST(Fuzz, ResultFiles) {

@@ -4,6 +4,7 @@
 
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
+#include "space/kernel_scan.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
 
@@ -217,6 +218,34 @@ TEST(Sample, AnInvalidBaselineIsNotAdded) {
   const auto all = numbered(30);
   const auto a = sample_configs(all, Config{{std::size_t{99}}}, 5, 7);
   EXPECT_EQ(a.size(), 5u);
+}
+
+}  // namespace
+}  // namespace tune
+
+namespace tune {
+namespace {
+
+// The launch-argument check reads the template: the first __global__ function of that name,
+// whatever its attributes, with template-argument commas, comments and strings left out.
+TEST(KernelScan, CountsTheParametersOfTheNamedGlobalFunction) {
+  KernelSources s;
+  s.main = "// __global__ void k(int a);  a comment is not a declaration\n"
+           "const char* text = \"__global__ void k(int, int, int)\";\n"
+           "template <int B, int N>\n"
+           "__global__ void __launch_bounds__(B, 1) __maxnreg__(N > 2 ? 128 : 255)\n"
+           "    k(const float* __restrict__ x, Pair<int, float> p, /* int ignored, */ float* out) {}\n"
+           "__global__ void empty() {}\n"
+           "__global__ void v(void);\n"
+           "__device__ void helper(int a, int b);\n";
+  s.headers = {{"more.cuh", "__global__ void in_header(int a,\n int b) {}\n"}};
+  const auto stripped = stripped_sources(s);
+  EXPECT_EQ(kernel_parameter_count(stripped, "k"), 3);
+  EXPECT_EQ(kernel_parameter_count(stripped, "empty"), 0);
+  EXPECT_EQ(kernel_parameter_count(stripped, "v"), 0);
+  EXPECT_EQ(kernel_parameter_count(stripped, "in_header"), 2);
+  EXPECT_EQ(kernel_parameter_count(stripped, "helper"), std::nullopt);  // not a kernel
+  EXPECT_EQ(kernel_parameter_count(stripped, "kk"), std::nullopt);
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ std::optional<int> count_in(const std::string& text, const std::string& kernel) 
 std::string strip_comments(const std::string& text) {
   std::string out;
   out.reserve(text.size());
+  // Whole runs of ordinary characters at a time: this runs on every load of a space.
   for (std::size_t i = 0; i < text.size();) {
     if (text.compare(i, 2, "//") == 0) {
       while (i < text.size() && text[i] != '\n') ++i;
@@ -58,16 +59,24 @@ std::string strip_comments(const std::string& text) {
       ++i;
       out += ' ';
     } else {
-      out += text[i++];
+      const auto next = text.find_first_of("/\"'", i + 1);
+      const std::size_t end = next == std::string::npos ? text.size() : next;
+      out.append(text, i, end - i);
+      i = end;
     }
   }
   return out;
 }
 
-std::optional<int> kernel_parameter_count(const KernelSources& sources, const std::string& kernel) {
-  if (auto n = count_in(strip_comments(sources.main), kernel)) return n;
-  for (const auto& [name, text] : sources.headers)
-    if (auto n = count_in(strip_comments(text), kernel)) return n;
+std::vector<std::string> stripped_sources(const KernelSources& sources) {
+  std::vector<std::string> out{strip_comments(sources.main)};
+  for (const auto& [name, text] : sources.headers) out.push_back(strip_comments(text));
+  return out;
+}
+
+std::optional<int> kernel_parameter_count(const std::vector<std::string>& stripped, const std::string& kernel) {
+  for (const auto& text : stripped)
+    if (auto n = count_in(text, kernel)) return n;
   return std::nullopt;
 }
 

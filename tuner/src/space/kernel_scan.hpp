@@ -3,6 +3,7 @@
 // launch's `args` are checked against the kernel when the problem loads (no GPU, no compile).
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tune/space.hpp"
 
@@ -10,8 +11,10 @@ namespace tune {
 
 // The source without comments and string literals (each replaced by a space).
 std::string strip_comments(const std::string& text);
-// Parameters of the first __global__ function named `kernel` in the main source or a header;
+// The main source and every header without comments, stripped once for every kernel_parameter_count.
+std::vector<std::string> stripped_sources(const KernelSources& sources);
+// Parameters of the first __global__ function named `kernel` in `stripped` (main source first);
 // nullopt when there is none.
-std::optional<int> kernel_parameter_count(const KernelSources& sources, const std::string& kernel);
+std::optional<int> kernel_parameter_count(const std::vector<std::string>& stripped, const std::string& kernel);
 
 }  // namespace tune

@@ -417,8 +417,9 @@ Space Space::parse(const Json& json, const std::string& source_name, const std::
   std::string hashed = json.dump();
   if (base_dir) {
     s.load_sources(*base_dir, template_dirs, include_dirs);
+    const std::vector<std::string> stripped = stripped_sources(*s.sources);
     for (const Launch& l : s.launches) {
-      const std::optional<int> count = kernel_parameter_count(*s.sources, l.kernel);
+      const std::optional<int> count = kernel_parameter_count(stripped, l.kernel);
       if (!count) {
         std::vector<std::string> files;
         for (const auto& f : s.sources->files) files.push_back(f.string());
