@@ -2,6 +2,7 @@
 // Small checks for the readers of problem files: unknown keys are refused with their path.
 #include <functional>
 #include <initializer_list>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -24,6 +25,16 @@ inline void keys(const nlohmann::ordered_json& obj, std::initializer_list<const 
     for (const char* a : allowed) known = known || k == a;
     if (!known) fail(fmt::format("unknown key '{}.{}' (known there: {})", where, k, fmt::join(allowed, ", ")));
   }
+}
+
+// Every top-level key of a problem file (problem keys and search-space keys): a space file given
+// with --config may hold any of them.
+inline const std::set<std::string>& problem_file_keys() {
+  static const std::set<std::string> keys{
+      "schema_version", "problem",  "description", "template", "include_dirs", "reference", "golden",
+      "tolerance",      "shape",    "tensors",     "edits",    "work",         "parameters", "derived",
+      "constraints",    "launches", "scratch",     "baseline"};
+  return keys;
 }
 
 inline std::string string(const nlohmann::ordered_json& obj, const char* key, const std::string& where, const Fail& fail) {

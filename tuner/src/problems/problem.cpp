@@ -51,13 +51,6 @@ struct Edit {
   std::optional<space::Expression> value;
 };
 
-const std::set<std::string>& problem_keys() {
-  static const std::set<std::string> keys{
-      "schema_version", "problem",  "description", "template", "include_dirs", "reference", "golden",
-      "tolerance",      "shape",    "tensors",     "edits",    "work",         "parameters", "derived",
-      "constraints",    "launches", "scratch",     "baseline"};
-  return keys;
-}
 
 }  // namespace
 
@@ -326,7 +319,8 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
   const Json& j = p.json;
   if (!j.is_object()) p.fail("the top level must be a JSON object");
   for (const auto& [k, v] : j.items())
-    if (k != "_comment" && !problem_keys().count(k)) p.fail(fmt::format("unknown key '{}' (known: {})", k, fmt::join(problem_keys(), ", ")));
+    if (k != "_comment" && !json_check::problem_file_keys().count(k))
+      p.fail(fmt::format("unknown key '{}' (known: {})", k, fmt::join(json_check::problem_file_keys(), ", ")));
   p.name = json_check::string(j, "problem", "the file", f);
   if (p.name.empty() || p.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
     p.fail(fmt::format("problem name '{}' must be letters, digits, '_' and '-' (it names the results folder)", p.name));

@@ -241,14 +241,9 @@ Space Space::parse(const Json& json, const std::string& source_name, const std::
   };
   if (!json.is_object()) s.fail("the top level must be a JSON object");
   const auto fail_fn = [&](const std::string& m) { s.fail(m); };
-  {
-    static const std::set<std::string> known{"schema_version", "problem",  "description", "template", "include_dirs",
-                                             "reference",      "golden",   "tolerance",   "shape",    "tensors",
-                                             "edits",          "work",     "parameters",  "derived",  "constraints",
-                                             "launches",       "scratch",  "baseline"};
-    for (const auto& [k, v] : json.items())
-      if (k != "_comment" && !known.count(k)) s.fail(fmt::format("unknown key '{}' (known: {})", k, fmt::join(known, ", ")));
-  }
+  for (const auto& [k, v] : json.items())
+    if (k != "_comment" && !json_check::problem_file_keys().count(k))
+      s.fail(fmt::format("unknown key '{}' (known: {})", k, fmt::join(json_check::problem_file_keys(), ", ")));
   const auto version = need(json, "schema_version", Json::value_t::number_integer, "the file").get<int>();
   if (version != 1) s.fail(fmt::format("schema_version {} is not supported (this tune reads 1)", version));
   s.problem = need(json, "problem", Json::value_t::string, "the file").get<std::string>();
