@@ -35,7 +35,7 @@ problem, shape = r["problem"], r["shape"]
 name = r["summary"]["winner" if role == "winner" else "baseline"]
 v = next(v for v in r["variants"] if v["name"] == name)
 base = next(v for v in r["variants"] if v["baseline"])
-space = json.load(open(f"{here}/configs/{problem}.json"))
+space = json.load(open(f"{here}/configs/{problem}/problem.json"))
 # A space of this one configuration: it is also the baseline (a space must contain its baseline),
 # so the only kernel launched is the one to profile. Parameters newer than the result take their
 # declared `absent` value.

@@ -1,4 +1,4 @@
-// The tuned contact kernels, instantiated ahead of time by nvcc from kernel_templates/contact.cuh.
+// The tuned contact kernels, instantiated ahead of time by nvcc from kernel_templates/contact/contact.cuh.
 #include "contact.cuh"
 #define TUNE_TUNED_KERNELS
 #include "contact_tuned.hpp"

@@ -1,6 +1,6 @@
 // contact_phases: where the time of a contact kernel goes, phase by phase, on a cold L2.
 // Each warp's lane 0 records %globaltimer and %clock64 at the kernel's phase marks
-// (TUNE_CONTACT_MARK in kernel_templates/contact.cuh: 0 start, 1 loads landed, 2 LayerNorm done,
+// (TUNE_CONTACT_MARK in kernel_templates/contact/contact.cuh: 0 start, 1 loads landed, 2 LayerNorm done,
 // 3 MLP done). Per variant: the cold event time (L2 flushed before every launch, as tune measures),
 // then, over the warps of one cold launch, the quantiles of each phase's length (clock64 cycles)
 // and of the times at which warps start and finish (globaltimer, from the first warp's start).
@@ -29,7 +29,7 @@ struct Variant {
   int grid, block, smem;
 };
 
-// SmemLayout gives the bytes; the grid follows configs/contact.json.
+// SmemLayout gives the bytes; the grid follows configs/contact/problem.json.
 template <int STRATEGY, int MAPPING, int BLOCK, int TI, int TJ, int SMEM_W, int PAIRS, int NSPLIT, int PREC,
           int LNROW = 0>
 Variant make(const char* name) {

@@ -1,6 +1,6 @@
 // sg_phases: where the time of a scene_graph kernel goes, phase by phase, on a cold L2.
 // Each warp's lane 0 records %globaltimer and %clock64 at the kernel's phase marks
-// (TUNE_SG_MARK in kernel_templates/scene_graph.cuh; sg_cluster: 0 start, 1 loads issued,
+// (TUNE_SG_MARK in kernel_templates/scene_graph/scene_graph.cuh; sg_cluster: 0 start, 1 loads issued,
 // 2 first copies landed, 3 LayerNorm, pair bias and weights done, 4 the warp's projection tiles
 // done, 5 q/k/v delivered (block barrier), 6 exchange 1 done, 7 attention done, 8 exchange 2
 // done, 9 end). Per variant: the

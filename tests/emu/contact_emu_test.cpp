@@ -1,5 +1,5 @@
 // The contact kernels run on the CPU (emulated CUDA, contact_kernels.cpp): tune lowers each
-// configuration (template arguments, grid, block, dynamic shared memory from configs/contact.json),
+// configuration (template arguments, grid, block, dynamic shared memory from configs/contact/problem.json),
 // the emulated kernel runs on the problem's parity inputs, and the output must meet the parity rule
 // against the float64 reference, stay exactly symmetric, and leave the shared memory past the
 // launch's size untouched. This checks the tensor-core arithmetic (3xTF32 splits, TF32 rounding,

@@ -36,7 +36,7 @@ struct Register {
 #define TUNE_EMU_KERNEL(...) TUNE_EMU_KERNEL_(__VA_ARGS__)
 
 // Template arguments after the shape: STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, STAGE_T, SMEM_W,
-// PAIRS, SYM, ASYNC, NSPLIT, PREC, LNROW, PERSIST (configs/contact.json's template_args).
+// PAIRS, SYM, ASYNC, NSPLIT, PREC, LNROW, PERSIST (configs/contact/problem.json's template_args).
 #define TUNE_EMU_CONFIGS(...)                                     \
   TUNE_EMU_KERNEL(__VA_ARGS__, 0, 0, 128, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0)  \
   TUNE_EMU_KERNEL(__VA_ARGS__, 0, 1, 64, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0)   \

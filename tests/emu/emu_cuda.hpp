@@ -1,4 +1,4 @@
-// Host emulation of the CUDA features kernel_templates/contact.cuh uses, so its kernels run as
+// Host emulation of the CUDA features kernel_templates/contact/contact.cuh uses, so its kernels run as
 // plain C++ on a machine without a GPU: one std::thread per CUDA thread, std::barrier for
 // __syncthreads / __syncwarp / named barriers, warp shuffles through a per-block exchange array,
 // mma.sync m16n8k8 .tf32 computed per the PTX ISA fragment layouts (operands truncated to TF32 as
