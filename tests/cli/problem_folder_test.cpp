@@ -74,6 +74,20 @@ TEST(ProblemFolder, AThirdPartyFolderOutsideTheRepoTunesCompileOnlyAndOnTheFakeW
   EXPECT_TRUE(fs::exists(fs::path(out) / "fake-gpu" / "affine" / "R37_L48.hpp"));
 }
 
+// The third problem of the repo (examples/ln_linear_gelu), as a user's folder: it loads, a sample of
+// its space compiles at a ragged shape, and its reference runs (numpy here) on the fake worker.
+TEST(ProblemFolder, TheExampleFolderCompilesAndItsReferenceRuns) {
+  const fs::path dir = fs::path(TUNE_FIXTURES) / ".." / ".." / "examples" / "ln_linear_gelu";
+  const std::string out = out_dir("example_folder");
+  const std::string args = "--problem " + dir.string() + " --M 37 --K 64 --N 200 --budget 4 --no-cache --out " + out;
+  const Result c = run(args + " --compile-only");
+  ASSERT_EQ(c.code, 0) << c.output;
+  const Json j = read_json(fs::path(out) / "compile-only-sm_90" / "ln_linear_gelu" / "M37_K64_N200.json");
+  for (const auto& v : j.at("variants")) EXPECT_EQ(v.at("status"), "compiled") << v.dump();
+  const Result f = run_with("TUNE_WORKER_FAKE=1", args);
+  EXPECT_EQ(f.code, 0) << f.output;
+}
+
 TEST(ProblemFolder, AnyDimensionNameIsAShapeOptionAndCommaListsSweep) {
   const fs::path dir = third_party("dims");
   const std::string out = out_dir("third_party_dims");
