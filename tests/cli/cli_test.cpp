@@ -415,6 +415,23 @@ TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
+  // A damaged or hand-edited result whose winner's median is null (NaN) or not positive: no header
+  // is generated from it.
+  const std::string out = out_dir("merged_header_null_median");
+  std::filesystem::create_directories(out);
+  for (const auto& [tag, median] : {std::pair{"null", nlohmann::ordered_json(nullptr)}, std::pair{"zero", nlohmann::ordered_json(0.0)}}) {
+    auto j = nlohmann::ordered_json::parse(std::ifstream(merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json")));
+    const std::string winner = j.at("summary").at("winner").get<std::string>();
+    for (auto& v : j.at("variants"))
+      if (v.at("name") == winner) v["timing"]["median_us"] = median;
+    const std::string file = out + "/" + tag + ".json";
+    std::ofstream(file) << j.dump();
+    expect_error("header " + file + " -o " + out + "/" + tag + ".hpp", "has no usable timing");
+    EXPECT_FALSE(std::filesystem::exists(out + "/" + tag + ".hpp"));
+  }
+}
+
 TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   // The space gains a parameter after the run (as contact gains async_copy): the merge still works.
   const std::string out = out_dir("merged_header_new_parameter");

@@ -30,7 +30,7 @@ void print_summary(const tune::TuneOutcome& out) {
   const auto& run = out.run;
   std::vector<const tune::VariantRecord*> ranked;
   for (const auto& v : run.variants)
-    if (v.status == tune::Status::kPassed && v.timing) ranked.push_back(&v);
+    if (tune::has_usable_timing(v)) ranked.push_back(&v);
   std::sort(ranked.begin(), ranked.end(), [](auto a, auto b) { return a->timing->median_us < b->timing->median_us; });
   std::map<std::string, int> by_status;
   for (const auto& v : run.variants) ++by_status[tune::to_string(v.status)];

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <csignal>
 #include <atomic>
 #include <chrono>
@@ -342,15 +343,24 @@ Shape resolve_shape(const Problem& problem, const Space& space,
 
 // Winner: the smallest median; any variant within the noise of the best ties with it, and a
 // tie goes to fewer registers, then the lexicographically smaller name, so the header is stable.
+// Only a finite, positive median takes part (has_usable_timing): a NaN compares false both ways and
+// would tie with everything.
+bool has_usable_timing(const VariantRecord& v) {
+  return v.status == Status::kPassed && v.timing && std::isfinite(v.timing->median_us) && v.timing->median_us > 0;
+}
+
 std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
   const VariantRecord* best = nullptr;
   for (const auto& v : run.variants)
-    if (v.status == Status::kPassed && v.timing && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
+    if (has_usable_timing(v) && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
   if (!best) return std::nullopt;
-  auto spread = [](const TimingRecord& t) { return t.median_us > 0 ? (t.q3_us - t.q1_us) / (2 * t.median_us) : 0.0; };
+  auto spread = [](const TimingRecord& t) {
+    const double s = (t.q3_us - t.q1_us) / (2 * t.median_us);
+    return std::isfinite(s) && s > 0 ? s : 0.0;  // a damaged quartile widens no tie band
+  };
   const VariantRecord* pick = best;
   for (const auto& v : run.variants) {
-    if (v.status != Status::kPassed || !v.timing || &v == best) continue;
+    if (!has_usable_timing(v) || &v == best) continue;
     const double tol = std::min(0.05, std::max({0.005, spread(*best->timing), spread(*v.timing)}));
     if (v.timing->median_us > best->timing->median_us * (1 + tol)) continue;
     // Unknown registers (-1: no report) never win a tie on registers.
@@ -368,12 +378,13 @@ void name_winner(RunRecord& run) {
   run.winner = pick_winner(run, &run.winner_rule);
   if (!run.winner || !run.baseline) return;
   const auto* b = run.find(*run.baseline);
-  if (b && b->status == Status::kPassed) run.speedup = b->timing->median_us / run.find(*run.winner)->timing->median_us;
+  if (b && has_usable_timing(*b)) run.speedup = b->timing->median_us / run.find(*run.winner)->timing->median_us;
 }
 
 std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std::size_t keep) {
-  std::vector<std::size_t> order(medians.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < medians.size(); ++i)
+    if (std::isfinite(medians[i]) && medians[i] > 0) order.push_back(i);  // NaN would break the sort's ordering
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return medians[a] < medians[b]; });
   order.resize(std::min(keep, order.size()));
   return order;
