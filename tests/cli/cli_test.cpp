@@ -99,6 +99,37 @@ TEST(Cli, CompileOnlySweepRecordsResourcesAndWritesNoHeader) {
   for (const auto& v : f.at("variants")) EXPECT_EQ(v.at("compile_cached"), false);
 }
 
+TEST(Cli, ACompileCacheThatCannotBeWrittenIsOneWarningAndTheCompilesStand) {
+  const std::string out = out_dir("read_only_cache");
+  const std::string space = std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  // /proc exists and takes no new files, even from root; a folder without write permission does the
+  // same for anyone else.
+  std::vector<std::string> caches = {"/proc"};
+  if (geteuid() != 0) {
+    const auto ro = std::filesystem::path(out) / "read_only";
+    std::filesystem::create_directories(ro);
+    std::filesystem::permissions(ro, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    caches.push_back(ro.string());
+  }
+  for (const auto& cache : caches) {
+    const Result r = run("--problem contact --B 2 --N 8 --C 16 --H 8 --compile-only --config " + space + " --out " + out +
+                         " --cache-dir " + cache);
+    ASSERT_EQ(r.code, 0) << cache << "\n" << r.output;
+    std::size_t warnings = 0;
+    for (std::size_t pos = 0; (pos = r.output.find("cannot be written", pos)) != std::string::npos; ++pos) ++warnings;
+    EXPECT_EQ(warnings, 1u) << "one warning per run\n" << r.output;
+    EXPECT_NE(r.output.find("warning: the compile cache " + cache), std::string::npos) << r.output;
+    const auto j = nlohmann::ordered_json::parse(
+        std::ifstream(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N8_C16_H8.json"));
+    ASSERT_GE(j.at("variants").size(), 2u);
+    for (const auto& v : j.at("variants")) {
+      EXPECT_EQ(v.at("status"), "compiled") << v.dump();
+      EXPECT_EQ(v.at("compile_cached"), false) << v.dump();
+    }
+  }
+  if (geteuid() != 0) std::filesystem::permissions(std::filesystem::path(out) / "read_only", std::filesystem::perms::owner_all);
+}
+
 // What two runs of the same work share: every variant's name, status, resources and launches, in order.
 nlohmann::ordered_json comparable(const std::filesystem::path& file) {
   auto j = nlohmann::ordered_json::parse(std::ifstream(file));

@@ -20,8 +20,10 @@ class CompileCache {
 
   // A hit carries the CUBIN, log, lowered names and resources; seconds is 0.
   [[nodiscard]] std::optional<CompileResult> load(const std::string& key) const;
-  // Stores successful compiles only (a failure is cheap to reproduce and may be transient).
-  void store(const std::string& key, const CompileResult& result) const;
+  // Stores successful compiles only (a failure is cheap to reproduce and may be transient). Never
+  // throws: returns why the entry could not be written (a read-only or full cache), else empty.
+  // A cache that cannot be written costs the next run its compiles, never this run's results.
+  [[nodiscard]] std::string store(const std::string& key, const CompileResult& result) const;
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
 
  private:

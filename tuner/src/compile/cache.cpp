@@ -68,16 +68,21 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
   }
 }
 
-void CompileCache::store(const std::string& key, const CompileResult& result) const {
-  if (!result.ok) return;
-  // The CUBIN first, the metadata (which says how long the CUBIN is) last: a reader that finds
-  // the metadata finds a whole CUBIN.
-  write_file_atomic(dir_ / (key + ".cubin"), std::string(result.cubin.begin(), result.cubin.end()));
-  const nlohmann::json meta{{"cubin_bytes", result.cubin.size()},
-                            {"log", result.log},
-                            {"lowered_names", result.lowered_names},
-                            {"compile_seconds", result.seconds}};
-  write_file_atomic(dir_ / (key + ".json"), meta.dump());
+std::string CompileCache::store(const std::string& key, const CompileResult& result) const {
+  if (!result.ok) return {};
+  try {
+    // The CUBIN first, the metadata (which says how long the CUBIN is) last: a reader
+    // that finds the metadata finds a whole CUBIN.
+    write_file_atomic(dir_ / (key + ".cubin"), std::string(result.cubin.begin(), result.cubin.end()));
+    const nlohmann::json meta{{"cubin_bytes", result.cubin.size()},
+                              {"log", result.log},
+                              {"lowered_names", result.lowered_names},
+                              {"compile_seconds", result.seconds}};
+    write_file_atomic(dir_ / (key + ".json"), meta.dump());
+    return {};
+  } catch (const std::exception& e) {  // read-only, full, gone: the compile itself stands
+    return e.what();
+  }
 }
 
 }  // namespace tune

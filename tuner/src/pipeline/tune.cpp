@@ -490,6 +490,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   std::optional<CompileCache> cache;
   if (!o.no_cache) cache.emplace(o.cache_dir ? *o.cache_dir : CompileCache::default_dir());
   ctx.compile_cache = cache ? cache->dir().string() : "off";
+  std::atomic<bool> cache_warned{false};
 
   ctx.valid_configs = static_cast<std::int64_t>(space_enum.configs.size());
   std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
@@ -614,7 +615,11 @@ TuneOutcome run_tune(const TuneOptions& o) {
           const CompileSlots::Slot slot(CompileSlots::shared());
           r = compile(req);
         }
-        if (cache) cache->store(key, r);
+        // A cache that cannot be written (read-only, full) is one warning; the compile stands.
+        if (const std::string failed = cache ? cache->store(key, r) : std::string();
+            !failed.empty() && !cache_warned.exchange(true))
+          log(fmt::format("warning: the compile cache {} cannot be written ({}); the run goes on without storing "
+                          "(--cache-dir chooses another)", cache->dir().string(), failed));
       }
     } catch (const std::exception& e) {
       r.ok = false;
