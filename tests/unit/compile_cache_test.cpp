@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tune/compile_cache.hpp"
 
 namespace tune {
@@ -71,6 +73,41 @@ TEST(CompileCache, StoresHitsAndTreatsDamagedEntriesAsMisses) {
   const std::string other = CompileCache::key(CompileRequest{"x", "x.cu", {}, {}}, "13.0");
   EXPECT_EQ(cache.store(other, failed), "");
   EXPECT_FALSE(std::filesystem::exists(dir / (other + ".json")));
+}
+
+// A CUBIN of the right length with other bytes (a flipped bit, a file another writer replaced)
+// is a miss; the compile that follows overwrites it. An entry without the hash (an older tune's)
+// is a miss too.
+TEST(CompileCache, ACubinWhoseContentHashDiffersIsAMissAndIsOverwritten) {
+  const auto dir = std::filesystem::temp_directory_path() / "tune_cache_hash_test";
+  std::filesystem::remove_all(dir);
+  const CompileCache cache(dir);
+  const std::string key = CompileCache::key(request(), "13.0");
+  CompileResult r;
+  r.ok = true;
+  r.cubin = {'\x7f', 'E', 'L', 'F', '\0', '\1', '\2', '\3'};
+  r.lowered_names = {"_Z1kILi1EEvv"};
+  ASSERT_EQ(cache.store(key, r), "");
+  ASSERT_TRUE(cache.load(key).has_value());
+  const auto meta = nlohmann::json::parse(std::ifstream(dir / (key + ".json")));
+  EXPECT_EQ(meta.at("cubin_xxh3_64"), CompileCache::content_hash(r.cubin));
+  EXPECT_EQ(CompileCache::content_hash(r.cubin).size(), 16u);
+  {
+    std::fstream f(dir / (key + ".cubin"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5);
+    f.put('\x42');  // same length, one byte changed
+  }
+  EXPECT_EQ(std::filesystem::file_size(dir / (key + ".cubin")), r.cubin.size());
+  EXPECT_FALSE(cache.load(key).has_value());
+  ASSERT_EQ(cache.store(key, r), "");  // recompiled and overwritten
+  const auto hit = cache.load(key);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->cubin, r.cubin);
+  // Metadata without the hash.
+  auto old = meta;
+  old.erase("cubin_xxh3_64");
+  std::ofstream(dir / (key + ".json"), std::ios::trunc) << old.dump();
+  EXPECT_FALSE(cache.load(key).has_value());
 }
 
 // A cache that cannot be written (read-only, full, a folder where nothing can be created) is no
