@@ -20,6 +20,7 @@
 
 #include "support/cli_run.hpp"
 #include "support/paths.hpp"
+#include "tune/compile.hpp"
 #include "tune/device.hpp"
 
 namespace {
@@ -49,6 +50,24 @@ TEST(Cli, UnreadableAndMalformedConfigsNameTheFileAndTheReason) {
   expect_error("--problem contact --B 1 --N 8 --config " + broken, "broken_space.json: not valid JSON");
   const std::string bad = std::string(TUNE_FIXTURES) + "/bad_constraint_space.json";
   expect_error("--problem contact --B 1 --N 8 --config " + bad, "bad_constraint_space.json: constraint");
+}
+
+TEST(Cli, AnArchNvrtcCannotCompileForIsRefusedBeforeAnythingCompiles) {
+  const std::string out = out_dir("bad_arch");
+  for (const char* arch : {"0", "999", "-90", "91"}) {
+    for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+      const std::string args = "--problem contact --B 1 --N 8 --out " + out + " --no-cache --arch " + arch +
+                               (env.empty() ? " --compile-only" : "");
+      const Result r = run_with(env, args);
+      EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+      expect_error_output(r, std::string("--arch ") + arch + ": NVRTC " + tune::nvrtc_version() +
+                                 " cannot compile for compute capability " + arch + "; it supports ");
+      EXPECT_NE(r.output.find("90"), std::string::npos) << r.output;
+      EXPECT_FALSE(std::filesystem::exists(out)) << "nothing runs: " << r.output;
+    }
+  }
+  // A sweep on fake devices is refused the same way.
+  expect_error("--problem contact --B 1,2 --N 8 --devices all --arch 999", "--arch 999: NVRTC");
 }
 
 TEST(Cli, AnUnwritableOutputDirectoryIsReportedBeforeTheTune) {

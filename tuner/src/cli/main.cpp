@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "tune/compile.hpp"
 #include "tune/devices.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -95,6 +96,11 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> shape_lists(const
     out.emplace_back(name, std::move(values));
   }
   return out;
+}
+
+// A tune's options that parse but cannot be run: refused in one line (exit 2) before anything runs.
+void check_options(const CLI::App& app, const tune::TuneOptions& opt) {
+  if (app.count("--arch") > 0) tune::check_arch(opt.arch, fmt::format("--arch {}", opt.arch));
 }
 
 void print_problem_list() {
@@ -261,6 +267,7 @@ int main(int argc, char** argv) {
       fmt::print("merged: {} files under {}\n", written.size(), merge_out);
       return 0;
     }
+    check_options(app, opt);
     const auto lists = shape_lists(app.remaining());
     std::vector<tune::SweepItem> items;
     if (!sweep_file.empty()) {

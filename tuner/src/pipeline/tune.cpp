@@ -455,6 +455,8 @@ TuneOutcome run_tune(const TuneOptions& o) {
     if (!shortfall.empty()) throw ShapeError(shortfall);
   }
   const int cc = run.device ? run.device->compute_capability() : o.arch;
+  // Refused before anything compiles: an arch NVRTC cannot target would fail every variant.
+  check_arch(cc, run.device ? fmt::format("device {} ({})", o.device, run.device->name) : fmt::format("--arch {}", cc));
   const DeviceLimits limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
   run.timed = !compile_only;
 
