@@ -70,6 +70,48 @@ TEST(Cli, AnArchNvrtcCannotCompileForIsRefusedBeforeAnythingCompiles) {
   expect_error("--problem contact --B 1,2 --N 8 --devices all --arch 999", "--arch 999: NVRTC");
 }
 
+TEST(Cli, OptionValuesOutsideTheirRangeAreOneLineAndExitCode2) {
+  const std::string out = out_dir("bad_options");
+  const std::string base = "--problem contact --B 2 --N 8 --C 16 --H 8 --compile-only --config " +
+                           std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--jobs -1", "--jobs -1: expected 1 to 1024 parallel compiles"},
+      {"--jobs 0", "--jobs 0: expected 1 to 1024"},
+      {"--jobs 2000000000", "--jobs 2000000000: expected 1 to 1024"},
+      {"--top -1", "--top -1: expected 0 or more"},
+      {"--time-budget=-5", "--time-budget -5: expected a positive number of seconds"},
+      {"--time-budget nan", "--time-budget nan: expected a positive number of seconds"},
+      {"--time-budget inf", "--time-budget inf: expected a positive number of seconds"},
+      {"--variant-timeout=-1", "--variant-timeout -1: expected a positive number of seconds"},
+      {"--variant-timeout nan", "--variant-timeout nan: expected a positive number of seconds"},
+      {"--variant-timeout 0", "--variant-timeout 0: expected a positive number of seconds"},
+      {"--seed=-1", "--seed -1: expected an integer from 0 to 18446744073709551615"},
+      {"--seed 18446744073709551616", "--seed 18446744073709551616: expected an integer from 0 to"},
+      {"--seed 99999999999999999999999", "--seed 99999999999999999999999: expected an integer"},
+      {"--seed 7x", "--seed 7x: expected an integer"},
+      {"--device=-1", "--device -1: expected a CUDA device ordinal, 0 or more"},
+      {"--cache-dir ''", "--cache-dir is given an empty value"},
+      {"--header ''", "--header is given an empty value"},
+  };
+  for (const auto& [option, needle] : cases) {
+    for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+      const Result r = run_with(env, base + " --out " + out + " " + option);
+      EXPECT_EQ(r.code, 2) << env << " " << option << "\n" << r.output;
+      SCOPED_TRACE(option);
+      expect_error_output(r, needle);
+      EXPECT_FALSE(std::filesystem::exists(out)) << option << ": nothing runs\n" << r.output;
+    }
+  }
+  expect_error("--problem contact --B 2 --N 8 --compile-only --out " + out + " --config ''", "--config is given an empty value");
+  expect_error(base + " --out ''", "--out is given an empty value");
+  expect_error("merge " + out + " --out ''", "--out is given an empty value");
+  expect_error("verify " + tune::test::golden_file("contact_B3_N5_C8_H4.json").string() + " --device=-1",
+               "--device -1: expected a CUDA device ordinal");
+  // The ends of the ranges are taken.
+  const Result r = run(base + " --out " + out + " --seed 18446744073709551615 --jobs 1 --top 0 --cache-dir " + out + "/cache");
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
 TEST(Cli, AnUnwritableOutputDirectoryIsReportedBeforeTheTune) {
   expect_error("--problem contact --B 1 --N 8 --compile-only --out /proc/tune-results", "--out");
 }

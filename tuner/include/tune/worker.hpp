@@ -45,9 +45,10 @@ inline constexpr const char* kWorkerCommand = "__worker";
 // The device a fake run reports (TUNE_WORKER_FAKE): "Fake GPU", the limits of the arch, a UUID
 // of its own per ordinal ("GPU-fa4e0001-..." for 1).
 [[nodiscard]] DeviceInfo fake_device(int compute_capability, int ordinal = 0);
-// TUNE_WORKER_FAKE_DEVICES (default 1) and TUNE_WORKER_FAKE_FAIL_DEVICE (-1: none).
+// TUNE_WORKER_FAKE_DEVICES (default 1) and TUNE_WORKER_FAKE_FAIL_DEVICE (nullopt when unset: no
+// sentinel a device ordinal could equal).
 [[nodiscard]] int fake_device_count();
-[[nodiscard]] int fake_failing_device();
+[[nodiscard]] std::optional<int> fake_failing_device();
 
 // The worker's main loop (tune __worker PARENT_PID). Returns its exit code.
 int run_worker(int argc, char** argv);

@@ -1,6 +1,9 @@
 // tune: the command line. It parses arguments and calls the library, nothing more.
 #include <charconv>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -98,9 +101,38 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> shape_lists(const
   return out;
 }
 
+// An option given an empty value (--out '', --cache-dir '') means nothing, whatever the command:
+// refused in one line rather than taken for the default.
+void check_no_empty_values(const CLI::App& app) {
+  std::vector<const CLI::App*> apps{&app};
+  for (const CLI::App* sub : app.get_subcommands()) apps.push_back(sub);
+  for (const CLI::App* a : apps)
+    for (const CLI::Option* o : a->get_options())
+      if (o->get_type_size() > 0)
+        for (const std::string& v : o->results())
+          if (v.empty())
+            throw tune::InputError(fmt::format("{} is given an empty value; give one, or leave the option out", o->get_name()));
+}
+
 // A tune's options that parse but cannot be run: refused in one line (exit 2) before anything runs.
-void check_options(const CLI::App& app, const tune::TuneOptions& opt) {
+void check_options(const CLI::App& app, tune::TuneOptions& opt, const std::string& seed_text) {
   if (app.count("--arch") > 0) tune::check_arch(opt.arch, fmt::format("--arch {}", opt.arch));
+  // Parsed here: CLI11 wraps -1 and values past 2^64 - 1 into a seed.
+  const auto r = std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), opt.seed);
+  if (seed_text.empty() || r.ec != std::errc() || r.ptr != seed_text.data() + seed_text.size())
+    throw tune::InputError(fmt::format("--seed {}: expected an integer from 0 to {}", seed_text,
+                                       std::numeric_limits<std::uint64_t>::max()));
+  constexpr int kMaxJobs = 1024;  // threads of NVRTC compiles; far more than any machine's cores
+  if (app.count("--jobs") > 0 && (opt.jobs < 1 || opt.jobs > kMaxJobs))
+    throw tune::InputError(fmt::format("--jobs {}: expected 1 to {} parallel compiles (leave it out for one per hardware "
+                                       "thread)", opt.jobs, kMaxJobs));
+  if (opt.top_k < 0)
+    throw tune::InputError(fmt::format("--top {}: expected 0 or more variants to re-measure strictly", opt.top_k));
+  if (opt.device < 0)
+    throw tune::InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", opt.device));
+  for (const auto& [name, seconds] : {std::pair{"--time-budget", opt.time_budget_s}, std::pair{"--variant-timeout", opt.variant_timeout_s}})
+    if (app.count(name) > 0 && !(std::isfinite(seconds) && seconds > 0))
+      throw tune::InputError(fmt::format("{} {}: expected a positive number of seconds", name, seconds));
 }
 
 void print_problem_list() {
@@ -147,11 +179,12 @@ int main(int argc, char** argv) {
   app.add_option("--shard", shard_text,
                  "K/N: run part K of N (whole shapes of a sweep, or the variants of a single shape); "
                  "tune merge puts the parts together");
-  app.add_option("--seed", opt.seed, "seed of the inputs and parameters")->capture_default_str();
+  std::string seed_text = std::to_string(opt.seed);
+  app.add_option("--seed", seed_text, "seed of the inputs and parameters (0 to 2^64 - 1)")->capture_default_str();
   app.add_option("--out", out_dir, "results folder (results/<gpu>/<problem>/<shape>.json)")->capture_default_str();
   app.add_option("--header", header, "where to write the generated header (default: beside the JSON)");
   app.add_option("--config", config, "search-space file (default: the problem's own problem.json)");
-  app.add_option("--jobs,-j", opt.jobs, "parallel NVRTC compiles (default: all cores)");
+  app.add_option("--jobs,-j", opt.jobs, "parallel NVRTC compiles, 1 to 1024 (default: all cores)");
   auto* device_opt = app.add_option("--device", opt.device, "CUDA device ordinal")->capture_default_str();
   std::string devices_text;
   bool replicate = false;
@@ -167,8 +200,7 @@ int main(int argc, char** argv) {
                  "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--time-budget", opt.time_budget_s,
-                 "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named")
-      ->check(CLI::PositiveNumber);
+                 "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named");
   app.add_option("--search", opt.search,
                  "exhaustive: time every variant with the search profile; halving: screen every variant cheaply, "
                  "time the best third again")
@@ -179,8 +211,7 @@ int main(int argc, char** argv) {
   app.add_option("--variant-timeout", opt.variant_timeout_s,
                  "deadline of each variant in the worker process, in seconds; a variant past it is killed and "
                  "recorded as timeout (default: 10 s until the baseline is timed, then derived from its median, "
-                 "at least 5 s)")
-      ->check(CLI::PositiveNumber);
+                 "at least 5 s)");
   app.add_flag("--resume", opt.resume,
                "continue the interrupted run recorded in <shape>.journal.jsonl beside the results (same device, "
                "sources, options, shape and seed, or it refuses and names the field); journaled variants are "
@@ -237,6 +268,7 @@ int main(int argc, char** argv) {
 
   auto log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   try {
+    check_no_empty_values(app);
     tune::set_problem_path({problem_path.begin(), problem_path.end()});
     for (auto* sub : {verify, report, merge, shard_merge, list})
       if (sub->parsed() && !app.remaining().empty())
@@ -247,6 +279,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (verify->parsed()) {
+      if (vopt.device < 0)
+        throw tune::InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", vopt.device));
       vopt.log = log;
       return tune::run_verify(vopt) ? 0 : 1;
     }
@@ -267,7 +301,7 @@ int main(int argc, char** argv) {
       fmt::print("merged: {} files under {}\n", written.size(), merge_out);
       return 0;
     }
-    check_options(app, opt);
+    check_options(app, opt, seed_text);
     const auto lists = shape_lists(app.remaining());
     std::vector<tune::SweepItem> items;
     if (!sweep_file.empty()) {

@@ -371,9 +371,9 @@ int fake_device_count() {
   return v ? std::max(0, std::atoi(v)) : 1;
 }
 
-int fake_failing_device() {
+std::optional<int> fake_failing_device() {
   const char* v = env("TUNE_WORKER_FAKE_FAIL_DEVICE");
-  return v ? std::atoi(v) : -1;
+  return v ? std::optional(std::atoi(v)) : std::nullopt;
 }
 
 DeviceInfo fake_device(int compute_capability, int ordinal) {
