@@ -219,6 +219,53 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
             header_body(result_path(clean).replace_extension(".hpp")));
 }
 
+// Every variant of the small space has "mapping=linear" in its name.
+constexpr const char* kEveryVariant = "mapping=linear";
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t pos = 0; (pos = text.find(needle, pos)) != std::string::npos; ++pos) ++n;
+  return n;
+}
+
+TEST(Isolation, ATimedRunInWhichNothingPassedSaysSoAndExits5) {
+  const std::string out = fresh_dir("nothing_passed");
+  const std::string faults = std::string("TUNE_WORKER_FAULT='") + kEveryVariant + "=cuda'";
+  const Result r = run(std::string(kFake) + " " + faults, small_run_args(out));
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_EQ(count_of(r.output, "tune: "), 1u) << r.output;
+  EXPECT_NE(r.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 passed ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" crashed): no winner, no header; the results are in " + result_path(out).string()),
+            std::string::npos) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("complete"), true);
+  EXPECT_TRUE(got.at("summary").at("winner").is_null());
+  for (const auto& v : got.at("variants")) EXPECT_EQ(v.at("status"), "crashed") << v.dump();
+  EXPECT_FALSE(std::filesystem::exists(result_path(out).replace_extension(".hpp")));
+
+  // A --shard part leaves the verdict to the merge (a Slurm merge queued afterok still runs): it
+  // says so and exits 0; tune merge exits 5.
+  std::string shards;
+  for (int k = 0; k < 2; ++k) {
+    const std::string dir = fresh_dir("nothing_passed_shard" + std::to_string(k));
+    const Result s = run(std::string(kFake) + " " + faults, small_run_args(dir) + " --shard " + std::to_string(k) + "/2");
+    EXPECT_EQ(s.code, 0) << s.output;
+    EXPECT_NE(s.output.find("(a --shard part exits 0: tune merge exits 5 if the merged run has no winner)"), std::string::npos) << s.output;
+    shards += " " + dir;
+  }
+  const std::string merged = fresh_dir("nothing_passed_merged");
+  const Result m = run("", "merge" + shards + " --out " + merged);
+  EXPECT_EQ(m.code, 5) << m.output;
+  EXPECT_EQ(count_of(m.output, "tune: "), 1u) << m.output;
+  EXPECT_NE(m.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 passed"), std::string::npos) << m.output;
+  EXPECT_TRUE(std::filesystem::exists(result_path(merged)));
+
+  // A run in which something passed still exits 0.
+  const Result ok = run(kFake, small_run_args(fresh_dir("something_passed")));
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_EQ(ok.output.find("no variant of"), std::string::npos) << ok.output;
+}
+
 TEST(Isolation, ResumeAfterKillMeasuresOnlyWhatTheJournalLacks) {
   const std::string clean = fresh_dir("resume_clean");
   ASSERT_EQ(run(kFake, small_run_args(clean)).code, 0);

@@ -30,7 +30,26 @@ std::string joined_command_line(int argc, char** argv) {
   return s;
 }
 
-void print_summary(const tune::TuneOutcome& out) {
+// Exit 5 (README): a timed run in which no variant passed; its results are written, no header.
+constexpr int kNothingPassed = 5;
+
+// Says so in one line when no variant of a finished timed run passed (none has a usable median);
+// true then.
+bool say_nothing_passed(const tune::RunRecord& run, const std::filesystem::path& json_path) {
+  if (!run.timed || run.winner || run.context.interrupted) return false;
+  std::map<std::string, int> by_status;
+  for (const auto& v : run.variants) ++by_status[tune::to_string(v.status)];
+  std::string counts;
+  for (const auto& [k, n] : by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, k);
+  fmt::print(stderr, "tune: no variant of {} {} passed ({}): no winner, no header; the results are in {}{}\n", run.problem,
+             run.shape.describe(), counts, json_path.string(),
+             run.context.shard ? " (a --shard part exits 0: tune merge exits 5 if the merged run has no winner)" : "");
+  return true;
+}
+
+// True when the run counts for exit 5: nothing passed, and it is not a --shard part (whose verdict
+// is the merge's, so that a Slurm merge queued afterok still runs).
+bool print_summary(const tune::TuneOutcome& out) {
   const auto& run = out.run;
   std::vector<const tune::VariantRecord*> ranked;
   for (const auto& v : run.variants)
@@ -61,6 +80,8 @@ void print_summary(const tune::TuneOutcome& out) {
   }
   fmt::print("results: {}\n", out.json_path.string());
   if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
+  std::fflush(stdout);
+  return say_nothing_passed(run, out.json_path) && !run.context.shard;
 }
 
 // The shape options: every `--NAME V[,V...]` (or `--NAME=V,...`) left after the known options.
@@ -299,7 +320,11 @@ int main(int argc, char** argv) {
       const std::vector<std::filesystem::path> inputs(merge_inputs.begin(), merge_inputs.end());
       const auto written = tune::merge_shards(inputs, merge_out, space_file, log);
       fmt::print("merged: {} files under {}\n", written.size(), merge_out);
-      return 0;
+      std::fflush(stdout);
+      bool nothing_passed = false;
+      for (const auto& f : written)
+        if (f.extension() == ".json") nothing_passed = say_nothing_passed(tune::read_result(f), f) || nothing_passed;
+      return nothing_passed ? kNothingPassed : 0;
     }
     check_options(app, opt, seed_text);
     const auto lists = shape_lists(app.remaining());
@@ -344,8 +369,9 @@ int main(int argc, char** argv) {
       opt.problem = items.front().problem;
       opt.dims = items.front().dims;
       const tune::TuneOutcome outcome = tune::run_tune(opt);
-      print_summary(outcome);
-      return outcome.run.context.interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports it
+      const bool nothing_passed = print_summary(outcome);
+      if (outcome.run.context.interrupted) return 130;  // 128 + SIGINT, as a shell reports it
+      return nothing_passed ? kNothingPassed : 0;
     }
     if (opt.header && items.size() > 1) {
       fmt::print(stderr, "tune: --header names one file, but the sweep has {} shapes; leave it out (each header is "
@@ -357,7 +383,7 @@ int main(int argc, char** argv) {
     if (shard.count > 1)
       log(fmt::format("shard {}/{}: {} of the sweep's {} items{}", shard.index, shard.count, work.size(), items.size(),
                       items.size() == 1 ? " (one shape: its variants are split)" : ""));
-    bool interrupted = false;
+    bool interrupted = false, nothing_passed = false;
     if (!devices.empty()) {
       for (const auto& d : devices)
         log(fmt::format("{} -> {}/{}/", tune::describe_device(d.info), out_dir, d.dir));
@@ -367,24 +393,23 @@ int main(int argc, char** argv) {
           [&](const tune::SweepWork& w, const tune::SweepDevice& d, const tune::TuneOutcome& outcome) {
             fmt::print("\n== sweep item {} of {} on device {}: {}", w.index + 1, items.size(), d.info.ordinal,
                        w.item.describe());
-            print_summary(outcome);
-            std::fflush(stdout);
+            nothing_passed = print_summary(outcome) || nothing_passed;
           });
       fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", result.ran, replicate ? "item runs" : "items",
                  devices.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                  result.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(result.failed, ", ")),
                  result.not_run ? fmt::format("; {} not run", result.not_run) : std::string());
-      return result.interrupted ? 130 : 0;
+      return result.interrupted ? 130 : nothing_passed ? kNothingPassed : 0;
     }
     const std::size_t ran = tune::run_sweep(work, opt, [&](const tune::SweepWork& w, const tune::TuneOutcome& outcome) {
       fmt::print("\n== sweep item {} of {}: {}", w.index + 1, items.size(), w.item.describe());
-      print_summary(outcome);
+      nothing_passed = print_summary(outcome) || nothing_passed;
       interrupted = interrupted || outcome.run.context.interrupted;
     });
     fmt::print("\nsweep: {} of {} items run{}\n", ran, items.size(),
                shard.count > 1 ? fmt::format(" by shard {}/{}; combine the shards with tune merge", shard.index, shard.count)
                                : std::string());
-    return interrupted ? 130 : 0;
+    return interrupted ? 130 : nothing_passed ? kNothingPassed : 0;
   } catch (const tune::InputError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
     return 2;
