@@ -266,6 +266,24 @@ TEST(Isolation, ATimedRunInWhichNothingPassedSaysSoAndExits5) {
   EXPECT_EQ(ok.output.find("no variant of"), std::string::npos) << ok.output;
 }
 
+// A deadline shorter than the worker's first answer passes between two of its lines (a phase
+// line, then the reply): that is a timeout, never a wait without end.
+TEST(Isolation, ADeadlineThatHasPassedIsATimeoutNeverAnEndlessWait) {
+  const std::string out = fresh_dir("expired_deadline");
+  const std::string faults = std::string("TUNE_WORKER_FAULT='") + kEveryVariant + "=hang'";
+  // `timeout` ends a hung run (exit 124) instead of the test's own timeout.
+  const Result r = run(std::string(kFake) + " " + faults + " timeout -s KILL 60",
+                       small_run_args(out) + " --variant-timeout 0.0001");
+  ASSERT_EQ(r.code, 5) << "every variant times out, none hangs the run\n" << r.output;
+  const Json got = read_json(result_path(out));
+  for (const auto& v : got.at("variants")) {
+    EXPECT_EQ(v.at("status"), "timeout") << v.dump();
+    EXPECT_EQ(v.at("fault").at("kind"), "timeout") << v.dump();
+    EXPECT_EQ(v.at("fault").at("deadline_s"), 0.0001) << v.dump();
+  }
+  EXPECT_EQ(variant(got, got.at("summary").at("baseline").get<std::string>()).at("status"), "timeout");
+}
+
 TEST(Isolation, ResumeAfterKillMeasuresOnlyWhatTheJournalLacks) {
   const std::string clean = fresh_dir("resume_clean");
   ASSERT_EQ(run(kFake, small_run_args(clean)).code, 0);
