@@ -372,6 +372,40 @@ TEST(Isolation, CtrlCToTheProcessGroupFinishesTheVariantInHandAndTheJournalResum
   for (const auto& v : done.at("variants")) EXPECT_EQ(v.at("status"), "passed") << v.dump();
 }
 
+// Slurm's scancel (and its time limit) sends SIGTERM to every process of the job: it stops the run
+// as the first Ctrl-C does (the variant in hand finishes, the rest is skipped, the results written,
+// the journal kept), exit 143; the worker does not die of it.
+TEST(Isolation, SigtermToTheProcessGroupStopsTheRunLikeCtrlCAndExits143) {
+  const std::string out = fresh_dir("sigterm");
+  const pid_t pid = start_slow_run(out, {}, 2);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(-pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the first SIGTERM must not kill the process\n" << read_text(out + ".log");
+  EXPECT_EQ(WEXITSTATUS(status), 143) << read_text(out + ".log");
+  const std::string log = read_text(out + ".log");
+  EXPECT_NE(log.find("interrupted by SIGTERM: "), std::string::npos) << log;
+  const Json partial = read_json(result_path(out));
+  EXPECT_EQ(partial.at("complete"), true);
+  EXPECT_EQ(partial.at("context").at("search").at("interrupted"), true);
+  std::size_t skipped = 0;
+  for (const auto& v : partial.at("variants")) {
+    EXPECT_TRUE(v.at("status") == "passed" || v.at("status") == "skipped") << "the worker must not die of it\n" << v.dump();
+    if (v.at("status") == "skipped") {
+      ++skipped;
+      EXPECT_EQ(v.at("reason"), "not reached: the run was interrupted (SIGTERM)") << v.dump();
+    }
+  }
+  EXPECT_GE(skipped, 1u);
+  EXPECT_EQ(partial.at("context").at("isolation").at("worker_starts"), 1) << "the worker was not lost";
+  EXPECT_FALSE(std::filesystem::exists(result_path(out).replace_extension(".hpp"))) << "no header";
+  ASSERT_TRUE(std::filesystem::exists(journal_path(out))) << "an interrupted run keeps its journal";
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const auto& v : read_json(result_path(out)).at("variants")) EXPECT_EQ(v.at("status"), "passed") << v.dump();
+}
+
 TEST(Isolation, ResumeWithoutAJournalStartsAFreshRun) {
   const std::string out = fresh_dir("resume_none");
   const Result r = run(kFake, small_run_args(out) + " --resume");

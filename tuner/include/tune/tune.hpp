@@ -64,8 +64,12 @@ struct TuneOutcome {
 };
 
 // Throws InputError / ConfigError / ShapeError / DeviceError for what a user must fix,
-// before anything is measured where possible.
+// before anything is measured where possible. The first SIGINT or SIGTERM during a run stops it
+// after the variant in hand (context.interrupted); a second one ends the process.
 TuneOutcome run_tune(const TuneOptions& options);
+// The signal (SIGINT or SIGTERM) that interrupted the last run, 0 when none did: the exit code is
+// 128 + it, as a shell reports a process that signal ended.
+int interrupt_signal();
 
 // Loads a problem's space: the given file (a space file or another problem.json; its template is
 // found beside it, else in the problem's template folder), or the problem's own problem.json.

@@ -2,6 +2,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <limits>
 #include <cstdio>
@@ -28,6 +29,12 @@ std::string joined_command_line(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
   return s;
+}
+
+// 128 + the signal that interrupted the run, as a shell reports it: 130 (SIGINT), 143 (SIGTERM).
+int interrupted_exit_code() {
+  const int signal = tune::interrupt_signal();
+  return 128 + (signal > 0 ? signal : SIGINT);
 }
 
 // Exit 5 (README): a timed run in which no variant passed; its results are written, no header.
@@ -370,7 +377,7 @@ int main(int argc, char** argv) {
       opt.dims = items.front().dims;
       const tune::TuneOutcome outcome = tune::run_tune(opt);
       const bool nothing_passed = print_summary(outcome);
-      if (outcome.run.context.interrupted) return 130;  // 128 + SIGINT, as a shell reports it
+      if (outcome.run.context.interrupted) return interrupted_exit_code();
       return nothing_passed ? kNothingPassed : 0;
     }
     if (opt.header && items.size() > 1) {
@@ -399,7 +406,7 @@ int main(int argc, char** argv) {
                  devices.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                  result.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(result.failed, ", ")),
                  result.not_run ? fmt::format("; {} not run", result.not_run) : std::string());
-      return result.interrupted ? 130 : nothing_passed ? kNothingPassed : 0;
+      return result.interrupted ? interrupted_exit_code() : nothing_passed ? kNothingPassed : 0;
     }
     const std::size_t ran = tune::run_sweep(work, opt, [&](const tune::SweepWork& w, const tune::TuneOutcome& outcome) {
       fmt::print("\n== sweep item {} of {}: {}", w.index + 1, items.size(), w.item.describe());
@@ -409,7 +416,7 @@ int main(int argc, char** argv) {
     fmt::print("\nsweep: {} of {} items run{}\n", ran, items.size(),
                shard.count > 1 ? fmt::format(" by shard {}/{}; combine the shards with tune merge", shard.index, shard.count)
                                : std::string());
-    return interrupted ? 130 : nothing_passed ? kNothingPassed : 0;
+    return interrupted ? interrupted_exit_code() : nothing_passed ? kNothingPassed : 0;
   } catch (const tune::InputError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
     return 2;

@@ -37,30 +37,37 @@
 namespace tune {
 namespace {
 
-// The first SIGINT asks the run to stop after the variant in hand; the handler then gives SIGINT
-// back its default action, so a second Ctrl-C ends the process at once (the results file on disk
-// is always a complete, atomically written snapshot).
+// The first SIGINT (Ctrl-C) or SIGTERM (kill, Slurm's scancel) asks the run to stop after the
+// variant in hand; the handler then gives both back their default action, so a second one ends
+// the process at once (the results file on disk is always a complete, atomically written snapshot).
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_signal{0};  // the first signal that asked, for the exit code (128 + it)
+constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 
-extern "C" void on_sigint(int) {
+extern "C" void on_stop_signal(int signal) {
+  int none = 0;
+  g_signal.compare_exchange_strong(none, signal);  // before the flag: whoever sees the flag sees the signal
   g_interrupted = true;
-  std::signal(SIGINT, SIG_DFL);
+  for (const int s : kStopSignals) std::signal(s, SIG_DFL);
 }
 
 // Counted: runs on several devices at once share the handler and the flag (one Ctrl-C stops them
-// all); the first run installs it, the last one gives SIGINT back its previous action.
+// all); the first run installs it, the last one gives SIGINT and SIGTERM back their previous action.
 class SigintGuard {
  public:
   SigintGuard() {
     const std::lock_guard lock(mutex_);
     if (active_++ == 0) {
       g_interrupted = false;
-      previous_ = std::signal(SIGINT, on_sigint);
+      g_signal = 0;
+      for (std::size_t i = 0; i < std::size(kStopSignals); ++i) previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
     }
   }
   ~SigintGuard() {
     const std::lock_guard lock(mutex_);
-    if (--active_ == 0) std::signal(SIGINT, previous_ == SIG_ERR ? SIG_DFL : previous_);
+    if (--active_ == 0)
+      for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+        std::signal(kStopSignals[i], previous_[i] == SIG_ERR ? SIG_DFL : previous_[i]);
   }
   SigintGuard(const SigintGuard&) = delete;
   SigintGuard& operator=(const SigintGuard&) = delete;
@@ -68,7 +75,7 @@ class SigintGuard {
  private:
   static inline std::mutex mutex_;
   static inline int active_ = 0;
-  static inline void (*previous_)(int) = SIG_DFL;
+  static inline void (*previous_[std::size(kStopSignals)])(int) = {SIG_DFL, SIG_DFL};
 };
 
 using Clock = std::chrono::steady_clock;
@@ -411,6 +418,8 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
   return out;
 }
 
+int interrupt_signal() { return g_signal; }
+
 TuneOutcome run_tune(const TuneOptions& o) {
   const auto t_start = Clock::now();
   const SigintGuard sigint_guard;
@@ -683,8 +692,8 @@ TuneOutcome run_tune(const TuneOptions& o) {
     if (g_interrupted) {
       ctx.interrupted = true;
       next = n;
-      log(fmt::format("interrupted: {} of {} variants done; writing what was measured (Ctrl-C again to stop at once)",
-                      done, n));
+      log(fmt::format("interrupted by {}: {} of {} variants done; writing what was measured ({} again to stop at once)",
+                      signal_name(g_signal), done, n, g_signal == SIGINT ? "Ctrl-C" : signal_name(g_signal)));
       break;
     }
     if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s) {
@@ -770,7 +779,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
     for (auto& v : run.variants)
       if (v.status == Status::kPending) {
         v.status = Status::kSkipped;
-        v.reason = ctx.interrupted ? std::string("not reached: the run was interrupted (SIGINT)")
+        v.reason = ctx.interrupted ? fmt::format("not reached: the run was interrupted ({})", signal_name(g_signal))
                                    : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
       }
   }
@@ -790,7 +799,16 @@ TuneOutcome run_tune(const TuneOptions& o) {
     return out;
   };
 
-  if (run.timed && halving && !ctx.interrupted) {
+  // A stop asked for after the search's last variant: the passes that follow are not started.
+  auto stop_asked = [&] {
+    if (g_interrupted && !ctx.interrupted) {
+      ctx.interrupted = true;
+      log(fmt::format("interrupted by {}: every variant searched; the passes that follow are left to --resume",
+                      signal_name(g_signal)));
+    }
+    return ctx.interrupted;
+  };
+  if (run.timed && halving && !stop_asked()) {
     // Successive halving: the best third of the screened variants (at least top + 1) timed again
     // with the search profile (parity already passed); the others keep their screening time.
     const auto screened = static_cast<std::size_t>(
@@ -818,7 +836,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
     if (baseline_index && run.variants[*baseline_index].status == Status::kPassed &&
         std::find(order.begin(), order.end(), *baseline_index) == order.end())
       order.push_back(*baseline_index);
-    if (!order.empty() && !ctx.interrupted) {
+    if (!order.empty() && !stop_asked()) {
       log(fmt::format("re-measuring the top {}{} strictly, interleaved", top, order.size() > top ? " and the baseline" : ""));
       std::vector<WorkerItem> items;
       for (auto i : order) {

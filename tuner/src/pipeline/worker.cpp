@@ -409,10 +409,12 @@ std::string signal_name(int signal) {
 }
 
 int run_worker(int argc, char** argv) {
-  // Dies with the orchestrator (even by kill -9); Ctrl-C is the orchestrator's to handle.
+  // Dies with the orchestrator (even by kill -9); Ctrl-C and SIGTERM (Slurm's scancel signals every
+  // process of the job) are the orchestrator's to handle: it lets the variant in hand finish.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (argc > 2 && getppid() != std::atoi(argv[2])) return 6;
   std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
   // Replies get the original stdout; anything else printed goes to stderr, not into the protocol.
   const int reply_fd = dup(STDOUT_FILENO);
   dup2(STDERR_FILENO, STDOUT_FILENO);
