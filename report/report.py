@@ -80,8 +80,16 @@ def median_us(v):
     return v["timing"]["median_us"] if v and v.get("timing") else None
 
 
+def usable_median(v):
+    """A passed variant's cold median that is a finite, positive number (null, written for NaN, is not)."""
+    m = (v.get("timing") or {}).get("median_us") if v["status"] == "passed" else None
+    return isinstance(m, (int, float)) and not isinstance(m, bool) and math.isfinite(m) and m > 0
+
+
 def passed(run):
-    return [v for v in run["variants"] if v["status"] == "passed" and v.get("timing")]
+    """The passed variants that can be ranked: a median that is null, infinite, zero or negative never
+    wins, ties or takes part in a comparison (tune's pick_winner leaves them out too)."""
+    return [v for v in run["variants"] if usable_median(v)]
 
 
 def load_torch(root, extra):

@@ -20,6 +20,7 @@
 
 #include "support/cli_run.hpp"
 #include "support/paths.hpp"
+#include "tune/compile.hpp"
 #include "tune/device.hpp"
 
 namespace {
@@ -49,6 +50,66 @@ TEST(Cli, UnreadableAndMalformedConfigsNameTheFileAndTheReason) {
   expect_error("--problem contact --B 1 --N 8 --config " + broken, "broken_space.json: not valid JSON");
   const std::string bad = std::string(TUNE_FIXTURES) + "/bad_constraint_space.json";
   expect_error("--problem contact --B 1 --N 8 --config " + bad, "bad_constraint_space.json: constraint");
+}
+
+TEST(Cli, AnArchNvrtcCannotCompileForIsRefusedBeforeAnythingCompiles) {
+  const std::string out = out_dir("bad_arch");
+  for (const char* arch : {"0", "999", "-90", "91"}) {
+    for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+      const std::string args = "--problem contact --B 1 --N 8 --out " + out + " --no-cache --arch " + arch +
+                               (env.empty() ? " --compile-only" : "");
+      const Result r = run_with(env, args);
+      EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+      expect_error_output(r, std::string("--arch ") + arch + ": NVRTC " + tune::nvrtc_version() +
+                                 " cannot compile for compute capability " + arch + "; it supports ");
+      EXPECT_NE(r.output.find("90"), std::string::npos) << r.output;
+      EXPECT_FALSE(std::filesystem::exists(out)) << "nothing runs: " << r.output;
+    }
+  }
+  // A sweep on fake devices is refused the same way.
+  expect_error("--problem contact --B 1,2 --N 8 --devices all --arch 999", "--arch 999: NVRTC");
+}
+
+TEST(Cli, OptionValuesOutsideTheirRangeAreOneLineAndExitCode2) {
+  const std::string out = out_dir("bad_options");
+  const std::string base = "--problem contact --B 2 --N 8 --C 16 --H 8 --compile-only --config " +
+                           std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--jobs -1", "--jobs -1: expected 1 to 1024 parallel compiles"},
+      {"--jobs 0", "--jobs 0: expected 1 to 1024"},
+      {"--jobs 2000000000", "--jobs 2000000000: expected 1 to 1024"},
+      {"--top -1", "--top -1: expected 0 or more"},
+      {"--time-budget=-5", "--time-budget -5: expected a positive number of seconds"},
+      {"--time-budget nan", "--time-budget nan: expected a positive number of seconds"},
+      {"--time-budget inf", "--time-budget inf: expected a positive number of seconds"},
+      {"--variant-timeout=-1", "--variant-timeout -1: expected a positive number of seconds"},
+      {"--variant-timeout nan", "--variant-timeout nan: expected a positive number of seconds"},
+      {"--variant-timeout 0", "--variant-timeout 0: expected a positive number of seconds"},
+      {"--seed=-1", "--seed -1: expected an integer from 0 to 18446744073709551615"},
+      {"--seed 18446744073709551616", "--seed 18446744073709551616: expected an integer from 0 to"},
+      {"--seed 99999999999999999999999", "--seed 99999999999999999999999: expected an integer"},
+      {"--seed 7x", "--seed 7x: expected an integer"},
+      {"--device=-1", "--device -1: expected a CUDA device ordinal, 0 or more"},
+      {"--cache-dir ''", "--cache-dir is given an empty value"},
+      {"--header ''", "--header is given an empty value"},
+  };
+  for (const auto& [option, needle] : cases) {
+    for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+      const Result r = run_with(env, base + " --out " + out + " " + option);
+      EXPECT_EQ(r.code, 2) << env << " " << option << "\n" << r.output;
+      SCOPED_TRACE(option);
+      expect_error_output(r, needle);
+      EXPECT_FALSE(std::filesystem::exists(out)) << option << ": nothing runs\n" << r.output;
+    }
+  }
+  expect_error("--problem contact --B 2 --N 8 --compile-only --out " + out + " --config ''", "--config is given an empty value");
+  expect_error(base + " --out ''", "--out is given an empty value");
+  expect_error("merge " + out + " --out ''", "--out is given an empty value");
+  expect_error("verify " + tune::test::golden_file("contact_B3_N5_C8_H4.json").string() + " --device=-1",
+               "--device -1: expected a CUDA device ordinal");
+  // The ends of the ranges are taken.
+  const Result r = run(base + " --out " + out + " --seed 18446744073709551615 --jobs 1 --top 0 --cache-dir " + out + "/cache");
+  EXPECT_EQ(r.code, 0) << r.output;
 }
 
 TEST(Cli, AnUnwritableOutputDirectoryIsReportedBeforeTheTune) {
@@ -97,6 +158,37 @@ TEST(Cli, CompileOnlySweepRecordsResourcesAndWritesNoHeader) {
   const auto f = nlohmann::ordered_json::parse(std::ifstream(json_path));
   EXPECT_EQ(f.at("context").at("compile_cache"), "off");
   for (const auto& v : f.at("variants")) EXPECT_EQ(v.at("compile_cached"), false);
+}
+
+TEST(Cli, ACompileCacheThatCannotBeWrittenIsOneWarningAndTheCompilesStand) {
+  const std::string out = out_dir("read_only_cache");
+  const std::string space = std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  // /proc exists and takes no new files, even from root; a folder without write permission does the
+  // same for anyone else.
+  std::vector<std::string> caches = {"/proc"};
+  if (geteuid() != 0) {
+    const auto ro = std::filesystem::path(out) / "read_only";
+    std::filesystem::create_directories(ro);
+    std::filesystem::permissions(ro, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    caches.push_back(ro.string());
+  }
+  for (const auto& cache : caches) {
+    const Result r = run("--problem contact --B 2 --N 8 --C 16 --H 8 --compile-only --config " + space + " --out " + out +
+                         " --cache-dir " + cache);
+    ASSERT_EQ(r.code, 0) << cache << "\n" << r.output;
+    std::size_t warnings = 0;
+    for (std::size_t pos = 0; (pos = r.output.find("cannot be written", pos)) != std::string::npos; ++pos) ++warnings;
+    EXPECT_EQ(warnings, 1u) << "one warning per run\n" << r.output;
+    EXPECT_NE(r.output.find("warning: the compile cache " + cache), std::string::npos) << r.output;
+    const auto j = nlohmann::ordered_json::parse(
+        std::ifstream(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N8_C16_H8.json"));
+    ASSERT_GE(j.at("variants").size(), 2u);
+    for (const auto& v : j.at("variants")) {
+      EXPECT_EQ(v.at("status"), "compiled") << v.dump();
+      EXPECT_EQ(v.at("compile_cached"), false) << v.dump();
+    }
+  }
+  if (geteuid() != 0) std::filesystem::permissions(std::filesystem::path(out) / "read_only", std::filesystem::perms::owner_all);
 }
 
 // What two runs of the same work share: every variant's name, status, resources and launches, in order.
@@ -413,6 +505,23 @@ TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
   expect_error("header " + contact + " " + contact + " -o " + out, "two results for");
   EXPECT_EQ(run("header " + contact + " /nonexistent/result.json -o " + out).code, 2);
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
+  // A damaged or hand-edited result whose winner's median is null (NaN) or not positive: no header
+  // is generated from it.
+  const std::string out = out_dir("merged_header_null_median");
+  std::filesystem::create_directories(out);
+  for (const auto& [tag, median] : {std::pair{"null", nlohmann::ordered_json(nullptr)}, std::pair{"zero", nlohmann::ordered_json(0.0)}}) {
+    auto j = nlohmann::ordered_json::parse(std::ifstream(merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json")));
+    const std::string winner = j.at("summary").at("winner").get<std::string>();
+    for (auto& v : j.at("variants"))
+      if (v.at("name") == winner) v["timing"]["median_us"] = median;
+    const std::string file = out + "/" + tag + ".json";
+    std::ofstream(file) << j.dump();
+    expect_error("header " + file + " -o " + out + "/" + tag + ".hpp", "has no usable timing");
+    EXPECT_FALSE(std::filesystem::exists(out + "/" + tag + ".hpp"));
+  }
 }
 
 TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {

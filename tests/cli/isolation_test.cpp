@@ -220,6 +220,71 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
             header_body(result_path(clean).replace_extension(".hpp")));
 }
 
+// Every variant of the small space has "mapping=linear" in its name.
+constexpr const char* kEveryVariant = "mapping=linear";
+
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t pos = 0; (pos = text.find(needle, pos)) != std::string::npos; ++pos) ++n;
+  return n;
+}
+
+TEST(Isolation, ATimedRunInWhichNothingPassedSaysSoAndExits5) {
+  const std::string out = fresh_dir("nothing_passed");
+  const std::string faults = std::string("TUNE_WORKER_FAULT='") + kEveryVariant + "=cuda'";
+  const Result r = run(std::string(kFake) + " " + faults, small_run_args(out));
+  EXPECT_EQ(r.code, 5) << r.output;
+  EXPECT_EQ(count_of(r.output, "tune: "), 1u) << r.output;
+  EXPECT_NE(r.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 passed ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" crashed): no winner, no header; the results are in " + result_path(out).string()),
+            std::string::npos) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("complete"), true);
+  EXPECT_TRUE(got.at("summary").at("winner").is_null());
+  for (const auto& v : got.at("variants")) EXPECT_EQ(v.at("status"), "crashed") << v.dump();
+  EXPECT_FALSE(std::filesystem::exists(result_path(out).replace_extension(".hpp")));
+
+  // A --shard part leaves the verdict to the merge (a Slurm merge queued afterok still runs): it
+  // says so and exits 0; tune merge exits 5.
+  std::string shards;
+  for (int k = 0; k < 2; ++k) {
+    const std::string dir = fresh_dir("nothing_passed_shard" + std::to_string(k));
+    const Result s = run(std::string(kFake) + " " + faults, small_run_args(dir) + " --shard " + std::to_string(k) + "/2");
+    EXPECT_EQ(s.code, 0) << s.output;
+    EXPECT_NE(s.output.find("(a --shard part exits 0: tune merge exits 5 if the merged run has no winner)"), std::string::npos) << s.output;
+    shards += " " + dir;
+  }
+  const std::string merged = fresh_dir("nothing_passed_merged");
+  const Result m = run("", "merge" + shards + " --out " + merged);
+  EXPECT_EQ(m.code, 5) << m.output;
+  EXPECT_EQ(count_of(m.output, "tune: "), 1u) << m.output;
+  EXPECT_NE(m.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 passed"), std::string::npos) << m.output;
+  EXPECT_TRUE(std::filesystem::exists(result_path(merged)));
+
+  // A run in which something passed still exits 0.
+  const Result ok = run(kFake, small_run_args(fresh_dir("something_passed")));
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_EQ(ok.output.find("no variant of"), std::string::npos) << ok.output;
+}
+
+// A deadline shorter than the worker's first answer passes between two of its lines (a phase
+// line, then the reply): that is a timeout, never a wait without end.
+TEST(Isolation, ADeadlineThatHasPassedIsATimeoutNeverAnEndlessWait) {
+  const std::string out = fresh_dir("expired_deadline");
+  const std::string faults = std::string("TUNE_WORKER_FAULT='") + kEveryVariant + "=hang'";
+  // `timeout` ends a hung run (exit 124) instead of the test's own timeout.
+  const Result r = run(std::string(kFake) + " " + faults + " timeout -s KILL 60",
+                       small_run_args(out) + " --variant-timeout 0.0001");
+  ASSERT_EQ(r.code, 5) << "every variant times out, none hangs the run\n" << r.output;
+  const Json got = read_json(result_path(out));
+  for (const auto& v : got.at("variants")) {
+    EXPECT_EQ(v.at("status"), "timeout") << v.dump();
+    EXPECT_EQ(v.at("fault").at("kind"), "timeout") << v.dump();
+    EXPECT_EQ(v.at("fault").at("deadline_s"), 0.0001) << v.dump();
+  }
+  EXPECT_EQ(variant(got, got.at("summary").at("baseline").get<std::string>()).at("status"), "timeout");
+}
+
 TEST(Isolation, ResumeAfterKillMeasuresOnlyWhatTheJournalLacks) {
   const std::string clean = fresh_dir("resume_clean");
   ASSERT_EQ(run(kFake, small_run_args(clean)).code, 0);
@@ -306,6 +371,40 @@ TEST(Isolation, CtrlCToTheProcessGroupFinishesTheVariantInHandAndTheJournalResum
   const Json done = read_json(result_path(out));
   EXPECT_EQ(done.at("context").at("search").at("interrupted"), false);
   for (const auto& v : done.at("variants")) EXPECT_EQ(v.at("status"), "passed") << v.dump();
+}
+
+// Slurm's scancel (and its time limit) sends SIGTERM to every process of the job: it stops the run
+// as the first Ctrl-C does (the variant in hand finishes, the rest is skipped, the results written,
+// the journal kept), exit 143; the worker does not die of it.
+TEST(Isolation, SigtermToTheProcessGroupStopsTheRunLikeCtrlCAndExits143) {
+  const std::string out = fresh_dir("sigterm");
+  const pid_t pid = start_slow_run(out, {}, 2);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(-pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the first SIGTERM must not kill the process\n" << read_text(out + ".log");
+  EXPECT_EQ(WEXITSTATUS(status), 143) << read_text(out + ".log");
+  const std::string log = read_text(out + ".log");
+  EXPECT_NE(log.find("interrupted by SIGTERM: "), std::string::npos) << log;
+  const Json partial = read_json(result_path(out));
+  EXPECT_EQ(partial.at("complete"), true);
+  EXPECT_EQ(partial.at("context").at("search").at("interrupted"), true);
+  std::size_t skipped = 0;
+  for (const auto& v : partial.at("variants")) {
+    EXPECT_TRUE(v.at("status") == "passed" || v.at("status") == "skipped") << "the worker must not die of it\n" << v.dump();
+    if (v.at("status") == "skipped") {
+      ++skipped;
+      EXPECT_EQ(v.at("reason"), "not reached: the run was interrupted (SIGTERM)") << v.dump();
+    }
+  }
+  EXPECT_GE(skipped, 1u);
+  EXPECT_EQ(partial.at("context").at("isolation").at("worker_starts"), 1) << "the worker was not lost";
+  EXPECT_FALSE(std::filesystem::exists(result_path(out).replace_extension(".hpp"))) << "no header";
+  ASSERT_TRUE(std::filesystem::exists(journal_path(out))) << "an interrupted run keeps its journal";
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const auto& v : read_json(result_path(out)).at("variants")) EXPECT_EQ(v.at("status"), "passed") << v.dump();
 }
 
 TEST(Isolation, ResumeWithoutAJournalStartsAFreshRun) {

@@ -109,6 +109,24 @@ class Report(unittest.TestCase):
         self.assertIsNone(b["floors"])
         self.assertIsNone(b["ratio_to_floor"])
 
+    def test_a_null_median_is_never_ranked(self):
+        # A passed variant whose median is null (NaN when measured, or a damaged file): the report
+        # still runs, and that variant is in no ranking (here it was the most portable config).
+        src = OUT / "null_median"
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        run = json.loads(f.read_text())
+        for v in run["variants"]:
+            if v["name"] == "strategy=thread,block=64":
+                v["timing"]["median_us"] = None
+        f.write_text(json.dumps(run))
+        r = tune("report", str(src), "-o", str(OUT / "null_median_out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = {json.dumps(g["shape"]): g for g in json.loads((OUT / "null_median_out" / "report.json").read_text())["groups"]}
+        p = g[json.dumps(S1)]["portability"]
+        self.assertNotEqual(p["most_portable"]["config"], "strategy=thread,block=64")
+        self.assertEqual(p["configs_measured_everywhere"], 3)
+
     def test_a_result_of_another_schema_version_is_refused(self):
         bad = OUT / "bad_results" / "gpu" / "contact"
         bad.mkdir(parents=True, exist_ok=True)

@@ -37,10 +37,9 @@ std::string out_dir(const std::string& name) {
   return dir.string();
 }
 
-void expect_error(const std::string& args, const std::string& needle) {
-  const Result r = run(args);
-  EXPECT_NE(r.code, 0) << args << "\n" << r.output;
-  EXPECT_NE(r.output.find(needle), std::string::npos) << args << "\n" << r.output;
+// The output of a failed run holds `needle` and exactly one error line.
+void expect_error_output(const Result& r, const std::string& needle) {
+  EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
   // One error line: what was wrong and what to do.
   std::size_t error_lines = 0;
   for (std::size_t pos = 0; pos < r.output.size();) {
@@ -49,6 +48,13 @@ void expect_error(const std::string& args, const std::string& needle) {
     pos = end == std::string::npos ? r.output.size() : end + 1;
   }
   EXPECT_EQ(error_lines, 1u) << r.output;
+}
+
+void expect_error(const std::string& args, const std::string& needle) {
+  const Result r = run(args);
+  EXPECT_NE(r.code, 0) << args << "\n" << r.output;
+  SCOPED_TRACE(args);
+  expect_error_output(r, needle);
 }
 
 }  // namespace

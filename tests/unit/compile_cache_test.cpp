@@ -2,6 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "tune/compile_cache.hpp"
 
@@ -48,7 +54,7 @@ TEST(CompileCache, StoresHitsAndTreatsDamagedEntriesAsMisses) {
   r.log = "ptxas info    : Compiling entry function '_Z1kILi1EEvv' for 'sm_90'\n"
           "ptxas info    : Used 12 registers, used 0 barriers, 360 bytes cmem[0]\n";
   r.seconds = 4.2;
-  cache.store(key, r);
+  EXPECT_EQ(cache.store(key, r), "");
   const auto hit = cache.load(key);
   ASSERT_TRUE(hit.has_value());
   EXPECT_TRUE(hit->ok);
@@ -59,14 +65,75 @@ TEST(CompileCache, StoresHitsAndTreatsDamagedEntriesAsMisses) {
   // A truncated CUBIN (torn write) or unreadable metadata is a miss, not a crash.
   std::ofstream(dir / (key + ".cubin"), std::ios::trunc) << "x";
   EXPECT_FALSE(cache.load(key).has_value());
-  cache.store(key, r);
+  EXPECT_EQ(cache.store(key, r), "");
   std::ofstream(dir / (key + ".json"), std::ios::trunc) << "{not json";
   EXPECT_FALSE(cache.load(key).has_value());
   // Failed compiles are not stored.
   CompileResult failed;
   const std::string other = CompileCache::key(CompileRequest{"x", "x.cu", {}, {}}, "13.0");
-  cache.store(other, failed);
+  EXPECT_EQ(cache.store(other, failed), "");
   EXPECT_FALSE(std::filesystem::exists(dir / (other + ".json")));
+}
+
+// A CUBIN of the right length with other bytes (a flipped bit, a file another writer replaced)
+// is a miss; the compile that follows overwrites it. An entry without the hash (an older tune's)
+// is a miss too.
+TEST(CompileCache, ACubinWhoseContentHashDiffersIsAMissAndIsOverwritten) {
+  const auto dir = std::filesystem::temp_directory_path() / "tune_cache_hash_test";
+  std::filesystem::remove_all(dir);
+  const CompileCache cache(dir);
+  const std::string key = CompileCache::key(request(), "13.0");
+  CompileResult r;
+  r.ok = true;
+  r.cubin = {'\x7f', 'E', 'L', 'F', '\0', '\1', '\2', '\3'};
+  r.lowered_names = {"_Z1kILi1EEvv"};
+  ASSERT_EQ(cache.store(key, r), "");
+  ASSERT_TRUE(cache.load(key).has_value());
+  const auto meta = nlohmann::json::parse(std::ifstream(dir / (key + ".json")));
+  EXPECT_EQ(meta.at("cubin_xxh3_64"), CompileCache::content_hash(r.cubin));
+  EXPECT_EQ(CompileCache::content_hash(r.cubin).size(), 16u);
+  {
+    std::fstream f(dir / (key + ".cubin"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5);
+    f.put('\x42');  // same length, one byte changed
+  }
+  EXPECT_EQ(std::filesystem::file_size(dir / (key + ".cubin")), r.cubin.size());
+  EXPECT_FALSE(cache.load(key).has_value());
+  ASSERT_EQ(cache.store(key, r), "");  // recompiled and overwritten
+  const auto hit = cache.load(key);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->cubin, r.cubin);
+  // Metadata without the hash.
+  auto old = meta;
+  old.erase("cubin_xxh3_64");
+  std::ofstream(dir / (key + ".json"), std::ios::trunc) << old.dump();
+  EXPECT_FALSE(cache.load(key).has_value());
+}
+
+// A cache that cannot be written (read-only, full, a folder where nothing can be created) is no
+// failure of the compile: store says why and throws nothing.
+TEST(CompileCache, AStoreThatCannotBeWrittenSaysWhyAndThrowsNothing) {
+  CompileResult r;
+  r.ok = true;
+  r.cubin = {'\x7f', 'E', 'L', 'F'};
+  r.lowered_names = {"_Z1kILi1EEvv"};
+  const std::string key = CompileCache::key(request(), "13.0");
+  std::vector<std::filesystem::path> dirs = {"/proc"};  // exists; nobody, root included, creates files there
+  const auto read_only = std::filesystem::temp_directory_path() / "tune_cache_read_only";
+  if (geteuid() != 0) {  // root writes through permissions
+    std::filesystem::remove_all(read_only);
+    std::filesystem::create_directories(read_only);
+    std::filesystem::permissions(read_only, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    dirs.push_back(read_only);
+  }
+  for (const auto& dir : dirs) {
+    const CompileCache cache(dir);
+    std::string why;
+    EXPECT_NO_THROW(why = cache.store(key, r)) << dir;
+    EXPECT_NE(why.find("cannot write"), std::string::npos) << dir << ": " << why;
+    EXPECT_FALSE(cache.load(key).has_value()) << dir;
+  }
+  if (geteuid() != 0) std::filesystem::permissions(read_only, std::filesystem::perms::owner_all);
 }
 
 }  // namespace

@@ -1,13 +1,20 @@
 // The run journal: one fsync'ed JSON line per record, an identity line first, torn lines dropped.
+// Also the worker protocol's pipe reader and its deadlines (a passed deadline is expired).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <limits>
+#include <thread>
 
 #include <unistd.h>
 
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
+#include "tune/worker.hpp"
 
 namespace tune {
 namespace {
@@ -76,6 +83,59 @@ TEST(Journal, TheContentHashSeesEveryText) {
   EXPECT_EQ(content_hash({"a", "b"}), content_hash({"a", "b"}));
   EXPECT_NE(content_hash({"a", "b"}), content_hash({"ab", ""}));
   EXPECT_EQ(content_hash({"x"}).size(), 16u);
+}
+
+// A deadline that has passed, by a little or a lot, or that was computed as zero, negative or NaN,
+// is expired: the read fails at once with *timed_out set. (A negative time left once meant "wait
+// forever" to the reader.)
+TEST(PipeReader, ADeadlineThatHasPassedTimesOutAtOnceAndNeverWaitsForever) {
+  using namespace std::chrono_literals;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  PipeReader reader(fds[0]);
+  // Reads on another thread; should the read block, closing the writing end ends it (end of file,
+  // not a timeout) and the test fails instead of hanging.
+  auto read_line = [&](PipeReader::Clock::time_point deadline) {
+    auto f = std::async(std::launch::async, [&] {
+      bool timed_out = false;
+      auto l = reader.line(deadline, &timed_out);
+      return std::pair(l, timed_out);
+    });
+    if (f.wait_for(5s) != std::future_status::ready) {
+      ADD_FAILURE() << "the read blocked past its deadline";
+      close(fds[1]);
+      fds[1] = -1;
+    }
+    return f.get();
+  };
+  for (const double seconds : {-1.0, -1e9, 0.0, std::nan(""), -std::numeric_limits<double>::infinity()}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto [l, timed_out] = read_line(deadline_after(seconds));
+    EXPECT_FALSE(l.has_value()) << seconds;
+    EXPECT_TRUE(timed_out) << seconds;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << seconds;
+    if (fds[1] < 0) return;
+  }
+  // The pattern of WorkerProcess::receive: one deadline for every line of a reply. A line in time
+  // is read; once the deadline passes between two lines, the next read is a timeout.
+  const auto deadline = deadline_after(0.2);
+  ASSERT_EQ(write(fds[1], "phase\n", 6), 6);
+  const auto [first, first_timed_out] = read_line(deadline);
+  EXPECT_EQ(first, "phase");
+  EXPECT_FALSE(first_timed_out);
+  std::this_thread::sleep_for(300ms);
+  const auto [second, second_timed_out] = read_line(deadline);
+  EXPECT_FALSE(second.has_value());
+  EXPECT_TRUE(second_timed_out);
+  if (fds[1] < 0) return;
+  // A deadline beyond the clock's range is the far future, not an overflow into the past.
+  ASSERT_EQ(write(fds[1], "reply\n", 6), 6);
+  const auto [far, far_timed_out] = read_line(deadline_after(1e300));
+  EXPECT_EQ(far, "reply");
+  EXPECT_FALSE(far_timed_out);
+  EXPECT_GT(deadline_after(std::numeric_limits<double>::infinity()), std::chrono::steady_clock::now() + 24h);
+  close(fds[0]);
+  if (fds[1] >= 0) close(fds[1]);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <vector>
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -99,6 +101,50 @@ TEST(Winner, ATieGoesToFewerRegistersAndUnknownRegistersComeLast) {
   EXPECT_NE(rule.find("fewer registers"), std::string::npos);
   run.variants[1].timing->median_us = 20;  // clearly faster: no tie
   EXPECT_EQ(pick_winner(run, &rule), "a-unknown");
+}
+
+// A NaN compares false both ways: taken for the best, everything ties with it; taken for a
+// contender, it ties with the best. Neither may happen, nor may an infinite, zero or negative median win.
+TEST(Winner, NonFiniteOrNonPositiveMediansNeverWinTieOrGiveASpeedup) {
+  RunRecord run = fixture_run();
+  run.variants.resize(1);
+  VariantRecord good = run.variants[0];  // passed, 30 us, 40 registers
+  good.name = "z-good";
+  good.baseline = false;
+  std::string rule;
+  for (const double bad_median : {std::nan(""), std::numeric_limits<double>::infinity(), 0.0, -5.0}) {
+    VariantRecord bad = good;
+    bad.name = "a-bad";                   // the smaller name wins a tie
+    bad.resources.begin()->second.registers = 8;  // and so do fewer registers
+    bad.timing->median_us = bad_median;
+    for (const bool bad_first : {true, false}) {
+      run.variants = bad_first ? std::vector{bad, good} : std::vector{good, bad};
+      EXPECT_EQ(pick_winner(run, &rule), "z-good") << bad_median << (bad_first ? " first" : " second");
+    }
+    run.variants = {bad};
+    EXPECT_EQ(pick_winner(run, &rule), std::nullopt) << bad_median;
+    // A baseline without a usable median gives no speedup.
+    VariantRecord base = bad;
+    base.name = "baseline";
+    base.baseline = true;
+    run.variants = {base, good};
+    run.baseline = "baseline";
+    name_winner(run);
+    EXPECT_EQ(run.winner, "z-good") << bad_median;
+    EXPECT_FALSE(run.speedup.has_value()) << bad_median;
+    // A damaged interquartile range (NaN) widens no tie band.
+    run.variants = {good, good};
+    run.variants[1].name = "a-close";
+    run.variants[1].timing->median_us = 31.5;  // 5 % slower: ties only under a wide band
+    run.variants[1].timing->q1_us = std::nan("");
+    EXPECT_EQ(pick_winner(run, &rule), "z-good") << bad_median;
+    EXPECT_FALSE(has_usable_timing(bad));
+    EXPECT_TRUE(has_usable_timing(good));
+  }
+  // The strict re-measure's and halving's selection leaves such medians out (a NaN in the sort is
+  // undefined behaviour).
+  EXPECT_EQ(best_by_median({std::nan(""), 3.0, -1.0, 0.0, std::numeric_limits<double>::infinity(), 2.0}, 4),
+            (std::vector<std::size_t>{5, 1}));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // timed shards (fixtures, never measurements) back into the unsharded record.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -205,6 +206,39 @@ TEST(Merge, TimedShardsGiveTheUnshardedOrderTheWinnerAcrossShardsAndAHeader) {
   EXPECT_NEAR(*merged.speedup, 40.001 / 12, 1e-9);
   EXPECT_FALSE(merged.context.shard.has_value());
   EXPECT_EQ(written[0].parent_path().parent_path().parent_path().filename(), "out");
+}
+
+// A shard whose variant has a null median (NaN in memory: a broken measurement or a damaged file)
+// merges, but that variant never wins: the winner is re-picked among finite, positive medians.
+TEST(Merge, AVariantWithANullMedianNeverWinsTheMerge) {
+  const std::vector<double> medians = {50, 40, 30, 12, 45, 60, 35};
+  for (const double bad : {std::nan(""), 0.0, -3.0}) {
+    const auto dir = scratch("null_median");
+    auto shards = timed_shards(3, medians, 1);
+    // The bad median goes to the variant that wins every tie: the smallest name (all have 40 registers).
+    VariantRecord* victim = nullptr;
+    for (auto& s : shards)
+      for (auto& v : s.variants)
+        if (!v.baseline && (!victim || v.name < victim->name)) victim = &v;
+    ASSERT_NE(victim, nullptr);
+    const std::string victim_name = victim->name;
+    victim->timing->median_us = bad;
+    double expected = 1e9;
+    std::string expected_name;
+    for (const auto& s : shards)
+      for (const auto& v : s.variants)
+        if (v.name != victim_name && v.timing->median_us < expected) {
+          expected = v.timing->median_us;
+          expected_name = v.name;
+        }
+    const auto written = merge_shards(write_all(shards, dir / "in"), dir / "out", std::nullopt, {});
+    const RunRecord merged = read_result(written.at(0));
+    ASSERT_TRUE(merged.winner.has_value()) << bad;
+    EXPECT_NE(*merged.winner, victim_name) << bad;
+    EXPECT_EQ(*merged.winner, expected_name) << bad;
+    ASSERT_TRUE(merged.speedup.has_value());
+    EXPECT_TRUE(std::isfinite(*merged.speedup));
+  }
 }
 
 TEST(Merge, RefusesShardsOfOtherRunsAndIncompleteSets) {

@@ -47,6 +47,11 @@ std::vector<std::string> default_options(int compute_capability);
 CompileResult compile(const CompileRequest& request);
 // "13.0".
 std::string nvrtc_version();
+// The compute capabilities this NVRTC compiles for (nvrtcGetSupportedArchs), ascending: 75, 80, ...
+std::vector<int> supported_archs();
+// Throws InputError ("WHAT: NVRTC 13.0 cannot compile for compute capability 999; it supports 75,
+// 80, ...") unless NVRTC compiles for it. `what` says where the arch came from ("--arch 999").
+void check_arch(int compute_capability, const std::string& what);
 // Parses the ptxas lines of an NVRTC log; exposed for tests.
 std::map<std::string, Resources> parse_ptxas_report(std::string_view log);
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tune/compile.hpp"
 
@@ -18,10 +19,15 @@ class CompileCache {
   // 32 hex digits (XXH3-128) of the request and the NVRTC version.
   static std::string key(const CompileRequest& request, const std::string& nvrtc_version);
 
-  // A hit carries the CUBIN, log, lowered names and resources; seconds is 0.
+  // A hit carries the CUBIN, log, lowered names and resources; seconds is 0. An entry whose CUBIN
+  // differs from its metadata (length or XXH3-64 content hash), or that cannot be read, is a miss.
   [[nodiscard]] std::optional<CompileResult> load(const std::string& key) const;
-  // Stores successful compiles only (a failure is cheap to reproduce and may be transient).
-  void store(const std::string& key, const CompileResult& result) const;
+  // Stores successful compiles only (a failure is cheap to reproduce and may be transient). Never
+  // throws: returns why the entry could not be written (a read-only or full cache), else empty.
+  // A cache that cannot be written costs the next run its compiles, never this run's results.
+  [[nodiscard]] std::string store(const std::string& key, const CompileResult& result) const;
+  // 16 hex digits: XXH3-64 of the CUBIN, kept in the entry's metadata and checked on load.
+  static std::string content_hash(const std::vector<char>& cubin);
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
 
  private:

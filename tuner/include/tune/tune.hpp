@@ -64,8 +64,12 @@ struct TuneOutcome {
 };
 
 // Throws InputError / ConfigError / ShapeError / DeviceError for what a user must fix,
-// before anything is measured where possible.
+// before anything is measured where possible. The first SIGINT or SIGTERM during a run stops it
+// after the variant in hand (context.interrupted); a second one ends the process.
 TuneOutcome run_tune(const TuneOptions& options);
+// The signal (SIGINT or SIGTERM) that interrupted the last run, 0 when none did: the exit code is
+// 128 + it, as a shell reports a process that signal ended.
+int interrupt_signal();
 
 // Loads a problem's space: the given file (a space file or another problem.json; its template is
 // found beside it, else in the problem's template folder), or the problem's own problem.json.
@@ -83,16 +87,20 @@ Shape resolve_shape(const class Problem& problem, const class Space& space,
 // launch order, and the options.
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options);
 
+// A passed variant whose cold median is a finite, positive number: the only kind that is ranked,
+// ties, wins or gives a speedup (NaN, infinite, zero or negative medians never do).
+bool has_usable_timing(const VariantRecord& v);
 // The winner of a measured run: the smallest cold median; variants within the noise of it
 // (max(0.5 %, half the relative IQR), at most 5 %) tie, and a tie goes to fewer registers
 // (unknown counts last), then the smaller name. Sets *rule to that sentence. None passed: nullopt.
 std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule);
 // Sets run.winner and run.winner_rule (pick_winner) and run.speedup, the baseline's median over
-// the winner's when the baseline passed; clears all three first.
+// the winner's when the baseline has a usable timing; clears all three first.
 void name_winner(RunRecord& run);
 
 // Successive halving's selection: the indices of the `keep` smallest medians (ties by index), in
-// ascending order of median. keep is clamped to the count.
+// ascending order of median. Medians that are not finite and positive are left out; keep is
+// clamped to the count.
 std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std::size_t keep);
 
 // The configurations a run with --budget times: `budget` of `all` drawn without replacement by a

@@ -21,6 +21,7 @@
 //                                 purpose: segv, abort, hang (at the parity phase) or cuda (a sticky
 //                                 CUDA error; on a real device a kernel that writes to address 8).
 //                                 "@remeasure": at the load of the strict re-measure instead.
+#include <chrono>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -45,9 +46,10 @@ inline constexpr const char* kWorkerCommand = "__worker";
 // The device a fake run reports (TUNE_WORKER_FAKE): "Fake GPU", the limits of the arch, a UUID
 // of its own per ordinal ("GPU-fa4e0001-..." for 1).
 [[nodiscard]] DeviceInfo fake_device(int compute_capability, int ordinal = 0);
-// TUNE_WORKER_FAKE_DEVICES (default 1) and TUNE_WORKER_FAKE_FAIL_DEVICE (-1: none).
+// TUNE_WORKER_FAKE_DEVICES (default 1) and TUNE_WORKER_FAKE_FAIL_DEVICE (nullopt when unset: no
+// sentinel a device ordinal could equal).
 [[nodiscard]] int fake_device_count();
-[[nodiscard]] int fake_failing_device();
+[[nodiscard]] std::optional<int> fake_failing_device();
 
 // The worker's main loop (tune __worker PARENT_PID). Returns its exit code.
 int run_worker(int argc, char** argv);
@@ -66,22 +68,28 @@ struct WorkerItem {
   VariantRecord* record = nullptr;
 };
 
-// Buffered reads of a pipe: lines (without the newline) and exact byte counts. deadline_s < 0
-// blocks; otherwise a read that passes the deadline fails with *timed_out set.
+// Buffered reads of a pipe: lines (without the newline) and exact byte counts. A deadline is a
+// point in time (deadline_after): one that has passed reads nothing more from the pipe and fails
+// with *timed_out set, however far it has passed; no deadline (nullopt) blocks.
 class PipeReader {
  public:
+  using Clock = std::chrono::steady_clock;
   explicit PipeReader(int fd = -1) : fd_(fd) {}
-  // nullopt at end of file or past the deadline.
-  std::optional<std::string> line(double deadline_s = -1, bool* timed_out = nullptr);
+  // nullopt at end of file or once the deadline has passed (a line already buffered is returned).
+  std::optional<std::string> line(std::optional<Clock::time_point> deadline = std::nullopt, bool* timed_out = nullptr);
   bool exact(char* dst, std::size_t n);
 
  private:
   // Appends what the pipe has; false at end of file or past the deadline.
-  bool fill(double deadline_s, bool* timed_out);
+  bool fill(std::optional<Clock::time_point> deadline, bool* timed_out);
   int fd_;
   std::string buffer_;
   std::size_t start_ = 0;
 };
+
+// The point in time `seconds` from now: now itself (already expired) for zero, a negative number
+// or NaN, and the far future for a span beyond the clock's range.
+PipeReader::Clock::time_point deadline_after(double seconds);
 
 // A child process serving requests. Every call that waits takes a deadline; when the worker dies
 // or misses it (then it is killed with SIGKILL and reaped), the call returns false with what is

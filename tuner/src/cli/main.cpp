@@ -1,6 +1,10 @@
 // tune: the command line. It parses arguments and calls the library, nothing more.
 #include <charconv>
 #include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdint>
+#include <limits>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -8,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "tune/compile.hpp"
 #include "tune/devices.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -26,11 +31,36 @@ std::string joined_command_line(int argc, char** argv) {
   return s;
 }
 
-void print_summary(const tune::TuneOutcome& out) {
+// 128 + the signal that interrupted the run, as a shell reports it: 130 (SIGINT), 143 (SIGTERM).
+int interrupted_exit_code() {
+  const int signal = tune::interrupt_signal();
+  return 128 + (signal > 0 ? signal : SIGINT);
+}
+
+// Exit 5 (README): a timed run in which no variant passed; its results are written, no header.
+constexpr int kNothingPassed = 5;
+
+// Says so in one line when no variant of a finished timed run passed (none has a usable median);
+// true then.
+bool say_nothing_passed(const tune::RunRecord& run, const std::filesystem::path& json_path) {
+  if (!run.timed || run.winner || run.context.interrupted) return false;
+  std::map<std::string, int> by_status;
+  for (const auto& v : run.variants) ++by_status[tune::to_string(v.status)];
+  std::string counts;
+  for (const auto& [k, n] : by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, k);
+  fmt::print(stderr, "tune: no variant of {} {} passed ({}): no winner, no header; the results are in {}{}\n", run.problem,
+             run.shape.describe(), counts, json_path.string(),
+             run.context.shard ? " (a --shard part exits 0: tune merge exits 5 if the merged run has no winner)" : "");
+  return true;
+}
+
+// True when the run counts for exit 5: nothing passed, and it is not a --shard part (whose verdict
+// is the merge's, so that a Slurm merge queued afterok still runs).
+bool print_summary(const tune::TuneOutcome& out) {
   const auto& run = out.run;
   std::vector<const tune::VariantRecord*> ranked;
   for (const auto& v : run.variants)
-    if (v.status == tune::Status::kPassed && v.timing) ranked.push_back(&v);
+    if (tune::has_usable_timing(v)) ranked.push_back(&v);
   std::sort(ranked.begin(), ranked.end(), [](auto a, auto b) { return a->timing->median_us < b->timing->median_us; });
   std::map<std::string, int> by_status;
   for (const auto& v : run.variants) ++by_status[tune::to_string(v.status)];
@@ -57,6 +87,8 @@ void print_summary(const tune::TuneOutcome& out) {
   }
   fmt::print("results: {}\n", out.json_path.string());
   if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
+  std::fflush(stdout);
+  return say_nothing_passed(run, out.json_path) && !run.context.shard;
 }
 
 // The shape options: every `--NAME V[,V...]` (or `--NAME=V,...`) left after the known options.
@@ -95,6 +127,40 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> shape_lists(const
     out.emplace_back(name, std::move(values));
   }
   return out;
+}
+
+// An option given an empty value (--out '', --cache-dir '') means nothing, whatever the command:
+// refused in one line rather than taken for the default.
+void check_no_empty_values(const CLI::App& app) {
+  std::vector<const CLI::App*> apps{&app};
+  for (const CLI::App* sub : app.get_subcommands()) apps.push_back(sub);
+  for (const CLI::App* a : apps)
+    for (const CLI::Option* o : a->get_options())
+      if (o->get_type_size() > 0)
+        for (const std::string& v : o->results())
+          if (v.empty())
+            throw tune::InputError(fmt::format("{} is given an empty value; give one, or leave the option out", o->get_name()));
+}
+
+// A tune's options that parse but cannot be run: refused in one line (exit 2) before anything runs.
+void check_options(const CLI::App& app, tune::TuneOptions& opt, const std::string& seed_text) {
+  if (app.count("--arch") > 0) tune::check_arch(opt.arch, fmt::format("--arch {}", opt.arch));
+  // Parsed here: CLI11 wraps -1 and values past 2^64 - 1 into a seed.
+  const auto r = std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), opt.seed);
+  if (seed_text.empty() || r.ec != std::errc() || r.ptr != seed_text.data() + seed_text.size())
+    throw tune::InputError(fmt::format("--seed {}: expected an integer from 0 to {}", seed_text,
+                                       std::numeric_limits<std::uint64_t>::max()));
+  constexpr int kMaxJobs = 1024;  // threads of NVRTC compiles; far more than any machine's cores
+  if (app.count("--jobs") > 0 && (opt.jobs < 1 || opt.jobs > kMaxJobs))
+    throw tune::InputError(fmt::format("--jobs {}: expected 1 to {} parallel compiles (leave it out for one per hardware "
+                                       "thread)", opt.jobs, kMaxJobs));
+  if (opt.top_k < 0)
+    throw tune::InputError(fmt::format("--top {}: expected 0 or more variants to re-measure strictly", opt.top_k));
+  if (opt.device < 0)
+    throw tune::InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", opt.device));
+  for (const auto& [name, seconds] : {std::pair{"--time-budget", opt.time_budget_s}, std::pair{"--variant-timeout", opt.variant_timeout_s}})
+    if (app.count(name) > 0 && !(std::isfinite(seconds) && seconds > 0))
+      throw tune::InputError(fmt::format("{} {}: expected a positive number of seconds", name, seconds));
 }
 
 void print_problem_list() {
@@ -141,11 +207,12 @@ int main(int argc, char** argv) {
   app.add_option("--shard", shard_text,
                  "K/N: run part K of N (whole shapes of a sweep, or the variants of a single shape); "
                  "tune merge puts the parts together");
-  app.add_option("--seed", opt.seed, "seed of the inputs and parameters")->capture_default_str();
+  std::string seed_text = std::to_string(opt.seed);
+  app.add_option("--seed", seed_text, "seed of the inputs and parameters (0 to 2^64 - 1)")->capture_default_str();
   app.add_option("--out", out_dir, "results folder (results/<gpu>/<problem>/<shape>.json)")->capture_default_str();
   app.add_option("--header", header, "where to write the generated header (default: beside the JSON)");
   app.add_option("--config", config, "search-space file (default: the problem's own problem.json)");
-  app.add_option("--jobs,-j", opt.jobs, "parallel NVRTC compiles (default: all cores)");
+  app.add_option("--jobs,-j", opt.jobs, "parallel NVRTC compiles, 1 to 1024 (default: all cores)");
   auto* device_opt = app.add_option("--device", opt.device, "CUDA device ordinal")->capture_default_str();
   std::string devices_text;
   bool replicate = false;
@@ -161,8 +228,7 @@ int main(int argc, char** argv) {
                  "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--time-budget", opt.time_budget_s,
-                 "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named")
-      ->check(CLI::PositiveNumber);
+                 "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named");
   app.add_option("--search", opt.search,
                  "exhaustive: time every variant with the search profile; halving: screen every variant cheaply, "
                  "time the best third again")
@@ -173,8 +239,7 @@ int main(int argc, char** argv) {
   app.add_option("--variant-timeout", opt.variant_timeout_s,
                  "deadline of each variant in the worker process, in seconds; a variant past it is killed and "
                  "recorded as timeout (default: 10 s until the baseline is timed, then derived from its median, "
-                 "at least 5 s)")
-      ->check(CLI::PositiveNumber);
+                 "at least 5 s)");
   app.add_flag("--resume", opt.resume,
                "continue the interrupted run recorded in <shape>.journal.jsonl beside the results (same device, "
                "sources, options, shape and seed, or it refuses and names the field); journaled variants are "
@@ -231,6 +296,7 @@ int main(int argc, char** argv) {
 
   auto log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   try {
+    check_no_empty_values(app);
     tune::set_problem_path({problem_path.begin(), problem_path.end()});
     for (auto* sub : {verify, report, merge, shard_merge, list})
       if (sub->parsed() && !app.remaining().empty())
@@ -241,6 +307,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (verify->parsed()) {
+      if (vopt.device < 0)
+        throw tune::InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", vopt.device));
       vopt.log = log;
       return tune::run_verify(vopt) ? 0 : 1;
     }
@@ -259,8 +327,13 @@ int main(int argc, char** argv) {
       const std::vector<std::filesystem::path> inputs(merge_inputs.begin(), merge_inputs.end());
       const auto written = tune::merge_shards(inputs, merge_out, space_file, log);
       fmt::print("merged: {} files under {}\n", written.size(), merge_out);
-      return 0;
+      std::fflush(stdout);
+      bool nothing_passed = false;
+      for (const auto& f : written)
+        if (f.extension() == ".json") nothing_passed = say_nothing_passed(tune::read_result(f), f) || nothing_passed;
+      return nothing_passed ? kNothingPassed : 0;
     }
+    check_options(app, opt, seed_text);
     const auto lists = shape_lists(app.remaining());
     std::vector<tune::SweepItem> items;
     if (!sweep_file.empty()) {
@@ -303,8 +376,9 @@ int main(int argc, char** argv) {
       opt.problem = items.front().problem;
       opt.dims = items.front().dims;
       const tune::TuneOutcome outcome = tune::run_tune(opt);
-      print_summary(outcome);
-      return outcome.run.context.interrupted ? 130 : 0;  // 128 + SIGINT, as a shell reports it
+      const bool nothing_passed = print_summary(outcome);
+      if (outcome.run.context.interrupted) return interrupted_exit_code();
+      return nothing_passed ? kNothingPassed : 0;
     }
     if (opt.header && items.size() > 1) {
       fmt::print(stderr, "tune: --header names one file, but the sweep has {} shapes; leave it out (each header is "
@@ -316,7 +390,7 @@ int main(int argc, char** argv) {
     if (shard.count > 1)
       log(fmt::format("shard {}/{}: {} of the sweep's {} items{}", shard.index, shard.count, work.size(), items.size(),
                       items.size() == 1 ? " (one shape: its variants are split)" : ""));
-    bool interrupted = false;
+    bool interrupted = false, nothing_passed = false;
     if (!devices.empty()) {
       for (const auto& d : devices)
         log(fmt::format("{} -> {}/{}/", tune::describe_device(d.info), out_dir, d.dir));
@@ -326,24 +400,23 @@ int main(int argc, char** argv) {
           [&](const tune::SweepWork& w, const tune::SweepDevice& d, const tune::TuneOutcome& outcome) {
             fmt::print("\n== sweep item {} of {} on device {}: {}", w.index + 1, items.size(), d.info.ordinal,
                        w.item.describe());
-            print_summary(outcome);
-            std::fflush(stdout);
+            nothing_passed = print_summary(outcome) || nothing_passed;
           });
       fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", result.ran, replicate ? "item runs" : "items",
                  devices.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                  result.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(result.failed, ", ")),
                  result.not_run ? fmt::format("; {} not run", result.not_run) : std::string());
-      return result.interrupted ? 130 : 0;
+      return result.interrupted ? interrupted_exit_code() : nothing_passed ? kNothingPassed : 0;
     }
     const std::size_t ran = tune::run_sweep(work, opt, [&](const tune::SweepWork& w, const tune::TuneOutcome& outcome) {
       fmt::print("\n== sweep item {} of {}: {}", w.index + 1, items.size(), w.item.describe());
-      print_summary(outcome);
+      nothing_passed = print_summary(outcome) || nothing_passed;
       interrupted = interrupted || outcome.run.context.interrupted;
     });
     fmt::print("\nsweep: {} of {} items run{}\n", ran, items.size(),
                shard.count > 1 ? fmt::format(" by shard {}/{}; combine the shards with tune merge", shard.index, shard.count)
                                : std::string());
-    return interrupted ? 130 : 0;
+    return interrupted ? interrupted_exit_code() : nothing_passed ? kNothingPassed : 0;
   } catch (const tune::InputError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
     return 2;

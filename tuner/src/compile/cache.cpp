@@ -49,6 +49,10 @@ std::string CompileCache::key(const CompileRequest& request, const std::string& 
   return fmt::format("{:016x}{:016x}", h.high64, h.low64);
 }
 
+std::string CompileCache::content_hash(const std::vector<char>& cubin) {
+  return fmt::format("{:016x}", XXH3_64bits(cubin.data(), cubin.size()));
+}
+
 std::optional<CompileResult> CompileCache::load(const std::string& key) const {
   std::ifstream meta_in(dir_ / (key + ".json"));
   std::ifstream cubin_in(dir_ / (key + ".cubin"), std::ios::binary);
@@ -58,6 +62,9 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
     CompileResult r;
     r.cubin.assign(std::istreambuf_iterator<char>(cubin_in), std::istreambuf_iterator<char>());
     if (r.cubin.size() != meta.at("cubin_bytes").get<std::size_t>()) return std::nullopt;  // torn write
+    // Same length, other bytes (a flipped bit, another writer's file): a miss, compiled again and
+    // overwritten. An entry without the hash (an older tune's) is a miss too.
+    if (meta.at("cubin_xxh3_64").get<std::string>() != content_hash(r.cubin)) return std::nullopt;
     r.log = meta.at("log").get<std::string>();
     r.lowered_names = meta.at("lowered_names").get<std::vector<std::string>>();
     r.resources = parse_ptxas_report(r.log);
@@ -68,16 +75,22 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
   }
 }
 
-void CompileCache::store(const std::string& key, const CompileResult& result) const {
-  if (!result.ok) return;
-  // The CUBIN first, the metadata (which says how long the CUBIN is) last: a reader that finds
-  // the metadata finds a whole CUBIN.
-  write_file_atomic(dir_ / (key + ".cubin"), std::string(result.cubin.begin(), result.cubin.end()));
-  const nlohmann::json meta{{"cubin_bytes", result.cubin.size()},
-                            {"log", result.log},
-                            {"lowered_names", result.lowered_names},
-                            {"compile_seconds", result.seconds}};
-  write_file_atomic(dir_ / (key + ".json"), meta.dump());
+std::string CompileCache::store(const std::string& key, const CompileResult& result) const {
+  if (!result.ok) return {};
+  try {
+    // The CUBIN first, the metadata (which says how long the CUBIN is and its hash) last: a reader
+    // that finds the metadata finds a whole CUBIN.
+    write_file_atomic(dir_ / (key + ".cubin"), std::string(result.cubin.begin(), result.cubin.end()));
+    const nlohmann::json meta{{"cubin_bytes", result.cubin.size()},
+                              {"cubin_xxh3_64", content_hash(result.cubin)},
+                              {"log", result.log},
+                              {"lowered_names", result.lowered_names},
+                              {"compile_seconds", result.seconds}};
+    write_file_atomic(dir_ / (key + ".json"), meta.dump());
+    return {};
+  } catch (const std::exception& e) {  // read-only, full, gone: the compile itself stands
+    return e.what();
+  }
 }
 
 }  // namespace tune

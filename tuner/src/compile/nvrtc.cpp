@@ -1,5 +1,6 @@
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <regex>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "tune/compile.hpp"
+#include "tune/errors.hpp"
 
 namespace tune {
 namespace {
@@ -63,6 +65,22 @@ std::string arch_name(int compute_capability) { return fmt::format("sm_{}", comp
 
 std::vector<std::string> default_options(int compute_capability) {
   return {"-arch=" + arch_name(compute_capability), "-std=c++17", "--ptxas-options=-v"};
+}
+
+std::vector<int> supported_archs() {
+  int count = 0;
+  TUNE_NVRTC(nvrtcGetNumSupportedArchs(&count));
+  std::vector<int> archs(static_cast<std::size_t>(std::max(count, 0)));
+  if (!archs.empty()) TUNE_NVRTC(nvrtcGetSupportedArchs(archs.data()));
+  std::sort(archs.begin(), archs.end());
+  return archs;
+}
+
+void check_arch(int compute_capability, const std::string& what) {
+  const std::vector<int> archs = supported_archs();
+  if (std::find(archs.begin(), archs.end(), compute_capability) != archs.end()) return;
+  throw InputError(fmt::format("{}: NVRTC {} cannot compile for compute capability {}; it supports {}", what,
+                               nvrtc_version(), compute_capability, fmt::join(archs, ", ")));
 }
 
 std::string nvrtc_version() {

@@ -256,6 +256,9 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     const VariantRecord* w = run.find(*run.winner);
     const VariantRecord* b = run.baseline ? run.find(*run.baseline) : nullptr;
     if (!w || !w->timing) throw InputError(fmt::format("{}: the winner {} has no timing", r.file, *run.winner));
+    if (!has_usable_timing(*w))
+      throw InputError(fmt::format("{}: the winner {} has no usable timing (its median is not a positive number); "
+                                   "re-tune, or re-merge the shards", r.file, *run.winner));
     if (!b || !b->timing) throw InputError(fmt::format("{}: the baseline was not timed; re-tune to compare against it", r.file));
     entries.push_back({&run, merged_variant(run, *w, space, problem, r.file), merged_variant(run, *b, space, problem, r.file)});
   }

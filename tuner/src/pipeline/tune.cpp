@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <csignal>
 #include <atomic>
 #include <chrono>
@@ -36,30 +37,37 @@
 namespace tune {
 namespace {
 
-// The first SIGINT asks the run to stop after the variant in hand; the handler then gives SIGINT
-// back its default action, so a second Ctrl-C ends the process at once (the results file on disk
-// is always a complete, atomically written snapshot).
+// The first SIGINT (Ctrl-C) or SIGTERM (kill, Slurm's scancel) asks the run to stop after the
+// variant in hand; the handler then gives both back their default action, so a second one ends
+// the process at once (the results file on disk is always a complete, atomically written snapshot).
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_signal{0};  // the first signal that asked, for the exit code (128 + it)
+constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 
-extern "C" void on_sigint(int) {
+extern "C" void on_stop_signal(int signal) {
+  int none = 0;
+  g_signal.compare_exchange_strong(none, signal);  // before the flag: whoever sees the flag sees the signal
   g_interrupted = true;
-  std::signal(SIGINT, SIG_DFL);
+  for (const int s : kStopSignals) std::signal(s, SIG_DFL);
 }
 
 // Counted: runs on several devices at once share the handler and the flag (one Ctrl-C stops them
-// all); the first run installs it, the last one gives SIGINT back its previous action.
+// all); the first run installs it, the last one gives SIGINT and SIGTERM back their previous action.
 class SigintGuard {
  public:
   SigintGuard() {
     const std::lock_guard lock(mutex_);
     if (active_++ == 0) {
       g_interrupted = false;
-      previous_ = std::signal(SIGINT, on_sigint);
+      g_signal = 0;
+      for (std::size_t i = 0; i < std::size(kStopSignals); ++i) previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
     }
   }
   ~SigintGuard() {
     const std::lock_guard lock(mutex_);
-    if (--active_ == 0) std::signal(SIGINT, previous_ == SIG_ERR ? SIG_DFL : previous_);
+    if (--active_ == 0)
+      for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+        std::signal(kStopSignals[i], previous_[i] == SIG_ERR ? SIG_DFL : previous_[i]);
   }
   SigintGuard(const SigintGuard&) = delete;
   SigintGuard& operator=(const SigintGuard&) = delete;
@@ -67,7 +75,7 @@ class SigintGuard {
  private:
   static inline std::mutex mutex_;
   static inline int active_ = 0;
-  static inline void (*previous_)(int) = SIG_DFL;
+  static inline void (*previous_[std::size(kStopSignals)])(int) = {SIG_DFL, SIG_DFL};
 };
 
 using Clock = std::chrono::steady_clock;
@@ -343,15 +351,24 @@ Shape resolve_shape(const Problem& problem, const Space& space,
 
 // Winner: the smallest median; any variant within the noise of the best ties with it, and a
 // tie goes to fewer registers, then the lexicographically smaller name, so the header is stable.
+// Only a finite, positive median takes part (has_usable_timing): a NaN compares false both ways and
+// would tie with everything.
+bool has_usable_timing(const VariantRecord& v) {
+  return v.status == Status::kPassed && v.timing && std::isfinite(v.timing->median_us) && v.timing->median_us > 0;
+}
+
 std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
   const VariantRecord* best = nullptr;
   for (const auto& v : run.variants)
-    if (v.status == Status::kPassed && v.timing && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
+    if (has_usable_timing(v) && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
   if (!best) return std::nullopt;
-  auto spread = [](const TimingRecord& t) { return t.median_us > 0 ? (t.q3_us - t.q1_us) / (2 * t.median_us) : 0.0; };
+  auto spread = [](const TimingRecord& t) {
+    const double s = (t.q3_us - t.q1_us) / (2 * t.median_us);
+    return std::isfinite(s) && s > 0 ? s : 0.0;  // a damaged quartile widens no tie band
+  };
   const VariantRecord* pick = best;
   for (const auto& v : run.variants) {
-    if (v.status != Status::kPassed || !v.timing || &v == best) continue;
+    if (!has_usable_timing(v) || &v == best) continue;
     const double tol = std::min(0.05, std::max({0.005, spread(*best->timing), spread(*v.timing)}));
     if (v.timing->median_us > best->timing->median_us * (1 + tol)) continue;
     // Unknown registers (-1: no report) never win a tie on registers.
@@ -369,12 +386,13 @@ void name_winner(RunRecord& run) {
   run.winner = pick_winner(run, &run.winner_rule);
   if (!run.winner || !run.baseline) return;
   const auto* b = run.find(*run.baseline);
-  if (b && b->status == Status::kPassed) run.speedup = b->timing->median_us / run.find(*run.winner)->timing->median_us;
+  if (b && has_usable_timing(*b)) run.speedup = b->timing->median_us / run.find(*run.winner)->timing->median_us;
 }
 
 std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std::size_t keep) {
-  std::vector<std::size_t> order(medians.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < medians.size(); ++i)
+    if (std::isfinite(medians[i]) && medians[i] > 0) order.push_back(i);  // NaN would break the sort's ordering
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return medians[a] < medians[b]; });
   order.resize(std::min(keep, order.size()));
   return order;
@@ -400,6 +418,8 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
   for (const std::size_t i : order) out.push_back(all[i]);
   return out;
 }
+
+int interrupt_signal() { return g_signal; }
 
 TuneOutcome run_tune(const TuneOptions& o) {
   const auto t_start = Clock::now();
@@ -445,6 +465,8 @@ TuneOutcome run_tune(const TuneOptions& o) {
     if (!shortfall.empty()) throw ShapeError(shortfall);
   }
   const int cc = run.device ? run.device->compute_capability() : o.arch;
+  // Refused before anything compiles: an arch NVRTC cannot target would fail every variant.
+  check_arch(cc, run.device ? fmt::format("device {} ({})", o.device, run.device->name) : fmt::format("--arch {}", cc));
   const DeviceLimits limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
   run.timed = !compile_only;
 
@@ -480,6 +502,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   std::optional<CompileCache> cache;
   if (!o.no_cache) cache.emplace(o.cache_dir ? *o.cache_dir : CompileCache::default_dir());
   ctx.compile_cache = cache ? cache->dir().string() : "off";
+  std::atomic<bool> cache_warned{false};
 
   ctx.valid_configs = static_cast<std::int64_t>(space_enum.configs.size());
   std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
@@ -604,7 +627,11 @@ TuneOutcome run_tune(const TuneOptions& o) {
           const CompileSlots::Slot slot(CompileSlots::shared());
           r = compile(req);
         }
-        if (cache) cache->store(key, r);
+        // A cache that cannot be written (read-only, full) is one warning; the compile stands.
+        if (const std::string failed = cache ? cache->store(key, r) : std::string();
+            !failed.empty() && !cache_warned.exchange(true))
+          log(fmt::format("warning: the compile cache {} cannot be written ({}); the run goes on without storing "
+                          "(--cache-dir chooses another)", cache->dir().string(), failed));
       }
     } catch (const std::exception& e) {
       r.ok = false;
@@ -666,8 +693,8 @@ TuneOutcome run_tune(const TuneOptions& o) {
     if (g_interrupted) {
       ctx.interrupted = true;
       next = n;
-      log(fmt::format("interrupted: {} of {} variants done; writing what was measured (Ctrl-C again to stop at once)",
-                      done, n));
+      log(fmt::format("interrupted by {}: {} of {} variants done; writing what was measured ({} again to stop at once)",
+                      signal_name(g_signal), done, n, g_signal == SIGINT ? "Ctrl-C" : signal_name(g_signal)));
       break;
     }
     if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s) {
@@ -753,7 +780,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
     for (auto& v : run.variants)
       if (v.status == Status::kPending) {
         v.status = Status::kSkipped;
-        v.reason = ctx.interrupted ? std::string("not reached: the run was interrupted (SIGINT)")
+        v.reason = ctx.interrupted ? fmt::format("not reached: the run was interrupted ({})", signal_name(g_signal))
                                    : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
       }
   }
@@ -773,7 +800,16 @@ TuneOutcome run_tune(const TuneOptions& o) {
     return out;
   };
 
-  if (run.timed && halving && !ctx.interrupted) {
+  // A stop asked for after the search's last variant: the passes that follow are not started.
+  auto stop_asked = [&] {
+    if (g_interrupted && !ctx.interrupted) {
+      ctx.interrupted = true;
+      log(fmt::format("interrupted by {}: every variant searched; the passes that follow are left to --resume",
+                      signal_name(g_signal)));
+    }
+    return ctx.interrupted;
+  };
+  if (run.timed && halving && !stop_asked()) {
     // Successive halving: the best third of the screened variants (at least top + 1) timed again
     // with the search profile (parity already passed); the others keep their screening time.
     const auto screened = static_cast<std::size_t>(
@@ -801,7 +837,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
     if (baseline_index && run.variants[*baseline_index].status == Status::kPassed &&
         std::find(order.begin(), order.end(), *baseline_index) == order.end())
       order.push_back(*baseline_index);
-    if (!order.empty() && !ctx.interrupted) {
+    if (!order.empty() && !stop_asked()) {
       log(fmt::format("re-measuring the top {}{} strictly, interleaved", top, order.size() > top ? " and the baseline" : ""));
       std::vector<WorkerItem> items;
       for (auto i : order) {

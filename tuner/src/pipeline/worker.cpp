@@ -372,9 +372,9 @@ int fake_device_count() {
   return v ? std::max(0, std::atoi(v)) : 1;
 }
 
-int fake_failing_device() {
+std::optional<int> fake_failing_device() {
   const char* v = env("TUNE_WORKER_FAKE_FAIL_DEVICE");
-  return v ? std::atoi(v) : -1;
+  return v ? std::optional(std::atoi(v)) : std::nullopt;
 }
 
 DeviceInfo fake_device(int compute_capability, int ordinal) {
@@ -410,10 +410,12 @@ std::string signal_name(int signal) {
 }
 
 int run_worker(int argc, char** argv) {
-  // Dies with the orchestrator (even by kill -9); Ctrl-C is the orchestrator's to handle.
+  // Dies with the orchestrator (even by kill -9); Ctrl-C and SIGTERM (Slurm's scancel signals every
+  // process of the job) are the orchestrator's to handle: it lets the variant in hand finish.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (argc > 2 && getppid() != std::atoi(argv[2])) return 6;
   std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
   // Replies get the original stdout; anything else printed goes to stderr, not into the protocol.
   const int reply_fd = dup(STDOUT_FILENO);
   dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -498,8 +500,15 @@ void WorkerProcess::send(const Json& request, const std::vector<const std::vecto
   }
 }
 
-std::optional<std::string> PipeReader::line(double deadline_s, bool* timed_out) {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s));
+PipeReader::Clock::time_point deadline_after(double seconds) {
+  const auto now = Clock::now();
+  if (!(seconds > 0)) return now;  // zero, negative or NaN: already expired, never "no deadline"
+  // Beyond about a century the clock's range may overflow: the far future instead.
+  if (seconds > 3e9) return Clock::time_point::max();
+  return now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::optional<std::string> PipeReader::line(std::optional<Clock::time_point> deadline, bool* timed_out) {
   if (timed_out) *timed_out = false;
   for (;;) {
     if (const auto nl = buffer_.find('\n', start_); nl != std::string::npos) {
@@ -507,25 +516,24 @@ std::optional<std::string> PipeReader::line(double deadline_s, bool* timed_out) 
       start_ = nl + 1;
       return out;
     }
-    if (!fill(deadline_s < 0 ? -1 : remaining_s(deadline), timed_out)) return std::nullopt;
+    if (!fill(deadline, timed_out)) return std::nullopt;
   }
 }
 
 bool PipeReader::exact(char* dst, std::size_t n) {
   while (buffer_.size() - start_ < n)
-    if (!fill(-1, nullptr)) return false;
+    if (!fill(std::nullopt, nullptr)) return false;
   std::memcpy(dst, buffer_.data() + start_, n);
   start_ += n;
   return true;
 }
 
-bool PipeReader::fill(double deadline_s, bool* timed_out) {
+bool PipeReader::fill(std::optional<Clock::time_point> deadline, bool* timed_out) {
   buffer_.erase(0, start_);
   start_ = 0;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s));
   for (;;) {
-    if (deadline_s >= 0) {
-      const double left = remaining_s(deadline);
+    if (deadline) {
+      const double left = remaining_s(*deadline);
       if (left <= 0) {
         if (timed_out) *timed_out = true;
         return false;
@@ -570,11 +578,12 @@ FaultRecord WorkerProcess::reap(bool timed_out, double deadline_s) {
 }
 
 std::optional<Json> WorkerProcess::receive(double deadline_s, FaultRecord* fault) {
-  const auto t0 = Clock::now();
+  // One point in time for every line of the reply: a deadline that passes between two lines has
+  // expired, it does not turn into a wait without end.
+  const auto deadline = deadline_after(deadline_s);
   for (;;) {
     bool timed_out = false;
-    const double left = deadline_s - std::chrono::duration<double>(Clock::now() - t0).count();
-    const auto line = pid_ > 0 ? replies_.line(left, &timed_out) : std::nullopt;
+    const auto line = pid_ > 0 ? replies_.line(deadline, &timed_out) : std::nullopt;
     if (!line) {
       if (pid_ > 0) *fault = reap(timed_out, deadline_s);
       return std::nullopt;
