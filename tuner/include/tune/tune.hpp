@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "tune/compile.hpp"
 #include "tune/record.hpp"
@@ -76,6 +77,8 @@ int interrupt_signal();
 // Checks that every launch argument names a tensor of the problem, 'out' or a scratch buffer.
 class Space load_space(const std::string& problem, const std::optional<std::filesystem::path>& file);
 void check_launch_args(const class Problem& problem, const class Space& space);
+// context.config_file of a run with the problem's own space: "<problem.json> (problem)".
+inline constexpr std::string_view kProblemFileMark = " (problem)";
 // How to find the problem of a recorded run: its name on the problem path, else the problem file
 // the run recorded (context.config_file "<file> (problem)"), so a user's folder off the path works.
 std::string problem_spec_of(const struct RunRecord& run);

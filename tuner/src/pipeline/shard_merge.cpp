@@ -8,6 +8,7 @@
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/sweep.hpp"
+#include "tune/tune.hpp"
 
 namespace tune {
 namespace {
@@ -70,7 +71,7 @@ std::string device_dir(const RunRecord& r) { return r.device ? r.device->slug() 
 std::optional<std::filesystem::path> space_file(const Input& in, const std::optional<std::filesystem::path>& config) {
   if (config) return config;
   const std::string& f = in.run.context.config_file;
-  if (f.empty() || f.ends_with(" (embedded)") || f.ends_with(" (problem)")) return std::nullopt;
+  if (f.empty() || f.ends_with(" (embedded)") || f.ends_with(kProblemFileMark)) return std::nullopt;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(f, ec))
     throw InputError(fmt::format("{}: its search space {} cannot be read here; pass it with --config", in.file, f));

@@ -306,17 +306,15 @@ std::string problem_spec_of(const RunRecord& run) {
     return run.problem;
   } catch (const InputError&) {
     const std::string& f = run.context.config_file;
-    const std::string suffix = " (problem)";
     std::error_code ec;
-    if (f.ends_with(suffix) && std::filesystem::is_regular_file(f.substr(0, f.size() - suffix.size()), ec))
-      return f.substr(0, f.size() - suffix.size());
+    const std::string file = f.substr(0, f.size() - std::min(f.size(), kProblemFileMark.size()));
+    if (f.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(file, ec)) return file;
     throw;
   }
 }
 
 void check_launch_args(const Problem& problem, const Space& space) {
   std::vector<std::string> known{"out"};
-  const Shape none;
   for (const auto& t : problem.json().at("tensors")) known.push_back(t.at("name").get<std::string>());
   for (const auto& b : space.scratch_names()) known.push_back(b);
   for (const auto& [kernel, args] : space.launch_args())
@@ -495,7 +493,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.cuda_header_version = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);
   ctx.arch = arch_name(cc);
   ctx.compile_options = default_options(cc);
-  ctx.config_file = o.config ? o.config->string() : problem.file().string() + " (problem)";
+  ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
   ctx.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CompileSlots::shared().ensure(ctx.jobs);
 

@@ -240,15 +240,9 @@ void Problem::Impl::parse_edit(const Json& j, std::size_t i, const std::vector<s
 
 HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
   HostTensor out{spec(t), {}};
-  out.data.resize(static_cast<std::size_t>(out.spec.elements()));
   const Init& in = t.init;
+  // The PyTorch-style initialisers are init.cpp's (the built-in problems' draws, bit for bit).
   switch (in.kind) {
-    case InitKind::kNormal:
-      for (float& v : out.data) v = static_cast<float>(in.a + in.b * rng.normal());
-      break;
-    case InitKind::kUniform:
-      for (float& v : out.data) v = static_cast<float>(rng.uniform(in.a, in.b));
-      break;
     case InitKind::kLinear: {
       const std::int64_t fan_in = integer(*in.fan_in, "tensor '" + t.name + "' init fan_in");
       if (fan_in <= 0) fail(fmt::format("tensor '{}': fan_in '{}' gives {}", t.name, in.fan_in->text(), fan_in));
@@ -258,13 +252,24 @@ HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
       return init::layernorm_weight(out.spec, rng);
     case InitKind::kLayerNormBias:
       return init::layernorm_bias(out.spec, rng);
+    default:
+      break;
+  }
+  out.data.resize(static_cast<std::size_t>(out.spec.elements()));
+  switch (in.kind) {
+    case InitKind::kNormal:
+      for (float& v : out.data) v = static_cast<float>(in.a + in.b * rng.normal());
+      break;
+    case InitKind::kUniform:
+      for (float& v : out.data) v = static_cast<float>(rng.uniform(in.a, in.b));
+      break;
     case InitKind::kConstant:
       for (float& v : out.data) v = static_cast<float>(in.a);
       break;
     case InitKind::kBernoulli:
       for (float& v : out.data) v = rng.uniform01() < in.a ? 1.0f : 0.0f;
       break;
-    case InitKind::kNone:
+    default:  // kNone (outputs are never drawn); the initialisers above returned
       break;
   }
   return out;
