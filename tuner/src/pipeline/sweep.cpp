@@ -83,7 +83,7 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
   Json j;
   try {
     j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // syntax, and numbers out of range (1e999)
     throw InputError(fmt::format("{}: not valid JSON ({})", name, e.what()));
   }
   if (!j.is_object() || !j.contains("items") || !j.at("items").is_array() || j.at("items").empty())

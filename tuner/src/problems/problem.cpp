@@ -317,7 +317,7 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
   if (!in) throw ConfigError(p.file.string() + ": cannot be read (pass --problem a folder with a problem.json)");
   try {
     p.json = Json::parse(in);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // syntax, and numbers out of range (1e999)
     p.fail(std::string("not valid JSON (") + e.what() + ")");
   }
   auto f = [&](const std::string& m) { p.fail(m); };

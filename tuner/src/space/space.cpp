@@ -221,7 +221,7 @@ Space Space::load(const std::filesystem::path& file, const std::vector<std::file
   Json json;
   try {
     json = Json::parse(in);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // syntax, and numbers out of range (1e999)
     throw ConfigError(file.string() + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   return parse(json, file.string(), file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path(), template_dirs);
