@@ -129,8 +129,9 @@ TEST(Fuzz, SearchSpaceFiles) {
   }
 }
 
-// The problem keys (tensors, init, edits, work, reference) through Problem::load, and the data a
-// surviving file draws: a mutated problem file is refused with an InputError or works.
+// The problem keys (tensors, init, edits, edge_cases, deterministic, work, reference) through
+// Problem::load, and the data a surviving file draws, its edge cases' too: a mutated problem file
+// is refused with an InputError or works.
 TEST(Fuzz, ProblemFiles) {
   const auto source = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / "scene_graph";
   const auto dir = std::filesystem::temp_directory_path() / "tune_fuzz_problem";
@@ -148,6 +149,8 @@ TEST(Fuzz, ProblemFiles) {
            return;
          }
          (void)problem->make_data(shape, 1, DataPurpose::kParity);
+         for (const auto& name : problem->edge_cases(shape)) (void)problem->make_edge_case(shape, 1, name);
+         (void)problem->deterministic();
          (void)problem->counts(shape);
        },
        1500);

@@ -29,7 +29,7 @@ struct Tolerance {
 
 enum class DataPurpose {
   kTiming,  // plain seeded inputs
-  kParity,  // seeded inputs plus the problem's edge cases (fully masked rows, ...)
+  kParity,  // seeded inputs plus the file's edits of purpose parity (fully masked rows, ...)
 };
 
 // How the float64 reference is computed: the problem's reference.py out of process, or a C++
@@ -62,6 +62,14 @@ class Problem {
   [[nodiscard]] TensorSpec output_spec(const Shape& shape) const;
   // Same seed, same data on every machine: tensors drawn in the file's order, then its edits.
   [[nodiscard]] ProblemData make_data(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const;
+  // The problem's edge cases that apply at this shape (their `when` holds), by name, in file order.
+  [[nodiscard]] std::vector<std::string> edge_cases(const Shape& shape) const;
+  // The parity data of `seed` with edge case `name` applied: its `set` operations, then its edits.
+  // Throws InputError for an unknown name, or one whose `when` does not hold at this shape.
+  [[nodiscard]] ProblemData make_edge_case(const Shape& shape, std::uint64_t seed, const std::string& name) const;
+  // False when the problem declares that its kernels may give other bits from launch to launch
+  // (atomics): a determinism check must not hold them to identical outputs. Default true.
+  [[nodiscard]] bool deterministic() const;
   // Float64 reference of the output, from the float32 data. *how: which reference ran
   // ("built-in C++ (contact)", "reference.py (torch 2.11.0)", "reference.py (numpy)").
   [[nodiscard]] std::vector<double> reference(const Shape& shape, const ProblemData& data,

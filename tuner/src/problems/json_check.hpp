@@ -31,9 +31,9 @@ inline void keys(const nlohmann::ordered_json& obj, std::initializer_list<const 
 // with --config may hold any of them.
 inline const std::set<std::string>& problem_file_keys() {
   static const std::set<std::string> keys{
-      "schema_version", "problem",  "description", "template", "include_dirs", "reference", "golden",
-      "tolerance",      "shape",    "tensors",     "edits",    "work",         "parameters", "derived",
-      "constraints",    "launches", "scratch",     "baseline"};
+      "schema_version", "problem",  "description", "template",   "include_dirs",  "reference",  "golden",
+      "tolerance",      "shape",    "tensors",     "edits",      "edge_cases",    "deterministic", "work",
+      "parameters",     "derived",  "constraints", "launches",   "scratch",       "baseline"};
   return keys;
 }
 

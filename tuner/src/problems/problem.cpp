@@ -43,6 +43,7 @@ struct TensorDef {
 };
 
 struct Edit {
+  std::string where;  // its path in the file: "edits[2]", "edge_cases[1].edits[0]"
   std::size_t tensor = 0;
   bool parity_only = false;
   std::optional<space::Expression> when;
@@ -51,6 +52,21 @@ struct Edit {
   std::optional<space::Expression> value;
 };
 
+// An edge case's operation on one tensor: every element x becomes (fill, else x) * scale + offset,
+// computed in float64 and rounded to float32 once.
+struct TensorSet {
+  std::string where;  // "edge_cases[1].set.pair_repr"
+  std::size_t tensor = 0;
+  std::optional<double> fill;
+  double scale = 1, offset = 0;
+};
+
+struct EdgeCase {
+  std::string name;
+  std::optional<space::Expression> when;
+  std::vector<TensorSet> sets;
+  std::vector<Edit> edits;
+};
 
 }  // namespace
 
@@ -64,6 +80,8 @@ struct Problem::Impl {
   std::vector<TensorDef> tensors;
   std::size_t output = 0;
   std::vector<Edit> edits;
+  std::vector<EdgeCase> edge_cases;
+  bool deterministic = true;
   std::optional<space::Expression> flop, bytes;
   std::string flop_text, bytes_text;
   std::string builtin;
@@ -115,9 +133,16 @@ struct Problem::Impl {
   }
 
   void parse_tensor(const Json& j, std::size_t i);
-  void parse_edit(const Json& j, std::size_t i, const std::vector<std::string>& loop_names);
+  // `where` is the edit's path; the top-level edits take a `purpose`, an edge case's edits do not.
+  Edit parse_edit(const Json& j, const std::string& where, const std::vector<std::string>& loop_names, bool top_level);
+  void parse_edge_case(const Json& j, std::size_t i, const std::vector<std::string>& loop_names);
   HostTensor draw(const TensorDef& t, Rng& rng) const;
-  void apply(const Edit& e, std::size_t i, HostTensor& t) const;
+  void apply(const Edit& e, HostTensor& t) const;
+  void apply(const TensorSet& s, HostTensor& t) const;
+  // With the table bound to a shape: every parameter and input of `seed` (outputs left empty),
+  // indexed as `tensors`, and the same regrouped as ProblemData.
+  std::vector<HostTensor> draw_all(std::uint64_t seed, DataPurpose purpose) const;
+  ProblemData pack(std::vector<HostTensor> drawn) const;
 };
 
 namespace {
@@ -207,11 +232,13 @@ void Problem::Impl::parse_tensor(const Json& j, std::size_t i) {
   tensors.push_back(std::move(t));
 }
 
-void Problem::Impl::parse_edit(const Json& j, std::size_t i, const std::vector<std::string>& loop_names) {
-  const std::string where = fmt::format("edits[{}]", i);
+Edit Problem::Impl::parse_edit(const Json& j, const std::string& where, const std::vector<std::string>& loop_names,
+                               bool top_level) {
   auto f = [&](const std::string& m) { fail(m); };
-  json_check::keys(j, {"tensor", "for", "index", "value", "when", "purpose"}, where, f);
+  if (top_level) json_check::keys(j, {"tensor", "for", "index", "value", "when", "purpose"}, where, f);
+  else json_check::keys(j, {"tensor", "for", "index", "value", "when"}, where, f);
   Edit e;
+  e.where = where;
   const std::string target = json_check::string(j, "tensor", where, f);
   auto it = std::find_if(tensors.begin(), tensors.end(), [&](const TensorDef& t) { return t.name == target; });
   if (it == tensors.end() || it->role == Role::kOutput)
@@ -235,7 +262,58 @@ void Problem::Impl::parse_edit(const Json& j, std::size_t i, const std::vector<s
     fail(fmt::format("{}.index has {} entries but tensor '{}' has {} dimensions", where, e.index.size(), target, it->shape.size()));
   if (!j.contains("value")) fail(where + " needs 'value', an expression");
   e.value = expression(j.at("value"), where + ".value");
-  edits.push_back(std::move(e));
+  return e;
+}
+
+void Problem::Impl::parse_edge_case(const Json& j, std::size_t i, const std::vector<std::string>& loop_names) {
+  const std::string where = fmt::format("edge_cases[{}]", i);
+  auto f = [&](const std::string& m) { fail(m); };
+  json_check::keys(j, {"name", "set", "edits", "when"}, where, f);
+  EdgeCase c;
+  c.name = json_check::string(j, "name", where, f);
+  if (c.name.empty()) fail(where + ".name is empty");
+  for (const auto& other : edge_cases)
+    if (other.name == c.name) fail(fmt::format("{}.name: edge case '{}' is declared twice", where, c.name));
+  if (j.contains("when")) c.when = expression(j.at("when"), where + ".when");
+  if (j.contains("set")) {
+    const Json& set = j.at("set");
+    if (!set.is_object()) fail(where + ".set must map tensor names to operations ({\"pair_repr\": {\"scale\": 100}})");
+    for (const auto& [target, ops] : set.items()) {
+      if (target == "_comment") continue;
+      TensorSet s;
+      s.where = where + ".set." + target;
+      const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const TensorDef& t) { return t.name == target; });
+      if (it == tensors.end()) fail(s.where + ": no parameter or input of the problem has that name");
+      if (it->role == Role::kOutput) fail(s.where + ": '" + target + "' is the output; only parameters and inputs can be set");
+      s.tensor = static_cast<std::size_t>(it - tensors.begin());
+      json_check::keys(ops, {"fill", "scale", "offset"}, s.where, f);
+      if (!ops.contains("fill") && !ops.contains("scale") && !ops.contains("offset"))
+        fail(s.where + " needs an operation: fill, scale or offset (a number)");
+      auto number = [&](const char* key) {
+        const Json& v = ops.at(key);
+        // A float32 value: the data is float32, and a larger number is infinite there.
+        if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+            std::abs(v.get<double>()) > static_cast<double>(std::numeric_limits<float>::max()))
+          fail(fmt::format("{}.{}: {} is not a finite float32 number", s.where, key, v.dump()));
+        return v.get<double>();
+      };
+      if (ops.contains("fill")) s.fill = number("fill");
+      if (ops.contains("scale")) s.scale = number("scale");
+      if (ops.contains("offset")) s.offset = number("offset");
+      c.sets.push_back(std::move(s));
+    }
+  }
+  if (j.contains("edits")) {
+    if (!j.at("edits").is_array()) fail(where + ".edits must be a list (the syntax of the top-level edits)");
+    for (std::size_t k = 0; k < j.at("edits").size(); ++k) {
+      const std::string at = fmt::format("{}.edits[{}]", where, k);
+      if (!j.at("edits")[k].is_object()) fail(at + " must be an object");
+      c.edits.push_back(parse_edit(j.at("edits")[k], at, loop_names, false));
+    }
+  }
+  if (c.sets.empty() && c.edits.empty())
+    fail(where + " changes nothing: give 'set' ({\"<tensor>\": {\"scale\": 100}}) or 'edits'");
+  edge_cases.push_back(std::move(c));
 }
 
 HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
@@ -275,10 +353,10 @@ HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
   return out;
 }
 
-void Problem::Impl::apply(const Edit& e, std::size_t i, HostTensor& t) const {
+void Problem::Impl::apply(const Edit& e, HostTensor& t) const {
   if (e.when && e.when->eval() == 0) return;
   std::vector<std::int64_t> bounds;
-  for (const auto& [slot, bound] : e.loops) bounds.push_back(integer(bound, fmt::format("edits[{}] loop bound", i)));
+  for (const auto& [slot, bound] : e.loops) bounds.push_back(integer(bound, e.where + " loop bound"));
   for (const auto b : bounds)
     if (b <= 0) return;
   std::vector<std::int64_t> at(bounds.size(), 0);
@@ -286,9 +364,9 @@ void Problem::Impl::apply(const Edit& e, std::size_t i, HostTensor& t) const {
     for (std::size_t l = 0; l < at.size(); ++l) table.set(e.loops[l].first, static_cast<double>(at[l]));
     std::int64_t flat = 0;
     for (std::size_t d = 0; d < e.index.size(); ++d) {
-      const std::int64_t k = integer(e.index[d], fmt::format("edits[{}].index[{}]", i, d));
+      const std::int64_t k = integer(e.index[d], fmt::format("{}.index[{}]", e.where, d));
       if (k < 0 || k >= t.spec.shape[d])
-        fail(fmt::format("edits[{}].index[{}] '{}' gives {}, outside tensor '{}' (size {}) at this shape", i, d,
+        fail(fmt::format("{}.index[{}] '{}' gives {}, outside tensor '{}' (size {}) at this shape", e.where, d,
                          e.index[d].text(), k, t.spec.name, t.spec.shape[d]));
       flat = flat * t.spec.shape[d] + k;
     }
@@ -302,6 +380,35 @@ void Problem::Impl::apply(const Edit& e, std::size_t i, HostTensor& t) const {
     }
     if (at.empty()) return;
   }
+}
+
+void Problem::Impl::apply(const TensorSet& s, HostTensor& t) const {
+  for (std::size_t k = 0; k < t.data.size(); ++k) {
+    const double v = (s.fill ? *s.fill : static_cast<double>(t.data[k])) * s.scale + s.offset;
+    if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
+      fail(fmt::format("{}: element {} ({}) becomes {}, beyond float32; choose a smaller scale or offset", s.where, k,
+                       t.data[k], v));
+    t.data[k] = static_cast<float>(v);
+  }
+}
+
+std::vector<HostTensor> Problem::Impl::draw_all(std::uint64_t seed, DataPurpose purpose) const {
+  Rng rng(seed);
+  std::vector<HostTensor> drawn(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].role != Role::kOutput) drawn[i] = draw(tensors[i], rng);
+  for (const Edit& e : edits)
+    if (!e.parity_only || purpose == DataPurpose::kParity) apply(e, drawn[e.tensor]);
+  return drawn;
+}
+
+ProblemData Problem::Impl::pack(std::vector<HostTensor> drawn) const {
+  ProblemData data;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].role == Role::kParameter) data.params.push_back(std::move(drawn[i]));
+    else if (tensors[i].role == Role::kInput) data.inputs.push_back(std::move(drawn[i]));
+  }
+  return data;
 }
 
 Problem::Problem(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -343,24 +450,37 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
       p.fail(std::string("'shape.dims': ") + e.what());
     }
   }
+  // The loop variables of every edit (top level and edge cases') are declared before any
+  // expression is built.
   std::vector<std::string> loop_names;
-  if (j.contains("edits")) {
-    if (!j.at("edits").is_array()) p.fail("'edits' must be a list");
-    for (std::size_t i = 0; i < j.at("edits").size(); ++i) {
-      const Json& e = j.at("edits")[i];
+  auto declare_loops = [&](const Json& edits, const std::string& where) {
+    for (std::size_t i = 0; i < edits.size(); ++i) {
+      const Json& e = edits[i];
       if (!e.is_object() || !e.contains("for")) continue;
-      if (!e.at("for").is_object()) p.fail(fmt::format("edits[{}].for must map loop variables to their bounds", i));
+      if (!e.at("for").is_object()) p.fail(fmt::format("{}[{}].for must map loop variables to their bounds", where, i));
       for (const auto& [var, bound] : e.at("for").items()) {
         if (std::find(loop_names.begin(), loop_names.end(), var) != loop_names.end()) continue;
         if (std::find(p.dims.begin(), p.dims.end(), var) != p.dims.end())
-          p.fail(fmt::format("edits[{}].for: loop variable '{}' is also a dimension; choose another name", i, var));
+          p.fail(fmt::format("{}[{}].for: loop variable '{}' is also a dimension; choose another name", where, i, var));
         try {
           (void)p.table.declare(var);
         } catch (const std::invalid_argument& e2) {
-          p.fail(fmt::format("edits[{}].for: {}", i, e2.what()));
+          p.fail(fmt::format("{}[{}].for: {}", where, i, e2.what()));
         }
         loop_names.push_back(var);
       }
+    }
+  };
+  if (j.contains("edits")) {
+    if (!j.at("edits").is_array()) p.fail("'edits' must be a list");
+    declare_loops(j.at("edits"), "edits");
+  }
+  if (j.contains("edge_cases")) {
+    if (!j.at("edge_cases").is_array()) p.fail("'edge_cases' must be a list of {\"name\": ..., \"set\": {...}}");
+    for (std::size_t i = 0; i < j.at("edge_cases").size(); ++i) {
+      const Json& c = j.at("edge_cases")[i];
+      if (c.is_object() && c.contains("edits") && c.at("edits").is_array())
+        declare_loops(c.at("edits"), fmt::format("edge_cases[{}].edits", i));
     }
   }
 
@@ -389,8 +509,15 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
   if (j.contains("edits"))
     for (std::size_t i = 0; i < j.at("edits").size(); ++i) {
       if (!j.at("edits")[i].is_object()) p.fail(fmt::format("edits[{}] must be an object", i));
-      p.parse_edit(j.at("edits")[i], i, loop_names);
+      p.edits.push_back(p.parse_edit(j.at("edits")[i], fmt::format("edits[{}]", i), loop_names, true));
     }
+  if (j.contains("edge_cases"))
+    for (std::size_t i = 0; i < j.at("edge_cases").size(); ++i) p.parse_edge_case(j.at("edge_cases")[i], i, loop_names);
+  if (j.contains("deterministic")) {
+    if (!j.at("deterministic").is_boolean())
+      p.fail("'deterministic' must be true or false (false: the kernels may give other bits from launch to launch)");
+    p.deterministic = j.at("deterministic").get<bool>();
+  }
 
   if (j.contains("work")) {
     const Json& w = j.at("work");
@@ -432,6 +559,7 @@ const nlohmann::ordered_json& Problem::json() const { return impl_->json; }
 std::vector<std::string> Problem::dims() const { return impl_->dims; }
 Tolerance Problem::tolerance() const { return impl_->tolerance; }
 bool Problem::has_builtin_reference() const { return !impl_->builtin.empty(); }
+bool Problem::deterministic() const { return impl_->deterministic; }
 
 std::string Problem::work_expression(const std::string& which) const {
   return which == "flop" ? impl_->flop_text : which == "bytes" ? impl_->bytes_text : std::string();
@@ -455,18 +583,39 @@ ProblemData Problem::make_data(const Shape& shape, std::uint64_t seed, DataPurpo
   const Impl& p = *impl_;
   const std::lock_guard lock(p.mutex);
   p.bind(shape);
-  Rng rng(seed);
-  std::vector<HostTensor> drawn(p.tensors.size());
-  for (std::size_t i = 0; i < p.tensors.size(); ++i)
-    if (p.tensors[i].role != Role::kOutput) drawn[i] = p.draw(p.tensors[i], rng);
-  for (std::size_t i = 0; i < p.edits.size(); ++i)
-    if (!p.edits[i].parity_only || purpose == DataPurpose::kParity) p.apply(p.edits[i], i, drawn[p.edits[i].tensor]);
-  ProblemData data;
-  for (std::size_t i = 0; i < p.tensors.size(); ++i) {
-    if (p.tensors[i].role == Role::kParameter) data.params.push_back(std::move(drawn[i]));
-    else if (p.tensors[i].role == Role::kInput) data.inputs.push_back(std::move(drawn[i]));
+  return p.pack(p.draw_all(seed, purpose));
+}
+
+std::vector<std::string> Problem::edge_cases(const Shape& shape) const {
+  check_shape(shape);
+  const Impl& p = *impl_;
+  const std::lock_guard lock(p.mutex);
+  p.bind(shape);
+  std::vector<std::string> out;
+  for (const EdgeCase& c : p.edge_cases)
+    if (!c.when || c.when->eval() != 0) out.push_back(c.name);
+  return out;
+}
+
+ProblemData Problem::make_edge_case(const Shape& shape, std::uint64_t seed, const std::string& name) const {
+  check_shape(shape);
+  const Impl& p = *impl_;
+  const auto c = std::find_if(p.edge_cases.begin(), p.edge_cases.end(), [&](const EdgeCase& e) { return e.name == name; });
+  if (c == p.edge_cases.end()) {
+    std::vector<std::string> names;
+    for (const EdgeCase& e : p.edge_cases) names.push_back("'" + e.name + "'");
+    throw InputError(fmt::format("problem {} has no edge case '{}' ({})", p.name, name,
+                                 names.empty() ? "it declares none" : fmt::format("it has {}", fmt::join(names, ", "))));
   }
-  return data;
+  const std::lock_guard lock(p.mutex);
+  p.bind(shape);
+  if (c->when && c->when->eval() == 0)
+    throw InputError(fmt::format("problem {}: edge case '{}' does not apply at shape {} (when '{}')", p.name, name,
+                                 shape.describe(), c->when->text()));
+  std::vector<HostTensor> drawn = p.draw_all(seed, DataPurpose::kParity);
+  for (const TensorSet& s : c->sets) p.apply(s, drawn[s.tensor]);
+  for (const Edit& e : c->edits) p.apply(e, drawn[e.tensor]);
+  return p.pack(std::move(drawn));
 }
 
 std::vector<double> Problem::reference(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
