@@ -1,5 +1,5 @@
 // A problem's declared edge cases (edge_cases: set ops then edits on the parity data, `when`) and
-// its `deterministic` flag: the file checks at load and the data they make.
+// its `deterministic` flag: the file checks at load, the data they make, and the shipped problems'.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -176,6 +176,46 @@ TEST(EdgeCases, AProblemWithoutEdgeCasesHasNoneAndIsDeterministicByDefault) {
   EXPECT_THROW((void)plain->make_edge_case(Shape({{"M", 2}, {"K", 3}}), 1, "large magnitudes"), InputError);
   EXPECT_FALSE(Problem::load(write_problem(R"("deterministic": false)"))->deterministic());
   EXPECT_TRUE(Problem::load(write_problem(R"("deterministic": true)"))->deterministic());
+}
+
+// The shipped problems' edge cases: the ones chosen, finite data that differs from the parity
+// data, and a finite reference (the C++ fast path agreeing with reference.py where there is one).
+TEST(EdgeCases, TheShippedProblemsEdgeCasesMakeFiniteDataAndAFiniteReference) {
+  struct Shipped {
+    std::string problem;  // a name on the problem path, or a folder
+    Shape shape;
+    std::vector<std::string> cases;
+  };
+  const std::vector<Shipped> shipped = {
+      {"contact", Shape({{"B", 2}, {"N", 5}, {"C", 8}, {"H", 4}}), {"large magnitudes", "all-equal rows"}},
+      {"scene_graph", Shape({{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}}),
+       {"large node features", "strong relation bias", "all edges", "self edges only"}},
+      {(test::repo_dir() / "examples" / "ln_linear_gelu").string(), Shape({{"M", 3}, {"K", 8}, {"N", 5}}),
+       {"large magnitudes", "all-equal rows"}}};
+  for (const auto& [name, shape, cases] : shipped) {
+    const Problem& p = find_problem(name);
+    EXPECT_TRUE(p.deterministic()) << name;
+    ASSERT_EQ(p.edge_cases(shape), cases) << name;
+    const ProblemData parity = p.make_data(shape, 5, DataPurpose::kParity);
+    for (const auto& c : cases) {
+      const ProblemData d = p.make_edge_case(shape, 5, c);
+      bool changed = false;
+      for (const auto* group : {&d.params, &d.inputs})
+        for (const HostTensor& t : *group) {
+          for (float v : t.data) ASSERT_TRUE(std::isfinite(v)) << name << ", " << c << ": " << t.spec.name;
+          changed = changed || t.data != parity.get(t.spec.name).data;
+        }
+      EXPECT_TRUE(changed) << name << ", " << c << " is the parity data";
+      // reference() refuses a non-finite output.
+      const auto ref = p.reference(shape, d);
+      EXPECT_EQ(ref.size(), static_cast<std::size_t>(p.output_spec(shape).elements())) << name << ", " << c;
+      if (!p.has_builtin_reference()) continue;
+      const auto python = p.reference(shape, d, ReferenceBackend::kPython);
+      double worst = 0;
+      for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(ref[i] - python[i]) / (1.0 + std::abs(ref[i])));
+      EXPECT_LT(worst, 1e-12) << name << ", " << c;
+    }
+  }
 }
 
 }  // namespace
