@@ -22,7 +22,14 @@ using Json = nlohmann::ordered_json;
 // A small problem folder in a scratch directory; `keys` (JSON object text, without its braces) is
 // added to the top level. The reference is never run.
 std::filesystem::path write_problem(const std::string& keys) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tune_edge_cases_" + std::to_string(::getpid()));
+  static const struct Scratch {  // this process's folder, removed at exit
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tune_edge_cases_" + std::to_string(::getpid()));
+    ~Scratch() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } scratch;
+  const auto& dir = scratch.dir;
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "reference.py") << "def reference(shape, params, inputs):\n    raise NotImplementedError\n";
   std::ofstream(dir / "problem.json") << R"({
