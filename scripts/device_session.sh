@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
-#                                       torch[:<args separated by :>]
+#                                       torch[:<args separated by :>], check:<results file>[:<args>],
+#                                       plant=NAME:<tune args separated by :>
+# check: tune check on a result of record (the correctness gate) into $OUT/check.log.
+# plant=NAME: scripts/plant.py NAME builds the planted-defect problem folder (tests/plants/NAME.json),
+# then tune runs it with the args, results under results-device/plants/NAME.
 # torch: PyTorch eager and torch.compile timed at the shapes of the committed results/
 # (report/torch_baseline.py, each problem's make_model from configs/<problem>/reference.py) into
 # $OUT/torch_baseline.json.
@@ -20,7 +24,22 @@ for step in "$@"; do
   case "$step" in
     info)
       { nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE; } >"$out/nvidia-smi.txt" 2>&1
-      nproc >>"$out/nvidia-smi.txt" ;;
+      nproc >>"$out/nvidia-smi.txt"
+      { command -v compute-sanitizer; compute-sanitizer --version; compute-sanitizer --help; } >>"$out/nvidia-smi.txt" 2>&1 ;;
+    check:*)
+      args=${step#check:}
+      echo "== tune check ${args//:/ }" | tee -a "$out/check.log"
+      start=$(date +%s%N)
+      "$tune" check ${args//:/ } 2>&1 | tee -a "$out/check.log" | tail -2
+      echo "exit ${PIPESTATUS[0]}; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/check.log" ;;
+    plant=*)
+      name=${step#plant=}; name=${name%%:*}; args=${step#plant=*:}
+      folder=$PWD/plants-device/$name
+      python3 scripts/plant.py "$name" "$folder" >>"$out/tune.log" 2>&1 || status=1
+      echo "== plant $name: tune --problem $folder ${args//:/ }" | tee -a "$out/tune.log"
+      start=$(date +%s%N)
+      "$tune" --problem "$folder" ${args//:/ } --out "$results/plants/$name" 2>>"$out/tune.log" | tee -a "$out/tune.log"
+      echo "exit ${PIPESTATUS[0]}; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log" ;;
     tests)
       for t in .device/bin/tune_device*_tests; do
         TUNE_EXE=$tune TUNE_FIXTURES=$PWD/tests/fixtures "$t" 2>&1 | tee -a "$out/tests.log" |

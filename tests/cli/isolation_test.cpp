@@ -214,7 +214,7 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
   EXPECT_EQ(iso.at("worker_starts"), 5) << "one worker, then a fresh one after each of the four losses";
   EXPECT_EQ(iso.at("variant_timeout_s"), 1.0);
   EXPECT_EQ(iso.at("test_hooks").size(), 2u);
-  EXPECT_EQ(got.at("schema_minor_version"), 2);
+  EXPECT_EQ(got.at("schema_minor_version"), 3);
   EXPECT_EQ(got.at("context").at("reference"), "built-in C++ (contact)");
   EXPECT_EQ(header_body(result_path(faulty).replace_extension(".hpp")),
             header_body(result_path(clean).replace_extension(".hpp")));
@@ -413,6 +413,200 @@ TEST(Isolation, ResumeWithoutAJournalStartsAFreshRun) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("no journal at"), std::string::npos) << r.output;
   EXPECT_EQ(read_json(result_path(out)).at("complete"), true);
+}
+
+}  // namespace
+
+// ---- The correctness gate (issue 20) with the fake worker and a fake compute-sanitizer ----------
+
+namespace {
+
+std::string fmt_count(const std::string& pattern, std::size_t n) {
+  std::string s = pattern;
+  for (std::size_t pos; (pos = s.find("{0}")) != std::string::npos;) s.replace(pos, 3, std::to_string(n));
+  return s;
+}
+
+std::string fake_sanitizer() {
+  return std::string("TUNE_SANITIZER=") + TUNE_REPO_DIR + "/tests/support/fake-compute-sanitizer";
+}
+
+// A clean gated run: the winner, the order, and the run's JSON.
+struct Clean {
+  Json json;
+  std::string winner, baseline;
+  std::vector<std::string> order;
+};
+const Clean& clean_gated_run() {
+  static const Clean c = [] {
+    const std::string out = fresh_dir("gate_clean");
+    const Result r = run(std::string(kFake) + " " + fake_sanitizer(), small_run_args(out));
+    EXPECT_EQ(r.code, 0) << r.output;
+    Clean x;
+    x.json = read_json(result_path(out));
+    x.winner = x.json.at("summary").at("winner").get<std::string>();
+    x.baseline = x.json.at("summary").at("baseline").get<std::string>();
+    x.order = by_median(x.json);
+    return x;
+  }();
+  return c;
+}
+
+TEST(Gate, TheFinalistsAreGatedAndTheContextSaysHow) {
+  const Clean& c = clean_gated_run();
+  const Json& g = c.json.at("context").at("gate");
+  EXPECT_EQ(g.at("mode"), "finalists");
+  EXPECT_EQ(g.at("tools"), Json::array({"memcheck", "racecheck", "synccheck", "initcheck"}));
+  EXPECT_NE(g.at("sanitizer_version").get<std::string>().find("2099.1.0"), std::string::npos) << g.dump();
+  const std::size_t finalists = std::find(c.order.begin(), c.order.begin() + 3, c.baseline) != c.order.begin() + 3 ? 3 : 4;
+  EXPECT_EQ(g.at("gated"), finalists) << "the top 3 and the baseline";
+  EXPECT_EQ(g.at("unsafe"), 0);
+  EXPECT_EQ(g.at("rounds"), 1);
+  EXPECT_GE(g.at("inputs").size(), 2u) << g.dump();
+  EXPECT_GT(g.at("wall_s").get<double>(), 0.0);
+  EXPECT_EQ(c.json.at("schema_minor_version"), 3);
+  const Json& w = variant(c.json, c.winner);
+  EXPECT_EQ(w.at("gate").at("verdict"), "safe") << w.dump();
+  EXPECT_EQ(w.at("gate").at("tools").size(), 4u);
+  EXPECT_TRUE(w.at("gate").at("deterministic").get<bool>());
+  EXPECT_TRUE(variant(c.json, c.baseline).at("gate").is_object()) << "the baseline is a finalist";
+  // Variants that are not finalists are not gated.
+  std::size_t gated = 0;
+  for (const auto& v : c.json.at("variants")) gated += v.at("gate").is_object();
+  EXPECT_EQ(gated, finalists);
+}
+
+TEST(Gate, ARacecheckReportMakesTheWinnerUnsafeAndTheNextFinalistWins) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("gate_race");
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=racecheck'",
+                       small_run_args(out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json got = read_json(result_path(out));
+  const Json& w = variant(got, c.winner);
+  EXPECT_EQ(w.at("status"), "unsafe") << w.dump();
+  EXPECT_EQ(w.at("gate").at("verdict"), "unsafe");
+  ASSERT_EQ(w.at("gate").at("findings").size(), 1u) << w.dump();
+  const Json& f = w.at("gate").at("findings")[0];
+  EXPECT_EQ(f.at("tool"), "racecheck");
+  EXPECT_EQ(f.at("kind").get<std::string>().rfind("Error: Race reported between Write access at ", 0), 0u) << f.dump();
+  // The report names the kernel demangled, with the line.
+  EXPECT_EQ(f.at("kind").get<std::string>().find("_Z"), std::string::npos) << f.dump();
+  EXPECT_NE(f.at("kind").get<std::string>().find("contact.cuh:412"), std::string::npos) << f.dump();
+  EXPECT_NE(w.at("reason").get<std::string>().find("racecheck"), std::string::npos);
+  // The next finalist wins, safe; the timing of the unsafe one is kept but it never ranks.
+  const std::string winner = got.at("summary").at("winner").get<std::string>();
+  EXPECT_NE(winner, c.winner);
+  EXPECT_EQ(variant(got, winner).at("gate").at("verdict"), "safe");
+  EXPECT_TRUE(w.at("timing").is_object());
+  EXPECT_EQ(got.at("context").at("gate").at("unsafe"), 1);
+  EXPECT_NE(r.output.find("gate: unsafe " + c.winner), std::string::npos) << r.output;
+  EXPECT_NE(read_text(result_path(out).replace_extension(".hpp")).find(winner), std::string::npos)
+      << "the header names the safe winner";
+}
+
+TEST(Gate, AnOutputThatChangesIsUnsafeAndAFailedEdgeCaseIsIncorrect) {
+  const Clean& c = clean_gated_run();
+  std::string second = c.order[1] == c.baseline ? c.order[2] : c.order[1];
+  const std::string out = fresh_dir("gate_flaky");
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=flaky;" +
+                           second + "=edge'",
+                       small_run_args(out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json got = read_json(result_path(out));
+  const Json& w = variant(got, c.winner);
+  EXPECT_EQ(w.at("status"), "unsafe") << w.dump();
+  EXPECT_FALSE(w.at("gate").at("deterministic").get<bool>());
+  EXPECT_NE(w.at("reason").get<std::string>().find("changed between launches"), std::string::npos) << w.dump();
+  EXPECT_TRUE(w.at("gate").at("tools").empty()) << "a variant that failed the output checks is not sanitized";
+  const Json& s = variant(got, second);
+  EXPECT_EQ(s.at("status"), "incorrect") << s.dump();
+  EXPECT_EQ(s.at("gate").at("verdict"), "incorrect");
+  EXPECT_NE(s.at("reason").get<std::string>().find("parity failed on input"), std::string::npos) << s.dump();
+  const std::string winner = got.at("summary").at("winner").get<std::string>();
+  EXPECT_NE(winner, c.winner);
+  EXPECT_NE(winner, second);
+}
+
+TEST(Gate, WhenEveryFinalistFailsTheNextAreGatedInTurnAndNothingUnsafeWins) {
+  const Clean& c = clean_gated_run();
+  // Every variant but the slowest races: round after round, until the slowest wins.
+  std::string faults;
+  for (std::size_t i = 0; i + 1 < c.order.size(); ++i) faults += c.order[i] + "=memcheck;";
+  const std::string out = fresh_dir("gate_rounds");
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + faults + "'",
+                       small_run_args(out) + " --top 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("summary").at("winner"), c.order.back()) << r.output;
+  EXPECT_GT(got.at("context").at("gate").at("rounds").get<int>(), 1);
+  for (std::size_t i = 0; i + 1 < c.order.size(); ++i) {
+    const Json& v = variant(got, c.order[i]);
+    if (v.at("gate").is_object()) {
+      EXPECT_EQ(v.at("status"), "unsafe") << v.dump();
+    }
+  }
+  EXPECT_NE(r.output.find("no gated finalist is safe"), std::string::npos) << r.output;
+}
+
+TEST(Gate, AMissingSanitizerDegradesWithOneLine) {
+  const std::string out = fresh_dir("gate_missing");
+  const Result r = run(std::string(kFake) + " TUNE_SANITIZER=/nonexistent/compute-sanitizer", small_run_args(out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "no compute-sanitizer"), 1u) << r.output;
+  EXPECT_NE(r.output.find("TUNE_SANITIZER=/nonexistent/compute-sanitizer is not an executable file"), std::string::npos)
+      << r.output;
+  const Json got = read_json(result_path(out));
+  const Json& g = got.at("context").at("gate");
+  EXPECT_TRUE(g.at("tools").empty());
+  EXPECT_EQ(g.at("sanitizer"), "");
+  EXPECT_NE(g.at("note").get<std::string>().find("no compute-sanitizer"), std::string::npos);
+  // The output checks still ran on the finalists.
+  EXPECT_EQ(variant(got, got.at("summary").at("winner").get<std::string>()).at("gate").at("verdict"), "safe");
+}
+
+TEST(Gate, SanitizeWinnerRunsTheToolsOnTheWouldBeWinnerOnly) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("gate_winner");
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=synccheck'",
+                       small_run_args(out) + " --sanitize winner");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("context").at("gate").at("mode"), "winner");
+  EXPECT_EQ(variant(got, c.winner).at("status"), "unsafe");
+  const std::string winner = got.at("summary").at("winner").get<std::string>();
+  std::size_t sanitized = 0;
+  for (const auto& v : got.at("variants"))
+    if (v.at("gate").is_object() && !v.at("gate").at("tools").empty()) ++sanitized;
+  EXPECT_EQ(sanitized, 2u) << "the first would-be winner, then the next";
+  EXPECT_EQ(variant(got, winner).at("gate").at("tools").size(), 4u);
+}
+
+TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("gate_check");
+  ASSERT_EQ(run(std::string(kFake) + " " + fake_sanitizer(), small_run_args(out)).code, 0);
+  const auto file = result_path(out);
+  const std::string before = read_text(file);
+  const std::string env = std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=racecheck'";
+  const Result r = run(env, "check " + file.string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("unsafe " + c.winner + ": racecheck"), std::string::npos) << r.output;
+  EXPECT_EQ(read_text(file), before) << "tune check writes nothing unless --write";
+  const Result all = run(std::string(kFake) + " " + fake_sanitizer(), "check " + file.string() + " --all-finalists");
+  EXPECT_EQ(all.code, 0) << all.output;
+  const std::size_t finalists = std::find(c.order.begin(), c.order.begin() + 3, c.baseline) != c.order.begin() + 3 ? 3 : 4;
+  EXPECT_NE(all.output.find(fmt_count("check: {0} of {0} safe", finalists)), std::string::npos) << all.output;
+  const Result w = run(env, "check " + file.string() + " --write");
+  EXPECT_EQ(w.code, 1) << w.output;
+  const Json got = read_json(file);
+  EXPECT_EQ(variant(got, c.winner).at("status"), "unsafe");
+  EXPECT_NE(got.at("summary").at("winner"), c.winner);
+  EXPECT_NE(read_text(std::filesystem::path(file).replace_extension(".hpp")).find(got.at("summary").at("winner").get<std::string>()),
+            std::string::npos);
+  const Result unknown = run(std::string(kFake), "check " + file.string() + " --variant no-such-variant");
+  EXPECT_EQ(unknown.code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("no variant named 'no-such-variant'"), std::string::npos) << unknown.output;
 }
 
 }  // namespace

@@ -48,6 +48,9 @@ class SampleSet {
 // The seed of the parity inputs: fresh data, not the timing buffers.
 inline std::uint64_t parity_seed_of(std::uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull + 1; }
 
+// XXH3-64 of the output's bytes, 16 hex digits (ParityRecord::output_hash).
+std::string output_hash(const std::vector<float>& out);
+
 ParityRecord compare_output(const std::vector<float>& out, const std::vector<double>& ref, double atol, double rtol);
 [[nodiscard]] inline bool parity_passed(const ParityRecord& p) { return p.mismatches == 0 && p.elements > 0; }
 
@@ -77,6 +80,24 @@ class DeviceRunner {
   // rule; replaces each record's timing and keeps the first pass as search_timing.
   void remeasure_interleaved(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
                              const std::vector<VariantRecord*>& records, const Options& options);
+  // The gate's checks (issue 20) on variants that passed: parity on each further input (`inputs`,
+  // each with its float64 reference), and the output on the parity data over `rounds` rounds of one
+  // launch of each variant in turn, the L2 flushed before each: bitwise identical to the first round
+  // and to `known_hashes` (the search context's ParityRecord::output_hash; empty: unknown), or, when
+  // the problem is not deterministic, within its tolerance. Fills inputs, launches, deterministic and
+  // determinism of each GateRecord. Throws cuda::CudaError when a launch faults.
+  struct GateInput {
+    std::string name;
+    std::uint64_t seed = 0;
+    const ProblemData* data = nullptr;
+    const std::vector<double>* reference = nullptr;
+  };
+  void gate(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
+            const std::vector<GateRecord*>& gates, const std::vector<std::string>& known_hashes,
+            const std::vector<GateInput>& inputs, int rounds, bool deterministic);
+  // One launch on the parity data, for a run under compute-sanitizer (no timing, no comparison):
+  // returns the output's hash. Announces the phases with `item`.
+  std::string launch_for_sanitizer(const CompileResult& compiled, const Lowered& lowered, int item);
   // Checks one compiled variant against arbitrary data and its reference (tune verify).
   ParityRecord check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,
                      const std::vector<double>& reference, std::uint64_t seed);

@@ -19,8 +19,9 @@ inline constexpr int kResultSchemaVersion = 1;
 // Additions a reader of the same major version may ignore. 1: per-variant `fault`, context
 // `isolation`, `journal` (GPU work in a worker process, the run journal, --resume) and `shard`
 // (--shard runs). 2: context `reference` (which float64 reference the parity checks used: the
-// built-in C++ fast path or the problem folder's reference.py and its backend).
-inline constexpr int kResultSchemaMinorVersion = 2;
+// built-in C++ fast path or the problem folder's reference.py and its backend). 3: status `unsafe`,
+// per-variant `gate` and parity `output_hash`, context `gate` (the correctness gate, issue 20).
+inline constexpr int kResultSchemaMinorVersion = 3;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -32,6 +33,9 @@ enum class Status {
   kCrashed,        // it faulted the context (illegal address, trap, ...) or killed its worker process
   kTimeout,        // it did not finish before its deadline; its worker process was killed
   kSkipped,        // not measured on purpose; the reason says why
+  kUnsafe,         // passed parity and was timed, but the gate found a hazard: a sanitizer report (race,
+                   // out-of-bounds access, barrier misuse, uninitialised read) or an output that changed
+                   // from launch to launch. Never wins; the record's gate says what was found.
 };
 std::string to_string(Status s);
 Status status_from_string(const std::string& s);  // throws InputError
@@ -47,6 +51,35 @@ struct ParityRecord {
   std::int64_t elements = 0;
   double atol = 1e-4, rtol = 1e-4;
   std::uint64_t seed = 0;
+  // XXH3-64 of the output's bytes (16 hex digits; empty when unknown): the gate compares the bits a
+  // fresh context gives with these.
+  std::string output_hash;
+};
+
+// One report of a compute-sanitizer tool on a variant.
+struct SanitizerFinding {
+  std::string tool;  // memcheck, racecheck, synccheck, initcheck
+  std::string kind;  // the report's first line: "Error: Race reported between Write access at ...", ...
+  std::vector<std::string> report;  // its first lines, as the tool wrote them (names demangled)
+};
+
+// A finalist's gate (issue 20): sanitizers on its parity launch, its output over repeated launches
+// and from a fresh context, and parity on more inputs than the search used.
+struct GateRecord {
+  std::string verdict;  // "safe", "unsafe" (a finding or a changing output), "incorrect" (an input failed)
+  std::string reason;   // one line: what was found, or what was checked
+  std::vector<std::string> tools;  // the sanitizer tools that ran on it
+  std::vector<SanitizerFinding> findings;
+  struct Input {
+    std::string name;  // "seed 2", "large magnitudes", ...
+    ParityRecord parity;
+  };
+  std::vector<Input> inputs;
+  int launches = 0;          // launches compared for determinism (fresh context included)
+  bool deterministic = true; // false: the bits (or, for a problem that declares itself non-deterministic,
+                             // the values beyond tolerance) changed between launches
+  std::string determinism;   // what was compared, or what changed
+  double seconds = 0;        // wall time of this variant's checks (sanitizer runs shared with others)
 };
 
 struct ClockRecord {
@@ -116,6 +149,7 @@ struct VariantRecord {
   // Throughput from the problem's counts at the median cold time.
   std::optional<double> gbytes_per_s, gflop_per_s;
   std::optional<FaultRecord> fault;  // crashed or timeout: how it ended
+  std::optional<GateRecord> gate;    // the correctness gate, for finalists
 
   [[nodiscard]] int max_registers() const;
   [[nodiscard]] int spill_bytes() const;
@@ -170,6 +204,20 @@ struct RunContext {
   std::string journal;         // the journal file of this run
   int resumed_variants = 0;    // records taken from the journal by --resume
   std::optional<ShardRecord> shard;  // null: not a shard
+  // The correctness gate (issue 20): which checks ran on the finalists and what they cost.
+  struct Gate {
+    std::string mode = "off";     // off, winner, finalists
+    std::string sanitizer;        // the compute-sanitizer that ran, or "" when none did
+    std::string sanitizer_version;
+    std::vector<std::string> tools;  // sanitizer tools run
+    std::string note;             // why a part did not run (no compute-sanitizer, ...), or ""
+    std::vector<std::string> inputs;  // extra parity inputs: seeds and the problem's edge cases
+    int launches = 0;             // launches per finalist compared for determinism
+    int rounds = 0;               // a round gates the next finalists when every gated one failed
+    int gated = 0, unsafe = 0, incorrect = 0;
+    double wall_s = 0;            // wall time of the gate
+    double share = 0;             // wall_s / the run's total wall time
+  } gate;
 };
 
 struct RunRecord {

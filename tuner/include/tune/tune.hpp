@@ -50,7 +50,10 @@ struct TuneOptions {
   // journal, start fresh.
   bool resume = false;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
-  bool no_cache = false;  // re-measured strictly, interleaved, before naming a winner
+  bool no_cache = false;
+  // The correctness gate's sanitizers (tune/gate.hpp): "off", "winner" or "finalists". The output
+  // checks (more inputs, determinism) run on every finalist whatever this says.
+  std::string sanitize = "finalists";
   std::string command_line;
   // Set by the sweep layer for --shard runs (tune/sweep.hpp): recorded in the context, and with
   // split "variants" only this shard's variants are run.

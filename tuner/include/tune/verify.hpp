@@ -12,6 +12,9 @@ struct VerifyOptions {
   std::filesystem::path results_dir = "results";
   bool all = false;  // every variant of the matching results file, not only baseline and winner
   int device = 0;
+  // The correctness gate (tune/gate.hpp) on the variants whose golden parity passed: its sanitizer
+  // runs ("off", "winner", "finalists": every variant checked).
+  std::string sanitize = "finalists";
   std::function<void(const std::string&)> log;
 };
 

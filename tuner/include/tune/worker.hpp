@@ -21,6 +21,11 @@
 //                                 purpose: segv, abort, hang (at the parity phase) or cuda (a sticky
 //                                 CUDA error; on a real device a kernel that writes to address 8).
 //                                 "@remeasure": at the load of the strict re-measure instead.
+//                                 With TUNE_WORKER_FAKE, the gate's checks fail on purpose: racecheck,
+//                                 memcheck, synccheck, initcheck (the fake worker writes that tool's
+//                                 report, in compute-sanitizer's format, to the sanitizer's log when
+//                                 it runs under that tool), flaky (the output changes between
+//                                 launches), edge (parity fails on the first edge case).
 #include <chrono>
 #include <optional>
 #include <string>
@@ -59,6 +64,12 @@ struct WorkerInit {
   Shape shape;
   std::uint64_t seed = 0;
   int device = 0;
+  // false: no float64 reference is computed (a worker that only launches: the sanitizer's).
+  bool reference = true;
+  // Runs the worker under this program (compute-sanitizer and its options); empty: directly.
+  std::vector<std::string> launcher;
+  // Under a sanitizer: the tool and its log file (a fake worker writes its planted reports there).
+  std::string sanitizer_tool, sanitizer_log;
 };
 
 // One variant sent to the worker: its CUBIN, its launches and the record to fill.
@@ -111,6 +122,14 @@ class WorkerProcess {
   // *exiting: the worker reported a sticky CUDA error and exits; the records are complete.
   bool run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
            double deadline_s, FaultRecord* fault, int* culprit, bool* exiting);
+  // Any other request (the gate's "gate" and "sanitize"): its reply, or nullopt when the worker was
+  // lost (*fault says how, *culprit the item in hand) or answered with an error (fault kind "error").
+  std::optional<nlohmann::ordered_json> call(const char* op, const std::vector<WorkerItem>& items,
+                                             const nlohmann::ordered_json& extra, double deadline_s, FaultRecord* fault,
+                                             int* culprit);
+  // Asks the worker to quit and waits for it: its exit code (128 + the signal that ended it), or -1
+  // when it was already lost or had to be killed after deadline_s.
+  int quit(double deadline_s);
   [[nodiscard]] bool alive() const { return pid_ > 0; }
 
  private:

@@ -15,6 +15,7 @@
 #include "tune/compile.hpp"
 #include "tune/devices.hpp"
 #include "tune/errors.hpp"
+#include "tune/gate.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/report.hpp"
@@ -248,6 +249,12 @@ int main(int argc, char** argv) {
   std::string cache_dir;
   app.add_option("--cache-dir", cache_dir, "compile cache directory (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
   app.add_flag("--no-cache", opt.no_cache, "compile everything, neither reading nor writing the compile cache");
+  app.add_option("--sanitize", opt.sanitize,
+                 "the correctness gate's compute-sanitizer runs (memcheck, racecheck, synccheck, initcheck): on every "
+                 "finalist, on the would-be winner only (and the next when it fails), or off; the finalists' outputs "
+                 "are checked on more inputs and over many launches either way")
+      ->check(CLI::IsMember({"off", "winner", "finalists"}))
+      ->capture_default_str();
 
   tune::VerifyOptions vopt;
   auto* verify = app.add_subcommand("verify", "check the CPU reference (and, on a GPU, tuned variants) against golden files");
@@ -255,6 +262,10 @@ int main(int argc, char** argv) {
   verify->add_option("--results", vopt.results_dir, "results folder to find the matching tune results in")->capture_default_str();
   verify->add_flag("--all", vopt.all, "check every variant of the matching results file, not just baseline and winner");
   verify->add_option("--device", vopt.device, "CUDA device ordinal")->capture_default_str();
+  verify->add_option("--sanitize", vopt.sanitize,
+                     "the correctness gate's compute-sanitizer runs on the variants checked: finalists (all), winner, off")
+      ->check(CLI::IsMember({"off", "winner", "finalists"}))
+      ->capture_default_str();
 
   tune::ReportOptions ropt;
   auto* report = app.add_subcommand("report", "write report.md, report.html and charts comparing GPUs, shapes, "
@@ -279,13 +290,26 @@ int main(int argc, char** argv) {
   shard_merge->add_option("--out", merge_out, "results folder to write (<gpu>/<problem>/<shape>.json)")->capture_default_str();
   shard_merge->add_option("--config", merge_config, "search-space file for the header (default: the one the run used)");
 
+  tune::CheckOptions copt;
+  std::string check_results;
+  auto* check = app.add_subcommand("check", "run the correctness gate (more inputs, determinism, compute-sanitizer) on "
+                                            "variants of a result of record; exit 1 when one is unsafe or incorrect");
+  check->add_option("results", check_results, "a results JSON written by tune")->required()->check(CLI::ExistingFile);
+  check->add_option("--variant", copt.variants, "a variant by name (repeatable; default: the winner)");
+  check->add_flag("--all-finalists", copt.all_finalists, "every variant re-measured strictly, and the baseline");
+  check->add_flag("--write", copt.write, "write the verdicts (and a new winner) into the results file and its header");
+  check->add_option("--sanitize", copt.sanitize, "compute-sanitizer runs: finalists (every variant checked), winner, off")
+      ->check(CLI::IsMember({"off", "winner", "finalists"}))
+      ->capture_default_str();
+  check->add_option("--device", copt.device, "CUDA device ordinal")->capture_default_str();
+
   auto* list = app.add_subcommand("list", "list the problems found (--problem-path, $TUNE_PROBLEM_PATH, built-in): "
                                           "where each comes from, its dims and defaults");
   // Shape dimensions are the problem's: whatever is left after the known options.
   app.allow_extras();
   // A subcommand takes the main options too (tune list --problem-path DIR); what none of them knows
   // is refused below (only a tune takes shape options).
-  for (auto* sub : {verify, report, merge, shard_merge, list}) sub->fallthrough();
+  for (auto* sub : {verify, report, merge, shard_merge, list, check}) sub->fallthrough();
 
   try {
     app.parse(argc, argv);
@@ -298,7 +322,7 @@ int main(int argc, char** argv) {
   try {
     check_no_empty_values(app);
     tune::set_problem_path({problem_path.begin(), problem_path.end()});
-    for (auto* sub : {verify, report, merge, shard_merge, list})
+    for (auto* sub : {verify, report, merge, shard_merge, list, check})
       if (sub->parsed() && !app.remaining().empty())
         throw tune::InputError(fmt::format("tune {}: unexpected argument '{}' (tune {} --help lists its options)", sub->get_name(),
                                            app.remaining().front(), sub->get_name()));
@@ -313,6 +337,15 @@ int main(int argc, char** argv) {
       return tune::run_verify(vopt) ? 0 : 1;
     }
     if (report->parsed()) return tune::run_report(ropt);
+    if (check->parsed()) {
+      if (copt.variants.size() > 0 && copt.all_finalists)
+        throw tune::InputError("tune check: give --variant NAME or --all-finalists, not both");
+      if (copt.device < 0)
+        throw tune::InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", copt.device));
+      copt.results = check_results;
+      copt.log = log;
+      return tune::run_check(copt) ? 0 : 1;
+    }
     if (merge->parsed()) {
       std::optional<std::filesystem::path> space_file;
       if (!header_config.empty()) space_file = header_config;

@@ -64,7 +64,8 @@ class Program {
 std::string arch_name(int compute_capability) { return fmt::format("sm_{}", compute_capability); }
 
 std::vector<std::string> default_options(int compute_capability) {
-  return {"-arch=" + arch_name(compute_capability), "-std=c++17", "--ptxas-options=-v"};
+  // -lineinfo: line tables only (the code is the same), so compute-sanitizer reports name lines.
+  return {"-arch=" + arch_name(compute_capability), "-std=c++17", "--ptxas-options=-v", "-lineinfo"};
 }
 
 std::vector<int> supported_archs() {

@@ -18,7 +18,7 @@ constexpr std::pair<Status, const char*> kStatusNames[] = {
     {Status::kPassed, "passed"},             {Status::kIncorrect, "incorrect"},
     {Status::kCompileFailed, "compile_failed"}, {Status::kLaunchFailed, "launch_failed"},
     {Status::kCrashed, "crashed"},           {Status::kTimeout, "timeout"},
-    {Status::kSkipped, "skipped"}};
+    {Status::kSkipped, "skipped"},           {Status::kUnsafe, "unsafe"}};
 
 Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 template <typename T>
@@ -88,7 +88,8 @@ Json parity_json(const ParityRecord& p) {
               {"max_rel_error", number(p.max_rel_error)},
               {"worst_index", p.worst_index},
               {"worst_value", optional_number(p.worst_value)},
-              {"worst_reference", number(p.worst_reference)}};
+              {"worst_reference", number(p.worst_reference)},
+              {"output_hash", p.output_hash}};
 }
 ParityRecord parity_from(const Json& j) {
   ParityRecord p;
@@ -103,7 +104,35 @@ ParityRecord parity_from(const Json& j) {
   p.worst_index = j.at("worst_index").get<std::int64_t>();
   p.worst_value = read_optional<double>(j, "worst_value");
   p.worst_reference = read_number(j, "worst_reference");
+  p.output_hash = j.value("output_hash", "");
   return p;
+}
+
+Json gate_json(const GateRecord& g) {
+  Json findings = Json::array();
+  for (const auto& f : g.findings) findings.push_back({{"tool", f.tool}, {"kind", f.kind}, {"report", f.report}});
+  Json inputs = Json::array();
+  for (const auto& i : g.inputs) inputs.push_back({{"name", i.name}, {"parity", parity_json(i.parity)}});
+  return Json{{"verdict", g.verdict},   {"reason", g.reason},
+              {"tools", g.tools},       {"findings", findings},
+              {"inputs", inputs},       {"launches", g.launches},
+              {"deterministic", g.deterministic}, {"determinism", g.determinism},
+              {"seconds", number(g.seconds)}};
+}
+GateRecord gate_from(const Json& j) {
+  GateRecord g;
+  g.verdict = j.at("verdict").get<std::string>();
+  g.reason = j.value("reason", "");
+  g.tools = j.value("tools", std::vector<std::string>{});
+  for (const auto& f : j.value("findings", Json::array()))
+    g.findings.push_back({f.at("tool").get<std::string>(), f.value("kind", ""), f.value("report", std::vector<std::string>{})});
+  for (const auto& i : j.value("inputs", Json::array()))
+    g.inputs.push_back({i.at("name").get<std::string>(), parity_from(i.at("parity"))});
+  g.launches = j.value("launches", 0);
+  g.deterministic = j.value("deterministic", true);
+  g.determinism = j.value("determinism", "");
+  g.seconds = read_number(j, "seconds");
+  return g;
 }
 
 Json timing_json(const TimingRecord& t) {
@@ -219,7 +248,8 @@ Json variant_json(const VariantRecord& v) {
                {{"gigabytes_per_second", optional_number(v.gbytes_per_s)},
                 {"gigaflop_per_second", optional_number(v.gflop_per_s)}}},
               {"log_excerpt", v.log_excerpt},
-              {"fault", v.fault ? fault_json(*v.fault) : Json(nullptr)}};
+              {"fault", v.fault ? fault_json(*v.fault) : Json(nullptr)},
+              {"gate", v.gate ? gate_json(*v.gate) : Json(nullptr)}};
 }
 VariantRecord variant_from(const Json& j) {
   VariantRecord v;
@@ -247,6 +277,7 @@ VariantRecord variant_from(const Json& j) {
   }
   v.log_excerpt = j.value("log_excerpt", "");
   if (j.contains("fault") && !j.at("fault").is_null()) v.fault = fault_from(j.at("fault"));
+  if (j.contains("gate") && !j.at("gate").is_null()) v.gate = gate_from(j.at("gate"));
   return v;
 }
 
@@ -349,7 +380,13 @@ Json to_json(const RunRecord& run) {
                {"isolation", {{"worker", iso.worker}, {"first_variant_timeout_s", number(iso.first_variant_timeout_s)},
                               {"variant_timeout_s", number(iso.variant_timeout_s)}, {"timeout_rule", iso.timeout_rule},
                               {"worker_starts", iso.worker_starts}, {"test_hooks", iso.test_hooks}}},
-               {"journal", {{"file", c.journal}, {"resumed_variants", c.resumed_variants}}}};
+               {"journal", {{"file", c.journal}, {"resumed_variants", c.resumed_variants}}},
+               {"gate", {{"mode", c.gate.mode}, {"sanitizer", c.gate.sanitizer},
+                         {"sanitizer_version", c.gate.sanitizer_version}, {"tools", c.gate.tools},
+                         {"note", c.gate.note}, {"inputs", c.gate.inputs}, {"launches", c.gate.launches},
+                         {"rounds", c.gate.rounds}, {"gated", c.gate.gated}, {"unsafe", c.gate.unsafe},
+                         {"incorrect", c.gate.incorrect}, {"wall_s", number(c.gate.wall_s)},
+                         {"share_of_run", number(c.gate.share)}}}};
   if (c.shard) context["shard"] = shard_json(*c.shard);
   return Json{{"schema_version", run.schema_version},
               {"schema_minor_version", run.schema_minor_version},
@@ -454,6 +491,23 @@ RunRecord run_from_json(const Json& j) {
       run.context.resumed_variants = c.at("journal").value("resumed_variants", 0);
     }
     if (c.contains("shard") && !c.at("shard").is_null()) run.context.shard = shard_from(c.at("shard"));
+    if (c.contains("gate") && c.at("gate").is_object()) {
+      const Json& g = c.at("gate");
+      auto& gate = run.context.gate;
+      gate.mode = g.value("mode", "off");
+      gate.sanitizer = g.value("sanitizer", "");
+      gate.sanitizer_version = g.value("sanitizer_version", "");
+      gate.tools = g.value("tools", std::vector<std::string>{});
+      gate.note = g.value("note", "");
+      gate.inputs = g.value("inputs", std::vector<std::string>{});
+      gate.launches = g.value("launches", 0);
+      gate.rounds = g.value("rounds", 0);
+      gate.gated = g.value("gated", 0);
+      gate.unsafe = g.value("unsafe", 0);
+      gate.incorrect = g.value("incorrect", 0);
+      gate.wall_s = read_number(g, "wall_s");
+      gate.share = read_number(g, "share_of_run");
+    }
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
     run.flop = j.at("work").at("flop_per_call").get<double>();
     run.bytes = j.at("work").at("bytes_per_call").get<double>();

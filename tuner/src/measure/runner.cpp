@@ -7,6 +7,8 @@
 #include <thread>
 
 #include <fmt/format.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "cuda/driver.hpp"
 #include "cuda/owners.hpp"
@@ -86,6 +88,10 @@ struct LoadedVariant {
 };
 
 }  // namespace
+
+std::string output_hash(const std::vector<float>& out) {
+  return fmt::format("{:016x}", XXH3_64bits(out.data(), out.size() * sizeof(float)));
+}
 
 struct DeviceRunner::Impl {
   DeviceInfo device;
@@ -198,7 +204,19 @@ struct DeviceRunner::Impl {
     const Tolerance tol = problem.tolerance();
     ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
     p.seed = seed;
+    p.output_hash = output_hash(out);
     return p;
+  }
+
+  // The output of one launch on `set` (poisoned first; the L2 flushed first when `flush_l2`).
+  std::vector<float> launch_once(const LoadedVariant& v, BufferSet& set, bool flush_l2) {
+    if (flush_l2) TUNE_CU(cuMemsetD8Async(flush->get(), 0, flush->bytes(), stream->get()));
+    poison(v, set);
+    enqueue(v, set);
+    TUNE_CU(cuCtxSynchronize());
+    std::vector<float> out(set.out_elements);
+    set.buffers.at(out_spec.name).download(out.data(), out.size() * sizeof(float));
+    return out;
   }
 
   double cold_sample(const LoadedVariant& v) {
@@ -483,6 +501,86 @@ void DeviceRunner::remeasure_interleaved(const std::vector<const CompileResult*>
     loaded.clear();  // their handles belong to the context about to be reset
     if (e.sticky()) s.recover();
   }
+}
+
+void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
+                        const std::vector<GateRecord*>& gates, const std::vector<std::string>& known_hashes,
+                        const std::vector<GateInput>& inputs, int rounds, bool deterministic) {
+  Impl& s = *impl_;
+  std::vector<LoadedVariant> loaded;
+  for (std::size_t i = 0; i < compiled.size(); ++i) {
+    s.item = static_cast<int>(i);
+    loaded.push_back(s.load(*compiled[i], lowered[i]));
+  }
+  const Tolerance tol = s.problem.tolerance();
+  // Parity on each further input: one buffer set at a time (an input may be large).
+  s.item = -1;
+  s.set_phase("gate inputs");
+  for (const GateInput& in : inputs) {
+    BufferSet set = upload(*in.data, s.out_spec);
+    for (std::size_t i = 0; i < loaded.size(); ++i) {
+      const std::vector<float> out = s.launch_once(loaded[i], set, false);
+      ParityRecord p = compare_output(out, *in.reference, tol.atol, tol.rtol);
+      p.seed = in.seed;
+      p.output_hash = output_hash(out);
+      gates[i]->inputs.push_back({in.name, p});
+    }
+  }
+  // Determinism: the parity data, `rounds` rounds of one launch of each variant in turn (the L2
+  // flushed before each), against the first round and against the bits of the search's context.
+  s.set_phase("gate determinism");
+  std::vector<std::vector<float>> first(loaded.size());
+  std::vector<std::string> changed(loaded.size());
+  for (int r = 0; r < rounds; ++r)
+    for (std::size_t i = 0; i < loaded.size(); ++i) {
+      std::vector<float> out = s.launch_once(loaded[i], s.parity_set, true);
+      if (r == 0) {
+        const std::string h = output_hash(out);
+        if (deterministic && i < known_hashes.size() && !known_hashes[i].empty() && h != known_hashes[i])
+          changed[i] = fmt::format("the output's bits in a fresh context (XXH3 {}) differ from the search's ({})", h,
+                                   known_hashes[i]);
+        first[i] = std::move(out);
+        continue;
+      }
+      if (!changed[i].empty()) continue;
+      if (deterministic) {
+        if (std::memcmp(out.data(), first[i].data(), out.size() * sizeof(float)) == 0) continue;
+        std::size_t k = 0;
+        std::size_t differ = 0;
+        for (std::size_t e = 0; e < out.size(); ++e)
+          if (std::memcmp(&out[e], &first[i][e], sizeof(float)) != 0) {
+            if (differ++ == 0) k = e;
+          }
+        changed[i] = fmt::format("launch {} of {} changed {} of {} output elements (first at index {}: {:.9g}, then {:.9g})",
+                                 r + 1, rounds, differ, out.size(), k, first[i][k], out[k]);
+      } else {
+        const std::vector<double> ref(first[i].begin(), first[i].end());
+        const ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
+        if (p.mismatches > 0)
+          changed[i] = fmt::format("launch {} of {} moved {} of {} output elements beyond atol={:g} rtol={:g} of the first "
+                                   "launch (max abs change {:.3g})",
+                                   r + 1, rounds, p.mismatches, p.elements, tol.atol, tol.rtol, p.max_abs_error);
+      }
+    }
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    gates[i]->launches = rounds + 1;  // and the search's launch in its own context
+    gates[i]->deterministic = changed[i].empty();
+    gates[i]->determinism =
+        changed[i].empty()
+            ? fmt::format("{} over {} launches (L2 flushed, the other finalists launched between) and the search's "
+                          "context",
+                          deterministic ? "bitwise identical" : "within tolerance", rounds)
+            : changed[i];
+  }
+}
+
+std::string DeviceRunner::launch_for_sanitizer(const CompileResult& compiled, const Lowered& lowered, int item) {
+  Impl& s = *impl_;
+  s.item = item;
+  const LoadedVariant v = s.load(compiled, lowered);
+  s.set_phase("sanitize");
+  const std::vector<float> out = s.launch_once(v, s.parity_set, false);
+  return output_hash(out);
 }
 
 ParityRecord DeviceRunner::check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,

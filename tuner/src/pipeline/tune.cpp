@@ -26,6 +26,7 @@
 #include "tune/compile_cache.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
+#include "tune/gate.hpp"
 #include "tune/io.hpp"
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
@@ -849,9 +850,100 @@ TuneOutcome run_tune(const TuneOptions& o) {
       measure_busy += seconds_since(t);
     }
     name_winner(run);
+    if (!order.empty() && !stop_asked()) {
+      // The correctness gate (tune/gate.hpp): the finalists' outputs on more inputs and over many
+      // launches, then the sanitizers; a finalist that fails never wins, and when every gated one
+      // has failed the next few are re-measured strictly and gated in turn.
+      const auto t_gate = Clock::now();
+      GateSettings settings;
+      settings.mode = sanitize_mode_from_string(o.sanitize);
+      settings.problem = problem.file().string();
+      settings.shape = shape;
+      settings.seed = o.seed;
+      settings.device = o.device;
+      settings.fake = fake;
+      settings.log = log;
+      Gate gate(settings, ctx.gate);
+      std::vector<char> out_checked(n, 0), sanitized(n, 0);
+      auto items_of = [&](const std::vector<std::size_t>& idx) {
+        std::vector<WorkerItem> items;
+        for (const std::size_t i : idx) {
+          ensure_compiled(i);
+          items.push_back({&results[i], &lowered[i], &run.variants[i]});
+        }
+        return items;
+      };
+      auto say = [&](const std::vector<std::size_t>& idx) {
+        for (const std::size_t i : idx)
+          if (const auto& v = run.variants[i]; v.gate)
+            log(fmt::format("gate: {} {}: {}", v.gate->verdict, v.name, v.gate->reason));
+      };
+      auto index_of = [&](const std::string& name) {
+        return static_cast<std::size_t>(
+            std::find_if(run.variants.begin(), run.variants.end(), [&](const auto& v) { return v.name == name; }) -
+            run.variants.begin());
+      };
+      std::vector<std::size_t> batch = order;
+      for (int round = 1;; ++round) {
+        ctx.gate.rounds = round;
+        std::vector<std::size_t> outputs, sanitize;
+        for (const std::size_t i : batch)
+          if (!out_checked[i] && run.variants[i].status == Status::kPassed) {
+            out_checked[i] = 1;
+            outputs.push_back(i);
+          }
+        log(fmt::format("gate: checking the outputs of {} finalist(s) (more inputs, {} launches each)", outputs.size(),
+                        settings.rounds + 1));
+        gate.check_outputs(items_of(outputs));
+        if (gate.sanitizing() && gate.mode() == SanitizeMode::kFinalists) {
+          for (const std::size_t i : outputs)
+            if (run.variants[i].status == Status::kPassed) {
+              sanitized[i] = 1;
+              sanitize.push_back(i);
+            }
+          if (!sanitize.empty()) {
+            log(fmt::format("gate: {} finalist(s) under compute-sanitizer ({})", sanitize.size(),
+                            fmt::join(kSanitizerTools, ", ")));
+            gate.sanitize(items_of(sanitize));
+          }
+        }
+        say(outputs);
+        // --sanitize winner: the would-be winner alone, and the next one when it fails.
+        for (name_winner(run); run.winner && gate.sanitizing(); name_winner(run)) {
+          const std::size_t w = index_of(*run.winner);
+          if (!out_checked[w] || sanitized[w]) break;
+          sanitized[w] = 1;
+          log(fmt::format("gate: the would-be winner {} under compute-sanitizer", run.variants[w].name));
+          gate.sanitize(items_of({w}));
+          say({w});
+        }
+        if (!run.winner || out_checked[index_of(*run.winner)] || stop_asked()) break;
+        // Every gated finalist failed and an unchecked variant is now the fastest: the next few.
+        std::vector<std::size_t> upcoming;
+        for (const std::size_t i : fastest_passed(n))
+          if (!out_checked[i] && upcoming.size() < std::max<std::size_t>(1, static_cast<std::size_t>(o.top_k))) upcoming.push_back(i);
+        log(fmt::format("gate: round {}: no gated finalist is safe; re-measuring the next {} strictly and gating them",
+                        round + 1, upcoming.size()));
+        const auto t = Clock::now();
+        DeviceRunner::Options strict;
+        strict.rule = StopRule::strict();
+        gpu->remeasure(items_of(upcoming), strict);
+        measure_busy += seconds_since(t);
+        batch = upcoming;
+      }
+      ctx.gate.wall_s = seconds_since(t_gate);
+      for (const auto& v : run.variants) {
+        if (!v.gate) continue;
+        ++ctx.gate.gated;
+        ctx.gate.unsafe += v.status == Status::kUnsafe;
+        ctx.gate.incorrect += v.gate->verdict == "incorrect";
+      }
+    }
   }
   run.wall.measure_wall_s = measure_busy;
   run.complete = true;
+  run.wall.total_wall_s = seconds_since(t_start);
+  ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;
   run.context.finished_at = now_iso8601();
   save();
   // A finished run needs no journal (the results hold every record); an interrupted one keeps it.

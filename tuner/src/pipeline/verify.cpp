@@ -7,6 +7,7 @@
 #include "tune/compile.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
+#include "tune/gate.hpp"
 #include "tune/io.hpp"
 #include "tune/measure.hpp"
 #include "tune/space.hpp"
@@ -80,6 +81,7 @@ bool run_verify(const VerifyOptions& o) {
                       o.all ? "every valid configuration" : "the baseline"));
     }
     DeviceRunner runner(*device, problem, g.shape, g.data, g.data, g.output, 0);
+    std::vector<VariantRecord> passed;  // gated below
     for (const auto& [why, config] : configs) {
       const std::string name = space.name(config);
       const std::string violated = space.violated_constraint(config, g.shape, limits);
@@ -102,10 +104,31 @@ bool run_verify(const VerifyOptions& o) {
                         p.max_rel_error, pass ? "ok" : fmt::format("MISMATCH ({} of {} outside atol={:g} rtol={:g})", p.mismatches,
                                                                    p.elements, p.atol, p.rtol)));
         all_ok = all_ok && pass;
+        if (pass) {
+          VariantRecord r;
+          r.name = name;
+          r.params = space.to_json(config);
+          r.status = Status::kPassed;
+          passed.push_back(std::move(r));
+        }
       } catch (const std::exception& e) {
         log(fmt::format("  {} {}: failed to run: {}", why, name, e.what()));
         all_ok = false;
       }
+    }
+    if (passed.empty()) continue;
+    // The same gate a tune runs on its finalists, at the golden's shape (seeded inputs of --seed 42).
+    RunContext::Gate ctx;
+    GateSettings settings;
+    settings.mode = sanitize_mode_from_string(o.sanitize);
+    settings.log = log;
+    const auto gated = gate_records(problem_spec, space, g.shape, 42, o.device, device->compute_capability(), passed,
+                                    settings, ctx);
+    for (const auto& v : gated) {
+      log(fmt::format("  gate {} {}: {}", v.record.gate->verdict, v.record.name, v.record.gate->reason));
+      for (const auto& f : v.record.gate->findings)
+        for (const auto& line : f.report) log("      " + line);
+      all_ok = all_ok && v.record.gate->verdict == "safe";
     }
   }
   log(all_ok ? "verify: all checks passed" : "verify: MISMATCHES found");

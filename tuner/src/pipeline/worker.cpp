@@ -16,10 +16,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "cuda/driver.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
 
@@ -137,10 +141,15 @@ class Worker {
             cubins_.push_back(std::move(bytes));
           }
         const auto op = request.at("op").get<std::string>();
-        if (op == "quit") return 0;
+        if (op == "quit") {
+          finish_fake_sanitizer_log();
+          return 0;
+        }
         if (op == "init") init(request);
         else if (op == "floor") floor();
         else if (op == "evaluate" || op == "remeasure") measure(op, request);
+        else if (op == "gate") gate(request);
+        else if (op == "sanitize") sanitize(request);
         else throw InputError("unknown request '" + op + "'");
       } catch (const InputError& e) {  // the user's to fix (a failing reference, ...): exit 2 in tune
         reply({{"reply", "error"}, {"message", e.what()}, {"input_error", true}});
@@ -172,8 +181,14 @@ class Worker {
     if (fake_ && fake_failing_device() == device)
       throw DeviceError(fmt::format("cannot initialise device {} (injected by TUNE_WORKER_FAKE_FAIL_DEVICE)", device));
     const ReferenceBackend backend = reference_backend_from_env();
+    backend_ = backend;
+    const bool with_reference = r.value("reference", true);
+    sanitizer_tool_ = r.value("sanitizer_tool", "");
+    sanitizer_log_ = r.value("sanitizer_log", "");
     std::string how;
-    if (fake_) {
+    if (fake_ && !with_reference) {
+      // A fake sanitizer's worker: nothing to prepare.
+    } else if (fake_) {
       // No kernel runs, but the data and the reference do: a problem whose reference fails (a
       // Python error, a wrong output shape, a non-finite value) fails a fake run too.
       (void)problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend, &how);
@@ -182,7 +197,8 @@ class Worker {
       const auto info = query_device(device, &why);
       if (!info) throw DeviceError("no CUDA device in the worker: " + why);
       const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);
-      std::vector<double> reference = problem_->reference(shape_, parity, backend, &how);
+      std::vector<double> reference;
+      if (with_reference) reference = problem_->reference(shape_, parity, backend, &how);
       runner_.emplace(*info, *problem_, shape_, problem_->make_data(shape_, seed_, DataPurpose::kTiming), parity,
                       std::move(reference), parity_seed_);
       runner_->on_phase([this](const std::string& phase, int item) { announce(phase, item); });
@@ -228,21 +244,10 @@ class Worker {
     if (!problem_) throw InputError("init first");
     remeasuring_ = op == "remeasure";
     const DeviceRunner::Options options = options_from(r.at("options"));
-    std::vector<CompileResult> compiled;
-    std::vector<Lowered> lowered;
-    std::vector<VariantRecord> records;
-    names_.clear();
-    for (const auto& item : r.at("items")) {
-      CompileResult c;
-      c.ok = true;
-      c.cubin = std::move(cubins_.at(compiled.size()));
-      c.lowered_names = item.at("lowered_names").get<std::vector<std::string>>();
-      compiled.push_back(std::move(c));
-      lowered.push_back(lowered_from(item.at("lowered")));
-      records.push_back(variant_from_json(item.at("record")));
-      names_.push_back(records.back().name);
-    }
-    cubins_.clear();
+    Items it = take_items(r);
+    std::vector<CompileResult>& compiled = it.compiled;
+    std::vector<Lowered>& lowered = it.lowered;
+    std::vector<VariantRecord>& records = it.records;
     if (fake_) {
       fake_measure(records, options);
     } else if (remeasuring_) {
@@ -267,6 +272,165 @@ class Worker {
     // A sticky error poisoned the context: report, then exit; the orchestrator starts a fresh worker.
     exiting_ = sticky;
     reply({{"reply", "records"}, {"records", out}, {"exiting", sticky}});
+  }
+
+  // The items of a request: their CUBINs (the attachments), launches and records.
+  struct Items {
+    std::vector<CompileResult> compiled;
+    std::vector<Lowered> lowered;
+    std::vector<VariantRecord> records;
+  };
+  Items take_items(const Json& r) {
+    Items out;
+    names_.clear();
+    for (const auto& item : r.at("items")) {
+      CompileResult c;
+      c.ok = true;
+      c.cubin = std::move(cubins_.at(out.compiled.size()));
+      c.lowered_names = item.at("lowered_names").get<std::vector<std::string>>();
+      out.compiled.push_back(std::move(c));
+      out.lowered.push_back(lowered_from(item.at("lowered")));
+      out.records.push_back(variant_from_json(item.at("record")));
+      names_.push_back(out.records.back().name);
+    }
+    cubins_.clear();
+    return out;
+  }
+
+  // The gate's checks that need no sanitizer: parity on further inputs (seeds, then the problem's
+  // edge cases at this shape; their references computed side by side) and determinism.
+  void gate(const Json& r) {
+    if (!problem_) throw InputError("init first");
+    remeasuring_ = false;
+    Items it = take_items(r);
+    const Json& g = r.at("gate");
+    const int rounds = g.at("rounds").get<int>();
+    struct Input {
+      std::string name;
+      std::uint64_t seed;
+      ProblemData data;
+      std::vector<double> reference;
+    };
+    std::vector<Input> inputs;
+    for (const auto& s : g.at("seeds")) {
+      const auto seed = s.get<std::uint64_t>();
+      inputs.push_back({fmt::format("seed {}", seed), seed, problem_->make_data(shape_, seed, DataPurpose::kParity), {}});
+    }
+    for (const auto& name : problem_->edge_cases(shape_))
+      inputs.push_back({name, parity_seed_, problem_->make_edge_case(shape_, parity_seed_, name), {}});
+    std::vector<GateRecord> gates(it.records.size());
+    if (fake_) {
+      for (std::size_t i = 0; i < it.records.size(); ++i) {
+        announce("gate", static_cast<int>(i));
+        for (std::size_t k = 0; k < inputs.size(); ++k) {
+          ParityRecord p;
+          p.elements = problem_->output_spec(shape_).elements();
+          p.seed = inputs[k].seed;
+          p.atol = problem_->tolerance().atol;
+          p.rtol = problem_->tolerance().rtol;
+          // "edge": the first of the problem's edge cases fails (the seeds pass).
+          if (fault_for(names_[i], "edge") && k == g.at("seeds").size()) {
+            p.mismatches = p.elements;
+            p.max_abs_error = 1.0;
+          }
+          gates[i].inputs.push_back({inputs[k].name, p});
+        }
+        const bool flaky = fault_for(names_[i], "flaky") != nullptr;
+        gates[i].launches = rounds + 1;
+        gates[i].deterministic = !flaky;
+        gates[i].determinism = flaky ? fmt::format("launch 2 of {} changed the output (injected by TUNE_WORKER_FAULT)", rounds)
+                                     : "synthetic (TUNE_WORKER_FAKE): nothing was launched";
+      }
+    } else {
+      // References side by side: each may be a Python process.
+      std::vector<std::future<std::vector<double>>> refs;
+      for (auto& in : inputs)
+        refs.push_back(std::async(std::launch::async, [&] { return problem_->reference(shape_, in.data, backend_); }));
+      for (std::size_t k = 0; k < inputs.size(); ++k) inputs[k].reference = refs[k].get();
+      std::vector<DeviceRunner::GateInput> gi;
+      for (const auto& in : inputs) gi.push_back({in.name, in.seed, &in.data, &in.reference});
+      std::vector<const CompileResult*> c;
+      std::vector<GateRecord*> out;
+      std::vector<std::string> hashes;
+      for (std::size_t i = 0; i < it.records.size(); ++i) {
+        c.push_back(&it.compiled[i]);
+        out.push_back(&gates[i]);
+        hashes.push_back(it.records[i].parity ? it.records[i].parity->output_hash : std::string());
+      }
+      runner_->gate(c, it.lowered, out, hashes, gi, rounds, problem_->deterministic());
+    }
+    Json list = Json::array();
+    for (std::size_t i = 0; i < it.records.size(); ++i) {
+      it.records[i].gate = gates[i];
+      list.push_back(to_json(it.records[i]));
+    }
+    reply({{"reply", "records"}, {"records", list}, {"exiting", false}});
+  }
+
+  // Under compute-sanitizer: one launch of each item on the parity data, nothing measured. A sticky
+  // fault ends the request (the items after it are not run) and the worker.
+  void sanitize(const Json& r) {
+    if (!problem_) throw InputError("init first");
+    remeasuring_ = false;
+    Items it = take_items(r);
+    Json results = Json::array();
+    bool sticky = false;
+    for (std::size_t i = 0; i < it.records.size(); ++i) {
+      if (sticky) {
+        results.push_back({{"not_run", true}});
+        continue;
+      }
+      if (fake_) {
+        announce("sanitize", static_cast<int>(i));
+        if (!sanitizer_tool_.empty() && fault_for(names_[i], sanitizer_tool_))
+          write_fake_report(it.compiled[i].lowered_names.at(0));
+        results.push_back({{"hash", ""}});
+        continue;
+      }
+      try {
+        results.push_back({{"hash", runner_->launch_for_sanitizer(it.compiled[i], it.lowered[i], static_cast<int>(i))}});
+      } catch (const cuda::CudaError& e) {
+        results.push_back({{"error", e.name()}});
+        sticky = e.sticky();
+      }
+    }
+    exiting_ = sticky;
+    reply({{"reply", "sanitized"}, {"results", results}, {"exiting", sticky}});
+  }
+
+  // A report in compute-sanitizer's format (names mangled, as --demangle no writes them), for the
+  // tool this fake worker runs under.
+  void write_fake_report(const std::string& kernel) {
+    std::ofstream log(sanitizer_log_, std::ios::app);
+    const std::string& t = sanitizer_tool_;
+    if (t == "racecheck")
+      log << "========= Error: Race reported between Write access at " << kernel << "+0x1f0 in contact.cuh:412\n"
+          << "=========     and Read access at " << kernel << "+0x2a0 in contact.cuh:398 [1024 hazards]\n"
+          << "=========\n";
+    else if (t == "memcheck")
+      log << "========= Invalid __global__ read of size 16 bytes\n"
+          << "=========     at " << kernel << "+0x4c0 in contact.cuh:88\n"
+          << "=========     by thread (31,0,0) in block (5,0,0)\n"
+          << "=========     Address 0x7f3a00001000 is out of bounds\n"
+          << "=========\n";
+    else if (t == "synccheck")
+      log << "========= Barrier error detected. Divergent thread(s) in warp\n"
+          << "=========     at " << kernel << "+0x110 in contact.cuh:200\n"
+          << "=========     by thread (3,0,0) in block (0,0,0)\n"
+          << "=========\n";
+    else
+      log << "========= Uninitialized __global__ memory read of size 4 bytes\n"
+          << "=========     at " << kernel << "+0x90 in contact.cuh:61\n"
+          << "=========     by thread (0,0,0) in block (0,0,0)\n"
+          << "=========     Address 0x7f3a00000000\n"
+          << "=========\n";
+    ++fake_reports_;
+  }
+
+  void finish_fake_sanitizer_log() {
+    if (!fake_ || sanitizer_log_.empty()) return;
+    std::ofstream log(sanitizer_log_, std::ios::app);
+    log << "========= ERROR SUMMARY: " << fake_reports_ << (fake_reports_ == 1 ? " error" : " errors") << "\n";
   }
 
   // TUNE_WORKER_FAULT=...=cuda|trap|spin on a device: every launch of the variant runs a kernel
@@ -343,10 +507,30 @@ class Worker {
   std::uint64_t seed_ = 0, parity_seed_ = 0;
   int device_cc_ = 90;
   std::optional<DeviceRunner> runner_;
+  ReferenceBackend backend_ = ReferenceBackend::kAuto;
+  std::string sanitizer_tool_, sanitizer_log_;
+  int fake_reports_ = 0;
   std::vector<std::string> names_;  // of the items in hand
   bool remeasuring_ = false;
   bool exiting_ = false;
 };
+
+// The parent of process `pid` (/proc/PID/stat's fourth field), -1 when unknown.
+pid_t parent_of(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto close = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return -1;
+  char state = 0;
+  int ppid = -1;
+  return std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 ? ppid : -1;
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("/proc/self/exe") : p.string();
+}
 
 double remaining_s(Clock::time_point deadline) {
   return std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -413,7 +597,11 @@ int run_worker(int argc, char** argv) {
   // Dies with the orchestrator (even by kill -9); Ctrl-C and SIGTERM (Slurm's scancel signals every
   // process of the job) are the orchestrator's to handle: it lets the variant in hand finish.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (argc > 2 && getppid() != std::atoi(argv[2])) return 6;
+  // Started by the orchestrator, or by the compute-sanitizer it started (the gate).
+  if (argc > 2) {
+    const pid_t orchestrator = std::atoi(argv[2]);
+    if (getppid() != orchestrator && parent_of(getppid()) != orchestrator) return 6;
+  }
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
   // Replies get the original stdout; anything else printed goes to stderr, not into the protocol.
@@ -448,9 +636,18 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   const std::string parent = std::to_string(getpid());
-  char* argv[] = {const_cast<char*>("tune"), const_cast<char*>(kWorkerCommand), const_cast<char*>(parent.c_str()),
-                  nullptr};
-  const int rc = posix_spawn(&pid_, "/proc/self/exe", &actions, &attr, argv, environ);
+  // Directly: /proc/self/exe. Under a launcher (compute-sanitizer ...): the launcher, then this
+  // binary by its real path (/proc/self/exe would name the launcher there).
+  std::vector<std::string> args = init.launcher;
+  const std::string exe = init.launcher.empty() ? std::string("/proc/self/exe") : self_exe();
+  args.push_back(init.launcher.empty() ? std::string("tune") : exe);
+  args.push_back(kWorkerCommand);
+  args.push_back(parent);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = posix_spawn(&pid_, init.launcher.empty() ? exe.c_str() : init.launcher.front().c_str(), &actions, &attr,
+                             argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(requests[1]);
@@ -466,7 +663,13 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
   }
   Json shape = Json::object();
   for (const auto& [k, v] : init.shape.dims()) shape[k] = v;
-  send({{"op", "init"}, {"problem", init.problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device}});
+  Json request{{"op", "init"}, {"problem", init.problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device}};
+  if (!init.reference) request["reference"] = false;
+  if (!init.sanitizer_tool.empty()) {
+    request["sanitizer_tool"] = init.sanitizer_tool;
+    request["sanitizer_log"] = init.sanitizer_log;
+  }
+  send(request);
 }
 
 WorkerProcess::~WorkerProcess() {
@@ -627,8 +830,8 @@ bool WorkerProcess::measure_floor(double deadline_s, HarnessFloor* floor, FaultR
   return true;
 }
 
-bool WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
-                        double deadline_s, FaultRecord* fault, int* culprit, bool* exiting) {
+std::optional<Json> WorkerProcess::call(const char* op, const std::vector<WorkerItem>& items, const Json& extra,
+                                        double deadline_s, FaultRecord* fault, int* culprit) {
   Json list = Json::array();
   for (const auto& it : items)
     list.push_back({{"cubin_bytes", it.compiled->cubin.size()},
@@ -639,12 +842,13 @@ bool WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items, co
   last_item_ = -1;
   std::vector<const std::vector<char>*> attachments;
   for (const auto& it : items) attachments.push_back(&it.compiled->cubin);
-  send({{"op", op}, {"items", list}, {"options", options_json(options)}}, attachments);
+  Json request{{"op", op}, {"items", list}};
+  for (const auto& [k, v] : extra.items()) request[k] = v;
+  send(request, attachments);
   const auto r = receive(deadline_s, fault);
   *culprit = items.size() == 1 ? 0 : last_item_;
-  *exiting = false;
-  if (!r) return false;
-  if (r->value("reply", "") != "records") {
+  if (!r) return std::nullopt;
+  if (r->value("reply", "") == "error") {
     // The worker could not go on with these variants (an exception): stop it, report like a loss.
     fault->kind = "error";
     fault->phase = last_phase_;
@@ -652,12 +856,37 @@ bool WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items, co
     fault->message = r->value("message", "the worker answered out of turn");
     kill(pid_, SIGKILL);
     reap(false, deadline_s);
-    return false;
+    return std::nullopt;
   }
+  return r;
+}
+
+bool WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
+                        double deadline_s, FaultRecord* fault, int* culprit, bool* exiting) {
+  *exiting = false;
+  const auto r = call(op, items, {{"options", options_json(options)}}, deadline_s, fault, culprit);
+  if (!r) return false;
   const Json& records = r->at("records");
   for (std::size_t i = 0; i < items.size(); ++i) *items[i].record = variant_from_json(records.at(i));
   *exiting = r->value("exiting", false);
   return true;
+}
+
+int WorkerProcess::quit(double deadline_s) {
+  if (pid_ <= 0) return -1;
+  send({{"op", "quit"}});
+  int status = 0;
+  const auto deadline = deadline_after(deadline_s);
+  bool reaped = false;
+  while (!(reaped = waitpid(pid_, &status, WNOHANG) == pid_) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!reaped) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+  if (!reaped) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace tune

@@ -1,0 +1,143 @@
+// The correctness gate's pieces that need no GPU: reading compute-sanitizer logs, demangling,
+// the verdict a gate record gives, --sanitize's values.
+#include <gtest/gtest.h>
+
+#include "tune/errors.hpp"
+#include "tune/gate.hpp"
+
+namespace tune {
+namespace {
+
+constexpr const char* kKernel = "_Z14contact_kernelILi4ELi64EEvPKfPf";
+constexpr const char* kOther = "_Z14contact_kernelILi8ELi64EEvPKfPf";
+
+// memcheck as compute-sanitizer writes it with --demangle no: the report, its host backtrace, the
+// host-side consequence ("Program hit"), the summary.
+const std::string kMemcheckLog = std::string() +
+    "========= COMPUTE-SANITIZER\n"
+    "========= Invalid __global__ read of size 4 bytes\n"
+    "=========     at " + kKernel + "+0x70 in contact.cuh:120\n"
+    "=========     by thread (0,0,0) in block (5,0,0)\n"
+    "=========     Address 0x7f1c3e000400 is out of bounds\n"
+    "=========     and is 1 bytes after the nearest allocation at 0x7f1c3e000000 of size 1023 bytes\n"
+    "=========     Saved host backtrace up to driver entry point at kernel launch time\n"
+    "=========         Host Frame: [0x2f1a3b] in /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+    "=========         Host Frame: _ZN4tune12DeviceRunner4Impl7enqueueEv [0x1a2b3c] in /opt/tune/bin/tune\n"
+    "=========\n"
+    "========= Program hit CUDA_ERROR_LAUNCH_FAILED (error 719) due to \"unspecified launch failure\" on CUDA API "
+    "call to cuCtxSynchronize.\n"
+    "=========     Saved host backtrace up to driver entry point at error\n"
+    "=========\n"
+    "tune worker output that is not the sanitizer's\n"
+    "========= ERROR SUMMARY: 2 errors\n";
+
+TEST(SanitizerLog, AMemcheckReportIsReadWithItsKernelAndTheHostSideLinesAreNotReports) {
+  int summary = 0;
+  const auto reports = parse_sanitizer_log("memcheck", kMemcheckLog, &summary);
+  EXPECT_EQ(summary, 2);
+  ASSERT_EQ(reports.size(), 1u);
+  const auto& r = reports[0];
+  EXPECT_EQ(r.finding.tool, "memcheck");
+  EXPECT_EQ(r.finding.kind, "Invalid __global__ read of size 4 bytes");
+  ASSERT_GE(r.finding.report.size(), 4u);
+  EXPECT_EQ(r.finding.report[1], "at void contact_kernel<4, 64>(float const*, float*)+0x70 in contact.cuh:120");
+  EXPECT_EQ(r.finding.report[3], "Address 0x7f1c3e000400 is out of bounds");
+  ASSERT_EQ(r.kernels.size(), 2u) << "the kernel and the host frame's function";
+  EXPECT_EQ(r.kernels[0], kKernel);
+}
+
+TEST(SanitizerLog, RacecheckReportsAreReadOneByOneAndAFileWithoutOnesReadsEmpty) {
+  const std::string log = std::string() +
+      "========= COMPUTE-SANITIZER\n"
+      "========= Error: Race reported between Write access at " + kKernel + "+0x1f0 in contact.cuh:412\n"
+      "=========     and Read access at " + kKernel + "+0x2a0 in contact.cuh:398 [1024 hazards]\n"
+      "=========\n"
+      "========= Warning: Race reported between Read access at " + kOther + "+0x10 in contact.cuh:12\n"
+      "=========     and Write access at " + kOther + "+0x20 in contact.cuh:14 [2 hazards]\n"
+      "=========\n"
+      "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n";
+  const auto reports = parse_sanitizer_log("racecheck", log);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].finding.kind.rfind("Error: Race reported between Write access at void contact_kernel<4, 64>", 0), 0u)
+      << reports[0].finding.kind;
+  EXPECT_EQ(reports[0].kernels, std::vector<std::string>{kKernel});
+  EXPECT_EQ(reports[1].kernels, std::vector<std::string>{kOther});
+  EXPECT_EQ(reports[1].finding.report.size(), 2u);
+  int summary = 7;
+  EXPECT_TRUE(parse_sanitizer_log("racecheck", "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n", &summary).empty());
+  EXPECT_EQ(summary, 0);
+  EXPECT_TRUE(parse_sanitizer_log("synccheck", "", &summary).empty());
+  EXPECT_EQ(summary, -1);
+}
+
+TEST(SanitizerLog, ALongReportKeepsItsFirstLines) {
+  std::string log = "========= Invalid __shared__ write of size 4 bytes\n";
+  for (int i = 0; i < 40; ++i) log += "=========     line " + std::to_string(i) + "\n";
+  const auto reports = parse_sanitizer_log("memcheck", log);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].finding.report.size(), 12u);
+}
+
+TEST(SanitizerLog, DemanglingLeavesWhatIsNotAName) {
+  EXPECT_EQ(demangle_names("at _Z3fooILi4EEvPf+0x10 in a.cu:3"), "at void foo<4>(float*)+0x10 in a.cu:3");
+  EXPECT_EQ(demangle_names("_Znot_a_name and text"), "_Znot_a_name and text");
+  EXPECT_EQ(demangle_names("no names"), "no names");
+}
+
+TEST(GateVerdict, FindingsThenDeterminismThenInputsDecide) {
+  VariantRecord v;
+  v.status = Status::kPassed;
+  v.gate.emplace();
+  v.gate->tools = {"memcheck", "racecheck"};
+  v.gate->determinism = "bitwise identical over 16 launches";
+  ParityRecord ok;
+  ok.elements = 10;
+  v.gate->inputs.push_back({"seed 1", ok});
+  Gate::apply_verdict(v);
+  EXPECT_EQ(v.gate->verdict, "safe");
+  EXPECT_EQ(v.status, Status::kPassed);
+  EXPECT_NE(v.gate->reason.find("memcheck, racecheck clean"), std::string::npos) << v.gate->reason;
+
+  VariantRecord bad = v;
+  ParityRecord wrong = ok;
+  wrong.mismatches = 3;
+  bad.gate->inputs.push_back({"all-equal rows", wrong});
+  Gate::apply_verdict(bad);
+  EXPECT_EQ(bad.status, Status::kIncorrect);
+  EXPECT_NE(bad.reason.find("parity failed on input 'all-equal rows'"), std::string::npos) << bad.reason;
+
+  VariantRecord flaky = v;
+  flaky.gate->deterministic = false;
+  flaky.gate->determinism = "launch 3 of 16 changed 2 of 10 output elements";
+  Gate::apply_verdict(flaky);
+  EXPECT_EQ(flaky.status, Status::kUnsafe);
+  EXPECT_NE(flaky.reason.find("changed between launches"), std::string::npos);
+
+  VariantRecord racy = v;
+  racy.gate->inputs.push_back({"all-equal rows", wrong});
+  racy.gate->findings.push_back({"racecheck", "Error: Race reported between Write access at k+0x1", {}});
+  Gate::apply_verdict(racy);
+  EXPECT_EQ(racy.status, Status::kUnsafe) << "a finding outranks a failed input";
+  EXPECT_EQ(racy.gate->reason, "racecheck: Error: Race reported between Write access at k+0x1");
+
+  VariantRecord slow;  // not passed: the verdict is recorded, the status is left alone
+  slow.status = Status::kCrashed;
+  slow.gate = racy.gate;
+  Gate::apply_verdict(slow);
+  EXPECT_EQ(slow.status, Status::kCrashed);
+}
+
+TEST(GateVerdict, SanitizeModesParseAndABadOneSaysTheChoices) {
+  EXPECT_EQ(sanitize_mode_from_string("off"), SanitizeMode::kOff);
+  EXPECT_EQ(to_string(sanitize_mode_from_string("winner")), "winner");
+  EXPECT_EQ(to_string(sanitize_mode_from_string("finalists")), "finalists");
+  try {
+    (void)sanitize_mode_from_string("all");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--sanitize all: expected off, winner or finalists");
+  }
+}
+
+}  // namespace
+}  // namespace tune

@@ -1,0 +1,130 @@
+#pragma once
+// The correctness gate (issue 20): a variant that passed parity once may still race, read out of
+// bounds, misuse a barrier, read uninitialised memory, or give different bits from launch to launch.
+// Before a winner is named, the finalists (the strict re-measure's top few and the baseline) are
+// checked in worker processes of their own, nothing timed:
+//   - outputs: parity on further inputs (more seeds, the problem's edge cases) and determinism (the
+//     parity data launched again and again, the L2 flushed and the other finalists launched between,
+//     in a fresh context, bitwise against the search's bits), in a fresh worker;
+//   - sanitizers: each finalist's parity launch under compute-sanitizer's memcheck, racecheck,
+//     synccheck and initcheck, one worker per tool, the tools side by side. A report is pinned on the
+//     variant whose kernel it names (--demangle no: the lowered names); one that cannot be pinned
+//     runs each variant again alone.
+// A finalist with a finding or a changing output becomes `unsafe`, one that fails an input
+// `incorrect`; neither wins, and the next finalist is gated in turn (tune.cpp).
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tune/record.hpp"
+#include "tune/shape.hpp"
+#include "tune/worker.hpp"
+
+namespace tune {
+
+// --sanitize: which finalists run under the sanitizers (the output checks run on every finalist).
+enum class SanitizeMode { kOff, kWinner, kFinalists };
+// Throws InputError naming the choices.
+SanitizeMode sanitize_mode_from_string(const std::string& text);
+std::string to_string(SanitizeMode mode);
+
+inline constexpr const char* kSanitizerTools[] = {"memcheck", "racecheck", "synccheck", "initcheck"};
+
+struct SanitizerLocation {
+  std::string path;     // empty: none found
+  std::string version;  // "2025.3.0", from --version
+  std::string why_not;  // when none was found: what was looked at
+};
+// $TUNE_SANITIZER (a path), else compute-sanitizer on $PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin.
+// With `fake` (TUNE_WORKER_FAKE) only $TUNE_SANITIZER counts: a fake run never depends on the machine.
+SanitizerLocation find_sanitizer(bool fake);
+
+// One report of a sanitizer log, and the mangled kernel names it mentions.
+struct SanitizerReport {
+  SanitizerFinding finding;
+  std::vector<std::string> kernels;
+};
+// The reports of a compute-sanitizer log ("========= " lines): each starts at an unindented line
+// (the summaries, the banner and host-side "Program hit ..." lines are not reports), its
+// continuation lines indented. Names are demangled in the stored text. *summary_errors: the count
+// of the ERROR SUMMARY line, -1 when there is none.
+std::vector<SanitizerReport> parse_sanitizer_log(const std::string& tool, const std::string& text,
+                                                 int* summary_errors = nullptr);
+// `_Z...` names in text replaced by their demangled form.
+std::string demangle_names(const std::string& text);
+
+struct GateSettings {
+  SanitizeMode mode = SanitizeMode::kFinalists;
+  std::string problem;  // as the worker finds it (a name or a problem file)
+  Shape shape;
+  std::uint64_t seed = 0;
+  int device = 0;
+  bool fake = false;  // TUNE_WORKER_FAKE
+  int rounds = 16;    // determinism: launches of each finalist after the first
+  // Also check the search's own parity input (tune check and verify: the variants were not just
+  // checked on it by this run).
+  bool search_input = false;
+  std::function<void(const std::string&)> log;
+};
+
+class Gate {
+ public:
+  // Finds the sanitizer (one line in the log when it is wanted but missing) and records the
+  // settings in ctx.
+  Gate(GateSettings settings, RunContext::Gate& ctx);
+
+  // Whether the sanitizers run for this mode.
+  [[nodiscard]] bool sanitizing() const { return !sanitizer_.path.empty() && settings_.mode != SanitizeMode::kOff; }
+  [[nodiscard]] SanitizeMode mode() const { return settings_.mode; }
+
+  // Output checks (further inputs, determinism) in a fresh worker. Fills each record's gate.
+  void check_outputs(const std::vector<WorkerItem>& items);
+  // Every tool on the items whose outputs passed. Adds the tools and findings to their gate.
+  void sanitize(const std::vector<WorkerItem>& items);
+  // Sets each record's verdict, reason and status from its gate: unsafe, incorrect or safe.
+  static void apply_verdict(VariantRecord& rec);
+  // The gate's wall time and its share of the run so far, into ctx.
+  void finish(double run_wall_s);
+
+ private:
+  struct ToolRun;
+  void run_tool(const std::string& tool, const std::vector<WorkerItem>& items);
+
+  GateSettings settings_;
+  RunContext::Gate& ctx_;
+  SanitizerLocation sanitizer_;
+  std::vector<std::uint64_t> seeds_;
+  double seconds_ = 0;
+  std::atomic<int> logs_{0};
+};
+
+// A variant to gate outside a tune (tune check, tune verify): compiled here, its record to fill.
+struct GateVariant {
+  CompileResult compiled;
+  Lowered lowered;
+  VariantRecord record;
+};
+// Compiles the configurations of `space` named by the records (their params) at `shape` for `arch`
+// (the compile cache is used) and gates them; returns them with their records filled. Throws
+// InputError for a configuration that is not valid at this shape or does not compile.
+std::vector<GateVariant> gate_records(const std::string& problem, const class Space& space, const Shape& shape,
+                                      std::uint64_t seed, int device, int arch, const std::vector<VariantRecord>& records,
+                                      GateSettings settings, RunContext::Gate& ctx);
+
+// tune check RESULTS.json: the gate on variants of a result of record.
+struct CheckOptions {
+  std::filesystem::path results;
+  std::vector<std::string> variants;  // by name; empty: the winner (or the finalists with all_finalists)
+  bool all_finalists = false;         // every variant re-measured strictly, and the baseline
+  bool write = false;                 // write the verdicts (and a new winner) back into the file and its header
+  std::string sanitize = "finalists";
+  int device = 0;
+  std::function<void(const std::string&)> log;
+};
+// True when every variant checked is safe. Throws InputError (unreadable file, unknown variant,
+// nothing to check), DeviceError (no device).
+bool run_check(const CheckOptions& options);
+
+}  // namespace tune

@@ -1,0 +1,150 @@
+// tune check: the correctness gate on variants of a result of record (tune/gate.hpp).
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "tune/compile.hpp"
+#include "tune/compile_cache.hpp"
+#include "tune/device.hpp"
+#include "tune/errors.hpp"
+#include "tune/gate.hpp"
+#include "tune/io.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+
+std::vector<GateVariant> gate_records(const std::string& problem, const Space& space, const Shape& shape,
+                                      std::uint64_t seed, int device, int arch, const std::vector<VariantRecord>& records,
+                                      GateSettings settings, RunContext::Gate& ctx) {
+  std::vector<GateVariant> out;
+  out.reserve(records.size());  // WorkerItems point into it
+  CompileCache cache(CompileCache::default_dir());
+  const std::string nvrtc = nvrtc_version();
+  for (const VariantRecord& r : records) {
+    const Config config = space.from_json(r.params);
+    GateVariant v;
+    v.lowered = space.lower(config, shape);
+    const CompileRequest req = compile_request(v.lowered, default_options(arch));
+    const std::string key = CompileCache::key(req, nvrtc);
+    if (auto hit = cache.load(key)) {
+      v.compiled = std::move(*hit);
+    } else {
+      v.compiled = compile(req);
+      (void)cache.store(key, v.compiled);
+    }
+    if (!v.compiled.ok) throw InputError(fmt::format("{}: does not compile now: {}", r.name, v.compiled.log.substr(0, 400)));
+    v.record = r;
+    // Gated afresh: a verdict of an earlier check does not stand.
+    if (v.record.status == Status::kUnsafe || (v.record.gate && v.record.status == Status::kIncorrect))
+      v.record.status = Status::kPassed;
+    if (v.record.status != Status::kPassed)
+      throw InputError(fmt::format("{} did not pass in that run ({}): only variants that passed are gated", r.name,
+                                   to_string(r.status)));
+    v.record.gate.reset();
+    out.push_back(std::move(v));
+  }
+  settings.problem = problem;
+  settings.shape = shape;
+  settings.seed = seed;
+  settings.device = device;
+  settings.search_input = true;
+  Gate gate(settings, ctx);
+  std::vector<WorkerItem> items;
+  for (auto& v : out) items.push_back({&v.compiled, &v.lowered, &v.record});
+  const auto t0 = std::chrono::steady_clock::now();
+  gate.check_outputs(items);
+  if (gate.sanitizing()) gate.sanitize(items);
+  ctx.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ctx.rounds = 1;
+  for (const auto& v : out) {
+    ++ctx.gated;
+    ctx.unsafe += v.record.status == Status::kUnsafe;
+    ctx.incorrect += v.record.gate && v.record.gate->verdict == "incorrect";
+  }
+  return out;
+}
+
+bool run_check(const CheckOptions& o) {
+  auto log = [&](const std::string& s) {
+    if (o.log) o.log(s);
+  };
+  RunRecord run = read_result(o.results);
+  if (!run.timed) throw InputError(fmt::format("{}: a compile-only result; tune check gates the variants of a timed run", o.results.string()));
+  const std::string problem_spec = problem_spec_of(run);
+  // The space the run used: its own file (--config) when that was not the problem's, and it is there.
+  std::optional<std::filesystem::path> space_file;
+  const std::string& cf = run.context.config_file;
+  if (!cf.empty() && !cf.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(cf)) space_file = cf;
+  const Space space = load_space(problem_spec, space_file);
+
+  std::vector<std::string> names = o.variants;
+  if (names.empty() && o.all_finalists) {
+    for (const auto& v : run.variants)
+      if ((v.baseline || v.gate || (v.timing && v.timing->profile.starts_with("strict"))) &&
+          (v.status == Status::kPassed || v.status == Status::kUnsafe || (v.gate && v.status == Status::kIncorrect)))
+        names.push_back(v.name);
+  } else if (names.empty()) {
+    if (!run.winner)
+      throw InputError(fmt::format("{} names no winner; pass --variant NAME or --all-finalists", o.results.string()));
+    names.push_back(*run.winner);
+  }
+  std::vector<VariantRecord> records;
+  for (const auto& name : names) {
+    const VariantRecord* v = run.find(name);
+    if (!v) throw InputError(fmt::format("{}: no variant named '{}' (tune check --variant takes a name from its 'variants')",
+                                         o.results.string(), name));
+    records.push_back(*v);
+  }
+  if (records.empty()) throw InputError(fmt::format("{}: no finalist to check", o.results.string()));
+
+  const bool fake = worker_fake_mode();
+  std::string why;
+  const auto device = fake ? std::optional(fake_device(90, o.device)) : query_device(o.device, &why);
+  if (!device) throw DeviceError(fmt::format("tune check needs a CUDA device ({})", why));
+  if (run.device && run.device->name != device->name)
+    log(fmt::format("note: {} was measured on {}; checking on {}", o.results.string(), run.device->name, device->name));
+  log(fmt::format("checking {} variant(s) of {} {} on {}", records.size(), run.problem, run.shape.describe(), device->name));
+
+  RunContext::Gate ctx;
+  GateSettings settings;
+  settings.mode = sanitize_mode_from_string(o.sanitize);
+  settings.fake = fake;
+  settings.log = log;
+  auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(), records,
+                            settings, ctx);
+  bool all_safe = true;
+  for (const auto& v : gated) {
+    const GateRecord& g = *v.record.gate;
+    log(fmt::format("  {} {}: {}", g.verdict, v.record.name, g.reason));
+    for (const auto& f : g.findings)
+      for (const auto& line : f.report) log("      " + line);
+    all_safe = all_safe && g.verdict == "safe";
+  }
+  log(fmt::format("check: {} of {} safe; tools: {}; {:.1f} s{}", std::count_if(gated.begin(), gated.end(),
+                                                                          [](const auto& v) { return v.record.gate->verdict == "safe"; }),
+                  gated.size(), ctx.tools.empty() ? "none" : fmt::format("{}", fmt::join(ctx.tools, ", ")), ctx.wall_s,
+                  ctx.note.empty() ? "" : " (" + ctx.note + ")"));
+  if (!o.write) return all_safe;
+
+  for (const auto& v : gated)
+    for (auto& r : run.variants)
+      if (r.name == v.record.name) r = v.record;
+  const auto before = run.winner;
+  name_winner(run);
+  run.context.gate = ctx;
+  write_file_atomic(o.results, to_json(run).dump(2) + "\n");
+  log(fmt::format("wrote the verdicts into {}", o.results.string()));
+  const auto header = o.results.parent_path() / (run.shape.tag() + ".hpp");
+  if (run.winner && std::filesystem::exists(header)) {
+    write_file_atomic(header, generate_header(run, space));
+    if (before != run.winner) log(fmt::format("the winner is now {} (was {}); rewrote {}", *run.winner, before.value_or("none"), header.string()));
+  } else if (!run.winner) {
+    log("no variant is left to win: the header is left as it was; rerun the tune");
+  }
+  return all_safe;
+}
+
+}  // namespace tune

@@ -1,0 +1,459 @@
+// The correctness gate: output checks and compute-sanitizer runs on the finalists (tune/gate.hpp).
+#include "tune/gate.hpp"
+
+#include <cxxabi.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "tune/errors.hpp"
+#include "tune/measure.hpp"
+
+namespace tune {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// compute-sanitizer's exit code when a tool reported errors (--error-exitcode).
+constexpr int kSanitizerErrorExit = 86;
+constexpr double kInitDeadlineS = 300, kGateDeadlineS = 300, kSanitizeDeadlineS = 600, kQuitDeadlineS = 120;
+// Lines of a report kept in the record.
+constexpr std::size_t kReportLines = 12;
+
+bool executable(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && std::filesystem::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
+
+std::string sanitizer_version(const std::string& path) {
+  const std::string command = "'" + path + "' --version 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) return "unknown";
+  std::string text;
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), pipe.get())) text += buf;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (const auto at = line.find("Version "); at != std::string::npos) return line.substr(at + 8);
+  return "unknown";
+}
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+std::string describe_loss(const FaultRecord& f) {
+  const std::string phase = f.phase.empty() ? "" : " during " + f.phase;
+  if (f.kind == "timeout") return fmt::format("no answer within {:.0f} s{}", f.deadline_s, phase);
+  if (f.kind == "signal") return fmt::format("killed by {}{}", f.signal, phase);
+  if (f.kind == "error") return fmt::format("failed{}: {}", phase, f.message);
+  return fmt::format("exited with code {}{}", f.exit_code, phase);
+}
+
+const std::regex& mangled_name() {
+  static const std::regex re("_Z[A-Za-z0-9_]+");
+  return re;
+}
+
+}  // namespace
+
+SanitizeMode sanitize_mode_from_string(const std::string& text) {
+  if (text == "off") return SanitizeMode::kOff;
+  if (text == "winner") return SanitizeMode::kWinner;
+  if (text == "finalists") return SanitizeMode::kFinalists;
+  throw InputError(fmt::format("--sanitize {}: expected off, winner or finalists", text));
+}
+
+std::string to_string(SanitizeMode mode) {
+  switch (mode) {
+    case SanitizeMode::kOff: return "off";
+    case SanitizeMode::kWinner: return "winner";
+    case SanitizeMode::kFinalists: return "finalists";
+  }
+  return "off";
+}
+
+SanitizerLocation find_sanitizer(bool fake) {
+  SanitizerLocation s;
+  if (const char* env = std::getenv("TUNE_SANITIZER"); env && *env) {
+    if (executable(env)) s.path = env;
+    else s.why_not = fmt::format("TUNE_SANITIZER={} is not an executable file", env);
+  } else if (fake) {
+    s.why_not = "a fake run (TUNE_WORKER_FAKE) runs only the compute-sanitizer $TUNE_SANITIZER names";
+  } else {
+    std::vector<std::string> dirs;
+    if (const char* path = std::getenv("PATH"))
+      for (std::string rest = path; !rest.empty();) {
+        const auto colon = rest.find(':');
+        dirs.push_back(rest.substr(0, colon));
+        rest = colon == std::string::npos ? "" : rest.substr(colon + 1);
+      }
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/bin");
+    dirs.push_back("/usr/local/cuda/bin");
+    for (const auto& d : dirs)
+      if (!d.empty() && executable(d + "/compute-sanitizer")) {
+        s.path = d + "/compute-sanitizer";
+        break;
+      }
+    if (s.path.empty()) s.why_not = "compute-sanitizer is not on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin";
+  }
+  if (!s.path.empty()) s.version = sanitizer_version(s.path);
+  return s;
+}
+
+std::string demangle_names(const std::string& text) {
+  std::string out;
+  auto begin = std::sregex_iterator(text.begin(), text.end(), mangled_name());
+  std::size_t last = 0;
+  for (auto it = begin; it != std::sregex_iterator(); ++it) {
+    const std::string name = it->str();
+    out += text.substr(last, static_cast<std::size_t>(it->position()) - last);
+    int status = -1;
+    std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+    out += status == 0 && d ? std::string(d.get()) : name;
+    last = static_cast<std::size_t>(it->position() + it->length());
+  }
+  return out + text.substr(last);
+}
+
+std::vector<SanitizerReport> parse_sanitizer_log(const std::string& tool, const std::string& text, int* summary_errors) {
+  static constexpr std::string_view kPrefix = "=========";
+  // Unindented lines that are not reports.
+  static constexpr std::string_view kNotReports[] = {"COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY",
+                                                     "LEAK SUMMARY", "Target application returned", "Program hit",
+                                                     "This tool is deprecated"};
+  if (summary_errors) *summary_errors = -1;
+  std::vector<SanitizerReport> out;
+  std::vector<std::string> raw;  // the report in hand, prefix stripped
+  bool in_report = false;
+  auto close = [&] {
+    if (in_report && !raw.empty()) {
+      SanitizerReport r;
+      r.finding.tool = tool;
+      std::string joined;
+      for (std::size_t i = 0; i < raw.size(); ++i) {
+        joined += raw[i] + "\n";
+        if (i < kReportLines) r.finding.report.push_back(demangle_names(raw[i]));
+      }
+      r.finding.kind = r.finding.report.front();
+      for (auto it = std::sregex_iterator(joined.begin(), joined.end(), mangled_name()); it != std::sregex_iterator(); ++it)
+        if (std::find(r.kernels.begin(), r.kernels.end(), it->str()) == r.kernels.end()) r.kernels.push_back(it->str());
+      out.push_back(std::move(r));
+    }
+    raw.clear();
+    in_report = false;
+  };
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.compare(0, kPrefix.size(), kPrefix) != 0) continue;  // the application's own output
+    std::string body = line.substr(kPrefix.size());
+    if (!body.empty() && body.front() == ' ') body.erase(0, 1);
+    const bool blank = body.find_first_not_of(" \t") == std::string::npos;
+    if (blank) {
+      close();
+      continue;
+    }
+    const bool indented = body.front() == ' ' || body.front() == '\t';
+    if (indented) {
+      if (in_report) raw.push_back(body.substr(body.find_first_not_of(" \t")));
+      continue;
+    }
+    close();
+    if (body.starts_with("ERROR SUMMARY:") && summary_errors) *summary_errors = std::atoi(body.c_str() + 14);
+    const bool report =
+        std::none_of(std::begin(kNotReports), std::end(kNotReports), [&](std::string_view p) { return body.starts_with(p); });
+    if (report) {
+      in_report = true;
+      raw.push_back(body);
+    }
+  }
+  close();
+  return out;
+}
+
+Gate::Gate(GateSettings settings, RunContext::Gate& ctx) : settings_(std::move(settings)), ctx_(ctx) {
+  ctx_.mode = to_string(settings_.mode);
+  seeds_ = {parity_seed_of(settings_.seed + 1), parity_seed_of(settings_.seed + 2)};
+  if (settings_.search_input) seeds_.insert(seeds_.begin(), parity_seed_of(settings_.seed));
+  if (settings_.mode == SanitizeMode::kOff) {
+    ctx_.note = "--sanitize off: no sanitizer runs; the finalists' outputs are checked (more inputs, determinism)";
+    return;
+  }
+  sanitizer_ = find_sanitizer(settings_.fake);
+  if (sanitizer_.path.empty()) {
+    ctx_.note = fmt::format("no compute-sanitizer ({}): the finalists' outputs are checked (more inputs, determinism) "
+                            "but no sanitizer runs",
+                            sanitizer_.why_not);
+    if (settings_.log)
+      settings_.log(fmt::format("gate: {}; install the CUDA toolkit's compute-sanitizer or set TUNE_SANITIZER, or pass "
+                                "--sanitize off to say so",
+                                ctx_.note));
+    return;
+  }
+  ctx_.sanitizer = sanitizer_.path;
+  ctx_.sanitizer_version = sanitizer_.version;
+}
+
+void Gate::check_outputs(const std::vector<WorkerItem>& items) {
+  if (items.empty()) return;
+  const auto t0 = Clock::now();
+  FaultRecord fault;
+  int culprit = -1;
+  std::optional<Json> reply;
+  try {
+    WorkerProcess worker(WorkerInit{settings_.problem, settings_.shape, settings_.seed, settings_.device});
+    (void)worker.wait_ready(kInitDeadlineS);
+    Json seeds = Json::array();
+    for (const auto s : seeds_) seeds.push_back(s);
+    reply = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}}, kGateDeadlineS,
+                        &fault, &culprit);
+  } catch (const std::exception& e) {
+    fault = FaultRecord{"error", "", "", "start", 0, kInitDeadlineS, e.what()};
+  }
+  const double took = seconds_since(t0);
+  seconds_ += took;
+  if (reply) {
+    const Json& records = reply->at("records");
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const VariantRecord back = variant_from_json(records.at(i));
+      items[i].record->gate = back.gate;
+      if (!items[i].record->gate) items[i].record->gate.emplace();
+      items[i].record->gate->seconds += took / static_cast<double>(items.size());
+      if (ctx_.inputs.empty())
+        for (const auto& in : items[i].record->gate->inputs) ctx_.inputs.push_back(in.name);
+      ctx_.launches = items[i].record->gate->launches;
+      apply_verdict(*items[i].record);
+    }
+    return;
+  }
+  // The worker could not check them (its reference failed, ...): a problem of the run, not of a
+  // variant. One item that killed its worker is that variant's fault; several are checked alone.
+  if (fault.kind == "error") {
+    ctx_.note += fmt::format("{}the output checks could not run ({})", ctx_.note.empty() ? "" : "; ", fault.message);
+    if (settings_.log) settings_.log("gate: the output checks could not run: " + fault.message);
+    for (const auto& it : items)
+      if (!it.record->gate) it.record->gate.emplace().reason = "output checks not run: " + fault.message;
+    return;
+  }
+  if (items.size() > 1) {
+    for (const auto& it : items) check_outputs({it});
+    return;
+  }
+  GateRecord& g = items[0].record->gate.emplace();
+  g.seconds = took;
+  g.findings.push_back({"gate", "the output checks' worker process was " + describe_loss(fault), {}});
+  apply_verdict(*items[0].record);
+}
+
+struct Gate::ToolRun {
+  bool ran = false;
+  std::vector<SanitizerFinding> findings;
+};
+
+void Gate::sanitize(const std::vector<WorkerItem>& all) {
+  std::vector<WorkerItem> items;
+  for (const auto& it : all)
+    if (it.record->status == Status::kPassed) items.push_back(it);
+  if (items.empty() || !sanitizing()) return;
+  const auto t0 = Clock::now();
+  const std::size_t tools = std::size(kSanitizerTools);
+  std::vector<std::vector<ToolRun>> runs(tools, std::vector<ToolRun>(items.size()));
+  std::vector<std::string> failures(tools);
+  // The tools side by side, each in its own sanitized worker.
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < tools; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          const std::string tool = kSanitizerTools[t];
+          std::function<void(const std::vector<std::size_t>&)> attempt = [&](const std::vector<std::size_t>& subset) {
+            const auto log_file = std::filesystem::temp_directory_path() /
+                                  fmt::format("tune-gate-{}-{}-{}.log", getpid(), tool, logs_++);
+            WorkerInit init{settings_.problem, settings_.shape, settings_.seed, settings_.device};
+            init.reference = false;
+            init.launcher = {sanitizer_.path, "--tool", tool, "--log-file", log_file.string(), "--demangle", "no",
+                             "--print-limit", "100", "--error-exitcode", std::to_string(kSanitizerErrorExit),
+                             "--target-processes", "application-only"};
+            init.sanitizer_tool = tool;
+            init.sanitizer_log = log_file.string();
+            std::vector<WorkerItem> sub;
+            for (const std::size_t k : subset) sub.push_back(items[k]);
+            FaultRecord fault;
+            int culprit = -1;
+            std::optional<Json> reply;
+            int code = -1;
+            {
+              WorkerProcess worker(init);
+              try {
+                (void)worker.wait_ready(kInitDeadlineS);
+              } catch (const std::exception& e) {
+                failures[t] = fmt::format("compute-sanitizer --tool {} could not start the worker: {}", tool, e.what());
+                std::error_code ec;
+                std::filesystem::remove(log_file, ec);
+                return;
+              }
+              reply = worker.call("sanitize", sub, Json::object(), kSanitizeDeadlineS, &fault, &culprit);
+              if (reply) code = worker.quit(kQuitDeadlineS);
+            }
+            const std::string text = slurp(log_file);
+            std::error_code ec;
+            std::filesystem::remove(log_file, ec);
+            int summary = -1;
+            const auto reports = parse_sanitizer_log(tool, text, &summary);
+            std::vector<std::vector<SanitizerFinding>> found(subset.size());
+            bool unpinned = false;
+            for (const auto& r : reports) {
+              std::vector<std::size_t> hits;
+              for (std::size_t k = 0; k < subset.size(); ++k) {
+                const auto& names = items[subset[k]].compiled->lowered_names;
+                if (std::any_of(r.kernels.begin(), r.kernels.end(),
+                                [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); }))
+                  hits.push_back(k);
+              }
+              if (hits.size() == 1) found[hits[0]].push_back(r.finding);
+              else if (subset.size() == 1) found[0].push_back(r.finding);
+              else unpinned = true;
+            }
+            if (reports.empty() && (summary > 0 || code == kSanitizerErrorExit)) {
+              if (subset.size() == 1) {
+                std::vector<std::string> tail;
+                std::istringstream lines(text);
+                for (std::string l; std::getline(lines, l);) tail.push_back(l);
+                if (tail.size() > kReportLines) tail.erase(tail.begin(), tail.end() - kReportLines);
+                found[0].push_back({tool, fmt::format("{} reported {} error(s) in a form tune does not read (exit code {})",
+                                                      tool, summary, code), tail});
+              } else {
+                unpinned = true;
+              }
+            }
+            std::vector<std::size_t> again;
+            if (!reply) {
+              const std::string what = fmt::format("the worker process under {} was {}", tool, describe_loss(fault));
+              if (subset.size() == 1) {
+                found[0].push_back({tool, what, {}});
+              } else if (culprit >= 0 && culprit < static_cast<int>(subset.size())) {
+                found[static_cast<std::size_t>(culprit)].push_back({tool, what, {}});
+                for (std::size_t k = 0; k < subset.size(); ++k)
+                  if (static_cast<int>(k) != culprit) again.push_back(k);
+              } else {
+                unpinned = true;
+              }
+            } else {
+              const Json& results = reply->at("results");
+              for (std::size_t k = 0; k < subset.size(); ++k) {
+                const Json& r = results.at(k);
+                if (r.contains("not_run")) again.push_back(k);
+                else if (r.contains("error") && found[k].empty())
+                  found[k].push_back({tool, fmt::format("the launch failed under {}: {}", tool, r.at("error").get<std::string>()), {}});
+              }
+            }
+            if (unpinned) {
+              for (const std::size_t k : subset) attempt({k});
+              return;
+            }
+            for (std::size_t k = 0; k < subset.size(); ++k) {
+              if (std::find(again.begin(), again.end(), k) != again.end()) continue;
+              runs[t][subset[k]].ran = true;
+              for (auto& f : found[k]) runs[t][subset[k]].findings.push_back(std::move(f));
+            }
+            for (const std::size_t k : again) attempt({subset[k]});
+          };
+          std::vector<std::size_t> every(items.size());
+          for (std::size_t k = 0; k < every.size(); ++k) every[k] = k;
+          attempt(every);
+        } catch (const std::exception& e) {
+          failures[t] = fmt::format("compute-sanitizer --tool {} failed: {}", kSanitizerTools[t], e.what());
+        }
+      });
+  }
+  const double took = seconds_since(t0);
+  seconds_ += took;
+  for (std::size_t t = 0; t < tools; ++t) {
+    const std::string tool = kSanitizerTools[t];
+    if (!failures[t].empty()) {
+      if (ctx_.note.find(failures[t]) == std::string::npos) {
+        ctx_.note += (ctx_.note.empty() ? "" : "; ") + failures[t];
+        if (settings_.log) settings_.log("gate: " + failures[t] + "; that tool is left out");
+      }
+      continue;
+    }
+    if (std::find(ctx_.tools.begin(), ctx_.tools.end(), tool) == ctx_.tools.end()) ctx_.tools.push_back(tool);
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      if (!runs[t][k].ran) continue;
+      GateRecord& g = items[k].record->gate ? *items[k].record->gate : items[k].record->gate.emplace();
+      g.tools.push_back(tool);
+      for (auto& f : runs[t][k].findings) g.findings.push_back(std::move(f));
+    }
+  }
+  for (auto& it : items) {
+    if (!it.record->gate) continue;
+    it.record->gate->seconds += took / static_cast<double>(items.size());
+    apply_verdict(*it.record);
+  }
+}
+
+void Gate::apply_verdict(VariantRecord& rec) {
+  if (!rec.gate) return;
+  GateRecord& g = *rec.gate;
+  const GateRecord::Input* failed = nullptr;
+  int failed_inputs = 0;
+  for (const auto& in : g.inputs)
+    if (!parity_passed(in.parity)) {
+      if (!failed) failed = &in;
+      ++failed_inputs;
+    }
+  if (!g.findings.empty()) {
+    g.verdict = "unsafe";
+    const auto& f = g.findings.front();
+    g.reason = fmt::format("{}: {}{}", f.tool, f.kind,
+                           g.findings.size() > 1 ? fmt::format(" (and {} more reports)", g.findings.size() - 1) : "");
+  } else if (!g.deterministic) {
+    g.verdict = "unsafe";
+    g.reason = "the output changed between launches: " + g.determinism;
+  } else if (failed) {
+    g.verdict = "incorrect";
+    const ParityRecord& p = failed->parity;
+    g.reason = fmt::format("parity failed on input '{}'{}: {} of {} outputs outside atol={:g} rtol={:g}; max abs error {:.3g}",
+                           failed->name, failed_inputs > 1 ? fmt::format(" (and {} more inputs)", failed_inputs - 1) : "",
+                           p.mismatches, p.elements, p.atol, p.rtol, p.max_abs_error);
+  } else {
+    g.verdict = "safe";
+    g.reason = fmt::format("{} further input(s) passed; {}; sanitizers: {}", g.inputs.size(),
+                           g.determinism.empty() ? "determinism not checked" : g.determinism,
+                           g.tools.empty() ? "none ran" : fmt::format("{} clean", fmt::join(g.tools, ", ")));
+  }
+  if (rec.status != Status::kPassed) return;
+  if (g.verdict == "unsafe") {
+    rec.status = Status::kUnsafe;
+    rec.reason = "gate: " + g.reason;
+  } else if (g.verdict == "incorrect") {
+    rec.status = Status::kIncorrect;
+    rec.reason = "gate: " + g.reason;
+  }
+}
+
+void Gate::finish(double run_wall_s) {
+  ctx_.wall_s = seconds_;
+  ctx_.share = run_wall_s > 0 ? seconds_ / run_wall_s : 0;
+}
+
+}  // namespace tune
