@@ -17,9 +17,9 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-// env: "NAME=value ..." set for this run only.
-Result run_with(const std::string& env, const std::string& args) {
-  const std::string cmd = env + " " + std::string(TUNE_EXE) + " " + args + " 2>&1";
+// Any command line, through the shell, stdout and stderr together.
+Result run_command(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
@@ -27,6 +27,11 @@ Result run_with(const std::string& env, const std::string& args) {
   const int status = p ? pclose(p) : -1;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// env: "NAME=value ..." set for this run only.
+Result run_with(const std::string& env, const std::string& args) {
+  return run_command(env + " " + std::string(TUNE_EXE) + " " + args);
 }
 
 Result run(const std::string& args) { return run_with("", args); }
@@ -50,7 +55,7 @@ void expect_error_output(const Result& r, const std::string& needle) {
   EXPECT_EQ(error_lines, 1u) << r.output;
 }
 
-void expect_error(const std::string& args, const std::string& needle) {
+[[maybe_unused]] void expect_error(const std::string& args, const std::string& needle) {
   const Result r = run(args);
   EXPECT_NE(r.code, 0) << args << "\n" << r.output;
   SCOPED_TRACE(args);
