@@ -81,7 +81,8 @@ class Gate {
 
   // Output checks (further inputs, determinism) in a fresh worker. Fills each record's gate.
   void check_outputs(const std::vector<WorkerItem>& items);
-  // Every tool on the items whose outputs passed. Adds the tools and findings to their gate.
+  // Every tool on the items (those that failed the output checks too: a report says why). Adds the
+  // tools and findings to their gate.
   void sanitize(const std::vector<WorkerItem>& items);
   // Sets each record's verdict, reason and status from its gate: unsafe, incorrect or safe.
   static void apply_verdict(VariantRecord& rec);

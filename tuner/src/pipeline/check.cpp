@@ -129,11 +129,29 @@ bool run_check(const CheckOptions& o) {
                   ctx.note.empty() ? "" : " (" + ctx.note + ")"));
   if (!o.write) return all_safe;
 
-  for (const auto& v : gated)
-    for (auto& r : run.variants)
-      if (r.name == v.record.name) r = v.record;
+  auto merge = [&](const std::vector<GateVariant>& done) {
+    for (const auto& v : done)
+      for (auto& r : run.variants)
+        if (r.name == v.record.name) r = v.record;
+  };
+  merge(gated);
   const auto before = run.winner;
   name_winner(run);
+  // A new winner that was not gated is gated in turn, until a gated one wins or none is left.
+  while (run.winner && !run.find(*run.winner)->gate) {
+    log(fmt::format("the winner would now be {} (not gated yet): gating it", *run.winner));
+    RunContext::Gate more;
+    const auto next = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(),
+                                   {*run.find(*run.winner)}, settings, more);
+    log(fmt::format("  {} {}: {}", next[0].record.gate->verdict, next[0].record.name, next[0].record.gate->reason));
+    merge(next);
+    ctx.gated += more.gated;
+    ctx.unsafe += more.unsafe;
+    ctx.incorrect += more.incorrect;
+    ctx.wall_s += more.wall_s;
+    ++ctx.rounds;
+    name_winner(run);
+  }
   run.context.gate = ctx;
   write_file_atomic(o.results, to_json(run).dump(2) + "\n");
   log(fmt::format("wrote the verdicts into {}", o.results.string()));

@@ -896,11 +896,11 @@ TuneOutcome run_tune(const TuneOptions& o) {
                         settings.rounds + 1));
         gate.check_outputs(items_of(outputs));
         if (gate.sanitizing() && gate.mode() == SanitizeMode::kFinalists) {
-          for (const std::size_t i : outputs)
-            if (run.variants[i].status == Status::kPassed) {
-              sanitized[i] = 1;
-              sanitize.push_back(i);
-            }
+          // Those that failed the output checks too: a sanitizer report says why.
+          for (const std::size_t i : outputs) {
+            sanitized[i] = 1;
+            sanitize.push_back(i);
+          }
           if (!sanitize.empty()) {
             log(fmt::format("gate: {} finalist(s) under compute-sanitizer ({})", sanitize.size(),
                             fmt::join(kSanitizerTools, ", ")));
@@ -918,10 +918,14 @@ TuneOutcome run_tune(const TuneOptions& o) {
           say({w});
         }
         if (!run.winner || out_checked[index_of(*run.winner)] || stop_asked()) break;
-        // Every gated finalist failed and an unchecked variant is now the fastest: the next few.
+        // Every gated finalist failed and an unchecked variant is now the fastest: the next ones,
+        // twice as many each round (a defect shared by a whole family of variants takes a few
+        // rounds, not one per --top variants), at most 64.
+        const std::size_t want =
+            std::min<std::size_t>(64, std::max<std::size_t>(1, static_cast<std::size_t>(o.top_k)) << std::min(round, 6));
         std::vector<std::size_t> upcoming;
         for (const std::size_t i : fastest_passed(n))
-          if (!out_checked[i] && upcoming.size() < std::max<std::size_t>(1, static_cast<std::size_t>(o.top_k))) upcoming.push_back(i);
+          if (!out_checked[i] && upcoming.size() < want) upcoming.push_back(i);
         log(fmt::format("gate: round {}: no gated finalist is safe; re-measuring the next {} strictly and gating them",
                         round + 1, upcoming.size()));
         const auto t = Clock::now();

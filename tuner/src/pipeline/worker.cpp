@@ -199,7 +199,9 @@ class Worker {
       const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);
       std::vector<double> reference;
       if (with_reference) reference = problem_->reference(shape_, parity, backend, &how);
-      runner_.emplace(*info, *problem_, shape_, problem_->make_data(shape_, seed_, DataPurpose::kTiming), parity,
+      // A worker that only launches (under a sanitizer) times nothing: no timing data to draw.
+      runner_.emplace(*info, *problem_, shape_,
+                      with_reference ? problem_->make_data(shape_, seed_, DataPurpose::kTiming) : ProblemData{}, parity,
                       std::move(reference), parity_seed_);
       runner_->on_phase([this](const std::string& phase, int item) { announce(phase, item); });
       device_cc_ = info->compute_capability();
@@ -597,10 +599,13 @@ int run_worker(int argc, char** argv) {
   // Dies with the orchestrator (even by kill -9); Ctrl-C and SIGTERM (Slurm's scancel signals every
   // process of the job) are the orchestrator's to handle: it lets the variant in hand finish.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  // Started by the orchestrator, or by the compute-sanitizer it started (the gate).
+  // Started by the orchestrator, or by the compute-sanitizer it started (the gate), which may put
+  // a process of its own in between.
   if (argc > 2) {
     const pid_t orchestrator = std::atoi(argv[2]);
-    if (getppid() != orchestrator && parent_of(getppid()) != orchestrator) return 6;
+    bool ours = false;
+    for (pid_t p = getppid(), depth = 0; p > 1 && depth < 4 && !ours; p = parent_of(p), ++depth) ours = p == orchestrator;
+    if (!ours) return 6;
   }
   std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, SIG_IGN);
