@@ -119,6 +119,9 @@ TEST(GateVerdict, FindingsThenDeterminismThenInputsDecide) {
   Gate::apply_verdict(racy);
   EXPECT_EQ(racy.status, Status::kUnsafe) << "a finding outranks a failed input";
   EXPECT_EQ(racy.gate->reason, "racecheck: Error: Race reported between Write access at k+0x1");
+  racy.gate->findings_left_out = 40;  // reports beyond those kept
+  Gate::apply_verdict(racy);
+  EXPECT_EQ(racy.gate->reason, "racecheck: Error: Race reported between Write access at k+0x1 (and 40 more reports)");
 
   VariantRecord slow;  // not passed: the verdict is recorded, the status is left alone
   slow.status = Status::kCrashed;

@@ -69,7 +69,8 @@ struct GateRecord {
   std::string verdict;  // "safe", "unsafe" (a finding or a changing output), "incorrect" (an input failed)
   std::string reason;   // one line: what was found, or what was checked
   std::vector<std::string> tools;  // the sanitizer tools that ran on it
-  std::vector<SanitizerFinding> findings;
+  std::vector<SanitizerFinding> findings;  // the first few of each tool
+  int findings_left_out = 0;                // reports beyond those (a kernel may have hundreds)
   struct Input {
     std::string name;  // "seed 2", "large magnitudes", ...
     ParityRecord parity;

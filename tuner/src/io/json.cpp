@@ -115,6 +115,7 @@ Json gate_json(const GateRecord& g) {
   for (const auto& i : g.inputs) inputs.push_back({{"name", i.name}, {"parity", parity_json(i.parity)}});
   return Json{{"verdict", g.verdict},   {"reason", g.reason},
               {"tools", g.tools},       {"findings", findings},
+              {"findings_left_out", g.findings_left_out},
               {"inputs", inputs},       {"launches", g.launches},
               {"deterministic", g.deterministic}, {"determinism", g.determinism},
               {"seconds", number(g.seconds)}};
@@ -128,6 +129,7 @@ GateRecord gate_from(const Json& j) {
     g.findings.push_back({f.at("tool").get<std::string>(), f.value("kind", ""), f.value("report", std::vector<std::string>{})});
   for (const auto& i : j.value("inputs", Json::array()))
     g.inputs.push_back({i.at("name").get<std::string>(), parity_from(i.at("parity"))});
+  g.findings_left_out = j.value("findings_left_out", 0);
   g.launches = j.value("launches", 0);
   g.deterministic = j.value("deterministic", true);
   g.determinism = j.value("determinism", "");

@@ -33,8 +33,10 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // compute-sanitizer's exit code when a tool reported errors (--error-exitcode).
 constexpr int kSanitizerErrorExit = 86;
 constexpr double kInitDeadlineS = 300, kGateDeadlineS = 300, kSanitizeDeadlineS = 600, kQuitDeadlineS = 120;
-// Lines of a report kept in the record.
+// Lines of a report kept in the record, and reports of one tool kept per variant (the rest are
+// counted: a kernel with a defect in every block can have hundreds).
 constexpr std::size_t kReportLines = 12;
+constexpr std::size_t kFindingsPerTool = 8;
 
 bool executable(const std::string& path) {
   std::error_code ec;
@@ -410,7 +412,11 @@ void Gate::sanitize(const std::vector<WorkerItem>& items) {
       if (!runs[t][k].ran) continue;
       GateRecord& g = items[k].record->gate ? *items[k].record->gate : items[k].record->gate.emplace();
       g.tools.push_back(tool);
-      for (auto& f : runs[t][k].findings) g.findings.push_back(std::move(f));
+      auto& found = runs[t][k].findings;
+      for (std::size_t f = 0; f < found.size(); ++f) {
+        if (f < kFindingsPerTool) g.findings.push_back(std::move(found[f]));
+        else ++g.findings_left_out;
+      }
     }
   }
   for (auto& it : items) {
@@ -433,8 +439,8 @@ void Gate::apply_verdict(VariantRecord& rec) {
   if (!g.findings.empty()) {
     g.verdict = "unsafe";
     const auto& f = g.findings.front();
-    g.reason = fmt::format("{}: {}{}", f.tool, f.kind,
-                           g.findings.size() > 1 ? fmt::format(" (and {} more reports)", g.findings.size() - 1) : "");
+    const std::size_t more = g.findings.size() - 1 + static_cast<std::size_t>(g.findings_left_out);
+    g.reason = fmt::format("{}: {}{}", f.tool, f.kind, more > 0 ? fmt::format(" (and {} more reports)", more) : "");
   } else if (!g.deterministic) {
     g.verdict = "unsafe";
     g.reason = "the output changed between launches: " + g.determinism;
