@@ -417,6 +417,46 @@ TEST(Isolation, ResumeWithoutAJournalStartsAFreshRun) {
 
 }  // namespace
 
+// ---- One writer per results file (issue 22, item 1) -------------------------------------------
+
+namespace {
+
+TEST(Isolation, ASecondRunOnTheSameResultsIsRefusedAndTheFirstIsUntouched) {
+  const std::string out = fresh_dir("lock");
+  const pid_t first = start_slow_run(out, {}, 2);
+  ASSERT_GT(first, 0);
+  const Result second = run(kFake, small_run_args(out));
+  EXPECT_EQ(second.code, 2) << second.output;
+  EXPECT_NE(second.output.find("another tune (pid " + std::to_string(first) + ") is writing"), std::string::npos)
+      << second.output;
+  int status = 0;
+  ASSERT_EQ(waitpid(first, &status, 0), first);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_text(out + ".log");
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("complete"), true);
+  for (const auto& v : got.at("variants")) EXPECT_NE(v.at("status"), "pending") << v.dump();
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(result_path(out)).replace_extension(".lock")))
+      << "the lock file goes with the run";
+  // Once the first is done, the same run goes ahead.
+  EXPECT_EQ(run(kFake, small_run_args(out)).code, 0);
+}
+
+TEST(Isolation, AFaultInjectedAtTheStrictReMeasureIsRecordedInItsPhase) {
+  const std::string clean = fresh_dir("remeasure_phase_clean");
+  ASSERT_EQ(run(kFake, small_run_args(clean)).code, 0);
+  const std::string winner = read_json(result_path(clean)).at("summary").at("winner").get<std::string>();
+  const std::string out = fresh_dir("remeasure_phase");
+  const Result r = run(std::string(kFake) + " TUNE_WORKER_FAULT='" + winner + "=cuda@remeasure'", small_run_args(out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json got = read_json(result_path(out));
+  const Json& v = variant(got, winner);
+  EXPECT_EQ(v.at("status"), "crashed") << v.dump();
+  EXPECT_EQ(v.at("fault").at("phase"), "load") << v.dump();
+  EXPECT_NE(v.at("reason").get<std::string>().find("during load"), std::string::npos) << v.dump();
+}
+
+}  // namespace
+
 // ---- The correctness gate (issue 20) with the fake worker and a fake compute-sanitizer ----------
 
 namespace {

@@ -33,6 +33,17 @@ TEST(Records, OtherSchemaVersionsAndTruncatedFilesAreRefusedWithAReason) {
   auto j = to_json(fixture_run());
   j["schema_version"] = 99;
   EXPECT_THROW((void)run_from_json(j), InputError);
+  // A version that an int would wrap to 1, a fraction, a string: refused, naming the value.
+  for (const auto& bad : {nlohmann::ordered_json(4294967297LL), nlohmann::ordered_json(1.5), nlohmann::ordered_json("1")}) {
+    j["schema_version"] = bad;
+    try {
+      (void)run_from_json(j);
+      ADD_FAILURE() << bad.dump();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("schema_version " + bad.dump() + " is not supported"), std::string::npos)
+          << e.what();
+    }
+  }
   auto k = to_json(fixture_run());
   k.erase("variants");
   EXPECT_THROW((void)run_from_json(k), InputError);

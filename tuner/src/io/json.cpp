@@ -442,7 +442,12 @@ RunRecord run_from_json(const Json& j) {
   try {
     if (!j.is_object()) throw InputError("a result file must be a JSON object");
     if (j.value("kind", "") != "tune.result") throw InputError("not a tune result file (its 'kind' is not tune.result)");
-    const int version = j.at("schema_version").get<int>();
+    // Read wide: an int would take 4294967297 for 1.
+    const Json& sv = j.at("schema_version");
+    if (!sv.is_number_integer() || sv.get<std::int64_t>() != kResultSchemaVersion)
+      throw InputError(fmt::format("result schema_version {} is not supported (this tune reads {})", sv.dump(),
+                                   kResultSchemaVersion));
+    const int version = kResultSchemaVersion;
     if (version != kResultSchemaVersion)
       throw InputError(fmt::format("result schema_version {} is not supported (this tune reads {})", version, kResultSchemaVersion));
     RunRecord run;

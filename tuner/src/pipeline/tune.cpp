@@ -1,5 +1,8 @@
 #include "tune/tune.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <iterator>
@@ -112,6 +116,51 @@ void check_writable(const std::filesystem::path& dir) {
   }
   std::filesystem::remove(probe, ec);
 }
+
+// One writer per results file. Two runs of one shape on one --out would truncate each other's
+// journal and results; the second is refused in one line that names the first. The lock is
+// flock(2) on "<shape>.lock" beside the results (released by the kernel however the holder ends),
+// the holder's pid in it; the file is removed when the run ends.
+class ResultsLock {
+ public:
+  explicit ResultsLock(const std::filesystem::path& results) : path_(std::filesystem::path(results).replace_extension(".lock")) {
+    for (;;) {
+      fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd_ < 0)
+        throw InputError(fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(),
+                                     std::strerror(errno)));
+      if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        char buf[32] = {};
+        const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
+        close(fd_);
+        fd_ = -1;
+        const std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
+        throw InputError(fmt::format("another tune (pid {}) is writing {}; wait for it to finish, or pass another --out",
+                                     holder.substr(0, holder.find('\n')), results.string()));
+      }
+      // The file may have been removed by a holder that just finished: lock the one on disk.
+      struct stat held{}, now{};
+      if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+        break;
+      close(fd_);
+    }
+    const std::string pid = std::to_string(getpid()) + "\n";
+    if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+      // The lock holds without the pid; the message then says "pid ?".
+    }
+  }
+  ~ResultsLock() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);  // still holding the lock: a newcomer retries on the new file
+    close(fd_);
+  }
+  ResultsLock(const ResultsLock&) = delete;
+  ResultsLock& operator=(const ResultsLock&) = delete;
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
 
 // What a lost worker leaves of a variant: the status, and a reason that says how it was lost.
 void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& when) {
@@ -475,6 +524,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const auto json_path = o.out_dir / gpu_dir / run.problem / (result_stem(shape, o.shard) + ".json");
   check_writable(json_path.parent_path());
   if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
+  const ResultsLock results_lock(json_path);
 
   const Enumeration space_enum = space.enumerate(shape, limits);
   if (space_enum.configs.empty()) {

@@ -256,6 +256,9 @@ class Worker {
       std::vector<const CompileResult*> c;
       std::vector<VariantRecord*> p;
       for (std::size_t i = 0; i < records.size(); ++i) {
+        // KIND@remeasure on a device: the variant's kernels fault from the re-measure's warm-up on.
+        for (const char* kind : {"cuda", "trap", "spin"})
+          if (fault_for(names_.at(i), kind)) compiled[i] = faulting_kernel(lowered[i], kind);
         c.push_back(&compiled[i]);
         p.push_back(&records[i]);
       }
@@ -461,8 +464,10 @@ class Worker {
       VariantRecord& rec = records[i];
       if (fault_for(rec.name, "cuda")) {
         rec.status = Status::kCrashed;
-        rec.reason = "CUDA_ERROR_ILLEGAL_ADDRESS during parity (injected by TUNE_WORKER_FAULT)";
-        rec.fault = FaultRecord{"cuda_error", "", "CUDA_ERROR_ILLEGAL_ADDRESS", "parity", 0, 0};
+        // The phase it strikes in: parity in the search, load in the strict re-measure (@remeasure).
+        const char* phase = remeasuring_ ? "load" : "parity";
+        rec.reason = std::string("CUDA_ERROR_ILLEGAL_ADDRESS during ") + phase + " (injected by TUNE_WORKER_FAULT)";
+        rec.fault = FaultRecord{"cuda_error", "", "CUDA_ERROR_ILLEGAL_ADDRESS", phase, 0, 0};
         continue;
       }
       if (options.check_parity || !rec.parity) {
