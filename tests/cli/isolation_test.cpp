@@ -421,6 +421,54 @@ TEST(Isolation, ResumeWithoutAJournalStartsAFreshRun) {
 
 namespace {
 
+TEST(Isolation, ResumeTakesOnlyFinalRecordsOfThisRunsVariants) {
+  const std::string out = fresh_dir("resume_final_only");
+  run_and_kill(out, {}, 3);
+  // Rewrite the journal: one record left pending, one whose params disagree with its name, one of
+  // a variant this run does not have. Each must be measured again (the last is ignored).
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(journal_path(out));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  std::vector<std::size_t> records;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    try {
+      if (Json::parse(lines[i]).contains("record")) records.push_back(i);
+    } catch (const Json::parse_error&) {
+      lines.resize(i);  // a torn last line
+      break;
+    }
+  }
+  ASSERT_GE(records.size(), 3u);
+  Json pending = Json::parse(lines[records[0]]);
+  pending["record"]["status"] = "pending";
+  pending["record"]["timing"] = nullptr;
+  lines[records[0]] = pending.dump();
+  Json forged = Json::parse(lines[records[1]]);
+  forged["record"]["params"]["block"] = 4096;
+  lines[records[1]] = forged.dump();
+  Json stranger = Json::parse(lines[records[2]]);
+  stranger["record"]["name"] = "strategy=none";
+  lines.push_back(stranger.dump());
+  {
+    std::ofstream f(journal_path(out), std::ios::trunc);
+    for (const auto& l : lines) f << l << "\n";
+  }
+  const std::string pending_name = pending.at("record").at("name").get<std::string>();
+  const std::string forged_name = forged.at("record").at("name").get<std::string>();
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("(3 journal records not taken: not final, or not this run's variants)"), std::string::npos)
+      << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(variant(got, pending_name).at("status"), "passed") << "measured again";
+  EXPECT_TRUE(variant(got, pending_name).at("timing").is_object());
+  EXPECT_NE(variant(got, forged_name).at("params").at("block"), 4096) << "the run's own params, measured again";
+  EXPECT_EQ(variant(got, forged_name).at("status"), "passed");
+  for (const auto& v : got.at("variants")) EXPECT_NE(v.at("name"), "strategy=none");
+}
+
 TEST(Isolation, ASecondRunOnTheSameResultsIsRefusedAndTheFirstIsUntouched) {
   const std::string out = fresh_dir("lock");
   const pid_t first = start_slow_run(out, {}, 2);

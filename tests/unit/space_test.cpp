@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "tune/errors.hpp"
@@ -143,6 +145,22 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["parameters"].push_back(Json{{"name", "block"}, {"values", {1}}});
   expect_config_error(j, "parameter 'block' is defined twice");
+
+  // A device limit's name is reserved (it escaped as an internal error), and the 256-name limit
+  // says what it is (it was reported as "defined twice").
+  j = small_space();
+  j["parameters"].push_back(Json{{"name", "dev_cc"}, {"values", {1}}});
+  expect_config_error(j, "parameter 'dev_cc': names starting with dev_ are the device's limits");
+  j = small_space();
+  j["derived"] = Json::array({Json{{"name", "dev_sm_count"}, {"expr", "1"}}});
+  expect_config_error(j, "derived value 'dev_sm_count': names starting with dev_ are the device's limits");
+  j = small_space();
+  for (int i = 0; i < 300; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "p%d", i);
+    j["parameters"].push_back(Json{{"name", name}, {"values", {1}}});
+  }
+  expect_config_error(j, "more than 256 names");
 
   j = small_space();
   j["constraints"].push_back("block %% 2 ==");

@@ -604,15 +604,32 @@ TuneOutcome run_tune(const TuneOptions& o) {
   if (o.resume && std::filesystem::exists(journal_path)) {
     std::map<std::string, std::size_t> by_name;
     for (std::size_t i = 0; i < n; ++i) by_name[run.variants[i].name] = i;
+    // Only final records of this run's variants are taken: a status the search ends with (not
+    // pending, not compiled in a timed run), the same parameters and baseline flag as the variant of
+    // that name, a timing where it passed. Anything else is measured again.
+    std::size_t refused = 0;
     for (auto& e : Journal::read(journal_path, identity)) {
       const auto it = by_name.find(e.record.name);
-      if (it == by_name.end()) continue;
+      if (it == by_name.end()) {
+        ++refused;
+        continue;
+      }
+      const VariantRecord& mine = run.variants[it->second];
+      const Status st = e.record.status;
+      const bool final_status = st != Status::kPending && st != Status::kUnsafe &&
+                                !(run.timed && st == Status::kCompiled) && (st != Status::kPassed || e.record.timing);
+      const bool halving_ok = e.stage != "halving" || (st == Status::kPassed && journaled[it->second]);
+      if (!final_status || !halving_ok || e.record.params != mine.params || e.record.baseline != mine.baseline) {
+        ++refused;
+        continue;
+      }
       run.variants[it->second] = std::move(e.record);
       (e.stage == "halving" ? halved : journaled)[it->second] = 1;
     }
     ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
-    log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured",
-                    ctx.resumed_variants, n, journal_path.string()));
+    log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured", ctx.resumed_variants,
+                    n, journal_path.string()) +
+        (refused ? fmt::format(" ({} journal records not taken: not final, or not this run's variants)", refused) : ""));
     journal.emplace(Journal::append_to(journal_path));
   } else {
     if (o.resume) log(fmt::format("--resume: no journal at {}; starting a fresh run", journal_path.string()));

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/format.h>
 #include <muParser.h>
 
 namespace tune::space {
@@ -26,7 +27,9 @@ double ispow2(double a) {
 std::size_t VariableTable::declare(const std::string& name) {
   if (slots_.count(name) || constants_.count(name)) throw std::invalid_argument("'" + name + "' is defined twice");
   const std::size_t slot = slots_.size();
-  if (slot >= values_->size()) throw std::invalid_argument("too many variables");
+  if (slot >= values_->size())
+    throw std::invalid_argument(fmt::format("more than {} names (dimensions, parameters, derived values and the device's "
+                                            "limits together)", values_->size()));
   slots_.emplace(name, slot);
   return slot;
 }

@@ -264,6 +264,9 @@ Space Space::parse(const Json& json, const std::string& source_name, const std::
       s.defaults[k] = v.get<std::int64_t>();
     }
   }
+  for (const auto& d : s.dims)
+    if (d.starts_with("dev_"))
+      s.fail(fmt::format("'shape.dims': '{}': names starting with dev_ are the device's limits; rename it", d));
   try {
     for (const auto& d : s.dims) s.dim_slots.push_back(s.table.declare(d));
   } catch (const std::invalid_argument& e) {
@@ -307,10 +310,15 @@ Space Space::parse(const Json& json, const std::string& source_name, const std::
         s.fail(fmt::format("{}: 'absent' value {} is not one of its values", where, p.at("absent").dump()));
       param.absent = p.at("absent");
     }
+    if (param.name.starts_with("dev_"))
+      s.fail(fmt::format("{}: names starting with dev_ are the device's limits (dev_max_threads, dev_max_smem, "
+                         "dev_sm_count, dev_cc); rename it", where));
     try {
       s.param_slots.push_back(s.table.declare(param.name));
-    } catch (const std::invalid_argument&) {
-      s.fail(where + " is defined twice (or shares its name with a dimension)");
+    } catch (const std::invalid_argument& e) {
+      s.fail(std::string(e.what()).find("defined twice") != std::string::npos
+                 ? where + " is defined twice (or shares its name with a dimension)"
+                 : fmt::format("{}: {}", where, e.what()));
     }
     s.parameters.push_back(std::move(param));
   }
@@ -329,10 +337,15 @@ Space Space::parse(const Json& json, const std::string& source_name, const std::
       json_check::keys(d, {"name", "expr"}, fmt::format("derived[{}]", di), fail_fn);
       const auto name = need(d, "name", Json::value_t::string, "a derived value").get<std::string>();
       if (!d.contains("expr")) s.fail("derived value '" + name + "' has no 'expr'");
+      if (name.starts_with("dev_"))
+        s.fail(fmt::format("derived value '{}': names starting with dev_ are the device's limits (dev_max_threads, "
+                           "dev_max_smem, dev_sm_count, dev_cc); rename it", name));
       try {
         s.table.declare(name);
-      } catch (const std::invalid_argument&) {
-        s.fail("derived value '" + name + "' is defined twice (or shares a parameter's name)");
+      } catch (const std::invalid_argument& e) {
+        s.fail(std::string(e.what()).find("defined twice") != std::string::npos
+                   ? "derived value '" + name + "' is defined twice (or shares a parameter's name)"
+                   : fmt::format("derived value '{}': {}", name, e.what()));
       }
       derived_src.emplace_back(name, d.at("expr"));
     }
