@@ -91,6 +91,30 @@ TEST(Header, HoldsTheWinnerAsConstexprValuesWithProvenance) {
   EXPECT_THROW((void)generate_header(untimed, space), InputError);
 }
 
+// Text from a results file never becomes code: the instantiations come from the configuration,
+// strings are escaped, comment text cannot close its line or its comment, and a median that is not
+// a positive number is refused (issue 22, item 10).
+TEST(Header, HostileTextInAResultStaysInertAndABadMedianIsRefused) {
+  RunRecord run = fixture_run();
+  const Space space = load_space("contact", std::nullopt);
+  run.device->name = "Evil GPU\nint evil_device() { return 1; }";
+  run.winner_rule = "rule */ int evil_rule; /*";
+  run.context.finished_at = "2026\nint evil_time;";
+  for (auto& v : run.variants)
+    for (auto& l : v.launches) l["kernel"] = "contact_kernel<1>; int evil_kernel() { return 2; }";
+  const std::string h = generate_header(run, space);
+  for (const char* evil : {"int evil_kernel", "\nint evil_device", "\nint evil_time", "*/ int evil_rule"})
+    EXPECT_EQ(h.find(evil), std::string::npos) << evil << "\n" << h;
+  const Lowered lowered = space.lower(space.from_json(run.find(*run.winner)->params), run.shape);
+  EXPECT_NE(h.find("    \"" + lowered.launches[0].name_expression + "\",\n"), std::string::npos) << h;
+  EXPECT_NE(h.find("kDeviceName[] = \"Evil GPU int evil_device() { return 1; }\";"), std::string::npos) << h;
+  for (const double bad : {std::nan(""), -1.0, 0.0}) {
+    RunRecord b = fixture_run();
+    b.variants[0].timing->median_us = bad;
+    EXPECT_THROW((void)generate_header(b, space), InputError) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace tune
 
