@@ -509,12 +509,6 @@ TEST(Isolation, AFaultInjectedAtTheStrictReMeasureIsRecordedInItsPhase) {
 
 namespace {
 
-std::string fmt_count(const std::string& pattern, std::size_t n) {
-  std::string s = pattern;
-  for (std::size_t pos; (pos = s.find("{0}")) != std::string::npos;) s.replace(pos, 3, std::to_string(n));
-  return s;
-}
-
 std::string fake_sanitizer() {
   return std::string("TUNE_SANITIZER=") + TUNE_REPO_DIR + "/tests/support/fake-compute-sanitizer";
 }
@@ -684,7 +678,8 @@ TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
   const Result all = run(std::string(kFake) + " " + fake_sanitizer(), "check " + file.string() + " --all-finalists");
   EXPECT_EQ(all.code, 0) << all.output;
   const std::size_t finalists = std::find(c.order.begin(), c.order.begin() + 3, c.baseline) != c.order.begin() + 3 ? 3 : 4;
-  EXPECT_NE(all.output.find(fmt_count("check: {0} of {0} safe", finalists)), std::string::npos) << all.output;
+  const std::string n = std::to_string(finalists);
+  EXPECT_NE(all.output.find("check: " + n + " of " + n + " safe"), std::string::npos) << all.output;
   const Result w = run(env, "check " + file.string() + " --write");
   EXPECT_EQ(w.code, 1) << w.output;
   const Json got = read_json(file);

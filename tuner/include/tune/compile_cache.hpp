@@ -2,6 +2,7 @@
 // A persistent cache of compiled variants on disk, keyed by everything that decides the CUBIN:
 // the template source, the name expressions, the options (arch included) and the NVRTC version.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ class CompileCache {
   // throws: returns why the entry could not be written (a read-only or full cache), else empty.
   // A cache that cannot be written costs the next run its compiles, never this run's results.
   [[nodiscard]] std::string store(const std::string& key, const CompileResult& result) const;
+  // The entry for `request` when there is one (*cached = true), else `compiler(request)`, stored
+  // when it succeeded; a store that fails leaves its reason in *store_failure (else it is empty).
+  [[nodiscard]] CompileResult get_or_compile(const CompileRequest& request, const std::string& nvrtc_version,
+                                             bool* cached, std::string* store_failure,
+                                             const std::function<CompileResult(const CompileRequest&)>& compiler =
+                                                 [](const CompileRequest& r) { return compile(r); }) const;
   // 16 hex digits: XXH3-64 of the CUBIN, kept in the entry's metadata and checked on load.
   static std::string content_hash(const std::vector<char>& cubin);
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }

@@ -86,8 +86,6 @@ class Gate {
   void sanitize(const std::vector<WorkerItem>& items);
   // Sets each record's verdict, reason and status from its gate: unsafe, incorrect or safe.
   static void apply_verdict(VariantRecord& rec);
-  // The gate's wall time and its share of the run so far, into ctx.
-  void finish(double run_wall_s);
 
  private:
   struct ToolRun;
@@ -97,16 +95,21 @@ class Gate {
   RunContext::Gate& ctx_;
   SanitizerLocation sanitizer_;
   std::vector<std::uint64_t> seeds_;
-  double seconds_ = 0;
   std::atomic<int> logs_{0};
 };
 
-// A variant to gate outside a tune (tune check, tune verify): compiled here, its record to fill.
+// Counts a gated record into ctx (gated, unsafe, incorrect); a record without a gate is not counted.
+void count_gated(const VariantRecord& rec, RunContext::Gate& ctx);
+
+// A variant to gate outside a tune (tune check, tune verify): its CUBIN, launches and record.
 struct GateVariant {
   CompileResult compiled;
   Lowered lowered;
   VariantRecord record;
 };
+// Gates the variants once (outputs, then every sanitizer) at settings' problem, shape, seed and
+// device, the search's own parity input included; fills their records and counts them into ctx.
+void gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx);
 // Compiles the configurations of `space` named by the records (their params) at `shape` for `arch`
 // (the compile cache is used) and gates them; returns them with their records filled. Throws
 // InputError for a configuration that is not valid at this shape or does not compile.

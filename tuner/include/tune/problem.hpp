@@ -67,6 +67,9 @@ class Problem {
   // The parity data of `seed` with edge case `name` applied: its `set` operations, then its edits.
   // Throws InputError for an unknown name, or one whose `when` does not hold at this shape.
   [[nodiscard]] ProblemData make_edge_case(const Shape& shape, std::uint64_t seed, const std::string& name) const;
+  // The same, applied to parity data already drawn (make_data(shape, seed, kParity)): several edge
+  // cases of one seed draw it once.
+  [[nodiscard]] ProblemData make_edge_case(const Shape& shape, const ProblemData& parity, const std::string& name) const;
   // False when the problem declares that its kernels may give other bits from launch to launch
   // (atomics): a determinism check must not hold them to identical outputs. Default true.
   [[nodiscard]] bool deterministic() const;

@@ -75,6 +75,21 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
   }
 }
 
+CompileResult CompileCache::get_or_compile(const CompileRequest& request, const std::string& nvrtc_version, bool* cached,
+                                           std::string* store_failure,
+                                           const std::function<CompileResult(const CompileRequest&)>& compiler) const {
+  const std::string k = key(request, nvrtc_version);
+  store_failure->clear();
+  if (auto hit = load(k)) {
+    *cached = true;
+    return std::move(*hit);
+  }
+  *cached = false;
+  CompileResult r = compiler(request);
+  *store_failure = store(k, r);
+  return r;
+}
+
 std::string CompileCache::store(const std::string& key, const CompileResult& result) const {
   if (!result.ok) return {};
   try {

@@ -193,14 +193,11 @@ struct DeviceRunner::Impl {
   ParityRecord run_parity(const LoadedVariant& v, BufferSet& set, const std::vector<double>& ref, std::uint64_t seed,
                           double* launch_ms) {
     set_phase("parity");
-    poison(v, set);
-    stream->synchronize();
-    const auto t = Clock::now();
-    enqueue(v, set);
-    TUNE_CU(cuCtxSynchronize());
-    if (launch_ms) *launch_ms = seconds_since(t) * 1e3;
-    std::vector<float> out(set.out_elements);
-    set.buffers.at(out_spec.name).download(out.data(), out.size() * sizeof(float));
+    return parity_of(launch_once(v, set, false, launch_ms), ref, seed);
+  }
+
+  // An output against its float64 reference at the problem's tolerance, with its seed and hash.
+  ParityRecord parity_of(const std::vector<float>& out, const std::vector<double>& ref, std::uint64_t seed) const {
     const Tolerance tol = problem.tolerance();
     ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
     p.seed = seed;
@@ -209,11 +206,15 @@ struct DeviceRunner::Impl {
   }
 
   // The output of one launch on `set` (poisoned first; the L2 flushed first when `flush_l2`).
-  std::vector<float> launch_once(const LoadedVariant& v, BufferSet& set, bool flush_l2) {
+  // *launch_ms: the launch alone, from the enqueue to its completion.
+  std::vector<float> launch_once(const LoadedVariant& v, BufferSet& set, bool flush_l2, double* launch_ms = nullptr) {
     if (flush_l2) TUNE_CU(cuMemsetD8Async(flush->get(), 0, flush->bytes(), stream->get()));
     poison(v, set);
+    if (launch_ms) stream->synchronize();
+    const auto t = Clock::now();
     enqueue(v, set);
     TUNE_CU(cuCtxSynchronize());
+    if (launch_ms) *launch_ms = seconds_since(t) * 1e3;
     std::vector<float> out(set.out_elements);
     set.buffers.at(out_spec.name).download(out.data(), out.size() * sizeof(float));
     return out;
@@ -512,18 +513,13 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
     s.item = static_cast<int>(i);
     loaded.push_back(s.load(*compiled[i], lowered[i]));
   }
-  const Tolerance tol = s.problem.tolerance();
   // Parity on each further input: one buffer set at a time (an input may be large).
   s.item = -1;
   s.set_phase("gate inputs");
   for (const GateInput& in : inputs) {
     BufferSet set = upload(*in.data, s.out_spec);
     for (std::size_t i = 0; i < loaded.size(); ++i) {
-      const std::vector<float> out = s.launch_once(loaded[i], set, false);
-      ParityRecord p = compare_output(out, *in.reference, tol.atol, tol.rtol);
-      p.seed = in.seed;
-      p.output_hash = output_hash(out);
-      gates[i]->inputs.push_back({in.name, p});
+      gates[i]->inputs.push_back({in.name, s.parity_of(s.launch_once(loaded[i], set, false), *in.reference, in.seed)});
     }
   }
   // Determinism: the parity data, `rounds` rounds of one launch of each variant in turn (the L2
@@ -555,6 +551,7 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
                                  r + 1, rounds, differ, out.size(), k, first[i][k], out[k]);
       } else {
         const std::vector<double> ref(first[i].begin(), first[i].end());
+        const Tolerance tol = s.problem.tolerance();
         const ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
         if (p.mismatches > 0)
           changed[i] = fmt::format("launch {} of {} moved {} of {} output elements beyond atol={:g} rtol={:g} of the first "

@@ -20,21 +20,15 @@ std::vector<GateVariant> gate_records(const std::string& problem, const Space& s
                                       std::uint64_t seed, int device, int arch, const std::vector<VariantRecord>& records,
                                       GateSettings settings, RunContext::Gate& ctx) {
   std::vector<GateVariant> out;
-  out.reserve(records.size());  // WorkerItems point into it
-  CompileCache cache(CompileCache::default_dir());
+  const CompileCache cache(CompileCache::default_dir());
   const std::string nvrtc = nvrtc_version();
   for (const VariantRecord& r : records) {
     const Config config = space.from_json(r.params);
     GateVariant v;
     v.lowered = space.lower(config, shape);
-    const CompileRequest req = compile_request(v.lowered, default_options(arch));
-    const std::string key = CompileCache::key(req, nvrtc);
-    if (auto hit = cache.load(key)) {
-      v.compiled = std::move(*hit);
-    } else {
-      v.compiled = compile(req);
-      (void)cache.store(key, v.compiled);
-    }
+    bool cached = false;
+    std::string store_failure;  // a cache that cannot be written costs nothing here
+    v.compiled = cache.get_or_compile(compile_request(v.lowered, default_options(arch)), nvrtc, &cached, &store_failure);
     if (!v.compiled.ok) throw InputError(fmt::format("{}: does not compile now: {}", r.name, v.compiled.log.substr(0, 400)));
     v.record = r;
     // Gated afresh: a verdict of an earlier check does not stand.
@@ -50,21 +44,21 @@ std::vector<GateVariant> gate_records(const std::string& problem, const Space& s
   settings.shape = shape;
   settings.seed = seed;
   settings.device = device;
+  gate_variants(out, settings, ctx);
+  return out;
+}
+
+void gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx) {
   settings.search_input = true;
   Gate gate(settings, ctx);
-  std::vector<WorkerItem> items;
-  for (auto& v : out) items.push_back({&v.compiled, &v.lowered, &v.record});
+  std::vector<WorkerItem> items;  // point into variants, which does not grow here
+  for (auto& v : variants) items.push_back({&v.compiled, &v.lowered, &v.record});
   const auto t0 = std::chrono::steady_clock::now();
   gate.check_outputs(items);
   if (gate.sanitizing()) gate.sanitize(items);
-  ctx.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ctx.rounds = 1;
-  for (const auto& v : out) {
-    ++ctx.gated;
-    ctx.unsafe += v.record.status == Status::kUnsafe;
-    ctx.incorrect += v.record.gate && v.record.gate->verdict == "incorrect";
-  }
-  return out;
+  ctx.wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++ctx.rounds;
+  for (const auto& v : variants) count_gated(v.record, ctx);
 }
 
 bool run_check(const CheckOptions& o) {
@@ -140,16 +134,10 @@ bool run_check(const CheckOptions& o) {
   // A new winner that was not gated is gated in turn, until a gated one wins or none is left.
   while (run.winner && !run.find(*run.winner)->gate) {
     log(fmt::format("the winner would now be {} (not gated yet): gating it", *run.winner));
-    RunContext::Gate more;
     const auto next = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(),
-                                   {*run.find(*run.winner)}, settings, more);
+                                   {*run.find(*run.winner)}, settings, ctx);
     log(fmt::format("  {} {}: {}", next[0].record.gate->verdict, next[0].record.name, next[0].record.gate->reason));
     merge(next);
-    ctx.gated += more.gated;
-    ctx.unsafe += more.unsafe;
-    ctx.incorrect += more.incorrect;
-    ctx.wall_s += more.wall_s;
-    ++ctx.rounds;
     name_winner(run);
   }
   run.context.gate = ctx;

@@ -235,7 +235,6 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
     fault = FaultRecord{"error", "", "", "start", 0, kInitDeadlineS, e.what()};
   }
   const double took = seconds_since(t0);
-  seconds_ += took;
   if (reply) {
     const Json& records = reply->at("records");
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -397,7 +396,6 @@ void Gate::sanitize(const std::vector<WorkerItem>& items) {
       });
   }
   const double took = seconds_since(t0);
-  seconds_ += took;
   for (std::size_t t = 0; t < tools; ++t) {
     const std::string tool = kSanitizerTools[t];
     if (!failures[t].empty()) {
@@ -468,9 +466,11 @@ void Gate::apply_verdict(VariantRecord& rec) {
   }
 }
 
-void Gate::finish(double run_wall_s) {
-  ctx_.wall_s = seconds_;
-  ctx_.share = run_wall_s > 0 ? seconds_ / run_wall_s : 0;
+void count_gated(const VariantRecord& rec, RunContext::Gate& ctx) {
+  if (!rec.gate) return;
+  ++ctx.gated;
+  ctx.unsafe += rec.status == Status::kUnsafe;
+  ctx.incorrect += rec.gate->verdict == "incorrect";
 }
 
 }  // namespace tune

@@ -684,21 +684,16 @@ TuneOutcome run_tune(const TuneOptions& o) {
     CompileResult r;
     *cached = false;
     try {
-      const std::string key = cache ? CompileCache::key(req, ctx.nvrtc_version) : std::string();
-      if (auto hit = cache ? cache->load(key) : std::nullopt) {
-        r = std::move(*hit);
-        *cached = true;
-      } else {
-        {
-          const CompileSlots::Slot slot(CompileSlots::shared());
-          r = compile(req);
-        }
-        // A cache that cannot be written (read-only, full) is one warning; the compile stands.
-        if (const std::string failed = cache ? cache->store(key, r) : std::string();
-            !failed.empty() && !cache_warned.exchange(true))
-          log(fmt::format("warning: the compile cache {} cannot be written ({}); the run goes on without storing "
-                          "(--cache-dir chooses another)", cache->dir().string(), failed));
-      }
+      const auto in_a_slot = [](const CompileRequest& q) {
+        const CompileSlots::Slot slot(CompileSlots::shared());
+        return compile(q);
+      };
+      std::string failed;
+      r = cache ? cache->get_or_compile(req, ctx.nvrtc_version, cached, &failed, in_a_slot) : in_a_slot(req);
+      // A cache that cannot be written (read-only, full) is one warning; the compile stands.
+      if (!failed.empty() && !cache_warned.exchange(true))
+        log(fmt::format("warning: the compile cache {} cannot be written ({}); the run goes on without storing "
+                        "(--cache-dir chooses another)", cache->dir().string(), failed));
     } catch (const std::exception& e) {
       r.ok = false;
       r.log = std::string("compile raised: ") + e.what();
@@ -945,11 +940,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
           if (const auto& v = run.variants[i]; v.gate)
             log(fmt::format("gate: {} {}: {}", v.gate->verdict, v.name, v.gate->reason));
       };
-      auto index_of = [&](const std::string& name) {
-        return static_cast<std::size_t>(
-            std::find_if(run.variants.begin(), run.variants.end(), [&](const auto& v) { return v.name == name; }) -
-            run.variants.begin());
-      };
+      auto index_of = [&](const std::string& name) { return static_cast<std::size_t>(run.find(name) - run.variants.data()); };
       std::vector<std::size_t> batch = order;
       for (int round = 1;; ++round) {
         ctx.gate.rounds = round;
@@ -1003,12 +994,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
         batch = upcoming;
       }
       ctx.gate.wall_s = seconds_since(t_gate);
-      for (const auto& v : run.variants) {
-        if (!v.gate) continue;
-        ++ctx.gate.gated;
-        ctx.gate.unsafe += v.status == Status::kUnsafe;
-        ctx.gate.incorrect += v.gate->verdict == "incorrect";
-      }
+      for (const auto& v : run.variants) count_gated(v, ctx.gate);
     }
   }
   run.wall.measure_wall_s = measure_busy;

@@ -81,7 +81,7 @@ bool run_verify(const VerifyOptions& o) {
                       o.all ? "every valid configuration" : "the baseline"));
     }
     DeviceRunner runner(*device, problem, g.shape, g.data, g.data, g.output, 0);
-    std::vector<VariantRecord> passed;  // gated below
+    std::vector<GateVariant> passed;  // gated below, with the CUBINs compiled here
     for (const auto& [why, config] : configs) {
       const std::string name = space.name(config);
       const std::string violated = space.violated_constraint(config, g.shape, limits);
@@ -89,9 +89,8 @@ bool run_verify(const VerifyOptions& o) {
         log(fmt::format("  {} {}: not valid at this shape ({}), skipped", why, name, violated));
         continue;
       }
-      const Lowered lowered = space.lower(config, g.shape);
-      const CompileResult compiled =
-          compile(compile_request(lowered, default_options(device->compute_capability())));
+      Lowered lowered = space.lower(config, g.shape);
+      CompileResult compiled = compile(compile_request(lowered, default_options(device->compute_capability())));
       if (!compiled.ok) {
         log(fmt::format("  {} {}: compile failed", why, name));
         all_ok = false;
@@ -109,7 +108,7 @@ bool run_verify(const VerifyOptions& o) {
           r.name = name;
           r.params = space.to_json(config);
           r.status = Status::kPassed;
-          passed.push_back(std::move(r));
+          passed.push_back({std::move(compiled), std::move(lowered), std::move(r)});
         }
       } catch (const std::exception& e) {
         log(fmt::format("  {} {}: failed to run: {}", why, name, e.what()));
@@ -122,9 +121,12 @@ bool run_verify(const VerifyOptions& o) {
     GateSettings settings;
     settings.mode = sanitize_mode_from_string(o.sanitize);
     settings.log = log;
-    const auto gated = gate_records(problem_spec, space, g.shape, 42, o.device, device->compute_capability(), passed,
-                                    settings, ctx);
-    for (const auto& v : gated) {
+    settings.problem = problem_spec;
+    settings.shape = g.shape;
+    settings.seed = 42;
+    settings.device = o.device;
+    gate_variants(passed, settings, ctx);
+    for (const auto& v : passed) {
       log(fmt::format("  gate {} {}: {}", v.record.gate->verdict, v.record.name, v.record.gate->reason));
       for (const auto& f : v.record.gate->findings)
         for (const auto& line : f.report) log("      " + line);

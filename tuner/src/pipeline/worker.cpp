@@ -321,18 +321,18 @@ class Worker {
       const auto seed = s.get<std::uint64_t>();
       inputs.push_back({fmt::format("seed {}", seed), seed, problem_->make_data(shape_, seed, DataPurpose::kParity), {}});
     }
-    for (const auto& name : problem_->edge_cases(shape_))
-      inputs.push_back({name, parity_seed_, problem_->make_edge_case(shape_, parity_seed_, name), {}});
+    const std::vector<std::string> edge_cases = problem_->edge_cases(shape_);
+    if (!edge_cases.empty()) {
+      const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);  // drawn once
+      for (const auto& name : edge_cases)
+        inputs.push_back({name, parity_seed_, problem_->make_edge_case(shape_, parity, name), {}});
+    }
     std::vector<GateRecord> gates(it.records.size());
     if (fake_) {
       for (std::size_t i = 0; i < it.records.size(); ++i) {
         announce("gate", static_cast<int>(i));
         for (std::size_t k = 0; k < inputs.size(); ++k) {
-          ParityRecord p;
-          p.elements = problem_->output_spec(shape_).elements();
-          p.seed = inputs[k].seed;
-          p.atol = problem_->tolerance().atol;
-          p.rtol = problem_->tolerance().rtol;
+          ParityRecord p = fake_parity(inputs[k].seed);
           // "edge": the first of the problem's edge cases fails (the seeds pass).
           if (fault_for(names_[i], "edge") && k == g.at("seeds").size()) {
             p.mismatches = p.elements;
@@ -471,12 +471,7 @@ class Worker {
         continue;
       }
       if (options.check_parity || !rec.parity) {
-        ParityRecord p;
-        p.elements = problem_->output_spec(shape_).elements();
-        p.seed = parity_seed_;
-        p.atol = problem_->tolerance().atol;
-        p.rtol = problem_->tolerance().rtol;
-        rec.parity = p;
+        rec.parity = fake_parity(parity_seed_);
       }
       announce("timing", item);
       if (const char* ms = env("TUNE_WORKER_FAKE_DELAY_MS"))
@@ -488,6 +483,16 @@ class Worker {
       rec.gbytes_per_s = w.bytes / (rec.timing->median_us * 1e-6) / 1e9;
       rec.gflop_per_s = w.flop / (rec.timing->median_us * 1e-6) / 1e9;
     }
+  }
+
+  // A passing parity record of the problem's output and tolerance (TUNE_WORKER_FAKE: nothing ran).
+  ParityRecord fake_parity(std::uint64_t seed) const {
+    ParityRecord p;
+    p.elements = problem_->output_spec(shape_).elements();
+    p.seed = seed;
+    p.atol = problem_->tolerance().atol;
+    p.rtol = problem_->tolerance().rtol;
+    return p;
   }
 
   TimingRecord fake_timing(const std::string& name, const DeviceRunner::Options& options) const {

@@ -598,6 +598,10 @@ std::vector<std::string> Problem::edge_cases(const Shape& shape) const {
 }
 
 ProblemData Problem::make_edge_case(const Shape& shape, std::uint64_t seed, const std::string& name) const {
+  return make_edge_case(shape, make_data(shape, seed, DataPurpose::kParity), name);
+}
+
+ProblemData Problem::make_edge_case(const Shape& shape, const ProblemData& parity, const std::string& name) const {
   check_shape(shape);
   const Impl& p = *impl_;
   const auto c = std::find_if(p.edge_cases.begin(), p.edge_cases.end(), [&](const EdgeCase& e) { return e.name == name; });
@@ -612,7 +616,14 @@ ProblemData Problem::make_edge_case(const Shape& shape, std::uint64_t seed, cons
   if (c->when && c->when->eval() == 0)
     throw InputError(fmt::format("problem {}: edge case '{}' does not apply at shape {} (when '{}')", p.name, name,
                                  shape.describe(), c->when->text()));
-  std::vector<HostTensor> drawn = p.draw_all(seed, DataPurpose::kParity);
+  // The parity data back in the file's tensor order, where the sets and edits index it.
+  std::vector<HostTensor> drawn(p.tensors.size());
+  for (std::size_t i = 0; i < p.tensors.size(); ++i) {
+    if (p.tensors[i].role == Role::kOutput) continue;
+    const HostTensor* t = parity.find(p.tensors[i].name);
+    if (!t) throw InputError(fmt::format("problem {}: the data has no tensor '{}'", p.name, p.tensors[i].name));
+    drawn[i] = *t;
+  }
   for (const TensorSet& s : c->sets) p.apply(s, drawn[s.tensor]);
   for (const Edit& e : c->edits) p.apply(e, drawn[e.tensor]);
   return p.pack(std::move(drawn));
