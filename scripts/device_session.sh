@@ -2,7 +2,11 @@
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
-#                                       plant=NAME:<tune args separated by :>
+#                                       plant=NAME:<tune args separated by :>, probe
+# probe: bench/sanitizer/cluster_exchange.cu built by nvcc and run in each mode under racecheck
+# into $OUT/probe.log (does racecheck understand a cluster exchange by st.async and an mbarrier?).
+# Each tune and check step is stopped after $STEP_TIMEOUT seconds (default 300), so that one slow
+# step leaves the others' logs.
 # check: tune check on a result of record (the correctness gate) into $OUT/check.log.
 # plant=NAME: scripts/plant.py NAME builds the planted-defect problem folder (tests/plants/NAME.json),
 # then tune runs it with the args, results under results-device/plants/NAME.
@@ -20,6 +24,7 @@ export LD_LIBRARY_PATH=$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:
 tune=$PWD/.device/bin/tune
 results=$PWD/results-device
 status=0
+step_timeout=${STEP_TIMEOUT:-300}
 for step in "$@"; do
   case "$step" in
     info)
@@ -30,8 +35,15 @@ for step in "$@"; do
       args=${step#check:}
       echo "== tune check ${args//:/ }" | tee -a "$out/check.log"
       start=$(date +%s%N)
-      "$tune" check ${args//:/ } 2>&1 | tee -a "$out/check.log" | tail -2
+      timeout "$step_timeout" "$tune" check ${args//:/ } 2>&1 | tee -a "$out/check.log" | tail -2
       echo "exit ${PIPESTATUS[0]}; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/check.log" ;;
+    probe)
+      nvcc -arch=sm_90 -lineinfo -o /tmp/cluster_exchange bench/sanitizer/cluster_exchange.cu >>"$out/probe.log" 2>&1 || status=1
+      for mode in sync cluster stasync stasync_bar stasync_self stasync_race; do
+        echo "== racecheck $mode" >>"$out/probe.log"
+        compute-sanitizer --tool racecheck --print-limit 4 /tmp/cluster_exchange "$mode" >>"$out/probe.log" 2>&1
+        echo "exit $?" >>"$out/probe.log"
+      done ;;
     plant=*)
       name=${step#plant=}; name=${name%%:*}; args=${step#plant=*:}
       folder=$PWD/plants-device/$name
