@@ -487,7 +487,7 @@ TEST(CliHeader, AMergedHeaderIsByteIdenticalAcrossRunsAndArgumentOrders) {
   std::vector<std::string> texts;
   for (std::size_t i = 0; i < orders.size(); ++i) {
     const std::string file = out + "/contact_" + std::to_string(i) + ".hpp";
-    const Result r = run("header " + orders[i] + " -o " + file);
+    const Result r = run("header " + orders[i] + " --allow-synthetic -o " + file);
     ASSERT_EQ(r.code, 0) << r.output;
     texts.push_back(read_text(file));
   }
@@ -495,6 +495,7 @@ TEST(CliHeader, AMergedHeaderIsByteIdenticalAcrossRunsAndArgumentOrders) {
   for (const auto& t : texts) EXPECT_EQ(t, texts[0]);
   EXPECT_NE(texts[0].find("Synthetic GPU A (fixture)"), std::string::npos);
   EXPECT_NE(texts[0].find("Synthetic GPU B (fixture)"), std::string::npos);
+  EXPECT_NE(texts[0].find("SYNTHETIC: nothing was measured"), std::string::npos) << "marked in the header";
 }
 
 TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
@@ -504,7 +505,9 @@ TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
   expect_error("header " + contact + " " + scene + " -o " + out, "merge one problem per header");
   expect_error("header " + contact + " /nonexistent/result.json -o " + out, "/nonexistent/result.json");
   expect_error("header " + merge_fixture("bad/synthetic_compile_only.json") + " -o " + out, "no winner");
-  expect_error("header " + contact + " " + contact + " -o " + out, "two results for");
+  // Synthetic (fake-GPU) results only with --allow-synthetic (issue 21).
+  expect_error("header " + contact + " -o " + out, "pass --allow-synthetic");
+  expect_error("header " + contact + " " + contact + " --allow-synthetic -o " + out, "two results for");
   EXPECT_EQ(run("header " + contact + " /nonexistent/result.json -o " + out).code, 2);
   EXPECT_FALSE(std::filesystem::exists(out));
 }
@@ -521,7 +524,7 @@ TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
       if (v.at("name") == winner) v["timing"]["median_us"] = median;
     const std::string file = out + "/" + tag + ".json";
     std::ofstream(file) << j.dump();
-    expect_error("header " + file + " -o " + out + "/" + tag + ".hpp", "has no usable timing");
+    expect_error("header " + file + " --allow-synthetic -o " + out + "/" + tag + ".hpp", "has no usable timing");
     EXPECT_FALSE(std::filesystem::exists(out + "/" + tag + ".hpp"));
   }
 }
@@ -535,7 +538,7 @@ TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   space["baseline"]["added_later"] = false;
   std::ofstream(out + "/space.json") << space.dump(1);
   const Result r = run("header " + merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json") + " --config " + out +
-                       "/space.json -o " + out + "/contact.hpp");
+                       "/space.json --allow-synthetic -o " + out + "/contact.hpp");
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string text = read_text(out + "/contact.hpp");
   EXPECT_NE(text.find("added_later: the baseline's value is assumed"), std::string::npos) << text;

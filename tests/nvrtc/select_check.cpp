@@ -1,43 +1,67 @@
-// Compiled (g++ and nvcc) and run by header_test.cpp against the header merged from the synthetic
-// results in tests/fixtures/merge/contact: Synthetic GPU A (sm_90) at B4 N64 and B2 N512, and
-// Synthetic GPU B (sm_80) at B4 N64. Table order: [0] B sm_80 B4 N64, [1] A sm_90 B2 N512,
-// [2] A sm_90 B4 N64. Every check is a static_assert: select() is usable at compile time.
+// Compiled (g++ and nvcc) and run by header_merge_test.cpp against the header merged (with
+// --allow-synthetic) from the fixtures in tests/fixtures/merge/devices: made-up results recorded as
+// if measured on two sm_90 devices of different names (NVIDIA H100 80GB HBM3 at B4 N64 and B2 N512,
+// NVIDIA H200 at B4 N64) and two synthetic (fake-GPU) results: Synthetic GPU A (sm_90) and
+// Synthetic GPU B (sm_80), both at B4 N64. Table order (arch, device name, shape): [0] B sm_80,
+// [1] H100 B2 N512, [2] H100 B4 N64, [3] H200 B4 N64, [4] A sm_90. Every check is a
+// static_assert: select() is usable at compile time.
 #include "contact_tuned.hpp"
 
 namespace t = tune_tuned::contact;
 
-constexpr bool picks(int arch, t::Shape shape, int index, t::Match match) {
-  return t::select(arch, shape).index == index && t::select(arch, shape).match == match;
+constexpr t::Device kH200{"NVIDIA H200", 90, 132};
+constexpr t::Device kH100{"NVIDIA H100 80GB HBM3", 90, 132};
+constexpr t::Device kA100{"NVIDIA A100-SXM4-80GB", 80, 108};
+constexpr t::Shape kB4N64{4, 64, 64, 32};
+
+constexpr bool picks(const t::Device& d, t::Shape shape, int index, t::Match match) {
+  return t::select(d, shape).index == index && t::select(d, shape).match == match && t::select(d, shape).geometry.ok;
 }
 
-static_assert(t::kEntryCount == 3, "three synthetic results");
-static_assert(t::kEntries[0].arch == 80 && t::kEntries[1].arch == 90 && t::kEntries[2].arch == 90, "table order");
-// 1. exact (arch, shape).
-static_assert(picks(90, {4, 64, 64, 32}, 2, t::Match::kExact), "exact, sm_90");
-static_assert(picks(80, {4, 64, 64, 32}, 0, t::Match::kExact), "exact, sm_80");
-// 2. same arch, nearest work B*N*N: 10000 is nearer 16384 than 524288; 640000 nearer 524288.
-static_assert(picks(90, {1, 100, 64, 32}, 2, t::Match::kNearestWork), "nearest work, small");
-static_assert(picks(90, {4, 400, 64, 32}, 1, t::Match::kNearestWork), "nearest work, large");
-static_assert(picks(80, {2, 512, 64, 32}, 0, t::Match::kNearestWork), "the only sm_80 entry");
-// 3. no entry for the arch: nearest arch with that shape; a tie goes to the lower arch.
-static_assert(picks(86, {4, 64, 64, 32}, 2, t::Match::kNearestArch), "sm_86: sm_90 is nearer than sm_80");
-static_assert(picks(85, {4, 64, 64, 32}, 0, t::Match::kNearestArch), "sm_85: tie, the lower arch");
-// 4. nothing fits: the config's baseline.
-static_assert(picks(86, {3, 7, 64, 32}, -1, t::Match::kDefault), "default");
-static_assert(t::select(86, {3, 7, 64, 32}).params.block == t::kDefaultParams.block, "default params");
+static_assert(t::kEntryCount == 5, "five fixtures");
+static_assert(t::kEntries[0].synthetic && t::kEntries[4].synthetic && !t::kEntries[3].synthetic, "synthetic marks");
+// 1. exact: the device by name, not the first entry of its arch.
+static_assert(picks(kH200, kB4N64, 3, t::Match::kExact), "H200 gets the H200 entry");
+static_assert(picks(kH100, kB4N64, 2, t::Match::kExact), "H100 gets the H100 entry");
+// Any device of the arch: a measured entry, never the synthetic one (the fake entry won before).
+static_assert(picks({nullptr, 90, 0}, kB4N64, 2, t::Match::kExact), "arch only: measured");
+static_assert(t::select(90, kB4N64).index == 2, "select(arch, shape) is the same");
+// A synthetic entry stands for the device it names only.
+static_assert(picks({"Synthetic GPU A (fixture)", 90, 132}, kB4N64, 4, t::Match::kExact), "synthetic, named");
+// An SM count that differs is another device.
+static_assert(picks({"NVIDIA H200", 90, 114}, kB4N64, 2, t::Match::kSameArch), "same name, other SM count");
+// 2. the shape on another device of the arch.
+static_assert(picks(kH200, {2, 512, 64, 32}, 1, t::Match::kSameArch), "H200 at B2 N512: the H100's");
+// 3. nearest work, the device's own entries first.
+static_assert(picks(kH200, {1, 100, 64, 32}, 3, t::Match::kNearestWork), "H200's own entry");
+static_assert(picks(kH100, {4, 400, 64, 32}, 1, t::Match::kNearestWork), "H100: B2 N512 is nearer");
+// 4. no measured entry of the arch: the shape on the nearest arch (not the synthetic sm_80 entry).
+static_assert(picks(kA100, kB4N64, 2, t::Match::kNearestArch), "A100: the sm_90 entry");
+// 5, 6. a shape where no tuned winner is valid (tile 8 > N = 7): the portable configuration when it
+// is valid there, else the baseline; either way with a launchable geometry.
+constexpr auto kOdd = t::select(kA100, {3, 7, 64, 32});
+static_assert(kOdd.index == -1 && kOdd.geometry.ok, "a fallback with geometry");
+static_assert(kOdd.match == t::Match::kDefault && kOdd.params.block == t::kDefaultParams.block, "the baseline");
+static_assert(kOdd.geometry.launch_count == 1 && kOdd.geometry.launches[0].grid[0] > 0, "its launch");
+// The exact entry's computed geometry is the one tune recorded.
+constexpr auto kExact = t::select(kH200, kB4N64);
+static_assert(kExact.geometry.launches[0].grid[0] == t::kEntries[3].winner.launches[0].grid[0], "grid");
+static_assert(kExact.geometry.launches[0].block[0] == t::kEntries[3].winner.launches[0].block[0], "block");
+static_assert(kExact.geometry.launches[0].dynamic_smem_bytes == t::kEntries[3].winner.launches[0].dynamic_smem_bytes, "smem");
+// 7. nothing valid: a shape no configuration supports.
+static_assert(t::select(kH200, {0, 0, 0, 0}).match == t::Match::kNone && !t::select(kH200, {0, 0, 0, 0}).geometry.ok, "none");
 // The tuned values as template arguments for a shape known at compile time.
 template <int Block, int Strategy>
 struct Instantiation {
   static constexpr int kBlock = Block, kStrategy = Strategy;
 };
-constexpr auto kPick = t::select(90, {4, 64, 64, 32});
-using Tuned = Instantiation<kPick.params.block, kPick.params.strategy>;
-static_assert(Tuned::kBlock == t::kEntries[2].winner.params.block, "template arguments");
-static_assert(t::kEntries[2].winner.launch_count == 1 && t::kEntries[2].winner.launches[0].block[0] == 256u, "launches");
+using Tuned = Instantiation<kExact.params.block, kExact.params.strategy>;
+static_assert(Tuned::kBlock == t::kEntries[3].winner.params.block, "template arguments");
+static_assert(t::kEntries[3].winner.launch_count == 1 && t::kEntries[3].winner.launches[0].block[0] == 256u, "launches");
 
 int main() {
-  // The same at run time, for dispatch on a shape known only then.
+  // The same at run time, for dispatch on a device and shape known only then.
   volatile int arch = 86;
-  const auto s = t::select(arch, {4, 64, 64, 32});
-  return s.index == 2 && s.match == t::Match::kNearestArch ? 0 : 1;
+  const auto s = t::select(t::Device{"NVIDIA GeForce RTX 3090", arch, 82}, kB4N64);
+  return s.index == 2 && s.match == t::Match::kNearestArch && s.geometry.ok ? 0 : 1;
 }

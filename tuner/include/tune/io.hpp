@@ -34,11 +34,19 @@ struct NamedResult {
   std::string file;
   RunRecord run;
 };
+// Whether a run's timings were measured on a GPU by tune's worker process. Not so: a compile-only
+// run, a fake worker's made-up results (TUNE_WORKER_FAKE), and a file that does not record how it
+// was measured (no context.isolation.worker). *why says which.
+bool measured_on_gpu(const RunRecord& run, std::string* why = nullptr);
+
 // Timed results of one problem (several devices and shapes) merged into one header: per (device,
-// shape) the winner and the baseline with their launches and buffers, and select(arch, shape).
-// Byte-identical for the same results in any order. Throws InputError (mixed problems, no winner,
-// two results for one device and shape).
-std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space);
+// shape) the winner and the baseline with their launches and buffers; the configuration's
+// geometry for any shape (constexpr, from the space's expressions); the portable configuration;
+// and select(device, shape). Byte-identical for the same results in any order. Throws InputError
+// (mixed problems, no winner, two results for one device and shape, a synthetic result without
+// allow_synthetic).
+std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space,
+                                   bool allow_synthetic = false);
 
 // The tool's own version and the git commit it was built from.
 std::string tool_version();

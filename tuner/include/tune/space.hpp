@@ -68,6 +68,26 @@ struct Lowered {
   std::vector<TensorSpec> scratch;     // device buffers the launches share
 };
 
+// The expressions of a space as written (muParser syntax), for code generators: the generated
+// headers compute a configuration's validity and launches for any shape from these.
+struct SpaceExpressions {
+  struct Named {
+    std::string name, text;
+  };
+  struct LaunchText {
+    std::string kernel, when;
+    std::vector<std::string> template_args;  // names of dims, parameters or derived values
+    std::vector<std::string> grid, block;    // three expressions each
+    std::string dynamic_smem;
+  };
+  std::vector<std::string> dims;
+  std::vector<Named> derived;            // in evaluation order
+  std::vector<Named> shape_rules;        // name: the message a failing rule gives
+  std::vector<std::string> constraints;  // in file order
+  std::vector<LaunchText> launches;      // in file order
+  std::map<std::string, double> constants;  // the string values of parameters: their index
+};
+
 struct Enumeration {
   std::vector<Config> configs;                     // the valid ones, in enumeration order
   std::size_t total = 0;                           // size of the Cartesian product
@@ -101,6 +121,7 @@ class Space {
   // Each launch's kernel and its `args` (buffer names), in file order; the scratch buffers' names.
   [[nodiscard]] std::vector<std::pair<std::string, std::vector<std::string>>> launch_args() const;
   [[nodiscard]] std::vector<std::string> scratch_names() const;
+  [[nodiscard]] SpaceExpressions expressions() const;
 
   // Throws ShapeError with the failing shape constraint's message.
   void check_shape(const Shape& shape) const;
@@ -109,7 +130,9 @@ class Space {
   // Empty when valid, else the text of the first failing constraint.
   [[nodiscard]] std::string violated_constraint(const Config& config, const Shape& shape,
                                                 const DeviceLimits& limits) const;
+  // The launches with the limits of sm_90 (DeviceLimits::for_arch(90)), or of `limits`.
   [[nodiscard]] Lowered lower(const Config& config, const Shape& shape) const;
+  [[nodiscard]] Lowered lower(const Config& config, const Shape& shape, const DeviceLimits& limits) const;
 
   // {"strategy": "warp", "block": 128, ...} in parameter order.
   [[nodiscard]] nlohmann::ordered_json to_json(const Config& config) const;

@@ -117,8 +117,9 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
 
 // `tune header`: reads the result files (one problem) and returns the merged header
 // (generate_merged_header) against the given or the embedded space. Throws InputError.
+// Synthetic results (measured_on_gpu false) are refused unless allow_synthetic.
 std::string merge_result_files(const std::vector<std::filesystem::path>& files,
-                               const std::optional<std::filesystem::path>& config);
+                               const std::optional<std::filesystem::path>& config, bool allow_synthetic = false);
 
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);

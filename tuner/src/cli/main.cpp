@@ -281,6 +281,9 @@ int main(int argc, char** argv) {
   merge->add_option("results", header_inputs, "results JSON files written by tune")->required();
   merge->add_option("-o,--output", header_out, "the header to write")->required();
   merge->add_option("--config", header_config, "search-space file (default: the problem's own problem.json)");
+  bool header_allow_synthetic = false;
+  merge->add_flag("--allow-synthetic", header_allow_synthetic,
+                  "merge results not measured on a GPU (fake GPU, TUNE_WORKER_FAKE), marked synthetic in the header");
 
   std::vector<std::string> merge_inputs;
   std::string merge_out = "results", merge_config;
@@ -350,7 +353,7 @@ int main(int argc, char** argv) {
       std::optional<std::filesystem::path> space_file;
       if (!header_config.empty()) space_file = header_config;
       const std::vector<std::filesystem::path> files(header_inputs.begin(), header_inputs.end());
-      tune::write_file_atomic(header_out, tune::merge_result_files(files, space_file));
+      tune::write_file_atomic(header_out, tune::merge_result_files(files, space_file, header_allow_synthetic));
       fmt::print("header: {} ({} result files)\n", header_out, files.size());
       return 0;
     }

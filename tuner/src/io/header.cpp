@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "io/header_text.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -15,43 +18,10 @@
 namespace tune {
 namespace {
 
-// "tile_i" -> "kTileI"
-std::string constant_name(const std::string& name) {
-  std::string out = "k";
-  bool upper = true;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) {
-      upper = true;
-      continue;
-    }
-    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
-    upper = false;
-  }
-  return out;
-}
-
-std::string identifier(const std::string& name) {
-  std::string out;
-  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return out;
-}
-
-std::string comment_safe(std::string s) {
-  for (std::size_t p = 0; (p = s.find("*/", p)) != std::string::npos;) s.replace(p, 2, "* /");
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  return s;
-}
-
-// A C++ string literal of s: quotes and backslashes escaped, line breaks made spaces.
-std::string c_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (c == '\n' || c == '\r') ? ' ' : c;
-  }
-  return out + "\"";
-}
+using header_text::c_string;
+using header_text::comment_safe;
+using header_text::constant_name;
+using header_text::identifier;
 
 // The measured line of a variant: "cold median 13.184 us (noise 3.16 %, 11841 samples, wall_cap 3.00 s)".
 std::string timing_summary(const TimingRecord& t) {
@@ -89,6 +59,9 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   h += fmt::format("// Problem {}, shape {}, tuned on {} ({}, {}) at {}.\n", comment_safe(run.problem), run.shape.describe(),
                    comment_safe(run.device->name), comment_safe(run.context.arch), comment_safe(run.device->uuid),
                    comment_safe(run.context.finished_at));
+  std::string not_measured;
+  const bool synthetic = !measured_on_gpu(run, &not_measured);
+  if (synthetic) h += fmt::format("// SYNTHETIC: {}. Do not ship it.\n", not_measured);
   h += fmt::format("// Winner: {}\n", comment_safe(w->name));
   h += fmt::format("//   {}, batch mean {:.3f} us per call\n", timing_summary(*w->timing), w->timing->batch_mean_us);
   if (b && has_usable_timing(*b) && run.speedup && std::isfinite(*run.speedup))
@@ -104,7 +77,10 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   for (const auto& [k, v] : run.shape.dims()) h += fmt::format("inline constexpr long long {} = {};\n", constant_name("shape_" + k), v);
   h += fmt::format("\n// The device it was tuned on.\ninline constexpr const char kDeviceName[] = {};\n",
                    c_string(run.device->name));
-  h += fmt::format("inline constexpr int kComputeCapability = {};\n\n", run.device->compute_capability());
+  h += fmt::format("inline constexpr int kComputeCapability = {};\ninline constexpr int kSmCount = {};\n",
+                   run.device->compute_capability(), run.device->sm_count);
+  h += fmt::format("// Whether the timings are made up (a fake GPU): nothing was measured.\ninline constexpr bool kSynthetic = {};\n\n",
+                   synthetic ? "true" : "false");
   h += "// The winning parameters, as the kernel template takes them (strings: index in the space's list).\n";
   for (const auto& p : space.parameters()) {
     const auto& value = w->params.at(p.name);
@@ -136,23 +112,29 @@ struct MergedVariant {
 struct MergedEntry {
   const RunRecord* run = nullptr;
   MergedVariant winner, baseline;
+  bool synthetic = false;  // not measured on a GPU (measured_on_gpu)
 };
 
 // The recorded parameters; a parameter the space gained after the run takes the baseline's value
-// (the template's default is the baseline's, so the measured kernel is the one named).
-MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const Space& space, const Problem& problem,
-                             const std::string& file) {
-  MergedVariant m;
-  m.record = &v;
+// (the template's default is the baseline's, so the measured kernel is the one named), listed in
+// *assumed. Throws InputError for a value the space does not have.
+Config recorded_config(const VariantRecord& v, const Space& space, std::vector<std::string>* assumed) {
   nlohmann::ordered_json params = v.params;
   const nlohmann::ordered_json base = space.to_json(space.baseline());
   for (const auto& p : space.parameters())
     if (!params.contains(p.name)) {
       params[p.name] = base.at(p.name);
-      m.assumed.push_back(p.name);
+      if (assumed) assumed->push_back(p.name);
     }
+  return space.from_json(params);
+}
+
+MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const Space& space, const Problem& problem,
+                             const std::string& file) {
+  MergedVariant m;
+  m.record = &v;
   try {
-    m.config = space.from_json(params);
+    m.config = recorded_config(v, space, &m.assumed);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: variant {} does not fit {}: {}", file, v.name, space.source_name(), e.what()));
   }
@@ -248,23 +230,22 @@ std::string work_expression(const Problem& problem, const Shape& shape) {
 
 }  // namespace
 
-std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space) {
-  if (results.empty()) throw InputError("no result files given; pass at least one results JSON");
-  const std::string& problem_name = results.front().run.problem;
-  for (const auto& r : results)
-    if (r.run.problem != problem_name)
-      throw InputError(fmt::format("{} is problem {} but {} is problem {}; merge one problem per header", r.file,
-                                   r.run.problem, results.front().file, problem_name));
-  if (space.problem() != problem_name)
-    throw InputError(fmt::format("the results are problem {} but {} describes {}", problem_name, space.source_name(),
-                                 space.problem()));
-  const Problem& problem = find_problem(problem_spec_of(results.front().run));
+namespace {
 
+// The results as table entries, validated, in table order: arch, device name, shape.
+std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results, const Space& space, const Problem& problem,
+                                        bool allow_synthetic) {
   std::vector<MergedEntry> entries;
   for (const auto& r : results) {
     const RunRecord& run = r.run;
     if (!run.timed || !run.winner || !run.device)
       throw InputError(fmt::format("{}: no winner (a compile-only or interrupted run); tune it on a GPU first", r.file));
+    std::string why;
+    const bool synthetic = !measured_on_gpu(run, &why);
+    if (synthetic && !allow_synthetic)
+      throw InputError(fmt::format("{}: {}; pass --allow-synthetic to merge it anyway (it is marked synthetic, and select() "
+                                   "takes it only for the device it names)",
+                                   r.file, why));
     const VariantRecord* w = run.find(*run.winner);
     const VariantRecord* b = run.baseline ? run.find(*run.baseline) : nullptr;
     if (!w || !w->timing) throw InputError(fmt::format("{}: the winner {} has no timing", r.file, *run.winner));
@@ -275,9 +256,10 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     if (!std::isfinite(b->timing->median_us) || b->timing->median_us <= 0)
       throw InputError(fmt::format("{}: the baseline {} has no usable cold median (not a positive number); re-tune", r.file,
                                    b->name));
-    entries.push_back({&run, merged_variant(run, *w, space, problem, r.file), merged_variant(run, *b, space, problem, r.file)});
+    entries.push_back({&run, merged_variant(run, *w, space, problem, r.file), merged_variant(run, *b, space, problem, r.file),
+                       synthetic});
   }
-  // Table order: arch, device name, shape. The same inputs in any order give the same bytes.
+  // The same inputs in any order give the same bytes.
   const auto key = [](const MergedEntry& e) {
     std::vector<std::int64_t> dims;
     for (const auto& d : e.run->shape.dims()) dims.push_back(d.second);
@@ -288,41 +270,100 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     if (key(entries[i - 1]) == key(entries[i]))
       throw InputError(fmt::format("two results for {} {}; pass one file per device and shape", entries[i].run->device->name,
                                    entries[i].run->shape.describe()));
+  return entries;
+}
 
-  std::size_t max_launches = 1, max_args = 1, max_buffers = 1;
-  for (const auto& e : entries)
-    for (const MergedVariant* m : {&e.winner, &e.baseline}) {
-      max_launches = std::max(max_launches, m->lowered.launches.size());
-      max_buffers = std::max(max_buffers, m->buffers.size());
-      for (const auto& l : m->lowered.launches) max_args = std::max(max_args, l.args.size());
+// The configuration with the smallest worst-case loss (its cold median over the entry's winner's)
+// among those that passed with a usable timing in every measured entry; ties: the smaller mean
+// loss, then the name. None when no measured entry exists or no configuration ran in all.
+struct Portable {
+  std::optional<Config> config;
+  std::string name;
+  double worst_loss = 0;
+  std::size_t over = 0;  // measured entries it was compared over
+};
+
+Portable portable_config(const std::vector<MergedEntry>& entries, const Space& space) {
+  std::vector<std::map<std::string, double>> times;
+  std::vector<double> best;
+  const MergedEntry* first = nullptr;
+  for (const auto& e : entries) {
+    if (e.synthetic) continue;
+    if (!first) first = &e;
+    std::map<std::string, double> t;
+    for (const auto& v : e.run->variants)
+      if (has_usable_timing(v)) t[v.name] = v.timing->median_us;
+    times.push_back(std::move(t));
+    best.push_back(e.winner.record->timing->median_us);
+  }
+  Portable out;
+  out.over = times.size();
+  if (!first) return out;
+  double best_worst = 0, best_mean = 0;
+  for (const auto& [name, unused] : times.front()) {
+    double worst = 0, mean = 0;
+    bool everywhere = true;
+    for (std::size_t i = 0; i < times.size() && everywhere; ++i) {
+      auto it = times[i].find(name);
+      everywhere = it != times[i].end();
+      if (!everywhere) break;
+      worst = std::max(worst, it->second / best[i]);
+      mean += it->second / best[i] / static_cast<double>(times.size());
     }
+    if (!everywhere || (out.config && std::tie(worst, mean) >= std::tie(best_worst, best_mean))) continue;
+    const VariantRecord* v = first->run->find(name);
+    try {
+      out.config = recorded_config(*v, space, nullptr);
+    } catch (const InputError&) {
+      continue;  // recorded by an older space: not a configuration of this one
+    }
+    out.name = name;
+    best_worst = worst;
+    best_mean = mean;
+    out.worst_loss = worst;
+  }
+  return out;
+}
 
-  const std::string ns = identifier(problem_name);
-  const Shape& shape0 = entries.front().run->shape;
+// The header's opening comment: what it holds, how select() chooses, the entries.
+std::string merged_doc(const std::vector<MergedEntry>& entries, const Space& space, const Problem& problem,
+                       const Portable& portable) {
+  const std::string& problem_name = space.problem();
   std::string h;
   h += fmt::format("// Generated by `tune header` (tune {}) from {} result{} of problem {}. Do not edit: re-run `tune header`.\n",
                    tool_version(), entries.size(), entries.size() == 1 ? "" : "s", problem_name);
   h += "// It includes nothing: it compiles on its own as C++17 and as CUDA.\n//\n";
-  h += "// select(arch, shape) picks a configuration (arch: compute capability, major * 10 + minor):\n";
-  h += "//   1. kExact: an entry tuned on that arch for exactly that shape;\n";
-  std::string work_doc = work_expression(problem, shape0);
+  h += "// select(device, shape) picks a configuration for a device {name, arch, SM count} (name as\n"
+       "// cudaDeviceProp::name; nullptr: any measured device of that arch; SM count 0: any), and gives its\n"
+       "// geometry at that shape (grid, block, dynamic shared memory and template arguments, computed by\n"
+       "// geometry() from the config's expressions). Each step takes only configurations valid at the shape:\n";
+  h += "//   1. kExact: an entry tuned on that device for exactly that shape;\n";
+  h += "//   2. kSameArch: an entry of another device of that arch, for exactly that shape;\n";
+  std::string work_doc = work_expression(problem, entries.front().run->shape);
   for (std::size_t p = 0; (p = work_doc.find("s.", p)) != std::string::npos;) work_doc.erase(p, 2);
-  h += fmt::format("//   2. kNearestWork: the entry of that arch whose shape is nearest in work, work(shape) = {}\n", work_doc);
+  h += fmt::format("//   3. kNearestWork: the entry of that device, else of that arch, nearest in work, work(shape) = {}\n",
+                   work_doc);
   h += "//      (distance: the ratio of the larger work to the smaller; ties: the smaller work, then table order);\n";
-  h += "//   3. kNearestArch: an entry for exactly that shape on the nearest arch (ties: the lower arch);\n";
-  h += fmt::format("//   4. kDefault: the baseline configuration of {} (index -1).\n", space.source_name());
-  h += "// Several devices of one arch: table order decides (arch, then device name, then shape).\n";
-  h += "// Only kExact entries carry launches measured at that shape; for the other matches the parameters\n";
-  h += "// are template arguments for your shape, and grid, block and shared memory follow the config's formulas.\n//\n";
-  h += "// Compile time: constexpr auto s = select(90, Shape{...}); then kernel<..., s.params.<name>, ...>.\n";
-  h += "// Run time: include the problem's template " + space.template_name() + ", define TUNE_TUNED_KERNELS, then this header:\n";
-  h += "// kWinnerKernels[i][l] and kBaselineKernels[i][l] are the instantiations of kEntries[i]'s launches.\n//\n";
+  h += "//   4. kNearestArch: an entry for exactly that shape on the nearest arch (ties: the lower arch);\n";
+  if (portable.config)
+    h += fmt::format("//   5. kPortable: {} (worst-case loss {:.2f}x over the {} measured entr{});\n", comment_safe(portable.name),
+                     portable.worst_loss, portable.over, portable.over == 1 ? "y" : "ies");
+  else
+    h += "//   5. kPortable: none (no configuration passed in every measured entry);\n";
+  h += fmt::format("//   6. kDefault: the baseline configuration of {};\n", space.source_name());
+  h += "//   7. kNone: nothing is valid at that shape (index -1, geometry.ok false, geometry.why says why).\n";
+  h += "// A synthetic entry (fake GPU, nothing measured; merged only with --allow-synthetic) is taken only\n"
+       "// for the device it names.\n";
+  h += "// Compile time: constexpr auto s = select(Device{\"NVIDIA H200\", 90, 132}, Shape{...}); then\n"
+       "// kernel<s.geometry.launches[0].template_args[0], ...> launched with s.geometry's grid, block and\n"
+       "// shared memory. Run time: include the problem's template " + space.template_name() +
+       ", define TUNE_TUNED_KERNELS, then\n// this header: kWinnerKernels[i][l] and kBaselineKernels[i][l] are the instantiations of kEntries[i]'s launches.\n//\n";
   h += "// Entries (index: device, arch, shape):\n";
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     const RunRecord& run = *e.run;
-    h += fmt::format("// [{}] {} (sm_{}), {}\n", i, comment_safe(run.device->name), run.device->compute_capability(),
-                     run.shape.describe());
+    h += fmt::format("// [{}] {} (sm_{}, {} SMs), {}{}\n", i, comment_safe(run.device->name), run.device->compute_capability(),
+                     run.device->sm_count, run.shape.describe(), e.synthetic ? "  SYNTHETIC: nothing was measured" : "");
     h += fmt::format("//     winner   {}: {}\n", comment_safe(e.winner.record->name), timing_summary(*e.winner.record->timing));
     h += fmt::format("//     baseline {}: {}\n", comment_safe(e.baseline.record->name),
                      timing_summary(*e.baseline.record->timing));
@@ -333,8 +374,20 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
                          fmt::join(m->assumed, ", "));
     h += provenance(run, "//     ");
   }
-  h += "#pragma once\n\n";
-  h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", ns);
+  return h;
+}
+
+// Shape, work, Params, Launch, Buffer, Variant and Entry.
+std::string merged_types(const std::vector<MergedEntry>& entries, const Space& space, const Problem& problem) {
+  std::size_t max_launches = 1, max_args = 1, max_buffers = 1;
+  for (const auto& e : entries)
+    for (const MergedVariant* m : {&e.winner, &e.baseline}) {
+      max_launches = std::max(max_launches, m->lowered.launches.size());
+      max_buffers = std::max(max_buffers, m->buffers.size());
+      for (const auto& l : m->lowered.launches) max_args = std::max(max_args, l.args.size());
+    }
+  const Shape& shape0 = entries.front().run->shape;
+  std::string h;
   h += fmt::format("inline constexpr int kMaxLaunches = {};\ninline constexpr int kMaxArgs = {};\ninline constexpr int kMaxBuffers = {};\n\n",
                    max_launches, max_args, max_buffers);
   h += "// A shape, dimensions in the problem's order.\nstruct Shape {\n";
@@ -351,7 +404,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     std::vector<std::string> values;
     for (std::size_t i = 0; i < p.values.size(); ++i)
       values.push_back(p.values[i].is_string() ? fmt::format("{} {}", i, p.values[i].get<std::string>()) : p.values[i].dump());
-    h += fmt::format("  int {};  // {}\n", identifier(p.name), fmt::join(values, ", "));
+    h += fmt::format("  int {};  // {}\n", identifier(p.name), comment_safe(fmt::format("{}", fmt::join(values, ", "))));
   }
   h += "};\n\n";
   h += "// One kernel launch; arguments are indices into Variant::buffers, in the kernel's parameter order.\n";
@@ -363,58 +416,157 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
   h += "struct Variant {\n  const char* name;\n  Params params;\n  double median_us;  // measured cold median\n"
        "  double noise;      // relative standard deviation of the samples\n  int launch_count;\n"
        "  Launch launches[kMaxLaunches];\n  int buffer_count;\n  Buffer buffers[kMaxBuffers];\n};\n\n";
-  h += "struct Entry {\n  const char* device;\n  int arch;\n  const char* shape_name;  // the results file stem\n  Shape shape;\n  Variant winner;\n  Variant baseline;\n};\n\n";
-  h += fmt::format("inline constexpr int kEntryCount = {};\n", entries.size());
-  h += "inline constexpr Entry kEntries[kEntryCount] = {\n";
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const auto& e = entries[i];
-    h += fmt::format("    // [{}]\n    {{{}, {}, {}, {{{}}},\n     {},\n     {}}}{}\n", i, c_string(e.run->device->name),
-                     e.run->device->compute_capability(), c_string(e.run->shape.tag()), shape_values(e.run->shape),
-                     variant_init(e.winner, space, "     "), variant_init(e.baseline, space, "     "),
-                     i + 1 < entries.size() ? "," : "");
-  }
-  h += "};\n\n";
-  h += fmt::format("// The baseline of {}: what select() falls back to.\ninline constexpr Params kDefaultParams = {};\n\n",
-                   space.source_name(), params_init(space, space.baseline()));
-  h += R"(enum class Match : int { kExact, kNearestWork, kNearestArch, kDefault };
+  h += "struct Entry {\n  const char* device;  // cudaDeviceProp::name of the GPU it was tuned on\n  int arch;\n"
+       "  int sm_count;\n  bool synthetic;  // a fake GPU's made-up results: nothing was measured\n"
+       "  const char* shape_name;  // the results file stem\n  Shape shape;\n  Variant winner;\n  Variant baseline;\n};\n\n";
+  return h;
+}
+
+constexpr const char* kSelectCode = R"(// The device select() chooses for: name as cudaDeviceProp::name (nullptr: any measured device of the
+// arch), arch = major * 10 + minor, sm_count = multiProcessorCount (0: any).
+struct Device {
+  const char* name;
+  int arch;
+  int sm_count;
+};
+
+enum class Match : int { kExact, kSameArch, kNearestWork, kNearestArch, kPortable, kDefault, kNone };
 
 struct Selection {
-  int index;  // into kEntries; -1 for kDefault
+  int index;  // into kEntries; -1 for kPortable, kDefault and kNone
   Match match;
   Params params;
+  Geometry geometry;  // at the requested shape
 };
+
+constexpr bool same_text(const char* a, const char* b) {
+  if (a == nullptr || b == nullptr) return false;
+  for (; *a != '\0' && *a == *b; ++a, ++b) {
+  }
+  return *a == *b;
+}
+
+// An entry of that device: its arch, its name (or any measured one for a nullptr name), its SMs.
+constexpr bool same_device(const Entry& e, const Device& d) {
+  return e.arch == d.arch && (d.name == nullptr ? !e.synthetic : same_text(e.device, d.name)) &&
+         (d.sm_count == 0 || e.sm_count == d.sm_count);
+}
+
+// A synthetic entry stands only for the device it names.
+constexpr bool usable(const Entry& e, const Device& d) { return !e.synthetic || same_text(e.device, d.name); }
 
 constexpr double work_ratio(long long a, long long b) {
   return a > b ? static_cast<double>(a) / static_cast<double>(b > 0 ? b : 1)
                : static_cast<double>(b) / static_cast<double>(a > 0 ? a : 1);
 }
 
-constexpr Selection select(int arch, const Shape& shape) {
-  for (int i = 0; i < kEntryCount; ++i)
-    if (kEntries[i].arch == arch && same_shape(kEntries[i].shape, shape)) return {i, Match::kExact, kEntries[i].winner.params};
-  int best = -1;
-  for (int i = 0; i < kEntryCount; ++i) {
-    if (kEntries[i].arch != arch) continue;
-    if (best < 0) {
-      best = i;
-      continue;
+constexpr int arch_distance(int a, int b) { return a > b ? a - b : b - a; }
+
+constexpr Selection select(const Device& d, const Shape& shape, const Limits& limits) {
+  // 1, 2: exactly this shape, on this device, then on another of its arch.
+  for (int step = 0; step < 2; ++step)
+    for (int i = 0; i < kEntryCount; ++i) {
+      const Entry& e = kEntries[i];
+      const bool device_ok = step == 0 ? same_device(e, d) : (usable(e, d) && e.arch == d.arch);
+      if (!device_ok || !same_shape(e.shape, shape)) continue;
+      const Geometry g = geometry(shape, e.winner.params, limits);
+      if (g.ok) return {i, step == 0 ? Match::kExact : Match::kSameArch, e.winner.params, g};
     }
-    const double d = work_ratio(work(kEntries[i].shape), work(shape));
-    const double d_best = work_ratio(work(kEntries[best].shape), work(shape));
-    if (d < d_best || (d == d_best && work(kEntries[i].shape) < work(kEntries[best].shape))) best = i;
+  // 3: nearest in work, this device's entries first, then its arch's.
+  for (int step = 0; step < 2; ++step) {
+    int best = -1;
+    Geometry best_g{};
+    for (int i = 0; i < kEntryCount; ++i) {
+      const Entry& e = kEntries[i];
+      const bool device_ok = step == 0 ? same_device(e, d) : (usable(e, d) && e.arch == d.arch);
+      if (!device_ok) continue;
+      const Geometry g = geometry(shape, e.winner.params, limits);
+      if (!g.ok) continue;
+      if (best >= 0) {
+        const double r = work_ratio(work(e.shape), work(shape)), r_best = work_ratio(work(kEntries[best].shape), work(shape));
+        if (r > r_best || (r == r_best && work(e.shape) >= work(kEntries[best].shape))) continue;
+      }
+      best = i;
+      best_g = g;
+    }
+    if (best >= 0) return {best, Match::kNearestWork, kEntries[best].winner.params, best_g};
   }
-  if (best >= 0) return {best, Match::kNearestWork, kEntries[best].winner.params};
+  // 4: exactly this shape on the nearest arch.
+  int best = -1;
+  Geometry best_g{};
   for (int i = 0; i < kEntryCount; ++i) {
-    if (!same_shape(kEntries[i].shape, shape)) continue;
-    const int d = kEntries[i].arch > arch ? kEntries[i].arch - arch : arch - kEntries[i].arch;
-    const int d_best = best < 0 ? 0 : (kEntries[best].arch > arch ? kEntries[best].arch - arch : arch - kEntries[best].arch);
-    if (best < 0 || d < d_best) best = i;
+    const Entry& e = kEntries[i];
+    if (!usable(e, d) || !same_shape(e.shape, shape)) continue;
+    if (best >= 0 && arch_distance(e.arch, d.arch) >= arch_distance(kEntries[best].arch, d.arch)) continue;
+    const Geometry g = geometry(shape, e.winner.params, limits);
+    if (!g.ok) continue;
+    best = i;
+    best_g = g;
   }
-  if (best >= 0) return {best, Match::kNearestArch, kEntries[best].winner.params};
-  return {-1, Match::kDefault, kDefaultParams};
+  if (best >= 0) return {best, Match::kNearestArch, kEntries[best].winner.params, best_g};
+  // 5, 6: the portable configuration, the baseline.
+  if (kHasPortable) {
+    const Geometry g = geometry(shape, kPortableParams, limits);
+    if (g.ok) return {-1, Match::kPortable, kPortableParams, g};
+  }
+  const Geometry g = geometry(shape, kDefaultParams, limits);
+  return {-1, g.ok ? Match::kDefault : Match::kNone, kDefaultParams, g};
 }
 
+// With tune's limits of the arch (limits_for_arch), the device's SM count where given.
+constexpr Selection select(const Device& d, const Shape& shape) {
+  Limits l = limits_for_arch(d.arch);
+  if (d.sm_count > 0) l.sm_count = d.sm_count;
+  return select(d, shape, l);
+}
+
+// Any measured device of the arch.
+constexpr Selection select(int arch, const Shape& shape) { return select(Device{nullptr, arch, 0}, shape); }
+
 )";
+
+}  // namespace
+
+std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space, bool allow_synthetic) {
+  if (results.empty()) throw InputError("no result files given; pass at least one results JSON");
+  const std::string& problem_name = results.front().run.problem;
+  for (const auto& r : results)
+    if (r.run.problem != problem_name)
+      throw InputError(fmt::format("{} is problem {} but {} is problem {}; merge one problem per header", r.file,
+                                   r.run.problem, results.front().file, problem_name));
+  if (space.problem() != problem_name)
+    throw InputError(fmt::format("the results are problem {} but {} describes {}", problem_name, space.source_name(),
+                                 space.problem()));
+  const Problem& problem = find_problem(problem_spec_of(results.front().run));
+  const std::vector<MergedEntry> entries = merged_entries(results, space, problem, allow_synthetic);
+  const Portable portable = portable_config(entries, space);
+
+  const std::string ns = identifier(problem_name);
+  std::string h = merged_doc(entries, space, problem, portable);
+  h += "#pragma once\n\n";
+  h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", ns);
+  h += merged_types(entries, space, problem);
+  h += geometry_code(space);
+  h += fmt::format("inline constexpr int kEntryCount = {};\n", entries.size());
+  h += "inline constexpr Entry kEntries[kEntryCount] = {\n";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    h += fmt::format("    // [{}]\n    {{{}, {}, {}, {}, {}, {{{}}},\n     {},\n     {}}}{}\n", i, c_string(e.run->device->name),
+                     e.run->device->compute_capability(), e.run->device->sm_count, e.synthetic ? "true" : "false",
+                     c_string(e.run->shape.tag()), shape_values(e.run->shape), variant_init(e.winner, space, "     "),
+                     variant_init(e.baseline, space, "     "), i + 1 < entries.size() ? "," : "");
+  }
+  h += "};\n\n";
+  if (portable.config)
+    h += fmt::format("// The portable configuration: {}, worst-case loss {:.4f}x over the measured entries.\n"
+                     "inline constexpr bool kHasPortable = true;\ninline constexpr Params kPortableParams = {};\n",
+                     comment_safe(portable.name), portable.worst_loss, params_init(space, *portable.config));
+  else
+    h += "// No portable configuration: none passed in every measured entry.\n"
+         "inline constexpr bool kHasPortable = false;\ninline constexpr Params kPortableParams = {};\n";
+  h += fmt::format("// The baseline of {}.\ninline constexpr Params kDefaultParams = {};\n\n", space.source_name(),
+                   params_init(space, space.baseline()));
+  h += kSelectCode;
   h += "#if defined(TUNE_TUNED_KERNELS)\n";
   h += "// Every launch's kernel, for cudaLaunchKernel: [entry][launch], unused slots null.\n";
   for (const char* which : {"Winner", "Baseline"}) {
@@ -432,6 +584,18 @@ constexpr Selection select(int arch, const Shape& shape) {
   h += "#endif\n";
   h += fmt::format("\n}}  // namespace {}\n}}  // namespace tune_tuned\n", ns);
   return h;
+}
+
+bool measured_on_gpu(const RunRecord& run, std::string* why) {
+  std::string reason;
+  if (!run.timed)
+    reason = "a compile-only run: nothing was timed";
+  else if (run.context.isolation.worker.rfind("fake", 0) == 0)
+    reason = "synthetic results of a fake GPU (TUNE_WORKER_FAKE): nothing was measured";
+  else if (run.context.isolation.worker != "process")
+    reason = "the file does not record how it was measured (no context.isolation.worker \"process\")";
+  if (why) *why = reason;
+  return reason.empty();
 }
 
 }  // namespace tune

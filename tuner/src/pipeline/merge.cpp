@@ -8,7 +8,7 @@
 namespace tune {
 
 std::string merge_result_files(const std::vector<std::filesystem::path>& files,
-                               const std::optional<std::filesystem::path>& config) {
+                               const std::optional<std::filesystem::path>& config, bool allow_synthetic) {
   if (files.empty()) throw InputError("no result files given; pass at least one results JSON");
   std::vector<NamedResult> results;
   for (const auto& f : files) {
@@ -19,7 +19,7 @@ std::string merge_result_files(const std::vector<std::filesystem::path>& files,
                                    "and pass its output",
                                    f.string()));
   }
-  return generate_merged_header(results, load_space(problem_spec_of(results.front().run), config));
+  return generate_merged_header(results, load_space(problem_spec_of(results.front().run), config), allow_synthetic);
 }
 
 }  // namespace tune

@@ -521,9 +521,13 @@ std::string Space::violated_constraint(const Config& config, const Shape& shape,
 }
 
 Lowered Space::lower(const Config& config, const Shape& shape) const {
+  return lower(config, shape, DeviceLimits::for_arch(90));
+}
+
+Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimits& limits) const {
   std::lock_guard lock(impl_->mutex);
   const Impl& s = *impl_;
-  s.bind(config, shape, nullptr);
+  s.bind(config, shape, &limits);
   Lowered out;
   out.template_name = s.sources ? s.sources->main_name : s.template_name;
   out.sources = s.sources;
@@ -550,6 +554,25 @@ Lowered Space::lower(const Config& config, const Shape& shape) const {
   }
   if (out.launches.empty()) s.fail("no launch applies to configuration " + name(config));
   return out;
+}
+
+SpaceExpressions Space::expressions() const {
+  const Impl& s = *impl_;
+  SpaceExpressions e;
+  e.dims = s.dims;
+  for (const Derived& d : s.derived) e.derived.push_back({d.name, d.expr.text()});
+  for (const ShapeRule& r : s.shape_rules) e.shape_rules.push_back({r.message, r.expr.text()});
+  for (const auto& c : s.constraints) e.constraints.push_back(c.text());
+  for (const Launch& l : s.launches) {
+    SpaceExpressions::LaunchText t{l.kernel, l.when.text(), l.template_args, {}, {}, l.dynamic_smem.text()};
+    for (const auto& g : l.grid) t.grid.push_back(g.text());
+    for (const auto& b : l.block) t.block.push_back(b.text());
+    t.grid.resize(3, "1");  // as lower() leaves the dimensions a launch does not name
+    t.block.resize(3, "1");
+    e.launches.push_back(std::move(t));
+  }
+  e.constants = s.table.constants();
+  return e;
 }
 
 nlohmann::ordered_json Space::to_json(const Config& config) const {
