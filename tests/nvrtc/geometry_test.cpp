@@ -16,6 +16,7 @@
 
 #include "space/expr.hpp"
 #include "space/expr_cpp.hpp"
+#include "support/test_dir.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/space.hpp"
@@ -23,13 +24,6 @@
 
 namespace tune {
 namespace {
-
-std::filesystem::path test_dir() {
-  const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / "geometry_test" /
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 // Compiles `source` with the host compiler and returns the program's standard output.
 std::string compile_and_run(const std::filesystem::path& dir, const std::string& source, const std::string& include = "") {
@@ -74,7 +68,7 @@ TEST(ExpressionToCpp, AgreesWithMuParserBitwise) {
   src += "};\n  for (double a : v) for (double b : v) for (double c : v) {\n";
   for (std::size_t i = 0; i < expressions.size(); ++i) src += fmt::format("    std::printf(\"%a\\n\", gen::e{}(a, b, c));\n", i);
   src += "  }\n}\n";
-  std::istringstream out(compile_and_run(test_dir(), src));
+  std::istringstream out(compile_and_run(test_dir("geometry_test"), src));
 
   std::vector<space::Expression> parsed;
   for (const auto& e : expressions) parsed.emplace_back(e, table);
@@ -127,7 +121,7 @@ std::vector<Shape> shapes_around(const Space& space, std::mt19937_64& rng, int c
 // For `problem`'s merged header: geometry() at many (shape, configuration, limits) equals
 // Space::lower where tune accepts the configuration, and refuses where tune does.
 void expect_geometry_matches_lowering(const std::string& problem) {
-  const auto dir = test_dir();
+  const auto dir = test_dir("geometry_test");
   std::vector<std::filesystem::path> files;
   for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(TUNE_FIXTURES) / "merge" / problem))
     files.push_back(f.path());

@@ -7,20 +7,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/test_dir.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/tune.hpp"
 
 namespace tune {
 namespace {
-
-// One folder per test: ctest may run them at the same time.
-std::filesystem::path test_dir() {
-  const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / "header_merge_test" /
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 std::vector<std::filesystem::path> fixtures(const std::string& folder) {
   std::vector<std::filesystem::path> files;
@@ -53,7 +46,7 @@ TEST(MergedHeader, SyntheticResultsAreRefusedUnlessAllowed) {
 }
 
 TEST(MergedHeader, SelectReturnsTheDocumentedFallbackWithGxx) {
-  const auto dir = test_dir();
+  const auto dir = test_dir("header_merge_test");
   write_merged(dir, "contact", "devices");
   const std::string exe = (dir / "select_check").string();
   const std::string cmd = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -Wall -Wextra -Werror -I" + dir.string() + " -o " +
@@ -63,7 +56,7 @@ TEST(MergedHeader, SelectReturnsTheDocumentedFallbackWithGxx) {
 }
 
 TEST(MergedHeader, CompilesAloneAsCudaBothProblems) {
-  const auto dir = test_dir();
+  const auto dir = test_dir("header_merge_test");
   write_merged(dir, "contact", "devices");
   write_merged(dir, "scene_graph");
   const auto user = dir / "user.cu";
@@ -79,7 +72,7 @@ TEST(MergedHeader, CompilesAloneAsCudaBothProblems) {
 }
 
 TEST(MergedHeader, CompilesAloneAsCxx17) {
-  const auto dir = test_dir();
+  const auto dir = test_dir("header_merge_test");
   write_merged(dir, "scene_graph");
   const auto user = dir / "alone.cpp";
   std::ofstream(user) << "#include \"scene_graph_tuned.hpp\"\n"

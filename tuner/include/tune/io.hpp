@@ -1,6 +1,7 @@
 #pragma once
 // Readers and writers of files users hand around: results, golden cases, generated headers.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,18 @@ bool measured_on_gpu(const RunRecord& run, std::string* why = nullptr);
 // allow_synthetic).
 std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space,
                                    bool allow_synthetic = false);
+
+// `tune export torch`: the results (one arch) as a PyTorch extension project in `out`: one op per
+// problem in torch.ops.<package>, dispatching on (device, shape) to the tuned instantiations (nvcc),
+// a ModelNew per problem, setup.py and a JIT load(). Returns the files written. Throws InputError.
+struct TorchExportOptions {
+  std::string package = "tune_ops";
+  bool allow_synthetic = false;
+  std::optional<int> arch;                       // needed when the results span several archs
+  std::optional<std::filesystem::path> config;  // the search space (default: the problem's)
+};
+std::vector<std::filesystem::path> export_torch(const std::vector<std::filesystem::path>& files,
+                                                const std::filesystem::path& out, const TorchExportOptions& options);
 
 // The tool's own version and the git commit it was built from.
 std::string tool_version();

@@ -285,6 +285,23 @@ int main(int argc, char** argv) {
   merge->add_flag("--allow-synthetic", header_allow_synthetic,
                   "merge results not measured on a GPU (fake GPU, TUNE_WORKER_FAKE), marked synthetic in the header");
 
+  std::vector<std::string> export_inputs;
+  std::string export_out, export_config;
+  tune::TorchExportOptions xopt;
+  int export_arch = 0;
+  auto* export_cmd = app.add_subcommand("export", "ship results where their users live (export torch: a PyTorch extension)");
+  export_cmd->require_subcommand(1);
+  auto* export_torch = export_cmd->add_subcommand(
+      "torch", "write a PyTorch extension project from results of one arch: one op per problem dispatching on (device, "
+               "shape) to the tuned kernels, a ModelNew per problem, setup.py and a JIT load()");
+  export_torch->add_option("results", export_inputs, "results JSON files written by tune (any problems, one arch)")->required();
+  export_torch->add_option("-o,--out", export_out, "the folder to write the project into")->required();
+  export_torch->add_option("--name", xopt.package, "the Python package and torch.ops namespace")->capture_default_str();
+  export_torch->add_option("--arch", export_arch, "export only the results of this arch (needed when they span several)");
+  export_torch->add_option("--config", export_config, "search-space file (default: each problem's own problem.json)");
+  export_torch->add_flag("--allow-synthetic", xopt.allow_synthetic,
+                         "export results not measured on a GPU (fake GPU), marked synthetic in the headers");
+
   std::vector<std::string> merge_inputs;
   std::string merge_out = "results", merge_config;
   auto* shard_merge = app.add_subcommand("merge", "combine the results of a --shard run's shards into the files the "
@@ -312,7 +329,7 @@ int main(int argc, char** argv) {
   app.allow_extras();
   // A subcommand takes the main options too (tune list --problem-path DIR); what none of them knows
   // is refused below (only a tune takes shape options).
-  for (auto* sub : {verify, report, merge, shard_merge, list, check}) sub->fallthrough();
+  for (auto* sub : {verify, report, merge, shard_merge, list, check, export_cmd, export_torch}) sub->fallthrough();
 
   try {
     app.parse(argc, argv);
@@ -325,7 +342,7 @@ int main(int argc, char** argv) {
   try {
     check_no_empty_values(app);
     tune::set_problem_path({problem_path.begin(), problem_path.end()});
-    for (auto* sub : {verify, report, merge, shard_merge, list, check})
+    for (auto* sub : {verify, report, merge, shard_merge, list, check, export_torch})
       if (sub->parsed() && !app.remaining().empty())
         throw tune::InputError(fmt::format("tune {}: unexpected argument '{}' (tune {} --help lists its options)", sub->get_name(),
                                            app.remaining().front(), sub->get_name()));
@@ -355,6 +372,16 @@ int main(int argc, char** argv) {
       const std::vector<std::filesystem::path> files(header_inputs.begin(), header_inputs.end());
       tune::write_file_atomic(header_out, tune::merge_result_files(files, space_file, header_allow_synthetic));
       fmt::print("header: {} ({} result files)\n", header_out, files.size());
+      return 0;
+    }
+    if (export_torch->parsed()) {
+      if (export_arch < 0) throw tune::InputError(fmt::format("--arch {}: expected a compute capability such as 90", export_arch));
+      if (export_arch > 0) xopt.arch = export_arch;
+      if (!export_config.empty()) xopt.config = export_config;
+      const std::vector<std::filesystem::path> files(export_inputs.begin(), export_inputs.end());
+      const auto written = tune::export_torch(files, export_out, xopt);
+      fmt::print("export: {} files under {} (pip install --no-build-isolation {}, or import {} from there)\n", written.size(),
+                 export_out, export_out, xopt.package);
       return 0;
     }
     if (shard_merge->parsed()) {

@@ -1,0 +1,163 @@
+// `tune export torch` writes a PyTorch extension project: its Python parses, its torch-free
+// launcher compiles with nvcc and dispatches each (device, shape) to the right tuned entry (run
+// here, on the host: dispatch touches no GPU), and its torch binding compiles against PyTorch's
+// headers where they are at hand ($TUNE_TORCH_INCLUDE, or an importable torch).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support/test_dir.hpp"
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/problem.hpp"
+
+namespace tune {
+namespace {
+
+int run(const std::string& cmd) { return std::system(cmd.c_str()); }
+
+// The example problem's results of record (measured on the H200), found on the problem path.
+std::vector<std::filesystem::path> example_results() {
+  set_problem_path({std::filesystem::path(TUNE_REPO_DIR) / "examples"});
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results/h200/ln_linear_gelu"))
+    if (f.path().extension() == ".json") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string winner_of(const std::filesystem::path& file) {
+  return nlohmann::json::parse(std::ifstream(file)).at("summary").at("winner").get<std::string>();
+}
+
+TEST(TorchExport, TheLauncherDispatchesEachDeviceAndShapeToItsEntry) {
+  const auto dir = test_dir("export_torch_test", true);
+  const auto files = example_results();
+  ASSERT_EQ(files.size(), 2u) << "results/h200/ln_linear_gelu holds M1024_K1024_N1024 and M4096_K256_N256";
+  TorchExportOptions options;
+  options.package = "tuned_test";
+  const auto written = export_torch(files, dir, options);
+  for (const char* f : {"setup.py", "pyproject.toml", "README.md", "tuned_test/__init__.py", "tuned_test/_build.py",
+                        "tuned_test/ln_linear_gelu.py", "tuned_test/csrc/binding.cpp", "tuned_test/csrc/ln_linear_gelu/launch.cu",
+                        "tuned_test/csrc/ln_linear_gelu/tuned.hpp"})
+    EXPECT_TRUE(std::filesystem::is_regular_file(dir / f)) << f;
+  EXPECT_EQ(written.size(), 11u);
+  // The Python parses.
+  EXPECT_EQ(run(fmt::format("{} -m py_compile {}/setup.py {}/tuned_test/__init__.py {}/tuned_test/_build.py "
+                            "{}/tuned_test/ln_linear_gelu.py",
+                            TUNE_PYTHON, dir.string(), dir.string(), dir.string(), dir.string())),
+            0);
+  // The launcher compiles as the package builds it, and dispatches on the host.
+  const auto csrc = dir / "tuned_test/csrc/ln_linear_gelu";
+  const std::string compile = fmt::format("{} -O3 -gencode=arch=compute_90,code=sm_90 -c -o {}/launch.o {}/launch.cu", TUNE_NVCC,
+                                          dir.string(), csrc.string());
+  ASSERT_EQ(run(compile), 0) << compile;
+  std::ofstream(dir / "dispatch.cpp") << R"(#include <cstdio>
+#include <cstring>
+extern "C" int tune_ln_linear_gelu_entry(const char*, int, int, const long long*);
+extern "C" const char* tune_ln_linear_gelu_variant(int);
+extern "C" int tune_ln_linear_gelu_buffer_count(int);
+extern "C" long long tune_ln_linear_gelu_buffer_elements(int, int);
+int main() {
+  const long long big[] = {1024, 1024, 1024}, small[] = {4096, 256, 256}, untuned[] = {512, 256, 256};
+  const struct { const char* device; int arch, sms; const long long* dims; } cases[] = {
+      {"NVIDIA H200", 90, 132, big}, {"NVIDIA H200", 90, 132, small}, {"NVIDIA H100 80GB HBM3", 90, 132, small},
+      {"NVIDIA H200", 90, 132, untuned}, {"NVIDIA A100-SXM4-80GB", 80, 108, big}};
+  for (const auto& c : cases) {
+    const int e = tune_ln_linear_gelu_entry(c.device, c.arch, c.sms, c.dims);
+    if (e < 0) {
+      std::printf("none\n");
+      continue;
+    }
+    // the output is buffer 5: 4 parameters, 1 input, then out (M x N)
+    std::printf("%s %d %lld\n", tune_ln_linear_gelu_variant(e), tune_ln_linear_gelu_buffer_count(e),
+                tune_ln_linear_gelu_buffer_elements(e, 5));
+  }
+}
+)";
+  const std::string link = fmt::format("{} -o {}/dispatch {}/dispatch.cpp {}/launch.o", TUNE_NVCC, dir.string(), dir.string(),
+                                       dir.string());
+  ASSERT_EQ(run(link), 0) << link;
+  ASSERT_EQ(run(fmt::format("{0}/dispatch > {0}/dispatch.txt", dir.string())), 0);
+  std::ifstream out(dir / "dispatch.txt");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u);
+  // Sorted, the results are M1024_K1024_N1024 then M4096_K256_N256.
+  EXPECT_EQ(lines[0], winner_of(files[0]) + " 6 1048576") << "H200 at the shape it was tuned for";
+  EXPECT_EQ(lines[1], winner_of(files[1]) + " 6 1048576");
+  EXPECT_EQ(lines[2], winner_of(files[1]) + " 6 1048576") << "an H100 takes the H200's entry of that shape";
+  EXPECT_EQ(lines[3], "none") << "an untuned shape has no instantiation: the module runs";
+  EXPECT_EQ(lines[4], "none") << "sm_80 cannot run sm_90 kernels";
+}
+
+TEST(TorchExport, TheBindingCompilesAgainstPyTorchsHeaders) {
+  std::string include;
+  if (const char* env = std::getenv("TUNE_TORCH_INCLUDE"); env && *env) {
+    include = env;
+  } else {
+    const std::string probe = fmt::format("{} -c \"import torch.utils.cpp_extension as c; print(c.include_paths()[0])\" 2>/dev/null",
+                                          TUNE_PYTHON);
+    if (FILE* p = popen(probe.c_str(), "r")) {
+      char buf[4096] = {};
+      if (std::fgets(buf, sizeof buf, p)) include = buf;
+      pclose(p);
+      while (!include.empty() && (include.back() == '\n' || include.back() == '\r')) include.pop_back();
+    }
+  }
+  if (include.empty() || !std::filesystem::is_directory(include))
+    GTEST_SKIP() << "no PyTorch headers: set TUNE_TORCH_INCLUDE to torch/include (.ci/run unpacks them from the torch wheel), "
+                    "or install torch for "
+                 << TUNE_PYTHON;
+  const auto dir = test_dir("export_torch_test", true);
+  TorchExportOptions options;
+  (void)export_torch(example_results(), dir, options);
+  const std::string cmd = fmt::format(
+      "{} -std=c++20 -fsyntax-only -Wall -Wextra -Werror -isystem {} -isystem {}/torch/csrc/api/include -isystem {} "
+      "{}/tune_ops/csrc/binding.cpp",
+      TUNE_CXX_COMPILER, include, include, TUNE_CUDA_INCLUDE, dir.string());
+  EXPECT_EQ(run(cmd), 0) << cmd;
+}
+
+TEST(TorchExport, BadInputIsRefusedInOneLine) {
+  const auto dir = test_dir("export_torch_test", true);
+  const auto files = example_results();
+  TorchExportOptions options;
+  options.package = "not-an-identifier";
+  EXPECT_THROW((void)export_torch(files, dir, options), InputError);
+  options.package = "tune_ops";
+  options.arch = 80;
+  try {
+    (void)export_torch(files, dir, options);
+    FAIL() << "exported no result";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("sm_80"), std::string::npos) << e.what();
+  }
+  // Synthetic results only with allow_synthetic.
+  options.arch.reset();
+  const auto synthetic = std::filesystem::path(TUNE_FIXTURES) / "merge/devices/synthetic_gpu_a_B4_N64_C64_H32.json";
+  try {
+    (void)export_torch({synthetic}, dir, options);
+    FAIL() << "exported synthetic results";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--allow-synthetic"), std::string::npos) << e.what();
+  }
+  // Results of two archs need --arch.
+  const auto sm80 = std::filesystem::path(TUNE_FIXTURES) / "merge/devices/synthetic_gpu_b_B4_N64_C64_H32.json";
+  options.allow_synthetic = true;
+  try {
+    (void)export_torch({synthetic, sm80}, dir, options);
+    FAIL() << "exported two archs into one package";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--arch"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tune
