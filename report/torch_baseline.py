@@ -6,6 +6,13 @@ reads what it writes.
 
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json [--problem-path DIR]... [--gpu SLUG]
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --list     (the shapes; needs no torch)
+    python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --export PKG_DIR [--tf32]
+
+With --export (a project written by `tune export torch`), ModelNew of each problem the package
+holds runs beside Model eager and torch.compile in this one process, on the same inputs: its
+parity against the module (float32, the same TF32 setting) and against the module in float64,
+and its times by the same two methods. ModelNew falls back to the module where the package has
+no tuned kernel for the device and shape; the entry says which ran ("tuned").
 
 The folder of problem P is the first DIR/P/problem.json of --problem-path (repeatable, or a colon
 list), then of $TUNE_PROBLEM_PATH (colon list), then this repository's configs/P/. The module is
@@ -23,16 +30,23 @@ Output (schema_version 1):
   {"kind": "tune.torch_baseline", "schema_version": 1,
    "device": {"name", "slug" (as tune names results/<slug>/), "compute_capability", "l2_cache_bytes"},
    "context": {"torch_version", "cuda_version", "created_at", "host", "command_line",
-               "references": {problem: its reference module's path}, "allow_tf32_matmul", "allow_tf32_cudnn"},
+               "references": {problem: its reference module's path}, "allow_tf32_matmul", "allow_tf32_cudnn",
+               "export": the --export folder or null},
    "method": {"events": ..., "graph": ..., "samples", "max_seconds", "graph_calls", "flush_bytes"},
    "device_peaks": {"copy_gb_per_s": device-to-device copy of 1 GiB, bytes read + written, "method"},
    "entries": [{"problem", "shape": {dim: value},
                 "eager" | "compile": {"events": TIMES | null, "graph": TIMES | null, "error": str | null,
-                                      "compile_seconds" (compile only)}}]}
+                                      "compile_seconds" (compile only)},
+                "modelnew" (with --export): {"events", "graph", "error", "tuned": bool, "variant": str,
+                    "parity": {"max_abs_vs_module", "max_abs_vs_float64", "module_max_abs_vs_float64",
+                               "tolerance": {"atol", "rtol"}, "passed": |new - ref| <= atol + rtol |ref| against both},
+                    "tune_cold_median_us": the winner's cold median in the results file (the raw kernel),
+                    "op_overhead_us": events median - tune_cold_median_us (dispatch, checks, allocation)}}]}
   TIMES = {"samples", "median_us", "q1_us", "q3_us", "min_us", "mean_us"}
 Exit codes: 0 done, 2 bad input, 3 no PyTorch or no CUDA device (one line says which).
 """
 import argparse
+import copy
 import datetime
 import json
 import os
@@ -77,8 +91,8 @@ def device_slug(name):
     return out.rstrip("-") or "gpu"
 
 
-def shapes_in(root, gpu=None):
-    """(problem, shape) pairs of the tune results under root, in a stable order, once each."""
+def results_in(root, gpu=None):
+    """{(problem, shape JSON): the run} of the tune results under root, once each (the first file)."""
     seen = {}
     for path in sorted(pathlib.Path(root).glob("*/*/*.json")):
         if gpu and path.parts[-3] != gpu:
@@ -88,8 +102,37 @@ def shapes_in(root, gpu=None):
         except (OSError, ValueError) as e:
             raise Failure(2, f"{path}: not a readable JSON file ({e})")
         if isinstance(run, dict) and run.get("kind") == "tune.result":
-            seen.setdefault((run["problem"], json.dumps(run["shape"])), run["shape"])
-    return [(p, shape) for (p, _), shape in sorted(seen.items())]
+            seen.setdefault((run["problem"], json.dumps(run["shape"])), run)
+    return seen
+
+
+def shapes_in(root, gpu=None):
+    """(problem, shape) pairs of the tune results under root, in a stable order, once each."""
+    return [(p, run["shape"]) for (p, _), run in sorted(results_in(root, gpu).items())]
+
+
+def winner_median(run):
+    """The cold median of the run's winner (what the tuned kernel costs alone), or None."""
+    name = (run.get("summary") or {}).get("winner")
+    for v in run.get("variants", []):
+        if v.get("name") == name and isinstance(v.get("timing"), dict):
+            return v["timing"].get("median_us")
+    return None
+
+
+def load_export(folder):
+    """The package of a `tune export torch` folder, imported (its extension loads on first use)."""
+    folder = pathlib.Path(folder)
+    inits = sorted(folder.glob("*/_build.py"))
+    if not inits:
+        raise Failure(2, f"{folder}: not a folder written by tune export torch (no <package>/_build.py)")
+    package = inits[0].parent.name
+    sys.path.insert(0, str(folder))
+    import importlib
+    try:
+        return importlib.import_module(package)
+    except Exception as e:
+        raise Failure(2, f"{folder}: the package {package} does not import ({first_line(e)})")
 
 
 def shape_text(shape):
@@ -207,11 +250,11 @@ def first_line(e):
     return text.splitlines()[0][:300]
 
 
-def measure(problems, torch, problem, shape, a, flush, log):
+def measure(problems, torch, problem, shape, a, flush, log, export=None):
     torch.manual_seed(0)
-    module, inputs = build(torch, problems[problem], shape)
+    module, inputs = build(torch, problems[problem], {k: v for k, v in shape.items() if not k.startswith("_")})
     module = module.cuda().eval()
-    entry = {"problem": problem, "shape": shape}
+    entry = {"problem": problem, "shape": {k: v for k, v in shape.items() if not k.startswith("_")}}
     with torch.no_grad():
         for mode in ("eager", "compile"):
             rec = {"events": None, "graph": None, "error": None}
@@ -235,11 +278,67 @@ def measure(problems, torch, problem, shape, a, flush, log):
                 rec["error"] = first_line(e)
             torch.cuda.synchronize()
             entry[mode] = rec
-            ev = rec["events"]["median_us"] if rec["events"] else None
-            gr = rec["graph"]["median_us"] if rec["graph"] else None
-            log(f"{problem} {shape_text(shape)} {mode}: events {ev and round(ev, 2)} µs, graph {gr and round(gr, 2)} µs"
-                + (f" ({rec['error']})" if rec["error"] else ""))
+            log_times(log, problem, shape, mode, rec)
+        if export is not None and hasattr(export, problem):
+            entry["modelnew"] = measure_modelnew(torch, getattr(export, problem), module, inputs, problems[problem], shape,
+                                                 a, flush)
+            log_times(log, problem, shape, "ModelNew" + ("" if entry["modelnew"].get("tuned") else " (the module ran)"),
+                      entry["modelnew"])
     return entry
+
+
+def log_times(log, problem, shape, mode, rec):
+    ev = rec["events"]["median_us"] if rec.get("events") else None
+    gr = rec["graph"]["median_us"] if rec.get("graph") else None
+    log(f"{problem} {shape_text(shape)} {mode}: events {ev and round(ev, 2)} µs, graph {gr and round(gr, 2)} µs"
+        + (f" ({rec['error']})" if rec.get("error") else ""))
+
+
+def tolerance_of(problem):
+    """(atol, rtol) of problem.json "tolerance" (a number: atol), as tune's parity reads it; default 1e-4, 0."""
+    t = problem.spec.get("tolerance", 1e-4)
+    if isinstance(t, dict):
+        return float(t.get("atol", 1e-4)), float(t.get("rtol", 0.0))
+    return float(t), 0.0
+
+
+def within(out, ref, atol, rtol):
+    return bool(((out - ref).abs() <= atol + rtol * ref.abs()).all().item())
+
+
+def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, flush):
+    """ModelNew beside the module: which ran, parity (float32 module, float64 module) and times."""
+    rec = {"events": None, "graph": None, "error": None, "tuned": False, "variant": "",
+           "parity": None, "tune_cold_median_us": shape.get("_tune_median_us")}
+    try:
+        new = package_module.ModelNew(module)
+        dims = {k: v for k, v in shape.items() if not k.startswith("_")}
+        rec["variant"] = package_module.variant(inputs[0].device, dims)
+        out = new(*inputs)
+        rec["tuned"] = bool(new.last_call_tuned)
+        ref32 = module(*inputs)
+        ref64 = copy.deepcopy(module).double()(*(x.double() for x in inputs))
+        atol, rtol = tolerance_of(problem)
+        out64, ref32 = out.double(), ref32.double()
+        rec["parity"] = {"max_abs_vs_module": (out64 - ref32).abs().max().item(),
+                         "max_abs_vs_float64": (out64 - ref64).abs().max().item(),
+                         "module_max_abs_vs_float64": (ref32 - ref64).abs().max().item(),
+                         "tolerance": {"atol": atol, "rtol": rtol},
+                         "passed": within(out64, ref32, atol, rtol) and within(out64, ref64, atol, rtol)}
+
+        def call():
+            return new(*inputs)
+        rec["events"] = time_events(torch, call, flush, a.samples, a.max_seconds)
+        try:
+            rec["graph"] = time_graph(torch, call, a.graph_calls, a.samples, a.max_seconds)
+        except Exception as e:
+            rec["error"] = "graph: " + first_line(e)
+        if rec["tuned"] and rec["tune_cold_median_us"]:
+            rec["op_overhead_us"] = rec["events"]["median_us"] - rec["tune_cold_median_us"]
+    except Exception as e:
+        rec["error"] = first_line(e)
+    torch.cuda.synchronize()
+    return rec
 
 
 def main(argv=None):
@@ -255,6 +354,8 @@ def main(argv=None):
     ap.add_argument("--graph-calls", type=int, default=20, help="calls captured in the replayed CUDA graph")
     ap.add_argument("--tf32", action="store_true",
                     help="allow TF32 in matrix products (PyTorch's default is off; tune's mma variants use TF32)")
+    ap.add_argument("--export", metavar="DIR",
+                    help="a project written by tune export torch: time its ModelNew beside the module (parity too)")
     ap.add_argument("--list", action="store_true", help="print the shapes that would be timed and stop")
     a = ap.parse_args(argv)
     try:
@@ -275,7 +376,8 @@ def main(argv=None):
         name = torch.cuda.get_device_name(0)
         slug = device_slug(name)
         gpu = a.gpu or (slug if (pathlib.Path(a.results) / slug).is_dir() else None)
-        shapes = shapes_in(a.results, gpu)
+        runs = results_in(a.results, gpu)
+        shapes = [(p, dict(run["shape"], _tune_median_us=winner_median(run))) for (p, _), run in sorted(runs.items())]
         if not shapes:
             raise Failure(2, f"{a.results}: no tune results" + (f" for {gpu}" if gpu else ""))
         dirs = search_path(a.problem_path)
@@ -291,7 +393,7 @@ def main(argv=None):
                            "host": socket.gethostname(), "command_line": " ".join(sys.argv),
                            "references": {name: str(p.reference) for name, p in problems.items()},
                            "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-                           "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32},
+                           "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32, "export": a.export},
                "method": {"events": "L2 flushed (zeroing a buffer of twice the L2 size) before each call; CUDA "
                                     "events around one call; median",
                           "graph": "graph_calls calls captured in one CUDA graph, replayed; per call; median",
@@ -301,11 +403,12 @@ def main(argv=None):
                                 "method": "device-to-device copy of 1 GiB (bytes read + written), CUDA events, median "
                                           "of 20"},
                "entries": []}
+        export = load_export(a.export) if a.export else None
         out = pathlib.Path(a.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         for problem, shape in shapes:
             doc["entries"].append(measure(problems, torch, problem, shape, a, flush,
-                                          lambda line: print(line, flush=True)))
+                                          lambda line: print(line, flush=True), export))
             tmp = out.with_suffix(".tmp")  # written after every shape: an interrupted run keeps what it measured
             tmp.write_text(json.dumps(doc, indent=1) + "\n")
             os.replace(tmp, out)

@@ -2,7 +2,10 @@
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
-#                                       plant=NAME:<tune args separated by :>, probe
+#                                       plant=NAME:<tune args separated by :>, probe, modelnew
+# modelnew: tune export torch of the committed contact and scene_graph results, built on the GPU
+# machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
+# (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
 # probe: bench/sanitizer/cluster_exchange.cu built by nvcc and run in each mode under racecheck
 # into $OUT/probe.log (does racecheck understand a cluster exchange by st.async and an mbarrier?).
 # Each tune and check step is stopped after $STEP_TIMEOUT seconds (default 300), so that one slow
@@ -37,6 +40,14 @@ for step in "$@"; do
       start=$(date +%s%N)
       timeout "$step_timeout" "$tune" check ${args//:/ } 2>&1 | tee -a "$out/check.log" | tail -2
       echo "exit ${PIPESTATUS[0]}; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/check.log" ;;
+    modelnew)
+      exp=$PWD/export-device
+      "$tune" export torch results/h200/contact/*.json results/h200/scene_graph/*.json -o "$exp" >>"$out/torch.log" 2>&1 || status=1
+      python3 -c "import sys; sys.path.insert(0, '$exp'); import tune_ops; tune_ops.load(verbose=True)" >>"$out/torch.log" 2>&1 || status=1
+      for tf32 in "" --tf32; do
+        python3 report/torch_baseline.py results -o "$out/torch_modelnew${tf32:+_tf32}.json" --export "$exp" $tf32 \
+          2>&1 | tee -a "$out/torch.log" || status=1
+      done ;;
     probe)
       nvcc -arch=sm_90 -lineinfo -o /tmp/cluster_exchange bench/sanitizer/cluster_exchange.cu >>"$out/probe.log" 2>&1 || status=1
       for mode in sync cluster stasync stasync_bar stasync_self stasync_race; do

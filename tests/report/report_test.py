@@ -207,5 +207,38 @@ class TorchBaseline(unittest.TestCase):
         self.assertFalse((OUT / "t.json").exists())
 
 
+class TorchBaselineParts(unittest.TestCase):
+    """The pieces of torch_baseline.py's ModelNew measurement that need no GPU."""
+
+    @classmethod
+    def setUpClass(cls):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("torch_baseline", SRC / "report" / "torch_baseline.py")
+        cls.tb = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cls.tb)
+
+    def test_the_raw_kernel_time_is_the_winners_cold_median(self):
+        runs = self.tb.results_in(FIX / "synthetic")
+        self.assertTrue(runs)
+        for run in runs.values():
+            winner = run["summary"]["winner"]
+            want = next(v["timing"]["median_us"] for v in run["variants"] if v["name"] == winner)
+            self.assertEqual(self.tb.winner_median(run), want)
+        self.assertIsNone(self.tb.winner_median({"summary": {"winner": "x"}, "variants": []}))
+
+    def test_a_folder_that_is_no_export_is_refused_with_exit_2(self):
+        with self.assertRaises(self.tb.Failure) as c:
+            self.tb.load_export(FIX)
+        self.assertEqual(c.exception.code, 2)
+        self.assertIn("tune export torch", str(c.exception))
+
+    def test_the_tolerance_is_read_as_tune_reads_it(self):
+        class P:
+            spec = {"tolerance": {"atol": 1e-4, "rtol": 1e-3}}
+        self.assertEqual(self.tb.tolerance_of(P), (1e-4, 1e-3))
+        P.spec = {"tolerance": 2e-4}
+        self.assertEqual(self.tb.tolerance_of(P), (2e-4, 0.0))
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
