@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine needs to run tune and the device tests from this build into .device/
 # (ignored by git): the binaries, and the Debian shared libraries such a machine may lack
-# (fmt, muParser and its OpenMP runtime), found beside the binaries through LD_LIBRARY_PATH, and
-# the built-in problem folders laid out as an install puts them (share/tune/configs and
-# share/tune/kernel_templates beside bin/), where the binaries find them. The golden cases and
+# (fmt, muParser and its OpenMP runtime), found beside the binaries through LD_LIBRARY_PATH. tune
+# and what it reads (the built-in problem folders, the report scripts) are put there by cmake
+# --install (share/tune beside bin/), where tune and the test binaries find them. The golden cases and
 # report/torch_baseline.py's reference modules are read from the problem folders of the work tree.
 # With a bench build (-DTUNE_BUILD_BENCH=ON) it also packs tune_bench and libbenchmark, which
 # tune_bench finds through its rpath $ORIGIN/../lib.
@@ -13,8 +13,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}
 dest=$here/.device
 rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/lib"
-cp "$build/tuner/tune" "$build"/tests/tune_*_tests "$dest/bin/"
-mkdir -p "$dest/share/tune" && cp -r "$here/configs" "$here/kernel_templates" "$dest/share/tune/"
+cmake --install "$build" --prefix "$dest" >/dev/null
+cp "$build"/tests/tune_*_tests "$dest/bin/"
 for lib in $(ldd "$build/tuner/tune" | awk '/libfmt|libmuparser|libgomp/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
 if [ -x "$build/bench/tune_bench" ]; then
   cp "$build/bench/tune_bench" "$build/bench/contact_phases" "$build/bench/sg_phases" "$dest/bin/"

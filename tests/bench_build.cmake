@@ -1,7 +1,9 @@
-# ctest -R bench_builds: configure and build bench/ as its own project (cmake -P script).
+# ctest -R bench_builds: configure and build bench/ as its own project against the installed tune
+# in PREFIX (cmake -P script).
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE} -B ${BINARY} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
-          -DCMAKE_CUDA_COMPILER=${NVCC} -DTUNE_EXE=${TUNE_EXE}
+          -DCMAKE_CUDA_COMPILER=${NVCC} -DCMAKE_PREFIX_PATH=${PREFIX}
+          -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
   RESULT_VARIABLE configured)
 if(NOT configured EQUAL 0)
   message(FATAL_ERROR "bench: configure failed")

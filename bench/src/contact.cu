@@ -1,5 +1,5 @@
 // The tuned contact kernels, instantiated ahead of time by nvcc from kernel_templates/contact/contact.cuh.
-#include "contact.cuh"
+#include "contact/contact.cuh"
 #define TUNE_TUNED_KERNELS
 #include "contact_tuned.hpp"
 

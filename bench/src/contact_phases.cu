@@ -12,7 +12,7 @@
 
 #define TUNE_CONTACT_MARK(phase) phases_mark<4>(phase)
 
-#include "contact.cuh"
+#include "contact/contact.cuh"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The tuned scene_graph kernels, instantiated ahead of time by nvcc from kernel_templates/scene_graph/scene_graph.cuh.
-#include "scene_graph.cuh"
+#include "scene_graph/scene_graph.cuh"
 #define TUNE_TUNED_KERNELS
 #include "scene_graph_tuned.hpp"
 

@@ -23,7 +23,7 @@
 constexpr int kMarks = 10;
 #define TUNE_SG_MARK(mark) phases_mark<kMarks, true>(mark)
 
-#include "scene_graph.cuh"
+#include "scene_graph/scene_graph.cuh"
 
 namespace {
 

@@ -92,7 +92,8 @@ class Problem {
 };
 
 // Where problems are found: `--problem-path` folders, then $TUNE_PROBLEM_PATH, then the built-in
-// folder (share/tune/configs beside the binary, or the source tree's configs/ in a build tree).
+// folder (<prefix>/share/tune/configs beside an installed binary, or the source tree's configs/ for
+// a binary of the build tree; never both).
 struct ProblemLocation {
   std::string name;
   std::filesystem::path file;  // problem.json

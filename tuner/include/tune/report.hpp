@@ -15,7 +15,8 @@ struct ReportOptions {
 };
 
 // Runs the report script and returns its exit status (0 done, 2 bad input).
-// The script: $TUNE_REPORT_SCRIPT, else report/report.py beside the build, else in the source tree.
+// The script: $TUNE_REPORT_SCRIPT, else <prefix>/share/tune/report/report.py beside an installed tune,
+// else the source tree's for a tune of the build tree.
 // The interpreter: $TUNE_PYTHON, else the one CMake was given (TUNE_PYTHON).
 // Throws InputError when neither can be found or started.
 int run_report(const ReportOptions& options);

@@ -166,7 +166,9 @@ void check_options(const CLI::App& app, tune::TuneOptions& opt, const std::strin
 
 void print_problem_list() {
   const auto found = tune::list_problems();
-  if (found.empty()) fmt::print("no problems found (pass --problem-path DIR or set TUNE_PROBLEM_PATH)\n");
+  if (found.empty())
+    fmt::print("no problems found (pass --problem-path DIR or set TUNE_PROBLEM_PATH; an installed tune has the built-in "
+               "ones in <prefix>/share/tune/configs)\n");
   for (const auto& l : found) {
     fmt::print("{}  ({}: {})\n", l.name, l.origin, l.file.parent_path().string());
     try {

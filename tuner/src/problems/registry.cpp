@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/layout.hpp"
 #include "problems/init.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
@@ -22,12 +23,6 @@ std::vector<std::filesystem::path> g_user_dirs;
 std::map<std::string, std::unique_ptr<Problem>>& loaded() {
   static std::map<std::string, std::unique_ptr<Problem>> problems;
   return problems;
-}
-
-std::filesystem::path exe_dir() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::filesystem::path() : exe.parent_path();
 }
 
 std::vector<std::filesystem::path> split_path(const char* text) {
@@ -80,18 +75,9 @@ void set_problem_path(std::vector<std::filesystem::path> dirs) {
 }
 
 std::vector<std::filesystem::path> builtin_problem_dirs() {
-  std::vector<std::filesystem::path> out;
   std::error_code ec;
-  // Installed (and bundled): <prefix>/bin/tune beside <prefix>/share/tune/configs.
-  if (const auto dir = exe_dir(); !dir.empty()) {
-    const auto installed = dir.parent_path() / "share" / "tune" / "configs";
-    if (std::filesystem::is_directory(installed, ec)) out.push_back(installed);
-  }
-#ifdef TUNE_SOURCE_CONFIGS_DIR
-  // A build tree: the source tree's configs/.
-  if (std::filesystem::is_directory(TUNE_SOURCE_CONFIGS_DIR, ec)) out.emplace_back(TUNE_SOURCE_CONFIGS_DIR);
-#endif
-  return out;
+  if (const auto dir = own_data_dir(); dir && std::filesystem::is_directory(*dir / "configs", ec)) return {*dir / "configs"};
+  return {};
 }
 
 const Problem& find_problem(std::string_view name_or_path) {

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include "core/layout.hpp"
 #include "tune/errors.hpp"
 
 extern char** environ;
@@ -13,15 +14,14 @@ extern char** environ;
 namespace tune {
 namespace {
 
+// $TUNE_REPORT_SCRIPT, else report/report.py of tune's own files (core/layout.hpp).
 std::filesystem::path report_script() {
   if (const char* env = std::getenv("TUNE_REPORT_SCRIPT")) return env;
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  // build/tuner/tune in a checkout, or a bundle's bin/tune beside report/.
-  if (!ec)
-    for (const auto& up : {exe.parent_path().parent_path().parent_path(), exe.parent_path().parent_path()})
-      if (std::filesystem::is_regular_file(up / "report" / "report.py")) return up / "report" / "report.py";
-  return TUNE_REPORT_SCRIPT_DEFAULT;
+  const auto dir = own_data_dir();
+  if (!dir)
+    throw InputError("report: no <prefix>/share/tune beside this tune, so no report/report.py; install tune (cmake --install) "
+                     "or set TUNE_REPORT_SCRIPT to report/report.py of a checkout");
+  return *dir / "report" / "report.py";
 }
 
 }  // namespace

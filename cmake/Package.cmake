@@ -1,0 +1,47 @@
+# cmake --install: the tune binary and everything it reads at run time, laid out so that the
+# installed tune finds it relative to itself (tuner/src/core/layout.hpp), and a CMake package for
+# downstream builds. The layout is fixed (not GNUInstallDirs'): bin/tune reads ../share/tune.
+#   bin/tune
+#   share/tune/configs/<problem>/           the built-in problem folders (problem.json, reference.py, golden/)
+#   share/tune/kernel_templates/<problem>/  their kernel templates: tune::kernels' include directory
+#   share/tune/report/                      report.py (tune report), summary.py, torch_baseline.py
+#   share/tune/scripts/problem_folder.py    what torch_baseline.py imports
+#   share/tune/examples/                    a problem kept in one folder, as a user would
+#   lib/cmake/tune/                         tuneConfig.cmake: tune::tune, tune::kernels, tune_add_tuned_header()
+include(CMakePackageConfigHelpers)
+
+set(TUNE_INSTALL_DATADIR share/tune)
+set(TUNE_INSTALL_CMAKEDIR lib/cmake/tune)
+
+# The kernel templates, for a build that compiles the tuned instantiations with nvcc:
+# #include "contact/contact.cuh". The same files tune compiled and measured.
+add_library(tune_kernels INTERFACE)
+target_include_directories(tune_kernels INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/kernel_templates>
+  $<INSTALL_INTERFACE:${TUNE_INSTALL_DATADIR}/kernel_templates>)
+set_target_properties(tune_kernels PROPERTIES EXPORT_NAME kernels)
+add_library(tune::kernels ALIAS tune_kernels)
+# The names a downstream build uses, the same in this tree (bench/) as from the installed package.
+add_executable(tune::tune ALIAS tune)
+include(tuneFunctions)
+
+install(TARGETS tune tune_kernels EXPORT tuneTargets RUNTIME DESTINATION bin)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs ${PROJECT_SOURCE_DIR}/kernel_templates DESTINATION ${TUNE_INSTALL_DATADIR}
+        PATTERN "README.md" EXCLUDE)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/report/report.py ${PROJECT_SOURCE_DIR}/report/summary.py
+                 ${PROJECT_SOURCE_DIR}/report/torch_baseline.py
+        DESTINATION ${TUNE_INSTALL_DATADIR}/report)
+install(FILES ${PROJECT_SOURCE_DIR}/scripts/problem_folder.py DESTINATION ${TUNE_INSTALL_DATADIR}/scripts)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${TUNE_INSTALL_DATADIR}/examples)
+
+install(EXPORT tuneTargets NAMESPACE tune:: DESTINATION ${TUNE_INSTALL_CMAKEDIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tuneConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/package/tuneConfig.cmake
+  INSTALL_DESTINATION ${TUNE_INSTALL_CMAKEDIR}
+  PATH_VARS TUNE_INSTALL_DATADIR)
+# 0.x: a minor version may change the results schema or the header's interface.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/tuneConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/package/tuneConfig.cmake ${PROJECT_BINARY_DIR}/package/tuneConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/tuneFunctions.cmake
+        DESTINATION ${TUNE_INSTALL_CMAKEDIR})

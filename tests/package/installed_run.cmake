@@ -1,0 +1,78 @@
+# ctest package.RunsWithoutTheSourceTree: the installed tune, copied with its prefix to a temporary
+# folder outside the checkout and run from there, finds the built-in problems and the report
+# scripts under that prefix: tune list, tune header (the space of the built-in contact) and tune
+# report on fixture copies. Under strace (where installed), no path of the source or build tree is
+# touched, by tune or the Python it runs.
+#   cmake -DDIR=<test dir> -DSOURCE=<source dir> -DBUILD=<build dir> -DFIXTURES=tests/fixtures -P installed_run.cmake
+unset(ENV{TUNE_PROBLEM_PATH})
+unset(ENV{TUNE_REPORT_SCRIPT})
+set(base $ENV{TMPDIR})
+if(NOT base)
+  set(base /tmp)
+endif()
+string(RANDOM LENGTH 10 tag)
+set(tmp ${base}/tune-installed-${tag})
+file(MAKE_DIRECTORY ${tmp})
+file(COPY ${DIR}/prefix ${FIXTURES}/report/synthetic ${FIXTURES}/merge/contact DESTINATION ${tmp})
+set(tune ${tmp}/prefix/bin/tune)
+find_program(STRACE strace)
+if(NOT STRACE)
+  message(STATUS "strace not found: the installed tune is run, but what it opens is not traced")
+endif()
+
+set(failures)
+# run(<name> <args>...): tune <args> in ${tmp}, traced into ${tmp}/<name>.trace; out_<name>, rc_<name>.
+function(run name)
+  set(command ${tune} ${ARGN})
+  if(STRACE)
+    set(command ${STRACE} -f -qq -s 4096 -e trace=%file -o ${tmp}/${name}.trace ${command})
+  endif()
+  execute_process(COMMAND ${command} WORKING_DIRECTORY ${tmp} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  set(out_${name} "${out}${err}" PARENT_SCOPE)
+  set(rc_${name} ${rc} PARENT_SCOPE)
+endfunction()
+
+run(list list)
+string(FIND "${out_list}" "${tmp}/prefix/share/tune/configs/contact)" at_contact)
+string(FIND "${out_list}" "${tmp}/prefix/share/tune/configs/scene_graph)" at_scene_graph)
+if(NOT rc_list EQUAL 0 OR at_contact EQUAL -1 OR at_scene_graph EQUAL -1)
+  list(APPEND failures "tune list: not both built-in problems under ${tmp}/prefix/share/tune/configs (exit ${rc_list}):\n${out_list}")
+endif()
+
+# The fixtures are synthetic: tune header takes them only with --allow-synthetic.
+set(allow --allow-synthetic)
+file(GLOB results ${tmp}/contact/*.json)
+run(header header ${results} -o tuned/contact_tuned.hpp ${allow})
+if(NOT rc_header EQUAL 0 OR NOT EXISTS ${tmp}/tuned/contact_tuned.hpp)
+  list(APPEND failures "tune header: no header (exit ${rc_header}):\n${out_header}")
+endif()
+
+run(report report synthetic -o report_out)
+if(NOT rc_report EQUAL 0 OR NOT EXISTS ${tmp}/report_out/report.md)
+  list(APPEND failures "tune report: no report.md (exit ${rc_report}):\n${out_report}")
+endif()
+
+if(STRACE)
+  foreach(name list header report)
+    file(READ ${tmp}/${name}.trace trace)
+    foreach(tree ${SOURCE} ${BUILD})
+      foreach(quoted "\"${tree}/" "\"${tree}\"")
+        string(FIND "${trace}" "${quoted}" at)
+        if(NOT at EQUAL -1)
+          math(EXPR from "${at} - 80")
+          if(from LESS 0)
+            set(from 0)
+          endif()
+          string(SUBSTRING "${trace}" ${from} 300 context)
+          list(APPEND failures "tune ${name} touched ${tree}, e.g.:\n${context}")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+endif()
+
+file(REMOVE_RECURSE ${tmp})
+if(failures)
+  list(JOIN failures "\n" failures)
+  message(FATAL_ERROR "${failures}")
+endif()
