@@ -23,6 +23,9 @@ import pathlib
 import statistics
 import sys
 
+import results
+from results import InputError
+
 # Device peaks measured on real GPUs; the source says where each number comes from.
 MEASURED_PEAKS = {
     "h200": {
@@ -32,10 +35,6 @@ MEASURED_PEAKS = {
                   "written; FP32 FMA loop)",
     },
 }
-
-
-class InputError(Exception):
-    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,26 +53,28 @@ def params_text(params):
 
 
 def load(root):
-    """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json)."""
+    """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json), each
+    validated as tune's own readers validate it (results.py); other JSON files there are passed over."""
     for path in sorted(pathlib.Path(root).glob("*/*/*.json")):
-        try:
-            with open(path) as f:
-                run = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: not a readable JSON file ({e})")
-        if isinstance(run, dict) and run.get("kind") == "tune.result":
-            if run.get("schema_version") != 1:
-                raise InputError(f"{path}: result schema version {run.get('schema_version')} is not 1; "
-                                 "regenerate it with this tune")
-            if (run.get("context", {}).get("shard") or {}).get("split") == "variants":
-                raise InputError(f"{path}: one shard of a shape's variants (tune --shard); combine the shards "
-                                 "with tune merge and report on its --out folder")
+        run = results.read_json(path)
+        if results.is_result(run):
+            results.check(path, run)
+            if (run["context"].get("shard") or {}).get("split") == "variants":
+                raise InputError(f"{path}: context.shard: one shard of a shape's variants (tune --shard); combine "
+                                 "the shards with tune merge and report on its --out folder")
             yield path, run
 
 
 def gpu_of(path, run):
-    return (run["device"]["slug"] if run.get("device") else path.parts[-3],
+    """(slug, name) of the run's GPU; the slug derived from the name, as tune derives it."""
+    return (results.device_slug(run["device"]["name"]) if run.get("device") else path.parts[-3],
             run["device"]["name"] if run.get("device") else "none (compile only)")
+
+
+def registers(v):
+    """The most registers of the variant's kernels, from their resources, as tune computes it; None unknown."""
+    regs = [r["registers"] for r in (v.get("resources") or {}).values() if r["registers"] >= 0]
+    return max(regs) if regs else None
 
 
 def median_us(v):
@@ -306,7 +307,7 @@ def summary_tables(runs):
             detail.append((f"**{run['problem']} {shape_text(run['shape'])}** on {gpu}: best cold median per strategy",
                            ["strategy", "cold median µs", "graph µs per call", "registers", "config"],
                            [[k, fmt(v["timing"]["median_us"]), fmt(v["timing"].get("graph_mean_us")),
-                             str(v.get("max_registers", "—")), v["name"]]
+                             fmt(registers(v), "d"), v["name"]]
                             for k, v in sorted(best.items(), key=lambda kv: kv[1]["timing"]["median_us"])]))
     return (head, rows), detail
 
@@ -682,10 +683,12 @@ def main(argv=None):
         (out / "report.md").write_text(render_md(blocks))
         (out / "report.html").write_text(render_html(blocks, out))
         (out / "report.json").write_text(json.dumps(data, indent=1) + "\n")
-    except (InputError, KeyError) as e:
-        print(f"tune: report: {e if isinstance(e, InputError) else f'a results file lacks the field {e}'}",
-              file=sys.stderr)
+    except InputError as e:
+        print(f"tune: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # a bug, not bad input (that is InputError): one line, as tune says it
+        print(f"tune: internal error in the report: {type(e).__name__}: {e}", file=sys.stderr)
+        return 4
     print(f"report: {out / 'report.md'}, {out / 'report.html'}, {len(list((out / 'charts').glob('*.png')))} charts")
     return 0
 

@@ -15,6 +15,7 @@
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
 #include "tune/worker.hpp"
+#include "support/fixture_run.hpp"
 
 namespace tune {
 namespace {
@@ -30,8 +31,11 @@ VariantRecord record(const std::string& name, double median) {
   r.name = name;
   r.params = {{"block", 64}};
   r.status = Status::kPassed;
+  r.parity = ParityRecord{};
+  r.parity->elements = 8;
   r.timing = TimingRecord{};
-  r.timing->median_us = median;
+  r.timing->samples = 10;
+  set_median(*r.timing, median);
   return r;
 }
 

@@ -1,4 +1,5 @@
 // Readers of result and golden files, validated with one-line errors that name the file.
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -58,6 +59,30 @@ RunRecord read_result(const std::filesystem::path& file) {
     if (what.rfind(file.string(), 0) == 0) throw;
     throw InputError(file.string() + ": " + what);
   }
+}
+
+std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  using It = std::filesystem::recursive_directory_iterator;
+  for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It(); it.increment(ec)) {
+    if (it.depth() < 2) continue;
+    it.disable_recursion_pending();
+    if (it->path().extension() == ".json" && it->is_regular_file(ec)) files.push_back(it->path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::filesystem::path> out;
+  for (const auto& f : files) {
+    const Json j = read_json(f);
+    if (!j.is_object() || j.value("kind", Json()) != "tune.result") continue;
+    try {
+      (void)run_from_json(j);
+    } catch (const InputError& e) {
+      throw InputError(f.string() + ": " + e.what());
+    }
+    out.push_back(f);
+  }
+  return out;
 }
 
 std::string golden_problem(const std::filesystem::path& golden, const std::string& name) {
