@@ -93,17 +93,27 @@ TEST(Records, AHandEditedRecordIsRefusedNamingItsJsonPath) {
   }
 }
 
-// Nothing measured is refused: every result of record (results/) passes the validation.
+// Nothing measured is refused: every result of record (results/, plain and .json.gz as they are
+// kept) passes the validation.
 TEST(Records, EveryResultOfRecordPassesTheValidation) {
-  int n = 0;
+  int plain = 0, gzipped = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results")) {
-    if (!e.is_regular_file() || e.path().extension() != ".json") continue;
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || name.find(".json") == std::string::npos || name.ends_with(".space.json")) continue;
+    if (name.ends_with(".json.gz")) {
+      const RunRecord run = read_result(e.path());  // every .json.gz there is a result
+      EXPECT_TRUE(run.timed && run.winner) << e.path();
+      ++gzipped;
+      continue;
+    }
+    if (!name.ends_with(".json")) continue;
     const auto j = nlohmann::ordered_json::parse(std::ifstream(e.path()));
     if (!j.is_object() || j.value("kind", "") != "tune.result") continue;
     EXPECT_NO_THROW((void)read_result(e.path())) << e.path();
-    ++n;
+    ++plain;
   }
-  EXPECT_GT(n, 20);
+  EXPECT_GT(plain, 20);
+  EXPECT_GT(gzipped, 50);
 }
 
 TEST(Records, AtomicWriteReplacesTheFileWhole) {

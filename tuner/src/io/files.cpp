@@ -1,9 +1,9 @@
 // Readers of result and golden files, validated with one-line errors that name the file.
 #include <algorithm>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -13,11 +13,25 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json read_json(const std::filesystem::path& file) {
-  std::ifstream in(file);
+// The file's bytes; a gzip file (results of record are kept as .json.gz) decompressed.
+std::string slurp(const std::filesystem::path& file) {
+  gzFile in = gzopen(file.c_str(), "rb");  // reads a file that is not gzip as it is
   if (!in) throw InputError(file.string() + ": cannot be read (does it exist?)");
+  std::string text;
+  char buffer[1 << 16];
+  int n = 0;
+  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  int code = Z_OK;
+  const std::string error = n < 0 ? gzerror(in, &code) : "";
+  gzclose(in);
+  if (n < 0) throw InputError(fmt::format("{}: cannot be read ({})", file.string(), code == Z_ERRNO ? "a read error" : error));
+  return text;
+}
+
+Json read_json(const std::filesystem::path& file) {
+  const std::string text = slurp(file);
   try {
-    return Json::parse(in);
+    return Json::parse(text);
   } catch (const Json::exception& e) {  // syntax, and numbers out of range
     throw InputError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
   }
