@@ -137,17 +137,27 @@ def load_peaks(path, torch):
 # The numbers
 
 def floors(run, peak):
-    """Bytes over copy bandwidth and FLOP over the FP32 rate, in µs, each None without its peak;
-    None when neither peak is known."""
+    """The floors of a call, in µs: bytes over copy bandwidth and FLOP over the FP32 rate (each None
+    without its peak), and the harness floor: an empty kernel timed by the same cold method as the
+    variants (context of the run's harness_floor; None when the run has none), below which no variant
+    can be timed however little work it does. larger_us is the largest known and bound names it
+    ("memory", "FP32 compute" or "launch"); None when none is known."""
     work = run.get("work") or {}
     bw, rate = (peak or {}).get("copy_gb_per_s"), (peak or {}).get("fp32_gflop_per_s")
     bytes_us = (work.get("bytes_per_call") or 0) / (bw * 1e3) if bw else None
     flop_us = (work.get("flop_per_call") or 0) / (rate * 1e3) if rate else None
-    known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, "FP32 compute")) if t is not None]
+    launch_us = (run.get("harness_floor") or {}).get("empty_kernel_cold_us")
+    known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, "FP32 compute"), (launch_us, "launch"))
+             if t is not None]
     if not known:
         return None
     larger, bound = max(known, key=lambda k: k[0])
-    return {"bytes_us": bytes_us, "flop_us": flop_us, "larger_us": larger, "bound": bound}
+    return {"bytes_us": bytes_us, "flop_us": flop_us, "launch_us": launch_us, "larger_us": larger, "bound": bound}
+
+
+def ratio_text(d):
+    """The winner over its largest floor, saying which floor that is: "1.33x (FP32 compute)"."""
+    return x(d["ratio_to_floor"]) + (f" ({d['floors']['bound']})" if d["ratio_to_floor"] is not None else "")
 
 
 def torch_speedups(win_t, entry):
@@ -455,7 +465,8 @@ def chart_shapes(plt, problem, groups, out):
     ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel("shape (ordered by bytes per call)")
     ax.set_ylabel("cold median time per call (µs, log scale)")
-    ax.set_title(f"{problem}: time vs shape, with the larger floor (bytes/bandwidth or FLOP/FP32 rate)", fontsize=9)
+    ax.set_title(f"{problem}: time vs shape, with the largest floor (bytes/bandwidth, FLOP/FP32 rate or launch)",
+                 fontsize=9)
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     return _save(fig, out, f"shapes_{problem}.png")
 
@@ -506,14 +517,16 @@ def build(root, out, peaks, torch, charts=True):
                     f"{len({gpu_of(p, r)[0] for p, r in runs})} GPU(s). Times are per call in microseconds (µs): "
                     "cold = median of CUDA-event samples with L2 flushed before each; batch = back-to-back launches; "
                     "graph = CUDA-graph replay. Noise = standard deviation / mean of the cold samples. Floors "
-                    "(MEASURE.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate; the "
-                    "ratio is the winner's cold median over the larger floor. Winners that use tensor cores (TF32) "
+                    "(MEASURE.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate, and the "
+                    "launch floor: an empty kernel timed by the same cold method (the run's harness floor), below "
+                    "which no call is timed; the ratio is the winner's cold median over the largest of them, and "
+                    "says which bounds it (memory, FP32 compute or launch). Winners that use tensor cores (TF32) "
                     "can go below the FP32 floor.")]
     used = sorted({d["slug"] for g in groups.values() for d in g["gpus"].values()})
     blocks.append(("h2", "Summary"))
-    blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / larger floor", "speedup over baseline",
+    blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / largest floor", "speedup over baseline",
                              "over PyTorch eager", "over torch.compile"],
-                   [[f"{g['problem']} {shape_text(g['shape'])}", d["gpu"], fmt(d["median_us"]), x(d["ratio_to_floor"]),
+                   [[f"{g['problem']} {shape_text(g['shape'])}", d["gpu"], fmt(d["median_us"]), ratio_text(d),
                      x(d["speedup_over_baseline"]), x(d["torch"]["eager"]["speedup_events"] if d["torch"] else None),
                      x(d["torch"]["compile"]["speedup_events"] if d["torch"] else None)]
                     for g in groups.values() for d in g["gpus"].values()]))
@@ -546,14 +559,16 @@ def build(root, out, peaks, torch, charts=True):
                              fmt(d["median_us"]), fmt(d["noise"] * 100 if d["noise"] is not None else None, ".1f") + " %",
                              fmt(d["batch_us"]), fmt(d["graph_us"]),
                              fmt(f["bytes_us"] if f else None), fmt(f["flop_us"] if f else None),
-                             x(d["ratio_to_floor"]), fmt(d["baseline_us"]), x(d["speedup_over_baseline"])])
+                             fmt(f["launch_us"] if f else None), ratio_text(d), fmt(d["baseline_us"]),
+                             x(d["speedup_over_baseline"])])
                 if d["torch"]:
                     t = d["torch"]
                     trows.append([d["gpu"]] + [c for m in ("eager", "compile") for c in (
                         fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
                         x(t[m]["speedup_events"]), fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
             blocks.append(("table", ["GPU", "winner", "cold median µs", "noise", "batch µs", "graph µs",
-                                     "bytes floor µs", "FLOP floor µs", "winner / larger floor", "baseline cold µs",
+                                     "bytes floor µs", "FLOP floor µs", "launch floor µs", "winner / largest floor",
+                                     "baseline cold µs",
                                      "speedup over baseline"], rows))
             if trows:
                 blocks.append(("p", "Against PyTorch on the same GPU (events: one call between CUDA events, L2 "

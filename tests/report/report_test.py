@@ -47,18 +47,20 @@ class Report(unittest.TestCase):
             self.assertAlmostEqual(d["ratio_to_floor"], ratio)
             self.assertAlmostEqual(d["speedup_over_baseline"], speedup)
         self.assertIn("| Synthetic GPU A | `strategy=warp, block=64` | 400.00 | 1.0 % | 380.00 | 360.00 | 200.00 "
-                      "| 300.00 | 1.33x | 800.00 | 2.00x |", self.md)
+                      "| 300.00 | 5.00 | 1.33x (FP32 compute) | 800.00 | 2.00x |", self.md)
         self.assertIn("| Synthetic GPU B | `strategy=warp, block=64` | 500.00 | 1.0 % | 475.00 | 450.00 | 200.00 "
-                      "| 400.00 | 1.25x | 800.00 | 1.60x |", self.md)
+                      "| 400.00 | 5.00 | 1.25x (FP32 compute) | 800.00 | 1.60x |", self.md)
 
     def test_two_models_have_no_card_to_card_spread(self):
         self.assertTrue(all(g["card_spread"] == [] for g in self.g.values()))
         self.assertNotIn("Card-to-card", self.md)
 
     def test_summary_rows(self):
-        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.33x | 2.00x | 5.00x | 3.00x |", self.md)
-        self.assertIn("| contact B2 N64 C64 H32 | Synthetic GPU B | 500.00 | 1.25x | 1.60x | — | — |", self.md)
-        self.assertIn("<td>contact B1 N64 C64 H32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x</td>", self.html)
+        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.33x (FP32 compute) | 2.00x | 5.00x | 3.00x |",
+                      self.md)
+        self.assertIn("| contact B2 N64 C64 H32 | Synthetic GPU B | 500.00 | 1.25x (FP32 compute) | 1.60x | — | — |", self.md)
+        self.assertIn("<td>contact B1 N64 C64 H32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x (FP32 compute)</td>",
+                      self.html)
 
     def test_torch_speedups_only_where_a_baseline_exists(self):
         t = self.group(S1)["gpus"][A]["torch"]
@@ -106,8 +108,34 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(a["floors"]["bytes_us"], 400.0)  # 2e8 bytes at 500 GB/s
         self.assertIsNone(a["floors"]["flop_us"])
         self.assertAlmostEqual(a["ratio_to_floor"], 1.0)
-        self.assertIsNone(b["floors"])
-        self.assertIsNone(b["ratio_to_floor"])
+        self.assertEqual(a["floors"]["bound"], "memory")
+        # No peaks for GPU B: its only floor is the launch floor, the empty kernel's 5 µs.
+        self.assertIsNone(b["floors"]["bytes_us"])
+        self.assertIsNone(b["floors"]["flop_us"])
+        self.assertEqual(b["floors"]["bound"], "launch")
+        self.assertAlmostEqual(b["ratio_to_floor"], 300 / 5)
+
+    def test_the_launch_floor_bounds_a_call_that_does_little_work(self):
+        # Issue 22: scene_graph B4 N24 showed 50.8x against bytes and FLOP floors far below a 2.75 µs
+        # empty kernel. The floor is the largest of the two and the harness floor (here 350 µs, above
+        # A's 300 µs FP32 floor at B1), and the ratio says which bounds it.
+        src = OUT / "launch_floor"
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        run = json.loads(f.read_text())
+        run["harness_floor"]["empty_kernel_cold_us"] = 350.0
+        f.write_text(json.dumps(run))
+        r = tune("report", str(src), "-o", str(OUT / "launch_floor_out"), "--peaks", str(FIX / "synthetic_peaks.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = OUT / "launch_floor_out"
+        g = {json.dumps(g["shape"]): g for g in json.loads((out / "report.json").read_text())["groups"]}
+        d = g[json.dumps(S1)]["gpus"][A]
+        self.assertEqual(d["floors"]["bound"], "launch")
+        self.assertAlmostEqual(d["floors"]["larger_us"], 350.0)
+        self.assertAlmostEqual(d["ratio_to_floor"], 400 / 350)
+        md = (out / "report.md").read_text()
+        self.assertIn("| 200.00 | 300.00 | 350.00 | 1.14x (launch) | 800.00 | 2.00x |", md)
+        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.14x (launch) |", md)
 
     def test_a_null_zero_or_string_median_is_refused_naming_the_file_and_field(self):
         # A passed variant whose median is null, zero or a string (a damaged or hand-edited file): one
