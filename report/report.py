@@ -507,14 +507,33 @@ def x(v, spec=".2f"):
     return fmt(v, spec) + "x" if v is not None else "—"
 
 
+def count(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def cards_text(runs):
+    """How many GPUs the results come from, told apart by card (device UUID; the results folder for a
+    compile-only run, which has no device), and of which models: "2 GPUs (2 × NVIDIA H200)"."""
+    cards = {}
+    for path, run in runs:
+        dev = run.get("device")
+        card = (dev["name"], dev["uuid"]) if dev and dev["uuid"] else (gpu_of(path, run)[1], path.parts[-3])
+        cards[card] = card[0]
+    models = {}
+    for name in cards.values():
+        models[name] = models.get(name, 0) + 1
+    return (count(len(cards), "GPU") + " (" +
+            ", ".join(f"{n} × {name}" if n > 1 else name for name, n in sorted(models.items())) + ")")
+
+
 def build(root, out, peaks, torch, charts=True):
     runs, groups = analyse(root, peaks, torch)
     if not runs:
         raise InputError(f"{root}: no tune results (<gpu>/<problem>/<shape>.json) found")
     plt = _plt() if charts else None
     blocks = [("h1", "tune report"),
-              ("p", f"Results from `{root}`: {len(runs)} files, {len(groups)} problem and shape pairs on "
-                    f"{len({gpu_of(p, r)[0] for p, r in runs})} GPU(s). Times are per call in microseconds (µs): "
+              ("p", f"Results from `{root}`: {count(len(runs), 'file')}, {count(len(groups), 'problem and shape pair')} "
+                    f"on {cards_text(runs)}. Times are per call in microseconds (µs): "
                     "cold = median of CUDA-event samples with L2 flushed before each; batch = back-to-back launches; "
                     "graph = CUDA-graph replay. Noise = standard deviation / mean of the cold samples. Floors "
                     "(MEASURE.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate, and the "

@@ -51,6 +51,16 @@ class Report(unittest.TestCase):
         self.assertIn("| Synthetic GPU B | `strategy=warp, block=64` | 500.00 | 1.0 % | 475.00 | 450.00 | 200.00 "
                       "| 400.00 | 5.00 | 1.25x (FP32 compute) | 800.00 | 1.60x |", self.md)
 
+    def test_the_gpus_are_counted_with_their_models(self):
+        self.assertIn("4 files, 2 problem and shape pairs on 2 GPUs (Synthetic GPU A, Synthetic GPU B).", self.md)
+        one = OUT / "one_gpu"
+        shutil.copytree(FIX / "synthetic" / A, one / A)
+        (one / A / "torch_baseline.json").unlink()
+        r = tune("report", str(one), "-o", str(OUT / "one_gpu_out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2 files, 2 problem and shape pairs on 1 GPU (Synthetic GPU A).",
+                      (OUT / "one_gpu_out" / "report.md").read_text())
+
     def test_two_models_have_no_card_to_card_spread(self):
         self.assertTrue(all(g["card_spread"] == [] for g in self.g.values()))
         self.assertNotIn("Card-to-card", self.md)
@@ -207,6 +217,10 @@ class CardToCardSpread(unittest.TestCase):
         self.assertIn("| `synthetic-gpu-c-bbbb0002` | `GPU-bbbb0002-0000-0000-0000-000000000000` | "
                       "`strategy=warp,block=64` | 640.00 |", self.md)
         self.assertIn("Card-to-card spread: 2 cards of Synthetic GPU C", self.md)
+
+    def test_two_cards_of_one_model_count_as_two_gpus(self):
+        # Issue 22: a two-card report said "1 GPU(s)"; cards are told apart by their UUID.
+        self.assertIn("4 files, 2 problem and shape pairs on 2 GPUs (2 × Synthetic GPU C).", self.md)
 
     def test_cards_are_told_apart_in_the_tables(self):
         self.assertIn("Synthetic GPU C [synthetic-gpu-c-aaaa0001]", self.md)
