@@ -245,10 +245,39 @@ def card_spread(gpus):
                             "spread_pct": spread_pct(on.values())})
         out.append({"model": model,
                     "cards": [{"card": k, "uuid": gpus[k]["uuid"], "winner": gpus[k]["winner"],
-                               "median_us": gpus[k]["median_us"]} for k in keys],
+                               "median_us": gpus[k]["median_us"], "baseline_us": gpus[k]["baseline_us"]}
+                              for k in keys],
                     "winner_median_spread_pct": spread_pct(gpus[k]["median_us"] for k in keys),
-                    "configs": configs})
+                    "configs": configs, "baseline": baseline_spread(gpus, keys)})
     return out
+
+
+# Cards of one model time one config alike; their baselines further apart than this (or than the
+# two measurements' own spread, if larger) say one card ran slower: clocks, power, heat or other load.
+BASELINE_SPREAD_PCT = 5.0
+
+
+def baseline_spread(gpus, keys):
+    """The baseline config's cold median on each card of one model, the spread of the slowest over the
+    fastest (max / min - 1, %) and whether it is beyond noise: above the larger of BASELINE_SPREAD_PCT
+    and the two cards' relative half interquartile ranges added. None without two timed baselines of
+    one config."""
+    timed = {k: gpus[k] for k in keys if gpus[k]["baseline_us"]}
+    if len(timed) < 2 or len({d["baseline"] for d in timed.values()}) != 1:
+        return None
+    lo = min(timed, key=lambda k: timed[k]["baseline_us"])
+    hi = max(timed, key=lambda k: timed[k]["baseline_us"])
+
+    def half_iqr_pct(d):
+        t = {v["name"]: v for v in d["run"]["variants"]}[d["baseline"]]["timing"]
+        q1, q3 = t.get("q1_us"), t.get("q3_us")
+        return (q3 - q1) / (2 * t["median_us"]) * 100 if q1 is not None and q3 is not None else 0.0
+
+    spread = spread_pct([timed[lo]["baseline_us"], timed[hi]["baseline_us"]])
+    threshold = max(BASELINE_SPREAD_PCT, half_iqr_pct(timed[lo]) + half_iqr_pct(timed[hi]))
+    return {"config": timed[lo]["baseline"], "on": {k: d["baseline_us"] for k, d in timed.items()},
+            "fastest": lo, "slowest": hi, "spread_pct": spread, "threshold_pct": threshold,
+            "beyond_noise": spread > threshold}
 
 
 def portability(gpus):
@@ -526,6 +555,18 @@ def cards_text(runs):
             ", ".join(f"{n} × {name}" if n > 1 else name for name, n in sorted(models.items())) + ")")
 
 
+def baseline_spread_text(m):
+    b = m["baseline"]
+    rule = (f"the larger of {BASELINE_SPREAD_PCT:g} % and the two measurements' relative half interquartile "
+            f"ranges added: {b['threshold_pct']:.1f} %")
+    if not b["beyond_noise"]:
+        return f"Baseline `{b['config']}` on the cards: {b['spread_pct']:.1f} % apart, within noise ({rule})."
+    return (f"**Baseline spread beyond noise:** the baseline `{b['config']}` took {b['on'][b['slowest']]:.2f} µs on "
+            f"`{b['slowest']}` and {b['on'][b['fastest']]:.2f} µs on `{b['fastest']}`, {b['spread_pct']:.1f} % apart "
+            f"({rule}). Cards of one model time one config alike: look at the slower card's clocks, power and "
+            "temperature or other load on it, and compare these cards' winners with care.")
+
+
 def build(root, out, peaks, torch, charts=True):
     runs, groups = analyse(root, peaks, torch)
     if not runs:
@@ -549,6 +590,11 @@ def build(root, out, peaks, torch, charts=True):
                      x(d["speedup_over_baseline"]), x(d["torch"]["eager"]["speedup_events"] if d["torch"] else None),
                      x(d["torch"]["compile"]["speedup_events"] if d["torch"] else None)]
                     for g in groups.values() for d in g["gpus"].values()]))
+    flagged = [f"{g['problem']} {shape_text(g['shape'])} on {m['model']} ({m['baseline']['spread_pct']:.1f} %)"
+               for g in groups.values() for m in g["card_spread"] if m["baseline"] and m["baseline"]["beyond_noise"]]
+    if flagged:
+        blocks.append(("p", "**Baseline spread between cards of one model beyond noise:** " + "; ".join(flagged) +
+                            ". See the card-to-card sections below."))
     blocks.append(("h2", "Device peaks used for the floors"))
     blocks.append(("table", ["GPU", "copy bandwidth GB/s", "FP32 GFLOP/s", "source"],
                    [[s, fmt(peaks[s].get("copy_gb_per_s"), ".0f"), fmt(peaks[s].get("fp32_gflop_per_s"), ".0f"),
@@ -621,11 +667,13 @@ def build(root, out, peaks, torch, charts=True):
                 keys = [c["card"] for c in m["cards"]]
                 blocks.append(("p", f"Card-to-card spread: {len(keys)} cards of {m['model']} measured this shape "
                                     "(spread = max / min − 1 of the cold medians)."))
-                blocks.append(("table", ["card", "UUID", "winner", "winner cold µs"],
+                blocks.append(("table", ["card", "UUID", "winner", "winner cold µs", "baseline cold µs"],
                                [[f"`{c['card']}`", f"`{c['uuid']}`", f"`{c['winner']}`" if c["winner"] else "—",
-                                 fmt(c["median_us"])] for c in m["cards"]]
-                               + [["all cards", "", "spread of the winners' medians",
-                                   fmt(m["winner_median_spread_pct"]) + " %"]]))
+                                 fmt(c["median_us"]), fmt(c["baseline_us"])] for c in m["cards"]]
+                               + [["all cards", "", "spread of the medians", fmt(m["winner_median_spread_pct"]) + " %",
+                                   fmt(m["baseline"]["spread_pct"] if m["baseline"] else None) + " %"]]))
+                if m["baseline"]:
+                    blocks.append(("p", baseline_spread_text(m)))
                 blocks.append(("table", ["config", "winner on"] + [f"on `{k}` µs" for k in keys] + ["spread"],
                                [[f"`{c['config']}`", ", ".join(f"`{k}`" for k in c["winner_on"])]
                                 + [fmt(c["on"][k]) for k in keys] + [fmt(c["spread_pct"]) + " %"]

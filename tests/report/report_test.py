@@ -218,6 +218,44 @@ class CardToCardSpread(unittest.TestCase):
                       "`strategy=warp,block=64` | 640.00 |", self.md)
         self.assertIn("Card-to-card spread: 2 cards of Synthetic GPU C", self.md)
 
+    def test_baselines_within_noise_are_said_to_be(self):
+        (m,) = self.g[json.dumps(S1)]["card_spread"]
+        b = m["baseline"]
+        self.assertEqual(b["on"], {self.C0: 800.0, self.C1: 820.0})
+        self.assertAlmostEqual(b["spread_pct"], 2.5)
+        self.assertAlmostEqual(b["threshold_pct"], 5.0)  # the quartiles are 1 % off the median: 2 % together
+        self.assertFalse(b["beyond_noise"])
+        self.assertIn("Baseline `strategy=thread,block=128` on the cards: 2.5 % apart, within noise", self.md)
+        self.assertNotIn("beyond noise:**", self.md)
+
+    def test_a_baseline_spread_beyond_noise_is_flagged(self):
+        # Issue 22: cards of one model whose baselines differ beyond noise; here card 1's baseline at B1
+        # takes 900 µs against card 0's 800 (12.5 %, above the 5 % threshold).
+        src = self.out.with_name(self.out.name + "_slow_card")
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(FIX / "two_cards", src / "in")
+        f = src / "in" / self.C1 / "contact" / "B1_N64_C64_H32.json"
+        run = json.loads(f.read_text())
+        (base,) = [v for v in run["variants"] if v["baseline"]]
+        for k in ("min_us", "q1_us", "median_us", "mean_us", "q3_us", "max_us", "stddev_us", "batch_mean_us",
+                  "graph_mean_us"):
+            base["timing"][k] *= 900 / 820
+        by = {v["name"]: v for v in run["variants"]}
+        run["summary"]["speedup_over_baseline"] = base["timing"]["median_us"] / by[run["summary"]["winner"]]["timing"]["median_us"]
+        f.write_text(json.dumps(run))
+        r = tune("report", str(src / "in"), "-o", str(src / "out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (src / "out" / "report.md").read_text()
+        g = {json.dumps(g["shape"]): g for g in json.loads((src / "out" / "report.json").read_text())["groups"]}
+        b = g[json.dumps(S1)]["card_spread"][0]["baseline"]
+        self.assertAlmostEqual(b["spread_pct"], 12.5)
+        self.assertTrue(b["beyond_noise"])
+        self.assertIn("**Baseline spread beyond noise:** the baseline `strategy=thread,block=128` took 900.00 µs on "
+                      f"`{self.C1}` and 800.00 µs on `{self.C0}`, 12.5 % apart", md)
+        self.assertIn("**Baseline spread between cards of one model beyond noise:** contact B1 N64 C64 H32 on "
+                      "Synthetic GPU C (12.5 %).", md)
+        self.assertFalse(g[json.dumps(S2)]["card_spread"][0]["baseline"]["beyond_noise"])
+
     def test_two_cards_of_one_model_count_as_two_gpus(self):
         # Issue 22: a two-card report said "1 GPU(s)"; cards are told apart by their UUID.
         self.assertIn("4 files, 2 problem and shape pairs on 2 GPUs (2 × Synthetic GPU C).", self.md)
