@@ -98,15 +98,10 @@ def load_torch(root, extra):
     files = sorted(pathlib.Path(root).glob("*/torch_baseline.json")) + [pathlib.Path(p) for p in extra]
     out = {}
     for path in files:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: not a readable JSON file ({e})")
-        if doc.get("kind") != "tune.torch_baseline" or doc.get("schema_version") != 1:
-            raise InputError(f"{path}: not a torch baseline file (kind tune.torch_baseline, schema_version 1)")
-        out[doc["device"]["slug"]] = {"path": str(path), "doc": doc,
-                                      "entries": {(e["problem"], shape_tag(e["shape"])): e for e in doc["entries"]}}
+        doc = results.read_checked(path, results.validate_torch_baseline)
+        out[results.device_slug(doc["device"]["name"])] = {
+            "path": str(path), "doc": doc,
+            "entries": {(e["problem"], shape_tag(e["shape"])): e for e in doc.get("entries") or []}}
     return out
 
 
@@ -121,14 +116,7 @@ def load_peaks(path, torch):
             old["source"] = f"copy bandwidth: measured by torch_baseline.py ({t['path']}); FP32 rate: {old['source']}"
             old["copy_gb_per_s"] = bw
     if path:
-        try:
-            with open(path) as f:
-                extra = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: not a readable JSON file ({e})")
-        for slug, p in extra.items():
-            if not all(isinstance(p.get(k), (int, float)) and p[k] > 0 for k in ("copy_gb_per_s", "fp32_gflop_per_s")):
-                raise InputError(f"{path}: {slug} needs positive copy_gb_per_s and fp32_gflop_per_s")
+        for slug, p in results.read_checked(path, results.validate_peaks).items():
             peaks[slug] = {"source": f"{path}", **p}
     return peaks
 
@@ -184,7 +172,14 @@ def analyse(root, peaks, torch):
         if not run.get("timed"):
             continue
         g = groups.setdefault((run["problem"], shape_tag(run["shape"])),
-                              {"problem": run["problem"], "shape": run["shape"], "gpus": {}})
+                              {"problem": run["problem"], "shape": run["shape"], "gpus": {}, "cards": {}})
+        # One file per card and shape: a second would stand in for the first, or show one card as two.
+        card = (name, run["device"]["uuid"] or path.parts[-3])
+        if card in g["cards"] or path.parts[-3] in g["gpus"]:
+            other = g["cards"].get(card) or g["gpus"][path.parts[-3]]["file"]
+            raise InputError(f"{path}: shape: {run['problem']} {shape_text(run['shape'])} on {name} is in {other} "
+                             "too; keep one results file per card and shape")
+        g["cards"][card] = str(path)
         s = run["summary"]
         by = {v["name"]: v for v in run["variants"]}
         win = by.get(s.get("winner") or "")

@@ -358,6 +358,11 @@ def _variant(v, at):
     for k, p in params.items():
         if not isinstance(p, (str, int, float, bool)):
             raise _Bad(_member(_member(at, "params"), k), f"{_brief(p)} is not a string, number or true/false")
+    # A variant's name is its parameters' (Space::name): an edit of one shows in the other.
+    named = ",".join(f"{k}={p if isinstance(p, str) else json.dumps(p)}" for k, p in params.items())
+    if v["name"] != named:
+        raise _Bad(_member(at, "name"), f"\"{v['name']}\" is not the name of its params (\"{named}\"); a name and its "
+                                        "params are one configuration")
     _boolean(v, at, "baseline", False)
     _text(v, at, "status", True)
     status = v["status"]
@@ -505,6 +510,61 @@ def validate(run):
         if abs(speedup - expected) > 1e-9 * expected:
             raise _Bad("summary.speedup_over_baseline",
                        f"{speedup:g} is not the baseline's median over the winner's ({expected:g})")
+
+
+def _timed(m, at):
+    """A torch_baseline.py measurement: null, or an object whose median_us is a positive number."""
+    if m is not None:
+        _number(m, at, "median_us", True, False, "positive")
+
+
+def validate_torch_baseline(doc):
+    """A file of report/torch_baseline.py (its docstring defines it), as far as the report reads it."""
+    if not isinstance(doc, dict) or doc.get("kind") != "tune.torch_baseline":
+        raise _Bad("kind", "not \"tune.torch_baseline\" (not a torch baseline file)", "pass a file torch_baseline.py wrote")
+    if not _is_int(doc.get("schema_version")) or doc["schema_version"] != 1:
+        raise _Bad("schema_version", f"{_brief(doc.get('schema_version'))} is not supported (this report reads 1)",
+                   "regenerate it with report/torch_baseline.py")
+    _text(_object(doc, "", "device", True), "device", "name", True, True)
+    _object(doc, "", "context", False)
+    peaks = _object(doc, "", "device_peaks", False, True)
+    if peaks is not None:
+        _number(peaks, "device_peaks", "copy_gb_per_s", False, True, "positive")
+    for where, e in _objects(doc, "", "entries"):
+        _text(e, where, "problem", True, True)
+        shape = _object(e, where, "shape", True)
+        for k, v in shape.items():
+            _integer_value(v, f"{where}.shape.{k}", 1, INT64_MAX)
+        for mode in ("eager", "compile"):
+            m = _object(e, where, mode, False, True)
+            if m is not None:
+                at = _member(where, mode)
+                _timed(_object(m, at, "events", False, True), _member(at, "events"))
+                _timed(_object(m, at, "graph", False, True), _member(at, "graph"))
+                if m.get("error") is not None:
+                    _text(m, at, "error", False)
+
+
+def validate_peaks(doc):
+    """--peaks: {slug: {"copy_gb_per_s": positive, "fp32_gflop_per_s": positive, "source": text}}."""
+    if not isinstance(doc, dict):
+        raise _Bad("(top level)", "not an object keyed by GPU slug", "see tune report --help")
+    for slug, p in doc.items():
+        if not isinstance(p, dict):
+            raise _Bad(slug, f"{_brief(p)} is not an object", "give copy_gb_per_s and fp32_gflop_per_s")
+        for k in ("copy_gb_per_s", "fp32_gflop_per_s"):
+            _number(p, slug, k, True, False, "positive")
+        _text(p, slug, "source", False)
+
+
+def read_checked(path, validate):
+    """A JSON file validated by `validate`; InputError "<file>: <JSON path>: <what>; <what to do>"."""
+    doc = read_json(path)
+    try:
+        validate(doc)
+    except _Bad as e:
+        raise InputError(f"{path}: {e}")
+    return doc
 
 
 def _no_constant(name):

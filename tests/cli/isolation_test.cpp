@@ -436,8 +436,10 @@ void write_lines(const std::filesystem::path& path, const std::vector<std::strin
 TEST(Isolation, ResumeTakesOnlyFinalRecordsOfThisRunsVariants) {
   const std::string out = fresh_dir("resume_final_only");
   run_and_kill(out, {}, 3);
-  // Rewrite the journal: one record left pending, one whose params disagree with its name, one of
-  // a variant this run does not have. Each must be measured again (the last is ignored).
+  // Rewrite the journal: one record left pending, one whose baseline flag disagrees with the run's
+  // variant of that name, one of a variant this run does not have. Each must be measured again (the
+  // last is ignored). (A record whose params disagree with its name is a hand-edit, refused:
+  // ResumeRefusesAHandEditedJournalRecordNamingTheLineAndField.)
   std::vector<std::string> lines = read_lines(journal_path(out));
   std::vector<std::size_t> records;
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -454,10 +456,11 @@ TEST(Isolation, ResumeTakesOnlyFinalRecordsOfThisRunsVariants) {
   pending["record"]["timing"] = nullptr;
   lines[records[0]] = pending.dump();
   Json forged = Json::parse(lines[records[1]]);
-  forged["record"]["params"]["block"] = 4096;
+  forged["record"]["baseline"] = !forged["record"]["baseline"].get<bool>();
   lines[records[1]] = forged.dump();
   Json stranger = Json::parse(lines[records[2]]);
   stranger["record"]["name"] = "strategy=none";
+  stranger["record"]["params"] = {{"strategy", "none"}};
   lines.push_back(stranger.dump());
   write_lines(journal_path(out), lines);
   const std::string pending_name = pending.at("record").at("name").get<std::string>();
@@ -469,7 +472,7 @@ TEST(Isolation, ResumeTakesOnlyFinalRecordsOfThisRunsVariants) {
   const Json got = read_json(result_path(out));
   EXPECT_EQ(variant(got, pending_name).at("status"), "passed") << "measured again";
   EXPECT_TRUE(variant(got, pending_name).at("timing").is_object());
-  EXPECT_NE(variant(got, forged_name).at("params").at("block"), 4096) << "the run's own params, measured again";
+  EXPECT_NE(variant(got, forged_name).at("baseline"), forged.at("record").at("baseline")) << "the run's own flag, measured again";
   EXPECT_EQ(variant(got, forged_name).at("status"), "passed");
   for (const auto& v : got.at("variants")) EXPECT_NE(v.at("name"), "strategy=none");
 }

@@ -175,6 +175,43 @@ class Report(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("B1_N8_C8_H8.json: schema_version: 99 is not supported (this tune reads 1)", r.stderr)
 
+    def expect_refusal(self, folder, needle, *extra):
+        """tune report and report.py run alone both refuse in one line containing needle, exit 2."""
+        for r in (tune("report", str(folder), "-o", str(OUT / "refused"), *extra),
+                  subprocess.run([sys.executable, str(SRC / "report" / "report.py"), str(folder), "-o",
+                                  str(OUT / "refused_py"), *extra], capture_output=True, text=True)):
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+            self.assertIn(needle, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+
+    def test_two_files_of_one_card_and_shape_are_refused(self):
+        # A copy beside the file would stand in for it in every table: refused, naming both.
+        src = OUT / "two_files"
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        shutil.copy(f, f.with_name("B1_copy.json"))
+        self.expect_refusal(src, f"{f.with_name('B1_copy.json')}: shape: contact B1 N64 C64 H32 on Synthetic GPU A is "
+                                 f"in {f} too; keep one results file per card and shape")
+
+    def test_hand_edited_torch_baselines_and_peaks_are_refused_naming_the_field(self):
+        src = OUT / "bad_torch"
+        shutil.copytree(FIX / "synthetic", src)
+        t = src / A / "torch_baseline.json"
+        doc = json.loads(t.read_text())
+        doc["entries"][0]["eager"]["events"]["median_us"] = "fast"
+        t.write_text(json.dumps(doc))
+        self.expect_refusal(src, f"{t}: entries[0].eager.events.median_us: \"fast\" is not a number")
+        doc["entries"][0]["eager"]["events"]["median_us"] = 2000.0
+        doc["device"] = "Synthetic GPU A"
+        t.write_text(json.dumps(doc))
+        self.expect_refusal(src, f"{t}: device: \"Synthetic GPU A\" is not an object")
+        peaks = OUT / "bad_peaks.json"
+        for bad, needle in (({"h200": {"copy_gb_per_s": True, "fp32_gflop_per_s": 1.0}}, "h200.copy_gb_per_s: true is not a number"),
+                            ({"h200": 5}, "h200: 5 is not an object"), ([1], "(top level): not an object")):
+            peaks.write_text(json.dumps(bad))
+            self.expect_refusal(FIX / "synthetic", f"{peaks}: {needle}", "--peaks", str(peaks))
+
     def test_a_missing_results_folder_is_one_line_and_exit_2(self):
         r = tune("report", "/nonexistent/results", "-o", str(OUT / "x"))
         self.assertEqual(r.returncode, 2, r.stderr)

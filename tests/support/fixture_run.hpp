@@ -53,7 +53,8 @@ inline RunRecord fixture_run() {
   base.launches.push_back({{"kernel", "contact_kernel<1>"}, {"grid", {1, 1, 1}}, {"block", {128, 1, 1}}});
   run.variants.push_back(base);
   VariantRecord bad = base;
-  bad.name = "incorrect one";
+  bad.params["block"] = 64;
+  bad.name = space.name(space.from_json(bad.params));
   bad.baseline = false;
   bad.status = Status::kIncorrect;
   bad.timing.reset();

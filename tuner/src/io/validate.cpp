@@ -359,9 +359,16 @@ void validate_variant_json(const Json& v, const std::string& at, const std::stri
   if (!v.is_object()) c.fail(at, fmt::format("{} is not an object", brief(v)));
   text(c, v, at, "name", true, true);
   const Json& params = *object(c, v, at, "params", true);
-  for (const auto& [k, p] : params.items())
+  std::string named;  // a variant's name is its parameters' (Space::name): an edit of one shows in the other
+  for (const auto& [k, p] : params.items()) {
     if (!p.is_string() && !p.is_number() && !p.is_boolean())
       c.fail(member(member(at, "params"), k), fmt::format("{} is not a string, number or true/false", brief(p)));
+    named += fmt::format("{}{}={}", named.empty() ? "" : ",", k, p.is_string() ? p.get<std::string>() : p.dump());
+  }
+  if (const auto& name = v.at("name").get_ref<const std::string&>(); name != named)
+    c.fail(member(at, "name"), fmt::format("\"{}\" is not the name of its params (\"{}\"); a name and its params are "
+                                           "one configuration",
+                                           name, named));
   boolean(c, v, at, "baseline", false);
   text(c, v, at, "status", true);
   const std::string& status = v.at("status").get_ref<const std::string&>();
