@@ -441,6 +441,11 @@ def validate(run):
         _device(dev, "device")
     if timed and dev is None:
         raise _Bad("device", "null in a timed result (the device it was measured on)")
+    if timed:  # a timed run compiles for its device (arch_name): headers file it under that arch
+        cc = dev["compute_capability"]
+        if run["context"]["arch"] != "sm_" + cc.replace(".", "", 1):
+            raise _Bad("device.compute_capability", f"\"{cc}\" is not the device context.arch "
+                                                    f"{run['context']['arch']} was compiled for")
     work = _object(run, "", "work", True)
     _number(work, "work", "flop_per_call", True, False, "non-negative")
     _number(work, "work", "bytes_per_call", True, False, "non-negative")
@@ -507,7 +512,7 @@ def validate(run):
         if winner is None or base is None or base["status"] != "passed":
             raise _Bad("summary.speedup_over_baseline", "given without a winner and a baseline that passed")
         expected = median(base) / median(winner)
-        if abs(speedup - expected) > 1e-9 * expected:
+        if not math.isfinite(expected) or abs(speedup - expected) > 1e-9 * expected:
             raise _Bad("summary.speedup_over_baseline",
                        f"{speedup:g} is not the baseline's median over the winner's ({expected:g})")
 

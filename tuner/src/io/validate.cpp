@@ -440,6 +440,13 @@ void validate_result_json(const Json& j) {
   const Json* dev = object(c, j, "", "device", true, true);
   if (dev) device(c, *dev, "device");
   if (timed && !dev) c.fail("device", "null in a timed result (the device it was measured on)");
+  if (timed) {  // a timed run compiles for its device (arch_name): headers file it under that arch
+    const auto& cc = dev->at("compute_capability").get_ref<const std::string&>();
+    const std::string arch = "sm_" + cc.substr(0, cc.find('.')) + cc.substr(cc.find('.') + 1);
+    if (j.at("context").at("arch") != arch)
+      c.fail("device.compute_capability", fmt::format("\"{}\" is not the device context.arch {} was compiled for", cc,
+                                                      j.at("context").at("arch").get<std::string>()));
+  }
   const Json& work = *object(c, j, "", "work", true);
   (void)number(c, work, "work", "flop_per_call", true, false, Range::kNonNegative);
   (void)number(c, work, "work", "bytes_per_call", true, false, Range::kNonNegative);
@@ -508,7 +515,7 @@ void validate_result_json(const Json& j) {
     if (!winner || !base || base->at("status") != "passed")
       c.fail("summary.speedup_over_baseline", "given without a winner and a baseline that passed");
     const double expected = median(base) / median(winner);
-    if (std::abs(*speedup - expected) > 1e-9 * expected)
+    if (!std::isfinite(expected) || std::abs(*speedup - expected) > 1e-9 * expected)
       c.fail("summary.speedup_over_baseline",
              fmt::format("{} is not the baseline's median over the winner's ({})", *speedup, expected));
   }
