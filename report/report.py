@@ -191,8 +191,8 @@ def analyse(root, peaks, torch):
         g["gpus"][path.parts[-3]] = {
             "gpu": name, "slug": slug, "uuid": (run.get("device") or {}).get("uuid"), "file": str(path), "run": run,
             "winner": win["name"] if win else None, "winner_params": win["params"] if win else None,
-            "median_us": wt["median_us"] if wt else None, "noise": wt["noise"] if wt else None,
-            "batch_us": wt["batch_mean_us"] if wt else None, "graph_us": wt.get("graph_mean_us") if wt else None,
+            "median_us": wt["median_us"] if wt else None, "noise": wt.get("noise") if wt else None,
+            "batch_us": wt.get("batch_mean_us") if wt else None, "graph_us": wt.get("graph_mean_us") if wt else None,
             "baseline": base["name"] if base else None, "baseline_us": median_us(base),
             "speedup_over_baseline": (median_us(base) / wt["median_us"]) if wt and median_us(base) else None,
             "floors": fl, "peak_source": (peaks.get(slug) or {}).get("source"),
@@ -326,8 +326,8 @@ def summary_tables(runs):
         _, gpu = gpu_of(path, run)
         rows.append([gpu, run["problem"], shape_text(run["shape"]), str(len(run["variants"])),
                      str(sum(v["status"] == "passed" for v in run["variants"])),
-                     fmt(run["wall_seconds"]["compile"], ".1f"),
-                     fmt(statistics.median(compile_s) if compile_s else None), fmt(run["wall_seconds"]["total"], ".1f"),
+                     fmt((run.get("wall_seconds") or {}).get("compile"), ".1f"),
+                     fmt(statistics.median(compile_s) if compile_s else None), fmt((run.get("wall_seconds") or {}).get("total"), ".1f"),
                      fmt(median_us(base)), fmt(median_us(win)),
                      fmt(win["timing"].get("graph_mean_us") if win and win.get("timing") else None),
                      fmt(s.get("speedup_over_baseline")) + ("x" if s.get("speedup_over_baseline") else ""),

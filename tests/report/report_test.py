@@ -185,6 +185,23 @@ class Report(unittest.TestCase):
             self.assertIn(needle, r.stderr)
             self.assertNotIn("Traceback", r.stderr)
 
+    def test_fields_a_result_may_leave_out_are_dashes(self):
+        # wall_seconds and a timing's noise and batch time are optional to every reader: left out, the
+        # report shows a dash (it once stopped with an internal error).
+        src = OUT / "optional_fields"
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        run = json.loads(f.read_text())
+        del run["wall_seconds"]
+        for v in run["variants"]:
+            if v["timing"]:
+                del v["timing"]["noise"], v["timing"]["batch_mean_us"]
+        f.write_text(json.dumps(run))
+        r = tune("report", str(src), "-o", str(OUT / "optional_fields_out"), "--peaks", str(FIX / "synthetic_peaks.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (OUT / "optional_fields_out" / "report.md").read_text()
+        self.assertIn("| Synthetic GPU A | `strategy=warp, block=64` | 400.00 | — % | — | 360.00 |", md)
+
     def test_two_files_of_one_card_and_shape_are_refused(self):
         # A copy beside the file would stand in for it in every table: refused, naming both.
         src = OUT / "two_files"
