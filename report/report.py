@@ -136,7 +136,7 @@ def floors(run, peak):
     flop_us = (work.get("flop_per_call") or 0) / (rate * 1e3) if rate else None
     launch_us = (run.get("harness_floor") or {}).get("empty_kernel_cold_us")
     known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, "FP32 compute"), (launch_us, "launch"))
-             if t is not None]
+             if t]  # a floor of 0 (no work, an empty kernel below the events' resolution) bounds nothing
     if not known:
         return None
     larger, bound = max(known, key=lambda k: k[0])

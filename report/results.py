@@ -227,7 +227,8 @@ def _fault(f, at):
     _numbers(f, at, ("deadline_s",))
 
 
-def _launch(l, at):
+def _launch(l, at, ran):
+    """ran: the launch ran (a passed or unsafe variant's), so each size is at least 1."""
     if not isinstance(l, dict):
         raise _Bad(at, f"{_brief(l)} is not an object")
     _text(l, at, "kernel", True, True)
@@ -236,7 +237,7 @@ def _launch(l, at):
         if len(dim) != 3:
             raise _Bad(_member(at, k), f"{_brief(dim)} does not hold 3 sizes")
         for i in range(3):
-            _integer_value(dim[i], f"{_member(at, k)}[{i}]", 1, UINT32_MAX)
+            _integer_value(dim[i], f"{_member(at, k)}[{i}]", 1 if ran else 0, UINT32_MAX)
     _integer(l, at, "dynamic_smem_bytes", False, 0, UINT32_MAX)
 
 
@@ -376,7 +377,7 @@ def _variant(v, at):
     _integer(v, at, "max_registers", False, -1)
     _integer(v, at, "spill_bytes", False)
     for i, l in enumerate(_array(v, at, "launches", False) or []):
-        _launch(l, f"{at}.launches[{i}]")
+        _launch(l, f"{at}.launches[{i}]", status in ("passed", "unsafe"))
     r = _object(v, at, "resources", False)
     if r is not None:
         _resources(r, _member(at, "resources"))
@@ -452,7 +453,7 @@ def validate(run):
     h = _object(run, "", "harness_floor", False, True)
     if h is not None:
         for k in ("empty_kernel_cold_us", "empty_kernel_batch_us", "empty_kernel_graph_us"):
-            _number(h, "harness_floor", k, False, True, "positive")
+            _number(h, "harness_floor", k, False, True, "non-negative")
     w = _object(run, "", "wall_seconds", False)
     if w is not None:
         _numbers(w, "wall_seconds", ("compile", "measure", "total"))
