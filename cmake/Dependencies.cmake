@@ -5,6 +5,7 @@ find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(muparser REQUIRED)
 find_package(Threads REQUIRED)
+find_package(ZLIB REQUIRED)  # results of record are kept as .json.gz; the readers take them as they are
 if(TUNE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

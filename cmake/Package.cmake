@@ -4,7 +4,7 @@
 #   bin/tune
 #   share/tune/configs/<problem>/           the built-in problem folders (problem.json, reference.py, golden/)
 #   share/tune/kernel_templates/<problem>/  their kernel templates: tune::kernels' include directory
-#   share/tune/report/                      report.py (tune report), summary.py, torch_baseline.py
+#   share/tune/report/                      report.py (tune report), summary.py, torch_baseline.py, results.py
 #   share/tune/scripts/problem_folder.py    what torch_baseline.py imports
 #   share/tune/examples/                    a problem kept in one folder, as a user would
 #   lib/cmake/tune/                         tuneConfig.cmake: tune::tune, tune::kernels, tune_add_tuned_header()
@@ -31,6 +31,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs ${PROJECT_SOURCE_DIR}/kernel_tem
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/report/report.py ${PROJECT_SOURCE_DIR}/report/summary.py
                  ${PROJECT_SOURCE_DIR}/report/torch_baseline.py
         DESTINATION ${TUNE_INSTALL_DATADIR}/report)
+# The results validation the report scripts import.
+install(FILES ${PROJECT_SOURCE_DIR}/report/results.py DESTINATION ${TUNE_INSTALL_DATADIR}/report)
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/problem_folder.py DESTINATION ${TUNE_INSTALL_DATADIR}/scripts)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${TUNE_INSTALL_DATADIR}/examples)
 

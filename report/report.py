@@ -23,6 +23,9 @@ import pathlib
 import statistics
 import sys
 
+import results
+from results import InputError
+
 # Device peaks measured on real GPUs; the source says where each number comes from.
 MEASURED_PEAKS = {
     "h200": {
@@ -32,10 +35,6 @@ MEASURED_PEAKS = {
                   "written; FP32 FMA loop)",
     },
 }
-
-
-class InputError(Exception):
-    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,27 +52,46 @@ def params_text(params):
     return ", ".join(f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in params.items())
 
 
-def load(root):
-    """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json)."""
+def not_measured(run):
+    """Why a run's timings were not measured on a GPU by tune's worker, or None when they were: as
+    tune's measured_on_gpu (a compile-only run, a fake GPU's made-up results, no record of how)."""
+    if not run.get("timed"):
+        return "a compile-only run: nothing was timed"
+    worker = ((run.get("context") or {}).get("isolation") or {}).get("worker") or ""
+    if worker.startswith("fake"):
+        return "synthetic results of a fake GPU (TUNE_WORKER_FAKE): nothing was measured"
+    if worker != "process":
+        return "the file does not record how it was measured (no context.isolation.worker \"process\")"
+    return None
+
+
+def load(root, allow_synthetic=True):
+    """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json), each
+    validated as tune's own readers validate it (results.py); other JSON files there are passed over.
+    A run not measured on a GPU is refused (InputError) unless allow_synthetic."""
     for path in sorted(pathlib.Path(root).glob("*/*/*.json")):
-        try:
-            with open(path) as f:
-                run = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: not a readable JSON file ({e})")
-        if isinstance(run, dict) and run.get("kind") == "tune.result":
-            if run.get("schema_version") != 1:
-                raise InputError(f"{path}: result schema version {run.get('schema_version')} is not 1; "
-                                 "regenerate it with this tune")
-            if (run.get("context", {}).get("shard") or {}).get("split") == "variants":
-                raise InputError(f"{path}: one shard of a shape's variants (tune --shard); combine the shards "
-                                 "with tune merge and report on its --out folder")
+        run = results.read_json(path)
+        if results.is_result(run):
+            results.check(path, run)
+            if (run["context"].get("shard") or {}).get("split") == "variants":
+                raise InputError(f"{path}: context.shard: one shard of a shape's variants (tune --shard); combine "
+                                 "the shards with tune merge and report on its --out folder")
+            why = not_measured(run)
+            if why and not allow_synthetic:
+                raise InputError(f"{path}: {why}; pass --allow-synthetic to report it anyway (marked synthetic)")
             yield path, run
 
 
 def gpu_of(path, run):
-    return (run["device"]["slug"] if run.get("device") else path.parts[-3],
+    """(slug, name) of the run's GPU; the slug derived from the name, as tune derives it."""
+    return (results.device_slug(run["device"]["name"]) if run.get("device") else path.parts[-3],
             run["device"]["name"] if run.get("device") else "none (compile only)")
+
+
+def registers(v):
+    """The most registers of the variant's kernels, from their resources, as tune computes it; None unknown."""
+    regs = [r["registers"] for r in (v.get("resources") or {}).values() if r["registers"] >= 0]
+    return max(regs) if regs else None
 
 
 def median_us(v):
@@ -97,15 +115,10 @@ def load_torch(root, extra):
     files = sorted(pathlib.Path(root).glob("*/torch_baseline.json")) + [pathlib.Path(p) for p in extra]
     out = {}
     for path in files:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: not a readable JSON file ({e})")
-        if doc.get("kind") != "tune.torch_baseline" or doc.get("schema_version") != 1:
-            raise InputError(f"{path}: not a torch baseline file (kind tune.torch_baseline, schema_version 1)")
-        out[doc["device"]["slug"]] = {"path": str(path), "doc": doc,
-                                      "entries": {(e["problem"], shape_tag(e["shape"])): e for e in doc["entries"]}}
+        doc = results.read_checked(path, results.validate_torch_baseline)
+        out[results.device_slug(doc["device"]["name"])] = {
+            "path": str(path), "doc": doc,
+            "entries": {(e["problem"], shape_tag(e["shape"])): e for e in doc.get("entries") or []}}
     return out
 
 
@@ -120,14 +133,7 @@ def load_peaks(path, torch):
             old["source"] = f"copy bandwidth: measured by torch_baseline.py ({t['path']}); FP32 rate: {old['source']}"
             old["copy_gb_per_s"] = bw
     if path:
-        try:
-            with open(path) as f:
-                extra = json.load(f)
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: not a readable JSON file ({e})")
-        for slug, p in extra.items():
-            if not all(isinstance(p.get(k), (int, float)) and p[k] > 0 for k in ("copy_gb_per_s", "fp32_gflop_per_s")):
-                raise InputError(f"{path}: {slug} needs positive copy_gb_per_s and fp32_gflop_per_s")
+        for slug, p in results.read_checked(path, results.validate_peaks).items():
             peaks[slug] = {"source": f"{path}", **p}
     return peaks
 
@@ -136,17 +142,27 @@ def load_peaks(path, torch):
 # The numbers
 
 def floors(run, peak):
-    """Bytes over copy bandwidth and FLOP over the FP32 rate, in µs, each None without its peak;
-    None when neither peak is known."""
+    """The floors of a call, in µs: bytes over copy bandwidth and FLOP over the FP32 rate (each None
+    without its peak), and the harness floor: an empty kernel timed by the same cold method as the
+    variants (context of the run's harness_floor; None when the run has none), below which no variant
+    can be timed however little work it does. larger_us is the largest known and bound names it
+    ("memory", "FP32 compute" or "launch"); None when none is known."""
     work = run.get("work") or {}
     bw, rate = (peak or {}).get("copy_gb_per_s"), (peak or {}).get("fp32_gflop_per_s")
     bytes_us = (work.get("bytes_per_call") or 0) / (bw * 1e3) if bw else None
     flop_us = (work.get("flop_per_call") or 0) / (rate * 1e3) if rate else None
-    known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, "FP32 compute")) if t is not None]
+    launch_us = (run.get("harness_floor") or {}).get("empty_kernel_cold_us")
+    known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, "FP32 compute"), (launch_us, "launch"))
+             if t]  # a floor of 0 (no work, an empty kernel below the events' resolution) bounds nothing
     if not known:
         return None
     larger, bound = max(known, key=lambda k: k[0])
-    return {"bytes_us": bytes_us, "flop_us": flop_us, "larger_us": larger, "bound": bound}
+    return {"bytes_us": bytes_us, "flop_us": flop_us, "launch_us": launch_us, "larger_us": larger, "bound": bound}
+
+
+def ratio_text(d):
+    """The winner over its largest floor, saying which floor that is: "1.33x (FP32 compute)"."""
+    return x(d["ratio_to_floor"]) + (f" ({d['floors']['bound']})" if d["ratio_to_floor"] is not None else "")
 
 
 def torch_speedups(win_t, entry):
@@ -164,16 +180,23 @@ def torch_speedups(win_t, entry):
     return out
 
 
-def analyse(root, peaks, torch):
+def analyse(root, peaks, torch, allow_synthetic=False):
     groups = {}  # (problem, tag) -> {"shape", "problem", "gpus": {slug: {...}}}
     runs = []
-    for path, run in load(root):
+    for path, run in load(root, allow_synthetic):
         slug, name = gpu_of(path, run)
         runs.append((path, run))
         if not run.get("timed"):
             continue
         g = groups.setdefault((run["problem"], shape_tag(run["shape"])),
-                              {"problem": run["problem"], "shape": run["shape"], "gpus": {}})
+                              {"problem": run["problem"], "shape": run["shape"], "gpus": {}, "cards": {}})
+        # One file per card and shape: a second would stand in for the first, or show one card as two.
+        card = (name, run["device"]["uuid"] or path.parts[-3])
+        if card in g["cards"] or path.parts[-3] in g["gpus"]:
+            other = g["cards"].get(card) or g["gpus"][path.parts[-3]]["file"]
+            raise InputError(f"{path}: shape: {run['problem']} {shape_text(run['shape'])} on {name} is in {other} "
+                             "too; keep one results file per card and shape")
+        g["cards"][card] = str(path)
         s = run["summary"]
         by = {v["name"]: v for v in run["variants"]}
         win = by.get(s.get("winner") or "")
@@ -185,8 +208,8 @@ def analyse(root, peaks, torch):
         g["gpus"][path.parts[-3]] = {
             "gpu": name, "slug": slug, "uuid": (run.get("device") or {}).get("uuid"), "file": str(path), "run": run,
             "winner": win["name"] if win else None, "winner_params": win["params"] if win else None,
-            "median_us": wt["median_us"] if wt else None, "noise": wt["noise"] if wt else None,
-            "batch_us": wt["batch_mean_us"] if wt else None, "graph_us": wt.get("graph_mean_us") if wt else None,
+            "median_us": wt["median_us"] if wt else None, "noise": wt.get("noise") if wt else None,
+            "batch_us": wt.get("batch_mean_us") if wt else None, "graph_us": wt.get("graph_mean_us") if wt else None,
             "baseline": base["name"] if base else None, "baseline_us": median_us(base),
             "speedup_over_baseline": (median_us(base) / wt["median_us"]) if wt and median_us(base) else None,
             "floors": fl, "peak_source": (peaks.get(slug) or {}).get("source"),
@@ -234,10 +257,39 @@ def card_spread(gpus):
                             "spread_pct": spread_pct(on.values())})
         out.append({"model": model,
                     "cards": [{"card": k, "uuid": gpus[k]["uuid"], "winner": gpus[k]["winner"],
-                               "median_us": gpus[k]["median_us"]} for k in keys],
+                               "median_us": gpus[k]["median_us"], "baseline_us": gpus[k]["baseline_us"]}
+                              for k in keys],
                     "winner_median_spread_pct": spread_pct(gpus[k]["median_us"] for k in keys),
-                    "configs": configs})
+                    "configs": configs, "baseline": baseline_spread(gpus, keys)})
     return out
+
+
+# Cards of one model time one config alike; their baselines further apart than this (or than the
+# two measurements' own spread, if larger) say one card ran slower: clocks, power, heat or other load.
+BASELINE_SPREAD_PCT = 5.0
+
+
+def baseline_spread(gpus, keys):
+    """The baseline config's cold median on each card of one model, the spread of the slowest over the
+    fastest (max / min - 1, %) and whether it is beyond noise: above the larger of BASELINE_SPREAD_PCT
+    and the two cards' relative half interquartile ranges added. None without two timed baselines of
+    one config."""
+    timed = {k: gpus[k] for k in keys if gpus[k]["baseline_us"]}
+    if len(timed) < 2 or len({d["baseline"] for d in timed.values()}) != 1:
+        return None
+    lo = min(timed, key=lambda k: timed[k]["baseline_us"])
+    hi = max(timed, key=lambda k: timed[k]["baseline_us"])
+
+    def half_iqr_pct(d):
+        t = {v["name"]: v for v in d["run"]["variants"]}[d["baseline"]]["timing"]
+        q1, q3 = t.get("q1_us"), t.get("q3_us")
+        return (q3 - q1) / (2 * t["median_us"]) * 100 if q1 is not None and q3 is not None else 0.0
+
+    spread = spread_pct([timed[lo]["baseline_us"], timed[hi]["baseline_us"]])
+    threshold = max(BASELINE_SPREAD_PCT, half_iqr_pct(timed[lo]) + half_iqr_pct(timed[hi]))
+    return {"config": timed[lo]["baseline"], "on": {k: d["baseline_us"] for k, d in timed.items()},
+            "fastest": lo, "slowest": hi, "spread_pct": spread, "threshold_pct": threshold,
+            "beyond_noise": spread > threshold}
 
 
 def portability(gpus):
@@ -291,8 +343,8 @@ def summary_tables(runs):
         _, gpu = gpu_of(path, run)
         rows.append([gpu, run["problem"], shape_text(run["shape"]), str(len(run["variants"])),
                      str(sum(v["status"] == "passed" for v in run["variants"])),
-                     fmt(run["wall_seconds"]["compile"], ".1f"),
-                     fmt(statistics.median(compile_s) if compile_s else None), fmt(run["wall_seconds"]["total"], ".1f"),
+                     fmt((run.get("wall_seconds") or {}).get("compile"), ".1f"),
+                     fmt(statistics.median(compile_s) if compile_s else None), fmt((run.get("wall_seconds") or {}).get("total"), ".1f"),
                      fmt(median_us(base)), fmt(median_us(win)),
                      fmt(win["timing"].get("graph_mean_us") if win and win.get("timing") else None),
                      fmt(s.get("speedup_over_baseline")) + ("x" if s.get("speedup_over_baseline") else ""),
@@ -306,7 +358,7 @@ def summary_tables(runs):
             detail.append((f"**{run['problem']} {shape_text(run['shape'])}** on {gpu}: best cold median per strategy",
                            ["strategy", "cold median µs", "graph µs per call", "registers", "config"],
                            [[k, fmt(v["timing"]["median_us"]), fmt(v["timing"].get("graph_mean_us")),
-                             str(v.get("max_registers", "—")), v["name"]]
+                             fmt(registers(v), "d"), v["name"]]
                             for k, v in sorted(best.items(), key=lambda kv: kv[1]["timing"]["median_us"])]))
     return (head, rows), detail
 
@@ -454,7 +506,8 @@ def chart_shapes(plt, problem, groups, out):
     ax.tick_params(axis="y", which="minor", labelsize=7)
     ax.set_xlabel("shape (ordered by bytes per call)")
     ax.set_ylabel("cold median time per call (µs, log scale)")
-    ax.set_title(f"{problem}: time vs shape, with the larger floor (bytes/bandwidth or FLOP/FP32 rate)", fontsize=9)
+    ax.set_title(f"{problem}: time vs shape, with the largest floor (bytes/bandwidth, FLOP/FP32 rate or launch)",
+                 fontsize=9)
     ax.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
     return _save(fig, out, f"shapes_{problem}.png")
 
@@ -495,27 +548,70 @@ def x(v, spec=".2f"):
     return fmt(v, spec) + "x" if v is not None else "—"
 
 
-def build(root, out, peaks, torch, charts=True):
-    runs, groups = analyse(root, peaks, torch)
+def count(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def cards_text(runs):
+    """How many GPUs the results come from, told apart by card (device UUID; the results folder for a
+    compile-only run, which has no device), and of which models: "2 GPUs (2 × NVIDIA H200)"."""
+    cards = {}
+    for path, run in runs:
+        dev = run.get("device")
+        card = (dev["name"], dev["uuid"]) if dev and dev["uuid"] else (gpu_of(path, run)[1], path.parts[-3])
+        cards[card] = card[0]
+    models = {}
+    for name in cards.values():
+        models[name] = models.get(name, 0) + 1
+    return (count(len(cards), "GPU") + " (" +
+            ", ".join(f"{n} × {name}" if n > 1 else name for name, n in sorted(models.items())) + ")")
+
+
+def baseline_spread_text(m):
+    b = m["baseline"]
+    rule = (f"the larger of {BASELINE_SPREAD_PCT:g} % and the two measurements' relative half interquartile "
+            f"ranges added: {b['threshold_pct']:.1f} %")
+    if not b["beyond_noise"]:
+        return f"Baseline `{b['config']}` on the cards: {b['spread_pct']:.1f} % apart, within noise ({rule})."
+    return (f"**Baseline spread beyond noise:** the baseline `{b['config']}` took {b['on'][b['slowest']]:.2f} µs on "
+            f"`{b['slowest']}` and {b['on'][b['fastest']]:.2f} µs on `{b['fastest']}`, {b['spread_pct']:.1f} % apart "
+            f"({rule}). Cards of one model time one config alike: look at the slower card's clocks, power and "
+            "temperature or other load on it, and compare these cards' winners with care.")
+
+
+def build(root, out, peaks, torch, charts=True, allow_synthetic=False):
+    runs, groups = analyse(root, peaks, torch, allow_synthetic)
     if not runs:
         raise InputError(f"{root}: no tune results (<gpu>/<problem>/<shape>.json) found")
     plt = _plt() if charts else None
     blocks = [("h1", "tune report"),
-              ("p", f"Results from `{root}`: {len(runs)} files, {len(groups)} problem and shape pairs on "
-                    f"{len({gpu_of(p, r)[0] for p, r in runs})} GPU(s). Times are per call in microseconds (µs): "
+              ("p", f"Results from `{root}`: {count(len(runs), 'file')}, {count(len(groups), 'problem and shape pair')} "
+                    f"on {cards_text(runs)}. Times are per call in microseconds (µs): "
                     "cold = median of CUDA-event samples with L2 flushed before each; batch = back-to-back launches; "
                     "graph = CUDA-graph replay. Noise = standard deviation / mean of the cold samples. Floors "
-                    "(MEASURE.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate; the "
-                    "ratio is the winner's cold median over the larger floor. Winners that use tensor cores (TF32) "
+                    "(MEASURE.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate, and the "
+                    "launch floor: an empty kernel timed by the same cold method (the run's harness floor), below "
+                    "which no call is timed; the ratio is the winner's cold median over the largest of them, and "
+                    "says which bounds it (memory, FP32 compute or launch). Winners that use tensor cores (TF32) "
                     "can go below the FP32 floor.")]
+    synthetic = [(path, why) for path, run in runs for why in [not_measured(run)] if why]
+    if synthetic:
+        blocks.append(("p", f"**SYNTHETIC: {count(len(synthetic), 'file')} of these results were not measured on a "
+                            "GPU** (--allow-synthetic): " + "; ".join(f"`{p}` ({w})" for p, w in synthetic) +
+                            ". Their numbers are made up or absent; ship nothing from them."))
     used = sorted({d["slug"] for g in groups.values() for d in g["gpus"].values()})
     blocks.append(("h2", "Summary"))
-    blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / larger floor", "speedup over baseline",
+    blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / largest floor", "speedup over baseline",
                              "over PyTorch eager", "over torch.compile"],
-                   [[f"{g['problem']} {shape_text(g['shape'])}", d["gpu"], fmt(d["median_us"]), x(d["ratio_to_floor"]),
+                   [[f"{g['problem']} {shape_text(g['shape'])}", d["gpu"], fmt(d["median_us"]), ratio_text(d),
                      x(d["speedup_over_baseline"]), x(d["torch"]["eager"]["speedup_events"] if d["torch"] else None),
                      x(d["torch"]["compile"]["speedup_events"] if d["torch"] else None)]
                     for g in groups.values() for d in g["gpus"].values()]))
+    flagged = [f"{g['problem']} {shape_text(g['shape'])} on {m['model']} ({m['baseline']['spread_pct']:.1f} %)"
+               for g in groups.values() for m in g["card_spread"] if m["baseline"] and m["baseline"]["beyond_noise"]]
+    if flagged:
+        blocks.append(("p", "**Baseline spread between cards of one model beyond noise:** " + "; ".join(flagged) +
+                            ". See the card-to-card sections below."))
     blocks.append(("h2", "Device peaks used for the floors"))
     blocks.append(("table", ["GPU", "copy bandwidth GB/s", "FP32 GFLOP/s", "source"],
                    [[s, fmt(peaks[s].get("copy_gb_per_s"), ".0f"), fmt(peaks[s].get("fp32_gflop_per_s"), ".0f"),
@@ -528,7 +624,8 @@ def build(root, out, peaks, torch, charts=True):
                        [[t["doc"]["device"]["name"], f"`{t['path']}`", str(c.get("torch_version", "—")),
                          str(c.get("allow_tf32_matmul", "—")).lower(), str(c.get("created_at", "—"))]
                         for t in torch.values() for c in [t["doc"].get("context", {})]]))
-    data = {"groups": [], "peaks": {s: peaks[s] for s in used if s in peaks}}
+    data = {"groups": [], "peaks": {s: peaks[s] for s in used if s in peaks},
+            "synthetic": [{"file": str(p), "why": w} for p, w in synthetic]}
     problems = sorted({g["problem"] for g in groups.values()})
     for problem in problems:
         blocks.append(("h2", f"Problem `{problem}`"))
@@ -545,14 +642,16 @@ def build(root, out, peaks, torch, charts=True):
                              fmt(d["median_us"]), fmt(d["noise"] * 100 if d["noise"] is not None else None, ".1f") + " %",
                              fmt(d["batch_us"]), fmt(d["graph_us"]),
                              fmt(f["bytes_us"] if f else None), fmt(f["flop_us"] if f else None),
-                             x(d["ratio_to_floor"]), fmt(d["baseline_us"]), x(d["speedup_over_baseline"])])
+                             fmt(f["launch_us"] if f else None), ratio_text(d), fmt(d["baseline_us"]),
+                             x(d["speedup_over_baseline"])])
                 if d["torch"]:
                     t = d["torch"]
                     trows.append([d["gpu"]] + [c for m in ("eager", "compile") for c in (
                         fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
                         x(t[m]["speedup_events"]), fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
             blocks.append(("table", ["GPU", "winner", "cold median µs", "noise", "batch µs", "graph µs",
-                                     "bytes floor µs", "FLOP floor µs", "winner / larger floor", "baseline cold µs",
+                                     "bytes floor µs", "FLOP floor µs", "launch floor µs", "winner / largest floor",
+                                     "baseline cold µs",
                                      "speedup over baseline"], rows))
             if trows:
                 blocks.append(("p", "Against PyTorch on the same GPU (events: one call between CUDA events, L2 "
@@ -586,11 +685,13 @@ def build(root, out, peaks, torch, charts=True):
                 keys = [c["card"] for c in m["cards"]]
                 blocks.append(("p", f"Card-to-card spread: {len(keys)} cards of {m['model']} measured this shape "
                                     "(spread = max / min − 1 of the cold medians)."))
-                blocks.append(("table", ["card", "UUID", "winner", "winner cold µs"],
+                blocks.append(("table", ["card", "UUID", "winner", "winner cold µs", "baseline cold µs"],
                                [[f"`{c['card']}`", f"`{c['uuid']}`", f"`{c['winner']}`" if c["winner"] else "—",
-                                 fmt(c["median_us"])] for c in m["cards"]]
-                               + [["all cards", "", "spread of the winners' medians",
-                                   fmt(m["winner_median_spread_pct"]) + " %"]]))
+                                 fmt(c["median_us"]), fmt(c["baseline_us"])] for c in m["cards"]]
+                               + [["all cards", "", "spread of the medians", fmt(m["winner_median_spread_pct"]) + " %",
+                                   fmt(m["baseline"]["spread_pct"] if m["baseline"] else None) + " %"]]))
+                if m["baseline"]:
+                    blocks.append(("p", baseline_spread_text(m)))
                 blocks.append(("table", ["config", "winner on"] + [f"on `{k}` µs" for k in keys] + ["spread"],
                                [[f"`{c['config']}`", ", ".join(f"`{k}`" for k in c["winner_on"])]
                                 + [fmt(c["on"][k]) for k in keys] + [fmt(c["spread_pct"]) + " %"]
@@ -667,6 +768,8 @@ def main(argv=None):
     ap.add_argument("--peaks", help="JSON keyed by GPU slug: copy_gb_per_s, fp32_gflop_per_s, source")
     ap.add_argument("--torch", action="append", default=[],
                     help="torch baseline JSON (report/torch_baseline.py); RESULTS/<gpu>/torch_baseline.json is read too")
+    ap.add_argument("--allow-synthetic", action="store_true",
+                    help="report results not measured on a GPU (fake GPU, compile-only), marked synthetic")
     a = ap.parse_args(argv)
     try:
         root = pathlib.Path(a.results)
@@ -678,14 +781,16 @@ def main(argv=None):
         except OSError as e:
             raise InputError(f"-o {out}: cannot create the output folder ({e.strerror})")
         torch = load_torch(root, a.torch)
-        blocks, data = build(root, out, load_peaks(a.peaks, torch), torch)
+        blocks, data = build(root, out, load_peaks(a.peaks, torch), torch, allow_synthetic=a.allow_synthetic)
         (out / "report.md").write_text(render_md(blocks))
         (out / "report.html").write_text(render_html(blocks, out))
         (out / "report.json").write_text(json.dumps(data, indent=1) + "\n")
-    except (InputError, KeyError) as e:
-        print(f"tune: report: {e if isinstance(e, InputError) else f'a results file lacks the field {e}'}",
-              file=sys.stderr)
+    except InputError as e:
+        print(f"tune: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # a bug, not bad input (that is InputError): one line, as tune says it
+        print(f"tune: internal error in the report: {type(e).__name__}: {e}", file=sys.stderr)
+        return 4
     print(f"report: {out / 'report.md'}, {out / 'report.html'}, {len(list((out / 'charts').glob('*.png')))} charts")
     return 0
 

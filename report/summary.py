@@ -8,6 +8,11 @@ The same tables close the full report (report/report.py, `tune report`).
 import sys
 
 from report import summary_markdown
+from results import InputError
 
 if __name__ == "__main__":
-    print(summary_markdown(sys.argv[1] if len(sys.argv) > 1 else "results"))
+    try:
+        print(summary_markdown(sys.argv[1] if len(sys.argv) > 1 else "results"))
+    except InputError as e:
+        print(f"summary: {e}", file=sys.stderr)
+        sys.exit(2)

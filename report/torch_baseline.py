@@ -56,6 +56,9 @@ import statistics
 import sys
 import time
 
+import results
+from results import device_slug
+
 HERE = pathlib.Path(__file__).resolve().parent
 BUILTIN_PROBLEMS = HERE.parent / "configs"
 
@@ -78,19 +81,6 @@ class Failure(Exception):
         self.code = code
 
 
-def device_slug(name):
-    """The folder name tune gives a GPU (tuner/src/cuda/device.cpp, device_slug)."""
-    s = "".join(c.lower() if c.isascii() and c.isalnum() else "-" for c in name)
-    for drop in ("nvidia-", "geforce-", "tesla-", "quadro-"):
-        if s.startswith(drop):
-            s = s[len(drop):]
-    out = ""
-    for c in s:
-        if not (c == "-" and (not out or out[-1] == "-")):
-            out += c
-    return out.rstrip("-") or "gpu"
-
-
 def results_in(root, gpu=None):
     """{(problem, shape JSON): the run} of the tune results under root, once each (the first file)."""
     seen = {}
@@ -98,11 +88,13 @@ def results_in(root, gpu=None):
         if gpu and path.parts[-3] != gpu:
             continue
         try:
-            run = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            raise Failure(2, f"{path}: not a readable JSON file ({e})")
-        if isinstance(run, dict) and run.get("kind") == "tune.result":
-            seen.setdefault((run["problem"], json.dumps(run["shape"])), run)
+            run = results.read_json(path)
+            if not results.is_result(run):
+                continue
+            results.check(path, run)
+        except results.InputError as e:
+            raise Failure(2, str(e))
+        seen.setdefault((run["problem"], json.dumps(run["shape"])), run)
     return seen
 
 

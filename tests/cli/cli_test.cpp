@@ -512,6 +512,21 @@ TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// Results of record are kept as .json.gz (results/h200/gate/, runs/): tune header and tune merge read
+// them as they are; tune check --write refuses to replace one with text.
+TEST(CliHeader, AResultKeptAsJsonGzIsReadAsItIs) {
+  const std::string out = out_dir("json_gz");
+  std::filesystem::create_directories(out + "/shard");
+  const std::string gz = std::string(TUNE_REPO_DIR) + "/results/h200/gate/contact_B4_N64_C64_H32.json.gz";
+  const Result r = run("header " + gz + " -o " + out + "/contact.hpp");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(read_text(out + "/contact.hpp").find("NVIDIA H200"), std::string::npos);
+  expect_error("check " + gz + " --write", gz + ": --write would replace a compressed file with text");
+  // A folder of shards merges its .json.gz files too (here one that is no shard: it is read, then refused).
+  std::filesystem::copy_file(gz, out + "/shard/B4_N64_C64_H32.json.gz", std::filesystem::copy_options::overwrite_existing);
+  expect_error("merge " + out + "/shard --out " + out + "/merged", "B4_N64_C64_H32.json.gz: not a shard's result");
+}
+
 TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
   // A damaged or hand-edited result whose winner's median is null (NaN) or not positive: no header
   // is generated from it.
@@ -524,7 +539,8 @@ TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
       if (v.at("name") == winner) v["timing"]["median_us"] = median;
     const std::string file = out + "/" + tag + ".json";
     std::ofstream(file) << j.dump();
-    expect_error("header " + file + " --allow-synthetic -o " + out + "/" + tag + ".hpp", "has no usable timing");
+    expect_error("header " + file + " --allow-synthetic -o " + out + "/" + tag + ".hpp",
+                 file + ": variants[1].timing.median_us: " + (median.is_null() ? "null is not a number" : "0.0 is not a positive number"));
     EXPECT_FALSE(std::filesystem::exists(out + "/" + tag + ".hpp"));
   }
 }

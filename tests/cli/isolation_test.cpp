@@ -421,16 +421,26 @@ TEST(Isolation, ResumeWithoutAJournalStartsAFreshRun) {
 
 namespace {
 
+std::vector<std::string> read_lines(const std::filesystem::path& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+void write_lines(const std::filesystem::path& path, const std::vector<std::string>& lines) {
+  std::ofstream f(path, std::ios::trunc);
+  for (const auto& l : lines) f << l << "\n";
+}
+
 TEST(Isolation, ResumeTakesOnlyFinalRecordsOfThisRunsVariants) {
   const std::string out = fresh_dir("resume_final_only");
   run_and_kill(out, {}, 3);
-  // Rewrite the journal: one record left pending, one whose params disagree with its name, one of
-  // a variant this run does not have. Each must be measured again (the last is ignored).
-  std::vector<std::string> lines;
-  {
-    std::ifstream in(journal_path(out));
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-  }
+  // Rewrite the journal: one record left pending, one whose baseline flag disagrees with the run's
+  // variant of that name, one of a variant this run does not have. Each must be measured again (the
+  // last is ignored). (A record whose params disagree with its name is a hand-edit, refused:
+  // ResumeRefusesAHandEditedJournalRecordNamingTheLineAndField.)
+  std::vector<std::string> lines = read_lines(journal_path(out));
   std::vector<std::size_t> records;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     try {
@@ -446,15 +456,13 @@ TEST(Isolation, ResumeTakesOnlyFinalRecordsOfThisRunsVariants) {
   pending["record"]["timing"] = nullptr;
   lines[records[0]] = pending.dump();
   Json forged = Json::parse(lines[records[1]]);
-  forged["record"]["params"]["block"] = 4096;
+  forged["record"]["baseline"] = !forged["record"]["baseline"].get<bool>();
   lines[records[1]] = forged.dump();
   Json stranger = Json::parse(lines[records[2]]);
   stranger["record"]["name"] = "strategy=none";
+  stranger["record"]["params"] = {{"strategy", "none"}};
   lines.push_back(stranger.dump());
-  {
-    std::ofstream f(journal_path(out), std::ios::trunc);
-    for (const auto& l : lines) f << l << "\n";
-  }
+  write_lines(journal_path(out), lines);
   const std::string pending_name = pending.at("record").at("name").get<std::string>();
   const std::string forged_name = forged.at("record").at("name").get<std::string>();
   const Result r = run(kFake, small_run_args(out) + " --resume");
@@ -464,9 +472,40 @@ TEST(Isolation, ResumeTakesOnlyFinalRecordsOfThisRunsVariants) {
   const Json got = read_json(result_path(out));
   EXPECT_EQ(variant(got, pending_name).at("status"), "passed") << "measured again";
   EXPECT_TRUE(variant(got, pending_name).at("timing").is_object());
-  EXPECT_NE(variant(got, forged_name).at("params").at("block"), 4096) << "the run's own params, measured again";
+  EXPECT_NE(variant(got, forged_name).at("baseline"), forged.at("record").at("baseline")) << "the run's own flag, measured again";
   EXPECT_EQ(variant(got, forged_name).at("status"), "passed");
   for (const auto& v : got.at("variants")) EXPECT_NE(v.at("name"), "strategy=none");
+}
+
+// A journal record --resume would take is validated as a results file's records are (issue 22,
+// item 11): a hand-edited median is refused in one line naming the journal, the line and the field.
+TEST(Isolation, ResumeRefusesAHandEditedJournalRecordNamingTheLineAndField) {
+  const std::string out = fresh_dir("resume_hand_edited");
+  run_and_kill(out, {}, 2);
+  std::vector<std::string> lines = read_lines(journal_path(out));
+  std::size_t edited = 0;
+  for (std::size_t i = 0; i < lines.size() && !edited; ++i) {
+    Json j;
+    try {
+      j = Json::parse(lines[i]);
+    } catch (const Json::parse_error&) {
+      continue;
+    }
+    if (!j.contains("record") || j.at("record").at("status") != "passed") continue;
+    j["record"]["timing"]["median_us"] = -1.0;
+    lines[i] = j.dump();
+    edited = i + 1;
+  }
+  ASSERT_GT(edited, 0u);
+  write_lines(journal_path(out), lines);
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("tune: " + journal_path(out).string() + ": line " + std::to_string(edited) +
+                          ": record.timing.median_us: -1.0 is not a positive number; remove that line (its variant is "
+                          "measured again), or run without --resume"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::filesystem::exists(journal_path(out))) << "a refused resume leaves the journal alone";
 }
 
 TEST(Isolation, ASecondRunOnTheSameResultsIsRefusedAndTheFirstIsUntouched) {

@@ -19,6 +19,9 @@ S1, S2 = {"B": 1, "N": 64, "C": 64, "H": 32}, {"B": 2, "N": 64, "C": 64, "H": 32
 
 
 def tune(*args):
+    """tune with args; a report takes the synthetic fixtures here with --allow-synthetic."""
+    if args and args[0] == "report":
+        args = (*args, "--allow-synthetic")
     return subprocess.run([TUNE, *args], capture_output=True, text=True)
 
 
@@ -47,18 +50,30 @@ class Report(unittest.TestCase):
             self.assertAlmostEqual(d["ratio_to_floor"], ratio)
             self.assertAlmostEqual(d["speedup_over_baseline"], speedup)
         self.assertIn("| Synthetic GPU A | `strategy=warp, block=64` | 400.00 | 1.0 % | 380.00 | 360.00 | 200.00 "
-                      "| 300.00 | 1.33x | 800.00 | 2.00x |", self.md)
+                      "| 300.00 | 5.00 | 1.33x (FP32 compute) | 800.00 | 2.00x |", self.md)
         self.assertIn("| Synthetic GPU B | `strategy=warp, block=64` | 500.00 | 1.0 % | 475.00 | 450.00 | 200.00 "
-                      "| 400.00 | 1.25x | 800.00 | 1.60x |", self.md)
+                      "| 400.00 | 5.00 | 1.25x (FP32 compute) | 800.00 | 1.60x |", self.md)
+
+    def test_the_gpus_are_counted_with_their_models(self):
+        self.assertIn("4 files, 2 problem and shape pairs on 2 GPUs (Synthetic GPU A, Synthetic GPU B).", self.md)
+        one = OUT / "one_gpu"
+        shutil.copytree(FIX / "synthetic" / A, one / A)
+        (one / A / "torch_baseline.json").unlink()
+        r = tune("report", str(one), "-o", str(OUT / "one_gpu_out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2 files, 2 problem and shape pairs on 1 GPU (Synthetic GPU A).",
+                      (OUT / "one_gpu_out" / "report.md").read_text())
 
     def test_two_models_have_no_card_to_card_spread(self):
         self.assertTrue(all(g["card_spread"] == [] for g in self.g.values()))
         self.assertNotIn("Card-to-card", self.md)
 
     def test_summary_rows(self):
-        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.33x | 2.00x | 5.00x | 3.00x |", self.md)
-        self.assertIn("| contact B2 N64 C64 H32 | Synthetic GPU B | 500.00 | 1.25x | 1.60x | — | — |", self.md)
-        self.assertIn("<td>contact B1 N64 C64 H32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x</td>", self.html)
+        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.33x (FP32 compute) | 2.00x | 5.00x | 3.00x |",
+                      self.md)
+        self.assertIn("| contact B2 N64 C64 H32 | Synthetic GPU B | 500.00 | 1.25x (FP32 compute) | 1.60x | — | — |", self.md)
+        self.assertIn("<td>contact B1 N64 C64 H32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x (FP32 compute)</td>",
+                      self.html)
 
     def test_torch_speedups_only_where_a_baseline_exists(self):
         t = self.group(S1)["gpus"][A]["torch"]
@@ -106,26 +121,54 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(a["floors"]["bytes_us"], 400.0)  # 2e8 bytes at 500 GB/s
         self.assertIsNone(a["floors"]["flop_us"])
         self.assertAlmostEqual(a["ratio_to_floor"], 1.0)
-        self.assertIsNone(b["floors"])
-        self.assertIsNone(b["ratio_to_floor"])
+        self.assertEqual(a["floors"]["bound"], "memory")
+        # No peaks for GPU B: its only floor is the launch floor, the empty kernel's 5 µs.
+        self.assertIsNone(b["floors"]["bytes_us"])
+        self.assertIsNone(b["floors"]["flop_us"])
+        self.assertEqual(b["floors"]["bound"], "launch")
+        self.assertAlmostEqual(b["ratio_to_floor"], 300 / 5)
 
-    def test_a_null_median_is_never_ranked(self):
-        # A passed variant whose median is null (NaN when measured, or a damaged file): the report
-        # still runs, and that variant is in no ranking (here it was the most portable config).
-        src = OUT / "null_median"
+    def test_the_launch_floor_bounds_a_call_that_does_little_work(self):
+        # Issue 22: scene_graph B4 N24 showed 50.8x against bytes and FLOP floors far below a 2.75 µs
+        # empty kernel. The floor is the largest of the two and the harness floor (here 350 µs, above
+        # A's 300 µs FP32 floor at B1), and the ratio says which bounds it.
+        src = OUT / "launch_floor"
         shutil.copytree(FIX / "synthetic", src)
         f = src / A / "contact" / "B1_N64_C64_H32.json"
         run = json.loads(f.read_text())
-        for v in run["variants"]:
-            if v["name"] == "strategy=thread,block=64":
-                v["timing"]["median_us"] = None
+        run["harness_floor"]["empty_kernel_cold_us"] = 350.0
         f.write_text(json.dumps(run))
-        r = tune("report", str(src), "-o", str(OUT / "null_median_out"))
+        r = tune("report", str(src), "-o", str(OUT / "launch_floor_out"), "--peaks", str(FIX / "synthetic_peaks.json"))
         self.assertEqual(r.returncode, 0, r.stderr)
-        g = {json.dumps(g["shape"]): g for g in json.loads((OUT / "null_median_out" / "report.json").read_text())["groups"]}
-        p = g[json.dumps(S1)]["portability"]
-        self.assertNotEqual(p["most_portable"]["config"], "strategy=thread,block=64")
-        self.assertEqual(p["configs_measured_everywhere"], 3)
+        out = OUT / "launch_floor_out"
+        g = {json.dumps(g["shape"]): g for g in json.loads((out / "report.json").read_text())["groups"]}
+        d = g[json.dumps(S1)]["gpus"][A]
+        self.assertEqual(d["floors"]["bound"], "launch")
+        self.assertAlmostEqual(d["floors"]["larger_us"], 350.0)
+        self.assertAlmostEqual(d["ratio_to_floor"], 400 / 350)
+        md = (out / "report.md").read_text()
+        self.assertIn("| 200.00 | 300.00 | 350.00 | 1.14x (launch) | 800.00 | 2.00x |", md)
+        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.14x (launch) |", md)
+
+    def test_a_null_zero_or_string_median_is_refused_naming_the_file_and_field(self):
+        # A passed variant whose median is null, zero or a string (a damaged or hand-edited file): one
+        # line naming the file and the field, exit 2, never a traceback (issue 22, item 11); report.py
+        # run alone says the same. tests/report/readers_test.py runs many more such edits.
+        for tag, bad in (("null", None), ("zero", 0), ("string", "500")):
+            src = OUT / f"{tag}_median"
+            shutil.copytree(FIX / "synthetic", src)
+            f = src / A / "contact" / "B1_N64_C64_H32.json"
+            run = json.loads(f.read_text())
+            self.assertEqual(run["variants"][0]["name"], "strategy=thread,block=64")
+            run["variants"][0]["timing"]["median_us"] = bad
+            f.write_text(json.dumps(run))
+            for r in (tune("report", str(src), "-o", str(OUT / f"{tag}_median_out")),
+                      subprocess.run([sys.executable, str(SRC / "report" / "report.py"), str(src), "-o",
+                                      str(OUT / f"{tag}_median_py"), "--allow-synthetic"], capture_output=True, text=True)):
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+                self.assertIn(f"tune: {f}: variants[0].timing.median_us: ", r.stderr)
+                self.assertNotIn("Traceback", r.stderr)
 
     def test_a_result_of_another_schema_version_is_refused(self):
         bad = OUT / "bad_results" / "gpu" / "contact"
@@ -133,7 +176,61 @@ class Report(unittest.TestCase):
         (bad / "B1_N8_C8_H8.json").write_text(json.dumps({"kind": "tune.result", "schema_version": 99}))
         r = tune("report", str(OUT / "bad_results"), "-o", str(OUT / "bad_out"))
         self.assertEqual(r.returncode, 2, r.stderr)
-        self.assertIn("schema version 99 is not 1", r.stderr)
+        self.assertIn("B1_N8_C8_H8.json: schema_version: 99 is not supported (this tune reads 1)", r.stderr)
+
+    def expect_refusal(self, folder, needle, *extra):
+        """tune report and report.py run alone both refuse in one line containing needle, exit 2."""
+        for r in (tune("report", str(folder), "-o", str(OUT / "refused"), *extra),
+                  subprocess.run([sys.executable, str(SRC / "report" / "report.py"), str(folder), "-o",
+                                  str(OUT / "refused_py"), "--allow-synthetic", *extra], capture_output=True, text=True)):
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+            self.assertIn(needle, r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+
+    def test_fields_a_result_may_leave_out_are_dashes(self):
+        # wall_seconds and a timing's noise and batch time are optional to every reader: left out, the
+        # report shows a dash (it once stopped with an internal error).
+        src = OUT / "optional_fields"
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        run = json.loads(f.read_text())
+        del run["wall_seconds"]
+        for v in run["variants"]:
+            if v["timing"]:
+                del v["timing"]["noise"], v["timing"]["batch_mean_us"]
+        f.write_text(json.dumps(run))
+        r = tune("report", str(src), "-o", str(OUT / "optional_fields_out"), "--peaks", str(FIX / "synthetic_peaks.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (OUT / "optional_fields_out" / "report.md").read_text()
+        self.assertIn("| Synthetic GPU A | `strategy=warp, block=64` | 400.00 | — % | — | 360.00 |", md)
+
+    def test_two_files_of_one_card_and_shape_are_refused(self):
+        # A copy beside the file would stand in for it in every table: refused, naming both.
+        src = OUT / "two_files"
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        shutil.copy(f, f.with_name("B1_copy.json"))
+        self.expect_refusal(src, f"{f.with_name('B1_copy.json')}: shape: contact B1 N64 C64 H32 on Synthetic GPU A is "
+                                 f"in {f} too; keep one results file per card and shape")
+
+    def test_hand_edited_torch_baselines_and_peaks_are_refused_naming_the_field(self):
+        src = OUT / "bad_torch"
+        shutil.copytree(FIX / "synthetic", src)
+        t = src / A / "torch_baseline.json"
+        doc = json.loads(t.read_text())
+        doc["entries"][0]["eager"]["events"]["median_us"] = "fast"
+        t.write_text(json.dumps(doc))
+        self.expect_refusal(src, f"{t}: entries[0].eager.events.median_us: \"fast\" is not a number")
+        doc["entries"][0]["eager"]["events"]["median_us"] = 2000.0
+        doc["device"] = "Synthetic GPU A"
+        t.write_text(json.dumps(doc))
+        self.expect_refusal(src, f"{t}: device: \"Synthetic GPU A\" is not an object")
+        peaks = OUT / "bad_peaks.json"
+        for bad, needle in (({"h200": {"copy_gb_per_s": True, "fp32_gflop_per_s": 1.0}}, "h200.copy_gb_per_s: true is not a number"),
+                            ({"h200": 5}, "h200: 5 is not an object"), ([1], "(top level): not an object")):
+            peaks.write_text(json.dumps(bad))
+            self.expect_refusal(FIX / "synthetic", f"{peaks}: {needle}", "--peaks", str(peaks))
 
     def test_a_missing_results_folder_is_one_line_and_exit_2(self):
         r = tune("report", "/nonexistent/results", "-o", str(OUT / "x"))
@@ -178,6 +275,48 @@ class CardToCardSpread(unittest.TestCase):
                       "`strategy=warp,block=64` | 640.00 |", self.md)
         self.assertIn("Card-to-card spread: 2 cards of Synthetic GPU C", self.md)
 
+    def test_baselines_within_noise_are_said_to_be(self):
+        (m,) = self.g[json.dumps(S1)]["card_spread"]
+        b = m["baseline"]
+        self.assertEqual(b["on"], {self.C0: 800.0, self.C1: 820.0})
+        self.assertAlmostEqual(b["spread_pct"], 2.5)
+        self.assertAlmostEqual(b["threshold_pct"], 5.0)  # the quartiles are 1 % off the median: 2 % together
+        self.assertFalse(b["beyond_noise"])
+        self.assertIn("Baseline `strategy=thread,block=128` on the cards: 2.5 % apart, within noise", self.md)
+        self.assertNotIn("beyond noise:**", self.md)
+
+    def test_a_baseline_spread_beyond_noise_is_flagged(self):
+        # Issue 22: cards of one model whose baselines differ beyond noise; here card 1's baseline at B1
+        # takes 900 µs against card 0's 800 (12.5 %, above the 5 % threshold).
+        src = self.out.with_name(self.out.name + "_slow_card")
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(FIX / "two_cards", src / "in")
+        f = src / "in" / self.C1 / "contact" / "B1_N64_C64_H32.json"
+        run = json.loads(f.read_text())
+        (base,) = [v for v in run["variants"] if v["baseline"]]
+        for k in ("min_us", "q1_us", "median_us", "mean_us", "q3_us", "max_us", "stddev_us", "batch_mean_us",
+                  "graph_mean_us"):
+            base["timing"][k] *= 900 / 820
+        by = {v["name"]: v for v in run["variants"]}
+        run["summary"]["speedup_over_baseline"] = base["timing"]["median_us"] / by[run["summary"]["winner"]]["timing"]["median_us"]
+        f.write_text(json.dumps(run))
+        r = tune("report", str(src / "in"), "-o", str(src / "out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (src / "out" / "report.md").read_text()
+        g = {json.dumps(g["shape"]): g for g in json.loads((src / "out" / "report.json").read_text())["groups"]}
+        b = g[json.dumps(S1)]["card_spread"][0]["baseline"]
+        self.assertAlmostEqual(b["spread_pct"], 12.5)
+        self.assertTrue(b["beyond_noise"])
+        self.assertIn("**Baseline spread beyond noise:** the baseline `strategy=thread,block=128` took 900.00 µs on "
+                      f"`{self.C1}` and 800.00 µs on `{self.C0}`, 12.5 % apart", md)
+        self.assertIn("**Baseline spread between cards of one model beyond noise:** contact B1 N64 C64 H32 on "
+                      "Synthetic GPU C (12.5 %).", md)
+        self.assertFalse(g[json.dumps(S2)]["card_spread"][0]["baseline"]["beyond_noise"])
+
+    def test_two_cards_of_one_model_count_as_two_gpus(self):
+        # Issue 22: a two-card report said "1 GPU(s)"; cards are told apart by their UUID.
+        self.assertIn("4 files, 2 problem and shape pairs on 2 GPUs (2 × Synthetic GPU C).", self.md)
+
     def test_cards_are_told_apart_in_the_tables(self):
         self.assertIn("Synthetic GPU C [synthetic-gpu-c-aaaa0001]", self.md)
         self.assertIn("Synthetic GPU C [synthetic-gpu-c-bbbb0002]", self.md)
@@ -207,12 +346,28 @@ class TorchBaseline(unittest.TestCase):
         self.assertFalse((OUT / "t.json").exists())
 
 
+class Synthetic(unittest.TestCase):
+    def test_results_not_measured_on_a_gpu_are_refused_unless_allowed_and_then_marked(self):
+        r = subprocess.run([TUNE, "report", str(FIX / "synthetic"), "-o", str(OUT / "refused_synthetic")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn("--allow-synthetic", r.stderr)
+        r = tune("report", str(FIX / "synthetic"), "-o", str(OUT / "allowed_synthetic"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("SYNTHETIC: 4 files of these results were not measured on a GPU",
+                      (OUT / "allowed_synthetic" / "report.md").read_text())
+        data = json.loads((OUT / "allowed_synthetic" / "report.json").read_text())
+        self.assertEqual(len(data["synthetic"]), 4)
+
+
 class TorchBaselineParts(unittest.TestCase):
     """The pieces of torch_baseline.py's ModelNew measurement that need no GPU."""
 
     @classmethod
     def setUpClass(cls):
         import importlib.util
+        sys.path.insert(0, str(SRC / "report"))  # torch_baseline.py imports results.py beside it
         spec = importlib.util.spec_from_file_location("torch_baseline", SRC / "report" / "torch_baseline.py")
         cls.tb = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(cls.tb)

@@ -15,6 +15,7 @@
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
 #include "tune/worker.hpp"
+#include "support/fixture_run.hpp"
 
 namespace tune {
 namespace {
@@ -25,13 +26,17 @@ std::filesystem::path scratch(const std::string& name) {
   return dir / name;
 }
 
-VariantRecord record(const std::string& name, double median) {
+// A passed record of the one parameter v (its name is its parameters', "v=a").
+VariantRecord record(const std::string& v, double median) {
   VariantRecord r;
-  r.name = name;
-  r.params = {{"block", 64}};
+  r.name = "v=" + v;
+  r.params = {{"v", v}};
   r.status = Status::kPassed;
+  r.parity = ParityRecord{};
+  r.parity->elements = 8;
   r.timing = TimingRecord{};
-  r.timing->median_us = median;
+  r.timing->samples = 10;
+  set_median(*r.timing, median);
   return r;
 }
 
@@ -52,7 +57,7 @@ TEST(Journal, RecordsRoundTripAndATornLastLineIsDropped) {
   std::ofstream(path, std::ios::app) << R"({"stage": "search", "record": {"name": "c", "par)";  // killed mid-write
   auto entries = Journal::read(path, kIdentity);
   ASSERT_EQ(entries.size(), 2u);
-  EXPECT_EQ(entries[1].record.name, "b");
+  EXPECT_EQ(entries[1].record.name, "v=b");
   EXPECT_EQ(entries[1].record.timing->median_us, 20);
   {
     Journal j = Journal::append_to(path);  // a resumed run goes on after the torn line

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -40,7 +41,7 @@ TEST(Records, OtherSchemaVersionsAndTruncatedFilesAreRefusedWithAReason) {
       (void)run_from_json(j);
       ADD_FAILURE() << bad.dump();
     } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("schema_version " + bad.dump() + " is not supported"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("schema_version: " + bad.dump() + " is not supported"), std::string::npos)
           << e.what();
     }
   }
@@ -56,6 +57,63 @@ TEST(Records, OtherSchemaVersionsAndTruncatedFilesAreRefusedWithAReason) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos);
   }
+}
+
+// One validation for every reader (issue 22, item 11): what a hand-edit breaks is named by its JSON
+// path, in one line that says what to do; tests/report/readers_test.py runs a table of such edits
+// through every reader.
+TEST(Records, AHandEditedRecordIsRefusedNamingItsJsonPath) {
+  using Json = nlohmann::ordered_json;
+  const Json good = to_json(fixture_run());
+  (void)run_from_json(good);
+  const std::vector<std::pair<std::function<void(Json&)>, std::string>> edits = {
+      {[](Json& j) { j["shape"]["N"] = 0; }, "shape.N: 0 is below 1"},
+      {[](Json& j) { j["shape"].erase("H"); }, "shape: has the dimensions B, N, C, but problem contact has B, N, C, H"},
+      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = -30.0; }, "variants[0].timing.median_us: -30.0 is not a positive number"},
+      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = "30"; }, "variants[0].timing.median_us: \"30\" is not a number"},
+      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = nullptr; }, "variants[0].timing.median_us: null is not a number"},
+      {[](Json& j) { j["variants"][0]["status"] = "crashed"; }, "summary.winner: \"" + fixture_run().variants[0].name + "\" has status crashed"},
+      {[](Json& j) { j["variants"].push_back(j["variants"][0]); j["variants"][2]["timing"]["median_us"] = 29.5; },
+       "variants[2].name: \"" + fixture_run().variants[0].name + "\" is also the name of variants[0], with different contents"},
+      {[](Json& j) { j["summary"]["speedup_over_baseline"] = 3.0; }, "summary.speedup_over_baseline: 3 is not the baseline's median over the winner's (1)"},
+      {[](Json& j) { j["device"]["compute_capability"] = "99999999999.0"; }, "device.compute_capability: \"99999999999.0\" does not look like 9.0"},
+      {[](Json& j) { j["context"]["jobs"] = 4294967297LL; }, "context.jobs: 4294967297 is outside 1 to 2147483647"},
+  };
+  for (const auto& [edit, expected] : edits) {
+    Json j = good;
+    edit(j);
+    try {
+      (void)run_from_json(j);
+      ADD_FAILURE() << expected;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(expected, 0), 0u) << what;
+      EXPECT_NE(what.find("; restore what tune wrote, or re-tune"), std::string::npos) << what;
+    }
+  }
+}
+
+// Nothing measured is refused: every result of record (results/, plain and .json.gz as they are
+// kept) passes the validation.
+TEST(Records, EveryResultOfRecordPassesTheValidation) {
+  int plain = 0, gzipped = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results")) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || name.find(".json") == std::string::npos || name.ends_with(".space.json")) continue;
+    if (name.ends_with(".json.gz")) {
+      const RunRecord run = read_result(e.path());  // every .json.gz there is a result
+      EXPECT_TRUE(run.timed && run.winner) << e.path();
+      ++gzipped;
+      continue;
+    }
+    if (!name.ends_with(".json")) continue;
+    const auto j = nlohmann::ordered_json::parse(std::ifstream(e.path()));
+    if (!j.is_object() || j.value("kind", "") != "tune.result") continue;
+    EXPECT_NO_THROW((void)read_result(e.path())) << e.path();
+    ++plain;
+  }
+  EXPECT_GT(plain, 20);
+  EXPECT_GT(gzipped, 50);
 }
 
 TEST(Records, AtomicWriteReplacesTheFileWhole) {

@@ -11,8 +11,12 @@
 
 namespace tune {
 
-// Throws InputError "<file>: <reason>".
+// Throws InputError "<file>: <reason>" (for a file that is not valid: "<file>: <JSON path>: <what is
+// wrong>; <what to do>", validate_result_json).
 RunRecord read_result(const std::filesystem::path& file);
+// The tune results of a report folder, <root>/<gpu>/<problem>/<shape>.json in path order, each read
+// (so validated) by read_result; other JSON files there are passed over, as report.py passes them.
+std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root);
 
 // A golden case dumped from the PyTorch model (format of shared/golden).
 struct GoldenCase {

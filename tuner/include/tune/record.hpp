@@ -253,7 +253,20 @@ nlohmann::ordered_json to_json(const VariantRecord& variant);
 VariantRecord variant_from_json(const nlohmann::ordered_json& json);
 nlohmann::ordered_json to_json(const HarnessFloor& floor);
 HarnessFloor harness_floor_from_json(const nlohmann::ordered_json& json);
-// Throws InputError naming what is wrong (schema version, missing fields).
+// Validates (validate_result_json), then reads. Throws InputError naming what is wrong.
 RunRecord run_from_json(const nlohmann::ordered_json& json);
+
+// The one validation of a results file, for every reader of one (src/io/validate.cpp; issue 22,
+// item 11): the schema version; every field the readers use typed and in range (shape dims
+// positive integers, the problem's dims where the problem is found); each record's status borne
+// out by its record (passed and unsafe: a passing parity check and a timing with a positive,
+// finite median; a gate's verdict is its status); variant names unique; the summary's baseline the
+// variant marked baseline, its winner a passed variant within the rule's tie band of the fastest,
+// its speedup the baseline's median over the winner's. Throws InputError
+// "<JSON path>: <what is wrong>; <what to do>".
+void validate_result_json(const nlohmann::ordered_json& json);
+// One variant record (a results file's variants[i], a journal line's record), `at` its JSON path;
+// `todo` ends the message.
+void validate_variant_json(const nlohmann::ordered_json& json, const std::string& at, const std::string& todo);
 
 }  // namespace tune

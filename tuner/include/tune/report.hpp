@@ -12,6 +12,7 @@ struct ReportOptions {
   std::filesystem::path out_dir;
   std::string peaks;               // JSON of device peaks keyed by GPU slug (optional)
   std::vector<std::string> torch;  // torch baseline files besides RESULTS/<gpu>/torch_baseline.json
+  bool allow_synthetic = false;    // report results not measured on a GPU, marked synthetic
 };
 
 // Runs the report script and returns its exit status (0 done, 2 bad input).

@@ -276,6 +276,8 @@ int main(int argc, char** argv) {
   report->add_option("-o,--out", ropt.out_dir, "output folder")->required();
   report->add_option("--peaks", ropt.peaks, "device peaks, JSON keyed by GPU slug (copy_gb_per_s, fp32_gflop_per_s)");
   report->add_option("--torch", ropt.torch, "torch baseline files (report/torch_baseline.py) besides RESULTS/<gpu>/");
+  report->add_flag("--allow-synthetic", ropt.allow_synthetic,
+                   "report results not measured on a GPU (fake GPU, compile-only), marked synthetic");
 
   std::vector<std::string> header_inputs;
   std::string header_out, header_config;

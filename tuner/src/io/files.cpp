@@ -1,8 +1,9 @@
 // Readers of result and golden files, validated with one-line errors that name the file.
-#include <fstream>
+#include <algorithm>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -12,11 +13,25 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json read_json(const std::filesystem::path& file) {
-  std::ifstream in(file);
+// The file's bytes; a gzip file (results of record are kept as .json.gz) decompressed.
+std::string slurp(const std::filesystem::path& file) {
+  gzFile in = gzopen(file.c_str(), "rb");  // reads a file that is not gzip as it is
   if (!in) throw InputError(file.string() + ": cannot be read (does it exist?)");
+  std::string text;
+  char buffer[1 << 16];
+  int n = 0;
+  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
+  int code = Z_OK;
+  const std::string error = n < 0 ? gzerror(in, &code) : "";
+  gzclose(in);
+  if (n < 0) throw InputError(fmt::format("{}: cannot be read ({})", file.string(), code == Z_ERRNO ? "a read error" : error));
+  return text;
+}
+
+Json read_json(const std::filesystem::path& file) {
+  const std::string text = slurp(file);
   try {
-    return Json::parse(in);
+    return Json::parse(text);
   } catch (const Json::exception& e) {  // syntax, and numbers out of range
     throw InputError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
   }
@@ -58,6 +73,30 @@ RunRecord read_result(const std::filesystem::path& file) {
     if (what.rfind(file.string(), 0) == 0) throw;
     throw InputError(file.string() + ": " + what);
   }
+}
+
+std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  using It = std::filesystem::recursive_directory_iterator;
+  for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It(); it.increment(ec)) {
+    if (it.depth() < 2) continue;
+    it.disable_recursion_pending();
+    if (it->path().extension() == ".json" && it->is_regular_file(ec)) files.push_back(it->path());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::filesystem::path> out;
+  for (const auto& f : files) {
+    const Json j = read_json(f);
+    if (!j.is_object() || j.value("kind", Json()) != "tune.result") continue;
+    try {
+      (void)run_from_json(j);
+    } catch (const InputError& e) {
+      throw InputError(f.string() + ": " + e.what());
+    }
+    out.push_back(f);
+  }
+  return out;
 }
 
 std::string golden_problem(const std::filesystem::path& golden, const std::string& name) {

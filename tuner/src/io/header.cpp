@@ -40,15 +40,22 @@ std::string provenance(const RunRecord& run, const std::string& prefix) {
   return h;
 }
 
+// A header is made only from a record that passes the one validation of results (its winner passed,
+// with a positive, finite median), in memory as from a file.
+void check_record(const RunRecord& run, const std::string& file) {
+  try {
+    validate_result_json(to_json(run));
+  } catch (const InputError& e) {
+    throw InputError(file.empty() ? std::string(e.what()) : file + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 std::string generate_header(const RunRecord& run, const Space& space) {
   if (!run.timed || !run.winner || !run.device) throw InputError("a header needs a timed result with a winner");
+  check_record(run, "");
   const VariantRecord* w = run.find(*run.winner);
-  // Only what a build can use: a winner that passed, with a finite, positive cold median.
-  if (!w || !has_usable_timing(*w))
-    throw InputError(fmt::format("the winner {} has no usable cold median (status {}); re-tune", *run.winner,
-                                 w ? to_string(w->status) : std::string("missing")));
   const VariantRecord* b = run.baseline ? run.find(*run.baseline) : nullptr;
   const Config config = space.from_json(w->params);
   // The instantiations come from the configuration, never from the file's text.
@@ -240,6 +247,7 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
     const RunRecord& run = r.run;
     if (!run.timed || !run.winner || !run.device)
       throw InputError(fmt::format("{}: no winner (a compile-only or interrupted run); tune it on a GPU first", r.file));
+    check_record(run, r.file);
     std::string why;
     const bool synthetic = !measured_on_gpu(run, &why);
     if (synthetic && !allow_synthetic)
@@ -248,10 +256,6 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
                                    r.file, why));
     const VariantRecord* w = run.find(*run.winner);
     const VariantRecord* b = run.baseline ? run.find(*run.baseline) : nullptr;
-    if (!w || !w->timing) throw InputError(fmt::format("{}: the winner {} has no timing", r.file, *run.winner));
-    if (!has_usable_timing(*w))
-      throw InputError(fmt::format("{}: the winner {} has no usable timing (its median is not a positive number); "
-                                   "re-tune, or re-merge the shards", r.file, *run.winner));
     if (!b || !b->timing) throw InputError(fmt::format("{}: the baseline was not timed; re-tune to compare against it", r.file));
     if (!std::isfinite(b->timing->median_us) || b->timing->median_us <= 0)
       throw InputError(fmt::format("{}: the baseline {} has no usable cold median (not a positive number); re-tune", r.file,

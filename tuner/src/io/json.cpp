@@ -55,8 +55,6 @@ ShardRecord shard_from(const Json& j) {
   r.run_key = j.at("run_key").get<std::string>();
   r.variants = j.value("variants", std::int64_t{0});
   r.baseline_index = j.value("baseline_index", std::int64_t{-1});
-  if (r.count < 1 || r.index < 0 || r.index >= r.count || (r.split != "items" && r.split != "variants"))
-    throw InputError("context.shard must have 0 <= index < count and split 'items' or 'variants'");
   return r;
 }
 
@@ -305,8 +303,7 @@ DeviceInfo device_from(const Json& j) {
   d.name = j.at("name").get<std::string>();
   d.uuid = j.at("uuid").get<std::string>();
   const auto cc = j.at("compute_capability").get<std::string>();
-  const auto dot = cc.find('.');
-  if (dot == std::string::npos) throw InputError("device compute_capability must look like 9.0");
+  const auto dot = cc.find('.');  // "9.0": validate_result_json checked the digits
   d.cc_major = std::stoi(cc.substr(0, dot));
   d.cc_minor = std::stoi(cc.substr(dot + 1));
   d.sm_count = j.at("sm_count").get<int>();
@@ -439,19 +436,10 @@ HarnessFloor harness_floor_from_json(const Json& f) {
 }
 
 RunRecord run_from_json(const Json& j) {
+  validate_result_json(j);  // what follows reads fields of the types and ranges checked there
   try {
-    if (!j.is_object()) throw InputError("a result file must be a JSON object");
-    if (j.value("kind", "") != "tune.result") throw InputError("not a tune result file (its 'kind' is not tune.result)");
-    // Read wide: an int would take 4294967297 for 1.
-    const Json& sv = j.at("schema_version");
-    if (!sv.is_number_integer() || sv.get<std::int64_t>() != kResultSchemaVersion)
-      throw InputError(fmt::format("result schema_version {} is not supported (this tune reads {})", sv.dump(),
-                                   kResultSchemaVersion));
-    const int version = kResultSchemaVersion;
-    if (version != kResultSchemaVersion)
-      throw InputError(fmt::format("result schema_version {} is not supported (this tune reads {})", version, kResultSchemaVersion));
     RunRecord run;
-    run.schema_version = version;
+    run.schema_version = kResultSchemaVersion;
     run.schema_minor_version = j.value("schema_minor_version", 0);
     run.problem = j.at("problem").get<std::string>();
     for (const auto& [k, v] : j.at("shape").items()) run.shape.set(k, v.get<std::int64_t>());
@@ -531,7 +519,6 @@ RunRecord run_from_json(const Json& j) {
     run.baseline = read_optional<std::string>(s, "baseline");
     run.speedup = read_optional<double>(s, "speedup_over_baseline");
     for (const Json& v : j.at("variants")) run.variants.push_back(variant_from(v));
-    if (run.winner && !run.find(*run.winner)) throw InputError("the winner '" + *run.winner + "' is not among the variants");
     return run;
   } catch (const Json::exception& e) {
     throw InputError(std::string("malformed result: ") + e.what());

@@ -66,6 +66,9 @@ bool run_check(const CheckOptions& o) {
     if (o.log) o.log(s);
   };
   RunRecord run = read_result(o.results);
+  if (o.write && o.results.extension() == ".gz")
+    throw InputError(fmt::format("{}: --write would replace a compressed file with text; gunzip it, then check the "
+                                 ".json with --write", o.results.string()));
   if (!run.timed) throw InputError(fmt::format("{}: a compile-only result; tune check gates the variants of a timed run", o.results.string()));
   const std::string problem_spec = problem_spec_of(run);
   // The space the run used: its own file (--config) when that was not the problem's, and it is there.

@@ -29,7 +29,8 @@ std::string brief(const Json& v) {
 }
 
 void check_identity(const std::filesystem::path& path, const Json& first, const Json& identity) {
-  if (first.value("kind", "") != kKind || !first.contains("identity"))
+  if (!first.is_object() || first.value("kind", Json()) != kKind || !first.contains("identity") ||
+      !first.at("identity").is_object())
     throw InputError(fmt::format("{}: not a tune journal; remove it or run without --resume", path.string()));
   const Json& theirs = first.at("identity");
   for (const auto& [key, mine] : identity.items()) {
@@ -81,7 +82,7 @@ std::vector<Journal::Entry> Journal::read(const std::filesystem::path& path, con
   std::string line;
   std::vector<Entry> out;
   bool first = true;
-  while (std::getline(in, line)) {
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     Json j;
     try {
@@ -94,10 +95,15 @@ std::vector<Journal::Entry> Journal::read(const std::filesystem::path& path, con
       first = false;
       continue;
     }
+    // The records a resumed run takes pass the validation of a results file's records.
+    const std::string todo = "remove that line (its variant is measured again), or run without --resume";
     try {
+      if (!j.is_object() || !j.contains("stage") || !j.at("stage").is_string() || !j.contains("record"))
+        throw InputError(fmt::format("not a journal record (stage and record); {}", todo));
+      validate_variant_json(j.at("record"), "record", todo);
       out.push_back({j.at("stage").get<std::string>(), variant_from_json(j.at("record"))});
-    } catch (const Json::exception& e) {
-      throw InputError(fmt::format("{}: malformed journal line ({})", path.string(), e.what()));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: line {}: {}", path.string(), number, e.what()));
     }
   }
   if (first) throw InputError(fmt::format("{}: an empty journal; run without --resume", path.string()));

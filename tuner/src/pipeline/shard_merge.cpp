@@ -26,7 +26,8 @@ std::vector<std::filesystem::path> collect(const std::vector<std::filesystem::pa
     if (std::filesystem::is_directory(p, ec)) {
       std::vector<std::filesystem::path> found;
       for (const auto& e : std::filesystem::recursive_directory_iterator(p, ec))
-        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path());
+        if (e.is_regular_file() && (e.path().extension() == ".json" || e.path().string().ends_with(".json.gz")))
+          found.push_back(e.path());
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (std::filesystem::is_regular_file(p, ec)) {
@@ -35,7 +36,8 @@ std::vector<std::filesystem::path> collect(const std::vector<std::filesystem::pa
       throw InputError(fmt::format("{}: no such file or folder; pass the shards' result files or --out folders", p.string()));
     }
   }
-  if (files.empty()) throw InputError("no result files (*.json) found in the given folders; pass the shards' --out folders");
+  if (files.empty())
+    throw InputError("no result files (*.json, *.json.gz) found in the given folders; pass the shards' --out folders");
   return files;
 }
 

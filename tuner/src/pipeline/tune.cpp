@@ -350,12 +350,13 @@ Space load_space(const std::string& problem_spec, const std::optional<std::files
   return s;
 }
 
-std::string problem_spec_of(const RunRecord& run) {
+std::string problem_spec_of(const RunRecord& run) { return problem_spec_of(run.problem, run.context.config_file); }
+
+std::string problem_spec_of(const std::string& problem, const std::string& f) {
   try {
-    (void)find_problem(run.problem);
-    return run.problem;
+    (void)find_problem(problem);
+    return problem;
   } catch (const InputError&) {
-    const std::string& f = run.context.config_file;
     std::error_code ec;
     const std::string file = f.substr(0, f.size() - std::min(f.size(), kProblemFileMark.size()));
     if (f.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(file, ec)) return file;

@@ -8,6 +8,7 @@
 
 #include "core/layout.hpp"
 #include "tune/errors.hpp"
+#include "tune/io.hpp"
 
 extern char** environ;
 
@@ -27,6 +28,10 @@ std::filesystem::path report_script() {
 }  // namespace
 
 int run_report(const ReportOptions& o) {
+  // The results report.py reads are read by tune's own reader first: a hand-edited file is refused
+  // here as tune header refuses it, in one line (report.py validates them the same way when run alone).
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.results_dir, ec)) (void)report_result_files(o.results_dir);
   const auto script = report_script();
   if (!std::filesystem::is_regular_file(script))
     throw InputError("report: " + script.string() + " not found; set TUNE_REPORT_SCRIPT to report/report.py of a checkout");
@@ -35,6 +40,7 @@ int run_report(const ReportOptions& o) {
   std::vector<std::string> args{python, script.string(), o.results_dir.string(), "-o", o.out_dir.string()};
   if (!o.peaks.empty()) args.insert(args.end(), {"--peaks", o.peaks});
   for (const auto& t : o.torch) args.insert(args.end(), {"--torch", t});
+  if (o.allow_synthetic) args.emplace_back("--allow-synthetic");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
