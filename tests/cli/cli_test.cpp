@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <string>
@@ -541,3 +542,58 @@ TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   EXPECT_NE(text.find("added_later: the baseline's value is assumed"), std::string::npos) << text;
   EXPECT_NE(text.find("  int added_later;"), std::string::npos);
 }
+
+// ---- Issue 22 (reliability, round 2): names ----------------------------------------------------
+
+namespace {
+
+// The small fixture space, changed by `edit`, written to a folder of its own; returns its path.
+std::string edited_space(const std::string& name, const std::function<void(nlohmann::ordered_json&)>& edit) {
+  auto j = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/contact_small_space.json"));
+  edit(j);
+  const auto dir = std::filesystem::path(out_dir(name + ".space"));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "space.json") << j.dump(1);
+  return (dir / "space.json").string();
+}
+
+const char* const kSmallShape = "--problem contact --B 2 --N 8 --C 16 --H 8";
+
+// A string value "true" redefined `true` in every expression of the space; any name that shadows a
+// built-in constant is refused at load in one line (exit 2), before anything runs.
+TEST(Cli, ANameThatShadowsABuiltinOfExpressionsIsRefusedInOneLine) {
+  const std::string out = out_dir("shadowed_name");
+  const std::vector<std::tuple<std::string, std::function<void(nlohmann::ordered_json&)>, std::string>> cases = {
+      {"true_value",
+       [](auto& j) {
+         j["parameters"].push_back({{"name", "flag"}, {"values", {"true", "other"}}});
+         j["baseline"]["flag"] = "true";
+       },
+       "parameter 'flag' value \"true\": 'true' is a built-in constant of expressions"},
+      {"false_value",
+       [](auto& j) {
+         j["parameters"].push_back({{"name", "flag"}, {"values", {"other", "false"}}});
+         j["baseline"]["flag"] = "other";
+       },
+       "'false' is a built-in constant of expressions"},
+      {"parameter_name",
+       [](auto& j) {
+         j["parameters"].push_back({{"name", "true"}, {"values", {1, 2}}});
+         j["baseline"]["true"] = 1;
+       },
+       "parameter 'true': 'true' is a built-in constant of expressions"},
+  };
+  for (const auto& [name, edit, needle] : cases) {
+    for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+      const std::string args = std::string(kSmallShape) + " --config " + edited_space(name, edit) + " --out " + out +
+                               (env.empty() ? " --compile-only" : "");
+      const Result r = run_with(env, args);
+      EXPECT_EQ(r.code, 2) << name << "\n" << r.output;
+      SCOPED_TRACE(name);
+      expect_error_output(r, needle);
+      EXPECT_FALSE(std::filesystem::exists(out)) << "nothing runs: " << r.output;
+    }
+  }
+}
+
+}  // namespace

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "tune/errors.hpp"
@@ -181,6 +183,45 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["launches"][0]["template_args"].push_back("nope");
   expect_config_error(j, "template argument \"nope\"");
+}
+
+// A name a space gives must not shadow a constant expressions already know (issue 22, low): a
+// string value "true" redefined `true` in every expression (and "false" likewise), and a parameter
+// named "true" clashed with it in each. Each is refused at load, naming the thing and the name.
+TEST(Space, NamesThatShadowABuiltinConstantOfExpressionsAreRefused) {
+  Json j = small_space();
+  j["parameters"][2] = Json{{"name", "smem"}, {"values", {"off", "true"}}};
+  j["baseline"]["smem"] = "true";
+  expect_config_error(j, "parameter 'smem' value \"true\": 'true' is a built-in constant of expressions");
+  j["parameters"][2] = Json{{"name", "smem"}, {"values", {"off", "false"}}};
+  j["baseline"]["smem"] = "off";
+  expect_config_error(j, "parameter 'smem' value \"false\": 'false' is a built-in constant of expressions");
+  j["parameters"][2] = Json{{"name", "smem"}, {"values", {"off", "_pi"}}};
+  expect_config_error(j, "value \"_pi\": '_pi' is a built-in constant of expressions");
+  for (const char* name : {"true", "false", "_e"}) {
+    j = small_space();
+    j["parameters"].push_back(Json{{"name", name}, {"values", {1}}});
+    j["baseline"][name] = 1;
+    expect_config_error(j, fmt::format("parameter '{}': '{}' is a built-in constant", name, name));
+    j = small_space();
+    j["derived"].push_back(Json{{"name", name}, {"expr", "1"}});
+    expect_config_error(j, fmt::format("derived value '{}': '{}' is a built-in constant", name, name));
+    j = small_space();
+    j["shape"]["dims"].push_back(name);
+    expect_config_error(j, fmt::format("'shape.dims': '{}' is a built-in constant", name));
+  }
+  // A string value expressions cannot name.
+  j = small_space();
+  j["parameters"][0]["values"] = Json::array({"thread", "warp-2"});
+  expect_config_error(j, "'warp-2' is not a name expressions can use");
+  // `true` still means 1 where the space does not redefine it, and a name of a built-in function
+  // is a variable without parentheses and the function with them (contact's parameter `ln`).
+  j = small_space();
+  j["constraints"].push_back("true");
+  j["parameters"].push_back(Json{{"name", "min"}, {"values", {16, 64}}});
+  j["baseline"]["min"] = 64;
+  j["constraints"].push_back("min(min, 32) == 32");
+  EXPECT_EQ(Space::parse(j, "ok.json").enumerate(shape(2, 8), DeviceLimits::for_arch(90)).configs.size(), 6u);
 }
 
 TEST(Space, TheShippedSpacesParseAndTheirBaselinesAreValid) {
