@@ -543,7 +543,7 @@ TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   EXPECT_NE(text.find("  int added_later;"), std::string::npos);
 }
 
-// ---- Issue 22 (reliability, round 2): names ----------------------------------------------------
+// ---- Issue 22 (reliability, round 2): names, huge spaces ---------------------------------------
 
 namespace {
 
@@ -594,6 +594,98 @@ TEST(Cli, ANameThatShadowsABuiltinOfExpressionsIsRefusedInOneLine) {
       EXPECT_FALSE(std::filesystem::exists(out)) << "nothing runs: " << r.output;
     }
   }
+}
+
+// Five unused parameters of 100 values each over the small space: 1.4e14 configurations.
+std::string huge_space() {
+  return edited_space("huge", [](auto& j) {
+    for (int p = 0; p < 5; ++p) {
+      nlohmann::ordered_json values = nlohmann::ordered_json::array();
+      for (int i = 0; i < 100; ++i) values.push_back(i);
+      const std::string name = fmt::format("x{}", p);
+      j["parameters"].push_back({{"name", name}, {"values", values}});
+      j["baseline"][name] = 0;
+    }
+  });
+}
+
+// A space of 1e14 configurations enumerated for ever with no output (issue 22, item 5): it is
+// counted first and refused in one line that names the count and what to do; `timeout` ends the
+// run that would not end.
+TEST(Cli, AHugeSpaceIsRefusedInOneLineBeforeAnythingRuns) {
+  const std::string out = out_dir("huge_space");
+  const std::string space = huge_space();
+  for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+    const Result r = run_command(env + " timeout -s KILL 60 " + std::string(TUNE_EXE) + " " + kSmallShape + " --config " +
+                                 space + " --out " + out + (env.empty() ? " --compile-only" : ""));
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, "space.json: the space has 138240000000000 (1.4e+14) configurations (the product of its "
+                           "parameters' values), more than --max-space 10000000; pass --budget N");
+    EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
+  }
+  // The limit is an option; a budget larger than it is refused too.
+  expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + std::string(TUNE_FIXTURES) +
+                   "/contact_small_space.json --max-space 100",
+               "the space has 13824 configurations (the product of its parameters' values), more than --max-space 100");
+  expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + space + " --budget 20 --max-space 10",
+               "--budget 20 is more than --max-space 10");
+  expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + space + " --max-space 0",
+               "--max-space 0: expected at least 1");
+}
+
+// With --budget, a space past the limit is sampled: configurations drawn at random (never
+// enumerated) until the budget is met, the draws recorded.
+TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
+  const std::string out = out_dir("huge_space_sampled");
+  const std::string args = std::string(kSmallShape) + " --config " + huge_space() + " --out " + out + " --cache-dir " +
+                           out + "/cache --compile-only --budget 3";
+  const Result r = run_command("timeout -s KILL 120 " + std::string(TUNE_EXE) + " " + args);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("the space has 138240000000000 (1.4e+14) configurations, more than --max-space 10000000: "
+                          "drawing 3 valid ones at random without enumerating it (seed 42"),
+            std::string::npos) << r.output;
+  const auto j = nlohmann::ordered_json::parse(
+      std::ifstream(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N8_C16_H8.json"));
+  const auto& search = j.at("context").at("search");
+  EXPECT_EQ(search.at("strategy"), "random");
+  EXPECT_EQ(search.at("budget"), 3);
+  EXPECT_EQ(search.at("valid_configurations"), -1) << "not counted";
+  EXPECT_EQ(search.at("space_configurations"), 138240000000000ull);
+  EXPECT_GE(search.at("draws").get<std::uint64_t>(), 3u);
+  EXPECT_EQ(j.at("schema_minor_version"), 4);
+  std::size_t baselines = 0;
+  for (const auto& v : j.at("variants")) baselines += v.at("baseline").get<bool>();
+  EXPECT_EQ(baselines, 1u) << "the baseline is always timed";
+  EXPECT_GE(j.at("variants").size(), 3u);
+  EXPECT_LE(j.at("variants").size(), 4u);
+  // The same seed draws the same variants.
+  const Result again = run_command("timeout -s KILL 120 " + std::string(TUNE_EXE) + " " + args);
+  ASSERT_EQ(again.code, 0) << again.output;
+  const auto k = nlohmann::ordered_json::parse(
+      std::ifstream(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N8_C16_H8.json"));
+  ASSERT_EQ(k.at("variants").size(), j.at("variants").size());
+  for (std::size_t i = 0; i < j.at("variants").size(); ++i)
+    EXPECT_EQ(k.at("variants")[i].at("name"), j.at("variants")[i].at("name"));
+}
+
+// A long enumeration says how far it has got on stderr (a line at most every 2 s after the first
+// second), as a long lowering does.
+TEST(Cli, ALongEnumerationShowsItsProgress) {
+  const std::string out = out_dir("long_enumeration");
+  // 13824 x 200 = 2764800 configurations; only x == 0 is valid, so the run compiles little.
+  const std::string space = edited_space("long", [](auto& j) {
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();
+    for (int i = 0; i < 200; ++i) values.push_back(i);
+    j["parameters"].push_back({{"name", "x"}, {"values", values}});
+    j["baseline"]["x"] = 0;
+    j["constraints"].push_back("x == 0");
+  });
+  const Result r = run(std::string(kSmallShape) + " --config " + space + " --out " + out + " --cache-dir " + out +
+                       "/cache --compile-only --time-budget 0.01");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("space: configurations checked against the constraints: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" of 2764800 ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" valid, "), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -222,6 +223,77 @@ TEST(Space, NamesThatShadowABuiltinConstantOfExpressionsAreRefused) {
   j["baseline"]["min"] = 64;
   j["constraints"].push_back("min(min, 32) == 32");
   EXPECT_EQ(Space::parse(j, "ok.json").enumerate(shape(2, 8), DeviceLimits::for_arch(90)).configs.size(), 6u);
+}
+
+// A space is counted before it is enumerated (issue 22, item 5): the product saturates instead of
+// overflowing, one larger than the limit is refused, and a sample draws without enumerating.
+Json wide_space(int extra_parameters, int values) {
+  Json j = small_space();
+  for (int p = 0; p < extra_parameters; ++p) {
+    Json v = Json::array();
+    for (int i = 0; i < values; ++i) v.push_back(i);
+    j["parameters"].push_back(Json{{"name", fmt::format("x{}", p)}, {"values", v}});
+    j["baseline"][fmt::format("x{}", p)] = 0;
+  }
+  return j;
+}
+
+TEST(Space, SizeIsTheProductAndSaturatesInsteadOfOverflowing) {
+  EXPECT_EQ(Space::parse(small_space(), "toy.json").size(), 16u);
+  EXPECT_EQ(Space::parse(wide_space(5, 100), "wide.json").size(), 16u * 10'000'000'000ull);
+  EXPECT_EQ(Space::parse(wide_space(12, 100), "wide.json").size(), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(describe_count(16), "16");
+  EXPECT_EQ(describe_count(160'000'000'000ull), "160000000000 (1.6e+11)");
+  EXPECT_EQ(describe_count(std::numeric_limits<std::uint64_t>::max()), "at least 1.8e+19");
+}
+
+TEST(Space, ASpaceLargerThanTheLimitIsRefusedBeforeEnumerating) {
+  const Space s = Space::parse(wide_space(5, 100), "wide.json");
+  try {
+    (void)s.enumerate(shape(2, 8), DeviceLimits::for_arch(90));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("wide.json: the space has 160000000000 (1.6e+11) configurations"), std::string::npos) << what;
+    EXPECT_NE(what.find("--max-space 10000000"), std::string::npos) << what;
+    EXPECT_NE(what.find("--budget N"), std::string::npos) << what;
+  }
+  EXPECT_THROW((void)Space::parse(small_space(), "toy.json").enumerate(shape(2, 8), DeviceLimits::for_arch(90), 15), InputError);
+  // Progress comes every 65536 configurations checked.
+  std::vector<SpaceProgress> seen;
+  const Enumeration e = Space::parse(wide_space(2, 128), "w.json")
+                            .enumerate(shape(2, 8), DeviceLimits::for_arch(90), kDefaultMaxSpace,
+                                       [&](const SpaceProgress& p) { seen.push_back(p); });
+  EXPECT_EQ(e.total, 16u * 128u * 128u);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[1].checked, 2u * 65536u);
+  EXPECT_EQ(seen[1].of, e.total);
+  EXPECT_LE(seen[1].valid, e.configs.size());
+}
+
+TEST(Space, ASampleDrawsDistinctValidConfigsWithoutEnumerating) {
+  const Space s = Space::parse(wide_space(5, 100), "wide.json");
+  const auto limits = DeviceLimits::for_arch(90);
+  const Enumeration a = s.sample(shape(2, 8), limits, 20, 42, 1'000'000);
+  ASSERT_EQ(a.configs.size(), 20u);
+  EXPECT_EQ(a.total, s.size());
+  EXPECT_GE(a.draws, 20u);
+  EXPECT_LT(a.draws, 1000u) << "6 of the small space's 16 are valid";
+  for (std::size_t i = 0; i < a.configs.size(); ++i) {
+    EXPECT_EQ(s.violated_constraint(a.configs[i], shape(2, 8), limits), "");
+    if (i) {
+      EXPECT_LT(a.configs[i - 1], a.configs[i]) << "enumeration order, no repeats";
+    }
+  }
+  EXPECT_EQ(a.configs, s.sample(shape(2, 8), limits, 20, 42, 1'000'000).configs) << "the same seed, the same sample";
+  EXPECT_NE(a.configs, s.sample(shape(2, 8), limits, 20, 43, 1'000'000).configs);
+  // The draws are bounded: a space with fewer valid configurations than asked stops there.
+  const Enumeration few = Space::parse(small_space(), "toy.json").sample(shape(2, 8), limits, 50, 1, 5000);
+  EXPECT_EQ(few.configs.size(), 6u);
+  EXPECT_EQ(few.draws, 5000u);
+  std::size_t rejected = 0;
+  for (const auto& [c, n] : few.rejected_by) rejected += n;
+  EXPECT_EQ(rejected, 10u) << "each invalid configuration counted once";
 }
 
 TEST(Space, TheShippedSpacesParseAndTheirBaselinesAreValid) {

@@ -34,6 +34,9 @@ struct TuneOptions {
   // 0: every valid configuration. N > 0: a random sample of N of them (drawn from `seed`, the
   // same on every machine), plus the baseline.
   int budget = 0;
+  // A space whose product of parameter values is larger is not enumerated: the run is refused, or
+  // with a budget sampled by drawing configurations (Space::sample).
+  std::uint64_t max_space = kDefaultMaxSpace;
   // "exhaustive": every chosen variant timed with the search profile. "halving": every one screened
   // cheaply (StopRule::screen, 10-launch batch), the best third timed again with the search profile.
   std::string search = "exhaustive";
@@ -119,6 +122,9 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
 // (generate_merged_header) against the given or the embedded space. Throws InputError.
 std::string merge_result_files(const std::vector<std::filesystem::path>& files,
                                const std::optional<std::filesystem::path>& config);
+
+// "12s", "3m05s", "1h02m"; "?" for a negative or non-finite number.
+std::string format_duration(double seconds);
 
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);

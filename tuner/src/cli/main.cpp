@@ -155,6 +155,8 @@ void check_options(const CLI::App& app, tune::TuneOptions& opt, const std::strin
   if (app.count("--jobs") > 0 && (opt.jobs < 1 || opt.jobs > kMaxJobs))
     throw tune::InputError(fmt::format("--jobs {}: expected 1 to {} parallel compiles (leave it out for one per hardware "
                                        "thread)", opt.jobs, kMaxJobs));
+  if (app.count("--max-space") > 0 && opt.max_space < 1)
+    throw tune::InputError("--max-space 0: expected at least 1 configuration to enumerate");
   if (opt.top_k < 0)
     throw tune::InputError(fmt::format("--top {}: expected 0 or more variants to re-measure strictly", opt.top_k));
   if (opt.device < 0)
@@ -228,6 +230,10 @@ int main(int argc, char** argv) {
   app.add_option("--budget", opt.budget,
                  "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
       ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--max-space", opt.max_space,
+                 "the most configurations (the product of the parameters' values) a space is enumerated up to; a "
+                 "larger one is refused, or with --budget sampled without enumerating it")
+      ->capture_default_str();
   app.add_option("--time-budget", opt.time_budget_s,
                  "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named");
   app.add_option("--search", opt.search,

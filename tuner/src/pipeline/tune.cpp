@@ -300,7 +300,120 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"keep_spills", o.keep_spills}};
 }
 
+// Says how far a long step has got: a line at most every 2 s once it has taken 1 s (a short one
+// says nothing).
+class ProgressLog {
+ public:
+  ProgressLog(std::function<void(const std::string&)> log, std::string what) : log_(std::move(log)), what_(std::move(what)) {}
+  void tick(std::uint64_t done, std::uint64_t of, const std::string& more) {
+    const double s = seconds_since(start_);
+    if (s < 1 || s - last_ < 2) return;
+    last_ = s;
+    const double percent = 100.0 * static_cast<double>(done) / static_cast<double>(std::max<std::uint64_t>(of, 1));
+    log_(fmt::format("{}: {} of {} ({:.0f} %){}, {} elapsed", what_, done, of, percent, more, format_duration(s)));
+  }
+
+ private:
+  std::function<void(const std::string&)> log_;
+  std::string what_;
+  Clock::time_point start_ = Clock::now();
+  double last_ = -2;
+};
+
+// Whether the space is enumerated (its product of parameter values is at most --max-space), else
+// sampled; a space too large to enumerate without a --budget is refused in one line, before
+// anything runs.
+bool enumerable(const TuneOptions& o, const Space& space) {
+  const std::uint64_t size = space.size();
+  if (size <= o.max_space) return true;
+  if (o.budget <= 0)
+    throw InputError(fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
+                                 "--max-space {}; pass --budget N to time a random sample of N valid ones (drawn without "
+                                 "enumerating the space), restrict the parameters' values, or raise --max-space",
+                                 space.source_name(), describe_count(size), o.max_space));
+  if (static_cast<std::uint64_t>(o.budget) > o.max_space)
+    throw InputError(fmt::format("--budget {} is more than --max-space {}: a sample that large is no smaller than the "
+                                 "enumeration it replaces; lower --budget or raise --max-space", o.budget, o.max_space));
+  return false;
+}
+
+// The configurations a run times, and how they were found (for the log).
+struct Chosen {
+  std::vector<Config> configs;
+  std::string how;
+};
+
+// Every valid configuration, or with --budget a random sample of them plus the baseline. The space
+// is counted first: one larger than --max-space is never enumerated (it would take hours and hold
+// every configuration in memory); it is refused in one line, or with --budget sampled by drawing
+// configurations (Space::sample) until the budget is met or the draws run out.
+Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& shape, const DeviceLimits& limits,
+                      RunContext& ctx, const std::function<void(const std::string&)>& log) {
+  const std::uint64_t size = space.size();
+  ctx.space_configurations = size;
+  const std::string arch = arch_name(limits.compute_capability);
+  auto rejections = [](const Enumeration& e) {
+    std::string out;
+    for (const auto& [c, n] : e.rejected_by) out += fmt::format("; '{}' rejected {}", c, n);
+    return out;
+  };
+  const bool enumerate = enumerable(o, space);
+  ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
+                                      : "space: configurations drawn and checked");
+  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
+  Chosen out;
+  if (enumerate) {
+    const Enumeration all = space.enumerate(shape, limits, o.max_space, on_progress);
+    if (all.configs.empty())
+      throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
+                                   arch, rejections(all)));
+    ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
+    out.configs = sample_configs(all.configs, space.baseline(), o.budget, o.seed);
+    if (out.configs.size() < all.configs.size()) {
+      ctx.search = "random";
+      ctx.budget = o.budget;
+      log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", out.configs.size(),
+                      all.configs.size(), o.seed));
+    }
+    out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
+    return out;
+  }
+  const auto budget = static_cast<std::size_t>(o.budget);
+  // Enough draws for a space whose constraints pass 1 in 100, never fewer than a million (a few seconds).
+  const std::uint64_t max_draws = std::max<std::uint64_t>(1'000'000, 100 * static_cast<std::uint64_t>(budget));
+  log(fmt::format("the space has {} configurations, more than --max-space {}: drawing {} valid ones at random without "
+                  "enumerating it (seed {}, at most {} draws)", describe_count(size), o.max_space, budget, o.seed, max_draws));
+  const Enumeration drawn = space.sample(shape, limits, budget, o.seed, max_draws, on_progress);
+  if (drawn.configs.empty())
+    throw ShapeError(fmt::format("no configuration of {} drawn at random ({} draws of its {}) accepts shape {} on {}{}; "
+                                 "restrict the parameters' values to those the constraints allow, or raise --max-space "
+                                 "to enumerate the space",
+                                 space.source_name(), drawn.draws, describe_count(size), shape.describe(), arch,
+                                 rejections(drawn)));
+  out.configs = drawn.configs;
+  const Config& base = space.baseline();
+  if (space.violated_constraint(base, shape, limits).empty() && !std::binary_search(out.configs.begin(), out.configs.end(), base))
+    out.configs.insert(std::lower_bound(out.configs.begin(), out.configs.end(), base), base);
+  ctx.search = "random";
+  ctx.budget = o.budget;
+  ctx.valid_configs = -1;  // not counted: the space was sampled, not enumerated
+  ctx.draws = drawn.draws;
+  log(fmt::format("random search: {} valid configurations drawn (seed {}) in {} draws{}, the baseline included",
+                  drawn.configs.size(), o.seed, drawn.draws,
+                  drawn.configs.size() < budget ? fmt::format(" (the draws ran out before --budget {})", budget) : ""));
+  out.how = fmt::format("{} drawn at random of {} configurations", drawn.configs.size(), describe_count(size));
+  return out;
+}
+
 }  // namespace
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
 
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
   if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
@@ -521,20 +634,14 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const std::string gpu_dir = !run.device            ? "compile-only-" + arch_name(cc)
                               : o.device_dir.empty() ? run.device->slug()
                                                      : o.device_dir;
+  (void)enumerable(o, space);  // a space too large to enumerate is refused before anything is written
   const auto json_path = o.out_dir / gpu_dir / run.problem / (result_stem(shape, o.shard) + ".json");
   check_writable(json_path.parent_path());
   if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
   const ResultsLock results_lock(json_path);
 
-  const Enumeration space_enum = space.enumerate(shape, limits);
-  if (space_enum.configs.empty()) {
-    std::string reasons;
-    for (const auto& [c, n] : space_enum.rejected_by) reasons += fmt::format("; '{}' rejected {}", c, n);
-    throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
-                                 arch_name(cc), reasons));
-  }
-
   auto& ctx = run.context;
+  const Chosen chosen_configs = choose_configs(o, space, shape, limits, ctx, log);
   ctx.tool_version = tool_version();
   ctx.git_commit = tool_git_commit();
   ctx.command_line = o.command_line;
@@ -553,14 +660,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.compile_cache = cache ? cache->dir().string() : "off";
   std::atomic<bool> cache_warned{false};
 
-  ctx.valid_configs = static_cast<std::int64_t>(space_enum.configs.size());
-  std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
-  if (chosen.size() < space_enum.configs.size()) {
-    ctx.search = "random";
-    ctx.budget = o.budget;
-    log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", chosen.size(),
-                    space_enum.configs.size(), o.seed));
-  }
+  std::vector<Config> chosen = chosen_configs.configs;
   ctx.shard = o.shard;
   if (o.shard && o.shard->split == "variants") {
     chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
@@ -569,7 +669,9 @@ TuneOutcome run_tune(const TuneOptions& o) {
 
   // Records for every variant up front: an interrupted run shows what was never reached.
   std::vector<Lowered> lowered;
+  ProgressLog lowering(log, "lowering the variants");
   for (const Config& c : chosen) {
+    lowering.tick(lowered.size(), chosen.size(), "");
     VariantRecord r;
     r.name = space.name(c);
     r.params = space.to_json(c);
@@ -591,8 +693,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
                     space.violated_constraint(space.baseline(), shape, limits)));
   }
   const std::size_t n = run.variants.size();
-  log(fmt::format("{} {}: {} variants ({} of {} configurations pass the constraints), {} compile jobs, {}",
-                  o.problem, shape.describe(), n, space_enum.configs.size(), space_enum.total, ctx.jobs,
+  log(fmt::format("{} {}: {} variants ({}), {} compile jobs, {}", o.problem, shape.describe(), n, chosen_configs.how, ctx.jobs,
                   run.device ? run.device->name + " (" + ctx.arch + ")" : ctx.arch + ", compile only"));
 
   // The journal: a fresh one, or with --resume the records of the interrupted run it identifies.
