@@ -695,3 +695,63 @@ TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
 }
 
 }  // namespace
+
+// ---- The progress line: elapsed time, an ETA, names cut to a terminal's width (issue 22) -------
+
+namespace {
+
+std::vector<std::string> progress_lines(const std::string& output) {
+  std::vector<std::string> out;
+  std::istringstream lines(output);
+  const std::regex progress_line(R"(^\[\s*\d+/\d+\] .*)");
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (std::regex_match(line, progress_line)) out.push_back(line);
+  }
+  return out;
+}
+
+TEST(Progress, EachLineSaysTheElapsedTimeAndAnEtaAndAPipeGetsWholeNames) {
+  const std::string out = fresh_dir("progress_pipe");
+  const Result r = run(kFake, small_run_args(out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto lines = progress_lines(r.output);
+  const Json got = read_json(result_path(out));
+  ASSERT_EQ(lines.size(), got.at("variants").size()) << r.output;
+  const std::regex tail(R"(.*\(checked \d+, passed \d+, best [0-9.]+ us\)  \d+s elapsed, eta \d+s$)");
+  for (const auto& l : lines) EXPECT_TRUE(std::regex_match(l, tail)) << l;
+  EXPECT_TRUE(std::regex_match(lines.back(), std::regex(R"(.* elapsed, eta 0s$)"))) << lines.back();
+  for (const auto& v : got.at("variants")) {
+    const std::string name = "  " + v.at("name").get<std::string>() + "   (checked";
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [&](const auto& l) { return l.find(name) != std::string::npos; }), 1)
+        << name << "\n" << r.output;
+  }
+}
+
+TEST(Progress, OnATerminalTheNameIsCutToItsWidth) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1) to give tune a terminal";
+  for (const std::size_t columns : {200u, 100u}) {
+    const std::string out = fresh_dir("progress_tty_" + std::to_string(columns));
+    // script(1) runs tune on a pseudo-terminal of that many columns.
+    const std::string cmd = "script -qec 'stty cols " + std::to_string(columns) + "; " + kFake + " " + TUNE_EXE + " " +
+                            small_run_args(out) + "' /dev/null 2>&1";
+    std::string output;
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::array<char, 4096> buf{};
+    while (fgets(buf.data(), buf.size(), p)) output += buf.data();
+    ASSERT_EQ(pclose(p), 0) << output;
+    const auto lines = progress_lines(output);
+    ASSERT_EQ(lines.size(), read_json(result_path(out)).at("variants").size()) << output;
+    for (const auto& l : lines) {
+      SCOPED_TRACE(l);
+      EXPECT_LE(l.size(), columns);
+      // Wide enough: the name is cut and the counts kept; narrower: the counts go too; the time stays.
+      EXPECT_NE(l.find(columns == 200 ? "...   (checked " : "...  "), std::string::npos);
+      EXPECT_EQ(l.find("(checked ") == std::string::npos, columns == 100);
+      EXPECT_TRUE(std::regex_match(l, std::regex(R"(.*  \d+s elapsed, eta \d+s$)")));
+    }
+  }
+}
+
+}  // namespace

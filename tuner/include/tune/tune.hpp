@@ -62,6 +62,9 @@ struct TuneOptions {
   // split "variants" only this shard's variants are run.
   std::optional<ShardRecord> shard;
   std::function<void(const std::string&)> log;  // progress lines; may be empty
+  // The columns a progress line may take (the terminal's width when the log goes to one): a
+  // variant's name is cut to fit. 0: whole lines, as a file or a pipe wants them.
+  std::size_t line_width = 0;
 };
 
 struct TuneOutcome {
@@ -123,6 +126,11 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
 std::string merge_result_files(const std::vector<std::filesystem::path>& files,
                                const std::optional<std::filesystem::path>& config);
 
+// prefix + name + detail + tail in at most `width` columns (0: no limit), for a terminal: the name
+// is cut first (ending in "...", to no fewer than 20 columns), then the detail is left out and the
+// name cut to what is left; a line whose prefix and tail alone do not fit is cut at the width.
+std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail,
+                     const std::string& tail, std::size_t width);
 // "12s", "3m05s", "1h02m"; "?" for a negative or non-finite number.
 std::string format_duration(double seconds);
 

@@ -1,4 +1,7 @@
 // tune: the command line. It parses arguments and calls the library, nothing more.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -164,6 +167,13 @@ void check_options(const CLI::App& app, tune::TuneOptions& opt, const std::strin
   for (const auto& [name, seconds] : {std::pair{"--time-budget", opt.time_budget_s}, std::pair{"--variant-timeout", opt.variant_timeout_s}})
     if (app.count(name) > 0 && !(std::isfinite(seconds) && seconds > 0))
       throw tune::InputError(fmt::format("{} {}: expected a positive number of seconds", name, seconds));
+}
+
+// The columns of the terminal on fd (the progress lines fit them), 0 when fd is not a terminal.
+std::size_t terminal_width(int fd) {
+  winsize w{};
+  if (!isatty(fd) || ioctl(fd, TIOCGWINSZ, &w) != 0) return 0;
+  return w.ws_col > 0 ? w.ws_col : 80;
 }
 
 void print_problem_list() {
@@ -394,6 +404,7 @@ int main(int argc, char** argv) {
     if (!config.empty()) opt.config = config;
     if (!cache_dir.empty()) opt.cache_dir = cache_dir;
     opt.log = log;
+    opt.line_width = terminal_width(STDERR_FILENO);
     if (replicate && devices_text.empty()) {
       fmt::print(stderr, "tune: --replicate runs each shape on every device of --devices; add --devices all or a list\n");
       return 2;

@@ -407,6 +407,23 @@ Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& sha
 
 }  // namespace
 
+std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail,
+                     const std::string& tail, std::size_t width) {
+  const std::string whole = prefix + name + detail + tail;
+  if (width == 0 || whole.size() <= width) return whole;
+  constexpr std::string_view kCut = "...";
+  constexpr std::size_t kFewestNameColumns = 20;
+  // The name cut to `room` columns, "..." included.
+  auto cut = [&](std::size_t room) { return name.substr(0, room - kCut.size()) + std::string(kCut); };
+  const std::size_t with_detail = prefix.size() + detail.size() + tail.size();
+  if (with_detail + std::min(kFewestNameColumns, name.size()) <= width)
+    return prefix + (name.size() + with_detail <= width ? name : cut(width - with_detail)) + detail + tail;
+  const std::size_t without = prefix.size() + tail.size();
+  if (name.size() + without <= width) return prefix + name + tail;
+  if (without + kCut.size() < width) return prefix + cut(width - without) + tail;
+  return whole.substr(0, width);
+}
+
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = static_cast<long long>(std::llround(seconds));
@@ -925,13 +942,22 @@ TuneOutcome run_tune(const TuneOptions& o) {
       }
     }
     if (rec.spill_bytes() > 0 && rec.reason.empty()) rec.reason = fmt::format("spills {} bytes", rec.spill_bytes());
-    log(fmt::format("[{:>3}/{}] {}  {:<14} {}{}", done + 1, n,
-                    rec.compile_cached ? std::string("from cache    ") : fmt::format("compiled {:5.1f}s", cr.seconds),
-                    to_string(rec.status),
-                    rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' '), rec.name) +
-        (run.timed ? fmt::format("   (checked {}, passed {}, best {})", checked, passed,
-                                 best ? fmt::format("{:.2f} us", *best) : "-")
-                   : ""));
+    // Elapsed time and the search's remaining time at this run's pace so far (resumed records
+    // took none of it); on a terminal the name is cut to fit the line (TuneOptions::line_width).
+    const double elapsed = seconds_since(t_start);
+    const double pace = seconds_since(t_compile) / static_cast<double>(done + 1 - resumed);
+    log(fit_line(fmt::format("[{:>3}/{}] {}  {:<14} {}", done + 1, n,
+                             rec.compile_cached ? std::string("from cache    ") : fmt::format("compiled {:5.1f}s", cr.seconds),
+                             to_string(rec.status),
+                             rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' ')),
+                 rec.name,
+                 run.timed ? fmt::format("   (checked {}, passed {}, best {})", checked, passed,
+                                         best ? fmt::format("{:.2f} us", *best) : "-")
+                           : std::string(),
+                 fmt::format("  {} elapsed{}", format_duration(elapsed),
+                             ctx.stopped_by_time_budget ? std::string()
+                                                        : ", eta " + format_duration(pace * static_cast<double>(n - done - 1))),
+                 o.line_width));
     run.wall.compile_wall_s = compile_wall > 0 ? compile_wall : seconds_since(t_compile);
     journal->append("search", rec);
     save(false);
