@@ -320,11 +320,13 @@ TEST(CliDevices, AFailingDeviceHandsItsWorkToTheOther) {
     ASSERT_TRUE(std::filesystem::exists(file)) << tag << "\n" << r.output;
     EXPECT_EQ(nlohmann::ordered_json::parse(std::ifstream(file)).at("complete"), true) << file;
   }
-  // The failed card keeps no half-run file of the item it dropped.
+  // The failed card keeps no half-run file of the item it dropped (nor the snapshot a run keeps
+  // beside the results while it goes).
   for (const auto& tag : multi::kTags)
-    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "multi" / "fake-gpu-fa4e0001" / "contact" /
-                                         (tag + ".json")))
-        << tag;
+    for (const char* ext : {".json", ".json.partial", ".journal.jsonl"})
+      EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "multi" / "fake-gpu-fa4e0001" / "contact" /
+                                           (tag + ext)))
+          << tag << ext;
 
   // Every device failing: one error line, a non-zero exit.
   const Result all = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=1 TUNE_WORKER_FAKE_FAIL_DEVICE=0",

@@ -696,6 +696,84 @@ TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
 
 }  // namespace
 
+// ---- A re-run keeps the earlier results until it has something better (issue 22, item 7) -------
+
+namespace {
+
+std::filesystem::path partial_path(const std::string& out) {
+  return std::filesystem::path(result_path(out).string() + ".partial");
+}
+std::filesystem::path header_path(const std::string& out) {
+  return std::filesystem::path(result_path(out)).replace_extension(".hpp");
+}
+
+// A finished run's results and header in `out`, and their bytes.
+struct Earlier {
+  std::string json, header;
+};
+Earlier finished_run(const std::string& out) {
+  const Result r = run(kFake, small_run_args(out));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(partial_path(out))) << "a finished run leaves no partial file";
+  return {read_text(result_path(out)), read_text(header_path(out))};
+}
+
+TEST(Isolation, AReRunKilledMidwayLeavesTheEarlierResultsAndHeaderAsTheyWereAndResumes) {
+  const std::string out = fresh_dir("rerun_killed");
+  const Earlier earlier = finished_run(out);
+  run_and_kill(out, {}, 2);
+  EXPECT_EQ(read_text(result_path(out)), earlier.json) << "the earlier results, byte for byte";
+  EXPECT_EQ(read_text(header_path(out)), earlier.header) << "and their header";
+  ASSERT_TRUE(std::filesystem::exists(partial_path(out))) << "the killed run's snapshot is beside them";
+  EXPECT_EQ(read_json(partial_path(out)).at("complete"), false);
+  // --resume finishes the killed run from its journal; then it replaces the pair.
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("--resume: 2 of"), std::string::npos) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("complete"), true);
+  EXPECT_GE(got.at("context").at("journal").at("resumed_variants").get<int>(), 2);
+  EXPECT_NE(read_text(result_path(out)), earlier.json);
+  EXPECT_NE(read_text(header_path(out)).find(got.at("summary").at("winner").get<std::string>()), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(partial_path(out)));
+  EXPECT_FALSE(std::filesystem::exists(journal_path(out)));
+}
+
+TEST(Isolation, AReRunInterruptedOrInWhichNothingPassedKeepsTheEarlierResults) {
+  const std::string out = fresh_dir("rerun_worse");
+  const Earlier earlier = finished_run(out);
+  // Every variant faults its worker: a finished run, but no winner.
+  const Result crashed = run(std::string(kFake) + " TUNE_WORKER_FAULT='" + kEveryVariant + "=cuda'", small_run_args(out));
+  EXPECT_EQ(crashed.code, 5) << crashed.output;
+  EXPECT_NE(crashed.output.find("kept the earlier results " + result_path(out).string() +
+                                " and its header: no variant of this run passed, and they name a winner ("),
+            std::string::npos) << crashed.output;
+  EXPECT_NE(crashed.output.find("the results are in " + partial_path(out).string()), std::string::npos) << crashed.output;
+  EXPECT_EQ(read_text(result_path(out)), earlier.json);
+  EXPECT_EQ(read_text(header_path(out)), earlier.header);
+  for (const auto& v : read_json(partial_path(out)).at("variants")) EXPECT_EQ(v.at("status"), "crashed") << v.dump();
+  // Ctrl-C: the variant in hand finishes, the run is recorded beside the earlier results.
+  const pid_t pid = start_slow_run(out, {}, 2);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << read_text(out + ".log");
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(out + ".log");
+  EXPECT_NE(read_text(out + ".log").find("and its header: this run was interrupted, and they name a winner"),
+            std::string::npos) << read_text(out + ".log");
+  EXPECT_EQ(read_text(result_path(out)), earlier.json);
+  EXPECT_EQ(read_text(header_path(out)), earlier.header);
+  EXPECT_EQ(read_json(partial_path(out)).at("context").at("search").at("interrupted"), true);
+  // A run that finishes with a winner replaces them, and its partial file goes.
+  const Result again = run(kFake, small_run_args(out));
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(read_json(result_path(out)).at("context").at("search").at("interrupted"), false);
+  EXPECT_FALSE(std::filesystem::exists(partial_path(out)));
+}
+
+}  // namespace
+
 // ---- The progress line: elapsed time, an ETA, names cut to a terminal's width (issue 22) -------
 
 namespace {

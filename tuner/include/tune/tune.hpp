@@ -134,6 +134,12 @@ std::string fit_line(const std::string& prefix, const std::string& name, const s
 // "12s", "3m05s", "1h02m"; "?" for a negative or non-finite number.
 std::string format_duration(double seconds);
 
+// Where a run keeps its snapshot while it goes (<shape>.json.partial beside <shape>.json): the
+// results file and its header are replaced only when the run ends with a record at least as good
+// as theirs (a winner beats no variant passed, which beats an interrupted run), so a re-run that
+// dies or is cut short leaves the earlier pair as it was, and its own record here.
+std::filesystem::path partial_results_path(const std::filesystem::path& json_path);
+
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 

@@ -405,7 +405,37 @@ Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& sha
   return out;
 }
 
+// How much a finished record is worth keeping: 2 a run that ended with a ranking (a winner, or a
+// compile-only run), 1 a timed run that ended with no variant passed, 0 an interrupted one.
+int results_rank(const RunRecord& r) {
+  if (!r.complete || r.context.interrupted) return 0;
+  return r.timed && !r.winner ? 1 : 2;
+}
+
+// Why the results file at `path` stays as it is rather than being replaced by `run`'s record
+// (empty: replace it). An earlier record is replaced by one at least as good (results_rank); one
+// that cannot be read is kept, as it may hold what no tool here can read (a newer schema).
+std::string reason_to_keep(const std::filesystem::path& path, const RunRecord& run) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return "";
+  RunRecord earlier;
+  try {
+    earlier = read_result(path);
+  } catch (const InputError& e) {
+    return fmt::format("it cannot be read ({}); move it away for a run to replace it", e.what());
+  }
+  const int mine = results_rank(run), theirs = results_rank(earlier);
+  if (mine >= theirs) return "";
+  const std::string what = mine == 0 ? "this run was interrupted" : "no variant of this run passed";
+  return earlier.winner ? fmt::format("{}, and they name a winner ({})", what, *earlier.winner)
+                        : fmt::format("{}, and they are of a run that finished", what);
+}
+
 }  // namespace
+
+std::filesystem::path partial_results_path(const std::filesystem::path& json_path) {
+  return std::filesystem::path(json_path.string() + ".partial");
+}
 
 std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail,
                      const std::string& tail, std::size_t width) {
@@ -756,14 +786,17 @@ TuneOutcome run_tune(const TuneOptions& o) {
     journal.emplace(Journal::create(journal_path, identity));
   }
 
-  // The results file is a complete snapshot, rewritten at most every 2 s while variants finish
-  // (the journal holds each record the moment it exists; rewriting the whole file per variant
-  // made a 500-variant run spend seconds serializing), and at every stage boundary.
+  // The run's snapshot, complete as far as it goes, rewritten at most every 2 s while variants
+  // finish (the journal holds each record the moment it exists; rewriting the whole file per
+  // variant made a 500-variant run spend seconds serializing) and at every stage boundary. It goes
+  // to <shape>.json.partial: the results file and its header are replaced only when the run ends
+  // with something at least as good (issue 22, item 7), so a re-run that dies keeps them as they were.
+  const auto partial_path = partial_results_path(json_path);
   auto last_save = Clock::now();
   auto save = [&](bool force = true) {
     if (!force && seconds_since(last_save) < 2.0) return;
     run.wall.total_wall_s = seconds_since(t_start);
-    write_file_atomic(json_path, to_json(run).dump(2) + "\n");
+    write_file_atomic(partial_path, to_json(run).dump(2) + "\n");
     last_save = Clock::now();
   };
   save();
@@ -1130,17 +1163,30 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;
   run.context.finished_at = now_iso8601();
   save();
-  // A finished run needs no journal (the results hold every record); an interrupted one keeps it.
-  journal.reset();
-  if (!ctx.interrupted) std::filesystem::remove(journal_path);
 
   TuneOutcome out{run, json_path, std::nullopt};
-  // No header from a search cut short by hand, nor from a part of one (tune merge writes it).
-  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants")) {
-    const auto header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
-    write_file_atomic(header_path, generate_header(run, space));
-    out.header_path = header_path;
+  // No header from a search cut short by hand, nor from a part of one (tune merge writes it). It is
+  // made before anything is replaced: a header that cannot be made leaves the earlier pair alone.
+  std::optional<std::string> header;
+  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants"))
+    header = generate_header(run, space);
+  if (const std::string kept = reason_to_keep(json_path, run); !kept.empty()) {
+    out.json_path = partial_path;
+    log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}", json_path.string(),
+                    kept, partial_path.string()));
+  } else {
+    // The results first, then their header: the two renames are each atomic.
+    write_file_atomic(json_path, to_json(run).dump(2) + "\n");
+    if (header) {
+      out.header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
+      write_file_atomic(*out.header_path, *header);
+    }
+    std::error_code ec;
+    std::filesystem::remove(partial_path, ec);
   }
+  // A finished run needs no journal (its results hold every record); an interrupted one keeps it.
+  journal.reset();
+  if (!ctx.interrupted) std::filesystem::remove(journal_path);
   out.run = run;
   return out;
 }
