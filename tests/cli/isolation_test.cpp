@@ -774,6 +774,45 @@ TEST(Isolation, AReRunInterruptedOrInWhichNothingPassedKeepsTheEarlierResults) {
 
 }  // namespace
 
+// ---- tune verify compiles on the pool, through the compile cache (issue 22) -------------------
+
+namespace {
+
+// The number in "compiled N variant(s) in ... , K from the compile cache" of each golden file.
+std::vector<std::pair<int, int>> verify_compiles(const std::string& output) {
+  std::vector<std::pair<int, int>> out;
+  const std::regex line(R"(: compiled (\d+) variant\(s\) in [0-9.]+ s on \d+ thread\(s\), (\d+) from the compile cache)");
+  for (std::sregex_iterator it(output.begin(), output.end(), line), end; it != end; ++it)
+    out.emplace_back(std::stoi((*it)[1]), std::stoi((*it)[2]));
+  return out;
+}
+
+TEST(Verify, ASecondVerifyAllTakesEveryVariantFromTheCompileCache) {
+  const std::string out = fresh_dir("verify_cache");
+  ASSERT_EQ(run(kFake, small_run_args(out)).code, 0);
+  const std::size_t variants = read_json(result_path(out)).at("variants").size();
+  const std::string golden = std::string(TUNE_REPO_DIR) + "/configs/contact/golden/contact_B2_N8_C16_H8.json";
+  const std::string args = "verify " + golden + " --results " + out + " --all --sanitize off --jobs 2 --cache-dir " + out +
+                           "/verify_cache";
+  const Result first = run(kFake, args);
+  ASSERT_EQ(first.code, 0) << first.output;
+  ASSERT_EQ(verify_compiles(first.output), (std::vector<std::pair<int, int>>{{static_cast<int>(variants), 0}}))
+      << first.output;
+  EXPECT_NE(first.output.find("on 2 thread(s)"), std::string::npos) << first.output;
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(out + "/verify_cache"))
+    entries += e.path().extension() == ".cubin";
+  EXPECT_EQ(entries, variants) << "one cache entry per variant";
+  const Result second = run(kFake, args);
+  ASSERT_EQ(second.code, 0) << second.output;
+  EXPECT_EQ(verify_compiles(second.output),
+            (std::vector<std::pair<int, int>>{{static_cast<int>(variants), static_cast<int>(variants)}}))
+      << second.output;
+  EXPECT_NE(second.output.find("verify: all checks passed"), std::string::npos) << second.output;
+}
+
+}  // namespace
+
 // ---- The progress line: elapsed time, an ETA, names cut to a terminal's width (issue 22) -------
 
 namespace {

@@ -91,6 +91,9 @@ inline constexpr std::string_view kProblemFileMark = " (problem)";
 // How to find the problem of a recorded run: its name on the problem path, else the problem file
 // the run recorded (context.config_file "<file> (problem)"), so a user's folder off the path works.
 std::string problem_spec_of(const struct RunRecord& run);
+// The space a recorded run used: its own file (--config) when that was not the problem's and it is
+// still there, else the problem's.
+class Space load_run_space(const struct RunRecord& run);
 // The shape of a run: the user's dimensions over the space's defaults, validated.
 Shape resolve_shape(const class Problem& problem, const class Space& space,
                     const std::vector<std::pair<std::string, std::int64_t>>& dims);

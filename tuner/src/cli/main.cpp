@@ -278,6 +278,16 @@ int main(int argc, char** argv) {
   verify->add_option("--results", vopt.results_dir, "results folder to find the matching tune results in")->capture_default_str();
   verify->add_flag("--all", vopt.all, "check every variant of the matching results file, not just baseline and winner");
   verify->add_option("--device", vopt.device, "CUDA device ordinal")->capture_default_str();
+  std::string verify_cache_dir;
+  verify->add_option("--jobs,-j", vopt.jobs, "parallel NVRTC compiles, 1 to 1024 (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  verify->add_option("--cache-dir", verify_cache_dir,
+                     "compile cache directory, shared with tune (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
+  verify->add_flag("--no-cache", vopt.no_cache, "compile everything, neither reading nor writing the compile cache");
+  verify->add_option("--max-space", vopt.max_space,
+                     "--all without a results file: the most configurations the problem's space is enumerated up to")
+      ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
+      ->capture_default_str();
   verify->add_option("--sanitize", vopt.sanitize,
                      "the correctness gate's compute-sanitizer runs on the variants checked: finalists (all), winner, off")
       ->check(CLI::IsMember({"off", "winner", "finalists"}))
@@ -349,6 +359,8 @@ int main(int argc, char** argv) {
     if (verify->parsed()) {
       if (vopt.device < 0)
         throw tune::InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", vopt.device));
+      if (!verify_cache_dir.empty()) vopt.cache_dir = verify_cache_dir;
+      vopt.arch = opt.arch;
       vopt.log = log;
       return tune::run_verify(vopt) ? 0 : 1;
     }

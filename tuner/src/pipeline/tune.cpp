@@ -28,6 +28,7 @@
 
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
+#include "tune/compile_pool.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
@@ -523,6 +524,13 @@ std::string problem_spec_of(const RunRecord& run) {
   }
 }
 
+Space load_run_space(const RunRecord& run) {
+  std::optional<std::filesystem::path> space_file;
+  const std::string& cf = run.context.config_file;
+  if (!cf.empty() && !cf.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(cf)) space_file = cf;
+  return load_space(problem_spec_of(run), space_file);
+}
+
 void check_launch_args(const Problem& problem, const Space& space) {
   std::vector<std::string> known{"out"};
   for (const auto& t : problem.json().at("tensors")) known.push_back(t.at("name").get<std::string>());
@@ -699,13 +707,9 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.arch = arch_name(cc);
   ctx.compile_options = default_options(cc);
   ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
-  ctx.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  CompileSlots::shared().ensure(ctx.jobs);
-
-  std::optional<CompileCache> cache;
-  if (!o.no_cache) cache.emplace(o.cache_dir ? *o.cache_dir : CompileCache::default_dir());
-  ctx.compile_cache = cache ? cache->dir().string() : "off";
-  std::atomic<bool> cache_warned{false};
+  const CompilePool compiler(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
+  ctx.jobs = compiler.jobs();
+  ctx.compile_cache = compiler.cache_description();
 
   std::vector<Config> chosen = chosen_configs.configs;
   ctx.shard = o.shard;
@@ -831,25 +835,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const auto t_compile = Clock::now();
   double compile_wall = 0;
   auto compile_one = [&](std::size_t i, bool* cached) {
-    const CompileRequest req = compile_request(lowered[i], ctx.compile_options);
-    CompileResult r;
-    *cached = false;
-    try {
-      const auto in_a_slot = [](const CompileRequest& q) {
-        const CompileSlots::Slot slot(CompileSlots::shared());
-        return compile(q);
-      };
-      std::string failed;
-      r = cache ? cache->get_or_compile(req, ctx.nvrtc_version, cached, &failed, in_a_slot) : in_a_slot(req);
-      // A cache that cannot be written (read-only, full) is one warning; the compile stands.
-      if (!failed.empty() && !cache_warned.exchange(true))
-        log(fmt::format("warning: the compile cache {} cannot be written ({}); the run goes on without storing "
-                        "(--cache-dir chooses another)", cache->dir().string(), failed));
-    } catch (const std::exception& e) {
-      r.ok = false;
-      r.log = std::string("compile raised: ") + e.what();
-    }
-    return r;
+    return compiler.compile(compile_request(lowered[i], ctx.compile_options), cached);
   };
   auto compile_and_queue = [&](std::size_t i) {
     bool cached = false;
