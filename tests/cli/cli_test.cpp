@@ -584,6 +584,12 @@ TEST(Cli, ANameThatShadowsABuiltinOfExpressionsIsRefusedInOneLine) {
          j["baseline"]["true"] = 1;
        },
        "parameter 'true': 'true' is a built-in constant of expressions"},
+      {"device_limit_value",  // was an internal error, exit 4
+       [](auto& j) {
+         j["parameters"].push_back({{"name", "flag"}, {"values", {"dev_cc", "other"}}});
+         j["baseline"]["flag"] = "other";
+       },
+       "parameter 'flag' value \"dev_cc\": names starting with dev_ are the device's limits"},
   };
   for (const auto& [name, edit, needle] : cases) {
     for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {

@@ -157,6 +157,11 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["derived"] = Json::array({Json{{"name", "dev_sm_count"}, {"expr", "1"}}});
   expect_config_error(j, "derived value 'dev_sm_count': names starting with dev_ are the device's limits");
+  // A string value is a constant of every expression: one named like a device limit escaped as an
+  // internal error ("'dev_cc' is defined twice").
+  j = small_space();
+  j["parameters"][0]["values"] = Json::array({"thread", "dev_cc"});
+  expect_config_error(j, "parameter 'strategy' value \"dev_cc\": names starting with dev_ are the device's limits");
   j = small_space();
   for (int i = 0; i < 300; ++i) {
     char name[16];

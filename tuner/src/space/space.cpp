@@ -298,6 +298,10 @@ Space Space::parse(const Json& json, const std::string& source_name, const std::
         s.numeric.push_back(v.get<bool>() ? 1.0 : 0.0);
       } else if (v.is_string()) {
         s.numeric.push_back(static_cast<double>(i));
+        // A string value is a constant of every expression: it may not take a device limit's name.
+        if (v.get<std::string>().starts_with("dev_"))
+          s.fail(fmt::format("{} value {}: names starting with dev_ are the device's limits (dev_max_threads, "
+                             "dev_max_smem, dev_sm_count, dev_cc); rename it", where, v.dump()));
         try {
           s.table.define_constant(v.get<std::string>(), static_cast<double>(i));
         } catch (const std::invalid_argument& e) {
