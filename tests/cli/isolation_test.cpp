@@ -707,6 +707,11 @@ std::filesystem::path header_path(const std::string& out) {
   return std::filesystem::path(result_path(out)).replace_extension(".hpp");
 }
 
+std::string fmt_recorded(std::ptrdiff_t theirs, std::ptrdiff_t mine) {
+  return "this run was interrupted, and they record more variants of an interrupted run (" + std::to_string(theirs) +
+         ", this run " + std::to_string(mine) + ")";
+}
+
 // A finished run's results and header in `out`, and their bytes.
 struct Earlier {
   std::string json, header;
@@ -770,6 +775,35 @@ TEST(Isolation, AReRunInterruptedOrInWhichNothingPassedKeepsTheEarlierResults) {
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_EQ(read_json(result_path(out)).at("context").at("search").at("interrupted"), false);
   EXPECT_FALSE(std::filesystem::exists(partial_path(out)));
+}
+
+// Between two interrupted runs, the one that recorded more variants stays.
+TEST(Isolation, AnInterruptedReRunReplacesAnInterruptedRunOnlyWhenItRecordedMore) {
+  const std::string out = fresh_dir("rerun_interrupted_twice");
+  auto interrupt_after = [&](std::size_t records) {
+    const pid_t pid = start_slow_run(out, {}, records);
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(kill(-pid, SIGINT), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << read_text(out + ".log");
+  };
+  auto recorded = [](const Json& result) {
+    return std::count_if(result.at("variants").begin(), result.at("variants").end(),
+                         [](const Json& v) { return v.at("status") != "skipped" && v.at("status") != "pending"; });
+  };
+  interrupt_after(3);
+  const std::string first = read_text(result_path(out));
+  const auto first_recorded = recorded(Json::parse(first));
+  ASSERT_GE(first_recorded, 3) << first;
+  // The second run replaces the first's journal; gone now, the wait below counts the second's records.
+  std::filesystem::remove(journal_path(out));
+  interrupt_after(1);
+  const auto second_recorded = recorded(read_json(partial_path(out)));
+  ASSERT_LT(second_recorded, first_recorded);
+  EXPECT_EQ(read_text(result_path(out)), first) << "the run that recorded more stays";
+  EXPECT_NE(read_text(out + ".log").find(fmt_recorded(first_recorded, second_recorded)), std::string::npos)
+      << read_text(out + ".log");
 }
 
 }  // namespace

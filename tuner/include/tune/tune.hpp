@@ -139,8 +139,9 @@ std::string format_duration(double seconds);
 
 // Where a run keeps its snapshot while it goes (<shape>.json.partial beside <shape>.json): the
 // results file and its header are replaced only when the run ends with a record at least as good
-// as theirs (a winner beats no variant passed, which beats an interrupted run), so a re-run that
-// dies or is cut short leaves the earlier pair as it was, and its own record here.
+// as theirs (a winner beats no variant passed, which beats an interrupted run; of two interrupted
+// runs, the one that recorded more variants), so a re-run that dies or is cut short leaves the
+// earlier pair as it was, and its own record here.
 std::filesystem::path partial_results_path(const std::filesystem::path& json_path);
 
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.

@@ -406,15 +406,18 @@ Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& sha
   return out;
 }
 
-// How much a finished record is worth keeping: 2 a run that ended with a ranking (a winner, or a
-// compile-only run), 1 a timed run that ended with no variant passed, 0 an interrupted one.
-int results_rank(const RunRecord& r) {
-  if (!r.complete || r.context.interrupted) return 0;
-  return r.timed && !r.winner ? 1 : 2;
+// How much a record is worth keeping, compared in order: 2 a run that ended with a ranking (a
+// winner, or a compile-only run), 1 a timed run that ended with no variant passed, 0 an interrupted
+// one; between two interrupted runs, the one that recorded more variants (not pending or skipped).
+std::pair<int, std::size_t> results_worth(const RunRecord& r) {
+  if (r.complete && !r.context.interrupted) return {r.timed && !r.winner ? 1 : 2, 0};
+  return {0, static_cast<std::size_t>(std::count_if(r.variants.begin(), r.variants.end(), [](const VariantRecord& v) {
+            return v.status != Status::kPending && v.status != Status::kSkipped;
+          }))};
 }
 
 // Why the results file at `path` stays as it is rather than being replaced by `run`'s record
-// (empty: replace it). An earlier record is replaced by one at least as good (results_rank); one
+// (empty: replace it). An earlier record is replaced by one at least as good (results_worth); one
 // that cannot be read is kept, as it may hold what no tool here can read (a newer schema).
 std::string reason_to_keep(const std::filesystem::path& path, const RunRecord& run) {
   std::error_code ec;
@@ -425,9 +428,12 @@ std::string reason_to_keep(const std::filesystem::path& path, const RunRecord& r
   } catch (const InputError& e) {
     return fmt::format("it cannot be read ({}); move it away for a run to replace it", e.what());
   }
-  const int mine = results_rank(run), theirs = results_rank(earlier);
+  const auto mine = results_worth(run), theirs = results_worth(earlier);
   if (mine >= theirs) return "";
-  const std::string what = mine == 0 ? "this run was interrupted" : "no variant of this run passed";
+  const std::string what = mine.first == 0 ? "this run was interrupted" : "no variant of this run passed";
+  if (theirs.first == 0)
+    return fmt::format("{}, and they record more variants of an interrupted run ({}, this run {})", what, theirs.second,
+                       mine.second);
   return earlier.winner ? fmt::format("{}, and they name a winner ({})", what, *earlier.winner)
                         : fmt::format("{}, and they are of a run that finished", what);
 }
