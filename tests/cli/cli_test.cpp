@@ -628,7 +628,7 @@ TEST(Cli, AHugeSpaceIsRefusedInOneLineBeforeAnythingRuns) {
                                  space + " --out " + out + (env.empty() ? " --compile-only" : ""));
     EXPECT_EQ(r.code, 2) << r.output;
     expect_error_output(r, "space.json: the space has 138240000000000 (1.4e+14) configurations (the product of its "
-                           "parameters' values), more than --max-space 10000000; pass --budget N");
+                           "parameters' values), more than --max-space 4000000; pass --budget N");
     EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
   }
   // The limit is an option; a budget larger than it is refused too.
@@ -649,7 +649,7 @@ TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
                            out + "/cache --compile-only --budget 3";
   const Result r = run_command("timeout -s KILL 120 " + std::string(TUNE_EXE) + " " + args);
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("the space has 138240000000000 (1.4e+14) configurations, more than --max-space 10000000: "
+  EXPECT_NE(r.output.find("the space has 138240000000000 (1.4e+14) configurations, more than --max-space 4000000: "
                           "drawing 3 valid ones at random without enumerating it (seed 42"),
             std::string::npos) << r.output;
   const auto j = nlohmann::ordered_json::parse(
@@ -674,6 +674,25 @@ TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
   ASSERT_EQ(k.at("variants").size(), j.at("variants").size());
   for (std::size_t i = 0; i < j.at("variants").size(); ++i)
     EXPECT_EQ(k.at("variants")[i].at("name"), j.at("variants")[i].at("name"));
+}
+
+// A space within --max-space may still hold more valid configurations than a run can hold and
+// compile (each variant's record is about 16 KB in memory): past --max-variants the run is refused
+// in one line before anything is written, and --budget or --shard bring it within.
+TEST(Cli, ARunOfMoreVariantsThanTheLimitIsRefusedInOneLine) {
+  const std::string out = out_dir("max_variants");
+  const std::string base = std::string(kSmallShape) + " --compile-only --out " + out + " --cache-dir " + out +
+                           "_cache --config " + std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+    const Result r = run_with(env, base + " --max-variants 5");
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, "tune: contact B=2 N=8 C=16 H=8: 6 variants (6 of 13824 configurations pass the constraints) "
+                           "are more than --max-variants 5 a run compiles and times");
+    EXPECT_NE(r.output.find("pass --budget N"), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << "nothing written: " << r.output;
+  }
+  EXPECT_EQ(run(base + " --max-variants 5 --budget 3").code, 0);
+  EXPECT_EQ(run(base + " --max-variants 5 --shard 0/2").code, 0);
 }
 
 // A long enumeration says how far it has got on stderr (a line at most every 2 s after the first

@@ -85,9 +85,10 @@ struct SpaceProgress {
 using SpaceProgressFn = std::function<void(const SpaceProgress&)>;
 
 // The most configurations (the product of the parameters' values) a space is enumerated up to by
-// default (--max-space): about 20 s of constraint checks on one core (the built-in spaces hold
-// about 2 million); past it a run refuses in one line, or with --budget samples the space.
-inline constexpr std::uint64_t kDefaultMaxSpace = 10'000'000;
+// default (--max-space): under 10 s of constraint checks on one core and under 500 MB of valid
+// configurations however many pass (the built-in spaces hold about 2 million); past it a run
+// refuses in one line, or with --budget samples the space.
+inline constexpr std::uint64_t kDefaultMaxSpace = 4'000'000;
 // A count of configurations for a message: "1244160", "100000000000 (1e+11)", "at least 1.8e+19".
 std::string describe_count(std::uint64_t count);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tune/space.hpp"
+#include "tune/tune.hpp"
 
 namespace tune {
 
@@ -25,8 +26,10 @@ struct VerifyOptions {
   std::optional<std::filesystem::path> cache_dir;
   bool no_cache = false;
   int arch = 90;  // the synthetic device's (TUNE_WORKER_FAKE)
-  // --all without a results file enumerates the problem's space: refused past this many configurations.
+  // --all without a results file enumerates the problem's space: refused past this many
+  // configurations, or this many valid ones.
   std::uint64_t max_space = kDefaultMaxSpace;
+  std::size_t max_variants = kDefaultMaxVariants;
   std::function<void(const std::string&)> log;
 };
 

@@ -244,6 +244,10 @@ int main(int argc, char** argv) {
                  "the most configurations (the product of the parameters' values) a space is enumerated up to; a "
                  "larger one is refused, or with --budget sampled without enumerating it")
       ->capture_default_str();
+  app.add_option("--max-variants", opt.max_variants,
+                 "the most variants a run compiles and times (after --budget and --shard); more is refused")
+      ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
+      ->capture_default_str();
   app.add_option("--time-budget", opt.time_budget_s,
                  "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named");
   app.add_option("--search", opt.search,
@@ -287,6 +291,9 @@ int main(int argc, char** argv) {
   verify->add_option("--max-space", vopt.max_space,
                      "--all without a results file: the most configurations the problem's space is enumerated up to")
       ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
+      ->capture_default_str();
+  verify->add_option("--max-variants", vopt.max_variants, "--all without a results file: the most valid configurations checked")
+      ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
       ->capture_default_str();
   verify->add_option("--sanitize", vopt.sanitize,
                      "the correctness gate's compute-sanitizer runs on the variants checked: finalists (all), winner, off")

@@ -695,14 +695,29 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const std::string gpu_dir = !run.device            ? "compile-only-" + arch_name(cc)
                               : o.device_dir.empty() ? run.device->slug()
                                                      : o.device_dir;
-  (void)enumerable(o, space);  // a space too large to enumerate is refused before anything is written
+  // The variants, chosen before anything is written: a space too large to enumerate, or a run of
+  // more variants than --max-variants, is refused in one line and leaves no file behind.
+  auto& ctx = run.context;
+  const Chosen chosen_configs = choose_configs(o, space, shape, limits, ctx, log);
+  std::vector<Config> chosen = chosen_configs.configs;
+  ctx.shard = o.shard;
+  if (o.shard && o.shard->split == "variants") {
+    chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
+    log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
+  }
+  if (chosen.size() > o.max_variants)
+    throw InputError(fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
+                                 "keeps its record in memory; at 0.7 s a compile, {} of one core); pass --budget N to "
+                                 "time a random sample, restrict the space, split it with --shard, or raise "
+                                 "--max-variants",
+                                 o.problem, shape.describe(), chosen.size(), chosen_configs.how, o.max_variants,
+                                 format_duration(0.7 * static_cast<double>(chosen.size()))));
+
   const auto json_path = o.out_dir / gpu_dir / run.problem / (result_stem(shape, o.shard) + ".json");
   check_writable(json_path.parent_path());
   if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
   const ResultsLock results_lock(json_path);
 
-  auto& ctx = run.context;
-  const Chosen chosen_configs = choose_configs(o, space, shape, limits, ctx, log);
   ctx.tool_version = tool_version();
   ctx.git_commit = tool_git_commit();
   ctx.command_line = o.command_line;
@@ -716,13 +731,6 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const CompilePool compiler(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
   ctx.jobs = compiler.jobs();
   ctx.compile_cache = compiler.cache_description();
-
-  std::vector<Config> chosen = chosen_configs.configs;
-  ctx.shard = o.shard;
-  if (o.shard && o.shard->split == "variants") {
-    chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
-    log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
-  }
 
   // Records for every variant up front: an interrupted run shows what was never reached.
   std::vector<Lowered> lowered;

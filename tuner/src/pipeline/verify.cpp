@@ -89,8 +89,13 @@ bool run_verify(const VerifyOptions& o) {
                                        "--max-space {}; tune the shape first (its results file's variants are checked), "
                                        "or raise --max-space", file, space.source_name(), describe_count(space.size()),
                                        o.max_space));
-        for (const Config& c : space.enumerate(g.shape, limits, o.max_space).configs)
-          configs.push_back({c == space.baseline() ? "baseline" : "variant", c});
+        const Enumeration all = space.enumerate(g.shape, limits, o.max_space);
+        if (all.configs.size() > o.max_variants)
+          throw InputError(fmt::format("{}: tune verify --all: {} configurations of {} are valid at this shape, more than "
+                                       "--max-variants {}; tune the shape first (its results file's variants are "
+                                       "checked), or raise --max-variants",
+                                       file, all.configs.size(), space.source_name(), o.max_variants));
+        for (const Config& c : all.configs) configs.push_back({c == space.baseline() ? "baseline" : "variant", c});
       } else {
         configs.push_back({"baseline", space.baseline()});
       }
