@@ -851,10 +851,11 @@ TEST(Verify, ASecondVerifyAllTakesEveryVariantFromTheCompileCache) {
 
 namespace {
 
-std::vector<std::string> progress_lines(const std::string& output) {
+// The progress lines of a run's output (after `prefix`, a regex: a device's "[gpu K] ").
+std::vector<std::string> progress_lines(const std::string& output, const std::string& prefix = "") {
   std::vector<std::string> out;
   std::istringstream lines(output);
-  const std::regex progress_line(R"(^\[\s*\d+/\d+\] .*)");
+  const std::regex progress_line("^" + prefix + R"(\[\s*\d+/\d+\] .*)");
   for (std::string line; std::getline(lines, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (std::regex_match(line, progress_line)) out.push_back(line);
@@ -879,21 +880,19 @@ TEST(Progress, EachLineSaysTheElapsedTimeAndAnEtaAndAPipeGetsWholeNames) {
   }
 }
 
+// Runs tune on a pseudo-terminal of that many columns (script(1)), stdout and stderr together.
+Result run_on_terminal(std::size_t columns, const std::string& env, const std::string& args) {
+  return run("script -qec 'stty cols " + std::to_string(columns) + "; " + env, args + "' /dev/null");
+}
+
 TEST(Progress, OnATerminalTheNameIsCutToItsWidth) {
   if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1) to give tune a terminal";
   for (const std::size_t columns : {200u, 100u}) {
     const std::string out = fresh_dir("progress_tty_" + std::to_string(columns));
-    // script(1) runs tune on a pseudo-terminal of that many columns.
-    const std::string cmd = "script -qec 'stty cols " + std::to_string(columns) + "; " + kFake + " " + TUNE_EXE + " " +
-                            small_run_args(out) + "' /dev/null 2>&1";
-    std::string output;
-    FILE* p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::array<char, 4096> buf{};
-    while (fgets(buf.data(), buf.size(), p)) output += buf.data();
-    ASSERT_EQ(pclose(p), 0) << output;
-    const auto lines = progress_lines(output);
-    ASSERT_EQ(lines.size(), read_json(result_path(out)).at("variants").size()) << output;
+    const Result r = run_on_terminal(columns, kFake, small_run_args(out));
+    ASSERT_EQ(r.code, 0) << r.output;
+    const auto lines = progress_lines(r.output);
+    ASSERT_EQ(lines.size(), read_json(result_path(out)).at("variants").size()) << r.output;
     for (const auto& l : lines) {
       SCOPED_TRACE(l);
       EXPECT_LE(l.size(), columns);
@@ -902,6 +901,18 @@ TEST(Progress, OnATerminalTheNameIsCutToItsWidth) {
       EXPECT_EQ(l.find("(checked ") == std::string::npos, columns == 100);
       EXPECT_TRUE(std::regex_match(l, std::regex(R"(.*  \d+s elapsed, eta \d+s$)")));
     }
+  }
+  // On several devices each line has its device's prefix, and still fits.
+  const std::string out = fresh_dir("progress_tty_devices");
+  std::string args = small_run_args(out);
+  args.replace(args.find("--B 2 "), 6, "--B 2,3 ");  // two shapes, one per device
+  const Result r = run_on_terminal(100, std::string(kFake) + " TUNE_WORKER_FAKE_DEVICES=2", args + " --devices all");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto lines = progress_lines(r.output, R"(\[gpu \d\] )");
+  EXPECT_GE(lines.size(), 12u) << r.output;
+  for (const auto& l : lines) {
+    EXPECT_LE(l.size(), 100u) << l;
+    EXPECT_TRUE(std::regex_match(l, std::regex(R"(.*\.\.\.  \d+s elapsed, eta \d+s$)"))) << l;
   }
 }
 

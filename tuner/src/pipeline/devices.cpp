@@ -153,8 +153,12 @@ DeviceSweepResult run_sweep_on_devices(
     TuneOptions o = base;
     o.device = device.info.ordinal;
     o.device_dir = device.dir;
-    if (devices.size() > 1 && base.log)
-      o.log = [&, k](const std::string& line) { base.log(fmt::format("[gpu {}] {}", devices[k].info.ordinal, line)); };
+    if (devices.size() > 1 && base.log) {
+      const std::string prefix = fmt::format("[gpu {}] ", devices[k].info.ordinal);
+      o.log = [&base, prefix](const std::string& line) { base.log(prefix + line); };
+      // A progress line fits the terminal with its prefix.
+      if (o.line_width > 0) o.line_width = o.line_width > prefix.size() + 20 ? o.line_width - prefix.size() : 20;
+    }
     for (;;) {
       SweepWork w;
       {
