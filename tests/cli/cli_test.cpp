@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <string>
@@ -319,11 +320,13 @@ TEST(CliDevices, AFailingDeviceHandsItsWorkToTheOther) {
     ASSERT_TRUE(std::filesystem::exists(file)) << tag << "\n" << r.output;
     EXPECT_EQ(nlohmann::ordered_json::parse(std::ifstream(file)).at("complete"), true) << file;
   }
-  // The failed card keeps no half-run file of the item it dropped.
+  // The failed card keeps no half-run file of the item it dropped (nor the snapshot a run keeps
+  // beside the results while it goes).
   for (const auto& tag : multi::kTags)
-    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "multi" / "fake-gpu-fa4e0001" / "contact" /
-                                         (tag + ".json")))
-        << tag;
+    for (const char* ext : {".json", ".json.partial", ".journal.jsonl"})
+      EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "multi" / "fake-gpu-fa4e0001" / "contact" /
+                                           (tag + ext)))
+          << tag << ext;
 
   // Every device failing: one error line, a non-zero exit.
   const Result all = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=1 TUNE_WORKER_FAKE_FAIL_DEVICE=0",
@@ -560,3 +563,175 @@ TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   EXPECT_NE(text.find("added_later: the baseline's value is assumed"), std::string::npos) << text;
   EXPECT_NE(text.find("  int added_later;"), std::string::npos);
 }
+
+// ---- Issue 22 (reliability, round 2): names, huge spaces ---------------------------------------
+
+namespace {
+
+// The small fixture space, changed by `edit`, written to a folder of its own; returns its path.
+std::string edited_space(const std::string& name, const std::function<void(nlohmann::ordered_json&)>& edit) {
+  auto j = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/contact_small_space.json"));
+  edit(j);
+  const auto dir = std::filesystem::path(out_dir(name + ".space"));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "space.json") << j.dump(1);
+  return (dir / "space.json").string();
+}
+
+const char* const kSmallShape = "--problem contact --B 2 --N 8 --C 16 --H 8";
+
+// A string value "true" redefined `true` in every expression of the space; any name that shadows a
+// built-in constant is refused at load in one line (exit 2), before anything runs.
+TEST(Cli, ANameThatShadowsABuiltinOfExpressionsIsRefusedInOneLine) {
+  const std::string out = out_dir("shadowed_name");
+  const std::vector<std::tuple<std::string, std::function<void(nlohmann::ordered_json&)>, std::string>> cases = {
+      {"true_value",
+       [](auto& j) {
+         j["parameters"].push_back({{"name", "flag"}, {"values", {"true", "other"}}});
+         j["baseline"]["flag"] = "true";
+       },
+       "parameter 'flag' value \"true\": 'true' is a built-in constant of expressions"},
+      {"false_value",
+       [](auto& j) {
+         j["parameters"].push_back({{"name", "flag"}, {"values", {"other", "false"}}});
+         j["baseline"]["flag"] = "other";
+       },
+       "'false' is a built-in constant of expressions"},
+      {"parameter_name",
+       [](auto& j) {
+         j["parameters"].push_back({{"name", "true"}, {"values", {1, 2}}});
+         j["baseline"]["true"] = 1;
+       },
+       "parameter 'true': 'true' is a built-in constant of expressions"},
+      {"device_limit_value",  // was an internal error, exit 4
+       [](auto& j) {
+         j["parameters"].push_back({{"name", "flag"}, {"values", {"dev_cc", "other"}}});
+         j["baseline"]["flag"] = "other";
+       },
+       "parameter 'flag' value \"dev_cc\": names starting with dev_ are the device's limits"},
+  };
+  for (const auto& [name, edit, needle] : cases) {
+    for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+      const std::string args = std::string(kSmallShape) + " --config " + edited_space(name, edit) + " --out " + out +
+                               (env.empty() ? " --compile-only" : "");
+      const Result r = run_with(env, args);
+      EXPECT_EQ(r.code, 2) << name << "\n" << r.output;
+      SCOPED_TRACE(name);
+      expect_error_output(r, needle);
+      EXPECT_FALSE(std::filesystem::exists(out)) << "nothing runs: " << r.output;
+    }
+  }
+}
+
+// Five unused parameters of 100 values each over the small space: 1.4e14 configurations.
+std::string huge_space() {
+  return edited_space("huge", [](auto& j) {
+    for (int p = 0; p < 5; ++p) {
+      nlohmann::ordered_json values = nlohmann::ordered_json::array();
+      for (int i = 0; i < 100; ++i) values.push_back(i);
+      const std::string name = fmt::format("x{}", p);
+      j["parameters"].push_back({{"name", name}, {"values", values}});
+      j["baseline"][name] = 0;
+    }
+  });
+}
+
+// A space of 1e14 configurations enumerated for ever with no output (issue 22, item 5): it is
+// counted first and refused in one line that names the count and what to do; `timeout` ends the
+// run that would not end.
+TEST(Cli, AHugeSpaceIsRefusedInOneLineBeforeAnythingRuns) {
+  const std::string out = out_dir("huge_space");
+  const std::string space = huge_space();
+  for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+    const Result r = run_command(env + " timeout -s KILL 60 " + std::string(TUNE_EXE) + " " + kSmallShape + " --config " +
+                                 space + " --out " + out + (env.empty() ? " --compile-only" : ""));
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, "space.json: the space has 138240000000000 (1.4e+14) configurations (the product of its "
+                           "parameters' values), more than --max-space 4000000; pass --budget N");
+    EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
+  }
+  // The limit is an option; a budget larger than it is refused too.
+  expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + std::string(TUNE_FIXTURES) +
+                   "/contact_small_space.json --max-space 100",
+               "the space has 13824 configurations (the product of its parameters' values), more than --max-space 100");
+  expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + space + " --budget 20 --max-space 10",
+               "--budget 20 is more than --max-space 10");
+  expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + space + " --max-space 0",
+               "--max-space 0: expected at least 1");
+}
+
+// With --budget, a space past the limit is sampled: configurations drawn at random (never
+// enumerated) until the budget is met, the draws recorded.
+TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
+  const std::string out = out_dir("huge_space_sampled");
+  const std::string args = std::string(kSmallShape) + " --config " + huge_space() + " --out " + out + " --cache-dir " +
+                           out + "/cache --compile-only --budget 3";
+  const Result r = run_command("timeout -s KILL 120 " + std::string(TUNE_EXE) + " " + args);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("the space has 138240000000000 (1.4e+14) configurations, more than --max-space 4000000: "
+                          "drawing 3 valid ones at random without enumerating it (seed 42"),
+            std::string::npos) << r.output;
+  const auto j = nlohmann::ordered_json::parse(
+      std::ifstream(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N8_C16_H8.json"));
+  const auto& search = j.at("context").at("search");
+  EXPECT_EQ(search.at("strategy"), "random");
+  EXPECT_EQ(search.at("budget"), 3);
+  EXPECT_EQ(search.at("valid_configurations"), -1) << "not counted";
+  EXPECT_EQ(search.at("space_configurations"), 138240000000000ull);
+  EXPECT_GE(search.at("draws").get<std::uint64_t>(), 3u);
+  EXPECT_EQ(j.at("schema_minor_version"), 4);
+  std::size_t baselines = 0;
+  for (const auto& v : j.at("variants")) baselines += v.at("baseline").get<bool>();
+  EXPECT_EQ(baselines, 1u) << "the baseline is always timed";
+  EXPECT_GE(j.at("variants").size(), 3u);
+  EXPECT_LE(j.at("variants").size(), 4u);
+  // The same seed draws the same variants.
+  const Result again = run_command("timeout -s KILL 120 " + std::string(TUNE_EXE) + " " + args);
+  ASSERT_EQ(again.code, 0) << again.output;
+  const auto k = nlohmann::ordered_json::parse(
+      std::ifstream(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N8_C16_H8.json"));
+  ASSERT_EQ(k.at("variants").size(), j.at("variants").size());
+  for (std::size_t i = 0; i < j.at("variants").size(); ++i)
+    EXPECT_EQ(k.at("variants")[i].at("name"), j.at("variants")[i].at("name"));
+}
+
+// A space within --max-space may still hold more valid configurations than a run can hold and
+// compile (each variant's record is about 16 KB in memory): past --max-variants the run is refused
+// in one line before anything is written, and --budget or --shard bring it within.
+TEST(Cli, ARunOfMoreVariantsThanTheLimitIsRefusedInOneLine) {
+  const std::string out = out_dir("max_variants");
+  const std::string base = std::string(kSmallShape) + " --compile-only --out " + out + " --cache-dir " + out +
+                           "_cache --config " + std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+    const Result r = run_with(env, base + " --max-variants 5");
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, "tune: contact B=2 N=8 C=16 H=8: 6 variants (6 of 13824 configurations pass the constraints) "
+                           "are more than --max-variants 5 a run compiles and times");
+    EXPECT_NE(r.output.find("pass --budget N"), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << "nothing written: " << r.output;
+  }
+  EXPECT_EQ(run(base + " --max-variants 5 --budget 3").code, 0);
+  EXPECT_EQ(run(base + " --max-variants 5 --shard 0/2").code, 0);
+}
+
+// A long enumeration says how far it has got on stderr (a line at most every 2 s after the first
+// second), as a long lowering does.
+TEST(Cli, ALongEnumerationShowsItsProgress) {
+  const std::string out = out_dir("long_enumeration");
+  // 13824 x 200 = 2764800 configurations; only x == 0 is valid, so the run compiles little.
+  const std::string space = edited_space("long", [](auto& j) {
+    nlohmann::ordered_json values = nlohmann::ordered_json::array();
+    for (int i = 0; i < 200; ++i) values.push_back(i);
+    j["parameters"].push_back({{"name", "x"}, {"values", values}});
+    j["baseline"]["x"] = 0;
+    j["constraints"].push_back("x == 0");
+  });
+  const Result r = run(std::string(kSmallShape) + " --config " + space + " --out " + out + " --cache-dir " + out +
+                       "/cache --compile-only --time-budget 0.01");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("space: configurations checked against the constraints: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" of 2764800 ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" valid, "), std::string::npos) << r.output;
+}
+
+}  // namespace

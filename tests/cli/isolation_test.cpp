@@ -214,7 +214,7 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
   EXPECT_EQ(iso.at("worker_starts"), 5) << "one worker, then a fresh one after each of the four losses";
   EXPECT_EQ(iso.at("variant_timeout_s"), 1.0);
   EXPECT_EQ(iso.at("test_hooks").size(), 2u);
-  EXPECT_EQ(got.at("schema_minor_version"), 3);
+  EXPECT_EQ(got.at("schema_minor_version"), 4);
   EXPECT_EQ(got.at("context").at("reference"), "built-in C++ (contact)");
   EXPECT_EQ(header_body(result_path(faulty).replace_extension(".hpp")),
             header_body(result_path(clean).replace_extension(".hpp")));
@@ -585,7 +585,7 @@ TEST(Gate, TheFinalistsAreGatedAndTheContextSaysHow) {
   EXPECT_EQ(g.at("rounds"), 1);
   EXPECT_GE(g.at("inputs").size(), 2u) << g.dump();
   EXPECT_GT(g.at("wall_s").get<double>(), 0.0);
-  EXPECT_EQ(c.json.at("schema_minor_version"), 3);
+  EXPECT_EQ(c.json.at("schema_minor_version"), 4);
   const Json& w = variant(c.json, c.winner);
   EXPECT_EQ(w.at("gate").at("verdict"), "safe") << w.dump();
   EXPECT_EQ(w.at("gate").at("tools").size(), 4u);
@@ -731,6 +731,228 @@ TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
   const Result unknown = run(std::string(kFake), "check " + file.string() + " --variant no-such-variant");
   EXPECT_EQ(unknown.code, 2) << unknown.output;
   EXPECT_NE(unknown.output.find("no variant named 'no-such-variant'"), std::string::npos) << unknown.output;
+}
+
+}  // namespace
+
+// ---- A re-run keeps the earlier results until it has something better (issue 22, item 7) -------
+
+namespace {
+
+std::filesystem::path partial_path(const std::string& out) {
+  return std::filesystem::path(result_path(out).string() + ".partial");
+}
+std::filesystem::path header_path(const std::string& out) {
+  return std::filesystem::path(result_path(out)).replace_extension(".hpp");
+}
+
+std::string fmt_recorded(std::ptrdiff_t theirs, std::ptrdiff_t mine) {
+  return "this run was interrupted, and they record more variants of an interrupted run (" + std::to_string(theirs) +
+         ", this run " + std::to_string(mine) + ")";
+}
+
+// A finished run's results and header in `out`, and their bytes.
+struct Earlier {
+  std::string json, header;
+};
+Earlier finished_run(const std::string& out) {
+  const Result r = run(kFake, small_run_args(out));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(partial_path(out))) << "a finished run leaves no partial file";
+  return {read_text(result_path(out)), read_text(header_path(out))};
+}
+
+TEST(Isolation, AReRunKilledMidwayLeavesTheEarlierResultsAndHeaderAsTheyWereAndResumes) {
+  const std::string out = fresh_dir("rerun_killed");
+  const Earlier earlier = finished_run(out);
+  run_and_kill(out, {}, 2);
+  EXPECT_EQ(read_text(result_path(out)), earlier.json) << "the earlier results, byte for byte";
+  EXPECT_EQ(read_text(header_path(out)), earlier.header) << "and their header";
+  ASSERT_TRUE(std::filesystem::exists(partial_path(out))) << "the killed run's snapshot is beside them";
+  EXPECT_EQ(read_json(partial_path(out)).at("complete"), false);
+  // --resume finishes the killed run from its journal; then it replaces the pair.
+  const Result r = run(kFake, small_run_args(out) + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("--resume: 2 of"), std::string::npos) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("complete"), true);
+  EXPECT_GE(got.at("context").at("journal").at("resumed_variants").get<int>(), 2);
+  EXPECT_NE(read_text(result_path(out)), earlier.json);
+  EXPECT_NE(read_text(header_path(out)).find(got.at("summary").at("winner").get<std::string>()), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(partial_path(out)));
+  EXPECT_FALSE(std::filesystem::exists(journal_path(out)));
+}
+
+TEST(Isolation, AReRunInterruptedOrInWhichNothingPassedKeepsTheEarlierResults) {
+  const std::string out = fresh_dir("rerun_worse");
+  const Earlier earlier = finished_run(out);
+  // Every variant faults its worker: a finished run, but no winner.
+  const Result crashed = run(std::string(kFake) + " TUNE_WORKER_FAULT='" + kEveryVariant + "=cuda'", small_run_args(out));
+  EXPECT_EQ(crashed.code, 5) << crashed.output;
+  EXPECT_NE(crashed.output.find("kept the earlier results " + result_path(out).string() +
+                                " and its header: no variant of this run passed, and they name a winner ("),
+            std::string::npos) << crashed.output;
+  EXPECT_NE(crashed.output.find("the results are in " + partial_path(out).string()), std::string::npos) << crashed.output;
+  EXPECT_EQ(read_text(result_path(out)), earlier.json);
+  EXPECT_EQ(read_text(header_path(out)), earlier.header);
+  for (const auto& v : read_json(partial_path(out)).at("variants")) EXPECT_EQ(v.at("status"), "crashed") << v.dump();
+  // Ctrl-C: the variant in hand finishes, the run is recorded beside the earlier results.
+  const pid_t pid = start_slow_run(out, {}, 2);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << read_text(out + ".log");
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(out + ".log");
+  EXPECT_NE(read_text(out + ".log").find("and its header: this run was interrupted, and they name a winner"),
+            std::string::npos) << read_text(out + ".log");
+  EXPECT_EQ(read_text(result_path(out)), earlier.json);
+  EXPECT_EQ(read_text(header_path(out)), earlier.header);
+  EXPECT_EQ(read_json(partial_path(out)).at("context").at("search").at("interrupted"), true);
+  // A run that finishes with a winner replaces them, and its partial file goes.
+  const Result again = run(kFake, small_run_args(out));
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(read_json(result_path(out)).at("context").at("search").at("interrupted"), false);
+  EXPECT_FALSE(std::filesystem::exists(partial_path(out)));
+}
+
+// Between two interrupted runs, the one that recorded more variants stays.
+TEST(Isolation, AnInterruptedReRunReplacesAnInterruptedRunOnlyWhenItRecordedMore) {
+  const std::string out = fresh_dir("rerun_interrupted_twice");
+  auto interrupt_after = [&](std::size_t records) {
+    const pid_t pid = start_slow_run(out, {}, records);
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(kill(-pid, SIGINT), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << read_text(out + ".log");
+  };
+  auto recorded = [](const Json& result) {
+    return std::count_if(result.at("variants").begin(), result.at("variants").end(),
+                         [](const Json& v) { return v.at("status") != "skipped" && v.at("status") != "pending"; });
+  };
+  interrupt_after(3);
+  const std::string first = read_text(result_path(out));
+  const auto first_recorded = recorded(Json::parse(first));
+  ASSERT_GE(first_recorded, 3) << first;
+  // The second run replaces the first's journal; gone now, the wait below counts the second's records.
+  std::filesystem::remove(journal_path(out));
+  interrupt_after(1);
+  const auto second_recorded = recorded(read_json(partial_path(out)));
+  ASSERT_LT(second_recorded, first_recorded);
+  EXPECT_EQ(read_text(result_path(out)), first) << "the run that recorded more stays";
+  EXPECT_NE(read_text(out + ".log").find(fmt_recorded(first_recorded, second_recorded)), std::string::npos)
+      << read_text(out + ".log");
+}
+
+}  // namespace
+
+// ---- tune verify compiles on the pool, through the compile cache (issue 22) -------------------
+
+namespace {
+
+// The number in "compiled N variant(s) in ... , K from the compile cache" of each golden file.
+std::vector<std::pair<int, int>> verify_compiles(const std::string& output) {
+  std::vector<std::pair<int, int>> out;
+  const std::regex line(R"(: compiled (\d+) variant\(s\) in [0-9.]+ s on \d+ thread\(s\), (\d+) from the compile cache)");
+  for (std::sregex_iterator it(output.begin(), output.end(), line), end; it != end; ++it)
+    out.emplace_back(std::stoi((*it)[1]), std::stoi((*it)[2]));
+  return out;
+}
+
+TEST(Verify, ASecondVerifyAllTakesEveryVariantFromTheCompileCache) {
+  const std::string out = fresh_dir("verify_cache");
+  ASSERT_EQ(run(kFake, small_run_args(out)).code, 0);
+  const std::size_t variants = read_json(result_path(out)).at("variants").size();
+  const std::string golden = std::string(TUNE_REPO_DIR) + "/configs/contact/golden/contact_B2_N8_C16_H8.json";
+  const std::string args = "verify " + golden + " --results " + out + " --all --sanitize off --jobs 2 --cache-dir " + out +
+                           "/verify_cache";
+  const Result first = run(kFake, args);
+  ASSERT_EQ(first.code, 0) << first.output;
+  ASSERT_EQ(verify_compiles(first.output), (std::vector<std::pair<int, int>>{{static_cast<int>(variants), 0}}))
+      << first.output;
+  EXPECT_NE(first.output.find("on 2 thread(s)"), std::string::npos) << first.output;
+  std::size_t entries = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(out + "/verify_cache"))
+    entries += e.path().extension() == ".cubin";
+  EXPECT_EQ(entries, variants) << "one cache entry per variant";
+  const Result second = run(kFake, args);
+  ASSERT_EQ(second.code, 0) << second.output;
+  EXPECT_EQ(verify_compiles(second.output),
+            (std::vector<std::pair<int, int>>{{static_cast<int>(variants), static_cast<int>(variants)}}))
+      << second.output;
+  EXPECT_NE(second.output.find("verify: all checks passed"), std::string::npos) << second.output;
+}
+
+}  // namespace
+
+// ---- The progress line: elapsed time, an ETA, names cut to a terminal's width (issue 22) -------
+
+namespace {
+
+// The progress lines of a run's output (after `prefix`, a regex: a device's "[gpu K] ").
+std::vector<std::string> progress_lines(const std::string& output, const std::string& prefix = "") {
+  std::vector<std::string> out;
+  std::istringstream lines(output);
+  const std::regex progress_line("^" + prefix + R"(\[\s*\d+/\d+\] .*)");
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (std::regex_match(line, progress_line)) out.push_back(line);
+  }
+  return out;
+}
+
+TEST(Progress, EachLineSaysTheElapsedTimeAndAnEtaAndAPipeGetsWholeNames) {
+  const std::string out = fresh_dir("progress_pipe");
+  const Result r = run(kFake, small_run_args(out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto lines = progress_lines(r.output);
+  const Json got = read_json(result_path(out));
+  ASSERT_EQ(lines.size(), got.at("variants").size()) << r.output;
+  const std::regex tail(R"(.*\(checked \d+, passed \d+, best [0-9.]+ us\)  \d+s elapsed, eta \d+s$)");
+  for (const auto& l : lines) EXPECT_TRUE(std::regex_match(l, tail)) << l;
+  EXPECT_TRUE(std::regex_match(lines.back(), std::regex(R"(.* elapsed, eta 0s$)"))) << lines.back();
+  for (const auto& v : got.at("variants")) {
+    const std::string name = "  " + v.at("name").get<std::string>() + "   (checked";
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [&](const auto& l) { return l.find(name) != std::string::npos; }), 1)
+        << name << "\n" << r.output;
+  }
+}
+
+// Runs tune on a pseudo-terminal of that many columns (script(1)), stdout and stderr together.
+Result run_on_terminal(std::size_t columns, const std::string& env, const std::string& args) {
+  return run("script -qec 'stty cols " + std::to_string(columns) + "; " + env, args + "' /dev/null");
+}
+
+TEST(Progress, OnATerminalTheNameIsCutToItsWidth) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1) to give tune a terminal";
+  for (const std::size_t columns : {200u, 100u}) {
+    const std::string out = fresh_dir("progress_tty_" + std::to_string(columns));
+    const Result r = run_on_terminal(columns, kFake, small_run_args(out));
+    ASSERT_EQ(r.code, 0) << r.output;
+    const auto lines = progress_lines(r.output);
+    ASSERT_EQ(lines.size(), read_json(result_path(out)).at("variants").size()) << r.output;
+    for (const auto& l : lines) {
+      SCOPED_TRACE(l);
+      EXPECT_LE(l.size(), columns);
+      // Wide enough: the name is cut and the counts kept; narrower: the counts go too; the time stays.
+      EXPECT_NE(l.find(columns == 200 ? "...   (checked " : "...  "), std::string::npos);
+      EXPECT_EQ(l.find("(checked ") == std::string::npos, columns == 100);
+      EXPECT_TRUE(std::regex_match(l, std::regex(R"(.*  \d+s elapsed, eta \d+s$)")));
+    }
+  }
+  // On several devices each line has its device's prefix, and still fits.
+  const std::string out = fresh_dir("progress_tty_devices");
+  std::string args = small_run_args(out);
+  args.replace(args.find("--B 2 "), 6, "--B 2,3 ");  // two shapes, one per device
+  const Result r = run_on_terminal(100, std::string(kFake) + " TUNE_WORKER_FAKE_DEVICES=2", args + " --devices all");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto lines = progress_lines(r.output, R"(\[gpu \d\] )");
+  EXPECT_GE(lines.size(), 12u) << r.output;
+  for (const auto& l : lines) {
+    EXPECT_LE(l.size(), 100u) << l;
+    EXPECT_TRUE(std::regex_match(l, std::regex(R"(.*\.\.\.  \d+s elapsed, eta \d+s$)"))) << l;
+  }
 }
 
 }  // namespace

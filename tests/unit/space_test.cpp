@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <limits>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -154,6 +157,11 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["derived"] = Json::array({Json{{"name", "dev_sm_count"}, {"expr", "1"}}});
   expect_config_error(j, "derived value 'dev_sm_count': names starting with dev_ are the device's limits");
+  // A string value is a constant of every expression: one named like a device limit escaped as an
+  // internal error ("'dev_cc' is defined twice").
+  j = small_space();
+  j["parameters"][0]["values"] = Json::array({"thread", "dev_cc"});
+  expect_config_error(j, "parameter 'strategy' value \"dev_cc\": names starting with dev_ are the device's limits");
   j = small_space();
   for (int i = 0; i < 300; ++i) {
     char name[16];
@@ -181,6 +189,116 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["launches"][0]["template_args"].push_back("nope");
   expect_config_error(j, "template argument \"nope\"");
+}
+
+// A name a space gives must not shadow a constant expressions already know (issue 22, low): a
+// string value "true" redefined `true` in every expression (and "false" likewise), and a parameter
+// named "true" clashed with it in each. Each is refused at load, naming the thing and the name.
+TEST(Space, NamesThatShadowABuiltinConstantOfExpressionsAreRefused) {
+  Json j = small_space();
+  j["parameters"][2] = Json{{"name", "smem"}, {"values", {"off", "true"}}};
+  j["baseline"]["smem"] = "true";
+  expect_config_error(j, "parameter 'smem' value \"true\": 'true' is a built-in constant of expressions");
+  j["parameters"][2] = Json{{"name", "smem"}, {"values", {"off", "false"}}};
+  j["baseline"]["smem"] = "off";
+  expect_config_error(j, "parameter 'smem' value \"false\": 'false' is a built-in constant of expressions");
+  j["parameters"][2] = Json{{"name", "smem"}, {"values", {"off", "_pi"}}};
+  expect_config_error(j, "value \"_pi\": '_pi' is a built-in constant of expressions");
+  for (const char* name : {"true", "false", "_e"}) {
+    j = small_space();
+    j["parameters"].push_back(Json{{"name", name}, {"values", {1}}});
+    j["baseline"][name] = 1;
+    expect_config_error(j, fmt::format("parameter '{}': '{}' is a built-in constant", name, name));
+    j = small_space();
+    j["derived"].push_back(Json{{"name", name}, {"expr", "1"}});
+    expect_config_error(j, fmt::format("derived value '{}': '{}' is a built-in constant", name, name));
+    j = small_space();
+    j["shape"]["dims"].push_back(name);
+    expect_config_error(j, fmt::format("'shape.dims': '{}' is a built-in constant", name));
+  }
+  // A string value expressions cannot name.
+  j = small_space();
+  j["parameters"][0]["values"] = Json::array({"thread", "warp-2"});
+  expect_config_error(j, "'warp-2' is not a name expressions can use");
+  // `true` still means 1 where the space does not redefine it, and a name of a built-in function
+  // is a variable without parentheses and the function with them (contact's parameter `ln`).
+  j = small_space();
+  j["constraints"].push_back("true");
+  j["parameters"].push_back(Json{{"name", "min"}, {"values", {16, 64}}});
+  j["baseline"]["min"] = 64;
+  j["constraints"].push_back("min(min, 32) == 32");
+  EXPECT_EQ(Space::parse(j, "ok.json").enumerate(shape(2, 8), DeviceLimits::for_arch(90)).configs.size(), 6u);
+}
+
+// A space is counted before it is enumerated (issue 22, item 5): the product saturates instead of
+// overflowing, one larger than the limit is refused, and a sample draws without enumerating.
+Json wide_space(int extra_parameters, int values) {
+  Json j = small_space();
+  for (int p = 0; p < extra_parameters; ++p) {
+    Json v = Json::array();
+    for (int i = 0; i < values; ++i) v.push_back(i);
+    j["parameters"].push_back(Json{{"name", fmt::format("x{}", p)}, {"values", v}});
+    j["baseline"][fmt::format("x{}", p)] = 0;
+  }
+  return j;
+}
+
+TEST(Space, SizeIsTheProductAndSaturatesInsteadOfOverflowing) {
+  EXPECT_EQ(Space::parse(small_space(), "toy.json").size(), 16u);
+  EXPECT_EQ(Space::parse(wide_space(5, 100), "wide.json").size(), 16u * 10'000'000'000ull);
+  EXPECT_EQ(Space::parse(wide_space(12, 100), "wide.json").size(), std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(describe_count(16), "16");
+  EXPECT_EQ(describe_count(160'000'000'000ull), "160000000000 (1.6e+11)");
+  EXPECT_EQ(describe_count(std::numeric_limits<std::uint64_t>::max()), "at least 1.8e+19");
+}
+
+TEST(Space, ASpaceLargerThanTheLimitIsRefusedBeforeEnumerating) {
+  const Space s = Space::parse(wide_space(5, 100), "wide.json");
+  try {
+    (void)s.enumerate(shape(2, 8), DeviceLimits::for_arch(90));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("wide.json: the space has 160000000000 (1.6e+11) configurations"), std::string::npos) << what;
+    EXPECT_NE(what.find("--max-space 4000000"), std::string::npos) << what;
+    EXPECT_NE(what.find("--budget N"), std::string::npos) << what;
+  }
+  EXPECT_THROW((void)Space::parse(small_space(), "toy.json").enumerate(shape(2, 8), DeviceLimits::for_arch(90), 15), InputError);
+  // Progress comes every 65536 configurations checked.
+  std::vector<SpaceProgress> seen;
+  const Enumeration e = Space::parse(wide_space(2, 128), "w.json")
+                            .enumerate(shape(2, 8), DeviceLimits::for_arch(90), kDefaultMaxSpace,
+                                       [&](const SpaceProgress& p) { seen.push_back(p); });
+  EXPECT_EQ(e.total, 16u * 128u * 128u);
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[1].checked, 2u * 65536u);
+  EXPECT_EQ(seen[1].of, e.total);
+  EXPECT_LE(seen[1].valid, e.configs.size());
+}
+
+TEST(Space, ASampleDrawsDistinctValidConfigsWithoutEnumerating) {
+  const Space s = Space::parse(wide_space(5, 100), "wide.json");
+  const auto limits = DeviceLimits::for_arch(90);
+  const Enumeration a = s.sample(shape(2, 8), limits, 20, 42, 1'000'000);
+  ASSERT_EQ(a.configs.size(), 20u);
+  EXPECT_EQ(a.total, s.size());
+  EXPECT_GE(a.draws, 20u);
+  EXPECT_LT(a.draws, 1000u) << "6 of the small space's 16 are valid";
+  for (std::size_t i = 0; i < a.configs.size(); ++i) {
+    EXPECT_EQ(s.violated_constraint(a.configs[i], shape(2, 8), limits), "");
+    if (i) {
+      EXPECT_LT(a.configs[i - 1], a.configs[i]) << "enumeration order, no repeats";
+    }
+  }
+  EXPECT_EQ(a.configs, s.sample(shape(2, 8), limits, 20, 42, 1'000'000).configs) << "the same seed, the same sample";
+  EXPECT_NE(a.configs, s.sample(shape(2, 8), limits, 20, 43, 1'000'000).configs);
+  // The draws are bounded: a space with fewer valid configurations than asked stops there.
+  const Enumeration few = Space::parse(small_space(), "toy.json").sample(shape(2, 8), limits, 50, 1, 5000);
+  EXPECT_EQ(few.configs.size(), 6u);
+  EXPECT_EQ(few.draws, 5000u);
+  std::size_t rejected = 0;
+  for (const auto& [c, n] : few.rejected_by) rejected += n;
+  EXPECT_EQ(rejected, 10u) << "each invalid configuration counted once";
 }
 
 TEST(Space, TheShippedSpacesParseAndTheirBaselinesAreValid) {

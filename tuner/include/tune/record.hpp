@@ -21,7 +21,7 @@ inline constexpr int kResultSchemaVersion = 1;
 // (--shard runs). 2: context `reference` (which float64 reference the parity checks used: the
 // built-in C++ fast path or the problem folder's reference.py and its backend). 3: status `unsafe`,
 // per-variant `gate` and parity `output_hash`, context `gate` (the correctness gate, issue 20).
-inline constexpr int kResultSchemaMinorVersion = 3;
+inline constexpr int kResultSchemaMinorVersion = 4;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -189,7 +189,11 @@ struct RunContext {
   // How the variants were chosen: "exhaustive" (every valid configuration) or "random" (--budget).
   std::string search = "exhaustive";
   int budget = 0;                   // random: the sample size asked for
-  std::int64_t valid_configs = 0;  // configurations that pass the constraints at this shape
+  // Configurations that pass the constraints at this shape; -1: not counted (a space larger than
+  // --max-space, sampled by drawing configurations instead of enumerating it).
+  std::int64_t valid_configs = 0;
+  std::uint64_t space_configurations = 0;  // the product of the parameters' values (minor version 4)
+  std::uint64_t draws = 0;  // configurations drawn when the space was sampled, not enumerated (4)
   double time_budget_s = 0;        // --time-budget (0: none)
   bool stopped_by_time_budget = false;
   bool interrupted = false;  // the first Ctrl-C (SIGINT) ended the search early

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -92,7 +93,24 @@ struct Enumeration {
   std::vector<Config> configs;                     // the valid ones, in enumeration order
   std::size_t total = 0;                           // size of the Cartesian product
   std::vector<std::pair<std::string, std::size_t>> rejected_by;  // first failing constraint -> count
+  std::uint64_t draws = 0;  // Space::sample: configurations drawn (repeats included); 0 when enumerated
 };
+
+// How far a long enumeration (or sample) has got: configurations checked against the constraints
+// so far, of how many (the product's size, or the most draws), and how many of them were valid.
+struct SpaceProgress {
+  std::uint64_t checked = 0, of = 0;
+  std::size_t valid = 0;
+};
+using SpaceProgressFn = std::function<void(const SpaceProgress&)>;
+
+// The most configurations (the product of the parameters' values) a space is enumerated up to by
+// default (--max-space): under 10 s of constraint checks on one core and under 500 MB of valid
+// configurations however many pass (the built-in spaces hold about 2 million); past it a run
+// refuses in one line, or with --budget samples the space.
+inline constexpr std::uint64_t kDefaultMaxSpace = 4'000'000;
+// A count of configurations for a message: "1244160", "100000000000 (1e+11)", "at least 1.8e+19".
+std::string describe_count(std::uint64_t count);
 
 class Space {
  public:
@@ -125,8 +143,21 @@ class Space {
 
   // Throws ShapeError with the failing shape constraint's message.
   void check_shape(const Shape& shape) const;
-  // Every configuration that satisfies all constraints for this shape and device.
-  [[nodiscard]] Enumeration enumerate(const Shape& shape, const DeviceLimits& limits) const;
+  // The size of the Cartesian product of the parameters' values, counted (never enumerated);
+  // UINT64_MAX when it is at least that large.
+  [[nodiscard]] std::uint64_t size() const;
+  // Every configuration that satisfies all constraints for this shape and device. Throws
+  // InputError when size() is larger than max_configurations (enumerating it would take hours and
+  // hold every configuration in memory). `progress` is called every 65536 configurations.
+  [[nodiscard]] Enumeration enumerate(const Shape& shape, const DeviceLimits& limits,
+                                      std::uint64_t max_configurations = kDefaultMaxSpace,
+                                      const SpaceProgressFn& progress = {}) const;
+  // Up to `count` distinct valid configurations drawn without enumerating the space: each draw
+  // takes every parameter's value from mt19937_64(seed) (uniform over the product; portable: no
+  // library distribution), a repeat or one that fails a constraint is rejected, and drawing stops
+  // after max_draws. The configurations are in enumeration order; total is size(), draws the draws.
+  [[nodiscard]] Enumeration sample(const Shape& shape, const DeviceLimits& limits, std::size_t count, std::uint64_t seed,
+                                   std::uint64_t max_draws, const SpaceProgressFn& progress = {}) const;
   // Empty when valid, else the text of the first failing constraint.
   [[nodiscard]] std::string violated_constraint(const Config& config, const Shape& shape,
                                                 const DeviceLimits& limits) const;

@@ -15,6 +15,9 @@
 
 namespace tune {
 
+// The most variants a run compiles and times by default (--max-variants).
+inline constexpr std::size_t kDefaultMaxVariants = 100'000;
+
 struct TuneOptions {
   std::string problem;  // a name on the problem path, or a problem folder
   // Dimensions the user gave; the rest come from the config's defaults.
@@ -34,6 +37,12 @@ struct TuneOptions {
   // 0: every valid configuration. N > 0: a random sample of N of them (drawn from `seed`, the
   // same on every machine), plus the baseline.
   int budget = 0;
+  // A space whose product of parameter values is larger is not enumerated: the run is refused, or
+  // with a budget sampled by drawing configurations (Space::sample).
+  std::uint64_t max_space = kDefaultMaxSpace;
+  // A run of more variants (after --budget and --shard) is refused: each keeps its record (about
+  // 16 KB) in memory, and at 0.7 s a compile 100000 take a day of one core.
+  std::size_t max_variants = kDefaultMaxVariants;
   // "exhaustive": every chosen variant timed with the search profile. "halving": every one screened
   // cheaply (StopRule::screen, 10-launch batch), the best third timed again with the search profile.
   std::string search = "exhaustive";
@@ -59,6 +68,9 @@ struct TuneOptions {
   // split "variants" only this shard's variants are run.
   std::optional<ShardRecord> shard;
   std::function<void(const std::string&)> log;  // progress lines; may be empty
+  // The columns a progress line may take (the terminal's width when the log goes to one): a
+  // variant's name is cut to fit. 0: whole lines, as a file or a pipe wants them.
+  std::size_t line_width = 0;
 };
 
 struct TuneOutcome {
@@ -86,6 +98,9 @@ inline constexpr std::string_view kProblemFileMark = " (problem)";
 // the run recorded (context.config_file "<file> (problem)"), so a user's folder off the path works.
 std::string problem_spec_of(const struct RunRecord& run);
 std::string problem_spec_of(const std::string& problem, const std::string& config_file);
+// The space a recorded run used: its own file (--config) when that was not the problem's and it is
+// still there, else the problem's.
+class Space load_run_space(const struct RunRecord& run);
 // The shape of a run: the user's dimensions over the space's defaults, validated.
 Shape resolve_shape(const class Problem& problem, const class Space& space,
                     const std::vector<std::pair<std::string, std::int64_t>>& dims);
@@ -121,6 +136,21 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
 // Synthetic results (measured_on_gpu false) are refused unless allow_synthetic.
 std::string merge_result_files(const std::vector<std::filesystem::path>& files,
                                const std::optional<std::filesystem::path>& config, bool allow_synthetic = false);
+
+// prefix + name + detail + tail in at most `width` columns (0: no limit), for a terminal: the name
+// is cut first (ending in "...", to no fewer than 20 columns), then the detail is left out and the
+// name cut to what is left; a line whose prefix and tail alone do not fit is cut at the width.
+std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail,
+                     const std::string& tail, std::size_t width);
+// "12s", "3m05s", "1h02m"; "?" for a negative or non-finite number.
+std::string format_duration(double seconds);
+
+// Where a run keeps its snapshot while it goes (<shape>.json.partial beside <shape>.json): the
+// results file and its header are replaced only when the run ends with a record at least as good
+// as theirs (a winner beats no variant passed, which beats an interrupted run; of two interrupted
+// runs, the one that recorded more variants), so a re-run that dies or is cut short leaves the
+// earlier pair as it was, and its own record here.
+std::filesystem::path partial_results_path(const std::filesystem::path& json_path);
 
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);

@@ -1,9 +1,14 @@
 #pragma once
 // tune verify: the CPU reference, and on a GPU the tuned variants, against golden files.
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "tune/space.hpp"
+#include "tune/tune.hpp"
 
 namespace tune {
 
@@ -15,6 +20,16 @@ struct VerifyOptions {
   // The correctness gate (tune/gate.hpp) on the variants whose golden parity passed: its sanitizer
   // runs ("off", "winner", "finalists": every variant checked).
   std::string sanitize = "finalists";
+  // The variants compile as a tune's do: on --jobs threads (0: one per hardware thread), through
+  // the compile cache (--cache-dir, default CompileCache::default_dir(); --no-cache: none).
+  int jobs = 0;
+  std::optional<std::filesystem::path> cache_dir;
+  bool no_cache = false;
+  int arch = 90;  // the synthetic device's (TUNE_WORKER_FAKE)
+  // --all without a results file enumerates the problem's space: refused past this many
+  // configurations, or this many valid ones.
+  std::uint64_t max_space = kDefaultMaxSpace;
+  std::size_t max_variants = kDefaultMaxVariants;
   std::function<void(const std::string&)> log;
 };
 

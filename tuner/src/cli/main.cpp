@@ -1,4 +1,7 @@
 // tune: the command line. It parses arguments and calls the library, nothing more.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -155,6 +158,8 @@ void check_options(const CLI::App& app, tune::TuneOptions& opt, const std::strin
   if (app.count("--jobs") > 0 && (opt.jobs < 1 || opt.jobs > kMaxJobs))
     throw tune::InputError(fmt::format("--jobs {}: expected 1 to {} parallel compiles (leave it out for one per hardware "
                                        "thread)", opt.jobs, kMaxJobs));
+  if (app.count("--max-space") > 0 && opt.max_space < 1)
+    throw tune::InputError("--max-space 0: expected at least 1 configuration to enumerate");
   if (opt.top_k < 0)
     throw tune::InputError(fmt::format("--top {}: expected 0 or more variants to re-measure strictly", opt.top_k));
   if (opt.device < 0)
@@ -162,6 +167,13 @@ void check_options(const CLI::App& app, tune::TuneOptions& opt, const std::strin
   for (const auto& [name, seconds] : {std::pair{"--time-budget", opt.time_budget_s}, std::pair{"--variant-timeout", opt.variant_timeout_s}})
     if (app.count(name) > 0 && !(std::isfinite(seconds) && seconds > 0))
       throw tune::InputError(fmt::format("{} {}: expected a positive number of seconds", name, seconds));
+}
+
+// The columns of the terminal on fd (the progress lines fit them), 0 when fd is not a terminal.
+std::size_t terminal_width(int fd) {
+  winsize w{};
+  if (!isatty(fd) || ioctl(fd, TIOCGWINSZ, &w) != 0) return 0;
+  return w.ws_col > 0 ? w.ws_col : 80;
 }
 
 void print_problem_list() {
@@ -230,6 +242,14 @@ int main(int argc, char** argv) {
   app.add_option("--budget", opt.budget,
                  "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
       ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--max-space", opt.max_space,
+                 "the most configurations (the product of the parameters' values) a space is enumerated up to; a "
+                 "larger one is refused, or with --budget sampled without enumerating it")
+      ->capture_default_str();
+  app.add_option("--max-variants", opt.max_variants,
+                 "the most variants a run compiles and times (after --budget and --shard); more is refused")
+      ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
+      ->capture_default_str();
   app.add_option("--time-budget", opt.time_budget_s,
                  "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named");
   app.add_option("--search", opt.search,
@@ -264,6 +284,19 @@ int main(int argc, char** argv) {
   verify->add_option("--results", vopt.results_dir, "results folder to find the matching tune results in")->capture_default_str();
   verify->add_flag("--all", vopt.all, "check every variant of the matching results file, not just baseline and winner");
   verify->add_option("--device", vopt.device, "CUDA device ordinal")->capture_default_str();
+  std::string verify_cache_dir;
+  verify->add_option("--jobs,-j", vopt.jobs, "parallel NVRTC compiles, 1 to 1024 (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  verify->add_option("--cache-dir", verify_cache_dir,
+                     "compile cache directory, shared with tune (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
+  verify->add_flag("--no-cache", vopt.no_cache, "compile everything, neither reading nor writing the compile cache");
+  verify->add_option("--max-space", vopt.max_space,
+                     "--all without a results file: the most configurations the problem's space is enumerated up to")
+      ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
+      ->capture_default_str();
+  verify->add_option("--max-variants", vopt.max_variants, "--all without a results file: the most valid configurations checked")
+      ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
+      ->capture_default_str();
   verify->add_option("--sanitize", vopt.sanitize,
                      "the correctness gate's compute-sanitizer runs on the variants checked: finalists (all), winner, off")
       ->check(CLI::IsMember({"off", "winner", "finalists"}))
@@ -357,6 +390,8 @@ int main(int argc, char** argv) {
     if (verify->parsed()) {
       if (vopt.device < 0)
         throw tune::InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", vopt.device));
+      if (!verify_cache_dir.empty()) vopt.cache_dir = verify_cache_dir;
+      vopt.arch = opt.arch;
       vopt.log = log;
       return tune::run_verify(vopt) ? 0 : 1;
     }
@@ -422,6 +457,7 @@ int main(int argc, char** argv) {
     if (!config.empty()) opt.config = config;
     if (!cache_dir.empty()) opt.cache_dir = cache_dir;
     opt.log = log;
+    opt.line_width = terminal_width(STDERR_FILENO);
     if (replicate && devices_text.empty()) {
       fmt::print(stderr, "tune: --replicate runs each shape on every device of --devices; add --devices all or a list\n");
       return 2;

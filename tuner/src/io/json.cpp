@@ -374,6 +374,7 @@ Json to_json(const RunRecord& run) {
                {"compile_cache", c.compile_cache},
                {"jobs", c.jobs},
                {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
+                           {"space_configurations", c.space_configurations}, {"draws", c.draws},
                            {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget},
                            {"interrupted", c.interrupted}}},
                {"isolation", {{"worker", iso.worker}, {"first_variant_timeout_s", number(iso.first_variant_timeout_s)},
@@ -467,6 +468,8 @@ RunRecord run_from_json(const Json& j) {
       run.context.search = s.value("strategy", "exhaustive");
       run.context.budget = s.value("budget", 0);
       run.context.valid_configs = s.value("valid_configurations", std::int64_t{0});
+      run.context.space_configurations = s.value("space_configurations", std::uint64_t{0});
+      run.context.draws = s.value("draws", std::uint64_t{0});
       run.context.time_budget_s = s.value("time_budget_s", 0.0);
       run.context.stopped_by_time_budget = s.value("stopped_by_time_budget", false);
       run.context.interrupted = s.value("interrupted", false);

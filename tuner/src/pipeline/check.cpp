@@ -71,11 +71,7 @@ bool run_check(const CheckOptions& o) {
                                  ".json with --write", o.results.string()));
   if (!run.timed) throw InputError(fmt::format("{}: a compile-only result; tune check gates the variants of a timed run", o.results.string()));
   const std::string problem_spec = problem_spec_of(run);
-  // The space the run used: its own file (--config) when that was not the problem's, and it is there.
-  std::optional<std::filesystem::path> space_file;
-  const std::string& cf = run.context.config_file;
-  if (!cf.empty() && !cf.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(cf)) space_file = cf;
-  const Space space = load_space(problem_spec, space_file);
+  const Space space = load_run_space(run);
 
   std::vector<std::string> names = o.variants;
   if (names.empty() && o.all_finalists) {

@@ -106,14 +106,15 @@ std::vector<SweepDevice> resolve_devices(const DeviceSelection& selection, int a
 
 namespace {
 
-// The snapshot a failed device left of its item (complete: false) and its journal: the item runs
-// again on another device, so the failed card's folder keeps no half-run file. Returns a note for
-// the log ("" when there was none).
+// The snapshot a failed device left of its item (<shape>.json.partial, complete: false) and its
+// journal: the item runs again on another device, so the failed card's folder keeps no half-run
+// file (results it finished earlier stay). Returns a note for the log ("" when there was none).
 std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
   try {
     const Problem& problem = find_problem(o.problem);
     const Shape shape = resolve_shape(problem, load_space(o.problem, o.config), o.dims);
-    const auto json = o.out_dir / dir / std::string(problem.name()) / (result_stem(shape, o.shard) + ".json");
+    const auto results = o.out_dir / dir / std::string(problem.name()) / (result_stem(shape, o.shard) + ".json");
+    const auto json = partial_results_path(results);
     std::ifstream in(json);
     if (!in) return "";
     const auto j = nlohmann::json::parse(in, nullptr, false);
@@ -121,7 +122,7 @@ std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
     in.close();
     std::error_code ec;
     std::filesystem::remove(json, ec);
-    std::filesystem::remove(Journal::path_for(json), ec);
+    std::filesystem::remove(Journal::path_for(results), ec);
     return fmt::format(" (its incomplete {} was removed)", json.string());
   } catch (const std::exception&) {
     return "";
@@ -152,8 +153,12 @@ DeviceSweepResult run_sweep_on_devices(
     TuneOptions o = base;
     o.device = device.info.ordinal;
     o.device_dir = device.dir;
-    if (devices.size() > 1 && base.log)
-      o.log = [&, k](const std::string& line) { base.log(fmt::format("[gpu {}] {}", devices[k].info.ordinal, line)); };
+    if (devices.size() > 1 && base.log) {
+      const std::string prefix = fmt::format("[gpu {}] ", devices[k].info.ordinal);
+      o.log = [&base, prefix](const std::string& line) { base.log(prefix + line); };
+      // A progress line fits the terminal with its prefix.
+      if (o.line_width > 0) o.line_width = o.line_width > prefix.size() + 20 ? o.line_width - prefix.size() : 20;
+    }
     for (;;) {
       SweepWork w;
       {

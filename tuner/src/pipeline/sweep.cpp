@@ -159,6 +159,8 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>&
                            {"arch", base.arch},
                            {"top_k", base.top_k},
                            {"budget", base.budget},
+                           {"max_space", base.max_space},
+                           {"max_variants", base.max_variants},
                            {"search", base.search},
                            {"keep_spills", base.keep_spills},
                            {"time_budget_s", base.time_budget_s}};

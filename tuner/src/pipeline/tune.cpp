@@ -28,6 +28,7 @@
 
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
+#include "tune/compile_pool.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
@@ -300,7 +301,173 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"keep_spills", o.keep_spills}};
 }
 
+// Says how far a long step has got: a line at most every 2 s once it has taken 1 s (a short one
+// says nothing).
+class ProgressLog {
+ public:
+  ProgressLog(std::function<void(const std::string&)> log, std::string what) : log_(std::move(log)), what_(std::move(what)) {}
+  void tick(std::uint64_t done, std::uint64_t of, const std::string& more) {
+    const double s = seconds_since(start_);
+    if (s < 1 || s - last_ < 2) return;
+    last_ = s;
+    const double percent = 100.0 * static_cast<double>(done) / static_cast<double>(std::max<std::uint64_t>(of, 1));
+    log_(fmt::format("{}: {} of {} ({:.0f} %){}, {} elapsed", what_, done, of, percent, more, format_duration(s)));
+  }
+
+ private:
+  std::function<void(const std::string&)> log_;
+  std::string what_;
+  Clock::time_point start_ = Clock::now();
+  double last_ = -2;
+};
+
+// Whether the space is enumerated (its product of parameter values is at most --max-space), else
+// sampled; a space too large to enumerate without a --budget is refused in one line, before
+// anything runs.
+bool enumerable(const TuneOptions& o, const Space& space) {
+  const std::uint64_t size = space.size();
+  if (size <= o.max_space) return true;
+  if (o.budget <= 0)
+    throw InputError(fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
+                                 "--max-space {}; pass --budget N to time a random sample of N valid ones (drawn without "
+                                 "enumerating the space), restrict the parameters' values, or raise --max-space",
+                                 space.source_name(), describe_count(size), o.max_space));
+  if (static_cast<std::uint64_t>(o.budget) > o.max_space)
+    throw InputError(fmt::format("--budget {} is more than --max-space {}: a sample that large is no smaller than the "
+                                 "enumeration it replaces; lower --budget or raise --max-space", o.budget, o.max_space));
+  return false;
+}
+
+// The configurations a run times, and how they were found (for the log).
+struct Chosen {
+  std::vector<Config> configs;
+  std::string how;
+};
+
+// Every valid configuration, or with --budget a random sample of them plus the baseline. The space
+// is counted first: one larger than --max-space is never enumerated (it would take hours and hold
+// every configuration in memory); it is refused in one line, or with --budget sampled by drawing
+// configurations (Space::sample) until the budget is met or the draws run out.
+Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& shape, const DeviceLimits& limits,
+                      RunContext& ctx, const std::function<void(const std::string&)>& log) {
+  const std::uint64_t size = space.size();
+  ctx.space_configurations = size;
+  const std::string arch = arch_name(limits.compute_capability);
+  auto rejections = [](const Enumeration& e) {
+    std::string out;
+    for (const auto& [c, n] : e.rejected_by) out += fmt::format("; '{}' rejected {}", c, n);
+    return out;
+  };
+  const bool enumerate = enumerable(o, space);
+  ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
+                                      : "space: configurations drawn and checked");
+  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
+  Chosen out;
+  if (enumerate) {
+    const Enumeration all = space.enumerate(shape, limits, o.max_space, on_progress);
+    if (all.configs.empty())
+      throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
+                                   arch, rejections(all)));
+    ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
+    out.configs = sample_configs(all.configs, space.baseline(), o.budget, o.seed);
+    if (out.configs.size() < all.configs.size()) {
+      ctx.search = "random";
+      ctx.budget = o.budget;
+      log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", out.configs.size(),
+                      all.configs.size(), o.seed));
+    }
+    out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
+    return out;
+  }
+  const auto budget = static_cast<std::size_t>(o.budget);
+  // Enough draws for a space whose constraints pass 1 in 100, never fewer than a million (a few seconds).
+  const std::uint64_t max_draws = std::max<std::uint64_t>(1'000'000, 100 * static_cast<std::uint64_t>(budget));
+  log(fmt::format("the space has {} configurations, more than --max-space {}: drawing {} valid ones at random without "
+                  "enumerating it (seed {}, at most {} draws)", describe_count(size), o.max_space, budget, o.seed, max_draws));
+  const Enumeration drawn = space.sample(shape, limits, budget, o.seed, max_draws, on_progress);
+  if (drawn.configs.empty())
+    throw ShapeError(fmt::format("no configuration of {} drawn at random ({} draws of its {}) accepts shape {} on {}{}; "
+                                 "restrict the parameters' values to those the constraints allow, or raise --max-space "
+                                 "to enumerate the space",
+                                 space.source_name(), drawn.draws, describe_count(size), shape.describe(), arch,
+                                 rejections(drawn)));
+  out.configs = drawn.configs;
+  const Config& base = space.baseline();
+  if (space.violated_constraint(base, shape, limits).empty() && !std::binary_search(out.configs.begin(), out.configs.end(), base))
+    out.configs.insert(std::lower_bound(out.configs.begin(), out.configs.end(), base), base);
+  ctx.search = "random";
+  ctx.budget = o.budget;
+  ctx.valid_configs = -1;  // not counted: the space was sampled, not enumerated
+  ctx.draws = drawn.draws;
+  log(fmt::format("random search: {} valid configurations drawn (seed {}) in {} draws{}, the baseline included",
+                  drawn.configs.size(), o.seed, drawn.draws,
+                  drawn.configs.size() < budget ? fmt::format(" (the draws ran out before --budget {})", budget) : ""));
+  out.how = fmt::format("{} drawn at random of {} configurations", drawn.configs.size(), describe_count(size));
+  return out;
+}
+
+// How much a record is worth keeping, compared in order: 2 a run that ended with a ranking (a
+// winner, or a compile-only run), 1 a timed run that ended with no variant passed, 0 an interrupted
+// one; between two interrupted runs, the one that recorded more variants (not pending or skipped).
+std::pair<int, std::size_t> results_worth(const RunRecord& r) {
+  if (r.complete && !r.context.interrupted) return {r.timed && !r.winner ? 1 : 2, 0};
+  return {0, static_cast<std::size_t>(std::count_if(r.variants.begin(), r.variants.end(), [](const VariantRecord& v) {
+            return v.status != Status::kPending && v.status != Status::kSkipped;
+          }))};
+}
+
+// Why the results file at `path` stays as it is rather than being replaced by `run`'s record
+// (empty: replace it). An earlier record is replaced by one at least as good (results_worth); one
+// that cannot be read is kept, as it may hold what no tool here can read (a newer schema).
+std::string reason_to_keep(const std::filesystem::path& path, const RunRecord& run) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return "";
+  RunRecord earlier;
+  try {
+    earlier = read_result(path);
+  } catch (const InputError& e) {
+    return fmt::format("it cannot be read ({}); move it away for a run to replace it", e.what());
+  }
+  const auto mine = results_worth(run), theirs = results_worth(earlier);
+  if (mine >= theirs) return "";
+  const std::string what = mine.first == 0 ? "this run was interrupted" : "no variant of this run passed";
+  if (theirs.first == 0)
+    return fmt::format("{}, and they record more variants of an interrupted run ({}, this run {})", what, theirs.second,
+                       mine.second);
+  return earlier.winner ? fmt::format("{}, and they name a winner ({})", what, *earlier.winner)
+                        : fmt::format("{}, and they are of a run that finished", what);
+}
+
 }  // namespace
+
+std::filesystem::path partial_results_path(const std::filesystem::path& json_path) {
+  return std::filesystem::path(json_path.string() + ".partial");
+}
+
+std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail,
+                     const std::string& tail, std::size_t width) {
+  const std::string whole = prefix + name + detail + tail;
+  if (width == 0 || whole.size() <= width) return whole;
+  constexpr std::string_view kCut = "...";
+  constexpr std::size_t kFewestNameColumns = 20;
+  // The name cut to `room` columns, "..." included.
+  auto cut = [&](std::size_t room) { return name.substr(0, room - kCut.size()) + std::string(kCut); };
+  const std::size_t with_detail = prefix.size() + detail.size() + tail.size();
+  if (with_detail + std::min(kFewestNameColumns, name.size()) <= width)
+    return prefix + (name.size() + with_detail <= width ? name : cut(width - with_detail)) + detail + tail;
+  const std::size_t without = prefix.size() + tail.size();
+  if (name.size() + without <= width) return prefix + name + tail;
+  if (without + kCut.size() < width) return prefix + cut(width - without) + tail;
+  return whole.substr(0, width);
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
 
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
   if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
@@ -362,6 +529,13 @@ std::string problem_spec_of(const std::string& problem, const std::string& f) {
     if (f.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(file, ec)) return file;
     throw;
   }
+}
+
+Space load_run_space(const RunRecord& run) {
+  std::optional<std::filesystem::path> space_file;
+  const std::string& cf = run.context.config_file;
+  if (!cf.empty() && !cf.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(cf)) space_file = cf;
+  return load_space(problem_spec_of(run), space_file);
 }
 
 void check_launch_args(const Problem& problem, const Space& space) {
@@ -522,20 +696,29 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const std::string gpu_dir = !run.device            ? "compile-only-" + arch_name(cc)
                               : o.device_dir.empty() ? run.device->slug()
                                                      : o.device_dir;
+  // The variants, chosen before anything is written: a space too large to enumerate, or a run of
+  // more variants than --max-variants, is refused in one line and leaves no file behind.
+  auto& ctx = run.context;
+  const Chosen chosen_configs = choose_configs(o, space, shape, limits, ctx, log);
+  std::vector<Config> chosen = chosen_configs.configs;
+  ctx.shard = o.shard;
+  if (o.shard && o.shard->split == "variants") {
+    chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
+    log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
+  }
+  if (chosen.size() > o.max_variants)
+    throw InputError(fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
+                                 "keeps its record in memory; at 0.7 s a compile, {} of one core); pass --budget N to "
+                                 "time a random sample, restrict the space, split it with --shard, or raise "
+                                 "--max-variants",
+                                 o.problem, shape.describe(), chosen.size(), chosen_configs.how, o.max_variants,
+                                 format_duration(0.7 * static_cast<double>(chosen.size()))));
+
   const auto json_path = o.out_dir / gpu_dir / run.problem / (result_stem(shape, o.shard) + ".json");
   check_writable(json_path.parent_path());
   if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
   const ResultsLock results_lock(json_path);
 
-  const Enumeration space_enum = space.enumerate(shape, limits);
-  if (space_enum.configs.empty()) {
-    std::string reasons;
-    for (const auto& [c, n] : space_enum.rejected_by) reasons += fmt::format("; '{}' rejected {}", c, n);
-    throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
-                                 arch_name(cc), reasons));
-  }
-
-  auto& ctx = run.context;
   ctx.tool_version = tool_version();
   ctx.git_commit = tool_git_commit();
   ctx.command_line = o.command_line;
@@ -546,31 +729,15 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.arch = arch_name(cc);
   ctx.compile_options = default_options(cc);
   ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
-  ctx.jobs = o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  CompileSlots::shared().ensure(ctx.jobs);
-
-  std::optional<CompileCache> cache;
-  if (!o.no_cache) cache.emplace(o.cache_dir ? *o.cache_dir : CompileCache::default_dir());
-  ctx.compile_cache = cache ? cache->dir().string() : "off";
-  std::atomic<bool> cache_warned{false};
-
-  ctx.valid_configs = static_cast<std::int64_t>(space_enum.configs.size());
-  std::vector<Config> chosen = sample_configs(space_enum.configs, space.baseline(), o.budget, o.seed);
-  if (chosen.size() < space_enum.configs.size()) {
-    ctx.search = "random";
-    ctx.budget = o.budget;
-    log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", chosen.size(),
-                    space_enum.configs.size(), o.seed));
-  }
-  ctx.shard = o.shard;
-  if (o.shard && o.shard->split == "variants") {
-    chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
-    log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
-  }
+  const CompilePool compiler(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
+  ctx.jobs = compiler.jobs();
+  ctx.compile_cache = compiler.cache_description();
 
   // Records for every variant up front: an interrupted run shows what was never reached.
   std::vector<Lowered> lowered;
+  ProgressLog lowering(log, "lowering the variants");
   for (const Config& c : chosen) {
+    lowering.tick(lowered.size(), chosen.size(), "");
     VariantRecord r;
     r.name = space.name(c);
     r.params = space.to_json(c);
@@ -592,8 +759,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
                     space.violated_constraint(space.baseline(), shape, limits)));
   }
   const std::size_t n = run.variants.size();
-  log(fmt::format("{} {}: {} variants ({} of {} configurations pass the constraints), {} compile jobs, {}",
-                  o.problem, shape.describe(), n, space_enum.configs.size(), space_enum.total, ctx.jobs,
+  log(fmt::format("{} {}: {} variants ({}), {} compile jobs, {}", o.problem, shape.describe(), n, chosen_configs.how, ctx.jobs,
                   run.device ? run.device->name + " (" + ctx.arch + ")" : ctx.arch + ", compile only"));
 
   // The journal: a fresh one, or with --resume the records of the interrupted run it identifies.
@@ -639,14 +805,17 @@ TuneOutcome run_tune(const TuneOptions& o) {
     journal.emplace(Journal::create(journal_path, identity));
   }
 
-  // The results file is a complete snapshot, rewritten at most every 2 s while variants finish
-  // (the journal holds each record the moment it exists; rewriting the whole file per variant
-  // made a 500-variant run spend seconds serializing), and at every stage boundary.
+  // The run's snapshot, complete as far as it goes, rewritten at most every 2 s while variants
+  // finish (the journal holds each record the moment it exists; rewriting the whole file per
+  // variant made a 500-variant run spend seconds serializing) and at every stage boundary. It goes
+  // to <shape>.json.partial: the results file and its header are replaced only when the run ends
+  // with something at least as good (issue 22, item 7), so a re-run that dies keeps them as they were.
+  const auto partial_path = partial_results_path(json_path);
   auto last_save = Clock::now();
   auto save = [&](bool force = true) {
     if (!force && seconds_since(last_save) < 2.0) return;
     run.wall.total_wall_s = seconds_since(t_start);
-    write_file_atomic(json_path, to_json(run).dump(2) + "\n");
+    write_file_atomic(partial_path, to_json(run).dump(2) + "\n");
     last_save = Clock::now();
   };
   save();
@@ -681,25 +850,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const auto t_compile = Clock::now();
   double compile_wall = 0;
   auto compile_one = [&](std::size_t i, bool* cached) {
-    const CompileRequest req = compile_request(lowered[i], ctx.compile_options);
-    CompileResult r;
-    *cached = false;
-    try {
-      const auto in_a_slot = [](const CompileRequest& q) {
-        const CompileSlots::Slot slot(CompileSlots::shared());
-        return compile(q);
-      };
-      std::string failed;
-      r = cache ? cache->get_or_compile(req, ctx.nvrtc_version, cached, &failed, in_a_slot) : in_a_slot(req);
-      // A cache that cannot be written (read-only, full) is one warning; the compile stands.
-      if (!failed.empty() && !cache_warned.exchange(true))
-        log(fmt::format("warning: the compile cache {} cannot be written ({}); the run goes on without storing "
-                        "(--cache-dir chooses another)", cache->dir().string(), failed));
-    } catch (const std::exception& e) {
-      r.ok = false;
-      r.log = std::string("compile raised: ") + e.what();
-    }
-    return r;
+    return compiler.compile(compile_request(lowered[i], ctx.compile_options), cached);
   };
   auto compile_and_queue = [&](std::size_t i) {
     bool cached = false;
@@ -825,13 +976,22 @@ TuneOutcome run_tune(const TuneOptions& o) {
       }
     }
     if (rec.spill_bytes() > 0 && rec.reason.empty()) rec.reason = fmt::format("spills {} bytes", rec.spill_bytes());
-    log(fmt::format("[{:>3}/{}] {}  {:<14} {}{}", done + 1, n,
-                    rec.compile_cached ? std::string("from cache    ") : fmt::format("compiled {:5.1f}s", cr.seconds),
-                    to_string(rec.status),
-                    rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' '), rec.name) +
-        (run.timed ? fmt::format("   (checked {}, passed {}, best {})", checked, passed,
-                                 best ? fmt::format("{:.2f} us", *best) : "-")
-                   : ""));
+    // Elapsed time and the search's remaining time at this run's pace so far (resumed records
+    // took none of it); on a terminal the name is cut to fit the line (TuneOptions::line_width).
+    const double elapsed = seconds_since(t_start);
+    const double pace = seconds_since(t_compile) / static_cast<double>(done + 1 - resumed);
+    log(fit_line(fmt::format("[{:>3}/{}] {}  {:<14} {}", done + 1, n,
+                             rec.compile_cached ? std::string("from cache    ") : fmt::format("compiled {:5.1f}s", cr.seconds),
+                             to_string(rec.status),
+                             rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' ')),
+                 rec.name,
+                 run.timed ? fmt::format("   (checked {}, passed {}, best {})", checked, passed,
+                                         best ? fmt::format("{:.2f} us", *best) : "-")
+                           : std::string(),
+                 fmt::format("  {} elapsed{}", format_duration(elapsed),
+                             ctx.stopped_by_time_budget ? std::string()
+                                                        : ", eta " + format_duration(pace * static_cast<double>(n - done - 1))),
+                 o.line_width));
     run.wall.compile_wall_s = compile_wall > 0 ? compile_wall : seconds_since(t_compile);
     journal->append("search", rec);
     save(false);
@@ -1004,17 +1164,30 @@ TuneOutcome run_tune(const TuneOptions& o) {
   ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;
   run.context.finished_at = now_iso8601();
   save();
-  // A finished run needs no journal (the results hold every record); an interrupted one keeps it.
-  journal.reset();
-  if (!ctx.interrupted) std::filesystem::remove(journal_path);
 
   TuneOutcome out{run, json_path, std::nullopt};
-  // No header from a search cut short by hand, nor from a part of one (tune merge writes it).
-  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants")) {
-    const auto header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
-    write_file_atomic(header_path, generate_header(run, space));
-    out.header_path = header_path;
+  // No header from a search cut short by hand, nor from a part of one (tune merge writes it). It is
+  // made before anything is replaced: a header that cannot be made leaves the earlier pair alone.
+  std::optional<std::string> header;
+  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants"))
+    header = generate_header(run, space);
+  if (const std::string kept = reason_to_keep(json_path, run); !kept.empty()) {
+    out.json_path = partial_path;
+    log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}", json_path.string(),
+                    kept, partial_path.string()));
+  } else {
+    // The results first, then their header: the two renames are each atomic.
+    write_file_atomic(json_path, to_json(run).dump(2) + "\n");
+    if (header) {
+      out.header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
+      write_file_atomic(*out.header_path, *header);
+    }
+    std::error_code ec;
+    std::filesystem::remove(partial_path, ec);
   }
+  // A finished run needs no journal (its results hold every record); an interrupted one keeps it.
+  journal.reset();
+  if (!ctx.interrupted) std::filesystem::remove(journal_path);
   out.run = run;
   return out;
 }

@@ -1,10 +1,14 @@
 #include "tune/verify.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "tune/compile.hpp"
+#include "tune/compile_pool.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
@@ -12,6 +16,7 @@
 #include "tune/measure.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
+#include "tune/worker.hpp"
 
 namespace tune {
 namespace {
@@ -32,8 +37,13 @@ bool run_verify(const VerifyOptions& o) {
   };
   bool all_ok = true;
   std::string why_no_device;
-  const auto device = query_device(o.device, &why_no_device);
+  const bool fake = worker_fake_mode();
+  const auto device = fake ? std::optional(fake_device(o.arch, o.device)) : query_device(o.device, &why_no_device);
+  if (fake) log("TUNE_WORKER_FAKE: a synthetic device; the variants are compiled, their golden parity is not run");
   if (!device) log(fmt::format("no CUDA device ({}): checking the CPU reference only", why_no_device));
+  // The variants of every file compile as a tune's do: on the pool, through the compile cache.
+  std::optional<CompilePool> compiler;
+  if (device) compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
   for (const auto& file : o.golden) {
     const GoldenCase g = read_golden(file);
     const std::string problem_spec = golden_problem(file, g.problem);
@@ -52,7 +62,11 @@ bool run_verify(const VerifyOptions& o) {
     all_ok = all_ok && ok;
     if (!device) continue;
 
-    const Space space = load_space(problem_spec, std::nullopt);
+    const auto results = o.results_dir / device->slug() / g.problem / (g.shape.tag() + ".json");
+    const std::optional<RunRecord> run =
+        std::filesystem::exists(results) ? std::optional(read_result(results)) : std::nullopt;
+    // The space the results were tuned in (their variants are its configurations), else the problem's.
+    const Space space = run ? load_run_space(*run) : load_space(problem_spec, std::nullopt);
     try {
       space.check_shape(g.shape);
     } catch (const ShapeError& e) {
@@ -61,54 +75,86 @@ bool run_verify(const VerifyOptions& o) {
     }
     const DeviceLimits limits = device->limits();
     std::vector<Named> configs;
-    const auto results = o.results_dir / device->slug() / g.problem / (g.shape.tag() + ".json");
-    if (std::filesystem::exists(results)) {
-      const RunRecord run = read_result(results);
-      for (const auto& v : run.variants) {
-        const bool is_winner = run.winner && *run.winner == v.name;
+    if (run) {
+      for (const auto& v : run->variants) {
+        const bool is_winner = run->winner && *run->winner == v.name;
         if (o.all || v.baseline || is_winner)
           configs.push_back({v.baseline ? "baseline" : is_winner ? "winner" : "variant", space.from_json(v.params)});
       }
       log(fmt::format("{}: checking {} variant(s) of {}", file, configs.size(), results.string()));
     } else {
       if (o.all) {
-        for (const Config& c : space.enumerate(g.shape, limits).configs)
-          configs.push_back({c == space.baseline() ? "baseline" : "variant", c});
+        if (space.size() > o.max_space)
+          throw InputError(fmt::format("{}: tune verify --all: the space of {} has {} configurations, more than "
+                                       "--max-space {}; tune the shape first (its results file's variants are checked), "
+                                       "or raise --max-space", file, space.source_name(), describe_count(space.size()),
+                                       o.max_space));
+        const Enumeration all = space.enumerate(g.shape, limits, o.max_space);
+        if (all.configs.size() > o.max_variants)
+          throw InputError(fmt::format("{}: tune verify --all: {} configurations of {} are valid at this shape, more than "
+                                       "--max-variants {}; tune the shape first (its results file's variants are "
+                                       "checked), or raise --max-variants",
+                                       file, all.configs.size(), space.source_name(), o.max_variants));
+        for (const Config& c : all.configs) configs.push_back({c == space.baseline() ? "baseline" : "variant", c});
       } else {
         configs.push_back({"baseline", space.baseline()});
       }
       log(fmt::format("{}: no results file {} for this shape: checking {}", file, results.string(),
                       o.all ? "every valid configuration" : "the baseline"));
     }
-    DeviceRunner runner(*device, problem, g.shape, g.data, g.data, g.output, 0);
-    std::vector<GateVariant> passed;  // gated below, with the CUBINs compiled here
-    for (const auto& [why, config] : configs) {
-      const std::string name = space.name(config);
-      const std::string violated = space.violated_constraint(config, g.shape, limits);
+    // Every valid variant compiled at once, on all the pool's threads; the cache serves a second run.
+    std::vector<Named> valid;
+    std::vector<Lowered> lowered;
+    std::vector<CompileRequest> requests;
+    for (auto& named : configs) {
+      const std::string violated = space.violated_constraint(named.config, g.shape, limits);
       if (!violated.empty()) {
-        log(fmt::format("  {} {}: not valid at this shape ({}), skipped", why, name, violated));
+        log(fmt::format("  {} {}: not valid at this shape ({}), skipped", named.why, space.name(named.config), violated));
         continue;
       }
-      Lowered lowered = space.lower(config, g.shape);
-      CompileResult compiled = compile(compile_request(lowered, default_options(device->compute_capability())));
-      if (!compiled.ok) {
+      lowered.push_back(space.lower(named.config, g.shape));
+      requests.push_back(compile_request(lowered.back(), default_options(device->compute_capability())));
+      valid.push_back(std::move(named));
+    }
+    const auto t_compile = std::chrono::steady_clock::now();
+    std::vector<char> cached;
+    std::vector<CompileResult> compiled = compiler->compile_all(requests, &cached);
+    log(fmt::format("{}: compiled {} variant(s) in {:.1f} s on {} thread(s), {} from the compile cache ({})", file,
+                    requests.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t_compile).count(),
+                    compiler->jobs(), std::count(cached.begin(), cached.end(), 1), compiler->cache_description()));
+    std::optional<DeviceRunner> runner;
+    if (!fake) runner.emplace(*device, problem, g.shape, g.data, g.data, g.output, 0);
+    auto golden_parity = [&](std::size_t i) {
+      if (runner) return runner->check(compiled[i], lowered[i], g.data, g.output, 0);
+      ParityRecord p;  // TUNE_WORKER_FAKE: nothing ran; the gate's fake worker takes it from here
+      p.elements = static_cast<std::int64_t>(g.output.size());
+      return p;
+    };
+    std::vector<GateVariant> passed;  // gated below, with the CUBINs compiled here
+    for (std::size_t i = 0; i < valid.size(); ++i) {
+      const auto& [why, config] = valid[i];
+      const std::string name = space.name(config);
+      if (!compiled[i].ok) {
         log(fmt::format("  {} {}: compile failed", why, name));
         all_ok = false;
         continue;
       }
       try {
-        const ParityRecord p = runner.check(compiled, lowered, g.data, g.output, 0);
+        const ParityRecord p = golden_parity(i);
         const bool pass = parity_passed(p);
         log(fmt::format("  {} {}: max abs error {:.3g}, max rel error {:.3g}: {}", why, name, p.max_abs_error,
-                        p.max_rel_error, pass ? "ok" : fmt::format("MISMATCH ({} of {} outside atol={:g} rtol={:g})", p.mismatches,
-                                                                   p.elements, p.atol, p.rtol)));
+                        p.max_rel_error,
+                        !runner ? "not run (TUNE_WORKER_FAKE)"
+                        : pass  ? "ok"
+                                : fmt::format("MISMATCH ({} of {} outside atol={:g} rtol={:g})", p.mismatches, p.elements,
+                                              p.atol, p.rtol)));
         all_ok = all_ok && pass;
         if (pass) {
           VariantRecord r;
           r.name = name;
           r.params = space.to_json(config);
           r.status = Status::kPassed;
-          passed.push_back({std::move(compiled), std::move(lowered), std::move(r)});
+          passed.push_back({std::move(compiled[i]), std::move(lowered[i]), std::move(r)});
         }
       } catch (const std::exception& e) {
         log(fmt::format("  {} {}: failed to run: {}", why, name, e.what()));
@@ -125,6 +171,7 @@ bool run_verify(const VerifyOptions& o) {
     settings.shape = g.shape;
     settings.seed = 42;
     settings.device = o.device;
+    settings.fake = fake;
     gate_variants(passed, settings, ctx);
     for (const auto& v : passed) {
       log(fmt::format("  gate {} {}: {}", v.record.gate->verdict, v.record.name, v.record.gate->reason));

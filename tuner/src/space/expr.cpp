@@ -1,6 +1,8 @@
 #include "space/expr.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -22,9 +24,45 @@ double ispow2(double a) {
   return (x > 0 && (x & (x - 1)) == 0) ? 1.0 : 0.0;
 }
 
+// What every expression knows before the space names anything: our operators, functions and the
+// constants true and false, over muParser's own (sin, min, _pi, ...).
+void define_builtins(mu::Parser& p) {
+  p.DefineOprt("%", remainder_op, mu::prMUL_DIV, mu::oaLEFT, true);
+  p.DefineInfixOprt("!", not_op);
+  p.DefineFun("cdiv", cdiv);
+  p.DefineFun("floor", floor_fn);
+  p.DefineFun("ispow2", ispow2);
+  p.DefineConst("true", 1.0);
+  p.DefineConst("false", 0.0);
+}
+
+// A name a space may give (a dimension, parameter, derived value or string value): an identifier
+// that is not a built-in constant. A string value "true" would otherwise redefine `true` in every
+// expression, and a parameter named "true" clash with it in each. A name of a built-in function
+// is fine: muParser tells `ln` from `ln(x)` by the parenthesis (contact has a parameter `ln`).
+void check_name(const std::string& name) {
+  static const std::set<std::string> constants = [] {
+    mu::Parser p;
+    define_builtins(p);
+    std::set<std::string> out;
+    for (const auto& [n, v] : p.GetConst()) out.insert(n);
+    return out;
+  }();
+  const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                          name.find_first_not_of("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
+                              std::string::npos;
+  if (!identifier)
+    throw std::invalid_argument(fmt::format("'{}' is not a name expressions can use (letters, digits and _, not "
+                                            "starting with a digit); rename it", name));
+  if (constants.count(name))
+    throw std::invalid_argument(fmt::format("'{}' is a built-in constant of expressions ({}); rename it", name,
+                                            fmt::join(constants, ", ")));
+}
+
 }  // namespace
 
 std::size_t VariableTable::declare(const std::string& name) {
+  check_name(name);
   if (slots_.count(name) || constants_.count(name)) throw std::invalid_argument("'" + name + "' is defined twice");
   const std::size_t slot = slots_.size();
   if (slot >= values_->size())
@@ -35,6 +73,7 @@ std::size_t VariableTable::declare(const std::string& name) {
 }
 
 void VariableTable::define_constant(const std::string& name, double value) {
+  check_name(name);
   auto it = constants_.find(name);
   if (slots_.count(name) || (it != constants_.end() && it->second != value))
     throw std::invalid_argument("'" + name + "' names two different things");
@@ -57,13 +96,7 @@ Expression::Expression(const std::string& text, const VariableTable& table)
     : text_(text), impl_(std::make_unique<Impl>()) {
   try {
     auto& p = impl_->parser;
-    p.DefineOprt("%", remainder_op, mu::prMUL_DIV, mu::oaLEFT, true);
-    p.DefineInfixOprt("!", not_op);
-    p.DefineFun("cdiv", cdiv);
-    p.DefineFun("floor", floor_fn);
-    p.DefineFun("ispow2", ispow2);
-    p.DefineConst("true", 1.0);
-    p.DefineConst("false", 0.0);
+    define_builtins(p);
     for (const auto& [name, value] : table.constants()) p.DefineConst(name, value);
     for (const auto& [name, slot] : table.names()) p.DefineVar(name, table.address(slot));
     p.SetExpr(text);

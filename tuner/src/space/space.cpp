@@ -1,9 +1,12 @@
 #include "tune/space.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 
 #include <fmt/format.h>
@@ -295,6 +298,10 @@ Space Space::parse(const Json& json, const std::string& source_name, const std::
         s.numeric.push_back(v.get<bool>() ? 1.0 : 0.0);
       } else if (v.is_string()) {
         s.numeric.push_back(static_cast<double>(i));
+        // A string value is a constant of every expression: it may not take a device limit's name.
+        if (v.get<std::string>().starts_with("dev_"))
+          s.fail(fmt::format("{} value {}: names starting with dev_ are the device's limits (dev_max_threads, "
+                             "dev_max_smem, dev_sm_count, dev_cc); rename it", where, v.dump()));
         try {
           s.table.define_constant(v.get<std::string>(), static_cast<double>(i));
         } catch (const std::invalid_argument& e) {
@@ -483,35 +490,97 @@ void Space::check_shape(const Shape& shape) const {
   }
 }
 
-Enumeration Space::enumerate(const Shape& shape, const DeviceLimits& limits) const {
+std::string describe_count(std::uint64_t count) {
+  const auto approx = static_cast<double>(count);
+  if (count == std::numeric_limits<std::uint64_t>::max()) return fmt::format("at least {:.2g}", approx);
+  return count >= 10'000'000 ? fmt::format("{} ({:.2g})", count, approx) : std::to_string(count);
+}
+
+std::uint64_t Space::size() const {
+  std::uint64_t product = 1;
+  for (const Parameter& p : impl_->parameters) {
+    const std::uint64_t n = p.values.size();
+    if (n != 0 && product > std::numeric_limits<std::uint64_t>::max() / n) return std::numeric_limits<std::uint64_t>::max();
+    product *= n;
+  }
+  return product;
+}
+
+namespace {
+
+// The configurations a pass over the space keeps, and the first failing constraint of the others
+// (in the order the constraints were first seen failing).
+class Tally {
+ public:
+  Tally(Enumeration& out, const SpaceProgressFn& progress, std::uint64_t of) : out_(out), progress_(progress), of_(of) {}
+  void add(const Config& c, const std::string& violated) {
+    if (violated.empty()) out_.configs.push_back(c);
+    else if (rejected_[violated]++ == 0) order_.push_back(violated);
+    if (progress_ && (++checked_ & 0xffff) == 0) progress_({checked_, of_, out_.configs.size()});
+  }
+  ~Tally() {
+    for (const auto& w : order_) out_.rejected_by.emplace_back(w, rejected_[w]);
+  }
+  Tally(const Tally&) = delete;
+  Tally& operator=(const Tally&) = delete;
+
+ private:
+  Enumeration& out_;
+  const SpaceProgressFn& progress_;
+  std::uint64_t of_, checked_ = 0;
+  std::map<std::string, std::size_t> rejected_;
+  std::vector<std::string> order_;
+};
+
+}  // namespace
+
+Enumeration Space::enumerate(const Shape& shape, const DeviceLimits& limits, std::uint64_t max_configurations,
+                             const SpaceProgressFn& progress) const {
+  const std::uint64_t count = size();
+  if (count > max_configurations)
+    throw InputError(fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
+                                 "--max-space {} allows to enumerate; restrict the parameters' values, sample it with "
+                                 "--budget N, or raise --max-space",
+                                 impl_->source_name, describe_count(count), max_configurations));
   std::lock_guard lock(impl_->mutex);
   const Impl& s = *impl_;
   Enumeration out;
-  std::map<std::string, std::size_t> rejected;
-  std::vector<std::string> order;
-  Config c;
-  c.choice.assign(s.parameters.size(), 0);
-  for (;;) {
-    ++out.total;
-    const std::string why = s.first_violation(c, shape, limits);
-    if (why.empty()) {
-      out.configs.push_back(c);
-    } else if (rejected[why]++ == 0) {
-      order.push_back(why);
-    }
-    // Odometer: the last parameter varies fastest.
-    std::size_t p = s.parameters.size();
-    while (p > 0) {
-      --p;
-      if (++c.choice[p] < s.parameters[p].values.size()) break;
-      c.choice[p] = 0;
-      if (p == 0) {
-        for (const auto& w : order) out.rejected_by.emplace_back(w, rejected[w]);
-        return out;
+  out.total = count;
+  {
+    Tally tally(out, progress, count);
+    Config c;
+    c.choice.assign(s.parameters.size(), 0);
+    for (std::uint64_t k = 0; k < count; ++k) {
+      tally.add(c, s.first_violation(c, shape, limits));
+      // Odometer: the last parameter varies fastest.
+      for (std::size_t p = s.parameters.size(); p-- > 0;) {
+        if (++c.choice[p] < s.parameters[p].values.size()) break;
+        c.choice[p] = 0;
       }
     }
-    if (s.parameters.empty()) break;
   }
+  return out;
+}
+
+Enumeration Space::sample(const Shape& shape, const DeviceLimits& limits, std::size_t count, std::uint64_t seed,
+                          std::uint64_t max_draws, const SpaceProgressFn& progress) const {
+  std::lock_guard lock(impl_->mutex);
+  const Impl& s = *impl_;
+  Enumeration out;
+  out.total = size();
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);  // its own stream, not the inputs'
+  std::set<Config> seen;
+  {
+    Tally tally(out, progress, max_draws);
+    Config c;
+    c.choice.assign(s.parameters.size(), 0);
+    while (out.configs.size() < count && out.draws < max_draws) {
+      for (std::size_t p = 0; p < s.parameters.size(); ++p) c.choice[p] = rng() % s.parameters[p].values.size();
+      ++out.draws;
+      if (seen.insert(c).second) tally.add(c, s.first_violation(c, shape, limits));
+    }
+  }
+  std::sort(out.configs.begin(), out.configs.end());
   return out;
 }
 
