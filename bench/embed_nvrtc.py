@@ -5,8 +5,9 @@ the bench's start-up, with nothing read from disk at run time (the bench runs on
   - the kernel template's text (what tune hands NVRTC: <problem>.cuh, no other headers);
   - per results file (shape_name = its stem): the NVRTC options its timings were measured with
     (context.compile_options) and the finalists of its strict re-measure (the variants that have a
-    search_timing, in the results file's order, for the results named by --interleave only: the order tune interleaved them), each with its
-    launches (name expression, grid, block, dynamic shared memory) and its strict and search medians;
+    search_timing, fastest search median first: the order tune interleaves them; only for the
+    results named by --interleave), each with its launches (name expression, grid, block, dynamic
+    shared memory) and its strict and search medians;
   - under TUNE_BENCH_FINALIST_KERNELS, nvcc's instantiations of those finalists (the translation unit
     includes the template first), for the interleave mode's nvcc build.
 
@@ -63,6 +64,9 @@ def main():
         d = json.loads(pathlib.Path(path).read_text())
         opts = d.get("context", {}).get("compile_options", [])[:16]
         fins = [v for v in d.get("variants", []) if v.get("search_timing") and v.get("timing")][:16]
+        # tune re-measures the top few in order of their search median (fastest_passed, stable on
+        # the variants' order), the baseline appended last when it is not among them.
+        fins.sort(key=lambda v: v["search_timing"]["median_us"])
         if pathlib.Path(path).stem not in a.interleave:
             fins = []
         fs = []

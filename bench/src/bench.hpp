@@ -310,12 +310,13 @@ void register_problem(const char* problem, const Entry (&entries)[kEntries],
 }
 
 // The interleave mode: tune's strict re-measure of one results file reproduced. Its finalists (the
-// variants the results file re-measured, in its order) are loaded and warmed; then in every
-// iteration one cold sample (L2 flushed, events around the launches, synchronised) of each
-// finalist in turn, round-robin, as DeviceRunner::remeasure_interleaved takes them; the iteration's
-// time is the focus variant's (the baseline) sample. "alone" takes only the focus variant's samples
-// the same way. Both builds: nvcc's instantiations and tune's NVRTC build. The finalists' kernels
-// take the baseline's buffers (one kernel of the same signature: contact).
+// variants the results file re-measured, fastest search median first, as tune orders them) are
+// loaded and warmed; then in every iteration one cold sample (L2 flushed, events around the
+// launches, synchronised) of each finalist in turn, round-robin, as
+// DeviceRunner::remeasure_interleaved takes them; the iteration's time is the focus variant's (the
+// baseline) sample. "alone" takes only the focus variant's samples the same way. Both builds:
+// nvcc's instantiations and tune's NVRTC build. The finalists' kernels take the baseline's buffers
+// (one kernel of the same signature: contact).
 template <class Finalist, class Variant>
 void time_interleaved(benchmark::State& state, const Finalist* finalists, int count, int focus, bool interleave,
                       const Variant& baseline, const std::vector<Kernels>& kernels) {
