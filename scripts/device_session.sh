@@ -2,7 +2,8 @@
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
-#                                       plant=NAME:<tune args separated by :>, probe, modelnew
+#                                       plant=NAME:<tune args separated by :>, probe, modelnew,
+#                                       bench-compare
 # modelnew: tune export torch of the committed contact and scene_graph results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
@@ -16,7 +17,11 @@
 # torch: PyTorch eager and torch.compile timed at the shapes of the committed results/
 # (report/torch_baseline.py, each problem's make_model from configs/<problem>/reference.py) into
 # $OUT/torch_baseline.json.
-# bench: the tuned kernels built by nvcc (bench/) into $OUT/bench.json and $OUT/bench.log.
+# bench: the tuned kernels built by nvcc (bench/) and tune's NVRTC build of each, side by side, into
+# $OUT/bench.json and $OUT/bench.log (the table of both medians at its end).
+# bench-compare: the same twice more, as 5 repetitions (aggregates only), and the strict re-measure
+# of contact B4 N64 reproduced (strict/alone vs strict/interleaved, both builds) 5 times, into
+# $OUT/bench_compare.json, $OUT/bench_strict.json and $OUT/bench_compare.log.
 # Logs and results go to $OUT (results as one tarball, since $OUT keeps only two folder levels).
 set -uo pipefail
 out=${OUT:-/tmp/tune-out}
@@ -74,6 +79,15 @@ for step in "$@"; do
       # The tuned kernels built by nvcc (bench/), winners and baselines, Google Benchmark JSON.
       .device/bin/tune_bench --benchmark_out="$out/bench.json" --benchmark_out_format=json \
         --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench.log" || status=1 ;;
+    bench-compare)
+      # nvcc vs NVRTC build of every entry, 5 repetitions; then tune's interleaved strict re-measure
+      # reproduced (the baseline alone vs between the other finalists' samples), 5 repetitions.
+      .device/bin/tune_bench --benchmark_filter='/(winner|baseline)/' --benchmark_repetitions=5 \
+        --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_compare.json" \
+        --benchmark_out_format=json --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_compare.log" || status=1
+      .device/bin/tune_bench --benchmark_filter='/strict/' --benchmark_repetitions=5 \
+        --benchmark_out="$out/bench_strict.json" --benchmark_out_format=json \
+        --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_compare.log" || status=1 ;;
     tune:*|tune=*)
       # tune=LABEL:args writes under results-device/LABEL (repeated runs of one shape side by side).
       dest=$results

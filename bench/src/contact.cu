@@ -2,10 +2,16 @@
 #include "contact/contact.cuh"
 #define TUNE_TUNED_KERNELS
 #include "contact_tuned.hpp"
+#define TUNE_BENCH_FINALIST_KERNELS
+#include "contact_nvrtc.hpp"
 
 #include "bench.hpp"
 
 void tune_bench::register_contact() {
   namespace t = tune_tuned::contact;
-  register_problem("contact", t::kEntries, t::kWinnerKernels, t::kBaselineKernels);
+  namespace r = tune_bench_nvrtc::contact;
+  register_problem("contact", t::kEntries, t::kWinnerKernels, t::kBaselineKernels, r::kTemplateName, r::kTemplateSource,
+                   r::kRecords);
+  register_interleave("contact", t::kEntries, r::kRecords, r::kNvccKernels, r::kNvccKernelCount, r::kTemplateName,
+                      r::kTemplateSource);
 }

@@ -1,5 +1,6 @@
 // tune_bench: the tuned kernels of the merged headers against their baselines, on this GPU.
 #include <cstdio>
+#include <deque>
 #include <random>
 #include <string>
 
@@ -26,6 +27,61 @@ std::vector<float> seeded_data(const std::string& name, long long elements, std:
   return v;
 }
 
+std::vector<PairRow>& pair_rows() {
+  static std::vector<PairRow> rows;
+  return rows;
+}
+
+void print_pair_table() {
+  if (pair_rows().empty()) return;
+  std::printf("\nnvcc and NVRTC builds side by side (medians, us; tuned: tune's record, NVRTC build, strict re-measure)\n");
+  std::printf("%-44s %10s %10s %10s %12s\n", "entry", "tuned", "nvcc", "nvrtc", "nvrtc/nvcc");
+  for (const PairRow& r : pair_rows()) {
+    if (r.nvcc_us <= 0 && r.nvrtc_us <= 0) continue;  // filtered out
+    const double ratio = r.nvcc_us > 0 && r.nvrtc_us > 0 ? r.nvrtc_us / r.nvcc_us : 0;
+    std::printf("%-44s %10.3f %10.3f %10.3f %12.3f\n", r.name.c_str(), r.tuned_us, r.nvcc_us, r.nvrtc_us, ratio);
+  }
+}
+
+namespace {
+std::deque<RtcProgram>& programs() {
+  static std::deque<RtcProgram> p;
+  return p;
+}
+}  // namespace
+
+RtcProgram& new_program(std::string source_name, const char* source, std::vector<std::string> expressions,
+                        std::vector<std::string> options) {
+  RtcProgram& p = programs().emplace_back();
+  p.source_name = std::move(source_name);
+  p.source = source;
+  p.name_expressions = std::move(expressions);
+  p.options = std::move(options);
+  return p;
+}
+
+void compile_programs() {
+  std::vector<RtcProgram*> todo;
+  for (RtcProgram& p : programs()) todo.push_back(&p);
+  if (todo.empty()) return;
+  std::fprintf(stderr, "tune_bench: %s compiling %zu programs (tune's build of every entry)...\n", nvrtc_version().c_str(),
+               todo.size());
+  nvrtc_compile(todo);
+  for (const RtcProgram* p : todo) {
+    std::string opts;
+    for (const auto& o : p->options) opts += " " + o;
+    std::fprintf(stderr, "  %s%s [%.1f s]%s%s\n", p->name_expressions.empty() ? "?" : p->name_expressions.front().c_str(),
+                 p->name_expressions.size() > 1 ? " ..." : "", p->seconds, opts.c_str(),
+                 p->error.empty() ? "" : ("\n    FAILED: " + p->error).c_str());
+  }
+}
+
+const CUfunction* program_functions(RtcProgram& p) {
+  if (!p.error.empty()) throw std::runtime_error("NVRTC: " + p.error.substr(0, 200));
+  nvrtc_load(p);
+  return p.functions.data();
+}
+
 }  // namespace tune_bench
 
 int main(int argc, char** argv) {
@@ -36,6 +92,7 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop{};
     TUNE_BENCH_CUDA(cudaGetDeviceProperties(&prop, g.ordinal));
     TUNE_BENCH_CUDA(cudaSetDevice(g.ordinal));
+    TUNE_BENCH_CUDA(cudaFree(nullptr));  // the primary context, current: the NVRTC build is loaded into it
     g.name = prop.name;
     g.arch = prop.major * 10 + prop.minor;
     g.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
@@ -57,13 +114,18 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("cuda_driver", std::to_string(driver));
     benchmark::AddCustomContext("cuda_runtime", std::to_string(runtime));
     benchmark::AddCustomContext("timing", "CUDA events around the launches; L2 flushed (2x its size) before every iteration");
+    benchmark::AddCustomContext("builds", "nvcc: the header's instantiations compiled ahead of time (cudaLaunchKernel); nvrtc: "
+                                          "the same name expressions compiled at start-up by " + tune_bench::nvrtc_version() +
+                                          " with the results file's context.compile_options (cuModuleLoadData, cuLaunchKernel)");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tune_bench: no usable CUDA device: %s\n", e.what());
     return 3;
   }
   tune_bench::register_contact();
   tune_bench::register_scene_graph();
+  tune_bench::compile_programs();
   benchmark::RunSpecifiedBenchmarks();
+  tune_bench::print_pair_table();
   benchmark::Shutdown();
   return 0;
 }
