@@ -26,8 +26,8 @@ class InputError(Exception):
 
 
 class _Bad(Exception):
-    def __init__(self, at, what, todo=RESTORE):
-        super().__init__(f"{at}: {what}; {todo}")
+    def __init__(self, at, what, remedy=RESTORE):
+        super().__init__(f"{at}: {what}; {remedy}")
 
 
 def _brief(v):
@@ -565,12 +565,7 @@ def validate_peaks(doc):
 
 def read_checked(path, validate):
     """A JSON file validated by `validate`; InputError "<file>: <JSON path>: <what>; <what to do>"."""
-    doc = read_json(path)
-    try:
-        validate(doc)
-    except _Bad as e:
-        raise InputError(f"{path}: {e}")
-    return doc
+    return check(path, read_json(path), validate)
 
 
 def _no_constant(name):
@@ -604,13 +599,14 @@ def read_json(path):
         raise InputError(f"{path}: not valid JSON ({e})")
 
 
-def check(path, run):
-    """Validates a parsed results file; raises InputError "<file>: <path>: <what>; <what to do>"."""
+def check(path, doc, rules=None):
+    """Validates a parsed file (a results file unless `rules` is given); raises InputError
+    "<file>: <path>: <what>; <what to do>"."""
     try:
-        validate(run)
+        (rules or validate)(doc)
     except _Bad as e:
         raise InputError(f"{path}: {e}")
-    return run
+    return doc
 
 
 def device_slug(name):

@@ -61,13 +61,13 @@ RtcProgram& new_program(std::string source_name, const char* source, std::vector
 }
 
 void compile_programs() {
-  std::vector<RtcProgram*> todo;
-  for (RtcProgram& p : programs()) todo.push_back(&p);
-  if (todo.empty()) return;
+  std::vector<RtcProgram*> pending;
+  for (RtcProgram& p : programs()) pending.push_back(&p);
+  if (pending.empty()) return;
   std::fprintf(stderr, "tune_bench: %s compiling %zu programs (tune's build of every entry)...\n", nvrtc_version().c_str(),
-               todo.size());
-  nvrtc_compile(todo);
-  for (const RtcProgram* p : todo) {
+               pending.size());
+  nvrtc_compile(pending);
+  for (const RtcProgram* p : pending) {
     std::string opts;
     for (const auto& o : p->options) opts += " " + o;
     std::fprintf(stderr, "  %s%s [%.1f s]%s%s\n", p->name_expressions.empty() ? "?" : p->name_expressions.front().c_str(),

@@ -270,7 +270,7 @@ RunRecord run_from_json(const nlohmann::ordered_json& json);
 // "<JSON path>: <what is wrong>; <what to do>".
 void validate_result_json(const nlohmann::ordered_json& json);
 // One variant record (a results file's variants[i], a journal line's record), `at` its JSON path;
-// `todo` ends the message.
-void validate_variant_json(const nlohmann::ordered_json& json, const std::string& at, const std::string& todo);
+// `remedy` ends the message.
+void validate_variant_json(const nlohmann::ordered_json& json, const std::string& at, const std::string& remedy);
 
 }  // namespace tune

@@ -30,10 +30,10 @@ constexpr const char* kRestore = "restore what tune wrote, or re-tune";
 constexpr double kTieBandCap = 0.05;
 
 struct Check {
-  std::string todo;
+  std::string remedy;
 
   [[noreturn]] void fail(const std::string& at, const std::string& what) const {
-    throw InputError(fmt::format("{}: {}; {}", at, what, todo));
+    throw InputError(fmt::format("{}: {}; {}", at, what, remedy));
   }
 };
 
@@ -357,8 +357,8 @@ void shape(const Check& c, const Json& j) {
 
 }  // namespace
 
-void validate_variant_json(const Json& v, const std::string& at, const std::string& todo) {
-  const Check c{todo};
+void validate_variant_json(const Json& v, const std::string& at, const std::string& remedy) {
+  const Check c{remedy};
   if (!v.is_object()) c.fail(at, fmt::format("{} is not an object", brief(v)));
   text(c, v, at, "name", true, true);
   const Json& params = *object(c, v, at, "params", true);

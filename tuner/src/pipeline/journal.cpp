@@ -96,11 +96,11 @@ std::vector<Journal::Entry> Journal::read(const std::filesystem::path& path, con
       continue;
     }
     // The records a resumed run takes pass the validation of a results file's records.
-    const std::string todo = "remove that line (its variant is measured again), or run without --resume";
+    const std::string remedy = "remove that line (its variant is measured again), or run without --resume";
     try {
       if (!j.is_object() || !j.contains("stage") || !j.at("stage").is_string() || !j.contains("record"))
-        throw InputError(fmt::format("not a journal record (stage and record); {}", todo));
-      validate_variant_json(j.at("record"), "record", todo);
+        throw InputError(fmt::format("not a journal record (stage and record); {}", remedy));
+      validate_variant_json(j.at("record"), "record", remedy);
       out.push_back({j.at("stage").get<std::string>(), variant_from_json(j.at("record"))});
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: line {}: {}", path.string(), number, e.what()));
