@@ -298,7 +298,8 @@ TEST(Space, ASampleDrawsDistinctValidConfigsWithoutEnumerating) {
   EXPECT_EQ(few.draws, 5000u);
   std::size_t rejected = 0;
   for (const auto& [c, n] : few.rejected_by) rejected += n;
-  EXPECT_EQ(rejected, 10u) << "each invalid configuration counted once";
+  EXPECT_GT(rejected, 5000u / 2) << "10 of 16 are invalid; each rejected draw is counted";
+  EXPECT_LT(rejected, 5000u - 6);
 }
 
 TEST(Space, TheShippedSpacesParseAndTheirBaselinesAreValid) {

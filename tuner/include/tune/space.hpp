@@ -155,7 +155,8 @@ class Space {
   // Up to `count` distinct valid configurations drawn without enumerating the space: each draw
   // takes every parameter's value from mt19937_64(seed) (uniform over the product; portable: no
   // library distribution), a repeat or one that fails a constraint is rejected, and drawing stops
-  // after max_draws. The configurations are in enumeration order; total is size(), draws the draws.
+  // after max_draws. Only the sample is held in memory (rejected_by counts rejected draws, repeats
+  // included). The configurations are in enumeration order; total is size(), draws the draws.
   [[nodiscard]] Enumeration sample(const Shape& shape, const DeviceLimits& limits, std::size_t count, std::uint64_t seed,
                                    std::uint64_t max_draws, const SpaceProgressFn& progress = {}) const;
   // Empty when valid, else the text of the first failing constraint.

@@ -380,8 +380,9 @@ Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& sha
     return out;
   }
   const auto budget = static_cast<std::size_t>(o.budget);
-  // Enough draws for a space whose constraints pass 1 in 100, never fewer than a million (a few seconds).
-  const std::uint64_t max_draws = std::max<std::uint64_t>(1'000'000, 100 * static_cast<std::uint64_t>(budget));
+  // Enough draws for a space whose constraints pass 1 in 100, never fewer than a million (a few
+  // seconds) nor more than ten million (under a minute).
+  const std::uint64_t max_draws = std::clamp<std::uint64_t>(100 * static_cast<std::uint64_t>(budget), 1'000'000, 10'000'000);
   log(fmt::format("the space has {} configurations, more than --max-space {}: drawing {} valid ones at random without "
                   "enumerating it (seed {}, at most {} draws)", describe_count(size), o.max_space, budget, o.seed, max_draws));
   const Enumeration drawn = space.sample(shape, limits, budget, o.seed, max_draws, on_progress);

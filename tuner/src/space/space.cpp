@@ -569,7 +569,9 @@ Enumeration Space::sample(const Shape& shape, const DeviceLimits& limits, std::s
   Enumeration out;
   out.total = size();
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);  // its own stream, not the inputs'
-  std::set<Config> seen;
+  // Only the valid draws are remembered (a repeat of one is skipped): memory grows with the sample,
+  // not with the draws; a rejected draw is tallied each time it is drawn.
+  std::set<Config> kept;
   {
     Tally tally(out, progress, max_draws);
     Config c;
@@ -577,7 +579,10 @@ Enumeration Space::sample(const Shape& shape, const DeviceLimits& limits, std::s
     while (out.configs.size() < count && out.draws < max_draws) {
       for (std::size_t p = 0; p < s.parameters.size(); ++p) c.choice[p] = rng() % s.parameters[p].values.size();
       ++out.draws;
-      if (seen.insert(c).second) tally.add(c, s.first_violation(c, shape, limits));
+      if (kept.count(c)) continue;
+      const std::string violated = s.first_violation(c, shape, limits);
+      if (violated.empty()) kept.insert(c);
+      tally.add(c, violated);
     }
   }
   std::sort(out.configs.begin(), out.configs.end());
