@@ -4,7 +4,7 @@
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
 #                                       plant=NAME:<tune args separated by :>, probe, modelnew,
 #                                       bench-compare
-# modelnew: tune export torch of the committed contact and scene_graph results, built on the GPU
+# modelnew: tune export torch of the committed contact, scene_graph and ln_linear_gelu (examples/) results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
 # probe: bench/sanitizer/cluster_exchange.cu built by nvcc and run in each mode under racecheck
@@ -47,10 +47,11 @@ for step in "$@"; do
       echo "exit ${PIPESTATUS[0]}; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/check.log" ;;
     modelnew)
       exp=$PWD/export-device
-      "$tune" export torch results/h200/contact/*.json results/h200/scene_graph/*.json -o "$exp" >>"$out/torch.log" 2>&1 || status=1
+      "$tune" --problem-path examples export torch results/h200/contact/*.json results/h200/scene_graph/*.json \
+        results/h200/ln_linear_gelu/*.json -o "$exp" >>"$out/torch.log" 2>&1 || status=1
       python3 -c "import sys; sys.path.insert(0, '$exp'); import tune_ops; tune_ops.load(verbose=True)" >>"$out/torch.log" 2>&1 || status=1
       for tf32 in "" --tf32; do
-        python3 report/torch_baseline.py results -o "$out/torch_modelnew${tf32:+_tf32}.json" --export "$exp" $tf32 \
+        python3 report/torch_baseline.py results --problem-path examples -o "$out/torch_modelnew${tf32:+_tf32}.json" --export "$exp" $tf32 \
           2>&1 | tee -a "$out/torch.log" || status=1
       done ;;
     probe)
@@ -99,7 +100,7 @@ for step in "$@"; do
       echo "wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log" ;;
     torch|torch:*)
       args=${step#torch}; args=${args#:}
-      python3 report/torch_baseline.py results -o "$out/torch_baseline.json" ${args//:/ } \
+      python3 report/torch_baseline.py results --problem-path examples -o "$out/torch_baseline.json" ${args//:/ } \
         2>&1 | tee -a "$out/torch.log" || status=1 ;;
     *) echo "unknown step $step" >&2; status=2 ;;
   esac

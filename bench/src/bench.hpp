@@ -313,7 +313,7 @@ void register_problem(const char* problem, const Entry (&entries)[kEntries],
 // variants the results file re-measured, fastest search median first, as tune orders them) are
 // loaded and warmed; then in every iteration one cold sample (L2 flushed, events around the
 // launches, synchronised) of each finalist in turn, round-robin, as
-// DeviceRunner::remeasure_interleaved takes them; the iteration's time is the focus variant's (the
+// tune's strict re-measure took them before it timed in rounds of blocks; the iteration's time is the focus variant's (the
 // baseline) sample. "alone" takes only the focus variant's samples the same way. Both builds:
 // nvcc's instantiations and tune's NVRTC build. The finalists' kernels take the baseline's buffers
 // (one kernel of the same signature: contact).

@@ -209,7 +209,7 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
     }
   }
   EXPECT_EQ(got.at("summary").at("winner"), winner);
-  EXPECT_EQ(variant(got, winner).at("timing").at("profile"), "strict-interleaved");
+  EXPECT_EQ(variant(got, winner).at("timing").at("profile"), "strict-rounds");
   const auto& iso = got.at("context").at("isolation");
   EXPECT_EQ(iso.at("worker_starts"), 5) << "one worker, then a fresh one after each of the four losses";
   EXPECT_EQ(iso.at("variant_timeout_s"), 1.0);

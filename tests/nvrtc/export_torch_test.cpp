@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -44,7 +45,7 @@ TEST(TorchExport, TheLauncherDispatchesEachDeviceAndShapeToItsEntry) {
   options.package = "tuned_test";
   const auto written = export_torch(files, dir, options);
   for (const char* f : {"setup.py", "pyproject.toml", "README.md", "tuned_test/__init__.py", "tuned_test/_build.py",
-                        "tuned_test/ln_linear_gelu.py", "tuned_test/csrc/binding.cpp", "tuned_test/csrc/ln_linear_gelu/launch.cu",
+                        "tuned_test/ln_linear_gelu.py", "tuned_test/csrc/binding.cpp", "tuned_test/csrc/ln_linear_gelu/launch_ln_linear_gelu.cu",
                         "tuned_test/csrc/ln_linear_gelu/tuned.hpp"})
     EXPECT_TRUE(std::filesystem::is_regular_file(dir / f)) << f;
   EXPECT_EQ(written.size(), 11u);
@@ -55,7 +56,7 @@ TEST(TorchExport, TheLauncherDispatchesEachDeviceAndShapeToItsEntry) {
             0);
   // The launcher compiles as the package builds it, and dispatches on the host.
   const auto csrc = dir / "tuned_test/csrc/ln_linear_gelu";
-  const std::string compile = fmt::format("{} -O3 -gencode=arch=compute_90,code=sm_90 -c -o {}/launch.o {}/launch.cu", TUNE_NVCC,
+  const std::string compile = fmt::format("{} -O3 -gencode=arch=compute_90,code=sm_90 -c -o {}/launch.o {}/launch_ln_linear_gelu.cu", TUNE_NVCC,
                                           dir.string(), csrc.string());
   ASSERT_EQ(run(compile), 0) << compile;
   std::ofstream(dir / "dispatch.cpp") << R"(#include <cstdio>
@@ -95,6 +96,31 @@ int main() {
   EXPECT_EQ(lines[2], winner_of(files[1]) + " 6 1048576") << "an H100 takes the H200's entry of that shape";
   EXPECT_EQ(lines[3], "none") << "an untuned shape has no instantiation: the module runs";
   EXPECT_EQ(lines[4], "none") << "sm_80 cannot run sm_90 kernels";
+}
+
+// torch.utils.cpp_extension.load names each object by its source's file name alone
+// (launch.cu -> launch.cuda.o), so two problems' launchers of one name break the JIT build
+// ("multiple rules generate launch.cuda.o", seen on the H200): every source's name is its own.
+TEST(TorchExport, EverySourceOfAPackageOfSeveralProblemsHasANameOfItsOwn) {
+  const auto dir = test_dir("export_torch_test", true);
+  auto files = example_results();
+  for (const char* problem : {"contact", "scene_graph"})
+    for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results/h200" / problem))
+      if (f.path().extension() == ".json") files.push_back(f.path());
+  ASSERT_GE(files.size(), 6u);
+  TorchExportOptions options;
+  (void)export_torch(files, dir, options);
+  std::ifstream in(dir / "tune_ops/_build.py");
+  std::string line, sources;
+  while (std::getline(in, line))
+    if (line.rfind("SOURCES = ", 0) == 0) sources = line.substr(10);
+  const auto list = nlohmann::json::parse(sources);
+  ASSERT_EQ(list.size(), 4u) << sources;  // the binding and one launcher per problem
+  std::set<std::string> names;
+  for (const auto& s : list) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(dir / "tune_ops" / s.get<std::string>())) << s;
+    EXPECT_TRUE(names.insert(std::filesystem::path(s.get<std::string>()).stem().string()).second) << "two sources named like " << s;
+  }
 }
 
 TEST(TorchExport, TheBindingCompilesAgainstPyTorchsHeaders) {

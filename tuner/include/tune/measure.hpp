@@ -76,9 +76,11 @@ class DeviceRunner {
   // status, reason, load and first-launch times, parity and timing. Never throws for what a
   // variant does: a crash is recorded and the runner continues in a fresh context.
   void evaluate(const CompileResult& compiled, const Lowered& lowered, VariantRecord& record, const Options& options);
-  // Re-times already-passed variants interleaved (one cold sample of each in turn) under the
-  // rule; replaces each record's timing and keeps the first pass as search_timing.
-  void remeasure_interleaved(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
+  // Re-times already-passed variants in rounds (each round, each variant: one untimed launch, then
+  // a block of kStrictBlock cold samples) under the rule; replaces each record's timing and keeps
+  // the first pass as search_timing.
+  static constexpr int kStrictBlock = 8;
+  void remeasure_in_rounds(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
                              const std::vector<VariantRecord*>& records, const Options& options);
   // The gate's checks (issue 20) on variants that passed: parity on each further input (`inputs`,
   // each with its float64 reference), and the output on the parity data over `rounds` rounds of one
@@ -104,7 +106,7 @@ class DeviceRunner {
   // An empty kernel timed by the same methods: the harness's floor on this device.
   HarnessFloor measure_floor();
   // Called as each phase begins ("load", "parity", "warm-up", "timing", "strict timing"), with
-  // the position of the variant in remeasure_interleaved's list (0 in evaluate; -1 when the
+  // the position of the variant in remeasure_in_rounds's list (0 in evaluate; -1 when the
   // phase covers them all). The worker process announces phases through it.
   using PhaseListener = std::function<void(const std::string& phase, int item)>;
   void on_phase(PhaseListener listener);

@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
   app.add_flag("--replicate", replicate,
                "with --devices: run every shape on every device (card-to-card comparisons; tune report shows the spread)");
   app.add_option("--arch", opt.arch, "compute capability to compile for when there is no device, e.g. 90")->capture_default_str();
-  app.add_option("--top", opt.top_k, "variants re-measured strictly, interleaved, before naming the winner")->capture_default_str();
+  app.add_option("--top", opt.top_k, "variants re-measured strictly (in rounds of a block of samples each) before naming the winner")->capture_default_str();
   app.add_option("--budget", opt.budget,
                  "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
       ->check(CLI::Range(0, 1 << 30));

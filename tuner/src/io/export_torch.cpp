@@ -10,7 +10,9 @@
 //   <package>/<problem>.py     ModelNew, PARAMETERS, INPUTS, TUNED
 //   <package>/csrc/binding.cpp the ops: checks, shapes, allocation, the current stream (torch)
 //   <package>/csrc/<problem>/  tuned.hpp (the merged header), kernels/ (the template files),
-//                              launch.cu (dispatch and launches, no torch)
+//                              launch_<problem>.cu (dispatch and launches, no torch; a name of
+//                              its own, since torch.utils.cpp_extension.load names objects by
+//                              the sources' file names)
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -86,7 +88,7 @@ ExportedProblem describe(const std::string& name, std::vector<NamedResult> resul
   return p;
 }
 
-// launch.cu: the entry for a device and shape, and the launches, with the CUDA runtime only.
+// launch_<problem>.cu: the entry for a device and shape, and the launches, with the CUDA runtime only.
 std::string launch_source(const ExportedProblem& p, const std::string& main_template) {
   std::vector<std::string> shape_args;
   for (std::size_t d = 0; d < p.dims.size(); ++d) shape_args.push_back(fmt::format("dims[{}]", d));
@@ -463,8 +465,9 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
     if (!sources_of) throw InputError(fmt::format("problem {}: its kernel template was not found", name));
     write_text(csrc / p.ns / "kernels" / sources_of->main_name, sources_of->main, written);
     for (const auto& [include, text] : sources_of->headers) write_text(csrc / p.ns / "kernels" / include, text, written);
-    write_text(csrc / p.ns / "launch.cu", launch_source(p, sources_of->main_name), written);
-    sources.push_back("csrc/" + p.ns + "/launch.cu");
+    const std::string launcher = "launch_" + p.ns + ".cu";
+    write_text(csrc / p.ns / launcher, launch_source(p, sources_of->main_name), written);
+    sources.push_back("csrc/" + p.ns + "/" + launcher);
     write_text(pkg / (p.ns + ".py"), problem_module(p), written);
   }
   write_text(csrc / "binding.cpp", binding_source(problems, package), written);

@@ -231,7 +231,7 @@ class IsolatedRunner {
     }
   }
 
-  // Re-measures the items interleaved; one that kills the worker is recorded and the rest are
+  // Re-measures the items in rounds; one that kills the worker is recorded and the rest are
   // re-measured in a fresh one (each alone when the culprit cannot be told).
   void remeasure(std::vector<WorkerItem> items, const DeviceRunner::Options& options) {
     while (!items.empty()) {
@@ -1054,14 +1054,14 @@ TuneOutcome run_tune(const TuneOptions& o) {
   }
 
   if (run.timed) {
-    // The top few, re-measured strictly and interleaved, before a winner is named.
+    // The top few, re-measured strictly in rounds, before a winner is named.
     std::vector<std::size_t> order = fastest_passed(static_cast<std::size_t>(o.top_k));
     const std::size_t top = order.size();
     if (baseline_index && run.variants[*baseline_index].status == Status::kPassed &&
         std::find(order.begin(), order.end(), *baseline_index) == order.end())
       order.push_back(*baseline_index);
     if (!order.empty() && !stop_asked()) {
-      log(fmt::format("re-measuring the top {}{} strictly, interleaved", top, order.size() > top ? " and the baseline" : ""));
+      log(fmt::format("re-measuring the top {}{} strictly, in rounds", top, order.size() > top ? " and the baseline" : ""));
       std::vector<WorkerItem> items;
       for (auto i : order) {
         ensure_compiled(i);

@@ -262,7 +262,7 @@ class Worker {
         c.push_back(&compiled[i]);
         p.push_back(&records[i]);
       }
-      runner_->remeasure_interleaved(c, lowered, p, options);
+      runner_->remeasure_in_rounds(c, lowered, p, options);
     } else {
       for (const char* kind : {"cuda", "trap", "spin"})
         if (fault_for(names_.at(0), kind)) compiled[0] = faulting_kernel(lowered[0], kind);
@@ -498,7 +498,7 @@ class Worker {
   TimingRecord fake_timing(const std::string& name, const DeviceRunner::Options& options) const {
     const double median = 20.0 + static_cast<double>(fnv1a(name) % 2000) / 100.0;
     TimingRecord t;
-    t.profile = options.rule.profile + (remeasuring_ ? "-interleaved" : "");
+    t.profile = options.rule.profile + (remeasuring_ ? "-rounds" : "");
     t.samples = options.rule.min_samples;
     t.min_us = t.q1_us = t.median_us = t.mean_us = t.q3_us = t.max_us = median;
     t.stop_reason = "synthetic (TUNE_WORKER_FAKE): nothing was measured";
