@@ -128,7 +128,8 @@ def load_export(folder):
 
 
 def shape_text(shape):
-    return " ".join(f"{k}{v}" for k, v in shape.items())
+    """B4 N64 C64 H32: the dimensions, without the private keys (_tune_median_us) riding along."""
+    return " ".join(f"{k}{v}" for k, v in shape.items() if not k.startswith("_"))
 
 
 def summary(us):
