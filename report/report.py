@@ -177,6 +177,23 @@ def torch_speedups(win_t, entry):
             "speedup_events": ev / win_t["median_us"] if ev and win_t else None,
             "speedup_graph": gr / win_t["graph_mean_us"] if gr and win_t and win_t.get("graph_mean_us") else None,
         }
+    # ModelNew (tune export torch) timed in the same process as eager and torch.compile.
+    m = (entry or {}).get("modelnew")
+    if m:
+        ev = (m.get("events") or {}).get("median_us")
+        gr = (m.get("graph") or {}).get("median_us")
+        eager = out["eager"]["events_us"]
+        compiled = out["compile"]["events_us"]
+        eager_graph = out["eager"]["graph_us"]
+        compiled_graph = out["compile"]["graph_us"]
+        out["modelnew"] = {
+            "events_us": ev, "graph_us": gr, "error": m.get("error"), "tuned": m.get("tuned"),
+            "variant": m.get("variant"), "parity": m.get("parity"), "op_overhead_us": m.get("op_overhead_us"),
+            "over_eager_events": eager / ev if eager and ev else None,
+            "over_compile_events": compiled / ev if compiled and ev else None,
+            "over_eager_graph": eager_graph / gr if eager_graph and gr else None,
+            "over_compile_graph": compiled_graph / gr if compiled_graph and gr else None,
+        }
     return out
 
 
@@ -635,7 +652,7 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False):
             if p != problem:
                 continue
             blocks.append(("h3", f"{problem} {shape_text(g['shape'])}"))
-            rows, trows = [], []
+            rows, trows, mrows = [], [], []
             for slug, d in g["gpus"].items():
                 f = d["floors"]
                 rows.append([d["gpu"], f"`{params_text(d['winner_params'])}`" if d["winner_params"] else "—",
@@ -649,6 +666,19 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False):
                     trows.append([d["gpu"]] + [c for m in ("eager", "compile") for c in (
                         fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
                         x(t[m]["speedup_events"]), fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
+                    mn = t.get("modelnew")
+                    if mn:
+                        par = mn["parity"]
+                        ran = "the module (no tuned entry)"
+                        if mn["tuned"]:
+                            ran = "tuned" if mn["variant"] == d["winner"] else (
+                                f"tuned: `{mn['variant']}` (the export's results, not this file's winner)")
+                        mrows.append([d["gpu"], ran,
+                                      fmt(mn["events_us"]) if not mn["error"] else f"failed: {mn['error']}",
+                                      fmt(mn["graph_us"]), x(mn["over_eager_events"]), x(mn["over_compile_events"]),
+                                      x(mn["over_eager_graph"]), x(mn["over_compile_graph"]), fmt(mn["op_overhead_us"]),
+                                      (f"{par['max_abs_vs_float64']:.1e} ({'pass' if par['passed'] else 'FAIL'})"
+                                       if par else "—")])
             blocks.append(("table", ["GPU", "winner", "cold median µs", "noise", "batch µs", "graph µs",
                                      "bytes floor µs", "FLOP floor µs", "launch floor µs", "winner / largest floor",
                                      "baseline cold µs",
@@ -660,6 +690,14 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False):
                 blocks.append(("table", ["GPU", "eager µs (events)", "winner speedup", "eager µs (graph)",
                                          "winner speedup", "torch.compile µs (events)", "winner speedup",
                                          "torch.compile µs (graph)", "winner speedup"], trows))
+            if mrows:
+                blocks.append(("p", "ModelNew (`tune export torch`, the tuned kernels as a PyTorch op) in the same "
+                                    "process as eager and torch.compile, on the same inputs, timed the same way; op "
+                                    "overhead: its events median minus the winner's cold median (dispatch, checks, "
+                                    "allocation); parity: max abs error against the float64 module:"))
+                blocks.append(("table", ["GPU", "ran", "ModelNew µs (events)", "ModelNew µs (graph)",
+                                         "over eager (events)", "over torch.compile (events)", "over eager (graph)",
+                                         "over torch.compile (graph)", "op overhead µs", "parity vs float64"], mrows))
             port = g["portability"]
             if port:
                 slugs = list(g["gpus"])

@@ -549,6 +549,22 @@ def validate_torch_baseline(doc):
                 _timed(_object(m, at, "graph", False, True), _member(at, "graph"))
                 if m.get("error") is not None:
                     _text(m, at, "error", False)
+        m = _object(e, where, "modelnew", False, True)
+        if m is not None:
+            at = _member(where, "modelnew")
+            _timed(_object(m, at, "events", False, True), _member(at, "events"))
+            _timed(_object(m, at, "graph", False, True), _member(at, "graph"))
+            if m.get("error") is not None:
+                _text(m, at, "error", False)
+            _boolean(m, at, "tuned", True)
+            _text(m, at, "variant", False)
+            _number(m, at, "tune_cold_median_us", False, True, "positive")
+            _number(m, at, "op_overhead_us", False, True, "any")
+            parity = _object(m, at, "parity", False, True)
+            if parity is not None:
+                pat = _member(at, "parity")
+                _numbers(parity, pat, ("max_abs_vs_module", "max_abs_vs_float64", "module_max_abs_vs_float64"))
+                _boolean(parity, pat, "passed", True)
 
 
 def validate_peaks(doc):

@@ -39,7 +39,9 @@ Output (schema_version 1):
                                       "compile_seconds" (compile only)},
                 "modelnew" (with --export): {"events", "graph", "error", "tuned": bool, "variant": str,
                     "parity": {"max_abs_vs_module", "max_abs_vs_float64", "module_max_abs_vs_float64",
-                               "tolerance": {"atol", "rtol"}, "passed": |new - ref| <= atol + rtol |ref| against both},
+                               "tolerance": {"atol", "rtol"}, "module_within_tolerance": the float32 module
+                               against float64, "passed": |new - ref| <= atol + rtol |ref| against float64, and
+                               against the float32 module where module_within_tolerance},
                     "tune_cold_median_us": the winner's cold median in the results file (the raw kernel),
                     "op_overhead_us": events median - tune_cold_median_us (dispatch, checks, allocation)}}]}
   TIMES = {"samples", "median_us", "q1_us", "q3_us", "min_us", "mean_us"}
@@ -317,7 +319,12 @@ def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, f
                          "max_abs_vs_float64": (out64 - ref64).abs().max().item(),
                          "module_max_abs_vs_float64": (ref32 - ref64).abs().max().item(),
                          "tolerance": {"atol": atol, "rtol": rtol},
-                         "passed": within(out64, ref32, atol, rtol) and within(out64, ref64, atol, rtol)}
+                         "module_within_tolerance": within(ref32, ref64, atol, rtol),
+                         # Against the float64 module always; against the float32 module only where
+                         # that module is itself within tolerance of float64 (with --tf32 it is not:
+                         # its TF32 matmuls miss float64 by up to 1e-3 on these problems).
+                         "passed": within(out64, ref64, atol, rtol)
+                         and (within(out64, ref32, atol, rtol) or not within(ref32, ref64, atol, rtol))}
 
         def call():
             return new(*inputs)

@@ -214,6 +214,38 @@ class Report(unittest.TestCase):
         self.expect_refusal(src, f"{f.with_name('B1_copy.json')}: shape: contact B1 N64 C64 H32 on Synthetic GPU A is "
                                  f"in {f} too; keep one results file per card and shape")
 
+    def test_modelnew_is_shown_beside_eager_and_compile_and_checked(self):
+        src = OUT / "modelnew"
+        shutil.copytree(FIX / "synthetic", src)
+        t = src / A / "torch_baseline.json"
+        doc = json.loads(t.read_text())
+        entry = doc["entries"][0]
+        eager = entry["eager"]["events"]["median_us"]
+        times = {"samples": 10, "median_us": 500.0, "q1_us": 490.0, "q3_us": 510.0, "min_us": 480.0, "mean_us": 500.0}
+        entry["modelnew"] = {"events": times, "graph": dict(times, median_us=450.0), "error": None, "tuned": True,
+                             "variant": "strategy=thread,block=64",
+                             "parity": {"max_abs_vs_module": 2e-5, "max_abs_vs_float64": 3e-5,
+                                        "module_max_abs_vs_float64": 1e-7, "tolerance": {"atol": 1e-4, "rtol": 1e-4},
+                                        "module_within_tolerance": True, "passed": True},
+                             "tune_cold_median_us": 400.0, "op_overhead_us": 100.0}
+        t.write_text(json.dumps(doc))
+        r = tune("report", str(src), "-o", str(OUT / "modelnew_out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        data = json.loads((OUT / "modelnew_out" / "report.json").read_text())
+        shape = json.dumps(entry["shape"])
+        g = next(g for g in data["groups"] if json.dumps(g["shape"]) == shape and g["problem"] == entry["problem"])
+        m = g["gpus"][A]["torch"]["modelnew"]
+        self.assertAlmostEqual(m["over_eager_events"], eager / 500.0)
+        self.assertEqual(m["op_overhead_us"], 100.0)
+        md = (OUT / "modelnew_out" / "report.md").read_text()
+        # The file's winner is not the variant the export ran: the row says so.
+        self.assertIn("| Synthetic GPU A | tuned: `strategy=thread,block=64` (the export's results, not this file's "
+                      f"winner) | 500.00 | 450.00 | {eager / 500.0:.2f}x |", md)
+        self.assertIn("| 100.00 | 3.0e-05 (pass) |", md)
+        entry["modelnew"]["tuned"] = "yes"
+        t.write_text(json.dumps(doc))
+        self.expect_refusal(src, f"{t}: entries[0].modelnew.tuned: \"yes\" is not")
+
     def test_hand_edited_torch_baselines_and_peaks_are_refused_naming_the_field(self):
         src = OUT / "bad_torch"
         shutil.copytree(FIX / "synthetic", src)
