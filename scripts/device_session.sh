@@ -8,7 +8,8 @@
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
 # probe: bench/sanitizer/cluster_exchange.cu built by nvcc and run in each mode under racecheck
-# into $OUT/probe.log (does racecheck understand a cluster exchange by st.async and an mbarrier?).
+# into $OUT/probe.log (does racecheck understand a cluster exchange by st.async and an mbarrier,
+# and named barriers that only some warps pass? docs/scene-graph-racecheck.md).
 # Each tune and check step is stopped after $STEP_TIMEOUT seconds (default 300), so that one slow
 # step leaves the others' logs.
 # check: tune check on a result of record (the correctness gate) into $OUT/check.log.
@@ -56,7 +57,8 @@ for step in "$@"; do
       done ;;
     probe)
       nvcc -arch=sm_90 -lineinfo -o /tmp/cluster_exchange bench/sanitizer/cluster_exchange.cu >>"$out/probe.log" 2>&1 || status=1
-      for mode in sync cluster stasync stasync_bar stasync_self stasync_race; do
+      for mode in sync cluster stasync stasync_bar stasync_self stasync_race stasync_namedbar namedbar namedbar_even \
+        namedbar_race; do
         echo "== racecheck $mode" >>"$out/probe.log"
         compute-sanitizer --tool racecheck --print-limit 4 /tmp/cluster_exchange "$mode" >>"$out/probe.log" 2>&1
         echo "exit $?" >>"$out/probe.log"
