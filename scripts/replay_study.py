@@ -26,6 +26,9 @@ Strategies (each seeded; exhaustive is the same every seed):
   transfer    forest, trained first on the other results files given (other shapes of the same
               problem: targets relative to each shape's best, shape dimensions as features), whose
               best configurations are compiled first
+  warm        no model: every configuration that was within 1.25x of the best at the nearest other
+              shape that timed it (the other results files of the same problem), best first, then
+              2 x jobs others at random as exploration, then stop
 
 Writes DIR/replay.json (every run's trajectory and summary), DIR/replay.md (the table: per shape
 and strategy, the median over seeds of the wall time, of the time to come within --within % of
@@ -46,7 +49,8 @@ import sys
 SCREEN_SAMPLES = 10  # StopRule::screen's minimum samples (tuner/src/measure/stats.cpp)
 NOISE = 0.01         # an improvement smaller than this is not worth a compile
 EXPLORE = 1.5        # the forest's lower confidence bound: mean - EXPLORE x std over its trees
-STRATEGIES = ("exhaustive", "random", "halving", "forest", "transfer")
+STRATEGIES = ("exhaustive", "random", "halving", "forest", "transfer", "warm")
+WARM_KEEP = 1.25     # warm: a configuration within this of the best at a nearby shape is promising
 
 
 class Bad(Exception):
@@ -267,6 +271,9 @@ def run_strategy(name, shape, others, encoder, seed, budget_fraction):
                 best = m
                 traj.append((t, best))
         return traj, t
+    if name == "warm":
+        order = warm_order(shape, others, seed)
+        return simulate(shape, lambda pending: order.pop(0) if order else None, lambda i, m: None)
     prior = []
     first = []
     if name == "transfer":
@@ -282,6 +289,23 @@ def run_strategy(name, shape, others, encoder, seed, budget_fraction):
     s = Surrogate(shape, encoder, seed, prior)
     s.order = first
     return simulate(shape, s.next, s.observe)
+
+
+def warm_order(shape, others, seed):
+    """The warm strategy's compiles: the promising configurations by their relative time at the
+    nearest other shape that timed them, then 2 x jobs of the rest at random."""
+    def distance(o):
+        return sum(abs(math.log2(shape.shape.get(d, 1) / o.shape.get(d, 1))) for d in set(shape.shape) | set(o.shape))
+    score = {}
+    for o in sorted(others, key=distance):
+        for v in o.variants:
+            if v["median"] and v["name"] not in score:
+                score[v["name"]] = v["median"] / o.best
+    promising = sorted((k for k, v in enumerate(shape.variants) if score.get(v["name"], math.inf) <= WARM_KEEP),
+                       key=lambda k: score[shape.variants[k]["name"]])
+    rest = [k for k in range(len(shape.variants)) if k not in set(promising)]
+    random.Random(seed).shuffle(rest)
+    return promising + rest[:2 * shape.jobs]
 
 
 def time_within(trajectory, target):
@@ -323,7 +347,7 @@ def main():
             target = shape.best * (1 + a.within / 100)
             ex_wall = None
             for name in strategies:
-                if name == "transfer" and not others:
+                if name in ("transfer", "warm") and not others:
                     continue
                 seeds = [0] if name == "exhaustive" else range(a.seeds)
                 per = []

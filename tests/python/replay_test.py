@@ -55,6 +55,23 @@ class Simulation(unittest.TestCase):
         self.assertEqual(wall, 4.0)  # 3 variants on one slot: compiled 0-1, 1-2, 2-3; measured 1-2, 2-3, 3-4
 
 
+class Warm(unittest.TestCase):
+    def test_the_promising_configurations_of_the_nearest_shape_first_then_a_few_others(self):
+        def shape(n, medians):
+            doc = record([("passed", 1, 1, m) if m else ("incorrect", 1, 1, None) for m in medians], 2)
+            doc["shape"] = {"N": n}
+            return replay_study.Shape(f"N{n}.json", doc, 0)
+        here = shape(16, [5.0] * 10)
+        near = shape(32, [10.0, 12.0, None, 30.0, 11.0, 9.0, 50.0, 13.0, 40.0, 20.0])   # best 9
+        far = shape(1024, [1.0, 99.0, 99.0, 99.0, 99.0, 99.0, 99.0, 99.0, 99.0, 1.1])  # best 1
+        order = replay_study.warm_order(here, [far, near], seed=1)
+        # Within 1.25x of N32's best (9): v5 (1.0), v0 (1.11), v4 (1.22); v9 is promising only at
+        # N1024, which is farther: N32 decides. Then 2 x jobs = 4 others.
+        self.assertEqual(order[:3], [5, 0, 4])
+        self.assertEqual(len(order), 3 + 4)
+        self.assertEqual(len(set(order)), len(order))
+
+
 class OnResultsOfRecord(unittest.TestCase):
     def test_every_strategy_on_the_example_problem(self):
         files = sorted((SRC / "results" / "h200" / "ln_linear_gelu").glob("*.json*"))
