@@ -13,6 +13,7 @@
 // those the tests do not use return CUDA_ERROR_NOT_SUPPORTED.
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
