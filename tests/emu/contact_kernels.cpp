@@ -54,6 +54,11 @@ TUNE_EMU_CONFIGS(2, 13, 24, 16)
 TUNE_EMU_KERNEL(2, 13, 24, 16, 2, 1, 256, 8, 8, 1, 1, 1, 1, 0, 2, 0, 0, 0)
 TUNE_EMU_KERNEL(2, 13, 24, 16, 2, 2, 32, 4, 4, 1, 0, 2, 1, 1, 1, 0, 0, 0)
 TUNE_EMU_CONFIGS(1, 9, 40, 36)
+// The odd shape of Device.FreshSeededInputsAtAnOddShape (C and H the defaults), in three of the
+// configurations that failed there: warp, thread (sym) and mma tiles.
+TUNE_EMU_KERNEL(3, 37, 64, 32, 1, 1, 64, 2, 4, 1, 0, 1, 0, 1, 1, 0, 0, 0)
+TUNE_EMU_KERNEL(3, 37, 64, 32, 0, 1, 64, 8, 8, 1, 0, 1, 1, 1, 1, 0, 0, 0)
+TUNE_EMU_KERNEL(3, 37, 64, 32, 2, 1, 128, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0)
 
 }  // namespace
 

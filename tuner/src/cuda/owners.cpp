@@ -109,9 +109,22 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_ != 0) check_nothrow(api().cuMemFree(ptr_));
 }
 
-void DeviceBuffer::upload(const void* host, std::size_t bytes) const { TUNE_CU(cuMemcpyHtoD(ptr_, host, bytes)); }
+// cuMemcpyHtoD from pageable memory returns once the data is staged, with the DMA of the last
+// staged chunk possibly still in flight on the legacy default stream (the driver API's "API
+// synchronization behavior"), and a CU_STREAM_NON_BLOCKING stream does not wait for that stream.
+// The context synchronisation waits for the DMA: without it the H200 launched contact kernels
+// that read the last 1280 or 2816 bytes of a 1 MiB + 2816 byte input as zeros.
+void DeviceBuffer::upload(const void* host, std::size_t bytes) const {
+  TUNE_CU(cuMemcpyHtoD(ptr_, host, bytes));
+  TUNE_CU(cuCtxSynchronize());
+}
 
-void DeviceBuffer::download(void* host, std::size_t bytes) const { TUNE_CU(cuMemcpyDtoH(host, ptr_, bytes)); }
+// The copy runs on the legacy default stream, which does not wait for a non-blocking stream's
+// work: the context synchronisation first.
+void DeviceBuffer::download(void* host, std::size_t bytes) const {
+  TUNE_CU(cuCtxSynchronize());
+  TUNE_CU(cuMemcpyDtoH(host, ptr_, bytes));
+}
 
 GraphExec& GraphExec::operator=(GraphExec&& other) noexcept {
   if (this != &other) {

@@ -94,6 +94,8 @@ class DeviceBuffer {
   ~DeviceBuffer();
   [[nodiscard]] CUdeviceptr get() const { return ptr_; }
   [[nodiscard]] std::size_t bytes() const { return bytes_; }
+  // Both return with the copy complete: work on any stream (the runner's is non-blocking) sees
+  // every byte uploaded.
   void upload(const void* host, std::size_t bytes) const;
   void download(void* host, std::size_t bytes) const;
 

@@ -1,0 +1,93 @@
+// The runner against the fake driver (fake_cuda.cpp, loaded as libcuda.so.1 through
+// LD_LIBRARY_PATH): an upload from pageable host memory returns with the DMA of its final staged
+// chunk in flight on the legacy stream, as the CUDA documentation allows, and the runner launches
+// on a non-blocking stream. A launch must still read every byte of its inputs. On the H200 it did
+// not: DeviceRunner::check's kernels read the last 1280 or 2816 bytes of the contact input at B3
+// N37 (1 MiB + 2816 bytes) as zeros, so out[2,36,36] came out as the MLP of a constant row,
+// 0.028 from the reference, in every strategy (Device.FreshSeededInputsAtAnOddShape).
+#include <gtest/gtest.h>
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cuda/driver.hpp"
+#include "cuda/owners.hpp"
+#include "tune/device.hpp"
+#include "tune/measure.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+
+namespace tune {
+namespace {
+
+// True when the driver this process loaded is the fake (ctest runs this binary with it).
+bool fake_driver_loaded() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const bool fake = lib != nullptr && dlsym(lib, "tune_fake_cuda_driver") != nullptr;
+  if (lib != nullptr) dlclose(lib);
+  return fake;
+}
+
+// A variant whose one kernel copies x (its first argument) to out (its last): the fake's kernel.
+CompileResult copy_variant() {
+  CompileResult c;
+  c.ok = true;
+  const std::string image = "tune-fake-copy 4";
+  c.cubin.assign(image.begin(), image.end());
+  c.cubin.push_back('\0');
+  c.lowered_names = {"affine_copy"};
+  return c;
+}
+
+Lowered copy_launch() {
+  Lowered l;
+  KernelLaunch k;
+  k.kernel = "affine_kernel";
+  k.name_expression = "affine_copy";
+  k.args = {"x", "scale", "shift", "out"};
+  l.launches.push_back(k);
+  return l;
+}
+
+TEST(FakeDriver, ALaunchReadsEveryByteOfItsUploadedInputs) {
+  if (!fake_driver_loaded()) GTEST_SKIP() << "needs the fake libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it)";
+  const auto problem = Problem::load(std::filesystem::path(TUNE_SOURCE_DIR) / "tests/fixtures/problems/affine/problem.json");
+  // x of 4107 x 64 floats: 1 MiB + 2816 bytes, the contact input that failed on the H200.
+  const Shape shape({{"R", 4107}, {"L", 64}});
+  const ProblemData data = problem->make_data(shape, 2026, DataPurpose::kParity);
+  const std::vector<float>& x = data.get("x").data;
+  const std::vector<double> copy(x.begin(), x.end());  // what the copy kernel must give
+  DeviceInfo device;
+  device.name = "fake";
+  device.cc_major = 9;
+  DeviceRunner runner(device, *problem, shape, data, data, copy, 2026);
+  const ParityRecord p = runner.check(copy_variant(), copy_launch(), data, copy, 2026);
+  EXPECT_EQ(p.elements, static_cast<std::int64_t>(x.size()));
+  EXPECT_EQ(p.mismatches, 0) << "max abs " << p.max_abs_error << " at index " << p.worst_index << " of " << p.elements;
+}
+
+// The other direction: a download after a launch on a non-blocking stream gets what the launch
+// wrote, with no synchronisation by the caller.
+TEST(FakeDriver, ADownloadGetsWhatTheLastLaunchWrote) {
+  if (!fake_driver_loaded()) GTEST_SKIP() << "needs the fake libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it)";
+  const cuda::Context ctx(0);
+  const cuda::Stream stream;
+  std::vector<float> host(100000);
+  for (std::size_t k = 0; k < host.size(); ++k) host[k] = static_cast<float>(k) + 0.5f;
+  const std::size_t bytes = host.size() * sizeof(float);
+  const cuda::DeviceBuffer in(bytes), out(bytes);
+  in.upload(host.data(), bytes);
+  const CompileResult variant = copy_variant();
+  const cuda::Module module(variant.cubin);
+  CUdeviceptr args[4] = {in.get(), 0, 0, out.get()};
+  void* params[4] = {&args[0], &args[1], &args[2], &args[3]};
+  TUNE_CU(cuLaunchKernel(module.function("affine_copy"), 1, 1, 1, 1, 1, 1, 0, stream.get(), params, nullptr));
+  std::vector<float> got(host.size(), -1.0f);
+  out.download(got.data(), bytes);
+  EXPECT_EQ(got, host);
+}
+
+}  // namespace
+}  // namespace tune
