@@ -281,12 +281,19 @@ def _context(ctx, at):
     s = _object(ctx, at, "search", False)
     if s is not None:
         where = _member(at, "search")
-        _one_of(s, where, "strategy", False, ("exhaustive", "random", "halving"))
+        _one_of(s, where, "strategy", False, ("exhaustive", "random", "halving", "random+halving", "warm", "warm+halving"))
         _integer(s, where, "budget", False)
         _integer(s, where, "valid_configurations", False, 0, INT64_MAX)
         _number(s, where, "time_budget_s", False, False, "non-negative")
         _boolean(s, where, "stopped_by_time_budget", False)
         _boolean(s, where, "interrupted", False)
+        w = _object(s, where, "warm_start", False)
+        if w is not None:
+            warm = _member(where, "warm_start")
+            _strings(w, warm, "files", True)
+            _number(w, warm, "keep", True, False, "positive")
+            _integer(w, warm, "promising", True, 0)
+            _integer(w, warm, "explored", True, 0)
     i = _object(ctx, at, "isolation", False)
     if i is not None:
         where = _member(at, "isolation")

@@ -11,6 +11,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <sys/wait.h>
 #include <tuple>
@@ -662,6 +663,61 @@ TEST(Cli, AHugeSpaceIsRefusedInOneLineBeforeAnythingRuns) {
 
 // With --budget, a space past the limit is sampled: configurations drawn at random (never
 // enumerated) until the budget is met, the draws recorded.
+// --warm-start (issue 24): only the configurations within --warm-keep of the best at the nearest
+// shape of the given results, --warm-explore others and the baseline are timed; the choice is
+// recorded; bad warm-start input is one line and exit 2.
+TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) {
+  const auto record = tune::test::repo_dir() / "results/h200/contact/B4_N64_C64_H32.json";
+  const auto other = tune::test::repo_dir() / "results/h200/contact/B2_N512_C64_H32.json";
+  // What the test expects: the variants within 1.02x of the best of the nearest file (N64 is
+  // nearer to N32 than N512 is, so B4 N64's times decide where both timed a configuration).
+  const auto doc = nlohmann::json::parse(std::ifstream(record));
+  double best = 1e300;
+  for (const auto& v : doc.at("variants"))
+    if (v.at("status") == "passed") best = std::min(best, v.at("timing").at("median_us").get<double>());
+  std::set<std::string> promising;
+  for (const auto& v : doc.at("variants"))
+    if (v.at("status") == "passed" && v.at("timing").at("median_us").get<double>() <= 1.02 * best)
+      promising.insert(v.at("name").get<std::string>());
+  ASSERT_GE(promising.size(), 1u);
+  const std::string out = out_dir("warm_start");
+  const Result r = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} {} --warm-keep 1.02 "
+                                                              "--warm-explore 2 --sanitize off --out {} --cache-dir {}/cache",
+                                                              record.string(), other.string(), out, out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("warm start: {} configurations within 1.02x of the best at the nearest shape of 2 "
+                                      "file(s), 2 others at random (seed 42)", promising.size())),
+            std::string::npos) << r.output;
+  const auto j = nlohmann::ordered_json::parse(std::ifstream(std::filesystem::path(out) / "fake-gpu/contact/B4_N32_C64_H32.json"));
+  const auto& search = j.at("context").at("search");
+  EXPECT_EQ(search.at("strategy"), "warm");
+  EXPECT_EQ(search.at("warm_start").at("promising"), promising.size());
+  EXPECT_EQ(search.at("warm_start").at("explored"), 2);
+  EXPECT_EQ(search.at("warm_start").at("keep"), 1.02);
+  EXPECT_EQ(search.at("warm_start").at("files").size(), 2u);
+  std::size_t others = 0, baselines = 0;
+  std::set<std::string> names;
+  for (const auto& v : j.at("variants")) {
+    names.insert(v.at("name").get<std::string>());
+    if (v.at("baseline") == true) ++baselines;
+    else if (!promising.contains(v.at("name").get<std::string>())) ++others;
+  }
+  EXPECT_EQ(baselines, 1u);
+  EXPECT_EQ(others, 2u) << "the exploration";
+  for (const auto& name : promising) EXPECT_TRUE(names.contains(name)) << name << " is valid at N32 too";
+  // Bad input: a result of another problem, and --budget beside it.
+  const Result wrong = run_with("TUNE_WORKER_FAKE=1",
+                                fmt::format("--problem contact --B 4 --N 32 --warm-start {} --out {}",
+                                            (tune::test::repo_dir() / "results/h200/scene_graph/B16_N64_D256_heads8_P32.json").string(),
+                                            out_dir("warm_start_wrong")));
+  EXPECT_EQ(wrong.code, 2) << wrong.output;
+  expect_error_output(wrong, "--warm-start: a result of problem scene_graph, not contact");
+  const Result both = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} --budget 5 --out {}",
+                                                                 record.string(), out_dir("warm_start_budget")));
+  EXPECT_EQ(both.code, 2) << both.output;
+  expect_error_output(both, "--warm-start and --budget: both choose the variants to time; pass one of them");
+}
+
 TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
   const std::string out = out_dir("huge_space_sampled");
   const std::string args = std::string(kSmallShape) + " --config " + huge_space() + " --out " + out + " --cache-dir " +

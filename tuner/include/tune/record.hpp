@@ -195,6 +195,13 @@ struct RunContext {
   std::uint64_t space_configurations = 0;  // the product of the parameters' values (minor version 4)
   std::uint64_t draws = 0;  // configurations drawn when the space was sampled, not enumerated (4)
   double time_budget_s = 0;        // --time-budget (0: none)
+  // "warm": --warm-start's files, its keep ratio, how many configurations were promising there
+  // (and are valid here), and how many others were explored (empty: no warm start; an optional
+  // object, so no new minor version).
+  std::vector<std::string> warm_files;
+  double warm_keep = 0;
+  int warm_promising = 0;
+  int warm_explored = 0;
   bool stopped_by_time_budget = false;
   bool interrupted = false;  // the first Ctrl-C (SIGINT) ended the search early
   // Loading, parity and timing run in a worker process (empty in a compile-only run).

@@ -37,6 +37,13 @@ struct TuneOptions {
   // 0: every valid configuration. N > 0: a random sample of N of them (drawn from `seed`, the
   // same on every machine), plus the baseline.
   int budget = 0;
+  // Warm start (--warm-start): results of other shapes of the same problem. Only the
+  // configurations within warm_keep x the best at the nearest of those shapes that timed them are
+  // chosen, plus warm_explore others at random (from `seed`; 32 by default: two rounds of a 16-core
+  // machine's compile slots) and the baseline: the run times those alone.
+  std::vector<std::filesystem::path> warm_start;
+  double warm_keep = 1.25;
+  int warm_explore = 32;
   // A space whose product of parameter values is larger is not enumerated: the run is refused, or
   // with a budget sampled by drawing configurations (Space::sample).
   std::uint64_t max_space = kDefaultMaxSpace;
@@ -130,6 +137,19 @@ std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std:
 // baseline when it is valid and was not drawn, in the order of `all`. budget <= 0 or >= size: all.
 std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
                                    std::uint64_t seed);
+
+// The configurations a run with --warm-start times (issue 24), in the order of `all`: those whose
+// variant timed within `keep` x the best at the nearest shape (sum of |log2| of the dimensions'
+// ratios) among `files` that timed it, `explore` others drawn as sample_configs draws, and the
+// baseline. Every file must be a result of `problem` (read_result validates it). Throws InputError.
+struct WarmChoice {
+  std::vector<Config> configs;
+  int promising = 0;  // chosen for their times in the files
+  int explored = 0;   // drawn from the rest
+};
+WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
+                        const std::string& problem, const Shape& shape,
+                        const std::vector<std::filesystem::path>& files, double keep, int explore, std::uint64_t seed);
 
 // `tune header`: reads the result files (one problem) and returns the merged header
 // (generate_merged_header) against the given or the embedded space. Throws InputError.

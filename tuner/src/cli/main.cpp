@@ -242,6 +242,17 @@ int main(int argc, char** argv) {
   app.add_option("--budget", opt.budget,
                  "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
       ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--warm-start", opt.warm_start,
+                 "results of other shapes of the problem (.json or .json.gz): time only the configurations within "
+                 "--warm-keep of the best at the nearest of those shapes, --warm-explore others and the baseline")
+      ->expected(1, -1);
+  app.add_option("--warm-keep", opt.warm_keep,
+                 "with --warm-start: a configuration within this ratio of the best there is promising (>= 1)")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  app.add_option("--warm-explore", opt.warm_explore, "with --warm-start: others timed, drawn at random from --seed")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
   app.add_option("--max-space", opt.max_space,
                  "the most configurations (the product of the parameters' values) a space is enumerated up to; a "
                  "larger one is refused, or with --budget sampled without enumerating it")

@@ -388,6 +388,9 @@ Json to_json(const RunRecord& run) {
                          {"incorrect", c.gate.incorrect}, {"wall_s", number(c.gate.wall_s)},
                          {"share_of_run", number(c.gate.share)}}}};
   if (c.shard) context["shard"] = shard_json(*c.shard);
+  if (!c.warm_files.empty())
+    context["search"]["warm_start"] = {{"files", c.warm_files}, {"keep", c.warm_keep},
+                                       {"promising", c.warm_promising}, {"explored", c.warm_explored}};
   return Json{{"schema_version", run.schema_version},
               {"schema_minor_version", run.schema_minor_version},
               {"kind", "tune.result"},
@@ -473,6 +476,13 @@ RunRecord run_from_json(const Json& j) {
       run.context.time_budget_s = s.value("time_budget_s", 0.0);
       run.context.stopped_by_time_budget = s.value("stopped_by_time_budget", false);
       run.context.interrupted = s.value("interrupted", false);
+      if (s.contains("warm_start")) {
+        const auto& w = s.at("warm_start");
+        run.context.warm_files = w.value("files", std::vector<std::string>{});
+        run.context.warm_keep = w.value("keep", 0.0);
+        run.context.warm_promising = w.value("promising", 0);
+        run.context.warm_explored = w.value("explored", 0);
+      }
     }
     if (c.contains("isolation")) {
       const auto& i = c.at("isolation");

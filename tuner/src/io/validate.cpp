@@ -290,12 +290,19 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
   (void)integer(c, ctx, at, "jobs", false, 1);
   if (const Json* s = object(c, ctx, at, "search", false)) {
     const std::string where = member(at, "search");
-    one_of(c, *s, where, "strategy", false, {"exhaustive", "random", "halving"});
+    one_of(c, *s, where, "strategy", false, {"exhaustive", "random", "halving", "random+halving", "warm", "warm+halving"});
     (void)integer(c, *s, where, "budget", false);
     (void)integer(c, *s, where, "valid_configurations", false, 0, INT64_MAX);
     (void)number(c, *s, where, "time_budget_s", false, false, Range::kNonNegative);
     boolean(c, *s, where, "stopped_by_time_budget", false);
     boolean(c, *s, where, "interrupted", false);
+    if (const Json* w = object(c, *s, where, "warm_start", false)) {
+      const std::string warm = member(where, "warm_start");
+      strings(c, *w, warm, "files", true);
+      (void)number(c, *w, warm, "keep", true, false, Range::kPositive);
+      (void)integer(c, *w, warm, "promising", true, 0);
+      (void)integer(c, *w, warm, "explored", true, 0);
+    }
   }
   if (const Json* i = object(c, ctx, at, "isolation", false)) {
     const std::string where = member(at, "isolation");

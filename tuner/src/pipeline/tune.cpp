@@ -348,8 +348,8 @@ struct Chosen {
 // is counted first: one larger than --max-space is never enumerated (it would take hours and hold
 // every configuration in memory); it is refused in one line, or with --budget sampled by drawing
 // configurations (Space::sample) until the budget is met or the draws run out.
-Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& shape, const DeviceLimits& limits,
-                      RunContext& ctx, const std::function<void(const std::string&)>& log) {
+Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
+                      const DeviceLimits& limits, RunContext& ctx, const std::function<void(const std::string&)>& log) {
   const std::uint64_t size = space.size();
   ctx.space_configurations = size;
   const std::string arch = arch_name(limits.compute_capability);
@@ -359,6 +359,11 @@ Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& sha
     return out;
   };
   const bool enumerate = enumerable(o, space);
+  if (!o.warm_start.empty() && (o.budget > 0 || !enumerate))
+    throw InputError(o.budget > 0 ? "--warm-start and --budget: both choose the variants to time; pass one of them"
+                                  : fmt::format("--warm-start: the space has {} configurations, more than --max-space {}, "
+                                                "and is not enumerated; restrict the space or raise --max-space",
+                                                describe_count(size), o.max_space));
   ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
                                       : "space: configurations drawn and checked");
   const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
@@ -369,6 +374,25 @@ Chosen choose_configs(const TuneOptions& o, const Space& space, const Shape& sha
       throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
                                    arch, rejections(all)));
     ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
+    if (!o.warm_start.empty()) {
+      WarmChoice warm = warm_configs(all.configs, space.baseline(), space, problem, shape, o.warm_start, o.warm_keep,
+                                     o.warm_explore, o.seed);
+      ctx.search = "warm";
+      for (const auto& f : o.warm_start) ctx.warm_files.push_back(f.string());
+      ctx.warm_keep = o.warm_keep;
+      ctx.warm_promising = warm.promising;
+      ctx.warm_explored = warm.explored;
+      log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
+                      "others at random (seed {}), the baseline: {} of {} valid configurations",
+                      warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
+                      all.configs.size()));
+      if (warm.promising == 0)
+        log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
+            "only the random exploration and the baseline are timed");
+      out.configs = std::move(warm.configs);
+      out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
+      return out;
+    }
     out.configs = sample_configs(all.configs, space.baseline(), o.budget, o.seed);
     if (out.configs.size() < all.configs.size()) {
       ctx.search = "random";
@@ -643,6 +667,64 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
   return out;
 }
 
+WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
+                        const std::string& problem, const Shape& shape,
+                        const std::vector<std::filesystem::path>& files, double keep, int explore, std::uint64_t seed) {
+  // Each variant's time relative to its run's best, from the nearest shape that timed it.
+  struct Prior {
+    double distance;
+    double ratio;
+  };
+  std::map<std::string, Prior> prior;
+  for (const auto& file : files) {
+    const RunRecord run = read_result(file);
+    if (run.problem != problem)
+      throw InputError(fmt::format("{}: --warm-start: a result of problem {}, not {}; pass results of other shapes of {}",
+                                   file.string(), run.problem, problem, problem));
+    double best = 0;
+    for (const auto& v : run.variants)
+      if (v.status == Status::kPassed && v.timing && std::isfinite(v.timing->median_us) && v.timing->median_us > 0)
+        best = best > 0 ? std::min(best, v.timing->median_us) : v.timing->median_us;
+    if (best <= 0) continue;  // nothing timed there: it says nothing
+    double distance = 0;
+    for (const auto& [dim, value] : shape.dims()) {
+      const double theirs = static_cast<double>(run.shape.has(dim) ? run.shape.at(dim) : value);
+      distance += std::abs(std::log2(static_cast<double>(value) / theirs));
+    }
+    for (const auto& v : run.variants) {
+      if (v.status != Status::kPassed || !v.timing || !(v.timing->median_us > 0)) continue;
+      const Prior p{distance, v.timing->median_us / best};
+      const auto it = prior.find(v.name);
+      if (it == prior.end() || p.distance < it->second.distance ||
+          (p.distance == it->second.distance && p.ratio < it->second.ratio))
+        prior[v.name] = p;
+    }
+  }
+  WarmChoice out;
+  std::vector<char> chosen(all.size(), 0);
+  std::vector<std::size_t> rest;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto it = prior.find(space.name(all[i]));
+    if (it != prior.end() && it->second.ratio <= keep) {
+      chosen[i] = 1;
+      ++out.promising;
+    } else if (!(all[i] == baseline)) {
+      rest.push_back(i);
+    }
+  }
+  // The exploration: a partial Fisher-Yates shuffle of the rest, as sample_configs draws.
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  const std::size_t k = std::min(rest.size(), static_cast<std::size_t>(std::max(0, explore)));
+  for (std::size_t i = 0; i < k; ++i) {
+    std::swap(rest[i], rest[i + rng() % (rest.size() - i)]);
+    chosen[rest[i]] = 1;
+  }
+  out.explored = static_cast<int>(k);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (chosen[i] || all[i] == baseline) out.configs.push_back(all[i]);
+  return out;
+}
+
 int interrupt_signal() { return g_signal; }
 
 TuneOutcome run_tune(const TuneOptions& o) {
@@ -700,7 +782,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   // The variants, chosen before anything is written: a space too large to enumerate, or a run of
   // more variants than --max-variants, is refused in one line and leaves no file behind.
   auto& ctx = run.context;
-  const Chosen chosen_configs = choose_configs(o, space, shape, limits, ctx, log);
+  const Chosen chosen_configs = choose_configs(o, run.problem, space, shape, limits, ctx, log);
   std::vector<Config> chosen = chosen_configs.configs;
   ctx.shard = o.shard;
   if (o.shard && o.shard->split == "variants") {
