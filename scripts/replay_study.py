@@ -26,9 +26,10 @@ Strategies (each seeded; exhaustive is the same every seed):
   transfer    forest, trained first on the other results files given (other shapes of the same
               problem: targets relative to each shape's best, shape dimensions as features), whose
               best configurations are compiled first
-  warm        no model: every configuration that was within 1.25x of the best at the nearest other
-              shape that timed it (the other results files of the same problem), best first, then
-              2 x jobs others at random as exploration, then stop
+  warm        tune --warm-start (defaults): every configuration that was within 1.25x of the best
+              at the nearest other shape that timed it (the other results files of the same
+              problem) and 32 others at random, compiled in the order tune enumerates them (the
+              draw is Python's, not tune's mt19937 stream: the same rule, other draws)
 
 Writes DIR/replay.json (every run's trajectory and summary), DIR/replay.md (the table: per shape
 and strategy, the median over seeds of the wall time, of the time to come within --within % of
@@ -50,7 +51,8 @@ SCREEN_SAMPLES = 10  # StopRule::screen's minimum samples (tuner/src/measure/sta
 NOISE = 0.01         # an improvement smaller than this is not worth a compile
 EXPLORE = 1.5        # the forest's lower confidence bound: mean - EXPLORE x std over its trees
 STRATEGIES = ("exhaustive", "random", "halving", "forest", "transfer", "warm")
-WARM_KEEP = 1.25     # warm: a configuration within this of the best at a nearby shape is promising
+WARM_KEEP = 1.25     # warm (tune --warm-start): within this of the best at a nearby shape is promising
+WARM_EXPLORE = 32    # warm: others drawn at random (tune's --warm-explore default)
 
 
 class Bad(Exception):
@@ -292,8 +294,9 @@ def run_strategy(name, shape, others, encoder, seed, budget_fraction):
 
 
 def warm_order(shape, others, seed):
-    """The warm strategy's compiles: the promising configurations by their relative time at the
-    nearest other shape that timed them, then 2 x jobs of the rest at random."""
+    """The warm strategy's compiles, as tune --warm-start chooses them: the promising configurations
+    (by their relative time at the nearest other shape that timed them) and WARM_EXPLORE of the rest
+    at random, in the order of the space (tune compiles in enumeration order)."""
     def distance(o):
         return sum(abs(math.log2(shape.shape.get(d, 1) / o.shape.get(d, 1))) for d in set(shape.shape) | set(o.shape))
     score = {}
@@ -305,7 +308,7 @@ def warm_order(shape, others, seed):
                        key=lambda k: score[shape.variants[k]["name"]])
     rest = [k for k in range(len(shape.variants)) if k not in set(promising)]
     random.Random(seed).shuffle(rest)
-    return promising + rest[:2 * shape.jobs]
+    return sorted(promising + rest[:WARM_EXPLORE])
 
 
 def time_within(trajectory, target):
