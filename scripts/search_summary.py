@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The sweep study's table (issue 24): exhaustive against warm-sweep tunes of the same shapes.
+
+    scripts/search_summary.py STUDY_DIR -o SUMMARY.json [--md SUMMARY.md] [--within 2]
+
+STUDY_DIR is what scripts/search_study.sh wrote: exhaustive/ and warm/ results folders
+(<gpu>/<problem>/<shape>.json, or .json.gz) and walls.jsonl. Per shape and strategy: the wall
+seconds of the tune process, variants compiled (not refused before compiling) and measured (checked
+on the GPU), the winner and its cold median, and its gap to the exhaustive winner; per problem and
+overall: the summed walls and their ratio, and whether every warm winner is within --within % of the
+exhaustive one. A shape that either half lacks is listed as missing, not dropped. Exit status: 0
+done, 2 bad input (one line).
+"""
+import argparse
+import gzip
+import json
+import pathlib
+import sys
+
+NOT_COMPILED = {"skipped", "pending"}
+NOT_MEASURED = NOT_COMPILED | {"compile_failed", "compiled"}
+
+
+class Bad(Exception):
+    pass
+
+
+def read_json(path):
+    try:
+        text = gzip.open(path, "rt").read() if path.name.endswith(".gz") else path.read_text()
+        return json.loads(text)
+    except (OSError, ValueError, EOFError) as e:
+        raise Bad(f"{path}: {e}")
+
+
+def shape_text(shape):
+    return " ".join(f"{k}{v}" for k, v in shape.items())
+
+
+def runs_of(folder):
+    """(problem, shape text) -> the run, from every results file under folder."""
+    out = {}
+    for path in sorted(folder.rglob("*.json*")):
+        if not (path.name.endswith(".json") or path.name.endswith(".json.gz")) or ".journal" in path.name:
+            continue
+        doc = read_json(path)
+        if not isinstance(doc, dict) or doc.get("kind") != "tune.result":
+            continue
+        key = (doc["problem"], shape_text(doc["shape"]))
+        if key in out:
+            raise Bad(f"{path}: {key[0]} {key[1]} is in {out[key]['path']} too; one result per shape and half")
+        doc["path"] = str(path)
+        out[key] = doc
+    return out
+
+
+def winner(run):
+    name = run["summary"].get("winner")
+    for v in run["variants"]:
+        if v["name"] == name and v.get("timing"):
+            return name, v["timing"]["median_us"]
+    return None, None
+
+
+def describe(run, wall_s):
+    name, median = winner(run)
+    return {"file": run["path"], "wall_s": wall_s, "recorded_wall_s": (run.get("wall_seconds") or {}).get("total"),
+            "variants": len(run["variants"]),
+            "compiled": sum(1 for v in run["variants"] if v["status"] not in NOT_COMPILED),
+            "measured": sum(1 for v in run["variants"] if v["status"] not in NOT_MEASURED),
+            "strategy": (run.get("context") or {}).get("search", {}).get("strategy"),
+            "warm_start": (run.get("context") or {}).get("search", {}).get("warm_start"),
+            "winner": name, "winner_median_us": median}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("study", help="the folder scripts/search_study.sh wrote")
+    ap.add_argument("-o", "--out", required=True, help="summary JSON to write")
+    ap.add_argument("--md", help="a markdown table beside it")
+    ap.add_argument("--within", type=float, default=2.0, help="percent a warm winner may be slower than the exhaustive one")
+    a = ap.parse_args()
+    try:
+        study = pathlib.Path(a.study)
+        if not (study / "exhaustive").is_dir() or not (study / "walls.jsonl").is_file():
+            raise Bad(f"{study}: no exhaustive/ folder or walls.jsonl; pass the folder scripts/search_study.sh wrote")
+        walls = {}
+        for k, line in enumerate((study / "walls.jsonl").read_text().splitlines()):
+            try:
+                w = json.loads(line)
+                walls[(w["mode"], w["problem"], " ".join(w["args"].split()))] = w["wall_ms"] / 1e3
+            except (ValueError, KeyError, TypeError) as e:
+                raise Bad(f"{study / 'walls.jsonl'}: line {k + 1}: {e}; it is written by scripts/search_study.sh")
+        halves = {m: runs_of(study / m) if (study / m).is_dir() else {} for m in ("exhaustive", "warm")}
+
+        def wall_of(mode, run):
+            # walls.jsonl keys a run by its command-line args ("--B 4 --N 64"); match on the shape's
+            # dimensions given there.
+            for (m, problem, args), s in walls.items():
+                if m != mode or problem != run["problem"]:
+                    continue
+                given = dict(zip(args.split()[::2], args.split()[1::2]))
+                if all(str(run["shape"].get(k.lstrip("-"))) == v for k, v in given.items() if k.lstrip("-") in run["shape"]):
+                    return s
+            return None
+
+        shapes, missing = [], []
+        for key in sorted(set(halves["exhaustive"]) | set(halves["warm"])):
+            ex, warm = halves["exhaustive"].get(key), halves["warm"].get(key)
+            if not ex or not warm:
+                missing.append({"problem": key[0], "shape": key[1], "missing": "exhaustive" if not ex else "warm"})
+                continue
+            e, w = describe(ex, wall_of("exhaustive", ex)), describe(warm, wall_of("warm", warm))
+            gap = (w["winner_median_us"] / e["winner_median_us"] - 1) if w["winner_median_us"] and e["winner_median_us"] else None
+            shapes.append({"problem": key[0], "shape": key[1], "exhaustive": e, "warm": w, "gap": gap,
+                           "within": gap is not None and gap <= a.within / 100})
+        totals = {}
+        for problem in sorted({s["problem"] for s in shapes}) + ["all"]:
+            mine = [s for s in shapes if problem in ("all", s["problem"])]
+            ex = sum(s["exhaustive"]["wall_s"] or 0 for s in mine)
+            wm = sum(s["warm"]["wall_s"] or 0 for s in mine)
+            totals[problem] = {"shapes": len(mine), "exhaustive_wall_s": ex, "warm_wall_s": wm,
+                               "ratio": wm / ex if ex else None, "all_within": all(s["within"] for s in mine)}
+        doc = {"kind": "tune.search_summary", "schema_version": 1, "within_percent": a.within,
+               "shapes": shapes, "missing": missing, "totals": totals}
+        pathlib.Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
+        if a.md:
+            rows = ["| problem | shape | exhaustive wall s | compiled / measured | winner µs | warm wall s | "
+                    "compiled / measured | winner µs | gap |", "|" + " --- |" * 9]
+            for s in shapes:
+                e, w = s["exhaustive"], s["warm"]
+                rows.append(f"| {s['problem']} | {s['shape']} | {fmt(e['wall_s'])} | {e['compiled']} / {e['measured']} | "
+                            f"{fmt(e['winner_median_us'], '.3f')} | {fmt(w['wall_s'])} | {w['compiled']} / {w['measured']} | "
+                            f"{fmt(w['winner_median_us'], '.3f')} | {fmt(100 * s['gap'] if s['gap'] is not None else None, '+.2f')} % |")
+            for problem, t in totals.items():
+                rows.append(f"| {problem} | {t['shapes']} shapes | {fmt(t['exhaustive_wall_s'])} | | | {fmt(t['warm_wall_s'])} "
+                            f"| | | ratio {fmt(t['ratio'], '.2f')}, {'all' if t['all_within'] else 'not all'} within "
+                            f"{a.within:g} % |")
+            rows += [f"| {m['problem']} | {m['shape']} | missing: {m['missing']} | | | | | | |" for m in missing]
+            pathlib.Path(a.md).write_text("\n".join(rows) + "\n")
+        t = totals["all"]
+        print(f"search_summary: {t['shapes']} shapes, exhaustive {fmt(t['exhaustive_wall_s'])} s, warm {fmt(t['warm_wall_s'])} s "
+              f"(ratio {fmt(t['ratio'], '.2f')}), {'every' if t['all_within'] else 'not every'} warm winner within {a.within:g} %"
+              + (f"; {len(missing)} shape(s) missing a half" if missing else ""))
+    except Bad as e:
+        print(f"search_summary: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def fmt(v, spec=".1f"):
+    return "—" if v is None else format(v, spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

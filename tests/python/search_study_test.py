@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""scripts/search_study.sh and scripts/search_summary.py (issue 24) end to end with the fake worker:
+a two-shape sweep, exhaustive and warm, on a four-variant space; the summary's figures against the
+files and walls the study wrote; bad input refused in one line.
+
+    search_study_test.py TUNE REPO_DIR OUT_DIR
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import unittest
+
+TUNE, SRC, OUT = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+SPACE = SRC / "tests" / "fixtures" / "contact_sweep_space.json"
+
+
+def summary(*args):
+    return subprocess.run([sys.executable, str(SRC / "scripts" / "search_summary.py"), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+class Study(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        shutil.rmtree(OUT, ignore_errors=True)
+        cls.study = OUT / "study"
+        r = subprocess.run(["bash", str(SRC / "scripts" / "search_study.sh"), TUNE, str(cls.study),
+                            "contact:--B 1 --N 16", "contact:--B 2 --N 16", "--", "--config", str(SPACE),
+                            "--sanitize", "off", "--warm-explore", "1", "--jobs", "2"],
+                           capture_output=True, text=True, env=dict(os.environ, TUNE_WORKER_FAKE="1"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        cls.walls = [json.loads(line) for line in (cls.study / "walls.jsonl").read_text().splitlines()]
+
+    def test_the_warm_sweep_starts_each_later_shape_from_the_earlier_ones(self):
+        self.assertEqual([(w["mode"], w["args"], w["warm_files"], w["exit"]) for w in self.walls],
+                         [("exhaustive", "--B 1 --N 16", 0, 0), ("warm", "--B 1 --N 16", 0, 0),
+                          ("exhaustive", "--B 2 --N 16", 0, 0), ("warm", "--B 2 --N 16", 1, 0)])
+        later = json.loads((self.study / "warm" / "fake-gpu" / "contact" / "B2_N16_C64_H32.json").read_text())
+        search = later["context"]["search"]
+        self.assertEqual(search["strategy"], "warm")
+        self.assertEqual(len(search["warm_start"]["files"]), 1)
+        self.assertTrue(search["warm_start"]["files"][0].endswith("B1_N16_C64_H32.json"))
+        first = json.loads((self.study / "warm" / "fake-gpu" / "contact" / "B1_N16_C64_H32.json").read_text())
+        self.assertEqual(first["context"]["search"]["strategy"], "exhaustive")
+
+    def test_the_summary_adds_up_the_study(self):
+        out = OUT / "summary.json"
+        r = summary(self.study, "-o", out, "--md", OUT / "summary.md")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(out.read_text())
+        self.assertEqual(len(doc["shapes"]), 2)
+        self.assertEqual(doc["missing"], [])
+        by = {(w["mode"], w["args"]): w["wall_ms"] / 1e3 for w in self.walls}
+        for s in doc["shapes"]:
+            args = {"B1 N16 C64 H32": "--B 1 --N 16", "B2 N16 C64 H32": "--B 2 --N 16"}[s["shape"]]
+            self.assertAlmostEqual(s["exhaustive"]["wall_s"], by[("exhaustive", args)])
+            self.assertAlmostEqual(s["warm"]["wall_s"], by[("warm", args)])
+            self.assertLessEqual(s["warm"]["compiled"], s["exhaustive"]["compiled"])
+            ex = json.loads(pathlib.Path(s["exhaustive"]["file"]).read_text())
+            self.assertEqual(s["exhaustive"]["compiled"], len(ex["variants"]))
+            self.assertAlmostEqual(s["gap"], s["warm"]["winner_median_us"] / s["exhaustive"]["winner_median_us"] - 1)
+        t = doc["totals"]["all"]
+        self.assertAlmostEqual(t["exhaustive_wall_s"], sum(v for (m, _), v in by.items() if m == "exhaustive"))
+        self.assertAlmostEqual(t["ratio"], t["warm_wall_s"] / t["exhaustive_wall_s"])
+        self.assertIn("| contact | 2 shapes |", (OUT / "summary.md").read_text())
+
+    def test_a_missing_half_is_listed_and_bad_input_is_one_line(self):
+        partial = OUT / "partial"
+        shutil.copytree(self.study, partial)
+        (partial / "warm" / "fake-gpu" / "contact" / "B2_N16_C64_H32.json").unlink()
+        r = summary(partial, "-o", OUT / "partial.json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads((OUT / "partial.json").read_text())
+        self.assertEqual(doc["missing"], [{"problem": "contact", "shape": "B2 N16 C64 H32", "missing": "warm"}])
+        self.assertEqual(doc["totals"]["all"]["shapes"], 1)
+        for folder, needle in ((OUT / "nothing", "no exhaustive/ folder or walls.jsonl"),):
+            folder.mkdir(exist_ok=True)
+            r = summary(folder, "-o", OUT / "x.json")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+            self.assertIn(needle, r.stderr)
+        (partial / "walls.jsonl").write_text("not json\n")
+        r = summary(partial, "-o", OUT / "x.json")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("walls.jsonl: line 1", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])
