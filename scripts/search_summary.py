@@ -17,6 +17,8 @@ import json
 import pathlib
 import sys
 
+from replay_study import fmt  # the same "—" for a missing figure
+
 NOT_COMPILED = {"skipped", "pending"}
 NOT_MEASURED = NOT_COMPILED | {"compile_failed", "compiled"}
 
@@ -146,10 +148,6 @@ def main():
         print(f"search_summary: {e}", file=sys.stderr)
         return 2
     return 0
-
-
-def fmt(v, spec=".1f"):
-    return "—" if v is None else format(v, spec)
 
 
 if __name__ == "__main__":
