@@ -3,7 +3,7 @@
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
 #                                       plant=NAME:<tune args separated by :>, probe, modelnew,
-#                                       bench-compare
+#                                       bench-compare, study[=exhaustive|warm]
 # modelnew: tune export torch of the committed contact, scene_graph and ln_linear_gelu (examples/) results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
@@ -100,6 +100,18 @@ for step in "$@"; do
       start=$(date +%s%N)
       "$tune" ${args//:/ } --out "$dest" 2>>"$out/tune.log" | tee -a "$out/tune.log" || status=1
       echo "wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log" ;;
+    study|study=*)
+      # Issue 24's sweep study (scripts/search_study.sh): the shapes of $STUDY_SHAPES (";"-separated
+      # PROBLEM:ARGS, cheapest first; default below) tuned exhaustively and as a warm sweep into
+      # results-device/search (in results.tgz). study=exhaustive or study=warm runs one half, so
+      # that each device call stays under its 10 minutes; the warm half reads the warm results of
+      # earlier calls on the same machine.
+      part=${step#study}; part=${part#=}
+      IFS=';' read -r -a study_shapes <<<"${STUDY_SHAPES:-contact:--B 4 --N 24;contact:--B 4 --N 64;contact:--B 2 --N 128;contact:--B 2 --N 256;contact:--B 2 --N 512;contact:--B 1 --N 1024 --C 128;scene_graph:--B 4 --N 24;scene_graph:--B 8 --N 24;scene_graph:--B 4 --N 48;scene_graph:--B 16 --N 64 --D 256 --heads 8 --P 32}"
+      STUDY_PART=${part:-both} scripts/search_study.sh "$tune" "$results/search" "${study_shapes[@]}" 2>&1 |
+        tee -a "$out/study.log" || status=1
+      python3 scripts/search_summary.py "$results/search" -o "$out/search_summary.json" --md "$out/search_summary.md" \
+        2>&1 | tee -a "$out/study.log" ;;
     torch|torch:*)
       args=${step#torch}; args=${args#:}
       python3 report/torch_baseline.py results --problem-path examples -o "$out/torch_baseline.json" ${args//:/ } \
