@@ -86,7 +86,8 @@ class Shape:
             if v.get("status") == "skipped" or v.get("baseline"):
                 continue  # refused before compiling (constraints, limits): never a candidate
             t = v.get("timing") or {}
-            med = t.get("median_us") if v.get("status") in ("passed", "unsafe") else None
+            # Only a passed variant can win: one the gate found unsafe never does, however fast.
+            med = t.get("median_us") if v.get("status") == "passed" else None
             self.variants.append({
                 "name": v["name"], "params": v.get("params") or {},
                 "compile_s": float(v.get("compile_seconds") or 0.0),
