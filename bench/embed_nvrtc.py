@@ -14,9 +14,22 @@ the bench's start-up, with nothing read from disk at run time (the bench runs on
 Usage: embed_nvrtc.py --problem P --template T.cuh --out H [--interleave STEM]... results.json...
 """
 import argparse
+import gzip
 import json
 import pathlib
 
+
+
+def stem(path):
+    """The results file's shape stem: B4_N64_C64_H32 of B4_N64_C64_H32.json or .json.gz."""
+    name = pathlib.Path(path).name
+    return name[:-len(".json.gz")] if name.endswith(".json.gz") else pathlib.Path(name).stem
+
+
+def read_results(path):
+    """A results file, .json or the .json.gz a result of record over 256 KB is kept as."""
+    data = pathlib.Path(path).read_bytes()
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
 
 def c_string(s):
     return json.dumps(s)  # a JSON string of ASCII text is a valid C string literal
@@ -60,14 +73,14 @@ def main():
           "  int option_count;", "  const char* options[16];  // context.compile_options",
           "  int finalist_count;", "  Finalist finalists[16];", "};", ""]
     records, exprs = [], []
-    for path in sorted(a.results, key=lambda p: pathlib.Path(p).stem):
-        d = json.loads(pathlib.Path(path).read_text())
+    for path in sorted(a.results, key=stem):
+        d = read_results(path)
         opts = d.get("context", {}).get("compile_options", [])[:16]
         fins = [v for v in d.get("variants", []) if v.get("search_timing") and v.get("timing")][:16]
         # tune re-measures the top few in order of their search median (fastest_passed, stable on
         # the variants' order), the baseline appended last when it is not among them.
         fins.sort(key=lambda v: v["search_timing"]["median_us"])
-        if pathlib.Path(path).stem not in a.interleave:
+        if stem(path) not in a.interleave:
             fins = []
         fs = []
         for v in fins:
@@ -80,7 +93,7 @@ def main():
                 c_string(v["name"]), "true" if v.get("baseline") else "false", v["timing"]["median_us"],
                 v["search_timing"]["median_us"], len(ls), lt))
         records.append("  {%s, %d, {%s}, %d, {\n%s}}" % (
-            c_string(pathlib.Path(path).stem), len(opts), ", ".join(map(c_string, opts)), len(fs), ",\n".join(fs)))
+            c_string(stem(path)), len(opts), ", ".join(map(c_string, opts)), len(fs), ",\n".join(fs)))
     h += [f"inline constexpr int kRecordCount = {len(records)};",
           f"inline const Record kRecords[{len(records)}] = {{", ",\n".join(records), "};", ""]
     # nvcc's instantiation of every finalist's kernels, by name expression.

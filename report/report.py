@@ -66,10 +66,10 @@ def not_measured(run):
 
 
 def load(root, allow_synthetic=True):
-    """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json), each
+    """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json or .json.gz), each
     validated as tune's own readers validate it (results.py); other JSON files there are passed over.
     A run not measured on a GPU is refused (InputError) unless allow_synthetic."""
-    for path in sorted(pathlib.Path(root).glob("*/*/*.json")):
+    for path in results.result_files(root):
         run = results.read_json(path)
         if results.is_result(run):
             results.check(path, run)

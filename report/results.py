@@ -5,6 +5,7 @@ tests/report/readers_test.py holds the two to the same verdicts on a table of ha
 
 An error is one line: "<file>: <JSON path>: <what is wrong>; <what to do>" (InputError).
 """
+import gzip
 import json
 import math
 import os
@@ -614,12 +615,30 @@ def parse(text):
 
 
 def read_json(path):
+    """A JSON file, or the gzip of one (results of record over 256 KB are kept as <shape>.json.gz),
+    as tune's readers take it."""
     try:
-        return parse(pathlib.Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"{path}: cannot be read ({e.strerror})")
-    except (ValueError, RecursionError) as e:
+        data = pathlib.Path(path).read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        return parse(data.decode())
+    except OSError as e:  # gzip.BadGzipFile is one
+        raise InputError(f"{path}: cannot be read ({e.strerror or e})")
+    except (ValueError, RecursionError, EOFError) as e:
         raise InputError(f"{path}: not valid JSON ({e})")
+
+
+def result_files(root):
+    """<root>/<gpu>/<problem>/<shape>.json and .json.gz, in path order (candidates: other JSON files
+    there are for the caller to pass over). <shape>.json beside <shape>.json.gz is refused, as tune
+    refuses it: a tune run that replaces a .json.gz removes it."""
+    files = sorted(list(pathlib.Path(root).glob("*/*/*.json")) + list(pathlib.Path(root).glob("*/*/*.json.gz")))
+    for f in files:
+        gz = f.with_name(f.name + ".gz")
+        if f.suffix == ".json" and gz in files:
+            raise InputError(f"{f} and {gz.name}: two results files of one shape; keep one (a tune run that "
+                             "replaces the .json.gz removes it)")
+    return files
 
 
 def check(path, doc, rules=None):

@@ -86,7 +86,11 @@ class Failure(Exception):
 def results_in(root, gpu=None):
     """{(problem, shape JSON): the run} of the tune results under root, once each (the first file)."""
     seen = {}
-    for path in sorted(pathlib.Path(root).glob("*/*/*.json")):
+    try:
+        files = results.result_files(root)  # <shape>.json or .json.gz
+    except results.InputError as e:
+        raise Failure(2, str(e))
+    for path in files:
         if gpu and path.parts[-3] != gpu:
             continue
         try:

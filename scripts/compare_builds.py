@@ -29,6 +29,7 @@ import ctypes
 import ctypes.util
 import difflib
 import glob
+import gzip
 import json
 import os
 import pathlib
@@ -221,9 +222,12 @@ def header_kernels(header_text):
 def record_of(results_dir, problem, shape):
     """The results file's context and its winner's and baseline's variant records."""
     path = pathlib.Path(results_dir, problem, shape + ".json")
+    if not path.exists():
+        path = path.with_name(path.name + ".gz")  # a result of record over 256 KB is kept compressed
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = path.read_bytes()
+        doc = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+    except (OSError, ValueError, EOFError):
         return {}, {}
     winner = doc.get("summary", {}).get("winner")
     roles = {}
@@ -290,7 +294,8 @@ def main():
 
     rows, differs = [], False
     for problem in problems:
-        results = sorted(glob.glob(os.path.join(args.results, problem, "*.json")))
+        results = sorted(glob.glob(os.path.join(args.results, problem, "*.json")) +
+                         glob.glob(os.path.join(args.results, problem, "*.json.gz")))
         if not results:
             die(f"no results in {args.results}/{problem}/")
         header = work / f"{problem}_tuned.hpp"

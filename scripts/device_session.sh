@@ -48,8 +48,9 @@ for step in "$@"; do
       echo "exit ${PIPESTATUS[0]}; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/check.log" ;;
     modelnew)
       exp=$PWD/export-device
-      "$tune" --problem-path examples export torch results/h200/contact/*.json results/h200/scene_graph/*.json \
-        results/h200/ln_linear_gelu/*.json -o "$exp" >>"$out/torch.log" 2>&1 || status=1
+      # The results of record: <shape>.json, or <shape>.json.gz (those over 256 KB are kept compressed).
+      records=$(shopt -s nullglob; echo results/h200/{contact,scene_graph,ln_linear_gelu}/*.json{,.gz})
+      "$tune" --problem-path examples export torch $records -o "$exp" >>"$out/torch.log" 2>&1 || status=1
       python3 -c "import sys; sys.path.insert(0, '$exp'); import tune_ops; tune_ops.load(verbose=True)" >>"$out/torch.log" 2>&1 || status=1
       for tf32 in "" --tf32; do
         python3 report/torch_baseline.py results --problem-path examples -o "$out/torch_modelnew${tf32:+_tf32}.json" --export "$exp" $tf32 \

@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
       // attention on the tensor cores
       cluster<2, 512, 0, 3, 1, 4, 1, 0, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 1, 1>(), cluster<2, 512, 0, 1, 1, 4, 1, 0, 1>(),
       cluster<2, 256, 0, 3, 1, 4, 1, 0, 1>(), cluster<1, 512, 0, 3, 1, 4, 1, 0, 1>(),
-      // more warps per projection (ksplit 4 and 6 are not in the space: all slower, results/h200/logs)
+      // more warps per projection (ksplit 4 and 6 are not in the space: all slower, git show 68bdfe0:results/h200/logs/)
       cluster<2, 512, 0, 6, 1, 4, 1>(),
       // the winner without the remote stores of the bias, of k and v, of ctx, of all three
       cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 128>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 256>(),

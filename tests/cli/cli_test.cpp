@@ -23,6 +23,7 @@
 #include "support/cli_run.hpp"
 #include "support/paths.hpp"
 #include "tune/compile.hpp"
+#include "tune/io.hpp"
 #include "tune/device.hpp"
 
 namespace {
@@ -516,12 +517,12 @@ TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-// Results of record are kept as .json.gz (results/h200/gate/, runs/): tune header and tune merge read
+// Results of record are kept as .json.gz (results/h200/, gate/): tune header and tune merge read
 // them as they are; tune check --write refuses to replace one with text.
 TEST(CliHeader, AResultKeptAsJsonGzIsReadAsItIs) {
   const std::string out = out_dir("json_gz");
   std::filesystem::create_directories(out + "/shard");
-  const std::string gz = std::string(TUNE_REPO_DIR) + "/results/h200/gate/contact_B4_N64_C64_H32.json.gz";
+  const std::string gz = std::string(TUNE_REPO_DIR) + "/results/h200/gate/contact/B4_N64_C64_H32.json.gz";
   const Result r = run("header " + gz + " -o " + out + "/contact.hpp");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(read_text(out + "/contact.hpp").find("NVIDIA H200"), std::string::npos);
@@ -667,18 +668,17 @@ TEST(Cli, AHugeSpaceIsRefusedInOneLineBeforeAnythingRuns) {
 // shape of the given results, --warm-explore others and the baseline are timed; the choice is
 // recorded; bad warm-start input is one line and exit 2.
 TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) {
-  const auto record = tune::test::repo_dir() / "results/h200/contact/B4_N64_C64_H32.json";
-  const auto other = tune::test::repo_dir() / "results/h200/contact/B2_N512_C64_H32.json";
+  const auto record = tune::test::repo_dir() / "results/h200/contact/B4_N64_C64_H32.json.gz";
+  const auto other = tune::test::repo_dir() / "results/h200/contact/B2_N512_C64_H32.json.gz";
   // What the test expects: the variants within 1.02x of the best of the nearest file (N64 is
   // nearer to N32 than N512 is, so B4 N64's times decide where both timed a configuration).
-  const auto doc = nlohmann::json::parse(std::ifstream(record));
+  const tune::RunRecord doc = tune::read_result(record);
   double best = 1e300;
-  for (const auto& v : doc.at("variants"))
-    if (v.at("status") == "passed") best = std::min(best, v.at("timing").at("median_us").get<double>());
+  for (const auto& v : doc.variants)
+    if (v.status == tune::Status::kPassed) best = std::min(best, v.timing->median_us);
   std::set<std::string> promising;
-  for (const auto& v : doc.at("variants"))
-    if (v.at("status") == "passed" && v.at("timing").at("median_us").get<double>() <= 1.02 * best)
-      promising.insert(v.at("name").get<std::string>());
+  for (const auto& v : doc.variants)
+    if (v.status == tune::Status::kPassed && v.timing->median_us <= 1.02 * best) promising.insert(v.name);
   ASSERT_GE(promising.size(), 1u);
   const std::string out = out_dir("warm_start");
   const Result r = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} {} --warm-keep 1.02 "
@@ -708,7 +708,7 @@ TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) 
   // Bad input: a result of another problem, and --budget beside it.
   const Result wrong = run_with("TUNE_WORKER_FAKE=1",
                                 fmt::format("--problem contact --B 4 --N 32 --warm-start {} --out {}",
-                                            (tune::test::repo_dir() / "results/h200/scene_graph/B16_N64_D256_heads8_P32.json").string(),
+                                            (tune::test::repo_dir() / "results/h200/scene_graph/B16_N64_D256_heads8_P32.json.gz").string(),
                                             out_dir("warm_start_wrong")));
   EXPECT_EQ(wrong.code, 2) << wrong.output;
   expect_error_output(wrong, "--warm-start: a result of problem scene_graph, not contact");

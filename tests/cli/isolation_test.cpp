@@ -816,6 +816,41 @@ TEST(Isolation, AReRunInterruptedOrInWhichNothingPassedKeepsTheEarlierResults) {
   EXPECT_FALSE(std::filesystem::exists(partial_path(out)));
 }
 
+// A results file of record kept as <shape>.json.gz (issue 23) is the earlier result of a re-run: one
+// no better keeps it (and says so by its name); one that replaces it writes <shape>.json and only
+// then removes the .json.gz, so readers never see two files of one shape (they refuse a pair).
+TEST(Isolation, AReRunReadsAResultKeptAsJsonGzAndReplacesItWithJson) {
+  const std::string out = fresh_dir("rerun_json_gz");
+  const Earlier earlier = finished_run(out);
+  ASSERT_EQ(std::system(("gzip -9 " + result_path(out).string()).c_str()), 0);
+  const auto gz = std::filesystem::path(result_path(out).string() + ".gz");
+  ASSERT_TRUE(std::filesystem::exists(gz));
+  const std::string gz_bytes = read_text(gz);
+  const Result crashed = run(std::string(kFake) + " TUNE_WORKER_FAULT='" + kEveryVariant + "=cuda'", small_run_args(out));
+  EXPECT_EQ(crashed.code, 5) << crashed.output;
+  EXPECT_NE(crashed.output.find("kept the earlier results " + gz.string() +
+                                " and its header: no variant of this run passed, and they name a winner ("),
+            std::string::npos) << crashed.output;
+  EXPECT_EQ(read_text(gz), gz_bytes) << "the .json.gz, byte for byte";
+  EXPECT_FALSE(std::filesystem::exists(result_path(out))) << "no second file of the shape";
+  EXPECT_EQ(read_text(header_path(out)), earlier.header);
+  // tune report and tune verify refuse <shape>.json beside <shape>.json.gz, in one line.
+  std::filesystem::copy_file(partial_path(out), result_path(out));
+  const Result both = run("", "report " + out + " -o " + out + "/report");
+  EXPECT_EQ(both.code, 2) << both.output;
+  EXPECT_NE(both.output.find(result_path(out).string() + " and B2_N8_C16_H8.json.gz: two results files of one shape"),
+            std::string::npos) << both.output;
+  std::filesystem::remove(result_path(out));
+  // A run that finishes with a winner writes <shape>.json and removes the .json.gz it replaces.
+  const Result again = run(kFake, small_run_args(out));
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find(result_path(out).string() + " replaces B2_N8_C16_H8.json.gz (removed)"), std::string::npos)
+      << again.output;
+  EXPECT_EQ(read_json(result_path(out)).at("complete"), true);
+  EXPECT_FALSE(std::filesystem::exists(gz));
+  EXPECT_FALSE(std::filesystem::exists(partial_path(out)));
+}
+
 // Between two interrupted runs, the one that recorded more variants stays.
 TEST(Isolation, AnInterruptedReRunReplacesAnInterruptedRunOnlyWhenItRecordedMore) {
   const std::string out = fresh_dir("rerun_interrupted_twice");

@@ -4,7 +4,7 @@ hand-edits in tests/fixtures/results/mutations.json, each applied to the valid (
 tests/fixtures/results/contact_B4_N64_C64_H32.json, goes through tune header, tune merge, tune
 check, tune report, and the report scripts run alone (report.py, summary.py, torch_baseline.py
 --list). Each must exit 2 with one line "tune: <file>: <JSON path>: ..." (or the scripts' own
-prefix), no traceback, and write nothing. The files of record under results/ pass the Python
+prefix), no traceback, and write nothing; a file kept as .json.gz is read as the .json is. The files of record under results/ pass the Python
 validation (the C++ one: Records.EveryResultOfRecordPassesTheValidation).
 
     readers_test.py TUNE_EXE SOURCE_DIR OUT_DIR
@@ -119,6 +119,26 @@ class Readers(unittest.TestCase):
             r = run(args)
             self.assertEqual(r.returncode, 0, f"{reader}: {r.stdout}{r.stderr}")
 
+    def test_the_base_file_kept_as_json_gz_is_read_by_every_reader_and_a_hand_edit_refused(self):
+        # Results of record over 256 KB are kept as <shape>.json.gz (issue 23): every reader takes
+        # one as it takes the .json, and refuses a hand-edited one naming the .json.gz.
+        m = next(m for m in TABLE["mutations"] if not m.get("valid") and not m.get("folder_skips") and "set" in m)
+        for name, text, code in (("base_gz", BASE_TEXT, 0), ("edit_gz", apply(m), 2)):
+            folder, file, out = place(name, text)
+            gz = file.with_name(file.name + ".gz")
+            gz.write_bytes(gzip.compress(text.encode()))
+            file.unlink()
+            for reader, args in readers(folder, gz, out).items():
+                if reader == "check" and code == 0:
+                    continue  # it would gate the variants: a GPU's work
+                with self.subTest(reader=reader, file=name):
+                    r = run(args)
+                    said = (r.stdout + r.stderr).strip()
+                    self.assertEqual(r.returncode, code, f"{reader}: {said}")
+                    if code:
+                        self.assertIn(f"{gz}: {m['field']}", r.stderr, said)
+                        self.assertNotIn("Traceback", said)
+
     def test_every_hand_edit_is_refused_by_every_reader_naming_the_file_and_field(self):
         for i, m in enumerate(TABLE["mutations"]):
             for reader in readers(OUT, OUT, OUT):
@@ -152,7 +172,7 @@ class Readers(unittest.TestCase):
             if results.is_result(doc):
                 results.check(p, doc)
                 n += 1
-        self.assertGreater(n, 50)
+        self.assertGreaterEqual(n, 12)  # the files of record (issue 23: no run folders)
 
 
 if __name__ == "__main__":

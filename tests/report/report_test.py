@@ -5,6 +5,7 @@ Also the parts of report/torch_baseline.py that need no GPU.
 
     report_test.py TUNE_EXE SOURCE_DIR OUT_DIR
 """
+import gzip
 import json
 import pathlib
 import shutil
@@ -213,6 +214,31 @@ class Report(unittest.TestCase):
         shutil.copy(f, f.with_name("B1_copy.json"))
         self.expect_refusal(src, f"{f.with_name('B1_copy.json')}: shape: contact B1 N64 C64 H32 on Synthetic GPU A is "
                                  f"in {f} too; keep one results file per card and shape")
+
+    def test_a_result_kept_as_json_gz_is_read_as_the_json_is(self):
+        # Results of record over 256 KB are kept as <shape>.json.gz (issue 23): tune report,
+        # report.py and torch_baseline.py --list read them as the .json; both at once are refused.
+        src = OUT / "json_gz"
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        gz = f.with_name(f.name + ".gz")
+        gz.write_bytes(gzip.compress(f.read_bytes()))
+        f.unlink()
+        r = tune("report", str(src), "-o", str(OUT / "json_gz_out"), "--peaks", str(FIX / "synthetic_peaks.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (OUT / "json_gz_out" / "report.md").read_text().replace(str(src), "DIR").replace(".json.gz", ".json")
+        self.assertEqual(md, self.md.replace(str(FIX / "synthetic"), "DIR"), "the same report as from the .json")
+        t = subprocess.run([sys.executable, str(SRC / "report" / "torch_baseline.py"), str(src), "-o",
+                            str(OUT / "t_gz.json"), "--list"], capture_output=True, text=True)
+        self.assertEqual(t.returncode, 0, t.stderr)
+        self.assertEqual(t.stdout.split("\n")[:2], ["contact B1 N64 C64 H32", "contact B2 N64 C64 H32"])
+        shutil.copy(FIX / "synthetic" / A / "contact" / "B1_N64_C64_H32.json", f)
+        self.expect_refusal(src, f"{f} and {gz.name}: two results files of one shape; keep one")
+        t = subprocess.run([sys.executable, str(SRC / "report" / "torch_baseline.py"), str(src), "-o",
+                            str(OUT / "t_gz.json"), "--list"], capture_output=True, text=True)
+        self.assertEqual(t.returncode, 2, t.stdout + t.stderr)
+        self.assertIn(f"{f} and {gz.name}: two results files of one shape", t.stderr)
 
     def test_modelnew_is_shown_beside_eager_and_compile_and_checked(self):
         src = OUT / "modelnew"

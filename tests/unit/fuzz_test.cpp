@@ -157,8 +157,9 @@ TEST(Fuzz, ProblemFiles) {
 }
 
 TEST(Fuzz, ResultFiles) {
-  const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "results" / "h200" / "scene_graph" / "B4_N24_D96_heads4_P16.json";
-  fuzz(file.string(), slurp(file), from_file("tune_fuzz_result.json", [](const auto& p) { (void)read_result(p); }),
+  // The result of record is kept as .json.gz (issue 23): its text as tune wrote it (to_json round-trips).
+  const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "results" / "h200" / "scene_graph" / "B4_N24_D96_heads4_P16.json.gz";
+  fuzz(file.string(), to_json(read_result(file)).dump(2) + "\n", from_file("tune_fuzz_result.json", [](const auto& p) { (void)read_result(p); }),
        600);
 }
 

@@ -14,9 +14,17 @@ namespace tune {
 // Throws InputError "<file>: <reason>" (for a file that is not valid: "<file>: <JSON path>: <what is
 // wrong>; <what to do>", validate_result_json).
 RunRecord read_result(const std::filesystem::path& file);
-// The tune results of a report folder, <root>/<gpu>/<problem>/<shape>.json in path order, each read
-// (so validated) by read_result; other JSON files there are passed over, as report.py passes them.
+// The tune results of a report folder, <root>/<gpu>/<problem>/<shape>.json or .json.gz in path order,
+// each read (so validated) by read_result; other JSON files there are passed over, as report.py
+// passes them. <shape>.json beside <shape>.json.gz is refused (find_result_file).
 std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root);
+
+// <stem>.json.gz beside <stem>.json: the form a results file of record over 256 KB is kept in.
+std::filesystem::path compressed_result_path(const std::filesystem::path& json);
+// The results file of one shape, given its <dir>/<stem>.json: that file, else <stem>.json.gz beside
+// it; nullopt when neither exists. Both at once is refused in one line (InputError naming both): a
+// reader never takes one of two files of one shape (a tune run that replaces a .json.gz removes it).
+std::optional<std::filesystem::path> find_result_file(const std::filesystem::path& json);
 
 // A golden case dumped from the PyTorch model (format of shared/golden).
 struct GoldenCase {

@@ -41,7 +41,7 @@ int interrupted_exit_code() {
   return 128 + (signal > 0 ? signal : SIGINT);
 }
 
-// Exit 5 (README): a timed run in which no variant passed; its results are written, no header.
+// Exit 5 (docs/cli.md): a timed run in which no variant passed; its results are written, no header.
 constexpr int kNothingPassed = 5;
 
 // Says so in one line when no variant of a finished timed run passed (none has a usable median);

@@ -75,6 +75,23 @@ RunRecord read_result(const std::filesystem::path& file) {
   }
 }
 
+std::filesystem::path compressed_result_path(const std::filesystem::path& json) {
+  return std::filesystem::path(json.string() + ".gz");
+}
+
+std::optional<std::filesystem::path> find_result_file(const std::filesystem::path& json) {
+  std::error_code ec;
+  const auto gz = compressed_result_path(json);
+  const bool plain = std::filesystem::exists(json, ec), compressed = std::filesystem::exists(gz, ec);
+  if (plain && compressed)
+    throw InputError(fmt::format("{} and {}: two results files of one shape; keep one (a tune run that replaces the "
+                                 ".json.gz removes it)",
+                                 json.string(), gz.filename().string()));
+  if (plain) return json;
+  if (compressed) return gz;
+  return std::nullopt;
+}
+
 std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
@@ -82,9 +99,13 @@ std::vector<std::filesystem::path> report_result_files(const std::filesystem::pa
   for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It(); it.increment(ec)) {
     if (it.depth() < 2) continue;
     it.disable_recursion_pending();
-    if (it->path().extension() == ".json" && it->is_regular_file(ec)) files.push_back(it->path());
+    const std::string name = it->path().filename().string();
+    if ((name.ends_with(".json") || name.ends_with(".json.gz")) && it->is_regular_file(ec)) files.push_back(it->path());
   }
   std::sort(files.begin(), files.end());
+  for (const auto& f : files)  // <stem>.json sorts before <stem>.json.gz
+    if (f.extension() == ".json" && std::binary_search(files.begin(), files.end(), compressed_result_path(f)))
+      (void)find_result_file(f);  // refuses the pair in one line
   std::vector<std::filesystem::path> out;
   for (const auto& f : files) {
     const Json j = read_json(f);

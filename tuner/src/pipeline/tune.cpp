@@ -441,11 +441,13 @@ std::pair<int, std::size_t> results_worth(const RunRecord& r) {
           }))};
 }
 
-// Why the results file at `path` stays as it is rather than being replaced by `run`'s record
-// (empty: replace it). An earlier record is replaced by one at least as good (results_worth); one
+// Why the results file at `path` (<shape>.json, else the <shape>.json.gz a result of record is kept
+// as) stays as it is rather than being replaced by `run`'s record (empty: replace it). An earlier record is replaced by one at least as good (results_worth); one
 // that cannot be read is kept, as it may hold what no tool here can read (a newer schema).
-std::string reason_to_keep(const std::filesystem::path& path, const RunRecord& run) {
+std::string reason_to_keep(const std::filesystem::path& json, const RunRecord& run) {
   std::error_code ec;
+  const auto gz = compressed_result_path(json);
+  const auto path = std::filesystem::exists(json, ec) ? json : gz;
   if (!std::filesystem::exists(path, ec)) return "";
   RunRecord earlier;
   try {
@@ -1256,7 +1258,9 @@ TuneOutcome run_tune(const TuneOptions& o) {
     header = generate_header(run, space);
   if (const std::string kept = reason_to_keep(json_path, run); !kept.empty()) {
     out.json_path = partial_path;
-    log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}", json_path.string(),
+    std::error_code ec;
+    const auto earlier = std::filesystem::exists(json_path, ec) ? json_path : compressed_result_path(json_path);
+    log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}", earlier.string(),
                     kept, partial_path.string()));
   } else {
     // The results first, then their header: the two renames are each atomic.
@@ -1267,6 +1271,12 @@ TuneOutcome run_tune(const TuneOptions& o) {
     }
     std::error_code ec;
     std::filesystem::remove(partial_path, ec);
+    // <shape>.json replaces a <shape>.json.gz of record only now, once it is written: readers never
+    // see two files of one shape (they refuse the pair), and a run cut short keeps the .json.gz.
+    if (std::filesystem::exists(compressed_result_path(json_path), ec)) {
+      std::filesystem::remove(compressed_result_path(json_path), ec);
+      log(fmt::format("{} replaces {} (removed)", json_path.string(), compressed_result_path(json_path).filename().string()));
+    }
   }
   // A finished run needs no journal (its results hold every record); an interrupted one keeps it.
   journal.reset();

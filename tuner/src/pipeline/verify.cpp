@@ -62,9 +62,11 @@ bool run_verify(const VerifyOptions& o) {
     all_ok = all_ok && ok;
     if (!device) continue;
 
-    const auto results = o.results_dir / device->slug() / g.problem / (g.shape.tag() + ".json");
-    const std::optional<RunRecord> run =
-        std::filesystem::exists(results) ? std::optional(read_result(results)) : std::nullopt;
+    // <shape>.json, or the .json.gz a results file of record is kept as.
+    const auto plain = o.results_dir / device->slug() / g.problem / (g.shape.tag() + ".json");
+    const auto found = find_result_file(plain);
+    const std::filesystem::path results = found.value_or(plain);
+    const std::optional<RunRecord> run = found ? std::optional(read_result(results)) : std::nullopt;
     // The space the results were tuned in (their variants are its configurations), else the problem's.
     const Space space = run ? load_run_space(*run) : load_space(problem_spec, std::nullopt);
     try {
