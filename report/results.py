@@ -549,21 +549,17 @@ def validate_torch_baseline(doc):
         shape = _object(e, where, "shape", True)
         for k, v in shape.items():
             _integer_value(v, f"{where}.shape.{k}", 1, INT64_MAX)
-        for mode in ("eager", "compile"):
+        for mode in ("eager", "compile", "modelnew"):
             m = _object(e, where, mode, False, True)
-            if m is not None:
-                at = _member(where, mode)
-                _timed(_object(m, at, "events", False, True), _member(at, "events"))
-                _timed(_object(m, at, "graph", False, True), _member(at, "graph"))
-                if m.get("error") is not None:
-                    _text(m, at, "error", False)
-        m = _object(e, where, "modelnew", False, True)
-        if m is not None:
-            at = _member(where, "modelnew")
+            if m is None:
+                continue
+            at = _member(where, mode)
             _timed(_object(m, at, "events", False, True), _member(at, "events"))
             _timed(_object(m, at, "graph", False, True), _member(at, "graph"))
             if m.get("error") is not None:
                 _text(m, at, "error", False)
+            if mode != "modelnew":
+                continue
             _boolean(m, at, "tuned", True)
             _text(m, at, "variant", False)
             _number(m, at, "tune_cold_median_us", False, True, "positive")

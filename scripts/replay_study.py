@@ -101,7 +101,8 @@ class Shape:
         self.best = min(timed)
 
     def screen_s(self, v):
-        """A screen-profile measurement: parity and SCREEN_SAMPLES cold samples."""
+        """A screen-profile measurement: parity and SCREEN_SAMPLES cold samples, each taken as three
+        times the kernel's median (the L2 flush and the launch around it: a model, not a record)."""
         return min(v["measure_s"], v["parity_s"] + SCREEN_SAMPLES * (v["median"] or 0) * 1e-6 * 3)
 
 

@@ -648,14 +648,24 @@ std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std:
   return order;
 }
 
+namespace {
+
+// Draws k of `pool` without replacement into its first k places: a partial Fisher-Yates shuffle on
+// mt19937_64 from `seed` (its own stream, not the inputs'; portable: no library distribution).
+void draw_to_front(std::vector<std::size_t>& pool, std::size_t k, std::uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  for (std::size_t i = 0; i < k; ++i) std::swap(pool[i], pool[i + rng() % (pool.size() - i)]);
+}
+
+}  // namespace
+
 std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
                                    std::uint64_t seed) {
   if (budget <= 0 || static_cast<std::size_t>(budget) >= all.size()) return all;
   std::vector<std::size_t> order(all.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);  // its own stream, not the inputs'
   const auto k = static_cast<std::size_t>(budget);
-  for (std::size_t i = 0; i < k; ++i) std::swap(order[i], order[i + rng() % (order.size() - i)]);
+  draw_to_front(order, k, seed);
   order.resize(k);
   const auto base = std::find(all.begin(), all.end(), baseline);
   if (base != all.end()) {
@@ -714,13 +724,10 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
       rest.push_back(i);
     }
   }
-  // The exploration: a partial Fisher-Yates shuffle of the rest, as sample_configs draws.
-  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  // The exploration: drawn from the rest as sample_configs draws.
   const std::size_t k = std::min(rest.size(), static_cast<std::size_t>(std::max(0, explore)));
-  for (std::size_t i = 0; i < k; ++i) {
-    std::swap(rest[i], rest[i + rng() % (rest.size() - i)]);
-    chosen[rest[i]] = 1;
-  }
+  draw_to_front(rest, k, seed);
+  for (std::size_t i = 0; i < k; ++i) chosen[rest[i]] = 1;
   out.explored = static_cast<int>(k);
   for (std::size_t i = 0; i < all.size(); ++i)
     if (chosen[i] || all[i] == baseline) out.configs.push_back(all[i]);
