@@ -109,7 +109,9 @@ for step in "$@"; do
       # earlier calls on the same machine.
       part=${step#study}; part=${part#=}
       IFS=';' read -r -a study_shapes <<<"${STUDY_SHAPES:-contact:--B 4 --N 24;contact:--B 4 --N 64;contact:--B 2 --N 128;contact:--B 2 --N 256;contact:--B 2 --N 512;contact:--B 1 --N 1024 --C 128;scene_graph:--B 4 --N 24;scene_graph:--B 8 --N 24;scene_graph:--B 4 --N 48;scene_graph:--B 16 --N 64 --D 256 --heads 8 --P 32}"
-      STUDY_PART=${part:-both} scripts/search_study.sh "$tune" "$results/search" "${study_shapes[@]}" 2>&1 |
+      # $STUDY_ARGS: extra tune options for every run of both halves (e.g. --sanitize off).
+      # shellcheck disable=SC2086
+      STUDY_PART=${part:-both} scripts/search_study.sh "$tune" "$results/search" "${study_shapes[@]}" -- ${STUDY_ARGS:-} 2>&1 |
         tee -a "$out/study.log" || status=1
       python3 scripts/search_summary.py "$results/search" -o "$out/search_summary.json" --md "$out/search_summary.md" \
         2>&1 | tee -a "$out/study.log" ;;

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <random>
 
+#include <filesystem>
+
+#include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
 
@@ -107,6 +110,36 @@ TEST(Strategy, BestByMedianClampsAndBreaksTiesByIndex) {
   EXPECT_EQ(best_by_median({3.0, 1.0, 2.0, 1.0}, 3), (std::vector<std::size_t>{1, 3, 2}));
   EXPECT_EQ(best_by_median({3.0, 1.0}, 10), (std::vector<std::size_t>{1, 0}));
   EXPECT_TRUE(best_by_median({}, 2).empty());
+}
+
+// --warm-start's choice (warm_configs) from a result of record at a nearby shape: the promising
+// configurations, the exploration and the baseline; and all of the space once that choice is half
+// of it or more (the files then say too little to skip the rest).
+TEST(Strategy, AWarmStartChoosesThePromisingFewAndTimesTheWholeSpaceOnceTheyAreHalfOfIt) {
+  const Space space = load_space("contact", std::nullopt);
+  const Shape shape = resolve_shape(find_problem("contact"), space, {{"B", 4}, {"N", 32}});
+  const std::vector<Config> all = space.enumerate(shape, DeviceLimits::for_arch(90)).configs;
+  ASSERT_GT(all.size(), 100u);
+  const std::vector<std::filesystem::path> files{std::filesystem::path(TUNE_REPO_DIR) /
+                                                 "results/h200/contact/B4_N64_C64_H32.json.gz"};
+  const WarmChoice few = warm_configs(all, space.baseline(), space, "contact", shape, files, 1.02, 2, 42);
+  EXPECT_FALSE(few.whole_space);
+  EXPECT_GE(few.promising, 1);
+  EXPECT_EQ(few.explored, 2);
+  EXPECT_LE(few.configs.size(), static_cast<std::size_t>(few.promising + few.explored + 1));
+  EXPECT_LT(2 * few.configs.size(), all.size());
+  EXPECT_NE(std::find(few.configs.begin(), few.configs.end(), space.baseline()), few.configs.end());
+  // Every configuration that timed at all is promising at a ratio of 1000: the whole space.
+  const WarmChoice loose = warm_configs(all, space.baseline(), space, "contact", shape, files, 1000, 0, 42);
+  EXPECT_TRUE(loose.whole_space);
+  EXPECT_EQ(loose.configs, all);
+  // An exploration of half the space tips it too; one config short of that does not.
+  const int half = static_cast<int>((all.size() + 1) / 2);
+  EXPECT_TRUE(warm_configs(all, space.baseline(), space, "contact", shape, files, 1.02, half, 42).whole_space);
+  const WarmChoice under = warm_configs(all, space.baseline(), space, "contact", shape, files, 1.02,
+                                        half - few.promising - 2, 42);
+  EXPECT_FALSE(under.whole_space);
+  EXPECT_LT(2 * under.configs.size(), all.size());
 }
 
 }  // namespace

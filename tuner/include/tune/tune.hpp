@@ -146,6 +146,8 @@ struct WarmChoice {
   std::vector<Config> configs;
   int promising = 0;  // chosen for their times in the files
   int explored = 0;   // drawn from the rest
+  // The choice was half the space or more, so all of it is timed (explored: every other one).
+  bool whole_space = false;
 };
 WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
                         const std::string& problem, const Shape& shape,

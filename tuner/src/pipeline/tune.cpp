@@ -386,7 +386,9 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
                       "others at random (seed {}), the baseline: {} of {} valid configurations",
                       warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
                       all.configs.size()));
-      if (warm.promising == 0)
+      if (warm.whole_space)
+        log("warm start: that is half the space or more, so every valid configuration is timed");
+      else if (warm.promising == 0)
         log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
             "only the random exploration and the baseline are timed");
       out.configs = std::move(warm.configs);
@@ -731,6 +733,13 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
   out.explored = static_cast<int>(k);
   for (std::size_t i = 0; i < all.size(); ++i)
     if (chosen[i] || all[i] == baseline) out.configs.push_back(all[i]);
+  // A choice of half the space or more saves little and risks the rest: time it all. This is
+  // where the files know another space (few names in common) or this one is small.
+  if (2 * out.configs.size() >= all.size() && out.configs.size() < all.size()) {
+    out.configs = all;
+    out.explored = static_cast<int>(rest.size());
+    out.whole_space = true;
+  }
   return out;
 }
 
