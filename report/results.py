@@ -295,6 +295,11 @@ def _context(ctx, at):
             _number(w, warm, "keep", True, False, "positive")
             _integer(w, warm, "promising", True, 0)
             _integer(w, warm, "explored", True, 0)
+            r = _object(w, warm, "refine", False)
+            if r is not None:
+                refine = _member(warm, "refine")
+                for key in ("top", "rounds", "added"):
+                    _integer(r, refine, key, True, 0)
     i = _object(ctx, at, "isolation", False)
     if i is not None:
         where = _member(at, "isolation")

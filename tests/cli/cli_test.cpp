@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <tuple>
@@ -682,7 +683,7 @@ TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) 
   ASSERT_GE(promising.size(), 1u);
   const std::string out = out_dir("warm_start");
   const Result r = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} {} --warm-keep 1.02 "
-                                                              "--warm-explore 2 --sanitize off --out {} --cache-dir {}/cache",
+                                                              "--warm-explore 2 --warm-refine 0 --sanitize off --out {} --cache-dir {}/cache",
                                                               record.string(), other.string(), out, out));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find(fmt::format("warm start: {} configurations within 1.02x of the best at the nearest shape of 2 "
@@ -705,6 +706,54 @@ TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) 
   EXPECT_EQ(baselines, 1u);
   EXPECT_EQ(others, 2u) << "the exploration";
   for (const auto& name : promising) EXPECT_TRUE(names.contains(name)) << name << " is valid at N32 too";
+  EXPECT_EQ(search.at("warm_start").at("refine").at("rounds"), 0) << "--warm-refine 0";
+  // --warm-refine 1: the same choice, then the configurations one parameter away from the fastest
+  // of it, each compiled and measured once (the later passes take the earlier ones' records).
+  const std::string refined = out_dir("warm_start_refine");
+  const Result rr = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} {} --warm-keep 1.02 "
+                                                               "--warm-explore 2 --warm-refine 1 --sanitize off --out {} "
+                                                               "--cache-dir {}/cache",
+                                                               record.string(), other.string(), refined, refined));
+  ASSERT_EQ(rr.code, 0) << rr.output;
+  const auto rj =
+      nlohmann::ordered_json::parse(std::ifstream(std::filesystem::path(refined) / "fake-gpu/contact/B4_N32_C64_H32.json"));
+  const auto& refine = rj.at("context").at("search").at("warm_start").at("refine");
+  EXPECT_EQ(refine.at("top"), 1);
+  ASSERT_GE(refine.at("rounds").get<int>(), 1) << rr.output;
+  // The fastest of the first choice (the fake worker's times are a function of the name).
+  std::string fastest;
+  double fastest_us = 1e300;
+  for (const auto& v : j.at("variants"))
+    if (v.at("status") == "passed" && v.at("timing").at("median_us").get<double>() < fastest_us) {
+      fastest_us = v.at("timing").at("median_us").get<double>();
+      fastest = v.at("name").get<std::string>();
+    }
+  auto params_of = [](const std::string& name) {
+    std::map<std::string, std::string> p;
+    std::istringstream in(name);
+    for (std::string kv; std::getline(in, kv, ',');) p[kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    return p;
+  };
+  const auto best_params = params_of(fastest);
+  std::size_t added = 0;
+  for (const auto& v : rj.at("variants")) {
+    const std::string name = v.at("name").get<std::string>();
+    if (names.contains(name)) continue;
+    ++added;
+    std::size_t differ = 0;
+    for (const auto& [k, value] : params_of(name)) differ += best_params.at(k) != value;
+    if (refine.at("rounds") == 1) {
+      EXPECT_EQ(differ, 1u) << name << " is not one parameter away from " << fastest;
+    }
+  }
+  EXPECT_GE(added, 1u);
+  if (refine.at("rounds") == 1) {
+    EXPECT_EQ(refine.at("added").get<std::size_t>(), added);
+  }
+  EXPECT_EQ(rj.at("variants").size(), names.size() + refine.at("added").get<std::size_t>());
+  EXPECT_NE(rr.output.find(fmt::format("warm refine: {} of {} variants measured by the earlier passes", names.size() + added,
+                                       names.size() + added)), std::string::npos) << rr.output;
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(refined) / "fake-gpu/contact/B4_N32_C64_H32.journal.jsonl"));
   // Bad input: a result of another problem, and --budget beside it.
   const Result wrong = run_with("TUNE_WORKER_FAKE=1",
                                 fmt::format("--problem contact --B 4 --N 32 --warm-start {} --out {}",

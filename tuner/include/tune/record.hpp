@@ -202,6 +202,11 @@ struct RunContext {
   double warm_keep = 0;
   int warm_promising = 0;
   int warm_explored = 0;
+  // --warm-refine: the local search after the warm choice (0 rounds: none), how many of the
+  // fastest its neighbourhoods were taken around, and how many configurations it added.
+  int warm_refine_top = 0;
+  int warm_refine_rounds = 0;
+  int warm_refine_added = 0;
   bool stopped_by_time_budget = false;
   bool interrupted = false;  // the first Ctrl-C (SIGINT) ended the search early
   // Loading, parity and timing run in a worker process (empty in a compile-only run).

@@ -1,6 +1,7 @@
 #pragma once
 // The tune pipeline end to end: space -> lower -> compile (all cores) -> parity -> timing ->
 // results JSON (written as the run goes) -> header.
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -44,6 +45,11 @@ struct TuneOptions {
   std::vector<std::filesystem::path> warm_start;
   double warm_keep = 1.25;
   int warm_explore = 32;
+  // After the warm choice is timed, rounds of local search at this shape: the valid
+  // configurations one parameter away from the warm_refine fastest here are timed too, round after
+  // round while a round finds a faster one (at most warm_refine_rounds). 0: none.
+  int warm_refine = 2;
+  int warm_refine_rounds = 4;
   // A space whose product of parameter values is larger is not enumerated: the run is refused, or
   // with a budget sampled by drawing configurations (Space::sample).
   std::uint64_t max_space = kDefaultMaxSpace;
@@ -78,6 +84,21 @@ struct TuneOptions {
   // The columns a progress line may take (the terminal's width when the log goes to one): a
   // variant's name is cut to fit. 0: whole lines, as a file or a pipe wants them.
   std::size_t line_width = 0;
+
+  // Set by run_tune for its own passes when --warm-start refines (not an option): the variants of
+  // the run so far and what the earlier passes spent; with search_only the pass ends after the
+  // search loop, its records in the journal, and writes no results.
+  struct Pass {
+    std::vector<Config> configs;
+    int promising = 0, explored = 0;
+    std::int64_t valid = 0;
+    int rounds = 0;         // refine rounds done before this pass
+    int added = 0;          // configurations the refine rounds added
+    bool search_only = false;
+    std::chrono::steady_clock::time_point started;
+    double compile_wall_s = 0, measure_wall_s = 0;  // spent by the earlier passes
+  };
+  std::optional<Pass> pass;
 };
 
 struct TuneOutcome {

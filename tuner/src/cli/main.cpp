@@ -253,6 +253,14 @@ int main(int argc, char** argv) {
   app.add_option("--warm-explore", opt.warm_explore, "with --warm-start: others timed, drawn at random from --seed")
       ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
+  app.add_option("--warm-refine", opt.warm_refine,
+                 "with --warm-start: then time the configurations one parameter away from this many of the fastest "
+                 "here, round after round while a round finds a faster one (0: no local search)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--warm-refine-rounds", opt.warm_refine_rounds, "with --warm-refine: at most this many rounds")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   app.add_option("--max-space", opt.max_space,
                  "the most configurations (the product of the parameters' values) a space is enumerated up to; a "
                  "larger one is refused, or with --budget sampled without enumerating it")

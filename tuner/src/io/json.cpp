@@ -390,7 +390,9 @@ Json to_json(const RunRecord& run) {
   if (c.shard) context["shard"] = shard_json(*c.shard);
   if (!c.warm_files.empty())
     context["search"]["warm_start"] = {{"files", c.warm_files}, {"keep", c.warm_keep},
-                                       {"promising", c.warm_promising}, {"explored", c.warm_explored}};
+                                       {"promising", c.warm_promising}, {"explored", c.warm_explored},
+                                       {"refine", {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds},
+                                                   {"added", c.warm_refine_added}}}};
   return Json{{"schema_version", run.schema_version},
               {"schema_minor_version", run.schema_minor_version},
               {"kind", "tune.result"},
@@ -482,6 +484,12 @@ RunRecord run_from_json(const Json& j) {
         run.context.warm_keep = w.value("keep", 0.0);
         run.context.warm_promising = w.value("promising", 0);
         run.context.warm_explored = w.value("explored", 0);
+        if (w.contains("refine")) {
+          const auto& r = w.at("refine");
+          run.context.warm_refine_top = r.value("top", 0);
+          run.context.warm_refine_rounds = r.value("rounds", 0);
+          run.context.warm_refine_added = r.value("added", 0);
+        }
       }
     }
     if (c.contains("isolation")) {

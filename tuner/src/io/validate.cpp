@@ -302,6 +302,10 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
       (void)number(c, *w, warm, "keep", true, false, Range::kPositive);
       (void)integer(c, *w, warm, "promising", true, 0);
       (void)integer(c, *w, warm, "explored", true, 0);
+      if (const Json* r = object(c, *w, warm, "refine", false)) {
+        const std::string refine = member(warm, "refine");
+        for (const char* key : {"top", "rounds", "added"}) (void)integer(c, *r, refine, key, true, 0);
+      }
     }
   }
   if (const Json* i = object(c, ctx, at, "isolation", false)) {

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -352,6 +353,20 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
                       const DeviceLimits& limits, RunContext& ctx, const std::function<void(const std::string&)>& log) {
   const std::uint64_t size = space.size();
   ctx.space_configurations = size;
+  if (o.pass && !o.pass->configs.empty()) {
+    // A later pass of a refined warm start: the variants of the run so far, chosen by run_tune.
+    ctx.search = "warm";
+    for (const auto& f : o.warm_start) ctx.warm_files.push_back(f.string());
+    ctx.warm_keep = o.warm_keep;
+    ctx.warm_promising = o.pass->promising;
+    ctx.warm_explored = o.pass->explored;
+    ctx.warm_refine_top = o.warm_refine;
+    ctx.warm_refine_rounds = o.pass->rounds;
+    ctx.warm_refine_added = o.pass->added;
+    ctx.valid_configs = o.pass->valid;
+    return {o.pass->configs, fmt::format("{} of {} valid configurations: the warm choice and {} refine round(s)",
+                                         o.pass->configs.size(), o.pass->valid, o.pass->rounds)};
+  }
   const std::string arch = arch_name(limits.compute_capability);
   auto rejections = [](const Enumeration& e) {
     std::string out;
@@ -745,8 +760,11 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
 
 int interrupt_signal() { return g_signal; }
 
-TuneOutcome run_tune(const TuneOptions& o) {
-  const auto t_start = Clock::now();
+namespace {
+
+// One pass of a run (run_tune): all of it, or with o.pass->search_only up to the end of the search.
+TuneOutcome run_pass(const TuneOptions& o) {
+  const auto t_start = o.pass ? o.pass->started : Clock::now();
   const SigintGuard sigint_guard;
   auto log = [&](const std::string& line) {
     if (o.log) o.log(line);
@@ -895,6 +913,10 @@ TuneOutcome run_tune(const TuneOptions& o) {
       (e.stage == "halving" ? halved : journaled)[it->second] = 1;
     }
     ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
+    if (o.pass && !o.pass->configs.empty())
+      log(fmt::format("warm refine: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
+                      "measure", ctx.resumed_variants, n, journal_path.string(), n - static_cast<std::size_t>(ctx.resumed_variants)));
+    else
     log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured", ctx.resumed_variants,
                     n, journal_path.string()) +
         (refused ? fmt::format(" ({} journal records not taken: not final, or not this run's variants)", refused) : ""));
@@ -1107,7 +1129,13 @@ TuneOutcome run_tune(const TuneOptions& o) {
                                    : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
       }
   }
-  run.wall.compile_wall_s = compile_wall;
+  run.wall.compile_wall_s = compile_wall + (o.pass ? o.pass->compile_wall_s : 0);
+  if (o.pass && o.pass->search_only) {
+    // The records are in the journal; the next pass takes them and run_tune chooses what follows.
+    run.wall.measure_wall_s = measure_busy + o.pass->measure_wall_s;
+    save();
+    return {run, json_path, std::nullopt};
+  }
 
   // The `keep` fastest passed variants (by their current cold median), fastest first.
   auto fastest_passed = [&](std::size_t keep) {
@@ -1259,7 +1287,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
       for (const auto& v : run.variants) count_gated(v, ctx.gate);
     }
   }
-  run.wall.measure_wall_s = measure_busy;
+  run.wall.measure_wall_s = measure_busy + (o.pass ? o.pass->measure_wall_s : 0);
   run.complete = true;
   run.wall.total_wall_s = seconds_since(t_start);
   ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;
@@ -1299,6 +1327,94 @@ TuneOutcome run_tune(const TuneOptions& o) {
   if (!ctx.interrupted) std::filesystem::remove(journal_path);
   out.run = run;
   return out;
+}
+
+// The valid configurations one parameter away from any of `around`, not in `have`.
+std::vector<Config> neighbours(const std::vector<Config>& all, const std::vector<Config>& around,
+                               const std::set<Config>& have) {
+  std::vector<Config> out;
+  for (const Config& c : all) {
+    if (have.contains(c)) continue;
+    for (const Config& a : around) {
+      std::size_t differ = 0;
+      for (std::size_t p = 0; p < c.choice.size() && differ < 2; ++p) differ += c.choice[p] != a.choice[p];
+      if (differ == 1) {
+        out.push_back(c);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TuneOutcome run_tune(const TuneOptions& o) {
+  const bool refine = !o.pass && !o.warm_start.empty() && o.warm_refine > 0 && o.warm_refine_rounds > 0 &&
+                      !o.compile_only && o.search != "halving" && !(o.shard && o.shard->split == "variants");
+  if (!refine) return run_pass(o);
+  // The warm choice, timed; then rounds of local search around the fastest here; then the strict
+  // re-measure, the gate and the outputs over all of them. Each pass takes the earlier ones' records
+  // from the journal (as --resume does), so nothing is compiled or measured twice.
+  TuneOptions::Pass pass;
+  pass.started = Clock::now();
+  pass.search_only = true;
+  TuneOptions next = o;
+  next.pass = pass;
+  TuneOutcome out = run_pass(next);
+  const RunRecord& first = out.run;
+  pass.promising = first.context.warm_promising;
+  pass.explored = first.context.warm_explored;
+  pass.valid = first.context.valid_configs;
+  const Space space = load_space(o.problem, o.config);
+  const DeviceLimits limits = first.device ? first.device->limits() : DeviceLimits::for_arch(o.arch);
+  const std::vector<Config> all = space.enumerate(first.shape, limits).configs;
+  std::set<Config> have;
+  for (const auto& v : first.variants) have.insert(space.from_json(v.params));
+  auto log = [&](const std::string& line) {
+    if (o.log) o.log(line);
+  };
+  while (pass.rounds < o.warm_refine_rounds && !out.run.context.interrupted && out.run.timed) {
+    std::vector<std::pair<double, Config>> timed;
+    for (const auto& v : out.run.variants)
+      if (v.status == Status::kPassed && v.timing) timed.emplace_back(v.timing->median_us, space.from_json(v.params));
+    std::sort(timed.begin(), timed.end());
+    if (timed.empty()) break;
+    std::vector<Config> top;
+    for (std::size_t i = 0; i < timed.size() && i < static_cast<std::size_t>(o.warm_refine); ++i) top.push_back(timed[i].second);
+    const std::vector<Config> more = neighbours(all, top, have);
+    if (more.empty()) {
+      log(fmt::format("warm refine: every configuration one parameter away from the {} fastest here is timed", top.size()));
+      break;
+    }
+    const double best_before = timed.front().first;
+    have.insert(more.begin(), more.end());
+    ++pass.rounds;
+    pass.added += static_cast<int>(more.size());
+    log(fmt::format("warm refine round {}: {} configuration(s) one parameter away from the {} fastest here (best {:.2f} us)",
+                    pass.rounds, more.size(), top.size(), best_before));
+    pass.configs.clear();
+    for (const Config& c : all)
+      if (have.contains(c)) pass.configs.push_back(c);
+    pass.compile_wall_s = out.run.wall.compile_wall_s;
+    pass.measure_wall_s = out.run.wall.measure_wall_s;
+    next.pass = pass;
+    next.resume = true;
+    out = run_pass(next);
+    double best_after = best_before;
+    for (const auto& v : out.run.variants)
+      if (v.status == Status::kPassed && v.timing) best_after = std::min(best_after, v.timing->median_us);
+    if (!(best_after < best_before)) break;  // the round found nothing faster: its neighbourhood is done
+  }
+  if (pass.configs.empty())
+    for (const Config& c : all)
+      if (have.contains(c)) pass.configs.push_back(c);
+  pass.compile_wall_s = out.run.wall.compile_wall_s;
+  pass.measure_wall_s = out.run.wall.measure_wall_s;
+  pass.search_only = false;
+  next.pass = pass;
+  next.resume = true;
+  return run_pass(next);
 }
 
 }  // namespace tune
