@@ -184,14 +184,30 @@ void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& wh
 class IsolatedRunner {
  public:
   IsolatedRunner(WorkerInit init, double timeout_override_s, RunContext& ctx, std::function<void(const std::string&)> log)
-      : init_(std::move(init)), override_s_(timeout_override_s), iso_(ctx.isolation), reference_(ctx.reference),
+      : init_(std::move(init)), override_s_(timeout_override_s), iso_(&ctx.isolation), reference_(&ctx.reference),
         log_(std::move(log)) {
-    iso_.first_variant_timeout_s = override_s_ > 0 ? override_s_ : kFirstDeadlineS;
-    iso_.variant_timeout_s = iso_.first_variant_timeout_s;
-    iso_.timeout_rule = override_s_ > 0
+    iso_->first_variant_timeout_s = override_s_ > 0 ? override_s_ : kFirstDeadlineS;
+    iso_->variant_timeout_s = iso_->first_variant_timeout_s;
+    iso_->timeout_rule = override_s_ > 0
         ? "--variant-timeout for each variant (times the variant count for the strict re-measure)"
         : "10 s until the baseline is timed; then max(5 s, 2 s + 2 x the stop rule's wall cap + 50 x the launches of "
           "one evaluation x the baseline's median), times the variant count for the strict re-measure";
+  }
+
+  // The next pass of the same run (a refined warm start) keeps this worker, its data and its
+  // reference. detach() at the end of a pass keeps what it recorded in the pass's context (which
+  // goes with the pass); rebind() moves that to the next pass's context and records into it.
+  void detach() {
+    own_iso_ = *iso_;
+    own_reference_ = *reference_;
+    iso_ = &own_iso_;
+    reference_ = &own_reference_;
+  }
+  void rebind(RunContext& ctx) {
+    ctx.isolation = *iso_;
+    ctx.reference = *reference_;
+    iso_ = &ctx.isolation;
+    reference_ = &ctx.reference;
   }
 
   // Starts a worker (its init, data and CPU reference overlap the compiles) if none runs.
@@ -199,7 +215,7 @@ class IsolatedRunner {
     if (worker_) return;
     worker_.emplace(init_);
     ready_ = false;
-    ++iso_.worker_starts;
+    ++iso_->worker_starts;
   }
 
   HarnessFloor floor() {
@@ -216,7 +232,7 @@ class IsolatedRunner {
 
   void set_baseline_median(double us) {
     baseline_us_ = us;
-    iso_.variant_timeout_s = deadline(DeviceRunner::Options{});
+    iso_->variant_timeout_s = deadline(DeviceRunner::Options{});
   }
 
   void evaluate(const CompileResult& compiled, const Lowered& lowered, VariantRecord& rec,
@@ -262,7 +278,7 @@ class IsolatedRunner {
   WorkerProcess& ready() {
     start();
     if (!ready_) {
-      reference_ = worker_->wait_ready(kInitDeadlineS);
+      *reference_ = worker_->wait_ready(kInitDeadlineS);
       ready_ = true;
     }
     return *worker_;
@@ -277,8 +293,10 @@ class IsolatedRunner {
 
   WorkerInit init_;
   double override_s_;
-  RunContext::Isolation& iso_;
-  std::string& reference_;
+  RunContext::Isolation* iso_;
+  std::string* reference_;
+  RunContext::Isolation own_iso_;
+  std::string own_reference_;
   std::function<void(const std::string&)> log_;
   std::optional<WorkerProcess> worker_;
   bool ready_ = false;
@@ -763,7 +781,7 @@ int interrupt_signal() { return g_signal; }
 namespace {
 
 // One pass of a run (run_tune): all of it, or with o.pass->search_only up to the end of the search.
-TuneOutcome run_pass(const TuneOptions& o) {
+TuneOutcome run_pass(const TuneOptions& o, std::optional<IsolatedRunner>& gpu) {
   const auto t_start = o.pass ? o.pass->started : Clock::now();
   const SigintGuard sigint_guard;
   auto log = [&](const std::string& line) {
@@ -944,14 +962,17 @@ TuneOutcome run_pass(const TuneOptions& o) {
   save();
 
   // The worker process starts now: its data and float64 reference are prepared while compilation runs.
-  std::optional<IsolatedRunner> gpu;
+  // A later pass of a refined warm start keeps the worker of the first (gpu holds it).
   ctx.isolation.test_hooks = worker_test_hooks();
-  for (const auto& h : ctx.isolation.test_hooks) log("test hook active: " + h);
-  if (run.timed) {
+  if (!gpu)
+    for (const auto& h : ctx.isolation.test_hooks) log("test hook active: " + h);
+  if (run.timed && gpu) {
+    gpu->rebind(ctx);
+  } else if (run.timed) {
     ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
     gpu.emplace(WorkerInit{problem.file().string(), shape, o.seed, o.device}, o.variant_timeout_s, ctx, log);
-    gpu->start();
   }
+  if (run.timed) gpu->start();
 
   // Compile on all cores; the GPU measures each variant as soon as it is compiled (one at a time).
   std::mutex mutex;
@@ -1134,6 +1155,7 @@ TuneOutcome run_pass(const TuneOptions& o) {
     // The records are in the journal; the next pass takes them and run_tune chooses what follows.
     run.wall.measure_wall_s = measure_busy + o.pass->measure_wall_s;
     save();
+    if (gpu) gpu->detach();
     return {run, json_path, std::nullopt};
   }
 
@@ -1325,6 +1347,7 @@ TuneOutcome run_pass(const TuneOptions& o) {
   // A finished run needs no journal (its results hold every record); an interrupted one keeps it.
   journal.reset();
   if (!ctx.interrupted) std::filesystem::remove(journal_path);
+  if (gpu) gpu->detach();
   out.run = run;
   return out;
 }
@@ -1347,12 +1370,21 @@ std::vector<Config> neighbours(const std::vector<Config>& all, const std::vector
   return out;
 }
 
+// Those of `all` that are in `chosen`, in the order of `all`.
+std::vector<Config> in_order(const std::vector<Config>& all, const std::set<Config>& chosen) {
+  std::vector<Config> out;
+  for (const Config& c : all)
+    if (chosen.contains(c)) out.push_back(c);
+  return out;
+}
+
 }  // namespace
 
 TuneOutcome run_tune(const TuneOptions& o) {
   const bool refine = !o.pass && !o.warm_start.empty() && o.warm_refine > 0 && o.warm_refine_rounds > 0 &&
                       !o.compile_only && o.search != "halving" && !(o.shard && o.shard->split == "variants");
-  if (!refine) return run_pass(o);
+  std::optional<IsolatedRunner> gpu;  // one worker for every pass
+  if (!refine) return run_pass(o, gpu);
   // The warm choice, timed; then rounds of local search around the fastest here; then the strict
   // re-measure, the gate and the outputs over all of them. Each pass takes the earlier ones' records
   // from the journal (as --resume does), so nothing is compiled or measured twice.
@@ -1361,7 +1393,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   pass.search_only = true;
   TuneOptions next = o;
   next.pass = pass;
-  TuneOutcome out = run_pass(next);
+  TuneOutcome out = run_pass(next, gpu);
   const RunRecord& first = out.run;
   pass.promising = first.context.warm_promising;
   pass.explored = first.context.warm_explored;
@@ -1393,28 +1425,24 @@ TuneOutcome run_tune(const TuneOptions& o) {
     pass.added += static_cast<int>(more.size());
     log(fmt::format("warm refine round {}: {} configuration(s) one parameter away from the {} fastest here (best {:.2f} us)",
                     pass.rounds, more.size(), top.size(), best_before));
-    pass.configs.clear();
-    for (const Config& c : all)
-      if (have.contains(c)) pass.configs.push_back(c);
+    pass.configs = in_order(all, have);
     pass.compile_wall_s = out.run.wall.compile_wall_s;
     pass.measure_wall_s = out.run.wall.measure_wall_s;
     next.pass = pass;
     next.resume = true;
-    out = run_pass(next);
+    out = run_pass(next, gpu);
     double best_after = best_before;
     for (const auto& v : out.run.variants)
       if (v.status == Status::kPassed && v.timing) best_after = std::min(best_after, v.timing->median_us);
     if (!(best_after < best_before)) break;  // the round found nothing faster: its neighbourhood is done
   }
-  if (pass.configs.empty())
-    for (const Config& c : all)
-      if (have.contains(c)) pass.configs.push_back(c);
+  if (pass.configs.empty()) pass.configs = in_order(all, have);
   pass.compile_wall_s = out.run.wall.compile_wall_s;
   pass.measure_wall_s = out.run.wall.measure_wall_s;
   pass.search_only = false;
   next.pass = pass;
   next.resume = true;
-  return run_pass(next);
+  return run_pass(next, gpu);
 }
 
 }  // namespace tune
