@@ -48,6 +48,8 @@ def runs_of(folder):
         doc = read_json(path)
         if not isinstance(doc, dict) or doc.get("kind") != "tune.result":
             continue
+        if "TUNE_WORKER_FAKE" in str((doc.get("device") or {}).get("driver_cuda_version", "")):
+            continue  # a fake-GPU run (a test's) measured nothing
         key = (doc["problem"], shape_text(doc["shape"]))
         if key in out:
             raise Bad(f"{path}: {key[0]} {key[1]} is in {out[key]['path']} too; one result per shape and half")
@@ -86,11 +88,13 @@ def main():
         study = pathlib.Path(a.study)
         if not (study / "exhaustive").is_dir() or not (study / "walls.jsonl").is_file():
             raise Bad(f"{study}: no exhaustive/ folder or walls.jsonl; pass the folder scripts/search_study.sh wrote")
-        walls = {}
+        walls, reused = {}, set()
         for k, line in enumerate((study / "walls.jsonl").read_text().splitlines()):
             try:
                 w = json.loads(line)
                 walls[(w["mode"], w["problem"], " ".join(w["args"].split()))] = w["wall_ms"] / 1e3
+                if w.get("reused") == "exhaustive":  # the sweep's first shape: the exhaustive run itself
+                    reused.add((w["mode"], w["problem"], " ".join(w["args"].split())))
             except (ValueError, KeyError, TypeError) as e:
                 raise Bad(f"{study / 'walls.jsonl'}: line {k + 1}: {e}; it is written by scripts/search_study.sh")
         halves = {m: runs_of(study / m) if (study / m).is_dir() else {} for m in ("exhaustive", "warm")}
@@ -109,20 +113,30 @@ def main():
         shapes, missing = [], []
         for key in sorted(set(halves["exhaustive"]) | set(halves["warm"])):
             ex, warm = halves["exhaustive"].get(key), halves["warm"].get(key)
+            first = bool(ex) and not warm and any(m == "warm" and p == key[0] and wall_of("exhaustive", ex) == walls.get((m, p, args))
+                                                  for m, p, args in reused)
+            if first:
+                warm = ex  # the warm sweep began with this shape's exhaustive tune: the same run, counted on both sides
             if not ex or not warm:
                 missing.append({"problem": key[0], "shape": key[1], "missing": "exhaustive" if not ex else "warm"})
                 continue
             e, w = describe(ex, wall_of("exhaustive", ex)), describe(warm, wall_of("warm", warm))
             gap = (w["winner_median_us"] / e["winner_median_us"] - 1) if w["winner_median_us"] and e["winner_median_us"] else None
             shapes.append({"problem": key[0], "shape": key[1], "exhaustive": e, "warm": w, "gap": gap,
-                           "within": gap is not None and gap <= a.within / 100})
+                           "within": gap is not None and gap <= a.within / 100, "first_of_sweep": first})
         totals = {}
         for problem in sorted({s["problem"] for s in shapes}) + ["all"]:
             mine = [s for s in shapes if problem in ("all", s["problem"])]
             ex = sum(s["exhaustive"]["wall_s"] or 0 for s in mine)
             wm = sum(s["warm"]["wall_s"] or 0 for s in mine)
+            later = [s for s in mine if not s["first_of_sweep"]]
+            ex_later = sum(s["exhaustive"]["wall_s"] or 0 for s in later)
+            wm_later = sum(s["warm"]["wall_s"] or 0 for s in later)
             totals[problem] = {"shapes": len(mine), "exhaustive_wall_s": ex, "warm_wall_s": wm,
-                               "ratio": wm / ex if ex else None, "all_within": all(s["within"] for s in mine)}
+                               "ratio": wm / ex if ex else None, "all_within": all(s["within"] for s in mine),
+                               # the shapes tuned with --warm-start (not the sweep's first, tuned exhaustively)
+                               "warm_started": {"shapes": len(later), "exhaustive_wall_s": ex_later,
+                                                "warm_wall_s": wm_later, "ratio": wm_later / ex_later if ex_later else None}}
         doc = {"kind": "tune.search_summary", "schema_version": 1, "within_percent": a.within,
                "shapes": shapes, "missing": missing, "totals": totals}
         pathlib.Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
@@ -138,6 +152,10 @@ def main():
                 rows.append(f"| {problem} | {t['shapes']} shapes | {fmt(t['exhaustive_wall_s'])} | | | {fmt(t['warm_wall_s'])} "
                             f"| | | ratio {fmt(t['ratio'], '.2f')}, {'all' if t['all_within'] else 'not all'} within "
                             f"{a.within:g} % |")
+                ws = t["warm_started"]
+                if ws["shapes"] < t["shapes"]:
+                    rows.append(f"| {problem} | {ws['shapes']} warm-started | {fmt(ws['exhaustive_wall_s'])} | | | "
+                                f"{fmt(ws['warm_wall_s'])} | | | ratio {fmt(ws['ratio'], '.2f')} |")
             rows += [f"| {m['problem']} | {m['shape']} | missing: {m['missing']} | | | | | | |" for m in missing]
             pathlib.Path(a.md).write_text("\n".join(rows) + "\n")
         t = totals["all"]
