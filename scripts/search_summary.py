@@ -48,8 +48,6 @@ def runs_of(folder):
         doc = read_json(path)
         if not isinstance(doc, dict) or doc.get("kind") != "tune.result":
             continue
-        if "TUNE_WORKER_FAKE" in str((doc.get("device") or {}).get("driver_cuda_version", "")):
-            continue  # a fake-GPU run (a test's) measured nothing
         key = (doc["problem"], shape_text(doc["shape"]))
         if key in out:
             raise Bad(f"{path}: {key[0]} {key[1]} is in {out[key]['path']} too; one result per shape and half")
