@@ -206,6 +206,40 @@ nlohmann::ordered_json comparable(const std::filesystem::path& file) {
                                 {"shard", j.at("context").value("shard", nlohmann::ordered_json())}};
 }
 
+// --transfer: the sweep's shapes cheapest first, each warm-started from the results of the ones
+// before it (the fake worker: no GPU); one line and exit 2 beside what it cannot go with.
+TEST(CliSweep, TransferTunesTheCheapShapesFirstAndEachLaterOneFromTheirResults) {
+  const std::string out = out_dir("sweep_transfer");
+  const std::string base = "--problem contact --B 4,1,2 --N 16 --sanitize off --config " + std::string(TUNE_FIXTURES) +
+                           "/contact_sweep_space.json --cache-dir " + out + "/cache --transfer";
+  const Result r = run_with("TUNE_WORKER_FAKE=1", base + " --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("transfer: 3 shapes, cheapest first per problem: contact B=1 N=16; contact B=2 N=16; "
+                          "contact B=4 N=16"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sweep: 3 of 3 items run in "), std::string::npos) << r.output;
+  const auto dir = std::filesystem::path(out) / "fake-gpu" / "contact";
+  std::vector<std::string> taught;
+  for (const char* tag : {"B1_N16_C64_H32", "B2_N16_C64_H32", "B4_N16_C64_H32"}) {
+    const auto file = dir / (std::string(tag) + ".json");
+    const auto j = nlohmann::ordered_json::parse(std::ifstream(file));
+    const auto& search = j.at("context").at("search");
+    if (taught.empty()) {
+      EXPECT_EQ(search.at("strategy"), "exhaustive") << tag;
+    } else {
+      EXPECT_EQ(search.at("strategy"), "warm") << tag;
+      EXPECT_EQ(search.at("warm_start").at("files").get<std::vector<std::string>>(), taught) << tag;
+    }
+    taught.push_back(file.string());
+  }
+  for (const auto& [extra, clash] : std::vector<std::pair<std::string, std::string>>{
+           {"--budget 2", "--budget (the warm start chooses the variants)"},
+           {"--shard 0/2", "--shard (a shard does not see the others' results)"}}) {
+    const Result bad = run_with("TUNE_WORKER_FAKE=1", base + " " + extra + " --out " + out + "/bad");
+    EXPECT_EQ(bad.code, 2) << bad.output;
+    expect_error_output(bad, "--transfer tunes the sweep's shapes in one sequence; leave out " + clash);
+  }
+}
+
 TEST(CliSweep, ShardsOfASweepAndOfOneShapeMergeIntoTheUnshardedFiles) {
   const std::string out = out_dir("sweep");
   const std::string base = "--problem contact --B 1,2 --N 16 --compile-only --config " + std::string(TUNE_FIXTURES) +

@@ -47,6 +47,26 @@ std::string message_of(const std::function<void()>& f) {
   return "(no InputError)";
 }
 
+// --transfer's order: each problem's shapes together, cheapest first by the problem's own work
+// counts (contact's grow with B and N squared), whatever order the lists or the file gave.
+TEST(Sweep, TransferOrdersEachProblemsShapesCheapestFirst) {
+  auto item = [](const std::string& problem, std::int64_t b, std::int64_t n) {
+    return SweepItem{problem, {{"B", b}, {"N", n}}};
+  };
+  const std::vector<SweepItem> given{item("contact", 4, 64), item("scene_graph", 8, 24), item("contact", 1, 1024),
+                                     item("contact", 4, 24), item("scene_graph", 4, 24), item("contact", 2, 512)};
+  std::vector<std::string> order;
+  for (const auto& i : order_for_transfer(given, std::nullopt)) order.push_back(i.describe());
+  EXPECT_EQ(order, (std::vector<std::string>{"contact B=4 N=24", "contact B=4 N=64", "contact B=2 N=512",
+                                             "contact B=1 N=1024", "scene_graph B=4 N=24", "scene_graph B=8 N=24"}));
+  try {
+    (void)order_for_transfer({item("contact", 4, 64), item("contact", 0, 64)}, std::nullopt);
+    ADD_FAILURE() << "a shape the problem refuses was ordered";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("sweep item 1 (contact B=0 N=64): ", 0), 0u) << e.what();
+  }
+}
+
 TEST(Sweep, ShardTextIsKOverN) {
   EXPECT_EQ(parse_shard("2/4").index, 2);
   EXPECT_EQ(parse_shard("2/4").count, 4);

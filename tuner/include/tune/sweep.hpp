@@ -67,8 +67,17 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>&
 // Runs the work in order on one device: options_for(base, work) through run_tune, then on_done.
 // Stops after an interrupted item. Returns the number of items run. Several devices:
 // run_sweep_on_devices (tune/devices.hpp).
+// With transfer (--transfer), each item runs with --warm-start on base.warm_start and the results
+// of the earlier items of its problem that named a winner (the first item of a problem without
+// any: as base says, exhaustive by default).
 std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
-                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done);
+                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer = false);
+
+// The sweep's items for --transfer: each problem's items together (in the order the problems first
+// appear), cheapest first by the problem's work counts at the shape (flop, then bytes; ties keep
+// their order), so that the cheap shapes teach the expensive ones. Throws InputError naming an item.
+std::vector<SweepItem> order_for_transfer(const std::vector<SweepItem>& items,
+                                          const std::optional<std::filesystem::path>& config);
 TuneOptions options_for(const TuneOptions& base, const SweepWork& work);
 
 // Checks every item's problem, space and shape before anything runs. Throws InputError naming the item.

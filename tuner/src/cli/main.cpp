@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <cstdio>
+#include <ranges>
 #include <string>
 #include <vector>
 
@@ -230,11 +231,14 @@ int main(int argc, char** argv) {
   app.add_option("--jobs,-j", opt.jobs, "parallel NVRTC compiles, 1 to 1024 (default: all cores)");
   auto* device_opt = app.add_option("--device", opt.device, "CUDA device ordinal")->capture_default_str();
   std::string devices_text;
-  bool replicate = false;
+  bool replicate = false, transfer = false;
   app.add_option("--devices", devices_text,
                  "all, or a comma list of ordinals (0,2): one worker per device, taking the sweep's shapes from one "
                  "queue; compiles share --jobs; a device that fails hands its work to the others")
       ->excludes(device_opt);
+  app.add_flag("--transfer", transfer,
+               "in a sweep: each problem's shapes cheapest first (by its work counts), each tuned with --warm-start on "
+               "the results of the earlier ones (and any --warm-start files); the first is tuned without");
   app.add_flag("--replicate", replicate,
                "with --devices: run every shape on every device (card-to-card comparisons; tune report shows the spread)");
   app.add_option("--arch", opt.arch, "compute capability to compile for when there is no device, e.g. 90")->capture_default_str();
@@ -508,6 +512,20 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (items.size() > 1) tune::validate_sweep(items, opt.config);
+    if (transfer) {
+      // Each shape learns from the ones before it: one sequence, on one device, choosing its variants itself.
+      const char* clash = !devices.empty() ? "--devices (the shapes run side by side there)"
+                          : shard.count > 1 ? "--shard (a shard does not see the others' results)"
+                          : opt.budget > 0  ? "--budget (the warm start chooses the variants)"
+                                            : nullptr;
+      if (clash) {
+        fmt::print(stderr, "tune: --transfer tunes the sweep's shapes in one sequence; leave out {}\n", clash);
+        return 2;
+      }
+      items = tune::order_for_transfer(items, opt.config);
+      log(fmt::format("transfer: {} shapes, cheapest first per problem: {}", items.size(),
+                      fmt::join(items | std::views::transform([](const tune::SweepItem& i) { return i.describe(); }), "; ")));
+    }
     const auto work = tune::plan_sweep(items, shard, tune::sweep_run_key(opt, items));
     if (shard.count > 1)
       log(fmt::format("shard {}/{}: {} of the sweep's {} items{}", shard.index, shard.count, work.size(), items.size(),
@@ -530,12 +548,18 @@ int main(int argc, char** argv) {
                  result.not_run ? fmt::format("; {} not run", result.not_run) : std::string());
       return result.interrupted ? interrupted_exit_code() : nothing_passed ? kNothingPassed : 0;
     }
-    const std::size_t ran = tune::run_sweep(work, opt, [&](const tune::SweepWork& w, const tune::TuneOutcome& outcome) {
-      fmt::print("\n== sweep item {} of {}: {}", w.index + 1, items.size(), w.item.describe());
-      nothing_passed = print_summary(outcome) || nothing_passed;
-      interrupted = interrupted || outcome.run.context.interrupted;
-    });
-    fmt::print("\nsweep: {} of {} items run{}\n", ran, items.size(),
+    const auto t_sweep = std::chrono::steady_clock::now();
+    const std::size_t ran = tune::run_sweep(
+        work, opt,
+        [&](const tune::SweepWork& w, const tune::TuneOutcome& outcome) {
+          fmt::print("\n== sweep item {} of {}: {}", w.index + 1, items.size(), w.item.describe());
+          nothing_passed = print_summary(outcome) || nothing_passed;
+          interrupted = interrupted || outcome.run.context.interrupted;
+        },
+        transfer);
+    fmt::print("\nsweep: {} of {} items run in {:.1f} s{}{}\n", ran, items.size(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sweep).count(),
+               transfer ? " (with --transfer)" : "",
                shard.count > 1 ? fmt::format(" by shard {}/{}; combine the shards with tune merge", shard.index, shard.count)
                                : std::string());
     return interrupted ? interrupted_exit_code() : nothing_passed ? kNothingPassed : 0;

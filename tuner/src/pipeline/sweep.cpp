@@ -7,6 +7,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <tuple>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -194,15 +195,57 @@ TuneOptions options_for(const TuneOptions& base, const SweepWork& work) {
 }
 
 std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
-                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done) {
+                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer) {
   std::size_t ran = 0;
+  std::map<std::string, std::vector<std::filesystem::path>> taught;  // problem -> results of its earlier items
   for (const SweepWork& w : work) {
-    const TuneOutcome outcome = run_tune(options_for(base, w));
+    TuneOptions o = options_for(base, w);
+    if (transfer) {
+      const auto& earlier = taught[w.item.problem];
+      o.warm_start.insert(o.warm_start.end(), earlier.begin(), earlier.end());
+      if (base.log)
+        base.log(o.warm_start.empty()
+                     ? fmt::format("transfer: {} is the first shape of {} in the sweep; it is tuned without a warm start",
+                                   w.item.describe(), w.item.problem)
+                     : fmt::format("transfer: {} starts from {} result(s) of the sweep's earlier shapes{}", w.item.describe(),
+                                   earlier.size(), base.warm_start.empty() ? "" : " and the --warm-start files"));
+    }
+    const TuneOutcome outcome = run_tune(o);
+    if (transfer && outcome.run.winner && outcome.json_path.extension() == ".json")
+      taught[w.item.problem].push_back(outcome.json_path);
     ++ran;
     if (on_done) on_done(w, outcome);
     if (outcome.run.context.interrupted) break;
   }
   return ran;
+}
+
+std::vector<SweepItem> order_for_transfer(const std::vector<SweepItem>& items,
+                                          const std::optional<std::filesystem::path>& config) {
+  struct Keyed {
+    std::size_t group;
+    double flop, bytes;
+    std::size_t index;
+  };
+  std::map<std::string, std::size_t> groups;
+  std::vector<Keyed> keys;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const SweepItem& item = items[i];
+    try {
+      const Problem& problem = find_problem(item.problem);
+      const WorkCounts w = problem.counts(resolve_shape(problem, load_space(item.problem, config), item.dims));
+      const auto [g, fresh] = groups.emplace(item.problem, groups.size());
+      keys.push_back({g->second, w.flop, w.bytes, i});
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("sweep item {} ({}): {}", i, item.describe(), e.what()));
+    }
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const Keyed& a, const Keyed& b) {
+    return std::tie(a.group, a.flop, a.bytes) < std::tie(b.group, b.flop, b.bytes);
+  });
+  std::vector<SweepItem> out;
+  for (const Keyed& k : keys) out.push_back(items[k.index]);
+  return out;
 }
 
 void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std::filesystem::path>& config) {
