@@ -97,22 +97,21 @@ def main():
                 raise Bad(f"{study / 'walls.jsonl'}: line {k + 1}: {e}; it is written by scripts/search_study.sh")
         halves = {m: runs_of(study / m) if (study / m).is_dir() else {} for m in ("exhaustive", "warm")}
 
-        def wall_of(mode, run):
+        def is_run_of(key, mode, run):
             # walls.jsonl keys a run by its command-line args ("--B 4 --N 64"); match on the shape's
             # dimensions given there.
-            for (m, problem, args), s in walls.items():
-                if m != mode or problem != run["problem"]:
-                    continue
-                given = dict(zip(args.split()[::2], args.split()[1::2]))
-                if all(str(run["shape"].get(k.lstrip("-"))) == v for k, v in given.items() if k.lstrip("-") in run["shape"]):
-                    return s
-            return None
+            m, problem, args = key
+            given = dict(zip(args.split()[::2], args.split()[1::2]))
+            return m == mode and problem == run["problem"] and all(
+                str(run["shape"].get(k.lstrip("-"))) == v for k, v in given.items() if k.lstrip("-") in run["shape"])
+
+        def wall_of(mode, run):
+            return next((s for key, s in walls.items() if is_run_of(key, mode, run)), None)
 
         shapes, missing = [], []
         for key in sorted(set(halves["exhaustive"]) | set(halves["warm"])):
             ex, warm = halves["exhaustive"].get(key), halves["warm"].get(key)
-            first = bool(ex) and not warm and any(m == "warm" and p == key[0] and wall_of("exhaustive", ex) == walls.get((m, p, args))
-                                                  for m, p, args in reused)
+            first = bool(ex) and not warm and any(is_run_of(r, "warm", ex) for r in reused)
             if first:
                 warm = ex  # the warm sweep began with this shape's exhaustive tune: the same run, counted on both sides
             if not ex or not warm:

@@ -1,7 +1,6 @@
 #pragma once
 // The tune pipeline end to end: space -> lower -> compile (all cores) -> parity -> timing ->
 // results JSON (written as the run goes) -> header.
-#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -84,21 +83,6 @@ struct TuneOptions {
   // The columns a progress line may take (the terminal's width when the log goes to one): a
   // variant's name is cut to fit. 0: whole lines, as a file or a pipe wants them.
   std::size_t line_width = 0;
-
-  // Set by run_tune for its own passes when --warm-start refines (not an option): the variants of
-  // the run so far and what the earlier passes spent; with search_only the pass ends after the
-  // search loop, its records in the journal, and writes no results.
-  struct Pass {
-    std::vector<Config> configs;
-    int promising = 0, explored = 0;
-    std::int64_t valid = 0;
-    int rounds = 0;         // refine rounds done before this pass
-    int added = 0;          // configurations the refine rounds added
-    bool search_only = false;
-    std::chrono::steady_clock::time_point started;
-    double compile_wall_s = 0, measure_wall_s = 0;  // spent by the earlier passes
-  };
-  std::optional<Pass> pass;
 };
 
 struct TuneOutcome {

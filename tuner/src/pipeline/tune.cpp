@@ -363,27 +363,48 @@ struct Chosen {
   std::string how;
 };
 
+// A refined warm start (run_tune) runs the pipeline in passes; this is what they share. The first
+// pass's choose_configs fills `all`, `configs` and the counts; a later pass times `configs` (the
+// run so far), taking the earlier passes' records from the journal. With search_only a pass ends
+// after the search loop, its records in the journal, and writes no results.
+struct Pass {
+  std::vector<Config> all;      // the valid configurations
+  std::vector<Config> configs;  // those chosen so far, in the order of `all`
+  int promising = 0, explored = 0;
+  int rounds = 0;  // refine rounds done before this pass
+  int added = 0;   // configurations the refine rounds added
+  bool search_only = true;
+  Clock::time_point started = Clock::now();
+  double compile_wall_s = 0, measure_wall_s = 0;  // spent by the earlier passes
+};
+
+// context.search for a warm start.
+void note_warm(RunContext& ctx, const TuneOptions& o, int promising, int explored) {
+  ctx.search = "warm";
+  for (const auto& f : o.warm_start) ctx.warm_files.push_back(f.string());
+  ctx.warm_keep = o.warm_keep;
+  ctx.warm_promising = promising;
+  ctx.warm_explored = explored;
+}
+
 // Every valid configuration, or with --budget a random sample of them plus the baseline. The space
 // is counted first: one larger than --max-space is never enumerated (it would take hours and hold
 // every configuration in memory); it is refused in one line, or with --budget sampled by drawing
 // configurations (Space::sample) until the budget is met or the draws run out.
+// With a refined warm start's pass: the first fills it, a later one times its configurations.
 Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
-                      const DeviceLimits& limits, RunContext& ctx, const std::function<void(const std::string&)>& log) {
+                      const DeviceLimits& limits, RunContext& ctx, const std::function<void(const std::string&)>& log,
+                      Pass* pass) {
   const std::uint64_t size = space.size();
   ctx.space_configurations = size;
-  if (o.pass && !o.pass->configs.empty()) {
-    // A later pass of a refined warm start: the variants of the run so far, chosen by run_tune.
-    ctx.search = "warm";
-    for (const auto& f : o.warm_start) ctx.warm_files.push_back(f.string());
-    ctx.warm_keep = o.warm_keep;
-    ctx.warm_promising = o.pass->promising;
-    ctx.warm_explored = o.pass->explored;
+  if (pass && !pass->configs.empty()) {
+    note_warm(ctx, o, pass->promising, pass->explored);
     ctx.warm_refine_top = o.warm_refine;
-    ctx.warm_refine_rounds = o.pass->rounds;
-    ctx.warm_refine_added = o.pass->added;
-    ctx.valid_configs = o.pass->valid;
-    return {o.pass->configs, fmt::format("{} of {} valid configurations: the warm choice and {} refine round(s)",
-                                         o.pass->configs.size(), o.pass->valid, o.pass->rounds)};
+    ctx.warm_refine_rounds = pass->rounds;
+    ctx.warm_refine_added = pass->added;
+    ctx.valid_configs = static_cast<std::int64_t>(pass->all.size());
+    return {pass->configs, fmt::format("{} of {} valid configurations: the warm choice and {} refine round(s)",
+                                       pass->configs.size(), pass->all.size(), pass->rounds)};
   }
   const std::string arch = arch_name(limits.compute_capability);
   auto rejections = [](const Enumeration& e) {
@@ -410,11 +431,13 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
     if (!o.warm_start.empty()) {
       WarmChoice warm = warm_configs(all.configs, space.baseline(), space, problem, shape, o.warm_start, o.warm_keep,
                                      o.warm_explore, o.seed);
-      ctx.search = "warm";
-      for (const auto& f : o.warm_start) ctx.warm_files.push_back(f.string());
-      ctx.warm_keep = o.warm_keep;
-      ctx.warm_promising = warm.promising;
-      ctx.warm_explored = warm.explored;
+      note_warm(ctx, o, warm.promising, warm.explored);
+      if (pass) {
+        pass->all = all.configs;
+        pass->configs = warm.configs;
+        pass->promising = warm.promising;
+        pass->explored = warm.explored;
+      }
       log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
                       "others at random (seed {}), the baseline: {} of {} valid configurations",
                       warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
@@ -476,13 +499,19 @@ std::pair<int, std::size_t> results_worth(const RunRecord& r) {
           }))};
 }
 
+// The results file a run's <shape>.json replaces: itself, else the <shape>.json.gz a result of
+// record is kept as (which may not exist either).
+std::filesystem::path earlier_result(const std::filesystem::path& json) {
+  std::error_code ec;
+  return std::filesystem::exists(json, ec) ? json : compressed_result_path(json);
+}
+
 // Why the results file at `path` (<shape>.json, else the <shape>.json.gz a result of record is kept
 // as) stays as it is rather than being replaced by `run`'s record (empty: replace it). An earlier record is replaced by one at least as good (results_worth); one
 // that cannot be read is kept, as it may hold what no tool here can read (a newer schema).
 std::string reason_to_keep(const std::filesystem::path& json, const RunRecord& run) {
   std::error_code ec;
-  const auto gz = compressed_result_path(json);
-  const auto path = std::filesystem::exists(json, ec) ? json : gz;
+  const auto path = earlier_result(json);
   if (!std::filesystem::exists(path, ec)) return "";
   RunRecord earlier;
   try {
@@ -780,9 +809,10 @@ int interrupt_signal() { return g_signal; }
 
 namespace {
 
-// One pass of a run (run_tune): all of it, or with o.pass->search_only up to the end of the search.
-TuneOutcome run_pass(const TuneOptions& o, std::optional<IsolatedRunner>& gpu) {
-  const auto t_start = o.pass ? o.pass->started : Clock::now();
+// A run (run_tune), or one pass of a refined warm start: all of it, or with pass->search_only up to
+// the end of the search. gpu: the worker, kept from pass to pass.
+TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRunner>& gpu) {
+  const auto t_start = pass ? pass->started : Clock::now();
   const SigintGuard sigint_guard;
   auto log = [&](const std::string& line) {
     if (o.log) o.log(line);
@@ -836,7 +866,7 @@ TuneOutcome run_pass(const TuneOptions& o, std::optional<IsolatedRunner>& gpu) {
   // The variants, chosen before anything is written: a space too large to enumerate, or a run of
   // more variants than --max-variants, is refused in one line and leaves no file behind.
   auto& ctx = run.context;
-  const Chosen chosen_configs = choose_configs(o, run.problem, space, shape, limits, ctx, log);
+  const Chosen chosen_configs = choose_configs(o, run.problem, space, shape, limits, ctx, log, pass);
   std::vector<Config> chosen = chosen_configs.configs;
   ctx.shard = o.shard;
   if (o.shard && o.shard->split == "variants") {
@@ -931,13 +961,14 @@ TuneOutcome run_pass(const TuneOptions& o, std::optional<IsolatedRunner>& gpu) {
       (e.stage == "halving" ? halved : journaled)[it->second] = 1;
     }
     ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
-    if (o.pass && !o.pass->configs.empty())
+    if (pass && (pass->rounds > 0 || !pass->search_only)) {  // a later pass: resumed by run_tune, not by the user
       log(fmt::format("warm refine: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
                       "measure", ctx.resumed_variants, n, journal_path.string(), n - static_cast<std::size_t>(ctx.resumed_variants)));
-    else
-    log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured", ctx.resumed_variants,
-                    n, journal_path.string()) +
-        (refused ? fmt::format(" ({} journal records not taken: not final, or not this run's variants)", refused) : ""));
+    } else {
+      log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured", ctx.resumed_variants,
+                      n, journal_path.string()) +
+          (refused ? fmt::format(" ({} journal records not taken: not final, or not this run's variants)", refused) : ""));
+    }
     journal.emplace(Journal::append_to(journal_path));
   } else {
     if (o.resume) log(fmt::format("--resume: no journal at {}; starting a fresh run", journal_path.string()));
@@ -1150,10 +1181,10 @@ TuneOutcome run_pass(const TuneOptions& o, std::optional<IsolatedRunner>& gpu) {
                                    : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
       }
   }
-  run.wall.compile_wall_s = compile_wall + (o.pass ? o.pass->compile_wall_s : 0);
-  if (o.pass && o.pass->search_only) {
+  run.wall.compile_wall_s = compile_wall + (pass ? pass->compile_wall_s : 0);
+  if (pass && pass->search_only) {
     // The records are in the journal; the next pass takes them and run_tune chooses what follows.
-    run.wall.measure_wall_s = measure_busy + o.pass->measure_wall_s;
+    run.wall.measure_wall_s = measure_busy + pass->measure_wall_s;
     save();
     if (gpu) gpu->detach();
     return {run, json_path, std::nullopt};
@@ -1309,7 +1340,7 @@ TuneOutcome run_pass(const TuneOptions& o, std::optional<IsolatedRunner>& gpu) {
       for (const auto& v : run.variants) count_gated(v, ctx.gate);
     }
   }
-  run.wall.measure_wall_s = measure_busy + (o.pass ? o.pass->measure_wall_s : 0);
+  run.wall.measure_wall_s = measure_busy + (pass ? pass->measure_wall_s : 0);
   run.complete = true;
   run.wall.total_wall_s = seconds_since(t_start);
   ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;
@@ -1324,10 +1355,8 @@ TuneOutcome run_pass(const TuneOptions& o, std::optional<IsolatedRunner>& gpu) {
     header = generate_header(run, space);
   if (const std::string kept = reason_to_keep(json_path, run); !kept.empty()) {
     out.json_path = partial_path;
-    std::error_code ec;
-    const auto earlier = std::filesystem::exists(json_path, ec) ? json_path : compressed_result_path(json_path);
-    log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}", earlier.string(),
-                    kept, partial_path.string()));
+    log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}",
+                    earlier_result(json_path).string(), kept, partial_path.string()));
   } else {
     // The results first, then their header: the two renames are each atomic.
     write_file_atomic(json_path, to_json(run).dump(2) + "\n");
@@ -1381,68 +1410,62 @@ std::vector<Config> in_order(const std::vector<Config>& all, const std::set<Conf
 }  // namespace
 
 TuneOutcome run_tune(const TuneOptions& o) {
-  const bool refine = !o.pass && !o.warm_start.empty() && o.warm_refine > 0 && o.warm_refine_rounds > 0 &&
-                      !o.compile_only && o.search != "halving" && !(o.shard && o.shard->split == "variants");
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
-  if (!refine) return run_pass(o, gpu);
+  const bool refine = !o.warm_start.empty() && o.warm_refine > 0 && o.warm_refine_rounds > 0 && !o.compile_only &&
+                      o.search != "halving" && !(o.shard && o.shard->split == "variants");
+  if (!refine) return run_pass(o, nullptr, gpu);
   // The warm choice, timed; then rounds of local search around the fastest here; then the strict
   // re-measure, the gate and the outputs over all of them. Each pass takes the earlier ones' records
   // from the journal (as --resume does), so nothing is compiled or measured twice.
-  TuneOptions::Pass pass;
-  pass.started = Clock::now();
-  pass.search_only = true;
-  TuneOptions next = o;
-  next.pass = pass;
-  TuneOutcome out = run_pass(next, gpu);
-  const RunRecord& first = out.run;
-  pass.promising = first.context.warm_promising;
-  pass.explored = first.context.warm_explored;
-  pass.valid = first.context.valid_configs;
-  const Space space = load_space(o.problem, o.config);
-  const DeviceLimits limits = first.device ? first.device->limits() : DeviceLimits::for_arch(o.arch);
-  const std::vector<Config> all = space.enumerate(first.shape, limits).configs;
-  std::set<Config> have;
-  for (const auto& v : first.variants) have.insert(space.from_json(v.params));
+  Pass pass;
+  TuneOutcome out = run_pass(o, &pass, gpu);
+  TuneOptions resumed = o;
+  resumed.resume = true;
+  auto next_pass = [&](bool search_only) {  // over pass.configs, after what the earlier passes spent
+    pass.compile_wall_s = out.run.wall.compile_wall_s;
+    pass.measure_wall_s = out.run.wall.measure_wall_s;
+    pass.search_only = search_only;
+    return run_pass(resumed, &pass, gpu);
+  };
+  // The fastest passed variants' indices (run.variants follows pass.configs), and their medians.
+  auto fastest = [&](std::size_t keep) {
+    std::vector<std::size_t> passed;
+    std::vector<double> medians;
+    for (std::size_t i = 0; i < out.run.variants.size(); ++i)
+      if (const auto& v = out.run.variants[i]; v.status == Status::kPassed && v.timing) {
+        passed.push_back(i);
+        medians.push_back(v.timing->median_us);
+      }
+    std::vector<std::pair<std::size_t, double>> top;
+    for (const std::size_t k : best_by_median(medians, keep)) top.emplace_back(passed[k], medians[k]);
+    return top;
+  };
   auto log = [&](const std::string& line) {
     if (o.log) o.log(line);
   };
+  std::set<Config> have(pass.configs.begin(), pass.configs.end());
   while (pass.rounds < o.warm_refine_rounds && !out.run.context.interrupted && out.run.timed) {
-    std::vector<std::pair<double, Config>> timed;
-    for (const auto& v : out.run.variants)
-      if (v.status == Status::kPassed && v.timing) timed.emplace_back(v.timing->median_us, space.from_json(v.params));
-    std::sort(timed.begin(), timed.end());
-    if (timed.empty()) break;
-    std::vector<Config> top;
-    for (std::size_t i = 0; i < timed.size() && i < static_cast<std::size_t>(o.warm_refine); ++i) top.push_back(timed[i].second);
-    const std::vector<Config> more = neighbours(all, top, have);
+    const auto top = fastest(static_cast<std::size_t>(o.warm_refine));
+    if (top.empty()) break;
+    std::vector<Config> around;
+    for (const auto& [i, median] : top) around.push_back(pass.configs[i]);
+    const std::vector<Config> more = neighbours(pass.all, around, have);
     if (more.empty()) {
       log(fmt::format("warm refine: every configuration one parameter away from the {} fastest here is timed", top.size()));
       break;
     }
-    const double best_before = timed.front().first;
+    const double best_before = top.front().second;
     have.insert(more.begin(), more.end());
     ++pass.rounds;
     pass.added += static_cast<int>(more.size());
     log(fmt::format("warm refine round {}: {} configuration(s) one parameter away from the {} fastest here (best {:.2f} us)",
                     pass.rounds, more.size(), top.size(), best_before));
-    pass.configs = in_order(all, have);
-    pass.compile_wall_s = out.run.wall.compile_wall_s;
-    pass.measure_wall_s = out.run.wall.measure_wall_s;
-    next.pass = pass;
-    next.resume = true;
-    out = run_pass(next, gpu);
-    double best_after = best_before;
-    for (const auto& v : out.run.variants)
-      if (v.status == Status::kPassed && v.timing) best_after = std::min(best_after, v.timing->median_us);
-    if (!(best_after < best_before)) break;  // the round found nothing faster: its neighbourhood is done
+    pass.configs = in_order(pass.all, have);
+    out = next_pass(true);
+    const auto best = fastest(1);
+    if (best.empty() || !(best.front().second < best_before)) break;  // nothing faster: its neighbourhood is done
   }
-  if (pass.configs.empty()) pass.configs = in_order(all, have);
-  pass.compile_wall_s = out.run.wall.compile_wall_s;
-  pass.measure_wall_s = out.run.wall.measure_wall_s;
-  pass.search_only = false;
-  next.pass = pass;
-  next.resume = true;
-  return run_pass(next, gpu);
+  return next_pass(false);
 }
 
 }  // namespace tune
