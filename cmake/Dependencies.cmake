@@ -6,6 +6,15 @@ find_package(fmt REQUIRED)
 find_package(muparser REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)  # results of record are kept as .json.gz; the readers take them as they are
+# --search model's surrogate (gradient-boosted trees): Debian's libxgboost-dev. Its CMake package
+# also names the xgboost command-line program, which that package does not ship, so find_package
+# fails; the library and header are found directly.
+find_library(TUNE_XGBOOST_LIBRARY NAMES xgboost REQUIRED)
+find_path(TUNE_XGBOOST_INCLUDE_DIR NAMES xgboost/c_api.h REQUIRED)
+add_library(tune_xgboost SHARED IMPORTED)
+set_target_properties(tune_xgboost PROPERTIES IMPORTED_LOCATION "${TUNE_XGBOOST_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${TUNE_XGBOOST_INCLUDE_DIR}")
+add_library(xgboost::xgboost ALIAS tune_xgboost)
 if(TUNE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

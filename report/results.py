@@ -282,7 +282,8 @@ def _context(ctx, at):
     s = _object(ctx, at, "search", False)
     if s is not None:
         where = _member(at, "search")
-        _one_of(s, where, "strategy", False, ("exhaustive", "random", "halving", "random+halving", "warm", "warm+halving"))
+        _one_of(s, where, "strategy", False, ("exhaustive", "random", "halving", "random+halving", "warm", "warm+halving",
+                                                    "model", "warm+model"))
         _integer(s, where, "budget", False)
         _integer(s, where, "valid_configurations", False, 0, INT64_MAX)
         _number(s, where, "time_budget_s", False, False, "non-negative")
@@ -298,6 +299,18 @@ def _context(ctx, at):
             r = _object(w, warm, "refine", False)
             if r is not None:
                 refine = _member(warm, "refine")
+                for key in ("top", "rounds", "added"):
+                    _integer(r, refine, key, True, 0)
+        m = _object(s, where, "model", False)
+        if m is not None:
+            model = _member(where, "model")
+            _text(m, model, "library", True)
+            for key in ("initial", "rounds", "added"):
+                _integer(m, model, key, True, 0)
+            _text(m, model, "stop", True)
+            r = _object(m, model, "refine", False)
+            if r is not None:
+                refine = _member(model, "refine")
                 for key in ("top", "rounds", "added"):
                     _integer(r, refine, key, True, 0)
     i = _object(ctx, at, "isolation", False)

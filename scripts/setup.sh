@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}
 
 pkgs=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libmuparser-dev libfmt-dev
-      libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev python3-matplotlib python3-numpy
+      libxxhash-dev zlib1g-dev libxgboost-dev libgtest-dev libgmock-dev libbenchmark-dev python3-matplotlib python3-numpy
       python3-sklearn)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -207,6 +207,13 @@ struct RunContext {
   int warm_refine_top = 0;
   int warm_refine_rounds = 0;
   int warm_refine_added = 0;
+  // --search model (context.search.model, an optional object): the surrogate's library, the initial
+  // design, the model's rounds and what they added, and why it stopped.
+  std::string model_library;
+  int model_initial = 0;
+  int model_rounds = 0;
+  int model_added = 0;
+  std::string model_stop;
   bool stopped_by_time_budget = false;
   bool interrupted = false;  // the first Ctrl-C (SIGINT) ended the search early
   // Loading, parity and timing run in a worker process (empty in a compile-only run).

@@ -57,7 +57,16 @@ struct TuneOptions {
   std::size_t max_variants = kDefaultMaxVariants;
   // "exhaustive": every chosen variant timed with the search profile. "halving": every one screened
   // cheaply (StopRule::screen, 10-launch batch), the best third timed again with the search profile.
+  // "model": a surrogate (tune/surrogate.hpp) chooses what to compile next: a random initial design
+  // (or the warm choice), then rounds of model_batch proposals while the model predicts a gain.
   std::string search = "exhaustive";
+  // --search model: the initial design (0: max(2 x the batch, 5 % of the valid configurations)),
+  // the configurations proposed per round (0: the compile jobs, at least 8), the most rounds, and
+  // the gain below which it stops (0.01: no configuration predicted to beat the best by 1 %).
+  int model_init = 0;
+  int model_batch = 0;
+  int model_rounds = 12;
+  double model_gain = 0.01;
   // Variants whose ptxas report shows spills are recorded as skipped, not timed (the baseline
   // always is); true measures them too.
   bool keep_spills = false;
@@ -90,6 +99,11 @@ struct TuneOutcome {
   std::filesystem::path json_path;
   std::optional<std::filesystem::path> header_path;
 };
+
+// The compile request of the baseline of o's problem and shape (lowered for o's device, or
+// --arch without one), for a sweep to compile ahead of its turn into the compile cache; nullopt when
+// the baseline is not valid there or the shape is refused (the run itself says why).
+std::optional<CompileRequest> baseline_request(const TuneOptions& o);
 
 // Throws InputError / ConfigError / ShapeError / DeviceError for what a user must fix,
 // before anything is measured where possible. The first SIGINT or SIGTERM during a run stops it

@@ -258,8 +258,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 30))
       ->capture_default_str();
   app.add_option("--warm-refine", opt.warm_refine,
-                 "with --warm-start: then time the configurations one parameter away from this many of the fastest "
-                 "here, round after round while a round finds a faster one (0: no local search)")
+                 "with --warm-start or --search model: then time the configurations one parameter away from this "
+                 "many of the fastest here, round after round while a round finds a faster one (0: no local search)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   app.add_option("--warm-refine-rounds", opt.warm_refine_rounds, "with --warm-refine: at most this many rounds")
@@ -277,8 +277,27 @@ int main(int argc, char** argv) {
                  "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named");
   app.add_option("--search", opt.search,
                  "exhaustive: time every variant with the search profile; halving: screen every variant cheaply, "
-                 "time the best third again")
-      ->check(CLI::IsMember({"exhaustive", "halving"}))
+                 "time the best third again; model: a surrogate (gradient-boosted trees, XGBoost) chooses what to "
+                 "compile next, from an initial design (or the --warm-start choice), round after round while it "
+                 "predicts a gain, then the local search of --warm-refine")
+      ->check(CLI::IsMember({"exhaustive", "halving", "model"}))
+      ->capture_default_str();
+  app.add_option("--model-init", opt.model_init,
+                 "with --search model: configurations of the random initial design (0: twice the batch or 5 % of the "
+                 "valid configurations, the larger)")
+      ->check(CLI::Range(0, 1 << 30))
+      ->capture_default_str();
+  app.add_option("--model-batch", opt.model_batch,
+                 "with --search model: configurations the model proposes per round (0: the compile jobs, at least 8)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--model-rounds", opt.model_rounds, "with --search model: at most this many rounds")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--model-gain", opt.model_gain,
+                 "with --search model: stop when no configuration left is predicted (its lower bound) to beat the "
+                 "best by this fraction")
+      ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
   app.add_flag("--keep-spills", opt.keep_spills, "time variants that spill registers too (pruned by default)");
   app.add_flag("--compile-only", opt.compile_only, "compile every variant and record resources; time nothing");

@@ -393,6 +393,13 @@ Json to_json(const RunRecord& run) {
                                        {"promising", c.warm_promising}, {"explored", c.warm_explored},
                                        {"refine", {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds},
                                                    {"added", c.warm_refine_added}}}};
+  if (!c.model_library.empty()) {
+    context["search"]["model"] = {{"library", c.model_library}, {"initial", c.model_initial},
+                                  {"rounds", c.model_rounds}, {"added", c.model_added}, {"stop", c.model_stop}};
+    if (c.warm_files.empty())  // the local search after the model: with a warm start it is recorded there
+      context["search"]["model"]["refine"] = {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds},
+                                              {"added", c.warm_refine_added}};
+  }
   return Json{{"schema_version", run.schema_version},
               {"schema_minor_version", run.schema_minor_version},
               {"kind", "tune.result"},
@@ -486,6 +493,20 @@ RunRecord run_from_json(const Json& j) {
         run.context.warm_explored = w.value("explored", 0);
         if (w.contains("refine")) {
           const auto& r = w.at("refine");
+          run.context.warm_refine_top = r.value("top", 0);
+          run.context.warm_refine_rounds = r.value("rounds", 0);
+          run.context.warm_refine_added = r.value("added", 0);
+        }
+      }
+      if (s.contains("model")) {
+        const auto& m = s.at("model");
+        run.context.model_library = m.value("library", std::string());
+        run.context.model_initial = m.value("initial", 0);
+        run.context.model_rounds = m.value("rounds", 0);
+        run.context.model_added = m.value("added", 0);
+        run.context.model_stop = m.value("stop", std::string());
+        if (m.contains("refine")) {
+          const auto& r = m.at("refine");
           run.context.warm_refine_top = r.value("top", 0);
           run.context.warm_refine_rounds = r.value("rounds", 0);
           run.context.warm_refine_added = r.value("added", 0);

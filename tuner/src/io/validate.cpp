@@ -290,7 +290,7 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
   (void)integer(c, ctx, at, "jobs", false, 1);
   if (const Json* s = object(c, ctx, at, "search", false)) {
     const std::string where = member(at, "search");
-    one_of(c, *s, where, "strategy", false, {"exhaustive", "random", "halving", "random+halving", "warm", "warm+halving"});
+    one_of(c, *s, where, "strategy", false, {"exhaustive", "random", "halving", "random+halving", "warm", "warm+halving", "model", "warm+model"});
     (void)integer(c, *s, where, "budget", false);
     (void)integer(c, *s, where, "valid_configurations", false, 0, INT64_MAX);
     (void)number(c, *s, where, "time_budget_s", false, false, Range::kNonNegative);
@@ -304,6 +304,16 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
       (void)integer(c, *w, warm, "explored", true, 0);
       if (const Json* r = object(c, *w, warm, "refine", false)) {
         const std::string refine = member(warm, "refine");
+        for (const char* key : {"top", "rounds", "added"}) (void)integer(c, *r, refine, key, true, 0);
+      }
+    }
+    if (const Json* m = object(c, *s, where, "model", false)) {
+      const std::string model = member(where, "model");
+      text(c, *m, model, "library", true);
+      for (const char* key : {"initial", "rounds", "added"}) (void)integer(c, *m, model, key, true, 0);
+      text(c, *m, model, "stop", true);
+      if (const Json* r = object(c, *m, model, "refine", false)) {
+        const std::string refine = member(model, "refine");
         for (const char* key : {"top", "rounds", "added"}) (void)integer(c, *r, refine, key, true, 0);
       }
     }

@@ -2,6 +2,9 @@
 #include "tune/sweep.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
 #include <charconv>
 #include <fstream>
 #include <iterator>
@@ -16,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tune/compile.hpp"
+#include "tune/compile_pool.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -194,15 +198,47 @@ TuneOptions options_for(const TuneOptions& base, const SweepWork& work) {
   return o;
 }
 
+namespace {
+
+// The baselines of a sweep's later items, compiled into the compile cache on two threads while the
+// first items run: a baseline's compile (8 to 16 s for contact's seed design, one core) is the
+// longest of a short tune, and no result decides it. Without a cache there is nothing to keep. The
+// threads stop taking requests when the sweep ends (an interrupt); one compile in hand finishes.
+std::vector<std::jthread> compile_baselines_ahead(const std::vector<SweepWork>& work, const TuneOptions& base) {
+  if (base.no_cache || base.compile_only || work.size() < 2) return {};
+  struct Shared {
+    std::vector<CompileRequest> requests;
+    std::atomic<std::size_t> next{0};
+    std::optional<CompilePool> pool;
+  };
+  auto shared = std::make_shared<Shared>();
+  for (std::size_t i = 1; i < work.size(); ++i)
+    if (auto r = baseline_request(options_for(base, work[i]))) shared->requests.push_back(std::move(*r));
+  shared->pool.emplace(compile_cache_for(base.no_cache, base.cache_dir), base.jobs, nullptr);
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([shared](const std::stop_token& stop) {
+      for (std::size_t i = shared->next++; i < shared->requests.size() && !stop.stop_requested(); i = shared->next++) {
+        bool cached = false;
+        (void)shared->pool->compile(shared->requests[i], &cached);
+      }
+    });
+  return threads;
+}
+
+}  // namespace
+
 std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
                       const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer) {
   std::size_t ran = 0;
   std::map<std::string, std::vector<std::filesystem::path>> taught;  // problem -> results of its earlier items
+  const std::vector<std::jthread> baselines = compile_baselines_ahead(work, base);
   for (const SweepWork& w : work) {
     TuneOptions o = options_for(base, w);
     if (transfer) {
       const auto& earlier = taught[w.item.problem];
       o.warm_start.insert(o.warm_start.end(), earlier.begin(), earlier.end());
+      if (!earlier.empty() && o.search == "model") o.search = "exhaustive";  // the earlier results teach it
       if (base.log)
         base.log(o.warm_start.empty()
                      ? fmt::format("transfer: {} is the first shape of {} in the sweep; it is tuned without a warm start",

@@ -38,6 +38,7 @@
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
+#include "tune/surrogate.hpp"
 #include "tune/worker.hpp"
 #include "tune/sweep.hpp"
 
@@ -363,28 +364,91 @@ struct Chosen {
   std::string how;
 };
 
-// A refined warm start (run_tune) runs the pipeline in passes; this is what they share. The first
-// pass's choose_configs fills `all`, `configs` and the counts; a later pass times `configs` (the
-// run so far), taking the earlier passes' records from the journal. With search_only a pass ends
-// after the search loop, its records in the journal, and writes no results.
+// A model-guided search or a refined warm start (run_tune) runs the pipeline in passes; this is
+// what they share. The first pass's choose_configs fills `all`, `names`, `configs` and the counts;
+// a later pass times `configs` (the run so far), taking the earlier passes' records from the
+// journal. With search_only a pass ends after the search loop, its records in the journal, and
+// writes no results.
 struct Pass {
-  std::vector<Config> all;      // the valid configurations
-  std::vector<Config> configs;  // those chosen so far, in the order of `all`
+  std::vector<Config> all;         // the valid configurations
+  std::vector<std::string> names;  // their variants' names
+  std::vector<Config> configs;     // those chosen so far, in the order of `all`
+  Config baseline;                 // the space's baseline (valid here or not)
   int promising = 0, explored = 0;
   int rounds = 0;  // refine rounds done before this pass
   int added = 0;   // configurations the refine rounds added
+  bool model = false;
+  int model_initial = 0, model_rounds = 0, model_added = 0;
+  std::string model_stop;
+  // The baseline's compile (8 to 16 s of NVRTC for contact's, on one core) is the longest of a
+  // pass: the search passes leave it out while a thread of its own compiles it into the cache, and
+  // the last pass times it (a cache hit by then).
+  bool defer_baseline = false;
+  std::jthread baseline_compile;
   bool search_only = true;
+  int passes_done = 0;  // the passes before this one
+  std::optional<HarnessFloor> floor;  // the first pass's
   Clock::time_point started = Clock::now();
   double compile_wall_s = 0, measure_wall_s = 0;  // spent by the earlier passes
 };
 
-// context.search for a warm start.
-void note_warm(RunContext& ctx, const TuneOptions& o, int promising, int explored) {
-  ctx.search = "warm";
-  for (const auto& f : o.warm_start) ctx.warm_files.push_back(f.string());
-  ctx.warm_keep = o.warm_keep;
-  ctx.warm_promising = promising;
-  ctx.warm_explored = explored;
+// context.search for a warm start, a model-guided search, or both.
+void note_search(RunContext& ctx, const TuneOptions& o, const Pass* pass, int promising, int explored) {
+  if (!o.warm_start.empty()) {
+    ctx.search = "warm";
+    for (const auto& f : o.warm_start) ctx.warm_files.push_back(f.string());
+    ctx.warm_keep = o.warm_keep;
+    ctx.warm_promising = promising;
+    ctx.warm_explored = explored;
+  }
+  if (o.search == "model") {
+    ctx.search = o.warm_start.empty() ? "model" : "warm+model";
+    ctx.model_library = "xgboost " + Surrogate::library_version();
+    if (pass) {
+      ctx.model_initial = pass->model_initial;
+      ctx.model_rounds = pass->model_rounds;
+      ctx.model_added = pass->model_added;
+      ctx.model_stop = pass->model_stop;
+    }
+  }
+  if (pass) {
+    ctx.warm_refine_top = o.warm_refine;
+    ctx.warm_refine_rounds = pass->rounds;
+    ctx.warm_refine_added = pass->added;
+  }
+}
+
+// The initial design of --search model: --model-init, or max(2 x the batch, 5 % of the space).
+std::size_t model_initial_size(const TuneOptions& o, std::size_t valid, int jobs) {
+  if (o.model_init > 0) return static_cast<std::size_t>(o.model_init);
+  const auto batch = static_cast<std::size_t>(o.model_batch > 0 ? o.model_batch : std::max(8, jobs));
+  return std::max(2 * batch, valid / 20);
+}
+
+// `configs` with the baseline (where it is valid), in the order of `all`.
+std::vector<Config> with_baseline(const std::vector<Config>& all, const std::vector<Config>& configs, const Config& base) {
+  if (std::find(configs.begin(), configs.end(), base) != configs.end() ||
+      std::find(all.begin(), all.end(), base) == all.end())
+    return configs;
+  std::vector<Config> out;
+  for (const Config& c : all)
+    if (c == base || std::find(configs.begin(), configs.end(), c) != configs.end()) out.push_back(c);
+  return out;
+}
+
+int jobs_of(const TuneOptions& o) {
+  return o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// The first pass's choice: the valid configurations and their names, and what the search passes
+// time (without the baseline while its compile is deferred).
+void fill_pass(Pass& pass, const Space& space, const std::vector<Config>& all, std::vector<Config> chosen) {
+  pass.all = all;
+  pass.baseline = space.baseline();
+  pass.names.clear();
+  for (const Config& c : all) pass.names.push_back(space.name(c));
+  if (pass.defer_baseline) std::erase(chosen, space.baseline());
+  pass.configs = std::move(chosen);
 }
 
 // Every valid configuration, or with --budget a random sample of them plus the baseline. The space
@@ -398,13 +462,14 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
   const std::uint64_t size = space.size();
   ctx.space_configurations = size;
   if (pass && !pass->configs.empty()) {
-    note_warm(ctx, o, pass->promising, pass->explored);
-    ctx.warm_refine_top = o.warm_refine;
-    ctx.warm_refine_rounds = pass->rounds;
-    ctx.warm_refine_added = pass->added;
+    note_search(ctx, o, pass, pass->promising, pass->explored);
     ctx.valid_configs = static_cast<std::int64_t>(pass->all.size());
-    return {pass->configs, fmt::format("{} of {} valid configurations: the warm choice and {} refine round(s)",
-                                       pass->configs.size(), pass->all.size(), pass->rounds)};
+    std::vector<Config> configs = pass->configs;
+    if (!pass->search_only && pass->defer_baseline) configs = with_baseline(pass->all, configs, space.baseline());
+    return {configs, fmt::format("{} of {} valid configurations: the {}, {} model round(s) and {} refine round(s)",
+                                 configs.size(), pass->all.size(),
+                                 o.warm_start.empty() ? "initial design" : "warm choice", pass->model_rounds,
+                                 pass->rounds)};
   }
   const std::string arch = arch_name(limits.compute_capability);
   auto rejections = [](const Enumeration& e) {
@@ -413,11 +478,14 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
     return out;
   };
   const bool enumerate = enumerable(o, space);
-  if (!o.warm_start.empty() && (o.budget > 0 || !enumerate))
-    throw InputError(o.budget > 0 ? "--warm-start and --budget: both choose the variants to time; pass one of them"
-                                  : fmt::format("--warm-start: the space has {} configurations, more than --max-space {}, "
+  const bool model = o.search == "model";
+  if ((!o.warm_start.empty() || model) && (o.budget > 0 || !enumerate)) {
+    const std::string what = model ? "--search model" : "--warm-start";
+    throw InputError(o.budget > 0 ? what + " and --budget: both choose the variants to time; pass one of them"
+                                  : fmt::format("{}: the space has {} configurations, more than --max-space {}, "
                                                 "and is not enumerated; restrict the space or raise --max-space",
-                                                describe_count(size), o.max_space));
+                                                what, describe_count(size), o.max_space));
+  }
   ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
                                       : "space: configurations drawn and checked");
   const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
@@ -431,13 +499,14 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
     if (!o.warm_start.empty()) {
       WarmChoice warm = warm_configs(all.configs, space.baseline(), space, problem, shape, o.warm_start, o.warm_keep,
                                      o.warm_explore, o.seed);
-      note_warm(ctx, o, warm.promising, warm.explored);
       if (pass) {
-        pass->all = all.configs;
-        pass->configs = warm.configs;
+        fill_pass(*pass, space, all.configs, warm.configs);
         pass->promising = warm.promising;
         pass->explored = warm.explored;
+        pass->model_initial = model ? static_cast<int>(warm.configs.size()) : 0;
       }
+      note_search(ctx, o, pass, warm.promising, warm.explored);
+      if (pass) warm.configs = pass->configs;
       log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
                       "others at random (seed {}), the baseline: {} of {} valid configurations",
                       warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
@@ -448,6 +517,18 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
         log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
             "only the random exploration and the baseline are timed");
       out.configs = std::move(warm.configs);
+      out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
+      return out;
+    }
+    if (model && pass) {
+      const std::size_t initial = model_initial_size(o, all.configs.size(), jobs_of(o));
+      fill_pass(*pass, space, all.configs, sample_configs(all.configs, space.baseline(), static_cast<int>(initial), o.seed));
+      pass->model_initial = static_cast<int>(pass->configs.size());
+      note_search(ctx, o, pass, 0, 0);
+      log(fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
+                      "rounds of the surrogate's proposals (xgboost {})",
+                      pass->configs.size(), all.configs.size(), o.seed, Surrogate::library_version()));
+      out.configs = pass->configs;
       out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
       return out;
     }
@@ -921,6 +1002,17 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
   const auto baseline_it = std::find_if(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.baseline; });
   if (baseline_it != run.variants.end()) {
     run.baseline = baseline_it->name;
+  } else if (pass && pass->defer_baseline && pass->search_only) {
+    // The last pass times it. Its compile starts now on a thread of its own, into the cache.
+    if (!pass->baseline_compile.joinable() &&
+        std::find(pass->all.begin(), pass->all.end(), space.baseline()) != pass->all.end())
+      pass->baseline_compile = std::jthread(
+          [request = compile_request(space.lower(space.baseline(), shape), ctx.compile_options),
+           cache = compile_cache_for(o.no_cache, o.cache_dir), jobs = o.jobs] {
+            const CompilePool pool(cache, jobs, nullptr);
+            bool cached = false;
+            (void)pool.compile(request, &cached);
+          });
   } else {
     log(fmt::format("note: the baseline violates '{}' at this shape; no speedup will be reported",
                     space.violated_constraint(space.baseline(), shape, limits)));
@@ -961,9 +1053,9 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
       (e.stage == "halving" ? halved : journaled)[it->second] = 1;
     }
     ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
-    if (pass && (pass->rounds > 0 || !pass->search_only)) {  // a later pass: resumed by run_tune, not by the user
-      log(fmt::format("warm refine: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
-                      "measure", ctx.resumed_variants, n, journal_path.string(), n - static_cast<std::size_t>(ctx.resumed_variants)));
+    if (pass && pass->passes_done > 0) {  // a later pass: resumed by run_tune, not by the user
+      log(fmt::format("pass {}: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
+                      "measure", pass->passes_done + 1, ctx.resumed_variants, n, journal_path.string(), n - static_cast<std::size_t>(ctx.resumed_variants)));
     } else {
       log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured", ctx.resumed_variants,
                       n, journal_path.string()) +
@@ -1045,6 +1137,12 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
     bool cached = false;
     if (!results[i].ok && results[i].cubin.empty() && journaled[i]) results[i] = compile_one(i, &cached);
   };
+  if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
+    const auto t_wait = Clock::now();
+    pass->baseline_compile.join();  // the baseline, compiled into the cache while the search passes ran
+    if (seconds_since(t_wait) > 0.5)
+      log(fmt::format("waited {:.1f} s for the baseline's compile", seconds_since(t_wait)));
+  }
   std::vector<std::jthread> pool;
   for (int t = 0; t < ctx.jobs; ++t) pool.emplace_back(worker);
 
@@ -1076,7 +1174,8 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
     if (r.baseline && gpu) gpu->set_baseline_median(r.timing->median_us);
   }
   const std::size_t resumed = n - todo;
-  bool floor_measured = false;
+  bool floor_measured = pass && pass->floor;  // measured by an earlier pass of this run
+  if (floor_measured) run.harness_floor = pass->floor;
   for (std::size_t done = resumed; done < n; ++done) {
     if (g_interrupted) {
       ctx.interrupted = true;
@@ -1134,6 +1233,7 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
       if (!floor_measured) {
         run.harness_floor = gpu->floor();
         floor_measured = true;
+        if (pass) pass->floor = run.harness_floor;
         log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",
                         run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us,
                         run.harness_floor->empty_graph_us));
@@ -1409,26 +1509,34 @@ std::vector<Config> in_order(const std::vector<Config>& all, const std::set<Conf
 
 }  // namespace
 
-TuneOutcome run_tune(const TuneOptions& o) {
-  std::optional<IsolatedRunner> gpu;  // one worker for every pass
-  const bool refine = !o.warm_start.empty() && o.warm_refine > 0 && o.warm_refine_rounds > 0 && !o.compile_only &&
-                      o.search != "halving" && !(o.shard && o.shard->split == "variants");
-  if (!refine) return run_pass(o, nullptr, gpu);
-  // The warm choice, timed; then rounds of local search around the fastest here; then the strict
-  // re-measure, the gate and the outputs over all of them. Each pass takes the earlier ones' records
-  // from the journal (as --resume does), so nothing is compiled or measured twice.
+namespace {
+
+// A run in passes (run_tune): the options of the later ones (taking the journal), the passes'
+// shared state, the latest pass's outcome, the configurations chosen so far, and the worker.
+struct Passes {
+  const TuneOptions& o;
+  std::optional<IsolatedRunner>& gpu;
+  TuneOptions resumed;
   Pass pass;
-  TuneOutcome out = run_pass(o, &pass, gpu);
-  TuneOptions resumed = o;
-  resumed.resume = true;
-  auto next_pass = [&](bool search_only) {  // over pass.configs, after what the earlier passes spent
+  TuneOutcome out;
+  std::set<Config> have;  // chosen so far, and the baseline while its compile is deferred
+
+  void log(const std::string& line) const {
+    if (o.log) o.log(line);
+  }
+  bool going() const { return !out.run.context.interrupted && out.run.timed; }
+  // A pass over `have` (the baseline aside while deferred), after what the earlier passes spent.
+  void next(bool search_only) {
+    pass.configs = in_order(pass.all, have);
+    if (pass.defer_baseline) std::erase(pass.configs, pass.baseline);
     pass.compile_wall_s = out.run.wall.compile_wall_s;
     pass.measure_wall_s = out.run.wall.measure_wall_s;
     pass.search_only = search_only;
-    return run_pass(resumed, &pass, gpu);
-  };
+    ++pass.passes_done;
+    out = run_pass(resumed, &pass, gpu);
+  }
   // The fastest passed variants' indices (run.variants follows pass.configs), and their medians.
-  auto fastest = [&](std::size_t keep) {
+  std::vector<std::pair<std::size_t, double>> fastest(std::size_t keep) const {
     std::vector<std::size_t> passed;
     std::vector<double> medians;
     for (std::size_t i = 0; i < out.run.variants.size(); ++i)
@@ -1439,33 +1547,128 @@ TuneOutcome run_tune(const TuneOptions& o) {
     std::vector<std::pair<std::size_t, double>> top;
     for (const std::size_t k : best_by_median(medians, keep)) top.emplace_back(passed[k], medians[k]);
     return top;
-  };
-  auto log = [&](const std::string& line) {
-    if (o.log) o.log(line);
-  };
-  std::set<Config> have(pass.configs.begin(), pass.configs.end());
-  while (pass.rounds < o.warm_refine_rounds && !out.run.context.interrupted && out.run.timed) {
-    const auto top = fastest(static_cast<std::size_t>(o.warm_refine));
+  }
+};
+
+// What the passes so far measured, over pass.all: log medians of the passed, the failed (compile,
+// parity, pruned), and the configurations the model must not propose (the deferred baseline).
+struct Observed {
+  std::vector<std::optional<double>> log_time;
+  std::vector<char> failed, excluded;
+};
+
+Observed observe(const Passes& p) {
+  std::map<std::string, const VariantRecord*> by_name;
+  for (const auto& v : p.out.run.variants) by_name[v.name] = &v;
+  const std::size_t n = p.pass.all.size();
+  Observed obs{std::vector<std::optional<double>>(n), std::vector<char>(n, 0), std::vector<char>(n, 0)};
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p.pass.defer_baseline && p.pass.all[i] == p.pass.baseline) obs.excluded[i] = 1;
+    const auto it = by_name.find(p.pass.names[i]);
+    if (it == by_name.end()) continue;
+    const VariantRecord& v = *it->second;
+    if (v.status == Status::kPassed && v.timing && v.timing->median_us > 0) obs.log_time[i] = std::log(v.timing->median_us);
+    else if (v.status != Status::kPending) obs.failed[i] = 1;
+  }
+  return obs;
+}
+
+// --search model: rounds of the surrogate's proposals while it predicts a gain.
+void model_rounds(Passes& p) {
+  const TuneOptions& o = p.o;
+  ModelOptions mo;
+  mo.batch = static_cast<std::size_t>(o.model_batch > 0 ? o.model_batch : std::max(8, jobs_of(o)));
+  mo.min_gain = o.model_gain;
+  if (!p.out.run.timed) p.pass.model_stop = "nothing was timed (no device): the model has nothing to learn from";
+  while (p.going()) {
+    if (p.pass.model_rounds >= o.model_rounds) {
+      p.pass.model_stop = fmt::format("--model-rounds {} reached", o.model_rounds);
+      break;
+    }
+    const Observed obs = observe(p);
+    mo.seed = o.seed + static_cast<std::uint64_t>(p.pass.model_rounds);
+    const ModelStep step = model_step(p.pass.all, obs.log_time, obs.failed, obs.excluded, mo);
+    if (step.stop) {
+      p.pass.model_stop = step.why;
+      break;
+    }
+    for (const std::size_t i : step.next) p.have.insert(p.pass.all[i]);
+    ++p.pass.model_rounds;
+    p.pass.model_added += static_cast<int>(step.next.size());
+    p.log(fmt::format("model round {}: {} configuration(s) proposed (the best bound {:.3f}x the best measured)",
+                      p.pass.model_rounds, step.next.size(), step.best_bound_ratio));
+    p.next(true);
+  }
+  if (!p.pass.model_stop.empty()) p.log("model search: stopped: " + p.pass.model_stop);
+}
+
+// The local search: rounds of the configurations one parameter away from the fastest here.
+void refine_rounds(Passes& p) {
+  const TuneOptions& o = p.o;
+  while (p.pass.rounds < o.warm_refine_rounds && p.going()) {
+    const auto top = p.fastest(static_cast<std::size_t>(o.warm_refine));
     if (top.empty()) break;
     std::vector<Config> around;
-    for (const auto& [i, median] : top) around.push_back(pass.configs[i]);
-    const std::vector<Config> more = neighbours(pass.all, around, have);
+    for (const auto& [i, median] : top) around.push_back(p.pass.configs[i]);
+    const std::vector<Config> more = neighbours(p.pass.all, around, p.have);
     if (more.empty()) {
-      log(fmt::format("warm refine: every configuration one parameter away from the {} fastest here is timed", top.size()));
+      p.log(fmt::format("refine: every configuration one parameter away from the {} fastest here is timed", top.size()));
       break;
     }
     const double best_before = top.front().second;
-    have.insert(more.begin(), more.end());
-    ++pass.rounds;
-    pass.added += static_cast<int>(more.size());
-    log(fmt::format("warm refine round {}: {} configuration(s) one parameter away from the {} fastest here (best {:.2f} us)",
-                    pass.rounds, more.size(), top.size(), best_before));
-    pass.configs = in_order(pass.all, have);
-    out = next_pass(true);
-    const auto best = fastest(1);
+    p.have.insert(more.begin(), more.end());
+    ++p.pass.rounds;
+    p.pass.added += static_cast<int>(more.size());
+    p.log(fmt::format("refine round {}: {} configuration(s) one parameter away from the {} fastest here (best {:.2f} us)",
+                      p.pass.rounds, more.size(), top.size(), best_before));
+    p.next(true);
+    const auto best = p.fastest(1);
     if (best.empty() || !(best.front().second < best_before)) break;  // nothing faster: its neighbourhood is done
   }
-  return next_pass(false);
+}
+
+}  // namespace
+
+std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
+  try {
+    const Problem& problem = find_problem(o.problem);
+    const Space space = load_space(o.problem, o.config);
+    const Shape shape = resolve_shape(problem, space, o.dims);
+    std::string why;
+    const auto device = o.compile_only || worker_fake_mode() ? std::nullopt : query_device(o.device, &why);
+    const int cc = device ? device->compute_capability() : o.arch;
+    const DeviceLimits limits = device ? device->limits() : DeviceLimits::for_arch(cc);
+    if (!space.violated_constraint(space.baseline(), shape, limits).empty()) return std::nullopt;
+    return compile_request(space.lower(space.baseline(), shape), default_options(cc));
+  } catch (const std::exception&) {  // the run reports it in its turn
+    return std::nullopt;
+  }
+}
+
+TuneOutcome run_tune(const TuneOptions& o) {
+  std::optional<IsolatedRunner> gpu;  // one worker for every pass
+  const bool passes_fit = !o.compile_only && o.search != "halving" && !(o.shard && o.shard->split == "variants");
+  const bool model = o.search == "model";
+  if (model && !passes_fit)
+    throw InputError(o.compile_only ? "--search model with --compile-only: the model learns from timings; drop one"
+                                    : "--search model with --shard K/N of a single shape's variants: shard a sweep's "
+                                      "shapes instead, or drop --search model");
+  const bool refine = (model || !o.warm_start.empty()) && o.warm_refine > 0 && o.warm_refine_rounds > 0 && passes_fit;
+  if (!refine && !model) return run_pass(o, nullptr, gpu);
+  // The first choice (the warm choice, or the model's initial design), timed; then the model's
+  // rounds, then rounds of local search around the fastest here; then the strict re-measure, the
+  // gate and the outputs over all of them. Each pass takes the earlier ones' records from the
+  // journal (as --resume does), so nothing is compiled or measured twice.
+  Passes p{o, gpu, o, {}, {}, {}};
+  p.resumed.resume = true;
+  p.pass.defer_baseline = !o.no_cache;  // without a cache the early compile would be lost
+  p.out = run_pass(o, &p.pass, gpu);
+  p.have.insert(p.pass.configs.begin(), p.pass.configs.end());
+  if (p.pass.defer_baseline) p.have.insert(p.pass.baseline);
+  if (model) model_rounds(p);
+  if (refine) refine_rounds(p);
+  p.next(false);
+  return p.out;
 }
 
 }  // namespace tune
