@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine needs to run tune and the device tests from this build into .device/
 # (ignored by git): the binaries, and the Debian shared libraries such a machine may lack
-# (fmt, muParser and its OpenMP runtime), found beside the binaries through LD_LIBRARY_PATH. tune
+# (fmt, muParser, XGBoost and dmlc, their OpenMP runtime), found beside the binaries through LD_LIBRARY_PATH. tune
 # and what it reads (the built-in problem folders, the report scripts) are put there by cmake
 # --install (share/tune beside bin/), where tune and the test binaries find them. The golden cases and
 # report/torch_baseline.py's reference modules are read from the problem folders of the work tree.
@@ -15,7 +15,7 @@ dest=$here/.device
 rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/lib"
 cmake --install "$build" --prefix "$dest" >/dev/null
 cp "$build"/tests/tune_*_tests "$dest/bin/"
-for lib in $(ldd "$build/tuner/tune" | awk '/libfmt|libmuparser|libgomp/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
+for lib in $(ldd "$build/tuner/tune" | awk '/libfmt|libmuparser|libgomp|libxgboost|libdmlc/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
 if [ -x "$build/bench/tune_bench" ]; then
   cp "$build/bench/tune_bench" "$build/bench/contact_phases" "$build/bench/sg_phases" "$dest/bin/"
   for lib in $(ldd "$build/bench/tune_bench" | awk '/libbenchmark/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done

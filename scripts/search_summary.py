@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""The sweep study's table (issue 24): exhaustive against warm-sweep tunes of the same shapes.
+"""The sweep study's table (issue 24): exhaustive against fast tunes of the same shapes.
 
-    scripts/search_summary.py STUDY_DIR -o SUMMARY.json [--md SUMMARY.md] [--within 2]
+    scripts/search_summary.py STUDY_DIR -o SUMMARY.json [--md SUMMARY.md] [--within 2] [--fast sweep|warm]
 
-STUDY_DIR is what scripts/search_study.sh wrote: exhaustive/ and warm/ results folders
-(<gpu>/<problem>/<shape>.json, or .json.gz) and walls.jsonl. Per shape and strategy: the wall
-seconds of the tune process, variants compiled (not refused before compiling) and measured (checked
-on the GPU), the winner and its cold median, and its gap to the exhaustive winner; per problem and
-overall: the summed walls and their ratio, and whether every warm winner is within --within % of the
-exhaustive one. A shape that either half lacks is listed as missing, not dropped. Exit status: 0
-done, 2 bad input (one line).
+STUDY_DIR is what scripts/search_study.sh wrote: the exhaustive/ results folder, the fast half's
+(sweep/: one `tune --sweep --transfer` process; warm/: a process per shape with --warm-start),
+results as <gpu>/<problem>/<shape>.json or .json.gz, and walls.jsonl. --fast chooses the half
+(default: sweep/ where it exists). Per shape and strategy: the wall seconds (of the tune process;
+in a sweep, of the shape's run as its record says), variants compiled (not refused before
+compiling) and measured (checked on the GPU), the winner and its cold median, and its gap to the
+exhaustive winner; per problem and overall: the summed walls and their ratio (overall, for a
+sweep: the sweep process's wall, start-up and all), and whether every fast winner is within
+--within % of the exhaustive one. A shape that either half lacks is listed as missing, not
+dropped. Exit status: 0 done, 2 bad input (one line).
 """
 import argparse
 import gzip
@@ -80,22 +83,30 @@ def main():
     ap.add_argument("study", help="the folder scripts/search_study.sh wrote")
     ap.add_argument("-o", "--out", required=True, help="summary JSON to write")
     ap.add_argument("--md", help="a markdown table beside it")
-    ap.add_argument("--within", type=float, default=2.0, help="percent a warm winner may be slower than the exhaustive one")
+    ap.add_argument("--within", type=float, default=2.0, help="percent a fast winner may be slower than the exhaustive one")
+    ap.add_argument("--fast", choices=("sweep", "warm"), help="the fast half (default: sweep/ where it exists, else warm/)")
     a = ap.parse_args()
     try:
         study = pathlib.Path(a.study)
         if not (study / "exhaustive").is_dir() or not (study / "walls.jsonl").is_file():
             raise Bad(f"{study}: no exhaustive/ folder or walls.jsonl; pass the folder scripts/search_study.sh wrote")
-        walls, reused = {}, set()
+        fast = a.fast or ("sweep" if (study / "sweep").is_dir() else "warm")
+        walls, reused, sweep_wall = {}, set(), None
         for k, line in enumerate((study / "walls.jsonl").read_text().splitlines()):
             try:
                 w = json.loads(line)
+                if w["mode"] == "sweep":
+                    sweep_wall = w["wall_ms"] / 1e3
+                    continue
                 walls[(w["mode"], w["problem"], " ".join(w["args"].split()))] = w["wall_ms"] / 1e3
                 if w.get("reused") == "exhaustive":  # the sweep's first shape: the exhaustive run itself
                     reused.add((w["mode"], w["problem"], " ".join(w["args"].split())))
             except (ValueError, KeyError, TypeError) as e:
                 raise Bad(f"{study / 'walls.jsonl'}: line {k + 1}: {e}; it is written by scripts/search_study.sh")
-        halves = {m: runs_of(study / m) if (study / m).is_dir() else {} for m in ("exhaustive", "warm")}
+        halves = {m: runs_of(study / m) if (study / m).is_dir() else {} for m in ("exhaustive", fast)}
+        if fast == "sweep" and sweep_wall is None:
+            raise Bad(f"{study / 'walls.jsonl'}: no line of mode sweep (the sweep process's wall); "
+                      "run scripts/search_study.sh with STUDY_PART=sweep")
 
         def is_run_of(key, mode, run):
             # walls.jsonl keys a run by its command-line args ("--B 4 --N 64"); match on the shape's
@@ -106,58 +117,64 @@ def main():
                 str(run["shape"].get(k.lstrip("-"))) == v for k, v in given.items() if k.lstrip("-") in run["shape"])
 
         def wall_of(mode, run):
+            if mode == "sweep":  # one process: the shape's run as its record says
+                return (run.get("wall_seconds") or {}).get("total")
             return next((s for key, s in walls.items() if is_run_of(key, mode, run)), None)
 
         shapes, missing = [], []
-        for key in sorted(set(halves["exhaustive"]) | set(halves["warm"])):
-            ex, warm = halves["exhaustive"].get(key), halves["warm"].get(key)
-            first = bool(ex) and not warm and any(is_run_of(r, "warm", ex) for r in reused)
+        for key in sorted(set(halves["exhaustive"]) | set(halves[fast])):
+            ex, warm = halves["exhaustive"].get(key), halves[fast].get(key)
+            first = bool(ex) and not warm and any(is_run_of(r, fast, ex) for r in reused)
             if first:
                 warm = ex  # the warm sweep began with this shape's exhaustive tune: the same run, counted on both sides
             if not ex or not warm:
-                missing.append({"problem": key[0], "shape": key[1], "missing": "exhaustive" if not ex else "warm"})
+                missing.append({"problem": key[0], "shape": key[1], "missing": "exhaustive" if not ex else fast})
                 continue
-            e, w = describe(ex, wall_of("exhaustive", ex)), describe(warm, wall_of("warm", warm))
+            e, w = describe(ex, wall_of("exhaustive", ex)), describe(warm, wall_of("exhaustive" if first else fast, warm))
             gap = (w["winner_median_us"] / e["winner_median_us"] - 1) if w["winner_median_us"] and e["winner_median_us"] else None
-            shapes.append({"problem": key[0], "shape": key[1], "exhaustive": e, "warm": w, "gap": gap,
+            shapes.append({"problem": key[0], "shape": key[1], "exhaustive": e, "fast": w, "gap": gap,
                            "within": gap is not None and gap <= a.within / 100, "first_of_sweep": first})
         totals = {}
         for problem in sorted({s["problem"] for s in shapes}) + ["all"]:
             mine = [s for s in shapes if problem in ("all", s["problem"])]
             ex = sum(s["exhaustive"]["wall_s"] or 0 for s in mine)
-            wm = sum(s["warm"]["wall_s"] or 0 for s in mine)
+            wm = sum(s["fast"]["wall_s"] or 0 for s in mine)
+            shapes_wall = wm
+            if problem == "all" and fast == "sweep" and not missing:
+                wm = sweep_wall  # the whole process: start-up, the baselines compiled ahead, every shape
             later = [s for s in mine if not s["first_of_sweep"]]
             ex_later = sum(s["exhaustive"]["wall_s"] or 0 for s in later)
-            wm_later = sum(s["warm"]["wall_s"] or 0 for s in later)
-            totals[problem] = {"shapes": len(mine), "exhaustive_wall_s": ex, "warm_wall_s": wm,
+            wm_later = sum(s["fast"]["wall_s"] or 0 for s in later)
+            totals[problem] = {"shapes": len(mine), "exhaustive_wall_s": ex, "fast_wall_s": wm,
+                               "shapes_wall_s": shapes_wall,
                                "ratio": wm / ex if ex else None, "all_within": all(s["within"] for s in mine),
                                # the shapes tuned with --warm-start (not the sweep's first, tuned exhaustively)
                                "warm_started": {"shapes": len(later), "exhaustive_wall_s": ex_later,
-                                                "warm_wall_s": wm_later, "ratio": wm_later / ex_later if ex_later else None}}
-        doc = {"kind": "tune.search_summary", "schema_version": 1, "within_percent": a.within,
+                                                "fast_wall_s": wm_later, "ratio": wm_later / ex_later if ex_later else None}}
+        doc = {"kind": "tune.search_summary", "schema_version": 2, "within_percent": a.within, "fast": fast,
                "shapes": shapes, "missing": missing, "totals": totals}
         pathlib.Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
         if a.md:
-            rows = ["| problem | shape | exhaustive wall s | compiled / measured | winner µs | warm wall s | "
+            rows = [f"| problem | shape | exhaustive wall s | compiled / measured | winner µs | {fast} wall s | "
                     "compiled / measured | winner µs | gap |", "|" + " --- |" * 9]
             for s in shapes:
-                e, w = s["exhaustive"], s["warm"]
+                e, w = s["exhaustive"], s["fast"]
                 rows.append(f"| {s['problem']} | {s['shape']} | {fmt(e['wall_s'])} | {e['compiled']} / {e['measured']} | "
                             f"{fmt(e['winner_median_us'], '.3f')} | {fmt(w['wall_s'])} | {w['compiled']} / {w['measured']} | "
                             f"{fmt(w['winner_median_us'], '.3f')} | {fmt(100 * s['gap'] if s['gap'] is not None else None, '+.2f')} % |")
             for problem, t in totals.items():
-                rows.append(f"| {problem} | {t['shapes']} shapes | {fmt(t['exhaustive_wall_s'])} | | | {fmt(t['warm_wall_s'])} "
+                rows.append(f"| {problem} | {t['shapes']} shapes | {fmt(t['exhaustive_wall_s'])} | | | {fmt(t['fast_wall_s'])} "
                             f"| | | ratio {fmt(t['ratio'], '.2f')}, {'all' if t['all_within'] else 'not all'} within "
                             f"{a.within:g} % |")
                 ws = t["warm_started"]
                 if ws["shapes"] < t["shapes"]:
                     rows.append(f"| {problem} | {ws['shapes']} warm-started | {fmt(ws['exhaustive_wall_s'])} | | | "
-                                f"{fmt(ws['warm_wall_s'])} | | | ratio {fmt(ws['ratio'], '.2f')} |")
+                                f"{fmt(ws['fast_wall_s'])} | | | ratio {fmt(ws['ratio'], '.2f')} |")
             rows += [f"| {m['problem']} | {m['shape']} | missing: {m['missing']} | | | | | | |" for m in missing]
             pathlib.Path(a.md).write_text("\n".join(rows) + "\n")
         t = totals["all"]
-        print(f"search_summary: {t['shapes']} shapes, exhaustive {fmt(t['exhaustive_wall_s'])} s, warm {fmt(t['warm_wall_s'])} s "
-              f"(ratio {fmt(t['ratio'], '.2f')}), {'every' if t['all_within'] else 'not every'} warm winner within {a.within:g} %"
+        print(f"search_summary: {t['shapes']} shapes, exhaustive {fmt(t['exhaustive_wall_s'])} s, {fast} {fmt(t['fast_wall_s'])} s "
+              f"(ratio {fmt(t['ratio'], '.2f')}), {'every' if t['all_within'] else 'not every'} {fast} winner within {a.within:g} %"
               + (f"; {len(missing)} shape(s) missing a half" if missing else ""))
     except Bad as e:
         print(f"search_summary: {e}", file=sys.stderr)
