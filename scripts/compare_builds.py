@@ -7,7 +7,8 @@ generated headers runs) of every entry of record, side by side, on the CPU (issu
 
 For each problem: `tune header` merges <results>/<problem>/*.json into <problem>_tuned.hpp, as the
 bench's build does; nvcc compiles bench/src/<problem>.cu to one CUBIN with the bench's flags
-(CMake Release: -O3 -DNDEBUG, C++17, sm_<arch>); NVRTC compiles each winner's and baseline's name
+(CMake Release: -O3 -DNDEBUG, C++17, sm_<arch>, and tune::kernels' -Xcicc=--sharedmem32=0: without
+it nvcc keeps shared-memory addresses 32-bit where NVRTC keeps them 64-bit); NVRTC compiles each winner's and baseline's name
 expression from kernel_templates/<problem>/ as tune does (the template is the program, the other
 files of its folder its headers), with the options each results file records in
 context.compile_options (the options its timings were measured with), or --nvrtc-options.
@@ -41,8 +42,9 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# CMAKE_CUDA_FLAGS_RELEASE and the bench's target properties (bench/CMakeLists.txt).
-BENCH_NVCC_FLAGS = ["-O3", "-DNDEBUG", "-std=c++17"]
+# CMAKE_CUDA_FLAGS_RELEASE, the bench's target properties (bench/CMakeLists.txt) and tune::kernels'
+# interface option (cmake/Package.cmake): 64-bit shared-memory addresses, as NVRTC keeps them.
+BENCH_NVCC_FLAGS = ["-O3", "-DNDEBUG", "-std=c++17", "-Xcicc=--sharedmem32=0"]
 BENCH_INTERLEAVE = ["contact/B4_N64_C64_H32"]  # bench/CMakeLists.txt's TUNE_BENCH_INTERLEAVE default
 
 
