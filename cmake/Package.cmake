@@ -19,6 +19,15 @@ add_library(tune_kernels INTERFACE)
 target_include_directories(tune_kernels INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/kernel_templates>
   $<INSTALL_INTERFACE:${TUNE_INSTALL_DATADIR}/kernel_templates>)
+# nvcc's device front end (cicc) keeps shared-memory addresses 32-bit by default (--sharedmem32=1);
+# NVRTC, which tune compiles and times with, keeps them 64-bit and has no option to do otherwise
+# (13.0). So nvcc builds the templates as NVRTC does: the same machine code as tune measured, every
+# entry of record (scripts/compare_builds.py; docs/shipping.md, "nvcc against NVRTC"). nvcc 13.0
+# checked; an older nvcc is left as it is.
+# (tests/nvrtc/build_parity_test.cpp builds with TUNE_KERNELS_NVCC_OPTIONS too.)
+set(TUNE_KERNELS_NVCC_OPTIONS -Xcicc=--sharedmem32=0)
+target_compile_options(tune_kernels INTERFACE
+  $<$<AND:$<COMPILE_LANG_AND_ID:CUDA,NVIDIA>,$<VERSION_GREATER_EQUAL:$<CUDA_COMPILER_VERSION>,13.0>>:${TUNE_KERNELS_NVCC_OPTIONS}>)
 set_target_properties(tune_kernels PROPERTIES EXPORT_NAME kernels)
 add_library(tune::kernels ALIAS tune_kernels)
 # The names a downstream build uses, the same in this tree (bench/) as from the installed package.

@@ -7,7 +7,8 @@ generated headers runs) of every entry of record, side by side, on the CPU (issu
 
 For each problem: `tune header` merges <results>/<problem>/*.json into <problem>_tuned.hpp, as the
 bench's build does; nvcc compiles bench/src/<problem>.cu to one CUBIN with the bench's flags
-(CMake Release: -O3 -DNDEBUG, C++17, sm_<arch>); NVRTC compiles each winner's and baseline's name
+(CMake Release: -O3 -DNDEBUG, C++17, sm_<arch>, and tune::kernels' -Xcicc=--sharedmem32=0: without
+it nvcc keeps shared-memory addresses 32-bit where NVRTC keeps them 64-bit); NVRTC compiles each winner's and baseline's name
 expression from kernel_templates/<problem>/ as tune does (the template is the program, the other
 files of its folder its headers), with the options each results file records in
 context.compile_options (the options its timings were measured with), or --nvrtc-options.
@@ -41,8 +42,10 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# CMAKE_CUDA_FLAGS_RELEASE and the bench's target properties (bench/CMakeLists.txt).
-BENCH_NVCC_FLAGS = ["-O3", "-DNDEBUG", "-std=c++17"]
+# CMAKE_CUDA_FLAGS_RELEASE, the bench's target properties (bench/CMakeLists.txt) and tune::kernels'
+# interface option (cmake/Package.cmake): 64-bit shared-memory addresses, as NVRTC keeps them.
+BENCH_NVCC_FLAGS = ["-O3", "-DNDEBUG", "-std=c++17", "-Xcicc=--sharedmem32=0"]
+BENCH_INTERLEAVE = ["contact/B4_N64_C64_H32"]  # bench/CMakeLists.txt's TUNE_BENCH_INTERLEAVE default
 
 
 def die(msg):
@@ -300,11 +303,18 @@ def main():
             die(f"no results in {args.results}/{problem}/")
         header = work / f"{problem}_tuned.hpp"
         subprocess.run([tune, "header", *results, "-o", str(header)], check=True, capture_output=True)
+        # <problem>_nvrtc.hpp, which the bench's translation unit includes (its finalist kernels: the
+        # default TUNE_BENCH_INTERLEAVE's, as bench/CMakeLists.txt writes it).
+        interleave = [a for item in BENCH_INTERLEAVE if item.startswith(problem + "/")
+                      for a in ("--interleave", item.split("/", 1)[1])]
+        subprocess.run([sys.executable, str(ROOT / "bench" / "embed_nvrtc.py"), "--problem", problem, "--template",
+                        str(ROOT / "kernel_templates" / problem / f"{problem}.cuh"), "--out",
+                        str(work / f"{problem}_nvrtc.hpp"), *interleave, *results], check=True, capture_output=True)
         # nvcc: the bench's translation unit, as bench/CMakeLists.txt builds it.
         nvcc_cubin = work / f"{problem}.nvcc.cubin"
         cmd = [nvcc, "-cubin", f"-arch=sm_{args.arch}", *args.nvcc_flags.split(), "-Xptxas", "-v",
                "-I", str(ROOT / "bench" / "src"), "-I", str(work),
-               "-I", str(ROOT / "kernel_templates" / "contact"), "-I", str(ROOT / "kernel_templates" / "scene_graph"),
+               "-I", str(ROOT / "kernel_templates"),  # tune::kernels' include directory: "contact/contact.cuh"
                str(ROOT / "bench" / "src" / f"{problem}.cu"), "-o", str(nvcc_cubin)]
         print(f"[{problem}] nvcc: {' '.join(cmd[1:])}", flush=True)
         built = subprocess.run(cmd, capture_output=True, text=True)
