@@ -17,7 +17,7 @@ cmake --install "$build" --prefix "$dest" >/dev/null
 cp "$build"/tests/tune_*_tests "$dest/bin/"
 for lib in $(ldd "$build/tuner/tune" | awk '/libfmt|libmuparser|libgomp|libxgboost|libdmlc/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
 if [ -x "$build/bench/tune_bench" ]; then
-  cp "$build/bench/tune_bench" "$build/bench/contact_phases" "$build/bench/sg_phases" "$dest/bin/"
+  cp "$build/bench/tune_bench" "$build/bench/contact_phases" "$build/bench/sg_probes" "$dest/bin/"
   for lib in $(ldd "$build/bench/tune_bench" | awk '/libbenchmark/ {print $3}'); do cp -L "$lib" "$dest/lib/"; done
 else
   echo "bundle: no $build/bench/tune_bench (configure with -DTUNE_BUILD_BENCH=ON to bundle the bench)"

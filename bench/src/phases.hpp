@@ -1,5 +1,5 @@
-// Shared by the phase-timeline tools (contact_phases, sg_phases): include before the kernel
-// template, whose phase-mark macro the tool defines as phases_mark<MARKS>(k).
+// Shared by the timing tools (contact_phases, experiments/sg_probes): include before the kernel
+// template; contact_phases defines its phase-mark macro as phases_mark<MARKS>(k).
 #pragma once
 #include <cuda_runtime.h>
 

@@ -36,12 +36,6 @@
 // value cl_smem is checked against SgClusterLayout by an NVRTC test (tests/nvrtc).
 // Buffers must be 16-byte aligned (float4 and 16-byte cp.async accesses); D % 4 == 0.
 
-// Phase marks for timeline experiments (bench/src/sg_phases.cu): TUNE_SG_MARK(k) at the end of
-// phase k of sg_cluster; no code unless the includer defines it.
-#ifndef TUNE_SG_MARK
-#define TUNE_SG_MARK(mark)
-#endif
-
 namespace tune_kernels {
 
 __host__ __device__ constexpr int sg_cdiv(int a, int b) { return (a + b - 1) / b; }
@@ -1112,7 +1106,7 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 //      into the R blocks of head h;  [exchange 1]
 //   4. a warp per query row: scores, masked softmax and ctx_h in registers, ctx_h stored into the
 //      ctx rows of the H blocks of row split r (ATTN 0: a lane per key; 2 (attnquad): a lane per
-//      key and quarter of the head's columns; 1: tensor cores, an experiment);  [exchange 2]
+//      key and quarter of the head's columns);  [exchange 2]
 //   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1
 //      (OUT 0: FP32 FMAs, KLO lanes per output; 1 (outmma): 3xTF32 MMAs, four warps per row
 //      tile, a k-range each; 2 (outbfly): FP32 FMAs, a lane per k, the sums meeting in a
@@ -1126,16 +1120,8 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
 // memory can still be written. With ASYNC == 0 every value a barrier publishes is written
 // before the writer arrives at it (a value written between a thread's arrive and its wait
 // would race with the readers after the wait).
-// XP (experiments, bench/src/sg_phases.cu only; tune never sets it, and with XP != 0 the output
-// is wrong): each set bit leaves one part of the work out, so that the cold time without it
-// measures what the part costs on the critical path. 1: the q/k/v weight copies, 2: Wout's
-// register loads, 4: the relation MLP's arithmetic, 8: the attention's arithmetic, 16: the
-// projections' MMAs, 32: the out projection's arithmetic, 64: the LayerNorm's arithmetic (8: not
-// with ATTN 1); with ASYNC, the stores into other blocks of 128: the bias, 256: k and v, 512: ctx;
-// in the attention (warp per row) 1024: the score dot products, 2048: the softmax's warp
-// reductions, 4096: the weighted sum over v.
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
-          int OVERLAP = 0, int OUT = 0, int ATTN = 0, int XP = 0>
+          int OVERLAP = 0, int OUT = 0, int ATTN = 0>
 __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
                const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -1248,19 +1234,15 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
   };
   const auto put1 = [&](float* p, int to, float v) { put(p, to, v, bar_x1); };
-  const auto put2 = [&](float* p, int to, float v) {
-    if ((XP & 512) == 0 || to == rank) put(p, to, v, bar_x2);
-  };
+  const auto put2 = [&](float* p, int to, float v) { put(p, to, v, bar_x2); };
 
-  TUNE_SG_MARK(0);
   if constexpr (ASYNC != 0) {
     if (tid == 0) {  // the bytes the other blocks send: bias RN x N and k, v N x HD; ctx rows x D
       const int own_cols = N - h * JC < JC ? (N - h * JC > 0 ? N - h * JC : 0) : JC;  // this block's bias columns
       k::sg_mbar_init(bar_x1, 1);
-      k::sg_mbar_expect_bytes(bar_x1, static_cast<unsigned>(4 * ((XP & 128 ? 0 : RN * (N - own_cols)) +
-                                                                 (XP & 256 ? 0 : 2 * (N - rows) * HD))));
+      k::sg_mbar_expect_bytes(bar_x1, static_cast<unsigned>(4 * (RN * (N - own_cols) + 2 * (N - rows) * HD)));
       k::sg_mbar_init(bar_x2, 1);
-      k::sg_mbar_expect_bytes(bar_x2, static_cast<unsigned>(XP & 512 ? 0 : 4 * rows * (D - HD)));
+      k::sg_mbar_expect_bytes(bar_x2, static_cast<unsigned>(4 * rows * (D - HD)));
     }
   }
   k::sg_cluster_arrive_relaxed();
@@ -1300,7 +1282,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int o = lane; o < 3 * HD; o += 32) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
     }
   } else {
-    if constexpr ((XP & 1) == 0) {  // a call per matrix: head h's source rows are consecutive, no division per row
+    {  // a call per matrix: head h's source rows are consecutive, no division per row
       constexpr int WW = kOv ? PW : NW, F0 = kOv ? 0 : F_W;
       k::sg_copy_rows_warp<HD, D, S, BLOCK, F0, WW>(ws, [&](int t) { return wq + (h * HD + t) * D; });
       k::sg_copy_rows_warp<HD, D, S, BLOCK, F0 + HD, WW>(ws + HD * S, [&](int t) { return wk + (h * HD + t) * D; });
@@ -1352,22 +1334,20 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
         for (int s5 = 0; s5 < KS5; ++s5) {
           const int c = lane + 32 * s5;
-          wt[oq][s5] = o < HD && (D % 32 == 0 || c < D) && (XP & 2) == 0 ? __ldg(wo + (h * HD + o) * D + c) : 0.0f;
+          wt[oq][s5] = o < HD && (D % 32 == 0 || c < D) ? __ldg(wo + (h * HD + o) * D + c) : 0.0f;
         }
       }
     }
   } else {
     const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
 #pragma unroll
-    for (int s = 0; s < WO4; ++s) wor[s] = o_on && (XP & 2) == 0 ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < WO4; ++s) wor[s] = o_on ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
-  TUNE_SG_MARK(1);
 
   // Step 2. LayerNorm of the own rows (a warp per row, the row in registers), stored as TF32
   // (hi, lo) pairs for the projections; the relation MLP of this block's pairs.
   k::sg_copy_wait<BULK != 0 ? 0 : 1>();
   __syncthreads();
-  TUNE_SG_MARK(2);
   if (warp < LNW) {  // rows warp + LNW q, all of a warp's rows at once (independent shuffles)
     constexpr int DL = k::sg_cdiv(D, 32), RPW = k::sg_cdiv(RN, LNW);
     constexpr float inv_d = 1.0f / static_cast<float>(D);
@@ -1404,7 +1384,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         const int col = lane + 32 * c;
         if (col < D && i < RN) {
           float hi = 0.0f, lo = 0.0f;
-          if constexpr ((XP & 64) == 0) k::sg_split_tf32((x[q][c] - mean[q]) * rs * gb[col] + gb[D + col], hi, lo);
+          k::sg_split_tf32((x[q][c] - mean[q]) * rs * gb[col] + gb[D + col], hi, lo);
           xh[i * S + col] = make_float2(hi, lo);
         }
       }
@@ -1440,7 +1420,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
       for (int hh = 0; hh < H; ++hh) acc[0][hh] = acc[1][hh] = 0.0f;
 #pragma unroll
-      for (int n = 0; n < ((XP & 4) ? 0 : NTH); ++n) {
+      for (int n = 0; n < NTH; ++n) {
         const int nt = nt0 + n;
         const float* wrow = mw0 + (8 * nt + g) * PS;
         float hh4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1467,7 +1447,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (pu < PAIRS && j < N) {
 #pragma unroll
           for (int hh = 0; hh < H; ++hh) {
-            if (hh % 4 == t4 && ((XP & 128) == 0 || hh * R + r == rank)) put1(bs + i * N + j, hh * R + r, acc[e][hh] + mw2[H * P + hh]);
+            if (hh % 4 == t4) put1(bs + i * N + j, hh * R + r, acc[e][hh] + mw2[H * P + hh]);
           }
         }
       }
@@ -1543,7 +1523,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         }
 #pragma unroll
         for (int hh = 0; hh < H; ++hh) {
-          if ((XP & 128) == 0 || hh * R + r == rank) put1(bs + i * N + j, hh * R + r, acc[hh]);
+          put1(bs + i * N + j, hh * R + r, acc[hh]);
         }
       }
     }
@@ -1556,7 +1536,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
     __syncthreads();
   }
-  TUNE_SG_MARK(3);
 
   // Step 3. Projections of the own rows on the tensor cores, a warp per (matrix, 16-row tile,
   // 8-column tile, k-range), all at once: A = LayerNorm rows, B[k][n] = W[h HD + n][k]; k and v
@@ -1572,7 +1551,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     } else {
 #pragma unroll
       for (int rs = 0; rs < R; ++rs) {
-        if ((XP & 256) == 0 || h * R + rs == rank) put1((m == 1 ? ks : vs) + (i0 + li) * HS + o, h * R + rs, y);
+        put1((m == 1 ? ks : vs) + (i0 + li) * HS + o, h * R + rs, y);
       }
     }
   };
@@ -1590,7 +1569,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         for (int rs = 0; rs < R; ++rs) {
           if (h * R + rs == rank) {
             *reinterpret_cast<float2*>(p) = make_float2(y0, y1);
-          } else if ((XP & 256) == 0) {
+          } else {
             k::sg_st_async2(p, static_cast<unsigned>(h * R + rs), y0, y1, bar_x1);
           }
         }
@@ -1628,7 +1607,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
 #pragma unroll 6
-    for (int k0 = 8 * KST * kr; k0 < ((XP & 16) ? 0 : 8 * KST * (kr + 1)); k0 += 8 * KC) {
+    for (int k0 = 8 * KST * kr; k0 < 8 * KST * (kr + 1); k0 += 8 * KC) {
 #pragma unroll
       for (int c = 0; c < KC; ++c) {
         float ah[4], al[4];
@@ -1707,7 +1686,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       project((u / (MT * NG * KSPLIT) + 1) % 3, u / (NG * KSPLIT) % MT, u / KSPLIT % NG, u % KSPLIT);
     }
   }
-  TUNE_SG_MARK(4);
   if constexpr (KSPLIT > 1 && !kGroupSum) {
     constexpr int PT = kOv ? PW * 32 : BLOCK;  // threads of the partial sums
     if (!kOv || warp < PW) proj_sync();
@@ -1719,23 +1697,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     }
   }
   __syncthreads();  // qs, block-wide
-  TUNE_SG_MARK(5);
   if constexpr (ASYNC != 0) {
     k::sg_mbar_wait<true>(bar_x1, 0);  // this block's bias, k and v have all arrived
   } else {
     k::sg_cluster_sync();  // every block's bias and k, v stores are done
   }
-  TUNE_SG_MARK(6);
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
-  // ATTN == 1 (not in configs/scene_graph.json: at B4 N24 it measured 9.41 µs cold against 8.74
-  // for the warp per row, its three warps' chains being long; bench/src/sg_phases.cu keeps comparing):
-  // on the tensor cores (3xTF32), HN = HD / 8 warps per 16-row tile, each computing the
-  // tile's scores S = q kᵀ (NK key tiles of 8), their masked softmax in registers (a row's values
-  // lie in the 4 lanes of its group: two shuffles per reduction) and its 8 columns of ctx = P v,
-  // with P's A fragments taken from S's C fragments by shuffles.
-  constexpr int NK = k::sg_cdiv(N, 8), HN = HD / 8;
-  constexpr bool kAttnMma = ATTN == 1 && HD % 8 == 0 && N <= 64 && MT * HN <= NW;
   // ATTN == 2: a warp per query row, lane (tq, jg) = (lane / 8, lane % 8) takes the keys jg + 8 m
   // and the quarter tq of the head's columns: each lane reads HQ = HD / 4 columns of its keys' k
   // and v rows and of q (8-byte loads, conflict-free), the quarters' partial scores meet in two
@@ -1745,111 +1713,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // load costs four wavefronts whatever the lanes share), and shorter reductions.
   constexpr int HQ = HD / 4, MQ = k::sg_cdiv(N, 8), CV = HQ <= 8 ? 8 : HQ;
   constexpr bool kAttnQuad = ATTN == 2 && HD % 4 == 0 && N <= 64;
-  const auto zero_ctx_row = [&](int i) {  // XP & 8: the attention left out
-    for (int t = lane; t < HD; t += 32) {
-#pragma unroll
-      for (int hh = 0; hh < H; ++hh) put2(cx + i * S + h * HD + t, hh * R + r, 0.0f);
-    }
-  };
-  if constexpr (kAttnMma) {
-    if (warp < MT * HN) {
-      const int mt = warp / HN, nh = warp % HN;
-      const int la = 16 * mt + g, lb = la + 8;
-      const int ra = la < RN ? la : RN - 1, rb = lb < RN ? lb : RN - 1;
-      float sc[NK][4];
-      {
-        float hh[NK][4], hl[NK][4], lh[NK][4];
-#pragma unroll
-        for (int n = 0; n < NK; ++n) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) hh[n][e] = hl[n][e] = lh[n][e] = 0.0f;
-        }
-#pragma unroll
-        for (int kq = 0; kq < HN; ++kq) {
-          float ah[4], al[4];
-          k::sg_split_a(ah, al, qs + ra * HS, qs + rb * HS, 8 * kq, t4);
-#pragma unroll
-          for (int n = 0; n < NK; ++n) {
-            const int key = 8 * n + g < N ? 8 * n + g : N - 1;
-            k::sg_mma_3xtf32_b(hh[n], hl[n], lh[n], ah, al, ks + key * HS, 8 * kq, t4);
-          }
-        }
-#pragma unroll
-        for (int n = 0; n < NK; ++n) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) sc[n][e] = hh[n][e] + (hl[n][e] + lh[n][e]);
-        }
-      }
-      // masked softmax of rows la (e = 0, 1) and lb (e = 2, 3); p = 0 off the edges
-      float mx[2] = {-3.402823466e38f, -3.402823466e38f}, sum[2] = {0.0f, 0.0f};
-      bool on[NK][4];
-#pragma unroll
-      for (int n = 0; n < NK; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int rr = e < 2 ? ra : rb, j = 8 * n + 2 * t4 + e % 2;
-          on[n][e] = j < N && msk[rr * N + (j < N ? j : N - 1)] >= 0.5f;
-          sc[n][e] = on[n][e] ? sc[n][e] + bs[rr * N + (j < N ? j : N - 1)] : 0.0f;
-          if (on[n][e]) mx[e / 2] = fmaxf(mx[e / 2], sc[n][e]);
-        }
-      }
-      k::sg_lane_maxes<1, 2>(mx);
-#pragma unroll
-      for (int n = 0; n < NK; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          sc[n][e] = on[n][e] ? __expf(sc[n][e] - mx[e / 2]) : 0.0f;
-          sum[e / 2] += sc[n][e];
-        }
-      }
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        sum[q] = k::sg_lane_sum<1, 2>(sum[q]);
-        sum[q] = sum[q] > 0.0f ? __fdividef(1.0f, sum[q]) : 0.0f;  // a row without edges: ctx 0
-      }
-      // ctx columns 8 nh .. 8 nh + 7 = P · v: P[g][8 kk + c] lies in lane (g, c / 2), element c % 2
-      float oh[4] = {0.0f, 0.0f, 0.0f, 0.0f}, ohl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, olh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      const int src0 = 4 * g + t4 / 2, src1 = src0 + 2;
-      const bool odd = (t4 & 1) != 0;
-#pragma unroll
-      for (int kk = 0; kk < NK; ++kk) {
-        float pa[4];
-        {
-          const float x0 = __shfl_sync(0xffffffffu, sc[kk][0], src0), x1 = __shfl_sync(0xffffffffu, sc[kk][1], src0);
-          const float y0 = __shfl_sync(0xffffffffu, sc[kk][2], src0), y1 = __shfl_sync(0xffffffffu, sc[kk][3], src0);
-          const float z0 = __shfl_sync(0xffffffffu, sc[kk][0], src1), z1 = __shfl_sync(0xffffffffu, sc[kk][1], src1);
-          const float w0 = __shfl_sync(0xffffffffu, sc[kk][2], src1), w1 = __shfl_sync(0xffffffffu, sc[kk][3], src1);
-          pa[0] = odd ? x1 : x0, pa[1] = odd ? y1 : y0, pa[2] = odd ? z1 : z0, pa[3] = odd ? w1 : w0;
-        }
-        float ah[4], al[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) k::sg_split_tf32(pa[e], ah[e], al[e]);
-        const int k0 = 8 * kk + t4 < N ? 8 * kk + t4 : N - 1, k1 = 8 * kk + t4 + 4 < N ? 8 * kk + t4 + 4 : N - 1;
-        k::sg_mma_3xtf32(oh, ohl, olh, ah, al, vs[k0 * HS + 8 * nh + g], vs[k1 * HS + 8 * nh + g]);
-      }
-#pragma unroll
-      for (int e = 0; e < 4; e += 2) {
-        const int li = e < 2 ? la : lb, o = 8 * nh + 2 * t4;
-        if (li >= RN || i0 + li >= N) continue;
-        const float c0 = (oh[e] + (ohl[e] + olh[e])) * sum[e / 2];
-        const float c1 = (oh[e + 1] + (ohl[e + 1] + olh[e + 1])) * sum[e / 2];
-        float* p = cx + li * S + h * HD + o;
-#pragma unroll
-        for (int hh = 0; hh < H; ++hh) {
-          if constexpr (ASYNC != 0) {
-            if (hh * R + r == rank) {
-              *reinterpret_cast<float2*>(p) = make_float2(c0, c1);
-            } else if ((XP & 512) == 0) {
-              k::sg_st_async2(p, static_cast<unsigned>(hh * R + r), c0, c1, bar_x2);
-            }
-          } else {
-            put2(p, hh * R + r, c0);
-            put2(p + 1, hh * R + r, c1);
-          }
-        }
-      }
-    }
-  } else if constexpr (kAttnQuad) {
+  if constexpr (kAttnQuad) {
     const int jg = lane % 8, tq = lane / 8;
     const auto row2 = [&](const float* base, int u2) {  // columns tq HQ + 2 u2, + 1 of a row
       if constexpr (HQ % 2 == 0) {
@@ -1860,10 +1724,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     };
     constexpr int H2 = k::sg_cdiv(HQ, 2);
     for (int i = warp; i < RN && i0 + i < N; i += NW) {
-      if constexpr ((XP & 8) != 0) {
-        zero_ctx_row(i);
-        continue;
-      }
       float2 q[H2];
 #pragma unroll
       for (int u2 = 0; u2 < H2; ++u2) q[u2] = row2(qs + i * HS, u2);
@@ -1873,7 +1733,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         const int j = jg + 8 * m < N ? jg + 8 * m : N - 1;
         float a0 = 0.0f, a1 = 0.0f;
 #pragma unroll
-        for (int u2 = 0; u2 < ((XP & 1024) ? 0 : H2); ++u2) {
+        for (int u2 = 0; u2 < H2; ++u2) {
           const float2 kv = row2(ks + j * HS, u2);
           a0 = fmaf(q[u2].x, kv.x, a0);
           a1 = fmaf(q[u2].y, kv.y, a1);
@@ -1892,7 +1752,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (on[m]) mx = fmaxf(mx, sc[m]);
         any = any || on[m];
       }
-      if constexpr ((XP & 2048) == 0) mx = k::sg_lane_max<1, 4>(mx);
+      mx = k::sg_lane_max<1, 4>(mx);
       const bool row_has_edge = __any_sync(0xffffffffu, any);
       float sum = 0.0f;
 #pragma unroll
@@ -1900,13 +1760,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         sc[m] = on[m] ? __expf(sc[m] - mx) : 0.0f;
         sum += sc[m];
       }
-      if constexpr ((XP & 2048) == 0) sum = k::sg_lane_sum<1, 4>(sum);
+      sum = k::sg_lane_sum<1, 4>(sum);
       const float inv_sum = row_has_edge ? __fdividef(1.0f, sum) : 0.0f;  // sum in [1, N]
       float cv[CV];
 #pragma unroll
       for (int u = 0; u < CV; ++u) cv[u] = 0.0f;
 #pragma unroll
-      for (int m = 0; m < ((XP & 4096) ? 0 : MQ); ++m) {
+      for (int m = 0; m < MQ; ++m) {
         const int j = jg + 8 * m < N ? jg + 8 * m : N - 1;  // a key past N has weight 0
 #pragma unroll
         for (int u2 = 0; u2 < H2; ++u2) {
@@ -1938,10 +1798,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   } else {
     constexpr int JL = k::sg_cdiv(N, 32), TL = k::sg_cdiv(HD, 32);
     for (int i = warp; i < RN && i0 + i < N; i += NW) {
-      if constexpr ((XP & 8) != 0) {
-        zero_ctx_row(i);
-        continue;
-      }
       float a[JL];
       bool on[JL];
       float mx = -3.402823466e38f;
@@ -1950,7 +1806,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int jt = 0; jt < JL; ++jt) {
         const int j = lane + 32 * jt;
         float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (j < N && (XP & 1024) == 0) {
+        if (j < N) {
           if constexpr (HD % 4 == 0) {
 #pragma unroll
             for (int c4 = 0; c4 < HD / 4; ++c4) {
@@ -1971,7 +1827,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (on[jt]) mx = fmaxf(mx, a[jt]);
         any = any || on[jt];
       }
-      if constexpr ((XP & 2048) == 0) mx = k::sg_warp_max(mx);
+      mx = k::sg_warp_max(mx);
       const bool row_has_edge = __any_sync(0xffffffffu, any);
       float sum = 0.0f;
 #pragma unroll
@@ -1979,7 +1835,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         a[jt] = on[jt] ? __expf(a[jt] - mx) : 0.0f;
         sum += a[jt];
       }
-      if constexpr ((XP & 2048) == 0) sum = k::sg_warp_sum(sum);
+      sum = k::sg_warp_sum(sum);
       const float inv_sum = row_has_edge ? __fdividef(1.0f, sum) : 0.0f;  // sum in [1, N]
 #pragma unroll
       for (int tt = 0; tt < TL; ++tt) {
@@ -1988,7 +1844,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
         for (int jt = 0; jt < JL; ++jt) {
 #pragma unroll
-          for (int jj = 0; jj < ((XP & 4096) ? 0 : 32) && 32 * jt + jj < N; ++jj) {
+          for (int jj = 0; jj < 32 && 32 * jt + jj < N; ++jj) {
             const float aj = __shfl_sync(0xffffffffu, a[jt], jj);
             if (t < HD) cp[jj % 4] = fmaf(aj, vs[(32 * jt + jj) * HS + t], cp[jj % 4]);
           }
@@ -2001,14 +1857,12 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  TUNE_SG_MARK(7);
   if constexpr (ASYNC != 0) {
     __syncthreads();                     // this block's own head of ctx
     k::sg_mbar_wait<true>(bar_x2, 0);  // the other heads' ctx rows have arrived
   } else {
     k::sg_cluster_sync();
   }
-  TUNE_SG_MARK(8);
 
   // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q.
   if constexpr (kOutMma) {
@@ -2087,7 +1941,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
           for (int oq = 0; oq < OPW; ++oq) {
             float a = 0.0f;
 #pragma unroll
-            for (int s5 = 0; s5 < ((XP & 32) ? 0 : KS5); ++s5) a = fmaf(wt[oq][s5], c[s5], a);
+            for (int s5 = 0; s5 < KS5; ++s5) a = fmaf(wt[oq][s5], c[s5], a);
             x[rr * OPW + oq] = a;
           }
         }
@@ -2115,7 +1969,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 #pragma unroll
       for (int rr = 0; rr < RC5; ++rr) acc[rr] = 0.0f;
 #pragma unroll
-      for (int s = 0; s < ((XP & 32) ? 0 : WO4); ++s) {
+      for (int s = 0; s < WO4; ++s) {
 #pragma unroll
         for (int rr = 0; rr < RC5; ++rr) {
           const int ir = rg + RGO * (c0 + rr);
@@ -2137,7 +1991,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  TUNE_SG_MARK(9);
 }
 
 // strategy split, mapping batch/qtile, second launch: as sg_fused with the bias from scratch.

@@ -1,27 +1,21 @@
-// sg_phases: where the time of a scene_graph kernel goes, phase by phase, on a cold L2.
-// Each warp's lane 0 records %globaltimer and %clock64 at the kernel's phase marks
-// (TUNE_SG_MARK in kernel_templates/scene_graph/scene_graph.cuh; sg_cluster: 0 start, 1 loads issued,
-// 2 first copies landed, 3 LayerNorm, pair bias and weights done, 4 the warp's projection tiles
-// done, 5 q/k/v delivered (block barrier), 6 exchange 1 done, 7 attention done, 8 exchange 2
-// done, 9 end). Per variant: the
-// cold event time (L2 flushed before every launch, as tune measures), then per mark, over the
-// warps of one cold launch, the median and latest time since the first warp started (ns,
-// globaltimer) and the median cycles since the warp's own start (clock64); with --per-warp also,
-// for each warp of a block (its role in the kernel), the median cycles since the block's first
-// warp started (clock64: one SM's clock, so the warps of a block compare; globaltimer readings of
-// one block were seen to disagree by hundreds of ns across a block barrier). The marks are held
-// in shared memory and written out at the last one (phases.hpp).
-//   sg_phases [--samples N] [--warm] [--per-warp]   (prints tables; B=4 N=24 D=96 heads=4 P=16;
+// sg_probes: what bounds scene_graph's cluster kernel on this GPU, on a cold L2: mma.sync TF32
+// latency and throughput, the floors of sg_cluster's launch shape (empty kernel, cluster
+// barriers, one DRAM round trip, cp.async of 8-64 KB per block, exchanges of 4 chunks to 4 blocks
+// by st.async, bulk copy or plain stores and a cluster barrier), and the cold event time of a
+// few sg_cluster configurations (L2 flushed before every launch, as tune measures) beside the
+// best qtile variant, each output compared with the first's.
+//   sg_probes [--samples N] [--warm]   (prints tables; B=4 N=24 D=96 heads=4 P=16;
 //                                       --warm: no L2 flush, the caches hold the code and data)
+// Until issue 23 this was sg_phases, which also timed the phases of sg_cluster (TUNE_SG_MARK
+// marks) and variants with parts of the work left out (sg_cluster's XP bits) or with the
+// attention on the tensor cores (ATTN == 1, slower: 9.41 against 8.74 us at B4 N24); that code
+// left the product kernel, and is in git history (bench/src/sg_phases.cu before issue 23).
 #include <cmath>
 #include <iterator>
 #include <random>
 #include <string>
 
 #include "phases.hpp"
-
-constexpr int kMarks = 10;
-#define TUNE_SG_MARK(mark) phases_mark<kMarks, true>(mark)
 
 #include "scene_graph/scene_graph.cuh"
 
@@ -39,27 +33,17 @@ struct Variant {
   std::string name;
   Kernel kernel;
   int grid, block, smem;
-  bool marks;
 };
 
-// The parts sg_cluster's XP bits leave out, bit k named by kLeftOut[k].
-constexpr const char* kLeftOut[] = {"wcopy", "woutload", "mlp",        "attn",       "proj",     "out", "ln",
-                                    "bias-sends", "kv-sends", "ctx-sends", "scores", "reductions", "pv"};
-
 template <int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1, int OVERLAP = 0, int OUT = 0,
-          int ATTN = 0, int XP = 0>
+          int ATTN = 0>
 Variant cluster() {
-  std::string without = XP ? " without" : "";
-  for (int b = 0; b < static_cast<int>(std::size(kLeftOut)); ++b) {
-    if (XP & (1 << b)) without += std::string(" ") + kLeftOut[b];
-  }
   return {"cluster rsplit=" + std::to_string(R) + " block=" + std::to_string(BLOCK) + (BULK ? " bulk" : "") +
               (KSPLIT > 1 ? " ksplit=" + std::to_string(KSPLIT) : "") + (ASYNC ? " stasync" : "") +
               (NTILE > 1 ? " ntile=" + std::to_string(NTILE) : "") + (OVERLAP ? " overlap" : "") +
-              (OUT == 1 ? " outmma" : OUT == 2 ? " outbfly" : "") +
-              (ATTN == 1 ? " attnmma" : ATTN == 2 ? " attnquad" : "") + without,
-          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUT, ATTN, XP>,
-          B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes, true};
+              (OUT == 1 ? " outmma" : OUT == 2 ? " outbfly" : "") + (ATTN == 2 ? " attnquad" : ""),
+          sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUT, ATTN>,
+          B * H * R, BLOCK, tune_kernels::SgClusterLayout<N, D, H, P, R, KSPLIT>::kBytes};
 }
 
 // mma.sync m16n8k8 TF32 on this GPU: CHAINS independent accumulators per warp, ITERS MMAs each;
@@ -190,44 +174,22 @@ __global__ void empty_kernel() {}
 int main(int argc, char** argv) {
   int samples = 200;
   bool warm = false;  // --warm: no L2 flush before the launches (code and data stay in L2)
-  bool per_warp = false;
   for (int a = 1; a < argc; ++a) {
     if (std::string(argv[a]) == "--samples" && a + 1 < argc) samples = std::atoi(argv[a + 1]);
     if (std::string(argv[a]) == "--warm") warm = true;
-    if (std::string(argv[a]) == "--per-warp") per_warp = true;
   }
   const std::vector<Variant> variants = {
       {"qtile qrows=1 block=512 (fused)", sg_fused<B, N, D, H, P, 1, 512, 0, 0, 0>, B * N, 512,
-       tune_kernels::sg_attention_smem_bytes(N, D, H, 1, 0), false},
+       tune_kernels::sg_attention_smem_bytes(N, D, H, 1, 0)},
       cluster<1, 512, 0>(), cluster<2, 512, 0>(), cluster<2, 512, 0, 1, 1>(), cluster<2, 512, 0, 3, 1, 4>(),
       cluster<2, 512, 0, 3, 1, 4, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 1>(), cluster<2, 512, 0, 1, 1, 4, 1, 1>(),
       cluster<2, 256, 0, 3, 1, 4, 1, 1>(),
       // the out projection through the transposed butterfly (outbfly), the attention by key and
-      // column quarter (attnquad), both; both without parts of their work
+      // column quarter (attnquad), both; with the weights through the bulk-copy engine
       cluster<2, 512, 0, 3, 1, 4, 1, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 2, 2>(),
-      cluster<2, 512, 0, 1, 1, 4, 1, 2, 2>(), cluster<2, 512, 0, 3, 1, 1, 1, 2, 2>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 32>(), cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 8>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 16>(), cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 64>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 2, 2, 127>(),
-      // The winner at 202e524 with parts of its work left out (XP, see sg_cluster): the cold time
-      // each part costs on the critical path; and with the weights through the bulk-copy engine.
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 2>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 3>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 4>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 8>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 16>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 32>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 64>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 124>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 127>(),
-      cluster<2, 512, 1, 3, 1, 4, 1, 0>(), cluster<2, 512, 1, 3, 1, 4, 1, 0, 0, 2>(),
-      // attention on the tensor cores
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 1>(), cluster<2, 512, 0, 3, 1, 4, 1, 1, 1>(), cluster<2, 512, 0, 1, 1, 4, 1, 0, 1>(),
-      cluster<2, 256, 0, 3, 1, 4, 1, 0, 1>(), cluster<1, 512, 0, 3, 1, 4, 1, 0, 1>(),
+      cluster<2, 512, 0, 1, 1, 4, 1, 2, 2>(), cluster<2, 512, 0, 3, 1, 1, 1, 2, 2>(), cluster<2, 512, 1, 3, 1, 4, 1, 0>(),
       // more warps per projection (ksplit 4 and 6 are not in the space: all slower, git show 68bdfe0:results/h200/logs/)
       cluster<2, 512, 0, 6, 1, 4, 1>(),
-      // the winner without the remote stores of the bias, of k and v, of ctx, of all three
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 128>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 256>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 512>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 896>(),
-      // the winner without parts of its attention: the scores' dot products, the softmax's warp
-      // reductions, the weighted sum over v
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 1024>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 2048>(),
-      cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 4096>(), cluster<2, 512, 0, 3, 1, 4, 1, 0, 0, 7168>(),
   };
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -320,12 +282,10 @@ int main(int argc, char** argv) {
   std::vector<float> reference;
   for (const Variant& v : variants) {
     CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
-    unsigned long long* marks = nullptr;
     auto launch = [&] {
       v.kernel<<<v.grid, v.block, v.smem>>>(nodes, pf, msk, g, be, wq, wk, wv, w0, b0, w2, b2, wo, out);
       CHECK(cudaGetLastError());
     };
-    CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
     const std::vector<double> cold = event_times(launch, samples, warm ? nullptr : flush, flush_bytes);
     std::vector<float> got(std::size_t{B} * N * D);
     CHECK(cudaMemcpy(got.data(), out, got.size() * 4, cudaMemcpyDeviceToHost));
@@ -335,67 +295,6 @@ int main(int argc, char** argv) {
     std::printf("\n%-36s %s median %.3f us (q10 %.3f, q90 %.3f), grid %d x %d, max |out - first variant's| %.2e\n",
                 v.name.c_str(), warm ? "warm" : "cold", quantile(cold, 0.5), quantile(cold, 0.1), quantile(cold, 0.9),
                 v.grid, v.block, diff);
-    if (!v.marks) continue;
-    const int warps = v.grid * v.block / 32;
-    const std::size_t words = std::size_t(warps) * kMarks * 2;
-    CHECK(cudaMalloc(&marks, words * 8));
-    CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
-    std::vector<std::vector<double>> at(kMarks), cyc(kMarks);
-    const int nw = v.block / 32;
-    std::vector<std::vector<std::vector<double>>> by_warp(nw, std::vector<std::vector<double>>(kMarks));
-    for (int rep = 0; rep < 20; ++rep) {  // 20 cold launches, marks pooled over their warps
-      CHECK(cudaMemset(marks, 0, words * 8));
-      if (!warm) {
-        CHECK(cudaMemsetAsync(flush, rep & 0xff, flush_bytes));
-      } else {
-        launch();  // warm the caches with one unmeasured launch
-      }
-      launch();
-      CHECK(cudaDeviceSynchronize());
-      std::vector<unsigned long long> m(words);
-      CHECK(cudaMemcpy(m.data(), marks, words * 8, cudaMemcpyDeviceToHost));
-      // the first warp's globaltimer at mark 0, and each block's first clock64 at mark 0
-      unsigned long long t0 = ~0ull;
-      std::vector<unsigned long long> block_c0(v.grid, ~0ull);
-      for (int w = 0; w < warps; ++w) {
-        if (!m[w * kMarks * 2]) continue;
-        t0 = std::min(t0, m[w * kMarks * 2]);
-        block_c0[w / nw] = std::min(block_c0[w / nw], m[w * kMarks * 2 + 1]);
-      }
-      for (int w = 0; w < warps; ++w) {
-        const unsigned long long* r = &m[std::size_t(w) * kMarks * 2];
-        for (int k = 0; k < kMarks; ++k) {
-          if (!r[k * 2]) continue;  // a warp that skips this mark
-          at[k].push_back(double(r[k * 2] - t0));
-          by_warp[w % nw][k].push_back(double(r[k * 2 + 1] - block_c0[w / nw]));
-          cyc[k].push_back(double(r[k * 2 + 1] - r[1]));
-        }
-      }
-    }
-    CHECK(cudaFree(marks));
-    marks = nullptr;
-    CHECK(cudaMemcpyToSymbol(g_marks, &marks, sizeof marks));
-    std::printf("  mark  warps  ns since first start: q50    max | cycles since own start: q50    q90\n");
-    for (int k = 0; k < kMarks; ++k)
-      std::printf("  %4d %6zu %27.0f %6.0f | %30.0f %6.0f\n", k, at[k].size() / 20, quantile(at[k], 0.5),
-                  quantile(at[k], 1.0), quantile(cyc[k], 0.5), quantile(cyc[k], 0.9));
-    if (per_warp) {
-      std::printf("  warp of the block: median cycles (clock64, one SM) since the block's first start, marks 1 .. %d "
-                  "(- skipped)\n  warp", kMarks - 1);
-      for (int k = 1; k < kMarks; ++k) std::printf(" %6d", k);
-      std::printf("\n");
-      for (int w = 0; w < nw; ++w) {
-        std::printf("  %4d", w);
-        for (int k = 1; k < kMarks; ++k) {
-          if (by_warp[w][k].empty()) {
-            std::printf(" %6s", "-");
-          } else {
-            std::printf(" %6.0f", quantile(by_warp[w][k], 0.5));
-          }
-        }
-        std::printf("\n");
-      }
-    }
   }
   return 0;
 }
