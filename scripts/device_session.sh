@@ -3,7 +3,7 @@
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
 #                                       plant=NAME:<tune args separated by :>, probe, modelnew,
-#                                       bench-compare, study[=exhaustive|warm]
+#                                       bench-compare, bench-shuffled, study[=exhaustive|warm|sweep]
 # modelnew: tune export torch of the committed contact, scene_graph and ln_linear_gelu (examples/) results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
@@ -92,6 +92,14 @@ for step in "$@"; do
       .device/bin/tune_bench --benchmark_filter='/strict/' --benchmark_repetitions=5 \
         --benchmark_out="$out/bench_strict.json" --benchmark_out_format=json \
         --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_compare.log" || status=1 ;;
+    bench-shuffled)
+      # The nvcc vs NVRTC comparison of bench-compare with the repetitions of all entries in random
+      # order (Google Benchmark's random interleaving): a difference that is the order or the GPU's
+      # state when an entry ran, not its build, averages out.
+      .device/bin/tune_bench --benchmark_filter='/(winner|baseline)/' --benchmark_repetitions=5 \
+        --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
+        --benchmark_out="$out/bench_shuffled.json" --benchmark_out_format=json \
+        --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_shuffled.log" || status=1 ;;
     tune:*|tune=*)
       # tune=LABEL:args writes under results-device/LABEL (repeated runs of one shape side by side).
       dest=$results
