@@ -4,6 +4,7 @@
 // runtime, and beside each tune's NVRTC build of the same instantiation through the driver API. Manual time from CUDA events around the launches; L2 flushed before every iteration
 // by writing twice its size, as tune's own cold samples do.
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -178,12 +179,25 @@ double time_variant(benchmark::State& state, const Variant& v, const Kernels& ke
       for (int a = 0; a < v.launches[l].arg_count; ++a) args[l].push_back(&pointers[v.launches[l].args[a]]);
       allow_smem(kernels, l, v.launches[l]);
     }
+    // TUNE_BENCH_NVCC_VIA_DRIVER=1: the nvcc build's kernels launched as the NVRTC build's are, with
+    // cuLaunchKernel on their CUfunctions (cudaGetFuncBySymbol), so that the two builds differ in
+    // their modules alone (issue 21: is the launch path what the remaining gap is?).
+    std::vector<CUfunction> via_driver;
+    Kernels use = kernels;
+    if (kernels.runtime && std::getenv("TUNE_BENCH_NVCC_VIA_DRIVER")) {
+      for (int l = 0; l < v.launch_count; ++l) {
+        cudaFunction_t f = nullptr;
+        TUNE_BENCH_CUDA(cudaGetFuncBySymbol(&f, kernels.runtime[l]));
+        via_driver.push_back(reinterpret_cast<CUfunction>(f));
+      }
+      use = Kernels{nullptr, via_driver.data()};
+    }
     DeviceBuffer flush(std::max<std::size_t>(2 * gpu().l2_bytes, 8u << 20));
     const Timer timer;
     cudaStream_t stream = timer.stream();
     cudaEvent_t start = timer.start(), stop = timer.stop();
     const auto launch_all = [&] {
-      for (int l = 0; l < v.launch_count; ++l) launch(kernels, l, v.launches[l], args[l].data(), stream);
+      for (int l = 0; l < v.launch_count; ++l) launch(use, l, v.launches[l], args[l].data(), stream);
     };
     poison_outputs(v, pointers, stream);
     for (int warm = 0; warm < 3; ++warm) launch_all();
