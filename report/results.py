@@ -289,6 +289,11 @@ def _context(ctx, at):
         _number(s, where, "time_budget_s", False, False, "non-negative")
         _boolean(s, where, "stopped_by_time_budget", False)
         _boolean(s, where, "interrupted", False)
+        def refine_of(parent, at):  # the local search after a warm start or a model
+            r = _object(parent, at, "refine", False)
+            if r is not None:
+                for key in ("top", "rounds", "added"):
+                    _integer(r, _member(at, "refine"), key, True, 0)
         w = _object(s, where, "warm_start", False)
         if w is not None:
             warm = _member(where, "warm_start")
@@ -296,11 +301,7 @@ def _context(ctx, at):
             _number(w, warm, "keep", True, False, "positive")
             _integer(w, warm, "promising", True, 0)
             _integer(w, warm, "explored", True, 0)
-            r = _object(w, warm, "refine", False)
-            if r is not None:
-                refine = _member(warm, "refine")
-                for key in ("top", "rounds", "added"):
-                    _integer(r, refine, key, True, 0)
+            refine_of(w, warm)
         m = _object(s, where, "model", False)
         if m is not None:
             model = _member(where, "model")
@@ -308,11 +309,7 @@ def _context(ctx, at):
             for key in ("initial", "rounds", "added"):
                 _integer(m, model, key, True, 0)
             _text(m, model, "stop", True)
-            r = _object(m, model, "refine", False)
-            if r is not None:
-                refine = _member(model, "refine")
-                for key in ("top", "rounds", "added"):
-                    _integer(r, refine, key, True, 0)
+            refine_of(m, model)
     i = _object(ctx, at, "isolation", False)
     if i is not None:
         where = _member(at, "isolation")

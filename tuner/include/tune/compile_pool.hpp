@@ -32,6 +32,8 @@ class CompilePool {
   // The cache's folder, or "off".
   [[nodiscard]] std::string cache_description() const;
   [[nodiscard]] int jobs() const { return jobs_; }
+  // The compiles at once for a requested count: it, or one per hardware thread for 0.
+  [[nodiscard]] static int jobs_for(int requested);
 
  private:
   std::optional<CompileCache> cache_;

@@ -10,10 +10,14 @@ namespace tune {
 
 CompilePool::CompilePool(std::optional<CompileCache> cache, int jobs, std::function<void(const std::string&)> log)
     : cache_(std::move(cache)),
-      jobs_(jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+      jobs_(jobs_for(jobs)),
       nvrtc_version_(nvrtc_version()),
       log_(std::move(log)) {
   CompileSlots::shared().ensure(jobs_);
+}
+
+int CompilePool::jobs_for(int requested) {
+  return requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 CompileResult CompilePool::compile(const CompileRequest& request, bool* cached) const {

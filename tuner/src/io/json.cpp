@@ -388,17 +388,16 @@ Json to_json(const RunRecord& run) {
                          {"incorrect", c.gate.incorrect}, {"wall_s", number(c.gate.wall_s)},
                          {"share_of_run", number(c.gate.share)}}}};
   if (c.shard) context["shard"] = shard_json(*c.shard);
+  // The local search after the warm choice or the model: recorded under warm_start when there is one.
+  const Json refine = {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds}, {"added", c.warm_refine_added}};
   if (!c.warm_files.empty())
     context["search"]["warm_start"] = {{"files", c.warm_files}, {"keep", c.warm_keep},
                                        {"promising", c.warm_promising}, {"explored", c.warm_explored},
-                                       {"refine", {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds},
-                                                   {"added", c.warm_refine_added}}}};
+                                       {"refine", refine}};
   if (!c.model_library.empty()) {
     context["search"]["model"] = {{"library", c.model_library}, {"initial", c.model_initial},
                                   {"rounds", c.model_rounds}, {"added", c.model_added}, {"stop", c.model_stop}};
-    if (c.warm_files.empty())  // the local search after the model: with a warm start it is recorded there
-      context["search"]["model"]["refine"] = {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds},
-                                              {"added", c.warm_refine_added}};
+    if (c.warm_files.empty()) context["search"]["model"]["refine"] = refine;
   }
   return Json{{"schema_version", run.schema_version},
               {"schema_minor_version", run.schema_minor_version},
@@ -485,18 +484,20 @@ RunRecord run_from_json(const Json& j) {
       run.context.time_budget_s = s.value("time_budget_s", 0.0);
       run.context.stopped_by_time_budget = s.value("stopped_by_time_budget", false);
       run.context.interrupted = s.value("interrupted", false);
+      auto read_refine = [&](const Json& parent) {  // warm_start.refine or model.refine
+        if (!parent.contains("refine")) return;
+        const auto& r = parent.at("refine");
+        run.context.warm_refine_top = r.value("top", 0);
+        run.context.warm_refine_rounds = r.value("rounds", 0);
+        run.context.warm_refine_added = r.value("added", 0);
+      };
       if (s.contains("warm_start")) {
         const auto& w = s.at("warm_start");
         run.context.warm_files = w.value("files", std::vector<std::string>{});
         run.context.warm_keep = w.value("keep", 0.0);
         run.context.warm_promising = w.value("promising", 0);
         run.context.warm_explored = w.value("explored", 0);
-        if (w.contains("refine")) {
-          const auto& r = w.at("refine");
-          run.context.warm_refine_top = r.value("top", 0);
-          run.context.warm_refine_rounds = r.value("rounds", 0);
-          run.context.warm_refine_added = r.value("added", 0);
-        }
+        read_refine(w);
       }
       if (s.contains("model")) {
         const auto& m = s.at("model");
@@ -505,12 +506,7 @@ RunRecord run_from_json(const Json& j) {
         run.context.model_rounds = m.value("rounds", 0);
         run.context.model_added = m.value("added", 0);
         run.context.model_stop = m.value("stop", std::string());
-        if (m.contains("refine")) {
-          const auto& r = m.at("refine");
-          run.context.warm_refine_top = r.value("top", 0);
-          run.context.warm_refine_rounds = r.value("rounds", 0);
-          run.context.warm_refine_added = r.value("added", 0);
-        }
+        read_refine(m);
       }
     }
     if (c.contains("isolation")) {

@@ -296,26 +296,25 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
     (void)number(c, *s, where, "time_budget_s", false, false, Range::kNonNegative);
     boolean(c, *s, where, "stopped_by_time_budget", false);
     boolean(c, *s, where, "interrupted", false);
+    // The local search after a warm start or a model (search.warm_start.refine, search.model.refine).
+    auto refine_of = [&](const Json& parent, const std::string& parent_at) {
+      if (const Json* r = object(c, parent, parent_at, "refine", false))
+        for (const char* key : {"top", "rounds", "added"}) (void)integer(c, *r, member(parent_at, "refine"), key, true, 0);
+    };
     if (const Json* w = object(c, *s, where, "warm_start", false)) {
       const std::string warm = member(where, "warm_start");
       strings(c, *w, warm, "files", true);
       (void)number(c, *w, warm, "keep", true, false, Range::kPositive);
       (void)integer(c, *w, warm, "promising", true, 0);
       (void)integer(c, *w, warm, "explored", true, 0);
-      if (const Json* r = object(c, *w, warm, "refine", false)) {
-        const std::string refine = member(warm, "refine");
-        for (const char* key : {"top", "rounds", "added"}) (void)integer(c, *r, refine, key, true, 0);
-      }
+      refine_of(*w, warm);
     }
     if (const Json* m = object(c, *s, where, "model", false)) {
       const std::string model = member(where, "model");
       text(c, *m, model, "library", true);
       for (const char* key : {"initial", "rounds", "added"}) (void)integer(c, *m, model, key, true, 0);
       text(c, *m, model, "stop", true);
-      if (const Json* r = object(c, *m, model, "refine", false)) {
-        const std::string refine = member(model, "refine");
-        for (const char* key : {"top", "rounds", "added"}) (void)integer(c, *r, refine, key, true, 0);
-      }
+      refine_of(*m, model);
     }
   }
   if (const Json* i = object(c, ctx, at, "isolation", false)) {

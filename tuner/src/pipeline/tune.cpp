@@ -419,25 +419,29 @@ void note_search(RunContext& ctx, const TuneOptions& o, const Pass* pass, int pr
 }
 
 // The initial design of --search model: --model-init, or max(2 x the batch, 5 % of the space).
-std::size_t model_initial_size(const TuneOptions& o, std::size_t valid, int jobs) {
+// --search model's batch: --model-batch, or the compile jobs (at least 8).
+std::size_t model_batch_of(const TuneOptions& o) {
+  return static_cast<std::size_t>(o.model_batch > 0 ? o.model_batch : std::max(8, CompilePool::jobs_for(o.jobs)));
+}
+
+std::size_t model_initial_size(const TuneOptions& o, std::size_t valid) {
   if (o.model_init > 0) return static_cast<std::size_t>(o.model_init);
-  const auto batch = static_cast<std::size_t>(o.model_batch > 0 ? o.model_batch : std::max(8, jobs));
-  return std::max(2 * batch, valid / 20);
+  return std::max(2 * model_batch_of(o), valid / 20);
+}
+
+// Those of `all` that are in `chosen`, in the order of `all`.
+std::vector<Config> in_order(const std::vector<Config>& all, const std::set<Config>& chosen) {
+  std::vector<Config> out;
+  for (const Config& c : all)
+    if (chosen.contains(c)) out.push_back(c);
+  return out;
 }
 
 // `configs` with the baseline (where it is valid), in the order of `all`.
 std::vector<Config> with_baseline(const std::vector<Config>& all, const std::vector<Config>& configs, const Config& base) {
-  if (std::find(configs.begin(), configs.end(), base) != configs.end() ||
-      std::find(all.begin(), all.end(), base) == all.end())
-    return configs;
-  std::vector<Config> out;
-  for (const Config& c : all)
-    if (c == base || std::find(configs.begin(), configs.end(), c) != configs.end()) out.push_back(c);
-  return out;
-}
-
-int jobs_of(const TuneOptions& o) {
-  return o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::set<Config> chosen(configs.begin(), configs.end());
+  if (std::find(all.begin(), all.end(), base) != all.end()) chosen.insert(base);
+  return in_order(all, chosen);
 }
 
 // The first pass's choice: the valid configurations and their names, and what the search passes
@@ -521,7 +525,7 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
       return out;
     }
     if (model && pass) {
-      const std::size_t initial = model_initial_size(o, all.configs.size(), jobs_of(o));
+      const std::size_t initial = model_initial_size(o, all.configs.size());
       fill_pass(*pass, space, all.configs, sample_configs(all.configs, space.baseline(), static_cast<int>(initial), o.seed));
       pass->model_initial = static_cast<int>(pass->configs.size());
       note_search(ctx, o, pass, 0, 0);
@@ -1503,14 +1507,6 @@ std::vector<Config> neighbours(const std::vector<Config>& all, const std::vector
   return out;
 }
 
-// Those of `all` that are in `chosen`, in the order of `all`.
-std::vector<Config> in_order(const std::vector<Config>& all, const std::set<Config>& chosen) {
-  std::vector<Config> out;
-  for (const Config& c : all)
-    if (chosen.contains(c)) out.push_back(c);
-  return out;
-}
-
 }  // namespace
 
 namespace {
@@ -1581,7 +1577,7 @@ Observed observe(const Passes& p) {
 void model_rounds(Passes& p) {
   const TuneOptions& o = p.o;
   ModelOptions mo;
-  mo.batch = static_cast<std::size_t>(o.model_batch > 0 ? o.model_batch : std::max(8, jobs_of(o)));
+  mo.batch = model_batch_of(o);
   mo.min_gain = o.model_gain;
   if (!p.out.run.timed) p.pass.model_stop = "nothing was timed (no device): the model has nothing to learn from";
   while (p.going()) {
