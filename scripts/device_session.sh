@@ -3,7 +3,7 @@
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
 #                                       plant=NAME:<tune args separated by :>, probe, modelnew,
-#                                       bench-compare, bench-shuffled, study[=exhaustive|warm|sweep]
+#                                       bench-compare, bench-shuffled, bench-aa, study[=exhaustive|warm|sweep]
 # modelnew: tune export torch of the committed contact, scene_graph and ln_linear_gelu (examples/) results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
@@ -100,6 +100,13 @@ for step in "$@"; do
         --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
         --benchmark_out="$out/bench_shuffled.json" --benchmark_out_format=json \
         --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_shuffled.log" || status=1 ;;
+    bench-aa)
+      # bench-shuffled's A/A twin: the "nvcc" column is a second module of the NVRTC build's own
+      # CUBIN (TUNE_BENCH_AA), so the columns differ in their module alone: the comparison's noise floor.
+      TUNE_BENCH_AA=1 .device/bin/tune_bench --benchmark_filter='/(winner|baseline)/' --benchmark_repetitions=5 \
+        --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
+        --benchmark_out="$out/bench_aa.json" --benchmark_out_format=json \
+        --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_aa.log" || status=1 ;;
     tune:*|tune=*)
       # tune=LABEL:args writes under results-device/LABEL (repeated runs of one shape side by side).
       dest=$results

@@ -246,8 +246,12 @@ void print_pair_table();
 RtcProgram& new_program(std::string source_name, const char* source, std::vector<std::string> expressions,
                         std::vector<std::string> options);
 void compile_programs();  // prints one line per program and what failed
-// The NVRTC build's kernels of a program, loaded on first use; throws what failed.
-const CUfunction* program_functions(RtcProgram& p);
+// The NVRTC build's kernels of a program, loaded on first use (twin: from a second module of the
+// same CUBIN); throws what failed.
+const CUfunction* program_functions(RtcProgram& p, bool twin = false);
+// TUNE_BENCH_AA set: the "nvcc" benchmarks time a second module of the NVRTC build's CUBIN instead,
+// so that the two columns differ in nothing but the module: the noise floor of the comparison.
+bool aa_mode();
 
 // The options of the results file `shape_name` (context.compile_options), empty when unknown.
 template <class Record, int kRecords>
@@ -295,8 +299,18 @@ void register_problem(const char* problem, const Entry (&entries)[kEntries],
       const std::size_t row = pair_rows().size() - 1;
       RtcProgram* rtc = options.empty() ? nullptr : &new_program(source_name, source, expressions_of(v), options);
       benchmark::RegisterBenchmark((base + role + "/nvcc").c_str(),
-                                   [&v, nvcc, winner_median, is_winner, row](benchmark::State& s) {
-                                     const double median = time_variant(s, v, Kernels{nvcc, nullptr});
+                                   [&v, nvcc, rtc, winner_median, is_winner, row](benchmark::State& s) {
+                                     double median = 0;
+                                     if (aa_mode() && rtc) {
+                                       try {
+                                         median = time_variant(s, v, Kernels{nullptr, program_functions(*rtc, true)});
+                                       } catch (const std::exception& ex) {
+                                         s.SkipWithError(ex.what());
+                                         return;
+                                       }
+                                     } else {
+                                       median = time_variant(s, v, Kernels{nvcc, nullptr});
+                                     }
                                      if (is_winner) *winner_median = median;
                                      else if (median > 0 && *winner_median > 0) s.counters["speedup"] = median / *winner_median;
                                      pair_rows()[row].nvcc_us = median;

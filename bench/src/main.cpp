@@ -76,11 +76,17 @@ void compile_programs() {
   }
 }
 
-const CUfunction* program_functions(RtcProgram& p) {
+const CUfunction* program_functions(RtcProgram& p, bool twin) {
   if (!p.error.empty()) throw std::runtime_error("NVRTC: " + p.error.substr(0, 200));
+  if (twin) {
+    nvrtc_load_twin(p);
+    return p.twin_functions.data();
+  }
   nvrtc_load(p);
   return p.functions.data();
 }
+
+bool aa_mode() { return std::getenv("TUNE_BENCH_AA") != nullptr; }
 
 }  // namespace tune_bench
 
@@ -116,7 +122,9 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("timing", "CUDA events around the launches; L2 flushed (2x its size) before every iteration");
     benchmark::AddCustomContext("builds", "nvcc: the header's instantiations compiled ahead of time (cudaLaunchKernel); nvrtc: "
                                           "the same name expressions compiled at start-up by " + tune_bench::nvrtc_version() +
-                                          " with the results file's context.compile_options (cuModuleLoadData, cuLaunchKernel)");
+                                          " with the results file's context.compile_options (cuModuleLoadData, cuLaunchKernel)" +
+                                          (tune_bench::aa_mode() ? "; TUNE_BENCH_AA: the nvcc column is a second module of "
+                                                                   "the NVRTC build's CUBIN (an A/A comparison)" : ""));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tune_bench: no usable CUDA device: %s\n", e.what());
     return 3;

@@ -82,15 +82,26 @@ void nvrtc_compile(std::vector<RtcProgram*>& programs) {
   for (auto& t : threads) t.join();
 }
 
-void nvrtc_load(RtcProgram& p) {
-  if (!p.error.empty() || !p.functions.empty()) return;
+namespace {
+
+void load_module(const RtcProgram& p, std::vector<CUfunction>& functions) {
   CUmodule module = nullptr;
   TUNE_BENCH_CU(cuModuleLoadData(&module, p.cubin.data()));
   for (const auto& name : p.lowered_names) {
     CUfunction f = nullptr;
     TUNE_BENCH_CU(cuModuleGetFunction(&f, module, name.c_str()));
-    p.functions.push_back(f);
+    functions.push_back(f);
   }
+}
+
+}  // namespace
+
+void nvrtc_load(RtcProgram& p) {
+  if (p.error.empty() && p.functions.empty()) load_module(p, p.functions);
+}
+
+void nvrtc_load_twin(RtcProgram& p) {
+  if (p.error.empty() && p.twin_functions.empty()) load_module(p, p.twin_functions);
 }
 
 std::string nvrtc_version() {

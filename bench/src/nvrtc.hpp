@@ -29,12 +29,16 @@ struct RtcProgram {
   double seconds = 0;
   // Out (nvrtc_load): one function per name expression; the module is never unloaded.
   std::vector<CUfunction> functions;
+  // Out (nvrtc_load_twin): the same CUBIN loaded again as a module of its own (TUNE_BENCH_AA).
+  std::vector<CUfunction> twin_functions;
 };
 
 // Compiles every program, on as many threads as the machine has (NVRTC programs are independent).
 void nvrtc_compile(std::vector<RtcProgram*>& programs);
 // Loads a compiled program into the current context (call from the thread that launches).
 void nvrtc_load(RtcProgram& p);
+// Loads the same CUBIN a second time, as another module: the A/A comparison of TUNE_BENCH_AA.
+void nvrtc_load_twin(RtcProgram& p);
 // "NVRTC <major>.<minor>".
 std::string nvrtc_version();
 
