@@ -1,4 +1,4 @@
-# ctest -R fuzz.SanitizedReaders: builds tune_unit_tests with TUNE_SANITIZE=ON in its own build
+# ctest -R fuzz.SanitizedReaders: builds tune_fuzz_tests (the library and fuzz_test.cpp) with TUNE_SANITIZE=ON in its own build
 # folder (Debug: quick to compile) and runs the readers' property tests (Fuzz.*) under ASan and
 # UBSan, 20 % of their cases (about 15x slower there; the unsanitized Fuzz.* of the unit tier run them all). Warnings are not errors in that build: GCC 12
 # reports false maybe-uninitialized warnings inside std::regex with the sanitizers.
@@ -9,14 +9,14 @@ execute_process(
 if(NOT configured EQUAL 0)
   message(FATAL_ERROR "sanitized build: configure failed")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} --target tune_unit_tests -j2 RESULT_VARIABLE built)
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BINARY} --target tune_fuzz_tests -j2 RESULT_VARIABLE built)
 if(NOT built EQUAL 0)
   message(FATAL_ERROR "sanitized build: build failed")
 endif()
 set(ENV{ASAN_OPTIONS} "detect_leaks=1:abort_on_error=1")
 set(ENV{UBSAN_OPTIONS} "print_stacktrace=1:halt_on_error=1")
 set(ENV{TUNE_FUZZ_PERCENT} 20)
-execute_process(COMMAND ${BINARY}/tests/tune_unit_tests --gtest_filter=Fuzz.* RESULT_VARIABLE ran)
+execute_process(COMMAND ${BINARY}/tests/tune_fuzz_tests RESULT_VARIABLE ran)
 if(NOT ran EQUAL 0)
   message(FATAL_ERROR "the property tests failed or a sanitizer reported (exit ${ran})")
 endif()
