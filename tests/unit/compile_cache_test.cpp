@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -73,6 +77,62 @@ TEST(CompileCache, StoresHitsAndTreatsDamagedEntriesAsMisses) {
   const std::string other = CompileCache::key(CompileRequest{"x", "x.cu", {}, {}}, "13.0");
   EXPECT_EQ(cache.store(other, failed), "");
   EXPECT_FALSE(std::filesystem::exists(dir / (other + ".json")));
+}
+
+// Two threads asking for one entry at once (a sweep compiling a later shape's baseline ahead while
+// that shape's run compiles it): one compile, and the second caller gets its result.
+TEST(CompileCache, ASecondRequestForAnEntryBeingCompiledWaitsForItInsteadOfCompilingAgain) {
+  const auto dir = std::filesystem::temp_directory_path() / "tune_cache_inflight_test";
+  std::filesystem::remove_all(dir);
+  const CompileCache cache(dir);
+  std::atomic<int> compiles{0};
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  const auto slow = [&](const CompileRequest&) {
+    if (compiles++ == 0) {
+      entered.set_value();
+      released.wait();
+    }
+    CompileResult r;
+    r.ok = true;
+    r.cubin = {'\x7f', 'E', 'L', 'F'};
+    r.lowered_names = {"_Z1kILi1EEvv"};
+    r.seconds = 1.5;
+    return r;
+  };
+  bool first_cached = true, second_cached = false;
+  std::string failure;
+  CompileResult first, second;
+  std::thread a([&] {
+    std::string f;
+    first = cache.get_or_compile(request(), "13.0", &first_cached, &f, slow);
+  });
+  entered.get_future().wait();  // a is compiling
+  std::thread b([&] {
+    std::string f;
+    second = cache.get_or_compile(request(), "13.0", &second_cached, &f, slow);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // b has asked by now
+  EXPECT_EQ(compiles.load(), 1) << "the second request compiled the entry again";
+  release.set_value();
+  a.join();
+  b.join();
+  EXPECT_EQ(compiles.load(), 1);
+  EXPECT_FALSE(first_cached);
+  EXPECT_TRUE(second_cached);
+  EXPECT_EQ(first.cubin, second.cubin);
+  EXPECT_EQ(first.seconds, 1.5);
+  EXPECT_EQ(second.seconds, 0.0);
+  // Once done, the entry is an ordinary hit, and a compile that throws reaches its waiters too.
+  bool cached = false;
+  EXPECT_EQ(cache.get_or_compile(request(), "13.0", &cached, &failure, slow).cubin, first.cubin);
+  EXPECT_TRUE(cached);
+  CompileRequest other = request();
+  other.source += " ";
+  EXPECT_THROW((void)cache.get_or_compile(other, "13.0", &cached, &failure,
+                                          [](const CompileRequest&) -> CompileResult { throw std::runtime_error("x"); }),
+               std::runtime_error);
+  EXPECT_FALSE(cache.get_or_compile(other, "13.0", &cached, &failure, slow).cubin.empty());  // not left in flight
 }
 
 // A CUBIN of the right length with other bytes (a flipped bit, a file another writer replaced)

@@ -29,6 +29,8 @@ class CompileCache {
   [[nodiscard]] std::string store(const std::string& key, const CompileResult& result) const;
   // The entry for `request` when there is one (*cached = true), else `compiler(request)`, stored
   // when it succeeded; a store that fails leaves its reason in *store_failure (else it is empty).
+  // One compile per entry at a time in a process: a request for an entry another thread is
+  // compiling waits for that compile and gets its result (*cached = true, seconds 0).
   [[nodiscard]] CompileResult get_or_compile(const CompileRequest& request, const std::string& nvrtc_version,
                                              bool* cached, std::string* store_failure,
                                              const std::function<CompileResult(const CompileRequest&)>& compiler =

@@ -4,7 +4,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <iterator>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -75,6 +78,37 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
   }
 }
 
+namespace {
+
+// The compiles under way in this process, by cache entry: a second request for an entry being
+// compiled (a sweep compiling a later shape's baseline ahead while that shape's run compiles it
+// too) waits for the first one's result instead of compiling it again.
+class InFlight {
+ public:
+  static InFlight& shared() {
+    static InFlight f;
+    return f;
+  }
+  // The compile of `entry` already under way, else an invalid future (the caller compiles it and
+  // must call finish).
+  std::shared_future<CompileResult> join(const std::string& entry, std::promise<CompileResult>& mine) {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = running_.find(entry); it != running_.end()) return it->second;
+    running_.emplace(entry, mine.get_future().share());
+    return {};
+  }
+  void finish(const std::string& entry) {
+    const std::lock_guard lock(mutex_);
+    running_.erase(entry);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::shared_future<CompileResult>> running_;
+};
+
+}  // namespace
+
 CompileResult CompileCache::get_or_compile(const CompileRequest& request, const std::string& nvrtc_version, bool* cached,
                                            std::string* store_failure,
                                            const std::function<CompileResult(const CompileRequest&)>& compiler) const {
@@ -84,10 +118,26 @@ CompileResult CompileCache::get_or_compile(const CompileRequest& request, const 
     *cached = true;
     return std::move(*hit);
   }
+  const std::string entry = (dir_ / k).string();
+  std::promise<CompileResult> mine;
+  if (const std::shared_future<CompileResult> theirs = InFlight::shared().join(entry, mine); theirs.valid()) {
+    CompileResult r = theirs.get();  // rethrows what the other compile threw
+    *cached = true;                  // nothing compiled here, as for an entry read from the cache
+    r.seconds = 0;
+    return r;
+  }
   *cached = false;
-  CompileResult r = compiler(request);
-  *store_failure = store(k, r);
-  return r;
+  try {
+    CompileResult r = compiler(request);
+    *store_failure = store(k, r);  // before finish: a request after it finds the entry stored
+    mine.set_value(r);
+    InFlight::shared().finish(entry);
+    return r;
+  } catch (...) {
+    mine.set_exception(std::current_exception());
+    InFlight::shared().finish(entry);
+    throw;
+  }
 }
 
 std::string CompileCache::store(const std::string& key, const CompileResult& result) const {
