@@ -18,7 +18,9 @@ code), registers, stack frame, spills, static shared memory (ptxas -v of both bu
 instruction count, and, with cuobjdump on PATH (or in the CUDA toolkit, or the pip package
 nvidia-cuda-cuobjdump with nvidia-cuda-nvdisasm), how many instructions of the normalized SASS
 (addresses, encodings and branch targets stripped) differ, line by line and by opcode alone
-(register renaming aside). Two more columns: whether the template at the record's commit
+(register renaming aside); then the kernel's other sections (.nv.info, its parameter bank
+.nv.constant0, its static shared memory .nv.shared: what the driver reads when it loads and
+launches the kernel), byte by byte. Two more columns: whether the template at the record's commit
 (context.git_commit), compiled with the record's own instantiations and options, is today's
 machine code (the header instantiates today's template, so a changed one means the bench runs
 other code than tune timed), and the record's strict re-measure and search-profile medians.
@@ -158,6 +160,41 @@ def kernel_code(sections, mangled):
     """The machine code of one kernel (.text.<name>; 16 bytes an instruction on sm_70 and later)."""
     text = sections.get(".text." + mangled)
     return None if text is None else text[1]
+
+
+def kernel_attributes(sections, mangled):
+    """The kernel's sections other than its machine code ({name: bytes}; the size alone, as bytes of
+    its decimal, for a NOBITS one): .nv.info.<name> (attributes the driver reads at launch: parameter
+    layout, barriers, register count, max threads...; its records also hold section indices, which
+    differ with the ELF layout), .nv.constant0.<name> (its parameter bank), .nv.shared.<name>
+    (static shared memory, with the 1 KB a module can reserve per kernel), and any other section
+    named after it."""
+    out = {}
+    for name, (head, body) in sections.items():
+        if name.endswith("." + mangled) and name != ".text." + mangled:
+            key = name[:-len(mangled) - 1]
+            if head["type"] == 8:
+                out[key] = str(head["size"]).encode()
+            else:
+                out[key] = body
+    return out
+
+
+def sections_differing(a, b):
+    """The sections of one kernel that differ between the NVRTC (a) and nvcc (b) builds; of the same
+    length, how many bytes differ; for .nv.shared (NOBITS) both sizes."""
+    out = []
+    for n in sorted(set(a) | set(b)):
+        x, y = a.get(n), b.get(n)
+        if x == y:
+            continue
+        if n == ".nv.shared":
+            out.append(f".nv.shared ({(x or b'none').decode()} / {(y or b'none').decode()} bytes)")
+        elif x is not None and y is not None and len(x) == len(y):
+            out.append(f"{n} ({sum(p != q for p, q in zip(x, y))} of {len(x)} bytes)")
+        else:
+            out.append(f"{n} ({'none' if x is None else len(x)} / {'none' if y is None else len(y)} bytes)")
+    return out
 
 
 def parse_ptxas(log):
@@ -353,7 +390,10 @@ def main():
                     die(f"{mangled} missing from the {'NVRTC' if a is None else 'nvcc'} CUBIN")
                 ra, rb = rtc_res.get(mangled, {}), nvcc_res.get(mangled, {})
                 row = dict(problem=problem, shape=shape, role=role, kernel=expr, mangled=mangled, options=options,
-                           same_code=a == b, nvrtc=dict(instructions=len(a) // 16, **ra),
+                           same_code=a == b,
+                           other_sections_differing=sections_differing(kernel_attributes(rtc_sections, mangled),
+                                                                       kernel_attributes(nvcc_sections, mangled)),
+                           nvrtc=dict(instructions=len(a) // 16, **ra),
                            nvcc=dict(instructions=len(b) // 16, **rb),
                            median_us=(records.get(role, {}).get("timing") or {}).get("median_us"),
                            search_median_us=(records.get(role, {}).get("search_timing") or {}).get("median_us"),
@@ -378,13 +418,14 @@ def main():
     fields = [("registers", "regs"), ("instructions", "instr"), ("stack", "stack"), ("spill_st", "spill st"), ("smem", "smem")]
     print("\nNVRTC / nvcc where they differ; record source: the record's template (its commit) built by NVRTC against today's")
     print(" | ".join(["entry", "role", "kernel", "same code"] + [f"{h}" for _, h in fields] +
-                     ["SASS diff lines / opcodes", "record source", "record us: timing / search (strict re-measure / search profile; one call)"]))
+                     ["SASS diff lines / opcodes", "other sections differing", "record source", "record us: timing / search (strict re-measure / search profile; one call)"]))
     for r in rows:
         cells = [f"{r['problem']}/{r['shape']}", r["role"], r["kernel"].split("<")[0], "yes" if r["same_code"] else "NO"]
         for key, _ in fields:
             x, y = r["nvrtc"].get(key, "?"), r["nvcc"].get(key, "?")
             cells.append(f"{x}" if x == y else f"{x}/{y}")
         cells.append("-" if r["same_code"] else f"{r.get('sass_lines_differing', '?')} / {r.get('opcodes_differing', '?')}")
+        cells.append(", ".join(r["other_sections_differing"]) or "none")
         cells.append(r.get("record_source", "n/a"))
         t, q = r.get("median_us"), r.get("search_median_us")
         cells.append(("-" if t is None else f"{t:.2f}") + " / " + ("-" if q is None else f"{q:.2f}") if k_first(r, rows) else "")
@@ -395,7 +436,9 @@ def main():
         pathlib.Path(args.json).write_text(json.dumps(dict(nvcc=nvcc_version, nvcc_flags=args.nvcc_flags, nvrtc=nvrtc.version,
                                                            rows=rows), indent=1))
     same = sum(r["same_code"] for r in rows)
-    print(f"\n{same} of {len(rows)} kernels are the same machine code in both builds")
+    print(f"\n{same} of {len(rows)} kernels are the same machine code in both builds; "
+          f"{sum(not r['other_sections_differing'] for r in rows)} of {len(rows)} also have the same other sections "
+          "(.nv.info, .nv.constant0, .nv.shared of the kernel)")
     return 1 if differs else 0
 
 
