@@ -455,97 +455,69 @@ void fill_pass(Pass& pass, const Space& space, const std::vector<Config>& all, s
   pass.configs = std::move(chosen);
 }
 
-// Every valid configuration, or with --budget a random sample of them plus the baseline. The space
-// is counted first: one larger than --max-space is never enumerated (it would take hours and hold
-// every configuration in memory); it is refused in one line, or with --budget sampled by drawing
-// configurations (Space::sample) until the budget is met or the draws run out.
-// With a refined warm start's pass: the first fills it, a later one times its configurations.
-Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
-                      const DeviceLimits& limits, RunContext& ctx, const std::function<void(const std::string&)>& log,
-                      Pass* pass) {
+using LogFn = std::function<void(const std::string&)>;
+
+// "; '<constraint>' rejected N" for each constraint that rejected configurations.
+std::string rejections(const Enumeration& e) {
+  std::string out;
+  for (const auto& [c, n] : e.rejected_by) out += fmt::format("; '{}' rejected {}", c, n);
+  return out;
+}
+
+// A later pass of a refined warm start or a model-guided search: the configurations chosen so far.
+Chosen later_pass_configs(const TuneOptions& o, const Space& space, RunContext& ctx, const Pass& pass) {
+  note_search(ctx, o, &pass, pass.promising, pass.explored);
+  ctx.valid_configs = static_cast<std::int64_t>(pass.all.size());
+  std::vector<Config> configs = pass.configs;
+  if (!pass.search_only && pass.defer_baseline) configs = with_baseline(pass.all, configs, space.baseline());
+  return {configs, fmt::format("{} of {} valid configurations: the {}, {} model round(s) and {} refine round(s)",
+                               configs.size(), pass.all.size(), o.warm_start.empty() ? "initial design" : "warm choice",
+                               pass.model_rounds, pass.rounds)};
+}
+
+// --warm-start: the promising configurations of the files, some others at random, the baseline.
+std::vector<Config> warm_choice(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
+                                const std::vector<Config>& all, RunContext& ctx, const LogFn& log, Pass* pass) {
+  WarmChoice warm = warm_configs(all, space.baseline(), space, problem, shape, o.warm_start, o.warm_keep, o.warm_explore,
+                                 o.seed);
+  if (pass) {
+    fill_pass(*pass, space, all, warm.configs);
+    pass->promising = warm.promising;
+    pass->explored = warm.explored;
+    pass->model_initial = o.search == "model" ? static_cast<int>(warm.configs.size()) : 0;
+  }
+  note_search(ctx, o, pass, warm.promising, warm.explored);
+  if (pass) warm.configs = pass->configs;
+  log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
+                  "others at random (seed {}), the baseline: {} of {} valid configurations",
+                  warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
+                  all.size()));
+  if (warm.whole_space)
+    log("warm start: that is half the space or more, so every valid configuration is timed");
+  else if (warm.promising == 0)
+    log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
+        "only the random exploration and the baseline are timed");
+  return std::move(warm.configs);
+}
+
+// --search model's initial design: configurations at random (the surrogate's rounds follow).
+std::vector<Config> model_choice(const TuneOptions& o, const Space& space, const std::vector<Config>& all,
+                                 RunContext& ctx, const LogFn& log, Pass& pass) {
+  const std::size_t initial = model_initial_size(o, all.size());
+  fill_pass(pass, space, all, sample_configs(all, space.baseline(), static_cast<int>(initial), o.seed));
+  pass.model_initial = static_cast<int>(pass.configs.size());
+  note_search(ctx, o, &pass, 0, 0);
+  log(fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
+                  "rounds of the surrogate's proposals (xgboost {})",
+                  pass.configs.size(), all.size(), o.seed, Surrogate::library_version()));
+  return pass.configs;
+}
+
+// A space larger than --max-space with a --budget: valid configurations drawn at random (the
+// baseline added where it is valid), never enumerated.
+Chosen drawn_configs(const TuneOptions& o, const Space& space, const Shape& shape, const DeviceLimits& limits,
+                     RunContext& ctx, const LogFn& log, const SpaceProgressFn& on_progress) {
   const std::uint64_t size = space.size();
-  ctx.space_configurations = size;
-  if (pass && !pass->configs.empty()) {
-    note_search(ctx, o, pass, pass->promising, pass->explored);
-    ctx.valid_configs = static_cast<std::int64_t>(pass->all.size());
-    std::vector<Config> configs = pass->configs;
-    if (!pass->search_only && pass->defer_baseline) configs = with_baseline(pass->all, configs, space.baseline());
-    return {configs, fmt::format("{} of {} valid configurations: the {}, {} model round(s) and {} refine round(s)",
-                                 configs.size(), pass->all.size(),
-                                 o.warm_start.empty() ? "initial design" : "warm choice", pass->model_rounds,
-                                 pass->rounds)};
-  }
-  const std::string arch = arch_name(limits.compute_capability);
-  auto rejections = [](const Enumeration& e) {
-    std::string out;
-    for (const auto& [c, n] : e.rejected_by) out += fmt::format("; '{}' rejected {}", c, n);
-    return out;
-  };
-  const bool enumerate = enumerable(o, space);
-  const bool model = o.search == "model";
-  if ((!o.warm_start.empty() || model) && (o.budget > 0 || !enumerate)) {
-    const std::string what = model ? "--search model" : "--warm-start";
-    throw InputError(o.budget > 0 ? what + " and --budget: both choose the variants to time; pass one of them"
-                                  : fmt::format("{}: the space has {} configurations, more than --max-space {}, "
-                                                "and is not enumerated; restrict the space or raise --max-space",
-                                                what, describe_count(size), o.max_space));
-  }
-  ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
-                                      : "space: configurations drawn and checked");
-  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
-  Chosen out;
-  if (enumerate) {
-    const Enumeration all = space.enumerate(shape, limits, o.max_space, on_progress);
-    if (all.configs.empty())
-      throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
-                                   arch, rejections(all)));
-    ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
-    if (!o.warm_start.empty()) {
-      WarmChoice warm = warm_configs(all.configs, space.baseline(), space, problem, shape, o.warm_start, o.warm_keep,
-                                     o.warm_explore, o.seed);
-      if (pass) {
-        fill_pass(*pass, space, all.configs, warm.configs);
-        pass->promising = warm.promising;
-        pass->explored = warm.explored;
-        pass->model_initial = model ? static_cast<int>(warm.configs.size()) : 0;
-      }
-      note_search(ctx, o, pass, warm.promising, warm.explored);
-      if (pass) warm.configs = pass->configs;
-      log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
-                      "others at random (seed {}), the baseline: {} of {} valid configurations",
-                      warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
-                      all.configs.size()));
-      if (warm.whole_space)
-        log("warm start: that is half the space or more, so every valid configuration is timed");
-      else if (warm.promising == 0)
-        log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
-            "only the random exploration and the baseline are timed");
-      out.configs = std::move(warm.configs);
-      out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
-      return out;
-    }
-    if (model && pass) {
-      const std::size_t initial = model_initial_size(o, all.configs.size());
-      fill_pass(*pass, space, all.configs, sample_configs(all.configs, space.baseline(), static_cast<int>(initial), o.seed));
-      pass->model_initial = static_cast<int>(pass->configs.size());
-      note_search(ctx, o, pass, 0, 0);
-      log(fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
-                      "rounds of the surrogate's proposals (xgboost {})",
-                      pass->configs.size(), all.configs.size(), o.seed, Surrogate::library_version()));
-      out.configs = pass->configs;
-      out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
-      return out;
-    }
-    out.configs = sample_configs(all.configs, space.baseline(), o.budget, o.seed);
-    if (out.configs.size() < all.configs.size()) {
-      ctx.search = "random";
-      ctx.budget = o.budget;
-      log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", out.configs.size(),
-                      all.configs.size(), o.seed));
-    }
-    out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
-    return out;
-  }
   const auto budget = static_cast<std::size_t>(o.budget);
   // Enough draws for a space whose constraints pass 1 in 100, never fewer than a million (a few
   // seconds) nor more than ten million (under a minute).
@@ -557,8 +529,9 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
     throw ShapeError(fmt::format("no configuration of {} drawn at random ({} draws of its {}) accepts shape {} on {}{}; "
                                  "restrict the parameters' values to those the constraints allow, or raise --max-space "
                                  "to enumerate the space",
-                                 space.source_name(), drawn.draws, describe_count(size), shape.describe(), arch,
-                                 rejections(drawn)));
+                                 space.source_name(), drawn.draws, describe_count(size), shape.describe(),
+                                 arch_name(limits.compute_capability), rejections(drawn)));
+  Chosen out;
   out.configs = drawn.configs;
   const Config& base = space.baseline();
   if (space.violated_constraint(base, shape, limits).empty() && !std::binary_search(out.configs.begin(), out.configs.end(), base))
@@ -571,6 +544,52 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
                   drawn.configs.size(), o.seed, drawn.draws,
                   drawn.configs.size() < budget ? fmt::format(" (the draws ran out before --budget {})", budget) : ""));
   out.how = fmt::format("{} drawn at random of {} configurations", drawn.configs.size(), describe_count(size));
+  return out;
+}
+
+// Every valid configuration, or with --budget a random sample of them plus the baseline. The space
+// is counted first: one larger than --max-space is never enumerated (it would take hours and hold
+// every configuration in memory); it is refused in one line, or with --budget sampled by drawing
+// configurations (Space::sample) until the budget is met or the draws run out.
+// With a refined warm start's pass: the first fills it, a later one times its configurations.
+Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
+                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass) {
+  const std::uint64_t size = space.size();
+  ctx.space_configurations = size;
+  if (pass && !pass->configs.empty()) return later_pass_configs(o, space, ctx, *pass);
+  const bool enumerate = enumerable(o, space);
+  const bool model = o.search == "model";
+  if ((!o.warm_start.empty() || model) && (o.budget > 0 || !enumerate)) {
+    const std::string what = model ? "--search model" : "--warm-start";
+    throw InputError(o.budget > 0 ? what + " and --budget: both choose the variants to time; pass one of them"
+                                  : fmt::format("{}: the space has {} configurations, more than --max-space {}, "
+                                                "and is not enumerated; restrict the space or raise --max-space",
+                                                what, describe_count(size), o.max_space));
+  }
+  ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
+                                      : "space: configurations drawn and checked");
+  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
+  if (!enumerate) return drawn_configs(o, space, shape, limits, ctx, log, on_progress);
+  const Enumeration all = space.enumerate(shape, limits, o.max_space, on_progress);
+  if (all.configs.empty())
+    throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
+                                 arch_name(limits.compute_capability), rejections(all)));
+  ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
+  Chosen out;
+  out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
+  if (!o.warm_start.empty()) {
+    out.configs = warm_choice(o, problem, space, shape, all.configs, ctx, log, pass);
+  } else if (model && pass) {
+    out.configs = model_choice(o, space, all.configs, ctx, log, *pass);
+  } else {
+    out.configs = sample_configs(all.configs, space.baseline(), o.budget, o.seed);
+    if (out.configs.size() < all.configs.size()) {
+      ctx.search = "random";
+      ctx.budget = o.budget;
+      log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", out.configs.size(),
+                      all.configs.size(), o.seed));
+    }
+  }
   return out;
 }
 
