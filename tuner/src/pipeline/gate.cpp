@@ -63,9 +63,9 @@ std::string slurp(const std::filesystem::path& path) {
 
 std::string describe_loss(const FaultRecord& f) {
   const std::string phase = f.phase.empty() ? "" : " during " + f.phase;
-  if (f.kind == "timeout") return fmt::format("no answer within {:.0f} s{}", f.deadline_s, phase);
-  if (f.kind == "signal") return fmt::format("killed by {}{}", f.signal, phase);
-  if (f.kind == "error") return fmt::format("failed{}: {}", phase, f.message);
+  if (f.kind == FaultKind::kTimeout) return fmt::format("no answer within {:.0f} s{}", f.deadline_s, phase);
+  if (f.kind == FaultKind::kSignal) return fmt::format("killed by {}{}", f.signal, phase);
+  if (f.kind == FaultKind::kError) return fmt::format("failed{}: {}", phase, f.message);
   return fmt::format("exited with code {}{}", f.exit_code, phase);
 }
 
@@ -232,7 +232,7 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
     reply = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}}, kGateDeadlineS,
                         &fault, &culprit);
   } catch (const std::exception& e) {
-    fault = FaultRecord{"error", "", "", "start", 0, kInitDeadlineS, e.what()};
+    fault = FaultRecord{FaultKind::kError, "", "", "start", 0, kInitDeadlineS, e.what()};
   }
   const double took = seconds_since(t0);
   if (reply) {
@@ -251,7 +251,7 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
   }
   // The worker could not check them (its reference failed, ...): a problem of the run, not of a
   // variant. One item that killed its worker is that variant's fault; several are checked alone.
-  if (fault.kind == "error") {
+  if (fault.kind == FaultKind::kError) {
     ctx_.note += fmt::format("{}the output checks could not run ({})", ctx_.note.empty() ? "" : "; ", fault.message);
     if (settings_.log) settings_.log("gate: the output checks could not run: " + fault.message);
     for (const auto& it : items)

@@ -41,6 +41,7 @@
 #include "tune/surrogate.hpp"
 #include "tune/worker.hpp"
 #include "tune/sweep.hpp"
+#include "core/enum_names.hpp"
 
 namespace tune {
 namespace {
@@ -167,13 +168,13 @@ class ResultsLock {
 
 // What a lost worker leaves of a variant: the status, and a reason that says how it was lost.
 void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& when) {
-  rec.status = f.kind == "timeout" ? Status::kTimeout : Status::kCrashed;
+  rec.status = f.kind == FaultKind::kTimeout ? Status::kTimeout : Status::kCrashed;
   const std::string phase = f.phase.empty() ? "before its first phase" : "during " + f.phase;
-  if (f.kind == "timeout")
+  if (f.kind == FaultKind::kTimeout)
     rec.reason = fmt::format("no answer within {:.1f} s ({}){}; the worker process was killed", f.deadline_s, phase, when);
-  else if (f.kind == "error")
+  else if (f.kind == FaultKind::kError)
     rec.reason = fmt::format("the worker process failed {}{}: {}", phase, when, f.message);
-  else if (f.kind == "signal")
+  else if (f.kind == FaultKind::kSignal)
     rec.reason = fmt::format("the worker process was killed by {} {}{}", f.signal, phase, when);
   else
     rec.reason = fmt::format("the worker process exited with code {} {}{}", f.exit_code, phase, when);
@@ -317,7 +318,7 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"source_hash", content_hash({space.source_hash(), find_problem(o.problem).json().dump()})},
           {"compile_options", run.context.compile_options},
           {"budget", o.budget},
-          {"search", o.search},
+          {"search", to_string(o.search)},
           {"keep_spills", o.keep_spills}};
 }
 
@@ -401,7 +402,7 @@ void note_search(RunContext& ctx, const TuneOptions& o, const Pass* pass, int pr
     ctx.warm_promising = promising;
     ctx.warm_explored = explored;
   }
-  if (o.search == "model") {
+  if (o.search == SearchMode::kModel) {
     ctx.search = o.warm_start.empty() ? "model" : "warm+model";
     ctx.model_library = "xgboost " + Surrogate::library_version();
     if (pass) {
@@ -484,7 +485,7 @@ std::vector<Config> warm_choice(const TuneOptions& o, const std::string& problem
     fill_pass(*pass, space, all, warm.configs);
     pass->promising = warm.promising;
     pass->explored = warm.explored;
-    pass->model_initial = o.search == "model" ? static_cast<int>(warm.configs.size()) : 0;
+    pass->model_initial = o.search == SearchMode::kModel ? static_cast<int>(warm.configs.size()) : 0;
   }
   note_search(ctx, o, pass, warm.promising, warm.explored);
   if (pass) warm.configs = pass->configs;
@@ -558,7 +559,7 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
   ctx.space_configurations = size;
   if (pass && !pass->configs.empty()) return later_pass_configs(o, space, ctx, *pass);
   const bool enumerate = enumerable(o, space);
-  const bool model = o.search == "model";
+  const bool model = o.search == SearchMode::kModel;
   if ((!o.warm_start.empty() || model) && (o.budget > 0 || !enumerate)) {
     const std::string what = model ? "--search model" : "--warm-start";
     throw InputError(o.budget > 0 ? what + " and --budget: both choose the variants to time; pass one of them"
@@ -916,6 +917,26 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
 int interrupt_signal() { return g_signal; }
 
 namespace {
+constexpr EnumName<SearchMode> kSearchModeNames[] = {
+    {SearchMode::kExhaustive, "exhaustive"}, {SearchMode::kHalving, "halving"}, {SearchMode::kModel, "model"}};
+}  // namespace
+
+std::string to_string(SearchMode mode) {
+  return std::string(enum_name(kSearchModeNames, mode).value_or("exhaustive"));
+}
+
+SearchMode search_mode_from_string(const std::string& text) {
+  if (const auto mode = enum_value(kSearchModeNames, text)) return *mode;
+  throw InputError(fmt::format("--search {}: expected {}", text, fmt::join(search_mode_names(), ", ")));
+}
+
+std::vector<std::string> search_mode_names() {
+  std::vector<std::string> out;
+  for (const auto& [m, name] : kSearchModeNames) out.emplace_back(name);
+  return out;
+}
+
+namespace {
 
 // A run (run_tune), or one pass of a refined warm start: all of it, or with pass->search_only up to
 // the end of the search. Its phases follow the data flow (issue 23): the device, the plan (the
@@ -1255,7 +1276,7 @@ struct PassRun {
   // get 100 in the strict re-measure, whose figures the report shows), and the counts of the
   // records taken from the journal, which count as done.
   void prepare_search() {
-    halving = o.search == "halving";
+    halving = o.search == SearchMode::kHalving;
     first_round.batch_launches = 20;
     if (halving) {
       first_round.rule = StopRule::screen();
@@ -1810,8 +1831,8 @@ std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
 
 TuneOutcome run_tune(const TuneOptions& o) {
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
-  const bool passes_fit = !o.compile_only && o.search != "halving" && !(o.shard && o.shard->split == "variants");
-  const bool model = o.search == "model";
+  const bool passes_fit = !o.compile_only && o.search != SearchMode::kHalving && !(o.shard && o.shard->split == "variants");
+  const bool model = o.search == SearchMode::kModel;
   if (model && !passes_fit)
     throw InputError(o.compile_only ? "--search model with --compile-only: the model learns from timings; drop one"
                                     : "--search model with --shard K/N of a single shape's variants: shard a sweep's "
