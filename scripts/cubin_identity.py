@@ -41,7 +41,6 @@ import json
 import os
 import pathlib
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -51,6 +50,7 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import compare_builds as cb  # noqa: E402  (its NVRTC binding, CUBIN reader, ptxas parser and header reader)
+from function_lengths import longest_function  # noqa: E402  (the brace-matching scanner)
 
 HEADER_EXTENSIONS = (".cuh", ".h", ".hpp", ".inc", ".cu")  # space.cpp is_header
 PROBLEM_FOLDERS = ("configs", "examples")
@@ -200,50 +200,6 @@ def compile_cached(nvrtc, cache, sources, exprs, options):
 
 
 # ---------------------------------------------------------------- longest functions
-def strip_code(text):
-    """The text with comments and string/char literals blanked (line structure kept)."""
-    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.M)
-    return re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', '""', text)
-
-
-def longest_function(text):
-    """(lines, name) of the longest function in a header: from the line of its name to its closing
-    brace. A function body is a brace, outside any other function body, after a parameter list."""
-    code = strip_code(text)
-    kinds, stmt, stmt_at, best = [], "", 0, (0, "-")
-    line, opened = 0, {}
-    for ch in code:
-        if ch == "\n":
-            line += 1
-        if ch == "{":
-            head = re.sub(r"\s+", " ", stmt).strip()
-            kind = "other"
-            if "fn" not in kinds and not re.match(r"(namespace|struct|class|union|enum|extern)\b", head.split("<")[0].strip() or "x"):
-                m = re.search(r"([A-Za-z_]\w*)\s*\(([^()]|\([^()]*\))*\)\s*(const|noexcept|override|mutable|\s)*$", head)
-                if m and m.group(1) not in ("if", "for", "while", "switch", "catch"):
-                    kind = "fn"
-                    # the line of the name: count the newlines up to its last occurrence in the statement
-                    at = stmt.rfind(m.group(1) + "(")
-                    at = stmt.rfind(m.group(1)) if at < 0 else at
-                    opened[len(kinds)] = (stmt_at + stmt[:at].count("\n"), m.group(1))
-            kinds.append(kind if "fn" not in kinds else "inner")
-            stmt, stmt_at = "", line
-        elif ch == "}":
-            if kinds and kinds.pop() == "fn":
-                start, name = opened.pop(len(kinds))
-                best = max(best, (line - start + 1, name))
-            stmt, stmt_at = "", line
-        elif ch == ";" and "fn" not in kinds:
-            stmt, stmt_at = "", line
-        else:
-            if not stmt.strip():
-                stmt, stmt_at = "", line
-            stmt += ch
-    return best
-
-
 def longest_report(tree):
     out = {}
     for f in sorted(pathlib.Path(tree, "kernel_templates").rglob("*")):

@@ -88,9 +88,6 @@ class Gate {
   static void apply_verdict(VariantRecord& rec);
 
  private:
-  struct ToolRun;
-  void run_tool(const std::string& tool, const std::vector<WorkerItem>& items);
-
   GateSettings settings_;
   RunContext::Gate& ctx_;
   SanitizerLocation sanitizer_;

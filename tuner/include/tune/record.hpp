@@ -117,8 +117,19 @@ struct HarnessFloor {
 };
 
 // What is known of a variant that crashed or hung its worker process (or faulted its context).
+// How a worker process lost a variant (FaultRecord::kind; its record string is to_string's).
+enum class FaultKind {
+  kSignal,     // "signal": a signal ended the worker
+  kExit,       // "exit": the worker exited on its own
+  kCudaError,  // "cuda_error": the worker reported a sticky CUDA error
+  kTimeout,    // "timeout": no answer before the deadline; the worker was killed
+  kError,      // "error": the worker reported a failure before it was stopped
+};
+std::string to_string(FaultKind k);
+FaultKind fault_kind_from_string(const std::string& s);  // throws InputError
+
 struct FaultRecord {
-  std::string kind;        // "signal", "exit", "cuda_error", "timeout" or "error" (the worker's message)
+  FaultKind kind = FaultKind::kError;
   std::string signal;      // "SIGSEGV", when a signal ended the worker
   std::string cuda_error;  // "CUDA_ERROR_ILLEGAL_ADDRESS", when the worker reported one
   std::string phase;       // the last phase the worker announced: load, parity, warm-up, timing, ...

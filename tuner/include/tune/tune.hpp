@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tune/compile.hpp"
 #include "tune/record.hpp"
@@ -17,6 +18,14 @@ namespace tune {
 
 // The most variants a run compiles and times by default (--max-variants).
 inline constexpr std::size_t kDefaultMaxVariants = 100'000;
+
+// --search: how the variants to time are found (TuneOptions::search); the record's
+// context.search.strategy says what was done (it adds random, warm and their combinations).
+enum class SearchMode { kExhaustive, kHalving, kModel };
+std::string to_string(SearchMode mode);
+SearchMode search_mode_from_string(const std::string& text);  // throws InputError
+// The modes' names, in order, as --search takes them.
+std::vector<std::string> search_mode_names();
 
 struct TuneOptions {
   std::string problem;  // a name on the problem path, or a problem folder
@@ -59,7 +68,7 @@ struct TuneOptions {
   // cheaply (StopRule::screen, 10-launch batch), the best third timed again with the search profile.
   // "model": a surrogate (tune/surrogate.hpp) chooses what to compile next: a random initial design
   // (or the warm choice), then rounds of model_batch proposals while the model predicts a gain.
-  std::string search = "exhaustive";
+  SearchMode search = SearchMode::kExhaustive;
   // --search model: the initial design (0: max(2 x the batch, 5 % of the valid configurations)),
   // the configurations proposed per round (0: the compile jobs, at least 8), the most rounds, and
   // the gain below which it stops (0.01: no configuration predicted to beat the best by 1 %).

@@ -275,13 +275,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--time-budget", opt.time_budget_s,
                  "stop compiling and measuring after SECONDS; the rest is recorded as skipped, a winner is still named");
-  app.add_option("--search", opt.search,
-                 "exhaustive: time every variant with the search profile; halving: screen every variant cheaply, "
-                 "time the best third again; model: a surrogate (gradient-boosted trees, XGBoost) chooses what to "
-                 "compile next, from an initial design (or the --warm-start choice), round after round while it "
-                 "predicts a gain, then the local search of --warm-refine")
-      ->check(CLI::IsMember({"exhaustive", "halving", "model"}))
-      ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--search", [&opt](const std::string& mode) { opt.search = tune::search_mode_from_string(mode); },
+         "exhaustive: time every variant with the search profile; halving: screen every variant cheaply, "
+         "time the best third again; model: a surrogate (gradient-boosted trees, XGBoost) chooses what to "
+         "compile next, from an initial design (or the --warm-start choice), round after round while it "
+         "predicts a gain, then the local search of --warm-refine")
+      ->check(CLI::IsMember(tune::search_mode_names()))
+      ->default_str(tune::to_string(opt.search));
   app.add_option("--model-init", opt.model_init,
                  "with --search model: configurations of the random initial design (0: twice the batch or 5 % of the "
                  "valid configurations, the larger)")

@@ -6,6 +6,7 @@
 
 #include "tune/errors.hpp"
 #include "tune/record.hpp"
+#include "core/enum_names.hpp"
 
 namespace tune {
 
@@ -13,7 +14,7 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
-constexpr std::pair<Status, const char*> kStatusNames[] = {
+constexpr EnumName<Status> kStatusNames[] = {
     {Status::kPending, "pending"},           {Status::kCompiled, "compiled"},
     {Status::kPassed, "passed"},             {Status::kIncorrect, "incorrect"},
     {Status::kCompileFailed, "compile_failed"}, {Status::kLaunchFailed, "launch_failed"},
@@ -206,13 +207,13 @@ TimingRecord timing_from(const Json& j) {
 }
 
 Json fault_json(const FaultRecord& f) {
-  return Json{{"kind", f.kind},         {"signal", f.signal},       {"cuda_error", f.cuda_error},
+  return Json{{"kind", to_string(f.kind)}, {"signal", f.signal},       {"cuda_error", f.cuda_error},
               {"phase", f.phase},       {"exit_code", f.exit_code}, {"deadline_s", number(f.deadline_s)},
               {"message", f.message}};
 }
 FaultRecord fault_from(const Json& j) {
   FaultRecord f;
-  f.kind = j.at("kind").get<std::string>();
+  f.kind = fault_kind_from_string(j.at("kind").get<std::string>());
   f.signal = j.value("signal", "");
   f.cuda_error = j.value("cuda_error", "");
   f.phase = j.value("phase", "");
@@ -320,16 +321,25 @@ DeviceInfo device_from(const Json& j) {
 
 }  // namespace
 
-std::string to_string(Status s) {
-  for (const auto& [k, name] : kStatusNames)
-    if (k == s) return name;
-  return "unknown";
-}
+std::string to_string(Status s) { return std::string(enum_name(kStatusNames, s).value_or("unknown")); }
 
 Status status_from_string(const std::string& s) {
-  for (const auto& [k, name] : kStatusNames)
-    if (s == name) return k;
+  if (const auto status = enum_value(kStatusNames, s)) return *status;
   throw InputError("unknown variant status '" + s + "'");
+}
+
+namespace {
+constexpr EnumName<FaultKind> kFaultKindNames[] = {
+    {FaultKind::kSignal, "signal"}, {FaultKind::kExit, "exit"},   {FaultKind::kCudaError, "cuda_error"},
+    {FaultKind::kTimeout, "timeout"}, {FaultKind::kError, "error"},
+};
+}  // namespace
+
+std::string to_string(FaultKind k) { return std::string(enum_name(kFaultKindNames, k).value_or("unknown")); }
+
+FaultKind fault_kind_from_string(const std::string& s) {
+  if (const auto kind = enum_value(kFaultKindNames, s)) return *kind;
+  throw InputError("unknown fault kind '" + s + "'");
 }
 
 int VariantRecord::max_registers() const {

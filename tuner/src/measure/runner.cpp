@@ -442,7 +442,7 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
     record.status = e.sticky() ? Status::kCrashed : Status::kLaunchFailed;
     record.reason = fmt::format("{} during {}", e.name(), s.phase);
     if (e.sticky()) {
-      record.fault = FaultRecord{"cuda_error", "", e.name(), s.phase, 0, 0};
+      record.fault = FaultRecord{FaultKind::kCudaError, "", e.name(), s.phase, 0, 0};
       // The driver may refuse a fresh context in this process after a sticky error; the fault is
       // recorded either way (the worker process that runs this exits and is replaced).
       try {

@@ -1,6 +1,7 @@
 // tune check: the correctness gate on variants of a result of record (tune/gate.hpp).
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -61,18 +62,13 @@ void gate_variants(std::vector<GateVariant>& variants, GateSettings settings, Ru
   for (const auto& v : variants) count_gated(v.record, ctx);
 }
 
-bool run_check(const CheckOptions& o) {
-  auto log = [&](const std::string& s) {
-    if (o.log) o.log(s);
-  };
-  RunRecord run = read_result(o.results);
-  if (o.write && o.results.extension() == ".gz")
-    throw InputError(fmt::format("{}: --write would replace a compressed file with text; gunzip it, then check the "
-                                 ".json with --write", o.results.string()));
-  if (!run.timed) throw InputError(fmt::format("{}: a compile-only result; tune check gates the variants of a timed run", o.results.string()));
-  const std::string problem_spec = problem_spec_of(run);
-  const Space space = load_run_space(run);
+namespace {
 
+using Log = std::function<void(const std::string&)>;
+
+// The variants to check: --variant's; with --all-finalists the baseline, the gated and the strictly
+// re-measured that passed (or a gate failed); else the winner.
+std::vector<VariantRecord> records_to_check(const CheckOptions& o, const RunRecord& run) {
   std::vector<std::string> names = o.variants;
   if (names.empty() && o.all_finalists) {
     for (const auto& v : run.variants)
@@ -92,6 +88,82 @@ bool run_check(const CheckOptions& o) {
     records.push_back(*v);
   }
   if (records.empty()) throw InputError(fmt::format("{}: no finalist to check", o.results.string()));
+  return records;
+}
+
+// Each verdict (with its sanitizer reports), then one line for all; whether every one is safe.
+bool report_verdicts(const std::vector<GateVariant>& gated, const RunContext::Gate& ctx, const Log& log) {
+  bool all_safe = true;
+  for (const auto& v : gated) {
+    const GateRecord& g = *v.record.gate;
+    log(fmt::format("  {} {}: {}", g.verdict, v.record.name, g.reason));
+    for (const auto& f : g.findings)
+      for (const auto& line : f.report) log("      " + line);
+    all_safe = all_safe && g.verdict == "safe";
+  }
+  log(fmt::format("check: {} of {} safe; tools: {}; {:.1f} s{}", std::count_if(gated.begin(), gated.end(),
+                                                                          [](const auto& v) { return v.record.gate->verdict == "safe"; }),
+                  gated.size(), ctx.tools.empty() ? "none" : fmt::format("{}", fmt::join(ctx.tools, ", ")), ctx.wall_s,
+                  ctx.note.empty() ? "" : " (" + ctx.note + ")"));
+  return all_safe;
+}
+
+// What --write needs to gate a new winner in turn.
+struct Regate {
+  const std::string& problem_spec;
+  const Space& space;
+  int device;
+  int arch;
+  const GateSettings& settings;
+  RunContext::Gate& ctx;
+};
+
+// --write: the verdicts into the results file, a new winner that was not gated gated in turn (until a
+// gated one wins or none is left), and the header rewritten for the winner.
+void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::vector<GateVariant> gated, Regate g,
+                    const Log& log) {
+  auto merge = [&](const std::vector<GateVariant>& done) {
+    for (const auto& v : done)
+      for (auto& r : run.variants)
+        if (r.name == v.record.name) r = v.record;
+  };
+  merge(gated);
+  const auto before = run.winner;
+  name_winner(run);
+  while (run.winner && !run.find(*run.winner)->gate) {
+    log(fmt::format("the winner would now be {} (not gated yet): gating it", *run.winner));
+    const auto next = gate_records(g.problem_spec, g.space, run.shape, run.seed, g.device, g.arch,
+                                   {*run.find(*run.winner)}, g.settings, g.ctx);
+    log(fmt::format("  {} {}: {}", next[0].record.gate->verdict, next[0].record.name, next[0].record.gate->reason));
+    merge(next);
+    name_winner(run);
+  }
+  run.context.gate = g.ctx;
+  write_file_atomic(results, to_json(run).dump(2) + "\n");
+  log(fmt::format("wrote the verdicts into {}", results.string()));
+  const auto header = results.parent_path() / (run.shape.tag() + ".hpp");
+  if (run.winner && std::filesystem::exists(header)) {
+    write_file_atomic(header, generate_header(run, g.space));
+    if (before != run.winner) log(fmt::format("the winner is now {} (was {}); rewrote {}", *run.winner, before.value_or("none"), header.string()));
+  } else if (!run.winner) {
+    log("no variant is left to win: the header is left as it was; rerun the tune");
+  }
+}
+
+}  // namespace
+
+bool run_check(const CheckOptions& o) {
+  const Log log = [&](const std::string& s) {
+    if (o.log) o.log(s);
+  };
+  RunRecord run = read_result(o.results);
+  if (o.write && o.results.extension() == ".gz")
+    throw InputError(fmt::format("{}: --write would replace a compressed file with text; gunzip it, then check the "
+                                 ".json with --write", o.results.string()));
+  if (!run.timed) throw InputError(fmt::format("{}: a compile-only result; tune check gates the variants of a timed run", o.results.string()));
+  const std::string problem_spec = problem_spec_of(run);
+  const Space space = load_run_space(run);
+  const std::vector<VariantRecord> records = records_to_check(o, run);
 
   const bool fake = worker_fake_mode();
   std::string why;
@@ -108,47 +180,10 @@ bool run_check(const CheckOptions& o) {
   settings.log = log;
   auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(), records,
                             settings, ctx);
-  bool all_safe = true;
-  for (const auto& v : gated) {
-    const GateRecord& g = *v.record.gate;
-    log(fmt::format("  {} {}: {}", g.verdict, v.record.name, g.reason));
-    for (const auto& f : g.findings)
-      for (const auto& line : f.report) log("      " + line);
-    all_safe = all_safe && g.verdict == "safe";
-  }
-  log(fmt::format("check: {} of {} safe; tools: {}; {:.1f} s{}", std::count_if(gated.begin(), gated.end(),
-                                                                          [](const auto& v) { return v.record.gate->verdict == "safe"; }),
-                  gated.size(), ctx.tools.empty() ? "none" : fmt::format("{}", fmt::join(ctx.tools, ", ")), ctx.wall_s,
-                  ctx.note.empty() ? "" : " (" + ctx.note + ")"));
-  if (!o.write) return all_safe;
-
-  auto merge = [&](const std::vector<GateVariant>& done) {
-    for (const auto& v : done)
-      for (auto& r : run.variants)
-        if (r.name == v.record.name) r = v.record;
-  };
-  merge(gated);
-  const auto before = run.winner;
-  name_winner(run);
-  // A new winner that was not gated is gated in turn, until a gated one wins or none is left.
-  while (run.winner && !run.find(*run.winner)->gate) {
-    log(fmt::format("the winner would now be {} (not gated yet): gating it", *run.winner));
-    const auto next = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(),
-                                   {*run.find(*run.winner)}, settings, ctx);
-    log(fmt::format("  {} {}: {}", next[0].record.gate->verdict, next[0].record.name, next[0].record.gate->reason));
-    merge(next);
-    name_winner(run);
-  }
-  run.context.gate = ctx;
-  write_file_atomic(o.results, to_json(run).dump(2) + "\n");
-  log(fmt::format("wrote the verdicts into {}", o.results.string()));
-  const auto header = o.results.parent_path() / (run.shape.tag() + ".hpp");
-  if (run.winner && std::filesystem::exists(header)) {
-    write_file_atomic(header, generate_header(run, space));
-    if (before != run.winner) log(fmt::format("the winner is now {} (was {}); rewrote {}", *run.winner, before.value_or("none"), header.string()));
-  } else if (!run.winner) {
-    log("no variant is left to win: the header is left as it was; rerun the tune");
-  }
+  const bool all_safe = report_verdicts(gated, ctx, log);
+  if (o.write)
+    write_verdicts(o.results, run, std::move(gated),
+                   {problem_spec, space, o.device, device->compute_capability(), settings, ctx}, log);
   return all_safe;
 }
 

@@ -129,99 +129,133 @@ std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
   }
 }
 
+// The sweep's items served by one thread per device, from one shared queue (or with replicate a
+// queue per device); a device that fails gives its item back to the others.
+class DeviceSweep {
+ public:
+  using OnDone = std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>;
+  DeviceSweep(const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices,
+              bool replicate, const OnDone& on_done)
+      : work_(work), base_(base), devices_(devices), replicate_(replicate), on_done_(on_done),
+        queues_(replicate ? devices.size() : 1, std::deque<SweepWork>(work.begin(), work.end())) {}
+
+  DeviceSweepResult run() {
+    {
+      std::vector<std::jthread> threads;
+      for (std::size_t k = 0; k < devices_.size(); ++k) threads.emplace_back([this, k] { serve(k); });
+    }
+    if (error_) std::rethrow_exception(error_);
+    result_.not_run = dropped_;
+    if (!replicate_ && !result_.interrupted) result_.not_run += queues_[0].size();
+    std::sort(result_.failed.begin(), result_.failed.end());
+    if (result_.failed.size() == devices_.size() && (result_.not_run > 0 || result_.ran == 0))
+      throw DeviceError(fmt::format("every device failed ({} of {}), {} of {} items not run (results already written "
+                                    "stay); last: {}",
+                                    devices_.size(), devices_.size(), result_.not_run,
+                                    work_.size() * (replicate_ ? devices_.size() : 1), last_failure_));
+    return result_;
+  }
+
+ private:
+  void log(const std::string& line) const {
+    if (base_.log) base_.log(line);
+  }
+
+  // The options of device k's runs: its ordinal and folder, and with several devices a log prefix.
+  TuneOptions options_of(std::size_t k) const {
+    TuneOptions o = base_;
+    o.device = devices_[k].info.ordinal;
+    o.device_dir = devices_[k].dir;
+    if (devices_.size() > 1 && base_.log) {
+      const std::string prefix = fmt::format("[gpu {}] ", devices_[k].info.ordinal);
+      o.log = [&base = base_, prefix](const std::string& line) { base.log(prefix + line); };
+      // A progress line fits the terminal with its prefix.
+      if (o.line_width > 0) o.line_width = o.line_width > prefix.size() + 20 ? o.line_width - prefix.size() : 20;
+    }
+    return o;
+  }
+
+  void serve(std::size_t k) {
+    const SweepDevice& device = devices_[k];
+    std::deque<SweepWork>& queue = queues_[replicate_ ? k : 0];
+    const TuneOptions o = options_of(k);
+    for (;;) {
+      SweepWork w;
+      {
+        std::unique_lock lock(mutex_);
+        // An empty shared queue may refill: an item in flight on a device that fails comes back.
+        changed_.wait(lock, [&] { return stop_ || !queue.empty() || replicate_ || in_flight_ == 0; });
+        if (stop_ || queue.empty()) return;
+        w = std::move(queue.front());
+        queue.pop_front();
+        ++in_flight_;
+      }
+      TuneOptions item = options_for(o, w);
+      try {
+        const TuneOutcome outcome = run_tune(item);
+        const std::lock_guard lock(mutex_);
+        --in_flight_;
+        ++result_.ran;
+        if (on_done_) on_done_(w, device, outcome);
+        if (outcome.run.context.interrupted) {
+          result_.interrupted = true;
+          stop_ = true;
+        }
+        changed_.notify_all();
+      } catch (const DeviceError& e) {
+        device_failed(device, queue, std::move(w), remove_incomplete(item, device.dir), e.what());
+        return;
+      } catch (...) {
+        const std::lock_guard lock(mutex_);
+        --in_flight_;
+        if (!error_) error_ = std::current_exception();
+        stop_ = true;
+        changed_.notify_all();
+        return;
+      }
+    }
+  }
+
+  // The device is left out: its item goes back to the others (with replicate, its queue is dropped).
+  void device_failed(const SweepDevice& device, std::deque<SweepWork>& queue, SweepWork w, const std::string& removed,
+                     const std::string& what) {
+    const std::lock_guard lock(mutex_);
+    --in_flight_;
+    result_.failed.push_back(device.info.ordinal);
+    last_failure_ = fmt::format("{} failed: {}", describe_device(device.info), what);
+    const bool others = result_.failed.size() < devices_.size();
+    const std::string described = w.item.describe();
+    if (replicate_) ++dropped_;
+    else queue.push_front(std::move(w));
+    log(fmt::format("{} failed: {}; {}", describe_device(device.info), what,
+                    !others      ? "no device is left to run its work"
+                    : replicate_ ? fmt::format("its replica of {} and the rest of its items are not run", described)
+                                 : "its work goes to the others") + removed);
+    if (replicate_) dropped_ += queue.size();
+    changed_.notify_all();
+  }
+
+  const std::vector<SweepWork>& work_;
+  const TuneOptions& base_;
+  const std::vector<SweepDevice>& devices_;
+  const bool replicate_;
+  const OnDone& on_done_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::deque<SweepWork>> queues_;
+  std::size_t in_flight_ = 0, dropped_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::string last_failure_;
+  DeviceSweepResult result_;
+};
+
 }  // namespace
 
 DeviceSweepResult run_sweep_on_devices(
     const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices,
     bool replicate, const std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>& on_done) {
-  auto log = [&](const std::string& line) {
-    if (base.log) base.log(line);
-  };
-  std::mutex mutex;
-  std::condition_variable changed;
-  // Replicate: a queue per device, each with every item; otherwise one queue that all share.
-  std::vector<std::deque<SweepWork>> queues(replicate ? devices.size() : 1, std::deque<SweepWork>(work.begin(), work.end()));
-  std::size_t in_flight = 0, dropped = 0;
-  bool stop = false;
-  std::exception_ptr error;
-  std::string last_failure;
-  DeviceSweepResult result;
-
-  auto serve = [&](std::size_t k) {
-    const SweepDevice& device = devices[k];
-    std::deque<SweepWork>& queue = queues[replicate ? k : 0];
-    TuneOptions o = base;
-    o.device = device.info.ordinal;
-    o.device_dir = device.dir;
-    if (devices.size() > 1 && base.log) {
-      const std::string prefix = fmt::format("[gpu {}] ", devices[k].info.ordinal);
-      o.log = [&base, prefix](const std::string& line) { base.log(prefix + line); };
-      // A progress line fits the terminal with its prefix.
-      if (o.line_width > 0) o.line_width = o.line_width > prefix.size() + 20 ? o.line_width - prefix.size() : 20;
-    }
-    for (;;) {
-      SweepWork w;
-      {
-        std::unique_lock lock(mutex);
-        // An empty shared queue may refill: an item in flight on a device that fails comes back.
-        changed.wait(lock, [&] { return stop || !queue.empty() || replicate || in_flight == 0; });
-        if (stop || queue.empty()) return;
-        w = std::move(queue.front());
-        queue.pop_front();
-        ++in_flight;
-      }
-      TuneOptions item = options_for(o, w);
-      try {
-        const TuneOutcome outcome = run_tune(item);
-        const std::lock_guard lock(mutex);
-        --in_flight;
-        ++result.ran;
-        if (on_done) on_done(w, device, outcome);
-        if (outcome.run.context.interrupted) {
-          result.interrupted = true;
-          stop = true;
-        }
-        changed.notify_all();
-      } catch (const DeviceError& e) {
-        const std::string removed = remove_incomplete(item, device.dir);
-        const std::lock_guard lock(mutex);
-        --in_flight;
-        result.failed.push_back(device.info.ordinal);
-        last_failure = fmt::format("{} failed: {}", describe_device(device.info), e.what());
-        const bool others = result.failed.size() < devices.size();
-        if (replicate) ++dropped;
-        else queue.push_front(std::move(w));
-        log(fmt::format("{} failed: {}; {}", describe_device(device.info), e.what(),
-                        !others     ? "no device is left to run its work"
-                        : replicate ? fmt::format("its replica of {} and the rest of its items are not run", w.item.describe())
-                                    : "its work goes to the others") + removed);
-        if (replicate) dropped += queue.size();
-        changed.notify_all();
-        return;
-      } catch (...) {
-        const std::lock_guard lock(mutex);
-        --in_flight;
-        if (!error) error = std::current_exception();
-        stop = true;
-        changed.notify_all();
-        return;
-      }
-    }
-  };
-  {
-    std::vector<std::jthread> threads;
-    for (std::size_t k = 0; k < devices.size(); ++k) threads.emplace_back(serve, k);
-  }
-  if (error) std::rethrow_exception(error);
-  result.not_run = dropped;
-  if (!replicate && !result.interrupted) result.not_run += queues[0].size();
-  std::sort(result.failed.begin(), result.failed.end());
-  if (result.failed.size() == devices.size() && (result.not_run > 0 || result.ran == 0))
-    throw DeviceError(fmt::format("every device failed ({} of {}), {} of {} items not run (results already written "
-                                  "stay); last: {}",
-                                  devices.size(), devices.size(), result.not_run,
-                                  work.size() * (replicate ? devices.size() : 1), last_failure));
-  return result;
+  return DeviceSweep(work, base, devices, replicate, on_done).run();
 }
 
 }  // namespace tune

@@ -63,9 +63,9 @@ std::string slurp(const std::filesystem::path& path) {
 
 std::string describe_loss(const FaultRecord& f) {
   const std::string phase = f.phase.empty() ? "" : " during " + f.phase;
-  if (f.kind == "timeout") return fmt::format("no answer within {:.0f} s{}", f.deadline_s, phase);
-  if (f.kind == "signal") return fmt::format("killed by {}{}", f.signal, phase);
-  if (f.kind == "error") return fmt::format("failed{}: {}", phase, f.message);
+  if (f.kind == FaultKind::kTimeout) return fmt::format("no answer within {:.0f} s{}", f.deadline_s, phase);
+  if (f.kind == FaultKind::kSignal) return fmt::format("killed by {}{}", f.signal, phase);
+  if (f.kind == FaultKind::kError) return fmt::format("failed{}: {}", phase, f.message);
   return fmt::format("exited with code {}{}", f.exit_code, phase);
 }
 
@@ -232,7 +232,7 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
     reply = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}}, kGateDeadlineS,
                         &fault, &culprit);
   } catch (const std::exception& e) {
-    fault = FaultRecord{"error", "", "", "start", 0, kInitDeadlineS, e.what()};
+    fault = FaultRecord{FaultKind::kError, "", "", "start", 0, kInitDeadlineS, e.what()};
   }
   const double took = seconds_since(t0);
   if (reply) {
@@ -251,7 +251,7 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
   }
   // The worker could not check them (its reference failed, ...): a problem of the run, not of a
   // variant. One item that killed its worker is that variant's fault; several are checked alone.
-  if (fault.kind == "error") {
+  if (fault.kind == FaultKind::kError) {
     ctx_.note += fmt::format("{}the output checks could not run ({})", ctx_.note.empty() ? "" : "; ", fault.message);
     if (settings_.log) settings_.log("gate: the output checks could not run: " + fault.message);
     for (const auto& it : items)
@@ -268,149 +268,207 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
   apply_verdict(*items[0].record);
 }
 
-struct Gate::ToolRun {
+namespace {
+
+// What one tool found on one item, once it ran on it.
+struct ToolRun {
   bool ran = false;
   std::vector<SanitizerFinding> findings;
 };
 
+// What one sanitized worker process over some of the items ended with.
+struct SanitizedRun {
+  std::optional<Json> reply;
+  FaultRecord fault;
+  int culprit = -1;
+  int code = -1;        // the worker's exit code, after a reply
+  std::string log_text;  // the sanitizer's log
+};
+
+// One tool over the items, in sanitized workers: first all of them in one, then again alone those a
+// finding, a lost worker or an unrun launch cannot be pinned on (each alone when none can be).
+class ToolPass {
+ public:
+  ToolPass(std::string tool, const std::vector<WorkerItem>& items, const GateSettings& settings,
+           const std::string& sanitizer, std::atomic<int>& logs)
+      : runs(items.size()), tool_(std::move(tool)), items_(items), settings_(settings), sanitizer_(sanitizer),
+        logs_(logs) {}
+
+  void run_all() {
+    std::vector<std::size_t> every(items_.size());
+    for (std::size_t k = 0; k < every.size(); ++k) every[k] = k;
+    attempt(every);
+  }
+
+  std::vector<ToolRun> runs;  // one per item
+  std::string failure;        // why the tool could not run (empty: it ran)
+
+ private:
+  void attempt(const std::vector<std::size_t>& subset) {
+    const std::optional<SanitizedRun> run = launch(subset);
+    if (!run) return;
+    std::vector<std::vector<SanitizerFinding>> found(subset.size());
+    std::vector<std::size_t> again;
+    bool unpinned = pin_reports(subset, *run, found);
+    unpinned = pin_outcome(subset, *run, found, again) || unpinned;
+    if (unpinned) {
+      for (const std::size_t k : subset) attempt({k});
+      return;
+    }
+    for (std::size_t k = 0; k < subset.size(); ++k) {
+      if (std::find(again.begin(), again.end(), k) != again.end()) continue;
+      runs[subset[k]].ran = true;
+      for (auto& f : found[k]) runs[subset[k]].findings.push_back(std::move(f));
+    }
+    for (const std::size_t k : again) attempt({subset[k]});
+  }
+
+  WorkerInit init_for(const std::filesystem::path& log_file) const {
+    WorkerInit init{settings_.problem, settings_.shape, settings_.seed, settings_.device};
+    init.reference = false;
+    init.launcher = {sanitizer_, "--tool", tool_, "--log-file", log_file.string(), "--demangle", "no",
+                     "--print-limit", "100", "--error-exitcode", std::to_string(kSanitizerErrorExit),
+                     "--target-processes", "application-only"};
+    // memcheck sees a read past the end of a buffer only outside every allocation: a padding buffer
+    // after each one makes the bytes behind it no other buffer's.
+    if (tool_ == "memcheck") init.launcher.insert(init.launcher.end(), {"--padding", "65536"});
+    init.sanitizer_tool = tool_;
+    init.sanitizer_log = log_file.string();
+    return init;
+  }
+
+  // The subset in one sanitized worker; nullopt (and `failure` set) when the worker did not start.
+  std::optional<SanitizedRun> launch(const std::vector<std::size_t>& subset) {
+    const auto log_file = std::filesystem::temp_directory_path() /
+                          fmt::format("tune-gate-{}-{}-{}.log", getpid(), tool_, logs_++);
+    std::vector<WorkerItem> sub;
+    for (const std::size_t k : subset) sub.push_back(items_[k]);
+    SanitizedRun run;
+    {
+      WorkerProcess worker(init_for(log_file));
+      try {
+        (void)worker.wait_ready(kInitDeadlineS);
+      } catch (const std::exception& e) {
+        // What the sanitizer said (its log), in a few words.
+        std::string said;
+        std::istringstream lines(slurp(log_file));
+        for (std::string l; std::getline(lines, l) && said.size() < 400;)
+          if (l.find_first_not_of("= ") != std::string::npos) said += (said.empty() ? "" : " | ") + l;
+        failure = fmt::format("compute-sanitizer --tool {} could not start the worker: {}{}", tool_, e.what(),
+                              said.empty() ? "" : " (it said: " + said + ")");
+        std::error_code ec;
+        std::filesystem::remove(log_file, ec);
+        return std::nullopt;
+      }
+      run.reply = worker.call("sanitize", sub, Json::object(), kSanitizeDeadlineS, &run.fault, &run.culprit);
+      if (run.reply) run.code = worker.quit(kQuitDeadlineS);
+    }
+    run.log_text = slurp(log_file);
+    std::error_code ec;
+    std::filesystem::remove(log_file, ec);
+    return run;
+  }
+
+  // The log's reports, each on the item whose kernel it names; whether one could not be pinned.
+  bool pin_reports(const std::vector<std::size_t>& subset, const SanitizedRun& run,
+                   std::vector<std::vector<SanitizerFinding>>& found) const {
+    int summary = -1;
+    const auto reports = parse_sanitizer_log(tool_, run.log_text, &summary);
+    bool unpinned = false;
+    for (const auto& r : reports) {
+      std::vector<std::size_t> hits;
+      for (std::size_t k = 0; k < subset.size(); ++k) {
+        const auto& names = items_[subset[k]].compiled->lowered_names;
+        if (std::any_of(r.kernels.begin(), r.kernels.end(),
+                        [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); }))
+          hits.push_back(k);
+      }
+      if (hits.size() == 1) found[hits[0]].push_back(r.finding);
+      else if (subset.size() == 1) found[0].push_back(r.finding);
+      else unpinned = true;
+    }
+    if (reports.empty() && (summary > 0 || run.code == kSanitizerErrorExit)) {
+      if (subset.size() != 1) return true;
+      std::vector<std::string> tail;
+      std::istringstream lines(run.log_text);
+      for (std::string l; std::getline(lines, l);) tail.push_back(l);
+      if (tail.size() > kReportLines) tail.erase(tail.begin(), tail.end() - kReportLines);
+      found[0].push_back({tool_, fmt::format("{} reported {} error(s) in a form tune does not read (exit code {})", tool_,
+                                             summary, run.code), tail});
+    }
+    return unpinned;
+  }
+
+  // A lost worker on its culprit (the others again, each alone), else each launch's own failure,
+  // and the launches not run (again); whether the loss could not be pinned.
+  bool pin_outcome(const std::vector<std::size_t>& subset, const SanitizedRun& run,
+                   std::vector<std::vector<SanitizerFinding>>& found, std::vector<std::size_t>& again) const {
+    if (!run.reply) {
+      const std::string what = fmt::format("the worker process under {} was {}", tool_, describe_loss(run.fault));
+      if (subset.size() == 1) {
+        found[0].push_back({tool_, what, {}});
+      } else if (run.culprit >= 0 && run.culprit < static_cast<int>(subset.size())) {
+        found[static_cast<std::size_t>(run.culprit)].push_back({tool_, what, {}});
+        for (std::size_t k = 0; k < subset.size(); ++k)
+          if (static_cast<int>(k) != run.culprit) again.push_back(k);
+      } else {
+        return true;
+      }
+      return false;
+    }
+    const Json& results = run.reply->at("results");
+    for (std::size_t k = 0; k < subset.size(); ++k) {
+      const Json& r = results.at(k);
+      if (r.contains("not_run")) again.push_back(k);
+      else if (r.contains("error") && found[k].empty())
+        found[k].push_back({tool_, fmt::format("the launch failed under {}: {}", tool_, r.at("error").get<std::string>()), {}});
+    }
+    return false;
+  }
+
+  std::string tool_;
+  const std::vector<WorkerItem>& items_;
+  const GateSettings& settings_;
+  const std::string& sanitizer_;
+  std::atomic<int>& logs_;
+};
+
+}  // namespace
+
 void Gate::sanitize(const std::vector<WorkerItem>& items) {
   if (items.empty() || !sanitizing()) return;
   const auto t0 = Clock::now();
-  const std::size_t tools = std::size(kSanitizerTools);
-  std::vector<std::vector<ToolRun>> runs(tools, std::vector<ToolRun>(items.size()));
-  std::vector<std::string> failures(tools);
+  std::vector<ToolPass> passes;
+  for (const char* tool : kSanitizerTools) passes.emplace_back(tool, items, settings_, sanitizer_.path, logs_);
   // The tools side by side, each in its own sanitized worker.
   {
     std::vector<std::jthread> threads;
-    for (std::size_t t = 0; t < tools; ++t)
-      threads.emplace_back([&, t] {
+    for (std::size_t t = 0; t < passes.size(); ++t)
+      threads.emplace_back([&pass = passes[t], t] {
         try {
-          const std::string tool = kSanitizerTools[t];
-          std::function<void(const std::vector<std::size_t>&)> attempt = [&](const std::vector<std::size_t>& subset) {
-            const auto log_file = std::filesystem::temp_directory_path() /
-                                  fmt::format("tune-gate-{}-{}-{}.log", getpid(), tool, logs_++);
-            WorkerInit init{settings_.problem, settings_.shape, settings_.seed, settings_.device};
-            init.reference = false;
-            init.launcher = {sanitizer_.path, "--tool", tool, "--log-file", log_file.string(), "--demangle", "no",
-                             "--print-limit", "100", "--error-exitcode", std::to_string(kSanitizerErrorExit),
-                             "--target-processes", "application-only"};
-            // memcheck sees a read past the end of a buffer only outside every allocation: a
-            // padding buffer after each one makes the bytes behind it no other buffer's.
-            if (tool == "memcheck") init.launcher.insert(init.launcher.end(), {"--padding", "65536"});
-            init.sanitizer_tool = tool;
-            init.sanitizer_log = log_file.string();
-            std::vector<WorkerItem> sub;
-            for (const std::size_t k : subset) sub.push_back(items[k]);
-            FaultRecord fault;
-            int culprit = -1;
-            std::optional<Json> reply;
-            int code = -1;
-            {
-              WorkerProcess worker(init);
-              try {
-                (void)worker.wait_ready(kInitDeadlineS);
-              } catch (const std::exception& e) {
-                // What the sanitizer said (its log), in a few words.
-                std::string said;
-                std::istringstream lines(slurp(log_file));
-                for (std::string l; std::getline(lines, l) && said.size() < 400;)
-                  if (l.find_first_not_of("= ") != std::string::npos) said += (said.empty() ? "" : " | ") + l;
-                failures[t] = fmt::format("compute-sanitizer --tool {} could not start the worker: {}{}", tool, e.what(),
-                                          said.empty() ? "" : " (it said: " + said + ")");
-                std::error_code ec;
-                std::filesystem::remove(log_file, ec);
-                return;
-              }
-              reply = worker.call("sanitize", sub, Json::object(), kSanitizeDeadlineS, &fault, &culprit);
-              if (reply) code = worker.quit(kQuitDeadlineS);
-            }
-            const std::string text = slurp(log_file);
-            std::error_code ec;
-            std::filesystem::remove(log_file, ec);
-            int summary = -1;
-            const auto reports = parse_sanitizer_log(tool, text, &summary);
-            std::vector<std::vector<SanitizerFinding>> found(subset.size());
-            bool unpinned = false;
-            for (const auto& r : reports) {
-              std::vector<std::size_t> hits;
-              for (std::size_t k = 0; k < subset.size(); ++k) {
-                const auto& names = items[subset[k]].compiled->lowered_names;
-                if (std::any_of(r.kernels.begin(), r.kernels.end(),
-                                [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); }))
-                  hits.push_back(k);
-              }
-              if (hits.size() == 1) found[hits[0]].push_back(r.finding);
-              else if (subset.size() == 1) found[0].push_back(r.finding);
-              else unpinned = true;
-            }
-            if (reports.empty() && (summary > 0 || code == kSanitizerErrorExit)) {
-              if (subset.size() == 1) {
-                std::vector<std::string> tail;
-                std::istringstream lines(text);
-                for (std::string l; std::getline(lines, l);) tail.push_back(l);
-                if (tail.size() > kReportLines) tail.erase(tail.begin(), tail.end() - kReportLines);
-                found[0].push_back({tool, fmt::format("{} reported {} error(s) in a form tune does not read (exit code {})",
-                                                      tool, summary, code), tail});
-              } else {
-                unpinned = true;
-              }
-            }
-            std::vector<std::size_t> again;
-            if (!reply) {
-              const std::string what = fmt::format("the worker process under {} was {}", tool, describe_loss(fault));
-              if (subset.size() == 1) {
-                found[0].push_back({tool, what, {}});
-              } else if (culprit >= 0 && culprit < static_cast<int>(subset.size())) {
-                found[static_cast<std::size_t>(culprit)].push_back({tool, what, {}});
-                for (std::size_t k = 0; k < subset.size(); ++k)
-                  if (static_cast<int>(k) != culprit) again.push_back(k);
-              } else {
-                unpinned = true;
-              }
-            } else {
-              const Json& results = reply->at("results");
-              for (std::size_t k = 0; k < subset.size(); ++k) {
-                const Json& r = results.at(k);
-                if (r.contains("not_run")) again.push_back(k);
-                else if (r.contains("error") && found[k].empty())
-                  found[k].push_back({tool, fmt::format("the launch failed under {}: {}", tool, r.at("error").get<std::string>()), {}});
-              }
-            }
-            if (unpinned) {
-              for (const std::size_t k : subset) attempt({k});
-              return;
-            }
-            for (std::size_t k = 0; k < subset.size(); ++k) {
-              if (std::find(again.begin(), again.end(), k) != again.end()) continue;
-              runs[t][subset[k]].ran = true;
-              for (auto& f : found[k]) runs[t][subset[k]].findings.push_back(std::move(f));
-            }
-            for (const std::size_t k : again) attempt({subset[k]});
-          };
-          std::vector<std::size_t> every(items.size());
-          for (std::size_t k = 0; k < every.size(); ++k) every[k] = k;
-          attempt(every);
+          pass.run_all();
         } catch (const std::exception& e) {
-          failures[t] = fmt::format("compute-sanitizer --tool {} failed: {}", kSanitizerTools[t], e.what());
+          pass.failure = fmt::format("compute-sanitizer --tool {} failed: {}", kSanitizerTools[t], e.what());
         }
       });
   }
   const double took = seconds_since(t0);
-  for (std::size_t t = 0; t < tools; ++t) {
+  for (std::size_t t = 0; t < passes.size(); ++t) {
     const std::string tool = kSanitizerTools[t];
-    if (!failures[t].empty()) {
-      if (ctx_.note.find(failures[t]) == std::string::npos) {
-        ctx_.note += (ctx_.note.empty() ? "" : "; ") + failures[t];
-        if (settings_.log) settings_.log("gate: " + failures[t] + "; that tool is left out");
+    const std::string& failure = passes[t].failure;
+    if (!failure.empty()) {
+      if (ctx_.note.find(failure) == std::string::npos) {
+        ctx_.note += (ctx_.note.empty() ? "" : "; ") + failure;
+        if (settings_.log) settings_.log("gate: " + failure + "; that tool is left out");
       }
       continue;
     }
     if (std::find(ctx_.tools.begin(), ctx_.tools.end(), tool) == ctx_.tools.end()) ctx_.tools.push_back(tool);
     for (std::size_t k = 0; k < items.size(); ++k) {
-      if (!runs[t][k].ran) continue;
+      if (!passes[t].runs[k].ran) continue;
       GateRecord& g = items[k].record->gate ? *items[k].record->gate : items[k].record->gate.emplace();
       g.tools.push_back(tool);
-      auto& found = runs[t][k].findings;
+      auto& found = passes[t].runs[k].findings;
       for (std::size_t f = 0; f < found.size(); ++f) {
         if (f < kFindingsPerTool) g.findings.push_back(std::move(found[f]));
         else ++g.findings_left_out;

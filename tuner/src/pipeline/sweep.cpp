@@ -166,7 +166,7 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>&
                            {"budget", base.budget},
                            {"max_space", base.max_space},
                            {"max_variants", base.max_variants},
-                           {"search", base.search},
+                           {"search", to_string(base.search)},
                            {"keep_spills", base.keep_spills},
                            {"time_budget_s", base.time_budget_s}};
   std::set<std::string> problems;
@@ -238,7 +238,7 @@ std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
     if (transfer) {
       const auto& earlier = taught[w.item.problem];
       o.warm_start.insert(o.warm_start.end(), earlier.begin(), earlier.end());
-      if (!earlier.empty() && o.search == "model") o.search = "exhaustive";  // the earlier results teach it
+      if (!earlier.empty() && o.search == SearchMode::kModel) o.search = SearchMode::kExhaustive;  // the earlier results teach it
       if (base.log)
         base.log(o.warm_start.empty()
                      ? fmt::format("transfer: {} is the first shape of {} in the sweep; it is tuned without a warm start",

@@ -41,6 +41,7 @@
 #include "tune/surrogate.hpp"
 #include "tune/worker.hpp"
 #include "tune/sweep.hpp"
+#include "core/enum_names.hpp"
 
 namespace tune {
 namespace {
@@ -167,13 +168,13 @@ class ResultsLock {
 
 // What a lost worker leaves of a variant: the status, and a reason that says how it was lost.
 void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& when) {
-  rec.status = f.kind == "timeout" ? Status::kTimeout : Status::kCrashed;
+  rec.status = f.kind == FaultKind::kTimeout ? Status::kTimeout : Status::kCrashed;
   const std::string phase = f.phase.empty() ? "before its first phase" : "during " + f.phase;
-  if (f.kind == "timeout")
+  if (f.kind == FaultKind::kTimeout)
     rec.reason = fmt::format("no answer within {:.1f} s ({}){}; the worker process was killed", f.deadline_s, phase, when);
-  else if (f.kind == "error")
+  else if (f.kind == FaultKind::kError)
     rec.reason = fmt::format("the worker process failed {}{}: {}", phase, when, f.message);
-  else if (f.kind == "signal")
+  else if (f.kind == FaultKind::kSignal)
     rec.reason = fmt::format("the worker process was killed by {} {}{}", f.signal, phase, when);
   else
     rec.reason = fmt::format("the worker process exited with code {} {}{}", f.exit_code, phase, when);
@@ -317,7 +318,7 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"source_hash", content_hash({space.source_hash(), find_problem(o.problem).json().dump()})},
           {"compile_options", run.context.compile_options},
           {"budget", o.budget},
-          {"search", o.search},
+          {"search", to_string(o.search)},
           {"keep_spills", o.keep_spills}};
 }
 
@@ -401,7 +402,7 @@ void note_search(RunContext& ctx, const TuneOptions& o, const Pass* pass, int pr
     ctx.warm_promising = promising;
     ctx.warm_explored = explored;
   }
-  if (o.search == "model") {
+  if (o.search == SearchMode::kModel) {
     ctx.search = o.warm_start.empty() ? "model" : "warm+model";
     ctx.model_library = "xgboost " + Surrogate::library_version();
     if (pass) {
@@ -455,97 +456,69 @@ void fill_pass(Pass& pass, const Space& space, const std::vector<Config>& all, s
   pass.configs = std::move(chosen);
 }
 
-// Every valid configuration, or with --budget a random sample of them plus the baseline. The space
-// is counted first: one larger than --max-space is never enumerated (it would take hours and hold
-// every configuration in memory); it is refused in one line, or with --budget sampled by drawing
-// configurations (Space::sample) until the budget is met or the draws run out.
-// With a refined warm start's pass: the first fills it, a later one times its configurations.
-Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
-                      const DeviceLimits& limits, RunContext& ctx, const std::function<void(const std::string&)>& log,
-                      Pass* pass) {
+using LogFn = std::function<void(const std::string&)>;
+
+// "; '<constraint>' rejected N" for each constraint that rejected configurations.
+std::string rejections(const Enumeration& e) {
+  std::string out;
+  for (const auto& [c, n] : e.rejected_by) out += fmt::format("; '{}' rejected {}", c, n);
+  return out;
+}
+
+// A later pass of a refined warm start or a model-guided search: the configurations chosen so far.
+Chosen later_pass_configs(const TuneOptions& o, const Space& space, RunContext& ctx, const Pass& pass) {
+  note_search(ctx, o, &pass, pass.promising, pass.explored);
+  ctx.valid_configs = static_cast<std::int64_t>(pass.all.size());
+  std::vector<Config> configs = pass.configs;
+  if (!pass.search_only && pass.defer_baseline) configs = with_baseline(pass.all, configs, space.baseline());
+  return {configs, fmt::format("{} of {} valid configurations: the {}, {} model round(s) and {} refine round(s)",
+                               configs.size(), pass.all.size(), o.warm_start.empty() ? "initial design" : "warm choice",
+                               pass.model_rounds, pass.rounds)};
+}
+
+// --warm-start: the promising configurations of the files, some others at random, the baseline.
+std::vector<Config> warm_choice(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
+                                const std::vector<Config>& all, RunContext& ctx, const LogFn& log, Pass* pass) {
+  WarmChoice warm = warm_configs(all, space.baseline(), space, problem, shape, o.warm_start, o.warm_keep, o.warm_explore,
+                                 o.seed);
+  if (pass) {
+    fill_pass(*pass, space, all, warm.configs);
+    pass->promising = warm.promising;
+    pass->explored = warm.explored;
+    pass->model_initial = o.search == SearchMode::kModel ? static_cast<int>(warm.configs.size()) : 0;
+  }
+  note_search(ctx, o, pass, warm.promising, warm.explored);
+  if (pass) warm.configs = pass->configs;
+  log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
+                  "others at random (seed {}), the baseline: {} of {} valid configurations",
+                  warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
+                  all.size()));
+  if (warm.whole_space)
+    log("warm start: that is half the space or more, so every valid configuration is timed");
+  else if (warm.promising == 0)
+    log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
+        "only the random exploration and the baseline are timed");
+  return std::move(warm.configs);
+}
+
+// --search model's initial design: configurations at random (the surrogate's rounds follow).
+std::vector<Config> model_choice(const TuneOptions& o, const Space& space, const std::vector<Config>& all,
+                                 RunContext& ctx, const LogFn& log, Pass& pass) {
+  const std::size_t initial = model_initial_size(o, all.size());
+  fill_pass(pass, space, all, sample_configs(all, space.baseline(), static_cast<int>(initial), o.seed));
+  pass.model_initial = static_cast<int>(pass.configs.size());
+  note_search(ctx, o, &pass, 0, 0);
+  log(fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
+                  "rounds of the surrogate's proposals (xgboost {})",
+                  pass.configs.size(), all.size(), o.seed, Surrogate::library_version()));
+  return pass.configs;
+}
+
+// A space larger than --max-space with a --budget: valid configurations drawn at random (the
+// baseline added where it is valid), never enumerated.
+Chosen drawn_configs(const TuneOptions& o, const Space& space, const Shape& shape, const DeviceLimits& limits,
+                     RunContext& ctx, const LogFn& log, const SpaceProgressFn& on_progress) {
   const std::uint64_t size = space.size();
-  ctx.space_configurations = size;
-  if (pass && !pass->configs.empty()) {
-    note_search(ctx, o, pass, pass->promising, pass->explored);
-    ctx.valid_configs = static_cast<std::int64_t>(pass->all.size());
-    std::vector<Config> configs = pass->configs;
-    if (!pass->search_only && pass->defer_baseline) configs = with_baseline(pass->all, configs, space.baseline());
-    return {configs, fmt::format("{} of {} valid configurations: the {}, {} model round(s) and {} refine round(s)",
-                                 configs.size(), pass->all.size(),
-                                 o.warm_start.empty() ? "initial design" : "warm choice", pass->model_rounds,
-                                 pass->rounds)};
-  }
-  const std::string arch = arch_name(limits.compute_capability);
-  auto rejections = [](const Enumeration& e) {
-    std::string out;
-    for (const auto& [c, n] : e.rejected_by) out += fmt::format("; '{}' rejected {}", c, n);
-    return out;
-  };
-  const bool enumerate = enumerable(o, space);
-  const bool model = o.search == "model";
-  if ((!o.warm_start.empty() || model) && (o.budget > 0 || !enumerate)) {
-    const std::string what = model ? "--search model" : "--warm-start";
-    throw InputError(o.budget > 0 ? what + " and --budget: both choose the variants to time; pass one of them"
-                                  : fmt::format("{}: the space has {} configurations, more than --max-space {}, "
-                                                "and is not enumerated; restrict the space or raise --max-space",
-                                                what, describe_count(size), o.max_space));
-  }
-  ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
-                                      : "space: configurations drawn and checked");
-  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
-  Chosen out;
-  if (enumerate) {
-    const Enumeration all = space.enumerate(shape, limits, o.max_space, on_progress);
-    if (all.configs.empty())
-      throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
-                                   arch, rejections(all)));
-    ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
-    if (!o.warm_start.empty()) {
-      WarmChoice warm = warm_configs(all.configs, space.baseline(), space, problem, shape, o.warm_start, o.warm_keep,
-                                     o.warm_explore, o.seed);
-      if (pass) {
-        fill_pass(*pass, space, all.configs, warm.configs);
-        pass->promising = warm.promising;
-        pass->explored = warm.explored;
-        pass->model_initial = model ? static_cast<int>(warm.configs.size()) : 0;
-      }
-      note_search(ctx, o, pass, warm.promising, warm.explored);
-      if (pass) warm.configs = pass->configs;
-      log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
-                      "others at random (seed {}), the baseline: {} of {} valid configurations",
-                      warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
-                      all.configs.size()));
-      if (warm.whole_space)
-        log("warm start: that is half the space or more, so every valid configuration is timed");
-      else if (warm.promising == 0)
-        log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
-            "only the random exploration and the baseline are timed");
-      out.configs = std::move(warm.configs);
-      out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
-      return out;
-    }
-    if (model && pass) {
-      const std::size_t initial = model_initial_size(o, all.configs.size());
-      fill_pass(*pass, space, all.configs, sample_configs(all.configs, space.baseline(), static_cast<int>(initial), o.seed));
-      pass->model_initial = static_cast<int>(pass->configs.size());
-      note_search(ctx, o, pass, 0, 0);
-      log(fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
-                      "rounds of the surrogate's proposals (xgboost {})",
-                      pass->configs.size(), all.configs.size(), o.seed, Surrogate::library_version()));
-      out.configs = pass->configs;
-      out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
-      return out;
-    }
-    out.configs = sample_configs(all.configs, space.baseline(), o.budget, o.seed);
-    if (out.configs.size() < all.configs.size()) {
-      ctx.search = "random";
-      ctx.budget = o.budget;
-      log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", out.configs.size(),
-                      all.configs.size(), o.seed));
-    }
-    out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
-    return out;
-  }
   const auto budget = static_cast<std::size_t>(o.budget);
   // Enough draws for a space whose constraints pass 1 in 100, never fewer than a million (a few
   // seconds) nor more than ten million (under a minute).
@@ -557,8 +530,9 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
     throw ShapeError(fmt::format("no configuration of {} drawn at random ({} draws of its {}) accepts shape {} on {}{}; "
                                  "restrict the parameters' values to those the constraints allow, or raise --max-space "
                                  "to enumerate the space",
-                                 space.source_name(), drawn.draws, describe_count(size), shape.describe(), arch,
-                                 rejections(drawn)));
+                                 space.source_name(), drawn.draws, describe_count(size), shape.describe(),
+                                 arch_name(limits.compute_capability), rejections(drawn)));
+  Chosen out;
   out.configs = drawn.configs;
   const Config& base = space.baseline();
   if (space.violated_constraint(base, shape, limits).empty() && !std::binary_search(out.configs.begin(), out.configs.end(), base))
@@ -571,6 +545,52 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
                   drawn.configs.size(), o.seed, drawn.draws,
                   drawn.configs.size() < budget ? fmt::format(" (the draws ran out before --budget {})", budget) : ""));
   out.how = fmt::format("{} drawn at random of {} configurations", drawn.configs.size(), describe_count(size));
+  return out;
+}
+
+// Every valid configuration, or with --budget a random sample of them plus the baseline. The space
+// is counted first: one larger than --max-space is never enumerated (it would take hours and hold
+// every configuration in memory); it is refused in one line, or with --budget sampled by drawing
+// configurations (Space::sample) until the budget is met or the draws run out.
+// With a refined warm start's pass: the first fills it, a later one times its configurations.
+Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
+                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass) {
+  const std::uint64_t size = space.size();
+  ctx.space_configurations = size;
+  if (pass && !pass->configs.empty()) return later_pass_configs(o, space, ctx, *pass);
+  const bool enumerate = enumerable(o, space);
+  const bool model = o.search == SearchMode::kModel;
+  if ((!o.warm_start.empty() || model) && (o.budget > 0 || !enumerate)) {
+    const std::string what = model ? "--search model" : "--warm-start";
+    throw InputError(o.budget > 0 ? what + " and --budget: both choose the variants to time; pass one of them"
+                                  : fmt::format("{}: the space has {} configurations, more than --max-space {}, "
+                                                "and is not enumerated; restrict the space or raise --max-space",
+                                                what, describe_count(size), o.max_space));
+  }
+  ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
+                                      : "space: configurations drawn and checked");
+  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
+  if (!enumerate) return drawn_configs(o, space, shape, limits, ctx, log, on_progress);
+  const Enumeration all = space.enumerate(shape, limits, o.max_space, on_progress);
+  if (all.configs.empty())
+    throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
+                                 arch_name(limits.compute_capability), rejections(all)));
+  ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
+  Chosen out;
+  out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
+  if (!o.warm_start.empty()) {
+    out.configs = warm_choice(o, problem, space, shape, all.configs, ctx, log, pass);
+  } else if (model && pass) {
+    out.configs = model_choice(o, space, all.configs, ctx, log, *pass);
+  } else {
+    out.configs = sample_configs(all.configs, space.baseline(), o.budget, o.seed);
+    if (out.configs.size() < all.configs.size()) {
+      ctx.search = "random";
+      ctx.budget = o.budget;
+      log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", out.configs.size(),
+                      all.configs.size(), o.seed));
+    }
+  }
   return out;
 }
 
@@ -897,150 +917,266 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
 int interrupt_signal() { return g_signal; }
 
 namespace {
+constexpr EnumName<SearchMode> kSearchModeNames[] = {
+    {SearchMode::kExhaustive, "exhaustive"}, {SearchMode::kHalving, "halving"}, {SearchMode::kModel, "model"}};
+}  // namespace
+
+std::string to_string(SearchMode mode) {
+  return std::string(enum_name(kSearchModeNames, mode).value_or("exhaustive"));
+}
+
+SearchMode search_mode_from_string(const std::string& text) {
+  if (const auto mode = enum_value(kSearchModeNames, text)) return *mode;
+  throw InputError(fmt::format("--search {}: expected {}", text, fmt::join(search_mode_names(), ", ")));
+}
+
+std::vector<std::string> search_mode_names() {
+  std::vector<std::string> out;
+  for (const auto& [m, name] : kSearchModeNames) out.emplace_back(name);
+  return out;
+}
+
+namespace {
 
 // A run (run_tune), or one pass of a refined warm start: all of it, or with pass->search_only up to
-// the end of the search. gpu: the worker, kept from pass to pass.
-TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRunner>& gpu) {
-  const auto t_start = pass ? pass->started : Clock::now();
+// the end of the search. Its phases follow the data flow (issue 23): the device, the plan (the
+// configurations), the outputs' place, the variants lowered, the journal, the worker, the compile
+// pipeline feeding the search, then the halving round, the strict re-measure, the gate and the
+// outputs. gpu: the worker, kept from pass to pass. The members are in the order they are made:
+// they are destroyed in reverse (the compile threads before what they fill, the journal and the
+// results lock last but the signal guard).
+struct PassRun {
+  const TuneOptions& o;
+  Pass* pass;
+  std::optional<IsolatedRunner>& gpu;
+  const Clock::time_point t_start;
   const SigintGuard sigint_guard;
-  auto log = [&](const std::string& line) {
-    if (o.log) o.log(line);
-  };
-  const Problem& problem = find_problem(o.problem);
-  const Space space = load_space(o.problem, o.config);
-  const Shape shape = resolve_shape(problem, space, o.dims);
-
+  const std::function<void(const std::string&)> log;
+  const Problem& problem;
+  const Space space;
+  const Shape shape;
   RunRecord run;
-  run.problem = std::string(problem.name());
-  run.shape = shape;
-  run.seed = o.seed;
-  const WorkCounts counts = problem.counts(shape);
-  run.flop = counts.flop;
-  run.bytes = counts.bytes;
+  RunContext& ctx = run.context;
+
+  // open_device
+  bool compile_only = false, fake = false;
+  int cc = 0;
+  DeviceLimits limits;
+  // plan
+  std::vector<Config> chosen;
+  std::string chosen_how;
+  // open_outputs
+  std::filesystem::path json_path, partial_path;
+  std::optional<ResultsLock> results_lock;
+  std::optional<CompilePool> compiler;
+  // lower_variants
+  std::vector<Lowered> lowered;
+  std::optional<std::size_t> baseline_index;
+  std::size_t n = 0;
+  // open_journal
+  std::filesystem::path journal_path;
+  std::vector<char> journaled, halved;
+  std::optional<Journal> journal;
+  Clock::time_point last_save;
+  // start_compiles: compile on all cores; the GPU measures each variant as soon as it is compiled
+  // (one at a time).
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<std::size_t> compiled_queue;
+  std::vector<CompileResult> results;
+  std::vector<char> from_cache;
+  std::atomic<std::size_t> next{0};
+  std::size_t compiled_count = 0;
+  std::vector<std::size_t> compile_order;
+  std::size_t todo = 0, resumed = 0;
+  Clock::time_point t_compile;
+  double compile_wall = 0;
+  std::vector<std::jthread> pool;
+  // search
+  DeviceRunner::Options first_round;
+  bool halving = false;
+  double measure_busy = 0;
+  std::size_t checked = 0, passed = 0;
+  std::optional<double> best;
+  bool floor_measured = false;
+
+  PassRun(const TuneOptions& options, Pass* p, std::optional<IsolatedRunner>& g)
+      : o(options), pass(p), gpu(g), t_start(p ? p->started : Clock::now()),
+        log([&options](const std::string& line) {
+          if (options.log) options.log(line);
+        }),
+        problem(find_problem(options.problem)), space(load_space(options.problem, options.config)),
+        shape(resolve_shape(problem, space, options.dims)) {
+    run.problem = std::string(problem.name());
+    run.shape = shape;
+    run.seed = o.seed;
+    const WorkCounts counts = problem.counts(shape);
+    run.flop = counts.flop;
+    run.bytes = counts.bytes;
+  }
+  PassRun(const PassRun&) = delete;
+  PassRun& operator=(const PassRun&) = delete;
 
   // The device, or the compile-only sweep without one.
-  std::string why;
-  bool compile_only = o.compile_only;
-  const bool fake = !compile_only && worker_fake_mode();
-  if (fake) {
-    run.device = fake_device(o.arch, o.device);
-    log("TUNE_WORKER_FAKE: a synthetic device; the worker returns made-up results and measures nothing");
-  } else if (!compile_only) {
-    run.device = query_device(o.device, &why);
-    if (!run.device) {
-      log(fmt::format("no CUDA device ({}): running the compile-only sweep for {} instead; nothing is timed", why,
-                      arch_name(o.arch)));
-      compile_only = true;
-      run.untimed_reason = "no CUDA device: " + why;
+  void open_device() {
+    std::string why;
+    compile_only = o.compile_only;
+    fake = !compile_only && worker_fake_mode();
+    if (fake) {
+      run.device = fake_device(o.arch, o.device);
+      log("TUNE_WORKER_FAKE: a synthetic device; the worker returns made-up results and measures nothing");
+    } else if (!compile_only) {
+      run.device = query_device(o.device, &why);
+      if (!run.device) {
+        log(fmt::format("no CUDA device ({}): running the compile-only sweep for {} instead; nothing is timed", why,
+                        arch_name(o.arch)));
+        compile_only = true;
+        run.untimed_reason = "no CUDA device: " + why;
+      }
+    } else {
+      run.untimed_reason = "--compile-only";
     }
-  } else {
-    run.untimed_reason = "--compile-only";
+    if (run.device && !fake) {
+      // Refused before anything compiles: the buffers this shape needs against the device's free
+      // memory (NVML; its total memory when NVML is not there). The worker checks again.
+      const std::string shortfall =
+          DeviceRunner::memory_shortfall(problem, shape, *run.device, device_free_bytes(*run.device));
+      if (!shortfall.empty()) throw ShapeError(shortfall);
+    }
+    cc = run.device ? run.device->compute_capability() : o.arch;
+    // Refused before anything compiles: an arch NVRTC cannot target would fail every variant.
+    check_arch(cc, run.device ? fmt::format("device {} ({})", o.device, run.device->name) : fmt::format("--arch {}", cc));
+    limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
+    run.timed = !compile_only;
   }
-  if (run.device && !fake) {
-    // Refused before anything compiles: the buffers this shape needs against the device's free
-    // memory (NVML; its total memory when NVML is not there). The worker checks again.
-    const std::string shortfall =
-        DeviceRunner::memory_shortfall(problem, shape, *run.device, device_free_bytes(*run.device));
-    if (!shortfall.empty()) throw ShapeError(shortfall);
-  }
-  const int cc = run.device ? run.device->compute_capability() : o.arch;
-  // Refused before anything compiles: an arch NVRTC cannot target would fail every variant.
-  check_arch(cc, run.device ? fmt::format("device {} ({})", o.device, run.device->name) : fmt::format("--arch {}", cc));
-  const DeviceLimits limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
-  run.timed = !compile_only;
 
-  const std::string gpu_dir = !run.device            ? "compile-only-" + arch_name(cc)
-                              : o.device_dir.empty() ? run.device->slug()
-                                                     : o.device_dir;
   // The variants, chosen before anything is written: a space too large to enumerate, or a run of
   // more variants than --max-variants, is refused in one line and leaves no file behind.
-  auto& ctx = run.context;
-  const Chosen chosen_configs = choose_configs(o, run.problem, space, shape, limits, ctx, log, pass);
-  std::vector<Config> chosen = chosen_configs.configs;
-  ctx.shard = o.shard;
-  if (o.shard && o.shard->split == "variants") {
-    chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
-    log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
+  void plan() {
+    Chosen chosen_configs = choose_configs(o, run.problem, space, shape, limits, ctx, log, pass);
+    chosen = std::move(chosen_configs.configs);
+    chosen_how = std::move(chosen_configs.how);
+    ctx.shard = o.shard;
+    if (o.shard && o.shard->split == "variants") {
+      chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
+      log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
+    }
+    if (chosen.size() > o.max_variants)
+      throw InputError(fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
+                                   "keeps its record in memory; at 0.7 s a compile, {} of one core); pass --budget N to "
+                                   "time a random sample, restrict the space, split it with --shard, or raise "
+                                   "--max-variants",
+                                   o.problem, shape.describe(), chosen.size(), chosen_how, o.max_variants,
+                                   format_duration(0.7 * static_cast<double>(chosen.size()))));
   }
-  if (chosen.size() > o.max_variants)
-    throw InputError(fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
-                                 "keeps its record in memory; at 0.7 s a compile, {} of one core); pass --budget N to "
-                                 "time a random sample, restrict the space, split it with --shard, or raise "
-                                 "--max-variants",
-                                 o.problem, shape.describe(), chosen.size(), chosen_configs.how, o.max_variants,
-                                 format_duration(0.7 * static_cast<double>(chosen.size()))));
 
-  const auto json_path = o.out_dir / gpu_dir / run.problem / (result_stem(shape, o.shard) + ".json");
-  check_writable(json_path.parent_path());
-  if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
-  const ResultsLock results_lock(json_path);
+  // Where the results go (locked for this run), and the run's context.
+  void open_outputs() {
+    const std::string gpu_dir = !run.device            ? "compile-only-" + arch_name(cc)
+                                : o.device_dir.empty() ? run.device->slug()
+                                                       : o.device_dir;
+    json_path = o.out_dir / gpu_dir / run.problem / (result_stem(shape, o.shard) + ".json");
+    partial_path = partial_results_path(json_path);
+    check_writable(json_path.parent_path());
+    if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
+    results_lock.emplace(json_path);
 
-  ctx.tool_version = tool_version();
-  ctx.git_commit = tool_git_commit();
-  ctx.command_line = o.command_line;
-  ctx.started_at = now_iso8601();
-  ctx.host = host_name();
-  ctx.nvrtc_version = nvrtc_version();
-  ctx.cuda_header_version = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);
-  ctx.arch = arch_name(cc);
-  ctx.compile_options = default_options(cc);
-  ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
-  const CompilePool compiler(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
-  ctx.jobs = compiler.jobs();
-  ctx.compile_cache = compiler.cache_description();
+    ctx.tool_version = tool_version();
+    ctx.git_commit = tool_git_commit();
+    ctx.command_line = o.command_line;
+    ctx.started_at = now_iso8601();
+    ctx.host = host_name();
+    ctx.nvrtc_version = nvrtc_version();
+    ctx.cuda_header_version = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);
+    ctx.arch = arch_name(cc);
+    ctx.compile_options = default_options(cc);
+    ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
+    compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
+    ctx.jobs = compiler->jobs();
+    ctx.compile_cache = compiler->cache_description();
+  }
 
   // Records for every variant up front: an interrupted run shows what was never reached.
-  std::vector<Lowered> lowered;
-  ProgressLog lowering(log, "lowering the variants");
-  for (const Config& c : chosen) {
-    lowering.tick(lowered.size(), chosen.size(), "");
-    VariantRecord r;
-    r.name = space.name(c);
-    r.params = space.to_json(c);
-    r.baseline = c == space.baseline();
-    Lowered l = space.lower(c, shape);
-    for (const auto& k : l.launches)
-      r.launches.push_back({{"kernel", k.name_expression},
-                            {"grid", k.grid},
-                            {"block", k.block},
-                            {"dynamic_smem_bytes", k.dynamic_smem}});
-    run.variants.push_back(std::move(r));
-    lowered.push_back(std::move(l));
+  void lower_variants() {
+    ProgressLog lowering(log, "lowering the variants");
+    for (const Config& c : chosen) {
+      lowering.tick(lowered.size(), chosen.size(), "");
+      VariantRecord r;
+      r.name = space.name(c);
+      r.params = space.to_json(c);
+      r.baseline = c == space.baseline();
+      Lowered l = space.lower(c, shape);
+      for (const auto& k : l.launches)
+        r.launches.push_back({{"kernel", k.name_expression},
+                              {"grid", k.grid},
+                              {"block", k.block},
+                              {"dynamic_smem_bytes", k.dynamic_smem}});
+      run.variants.push_back(std::move(r));
+      lowered.push_back(std::move(l));
+    }
+    n = run.variants.size();
+    find_baseline();
+    log(fmt::format("{} {}: {} variants ({}), {} compile jobs, {}", o.problem, shape.describe(), n, chosen_how, ctx.jobs,
+                    run.device ? run.device->name + " (" + ctx.arch + ")" : ctx.arch + ", compile only"));
   }
-  const auto baseline_it = std::find_if(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.baseline; });
-  if (baseline_it != run.variants.end()) {
-    run.baseline = baseline_it->name;
-  } else if (pass && pass->defer_baseline && pass->search_only) {
-    // The last pass times it. Its compile starts now on a thread of its own, into the cache.
-    if (!pass->baseline_compile.joinable() &&
-        std::find(pass->all.begin(), pass->all.end(), space.baseline()) != pass->all.end())
-      pass->baseline_compile = std::jthread(
-          [request = compile_request(space.lower(space.baseline(), shape), ctx.compile_options),
-           cache = compile_cache_for(o.no_cache, o.cache_dir), jobs = o.jobs] {
-            const CompilePool pool(cache, jobs, nullptr);
-            bool cached = false;
-            (void)pool.compile(request, &cached);
-          });
-  } else {
-    log(fmt::format("note: the baseline violates '{}' at this shape; no speedup will be reported",
-                    space.violated_constraint(space.baseline(), shape, limits)));
+
+  // The baseline among the variants; else, in a search pass that defers it, its compile started on a
+  // thread of its own (the last pass times it); else a note that no speedup will be reported.
+  void find_baseline() {
+    const auto it = std::find_if(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.baseline; });
+    if (it != run.variants.end()) {
+      run.baseline = it->name;
+      baseline_index = static_cast<std::size_t>(it - run.variants.begin());
+    } else if (pass && pass->defer_baseline && pass->search_only) {
+      if (!pass->baseline_compile.joinable() &&
+          std::find(pass->all.begin(), pass->all.end(), space.baseline()) != pass->all.end())
+        pass->baseline_compile = std::jthread(
+            [request = compile_request(space.lower(space.baseline(), shape), ctx.compile_options),
+             cache = compile_cache_for(o.no_cache, o.cache_dir), jobs = o.jobs] {
+              const CompilePool baseline_pool(cache, jobs, nullptr);
+              bool cached = false;
+              (void)baseline_pool.compile(request, &cached);
+            });
+    } else {
+      log(fmt::format("note: the baseline violates '{}' at this shape; no speedup will be reported",
+                      space.violated_constraint(space.baseline(), shape, limits)));
+    }
   }
-  const std::size_t n = run.variants.size();
-  log(fmt::format("{} {}: {} variants ({}), {} compile jobs, {}", o.problem, shape.describe(), n, chosen_configs.how, ctx.jobs,
-                  run.device ? run.device->name + " (" + ctx.arch + ")" : ctx.arch + ", compile only"));
 
   // The journal: a fresh one, or with --resume the records of the interrupted run it identifies.
-  const auto journal_path = Journal::path_for(json_path);
-  ctx.journal = journal_path.string();
-  const auto identity = run_identity(o, run, space);
-  std::vector<char> journaled(n, 0), halved(n, 0);
-  std::optional<Journal> journal;
-  if (o.resume && std::filesystem::exists(journal_path)) {
+  void open_journal() {
+    journal_path = Journal::path_for(json_path);
+    ctx.journal = journal_path.string();
+    const auto identity = run_identity(o, run, space);
+    journaled.assign(n, 0);
+    halved.assign(n, 0);
+    if (o.resume && std::filesystem::exists(journal_path)) {
+      const std::size_t refused = take_journal(identity);
+      ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
+      if (pass && pass->passes_done > 0) {  // a later pass: resumed by run_tune, not by the user
+        log(fmt::format("pass {}: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
+                        "measure", pass->passes_done + 1, ctx.resumed_variants, n, journal_path.string(), n - static_cast<std::size_t>(ctx.resumed_variants)));
+      } else {
+        log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured", ctx.resumed_variants,
+                        n, journal_path.string()) +
+            (refused ? fmt::format(" ({} journal records not taken: not final, or not this run's variants)", refused) : ""));
+      }
+      journal.emplace(Journal::append_to(journal_path));
+    } else {
+      if (o.resume) log(fmt::format("--resume: no journal at {}; starting a fresh run", journal_path.string()));
+      else if (std::filesystem::exists(journal_path))
+        log(fmt::format("replacing the journal of an earlier run, {} (--resume continues one)", journal_path.string()));
+      journal.emplace(Journal::create(journal_path, identity));
+    }
+    save();
+  }
+
+  // Only final records of this run's variants are taken: a status the search ends with (not
+  // pending, not compiled in a timed run), the same parameters and baseline flag as the variant of
+  // that name, a timing where it passed. Anything else is measured again. Returns those refused.
+  std::size_t take_journal(const nlohmann::ordered_json& identity) {
     std::map<std::string, std::size_t> by_name;
     for (std::size_t i = 0; i < n; ++i) by_name[run.variants[i].name] = i;
-    // Only final records of this run's variants are taken: a status the search ends with (not
-    // pending, not compiled in a timed run), the same parameters and baseline flag as the variant of
-    // that name, a timing where it passed. Anything else is measured again.
     std::size_t refused = 0;
     for (auto& e : Journal::read(journal_path, identity)) {
       const auto it = by_name.find(e.record.name);
@@ -1060,21 +1196,7 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
       run.variants[it->second] = std::move(e.record);
       (e.stage == "halving" ? halved : journaled)[it->second] = 1;
     }
-    ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
-    if (pass && pass->passes_done > 0) {  // a later pass: resumed by run_tune, not by the user
-      log(fmt::format("pass {}: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
-                      "measure", pass->passes_done + 1, ctx.resumed_variants, n, journal_path.string(), n - static_cast<std::size_t>(ctx.resumed_variants)));
-    } else {
-      log(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured", ctx.resumed_variants,
-                      n, journal_path.string()) +
-          (refused ? fmt::format(" ({} journal records not taken: not final, or not this run's variants)", refused) : ""));
-    }
-    journal.emplace(Journal::append_to(journal_path));
-  } else {
-    if (o.resume) log(fmt::format("--resume: no journal at {}; starting a fresh run", journal_path.string()));
-    else if (std::filesystem::exists(journal_path))
-      log(fmt::format("replacing the journal of an earlier run, {} (--resume continues one)", journal_path.string()));
-    journal.emplace(Journal::create(journal_path, identity));
+    return refused;
   }
 
   // The run's snapshot, complete as far as it goes, rewritten at most every 2 s while variants
@@ -1082,52 +1204,58 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
   // variant made a 500-variant run spend seconds serializing) and at every stage boundary. It goes
   // to <shape>.json.partial: the results file and its header are replaced only when the run ends
   // with something at least as good (issue 22, item 7), so a re-run that dies keeps them as they were.
-  const auto partial_path = partial_results_path(json_path);
-  auto last_save = Clock::now();
-  auto save = [&](bool force = true) {
+  void save(bool force = true) {
     if (!force && seconds_since(last_save) < 2.0) return;
     run.wall.total_wall_s = seconds_since(t_start);
     write_file_atomic(partial_path, to_json(run).dump(2) + "\n");
     last_save = Clock::now();
-  };
-  save();
+  }
 
   // The worker process starts now: its data and float64 reference are prepared while compilation runs.
   // A later pass of a refined warm start keeps the worker of the first (gpu holds it).
-  ctx.isolation.test_hooks = worker_test_hooks();
-  if (!gpu)
-    for (const auto& h : ctx.isolation.test_hooks) log("test hook active: " + h);
-  if (run.timed && gpu) {
-    gpu->rebind(ctx);
-  } else if (run.timed) {
-    ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
-    gpu.emplace(WorkerInit{problem.file().string(), shape, o.seed, o.device}, o.variant_timeout_s, ctx, log);
+  void start_worker() {
+    ctx.isolation.test_hooks = worker_test_hooks();
+    if (!gpu)
+      for (const auto& h : ctx.isolation.test_hooks) log("test hook active: " + h);
+    if (run.timed && gpu) {
+      gpu->rebind(ctx);
+    } else if (run.timed) {
+      ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
+      gpu.emplace(WorkerInit{problem.file().string(), shape, o.seed, o.device}, o.variant_timeout_s, ctx, log);
+    }
+    if (run.timed) gpu->start();
   }
-  if (run.timed) gpu->start();
 
-  // Compile on all cores; the GPU measures each variant as soon as it is compiled (one at a time).
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<std::size_t> compiled_queue;
-  std::vector<CompileResult> results(n);
-  std::vector<char> from_cache(n, 0);
-  std::atomic<std::size_t> next{0};
-  std::size_t compiled_count = 0;
-  // The baseline compiles (and so is measured) first: a run cut short still has its speedup.
-  // Variants the journal already holds are not compiled (unless the strict re-measure needs them).
-  std::vector<std::size_t> compile_order;
-  if (baseline_it != run.variants.end() && !journaled[static_cast<std::size_t>(baseline_it - run.variants.begin())])
-    compile_order.push_back(static_cast<std::size_t>(baseline_it - run.variants.begin()));
-  for (std::size_t i = 0; i < n; ++i)
-    if (!journaled[i] && !run.variants[i].baseline) compile_order.push_back(i);
-  const std::size_t todo = compile_order.size();
-  ctx.time_budget_s = o.time_budget_s;
-  const auto t_compile = Clock::now();
-  double compile_wall = 0;
-  auto compile_one = [&](std::size_t i, bool* cached) {
-    return compiler.compile(compile_request(lowered[i], ctx.compile_options), cached);
-  };
-  auto compile_and_queue = [&](std::size_t i) {
+  // The compile threads. The baseline compiles (and so is measured) first: a run cut short still has
+  // its speedup. Variants the journal already holds are not compiled (unless the strict re-measure
+  // needs them).
+  void start_compiles() {
+    results.resize(n);
+    from_cache.assign(n, 0);
+    if (baseline_index && !journaled[*baseline_index]) compile_order.push_back(*baseline_index);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!journaled[i] && !run.variants[i].baseline) compile_order.push_back(i);
+    todo = compile_order.size();
+    resumed = n - todo;
+    ctx.time_budget_s = o.time_budget_s;
+    t_compile = Clock::now();
+    if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
+      const auto t_wait = Clock::now();
+      pass->baseline_compile.join();  // the baseline, compiled into the cache while the search passes ran
+      if (seconds_since(t_wait) > 0.5)
+        log(fmt::format("waited {:.1f} s for the baseline's compile", seconds_since(t_wait)));
+    }
+    for (int t = 0; t < ctx.jobs; ++t)
+      pool.emplace_back([this] {
+        for (std::size_t k = next++; k < todo; k = next++) compile_and_queue(compile_order[k]);
+      });
+  }
+
+  CompileResult compile_one(std::size_t i, bool* cached) {
+    return compiler->compile(compile_request(lowered[i], ctx.compile_options), cached);
+  }
+
+  void compile_and_queue(std::size_t i) {
     bool cached = false;
     CompileResult r = compile_one(i, &cached);
     std::lock_guard lock(mutex);
@@ -1136,92 +1264,98 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
     compiled_queue.push_back(i);
     if (++compiled_count == todo) compile_wall = seconds_since(t_compile);
     ready.notify_one();
-  };
-  auto worker = [&] {
-    for (std::size_t k = next++; k < todo; k = next++) compile_and_queue(compile_order[k]);
-  };
+  }
+
   // A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
-  auto ensure_compiled = [&](std::size_t i) {
+  void ensure_compiled(std::size_t i) {
     bool cached = false;
     if (!results[i].ok && results[i].cubin.empty() && journaled[i]) results[i] = compile_one(i, &cached);
-  };
-  if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
-    const auto t_wait = Clock::now();
-    pass->baseline_compile.join();  // the baseline, compiled into the cache while the search passes ran
-    if (seconds_since(t_wait) > 0.5)
-      log(fmt::format("waited {:.1f} s for the baseline's compile", seconds_since(t_wait)));
   }
-  std::vector<std::jthread> pool;
-  for (int t = 0; t < ctx.jobs; ++t) pool.emplace_back(worker);
 
-  const bool halving = o.search == "halving";
-  // The search pass: batch and graph means of 20 launches (the top few and the baseline get 100
-  // in the strict re-measure, whose figures the report shows).
-  DeviceRunner::Options first_round;
-  first_round.batch_launches = 20;
-  if (halving) {
-    first_round.rule = StopRule::screen();
-    first_round.batch_launches = 10;
-    if (ctx.search == "exhaustive") ctx.search = "halving";
-    else ctx.search += "+halving";
-  }
-  double measure_busy = 0;
-  std::size_t checked = 0, passed = 0;
-  std::optional<double> best;
-  const std::optional<std::size_t> baseline_index =
-      baseline_it != run.variants.end() ? std::optional(static_cast<std::size_t>(baseline_it - run.variants.begin()))
-                                        : std::nullopt;
-  // Records taken from the journal count as done.
-  for (std::size_t i = 0; i < n; ++i) {
-    const VariantRecord& r = run.variants[i];
-    if (!journaled[i] || !r.parity) continue;
-    ++checked;
-    if (r.status != Status::kPassed || !r.timing) continue;
-    ++passed;
-    if (!best || r.timing->median_us < *best) best = r.timing->median_us;
-    if (r.baseline && gpu) gpu->set_baseline_median(r.timing->median_us);
-  }
-  const std::size_t resumed = n - todo;
-  bool floor_measured = pass && pass->floor;  // measured by an earlier pass of this run
-  if (floor_measured) run.harness_floor = pass->floor;
-  for (std::size_t done = resumed; done < n; ++done) {
-    if (g_interrupted) {
-      ctx.interrupted = true;
-      next = n;
-      log(fmt::format("interrupted by {}: {} of {} variants done; writing what was measured ({} again to stop at once)",
-                      signal_name(g_signal), done, n, g_signal == SIGINT ? "Ctrl-C" : signal_name(g_signal)));
-      break;
+  // The search pass's profile (batch and graph means of 20 launches; the top few and the baseline
+  // get 100 in the strict re-measure, whose figures the report shows), and the counts of the
+  // records taken from the journal, which count as done.
+  void prepare_search() {
+    halving = o.search == SearchMode::kHalving;
+    first_round.batch_launches = 20;
+    if (halving) {
+      first_round.rule = StopRule::screen();
+      first_round.batch_launches = 10;
+      if (ctx.search == "exhaustive") ctx.search = "halving";
+      else ctx.search += "+halving";
     }
-    if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s) {
-      ctx.stopped_by_time_budget = true;
-      // The workers take no new variant; those in flight finish. A budget spent before any worker
-      // took the baseline (a loaded machine, a large space to lower) compiles it here, else the
-      // wait for it below would never end.
-      const std::size_t taken = next.exchange(n);
-      if (taken == 0 && todo > 0 && baseline_index && compile_order[0] == *baseline_index)
-        compile_and_queue(*baseline_index);
-      log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}",
-                      o.time_budget_s, done, n,
-                      baseline_index && run.variants[*baseline_index].status == Status::kPending
-                          ? " (the baseline still runs)" : ""));
+    for (std::size_t i = 0; i < n; ++i) {
+      const VariantRecord& r = run.variants[i];
+      if (!journaled[i] || !r.parity) continue;
+      ++checked;
+      if (r.status != Status::kPassed || !r.timing) continue;
+      ++passed;
+      if (!best || r.timing->median_us < *best) best = r.timing->median_us;
+      if (r.baseline && gpu) gpu->set_baseline_median(r.timing->median_us);
     }
-    // Once stopped, only the baseline is still taken (it compiles first, so it is seldom waited for).
-    const bool only_baseline = ctx.stopped_by_time_budget;
-    if (only_baseline && !(baseline_index && run.variants[*baseline_index].status == Status::kPending)) break;
-    std::size_t i;
-    {
-      std::unique_lock lock(mutex);
-      if (only_baseline) {
-        auto has = [&] { return std::find(compiled_queue.begin(), compiled_queue.end(), *baseline_index); };
-        ready.wait(lock, [&] { return has() != compiled_queue.end(); });
-        compiled_queue.erase(has());
-        i = *baseline_index;
-      } else {
-        ready.wait(lock, [&] { return !compiled_queue.empty(); });
-        i = compiled_queue.front();
-        compiled_queue.pop_front();
+    floor_measured = pass && pass->floor;  // measured by an earlier pass of this run
+    if (floor_measured) run.harness_floor = pass->floor;
+  }
+
+  // Each variant as it comes out of the compile threads: measured, logged, journaled.
+  void search() {
+    for (std::size_t done = resumed; done < n; ++done) {
+      if (g_interrupted) {
+        ctx.interrupted = true;
+        next = n;
+        log(fmt::format("interrupted by {}: {} of {} variants done; writing what was measured ({} again to stop at once)",
+                        signal_name(g_signal), done, n, g_signal == SIGINT ? "Ctrl-C" : signal_name(g_signal)));
+        break;
       }
+      if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s)
+        stop_for_time_budget(done);
+      // Once stopped, only the baseline is still taken (it compiles first, so it is seldom waited for).
+      const bool only_baseline = ctx.stopped_by_time_budget;
+      if (only_baseline && !baseline_pending()) break;
+      const std::size_t i = take_compiled(only_baseline);
+      measure(i);
+      log_progress(done, i);
+      run.wall.compile_wall_s = compile_wall > 0 ? compile_wall : seconds_since(t_compile);
+      journal->append("search", run.variants[i]);
+      save(false);
     }
+    end_search();
+  }
+
+  [[nodiscard]] bool baseline_pending() const {
+    return baseline_index && run.variants[*baseline_index].status == Status::kPending;
+  }
+
+  // The workers take no new variant; those in flight finish. A budget spent before any worker took
+  // the baseline (a loaded machine, a large space to lower) compiles it here, else the wait for it
+  // would never end.
+  void stop_for_time_budget(std::size_t done) {
+    ctx.stopped_by_time_budget = true;
+    const std::size_t taken = next.exchange(n);
+    if (taken == 0 && todo > 0 && baseline_index && compile_order[0] == *baseline_index)
+      compile_and_queue(*baseline_index);
+    log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}",
+                    o.time_budget_s, done, n, baseline_pending() ? " (the baseline still runs)" : ""));
+  }
+
+  // The next compiled variant (only the baseline, once the time budget is spent).
+  std::size_t take_compiled(bool only_baseline) {
+    std::unique_lock lock(mutex);
+    if (only_baseline) {
+      auto has = [&] { return std::find(compiled_queue.begin(), compiled_queue.end(), *baseline_index); };
+      ready.wait(lock, [&] { return has() != compiled_queue.end(); });
+      compiled_queue.erase(has());
+      return *baseline_index;
+    }
+    ready.wait(lock, [&] { return !compiled_queue.empty(); });
+    const std::size_t i = compiled_queue.front();
+    compiled_queue.pop_front();
+    return i;
+  }
+
+  // A compiled variant's record: failed, compiled (no device), pruned for its spills, or evaluated
+  // by the worker (the harness floor first, once a run).
+  void measure(std::size_t i) {
     VariantRecord& rec = run.variants[i];
     const CompileResult& cr = results[i];
     rec.compile_seconds = cr.seconds;
@@ -1238,14 +1372,7 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
       rec.reason = fmt::format("pruned before timing: spills {} bytes to local memory (--keep-spills measures it)",
                                rec.spill_bytes());
     } else {
-      if (!floor_measured) {
-        run.harness_floor = gpu->floor();
-        floor_measured = true;
-        if (pass) pass->floor = run.harness_floor;
-        log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",
-                        run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us,
-                        run.harness_floor->empty_graph_us));
-      }
+      if (!floor_measured) measure_floor();
       const auto t = Clock::now();
       gpu->evaluate(cr, lowered[i], rec, first_round);
       const double took = seconds_since(t);
@@ -1259,12 +1386,26 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
       }
     }
     if (rec.spill_bytes() > 0 && rec.reason.empty()) rec.reason = fmt::format("spills {} bytes", rec.spill_bytes());
-    // Elapsed time and the search's remaining time at this run's pace so far (resumed records
-    // took none of it); on a terminal the name is cut to fit the line (TuneOptions::line_width).
+  }
+
+  void measure_floor() {
+    run.harness_floor = gpu->floor();
+    floor_measured = true;
+    if (pass) pass->floor = run.harness_floor;
+    log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",
+                    run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us,
+                    run.harness_floor->empty_graph_us));
+  }
+
+  // Elapsed time and the search's remaining time at this run's pace so far (resumed records took
+  // none of it); on a terminal the name is cut to fit the line (TuneOptions::line_width).
+  void log_progress(std::size_t done, std::size_t i) {
+    const VariantRecord& rec = run.variants[i];
     const double elapsed = seconds_since(t_start);
     const double pace = seconds_since(t_compile) / static_cast<double>(done + 1 - resumed);
     log(fit_line(fmt::format("[{:>3}/{}] {}  {:<14} {}", done + 1, n,
-                             rec.compile_cached ? std::string("from cache    ") : fmt::format("compiled {:5.1f}s", cr.seconds),
+                             rec.compile_cached ? std::string("from cache    ")
+                                                : fmt::format("compiled {:5.1f}s", results[i].seconds),
                              to_string(rec.status),
                              rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' ')),
                  rec.name,
@@ -1275,23 +1416,26 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
                              ctx.stopped_by_time_budget ? std::string()
                                                         : ", eta " + format_duration(pace * static_cast<double>(n - done - 1))),
                  o.line_width));
-    run.wall.compile_wall_s = compile_wall > 0 ? compile_wall : seconds_since(t_compile);
-    journal->append("search", rec);
-    save(false);
   }
-  pool.clear();
-  if (ctx.stopped_by_time_budget || ctx.interrupted) {
-    if (compile_wall == 0) compile_wall = seconds_since(t_compile);
-    for (auto& v : run.variants)
-      if (v.status == Status::kPending) {
-        v.status = Status::kSkipped;
-        v.reason = ctx.interrupted ? fmt::format("not reached: the run was interrupted ({})", signal_name(g_signal))
-                                   : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
-      }
+
+  // The compile threads joined; what the search never reached is recorded as skipped.
+  void end_search() {
+    pool.clear();
+    if (ctx.stopped_by_time_budget || ctx.interrupted) {
+      if (compile_wall == 0) compile_wall = seconds_since(t_compile);
+      for (auto& v : run.variants)
+        if (v.status == Status::kPending) {
+          v.status = Status::kSkipped;
+          v.reason = ctx.interrupted ? fmt::format("not reached: the run was interrupted ({})", signal_name(g_signal))
+                                     : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
+        }
+    }
+    run.wall.compile_wall_s = compile_wall + (pass ? pass->compile_wall_s : 0);
   }
-  run.wall.compile_wall_s = compile_wall + (pass ? pass->compile_wall_s : 0);
-  if (pass && pass->search_only) {
-    // The records are in the journal; the next pass takes them and run_tune chooses what follows.
+
+  // A search pass ends here: the records are in the journal; the next pass takes them and run_tune
+  // chooses what follows.
+  TuneOutcome end_search_pass() {
     run.wall.measure_wall_s = measure_busy + pass->measure_wall_s;
     save();
     if (gpu) gpu->detach();
@@ -1299,7 +1443,7 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
   }
 
   // The `keep` fastest passed variants (by their current cold median), fastest first.
-  auto fastest_passed = [&](std::size_t keep) {
+  [[nodiscard]] std::vector<std::size_t> fastest_passed(std::size_t keep) const {
     std::vector<std::size_t> passed_idx;
     std::vector<double> medians;
     for (std::size_t i = 0; i < n; ++i)
@@ -1310,20 +1454,21 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
     std::vector<std::size_t> out;
     for (const std::size_t k : best_by_median(medians, keep)) out.push_back(passed_idx[k]);
     return out;
-  };
+  }
 
   // A stop asked for after the search's last variant: the passes that follow are not started.
-  auto stop_asked = [&] {
+  bool stop_asked() {
     if (g_interrupted && !ctx.interrupted) {
       ctx.interrupted = true;
       log(fmt::format("interrupted by {}: every variant searched; the passes that follow are left to --resume",
                       signal_name(g_signal)));
     }
     return ctx.interrupted;
-  };
-  if (run.timed && halving && !stop_asked()) {
-    // Successive halving: the best third of the screened variants (at least top + 1) timed again
-    // with the search profile (parity already passed); the others keep their screening time.
+  }
+
+  // Successive halving: the best third of the screened variants (at least top + 1) timed again with
+  // the search profile (parity already passed); the others keep their screening time.
+  void halving_round() {
     const auto screened = static_cast<std::size_t>(
         std::count_if(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.status == Status::kPassed; }));
     const auto promoted = fastest_passed(std::max<std::size_t>((screened + 2) / 3, static_cast<std::size_t>(o.top_k) + 1));
@@ -1342,8 +1487,27 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
     save();
   }
 
-  if (run.timed) {
-    // The top few, re-measured strictly in rounds, before a winner is named.
+  std::vector<WorkerItem> items_of(const std::vector<std::size_t>& idx) {
+    std::vector<WorkerItem> items;
+    for (const std::size_t i : idx) {
+      ensure_compiled(i);
+      items.push_back({&results[i], &lowered[i], &run.variants[i]});
+    }
+    return items;
+  }
+
+  void remeasure_strictly(const std::vector<std::size_t>& idx) {
+    const auto items = items_of(idx);
+    const auto t = Clock::now();
+    DeviceRunner::Options strict;
+    strict.rule = StopRule::strict();
+    gpu->remeasure(items, strict);
+    measure_busy += seconds_since(t);
+  }
+
+  // The top few (and the baseline), re-measured strictly in rounds, before a winner is named. The
+  // finalists, for the gate.
+  std::vector<std::size_t> strict_remeasure() {
     std::vector<std::size_t> order = fastest_passed(static_cast<std::size_t>(o.top_k));
     const std::size_t top = order.size();
     if (baseline_index && run.variants[*baseline_index].status == Status::kPassed &&
@@ -1351,122 +1515,128 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
       order.push_back(*baseline_index);
     if (!order.empty() && !stop_asked()) {
       log(fmt::format("re-measuring the top {}{} strictly, in rounds", top, order.size() > top ? " and the baseline" : ""));
-      std::vector<WorkerItem> items;
-      for (auto i : order) {
-        ensure_compiled(i);
-        items.push_back({&results[i], &lowered[i], &run.variants[i]});
-      }
-      const auto t = Clock::now();
-      DeviceRunner::Options strict;
-      strict.rule = StopRule::strict();
-      gpu->remeasure(items, strict);
-      measure_busy += seconds_since(t);
+      remeasure_strictly(order);
     }
     name_winner(run);
-    if (!order.empty() && !stop_asked()) {
-      // The correctness gate (tune/gate.hpp): the finalists' outputs on more inputs and over many
-      // launches, then the sanitizers; a finalist that fails never wins, and when every gated one
-      // has failed the next few are re-measured strictly and gated in turn.
-      const auto t_gate = Clock::now();
-      GateSettings settings;
-      settings.mode = sanitize_mode_from_string(o.sanitize);
-      settings.problem = problem.file().string();
-      settings.shape = shape;
-      settings.seed = o.seed;
-      settings.device = o.device;
-      settings.fake = fake;
-      settings.log = log;
-      Gate gate(settings, ctx.gate);
-      std::vector<char> out_checked(n, 0), sanitized(n, 0);
-      auto items_of = [&](const std::vector<std::size_t>& idx) {
-        std::vector<WorkerItem> items;
-        for (const std::size_t i : idx) {
-          ensure_compiled(i);
-          items.push_back({&results[i], &lowered[i], &run.variants[i]});
-        }
-        return items;
-      };
-      auto say = [&](const std::vector<std::size_t>& idx) {
-        for (const std::size_t i : idx)
-          if (const auto& v = run.variants[i]; v.gate)
-            log(fmt::format("gate: {} {}: {}", v.gate->verdict, v.name, v.gate->reason));
-      };
-      auto index_of = [&](const std::string& name) { return static_cast<std::size_t>(run.find(name) - run.variants.data()); };
-      std::vector<std::size_t> batch = order;
-      for (int round = 1;; ++round) {
-        ctx.gate.rounds = round;
-        std::vector<std::size_t> outputs, sanitize;
-        for (const std::size_t i : batch)
-          if (!out_checked[i] && run.variants[i].status == Status::kPassed) {
-            out_checked[i] = 1;
-            outputs.push_back(i);
-          }
-        log(fmt::format("gate: checking the outputs of {} finalist(s) (more inputs, {} launches each)", outputs.size(),
-                        settings.rounds + 1));
-        gate.check_outputs(items_of(outputs));
-        if (gate.sanitizing() && gate.mode() == SanitizeMode::kFinalists) {
-          // Those that failed the output checks too: a sanitizer report says why.
-          for (const std::size_t i : outputs) {
-            sanitized[i] = 1;
-            sanitize.push_back(i);
-          }
-          if (!sanitize.empty()) {
-            log(fmt::format("gate: {} finalist(s) under compute-sanitizer ({})", sanitize.size(),
-                            fmt::join(kSanitizerTools, ", ")));
-            gate.sanitize(items_of(sanitize));
-          }
-        }
-        say(outputs);
-        // --sanitize winner: the would-be winner alone, and the next one when it fails.
-        for (name_winner(run); run.winner && gate.sanitizing(); name_winner(run)) {
-          const std::size_t w = index_of(*run.winner);
-          if (!out_checked[w] || sanitized[w]) break;
-          sanitized[w] = 1;
-          log(fmt::format("gate: the would-be winner {} under compute-sanitizer", run.variants[w].name));
-          gate.sanitize(items_of({w}));
-          say({w});
-        }
-        if (!run.winner || out_checked[index_of(*run.winner)] || stop_asked()) break;
-        // Every gated finalist failed and an unchecked variant is now the fastest: the next ones,
-        // twice as many each round (a defect shared by a whole family of variants takes a few
-        // rounds, not one per --top variants), at most 64.
-        const std::size_t want =
-            std::min<std::size_t>(64, std::max<std::size_t>(1, static_cast<std::size_t>(o.top_k)) << std::min(round, 6));
-        std::vector<std::size_t> upcoming;
-        for (const std::size_t i : fastest_passed(n))
-          if (!out_checked[i] && upcoming.size() < want) upcoming.push_back(i);
-        log(fmt::format("gate: round {}: no gated finalist is safe; re-measuring the next {} strictly and gating them",
-                        round + 1, upcoming.size()));
-        const auto t = Clock::now();
-        DeviceRunner::Options strict;
-        strict.rule = StopRule::strict();
-        gpu->remeasure(items_of(upcoming), strict);
-        measure_busy += seconds_since(t);
-        batch = upcoming;
+    return order;
+  }
+
+  // The correctness gate (tune/gate.hpp): the finalists' outputs on more inputs and over many
+  // launches, then the sanitizers; a finalist that fails never wins, and when every gated one has
+  // failed the next few are re-measured strictly and gated in turn.
+  void gate_finalists(const std::vector<std::size_t>& finalists) {
+    const auto t_gate = Clock::now();
+    GateSettings settings;
+    settings.mode = sanitize_mode_from_string(o.sanitize);
+    settings.problem = problem.file().string();
+    settings.shape = shape;
+    settings.seed = o.seed;
+    settings.device = o.device;
+    settings.fake = fake;
+    settings.log = log;
+    Gate gate(settings, ctx.gate);
+    std::vector<char> out_checked(n, 0), sanitized(n, 0);
+    std::vector<std::size_t> batch = finalists;
+    for (int round = 1;; ++round) {
+      ctx.gate.rounds = round;
+      gate_round(gate, settings.rounds, batch, out_checked, sanitized);
+      if (!run.winner || out_checked[index_of(*run.winner)] || stop_asked()) break;
+      // Every gated finalist failed and an unchecked variant is now the fastest: the next ones,
+      // twice as many each round (a defect shared by a whole family of variants takes a few
+      // rounds, not one per --top variants), at most 64.
+      const std::size_t want =
+          std::min<std::size_t>(64, std::max<std::size_t>(1, static_cast<std::size_t>(o.top_k)) << std::min(round, 6));
+      std::vector<std::size_t> upcoming;
+      for (const std::size_t i : fastest_passed(n))
+        if (!out_checked[i] && upcoming.size() < want) upcoming.push_back(i);
+      log(fmt::format("gate: round {}: no gated finalist is safe; re-measuring the next {} strictly and gating them",
+                      round + 1, upcoming.size()));
+      remeasure_strictly(upcoming);
+      batch = upcoming;
+    }
+    ctx.gate.wall_s = seconds_since(t_gate);
+    for (const auto& v : run.variants) count_gated(v, ctx.gate);
+  }
+
+  std::size_t index_of(const std::string& name) const {
+    return static_cast<std::size_t>(run.find(name) - run.variants.data());
+  }
+
+  void say(const std::vector<std::size_t>& idx) const {
+    for (const std::size_t i : idx)
+      if (const auto& v = run.variants[i]; v.gate) log(fmt::format("gate: {} {}: {}", v.gate->verdict, v.name, v.gate->reason));
+  }
+
+  // One round of the gate over `batch`: the output checks of those not yet checked, the sanitizers
+  // on them (--sanitize finalists), then with --sanitize winner the would-be winner alone, and the
+  // next one when it fails.
+  void gate_round(Gate& gate, int launches, const std::vector<std::size_t>& batch, std::vector<char>& out_checked,
+                  std::vector<char>& sanitized) {
+    std::vector<std::size_t> outputs, sanitize;
+    for (const std::size_t i : batch)
+      if (!out_checked[i] && run.variants[i].status == Status::kPassed) {
+        out_checked[i] = 1;
+        outputs.push_back(i);
       }
-      ctx.gate.wall_s = seconds_since(t_gate);
-      for (const auto& v : run.variants) count_gated(v, ctx.gate);
+    log(fmt::format("gate: checking the outputs of {} finalist(s) (more inputs, {} launches each)", outputs.size(),
+                    launches + 1));
+    gate.check_outputs(items_of(outputs));
+    if (gate.sanitizing() && gate.mode() == SanitizeMode::kFinalists) {
+      // Those that failed the output checks too: a sanitizer report says why.
+      for (const std::size_t i : outputs) {
+        sanitized[i] = 1;
+        sanitize.push_back(i);
+      }
+      if (!sanitize.empty()) {
+        log(fmt::format("gate: {} finalist(s) under compute-sanitizer ({})", sanitize.size(),
+                        fmt::join(kSanitizerTools, ", ")));
+        gate.sanitize(items_of(sanitize));
+      }
+    }
+    say(outputs);
+    for (name_winner(run); run.winner && gate.sanitizing(); name_winner(run)) {
+      const std::size_t w = index_of(*run.winner);
+      if (!out_checked[w] || sanitized[w]) break;
+      sanitized[w] = 1;
+      log(fmt::format("gate: the would-be winner {} under compute-sanitizer", run.variants[w].name));
+      gate.sanitize(items_of({w}));
+      say({w});
     }
   }
-  run.wall.measure_wall_s = measure_busy + (pass ? pass->measure_wall_s : 0);
-  run.complete = true;
-  run.wall.total_wall_s = seconds_since(t_start);
-  ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;
-  run.context.finished_at = now_iso8601();
-  save();
 
-  TuneOutcome out{run, json_path, std::nullopt};
-  // No header from a search cut short by hand, nor from a part of one (tune merge writes it). It is
-  // made before anything is replaced: a header that cannot be made leaves the earlier pair alone.
-  std::optional<std::string> header;
-  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants"))
-    header = generate_header(run, space);
-  if (const std::string kept = reason_to_keep(json_path, run); !kept.empty()) {
-    out.json_path = partial_path;
-    log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}",
-                    earlier_result(json_path).string(), kept, partial_path.string()));
-  } else {
-    // The results first, then their header: the two renames are each atomic.
+  // The record complete, then the results and their header, unless the earlier ones are worth more;
+  // a finished run's journal removed.
+  TuneOutcome write_outputs() {
+    run.wall.measure_wall_s = measure_busy + (pass ? pass->measure_wall_s : 0);
+    run.complete = true;
+    run.wall.total_wall_s = seconds_since(t_start);
+    ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;
+    run.context.finished_at = now_iso8601();
+    save();
+
+    TuneOutcome out{run, json_path, std::nullopt};
+    // No header from a search cut short by hand, nor from a part of one (tune merge writes it). It is
+    // made before anything is replaced: a header that cannot be made leaves the earlier pair alone.
+    std::optional<std::string> header;
+    if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants"))
+      header = generate_header(run, space);
+    if (const std::string kept = reason_to_keep(json_path, run); !kept.empty()) {
+      out.json_path = partial_path;
+      log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}",
+                      earlier_result(json_path).string(), kept, partial_path.string()));
+    } else {
+      replace_results(header, out);
+    }
+    // A finished run needs no journal (its results hold every record); an interrupted one keeps it.
+    journal.reset();
+    if (!ctx.interrupted) std::filesystem::remove(journal_path);
+    if (gpu) gpu->detach();
+    out.run = run;
+    return out;
+  }
+
+  // The results first, then their header: the two renames are each atomic.
+  void replace_results(const std::optional<std::string>& header, TuneOutcome& out) {
     write_file_atomic(json_path, to_json(run).dump(2) + "\n");
     if (header) {
       out.header_path = o.header ? *o.header : json_path.parent_path() / (shape.tag() + ".hpp");
@@ -1481,12 +1651,26 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
       log(fmt::format("{} replaces {} (removed)", json_path.string(), compressed_result_path(json_path).filename().string()));
     }
   }
-  // A finished run needs no journal (its results hold every record); an interrupted one keeps it.
-  journal.reset();
-  if (!ctx.interrupted) std::filesystem::remove(journal_path);
-  if (gpu) gpu->detach();
-  out.run = run;
-  return out;
+};
+
+TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRunner>& gpu) {
+  PassRun r(o, pass, gpu);
+  r.open_device();
+  r.plan();
+  r.open_outputs();
+  r.lower_variants();
+  r.open_journal();
+  r.start_worker();
+  r.start_compiles();
+  r.prepare_search();
+  r.search();
+  if (pass && pass->search_only) return r.end_search_pass();
+  if (r.run.timed && r.halving && !r.stop_asked()) r.halving_round();
+  if (r.run.timed) {
+    const std::vector<std::size_t> finalists = r.strict_remeasure();
+    if (!finalists.empty() && !r.stop_asked()) r.gate_finalists(finalists);
+  }
+  return r.write_outputs();
 }
 
 // The valid configurations one parameter away from any of `around`, not in `have`.
@@ -1647,8 +1831,8 @@ std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
 
 TuneOutcome run_tune(const TuneOptions& o) {
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
-  const bool passes_fit = !o.compile_only && o.search != "halving" && !(o.shard && o.shard->split == "variants");
-  const bool model = o.search == "model";
+  const bool passes_fit = !o.compile_only && o.search != SearchMode::kHalving && !(o.shard && o.shard->split == "variants");
+  const bool model = o.search == SearchMode::kModel;
   if (model && !passes_fit)
     throw InputError(o.compile_only ? "--search model with --compile-only: the model learns from timings; drop one"
                                     : "--search model with --shard K/N of a single shape's variants: shard a sweep's "

@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.hpp"
 #include "cuda/driver.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
@@ -89,8 +90,24 @@ DeviceRunner::Options options_from(const Json& j) {
 
 // ---- The worker side -------------------------------------------------------------------------
 
+// TUNE_WORKER_FAULT's kinds (docs/testing.md): how a fault injected into a variant strikes. A
+// sanitizer's name makes the fake sanitizer report the variant under that tool.
+enum class InjectedFault {
+  kSegv, kAbort, kHang, kCuda, kTrap, kSpin, kEdge, kFlaky, kMemcheck, kRacecheck, kSynccheck, kInitcheck
+};
+constexpr EnumName<InjectedFault> kInjectedFaultNames[] = {
+    {InjectedFault::kSegv, "segv"},           {InjectedFault::kAbort, "abort"},
+    {InjectedFault::kHang, "hang"},           {InjectedFault::kCuda, "cuda"},
+    {InjectedFault::kTrap, "trap"},           {InjectedFault::kSpin, "spin"},
+    {InjectedFault::kEdge, "edge"},           {InjectedFault::kFlaky, "flaky"},
+    {InjectedFault::kMemcheck, "memcheck"},   {InjectedFault::kRacecheck, "racecheck"},
+    {InjectedFault::kSynccheck, "synccheck"}, {InjectedFault::kInitcheck, "initcheck"}};
+// The faults that replace a variant's kernels on a real device.
+constexpr InjectedFault kKernelFaults[] = {InjectedFault::kCuda, InjectedFault::kTrap, InjectedFault::kSpin};
+
 struct Fault {
-  std::string substring, kind;
+  std::string substring;
+  InjectedFault kind;
   bool at_remeasure = false;
 };
 
@@ -106,12 +123,14 @@ std::vector<Fault> parse_faults() {
     pos = end + 1;
     const auto eq = entry.rfind('=');
     if (eq == std::string::npos) continue;
-    Fault f{entry.substr(0, eq), entry.substr(eq + 1)};
-    if (const auto at = f.kind.find('@'); at != std::string::npos) {
-      f.at_remeasure = f.kind.substr(at + 1) == "remeasure";
-      f.kind.resize(at);
+    std::string kind = entry.substr(eq + 1);
+    bool at_remeasure = false;
+    if (const auto at = kind.find('@'); at != std::string::npos) {
+      at_remeasure = kind.substr(at + 1) == "remeasure";
+      kind.resize(at);
     }
-    out.push_back(f);
+    // A kind of no known name strikes nowhere.
+    if (const auto k = enum_value(kInjectedFaultNames, kind)) out.push_back({entry.substr(0, eq), *k, at_remeasure});
   }
   return out;
 }
@@ -224,19 +243,19 @@ class Worker {
     const std::string& name = names_[k];
     for (const Fault& f : faults_) {
       if (name.find(f.substring) == std::string::npos || f.at_remeasure != remeasuring_) continue;
-      if (f.kind == "segv" || f.kind == "abort") {
+      if (f.kind == InjectedFault::kSegv || f.kind == InjectedFault::kAbort) {
         const rlimit no_core{0, 0};
         setrlimit(RLIMIT_CORE, &no_core);
-        if (f.kind == "abort") std::abort();
+        if (f.kind == InjectedFault::kAbort) std::abort();
         std::signal(SIGSEGV, SIG_DFL);
         std::raise(SIGSEGV);
       }
-      if (f.kind == "hang")
+      if (f.kind == InjectedFault::kHang)
         for (;;) pause();
     }
   }
 
-  [[nodiscard]] const Fault* fault_for(const std::string& name, const std::string& kind) const {
+  [[nodiscard]] const Fault* fault_for(const std::string& name, InjectedFault kind) const {
     for (const Fault& f : faults_)
       if (f.kind == kind && f.at_remeasure == remeasuring_ && name.find(f.substring) != std::string::npos) return &f;
     return nullptr;
@@ -257,14 +276,14 @@ class Worker {
       std::vector<VariantRecord*> p;
       for (std::size_t i = 0; i < records.size(); ++i) {
         // KIND@remeasure on a device: the variant's kernels fault from the re-measure's warm-up on.
-        for (const char* kind : {"cuda", "trap", "spin"})
+        for (const InjectedFault kind : kKernelFaults)
           if (fault_for(names_.at(i), kind)) compiled[i] = faulting_kernel(lowered[i], kind);
         c.push_back(&compiled[i]);
         p.push_back(&records[i]);
       }
       runner_->remeasure_in_rounds(c, lowered, p, options);
     } else {
-      for (const char* kind : {"cuda", "trap", "spin"})
+      for (const InjectedFault kind : kKernelFaults)
         if (fault_for(names_.at(0), kind)) compiled[0] = faulting_kernel(lowered[0], kind);
       runner_->evaluate(compiled[0], lowered[0], records[0], options);
     }
@@ -272,7 +291,7 @@ class Worker {
     bool sticky = false;
     for (const auto& rec : records) {
       out.push_back(to_json(rec));
-      sticky = sticky || (rec.fault && rec.fault->kind == "cuda_error");
+      sticky = sticky || (rec.fault && rec.fault->kind == FaultKind::kCudaError);
     }
     // A sticky error poisoned the context: report, then exit; the orchestrator starts a fresh worker.
     exiting_ = sticky;
@@ -334,13 +353,13 @@ class Worker {
         for (std::size_t k = 0; k < inputs.size(); ++k) {
           ParityRecord p = fake_parity(inputs[k].seed);
           // "edge": the first of the problem's edge cases fails (the seeds pass).
-          if (fault_for(names_[i], "edge") && k == g.at("seeds").size()) {
+          if (fault_for(names_[i], InjectedFault::kEdge) && k == g.at("seeds").size()) {
             p.mismatches = p.elements;
             p.max_abs_error = 1.0;
           }
           gates[i].inputs.push_back({inputs[k].name, p});
         }
-        const bool flaky = fault_for(names_[i], "flaky") != nullptr;
+        const bool flaky = fault_for(names_[i], InjectedFault::kFlaky) != nullptr;
         gates[i].launches = rounds + 1;
         gates[i].deterministic = !flaky;
         gates[i].determinism = flaky ? fmt::format("launch 2 of {} changed the output (injected by TUNE_WORKER_FAULT)", rounds)
@@ -387,7 +406,7 @@ class Worker {
       }
       if (fake_) {
         announce("sanitize", static_cast<int>(i));
-        if (!sanitizer_tool_.empty() && fault_for(names_[i], sanitizer_tool_))
+        if (const auto tool = enum_value(kInjectedFaultNames, sanitizer_tool_); tool && fault_for(names_[i], *tool))
           write_fake_report(it.compiled[i].lowered_names.at(0));
         results.push_back({{"hash", ""}});
         continue;
@@ -442,10 +461,10 @@ class Worker {
   // that writes out of bounds (address 8: CUDA_ERROR_ILLEGAL_ADDRESS), executes `trap`
   // (CUDA_ERROR_LAUNCH_FAILED), or spins forever (the deadline kills the worker). Extra kernel
   // arguments are ignored.
-  CompileResult faulting_kernel(const Lowered& lowered, const std::string& kind) const {
+  CompileResult faulting_kernel(const Lowered& lowered, InjectedFault kind) const {
     // The spin reads a global the host could change, so the compiler cannot drop the loop.
-    const char* body = kind == "trap"   ? "asm volatile(\"trap;\");"
-                       : kind == "spin" ? "while (*(volatile int*)&tune_spin_flag == I) __nanosleep(1000);"
+    const char* body = kind == InjectedFault::kTrap   ? "asm volatile(\"trap;\");"
+                       : kind == InjectedFault::kSpin ? "while (*(volatile int*)&tune_spin_flag == I) __nanosleep(1000);"
                                         : "*(volatile int*)8 = I;";
     const CompileRequest req{std::string("__device__ int tune_spin_flag = 1;\n"
                                          "template <int I> __global__ void tune_fault() { ") + body + " }",
@@ -462,12 +481,12 @@ class Worker {
       announce("load", item);
       if (!remeasuring_) announce("parity", item);
       VariantRecord& rec = records[i];
-      if (fault_for(rec.name, "cuda")) {
+      if (fault_for(rec.name, InjectedFault::kCuda)) {
         rec.status = Status::kCrashed;
         // The phase it strikes in: parity in the search, load in the strict re-measure (@remeasure).
         const char* phase = remeasuring_ ? "load" : "parity";
         rec.reason = std::string("CUDA_ERROR_ILLEGAL_ADDRESS during ") + phase + " (injected by TUNE_WORKER_FAULT)";
-        rec.fault = FaultRecord{"cuda_error", "", "CUDA_ERROR_ILLEGAL_ADDRESS", phase, 0, 0};
+        rec.fault = FaultRecord{FaultKind::kCudaError, "", "CUDA_ERROR_ILLEGAL_ADDRESS", phase, 0, 0};
         continue;
       }
       if (options.check_parity || !rec.parity) {
@@ -784,12 +803,12 @@ FaultRecord WorkerProcess::reap(bool timed_out, double deadline_s) {
   }
   pid_ = -1;
   if (timed_out) {
-    f.kind = "timeout";
+    f.kind = FaultKind::kTimeout;
   } else if (WIFSIGNALED(status)) {
-    f.kind = "signal";
+    f.kind = FaultKind::kSignal;
     f.signal = signal_name(WTERMSIG(status));
   } else {
-    f.kind = "exit";
+    f.kind = FaultKind::kExit;
     f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   return f;
@@ -825,8 +844,8 @@ std::string WorkerProcess::wait_ready(double deadline_s) {
   FaultRecord fault;
   const auto r = receive(deadline_s, &fault);
   if (!r)
-    throw DeviceError(fault.kind == "timeout" ? fmt::format("the worker process did not start within {} s", deadline_s)
-                      : fault.kind == "signal" ? "the worker process was killed by " + fault.signal + " while starting"
+    throw DeviceError(fault.kind == FaultKind::kTimeout ? fmt::format("the worker process did not start within {} s", deadline_s)
+                      : fault.kind == FaultKind::kSignal ? "the worker process was killed by " + fault.signal + " while starting"
                                                : fmt::format("the worker process exited with code {} while starting", fault.exit_code));
   if (r->value("reply", "") != "ready") {
     const std::string message = r->value("message", "the worker process could not start");
@@ -865,7 +884,7 @@ std::optional<Json> WorkerProcess::call(const char* op, const std::vector<Worker
   if (!r) return std::nullopt;
   if (r->value("reply", "") == "error") {
     // The worker could not go on with these variants (an exception): stop it, report like a loss.
-    fault->kind = "error";
+    fault->kind = FaultKind::kError;
     fault->phase = last_phase_;
     fault->deadline_s = deadline_s;
     fault->message = r->value("message", "the worker answered out of turn");
