@@ -14,11 +14,15 @@ set(TUNE_INSTALL_DATADIR share/tune)
 set(TUNE_INSTALL_CMAKEDIR lib/cmake/tune)
 
 # The kernel templates, for a build that compiles the tuned instantiations with nvcc:
-# #include "contact/contact.cuh". The same files tune compiled and measured.
+# #include "contact/contact.cuh". The same files tune compiled and measured. kernel_templates/common
+# is a directory of its own: the templates include its helpers as "tune_common.cuh", the name NVRTC
+# knows them by (the problems' include_dirs).
 add_library(tune_kernels INTERFACE)
 target_include_directories(tune_kernels INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/kernel_templates>
-  $<INSTALL_INTERFACE:${TUNE_INSTALL_DATADIR}/kernel_templates>)
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/kernel_templates/common>
+  $<INSTALL_INTERFACE:${TUNE_INSTALL_DATADIR}/kernel_templates>
+  $<INSTALL_INTERFACE:${TUNE_INSTALL_DATADIR}/kernel_templates/common>)
 # nvcc's device front end (cicc) keeps shared-memory addresses 32-bit by default (--sharedmem32=1);
 # NVRTC, which tune compiles and times with, keeps them 64-bit and has no option to do otherwise
 # (13.0). So nvcc builds the templates as NVRTC does: the same machine code as tune measured, every

@@ -289,11 +289,13 @@ def template_at(commit, problem):
 
 
 def template_sources(problem):
-    folder = ROOT / "kernel_templates" / problem
-    main = folder / f"{problem}.cuh"
-    headers = [(p.name, p.read_text()) for p in sorted(folder.iterdir())
-               if p.is_file() and p != main and p.suffix in (".cuh", ".h", ".hpp")]
-    return main.name, main.read_text(), headers
+    """(main name, main text, [(header name, text)]) as tune's Space::load_sources reads them: the
+    problem's template, every header of its folder and of its include_dirs by relative path
+    (bench/embed_nvrtc.py finds them the same way for the bench's NVRTC build)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import embed_nvrtc  # noqa: E402
+    main, headers = embed_nvrtc.kernel_sources(ROOT / "configs" / problem / "problem.json")
+    return main.name, main.read_text(), [(name, path.read_text()) for name, path in headers]
 
 
 def k_first(row, rows):
@@ -344,14 +346,15 @@ def main():
         # default TUNE_BENCH_INTERLEAVE's, as bench/CMakeLists.txt writes it).
         interleave = [a for item in BENCH_INTERLEAVE if item.startswith(problem + "/")
                       for a in ("--interleave", item.split("/", 1)[1])]
-        subprocess.run([sys.executable, str(ROOT / "bench" / "embed_nvrtc.py"), "--problem", problem, "--template",
-                        str(ROOT / "kernel_templates" / problem / f"{problem}.cuh"), "--out",
+        subprocess.run([sys.executable, str(ROOT / "bench" / "embed_nvrtc.py"), "--problem", problem, "--problem-json",
+                        str(ROOT / "configs" / problem / "problem.json"), "--out",
                         str(work / f"{problem}_nvrtc.hpp"), *interleave, *results], check=True, capture_output=True)
         # nvcc: the bench's translation unit, as bench/CMakeLists.txt builds it.
         nvcc_cubin = work / f"{problem}.nvcc.cubin"
         cmd = [nvcc, "-cubin", f"-arch=sm_{args.arch}", *args.nvcc_flags.split(), "-Xptxas", "-v",
                "-I", str(ROOT / "bench" / "src"), "-I", str(work),
-               "-I", str(ROOT / "kernel_templates"),  # tune::kernels' include directory: "contact/contact.cuh"
+               "-I", str(ROOT / "kernel_templates"),  # tune::kernels' include directories: "contact/contact.cuh",
+               "-I", str(ROOT / "kernel_templates" / "common"),  # and "tune_common.cuh"
                str(ROOT / "bench" / "src" / f"{problem}.cu"), "-o", str(nvcc_cubin)]
         print(f"[{problem}] nvcc: {' '.join(cmd[1:])}", flush=True)
         built = subprocess.run(cmd, capture_output=True, text=True)

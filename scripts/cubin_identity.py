@@ -51,6 +51,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import compare_builds as cb  # noqa: E402  (its NVRTC binding, CUBIN reader, ptxas parser and header reader)
 from function_lengths import longest_function  # noqa: E402  (the brace-matching scanner)
+sys.path.insert(0, str(ROOT / "bench"))
+import embed_nvrtc  # noqa: E402  (the headers of a template, as tune finds them)
 
 HEADER_EXTENSIONS = (".cuh", ".h", ".hpp", ".inc", ".cu")  # space.cpp is_header
 PROBLEM_FOLDERS = ("configs", "examples")
@@ -85,23 +87,16 @@ def problem_dir(tree, problem):
 
 
 def kernel_sources(tree, problem):
-    """(main name, main text, [(header name, text)]) as tune's Space::load_sources reads them."""
+    """(main name, main text, [(header name, text)]) as tune's Space::load_sources reads them
+    (bench/embed_nvrtc.py finds the headers the same way for the bench's NVRTC build)."""
     d = problem_dir(tree, problem)
     if d is None:
         die(f"no problem.json for {problem} under {tree}/{{{','.join(PROBLEM_FOLDERS)}}}")
     spec = json.loads((d / "problem.json").read_text())
-    main = (d / spec["template"]).resolve()
-    if not main.is_file():
+    if not (d / spec["template"]).resolve().is_file():
         die(f"{d}/problem.json: template {spec['template']} not found")
-    headers, seen = [], set()
-    for root in [main.parent] + [(d / x).resolve() for x in spec.get("include_dirs", [])]:
-        found = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in HEADER_EXTENSIONS and p.resolve() != main)
-        for f in found:
-            name = f.relative_to(root).as_posix()
-            if name not in seen:
-                seen.add(name)
-                headers.append((name, f.read_text()))
-    return main.name, main.read_text(), headers
+    main, headers = embed_nvrtc.kernel_sources(d / "problem.json")
+    return main.name, main.read_text(), [(name, path.read_text()) for name, path in headers]
 
 
 # ---------------------------------------------------------------- the variants

@@ -151,8 +151,6 @@ def build(name, out):
     if count != 1:
         raise PlantError(f"{path}: 'find' occurs {count} times in {rel(target)} (it must occur exactly once)")
     planted = text.replace(plant["find"], plant["replace"])
-    if problem.get("include_dirs"):
-        raise PlantError(f"{path}: problem '{plant['problem']}' has include_dirs, which plant.py does not copy")
     check_out_dir(out)
 
     # Stage everything in a sibling folder, then swap it in: a failure leaves OUTDIR as it was.
@@ -167,6 +165,16 @@ def build(name, out):
                 dest = stage / f.relative_to(template_dir)
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(f, dest)
+        # The headers of include_dirs, by the names tune gives them (relative to their folder), beside
+        # the template's: the planted folder needs no include_dirs (a template-folder header wins a
+        # name clash, as in tune).
+        for d in problem.pop("include_dirs", []):
+            root = (folder / d).resolve()
+            for f in sorted(root.rglob("*")):
+                dest = stage / f.relative_to(root)
+                if f.is_file() and f.suffix in HEADER_SUFFIXES and not dest.exists():
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(f, dest)
         (stage / plant["file"]).write_text(planted)
 
         ref = (problem.get("reference") or {}).get("python")

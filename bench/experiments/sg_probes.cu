@@ -56,7 +56,7 @@ __global__ void mma_probe(int iters, float* sink, long long* cycles) {
   const long long t0 = clock64();
   for (int i = 0; i < iters; ++i) {
 #pragma unroll
-    for (int c = 0; c < CHAINS; ++c) tune_kernels::sg_mma_tf32(d[c], a, 0.5f, 0.25f);
+    for (int c = 0; c < CHAINS; ++c) tune_kernels::mma_tf32(d[c], a, 0.5f, 0.25f);
   }
   __syncthreads();
   const long long t1 = clock64();
@@ -92,8 +92,8 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
   float* sm = reinterpret_cast<float*>(sm4);
   const float* region = src + (blockIdx.x % 8) * (KB * 256);
   for (int c = static_cast<int>(threadIdx.x); c < KB * 64; c += 512) tune_kernels::sg_copy16(sm + 4 * c, region + 4 * c);
-  tune_kernels::sg_copy_commit();
-  tune_kernels::sg_copy_wait<0>();
+  tune_kernels::copy_commit();
+  tune_kernels::copy_wait<0>();
   __syncthreads();
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < B * N * D) out[i] = sm[threadIdx.x % (KB * 256)];

@@ -243,7 +243,7 @@ std::vector<PairRow>& pair_rows();
 void print_pair_table();
 
 // tune's NVRTC programs of the bench, compiled all at once (in parallel) before the benchmarks run.
-RtcProgram& new_program(std::string source_name, const char* source, std::vector<std::string> expressions,
+RtcProgram& new_program(const RtcSources& sources, std::vector<std::string> expressions,
                         std::vector<std::string> options);
 void compile_programs();  // prints one line per program and what failed
 // The NVRTC build's kernels of a program, loaded on first use (twin: from a second module of the
@@ -282,8 +282,8 @@ std::vector<std::string> expressions_of(const Variant& v) {
 template <class Entry, int kEntries, int kLaunches, class Record, int kRecords>
 void register_problem(const char* problem, const Entry (&entries)[kEntries],
                       const void* const (&winner_kernels)[kEntries][kLaunches],
-                      const void* const (&baseline_kernels)[kEntries][kLaunches], const char* source_name,
-                      const char* source, const Record (&records)[kRecords]) {
+                      const void* const (&baseline_kernels)[kEntries][kLaunches], const RtcSources& sources,
+                      const Record (&records)[kRecords]) {
   for (int i = 0; i < kEntries; ++i) {
     const Entry& e = entries[i];
     if (e.arch != gpu().arch) continue;
@@ -297,7 +297,7 @@ void register_problem(const char* problem, const Entry (&entries)[kEntries],
       const std::string role = is_winner ? "winner" : "baseline";
       pair_rows().push_back({base + role, v.median_us, 0, 0});
       const std::size_t row = pair_rows().size() - 1;
-      RtcProgram* rtc = options.empty() ? nullptr : &new_program(source_name, source, expressions_of(v), options);
+      RtcProgram* rtc = options.empty() ? nullptr : &new_program(sources, expressions_of(v), options);
       benchmark::RegisterBenchmark((base + role + "/nvcc").c_str(),
                                    [&v, nvcc, rtc, winner_median, is_winner, row](benchmark::State& s) {
                                      double median = 0;
@@ -410,8 +410,8 @@ void time_interleaved(benchmark::State& state, const Finalist* finalists, int co
 // lists finalists (bench/CMakeLists.txt: TUNE_BENCH_INTERLEAVE) and has an entry of this GPU's arch.
 template <class Entry, int kEntries, class Record, int kRecords, class NvccKernel, int kNvcc>
 void register_interleave(const char* problem, const Entry (&entries)[kEntries], const Record (&records)[kRecords],
-                         const NvccKernel (&nvcc_kernels)[kNvcc], int nvcc_count, const char* source_name,
-                         const char* source) {
+                         const NvccKernel (&nvcc_kernels)[kNvcc], int nvcc_count,
+                         const RtcSources& sources) {
   for (const Record& r : records) {
     if (r.finalist_count < 2) continue;
     const Entry* entry = nullptr;
@@ -439,7 +439,7 @@ void register_interleave(const char* problem, const Entry (&entries)[kEntries], 
     for (int f = 0; f < r.finalist_count; ++f) {
       std::vector<std::string> e;
       for (int l = 0; l < r.finalists[f].launch_count; ++l) e.emplace_back(r.finalists[f].launches[l].name_expression);
-      rtc.push_back(&new_program(source_name, source, e, options_of(&r)));
+      rtc.push_back(&new_program(sources, e, options_of(&r)));
     }
     const std::string base = std::string(problem) + "/" + r.shape_name + "/strict/";
     for (const bool interleave : {false, true})

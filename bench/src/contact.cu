@@ -10,8 +10,6 @@
 void tune_bench::register_contact() {
   namespace t = tune_tuned::contact;
   namespace r = tune_bench_nvrtc::contact;
-  register_problem("contact", t::kEntries, t::kWinnerKernels, t::kBaselineKernels, r::kTemplateName, r::kTemplateSource,
-                   r::kRecords);
-  register_interleave("contact", t::kEntries, r::kRecords, r::kNvccKernels, r::kNvccKernelCount, r::kTemplateName,
-                      r::kTemplateSource);
+  register_problem("contact", t::kEntries, t::kWinnerKernels, t::kBaselineKernels, r::kSources, r::kRecords);
+  register_interleave("contact", t::kEntries, r::kRecords, r::kNvccKernels, r::kNvccKernelCount, r::kSources);
 }

@@ -50,11 +50,10 @@ std::deque<RtcProgram>& programs() {
 }
 }  // namespace
 
-RtcProgram& new_program(std::string source_name, const char* source, std::vector<std::string> expressions,
+RtcProgram& new_program(const RtcSources& sources, std::vector<std::string> expressions,
                         std::vector<std::string> options) {
   RtcProgram& p = programs().emplace_back();
-  p.source_name = std::move(source_name);
-  p.source = source;
+  p.sources = sources;
   p.name_expressions = std::move(expressions);
   p.options = std::move(options);
   return p;

@@ -26,7 +26,8 @@ void compile_one(RtcProgram& p) {
   const auto fail = [&](nvrtcResult r, const char* what) {
     p.error = std::string(what) + ": " + nvrtcGetErrorString(r);
   };
-  nvrtcResult r = nvrtcCreateProgram(&prog, p.source, p.source_name.c_str(), 0, nullptr, nullptr);
+  nvrtcResult r = nvrtcCreateProgram(&prog, p.sources.source, p.sources.name, p.sources.header_count,
+                                     p.sources.header_sources, p.sources.header_names);
   if (r != NVRTC_SUCCESS) return fail(r, "nvrtcCreateProgram");
   for (const auto& e : p.name_expressions)
     if ((r = nvrtcAddNameExpression(prog, e.c_str())) != NVRTC_SUCCESS) {

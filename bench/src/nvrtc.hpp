@@ -15,10 +15,20 @@ namespace tune_bench {
 void check(CUresult e, const char* what);
 #define TUNE_BENCH_CU(call) ::tune_bench::check((call), #call)
 
+// A kernel template as tune hands it to NVRTC (Space::load_sources): the program's name and text,
+// and every header of its folder and of the problem's include_dirs by include name
+// (<problem>_nvrtc.hpp, embed_nvrtc.py).
+struct RtcSources {
+  const char* name = nullptr;
+  const char* source = nullptr;
+  int header_count = 0;
+  const char* const* header_names = nullptr;
+  const char* const* header_sources = nullptr;
+};
+
 struct RtcProgram {
   // In
-  std::string source_name;
-  const char* source = nullptr;
+  RtcSources sources;
   std::vector<std::string> name_expressions;
   std::vector<std::string> options;
   // Out (nvrtc_compile)

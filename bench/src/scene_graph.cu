@@ -10,8 +10,6 @@
 void tune_bench::register_scene_graph() {
   namespace t = tune_tuned::scene_graph;
   namespace r = tune_bench_nvrtc::scene_graph;
-  register_problem("scene_graph", t::kEntries, t::kWinnerKernels, t::kBaselineKernels, r::kTemplateName, r::kTemplateSource,
-                   r::kRecords);
-  register_interleave("scene_graph", t::kEntries, r::kRecords, r::kNvccKernels, r::kNvccKernelCount, r::kTemplateName,
-                      r::kTemplateSource);
+  register_problem("scene_graph", t::kEntries, t::kWinnerKernels, t::kBaselineKernels, r::kSources, r::kRecords);
+  register_interleave("scene_graph", t::kEntries, r::kRecords, r::kNvccKernels, r::kNvccKernelCount, r::kSources);
 }

@@ -585,6 +585,13 @@ TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
   }
 }
 
+namespace {
+// The helpers the kernel templates share (a problem's include_dirs), for a space written elsewhere.
+std::string common_kernels_dir() {
+  return (std::filesystem::path(TUNE_FIXTURES) / ".." / ".." / "kernel_templates" / "common").lexically_normal().string();
+}
+}  // namespace
+
 TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   // The space gains a parameter after the run (as contact gains async_copy): the merge still works.
   const std::string out = out_dir("merged_header_new_parameter");
@@ -592,6 +599,7 @@ TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   auto space = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/../../configs/contact/problem.json"));
   space["parameters"].push_back({{"name", "added_later"}, {"values", {false, true}}});
   space["baseline"]["added_later"] = false;
+  space["include_dirs"] = {common_kernels_dir()};
   std::ofstream(out + "/space.json") << space.dump(1);
   const Result r = run("header " + merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json") + " --config " + out +
                        "/space.json --allow-synthetic -o " + out + "/contact.hpp");
@@ -608,6 +616,7 @@ namespace {
 // The small fixture space, changed by `edit`, written to a folder of its own; returns its path.
 std::string edited_space(const std::string& name, const std::function<void(nlohmann::ordered_json&)>& edit) {
   auto j = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/contact_small_space.json"));
+  j["include_dirs"] = {common_kernels_dir()};  // the fixture's relative folder, from the copy's place
   edit(j);
   const auto dir = std::filesystem::path(out_dir(name + ".space"));
   std::filesystem::create_directories(dir);

@@ -136,7 +136,7 @@ TEST(Plants, PlantPyRefusesAFindTextThatIsNotThereExactlyOnce) {
     EXPECT_FALSE(fs::exists(dir)) << "nothing is written";
   };
   refused("no such text in the template", "0");
-  const std::string repeated = "__syncthreads();";
+  const std::string repeated = "copy_commit();";
   refused(repeated, std::to_string(occurrences(slurp(shipped_file(plant)), repeated)));
 }
 

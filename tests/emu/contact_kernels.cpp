@@ -69,7 +69,7 @@ bool run_contact(const std::string& name_expression, unsigned grid, unsigned blo
   const auto it = registry().find(name_expression);
   if (it == registry().end()) return false;
   const Launcher f = it->second;
-  float* sm = reinterpret_cast<float*>(tune_contact_smem);
+  float* sm = reinterpret_cast<float*>(tune_kernels::contact::tune_contact_smem);
   std::fill(sm, sm + kEmuSmemFloats, 1.0e30f);  // a canary no kernel writes
   emu_launch(grid, block, [&] { f(args, out); });
   smem_after.assign(sm + std::min(smem_floats, kEmuSmemFloats), sm + kEmuSmemFloats);

@@ -5,7 +5,7 @@
 // (mma.m16n8k8 .tf32): a0=(g,t) a1=(g+8,t) a2=(g,t+4) a3=(g+8,t+4); b0=(k=t,n=g) b1=(k=t+4,n=g);
 // d_q = (row g + 8*(q>>1), col 2t + (q&1)).
 #include <cstring>
-namespace tune_kernels { namespace contact {
+namespace tune_kernels {
 float tf32_trunc(float x) { std::uint32_t u; std::memcpy(&u, &x, 4); u &= ~0x1fffu; float r; std::memcpy(&r, &u, 4); return r; }
 float to_tf32(float x) { std::uint32_t u; std::memcpy(&u, &x, 4); u += 0x1000u; u &= ~0x1fffu; float r; std::memcpy(&r, &u, 4); return r; }
 float tf32_round(float x) { return to_tf32(x); }
@@ -29,11 +29,11 @@ void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1) {
   g_emu->warp_bar[w]->arrive_and_wait();
   for (int q = 0; q < 4; ++q) d[q] = r[q];
 }
-}}
-namespace tune_kernels { namespace contact {
+}
+namespace tune_kernels {
 int opaque_zero(int) { return 0; }
-}}
-namespace tune_kernels { namespace contact {
+}
+namespace tune_kernels {
 // cp.async emulation: copies stay pending (per thread) until a wait retires their group, so a
 // read before the wait sees the old (canary) contents.
 struct EmuCopy { float* dst; const float* src; int bytes; bool valid; };
@@ -51,14 +51,14 @@ void copy_wait() {
   while ((int)g_groups.size() > PENDING) { emu_retire(g_groups.front()); g_groups.erase(g_groups.begin()); }
 }
 void copy_wait_all() { copy_commit(); copy_wait<0>(); }
-}}
-namespace tune_kernels { namespace contact {
+}
+namespace tune_kernels {
 void assume(bool) {}
-}}
+}
 #include <map>
 #include <mutex>
 #include <tuple>
-namespace tune_kernels { namespace contact {
+namespace tune_kernels {
 inline std::mutex g_named_mu;
 inline std::map<std::tuple<const void*, int, int>, std::unique_ptr<std::barrier<>>> g_named;
 void named_barrier(int id, int threads) {
@@ -71,4 +71,4 @@ void named_barrier(int id, int threads) {
   }
   b->arrive_and_wait();
 }
-}}
+}

@@ -77,10 +77,19 @@ Builds build_baseline_both_ways(const std::vector<std::pair<std::string, std::in
   const fs::path dir = fs::path(TUNE_BINARY_DIR) / "build_parity_test";
   fs::create_directories(dir);
   const fs::path src = dir / "baseline.cu", cubin = dir / "baseline.cubin", log = dir / "baseline.log";
+  // The template and its headers by the names NVRTC knows them by (the template's folder and the
+  // problem's include_dirs), so nvcc reads exactly what tune compiled.
+  const fs::path include = dir / "templates";
+  fs::remove_all(include);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    fs::create_directories((include / name).parent_path());
+    std::ofstream(include / name, std::ios::binary) << text;
+  };
+  write(lowered.sources->main_name, lowered.sources->main);
+  for (const auto& [name, text] : lowered.sources->headers) write(name, text);
   std::ofstream(src) << "#include \"" << lowered.sources->main_name << "\"\n"
                      << "const void* const tune_kernel = reinterpret_cast<const void*>(&::"
                      << lowered.launches.at(0).name_expression << ");\n";
-  const fs::path include = lowered.sources->files.at(0).parent_path();
   const std::string cmd = std::string(TUNE_NVCC) + " -cubin -arch=sm_90 -O3 -DNDEBUG -std=c++17 " +
                           TUNE_KERNELS_NVCC_OPTIONS + " -Xptxas -v -I " +
                           include.string() + " " + src.string() + " -o " + cubin.string() + " > " + log.string() +

@@ -10,7 +10,8 @@ endif()
 file(RENAME ${DIR}/staging ${DIR}/prefix)
 foreach(file bin/tune lib/cmake/tune/tuneConfig.cmake lib/cmake/tune/tuneConfigVersion.cmake lib/cmake/tune/tuneTargets.cmake
              lib/cmake/tune/tuneFunctions.cmake share/tune/configs/contact/problem.json
-             share/tune/kernel_templates/contact/contact.cuh share/tune/report/report.py
+             share/tune/kernel_templates/contact/contact.cuh share/tune/kernel_templates/contact/strategies/mma.cuh
+             share/tune/kernel_templates/common/tune_common.cuh share/tune/report/report.py
              share/tune/report/torch_baseline.py share/tune/scripts/problem_folder.py)
   if(NOT EXISTS ${DIR}/prefix/${file})
     message(FATAL_ERROR "the install has no ${file}")

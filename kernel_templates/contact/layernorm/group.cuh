@@ -1,0 +1,133 @@
+#pragma once
+// LNROW 0 on staged tiles: groups of lanes normalise a pair's two rows and store s with gamma
+// and beta applied.
+// Part of the contact template: contact.cuh includes it after layernorm/warp_rows.cuh.
+// (NVRTC finds a header only by the name the including file gives, so the pieces include
+// nothing themselves; contact.cuh includes them in order.)
+
+namespace tune_kernels {
+namespace contact {
+
+// Lanes per pair in the staged LayerNorm: groups of G lanes read float4 chunks of a row (G = 8
+// makes a quarter-warp read 128 contiguous bytes), so a pair costs a few segmented shuffles
+// instead of a whole warp's. 0 when C % 4 != 0: a whole warp per pair then.
+__host__ __device__ constexpr int ln_group(int C) {
+  if (C % 4 != 0) return 0;
+  int g = 8;
+  while (g > C / 4) g /= 2;
+  return g;
+}
+
+// Staged tiles: each pair (ii,jj) of the tile normalises row A(ii,jj) and row T(jj,ii) once and
+// overwrites row A(ii,jj) with s. Both rows run the same code (same reduction order), so LN(row)
+// does not depend on whether it is the (i,j) or the (j,i) operand: s stays exactly symmetric.
+// The BLOCK / 32 warps share the rows (warp in [0, BLOCK / 32); BLOCK = 32: one warp does all).
+// t_row0: the first tile T row (kRows; 0 for a diagonal tile staged with skip_t).
+template <int C, int TILE_I, int TILE_J, int BLOCK, bool SMEM_W>
+__device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma, const float* beta,
+                                               int warp = static_cast<int>(threadIdx.x >> 5),
+                                               int t_row0 = TILE_I * TILE_J) {
+  constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, G = ln_group(C);
+  const int lane = threadIdx.x & 31;
+  if constexpr (G == 0) {
+    constexpr int CR = cdiv(C, 32);
+    float g[CR], be[CR];
+    load_lane_vec<C, SMEM_W>(gamma, g);
+    load_lane_vec<C, SMEM_W>(beta, be);
+#pragma unroll 1
+    for (int q = warp; q < kRows; q += BLOCK / 32) {
+      const int ii = q / TILE_J, jj = q - ii * TILE_J;
+      float* ra = tiles + q * RS;
+      const float* rt = tiles + (t_row0 + jj * TILE_I + ii) * RS;
+      float a[CR], t[CR];
+#pragma unroll
+      for (int k = 0; k < CR; ++k) {
+        const int c = lane + 32 * k;
+        a[k] = c < C ? ra[c] : 0.0f;
+        t[k] = c < C ? rt[c] : 0.0f;
+      }
+      warp_layernorm2<C>(a, t, g, be);
+#pragma unroll
+      for (int k = 0; k < CR; ++k) {
+        const int c = lane + 32 * k;
+        if (c < C) ra[c] = (a[k] + t[k]) * 0.5f;
+      }
+    }
+  } else {
+    constexpr int kChunks = C / 4;              // float4 chunks per row
+    constexpr int kPerLane = cdiv(kChunks, G);  // chunks of one row per lane
+    constexpr int kPairsPerWarp = 32 / G;
+    const int k0 = lane % G;
+    float g[kPerLane][4], be[kPerLane][4];
+#pragma unroll
+    for (int m = 0; m < kPerLane; ++m) {
+      const int ch = k0 + m * G;
+      if (ch < kChunks) {
+        loadv<4, SMEM_W>(gamma + 4 * ch, g[m]);
+        loadv<4, SMEM_W>(beta + 4 * ch, be[m]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) g[m][e] = be[m][e] = 0.0f;
+      }
+    }
+#pragma unroll 1
+    for (int base = warp * kPairsPerWarp; base < kRows; base += (BLOCK / 32) * kPairsPerWarp) {
+      // Every lane takes part in the shuffles; lanes past the tile work on its last pair and store nothing.
+      const int q_raw = base + lane / G;
+      const bool owner = q_raw < kRows;
+      const int q = owner ? q_raw : kRows - 1;
+      const int ii = q / TILE_J, jj = q - ii * TILE_J;
+      float* ra = tiles + q * RS;
+      const float* rt = tiles + (t_row0 + jj * TILE_I + ii) * RS;
+      float a[kPerLane][4], t[kPerLane][4];
+      float sa = 0.0f, st = 0.0f;
+#pragma unroll
+      for (int m = 0; m < kPerLane; ++m) {
+        const int ch = k0 + m * G;
+        if (ch < kChunks) {
+          loadv<4, true>(ra + 4 * ch, a[m]);
+          loadv<4, true>(rt + 4 * ch, t[m]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[m][e] = t[m][e] = 0.0f;
+        }
+        sa += (a[m][0] + a[m][1]) + (a[m][2] + a[m][3]);
+        st += (t[m][0] + t[m][1]) + (t[m][2] + t[m][3]);
+      }
+      sa = group_sum<G>(sa);
+      st = group_sum<G>(st);
+      const float ma = sa / static_cast<float>(C), mt = st / static_cast<float>(C);
+      float da = 0.0f, dt = 0.0f;
+#pragma unroll
+      for (int m = 0; m < kPerLane; ++m) {
+        if (k0 + m * G < kChunks) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float ua = a[m][e] - ma, ut = t[m][e] - mt;
+            da = fmaf(ua, ua, da);
+            dt = fmaf(ut, ut, dt);
+          }
+        }
+      }
+      da = group_sum<G>(da);
+      dt = group_sum<G>(dt);
+      const float ra_std = rsqrtf(da / static_cast<float>(C) + kLnEps);
+      const float rt_std = rsqrtf(dt / static_cast<float>(C) + kLnEps);
+#pragma unroll
+      for (int m = 0; m < kPerLane; ++m) {
+        const int ch = k0 + m * G;
+        float s[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float la = fmaf((a[m][e] - ma) * ra_std, g[m][e], be[m][e]);
+          const float lt = fmaf((t[m][e] - mt) * rt_std, g[m][e], be[m][e]);
+          s[e] = (la + lt) * 0.5f;
+        }
+        if (owner && ch < kChunks) storev<4>(ra + 4 * ch, s);
+      }
+    }
+  }
+}
+
+}  // namespace contact
+}  // namespace tune_kernels

@@ -1,0 +1,106 @@
+#pragma once
+// MAPPING 0, linear (consecutive pairs of the row-major (b,i,j) order), and 1, tile (a block owns
+// a TILE_I x TILE_J tile of (i,j) of one b): the block copies its tiles and weights together,
+// normalises the staged rows, then runs the strategy. Shared memory: SmemLayout.
+// Part of the contact template: contact.cuh includes it after smem_layout.cuh.
+// (NVRTC finds a header only by the name the including file gives, so the pieces include
+// nothing themselves; contact.cuh includes them in order.)
+
+namespace tune_kernels {
+namespace contact {
+
+template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int SMEM_W,
+          int PAIRS, int SYM, int ASYNC, int NSPLIT, int PREC, int LNROW, class Layout>
+__device__ __forceinline__ void block_mapping(const Tensors& tensors) {
+  extern __shared__ float4 tune_contact_smem[];  // the kernel's dynamic shared memory (SmemLayout)
+  float* smem = reinterpret_cast<float*>(tune_contact_smem);
+  constexpr bool kStaged = Layout::kStaged;
+  float* smem_weights = smem + Layout::kWeights;
+  TileOrigin tile{0, 0, 0, false};
+  if constexpr (MAPPING == 1) {
+    tile = tile_origin<N, TILE_I, TILE_J, SYM>();
+    if (tile.b >= B) return;  // whole block, before any barrier
+  }
+
+  // Cooperative copies first, so the weight and tile loads are in flight together.
+  // The tile first: its rows come from DRAM, the weights (shared by all blocks) mostly from L2.
+  constexpr bool kAsync = ASYNC != 0;
+  if constexpr (LNROW != 0) {
+    // The weights first, in their own group: the fold runs while the tiles are still landing.
+    copy_mma_weights<C, H, BLOCK, true>(tensors.ln_w, tensors.ln_b, tensors.w0, tensors.b0, tensors.w2, tensors.b2,
+                                        tensors.w4, tensors.b4, smem_weights);
+    copy_commit();
+    stage_tiles<N, C, TILE_I, TILE_J, BLOCK, true>(tensors.pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
+    copy_commit();
+    copy_wait<1>();
+    __syncthreads();
+    fold_layernorm<C, H, BLOCK>(smem_weights);
+    copy_wait<0>();
+  } else if constexpr (kStaged) {
+    stage_tiles<N, C, TILE_I, TILE_J, BLOCK, kAsync>(tensors.pair_repr, tile.b, tile.i0, tile.j0, smem + Layout::kTileA);
+  }
+  if constexpr (LNROW != 0) {
+  } else if constexpr (STRATEGY == 2 && SMEM_W != 0) {
+    copy_mma_weights<C, H, BLOCK, kAsync>(tensors.ln_w, tensors.ln_b, tensors.w0, tensors.b0, tensors.w2, tensors.b2,
+                                          tensors.w4, tensors.b4, smem_weights);
+  } else if constexpr (SMEM_W != 0) {
+    copy_weights<C, H, BLOCK, kAsync>(tensors.ln_w, tensors.ln_b, tensors.w0, tensors.b0, tensors.w2, tensors.b2,
+                                      tensors.w4, tensors.b4, smem_weights);
+  }
+  if constexpr (kAsync && LNROW == 0) copy_wait_all();
+  if constexpr (SMEM_W != 0 || kStaged) __syncthreads();
+  TUNE_CONTACT_MARK(1);
+
+  constexpr bool kSmemW = SMEM_W != 0;
+  if constexpr (STRATEGY == 2) {
+    using MmaLayout = MmaWeightLayout<C, H>;
+    using Weights = MmaWeights<C, H, kSmemW>;
+    const Weights weights =
+        kSmemW ? Weights{smem_weights + MmaLayout::kW0, smem_weights + MmaLayout::kB0, smem_weights + MmaLayout::kW2,
+                         smem_weights + MmaLayout::kB2, smem_weights + MmaLayout::kW4, smem_weights + MmaLayout::kB4}
+               : Weights{tensors.w0, tensors.b0, tensors.w2, tensors.b2, tensors.w4, tensors.b4};
+    if constexpr (LNROW != 0) {
+      normalize_rows<C, 2 * TILE_I * TILE_J, BLOCK>(smem + Layout::kTileA, static_cast<int>(threadIdx.x));
+    } else {
+      layernorm_tile<C, TILE_I, TILE_J, BLOCK, kSmemW>(smem + Layout::kTileA,
+                                                       kSmemW ? smem_weights + MmaLayout::kGamma : tensors.ln_w,
+                                                       kSmemW ? smem_weights + MmaLayout::kBeta : tensors.ln_b);
+    }
+    __syncthreads();
+    TUNE_CONTACT_MARK(2);
+    if constexpr (NSPLIT > 1) {
+      static_assert(PAIRS == 1 && kSmemW, "NSPLIT > 1 takes one 16-pair tile per warp group, weights in shared memory");
+      mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM, PREC>(tensors.out, tile, smem + Layout::kTileA,
+                                                                         weights);
+    } else {
+      mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW, PREC, LNROW>(tensors.out, tile,
+                                                                                smem + Layout::kTileA, weights);
+    }
+    TUNE_CONTACT_MARK(3);
+  } else {
+    using Plain = WeightLayout<C, H>;
+    const float* gamma = kSmemW ? smem_weights + Plain::kGamma : tensors.ln_w;
+    const float* beta = kSmemW ? smem_weights + Plain::kBeta : tensors.ln_b;
+    const float* w0 = kSmemW ? smem_weights + Plain::kW0 : tensors.w0;
+    const float* b0 = kSmemW ? smem_weights + Plain::kB0 : tensors.b0;
+    const float* w2 = kSmemW ? smem_weights + Plain::kW2 : tensors.w2;
+    const float* b2 = kSmemW ? smem_weights + Plain::kB2 : tensors.b2;
+    const float* w4 = kSmemW ? smem_weights + Plain::kW4 : tensors.w4;
+    const float* b4 = kSmemW ? smem_weights + Plain::kB4 : tensors.b4;
+    if constexpr (kStaged) {
+      layernorm_tile<C, TILE_I, TILE_J, BLOCK, kSmemW>(smem + Layout::kTileA, gamma, beta);
+      __syncthreads();
+    }
+    if constexpr (STRATEGY == 0) {
+      thread_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(
+          tensors.pair_repr, gamma, beta, w0, b0, w2, b2, w4, b4, tensors.out, tile, smem + Layout::kTileA);
+    } else {
+      warp_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(
+          tensors.pair_repr, gamma, beta, w0, b0, w2, b2, w4, b4, tensors.out, tile, smem + Layout::kTileA,
+          smem + Layout::kScratch);
+    }
+  }
+}
+
+}  // namespace contact
+}  // namespace tune_kernels

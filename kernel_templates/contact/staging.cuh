@@ -1,0 +1,84 @@
+#pragma once
+// STAGE_T: a tile of pair rows and its transposed tile copied into shared memory, and the
+// shared-memory size of one staged pair of tiles (StagedTiles::kFloats).
+// Part of the contact template: contact.cuh includes it after pairs.cuh.
+// (NVRTC finds a header only by the name the including file gives, so the pieces include
+// nothing themselves; contact.cuh includes them in order.)
+
+namespace tune_kernels {
+namespace contact {
+
+// One staged tile A and its transposed tile T, rows of stride row_stride(C).
+template <int C, int TILE_I, int TILE_J>
+struct StagedTiles {
+  static constexpr int kFloats = round4(2 * TILE_I * TILE_J * row_stride(C));
+};
+
+// (gi, gj) of staged row `row`: tile A rows (ii,jj) first, then tile T rows (jj,ii).
+template <int TILE_I, int TILE_J>
+__device__ __forceinline__ void staged_row_source(int row, int i0, int j0, int& gi, int& gj) {
+  constexpr int kRows = TILE_I * TILE_J;
+  if (row < kRows) {
+    const int ii = row / TILE_J;
+    gi = i0 + ii;
+    gj = j0 + (row - ii * TILE_J);
+  } else {
+    const int r = row - kRows;
+    const int jj = r / TILE_I;
+    gi = j0 + jj;
+    gj = i0 + (r - jj * TILE_I);
+  }
+}
+
+// Loads tile A (rows x[b, i0+ii, j0+jj, :] at row ii*TILE_J+jj) and tile T (rows
+// x[b, j0+jj, i0+ii, :] at row TILE_I*TILE_J + jj*TILE_I+ii) into consecutive shared rows of
+// stride row_stride(C). Consecutive threads read consecutive vectors of one contiguous run;
+// rows outside the N x N range are zero (their results are never stored).
+// skip_t (ASYNC only): tile A alone; a diagonal tile of a square SYM tiling is its own transpose,
+// so its tile T rows are tile A rows (row (jj,ii) of T is row jj*TILE_J+ii of A).
+template <int N, int C, int TILE_I, int TILE_J, int BLOCK, bool ASYNC>
+__device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, int i0, int j0, float* tiles,
+                                            int tid = static_cast<int>(threadIdx.x), bool skip_t = false) {
+  constexpr int V = vec_width(C), RS = row_stride(C), kPerRow = C / V;
+  constexpr int kRows = TILE_I * TILE_J;
+  constexpr int kElems = 2 * kRows * kPerRow;
+  constexpr int kIters = cdiv(kElems, BLOCK);
+  if constexpr (ASYNC) {
+    block_for<2 * kRows, kPerRow, BLOCK>([&](int row, int q) {
+      if (skip_t && row >= kRows) return;
+      const int c = q * V;
+      int gi, gj;
+      staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
+      const bool inside = (N % TILE_I == 0 && N % TILE_J == 0) || (gi < N && gj < N);
+      copy_async<4 * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0), inside);
+    }, tid);
+    return;
+  }
+  constexpr int kBatch = kIters < 8 ? kIters : 8;  // loads in flight per thread before stores
+#pragma unroll 1
+  for (int k0 = 0; k0 < kIters; k0 += kBatch) {
+    float v[kBatch][V];
+    int dst[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int f = tid + (k0 + k) * BLOCK;
+      dst[k] = -1;
+#pragma unroll
+      for (int q = 0; q < V; ++q) v[k][q] = 0.0f;
+      if (k0 + k < kIters && f < kElems) {
+        const int row = f / kPerRow;
+        const int c = (f - row * kPerRow) * V;
+        int gi, gj;
+        staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
+        if (gi < N && gj < N) loadv<V, false>(x + row_offset(N, C, b, gi, gj) + c, v[k]);
+        dst[k] = row * RS + c;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k)
+      if (dst[k] >= 0) storev<V>(tiles + dst[k], v[k]);
+  }
+}
+
+}  // namespace contact
+}  // namespace tune_kernels

@@ -1,0 +1,199 @@
+#pragma once
+// STRATEGY 1, warp: one warp per pair, lanes split C for the LayerNorm and H for the MLP, each
+// lane keeping its rows of W0 and W2 in registers; s and h1 go through per-warp scratch rows in
+// shared memory (WarpScratch).
+// Part of the contact template: contact.cuh includes it after pairs.cuh and layernorm/warp_rows.cuh.
+// (NVRTC finds a header only by the name the including file gives, so the pieces include
+// nothing themselves; contact.cuh includes them in order.)
+
+namespace tune_kernels {
+namespace contact {
+
+// Per warp and pair: s (only when not staged; s then lives in tile A) and h1.
+template <int C, int H, bool STAGED>
+struct WarpScratch {
+  static constexpr int kS = STAGED ? 0 : round4(C);
+  static constexpr int kPairFloats = kS + round4(H);
+};
+
+// Lane l owns hidden units h = l + 32r (r < HR); its rows of W0 and W2 stay in registers.
+template <int C, int H>
+struct LaneWeights {
+  static constexpr int HR = cdiv(H, 32);
+  float w0[HR][C];
+  float w2[HR][H];
+  float b0[HR], b2[HR], w4[HR];
+  float b4;
+};
+
+template <int C, int H, bool SMEM_W>
+__device__ __forceinline__ void load_lane_weights(LaneWeights<C, H>& lw, const float* w0, const float* b0,
+                                                  const float* w2, const float* b2, const float* w4, const float* b4) {
+  constexpr int HR = LaneWeights<C, H>::HR;
+  constexpr int VC = vec_width(C), VH = vec_width(H);
+  constexpr int W0S = SMEM_W ? row_stride(C) : C, W2S = SMEM_W ? row_stride(H) : H;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int r = 0; r < HR; ++r) {
+    const int h = lane + 32 * r;
+    const bool ok = h < H;
+    const int hc = ok ? h : H - 1;
+#pragma unroll
+    for (int c = 0; c < C; c += VC) {
+      float v[VC];
+      loadv<VC, SMEM_W>(w0 + hc * W0S + c, v);
+#pragma unroll
+      for (int q = 0; q < VC; ++q) lw.w0[r][c + q] = ok ? v[q] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < H; k += VH) {
+      float v[VH];
+      loadv<VH, SMEM_W>(w2 + hc * W2S + k, v);
+#pragma unroll
+      for (int q = 0; q < VH; ++q) lw.w2[r][k + q] = ok ? v[q] : 0.0f;
+    }
+    lw.b0[r] = ok ? load1<SMEM_W>(b0 + hc) : 0.0f;
+    lw.b2[r] = ok ? load1<SMEM_W>(b2 + hc) : 0.0f;
+    lw.w4[r] = ok ? load1<SMEM_W>(w4 + hc) : 0.0f;
+  }
+  lw.b4 = load1<SMEM_W>(b4);
+}
+
+// MLP of P pairs by one warp: s rows and h1 buffers in shared memory, read as broadcasts.
+// Returns the logits' sigmoid in every lane.
+template <int C, int H, int P>
+__device__ __forceinline__ void warp_mlp(const LaneWeights<C, H>& lw, const float* const (&srow)[P],
+                                         float* const (&hbuf)[P], float (&o)[P]) {
+  constexpr int HR = LaneWeights<C, H>::HR;
+  constexpr int VC = vec_width(C), VH = vec_width(H);
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int r = 0; r < HR; ++r) {
+    float a[P][4];
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) a[p][q] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; c += VC) {
+      float s[P][VC];
+#pragma unroll
+      for (int p = 0; p < P; ++p) loadv<VC, true>(srow[p] + c, s[p]);
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int q = 0; q < VC; ++q) a[p][(c + q) & 3] = fmaf(lw.w0[r][c + q], s[p][q], a[p][(c + q) & 3]);
+    }
+    const int h = lane + 32 * r;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const float v = fmaxf(lw.b0[r] + ((a[p][0] + a[p][1]) + (a[p][2] + a[p][3])), 0.0f);
+      if (h < H) hbuf[p][h] = v;
+    }
+  }
+  __syncwarp();
+  float logit[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) logit[p] = 0.0f;
+#pragma unroll
+  for (int r = 0; r < HR; ++r) {
+    float a[P][4];
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) a[p][q] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < H; k += VH) {
+      float v[P][VH];
+#pragma unroll
+      for (int p = 0; p < P; ++p) loadv<VH, true>(hbuf[p] + k, v[p]);
+#pragma unroll
+      for (int p = 0; p < P; ++p)
+#pragma unroll
+        for (int q = 0; q < VH; ++q) a[p][(k + q) & 3] = fmaf(lw.w2[r][k + q], v[p][q], a[p][(k + q) & 3]);
+    }
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const float v = fmaxf(lw.b2[r] + ((a[p][0] + a[p][1]) + (a[p][2] + a[p][3])), 0.0f);
+      logit[p] = fmaf(lw.w4[r], v, logit[p]);  // w4 is 0 for lanes past H
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < P; ++p) o[p] = sigmoid(warp_sum(logit[p]) + lw.b4);
+}
+
+template <int B, int N, int C, int H, int MAPPING, int BLOCK, int TILE_I, int TILE_J, bool STAGED, bool SMEM_W, int P,
+          int SYM>
+__device__ __forceinline__ void warp_pairs(const float* __restrict__ x, const float* gamma, const float* beta,
+                                           const float* w0, const float* b0, const float* w2, const float* b2,
+                                           const float* w4, const float* b4, float* __restrict__ out,
+                                           const TileOrigin& tile, float* tiles, float* scratch) {
+  constexpr int CR = cdiv(C, 32), RS = row_stride(C), NW = BLOCK / 32;
+  using Scratch = WarpScratch<C, H, STAGED>;
+  constexpr int kScratchS = Scratch::kS;
+  constexpr int kScratchPair = Scratch::kPairFloats;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float* my_scratch = scratch + warp * P * kScratchPair;
+  float* hbuf[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) hbuf[p] = my_scratch + p * kScratchPair + kScratchS;
+
+  LaneWeights<C, H> lw;
+  load_lane_weights<C, H, SMEM_W>(lw, w0, b0, w2, b2, w4, b4);
+  float g[CR], be[CR];
+  if constexpr (!STAGED) {
+    load_lane_vec<C, SMEM_W>(gamma, g);
+    load_lane_vec<C, SMEM_W>(beta, be);
+  }
+
+  constexpr int kGroups = MAPPING == 0 ? 1 : cdiv(TILE_I * TILE_J, P);
+  constexpr int kStep = MAPPING == 0 ? 1 : NW;
+#pragma unroll 1
+  for (int grp = MAPPING == 0 ? 0 : warp; grp < kGroups; grp += kStep) {
+    PairSlot slot[P];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      if constexpr (MAPPING == 0) {
+        slot[p] = linear_slot<B, N>((static_cast<long long>(blockIdx.x) * NW + warp) * P + p);
+      } else {
+        slot[p] = tile_slot<N, TILE_I, TILE_J>(tile, grp * P + p);
+      }
+    }
+    const float* srow[P];
+    if constexpr (STAGED) {
+#pragma unroll
+      for (int p = 0; p < P; ++p) srow[p] = tiles + slot[p].tile_row * RS;
+    } else {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const float* ra = x + row_offset(N, C, slot[p].b, slot[p].i, slot[p].j);
+        const float* rt = x + row_offset(N, C, slot[p].b, slot[p].j, slot[p].i);
+        float a[CR], t[CR];
+#pragma unroll
+        for (int k = 0; k < CR; ++k) {
+          const int c = lane + 32 * k;
+          a[k] = c < C ? __ldg(ra + c) : 0.0f;
+          t[k] = c < C ? __ldg(rt + c) : 0.0f;
+        }
+        warp_layernorm2<C>(a, t, g, be);
+        float* s = my_scratch + p * kScratchPair;
+#pragma unroll
+        for (int k = 0; k < CR; ++k) {
+          const int c = lane + 32 * k;
+          if (c < C) s[c] = (a[k] + t[k]) * 0.5f;
+        }
+        srow[p] = s;
+      }
+      __syncwarp();
+    }
+    float o[P];
+    warp_mlp<C, H, P>(lw, srow, hbuf, o);
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      if (lane == p) store_result<N>(out, slot[p], SYM && tile.mirror, o[p]);
+    __syncwarp();  // the scratch rows are rewritten by the next group
+  }
+}
+
+}  // namespace contact
+}  // namespace tune_kernels

@@ -1,0 +1,45 @@
+#pragma once
+// SMEM_W for the thread and warp strategies: the layout of the block's copy of the LayerNorm and
+// MLP weights (its shared-memory size, WeightLayout::kFloats) and the copy.
+// Part of the contact template: contact.cuh includes it after tune_common.cuh.
+// (NVRTC finds a header only by the name the including file gives, so the pieces include
+// nothing themselves; contact.cuh includes them in order.)
+
+namespace tune_kernels {
+namespace contact {
+
+// Weights in shared memory (SMEM_W): row-major W0 and W2 with padded rows; every region
+// starts 16-byte aligned.
+template <int C, int H>
+struct WeightLayout {
+  static constexpr int kW0Stride = row_stride(C);
+  static constexpr int kW2Stride = row_stride(H);
+  static constexpr int kGamma = 0;
+  static constexpr int kBeta = kGamma + round4(C);
+  static constexpr int kW0 = kBeta + round4(C);
+  static constexpr int kB0 = kW0 + round4(H * kW0Stride);
+  static constexpr int kW2 = kB0 + round4(H);
+  static constexpr int kB2 = kW2 + round4(H * kW2Stride);
+  static constexpr int kW4 = kB2 + round4(H);
+  static constexpr int kB4 = kW4 + round4(H);
+  static constexpr int kFloats = kB4 + 4;
+};
+
+template <int C, int H, int BLOCK, bool ASYNC>
+__device__ __forceinline__ void copy_weights(const float* __restrict__ ln_w, const float* __restrict__ ln_b,
+                                             const float* __restrict__ w0, const float* __restrict__ b0,
+                                             const float* __restrict__ w2, const float* __restrict__ b2,
+                                             const float* __restrict__ w4, const float* __restrict__ b4, float* sw) {
+  using L = WeightLayout<C, H>;
+  copy_rows<H, C, L::kW0Stride, BLOCK, ASYNC>(w0, sw + L::kW0);
+  copy_rows<H, H, L::kW2Stride, BLOCK, ASYNC>(w2, sw + L::kW2);
+  copy_rows<1, C, C, BLOCK, ASYNC>(ln_w, sw + L::kGamma);
+  copy_rows<1, C, C, BLOCK, ASYNC>(ln_b, sw + L::kBeta);
+  copy_rows<1, H, H, BLOCK, ASYNC>(b0, sw + L::kB0);
+  copy_rows<1, H, H, BLOCK, ASYNC>(b2, sw + L::kB2);
+  copy_rows<1, H, H, BLOCK, ASYNC>(w4, sw + L::kW4);
+  copy_rows<1, 1, 1, BLOCK, ASYNC>(b4, sw + L::kB4);
+}
+
+}  // namespace contact
+}  // namespace tune_kernels
