@@ -1,0 +1,333 @@
+// The orchestrator's side of the worker: starts the process, sends requests, reads replies and
+// tells how a lost worker ended (see tune/worker.hpp).
+#include "tune/worker.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "pipeline/worker_protocol.hpp"
+#include "tune/errors.hpp"
+
+extern char** environ;
+
+namespace tune {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("/proc/self/exe") : p.string();
+}
+
+double remaining_s(Clock::time_point deadline) {
+  return std::chrono::duration<double>(deadline - Clock::now()).count();
+}
+
+}  // namespace
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "signal " + std::to_string(signal);
+  }
+}
+
+WorkerProcess::WorkerProcess(const WorkerInit& init) {
+  int requests[2], replies[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, requests) != 0 || pipe2(replies, O_CLOEXEC) != 0)
+    throw DeviceError(fmt::format("cannot create the worker's pipes ({})", std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, requests[1], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, replies[1], STDOUT_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults, empty;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigemptyset(&empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  const std::string parent = std::to_string(getpid());
+  // Directly: /proc/self/exe. Under a launcher (compute-sanitizer ...): the launcher, then this
+  // binary by its real path (/proc/self/exe would name the launcher there).
+  std::vector<std::string> args = init.launcher;
+  const std::string exe = init.launcher.empty() ? std::string("/proc/self/exe") : self_exe();
+  args.push_back(init.launcher.empty() ? std::string("tune") : exe);
+  args.push_back(kWorkerCommand);
+  args.push_back(parent);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = posix_spawn(&pid_, init.launcher.empty() ? exe.c_str() : init.launcher.front().c_str(), &actions, &attr,
+                             argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(requests[1]);
+  close(replies[1]);
+  request_fd_ = requests[0];
+  reply_fd_ = replies[0];
+  replies_ = PipeReader(reply_fd_);
+  if (rc != 0) {
+    pid_ = -1;
+    close(request_fd_);
+    close(reply_fd_);
+    throw DeviceError(fmt::format("cannot start the worker process ({})", std::strerror(rc)));
+  }
+  Json shape = Json::object();
+  for (const auto& [k, v] : init.shape.dims()) shape[k] = v;
+  Json request{{"op", "init"}, {"problem", init.problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device}};
+  if (!init.reference) request["reference"] = false;
+  if (!init.sanitizer_tool.empty()) {
+    request["sanitizer_tool"] = init.sanitizer_tool;
+    request["sanitizer_log"] = init.sanitizer_log;
+  }
+  send(request);
+}
+
+WorkerProcess::~WorkerProcess() {
+  if (pid_ > 0) {
+    send({{"op", "quit"}});
+    int status = 0;
+    bool reaped = false;
+    for (int i = 0; i < 100 && !reaped; ++i) {  // up to 1 s to leave cleanly
+      reaped = waitpid(pid_, &status, WNOHANG) == pid_;
+      if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!reaped) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
+  }
+  if (request_fd_ >= 0) close(request_fd_);
+  if (reply_fd_ >= 0) close(reply_fd_);
+}
+
+void WorkerProcess::send(const Json& request, const std::vector<const std::vector<char>*>& attachments) {
+  if (pid_ <= 0) return;
+  std::string text = request.dump() + "\n";
+  for (const auto* a : attachments) text.append(a->data(), a->size());
+  for (std::size_t done = 0; done < text.size();) {
+    // MSG_NOSIGNAL: a dead worker is an error return here, never a SIGPIPE for the orchestrator.
+    const ssize_t n = ::send(request_fd_, text.data() + done, text.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the worker is gone; the reply read says how
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+PipeReader::Clock::time_point deadline_after(double seconds) {
+  const auto now = Clock::now();
+  if (!(seconds > 0)) return now;  // zero, negative or NaN: already expired, never "no deadline"
+  // Beyond about a century the clock's range may overflow: the far future instead.
+  if (seconds > 3e9) return Clock::time_point::max();
+  return now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::optional<std::string> PipeReader::line(std::optional<Clock::time_point> deadline, bool* timed_out) {
+  if (timed_out) *timed_out = false;
+  for (;;) {
+    if (const auto nl = buffer_.find('\n', start_); nl != std::string::npos) {
+      std::string out = buffer_.substr(start_, nl - start_);
+      start_ = nl + 1;
+      return out;
+    }
+    if (!fill(deadline, timed_out)) return std::nullopt;
+  }
+}
+
+bool PipeReader::exact(char* dst, std::size_t n) {
+  while (buffer_.size() - start_ < n)
+    if (!fill(std::nullopt, nullptr)) return false;
+  std::memcpy(dst, buffer_.data() + start_, n);
+  start_ += n;
+  return true;
+}
+
+bool PipeReader::fill(std::optional<Clock::time_point> deadline, bool* timed_out) {
+  buffer_.erase(0, start_);
+  start_ = 0;
+  for (;;) {
+    if (deadline) {
+      const double left = remaining_s(*deadline);
+      if (left <= 0) {
+        if (timed_out) *timed_out = true;
+        return false;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = poll(&p, 1, static_cast<int>(std::min(left * 1000 + 1, 60000.0)));
+      if (ready <= 0) continue;  // EINTR (a Ctrl-C: the orchestrator decides later) or not yet
+    }
+    char chunk[1 << 16];
+    const ssize_t n = read(fd_, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;  // end of file: the other side is gone
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+    return true;
+  }
+}
+
+FaultRecord WorkerProcess::reap(bool timed_out, double deadline_s) {
+  FaultRecord f;
+  f.phase = last_phase_;
+  f.deadline_s = deadline_s;
+  if (timed_out) kill(pid_, SIGKILL);
+  int status = 0;
+  // End of file without an exit is possible for a moment; a stuck half-dead worker is killed.
+  for (int i = 0; i < 200 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (waitpid(pid_, &status, WNOHANG) == 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+  if (timed_out) {
+    f.kind = FaultKind::kTimeout;
+  } else if (WIFSIGNALED(status)) {
+    f.kind = FaultKind::kSignal;
+    f.signal = signal_name(WTERMSIG(status));
+  } else {
+    f.kind = FaultKind::kExit;
+    f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  return f;
+}
+
+std::optional<Json> WorkerProcess::receive(double deadline_s, FaultRecord* fault) {
+  // One point in time for every line of the reply: a deadline that passes between two lines has
+  // expired, it does not turn into a wait without end.
+  const auto deadline = deadline_after(deadline_s);
+  for (;;) {
+    bool timed_out = false;
+    const auto line = pid_ > 0 ? replies_.line(deadline, &timed_out) : std::nullopt;
+    if (!line) {
+      if (pid_ > 0) *fault = reap(timed_out, deadline_s);
+      return std::nullopt;
+    }
+    Json j;
+    try {
+      j = Json::parse(*line);
+    } catch (const Json::parse_error&) {
+      continue;  // not ours (the worker's stdout goes to stderr, so this should not happen)
+    }
+    if (j.contains("phase")) {
+      last_phase_ = j.at("phase").get<std::string>();
+      last_item_ = j.value("item", -1);
+      continue;
+    }
+    return j;
+  }
+}
+
+std::string WorkerProcess::wait_ready(double deadline_s) {
+  FaultRecord fault;
+  const auto r = receive(deadline_s, &fault);
+  if (!r)
+    throw DeviceError(fault.kind == FaultKind::kTimeout ? fmt::format("the worker process did not start within {} s", deadline_s)
+                      : fault.kind == FaultKind::kSignal ? "the worker process was killed by " + fault.signal + " while starting"
+                                               : fmt::format("the worker process exited with code {} while starting", fault.exit_code));
+  if (r->value("reply", "") != "ready") {
+    const std::string message = r->value("message", "the worker process could not start");
+    if (r->value("input_error", false)) throw InputError(message);
+    throw DeviceError(message);
+  }
+  return r->value("reference", "");
+}
+
+bool WorkerProcess::measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault) {
+  send({{"op", "floor"}});
+  const auto r = receive(deadline_s, fault);
+  if (!r) return false;
+  if (r->value("reply", "") != "floor") throw DeviceError(r->value("message", "the worker could not measure the floor"));
+  *floor = harness_floor_from_json(r->at("floor"));
+  return true;
+}
+
+std::optional<Json> WorkerProcess::call(const char* op, const std::vector<WorkerItem>& items, const Json& extra,
+                                        double deadline_s, FaultRecord* fault, int* culprit) {
+  Json list = Json::array();
+  for (const auto& it : items)
+    list.push_back({{"cubin_bytes", it.compiled->cubin.size()},
+                    {"lowered_names", it.compiled->lowered_names},
+                    {"lowered", lowered_json(*it.lowered)},
+                    {"record", to_json(*it.record)}});
+  last_phase_.clear();
+  last_item_ = -1;
+  std::vector<const std::vector<char>*> attachments;
+  for (const auto& it : items) attachments.push_back(&it.compiled->cubin);
+  Json request{{"op", op}, {"items", list}};
+  for (const auto& [k, v] : extra.items()) request[k] = v;
+  send(request, attachments);
+  const auto r = receive(deadline_s, fault);
+  *culprit = items.size() == 1 ? 0 : last_item_;
+  if (!r) return std::nullopt;
+  if (r->value("reply", "") == "error") {
+    // The worker could not go on with these variants (an exception): stop it, report like a loss.
+    fault->kind = FaultKind::kError;
+    fault->phase = last_phase_;
+    fault->deadline_s = deadline_s;
+    fault->message = r->value("message", "the worker answered out of turn");
+    kill(pid_, SIGKILL);
+    reap(false, deadline_s);
+    return std::nullopt;
+  }
+  return r;
+}
+
+bool WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
+                        double deadline_s, FaultRecord* fault, int* culprit, bool* exiting) {
+  *exiting = false;
+  const auto r = call(op, items, {{"options", options_json(options)}}, deadline_s, fault, culprit);
+  if (!r) return false;
+  const Json& records = r->at("records");
+  for (std::size_t i = 0; i < items.size(); ++i) *items[i].record = variant_from_json(records.at(i));
+  *exiting = r->value("exiting", false);
+  return true;
+}
+
+int WorkerProcess::quit(double deadline_s) {
+  if (pid_ <= 0) return -1;
+  send({{"op", "quit"}});
+  int status = 0;
+  const auto deadline = deadline_after(deadline_s);
+  bool reaped = false;
+  while (!(reaped = waitpid(pid_, &status, WNOHANG) == pid_) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!reaped) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+  if (!reaped) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace tune
