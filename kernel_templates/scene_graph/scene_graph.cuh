@@ -52,6 +52,8 @@
 #include "attention.cuh"
 #include "kernels/fused.cuh"
 #include "kernels/fused_head.cuh"
+#include "kernels/cluster/plan.cuh"
+#include "kernels/cluster/copies.cuh"
 #include "kernels/cluster.cuh"
 #include "kernels/split.cuh"
 #include "kernels/unfused.cuh"
