@@ -720,7 +720,8 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     k::sg_cluster_sync();
   }
 
-  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q.
+  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q (OUT 0:
+  // kernels/cluster/out_proj.cuh).
   if constexpr (kOutMma) {
     if (warp < MT * KW) {
       const int mt = warp / KW, kq = warp % KW;
@@ -817,34 +818,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (i < RN && i0 + i < N && oc < HD) out[(b * N + i0 + i) * D + h * HD + oc] = xs[i * S + h * HD + oc] + x[0];
       }
     }
-  } else if (warp >= OW0) {
-    constexpr int RT = k::cdiv(RN, RGO), RC5 = RT <= 16 ? RT : 8;
-#pragma unroll 1
-    for (int c0 = 0; c0 < RT; c0 += RC5) {
-      float acc[RC5];
-#pragma unroll
-      for (int rr = 0; rr < RC5; ++rr) acc[rr] = 0.0f;
-#pragma unroll
-      for (int s = 0; s < WO4; ++s) {
-#pragma unroll
-        for (int rr = 0; rr < RC5; ++rr) {
-          const int ir = rg + RGO * (c0 + rr);
-          const int i = o_on && ir < RN ? ir : RN - 1;
-          acc[rr] = k::sg_dot4(wor[s], reinterpret_cast<const float4*>(cx + i * S)[ol + KLO * s], acc[rr]);
-        }
-      }
-#pragma unroll
-      for (int rr = 0; rr < RC5; ++rr) {
-#pragma unroll
-        for (int off = KLO / 2; off > 0; off /= 2) acc[rr] += __shfl_xor_sync(0xffffffffu, acc[rr], off);
-      }
-      if (o_on) {
-#pragma unroll
-        for (int rr = 0; rr < RC5; ++rr) {
-          const int i = rg + RGO * (c0 + rr);
-          if (rr % KLO == ol && i < RN && i0 + i < N) out[(b * N + i0 + i) * D + h * HD + oo] = xs[i * S + h * HD + oo] + acc[rr];
-        }
-      }
-    }
+  } else {
+    sg_cluster_out_plain<C>(wor, out, b, h, i0, tid, warp);
   }
 }
