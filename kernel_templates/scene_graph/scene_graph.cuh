@@ -54,6 +54,7 @@
 #include "kernels/fused_head.cuh"
 #include "kernels/cluster/plan.cuh"
 #include "kernels/cluster/copies.cuh"
+#include "kernels/cluster/projections.cuh"
 #include "kernels/cluster/out_proj.cuh"
 #include "kernels/cluster.cuh"
 #include "kernels/split.cuh"
