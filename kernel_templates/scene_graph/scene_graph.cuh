@@ -53,6 +53,7 @@
 #include "kernels/fused.cuh"
 #include "kernels/fused_head.cuh"
 #include "kernels/cluster/plan.cuh"
+#include "kernels/cluster/exchange.cuh"
 #include "kernels/cluster/copies.cuh"
 #include "kernels/cluster/projections.cuh"
 #include "kernels/cluster/out_proj.cuh"

@@ -105,15 +105,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const auto put1 = [&](float* p, int to, float v) { put(p, to, v, bar_x1); };
   const auto put2 = [&](float* p, int to, float v) { put(p, to, v, bar_x2); };
 
-  if constexpr (ASYNC != 0) {
-    if (tid == 0) {  // the bytes the other blocks send: bias RN x N and k, v N x HD; ctx rows x D
-      const int own_cols = N - h * JC < JC ? (N - h * JC > 0 ? N - h * JC : 0) : JC;  // this block's bias columns
-      k::sg_mbar_init(bar_x1, 1);
-      k::sg_mbar_expect_bytes(bar_x1, static_cast<unsigned>(4 * (RN * (N - own_cols) + 2 * (N - rows) * HD)));
-      k::sg_mbar_init(bar_x2, 1);
-      k::sg_mbar_expect_bytes(bar_x2, static_cast<unsigned>(4 * rows * (D - HD)));
-    }
-  }
+  sg_cluster_expect_exchanges<C>(h, rows, tid);  // ASYNC: the exchanges' mbarriers
   k::sg_cluster_arrive_relaxed();
   // Step 1 (kernels/cluster/copies.cuh).
   sg_cluster_copy_inputs<C>(nodes, pair_feats, edge_mask, gamma, beta, wq, wk, wv, w0, b0, w2, b2, b, h, i0, tid, warp, lane);
@@ -379,11 +371,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     if (warp >= PW) asm volatile("bar.sync %0, %1;" ::"n"(kEvenBar), "n"((NW - PW) * 32) : "memory");
   }
   __syncthreads();  // qs, block-wide
-  if constexpr (ASYNC != 0) {
-    k::sg_mbar_wait<true>(bar_x1, 0);  // this block's bias, k and v have all arrived
-  } else {
-    k::sg_cluster_sync();  // every block's bias and k, v stores are done
-  }
+  sg_cluster_exchange_wait<C, 1>();  // exchange 1: bias, k, v (kernels/cluster/exchange.cuh)
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
   // ATTN == 2: a warp per query row, lane (tq, jg) = (lane / 8, lane % 8) takes the keys jg + 8 m
@@ -539,12 +527,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  if constexpr (ASYNC != 0) {
-    __syncthreads();                     // this block's own head of ctx
-    k::sg_mbar_wait<true>(bar_x2, 0);  // the other heads' ctx rows have arrived
-  } else {
-    k::sg_cluster_sync();
-  }
+  sg_cluster_exchange_wait<C, 2>();  // exchange 2: ctx
 
   // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q (OUT 0:
   // kernels/cluster/out_proj.cuh).
