@@ -120,46 +120,13 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
     }
   }
-  // Wout: threads from warp OW0 on, in RGO row groups: row group rg, column oo of head h, lane ol.
-  constexpr int RGO = C::RGO, OW0 = C::OW0;
-  const int ot = tid - OW0 * 32;
-  const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
-  const bool o_on = ot >= 0 && rg < RGO;
+  // Head h's Wout rows in registers for step 5 (kernels/cluster/out_proj.cuh): wor (OUT 0, threads
+  // from warp OW0 on, row group rg, column oo, lane ol: float4s ol + KLO s of row h HD + oo).
   float4 wor[kOutMma || kOutBfly ? 1 : WO4];
   float wt[kOutBfly ? OPW : 1][kOutBfly ? KS5 : 1];  // kOutBfly: Wout[h HD + og OPW + o][lane + 32 s]
   const int v5 = warp - (NW - W5);              // kOutBfly: this warp's index among the last W5
   float wof[kOutMma ? NT : 1][kOutMma ? KSW : 1][2];  // kOutMma: B fragments (column tile, k-step)
-  if constexpr (kOutMma) {
-    if (warp < MT * KW) {
-      const int kq = warp % KW;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) {
-        const float* w = wo + (h * HD + (8 * n + g < HD ? 8 * n + g : HD - 1)) * D + kq * KSW * 8 + t4;
-#pragma unroll
-        for (int ks = 0; ks < KSW; ++ks) {
-          wof[n][ks][0] = __ldg(w + 8 * ks);
-          wof[n][ks][1] = __ldg(w + 8 * ks + 4);
-        }
-      }
-    }
-  } else if constexpr (kOutBfly) {
-    if (v5 >= 0) {
-      const int og = v5 % NOG;
-#pragma unroll
-      for (int oq = 0; oq < OPW; ++oq) {
-        const int o = og * OPW + oq;
-#pragma unroll
-        for (int s5 = 0; s5 < KS5; ++s5) {
-          const int c = lane + 32 * s5;
-          wt[oq][s5] = o < HD && (D % 32 == 0 || c < D) ? __ldg(wo + (h * HD + o) * D + c) : 0.0f;
-        }
-      }
-    }
-  } else {
-    const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
-#pragma unroll
-    for (int s = 0; s < WO4; ++s) wor[s] = o_on ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
+  sg_cluster_load_wout<C>(wof, wt, wor, wo, h, tid, warp, lane);
 
   // Step 2. LayerNorm of the own rows (a warp per row, the row in registers), stored as TF32
   // (hi, lo) pairs for the projections; the relation MLP of this block's pairs.
@@ -529,7 +496,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   }
   sg_cluster_exchange_wait<C, 2>();  // exchange 2: ctx
 
-  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q (OUT 0:
+  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + C::RGO q (OUT 0:
   // kernels/cluster/out_proj.cuh).
   if constexpr (kOutMma) {
     if (warp < MT * KW) {
