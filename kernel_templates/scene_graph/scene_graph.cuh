@@ -55,7 +55,6 @@
 #include "kernels/cluster/plan.cuh"
 #include "kernels/cluster/exchange.cuh"
 #include "kernels/cluster/copies.cuh"
-#include "kernels/cluster/projections.cuh"
 #include "kernels/cluster/out_proj.cuh"
 #include "kernels/cluster.cuh"
 #include "kernels/split.cuh"

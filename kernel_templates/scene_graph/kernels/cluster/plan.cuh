@@ -106,24 +106,4 @@ struct SgClusterPlan {
   static constexpr int OW0 = (BLOCK - cdiv(RGO * HD * KLO, 32) * 32) / 32;
 };
 
-// The store of the cluster exchanges: put(p, to, v, xbar) stores v at p in block `to` of the
-// cluster: exchange 1 (bias, k, v) with xbar the mbarrier bar_x1, exchange 2 (ctx) with bar_x2
-// (this block, `rank`, included: with ASYNC a plain store, published by the block's own
-// barriers). A lambda holding rank by reference, as the kernel had it: a function of its own
-// changed the machine code.
-template <int ASYNC>
-__device__ __forceinline__ auto sg_cluster_putter(const int& rank) {
-  return [&rank](float* p, int to, float v, float* xbar) {
-    if constexpr (ASYNC != 0) {
-      if (to == rank) {
-        *p = v;
-      } else {
-        sg_st_async(p, static_cast<unsigned>(to), v, xbar);
-      }
-    } else {
-      sg_cluster_store(p, static_cast<unsigned>(to), v);
-    }
-  };
-}
-
 }  // namespace tune_kernels
