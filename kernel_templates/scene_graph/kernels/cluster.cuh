@@ -98,12 +98,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const int b = static_cast<int>(blockIdx.x) / (H * R);
   const int i0 = r * RN;
   const int rows = N - i0 < RN ? (N - i0 > 0 ? N - i0 : 0) : RN;  // own rows inside the batch
-  const auto row_of = [&](int i) { return i0 + i < N ? i0 + i : N - 1; };
-  // pair u of this block: own row u / JC, column h JC + u % JC (clamped; stored only if < N)
-  const auto pair_src = [&](int u) {
-    const int j = h * JC + u % JC;
-    return pair_feats + ((b * N + row_of(u / JC)) * N + (j < N ? j : N - 1)) * P;
-  };
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t4 = lane % 4;  // mma lane coordinates
   // Stores of exchange 1 (bias, k, v) and exchange 2 (ctx) into block `to` (this one included:
@@ -129,14 +123,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
   constexpr int PPR = L::kMlpMma ? 1 : PPT;
   float4 pf[PPR][P / 4];
-  if constexpr (!L::kMlpMma) {
-#pragma unroll
-    for (int q = 0; q < PPT; ++q) {
-      const float4* src = reinterpret_cast<const float4*>(pair_src(tid + BLOCK * q < PAIRS ? tid + BLOCK * q : PAIRS - 1));
-#pragma unroll
-      for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
-    }
-  }
+  sg_cluster_load_pair_features<C>(pf, pair_feats, b, h, i0, tid);
   // Head h's Wout rows in registers for step 5 (kernels/cluster/out_proj.cuh): wor (OUT 0, threads
   // from warp OW0 on, row group rg, column oo, lane ol: float4s ol + KLO s of row h HD + oo).
   float4 wor[kOutMma || kOutBfly ? 1 : WO4];

@@ -78,3 +78,26 @@ __device__ __forceinline__ void sg_cluster_copy_inputs(
     k::copy_commit();
   }
 }
+
+// FP32 relation MLP (not kMlpMma): the pair features of pairs tid + BLOCK q into registers.
+template <class C>
+__device__ __forceinline__ void sg_cluster_load_pair_features(float4 (&pf)[C::L::kMlpMma ? 1 : C::PPT][C::kP / 4],
+                                                              const float* __restrict__ pair_feats, int b, int h, int i0,
+                                                              int tid) {
+  using L = typename C::L;
+  constexpr int N = C::kN, P = C::kP, BLOCK = C::kBlock, JC = C::JC, PAIRS = C::PAIRS, PPT = C::PPT;
+  const auto row_of = [&](int i) { return i0 + i < N ? i0 + i : N - 1; };
+  // pair u of this block: own row u / JC, column h JC + u % JC (clamped)
+  const auto pair_src = [&](int u) {
+    const int j = h * JC + u % JC;
+    return pair_feats + ((b * N + row_of(u / JC)) * N + (j < N ? j : N - 1)) * P;
+  };
+  if constexpr (!L::kMlpMma) {
+#pragma unroll
+    for (int q = 0; q < PPT; ++q) {
+      const float4* src = reinterpret_cast<const float4*>(pair_src(tid + BLOCK * q < PAIRS ? tid + BLOCK * q : PAIRS - 1));
+#pragma unroll
+      for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
+    }
+  }
+}
