@@ -1,54 +1,11 @@
 #pragma once
-// strategy fused, mapping cluster: sg_cluster and its shared-memory layout (SgClusterLayout).
-// Part of the scene_graph template: scene_graph.cuh includes it after the helpers.
+// strategy fused, mapping cluster: sg_cluster, composed of its phases (kernels/cluster/*.cuh; its
+// shared-memory layout SgClusterLayout and constants SgClusterPlan in kernels/cluster/plan.cuh).
+// Part of the scene_graph template: scene_graph.cuh includes it after the helpers and phases.
+// A phase function declares the extern __shared__ array itself and finds its buffers from
+// SgClusterLayout (a shared-memory pointer handed from the kernel changes the machine code).
 // (NVRTC finds a header only by the name the including file gives, so the pieces include
 // nothing themselves; scene_graph.cuh includes them in order.)
-
-namespace tune_kernels {
-
-// Most weights (floats) a thread of sg_cluster keeps in registers.
-constexpr int kSgRegWeights = 48;
-// Shared memory of sg_cluster, offsets in floats (each a multiple of 4); kBytes is the config's
-// `cl_smem`.
-template <int N, int D, int H, int P, int R, int KSPLIT = 1>
-struct SgClusterLayout {
-  static constexpr int S = sg_row_stride(D), RN = cdiv(N, R);
-  // Row stride of q_h, k_h, v_h: an odd number of float4s when HD % 4 == 0 (the scores read
-  // float4s of 8 rows at once, conflict-free), else an odd number of floats.
-  static constexpr int HD = D / H;
-  static constexpr int HS = HD % 4 == 0 ? ((HD / 4) % 2 == 1 ? HD : HD + 4) : sg_odd_stride(HD);
-  static constexpr int JC = cdiv(N, H);        // pair columns of one block's relation MLP share
-  static constexpr bool kMlpMma = P % 8 == 0;      // relation MLP on the tensor cores
-  static constexpr int PS = kMlpMma ? P + 4 : P;   // row stride of W0 and of the staged pair features
-  static constexpr int kX = 0;                                 // RN x S own node rows (also the residual)
-  static constexpr int kXh = kX + RN * S;                      // RN x S float2: LayerNorm rows, TF32 (hi, lo)
-  static constexpr int kW = kXh + 2 * RN * S;                  // 3 HD x S
-  static constexpr int kCtx = kW + 3 * (D / H) * S;            // RN x S
-  static constexpr int kQ = kCtx + RN * S;                     // RN x HS
-  static constexpr int kK = kQ + round4(RN * HS);           // N x HS
-  static constexpr int kV = kK + round4(N * HS);            // N x HS
-  static constexpr int kBias = kV + round4(N * HS);         // RN x N
-  static constexpr int kMask = kBias + round4(RN * N);      // RN x N
-  static constexpr int kPart = kMask + round4(RN * N);      // KSPLIT > 1: KSPLIT x 3 x RN x HD partial projections
-  // (or, as MMA fragments, KSPLIT - 1 partial tiles of 16 x 8 per (matrix, row tile, column tile))
-  static constexpr int kPartSize = round4(KSPLIT * 3 * RN * HD) > (KSPLIT - 1) * 3 * cdiv(RN, 16) * cdiv(HD, 8) * 128
-                                       ? round4(KSPLIT * 3 * RN * HD)
-                                       : (KSPLIT - 1) * 3 * cdiv(RN, 16) * cdiv(HD, 8) * 128;
-  static constexpr int kW0 = kPart + (KSPLIT > 1 ? kPartSize : 0);  // P x PS
-  static constexpr int kB0 = kW0 + round4(P * PS);          // P
-  static constexpr int kW2 = kB0 + round4(P);               // H x P, then b2 (H)
-  static constexpr int kGB = kW2 + round4(H * P + H);       // 2 D
-  static constexpr int kPF = kGB + 2 * round4(D);           // kMlpMma: RN JC x PS pair features
-  // Relation MLP tiles (16 pairs) shared by two warps, half the hidden units each (the partner's
-  // sums pass through kMx, the tile's named barrier is 1 + tile): needs P / 8 even and at most 15 tiles.
-  static constexpr int kMlpTiles = cdiv(RN * JC, 16);
-  static constexpr bool kMlpHalves = kMlpMma && (P / 8) % 2 == 0 && kMlpTiles <= 15;
-  static constexpr int kMx = kPF + (kMlpMma ? round4(RN * JC * PS) : 0);      // kMlpHalves: tiles x 16 x H
-  static constexpr int kBar = kMx + (kMlpHalves ? kMlpTiles * 16 * H : 0);        // 3 mbarriers (8 bytes each)
-  static constexpr int kBytes = 4 * (kBar + 8);
-};
-
-}  // namespace tune_kernels
 
 // strategy fused, mapping cluster: one launch, grid B * H * R in clusters of H * R blocks, a
 // cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) rows
@@ -92,50 +49,16 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
                const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
                const float* __restrict__ b2, const float* __restrict__ wo, float* __restrict__ out) {
   namespace k = tune_kernels;
-  using L = k::SgClusterLayout<N, D, H, P, R, KSPLIT>;
-  constexpr int HD = D / H;
-  constexpr int S = L::S, HS = L::HS, RN = L::RN, PS = L::PS, JC = L::JC;
-  constexpr int NW = BLOCK / 32;
-  constexpr int KLO = k::sg_reg_lanes(HD, D, BLOCK);
-  constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
-  constexpr int PAIRS = RN * JC, PPT = k::cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
-  constexpr int NT = k::cdiv(HD, 8), MT = k::cdiv(RN, 16);   // mma tiles of the projections
-  constexpr int KST = D / 8 / KSPLIT;                              // k-steps of one projection task
-  // Relation MLP tiles of 16 pairs on the last MW warps (with kMlpHalves two warps per tile, half
-  // the hidden units each); the LayerNorm rows on the first LNW warps (all when no warp is free).
-  // Projection tasks: NB column tiles of one matrix, one row tile, one k-range each (the A
-  // fragments a task loads serve its NB tiles).
-  constexpr int NB = NTILE < NT ? NTILE : NT, NG = k::cdiv(NT, NB), PW = 3 * MT * NG * KSPLIT;
-  constexpr int UT = k::cdiv(PAIRS, 16);
-  // OVERLAP: the first PW warps take one projection task each and the weight copies; the first
-  // LNW warps (see below) take the LayerNorm and meet at a named barrier of their own; the last
-  // UT warps run the MLP meanwhile (those among the LayerNorm warps after it).
-  constexpr bool kOv = OVERLAP != 0 && L::kMlpMma && PW + UT <= NW;
-  constexpr bool kMlpHalves = !kOv && L::kMlpHalves && 2 * UT <= NW && UT <= 13;
-  constexpr int MW = L::kMlpMma ? k::sg_min(kMlpHalves ? 2 * UT : UT, NW) : 0;
-  // With kOv the LayerNorm takes the first max(RN, PW) warps (a row each when RN <= NW), which
-  // then meet at the projection barrier: the projection warps start once every row is done; the
-  // other warps go straight on to the MLP.
-  constexpr int LNW = kOv ? k::sg_min(NW, RN > PW ? RN : PW) : (NW - MW > 0 ? NW - MW : NW);
-  constexpr int kProjBar = 15;  // named barrier of the projection warps (the MLP halves use 1 .. UT)
-  // OUT == 1: out = ctx · Woutᵀ on the tensor cores (3xTF32), KW warps per 16-row tile, a k-range
-  // each with its Wout fragments in registers; the partial fragments meet at named barrier 14
-  // (through the LayerNorm buffer, free by then) and the tile's last warp adds them in k order.
-  constexpr int KW = 4, KSW = D / 8 / KW, kOutBar = 14;
-  constexpr bool kOutMma = OUT == 1 && (D / 8) % KW == 0 && MT * KW <= NW && MT * (KW - 1) * NT * 128 <= 2 * RN * S;
-  // OUT == 2: out = ctx · Woutᵀ with FP32 FMAs, a warp per (OPW outputs, RPW = 32 / OPW rows):
-  // lane l keeps Wout[o][l + 32 s] (s < KS) of its OPW outputs in registers (coalesced loads),
-  // reads ctx[i][l + 32 s] (4-byte loads, no broadcast), and the warp's 32 sums (row OPW + o) over
-  // its lanes meet in one transposed butterfly (31 shuffles), after which lane l holds sum l. The
-  // row bits need no selects: slot row q of lane l holds ctx row q ^ (l / OPW), so at the levels
-  // 16 .. OPW each lane sends its upper slots and its partner's lower slots hold the same sums;
-  // the output levels OPW / 2 .. 1 select (2 OPW - 2 selects). The last W5 warps: OPW = 8 when
-  // the registers allow (8 KS <= kSgRegWeights), else 4 (D <= 48 KLO <= 384 leaves KS <= 12).
-  constexpr int KS5 = k::cdiv(D, 32);
-  constexpr int OPW = 8 * KS5 <= k::kSgRegWeights ? 8 : 4;
-  constexpr int RPW = 32 / OPW, NOG = k::cdiv(HD, OPW), NRG = k::cdiv(RN, RPW);
-  constexpr int RGW = k::sg_min(NRG, NW / NOG > 0 ? NW / NOG : 1), W5 = NOG * RGW;
-  constexpr bool kOutBfly = OUT == 2;
+  using C = k::SgClusterPlan<N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUT, ATTN>;
+  using L = typename C::L;
+  constexpr int HD = C::HD, S = C::S, HS = C::HS, RN = C::RN, PS = C::PS, JC = C::JC;
+  constexpr int NW = C::NW, KLO = C::KLO, WO4 = C::WO4, PAIRS = C::PAIRS, PPT = C::PPT;
+  constexpr int NT = C::NT, MT = C::MT, KST = C::KST, NB = C::NB, NG = C::NG, PW = C::PW, UT = C::UT;
+  constexpr bool kOv = C::kOv, kMlpHalves = C::kMlpHalves;
+  constexpr int LNW = C::LNW, kProjBar = C::kProjBar;
+  constexpr int KW = C::KW, KSW = C::KSW, kOutBar = C::kOutBar;
+  constexpr bool kOutMma = C::kOutMma, kOutBfly = C::kOutBfly;
+  constexpr int KS5 = C::KS5, OPW = C::OPW, RPW = C::RPW, NOG = C::NOG, NRG = C::NRG, RGW = C::RGW, W5 = C::W5;
   static_assert(!kOutBfly || (NOG <= NW && OPW * KS5 <= k::kSgRegWeights), "the block must hold Wout's head rows");
   const auto proj_sync = [&] {
     if constexpr (kOv) {
@@ -175,12 +98,6 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const int b = static_cast<int>(blockIdx.x) / (H * R);
   const int i0 = r * RN;
   const int rows = N - i0 < RN ? (N - i0 > 0 ? N - i0 : 0) : RN;  // own rows inside the batch
-  const auto row_of = [&](int i) { return i0 + i < N ? i0 + i : N - 1; };
-  // pair u of this block: own row u / JC, column h JC + u % JC (clamped; stored only if < N)
-  const auto pair_src = [&](int u) {
-    const int j = h * JC + u % JC;
-    return pair_feats + ((b * N + row_of(u / JC)) * N + (j < N ? j : N - 1)) * P;
-  };
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t4 = lane % 4;  // mma lane coordinates
   // Stores of exchange 1 (bias, k, v) and exchange 2 (ctx) into block `to` (this one included:
@@ -199,113 +116,21 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const auto put1 = [&](float* p, int to, float v) { put(p, to, v, bar_x1); };
   const auto put2 = [&](float* p, int to, float v) { put(p, to, v, bar_x2); };
 
-  if constexpr (ASYNC != 0) {
-    if (tid == 0) {  // the bytes the other blocks send: bias RN x N and k, v N x HD; ctx rows x D
-      const int own_cols = N - h * JC < JC ? (N - h * JC > 0 ? N - h * JC : 0) : JC;  // this block's bias columns
-      k::sg_mbar_init(bar_x1, 1);
-      k::sg_mbar_expect_bytes(bar_x1, static_cast<unsigned>(4 * (RN * (N - own_cols) + 2 * (N - rows) * HD)));
-      k::sg_mbar_init(bar_x2, 1);
-      k::sg_mbar_expect_bytes(bar_x2, static_cast<unsigned>(4 * rows * (D - HD)));
-    }
-  }
+  sg_cluster_expect_exchanges<C>(h, rows, tid);  // ASYNC: the exchanges' mbarriers
   k::sg_cluster_arrive_relaxed();
-  // Step 1. Group 0: what step 2 needs; then the q/k/v weights (group 1, or the bulk copies).
-  // A warp per row; each copy starts on the warp after the previous one's last row.
-  constexpr int F_GB = RN, F_W0 = F_GB + 2, F_B0 = F_W0 + P, F_W2 = F_B0 + 1, F_MSK = F_W2 + H, F_PF = F_MSK + RN;
-  constexpr int F_W = F_PF + (L::kMlpMma ? RN : 0);
-  k::sg_copy_rows_warp<RN, D, S, BLOCK, 0>(xs, [&](int i) { return nodes + (b * N + row_of(i)) * D; });
-  k::sg_copy_rows_warp<2, D, D, BLOCK, F_GB>(gb, [&](int q) { return q == 0 ? gamma : beta; });
-  k::sg_copy_rows_warp<P, P, PS, BLOCK, F_W0>(mw0, [&](int q) { return w0 + q * P; });
-  k::sg_copy_rows_warp<1, P, P, BLOCK, F_B0>(mb0, [&](int) { return b0; });
-  k::sg_copy_rows_warp<H, P, P, BLOCK, F_W2>(mw2, [&](int q) { return w2 + q * P; });
-  if (tid >= BLOCK - H) k::sg_copy4(mw2 + H * P + (tid - (BLOCK - H)), b2 + (tid - (BLOCK - H)));
-  if constexpr (N % 4 == 0) {
-    k::sg_copy_rows_warp<RN, N, N, BLOCK, F_MSK>(msk, [&](int i) { return edge_mask + (b * N + row_of(i)) * N; });
-  } else {
-    for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
-  }
-  if constexpr (L::kMlpMma) {
-    // own row i: its JC pairs (P floats each, clamped to column N - 1) into rows of stride PS
-    constexpr int P4 = P / 4;
-    k::sg_rows_by_warp<RN, JC * P4, BLOCK, F_PF>([&](int i, int ch) {
-      const int u = i * JC + ch / P4;
-      k::sg_copy16(pfs + u * PS + ch % P4 * 4, pair_src(u) + ch % P4 * 4);
-    });
-  }
-  k::copy_commit();
-  const auto w_row = [&](int o) { return (o < HD ? wq : (o < 2 * HD ? wk : wv)) + (h * HD + o % HD) * D; };
-  if constexpr (BULK != 0) {
-    // warp 0 starts the bulk copies of the weight rows (no load unit slots held, no block barrier)
-    if (warp == 0) {
-      if (lane == 0) {
-        k::sg_mbar_init(bar, 1);
-        k::sg_mbar_expect_bytes(bar, 3u * HD * D * 4u);
-      }
-      __syncwarp();
-      for (int o = lane; o < 3 * HD; o += 32) k::sg_bulk_copy(ws + o * S, w_row(o), D * 4u, bar);
-    }
-  } else {
-    {  // a call per matrix: head h's source rows are consecutive, no division per row
-      constexpr int WW = kOv ? PW : NW, F0 = kOv ? 0 : F_W;
-      k::sg_copy_rows_warp<HD, D, S, BLOCK, F0, WW>(ws, [&](int t) { return wq + (h * HD + t) * D; });
-      k::sg_copy_rows_warp<HD, D, S, BLOCK, F0 + HD, WW>(ws + HD * S, [&](int t) { return wk + (h * HD + t) * D; });
-      k::sg_copy_rows_warp<HD, D, S, BLOCK, F0 + 2 * HD, WW>(ws + 2 * HD * S, [&](int t) { return wv + (h * HD + t) * D; });
-    }
-    k::copy_commit();
-  }
+  // Step 1 (kernels/cluster/copies.cuh).
+  sg_cluster_copy_inputs<C>(nodes, pair_feats, edge_mask, gamma, beta, wq, wk, wv, w0, b0, w2, b2, b, h, i0, tid, warp, lane);
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
   constexpr int PPR = L::kMlpMma ? 1 : PPT;
   float4 pf[PPR][P / 4];
-  if constexpr (!L::kMlpMma) {
-#pragma unroll
-    for (int q = 0; q < PPT; ++q) {
-      const float4* src = reinterpret_cast<const float4*>(pair_src(tid + BLOCK * q < PAIRS ? tid + BLOCK * q : PAIRS - 1));
-#pragma unroll
-      for (int c = 0; c < P / 4; ++c) pf[q][c] = __ldg(src + c);
-    }
-  }
-  // Wout: threads from warp OW0 on, in RGO row groups (as many as the block holds, at most RN):
-  // row group rg, column oo of head h, lane ol: float4s ol + KLO s of row h HD + oo.
-  constexpr int RGO = k::sg_min(RN, BLOCK / (HD * KLO));
-  constexpr int OW0 = (BLOCK - k::cdiv(RGO * HD * KLO, 32) * 32) / 32;
-  const int ot = tid - OW0 * 32;
-  const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
-  const bool o_on = ot >= 0 && rg < RGO;
+  sg_cluster_load_pair_features<C>(pf, pair_feats, b, h, i0, tid);
+  // Head h's Wout rows in registers for step 5 (kernels/cluster/out_proj.cuh): wor (OUT 0, threads
+  // from warp OW0 on, row group rg, column oo, lane ol: float4s ol + KLO s of row h HD + oo).
   float4 wor[kOutMma || kOutBfly ? 1 : WO4];
   float wt[kOutBfly ? OPW : 1][kOutBfly ? KS5 : 1];  // kOutBfly: Wout[h HD + og OPW + o][lane + 32 s]
   const int v5 = warp - (NW - W5);              // kOutBfly: this warp's index among the last W5
   float wof[kOutMma ? NT : 1][kOutMma ? KSW : 1][2];  // kOutMma: B fragments (column tile, k-step)
-  if constexpr (kOutMma) {
-    if (warp < MT * KW) {
-      const int kq = warp % KW;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) {
-        const float* w = wo + (h * HD + (8 * n + g < HD ? 8 * n + g : HD - 1)) * D + kq * KSW * 8 + t4;
-#pragma unroll
-        for (int ks = 0; ks < KSW; ++ks) {
-          wof[n][ks][0] = __ldg(w + 8 * ks);
-          wof[n][ks][1] = __ldg(w + 8 * ks + 4);
-        }
-      }
-    }
-  } else if constexpr (kOutBfly) {
-    if (v5 >= 0) {
-      const int og = v5 % NOG;
-#pragma unroll
-      for (int oq = 0; oq < OPW; ++oq) {
-        const int o = og * OPW + oq;
-#pragma unroll
-        for (int s5 = 0; s5 < KS5; ++s5) {
-          const int c = lane + 32 * s5;
-          wt[oq][s5] = o < HD && (D % 32 == 0 || c < D) ? __ldg(wo + (h * HD + o) * D + c) : 0.0f;
-        }
-      }
-    }
-  } else {
-    const float4* w = reinterpret_cast<const float4*>(wo + (h * HD + (o_on ? oo : 0)) * D);
-#pragma unroll
-    for (int s = 0; s < WO4; ++s) wor[s] = o_on ? __ldg(w + ol + KLO * s) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
+  sg_cluster_load_wout<C>(wof, wt, wor, wo, h, tid, warp, lane);
 
   // Step 2. LayerNorm of the own rows (a warp per row, the row in registers), stored as TF32
   // (hi, lo) pairs for the projections; the relation MLP of this block's pairs.
@@ -674,11 +499,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
     if (warp >= PW) asm volatile("bar.sync %0, %1;" ::"n"(kEvenBar), "n"((NW - PW) * 32) : "memory");
   }
   __syncthreads();  // qs, block-wide
-  if constexpr (ASYNC != 0) {
-    k::sg_mbar_wait<true>(bar_x1, 0);  // this block's bias, k and v have all arrived
-  } else {
-    k::sg_cluster_sync();  // every block's bias and k, v stores are done
-  }
+  sg_cluster_exchange_wait<C, 1>();  // exchange 1: bias, k, v (kernels/cluster/exchange.cuh)
 
   // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
   // ATTN == 2: a warp per query row, lane (tq, jg) = (lane / 8, lane % 8) takes the keys jg + 8 m
@@ -834,14 +655,10 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
       }
     }
   }
-  if constexpr (ASYNC != 0) {
-    __syncthreads();                     // this block's own head of ctx
-    k::sg_mbar_wait<true>(bar_x2, 0);  // the other heads' ctx rows have arrived
-  } else {
-    k::sg_cluster_sync();
-  }
+  sg_cluster_exchange_wait<C, 2>();  // exchange 2: ctx
 
-  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + RGO q.
+  // Step 5. out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo], rows i = rg + C::RGO q (OUT 0:
+  // kernels/cluster/out_proj.cuh).
   if constexpr (kOutMma) {
     if (warp < MT * KW) {
       const int mt = warp / KW, kq = warp % KW;
@@ -938,34 +755,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
         if (i < RN && i0 + i < N && oc < HD) out[(b * N + i0 + i) * D + h * HD + oc] = xs[i * S + h * HD + oc] + x[0];
       }
     }
-  } else if (warp >= OW0) {
-    constexpr int RT = k::cdiv(RN, RGO), RC5 = RT <= 16 ? RT : 8;
-#pragma unroll 1
-    for (int c0 = 0; c0 < RT; c0 += RC5) {
-      float acc[RC5];
-#pragma unroll
-      for (int rr = 0; rr < RC5; ++rr) acc[rr] = 0.0f;
-#pragma unroll
-      for (int s = 0; s < WO4; ++s) {
-#pragma unroll
-        for (int rr = 0; rr < RC5; ++rr) {
-          const int ir = rg + RGO * (c0 + rr);
-          const int i = o_on && ir < RN ? ir : RN - 1;
-          acc[rr] = k::sg_dot4(wor[s], reinterpret_cast<const float4*>(cx + i * S)[ol + KLO * s], acc[rr]);
-        }
-      }
-#pragma unroll
-      for (int rr = 0; rr < RC5; ++rr) {
-#pragma unroll
-        for (int off = KLO / 2; off > 0; off /= 2) acc[rr] += __shfl_xor_sync(0xffffffffu, acc[rr], off);
-      }
-      if (o_on) {
-#pragma unroll
-        for (int rr = 0; rr < RC5; ++rr) {
-          const int i = rg + RGO * (c0 + rr);
-          if (rr % KLO == ol && i < RN && i0 + i < N) out[(b * N + i0 + i) * D + h * HD + oo] = xs[i * S + h * HD + oo] + acc[rr];
-        }
-      }
-    }
+  } else {
+    sg_cluster_out_plain<C>(wor, out, b, h, i0, tid, warp);
   }
 }
