@@ -92,21 +92,18 @@ for step in "$@"; do
       .device/bin/tune_bench --benchmark_filter='/strict/' --benchmark_repetitions=5 \
         --benchmark_out="$out/bench_strict.json" --benchmark_out_format=json \
         --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_compare.log" || status=1 ;;
-    bench-shuffled)
+    bench-shuffled|bench-aa)
       # The nvcc vs NVRTC comparison of bench-compare with the repetitions of all entries in random
       # order (Google Benchmark's random interleaving): a difference that is the order or the GPU's
-      # state when an entry ran, not its build, averages out.
-      .device/bin/tune_bench --benchmark_filter='/(winner|baseline)/' --benchmark_repetitions=5 \
+      # state when an entry ran, not its build, averages out. bench-aa: its A/A twin, the "nvcc"
+      # column a second module of the NVRTC build's own CUBIN (TUNE_BENCH_AA), so the columns differ
+      # in their module alone: the comparison's noise floor.
+      name=bench_shuffled aa=
+      if [ "$step" = bench-aa ]; then name=bench_aa aa=1; fi
+      TUNE_BENCH_AA=$aa .device/bin/tune_bench --benchmark_filter='/(winner|baseline)/' --benchmark_repetitions=5 \
         --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
-        --benchmark_out="$out/bench_shuffled.json" --benchmark_out_format=json \
-        --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_shuffled.log" || status=1 ;;
-    bench-aa)
-      # bench-shuffled's A/A twin: the "nvcc" column is a second module of the NVRTC build's own
-      # CUBIN (TUNE_BENCH_AA), so the columns differ in their module alone: the comparison's noise floor.
-      TUNE_BENCH_AA=1 .device/bin/tune_bench --benchmark_filter='/(winner|baseline)/' --benchmark_repetitions=5 \
-        --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
-        --benchmark_out="$out/bench_aa.json" --benchmark_out_format=json \
-        --benchmark_counters_tabular=true 2>&1 | tee -a "$out/bench_aa.log" || status=1 ;;
+        --benchmark_out="$out/$name.json" --benchmark_out_format=json \
+        --benchmark_counters_tabular=true 2>&1 | tee -a "$out/$name.log" || status=1 ;;
     tune:*|tune=*)
       # tune=LABEL:args writes under results-device/LABEL (repeated runs of one shape side by side).
       dest=$results

@@ -249,7 +249,7 @@ void compile_programs();  // prints one line per program and what failed
 // The NVRTC build's kernels of a program, loaded on first use (twin: from a second module of the
 // same CUBIN); throws what failed.
 const CUfunction* program_functions(RtcProgram& p, bool twin = false);
-// TUNE_BENCH_AA set: the "nvcc" benchmarks time a second module of the NVRTC build's CUBIN instead,
+// TUNE_BENCH_AA set (not empty): the "nvcc" benchmarks time a second module of the NVRTC build's CUBIN instead,
 // so that the two columns differ in nothing but the module: the noise floor of the comparison.
 bool aa_mode();
 

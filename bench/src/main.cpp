@@ -85,7 +85,10 @@ const CUfunction* program_functions(RtcProgram& p, bool twin) {
   return p.functions.data();
 }
 
-bool aa_mode() { return std::getenv("TUNE_BENCH_AA") != nullptr; }
+bool aa_mode() {
+  const char* aa = std::getenv("TUNE_BENCH_AA");
+  return aa && *aa;
+}
 
 }  // namespace tune_bench
 

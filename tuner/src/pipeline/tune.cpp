@@ -987,8 +987,7 @@ struct PassRun {
   std::vector<char> from_cache;
   std::atomic<std::size_t> next{0};
   std::size_t compiled_count = 0;
-  std::vector<std::size_t> compile_order;
-  std::size_t todo = 0, resumed = 0;
+  std::vector<std::size_t> compile_order;  // the variants to compile, baseline first; fixed once the threads start
   Clock::time_point t_compile;
   double compile_wall = 0;
   std::vector<std::jthread> pool;
@@ -1235,8 +1234,6 @@ struct PassRun {
     if (baseline_index && !journaled[*baseline_index]) compile_order.push_back(*baseline_index);
     for (std::size_t i = 0; i < n; ++i)
       if (!journaled[i] && !run.variants[i].baseline) compile_order.push_back(i);
-    todo = compile_order.size();
-    resumed = n - todo;
     ctx.time_budget_s = o.time_budget_s;
     t_compile = Clock::now();
     if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
@@ -1247,7 +1244,7 @@ struct PassRun {
     }
     for (int t = 0; t < ctx.jobs; ++t)
       pool.emplace_back([this] {
-        for (std::size_t k = next++; k < todo; k = next++) compile_and_queue(compile_order[k]);
+        for (std::size_t k = next++; k < compile_order.size(); k = next++) compile_and_queue(compile_order[k]);
       });
   }
 
@@ -1262,7 +1259,7 @@ struct PassRun {
     results[i] = std::move(r);
     from_cache[i] = cached;
     compiled_queue.push_back(i);
-    if (++compiled_count == todo) compile_wall = seconds_since(t_compile);
+    if (++compiled_count == compile_order.size()) compile_wall = seconds_since(t_compile);
     ready.notify_one();
   }
 
@@ -1299,7 +1296,7 @@ struct PassRun {
 
   // Each variant as it comes out of the compile threads: measured, logged, journaled.
   void search() {
-    for (std::size_t done = resumed; done < n; ++done) {
+    for (std::size_t done = journaled_count(); done < n; ++done) {
       if (g_interrupted) {
         ctx.interrupted = true;
         next = n;
@@ -1322,6 +1319,9 @@ struct PassRun {
     end_search();
   }
 
+  // Variants the journal held at the start: not compiled or measured again.
+  [[nodiscard]] std::size_t journaled_count() const { return n - compile_order.size(); }
+
   [[nodiscard]] bool baseline_pending() const {
     return baseline_index && run.variants[*baseline_index].status == Status::kPending;
   }
@@ -1332,7 +1332,7 @@ struct PassRun {
   void stop_for_time_budget(std::size_t done) {
     ctx.stopped_by_time_budget = true;
     const std::size_t taken = next.exchange(n);
-    if (taken == 0 && todo > 0 && baseline_index && compile_order[0] == *baseline_index)
+    if (taken == 0 && !compile_order.empty() && baseline_index && compile_order[0] == *baseline_index)
       compile_and_queue(*baseline_index);
     log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}",
                     o.time_budget_s, done, n, baseline_pending() ? " (the baseline still runs)" : ""));
@@ -1402,7 +1402,7 @@ struct PassRun {
   void log_progress(std::size_t done, std::size_t i) {
     const VariantRecord& rec = run.variants[i];
     const double elapsed = seconds_since(t_start);
-    const double pace = seconds_since(t_compile) / static_cast<double>(done + 1 - resumed);
+    const double pace = seconds_since(t_compile) / static_cast<double>(done + 1 - journaled_count());
     log(fit_line(fmt::format("[{:>3}/{}] {}  {:<14} {}", done + 1, n,
                              rec.compile_cached ? std::string("from cache    ")
                                                 : fmt::format("compiled {:5.1f}s", results[i].seconds),
