@@ -38,10 +38,11 @@
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
-#include "tune/surrogate.hpp"
 #include "tune/worker.hpp"
 #include "tune/sweep.hpp"
 #include "core/enum_names.hpp"
+#include "pipeline/progress_log.hpp"
+#include "pipeline/search/strategy.hpp"
 
 namespace tune {
 namespace {
@@ -322,65 +323,21 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"keep_spills", o.keep_spills}};
 }
 
-// Says how far a long step has got: a line at most every 2 s once it has taken 1 s (a short one
-// says nothing).
-class ProgressLog {
- public:
-  ProgressLog(std::function<void(const std::string&)> log, std::string what) : log_(std::move(log)), what_(std::move(what)) {}
-  void tick(std::uint64_t done, std::uint64_t of, const std::string& more) {
-    const double s = seconds_since(start_);
-    if (s < 1 || s - last_ < 2) return;
-    last_ = s;
-    const double percent = 100.0 * static_cast<double>(done) / static_cast<double>(std::max<std::uint64_t>(of, 1));
-    log_(fmt::format("{}: {} of {} ({:.0f} %){}, {} elapsed", what_, done, of, percent, more, format_duration(s)));
-  }
-
- private:
-  std::function<void(const std::string&)> log_;
-  std::string what_;
-  Clock::time_point start_ = Clock::now();
-  double last_ = -2;
-};
-
-// Whether the space is enumerated (its product of parameter values is at most --max-space), else
-// sampled; a space too large to enumerate without a --budget is refused in one line, before
-// anything runs.
-bool enumerable(const TuneOptions& o, const Space& space) {
-  const std::uint64_t size = space.size();
-  if (size <= o.max_space) return true;
-  if (o.budget <= 0)
-    throw InputError(fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
-                                 "--max-space {}; pass --budget N to time a random sample of N valid ones (drawn without "
-                                 "enumerating the space), restrict the parameters' values, or raise --max-space",
-                                 space.source_name(), describe_count(size), o.max_space));
-  if (static_cast<std::uint64_t>(o.budget) > o.max_space)
-    throw InputError(fmt::format("--budget {} is more than --max-space {}: a sample that large is no smaller than the "
-                                 "enumeration it replaces; lower --budget or raise --max-space", o.budget, o.max_space));
-  return false;
-}
-
 // The configurations a run times, and how they were found (for the log).
 struct Chosen {
   std::vector<Config> configs;
   std::string how;
 };
 
-// A model-guided search or a refined warm start (run_tune) runs the pipeline in passes; this is
-// what they share. The first pass's choose_configs fills `all`, `names`, `configs` and the counts;
-// a later pass times `configs` (the run so far), taking the earlier passes' records from the
-// journal. With search_only a pass ends after the search loop, its records in the journal, and
-// writes no results.
+// An adaptive search strategy (run_tune) runs the pipeline in passes; this is what they share.
+// The first pass's choose_configs fills `all`, `names` and `configs`; a later pass times `configs`
+// (the run so far), taking the earlier passes' records from the journal. With search_only a pass
+// ends after the search loop, its records in the journal, and writes no results.
 struct Pass {
   std::vector<Config> all;         // the valid configurations
   std::vector<std::string> names;  // their variants' names
   std::vector<Config> configs;     // those chosen so far, in the order of `all`
   Config baseline;                 // the space's baseline (valid here or not)
-  int promising = 0, explored = 0;
-  int rounds = 0;  // refine rounds done before this pass
-  int added = 0;   // configurations the refine rounds added
-  bool model = false;
-  int model_initial = 0, model_rounds = 0, model_added = 0;
-  std::string model_stop;
   // The baseline's compile (8 to 16 s of NVRTC for contact's, on one core) is the longest of a
   // pass: the search passes leave it out while a thread of its own compiles it into the cache, and
   // the last pass times it (a cache hit by then).
@@ -392,43 +349,6 @@ struct Pass {
   Clock::time_point started = Clock::now();
   double compile_wall_s = 0, measure_wall_s = 0;  // spent by the earlier passes
 };
-
-// context.search for a warm start, a model-guided search, or both.
-void note_search(RunContext& ctx, const TuneOptions& o, const Pass* pass, int promising, int explored) {
-  if (!o.warm_start.empty()) {
-    ctx.search = "warm";
-    for (const auto& f : o.warm_start) ctx.warm_files.push_back(f.string());
-    ctx.warm_keep = o.warm_keep;
-    ctx.warm_promising = promising;
-    ctx.warm_explored = explored;
-  }
-  if (o.search == SearchMode::kModel) {
-    ctx.search = o.warm_start.empty() ? "model" : "warm+model";
-    ctx.model_library = "xgboost " + Surrogate::library_version();
-    if (pass) {
-      ctx.model_initial = pass->model_initial;
-      ctx.model_rounds = pass->model_rounds;
-      ctx.model_added = pass->model_added;
-      ctx.model_stop = pass->model_stop;
-    }
-  }
-  if (pass) {
-    ctx.warm_refine_top = o.warm_refine;
-    ctx.warm_refine_rounds = pass->rounds;
-    ctx.warm_refine_added = pass->added;
-  }
-}
-
-// The initial design of --search model: --model-init, or max(2 x the batch, 5 % of the space).
-// --search model's batch: --model-batch, or the compile jobs (at least 8).
-std::size_t model_batch_of(const TuneOptions& o) {
-  return static_cast<std::size_t>(o.model_batch > 0 ? o.model_batch : std::max(8, CompilePool::jobs_for(o.jobs)));
-}
-
-std::size_t model_initial_size(const TuneOptions& o, std::size_t valid) {
-  if (o.model_init > 0) return static_cast<std::size_t>(o.model_init);
-  return std::max(2 * model_batch_of(o), valid / 20);
-}
 
 // Those of `all` that are in `chosen`, in the order of `all`.
 std::vector<Config> in_order(const std::vector<Config>& all, const std::set<Config>& chosen) {
@@ -458,140 +378,34 @@ void fill_pass(Pass& pass, const Space& space, const std::vector<Config>& all, s
 
 using LogFn = std::function<void(const std::string&)>;
 
-// "; '<constraint>' rejected N" for each constraint that rejected configurations.
-std::string rejections(const Enumeration& e) {
-  std::string out;
-  for (const auto& [c, n] : e.rejected_by) out += fmt::format("; '{}' rejected {}", c, n);
-  return out;
-}
-
-// A later pass of a refined warm start or a model-guided search: the configurations chosen so far.
-Chosen later_pass_configs(const TuneOptions& o, const Space& space, RunContext& ctx, const Pass& pass) {
-  note_search(ctx, o, &pass, pass.promising, pass.explored);
+// A later pass of an adaptive search: the configurations chosen so far.
+Chosen later_pass_configs(const Space& space, RunContext& ctx, const Pass& pass, const SearchStrategy& strategy) {
+  strategy.record(ctx);
   ctx.valid_configs = static_cast<std::int64_t>(pass.all.size());
   std::vector<Config> configs = pass.configs;
   if (!pass.search_only && pass.defer_baseline) configs = with_baseline(pass.all, configs, space.baseline());
+  SearchRounds rounds;
+  strategy.rounds(rounds);
   return {configs, fmt::format("{} of {} valid configurations: the {}, {} model round(s) and {} refine round(s)",
-                               configs.size(), pass.all.size(), o.warm_start.empty() ? "initial design" : "warm choice",
-                               pass.model_rounds, pass.rounds)};
+                               configs.size(), pass.all.size(), rounds.first, rounds.model, rounds.refine)};
 }
 
-// --warm-start: the promising configurations of the files, some others at random, the baseline.
-std::vector<Config> warm_choice(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
-                                const std::vector<Config>& all, RunContext& ctx, const LogFn& log, Pass* pass) {
-  WarmChoice warm = warm_configs(all, space.baseline(), space, problem, shape, o.warm_start, o.warm_keep, o.warm_explore,
-                                 o.seed);
-  if (pass) {
-    fill_pass(*pass, space, all, warm.configs);
-    pass->promising = warm.promising;
-    pass->explored = warm.explored;
-    pass->model_initial = o.search == SearchMode::kModel ? static_cast<int>(warm.configs.size()) : 0;
-  }
-  note_search(ctx, o, pass, warm.promising, warm.explored);
-  if (pass) warm.configs = pass->configs;
-  log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
-                  "others at random (seed {}), the baseline: {} of {} valid configurations",
-                  warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, warm.configs.size(),
-                  all.size()));
-  if (warm.whole_space)
-    log("warm start: that is half the space or more, so every valid configuration is timed");
-  else if (warm.promising == 0)
-    log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
-        "only the random exploration and the baseline are timed");
-  return std::move(warm.configs);
-}
-
-// --search model's initial design: configurations at random (the surrogate's rounds follow).
-std::vector<Config> model_choice(const TuneOptions& o, const Space& space, const std::vector<Config>& all,
-                                 RunContext& ctx, const LogFn& log, Pass& pass) {
-  const std::size_t initial = model_initial_size(o, all.size());
-  fill_pass(pass, space, all, sample_configs(all, space.baseline(), static_cast<int>(initial), o.seed));
-  pass.model_initial = static_cast<int>(pass.configs.size());
-  note_search(ctx, o, &pass, 0, 0);
-  log(fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
-                  "rounds of the surrogate's proposals (xgboost {})",
-                  pass.configs.size(), all.size(), o.seed, Surrogate::library_version()));
-  return pass.configs;
-}
-
-// A space larger than --max-space with a --budget: valid configurations drawn at random (the
-// baseline added where it is valid), never enumerated.
-Chosen drawn_configs(const TuneOptions& o, const Space& space, const Shape& shape, const DeviceLimits& limits,
-                     RunContext& ctx, const LogFn& log, const SpaceProgressFn& on_progress) {
-  const std::uint64_t size = space.size();
-  const auto budget = static_cast<std::size_t>(o.budget);
-  // Enough draws for a space whose constraints pass 1 in 100, never fewer than a million (a few
-  // seconds) nor more than ten million (under a minute).
-  const std::uint64_t max_draws = std::clamp<std::uint64_t>(100 * static_cast<std::uint64_t>(budget), 1'000'000, 10'000'000);
-  log(fmt::format("the space has {} configurations, more than --max-space {}: drawing {} valid ones at random without "
-                  "enumerating it (seed {}, at most {} draws)", describe_count(size), o.max_space, budget, o.seed, max_draws));
-  const Enumeration drawn = space.sample(shape, limits, budget, o.seed, max_draws, on_progress);
-  if (drawn.configs.empty())
-    throw ShapeError(fmt::format("no configuration of {} drawn at random ({} draws of its {}) accepts shape {} on {}{}; "
-                                 "restrict the parameters' values to those the constraints allow, or raise --max-space "
-                                 "to enumerate the space",
-                                 space.source_name(), drawn.draws, describe_count(size), shape.describe(),
-                                 arch_name(limits.compute_capability), rejections(drawn)));
-  Chosen out;
-  out.configs = drawn.configs;
-  const Config& base = space.baseline();
-  if (space.violated_constraint(base, shape, limits).empty() && !std::binary_search(out.configs.begin(), out.configs.end(), base))
-    out.configs.insert(std::lower_bound(out.configs.begin(), out.configs.end(), base), base);
-  ctx.search = "random";
-  ctx.budget = o.budget;
-  ctx.valid_configs = -1;  // not counted: the space was sampled, not enumerated
-  ctx.draws = drawn.draws;
-  log(fmt::format("random search: {} valid configurations drawn (seed {}) in {} draws{}, the baseline included",
-                  drawn.configs.size(), o.seed, drawn.draws,
-                  drawn.configs.size() < budget ? fmt::format(" (the draws ran out before --budget {})", budget) : ""));
-  out.how = fmt::format("{} drawn at random of {} configurations", drawn.configs.size(), describe_count(size));
-  return out;
-}
-
-// Every valid configuration, or with --budget a random sample of them plus the baseline. The space
-// is counted first: one larger than --max-space is never enumerated (it would take hours and hold
-// every configuration in memory); it is refused in one line, or with --budget sampled by drawing
-// configurations (Space::sample) until the budget is met or the draws run out.
-// With a refined warm start's pass: the first fills it, a later one times its configurations.
+// The configurations a pass times: the search strategy's first choice (pipeline/search/strategy.hpp),
+// or in a later pass of an adaptive one the run so far. The first pass of an adaptive search
+// fills `pass`.
 Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
-                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass) {
-  const std::uint64_t size = space.size();
-  ctx.space_configurations = size;
-  if (pass && !pass->configs.empty()) return later_pass_configs(o, space, ctx, *pass);
-  const bool enumerate = enumerable(o, space);
-  const bool model = o.search == SearchMode::kModel;
-  if ((!o.warm_start.empty() || model) && (o.budget > 0 || !enumerate)) {
-    const std::string what = model ? "--search model" : "--warm-start";
-    throw InputError(o.budget > 0 ? what + " and --budget: both choose the variants to time; pass one of them"
-                                  : fmt::format("{}: the space has {} configurations, more than --max-space {}, "
-                                                "and is not enumerated; restrict the space or raise --max-space",
-                                                what, describe_count(size), o.max_space));
+                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass,
+                      SearchStrategy& strategy) {
+  ctx.space_configurations = space.size();
+  if (pass && !pass->configs.empty()) return later_pass_configs(space, ctx, *pass, strategy);
+  const SearchSetting setting{o, problem, space, shape, limits, log, pass && pass->defer_baseline};
+  FirstBatch batch = strategy.first(setting, ctx);
+  if (pass) {
+    fill_pass(*pass, space, batch.all, std::move(batch.configs));
+    batch.configs = pass->configs;
   }
-  ProgressLog progress(log, enumerate ? "space: configurations checked against the constraints"
-                                      : "space: configurations drawn and checked");
-  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
-  if (!enumerate) return drawn_configs(o, space, shape, limits, ctx, log, on_progress);
-  const Enumeration all = space.enumerate(shape, limits, o.max_space, on_progress);
-  if (all.configs.empty())
-    throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", space.source_name(), shape.describe(),
-                                 arch_name(limits.compute_capability), rejections(all)));
-  ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
-  Chosen out;
-  out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
-  if (!o.warm_start.empty()) {
-    out.configs = warm_choice(o, problem, space, shape, all.configs, ctx, log, pass);
-  } else if (model && pass) {
-    out.configs = model_choice(o, space, all.configs, ctx, log, *pass);
-  } else {
-    out.configs = sample_configs(all.configs, space.baseline(), o.budget, o.seed);
-    if (out.configs.size() < all.configs.size()) {
-      ctx.search = "random";
-      ctx.budget = o.budget;
-      log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included", out.configs.size(),
-                      all.configs.size(), o.seed));
-    }
-  }
-  return out;
+  strategy.record(ctx);
+  return {std::move(batch.configs), std::move(batch.how)};
 }
 
 // How much a record is worth keeping, compared in order: 2 a run that ended with a ranking (a
@@ -938,6 +752,10 @@ std::vector<std::string> search_mode_names() {
 
 namespace {
 
+// The journal's stage of a strategy's second round (SearchStrategy::second_round): "halving", the
+// name journals of --search halving have always had, so --resume reads the earlier ones.
+constexpr const char* kSecondRoundStage = "halving";
+
 // A run (run_tune), or one pass of a refined warm start: all of it, or with pass->search_only up to
 // the end of the search. Its phases follow the data flow (issue 23): the device, the plan (the
 // configurations), the outputs' place, the variants lowered, the journal, the worker, the compile
@@ -948,6 +766,7 @@ namespace {
 struct PassRun {
   const TuneOptions& o;
   Pass* pass;
+  SearchStrategy& strategy;
   std::optional<IsolatedRunner>& gpu;
   const Clock::time_point t_start;
   const SigintGuard sigint_guard;
@@ -993,14 +812,13 @@ struct PassRun {
   std::vector<std::jthread> pool;
   // search
   DeviceRunner::Options first_round;
-  bool halving = false;
   double measure_busy = 0;
   std::size_t checked = 0, passed = 0;
   std::optional<double> best;
   bool floor_measured = false;
 
-  PassRun(const TuneOptions& options, Pass* p, std::optional<IsolatedRunner>& g)
-      : o(options), pass(p), gpu(g), t_start(p ? p->started : Clock::now()),
+  PassRun(const TuneOptions& options, Pass* p, SearchStrategy& s, std::optional<IsolatedRunner>& g)
+      : o(options), pass(p), strategy(s), gpu(g), t_start(p ? p->started : Clock::now()),
         log([&options](const std::string& line) {
           if (options.log) options.log(line);
         }),
@@ -1052,7 +870,7 @@ struct PassRun {
   // The variants, chosen before anything is written: a space too large to enumerate, or a run of
   // more variants than --max-variants, is refused in one line and leaves no file behind.
   void plan() {
-    Chosen chosen_configs = choose_configs(o, run.problem, space, shape, limits, ctx, log, pass);
+    Chosen chosen_configs = choose_configs(o, run.problem, space, shape, limits, ctx, log, pass, strategy);
     chosen = std::move(chosen_configs.configs);
     chosen_how = std::move(chosen_configs.how);
     ctx.shard = o.shard;
@@ -1187,13 +1005,13 @@ struct PassRun {
       const Status st = e.record.status;
       const bool final_status = st != Status::kPending && st != Status::kUnsafe &&
                                 !(run.timed && st == Status::kCompiled) && (st != Status::kPassed || e.record.timing);
-      const bool halving_ok = e.stage != "halving" || (st == Status::kPassed && journaled[it->second]);
+      const bool halving_ok = e.stage != kSecondRoundStage || (st == Status::kPassed && journaled[it->second]);
       if (!final_status || !halving_ok || e.record.params != mine.params || e.record.baseline != mine.baseline) {
         ++refused;
         continue;
       }
       run.variants[it->second] = std::move(e.record);
-      (e.stage == "halving" ? halved : journaled)[it->second] = 1;
+      (e.stage == kSecondRoundStage ? halved : journaled)[it->second] = 1;
     }
     return refused;
   }
@@ -1269,18 +1087,11 @@ struct PassRun {
     if (!results[i].ok && results[i].cubin.empty() && journaled[i]) results[i] = compile_one(i, &cached);
   }
 
-  // The search pass's profile (batch and graph means of 20 launches; the top few and the baseline
-  // get 100 in the strict re-measure, whose figures the report shows), and the counts of the
-  // records taken from the journal, which count as done.
+  // The search pass's profile, the strategy's (batch and graph means of 20 launches; the top few
+  // and the baseline get 100 in the strict re-measure, whose figures the report shows), and the
+  // counts of the records taken from the journal, which count as done.
   void prepare_search() {
-    halving = o.search == SearchMode::kHalving;
-    first_round.batch_launches = 20;
-    if (halving) {
-      first_round.rule = StopRule::screen();
-      first_round.batch_launches = 10;
-      if (ctx.search == "exhaustive") ctx.search = "halving";
-      else ctx.search += "+halving";
-    }
+    first_round = strategy.profile();
     for (std::size_t i = 0; i < n; ++i) {
       const VariantRecord& r = run.variants[i];
       if (!journaled[i] || !r.parity) continue;
@@ -1466,13 +1277,15 @@ struct PassRun {
     return ctx.interrupted;
   }
 
-  // Successive halving: the best third of the screened variants (at least top + 1) timed again with
-  // the search profile (parity already passed); the others keep their screening time.
-  void halving_round() {
+  // The strategy's second round (successive halving): the best of the screened variants timed again
+  // with the search profile (parity already passed); the others keep their screening time.
+  void second_round() {
     const auto screened = static_cast<std::size_t>(
         std::count_if(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.status == Status::kPassed; }));
-    const auto promoted = fastest_passed(std::max<std::size_t>((screened + 2) / 3, static_cast<std::size_t>(o.top_k) + 1));
-    log(fmt::format("halving: timing the best {} of {} screened variants again with the search profile",
+    const std::size_t keep = strategy.second_round(screened);
+    if (keep == 0 || stop_asked()) return;
+    const auto promoted = fastest_passed(keep);
+    log(fmt::format("{}: timing the best {} of {} screened variants again with the search profile", strategy.name(),
                     promoted.size(), screened));
     DeviceRunner::Options second_round;
     second_round.check_parity = false;
@@ -1481,7 +1294,7 @@ struct PassRun {
       if (halved[i]) continue;  // done before the run was resumed
       ensure_compiled(i);
       gpu->evaluate(results[i], lowered[i], run.variants[i], second_round);
-      journal->append("halving", run.variants[i]);
+      journal->append(kSecondRoundStage, run.variants[i]);
     }
     measure_busy += seconds_since(t);
     save();
@@ -1653,8 +1466,8 @@ struct PassRun {
   }
 };
 
-TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRunner>& gpu) {
-  PassRun r(o, pass, gpu);
+TuneOutcome run_pass(const TuneOptions& o, Pass* pass, SearchStrategy& strategy, std::optional<IsolatedRunner>& gpu) {
+  PassRun r(o, pass, strategy, gpu);
   r.open_device();
   r.plan();
   r.open_outputs();
@@ -1665,30 +1478,12 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, std::optional<IsolatedRun
   r.prepare_search();
   r.search();
   if (pass && pass->search_only) return r.end_search_pass();
-  if (r.run.timed && r.halving && !r.stop_asked()) r.halving_round();
+  if (r.run.timed) r.second_round();
   if (r.run.timed) {
     const std::vector<std::size_t> finalists = r.strict_remeasure();
     if (!finalists.empty() && !r.stop_asked()) r.gate_finalists(finalists);
   }
   return r.write_outputs();
-}
-
-// The valid configurations one parameter away from any of `around`, not in `have`.
-std::vector<Config> neighbours(const std::vector<Config>& all, const std::vector<Config>& around,
-                               const std::set<Config>& have) {
-  std::vector<Config> out;
-  for (const Config& c : all) {
-    if (have.contains(c)) continue;
-    for (const Config& a : around) {
-      std::size_t differ = 0;
-      for (std::size_t p = 0; p < c.choice.size() && differ < 2; ++p) differ += c.choice[p] != a.choice[p];
-      if (differ == 1) {
-        out.push_back(c);
-        break;
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -1700,6 +1495,7 @@ namespace {
 struct Passes {
   const TuneOptions& o;
   std::optional<IsolatedRunner>& gpu;
+  SearchStrategy& strategy;
   TuneOptions resumed;
   Pass pass;
   TuneOutcome out;
@@ -1717,98 +1513,40 @@ struct Passes {
     pass.measure_wall_s = out.run.wall.measure_wall_s;
     pass.search_only = search_only;
     ++pass.passes_done;
-    out = run_pass(resumed, &pass, gpu);
+    out = run_pass(resumed, &pass, strategy, gpu);
   }
-  // The fastest passed variants' indices (run.variants follows pass.configs), and their medians.
-  std::vector<std::pair<std::size_t, double>> fastest(std::size_t keep) const {
-    std::vector<std::size_t> passed;
-    std::vector<double> medians;
-    for (std::size_t i = 0; i < out.run.variants.size(); ++i)
-      if (const auto& v = out.run.variants[i]; v.status == Status::kPassed && v.timing) {
-        passed.push_back(i);
-        medians.push_back(v.timing->median_us);
-      }
-    std::vector<std::pair<std::size_t, double>> top;
-    for (const std::size_t k : best_by_median(medians, keep)) top.emplace_back(passed[k], medians[k]);
-    return top;
-  }
+  Measured measured() const;
 };
 
-// What the passes so far measured, over pass.all: log medians of the passed, the failed (compile,
-// parity, pruned), and the configurations the model must not propose (the deferred baseline).
-struct Observed {
-  std::vector<std::optional<double>> log_time;
-  std::vector<char> failed, excluded;
-};
-
-Observed observe(const Passes& p) {
+// What the passes so far measured, over pass.all, for the strategy's next batch.
+Measured Passes::measured() const {
   std::map<std::string, const VariantRecord*> by_name;
-  for (const auto& v : p.out.run.variants) by_name[v.name] = &v;
-  const std::size_t n = p.pass.all.size();
-  Observed obs{std::vector<std::optional<double>>(n), std::vector<char>(n, 0), std::vector<char>(n, 0)};
+  for (const auto& v : out.run.variants) by_name[v.name] = &v;
+  const std::size_t n = pass.all.size();
+  Measured m{pass.all, std::vector<std::optional<double>>(n), std::vector<char>(n, 0), std::vector<char>(n, 0),
+             std::vector<char>(n, 0)};
   for (std::size_t i = 0; i < n; ++i) {
-    if (p.pass.defer_baseline && p.pass.all[i] == p.pass.baseline) obs.excluded[i] = 1;
-    const auto it = by_name.find(p.pass.names[i]);
+    m.excluded[i] = pass.defer_baseline && pass.all[i] == pass.baseline;
+    m.chosen[i] = have.contains(pass.all[i]);
+    const auto it = by_name.find(pass.names[i]);
     if (it == by_name.end()) continue;
     const VariantRecord& v = *it->second;
-    if (v.status == Status::kPassed && v.timing && v.timing->median_us > 0) obs.log_time[i] = std::log(v.timing->median_us);
-    else if (v.status != Status::kPending) obs.failed[i] = 1;
+    if (v.status == Status::kPassed && v.timing) m.median_us[i] = v.timing->median_us;
+    m.settled[i] = v.status != Status::kPending;
   }
-  return obs;
+  return m;
 }
 
-// --search model: rounds of the surrogate's proposals while it predicts a gain.
-void model_rounds(Passes& p) {
-  const TuneOptions& o = p.o;
-  ModelOptions mo;
-  mo.batch = model_batch_of(o);
-  mo.min_gain = o.model_gain;
-  if (!p.out.run.timed) p.pass.model_stop = "nothing was timed (no device): the model has nothing to learn from";
+// The strategy's batches after the first, a search pass each, until it is done or the run stops.
+void search_rounds(Passes& p) {
+  const SearchLog log = [&p](const std::string& line) { p.log(line); };
   while (p.going()) {
-    if (p.pass.model_rounds >= o.model_rounds) {
-      p.pass.model_stop = fmt::format("--model-rounds {} reached", o.model_rounds);
-      break;
-    }
-    const Observed obs = observe(p);
-    mo.seed = o.seed + static_cast<std::uint64_t>(p.pass.model_rounds);
-    const ModelStep step = model_step(p.pass.all, obs.log_time, obs.failed, obs.excluded, mo);
-    if (step.stop) {
-      p.pass.model_stop = step.why;
-      break;
-    }
-    for (const std::size_t i : step.next) p.have.insert(p.pass.all[i]);
-    ++p.pass.model_rounds;
-    p.pass.model_added += static_cast<int>(step.next.size());
-    p.log(fmt::format("model round {}: {} configuration(s) proposed (the best bound {:.3f}x the best measured)",
-                      p.pass.model_rounds, step.next.size(), step.best_bound_ratio));
+    const std::vector<std::size_t> more = p.strategy.next(p.measured(), log);
+    if (more.empty()) break;
+    for (const std::size_t i : more) p.have.insert(p.pass.all[i]);
     p.next(true);
   }
-  if (!p.pass.model_stop.empty()) p.log("model search: stopped: " + p.pass.model_stop);
-}
-
-// The local search: rounds of the configurations one parameter away from the fastest here.
-void refine_rounds(Passes& p) {
-  const TuneOptions& o = p.o;
-  while (p.pass.rounds < o.warm_refine_rounds && p.going()) {
-    const auto top = p.fastest(static_cast<std::size_t>(o.warm_refine));
-    if (top.empty()) break;
-    std::vector<Config> around;
-    for (const auto& [i, median] : top) around.push_back(p.pass.configs[i]);
-    const std::vector<Config> more = neighbours(p.pass.all, around, p.have);
-    if (more.empty()) {
-      p.log(fmt::format("refine: every configuration one parameter away from the {} fastest here is timed", top.size()));
-      break;
-    }
-    const double best_before = top.front().second;
-    p.have.insert(more.begin(), more.end());
-    ++p.pass.rounds;
-    p.pass.added += static_cast<int>(more.size());
-    p.log(fmt::format("refine round {}: {} configuration(s) one parameter away from the {} fastest here (best {:.2f} us)",
-                      p.pass.rounds, more.size(), top.size(), best_before));
-    p.next(true);
-    const auto best = p.fastest(1);
-    if (best.empty() || !(best.front().second < best_before)) break;  // nothing faster: its neighbourhood is done
-  }
+  p.strategy.finish(p.out.run.timed, log);
 }
 
 }  // namespace
@@ -1831,26 +1569,18 @@ std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
 
 TuneOutcome run_tune(const TuneOptions& o) {
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
-  const bool passes_fit = !o.compile_only && o.search != SearchMode::kHalving && !(o.shard && o.shard->split == "variants");
-  const bool model = o.search == SearchMode::kModel;
-  if (model && !passes_fit)
-    throw InputError(o.compile_only ? "--search model with --compile-only: the model learns from timings; drop one"
-                                    : "--search model with --shard K/N of a single shape's variants: shard a sweep's "
-                                      "shapes instead, or drop --search model");
-  const bool refine = (model || !o.warm_start.empty()) && o.warm_refine > 0 && o.warm_refine_rounds > 0 && passes_fit;
-  if (!refine && !model) return run_pass(o, nullptr, gpu);
-  // The first choice (the warm choice, or the model's initial design), timed; then the model's
-  // rounds, then rounds of local search around the fastest here; then the strict re-measure, the
-  // gate and the outputs over all of them. Each pass takes the earlier ones' records from the
-  // journal (as --resume does), so nothing is compiled or measured twice.
-  Passes p{o, gpu, o, {}, {}, {}};
+  const StrategyPtr strategy = make_search_strategy(o);
+  if (!strategy->adaptive()) return run_pass(o, nullptr, *strategy, gpu);
+  // The strategy's first choice, timed; then its further batches, a search pass each; then the
+  // strict re-measure, the gate and the outputs over all of them. Each pass takes the earlier ones'
+  // records from the journal (as --resume does), so nothing is compiled or measured twice.
+  Passes p{o, gpu, *strategy, o, {}, {}, {}};
   p.resumed.resume = true;
   p.pass.defer_baseline = !o.no_cache;  // without a cache the early compile would be lost
-  p.out = run_pass(o, &p.pass, gpu);
+  p.out = run_pass(o, &p.pass, *strategy, gpu);
   p.have.insert(p.pass.configs.begin(), p.pass.configs.end());
   if (p.pass.defer_baseline) p.have.insert(p.pass.baseline);
-  if (model) model_rounds(p);
-  if (refine) refine_rounds(p);
+  search_rounds(p);
   p.next(false);
   return p.out;
 }
