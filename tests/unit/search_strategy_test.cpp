@@ -1,0 +1,215 @@
+// The search strategies behind one interface (pipeline/search/strategy.hpp, issue 23): the factory
+// builds the strategy the options ask for, each one proposes what it should for a fixed seed, and
+// the record (context.search) names what was done. No GPU: the measurements are made up.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "pipeline/search/strategy.hpp"
+#include "tune/errors.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+namespace {
+
+// contact at B4 N32 on sm_90: the built-in space (hundreds of valid configurations; its 1.2 million are
+// checked in a few seconds each time a strategy enumerates them).
+struct Fixture {
+  Space space = load_space("contact", std::nullopt);
+  Shape shape = resolve_shape(find_problem("contact"), space, {{"B", 4}, {"N", 32}});
+  DeviceLimits limits = DeviceLimits::for_arch(90);
+  std::string problem = "contact";
+  std::vector<std::string> lines;
+  SearchLog log = [this](const std::string& line) { lines.push_back(line); };
+
+  SearchSetting setting(const TuneOptions& o, bool defer_baseline = false) const {
+    return {o, problem, space, shape, limits, log, defer_baseline};
+  }
+  std::vector<Config> all() const { return space.enumerate(shape, limits).configs; }
+};
+
+std::filesystem::path warm_file() {
+  return std::filesystem::path(TUNE_REPO_DIR) / "results/h200/contact/B4_N64_C64_H32.json.gz";
+}
+
+// What the strategy chose and recorded in a first pass.
+struct FirstPass {
+  FirstBatch batch;
+  RunContext ctx;
+};
+
+FirstPass first_pass(Fixture& f, const TuneOptions& o, SearchStrategy& s, bool defer_baseline = false) {
+  FirstPass out;
+  out.batch = s.first(f.setting(o, defer_baseline), out.ctx);
+  s.record(out.ctx);
+  return out;
+}
+
+// Made-up medians: every chosen configuration timed, the time a function of its parameters.
+Measured measured_of(const std::vector<Config>& all, const std::set<Config>& chosen) {
+  Measured m{all, std::vector<std::optional<double>>(all.size()), std::vector<char>(all.size(), 0),
+             std::vector<char>(all.size(), 0), std::vector<char>(all.size(), 0)};
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!chosen.contains(all[i])) continue;
+    m.chosen[i] = 1;
+    m.settled[i] = 1;
+    double t = 10;
+    for (std::size_t p = 0; p < all[i].choice.size(); ++p) t += static_cast<double>((all[i].choice[p] + p) % 4);
+    m.median_us[i] = t;
+  }
+  return m;
+}
+
+TEST(SearchStrategy, TheFactoryBuildsWhatTheOptionsAskFor) {
+  TuneOptions o;
+  EXPECT_EQ(make_search_strategy(o)->name(), "exhaustive");
+  EXPECT_FALSE(make_search_strategy(o)->adaptive());
+  o.budget = 20;
+  EXPECT_EQ(make_search_strategy(o)->name(), "random");
+  o.search = SearchMode::kHalving;
+  EXPECT_EQ(make_search_strategy(o)->name(), "halving");
+  EXPECT_FALSE(make_search_strategy(o)->adaptive());
+  o = TuneOptions{};
+  o.warm_start = {warm_file()};
+  EXPECT_TRUE(make_search_strategy(o)->adaptive()) << "the refine rounds follow the warm choice";
+  o.warm_refine = 0;
+  EXPECT_FALSE(make_search_strategy(o)->adaptive()) << "--warm-refine 0: one pass";
+  o = TuneOptions{};
+  o.search = SearchMode::kModel;
+  EXPECT_TRUE(make_search_strategy(o)->adaptive());
+  EXPECT_EQ(make_search_strategy(o)->name(), "model");
+  o.compile_only = true;
+  EXPECT_THROW(make_search_strategy(o), InputError);
+}
+
+TEST(SearchStrategy, EachRecordsItsNameInContextSearch) {
+  Fixture f;
+  const auto strategy_of = [&](const TuneOptions& o) {
+    const StrategyPtr s = make_search_strategy(o);
+    return first_pass(f, o, *s).ctx.search;
+  };
+  TuneOptions o;
+  o.warm_refine = 0;
+  EXPECT_EQ(strategy_of(o), "exhaustive");
+  o.budget = 20;
+  EXPECT_EQ(strategy_of(o), "random");
+  o.search = SearchMode::kHalving;
+  EXPECT_EQ(strategy_of(o), "random+halving");
+  o.budget = 0;
+  EXPECT_EQ(strategy_of(o), "halving");
+  o.warm_start = {warm_file()};
+  EXPECT_EQ(strategy_of(o), "warm+halving");
+  o.search = SearchMode::kExhaustive;
+  EXPECT_EQ(strategy_of(o), "warm");
+  o.search = SearchMode::kModel;
+  EXPECT_EQ(strategy_of(o), "warm+model");
+  o.warm_start.clear();
+  EXPECT_EQ(strategy_of(o), "model");
+  o.budget = 20;
+  EXPECT_THROW(strategy_of(o), InputError) << "--search model and --budget both choose the variants";
+}
+
+TEST(SearchStrategy, ExhaustiveChoosesEveryValidConfigurationAndRandomTheSeedsSample) {
+  Fixture f;
+  TuneOptions o;
+  const StrategyPtr exhaustive = make_search_strategy(o);
+  const FirstPass every = first_pass(f, o, *exhaustive);
+  const std::vector<Config> all = f.all();
+  EXPECT_EQ(every.batch.configs, all);
+  EXPECT_EQ(every.ctx.valid_configs, static_cast<std::int64_t>(all.size()));
+  o.budget = 25;
+  o.seed = 7;
+  const StrategyPtr random = make_search_strategy(o);
+  const FirstPass sample = first_pass(f, o, *random);
+  EXPECT_EQ(sample.batch.configs, sample_configs(all, f.space.baseline(), 25, 7)) << "the seed's sample";
+  EXPECT_EQ(sample.ctx.budget, 25);
+  o.seed = 8;
+  const StrategyPtr other = make_search_strategy(o);
+  EXPECT_NE(first_pass(f, o, *other).batch.configs, sample.batch.configs) << "another seed, another sample";
+  EXPECT_TRUE(random->next(measured_of(all, {}), f.log).empty()) << "random is one batch";
+}
+
+TEST(SearchStrategy, HalvingScreensCheaplyAndPromotesTheBestThirdAtLeastTopPlusOne) {
+  Fixture f;
+  TuneOptions o;
+  o.search = SearchMode::kHalving;
+  o.top_k = 3;
+  const StrategyPtr s = make_search_strategy(o);
+  (void)first_pass(f, o, *s);
+  EXPECT_EQ(s->profile().batch_launches, 10);
+  EXPECT_EQ(s->profile().rule.wall_cap_seconds, StopRule::screen().wall_cap_seconds);
+  EXPECT_EQ(s->second_round(30), 10u);
+  EXPECT_EQ(s->second_round(9), 4u) << "at least --top + 1";
+  const StrategyPtr plain = make_search_strategy(TuneOptions{});
+  EXPECT_EQ(plain->second_round(30), 0u) << "no second round without halving";
+  EXPECT_EQ(plain->profile().batch_launches, 20);
+}
+
+TEST(SearchStrategy, TheModelProposesUnchosenConfigurationsTheSameForASeedAndStopsAtItsRounds) {
+  Fixture f;
+  TuneOptions o;
+  o.search = SearchMode::kModel;
+  o.warm_refine = 0;
+  o.model_batch = 8;
+  o.model_rounds = 1;
+  o.seed = 3;
+  const auto proposals = [&] {
+    const StrategyPtr s = make_search_strategy(o);
+    const FirstPass fp = first_pass(f, o, *s, true);
+    EXPECT_EQ(std::count(fp.batch.configs.begin(), fp.batch.configs.end(), f.space.baseline()) +
+                  fp.ctx.model_initial,
+              static_cast<std::int64_t>(fp.batch.configs.size()))
+        << "the initial design counts what the passes time, the deferred baseline aside";
+    std::set<Config> chosen(fp.batch.configs.begin(), fp.batch.configs.end());
+    const std::vector<Config> all = fp.batch.all;
+    const std::vector<std::size_t> next = s->next(measured_of(all, chosen), f.log);
+    EXPECT_EQ(next.size(), 8u);
+    for (const std::size_t i : next) EXPECT_FALSE(chosen.contains(all[i])) << "proposes only what is not chosen";
+    EXPECT_TRUE(s->next(measured_of(all, chosen), f.log).empty()) << "--model-rounds 1";
+    RunContext ctx;
+    s->record(ctx);
+    EXPECT_EQ(ctx.model_rounds, 1);
+    EXPECT_EQ(ctx.model_stop, "--model-rounds 1 reached");
+    return next;
+  };
+  EXPECT_EQ(proposals(), proposals()) << "the same seed, the same proposals";
+}
+
+TEST(SearchStrategy, RefineProposesTheNeighboursOfTheFastestAndStopsWhenARoundFindsNothingFaster) {
+  Fixture f;
+  TuneOptions o;
+  o.warm_start = {warm_file()};
+  o.warm_refine = 1;
+  const StrategyPtr s = make_search_strategy(o);
+  const FirstPass fp = first_pass(f, o, *s);
+  const std::vector<Config>& all = fp.batch.all;
+  std::set<Config> chosen(fp.batch.configs.begin(), fp.batch.configs.end());
+  const Measured m = measured_of(all, chosen);
+  const std::size_t best = fastest_measured(m, 1).front().first;
+  const std::vector<std::size_t> more = s->next(m, f.log);
+  ASSERT_FALSE(more.empty());
+  for (const std::size_t i : more) {
+    EXPECT_FALSE(chosen.contains(all[i]));
+    std::size_t differ = 0;
+    for (std::size_t p = 0; p < all[i].choice.size(); ++p) differ += all[i].choice[p] != all[best].choice[p];
+    EXPECT_EQ(differ, 1u) << "one parameter away from the fastest";
+  }
+  for (const std::size_t i : more) chosen.insert(all[i]);
+  // The same medians for what was there: a round faster or not decides the next.
+  Measured after = measured_of(all, chosen);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (after.median_us[i]) after.median_us[i] = std::max(*after.median_us[i], *m.median_us[best]);
+  EXPECT_TRUE(s->next(after, f.log).empty()) << "nothing faster: the neighbourhood is done";
+  RunContext ctx;
+  s->record(ctx);
+  EXPECT_EQ(ctx.search, "warm");
+  EXPECT_EQ(ctx.warm_refine_rounds, 1);
+  EXPECT_EQ(ctx.warm_refine_added, static_cast<int>(more.size()));
+}
+
+}  // namespace
+}  // namespace tune
