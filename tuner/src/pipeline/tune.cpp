@@ -197,7 +197,7 @@ class IsolatedRunner {
           "one evaluation x the baseline's median), times the variant count for the strict re-measure";
   }
 
-  // The next pass of the same run (a refined warm start) keeps this worker, its data and its
+  // The next pass of the same run (an adaptive search strategy) keeps this worker, its data and its
   // reference. detach() at the end of a pass keeps what it recorded in the pass's context (which
   // goes with the pass); rebind() moves that to the next pass's context and records into it.
   void detach() {
@@ -756,7 +756,7 @@ namespace {
 // name journals of --search halving have always had, so --resume reads the earlier ones.
 constexpr const char* kSecondRoundStage = "halving";
 
-// A run (run_tune), or one pass of a refined warm start: all of it, or with pass->search_only up to
+// A run (run_tune), or one pass of an adaptive search strategy: all of it, or with pass->search_only up to
 // the end of the search. Its phases follow the data flow (issue 23): the device, the plan (the
 // configurations), the outputs' place, the variants lowered, the journal, the worker, the compile
 // pipeline feeding the search, then the halving round, the strict re-measure, the gate and the
@@ -1029,7 +1029,7 @@ struct PassRun {
   }
 
   // The worker process starts now: its data and float64 reference are prepared while compilation runs.
-  // A later pass of a refined warm start keeps the worker of the first (gpu holds it).
+  // A later pass of an adaptive search keeps the worker of the first (gpu holds it).
   void start_worker() {
     ctx.isolation.test_hooks = worker_test_hooks();
     if (!gpu)

@@ -81,6 +81,7 @@ class SearchStrategy {
   virtual void finish(bool timed, const SearchLog& log) { (void)timed, (void)log; }
   // Its part of context.search (the strategy's name and its counts), in every pass.
   virtual void record(RunContext& ctx) const = 0;
+  // Its part of a later pass's log line (what the first choice was, the rounds so far).
   virtual void rounds(SearchRounds& out) const { (void)out; }
   // How the search loop times each variant.
   [[nodiscard]] virtual DeviceRunner::Options profile() const {
@@ -89,11 +90,12 @@ class SearchStrategy {
     return o;
   }
   // After the search loop: how many of the `screened` passed variants to time again with the
-  // search profile (0: no second round), and the name that says so in the log.
+  // search profile (0: no second round; the log line names the strategy, name()).
   [[nodiscard]] virtual std::size_t second_round(std::size_t screened) const {
     (void)screened;
     return 0;
   }
+  // The outermost strategy's name ("halving" for a wrapped choice), for the log.
   [[nodiscard]] virtual std::string name() const = 0;
 };
 
