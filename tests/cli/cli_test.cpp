@@ -895,6 +895,16 @@ TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
   ASSERT_EQ(k.at("variants").size(), j.at("variants").size());
   for (std::size_t i = 0; i < j.at("variants").size(); ++i)
     EXPECT_EQ(k.at("variants")[i].at("name"), j.at("variants")[i].at("name"));
+  // Timed (on the fake device), the record of a sampled space is written and read back as valid:
+  // valid_configurations -1 is "not counted", not an out-of-range count.
+  const Result timed = run_command("TUNE_WORKER_FAKE=1 timeout -s KILL 120 " + std::string(TUNE_EXE) + " " +
+                                   std::string(kSmallShape) + " --config " + huge_space() + " --out " + out +
+                                   "/timed --cache-dir " + out + "/cache --budget 3");
+  ASSERT_EQ(timed.code, 0) << timed.output;
+  const auto t = nlohmann::ordered_json::parse(
+      std::ifstream(std::filesystem::path(out) / "timed" / "fake-gpu" / "contact" / "B2_N8_C16_H8.json"));
+  EXPECT_EQ(t.at("context").at("search").at("valid_configurations"), -1);
+  EXPECT_TRUE(t.at("summary").at("speedup_over_baseline").is_number()) << t.at("summary");
 }
 
 // A space within --max-space may still hold more valid configurations than a run can hold and

@@ -292,7 +292,8 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
     const std::string where = member(at, "search");
     one_of(c, *s, where, "strategy", false, {"exhaustive", "random", "halving", "random+halving", "warm", "warm+halving", "model", "warm+model"});
     (void)integer(c, *s, where, "budget", false);
-    (void)integer(c, *s, where, "valid_configurations", false, 0, INT64_MAX);
+    // -1: not counted, the space was sampled without enumerating it (schema minor 4).
+    (void)integer(c, *s, where, "valid_configurations", false, -1, INT64_MAX);
     (void)number(c, *s, where, "time_budget_s", false, false, Range::kNonNegative);
     boolean(c, *s, where, "stopped_by_time_budget", false);
     boolean(c, *s, where, "interrupted", false);
