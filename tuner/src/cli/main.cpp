@@ -26,7 +26,8 @@
 #include "tune/sweep.hpp"
 #include "tune/tune.hpp"
 #include "tune/verify.hpp"
-#include "tune/worker.hpp"
+#include "tune/worker_protocol.hpp"
+#include "tune/worker_server.hpp"
 
 namespace {
 
@@ -203,7 +204,7 @@ void print_problem_list() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // The worker process (GPU work of a tune, see tune/worker.hpp): a hidden subcommand.
+  // The worker process (GPU work of a tune, see tune/worker_server.hpp): a hidden subcommand.
   if (argc > 1 && std::string(argv[1]) == tune::kWorkerCommand) return tune::run_worker(argc, argv);
   CLI::App app{"tune: autotune CUDA kernels for this GPU and shape, with evidence"};
   app.set_version_flag("--version", tune::tool_version() + " (" + tune::tool_git_commit() + ")");

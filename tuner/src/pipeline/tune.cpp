@@ -39,8 +39,9 @@
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/surrogate.hpp"
-#include "tune/worker.hpp"
 #include "tune/sweep.hpp"
+#include "tune/worker_client.hpp"
+#include "tune/worker_protocol.hpp"
 #include "core/enum_names.hpp"
 
 namespace tune {
