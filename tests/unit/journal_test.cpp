@@ -14,7 +14,7 @@
 
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
-#include "tune/worker.hpp"
+#include "tune/worker_client.hpp"
 #include "support/fixture_run.hpp"
 
 namespace tune {

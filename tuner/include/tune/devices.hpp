@@ -30,7 +30,7 @@ struct SweepDevice {
   std::string dir;  // its results folder under --out
 };
 
-// The selection on this machine (the fake devices under TUNE_WORKER_FAKE, see tune/worker.hpp),
+// The selection on this machine (the fake devices under TUNE_WORKER_FAKE, see tune/worker_protocol.hpp),
 // each with its results folder. Empty for "all" on a machine without a CUDA device: the caller
 // runs the compile-only sweep once. Throws InputError for an ordinal the machine does not have.
 std::vector<SweepDevice> resolve_devices(const DeviceSelection& selection, int arch);

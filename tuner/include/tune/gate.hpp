@@ -20,7 +20,7 @@
 
 #include "tune/record.hpp"
 #include "tune/shape.hpp"
-#include "tune/worker.hpp"
+#include "tune/worker_client.hpp"
 
 namespace tune {
 

@@ -14,6 +14,8 @@
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
+#include "tune/worker_client.hpp"
+#include "tune/worker_protocol.hpp"
 
 namespace tune {
 

@@ -20,7 +20,7 @@
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
 #include "tune/problem.hpp"
-#include "tune/worker.hpp"
+#include "tune/worker_protocol.hpp"
 
 namespace tune {
 

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "pipeline/worker_backend.hpp"
-#include "pipeline/worker_protocol.hpp"
+#include "pipeline/worker_codec.hpp"
 #include "tune/errors.hpp"
-#include "tune/worker.hpp"
+#include "tune/worker_protocol.hpp"
 
 namespace tune {
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "pipeline/worker_backend.hpp"
-#include "pipeline/worker_protocol.hpp"
+#include "pipeline/worker_codec.hpp"
 
 namespace tune {
 

@@ -17,7 +17,7 @@
 #include "tune/measure.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
-#include "tune/worker.hpp"
+#include "tune/worker_protocol.hpp"
 
 namespace tune {
 namespace {

@@ -1,58 +1,75 @@
-// The worker's wire format: one JSON object per line each way (see tune/worker.hpp).
-#include "pipeline/worker_protocol.hpp"
+// The pipe reads both sides of the worker make (see tune/worker_protocol.hpp): the orchestrator
+// reads replies with a deadline, the worker reads requests without one.
+#include "tune/worker_protocol.hpp"
 
-#include <cstdlib>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace tune {
 
-using Json = nlohmann::ordered_json;
+namespace {
 
-const char* worker_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
+using Clock = PipeReader::Clock;
+
+double remaining_s(Clock::time_point deadline) {
+  return std::chrono::duration<double>(deadline - Clock::now()).count();
 }
 
-Json lowered_json(const Lowered& l) {
-  Json launches = Json::array();
-  for (const auto& k : l.launches)
-    launches.push_back({{"kernel", k.kernel},
-                        {"name_expression", k.name_expression},
-                        {"grid", k.grid},
-                        {"block", k.block},
-                        {"dynamic_smem", k.dynamic_smem},
-                        {"args", k.args}});
-  Json scratch = Json::array();
-  for (const auto& t : l.scratch) scratch.push_back({{"name", t.name}, {"shape", t.shape}});
-  return {{"template_name", l.template_name}, {"launches", launches}, {"scratch", scratch}};
+}  // namespace
+
+PipeReader::Clock::time_point deadline_after(double seconds) {
+  const auto now = Clock::now();
+  if (!(seconds > 0)) return now;  // zero, negative or NaN: already expired, never "no deadline"
+  // Beyond about a century the clock's range may overflow: the far future instead.
+  if (seconds > 3e9) return Clock::time_point::max();
+  return now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-Lowered lowered_from(const Json& j) {
-  Lowered l;
-  l.template_name = j.at("template_name").get<std::string>();
-  for (const auto& k : j.at("launches"))
-    l.launches.push_back({k.at("kernel").get<std::string>(), k.at("name_expression").get<std::string>(),
-                          k.at("grid").get<std::array<unsigned, 3>>(), k.at("block").get<std::array<unsigned, 3>>(),
-                          k.at("dynamic_smem").get<unsigned>(), k.at("args").get<std::vector<std::string>>()});
-  for (const auto& t : j.at("scratch"))
-    l.scratch.push_back({t.at("name").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>()});
-  return l;
+std::optional<std::string> PipeReader::line(std::optional<Clock::time_point> deadline, bool* timed_out) {
+  if (timed_out) *timed_out = false;
+  for (;;) {
+    if (const auto nl = buffer_.find('\n', start_); nl != std::string::npos) {
+      std::string out = buffer_.substr(start_, nl - start_);
+      start_ = nl + 1;
+      return out;
+    }
+    if (!fill(deadline, timed_out)) return std::nullopt;
+  }
 }
 
-Json options_json(const DeviceRunner::Options& o) {
-  return {{"profile", o.rule.profile},
-          {"warmup_launches", o.warmup_launches},
-          {"batch_launches", o.batch_launches},
-          {"check_parity", o.check_parity}};
+bool PipeReader::exact(char* dst, std::size_t n) {
+  while (buffer_.size() - start_ < n)
+    if (!fill(std::nullopt, nullptr)) return false;
+  std::memcpy(dst, buffer_.data() + start_, n);
+  start_ += n;
+  return true;
 }
 
-DeviceRunner::Options options_from(const Json& j) {
-  DeviceRunner::Options o;
-  const auto profile = j.at("profile").get<std::string>();
-  o.rule = profile == "strict" ? StopRule::strict() : profile == "screen" ? StopRule::screen() : StopRule::search();
-  o.warmup_launches = j.at("warmup_launches").get<int>();
-  o.batch_launches = j.at("batch_launches").get<int>();
-  o.check_parity = j.at("check_parity").get<bool>();
-  return o;
+bool PipeReader::fill(std::optional<Clock::time_point> deadline, bool* timed_out) {
+  buffer_.erase(0, start_);
+  start_ = 0;
+  for (;;) {
+    if (deadline) {
+      const double left = remaining_s(*deadline);
+      if (left <= 0) {
+        if (timed_out) *timed_out = true;
+        return false;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = poll(&p, 1, static_cast<int>(std::min(left * 1000 + 1, 60000.0)));
+      if (ready <= 0) continue;  // EINTR (a Ctrl-C: the orchestrator decides later) or not yet
+    }
+    char chunk[1 << 16];
+    const ssize_t n = read(fd_, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;  // end of file: the other side is gone
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+    return true;
+  }
 }
 
 }  // namespace tune

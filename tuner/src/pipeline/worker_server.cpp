@@ -1,6 +1,6 @@
 // The worker process: reads requests from the orchestrator and answers them, one JSON object per
-// line each way (see tune/worker.hpp), on a backend (worker_backend.hpp).
-#include "tune/worker.hpp"
+// line each way (see tune/worker_protocol.hpp), on a backend (worker_backend.hpp).
+#include "tune/worker_server.hpp"
 
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -13,8 +13,9 @@
 #include <fmt/format.h>
 
 #include "pipeline/worker_backend.hpp"
-#include "pipeline/worker_protocol.hpp"
+#include "pipeline/worker_codec.hpp"
 #include "tune/errors.hpp"
+#include "tune/worker_protocol.hpp"
 
 namespace tune {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The worker's wire format (see tune/worker.hpp): what a request carries, as JSON, both ways.
+// The worker's wire format (see tune/worker_protocol.hpp): what a request carries, as JSON, both ways.
 #include <nlohmann/json.hpp>
 
 #include "tune/compile.hpp"

@@ -1,0 +1,92 @@
+#pragma once
+// The orchestrator's side of the worker: GPU work in a child process. The orchestrator (tune)
+// compiles, decides and records; loading, parity and timing run in the worker (`tune __worker`,
+// tune/worker_server.hpp), which answers the requests of tune/worker_protocol.hpp. A variant that
+// segfaults, aborts, poisons its context or hangs costs its own record (crashed / timeout), never
+// the run.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tune/compile.hpp"
+#include "tune/measure.hpp"
+#include "tune/record.hpp"
+#include "tune/shape.hpp"
+#include "tune/space.hpp"
+#include "tune/worker_protocol.hpp"
+
+namespace tune {
+
+struct WorkerInit {
+  std::string problem;
+  Shape shape;
+  std::uint64_t seed = 0;
+  int device = 0;
+  // false: no float64 reference is computed (a worker that only launches: the sanitizer's).
+  bool reference = true;
+  // Runs the worker under this program (compute-sanitizer and its options); empty: directly.
+  std::vector<std::string> launcher;
+  // Under a sanitizer: the tool and its log file (a fake worker writes its planted reports there).
+  std::string sanitizer_tool, sanitizer_log;
+};
+
+// One variant sent to the worker: its CUBIN, its launches and the record to fill.
+struct WorkerItem {
+  const CompileResult* compiled = nullptr;
+  const Lowered* lowered = nullptr;
+  VariantRecord* record = nullptr;
+};
+
+// A child process serving requests. Every call that waits takes a deadline; when the worker dies
+// or misses it (then it is killed with SIGKILL and reaped), the call returns false with what is
+// known in *fault, and this object is spent: make a fresh one.
+class WorkerProcess {
+ public:
+  // Spawns /proc/self/exe __worker in its own process group (a Ctrl-C to the terminal does not
+  // reach it) and sends init. Throws DeviceError when it cannot be spawned.
+  explicit WorkerProcess(const WorkerInit& init);
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+  ~WorkerProcess();
+
+  // Waits for init's answer. Throws DeviceError with the worker's message when init failed.
+  // Returns how the worker computed the float64 reference (RunContext::reference).
+  std::string wait_ready(double deadline_s);
+  bool measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault);
+  // Fills the records. *culprit: the item in hand when the worker was lost (-1: unknown).
+  // *exiting: the worker reported a sticky CUDA error and exits; the records are complete.
+  bool run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
+           double deadline_s, FaultRecord* fault, int* culprit, bool* exiting);
+  // Any other request (the gate's "gate" and "sanitize"): its reply, or nullopt when the worker was
+  // lost (*fault says how, *culprit the item in hand) or answered with an error (fault kind "error").
+  std::optional<nlohmann::ordered_json> call(const char* op, const std::vector<WorkerItem>& items,
+                                             const nlohmann::ordered_json& extra, double deadline_s, FaultRecord* fault,
+                                             int* culprit);
+  // Asks the worker to quit and waits for it: its exit code (128 + the signal that ended it), or -1
+  // when it was already lost or had to be killed after deadline_s.
+  int quit(double deadline_s);
+  [[nodiscard]] bool alive() const { return pid_ > 0; }
+
+ private:
+  // A JSON line, then the raw bytes of the attachments (the CUBINs its items announce).
+  void send(const nlohmann::ordered_json& request, const std::vector<const std::vector<char>*>& attachments = {});
+  // The next reply (phase lines are consumed on the way); nullopt when the worker is lost.
+  std::optional<nlohmann::ordered_json> receive(double deadline_s, FaultRecord* fault);
+  FaultRecord reap(bool timed_out, double deadline_s);
+
+  pid_t pid_ = -1;
+  int request_fd_ = -1;
+  int reply_fd_ = -1;
+  PipeReader replies_;
+  std::string last_phase_;
+  int last_item_ = -1;
+};
+
+// "SIGSEGV" for SIGSEGV.
+std::string signal_name(int signal);
+
+}  // namespace tune

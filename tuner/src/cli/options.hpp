@@ -1,0 +1,32 @@
+#pragma once
+// What several of tune's commands share on the command line: the progress log, the --device and
+// --sanitize options and their checks.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace tune::cli {
+
+// Where a command's progress lines go: stderr, one per line.
+using Log = std::function<void(const std::string&)>;
+Log stderr_log();
+
+// --device ORDINAL, "CUDA device ordinal" (tune, verify, check).
+CLI::Option* add_device_option(CLI::App& app, int& device);
+// Refuses a negative --device in one line (exit 2): CLI11 takes -1 as an int.
+void check_device_ordinal(int device);
+
+// --sanitize's values: where the correctness gate runs compute-sanitizer.
+CLI::Validator sanitize_modes();
+
+// Shape dimensions are the problem's, so the main command allows extras; a subcommand falls through
+// to the main options (tune list --problem-path DIR) and refuses what is left over.
+void check_no_extras(const CLI::App& root, const CLI::App& sub);
+
+// An option given an empty value (--out '', --cache-dir '') means nothing, whatever the command:
+// refused in one line rather than taken for the default.
+void check_no_empty_values(const CLI::App& app);
+
+}  // namespace tune::cli

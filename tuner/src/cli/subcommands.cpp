@@ -1,0 +1,280 @@
+// The subcommands: each one's options and its run. The help texts are docs/cli.md's.
+#include "cli/subcommands.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/summary.hpp"
+#include "tune/errors.hpp"
+#include "tune/gate.hpp"
+#include "tune/io.hpp"
+#include "tune/problem.hpp"
+#include "tune/report.hpp"
+#include "tune/sweep.hpp"
+#include "tune/verify.hpp"
+
+namespace tune::cli {
+
+namespace {
+
+std::vector<std::filesystem::path> paths(const std::vector<std::string>& files) {
+  return std::vector<std::filesystem::path>(files.begin(), files.end());
+}
+
+std::optional<std::filesystem::path> optional_path(const std::string& file) {
+  if (file.empty()) return std::nullopt;
+  return file;
+}
+
+class VerifyCommand final : public Subcommand {
+ public:
+  VerifyCommand(CLI::App& root, const TuneOptions& main_options) : main_options_(main_options) {
+    app_ = root.add_subcommand("verify", "check the CPU reference (and, on a GPU, tuned variants) against golden files");
+    app_->add_option("golden", opt_.golden, "golden JSON files (format of shared/golden)")->required()->check(CLI::ExistingFile);
+    app_->add_option("--results", opt_.results_dir, "results folder to find the matching tune results in")->capture_default_str();
+    app_->add_flag("--all", opt_.all, "check every variant of the matching results file, not just baseline and winner");
+    add_device_option(*app_, opt_.device);
+    app_->add_option("--jobs,-j", opt_.jobs, "parallel NVRTC compiles, 1 to 1024 (default: all cores)")
+        ->check(CLI::Range(1, 1024));
+    app_->add_option("--cache-dir", cache_dir_,
+                     "compile cache directory, shared with tune (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
+    app_->add_flag("--no-cache", opt_.no_cache, "compile everything, neither reading nor writing the compile cache");
+    add_limits();
+    app_->add_option("--sanitize", opt_.sanitize,
+                     "the correctness gate's compute-sanitizer runs on the variants checked: finalists (all), winner, off")
+        ->check(sanitize_modes())
+        ->capture_default_str();
+  }
+
+  int run(const Log& log) override {
+    check_device_ordinal(opt_.device);
+    if (!cache_dir_.empty()) opt_.cache_dir = cache_dir_;
+    opt_.arch = main_options_.arch;  // the main --arch (a subcommand falls through to it)
+    opt_.log = log;
+    return run_verify(opt_) ? 0 : 1;
+  }
+
+ private:
+  void add_limits() {
+    app_->add_option("--max-space", opt_.max_space,
+                     "--all without a results file: the most configurations the problem's space is enumerated up to")
+        ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
+        ->capture_default_str();
+    app_->add_option("--max-variants", opt_.max_variants, "--all without a results file: the most valid configurations checked")
+        ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
+        ->capture_default_str();
+  }
+
+  const TuneOptions& main_options_;
+  VerifyOptions opt_;
+  std::string cache_dir_;
+};
+
+class ReportCommand final : public Subcommand {
+ public:
+  explicit ReportCommand(CLI::App& root) {
+    app_ = root.add_subcommand("report", "write report.md, report.html and charts comparing GPUs, shapes, "
+                                         "baselines and floors (runs report/report.py)");
+    app_->add_option("results", opt_.results_dir, "results folder (<gpu>/<problem>/<shape>.json)")->required();
+    app_->add_option("-o,--out", opt_.out_dir, "output folder")->required();
+    app_->add_option("--peaks", opt_.peaks, "device peaks, JSON keyed by GPU slug (copy_gb_per_s, fp32_gflop_per_s)");
+    app_->add_option("--torch", opt_.torch, "torch baseline files (report/torch_baseline.py) besides RESULTS/<gpu>/");
+    app_->add_flag("--allow-synthetic", opt_.allow_synthetic,
+                   "report results not measured on a GPU (fake GPU, compile-only), marked synthetic");
+  }
+
+  int run(const Log&) override { return run_report(opt_); }
+
+ private:
+  ReportOptions opt_;
+};
+
+class HeaderCommand final : public Subcommand {
+ public:
+  explicit HeaderCommand(CLI::App& root) {
+    app_ = root.add_subcommand("header", "merge result files of one problem (several GPUs and shapes) into one header");
+    app_->add_option("results", inputs_, "results JSON files written by tune")->required();
+    app_->add_option("-o,--output", out_, "the header to write")->required();
+    app_->add_option("--config", config_, "search-space file (default: the problem's own problem.json)");
+    app_->add_flag("--allow-synthetic", allow_synthetic_,
+                   "merge results not measured on a GPU (fake GPU, TUNE_WORKER_FAKE), marked synthetic in the header");
+  }
+
+  int run(const Log&) override {
+    const auto files = paths(inputs_);
+    write_file_atomic(out_, merge_result_files(files, optional_path(config_), allow_synthetic_));
+    fmt::print("header: {} ({} result files)\n", out_, files.size());
+    return 0;
+  }
+
+ private:
+  std::vector<std::string> inputs_;
+  std::string out_, config_;
+  bool allow_synthetic_ = false;
+};
+
+class ExportTorchCommand final : public Subcommand {
+ public:
+  explicit ExportTorchCommand(CLI::App& root) {
+    group_ = root.add_subcommand("export", "ship results where their users live (export torch: a PyTorch extension)");
+    group_->require_subcommand(1);
+    app_ = group_->add_subcommand(
+        "torch", "write a PyTorch extension project from results of one arch: one op per problem dispatching on (device, "
+                 "shape) to the tuned kernels, a ModelNew per problem, setup.py and a JIT load()");
+    app_->add_option("results", inputs_, "results JSON files written by tune (any problems, one arch)")->required();
+    app_->add_option("-o,--out", out_, "the folder to write the project into")->required();
+    app_->add_option("--name", opt_.package, "the Python package and torch.ops namespace")->capture_default_str();
+    app_->add_option("--arch", arch_, "export only the results of this arch (needed when they span several)");
+    app_->add_option("--config", config_, "search-space file (default: each problem's own problem.json)");
+    app_->add_flag("--allow-synthetic", opt_.allow_synthetic,
+                   "export results not measured on a GPU (fake GPU), marked synthetic in the headers");
+  }
+  // `export` itself, which only holds `torch`.
+  [[nodiscard]] CLI::App* group() const { return group_; }
+
+  int run(const Log&) override {
+    if (arch_ < 0) throw InputError(fmt::format("--arch {}: expected a compute capability such as 90", arch_));
+    if (arch_ > 0) opt_.arch = arch_;
+    if (!config_.empty()) opt_.config = config_;
+    const auto written = export_torch(paths(inputs_), out_, opt_);
+    fmt::print("export: {} files under {} (pip install --no-build-isolation {}, or import {} from there)\n", written.size(),
+               out_, out_, opt_.package);
+    return 0;
+  }
+
+ private:
+  CLI::App* group_ = nullptr;
+  std::vector<std::string> inputs_;
+  std::string out_, config_;
+  TorchExportOptions opt_;
+  int arch_ = 0;
+};
+
+class MergeCommand final : public Subcommand {
+ public:
+  explicit MergeCommand(CLI::App& root) {
+    app_ = root.add_subcommand("merge", "combine the results of a --shard run's shards into the files the "
+                                        "unsharded run writes (results JSON, header of a timed run)");
+    app_->add_option("shards", inputs_, "the shards' result files or --out folders")->required();
+    app_->add_option("--out", out_, "results folder to write (<gpu>/<problem>/<shape>.json)")->capture_default_str();
+    app_->add_option("--config", config_, "search-space file for the header (default: the one the run used)");
+  }
+
+  // Exit 5 when a merged timed run has no winner, as the unsharded run would.
+  int run(const Log& log) override {
+    const auto written = merge_shards(paths(inputs_), out_, optional_path(config_), log);
+    fmt::print("merged: {} files under {}\n", written.size(), out_);
+    std::fflush(stdout);
+    bool nothing_passed = false;
+    for (const auto& f : written)
+      if (f.extension() == ".json") nothing_passed = say_nothing_passed(read_result(f), f) || nothing_passed;
+    return nothing_passed ? kNothingPassed : 0;
+  }
+
+ private:
+  std::vector<std::string> inputs_;
+  std::string out_ = "results", config_;
+};
+
+class CheckCommand final : public Subcommand {
+ public:
+  explicit CheckCommand(CLI::App& root) {
+    app_ = root.add_subcommand("check", "run the correctness gate (more inputs, determinism, compute-sanitizer) on "
+                                        "variants of a result of record; exit 1 when one is unsafe or incorrect");
+    app_->add_option("results", results_, "a results JSON written by tune")->required()->check(CLI::ExistingFile);
+    app_->add_option("--variant", opt_.variants, "a variant by name (repeatable; default: the winner)");
+    app_->add_flag("--all-finalists", opt_.all_finalists, "every variant re-measured strictly, and the baseline");
+    app_->add_flag("--write", opt_.write, "write the verdicts (and a new winner) into the results file and its header");
+    app_->add_option("--sanitize", opt_.sanitize, "compute-sanitizer runs: finalists (every variant checked), winner, off")
+        ->check(sanitize_modes())
+        ->capture_default_str();
+    add_device_option(*app_, opt_.device);
+  }
+
+  int run(const Log& log) override {
+    if (opt_.variants.size() > 0 && opt_.all_finalists)
+      throw InputError("tune check: give --variant NAME or --all-finalists, not both");
+    check_device_ordinal(opt_.device);
+    opt_.results = results_;
+    opt_.log = log;
+    return run_check(opt_) ? 0 : 1;
+  }
+
+ private:
+  CheckOptions opt_;
+  std::string results_;
+};
+
+class ListCommand final : public Subcommand {
+ public:
+  explicit ListCommand(CLI::App& root) {
+    app_ = root.add_subcommand("list", "list the problems found (--problem-path, $TUNE_PROBLEM_PATH, built-in): "
+                                       "where each comes from, its dims and defaults");
+  }
+
+  int run(const Log&) override {
+    const auto found = list_problems();
+    if (found.empty())
+      fmt::print("no problems found (pass --problem-path DIR or set TUNE_PROBLEM_PATH; an installed tune has the built-in "
+                 "ones in <prefix>/share/tune/configs)\n");
+    for (const auto& l : found) {
+      fmt::print("{}  ({}: {})\n", l.name, l.origin, l.file.parent_path().string());
+      print_problem(l.file.string());
+    }
+    return 0;
+  }
+
+ private:
+  // The problem's dims (with the space's defaults) and description, or why it cannot be loaded.
+  static void print_problem(const std::string& file) {
+    try {
+      const Problem& p = find_problem(file);
+      const Space space = load_space(file, std::nullopt);
+      std::vector<std::string> dims;
+      for (const auto& d : p.dims()) {
+        const auto def = space.default_dims().find(d);
+        dims.push_back(def == space.default_dims().end() ? "--" + d + " N" : fmt::format("--{} {}", d, def->second));
+      }
+      fmt::print("    dims: {}\n", fmt::join(dims, " "));
+      if (!p.description().empty()) fmt::print("    {}\n", p.description());
+    } catch (const std::exception& e) {
+      fmt::print("    cannot be loaded: {}\n", e.what());
+    }
+  }
+};
+
+template <typename Command, typename... Args>
+Command* add(Subcommands& subs, Args&&... args) {
+  auto command = std::make_unique<Command>(std::forward<Args>(args)...);
+  Command* raw = command.get();
+  subs.owned.push_back(std::move(command));
+  return raw;
+}
+
+}  // namespace
+
+Subcommands add_subcommands(CLI::App& root, const TuneOptions& main_options) {
+  Subcommands subs;
+  auto* verify = add<VerifyCommand>(subs, root, main_options);
+  auto* report = add<ReportCommand>(subs, root);
+  auto* header = add<HeaderCommand>(subs, root);
+  auto* export_torch = add<ExportTorchCommand>(subs, root);
+  auto* merge = add<MergeCommand>(subs, root);
+  auto* check = add<CheckCommand>(subs, root);
+  auto* list = add<ListCommand>(subs, root);
+  // A subcommand takes the main options too (tune list --problem-path DIR); what none of them knows
+  // is refused by check_no_extras (only a tune takes shape options).
+  for (const auto& sub : subs.owned) sub->app().fallthrough();
+  export_torch->group()->fallthrough();
+  subs.checked = {verify, report, header, merge, list, check, export_torch};
+  subs.dispatched = {list, verify, report, check, header, export_torch, merge};
+  return subs;
+}
+
+}  // namespace tune::cli

@@ -1,0 +1,37 @@
+#pragma once
+// tune's subcommands other than the main tune/sweep: verify, report, header, export torch, merge,
+// check and list. Each registers its options on its own CLI::App and runs once it is parsed.
+#include <memory>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/options.hpp"
+#include "tune/tune.hpp"
+
+namespace tune::cli {
+
+class Subcommand {
+ public:
+  virtual ~Subcommand() = default;
+  // The subcommand that runs (export torch: torch, not export).
+  [[nodiscard]] CLI::App& app() const { return *app_; }
+  // Its exit code (docs/cli.md); throws InputError, DeviceError as the library does.
+  virtual int run(const Log& log) = 0;
+
+ protected:
+  CLI::App* app_ = nullptr;
+};
+
+// The subcommands registered on `root` in the order --help lists them. `main_options` are the main
+// command's (verify takes its --arch) and must outlive them.
+struct Subcommands {
+  // In the order the commands are checked for leftover arguments (check_no_extras).
+  std::vector<Subcommand*> checked;
+  // In the order a parsed one is run (when several are given, the first of these runs).
+  std::vector<Subcommand*> dispatched;
+  std::vector<std::unique_ptr<Subcommand>> owned;
+};
+Subcommands add_subcommands(CLI::App& root, const TuneOptions& main_options);
+
+}  // namespace tune::cli

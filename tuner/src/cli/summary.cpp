@@ -1,0 +1,78 @@
+#include "cli/summary.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace tune::cli {
+
+namespace {
+
+// "3 passed, 1 crashed": how many variants of the run ended in each status, by status name.
+std::string status_counts(const RunRecord& run) {
+  std::map<std::string, int> by_status;
+  for (const auto& v : run.variants) ++by_status[to_string(v.status)];
+  std::string counts;
+  for (const auto& [k, n] : by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, k);
+  return counts;
+}
+
+// The fastest variants (at most 8), one line each, under a header line; nothing when none was timed.
+void print_ranking(const RunRecord& run) {
+  std::vector<const VariantRecord*> ranked;
+  for (const auto& v : run.variants)
+    if (has_usable_timing(v)) ranked.push_back(&v);
+  if (ranked.empty()) return;
+  std::sort(ranked.begin(), ranked.end(), [](auto a, auto b) { return a->timing->median_us < b->timing->median_us; });
+  fmt::print("\n{:>4}  {:>11}  {:>9}  {:>9}  {:>7}  {:>5}  {}\n", "rank", "cold med us", "batch us", "graph us", "noise",
+             "regs", "config");
+  for (std::size_t i = 0; i < std::min<std::size_t>(ranked.size(), 8); ++i) {
+    const auto* v = ranked[i];
+    fmt::print("{:>4}  {:>11.3f}  {:>9.3f}  {:>9.3f}  {:>6.2f}%  {:>5}  {}{}{}\n", i + 1, v->timing->median_us,
+               v->timing->batch_mean_us, v->timing->graph_mean_us, v->timing->noise * 100, v->max_registers(), v->name,
+               v->baseline ? "  [baseline]" : "", run.winner && *run.winner == v->name ? "  [winner]" : "");
+  }
+}
+
+void print_speedup(const RunRecord& run) {
+  if (!run.baseline) return;
+  const auto* b = run.find(*run.baseline);
+  if (b && b->timing) fmt::print("\nbaseline {:.3f} us", b->timing->median_us);
+  if (run.speedup) fmt::print(", winner {:.3f} us: {:.2f}x faster\n", run.find(*run.winner)->timing->median_us, *run.speedup);
+  else fmt::print("\n");
+}
+
+}  // namespace
+
+int interrupted_exit_code() {
+  const int signal = interrupt_signal();
+  return 128 + (signal > 0 ? signal : SIGINT);
+}
+
+bool say_nothing_passed(const RunRecord& run, const std::filesystem::path& json_path) {
+  if (!run.timed || run.winner || run.context.interrupted) return false;
+  fmt::print(stderr, "tune: no variant of {} {} passed ({}): no winner, no header; the results are in {}{}\n", run.problem,
+             run.shape.describe(), status_counts(run), json_path.string(),
+             run.context.shard ? " (a --shard part exits 0: tune merge exits 5 if the merged run has no winner)" : "");
+  return true;
+}
+
+bool print_summary(const TuneOutcome& out) {
+  const auto& run = out.run;
+  fmt::print("\n{} {}: {} variants ({})\n", run.problem, run.shape.describe(), run.variants.size(), status_counts(run));
+  fmt::print("compile wall {:.1f} s, measure {:.1f} s, total {:.1f} s\n", run.wall.compile_wall_s, run.wall.measure_wall_s,
+             run.wall.total_wall_s);
+  print_ranking(run);
+  print_speedup(run);
+  fmt::print("results: {}\n", out.json_path.string());
+  if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
+  std::fflush(stdout);
+  return say_nothing_passed(run, out.json_path) && !run.context.shard;
+}
+
+}  // namespace tune::cli
