@@ -192,9 +192,10 @@ def sampled(args, problem, taken, folders=None, label=None):
 
 
 # ---------------------------------------------------------------- extra shapes (c)
-def pinned_problem(tree, problem, kernels, dest):
+def pinned_problem(tree, problem, kernels, dest, constraint=None):
     """A copy of the problem folder at dest whose template and include_dirs point into tree and
-    whose constraints, with kernels, also require the "when" of a launch of one of them."""
+    whose constraints, with kernels, also require the "when" of a launch of one of them (and,
+    with constraint, that expression; scripts/median_check.py pins variants so)."""
     src = problem_dir(tree, problem)
     shutil.copytree(src, dest)
     spec = json.loads((src / "problem.json").read_text())
@@ -205,6 +206,8 @@ def pinned_problem(tree, problem, kernels, dest):
         if not whens:
             die(f"--kernel {' '.join(kernels)}: no launch of {problem} runs it")
         spec.setdefault("constraints", []).append(" || ".join(f"({w})" for w in whens))
+    if constraint:
+        spec.setdefault("constraints", []).append(constraint)
     pathlib.Path(dest, "problem.json").write_text(json.dumps(spec, indent=1))
     return pathlib.Path(dest)
 
