@@ -134,10 +134,10 @@ for step in "$@"; do
       # Issue 23: the kernels a template change left not byte-identical, timed before/after
       # alternately with a before/before A/A floor (scripts/median_check.py), from the before tree
       # and variants.json that `median_check.py --export-before .median-before` wrote (carried).
-      # median-check:ARGS passes more options (e.g. median-check:--rounds:4).
+      # median-check:ARGS passes more options (e.g. median-check:--part:1/2, a device call per half).
       args=${step#median-check}; args=${args#:}
       python3 scripts/median_check.py --before .median-before --tune "$tune" --out "$out" ${args//:/ } \
-        2>&1 | tee -a "$out/median_check.log"
+        2>&1 | tee -a "$out/median_check${args:+_${args//[^A-Za-z0-9]/_}}.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     torch|torch:*)
       args=${step#torch}; args=${args#:}

@@ -9,13 +9,14 @@ of each, alternately, and beside that the before build against itself (the A/A n
     scripts/cubin_identity.py --problem scene_graph --kernel sg_cluster --json /tmp/ci.json ...
     scripts/median_check.py --export-before .median-before --identity /tmp/ci.json [--max 6]
     # on the GPU machine, from the repository root (.device/ and .median-before/ carried):
-    scripts/median_check.py --before .median-before [--rounds 3] [--tune .device/bin/tune] [--out DIR]
+    scripts/median_check.py --before .median-before [--rounds 3] [--part K/N] [--tune .device/bin/tune] [--out DIR]
     scripts/median_check.py --before .median-before --dry-run     # the commands, nothing run
 
 --export-before writes the before tree (configs/, examples/, kernel_templates/ of a git revision,
 default the merge-base of HEAD and main, by `git archive`) into a folder, with variants.json: the
 variants to time, per problem and shape (the differing kernels of --identity: those whose resources
-changed first, then by the change in instruction count; at most --max per run, or --variant
+of record first, then those whose resources changed, then by the change in instruction count; at
+most --max per shape, or --variant
 'B=4,N=24,P=12|strategy=fused,mapping=cluster,...' given by hand, repeatable).
 
 On the GPU, per problem and shape, two problem folders (copies of the problem, their template and
@@ -63,7 +64,8 @@ def differing(identity, limit):
     """{problem: {shape: [variant names]}} of the kernels of a cubin_identity --json that differ:
     changed resources first, then by the change in instruction count, at most limit per shape."""
     rows = [r for r in json.loads(pathlib.Path(identity).read_text())["rows"] if not (r["same_text"] and r["same_resources"])]
-    rows.sort(key=lambda r: (r["same_resources"], -abs(r["instructions"][1] - r["instructions"][0])))
+    rows.sort(key=lambda r: (r["role"] not in ("winner", "baseline"), r["same_resources"],
+                             -abs(r["instructions"][1] - r["instructions"][0])))
     out = {}
     for r in rows:
         names = out.setdefault(r["problem"], {}).setdefault(shape_of_stem(r["shape"]), [])
@@ -177,6 +179,7 @@ def main():
     ap.add_argument("--problem", default="scene_graph", help="with --variant: its problem (default scene_graph)")
     ap.add_argument("--before", help="the folder --export-before wrote")
     ap.add_argument("--rounds", type=int, default=3, help="before/after pairs per shape (default 3)")
+    ap.add_argument("--part", default="1/1", help="K/N: only the shapes i with i %% N == K - 1 (a device call each)")
     ap.add_argument("--floor", type=float, default=1.0, help="smallest difference in %% called beyond noise (default 1)")
     ap.add_argument("--tune", default=str(ROOT / ".device" / "bin" / "tune"))
     ap.add_argument("--out", help="write median_check.json here")
@@ -191,14 +194,18 @@ def main():
     plan = json.loads((before / "variants.json").read_text())
     if args.rounds < 1:
         die("--rounds must be at least 1")
+    part, _, parts = args.part.partition("/")
+    if not (part.isdigit() and parts.isdigit() and 1 <= int(part) <= int(parts)):
+        die(f"--part {args.part}: expected K/N with 1 <= K <= N")
+    todo = [(p, s, names) for p, shapes in plan["variants"].items() for s, names in shapes.items()]
+    todo = [t for i, t in enumerate(todo) if i % int(parts) == int(part) - 1]
     rows = []
     with tempfile.TemporaryDirectory(prefix="median_check.") as tmp:
-        for problem, shapes in plan["variants"].items():
-            for n, (shape, names) in enumerate(shapes.items()):
-                print(f"{problem} {shape}: {len(names)} variants", flush=True)
-                runs = measure(args, before, problem, shape, names, pathlib.Path(tmp, f"{problem}.{n}"))
-                if not (args.dry_run or args.compile_only):
-                    rows += verdicts(args, problem, shape, names, runs)
+        for n, (problem, shape, names) in enumerate(todo):
+            print(f"{problem} {shape}: {len(names)} variants", flush=True)
+            runs = measure(args, before, problem, shape, names, pathlib.Path(tmp, f"{problem}.{n}"))
+            if not (args.dry_run or args.compile_only):
+                rows += verdicts(args, problem, shape, names, runs)
     if args.dry_run or args.compile_only:
         print("no timings (--dry-run or --compile-only)")
         return 0
