@@ -3,6 +3,7 @@
 
     scripts/cubin_identity.py [--before REV|DIR] [--after DIR] [--problem contact --problem scene_graph]
                               [--results results/h200] [--sample-results DIR]... [--sample 6] [--kernel K]... [--seed 23]
+                              [--shape 'B=4,N=24,P=12']... [--no-extra-shapes]
                               [--jobs 2] [--tune build/tuner/tune] [--cache DIR] [--json F] [--verbose]
 
 "Before" is a git revision (default: the merge-base of HEAD and main), exported with `git archive`
@@ -22,7 +23,13 @@ The variants compiled, per problem:
       in every --sample-results folder (default: also <results>/search/exhaustive), drawn from the
       variants the record compiled (their launches' name expressions, lowered by tune when the
       record was made), round-robin over the kernel families (the launches' kernel names) so that
-      every strategy a shape reached is drawn (--kernel: only variants launching that kernel).
+      every strategy a shape reached is drawn (--kernel: only variants launching that kernel);
+  (c) a seeded sample of --sample variants at each extra shape that no record holds (--shape,
+      repeatable; default for scene_graph: EXTRA_SHAPES below, with P % 8 != 0 and odd N, which the
+      records never reach), drawn by tune itself: `tune --problem COPY --compile-only --budget
+      --sample --seed` on a copy of the problem folder (the "after" tree's) whose constraints, with
+      --kernel, also require the launch "when" of one of those kernels; the variants are those
+      the run's results file lists, lowered by that tune (needs a tune binary, as (a)).
 
 Compared per kernel: the bytes of its .text section (the machine code), and the resources ptxas
 reports (registers, stack, spills, static shared memory). Not compared: the line tables and the
@@ -56,6 +63,12 @@ import embed_nvrtc  # noqa: E402  (the headers of a template, as tune finds them
 
 HEADER_EXTENSIONS = (".cuh", ".h", ".hpp", ".inc", ".cu")  # space.cpp is_header
 PROBLEM_FOLDERS = ("configs", "examples")
+# Shapes no results file of record holds, sampled by default (c): the FP32 relation MLP of
+# sg_cluster (P % 8 != 0; a P = 12 change once passed the records unnoticed), odd N, and a
+# tensor-core MLP beside rows that do not fill a tile.
+EXTRA_SHAPES = {
+    "scene_graph": ["B=4,N=24,D=96,heads=4,P=12", "B=2,N=23,D=96,heads=4,P=20", "B=3,N=17,D=64,heads=4,P=16"],
+}
 
 
 def die(msg):
@@ -109,13 +122,17 @@ def results_of(folder, problem):
     return sorted(glob.glob(os.path.join(folder, problem, "*.json")) + glob.glob(os.path.join(folder, problem, "*.json.gz")))
 
 
+def tune_binary(args):
+    return args.tune or next((str(p) for p in [ROOT / "build" / "tuner" / "tune"] if p.exists()), None) or shutil.which("tune")
+
+
 def of_record(args, problem):
     """[(shape, role, [name expressions], options)] of the winners and baselines of record."""
     files = results_of(args.results, problem)
     if not files:
         return []
     out = []
-    tune = args.tune or next((str(p) for p in [ROOT / "build" / "tuner" / "tune"] if p.exists()), None) or shutil.which("tune")
+    tune = tune_binary(args)
     lowered = {}
     if tune:
         with tempfile.TemporaryDirectory() as tmp:
@@ -137,10 +154,12 @@ def of_record(args, problem):
     return out
 
 
-def sampled(args, problem, taken):
-    """A seeded sample of other compiled variants per shape, round-robin over kernel families."""
+def sampled(args, problem, taken, folders=None, label=None):
+    """A seeded sample of other compiled variants per shape, round-robin over kernel families
+    (label: the role's text, default the results file's path)."""
     out = []
-    folders = list(dict.fromkeys(os.path.realpath(f) for f in [args.results] + args.sample_results))
+    if folders is None:
+        folders = list(dict.fromkeys(os.path.realpath(f) for f in [args.results] + args.sample_results))
     for folder in folders:
         for f in results_of(folder, problem):
             doc = read_record(f)
@@ -166,8 +185,66 @@ def sampled(args, problem, taken):
                         if exprs in taken:
                             continue
                         taken.add(exprs)
-                        out.append((shape, f"sample ({rel})", list(exprs), doc["context"]["compile_options"], v["name"]))
+                        role = f"sample ({label or rel})"
+                        out.append((shape, role, list(exprs), doc["context"]["compile_options"], v["name"]))
                         picked += 1
+    return out
+
+
+# ---------------------------------------------------------------- extra shapes (c)
+def pinned_problem(tree, problem, kernels, dest, constraint=None):
+    """A copy of the problem folder at dest whose template and include_dirs point into tree and
+    whose constraints, with kernels, also require the "when" of a launch of one of them (and,
+    with constraint, that expression; scripts/median_check.py pins variants so)."""
+    src = problem_dir(tree, problem)
+    shutil.copytree(src, dest)
+    spec = json.loads((src / "problem.json").read_text())
+    spec["template"] = str((src / spec["template"]).resolve())
+    spec["include_dirs"] = [str((src / d).resolve()) for d in spec.get("include_dirs", [])]
+    if kernels:
+        whens = [l.get("when", "true") for l in spec.get("launches", []) if l.get("kernel") in kernels]
+        if not whens:
+            die(f"--kernel {' '.join(kernels)}: no launch of {problem} runs it")
+        spec.setdefault("constraints", []).append(" || ".join(f"({w})" for w in whens))
+    if constraint:
+        spec.setdefault("constraints", []).append(constraint)
+    pathlib.Path(dest, "problem.json").write_text(json.dumps(spec, indent=1))
+    return pathlib.Path(dest)
+
+
+def shape_args(shape):
+    """'B=4,N=24,P=12' -> ['--B', '4', '--N', '24', '--P', '12']."""
+    out = []
+    for part in shape.split(","):
+        name, eq, value = part.strip().partition("=")
+        if not eq or not name or not value:
+            die(f"--shape {shape}: expected NAME=VALUE,... (e.g. B=4,N=24,P=12)")
+        out += [f"--{name}", value]
+    return out
+
+
+def extra_shape_folders(args, problem, tree, tmp):
+    """Per extra shape, a folder of results as results_of reads them (<folder>/<problem>/*.json),
+    written by `tune --compile-only --budget --sample` on the pinned copy of the problem."""
+    shapes = args.shape if args.shape is not None else ([] if args.no_extra_shapes else EXTRA_SHAPES.get(problem, []))
+    if not shapes:
+        return []
+    tune = tune_binary(args)
+    if not tune:
+        die(f"--shape (or {problem}'s default extra shapes; --no-extra-shapes skips them) needs a tune binary: --tune")
+    folder = pinned_problem(tree, problem, args.kernel, pathlib.Path(tmp, f"problem.{problem}"))
+    out = []
+    for n, shape in enumerate(shapes):
+        dest = pathlib.Path(tmp, f"extra.{problem}.{n}")
+        cmd = [tune, "--problem", str(folder), *shape_args(shape), "--compile-only", "--budget", str(args.sample),
+               "--seed", str(args.seed), "--jobs", str(args.jobs), "--out", str(dest)]
+        got = subprocess.run(cmd, capture_output=True, text=True)
+        if got.returncode != 0:
+            die(f"{' '.join(cmd)}: exit {got.returncode}\n{(got.stderr or got.stdout).strip()[-2000:]}")
+        files = sorted(dest.rglob("*.json")) + sorted(dest.rglob("*.json.gz"))
+        if not files:
+            die(f"{' '.join(cmd)}: wrote no results file under {dest}")
+        out.append((shape, files[0].parent.parent))
     return out
 
 
@@ -217,6 +294,10 @@ def main():
     ap.add_argument("--kernel", action="append", default=[],
                     help="sample only variants that launch this kernel (repeatable; e.g. sg_cluster)")
     ap.add_argument("--seed", default="23")
+    ap.add_argument("--shape", action="append", default=None,
+                    help="an extra shape to sample --sample variants at, drawn by tune (repeatable; "
+                         "e.g. 'B=4,N=24,D=96,heads=4,P=12'; default: EXTRA_SHAPES of the problem)")
+    ap.add_argument("--no-extra-shapes", action="store_true", help="sample no extra shapes (without --shape)")
     ap.add_argument("--jobs", "-j", type=int, default=2)
     ap.add_argument("--tune", default=None, help="tune binary for `tune header` (default: build/tuner/tune, else PATH)")
     ap.add_argument("--cache", default=os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
@@ -257,7 +338,10 @@ def main():
         srcs = {"before": kernel_sources(before_tree, problem), "after": kernel_sources(after_tree, problem)}
         record = of_record(args, problem)
         taken = {tuple(e) for _, _, e, _, _ in record}
-        for shape, role, exprs, options, vname in record + sampled(args, problem, taken):
+        extra = []
+        for shape, folder in extra_shape_folders(args, problem, after_tree, tmp.name):
+            extra += sampled(args, problem, taken, [folder], label=f"extra shape {shape}")
+        for shape, role, exprs, options, vname in record + sampled(args, problem, taken) + extra:
             jobs.append(dict(problem=problem, shape=shape, role=role, exprs=exprs, options=options, variant=vname, srcs=srcs))
 
     def run(job):
@@ -308,7 +392,8 @@ def main():
     kernels_of = lambda pred: sum(1 for r in rows if pred(r))  # noqa: E731
     rec = kernels_of(lambda r: r["role"] in ("winner", "baseline"))
     print(f"\n{same} of {len(rows)} kernels identical .text ({distinct} distinct instantiations; "
-          f"{rec} of the winners and baselines of record, {len(rows) - rec} sampled) in {variants} variants; "
+          f"{rec} of the winners and baselines of record, {len(rows) - rec} sampled, "
+          f"{kernels_of(lambda r: r['role'].startswith('sample (extra shape'))} of them at extra shapes) in {variants} variants; "
           f"{kernels_of(lambda r: r['same_resources'])} with the same resources; {len(errors)} variants failed to compile")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(dict(before=before_name, after=after_name, rows=[

@@ -3,7 +3,8 @@
 #   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
 #                                       plant=NAME:<tune args separated by :>, probe, modelnew,
-#                                       bench-compare, bench-shuffled, bench-aa, study[=exhaustive|warm|sweep]
+#                                       bench-compare, bench-shuffled, bench-aa, study[=exhaustive|warm|sweep],
+#                                       median-check[:<args separated by :>]
 # modelnew: tune export torch of the committed contact, scene_graph and ln_linear_gelu (examples/) results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
@@ -23,6 +24,8 @@
 # bench-compare: the same twice more, as 5 repetitions (aggregates only), and the strict re-measure
 # of contact B4 N64 reproduced (strict/alone vs strict/interleaved, both builds) 5 times, into
 # $OUT/bench_compare.json, $OUT/bench_strict.json and $OUT/bench_compare.log.
+# median-check: scripts/median_check.py on .median-before (its docstring) into $OUT/median_check.log
+# and $OUT/median_check.json.
 # Logs and results go to $OUT (results as one tarball, since $OUT keeps only two folder levels).
 set -uo pipefail
 out=${OUT:-/tmp/tune-out}
@@ -127,6 +130,15 @@ for step in "$@"; do
         tee -a "$out/study.log" || status=1
       python3 scripts/search_summary.py "$results/search" -o "$out/search_summary.json" --md "$out/search_summary.md" \
         2>&1 | tee -a "$out/study.log" ;;
+    median-check|median-check:*)
+      # Issue 23: the kernels a template change left not byte-identical, timed before/after
+      # alternately with a before/before A/A floor (scripts/median_check.py), from the before tree
+      # and variants.json that `median_check.py --export-before .median-before` wrote (carried).
+      # median-check:ARGS passes more options (e.g. median-check:--part:1/2, a device call per half).
+      args=${step#median-check}; args=${args#:}
+      python3 scripts/median_check.py --before .median-before --tune "$tune" --out "$out" ${args//:/ } \
+        2>&1 | tee -a "$out/median_check${args:+_${args//[^A-Za-z0-9]/_}}.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     torch|torch:*)
       args=${step#torch}; args=${args#:}
       python3 report/torch_baseline.py results --problem-path examples -o "$out/torch_baseline.json" ${args//:/ } \

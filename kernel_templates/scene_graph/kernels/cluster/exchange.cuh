@@ -42,3 +42,22 @@ __device__ __forceinline__ void sg_cluster_exchange_wait() {
     k::sg_cluster_sync();
   }
 }
+
+// A store of exchange X (1: bias, k, v; 2: ctx) into block `to` of the cluster, this one included
+// (with ASYNC a plain store there, published by the block's own barriers; elsewhere st.async
+// completing bytes on the receiver's mbarrier of exchange X).
+template <class C, int X>
+__device__ __forceinline__ void sg_cluster_put(float* p, int to, float v, int rank) {
+  namespace k = tune_kernels;
+  extern __shared__ float4 sg_smem[];
+  float* const xbar = reinterpret_cast<float*>(sg_smem) + C::L::kBar + 2 * X;  // bar_x1, bar_x2
+  if constexpr (C::kAsync != 0) {
+    if (to == rank) {
+      *p = v;
+    } else {
+      k::sg_st_async(p, static_cast<unsigned>(to), v, xbar);
+    }
+  } else {
+    k::sg_cluster_store(p, static_cast<unsigned>(to), v);
+  }
+}
