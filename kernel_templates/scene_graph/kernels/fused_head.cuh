@@ -43,105 +43,43 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
   if (blockDim.x != BLOCK || k::sg_dynamic_smem_size() < static_cast<unsigned>(k::sg_fused_head_smem_bytes(N, D, H))) {
     return;
   }
-  float* hn = reinterpret_cast<float*>(sg_smem);  // N x S
-  float* qh = hn + N * S;                         // HD: q_h, scaled
-  float* ctx = qh + k::round4(HD);             // HD: ctx_h
-  float* u = ctx + k::round4(HD);              // D: Wk_hᵀ q_h, later Σ_j a[j] hn[j]
-  float* sc = u + S;                              // N: bias, scores, attention
-  float* msk = sc + k::round4(N);              // N: edge mask row i
-  float* part = msk + k::round4(N);            // D: this head's share of out[b, i, :]
+  using L = SgFusedHeadLayout<N, D, H>;  // kernels/fused_head/inputs.cuh
+  float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;    // N x S
+  float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;    // N: bias, scores, attention
+  float* msk = reinterpret_cast<float*>(sg_smem) + L::kMsk;  // N: edge mask row i
   const int h = static_cast<int>(k::sg_cluster_rank());
   const int b = static_cast<int>(blockIdx.x) / H / N, i = static_cast<int>(blockIdx.x) / H % N;
   const int tid = static_cast<int>(threadIdx.x);
 
+  // Step 1. One cp.async group: all N node rows into hn, mask row i into msk (inline: as a phase
+  // of its own the copies compiled differently); the weights' L2 prefetch (inputs.cuh).
   k::sg_copy_rows<N, D, S, BLOCK>(hn, [&](int r) { return nodes + (b * N + r) * D; });
   for (int j = tid; j < N; j += BLOCK) k::sg_copy4(msk + j, edge_mask + (b * N + i) * N + j);
   k::copy_commit();
-  // Warm L2 with this head's weight rows (cold after a flush); the cluster's blocks share it.
-  {
-    constexpr int LINES = k::cdiv(HD * D, 32);
-    for (int l = tid; l < 3 * LINES; l += BLOCK) {
-      const float* w = l < LINES ? wq : (l < 2 * LINES ? wk : wv);
-      k::sg_prefetch_l2(w + h * HD * D + (l % LINES) * 32);
-    }
-  }
-
-  // Pair bias of head h for the N pairs (i, j), LPP lanes per pair, while the copies fly.
-  {
-    constexpr int LPP = k::sg_pair_lanes(N, P, BLOCK);
-    for (int base = 0; base < N * LPP; base += BLOCK) {
-      const int raw = base + tid;
-      const int uu = raw < N * LPP ? raw : N * LPP - 1;
-      const int j = uu / LPP, kl = uu % LPP;
-      float res[H];
-      k::sg_pair_mlp<P, H, LPP, 0>(pair_feats + ((b * N + i) * N + j) * P, w0, b0, w2, b2, kl, res);
-      float mine = 0.0f;
-#pragma unroll
-      for (int hh = 0; hh < H; ++hh) {
-        float v = res[hh];
-#pragma unroll
-        for (int off = LPP / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-        if (hh == h) mine = v;
-      }
-      if (raw < N * LPP && kl == 0) sc[j] = mine;
-    }
-  }
+  sg_fused_head_prefetch_weights<N, D, H, BLOCK>(wq, wk, wv, h, tid);
+  // Step 2 (inputs.cuh), while the copies fly. Step 3: LayerNorm of hn (layernorm.cuh).
+  sg_fused_head_pair_bias<N, D, H, P, BLOCK>(pair_feats, w0, b0, w2, b2, b, i, h, tid);
   k::copy_wait<0>();
   __syncthreads();
   k::sg_layernorm_rows<N, D, S, BLOCK, 0>(hn, gamma, beta);
   __syncthreads();
 
-  // q_h[t] = scale · hn[i]·Wq[h·HD + t]
-  const float scale = 1.0f / sqrtf(static_cast<float>(HD));
-  k::sg_rows_dot<1, HD, D, BLOCK>(
-      [&](int o, int c4) { return __ldg(reinterpret_cast<const float4*>(wq + (h * HD + o) * D) + c4); },
-      [&](int, int, int c4) { return *reinterpret_cast<const float4*>(hn + i * S + 4 * c4); },
-      [&](int, int o, float y) { qh[o] = y * scale; });
+  // Steps 4-8 (kernels/fused_head/attention.cuh).
+  sg_fused_head_query<N, D, H, BLOCK>(wq, i, h);
   __syncthreads();
-  // u = Wk_hᵀ q_h
-  k::sg_cols_accum<1, 1, D / 4, HD, BLOCK>(
-      [&](int, int t, int c4) { return __ldg(reinterpret_cast<const float4*>(wk + (h * HD + t) * D) + c4); },
-      [&](int, int, int t) { return qh[t]; },
-      [&](int, int, int c4, float4 y) { *reinterpret_cast<float4*>(u + 4 * c4) = y; });
+  sg_fused_head_fold_key<N, D, H, BLOCK>(wk, h);
   __syncthreads();
-  // sc[j] += u·hn[j], a warp per j
-  {
-    const int warp = tid / 32, lane = tid % 32;
-    for (int j = warp; j < N; j += BLOCK / 32) {
-      float acc = 0.0f;
-      for (int c = lane; c < D; c += 32) acc = fmaf(u[c], hn[j * S + c], acc);
-      acc = k::sg_warp_sum(acc);
-      if (lane == 0) sc[j] += acc;
-    }
-  }
+  sg_fused_head_scores<N, D, H, BLOCK>(tid);
   __syncthreads();
   k::sg_masked_softmax<N, BLOCK>(sc, 1, [&](int) { return msk; });
   __syncthreads();
-  // u = Σ_j a[j] hn[j]
-  k::sg_cols_accum<1, 1, D / 4, N, BLOCK>(
-      [&](int, int t, int c4) { return *reinterpret_cast<const float4*>(hn + t * S + 4 * c4); },
-      [&](int, int, int t) { return sc[t]; },
-      [&](int, int, int c4, float4 y) { *reinterpret_cast<float4*>(u + 4 * c4) = y; });
+  sg_fused_head_weighted_rows<N, D, H, BLOCK>();
   __syncthreads();
-  // ctx_h[t] = Wv[h·HD + t]·u
-  k::sg_rows_dot<1, HD, D, BLOCK>(
-      [&](int o, int c4) { return __ldg(reinterpret_cast<const float4*>(wv + (h * HD + o) * D) + c4); },
-      [&](int, int, int c4) { return *reinterpret_cast<const float4*>(u + 4 * c4); },
-      [&](int, int o, float y) { ctx[o] = y; });
+  sg_fused_head_context<N, D, H, BLOCK>(wv, h);
   __syncthreads();
-  // part[o] = Σ_t Wout[o][h·HD + t] ctx_h[t]
-  k::sg_rows_dot<1, D, HD, BLOCK>(
-      [&](int o, int c4) { return __ldg(reinterpret_cast<const float4*>(wo + o * D + h * HD) + c4); },
-      [&](int, int, int c4) { return *reinterpret_cast<const float4*>(ctx + 4 * c4); },
-      [&](int, int o, float y) { part[o] = y; });
+  // Step 9 (kernels/fused_head/out.cuh): this head's share, then the cluster's sum.
+  sg_fused_head_out_share<N, D, H, BLOCK>(wo, h);
   k::sg_cluster_sync();
-  for (int t = tid; t < HD; t += BLOCK) {
-    const int o = h * HD + t;
-    float acc = 0.0f;
-#pragma unroll
-    for (int r = 0; r < H; ++r) acc += k::sg_cluster_load(part + o, static_cast<unsigned>(r));
-    const int e = (b * N + i) * D + o;
-    out[e] = __ldg(nodes + e) + acc;
-  }
+  sg_fused_head_out_sum<N, D, H, BLOCK>(nodes, out, b, i, h, tid);
   k::sg_cluster_sync();  // no block leaves while another still reads its shared memory
 }
