@@ -70,5 +70,7 @@
 #include "kernels/cluster/out_mma.cuh"
 #include "kernels/cluster/out_bfly.cuh"
 #include "kernels/cluster.cuh"
+#include "kernels/split/head_inputs.cuh"
+#include "kernels/split/head_attention.cuh"
 #include "kernels/split.cuh"
 #include "kernels/unfused.cuh"

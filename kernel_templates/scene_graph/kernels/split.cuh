@@ -64,84 +64,36 @@ __global__ void __launch_bounds__(BLOCK, 1)
                       const float* __restrict__ wv, float* __restrict__ ctx) {
   using namespace tune_kernels;
   static_assert(D % H == 0 && D % 4 == 0, "D must be a multiple of heads and of 4");
-  constexpr int HD = D / H;
-  constexpr int S = sg_row_stride(D);
-  constexpr int HS = sg_odd_stride(HD);
-  constexpr int WS = SMEM_W ? S : D;
+  using L = SgHeadLayout<N, D, H, SMEM_W>;
+  constexpr int S = L::S;
   extern __shared__ float4 sg_smem[];
   if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_head_smem_bytes(N, D, H, SMEM_W))) {
     return;
   }
-  float* hn = reinterpret_cast<float*>(sg_smem);               // N x S
-  float* sw = hn + N * S;                                      // SMEM_W: gamma, beta, 3 x HD x S
-  float* qkv = sw + (SMEM_W ? 2 * D + 3 * HD * S : 0);         // 3 x N x HS
-  float* sc = qkv + round4(3 * N * HS);                     // N x N
-  float* msk = sc + round4(N * N);                          // N x N
+  float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;    // N x S
+  float* sw = reinterpret_cast<float*>(sg_smem) + L::kSw;    // SMEM_W: gamma, beta, 3 x HD x S
+  float* qkv = reinterpret_cast<float*>(sg_smem) + L::kQkv;  // 3 x N x HS
+  float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;    // N x N
+  float* msk = reinterpret_cast<float*>(sg_smem) + L::kMsk;  // N x N
   const int b = static_cast<int>(blockIdx.x) / H, head = static_cast<int>(blockIdx.x) % H;
   const int tid = static_cast<int>(threadIdx.x);
 
-  sg_copy_rows<N, D, S, BLOCK>(hn, [&](int r) { return nodes + (b * N + r) * D; });
-  for (int idx = tid; idx < N * N; idx += BLOCK) {
-    sg_copy4(msk + idx, edge_mask + b * N * N + idx);
-    sg_copy4(sc + idx, bias + (b * H + head) * N * N + idx);
-  }
-  const float* g_gamma = gamma;
-  const float* g_beta = beta;
-  if constexpr (SMEM_W != 0) {
-    sg_copy_rows<1, D, D, BLOCK>(sw, [&](int) { return gamma; });
-    sg_copy_rows<1, D, D, BLOCK>(sw + D, [&](int) { return beta; });
-    copy_commit();
-    // rows m*HD + t of the slice: row head*HD + t of Wq (m=0), Wk (m=1), Wv (m=2)
-    sg_copy_rows<3 * HD, D, S, BLOCK>(sw + 2 * D, [&](int r) {
-      const float* w = r < HD ? wq : (r < 2 * HD ? wk : wv);
-      return w + (head * HD + r % HD) * D;
-    });
-    g_gamma = sw;
-    g_beta = sw + D;
-  }
-  copy_commit();
+  // Step 1 (kernels/split/head_inputs.cuh). Step 2: LayerNorm of hn (layernorm.cuh).
+  sg_head_copy_inputs<N, D, H, BLOCK, SMEM_W>(nodes, bias, edge_mask, gamma, beta, wq, wk, wv, b, head, tid);
   copy_wait<(SMEM_W ? 1 : 0)>();
   __syncthreads();
-  sg_layernorm_rows<N, D, S, BLOCK, SMEM_W>(hn, g_gamma, g_beta);
+  sg_layernorm_rows<N, D, S, BLOCK, SMEM_W>(hn, SMEM_W ? sw : gamma, SMEM_W ? sw + D : beta);
   copy_wait<0>();
   __syncthreads();
 
-  // q_h (scaled), k_h, v_h of all N rows: output o = m*HD + t.
-  const float scale = 1.0f / sqrtf(static_cast<float>(HD));
-  const float* s_w = sw + 2 * D;
-  sg_rows_dot<N, 3 * HD, D, BLOCK>(
-      [&](int o, int c4) {
-        if constexpr (SMEM_W != 0) {
-          return *reinterpret_cast<const float4*>(s_w + o * WS + 4 * c4);
-        } else {
-          const float* w = o < HD ? wq : (o < 2 * HD ? wk : wv);
-          return __ldg(reinterpret_cast<const float4*>(w + (head * HD + o % HD) * D + 4 * c4));
-        }
-      },
-      [&](int r, int, int c4) { return *reinterpret_cast<const float4*>(hn + r * S + 4 * c4); },
-      [&](int r, int o, float y) { qkv[((o / HD) * N + r) * HS + o % HD] = o < HD ? y * scale : y; });
+  // Steps 3-5 (kernels/split/head_attention.cuh).
+  sg_head_project<N, D, H, BLOCK, SMEM_W>(wq, wk, wv, head);
   __syncthreads();
-
-  const float* q = qkv;
-  const float* k = qkv + N * HS;
-  const float* v = qkv + 2 * N * HS;
-  for (int u = tid; u < N * N; u += BLOCK) {
-    const int i = u / N, j = u % N;
-    float acc = 0.0f;
-#pragma unroll 8
-    for (int t = 0; t < HD; ++t) acc = fmaf(q[i * HS + t], k[j * HS + t], acc);
-    sc[u] += acc;
-  }
+  sg_head_scores<N, D, H, BLOCK, SMEM_W>(tid, qkv, sc);
   __syncthreads();
   sg_masked_softmax<N, BLOCK>(sc, N, [&](int row) { return msk + row * N; });
   __syncthreads();
-  for (int u = tid; u < N * HD; u += BLOCK) {
-    const int i = u / HD, t = u % HD;
-    float acc = 0.0f;
-#pragma unroll 8
-    for (int j = 0; j < N; ++j) acc = fmaf(sc[i * N + j], v[j * HS + t], acc);
-    ctx[(b * N + i) * D + head * HD + t] = acc;
-  }
+  sg_head_context<N, D, H, BLOCK, SMEM_W>(ctx, b, head, tid);
 }
 
 // strategy split, mapping head, third launch: out = nodes + ctx·Woutᵀ for a tile of ROWS of the
