@@ -22,7 +22,7 @@ most --max per shape, or --variant
 On the GPU, per problem and shape, two problem folders (copies of the problem, their template and
 include_dirs in the before tree and in this tree; scripts/cubin_identity.py pinned_problem) whose
 space is pinned by one more constraint to the variants and the problem's baseline; then
-`tune --problem FOLDER --SHAPE.. --sanitize off --no-cache --out DIR` for each, alternately, --rounds
+`tune --problem FOLDER --SHAPE.. --sanitize off --no-cache --keep-spills --out DIR` for each, alternately, --rounds
 times (B A B A ...; and one more before run, so that the A/A pairs are as many as the B/A pairs).
 Per variant: the median of the before runs' cold medians (variants[].timing.median_us), of the
 after runs', their difference in %, and the A/A floor: the largest difference between the medians
@@ -121,7 +121,10 @@ def pinned_folders(before, problem, names, tmp):
 
 
 def tune_run(args, folder, shape, dest):
-    cmd = [args.tune, "--problem", str(folder), *ci.shape_args(shape), "--sanitize", "off", "--no-cache", "--out", str(dest)]
+    # --keep-spills: a pinned variant that spills is timed too (tune prunes spilling variants before
+    # timing otherwise, and the kernels a change touched most are often those).
+    cmd = [args.tune, "--problem", str(folder), *ci.shape_args(shape), "--sanitize", "off", "--no-cache", "--keep-spills",
+           "--out", str(dest)]
     if args.compile_only:
         cmd.append("--compile-only")
     print("  $ " + " ".join(cmd), flush=True)
@@ -134,7 +137,7 @@ def tune_run(args, folder, shape, dest):
     if not files:
         die(f"{dest}: no results file")
     doc = json.loads(files[0].read_text())
-    return {v["name"]: (v.get("timing") or {}).get("median_us") for v in doc["variants"]}
+    return {v["name"]: (v.get("timing") or {}).get("median_us", v.get("status")) for v in doc["variants"]}
 
 
 def measure(args, before, problem, shape, names, tmp):
@@ -158,7 +161,7 @@ def verdicts(args, problem, shape, names, runs):
     for name in names:
         b = [r.get(name) for r in runs["before"]]
         a = [r.get(name) for r in runs["after"]]
-        if None in b or None in a:
+        if not all(isinstance(x, float) for x in b + a):  # a status (skipped, incorrect, ...) where a median should be
             rows.append(dict(problem=problem, shape=shape, variant=name, error="not timed in every run", before=b, after=a))
             continue
         mb, ma = statistics.median(b), statistics.median(a)
