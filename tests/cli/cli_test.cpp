@@ -429,6 +429,18 @@ TEST(Cli, WithoutAGpuTheFirstLineSaysWhatTheCompileOnlySweepWillDoAndHowLong) {
   EXPECT_FALSE(m[2].matched) << asked.output;
 }
 
+// The help texts name the product's own paths: nothing outside it (the project's shared/ folder,
+// its spec files), which a user of tune does not have.
+TEST(Cli, HelpTextsNameOnlyTheProductsOwnPaths) {
+  for (const std::string sub : {"", "verify", "report", "header", "export torch", "merge", "check", "list"}) {
+    const Result r = run(sub + " --help");
+    EXPECT_EQ(r.code, 0) << sub << "\n" << r.output;
+    for (const std::string outside : {"shared/", "PROBLEMS.md", "MEASURE.md", "STYLE.md"})
+      EXPECT_EQ(r.output.find(outside), std::string::npos) << "tune " << sub << " --help names " << outside << "\n" << r.output;
+  }
+  EXPECT_NE(run("verify --help").output.find("<problem folder>/golden/*.json"), std::string::npos);
+}
+
 TEST(CliDevices, AllWithoutAGpuIsTheCompileOnlySweepOnce) {
   if (tune::query_device(0, nullptr)) GTEST_SKIP() << "a CUDA device is present";
   const std::string out = out_dir("devices_none");

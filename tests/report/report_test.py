@@ -449,6 +449,8 @@ class LeftOut(unittest.TestCase):
         md = (OUT / "left_out" / "report" / "report.md").read_text()
         self.assertIn("1 file, 1 problem and shape pair on 1 GPU", md)
         self.assertIn("**Left out:** 2 result files not measured on a GPU", md)
+        for outside in ("shared/", "MEASURE.md", "PROBLEMS.md"):  # files a user of tune does not have
+            self.assertNotIn(outside, md)
         data = json.loads((OUT / "left_out" / "report" / "report.json").read_text())
         self.assertEqual(len(data["left_out"]), 2)
         self.assertEqual([g["shape"] for g in data["groups"]], [{"B": 4, "N": 64, "C": 64, "H": 32}])
