@@ -9,7 +9,7 @@ RESULTS_DIR/<gpu>/torch_baseline.json (written by report/torch_baseline.py on th
 Writes OUT_DIR/report.md, OUT_DIR/report.html (the same content, charts inline),
 OUT_DIR/charts/*.png and OUT_DIR/report.json (the numbers of the tables, for tools and tests).
 
-Floors (MEASURE.md): bytes per call over the copy bandwidth, FLOP per call over the FP32 rate.
+Floors (docs/cli.md, tune report): bytes per call over the copy bandwidth, FLOP per call over the FP32 rate.
 The result files do not carry those device peaks; they come from --peaks (JSON keyed by GPU
 slug: {"h200": {"copy_gb_per_s": 4200, "fp32_gflop_per_s": 60200, "source": "..."}}), else from
 the table below, which holds only numbers measured on real devices and says where from.
@@ -31,7 +31,7 @@ MEASURED_PEAKS = {
     "h200": {
         "copy_gb_per_s": 4200.0,
         "fp32_gflop_per_s": 60200.0,
-        "source": "shared/spec/PROBLEMS.md: one H200, 2026-11-29 (device-to-device copy, bytes read + "
+        "source": "measured on one H200, 2026-11-29 (device-to-device copy, bytes read + "
                   "written; FP32 FMA loop)",
     },
 }
@@ -65,10 +65,11 @@ def not_measured(run):
     return None
 
 
-def load(root, allow_synthetic=True):
+def load(root, allow_synthetic=True, left_out=None):
     """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json or .json.gz), each
     validated as tune's own readers validate it (results.py); other JSON files there are passed over.
-    A run not measured on a GPU is refused (InputError) unless allow_synthetic."""
+    A run not measured on a GPU (a compile-only sweep, the fake worker) is left out unless allow_synthetic:
+    (path, why) appended to left_out, so that the measured ones beside it are still reported."""
     for path in results.result_files(root):
         run = results.read_json(path)
         if results.is_result(run):
@@ -78,8 +79,21 @@ def load(root, allow_synthetic=True):
                                  "the shards with tune merge and report on its --out folder")
             why = not_measured(run)
             if why and not allow_synthetic:
-                raise InputError(f"{path}: {why}; pass --allow-synthetic to report it anyway (marked synthetic)")
+                if left_out is not None:
+                    left_out.append((path, why))
+                continue
             yield path, run
+
+
+def left_out_text(left_out):
+    """One line: how many files were left out as not measured on a GPU, where, and why."""
+    by_why = {}
+    for path, why in left_out:
+        by_why.setdefault(why, set()).add(str(path.parent.parent))
+    parts = [f"{count(sum(1 for _, w in left_out if w == why), 'file')} under {', '.join(sorted(dirs))} ({why})"
+             for why, dirs in by_why.items()]
+    return (f"left out {count(len(left_out), 'result file')} not measured on a GPU: " + "; ".join(parts) +
+            "; pass --allow-synthetic to report them too (marked synthetic)")
 
 
 def gpu_of(path, run):
@@ -197,10 +211,10 @@ def torch_speedups(win_t, entry):
     return out
 
 
-def analyse(root, peaks, torch, allow_synthetic=False):
+def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
     groups = {}  # (problem, tag) -> {"shape", "problem", "gpus": {slug: {...}}}
     runs = []
-    for path, run in load(root, allow_synthetic):
+    for path, run in load(root, allow_synthetic, left_out):
         slug, name = gpu_of(path, run)
         runs.append((path, run))
         if not run.get("timed"):
@@ -596,8 +610,11 @@ def baseline_spread_text(m):
             "temperature or other load on it, and compare these cards' winners with care.")
 
 
-def build(root, out, peaks, torch, charts=True, allow_synthetic=False):
-    runs, groups = analyse(root, peaks, torch, allow_synthetic)
+def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=None):
+    left_out = [] if left_out is None else left_out
+    runs, groups = analyse(root, peaks, torch, allow_synthetic, left_out)
+    if not runs and left_out:
+        raise InputError(f"{root}: no results measured on a GPU to report; " + left_out_text(left_out))
     if not runs:
         raise InputError(f"{root}: no tune results (<gpu>/<problem>/<shape>.json) found")
     plt = _plt() if charts else None
@@ -606,7 +623,7 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False):
                     f"on {cards_text(runs)}. Times are per call in microseconds (µs): "
                     "cold = median of CUDA-event samples with L2 flushed before each; batch = back-to-back launches; "
                     "graph = CUDA-graph replay. Noise = standard deviation / mean of the cold samples. Floors "
-                    "(MEASURE.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate, and the "
+                    "(docs/cli.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate, and the "
                     "launch floor: an empty kernel timed by the same cold method (the run's harness floor), below "
                     "which no call is timed; the ratio is the winner's cold median over the largest of them, and "
                     "says which bounds it (memory, FP32 compute or launch). Winners that use tensor cores (TF32) "
@@ -616,6 +633,8 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False):
         blocks.append(("p", f"**SYNTHETIC: {count(len(synthetic), 'file')} of these results were not measured on a "
                             "GPU** (--allow-synthetic): " + "; ".join(f"`{p}` ({w})" for p, w in synthetic) +
                             ". Their numbers are made up or absent; ship nothing from them."))
+    if left_out:
+        blocks.append(("p", "**Left out:** " + left_out_text(left_out).replace("left out ", "", 1) + "."))
     used = sorted({d["slug"] for g in groups.values() for d in g["gpus"].values()})
     blocks.append(("h2", "Summary"))
     blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / largest floor", "speedup over baseline",
@@ -642,7 +661,8 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False):
                          str(c.get("allow_tf32_matmul", "—")).lower(), str(c.get("created_at", "—"))]
                         for t in torch.values() for c in [t["doc"].get("context", {})]]))
     data = {"groups": [], "peaks": {s: peaks[s] for s in used if s in peaks},
-            "synthetic": [{"file": str(p), "why": w} for p, w in synthetic]}
+            "synthetic": [{"file": str(p), "why": w} for p, w in synthetic],
+            "left_out": [{"file": str(p), "why": w} for p, w in left_out]}
     problems = sorted({g["problem"] for g in groups.values()})
     for problem in problems:
         blocks.append(("h2", f"Problem `{problem}`"))
@@ -807,7 +827,8 @@ def main(argv=None):
     ap.add_argument("--torch", action="append", default=[],
                     help="torch baseline JSON (report/torch_baseline.py); RESULTS/<gpu>/torch_baseline.json is read too")
     ap.add_argument("--allow-synthetic", action="store_true",
-                    help="report results not measured on a GPU (fake GPU, compile-only), marked synthetic")
+                    help="report results not measured on a GPU (fake GPU, compile-only) too, marked synthetic; "
+                         "without it they are left out, and a line says which")
     a = ap.parse_args(argv)
     try:
         root = pathlib.Path(a.results)
@@ -819,7 +840,9 @@ def main(argv=None):
         except OSError as e:
             raise InputError(f"-o {out}: cannot create the output folder ({e.strerror})")
         torch = load_torch(root, a.torch)
-        blocks, data = build(root, out, load_peaks(a.peaks, torch), torch, allow_synthetic=a.allow_synthetic)
+        left_out = []
+        blocks, data = build(root, out, load_peaks(a.peaks, torch), torch, allow_synthetic=a.allow_synthetic,
+                             left_out=left_out)
         (out / "report.md").write_text(render_md(blocks))
         (out / "report.html").write_text(render_html(blocks, out))
         (out / "report.json").write_text(json.dumps(data, indent=1) + "\n")
@@ -830,6 +853,8 @@ def main(argv=None):
         print(f"tune: internal error in the report: {type(e).__name__}: {e}", file=sys.stderr)
         return 4
     print(f"report: {out / 'report.md'}, {out / 'report.html'}, {len(list((out / 'charts').glob('*.png')))} charts")
+    if left_out:
+        print("report: " + left_out_text(left_out))
     return 0
 
 

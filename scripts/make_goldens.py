@@ -6,7 +6,9 @@ the folder's reference module, in the format `tune verify` reads (docs/problem-f
 
 The tensors (names, shapes, init) and edits come from the folder's problem.json ("tensors",
 "edits"). One numpy generator seeded with --seed draws them in order, element by element,
-row-major; every value is rounded to float32 (what a kernel gets), then the edits apply (parity ones included: a golden case is a parity case). The
+row-major; every value is rounded to float32 (what a kernel gets), then the edits apply, their values
+rounded to float32 too (parity ones included: a golden case is a parity case). The reference's
+folder is on sys.path, as in tune, so it may import a file beside it. The
 output is the PyTorch module's (make_model, run in float64) where torch imports, else the numpy
 reference()'s, said on stderr; --backend chooses. Dims the shape leaves out take problem.json's
 defaults. Exit codes: 0 written, 2 bad input, 3 the backend asked for is missing."""

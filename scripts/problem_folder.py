@@ -7,6 +7,7 @@ import json
 import math
 import pathlib
 import re
+import sys
 
 import numpy as np
 
@@ -37,11 +38,16 @@ def reference_path(problem, folder):
 
 
 def load_module(path, name=None):
-    """Imports a Python file by path under a name of its own (two folders' reference.py don't clash)."""
+    """Imports a Python file by path under a name of its own (two folders' reference.py don't clash).
+    Its folder goes first on sys.path, as tune's reference runner puts it (tuner/python/
+    reference_runner.py), so that a reference importing a file beside it works here as in tune."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise ProblemError(f"{path}: no such file")
     name = name or "tune_reference_" + re.sub(r"\W", "_", str(path.resolve().parent.name))
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -161,13 +167,15 @@ def apply_edit(arrays, edit, dims):
         index = tuple(evaluate_int(e, names) for e in edit["index"])
         if len(index) != target.ndim or any(not 0 <= i < s for i, s in zip(index, target.shape)):
             raise ProblemError(f"edit of {name!r}: index {index} outside its shape {target.shape}")
-        target[index] = evaluate(edit["value"], names)
+        # Rounded to float32 as the drawn values are: tune edits float32 buffers, so a golden case
+        # made from an unrounded 0.1 would not be the input tune's reference sees.
+        target[index] = float(np.float32(evaluate(edit["value"], names)))
 
 
 def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.float64):
     """{name: array of float32 values, held as `dtype`} for every parameter and input, in draw
     order: one numpy generator seeded with `seed` draws each tensor element by element, row-major;
-    then the edits whose purpose is in `purposes` apply in order."""
+    then the edits whose purpose is in `purposes` apply in order (their values rounded to float32 too)."""
     rng = np.random.default_rng(seed)
     arrays = {}
     for t in tensors:

@@ -11,6 +11,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -394,6 +395,50 @@ TEST(CliDevices, UnknownDevicesAreOneLineAndExitCode2) {
   expect_error("--problem contact --B 1 --N 16 --devices 0,x", "expected all or a comma list");
   expect_error("--problem contact --B 1 --N 16 --devices 0,0", "device 0 is listed twice");
   expect_error("--problem contact --B 1 --N 16 --replicate", "--replicate runs each shape on every device");
+}
+
+// The README's main job on a machine without a GPU: its first line says that it falls back to a
+// compile-only sweep and how to make it short (--budget); once the variants are counted, before
+// anything compiles, a line says how many, about how long and where the results go. Here --out
+// is a file, so the run stops right after that line.
+TEST(Cli, WithoutAGpuTheFirstLineSaysWhatTheCompileOnlySweepWillDoAndHowLong) {
+  if (tune::query_device(0, nullptr)) GTEST_SKIP() << "a CUDA device is present";
+  const std::string out = out_dir("compile_only_plan");
+  std::filesystem::create_directories(out);
+  std::ofstream(out + "/file") << "not a folder\n";
+  const std::string shape = "--problem contact --B 2 --N 8 --C 16 --H 8 --config " + std::string(TUNE_FIXTURES) +
+                            "/contact_sweep_space.json --jobs 2 --out " + out + "/file";
+  const Result r = run(shape);
+  EXPECT_EQ(r.code, 2) << r.output;
+  const std::string first = r.output.substr(0, r.output.find('\n'));
+  EXPECT_EQ(first.rfind("no CUDA device (", 0), 0u) << r.output;
+  EXPECT_NE(first.find("): a compile-only sweep for sm_90 instead: every variant compiled, nothing timed; pass --budget "
+                       "50 to compile a sample"),
+            std::string::npos) << r.output;
+  const std::regex plan("compile-only sweep: (\\d+) variants for sm_90 on 2 compile job\\(s\\), about \\S+ \\(1\\.5 s a "
+                        "compile a job; less from the compile cache\\), results into " +
+                        out + "/file/compile-only-sm_90/contact/(; --budget 50 compiles a sample)?\n");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, plan)) << r.output;
+  EXPECT_EQ(m[2].matched, std::stoi(m[1]) > 50) << r.output;
+  // --compile-only says the same line (no fallback, no first line about a device).
+  const Result asked = run(shape + " --compile-only --budget 3");
+  EXPECT_EQ(asked.output.find("no CUDA device"), std::string::npos) << asked.output;
+  ASSERT_TRUE(std::regex_search(asked.output, m, plan)) << asked.output;
+  EXPECT_LE(std::stoi(m[1]), 4) << asked.output;
+  EXPECT_FALSE(m[2].matched) << asked.output;
+}
+
+// The help texts name the product's own paths: nothing outside it (the project's shared/ folder,
+// its spec files), which a user of tune does not have.
+TEST(Cli, HelpTextsNameOnlyTheProductsOwnPaths) {
+  for (const std::string sub : {"", "verify", "report", "header", "export torch", "merge", "check", "list"}) {
+    const Result r = run(sub + " --help");
+    EXPECT_EQ(r.code, 0) << sub << "\n" << r.output;
+    for (const std::string outside : {"shared/", "PROBLEMS.md", "MEASURE.md", "STYLE.md"})
+      EXPECT_EQ(r.output.find(outside), std::string::npos) << "tune " << sub << " --help names " << outside << "\n" << r.output;
+  }
+  EXPECT_NE(run("verify --help").output.find("<problem folder>/golden/*.json"), std::string::npos);
 }
 
 TEST(CliDevices, AllWithoutAGpuIsTheCompileOnlySweepOnce) {

@@ -919,6 +919,49 @@ TEST(Verify, ASecondVerifyAllTakesEveryVariantFromTheCompileCache) {
   EXPECT_NE(second.output.find("verify: all checks passed"), std::string::npos) << second.output;
 }
 
+// The names in verify's "  gate <verdict> <name>: ..." lines, and whether each ran the sanitizers.
+std::vector<std::string> verify_gated(const std::string& output, bool* sanitized) {
+  std::vector<std::string> names;
+  const std::regex line(R"(\n  gate \w+ (\S+): [^\n]*)");
+  *sanitized = true;
+  for (std::sregex_iterator it(output.begin(), output.end(), line), end; it != end; ++it) {
+    names.push_back((*it)[1]);
+    *sanitized = *sanitized && it->str().find("sanitizers: memcheck") != std::string::npos;
+  }
+  return names;
+}
+
+// verify --all: golden parity on every variant (seconds), the gate on the baseline and the winner
+// only (minutes each on a GPU); --gate-all gates every one.
+TEST(Verify, AllGatesOnlyTheBaselineAndTheWinnerUnlessGateAll) {
+  const std::string out = fresh_dir("verify_gate_all");
+  ASSERT_EQ(run(kFake, small_run_args(out)).code, 0);
+  const Json result = read_json(result_path(out));
+  const std::size_t variants = result.at("variants").size();
+  const std::string winner = result.at("summary").at("winner"), baseline = result.at("summary").at("baseline");
+  const std::string golden = std::string(TUNE_REPO_DIR) + "/configs/contact/golden/contact_B2_N8_C16_H8.json";
+  const std::string args = "verify " + golden + " --results " + out + " --all --cache-dir " + TUNE_BINARY_DIR +
+                           "/isolation_out/cache";
+  const std::string env = std::string(kFake) + " " + fake_sanitizer();
+  const Result two = run(env, args);
+  ASSERT_EQ(two.code, 0) << two.output;
+  bool sanitized = false;
+  std::vector<std::string> gated = verify_gated(two.output, &sanitized);
+  std::sort(gated.begin(), gated.end());
+  std::vector<std::string> want{baseline, winner};
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  EXPECT_EQ(gated, want) << two.output;
+  EXPECT_TRUE(sanitized) << two.output;
+  EXPECT_NE(two.output.find("the gate runs on the baseline and the winner (" + std::to_string(want.size()) + " of " +
+                            std::to_string(variants) + " variants whose parity passed); --gate-all gates every one"),
+            std::string::npos) << two.output;
+  const Result every = run(env, args + " --gate-all");
+  ASSERT_EQ(every.code, 0) << every.output;
+  EXPECT_EQ(verify_gated(every.output, &sanitized).size(), variants) << every.output;
+  EXPECT_TRUE(sanitized) << every.output;
+}
+
 }  // namespace
 
 // ---- The progress line: elapsed time, an ETA, names cut to a terminal's width (issue 22) -------

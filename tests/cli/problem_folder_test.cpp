@@ -4,6 +4,7 @@
 // (numpy), and its templates are part of the compile-cache key.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -175,6 +176,29 @@ TEST(ProblemFolder, TheReferenceRunsOutOfProcessAndItsFailuresAreOneLine) {
                             "--problem " + third_party("python").string() + " --R 5 --no-cache --out " + out_dir("python"));
   EXPECT_EQ(p.code, 2) << p.output;
   EXPECT_NE(p.output.find("set TUNE_PYTHON"), std::string::npos) << p.output;
+}
+
+// scripts/make_goldens.py on a user's folder, then tune verify on what it wrote (the CPU reference,
+// no GPU needed): a reference that imports a file beside it loads there as it does in tune, and an
+// edit whose value float32 cannot hold (0.1) is rounded as tune rounds it, so the golden verifies.
+TEST(ProblemFolder, MakeGoldensTakesASiblingImportAndFloat32EditsAndTuneVerifiesItsGolden) {
+  const fs::path dir = third_party("goldens", [](Json& j) {
+    j["edits"].push_back({{"tensor", "x"}, {"index", Json::array({"1", "2"})}, {"value", "0.1"}});
+  });
+  write(dir / "affine_math.py", "def affine(x, scale, shift):\n    return x * scale[None, :] + shift[None, :]\n");
+  write(dir / "reference.py", "from affine_math import affine\n\n\ndef reference(shape, params, inputs):\n"
+                              "    return affine(inputs['x'], params['scale'], params['shift'])\n");
+  const char* python = std::getenv("TUNE_PYTHON");
+  const fs::path golden = dir / "golden" / "affine_R3_L8.json";
+  const Result made = run_command(std::string(python && *python ? python : "python3") + " " + TUNE_REPO_DIR +
+                                  "/scripts/make_goldens.py --problem " + dir.string() +
+                                  " --shape R=3,L=8 --backend numpy -o " + golden.string());
+  ASSERT_EQ(made.code, 0) << made.output;
+  const Json g = read_json(golden);
+  EXPECT_EQ(g.at("inputs").at("x").at("data").at(10).get<double>(), static_cast<double>(0.1F)) << "x[1][2], rounded";
+  const Result v = run_with("CUDA_VISIBLE_DEVICES=", "verify " + golden.string() + " --results " + out_dir("goldens"));
+  EXPECT_EQ(v.code, 0) << v.output;
+  EXPECT_NE(v.output.find("verify: all checks passed"), std::string::npos) << v.output;
 }
 
 TEST(ProblemFolder, EveryTemplateFileIsPartOfTheCompileCacheKey) {

@@ -7,6 +7,7 @@ Also the parts of report/torch_baseline.py that need no GPU.
 """
 import gzip
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -417,6 +418,49 @@ class Synthetic(unittest.TestCase):
                       (OUT / "allowed_synthetic" / "report.md").read_text())
         data = json.loads((OUT / "allowed_synthetic" / "report.json").read_text())
         self.assertEqual(len(data["synthetic"]), 4)
+
+
+class LeftOut(unittest.TestCase):
+    """A results folder as a machine without a GPU leaves it: a result of record beside a compile-only
+    sweep's and the fake worker's. The report takes the measured one and names, in one line, what
+    it left out and why; with nothing measured it is refused (exit 2)."""
+
+    def test_results_not_measured_are_left_out_in_one_line_and_the_measured_ones_reported(self):
+        root = OUT / "left_out" / "results"
+        shutil.rmtree(root.parent, ignore_errors=True)
+        record = SRC / "results" / "h200" / "contact" / "B4_N64_C64_H32.json.gz"
+        (root / "h200" / "contact").mkdir(parents=True)
+        shutil.copy(record, root / "h200" / "contact" / record.name)
+        small = ["--problem", "contact", "--B", "2", "--N", "8", "--C", "16", "--H", "8", "--config",
+                 str(SRC / "tests" / "fixtures" / "contact_small_space.json"), "--out", str(root),
+                 "--cache-dir", str(OUT / "left_out" / "cache")]
+        r = subprocess.run([TUNE, *small, "--compile-only"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = subprocess.run([TUNE, *small], capture_output=True, text=True, env={**os.environ, "TUNE_WORKER_FAKE": "1"})
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = subprocess.run([TUNE, "report", str(root), "-o", str(OUT / "left_out" / "report")], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = [l for l in r.stdout.splitlines() if "left out" in l]
+        self.assertEqual(lines, [f"report: left out 2 result files not measured on a GPU: 1 file under "
+                                 f"{root}/compile-only-sm_90 (a compile-only run: nothing was timed); 1 file under "
+                                 f"{root}/fake-gpu (synthetic results of a fake GPU (TUNE_WORKER_FAKE): nothing was "
+                                 "measured); pass --allow-synthetic to report them too (marked synthetic)"], r.stdout)
+        md = (OUT / "left_out" / "report" / "report.md").read_text()
+        self.assertIn("1 file, 1 problem and shape pair on 1 GPU", md)
+        self.assertIn("**Left out:** 2 result files not measured on a GPU", md)
+        for outside in ("shared/", "MEASURE.md", "PROBLEMS.md"):  # files a user of tune does not have
+            self.assertNotIn(outside, md)
+        data = json.loads((OUT / "left_out" / "report" / "report.json").read_text())
+        self.assertEqual(len(data["left_out"]), 2)
+        self.assertEqual([g["shape"] for g in data["groups"]], [{"B": 4, "N": 64, "C": 64, "H": 32}])
+        # Nothing measured: refused in one line that says what was left out.
+        shutil.rmtree(root / "h200")
+        r = subprocess.run([TUNE, "report", str(root), "-o", str(OUT / "left_out" / "none")], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn("no results measured on a GPU to report; left out 2 result files", r.stderr)
 
 
 class TorchBaselineParts(unittest.TestCase):

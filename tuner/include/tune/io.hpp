@@ -26,7 +26,7 @@ std::filesystem::path compressed_result_path(const std::filesystem::path& json);
 // reader never takes one of two files of one shape (a tune run that replaces a .json.gz removes it).
 std::optional<std::filesystem::path> find_result_file(const std::filesystem::path& json);
 
-// A golden case dumped from the PyTorch model (format of shared/golden).
+// A golden case: the PyTorch model's float64 output on seeded data (docs/problem-format.md, scripts/make_goldens.py).
 struct GoldenCase {
   std::string problem;
   Shape shape;

@@ -1,5 +1,5 @@
 #pragma once
-// Parity against the float64 reference, and timing with CUDA events (MEASURE.md).
+// Parity against the float64 reference, and timing with CUDA events (docs/design.md).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,7 +14,7 @@
 
 namespace tune {
 
-// When a measurement stops (MEASURE.md "Stopping rule, two profiles").
+// When a measurement stops (the stop rule, docs/design.md).
 struct StopRule {
   std::string profile;
   int min_samples = 10;

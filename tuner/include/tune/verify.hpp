@@ -15,7 +15,11 @@ namespace tune {
 struct VerifyOptions {
   std::vector<std::string> golden;
   std::filesystem::path results_dir = "results";
-  bool all = false;  // every variant of the matching results file, not only baseline and winner
+  bool all = false;  // golden parity on every variant of the matching results file, not only baseline and winner
+  // The gate (tune/gate.hpp: more inputs, determinism, sanitizers) on every variant whose parity
+  // passed; without it only the baseline and the winner are gated (--all: seconds of parity for
+  // every variant, minutes of gate for two).
+  bool gate_all = false;
   int device = 0;
   // The correctness gate (tune/gate.hpp) on the variants whose golden parity passed: its sanitizer
   // runs ("off", "winner", "finalists": every variant checked).

@@ -36,9 +36,17 @@ class VerifyCommand final : public Subcommand {
  public:
   VerifyCommand(CLI::App& root, const TuneOptions& main_options) : main_options_(main_options) {
     app_ = root.add_subcommand("verify", "check the CPU reference (and, on a GPU, tuned variants) against golden files");
-    app_->add_option("golden", opt_.golden, "golden JSON files (format of shared/golden)")->required()->check(CLI::ExistingFile);
+    app_->add_option("golden", opt_.golden,
+                     "golden JSON files (<problem folder>/golden/*.json: docs/problem-format.md, scripts/make_goldens.py)")
+        ->required()
+        ->check(CLI::ExistingFile);
     app_->add_option("--results", opt_.results_dir, "results folder to find the matching tune results in")->capture_default_str();
-    app_->add_flag("--all", opt_.all, "check every variant of the matching results file, not just baseline and winner");
+    app_->add_flag("--all", opt_.all,
+                   "golden parity on every variant of the matching results file, not just baseline and winner "
+                   "(the gate still takes only those two)");
+    app_->add_flag("--gate-all", opt_.gate_all,
+                   "the correctness gate (more inputs, determinism, compute-sanitizer) on every variant whose parity "
+                   "passed, not just baseline and winner: minutes per variant");
     add_device_option(*app_, opt_.device);
     app_->add_option("--jobs,-j", opt_.jobs, "parallel NVRTC compiles, 1 to 1024 (default: all cores)")
         ->check(CLI::Range(1, 1024));
@@ -47,7 +55,7 @@ class VerifyCommand final : public Subcommand {
     app_->add_flag("--no-cache", opt_.no_cache, "compile everything, neither reading nor writing the compile cache");
     add_limits();
     app_->add_option("--sanitize", opt_.sanitize,
-                     "the correctness gate's compute-sanitizer runs on the variants checked: finalists (all), winner, off")
+                     "the correctness gate's compute-sanitizer runs on the variants gated: finalists (all of them), winner, off")
         ->check(sanitize_modes())
         ->capture_default_str();
   }
@@ -86,7 +94,8 @@ class ReportCommand final : public Subcommand {
     app_->add_option("--peaks", opt_.peaks, "device peaks, JSON keyed by GPU slug (copy_gb_per_s, fp32_gflop_per_s)");
     app_->add_option("--torch", opt_.torch, "torch baseline files (report/torch_baseline.py) besides RESULTS/<gpu>/");
     app_->add_flag("--allow-synthetic", opt_.allow_synthetic,
-                   "report results not measured on a GPU (fake GPU, compile-only), marked synthetic");
+                   "report results not measured on a GPU (fake GPU, compile-only) too, marked synthetic; without "
+                   "it they are left out, and a line says which");
   }
 
   int run(const Log&) override { return run_report(opt_); }

@@ -54,6 +54,11 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 std::atomic<int> g_signal{0};  // the first signal that asked, for the exit code (128 + it)
 constexpr int kStopSignals[] = {SIGINT, SIGTERM};
+// One NVRTC compile of a variant on one core, for the estimates a run gives before it starts:
+// 13 contact B4 N64 variants for sm_90 took 19.4 s of CPU on the 2-core CI machine (issue 34).
+constexpr double kSecondsPerCompile = 1.5;
+// The sample `--budget` a compile-only sweep that fell back from a missing GPU suggests.
+constexpr std::size_t kSuggestedSample = 50;
 
 extern "C" void on_stop_signal(int signal) {
   int none = 0;
@@ -845,9 +850,10 @@ struct PassRun {
       log("TUNE_WORKER_FAKE: a synthetic device; the worker returns made-up results and measures nothing");
     } else if (!compile_only) {
       run.device = query_device(o.device, &why);
-      if (!run.device) {
-        log(fmt::format("no CUDA device ({}): running the compile-only sweep for {} instead; nothing is timed", why,
-                        arch_name(o.arch)));
+      if (!run.device) {  // said first; how many variants and how long once they are counted (say_compile_only)
+        log(fmt::format("no CUDA device ({}): a compile-only sweep for {} instead: every variant compiled, nothing "
+                        "timed{}", why, arch_name(o.arch),
+                        o.budget > 0 ? "" : fmt::format("; pass --budget {} to compile a sample", kSuggestedSample)));
         compile_only = true;
         run.untimed_reason = "no CUDA device: " + why;
       }
@@ -881,11 +887,25 @@ struct PassRun {
     }
     if (chosen.size() > o.max_variants)
       throw InputError(fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
-                                   "keeps its record in memory; at 0.7 s a compile, {} of one core); pass --budget N to "
+                                   "keeps its record in memory; at {:.1f} s a compile, {} of one core); pass --budget N to "
                                    "time a random sample, restrict the space, split it with --shard, or raise "
                                    "--max-variants",
                                    o.problem, shape.describe(), chosen.size(), chosen_how, o.max_variants,
-                                   format_duration(0.7 * static_cast<double>(chosen.size()))));
+                                   kSecondsPerCompile, format_duration(kSecondsPerCompile * static_cast<double>(chosen.size()))));
+    if (compile_only) say_compile_only();
+  }
+
+  // A compile-only sweep says, once its variants are counted, how long it may take and where its
+  // results go, before anything compiles (issue 34); with more than a sample, how to make it short.
+  void say_compile_only() const {
+    const int jobs = CompilePool::jobs_for(o.jobs);
+    const double seconds = kSecondsPerCompile * static_cast<double>(chosen.size()) / jobs;
+    const auto dir = o.out_dir / ("compile-only-" + arch_name(cc)) / run.problem;
+    const bool sample = o.budget <= 0 && chosen.size() > kSuggestedSample;
+    log(fmt::format("compile-only sweep: {} variants for {} on {} compile job(s), about {} ({:.1f} s a compile a job; "
+                    "less from the compile cache), results into {}/{}",
+                    chosen.size(), arch_name(cc), jobs, format_duration(seconds), kSecondsPerCompile, dir.string(),
+                    sample ? fmt::format("; --budget {} compiles a sample", kSuggestedSample) : std::string()));
   }
 
   // Where the results go (locked for this run), and the run's context.

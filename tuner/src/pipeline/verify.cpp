@@ -22,7 +22,7 @@
 namespace tune {
 namespace {
 
-// The CPU reference must reproduce the float64 golden output to rounding (PROBLEMS.md: ~1e-12).
+// The CPU reference must reproduce the float64 golden output to rounding (~1e-12).
 constexpr double kReferenceTolerance = 1e-9;
 
 struct Named {
@@ -73,7 +73,8 @@ class GoldenCheck {
     }
     compile(space, to_check(space, record, results));
     std::vector<GateVariant> passed = golden_parity(space, problem);
-    if (!passed.empty()) gate(passed, problem_spec);
+    std::vector<GateVariant> gated = to_gate(std::move(passed));
+    if (!gated.empty()) gate(gated, problem_spec);
     return ok_;
   }
 
@@ -137,6 +138,19 @@ class GoldenCheck {
 
   // Golden parity of each compiled variant on the device (not run with TUNE_WORKER_FAKE: the gate's
   // fake worker takes it from there). Those that passed, for the gate, with the CUBINs compiled here.
+  // The variants whose parity passed that the gate takes: all with --gate-all, else the baseline
+  // and the winner (the gate costs minutes a variant; parity, seconds).
+  std::vector<GateVariant> to_gate(std::vector<GateVariant> passed) const {
+    if (o_.gate_all) return passed;
+    std::vector<GateVariant> gated;
+    for (std::size_t i = 0; i < passed.size(); ++i)
+      if (passed_why_[i] != "variant") gated.push_back(std::move(passed[i]));
+    if (gated.size() < passed.size())
+      log_(fmt::format("{}: the gate runs on the baseline and the winner ({} of {} variants whose parity passed); "
+                       "--gate-all gates every one", file_, gated.size(), passed.size()));
+    return gated;
+  }
+
   std::vector<GateVariant> golden_parity(const Space& space, const Problem& problem) {
     std::optional<DeviceRunner> runner;
     if (!fake_) runner.emplace(device_, problem, g_.shape, g_.data, g_.data, g_.output, 0);
@@ -163,7 +177,10 @@ class GoldenCheck {
                                 : fmt::format("MISMATCH ({} of {} outside atol={:g} rtol={:g})", p.mismatches, p.elements,
                                               p.atol, p.rtol)));
         ok_ = ok_ && pass;
-        if (pass) passed.push_back({std::move(compiled_[i]), std::move(lowered_[i]), passed_record(space, name, config)});
+        if (pass) {
+          passed.push_back({std::move(compiled_[i]), std::move(lowered_[i]), passed_record(space, name, config)});
+          passed_why_.push_back(why);
+        }
       } catch (const std::exception& e) {
         log_(fmt::format("  {} {}: failed to run: {}", why, name, e.what()));
         ok_ = false;
@@ -208,6 +225,7 @@ class GoldenCheck {
   const CompilePool& compiler_;
   bool fake_;
   std::vector<Named> valid_;
+  std::vector<std::string> passed_why_;  // golden_parity's passed variants: baseline, winner or variant
   std::vector<Lowered> lowered_;
   std::vector<CompileResult> compiled_;
   bool ok_ = true;

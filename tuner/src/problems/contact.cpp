@@ -1,4 +1,4 @@
-// The contact-map head's float64 reference (configs/contact/reference.py; PROBLEMS.md), the C++
+// The contact-map head's float64 reference (configs/contact/reference.py), the C++
 // fast path of the built-in problem `contact`.
 #include <cmath>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Seeded initialisation shared by the problems (PROBLEMS.md "Input and parameter generation"),
+// Seeded initialisation shared by the problems (docs/problem-format.md, "tensors"),
 // and the C++ fast paths of the built-in problems' references.
 #include <cstdint>
 #include <string>
