@@ -143,7 +143,9 @@ TEST(GateVerdict, ACheckThatCouldNotRunMakesItUncheckedAndItWinsOnlyByConsent) {
     v.timing->samples = 100;
     v.timing->q1_us = v.timing->median_us = v.timing->q3_us = median;
     v.gate.emplace();
-    v.gate->inputs.push_back({"seed 1", ParityRecord{}});
+    ParityRecord ok;
+    ok.elements = 10;
+    v.gate->inputs.push_back({"seed 1", ok});
     run.variants.push_back(v);
   }
   VariantRecord& fast = run.variants[0];
