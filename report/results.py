@@ -203,9 +203,12 @@ def _timing(t, at, measured):
 
 
 def _gate(g, at):
-    _one_of(g, at, "verdict", True, ("safe", "unsafe", "incorrect"))
+    _one_of(g, at, "verdict", True, ("safe", "unsafe", "incorrect", "unchecked"))
     _text(g, at, "reason", False)
     _strings(g, at, "tools", False)
+    _strings(g, at, "not_run", False)
+    if g["verdict"] == "unchecked" and not g.get("not_run"):
+        raise _Bad(_member(at, "not_run"), "empty, but the verdict is unchecked (it names the checks that could not run)")
     for where, f in _objects(g, at, "findings"):
         _text(f, where, "tool", True)
         _text(f, where, "kind", False)
@@ -276,7 +279,8 @@ def _context(ctx, at):
     for k in ("tool_version", "git_commit", "command_line", "started_at", "nvrtc_version", "arch"):
         _text(ctx, at, k, True)
     _strings(ctx, at, "compile_options", True)
-    for k in ("finished_at", "host", "cuda_header_version", "config_file", "reference", "compile_cache"):
+    for k in ("finished_at", "host", "cuda_header_version", "config_file", "source_hash", "reference",
+              "compile_cache"):
         _text(ctx, at, k, False)
     _integer(ctx, at, "jobs", False, 1)
     s = _object(ctx, at, "search", False)
@@ -336,11 +340,12 @@ def _context(ctx, at):
     g = _object(ctx, at, "gate", False)
     if g is not None:
         where = _member(at, "gate")
-        for k in ("mode", "sanitizer", "sanitizer_version", "note"):
+        for k in ("mode", "sanitizer", "sanitizer_version", "note", "could_not_run"):
             _text(g, where, k, False)
+        _boolean(g, where, "allow_unchecked", False)
         _strings(g, where, "tools", False)
         _strings(g, where, "inputs", False)
-        for k in ("launches", "rounds", "gated", "unsafe", "incorrect"):
+        for k in ("launches", "rounds", "gated", "unsafe", "incorrect", "unchecked"):
             _integer(g, where, k, False)
         _numbers(g, where, ("wall_s", "share_of_run"))
 
@@ -352,10 +357,13 @@ def problem_dims(problem, config_file):
     files = [d / problem / "problem.json" for d in dirs]
     if config_file.endswith(PROBLEM_FILE_MARK):
         files.append(pathlib.Path(config_file[:-len(PROBLEM_FILE_MARK)]))
-    for f in files:
+    for k, f in enumerate(files):
         if f.is_file():
             try:
-                dims = json.loads(f.read_text())["shape"]["dims"]
+                doc = json.loads(f.read_text())
+                if k == len(dirs) and doc.get("problem") != problem:
+                    return None  # the recorded file describes another problem (tune refuses it)
+                dims = doc["shape"]["dims"]
                 return dims if isinstance(dims, list) else None
             except (OSError, ValueError, KeyError, TypeError):
                 return None
@@ -525,8 +533,15 @@ def validate(run):
         if winner["status"] != "passed":
             raise _Bad("summary.winner", f"\"{name}\" has status {winner['status']}; a winner passed parity and was timed")
         fastest, fastest_name = median(winner), name
+        # The variants that may win (may_win): passed, and not unchecked unless the run allows it.
+        allow_unchecked = run["context"].get("gate", {}).get("allow_unchecked", False) is True
+        unchecked = lambda v: isinstance(v.get("gate"), dict) and v["gate"]["verdict"] == "unchecked"
+        # An unchecked variant wins only by consent (--allow-unchecked), which the context records.
+        if unchecked(winner) and not allow_unchecked:
+            raise _Bad("summary.winner", f"\"{name}\" is unchecked by the gate, but context.gate.allow_unchecked is not "
+                                         "true (an unchecked variant wins only with --allow-unchecked)")
         for v in variants:
-            if v["status"] == "passed" and median(v) < fastest:
+            if v["status"] == "passed" and (allow_unchecked or not unchecked(v)) and median(v) < fastest:
                 fastest, fastest_name = median(v), v["name"]
         if median(winner) > fastest * (1 + TIE_BAND_CAP):
             raise _Bad("summary.winner", f"\"{name}\" ({median(winner):g} us) is more than {TIE_BAND_CAP * 100:g} % "

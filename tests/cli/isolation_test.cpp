@@ -3,6 +3,8 @@
 // chosen variants crash, hang or report a sticky CUDA error.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -585,7 +587,7 @@ TEST(Gate, TheFinalistsAreGatedAndTheContextSaysHow) {
   EXPECT_EQ(g.at("rounds"), 1);
   EXPECT_GE(g.at("inputs").size(), 2u) << g.dump();
   EXPECT_GT(g.at("wall_s").get<double>(), 0.0);
-  EXPECT_EQ(c.json.at("schema_minor_version"), 4);
+  EXPECT_EQ(c.json.at("schema_minor_version"), 5);
   const Json& w = variant(c.json, c.winner);
   EXPECT_EQ(w.at("gate").at("verdict"), "safe") << w.dump();
   EXPECT_EQ(w.at("gate").at("tools").size(), 4u);
@@ -731,6 +733,152 @@ TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
   const Result unknown = run(std::string(kFake), "check " + file.string() + " --variant no-such-variant");
   EXPECT_EQ(unknown.code, 2) << unknown.output;
   EXPECT_NE(unknown.output.find("no variant named 'no-such-variant'"), std::string::npos) << unknown.output;
+}
+
+// ---- The gate never fails open (issue 34) ------------------------------------------------------
+
+// A compute-sanitizer that answers --version and never starts the worker, with a 1 s start limit.
+std::string no_start_sanitizer() {
+  return std::string("TUNE_SANITIZER=") + TUNE_REPO_DIR +
+         "/tests/support/fake-compute-sanitizer-no-start TUNE_SANITIZER_START_S=1";
+}
+
+TEST(Gate, ASanitizerThatNeverStartsTheWorkerLeavesTheFinalistsUncheckedAndCrownsNoOne) {
+  const std::string out = fresh_dir("gate_no_start");
+  const Result r = run(std::string(kFake) + " " + no_start_sanitizer(), small_run_args(out));
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_EQ(count_of(r.output, "tune: "), 1u) << r.output;
+  EXPECT_NE(r.output.find("tune: the gate of contact"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("waiting for the worker to start"), std::string::npos) << "a progress line\n" << r.output;
+  // What was measured is written, valid, with no winner and no header.
+  const Json got = read_json(result_path(out));
+  EXPECT_TRUE(got.at("summary").at("winner").is_null()) << got.at("summary");
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(result_path(out)).replace_extension(".hpp")));
+  const Json& g = got.at("context").at("gate");
+  EXPECT_NE(g.at("could_not_run").get<std::string>().find("did not start within 1 s"), std::string::npos) << g.dump();
+  EXPECT_FALSE(g.at("allow_unchecked").get<bool>());
+  EXPECT_GT(g.at("unchecked").get<int>(), 0);
+  EXPECT_EQ(g.at("rounds"), 1) << "the gate stops: no round waits again";
+  std::size_t gated = 0;
+  for (const auto& v : got.at("variants")) {
+    if (!v.at("gate").is_object()) continue;
+    ++gated;
+    EXPECT_EQ(v.at("gate").at("verdict"), "unchecked") << v.dump();
+    EXPECT_EQ(v.at("gate").at("not_run").size(), 4u) << v.dump();
+    EXPECT_EQ(v.at("status"), "passed") << v.dump();
+  }
+  EXPECT_GT(gated, 0u);
+  // Every reader accepts the file (check reads it and says there is no winner to check).
+  const Result c = run(kFake, "check " + result_path(out).string());
+  EXPECT_NE(c.output.find("names no winner"), std::string::npos) << c.output;
+}
+
+TEST(Gate, AllowUncheckedLetsAnUncheckedFinalistWinAndTheRecordSaysSo) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("gate_allow_unchecked");
+  const Result r = run(std::string(kFake) + " " + no_start_sanitizer(), small_run_args(out) + " --allow-unchecked");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("summary").at("winner"), c.winner) << r.output;
+  const Json& w = variant(got, c.winner);
+  EXPECT_EQ(w.at("gate").at("verdict"), "unchecked") << w.dump();
+  EXPECT_TRUE(got.at("context").at("gate").at("allow_unchecked").get<bool>());
+  EXPECT_EQ(got.at("schema_minor_version"), 5);
+  EXPECT_NE(r.output.find("winner " + c.winner + " is unchecked"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(result_path(out)).replace_extension(".hpp")));
+}
+
+TEST(Gate, OutputChecksThatCannotRunAreARunErrorAndTheMeasuredResultsStayValid) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("gate_error");
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=gate_error'",
+                       small_run_args(out));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(count_of(r.output, "tune: "), 1u) << r.output;
+  EXPECT_NE(r.output.find("gate: the output checks could not run"), std::string::npos) << r.output;
+  ASSERT_TRUE(std::filesystem::exists(result_path(out))) << "the results, not only a .partial\n" << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_TRUE(got.at("summary").at("winner").is_null());
+  const Json& w = variant(got, c.winner);
+  EXPECT_EQ(w.at("gate").at("verdict"), "unchecked") << w.dump();
+  EXPECT_EQ(w.at("gate").at("not_run"), Json::array({"outputs"})) << w.dump();
+  EXPECT_TRUE(w.at("gate").at("tools").empty()) << "no sanitizer wait after the gate stopped";
+}
+
+TEST(Check, ACheckThatCannotRunIsAnErrorAndWriteLeavesTheFileAsItWas) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("check_cannot_run");
+  ASSERT_EQ(run(std::string(kFake) + " " + fake_sanitizer(), small_run_args(out)).code, 0);
+  const auto file = result_path(out);
+  const std::string before = read_text(file);
+  const Result w = run(std::string(kFake) + " TUNE_WORKER_FAULT='" + c.winner + "=gate_error'",
+                       "check " + file.string() + " --write --sanitize off");
+  EXPECT_EQ(w.code, 2) << w.output;
+  EXPECT_EQ(count_of(w.output, "tune: "), 1u) << w.output;
+  EXPECT_NE(w.output.find("the gate could not run"), std::string::npos) << w.output;
+  EXPECT_EQ(read_text(file), before) << "--write writes no verdict the gate did not reach";
+  const Result s = run(std::string(kFake) + " " + no_start_sanitizer(), "check " + file.string() + " --write");
+  EXPECT_EQ(s.code, 3) << s.output;
+  EXPECT_EQ(read_text(file), before);
+}
+
+TEST(Isolation, AFinishedRunMovesAnUnreadableResultsFileAsideAndWritesItsOwn) {
+  const std::string out = fresh_dir("unreadable_earlier");
+  const auto file = result_path(out);
+  std::filesystem::create_directories(file.parent_path());
+  const std::string unreadable = R"({"kind": "tune.result", "schema_version": 1})";
+  std::ofstream(file) << unreadable;
+  const Result r = run(kFake, small_run_args(out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "moved the earlier results"), 1u) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(file.string() + ".partial")) << r.output;
+  EXPECT_TRUE(read_json(file).at("summary").at("winner").is_string()) << "this run's results replace it";
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(file).replace_extension(".hpp"))) << r.output;
+  std::size_t aside = 0;
+  for (const auto& e : std::filesystem::directory_iterator(file.parent_path()))
+    if (e.path().filename().string().starts_with(file.filename().string() + ".unreadable-")) {
+      ++aside;
+      EXPECT_EQ(read_text(e.path()), unreadable) << "moved, not lost";
+    }
+  EXPECT_EQ(aside, 1u);
+}
+
+// Holds <results>.lock as a running tune does (flock, its pid inside) while it lives.
+struct HeldLock {
+  explicit HeldLock(const std::filesystem::path& results) {
+    std::filesystem::create_directories(results.parent_path());
+    fd = open(std::filesystem::path(results).replace_extension(".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+    const std::string pid = std::to_string(getpid()) + "\n";
+    EXPECT_EQ(write(fd, pid.data(), pid.size()), static_cast<ssize_t>(pid.size()));
+  }
+  ~HeldLock() { close(fd); }
+  HeldLock(const HeldLock&) = delete;
+  HeldLock& operator=(const HeldLock&) = delete;
+  int fd = -1;
+};
+
+TEST(Check, MergeOutAndCheckWriteRefuseWhileATuneHoldsTheResultsLock) {
+  const std::string out = fresh_dir("lock_held");
+  for (int k = 0; k < 2; ++k)
+    ASSERT_EQ(run(kFake, small_run_args(out + "/s" + std::to_string(k)) + " --shard " + std::to_string(k) + "/2").code, 0);
+  const std::filesystem::path merged = result_path(out + "/merged");
+  {
+    const HeldLock held(merged);
+    const Result m = run("", "merge " + out + "/s0 " + out + "/s1 --out " + out + "/merged");
+    EXPECT_EQ(m.code, 2) << m.output;
+    EXPECT_NE(m.output.find("another tune (pid " + std::to_string(getpid()) + ") is writing"), std::string::npos) << m.output;
+    EXPECT_FALSE(std::filesystem::exists(merged)) << "nothing written under the lock";
+  }
+  ASSERT_EQ(run("", "merge " + out + "/s0 " + out + "/s1 --out " + out + "/merged").code, 0);
+  const std::string before = read_text(merged);
+  {
+    const HeldLock held(merged);
+    const Result w = run(kFake, "check " + merged.string() + " --write --sanitize off");
+    EXPECT_EQ(w.code, 2) << w.output;
+    EXPECT_NE(w.output.find("is writing"), std::string::npos) << w.output;
+    EXPECT_EQ(read_text(merged), before);
+  }
 }
 
 }  // namespace

@@ -224,4 +224,49 @@ TEST(ProblemFolder, EveryTemplateFileIsPartOfTheCompileCacheKey) {
   EXPECT_EQ(cached(), 0u);
 }
 
+// A fake-timed result of a copy of the fixture (its winner gated without sanitizers), and that copy.
+struct UserResult {
+  fs::path dir, file;
+};
+UserResult user_result(const std::string& name) {
+  const fs::path dir = third_party(name);
+  const std::string out = out_dir(name);
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 37 --budget 2 --sanitize off --out " + out);
+  EXPECT_EQ(r.code, 0) << r.output;
+  return {dir, fs::path(out) / "fake-gpu" / "affine" / "R37_L64.json"};
+}
+
+// tune check passes the problem it found (--problem-path here) to the gate's workers (issue 34 #2).
+TEST(ProblemFolder, CheckWithProblemPathGatesAUserFolderThatMoved) {
+  const UserResult u = user_result("check_path");
+  const fs::path moved = u.dir.parent_path() / "moved";
+  fs::create_directories(moved);
+  fs::rename(u.dir, moved / "affine");  // the path the results recorded is gone
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --sanitize off --problem-path " + moved.string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("check: 1 of 1 safe"), std::string::npos) << r.output;
+  const Result w = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --write --sanitize off --problem-path " + moved.string());
+  EXPECT_EQ(w.code, 0) << w.output;
+  EXPECT_EQ(read_json(u.file).at("context").at("gate").at("gated"), 1) << "the verdict written is a valid record";
+}
+
+// A results file whose recorded problem file describes another problem is refused, as tune header
+// refuses it (issue 34 #20); so is --write into results whose kernel sources changed since.
+TEST(ProblemFolder, CheckRefusesAMislabelledProblemAndWriteRefusesChangedSources) {
+  const UserResult u = user_result("check_label");
+  const std::string before = slurp(u.file);
+  Json j = read_json(u.file);
+  j["problem"] = "affine2";
+  const fs::path mislabelled = u.file.parent_path() / "mislabelled.json";
+  std::ofstream(mislabelled) << j.dump(1);
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "check " + mislabelled.string() + " --sanitize off");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "the results are problem affine2 but");
+  write(u.dir / "kernel.cuh", slurp(u.dir / "kernel.cuh") + "\n// changed\n");
+  const Result w = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --write --sanitize off");
+  EXPECT_EQ(w.code, 2) << w.output;
+  expect_error_output(w, "changed since");
+  EXPECT_EQ(slurp(u.file), before);
+}
+
 }  // namespace

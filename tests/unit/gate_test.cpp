@@ -4,6 +4,7 @@
 
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
+#include "tune/tune.hpp"
 
 namespace tune {
 namespace {
@@ -128,6 +129,45 @@ TEST(GateVerdict, FindingsThenDeterminismThenInputsDecide) {
   slow.gate = racy.gate;
   Gate::apply_verdict(slow);
   EXPECT_EQ(slow.status, Status::kCrashed);
+}
+
+// A check that could not run is never `safe` (issue 34): the variant is `unchecked`, keeps its
+// status, and wins only where the run allows it (context.gate.allow_unchecked).
+TEST(GateVerdict, ACheckThatCouldNotRunMakesItUncheckedAndItWinsOnlyByConsent) {
+  RunRecord run;
+  for (const auto& [name, median] : {std::pair{"a", 10.0}, std::pair{"b", 20.0}}) {
+    VariantRecord v;
+    v.name = name;
+    v.status = Status::kPassed;
+    v.timing.emplace();
+    v.timing->samples = 100;
+    v.timing->q1_us = v.timing->median_us = v.timing->q3_us = median;
+    v.gate.emplace();
+    ParityRecord ok;
+    ok.elements = 10;
+    v.gate->inputs.push_back({"seed 1", ok});
+    run.variants.push_back(v);
+  }
+  VariantRecord& fast = run.variants[0];
+  fast.gate->tools = {"memcheck"};
+  fast.gate->not_run = {"racecheck", "synccheck", "initcheck"};
+  Gate::apply_verdict(fast);
+  EXPECT_EQ(fast.gate->verdict, "unchecked");
+  EXPECT_EQ(fast.status, Status::kPassed);
+  EXPECT_EQ(fast.gate->reason.rfind("racecheck, synccheck, initcheck could not run", 0), 0u) << fast.gate->reason;
+  Gate::apply_verdict(run.variants[1]);
+  EXPECT_EQ(run.variants[1].gate->verdict, "safe");
+
+  std::string rule;
+  EXPECT_EQ(pick_winner(run, &rule).value_or(""), "b") << "the unchecked one does not win";
+  run.context.gate.allow_unchecked = true;
+  EXPECT_EQ(pick_winner(run, &rule).value_or(""), "a") << "--allow-unchecked";
+
+  VariantRecord racy = fast;  // a finding still outranks what did not run
+  racy.gate->findings.push_back({"memcheck", "Invalid __global__ read", {}});
+  Gate::apply_verdict(racy);
+  EXPECT_EQ(racy.gate->verdict, "unsafe");
+  EXPECT_EQ(racy.status, Status::kUnsafe);
 }
 
 TEST(GateVerdict, SanitizeModesParseAndABadOneSaysTheChoices) {

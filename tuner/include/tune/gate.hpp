@@ -11,7 +11,10 @@
 //     variant whose kernel it names (--demangle no: the lowered names); one that cannot be pinned
 //     runs each variant again alone.
 // A finalist with a finding or a changing output becomes `unsafe`, one that fails an input
-// `incorrect`; neither wins, and the next finalist is gated in turn (tune.cpp).
+// `incorrect`; neither wins, and the next finalist is gated in turn (tune.cpp). One on which a check
+// that was asked for could not run (a sanitizer that did not start the worker, an output check whose
+// worker failed) becomes `unchecked`, never `safe` (issue 34): it wins only with --allow-unchecked,
+// and without that the run names no winner and exits 2 or 3 (could_not_run_exit_code).
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -66,8 +69,14 @@ struct GateSettings {
   // Also check the search's own parity input (tune check and verify: the variants were not just
   // checked on it by this run).
   bool search_input = false;
+  bool allow_unchecked = false;  // --allow-unchecked (recorded in the context; the caller names the winner)
   std::function<void(const std::string&)> log;
 };
+
+// How long a worker under compute-sanitizer may take to start (answer init): 60 s, or
+// $TUNE_SANITIZER_START_S. Shorter than a plain worker's 300 s: a sanitizer that never starts its
+// worker costs this much per gate round, not 300 s.
+double sanitizer_start_deadline_s();
 
 class Gate {
  public:
@@ -84,18 +93,28 @@ class Gate {
   // Every tool on the items (those that failed the output checks too: a report says why). Adds the
   // tools and findings to their gate.
   void sanitize(const std::vector<WorkerItem>& items);
-  // Sets each record's verdict, reason and status from its gate: unsafe, incorrect or safe.
+  // Sets each record's verdict, reason and status from its gate: unsafe, incorrect, unchecked or safe.
   static void apply_verdict(VariantRecord& rec);
 
+  // The first check the gate could not run (also context.gate.could_not_run); empty: every one ran.
+  [[nodiscard]] const std::string& could_not_run() const { return ctx_.could_not_run; }
+  // The exit code of a run stopped by could_not_run: 2 when the problem is at fault (its reference
+  // failed, it is not found), 3 when the machine is (the sanitizer, the device); 0 when all ran.
+  [[nodiscard]] int could_not_run_exit_code() const;
+
  private:
+  void record_could_not_run(const std::string& why, bool input);
+
   GateSettings settings_;
   RunContext::Gate& ctx_;
   SanitizerLocation sanitizer_;
   std::vector<std::uint64_t> seeds_;
   std::atomic<int> logs_{0};
+  bool could_not_run_input_ = false;
+  bool sanitizer_failed_ = false;  // a tool could not run: later rounds do not wait for it again
 };
 
-// Counts a gated record into ctx (gated, unsafe, incorrect); a record without a gate is not counted.
+// Counts a gated record into ctx (gated, unsafe, incorrect, unchecked); a record without a gate is not counted.
 void count_gated(const VariantRecord& rec, RunContext::Gate& ctx);
 
 // A variant to gate outside a tune (tune check, tune verify): its CUBIN, launches and record.
@@ -106,13 +125,16 @@ struct GateVariant {
 };
 // Gates the variants once (outputs, then every sanitizer) at settings' problem, shape, seed and
 // device, the search's own parity input included; fills their records and counts them into ctx.
-void gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx);
+// Returns Gate::could_not_run_exit_code: 0 when every check ran, else 2 or 3 (ctx.could_not_run
+// says why; the variants it left out are `unchecked`).
+int gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx);
 // Compiles the configurations of `space` named by the records (their params) at `shape` for `arch`
 // (the compile cache is used) and gates them; returns them with their records filled. Throws
 // InputError for a configuration that is not valid at this shape or does not compile.
+// *could_not_run_exit: gate_variants' return.
 std::vector<GateVariant> gate_records(const std::string& problem, const class Space& space, const Shape& shape,
                                       std::uint64_t seed, int device, int arch, const std::vector<VariantRecord>& records,
-                                      GateSettings settings, RunContext::Gate& ctx);
+                                      GateSettings settings, RunContext::Gate& ctx, int* could_not_run_exit = nullptr);
 
 // tune check RESULTS.json: the gate on variants of a result of record.
 struct CheckOptions {
@@ -125,7 +147,10 @@ struct CheckOptions {
   std::function<void(const std::string&)> log;
 };
 // True when every variant checked is safe. Throws InputError (unreadable file, unknown variant,
-// nothing to check), DeviceError (no device).
+// nothing to check, a problem that is not the results', sources changed since with --write, a tune
+// writing the file with --write, a gate that could not run because of the problem), DeviceError (no
+// device, a gate that could not run because of the sanitizer or the device). Nothing is written
+// unless every check ran and the updated record validates.
 bool run_check(const CheckOptions& options);
 
 }  // namespace tune

@@ -21,7 +21,10 @@ inline constexpr int kResultSchemaVersion = 1;
 // (--shard runs). 2: context `reference` (which float64 reference the parity checks used: the
 // built-in C++ fast path or the problem folder's reference.py and its backend). 3: status `unsafe`,
 // per-variant `gate` and parity `output_hash`, context `gate` (the correctness gate, issue 20).
-inline constexpr int kResultSchemaMinorVersion = 4;
+// 4: context `search.space_configurations` and `draws`. 5: gate verdict `unchecked` and its
+// `not_run`, context `gate.allow_unchecked`, `gate.could_not_run`, `gate.unchecked` and
+// `source_hash` (issue 34).
+inline constexpr int kResultSchemaMinorVersion = 5;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -66,9 +69,14 @@ struct SanitizerFinding {
 // A finalist's gate (issue 20): sanitizers on its parity launch, its output over repeated launches
 // and from a fresh context, and parity on more inputs than the search used.
 struct GateRecord {
-  std::string verdict;  // "safe", "unsafe" (a finding or a changing output), "incorrect" (an input failed)
+  // "safe", "unsafe" (a finding or a changing output), "incorrect" (an input failed), "unchecked"
+  // (nothing found, but a check that was asked for could not run: see not_run). An unchecked
+  // variant wins only with --allow-unchecked (context.gate.allow_unchecked).
+  std::string verdict;
   std::string reason;   // one line: what was found, or what was checked
   std::vector<std::string> tools;  // the sanitizer tools that ran on it
+  // The checks asked for that could not run on it: "outputs", or a sanitizer tool's name.
+  std::vector<std::string> not_run;
   std::vector<SanitizerFinding> findings;  // the first few of each tool
   int findings_left_out = 0;                // reports beyond those (a kernel may have hundreds)
   struct Input {
@@ -192,6 +200,10 @@ struct RunContext {
   std::vector<std::string> compile_options;
   std::string arch;
   std::string config_file;
+  // content_hash of the search space with its kernel templates and of the problem file: what the
+  // journal's identity holds. tune check --write refuses a record whose sources changed since.
+  // Empty in results of an earlier version.
+  std::string source_hash;
   // How the float64 reference was computed, as the worker reported it: "built-in C++ (contact)",
   // "reference.py (torch 2.11.0)", "reference.py (numpy)"; empty when nothing was timed.
   std::string reference;
@@ -246,10 +258,14 @@ struct RunContext {
     std::string sanitizer_version;
     std::vector<std::string> tools;  // sanitizer tools run
     std::string note;             // why a part did not run (no compute-sanitizer, ...), or ""
+    // The first check the gate could not run (a sanitizer that did not start the worker, an output
+    // check whose worker failed), or "": the finalists it left out are `unchecked`.
+    std::string could_not_run;
+    bool allow_unchecked = false;  // --allow-unchecked: an unchecked finalist may win
     std::vector<std::string> inputs;  // extra parity inputs: seeds and the problem's edge cases
     int launches = 0;             // launches per finalist compared for determinism
     int rounds = 0;               // a round gates the next finalists when every gated one failed
-    int gated = 0, unsafe = 0, incorrect = 0;
+    int gated = 0, unsafe = 0, incorrect = 0, unchecked = 0;
     double wall_s = 0;            // wall time of the gate
     double share = 0;             // wall_s / the run's total wall time
   } gate;

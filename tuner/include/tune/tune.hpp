@@ -93,6 +93,9 @@ struct TuneOptions {
   // The correctness gate's sanitizers (tune/gate.hpp): "off", "winner" or "finalists". The output
   // checks (more inputs, determinism) run on every finalist whatever this says.
   std::string sanitize = "finalists";
+  // --allow-unchecked: a finalist the gate could not check in full (`unchecked`) may win. Without
+  // it, a run whose gate could not run names no winner and exits 2 or 3 (TuneOutcome::gate_exit_code).
+  bool allow_unchecked = false;
   std::string command_line;
   // Set by the sweep layer for --shard runs (tune/sweep.hpp): recorded in the context, and with
   // split "variants" only this shard's variants are run.
@@ -107,6 +110,9 @@ struct TuneOutcome {
   RunRecord run;
   std::filesystem::path json_path;
   std::optional<std::filesystem::path> header_path;
+  // Nonzero when the gate could not run and no unchecked finalist may win: 2 (the problem is at
+  // fault) or 3 (the sanitizer or the device); run.context.gate.could_not_run says why.
+  int gate_exit_code = 0;
 };
 
 // The compile request of the baseline of o's problem and shape (lowered for o's device, or
@@ -131,11 +137,34 @@ void check_launch_args(const class Problem& problem, const class Space& space);
 inline constexpr std::string_view kProblemFileMark = " (problem)";
 // How to find the problem of a recorded run: its name on the problem path, else the problem file
 // the run recorded (context.config_file "<file> (problem)"), so a user's folder off the path works.
+// Throws InputError when neither is found, or when the recorded file describes another problem.
 std::string problem_spec_of(const struct RunRecord& run);
 std::string problem_spec_of(const std::string& problem, const std::string& config_file);
 // The space a recorded run used: its own file (--config) when that was not the problem's and it is
 // still there, else the problem's.
 class Space load_run_space(const struct RunRecord& run);
+// One writer per results file. Two runs of one shape on one --out would truncate each other's
+// journal and results, and tune merge --out or tune check --write would be overwritten by a running
+// tune (issue 34 #25); the second is refused in one line that names the first. The lock is flock(2)
+// on "<shape>.lock" beside the results (released by the kernel however the holder ends), the
+// holder's pid in it; the file is removed when the holder ends. Throws InputError
+// "another tune (pid N) is writing FILE; <remedy>".
+class ResultsLock {
+ public:
+  explicit ResultsLock(const std::filesystem::path& results,
+                       const std::string& remedy = "wait for it to finish, or pass another --out");
+  ~ResultsLock();
+  ResultsLock(const ResultsLock&) = delete;
+  ResultsLock& operator=(const ResultsLock&) = delete;
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+// What a run's kernels came from: the space with its templates, and the problem file (the journal's
+// identity and context.source_hash). tune check --write compares it.
+std::string sources_hash(const class Space& space, const class Problem& problem);
 // The shape of a run: the user's dimensions over the space's defaults, validated.
 Shape resolve_shape(const class Problem& problem, const class Space& space,
                     const std::vector<std::pair<std::string, std::int64_t>>& dims);
@@ -147,6 +176,9 @@ CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> 
 // A passed variant whose cold median is a finite, positive number: the only kind that is ranked,
 // ties, wins or gives a speedup (NaN, infinite, zero or negative medians never do).
 bool has_usable_timing(const VariantRecord& v);
+// Whether v takes part in the winner rule: a usable timing, and not `unchecked` by the gate unless
+// the run allows it (context.gate.allow_unchecked).
+bool may_win(const VariantRecord& v, const RunRecord& run);
 // The winner of a measured run: the smallest cold median; variants within the noise of it
 // (max(0.5 %, half the relative IQR), at most 5 %) tie, and a tie goes to fewer registers
 // (unknown counts last), then the smaller name. Sets *rule to that sentence. None passed: nullopt.

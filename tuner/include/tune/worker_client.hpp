@@ -22,7 +22,7 @@
 namespace tune {
 
 struct WorkerInit {
-  std::string problem;
+  std::string problem;  // a name or a problem file; the worker is sent the file (find_problem here)
   Shape shape;
   std::uint64_t seed = 0;
   int device = 0;
@@ -47,7 +47,8 @@ struct WorkerItem {
 class WorkerProcess {
  public:
   // Spawns /proc/self/exe __worker in its own process group (a Ctrl-C to the terminal does not
-  // reach it) and sends init. Throws DeviceError when it cannot be spawned.
+  // reach it) and sends init. Throws DeviceError when it cannot be spawned, InputError when the
+  // problem is not found.
   explicit WorkerProcess(const WorkerInit& init);
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
@@ -70,6 +71,9 @@ class WorkerProcess {
   // when it was already lost or had to be killed after deadline_s.
   int quit(double deadline_s);
   [[nodiscard]] bool alive() const { return pid_ > 0; }
+  // Whether the last error reply (fault kind "error") was the user's to fix (a problem's reference
+  // that fails, ...) rather than the device's.
+  [[nodiscard]] bool last_error_was_input() const { return last_error_input_; }
 
  private:
   // A JSON line, then the raw bytes of the attachments (the CUBINs its items announce).
@@ -84,6 +88,7 @@ class WorkerProcess {
   PipeReader replies_;
   std::string last_phase_;
   int last_item_ = -1;
+  bool last_error_input_ = false;
 };
 
 // "SIGSEGV" for SIGSEGV.

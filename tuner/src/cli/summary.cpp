@@ -56,13 +56,19 @@ int interrupted_exit_code() {
 
 bool say_nothing_passed(const RunRecord& run, const std::filesystem::path& json_path) {
   if (!run.timed || run.winner || run.context.interrupted) return false;
+  if (const auto& gate = run.context.gate; !gate.could_not_run.empty() && !gate.allow_unchecked) {
+    fmt::print(stderr, "tune: the gate of {} {} could not run ({}): {} finalist(s) unchecked, no winner, no header; the "
+               "results are in {}; fix that, or pass --allow-unchecked to let an unchecked finalist win\n",
+               run.problem, run.shape.describe(), gate.could_not_run, gate.unchecked, json_path.string());
+    return true;
+  }
   fmt::print(stderr, "tune: no variant of {} {} passed ({}): no winner, no header; the results are in {}{}\n", run.problem,
              run.shape.describe(), status_counts(run), json_path.string(),
              run.context.shard ? " (a --shard part exits 0: tune merge exits 5 if the merged run has no winner)" : "");
   return true;
 }
 
-bool print_summary(const TuneOutcome& out) {
+int print_summary(const TuneOutcome& out) {
   const auto& run = out.run;
   fmt::print("\n{} {}: {} variants ({})\n", run.problem, run.shape.describe(), run.variants.size(), status_counts(run));
   fmt::print("compile wall {:.1f} s, measure {:.1f} s, total {:.1f} s\n", run.wall.compile_wall_s, run.wall.measure_wall_s,
@@ -71,8 +77,12 @@ bool print_summary(const TuneOutcome& out) {
   print_speedup(run);
   fmt::print("results: {}\n", out.json_path.string());
   if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
+  if (run.winner && run.find(*run.winner)->gate && run.find(*run.winner)->gate->verdict == "unchecked")
+    fmt::print("winner {} is unchecked: {} (--allow-unchecked)\n", *run.winner, run.context.gate.could_not_run);
   std::fflush(stdout);
-  return say_nothing_passed(run, out.json_path) && !run.context.shard;
+  const bool no_winner = say_nothing_passed(run, out.json_path);
+  if (out.gate_exit_code != 0) return out.gate_exit_code;
+  return no_winner && !run.context.shard ? kNothingPassed : 0;
 }
 
 }  // namespace tune::cli

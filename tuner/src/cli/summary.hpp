@@ -13,13 +13,14 @@ inline constexpr int kNothingPassed = 5;
 // 128 + the signal that interrupted the run, as a shell reports it: 130 (SIGINT), 143 (SIGTERM).
 int interrupted_exit_code();
 
-// Says so in one line when no variant of a finished timed run passed (none has a usable median);
-// true then.
+// Says so in one line when a finished timed run names no winner: no variant passed (none has a
+// usable median), or the gate could not run and no unchecked finalist may win; true then.
 bool say_nothing_passed(const RunRecord& run, const std::filesystem::path& json_path);
 
-// The run's counts, walls and fastest variants on stdout. True when the run counts for exit 5:
-// nothing passed, and it is not a --shard part (whose verdict is the merge's, so that a Slurm merge
-// queued afterok still runs).
-bool print_summary(const TuneOutcome& out);
+// The run's counts, walls and fastest variants on stdout; the exit code of how it ended: the
+// gate's (2 or 3) when it could not run and nothing unchecked may win (TuneOutcome::gate_exit_code),
+// 5 when nothing passed and it is not a --shard part (whose verdict is the merge's, so that a Slurm
+// merge queued afterok still runs), else 0.
+int print_summary(const TuneOutcome& out);
 
 }  // namespace tune::cli

@@ -142,9 +142,9 @@ int run_one_shape(TuneOptions& opt, const SweepItem& item) {
   opt.problem = item.problem;
   opt.dims = item.dims;
   const TuneOutcome outcome = run_tune(opt);
-  const bool nothing_passed = print_summary(outcome);
+  const int code = print_summary(outcome);
   if (outcome.run.context.interrupted) return interrupted_exit_code();
-  return nothing_passed ? kNothingPassed : 0;
+  return code;
 }
 
 // --transfer: the sweep's shapes in one sequence, cheapest first per problem.
@@ -166,31 +166,34 @@ std::vector<SweepItem> transfer_order(const TuneArgs& args, const std::vector<Sw
 int run_on_devices(const TuneArgs& args, const std::vector<SweepWork>& work, std::size_t item_count,
                    const std::vector<SweepDevice>& devices, const Log& log) {
   for (const auto& d : devices) log(fmt::format("{} -> {}/{}/", describe_device(d.info), args.out_dir, d.dir));
-  bool nothing_passed = false;
+  int code = 0;  // the first item's that did not end well
   const auto t0 = std::chrono::steady_clock::now();
   const auto result = run_sweep_on_devices(
       work, args.opt, devices, args.replicate,
       [&](const SweepWork& w, const SweepDevice& d, const TuneOutcome& outcome) {
         fmt::print("\n== sweep item {} of {} on device {}: {}", w.index + 1, item_count, d.info.ordinal, w.item.describe());
-        nothing_passed = print_summary(outcome) || nothing_passed;
+        const int item_code = print_summary(outcome);
+        if (code == 0) code = item_code;
       });
   fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", result.ran, args.replicate ? "item runs" : "items",
              devices.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
              result.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(result.failed, ", ")),
              result.not_run ? fmt::format("; {} not run", result.not_run) : std::string());
-  return result.interrupted ? interrupted_exit_code() : nothing_passed ? kNothingPassed : 0;
+  return result.interrupted ? interrupted_exit_code() : code;
 }
 
 // The sweep's items one after the other, in this process.
 int run_in_sequence(const TuneArgs& args, const std::vector<SweepWork>& work, std::size_t item_count,
                     const ShardSpec& shard) {
-  bool interrupted = false, nothing_passed = false;
+  bool interrupted = false;
+  int code = 0;  // the first item's that did not end well
   const auto t_sweep = std::chrono::steady_clock::now();
   const std::size_t ran = run_sweep(
       work, args.opt,
       [&](const SweepWork& w, const TuneOutcome& outcome) {
         fmt::print("\n== sweep item {} of {}: {}", w.index + 1, item_count, w.item.describe());
-        nothing_passed = print_summary(outcome) || nothing_passed;
+        const int item_code = print_summary(outcome);
+        if (code == 0) code = item_code;
         interrupted = interrupted || outcome.run.context.interrupted;
       },
       args.transfer);
@@ -199,7 +202,7 @@ int run_in_sequence(const TuneArgs& args, const std::vector<SweepWork>& work, st
              args.transfer ? " (with --transfer)" : "",
              shard.count > 1 ? fmt::format(" by shard {}/{}; combine the shards with tune merge", shard.index, shard.count)
                              : std::string());
-  return interrupted ? interrupted_exit_code() : nothing_passed ? kNothingPassed : 0;
+  return interrupted ? interrupted_exit_code() : code;
 }
 
 // Several shapes, a shard or several devices: the sweep's plan, then its run.

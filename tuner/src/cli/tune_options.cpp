@@ -133,6 +133,9 @@ void add_run_options(CLI::App& app, TuneArgs& args) {
                  "are checked on more inputs and over many launches either way")
       ->check(sanitize_modes())
       ->capture_default_str();
+  app.add_flag("--allow-unchecked", opt.allow_unchecked,
+               "let a finalist win that the gate could not check in full (a sanitizer that did not run, output checks "
+               "that could not run): it is recorded `unchecked`; without this such a run names no winner and exits 2 or 3");
 }
 
 }  // namespace

@@ -112,18 +112,21 @@ Json gate_json(const GateRecord& g) {
   for (const auto& f : g.findings) findings.push_back({{"tool", f.tool}, {"kind", f.kind}, {"report", f.report}});
   Json inputs = Json::array();
   for (const auto& i : g.inputs) inputs.push_back({{"name", i.name}, {"parity", parity_json(i.parity)}});
-  return Json{{"verdict", g.verdict},   {"reason", g.reason},
-              {"tools", g.tools},       {"findings", findings},
-              {"findings_left_out", g.findings_left_out},
-              {"inputs", inputs},       {"launches", g.launches},
-              {"deterministic", g.deterministic}, {"determinism", g.determinism},
-              {"seconds", number(g.seconds)}};
+  Json out{{"verdict", g.verdict},   {"reason", g.reason},
+           {"tools", g.tools},       {"findings", findings},
+           {"findings_left_out", g.findings_left_out},
+           {"inputs", inputs},       {"launches", g.launches},
+           {"deterministic", g.deterministic}, {"determinism", g.determinism},
+           {"seconds", number(g.seconds)}};
+  if (!g.not_run.empty()) out["not_run"] = g.not_run;
+  return out;
 }
 GateRecord gate_from(const Json& j) {
   GateRecord g;
   g.verdict = j.at("verdict").get<std::string>();
   g.reason = j.value("reason", "");
   g.tools = j.value("tools", std::vector<std::string>{});
+  g.not_run = j.value("not_run", std::vector<std::string>{});
   for (const auto& f : j.value("findings", Json::array()))
     g.findings.push_back({f.at("tool").get<std::string>(), f.value("kind", ""), f.value("report", std::vector<std::string>{})});
   for (const auto& i : j.value("inputs", Json::array()))
@@ -380,6 +383,7 @@ Json to_json(const RunRecord& run) {
                {"arch", c.arch},
                {"compile_options", c.compile_options},
                {"config_file", c.config_file},
+               {"source_hash", c.source_hash},
                {"reference", c.reference},
                {"compile_cache", c.compile_cache},
                {"jobs", c.jobs},
@@ -393,9 +397,11 @@ Json to_json(const RunRecord& run) {
                {"journal", {{"file", c.journal}, {"resumed_variants", c.resumed_variants}}},
                {"gate", {{"mode", c.gate.mode}, {"sanitizer", c.gate.sanitizer},
                          {"sanitizer_version", c.gate.sanitizer_version}, {"tools", c.gate.tools},
-                         {"note", c.gate.note}, {"inputs", c.gate.inputs}, {"launches", c.gate.launches},
-                         {"rounds", c.gate.rounds}, {"gated", c.gate.gated}, {"unsafe", c.gate.unsafe},
-                         {"incorrect", c.gate.incorrect}, {"wall_s", number(c.gate.wall_s)},
+                         {"note", c.gate.note}, {"could_not_run", c.gate.could_not_run},
+                         {"allow_unchecked", c.gate.allow_unchecked}, {"inputs", c.gate.inputs},
+                         {"launches", c.gate.launches}, {"rounds", c.gate.rounds}, {"gated", c.gate.gated},
+                         {"unsafe", c.gate.unsafe}, {"incorrect", c.gate.incorrect},
+                         {"unchecked", c.gate.unchecked}, {"wall_s", number(c.gate.wall_s)},
                          {"share_of_run", number(c.gate.share)}}}};
   if (c.shard) context["shard"] = shard_json(*c.shard);
   // The local search after the warm choice or the model: recorded under warm_start when there is one.
@@ -481,6 +487,7 @@ RunRecord run_from_json(const Json& j) {
     run.context.arch = c.at("arch").get<std::string>();
     run.context.compile_options = c.at("compile_options").get<std::vector<std::string>>();
     run.context.config_file = c.value("config_file", "");
+    run.context.source_hash = c.value("source_hash", "");
     run.context.reference = c.value("reference", "");
     run.context.compile_cache = c.value("compile_cache", "");
     run.context.jobs = c.value("jobs", 1);
@@ -542,6 +549,9 @@ RunRecord run_from_json(const Json& j) {
       gate.sanitizer_version = g.value("sanitizer_version", "");
       gate.tools = g.value("tools", std::vector<std::string>{});
       gate.note = g.value("note", "");
+      gate.could_not_run = g.value("could_not_run", "");
+      gate.allow_unchecked = g.value("allow_unchecked", false);
+      gate.unchecked = g.value("unchecked", 0);
       gate.inputs = g.value("inputs", std::vector<std::string>{});
       gate.launches = g.value("launches", 0);
       gate.rounds = g.value("rounds", 0);

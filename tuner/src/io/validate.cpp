@@ -206,9 +206,12 @@ void timing(const Check& c, const Json& t, const std::string& at, bool measured)
 }
 
 void gate(const Check& c, const Json& g, const std::string& at) {
-  one_of(c, g, at, "verdict", true, {"safe", "unsafe", "incorrect"});
+  one_of(c, g, at, "verdict", true, {"safe", "unsafe", "incorrect", "unchecked"});
   text(c, g, at, "reason", false);
   strings(c, g, at, "tools", false);
+  strings(c, g, at, "not_run", false);
+  if (g.at("verdict") == "unchecked" && g.value("not_run", Json::array()).empty())
+    c.fail(member(at, "not_run"), "empty, but the verdict is unchecked (it names the checks that could not run)");
   for_each_object(c, g, at, "findings", [&](const Json& f, const std::string& where) {
     text(c, f, where, "tool", true);
     text(c, f, where, "kind", false);
@@ -285,7 +288,8 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
   for (const char* k : {"tool_version", "git_commit", "command_line", "started_at", "nvrtc_version", "arch"})
     text(c, ctx, at, k, true);
   strings(c, ctx, at, "compile_options", true);
-  for (const char* k : {"finished_at", "host", "cuda_header_version", "config_file", "reference", "compile_cache"})
+  for (const char* k : {"finished_at", "host", "cuda_header_version", "config_file", "source_hash", "reference",
+                        "compile_cache"})
     text(c, ctx, at, k, false);
   (void)integer(c, ctx, at, "jobs", false, 1);
   if (const Json* s = object(c, ctx, at, "search", false)) {
@@ -343,10 +347,12 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
   }
   if (const Json* g = object(c, ctx, at, "gate", false)) {
     const std::string where = member(at, "gate");
-    for (const char* k : {"mode", "sanitizer", "sanitizer_version", "note"}) text(c, *g, where, k, false);
+    for (const char* k : {"mode", "sanitizer", "sanitizer_version", "note", "could_not_run"}) text(c, *g, where, k, false);
+    boolean(c, *g, where, "allow_unchecked", false);
     strings(c, *g, where, "tools", false);
     strings(c, *g, where, "inputs", false);
-    for (const char* k : {"launches", "rounds", "gated", "unsafe", "incorrect"}) (void)integer(c, *g, where, k, false);
+    for (const char* k : {"launches", "rounds", "gated", "unsafe", "incorrect", "unchecked"})
+      (void)integer(c, *g, where, k, false);
     numbers(c, *g, where, {"wall_s", "share_of_run"});
   }
 }
@@ -526,8 +532,19 @@ void validate_result_json(const Json& j) {
       c.fail("summary.winner", fmt::format("\"{}\" has status {}; a winner passed parity and was timed", name, status));
     double fastest = median(winner);
     std::string fastest_name = name;
+    // The variants that may win (may_win): passed, and not unchecked unless the run allows it.
+    const bool allow_unchecked = j.at("context").value("gate", Json::object()).value("allow_unchecked", false) == true;
+    auto unchecked = [](const Json& v) {
+      const Json g = v.value("gate", Json());
+      return g.is_object() && g.at("verdict") == "unchecked";
+    };
+    // An unchecked variant wins only by consent (--allow-unchecked), which the context records.
+    if (unchecked(*winner) && !allow_unchecked)
+      c.fail("summary.winner", fmt::format("\"{}\" is unchecked by the gate, but context.gate.allow_unchecked is not "
+                                           "true (an unchecked variant wins only with --allow-unchecked)",
+                                           name));
     for (const Json& v : variants)
-      if (v.at("status") == "passed" && median(&v) < fastest) {
+      if (v.at("status") == "passed" && (allow_unchecked || !unchecked(v)) && median(&v) < fastest) {
         fastest = median(&v);
         fastest_name = v.at("name").get<std::string>();
       }

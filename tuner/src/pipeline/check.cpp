@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -21,7 +22,7 @@ namespace tune {
 
 std::vector<GateVariant> gate_records(const std::string& problem, const Space& space, const Shape& shape,
                                       std::uint64_t seed, int device, int arch, const std::vector<VariantRecord>& records,
-                                      GateSettings settings, RunContext::Gate& ctx) {
+                                      GateSettings settings, RunContext::Gate& ctx, int* could_not_run_exit) {
   std::vector<GateVariant> out;
   const CompileCache cache(CompileCache::default_dir());
   const std::string nvrtc = nvrtc_version();
@@ -47,21 +48,24 @@ std::vector<GateVariant> gate_records(const std::string& problem, const Space& s
   settings.shape = shape;
   settings.seed = seed;
   settings.device = device;
-  gate_variants(out, settings, ctx);
+  const int code = gate_variants(out, settings, ctx);
+  if (could_not_run_exit) *could_not_run_exit = code;
   return out;
 }
 
-void gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx) {
+int gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx) {
   settings.search_input = true;
   Gate gate(settings, ctx);
   std::vector<WorkerItem> items;  // point into variants, which does not grow here
   for (auto& v : variants) items.push_back({&v.compiled, &v.lowered, &v.record});
   const auto t0 = std::chrono::steady_clock::now();
   gate.check_outputs(items);
-  if (gate.sanitizing()) gate.sanitize(items);
+  // Output checks that could not run make the check an error: no sanitizer wait after them.
+  if (gate.sanitizing() && gate.could_not_run().empty()) gate.sanitize(items);
   ctx.wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++ctx.rounds;
   for (const auto& v : variants) count_gated(v.record, ctx);
+  return gate.could_not_run_exit_code();
 }
 
 namespace {
@@ -110,6 +114,31 @@ bool report_verdicts(const std::vector<GateVariant>& gated, const RunContext::Ga
   return all_safe;
 }
 
+// A check that could not run is an error, not a verdict (issue 34 #2): exit 2 when the problem is
+// at fault, 3 when the sanitizer or the device is; nothing is written.
+void refuse_unrun(int could_not_run_exit, const RunContext::Gate& ctx, const std::filesystem::path& results) {
+  if (could_not_run_exit == 0) return;
+  const std::string what = fmt::format("check {}: the gate could not run ({}); no verdict, nothing written",
+                                       results.string(), ctx.could_not_run);
+  if (could_not_run_exit == 2) throw InputError(what);
+  throw DeviceError(what);
+}
+
+// What the gate checks today must be what the results measured: --write refuses results whose
+// kernel sources (space, templates, problem file) changed since, as it would store today's
+// verdicts in an older record (issue 34 #20). Results of an earlier version record no hash.
+void compare_sources(const CheckOptions& o, const RunRecord& run, const Space& space, const std::string& problem_spec,
+                     const Log& log) {
+  const std::string& recorded = run.context.source_hash;
+  const std::string now = sources_hash(space, find_problem(problem_spec));
+  if (recorded.empty() || recorded == now) return;
+  const std::string what = fmt::format("the kernel sources of problem {} changed since {} was tuned (source hash {}, now {})",
+                                       run.problem, o.results.string(), recorded, now);
+  if (o.write)
+    throw InputError(what + "; --write would store today's verdicts in that record: re-tune, or check without --write");
+  log("note: " + what + ": today's kernels are checked");
+}
+
 // What --write needs to gate a new winner in turn.
 struct Regate {
   const std::string& problem_spec;
@@ -134,18 +163,30 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
   name_winner(run);
   while (run.winner && !run.find(*run.winner)->gate) {
     log(fmt::format("the winner would now be {} (not gated yet): gating it", *run.winner));
+    int could_not_run = 0;
     const auto next = gate_records(g.problem_spec, g.space, run.shape, run.seed, g.device, g.arch,
-                                   {*run.find(*run.winner)}, g.settings, g.ctx);
+                                   {*run.find(*run.winner)}, g.settings, g.ctx, &could_not_run);
     log(fmt::format("  {} {}: {}", next[0].record.gate->verdict, next[0].record.name, next[0].record.gate->reason));
+    refuse_unrun(could_not_run, g.ctx, results);
     merge(next);
     name_winner(run);
   }
   run.context.gate = g.ctx;
-  write_file_atomic(results, to_json(run).dump(2) + "\n");
-  log(fmt::format("wrote the verdicts into {}", results.string()));
+  // Checked before anything is written: a record no reader would accept is never written.
+  const nlohmann::ordered_json json = to_json(run);
+  try {
+    validate_result_json(json);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("tune check --write: the updated record of {} would not be valid ({}); nothing written",
+                                 results.string(), e.what()));
+  }
   const auto header = results.parent_path() / (run.shape.tag() + ".hpp");
-  if (run.winner && std::filesystem::exists(header)) {
-    write_file_atomic(header, generate_header(run, g.space));
+  const bool rewrite_header = run.winner && std::filesystem::exists(header);
+  const std::string header_text = rewrite_header ? generate_header(run, g.space) : std::string();
+  write_file_atomic(results, json.dump(2) + "\n");
+  log(fmt::format("wrote the verdicts into {}", results.string()));
+  if (rewrite_header) {
+    write_file_atomic(header, header_text);
     if (before != run.winner) log(fmt::format("the winner is now {} (was {}); rewrote {}", *run.winner, before.value_or("none"), header.string()));
   } else if (!run.winner) {
     log("no variant is left to win: the header is left as it was; rerun the tune");
@@ -158,13 +199,18 @@ bool run_check(const CheckOptions& o) {
   const Log log = [&](const std::string& s) {
     if (o.log) o.log(s);
   };
-  RunRecord run = read_result(o.results);
   if (o.write && o.results.extension() == ".gz")
     throw InputError(fmt::format("{}: --write would replace a compressed file with text; gunzip it, then check the "
                                  ".json with --write", o.results.string()));
+  // --write replaces the file: not while a tune writes it, and what it read stays what it replaces
+  // (issue 34 #25).
+  std::optional<ResultsLock> lock;
+  if (o.write) lock.emplace(o.results, "wait for it to finish, then check again");
+  RunRecord run = read_result(o.results);
   if (!run.timed) throw InputError(fmt::format("{}: a compile-only result; tune check gates the variants of a timed run", o.results.string()));
   const std::string problem_spec = problem_spec_of(run);
   const Space space = load_run_space(run);
+  compare_sources(o, run, space, problem_spec, log);
   const std::vector<VariantRecord> records = records_to_check(o, run);
 
   const bool fake = worker_fake_mode();
@@ -180,8 +226,10 @@ bool run_check(const CheckOptions& o) {
   settings.mode = sanitize_mode_from_string(o.sanitize);
   settings.fake = fake;
   settings.log = log;
+  int could_not_run = 0;
   auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(), records,
-                            settings, ctx);
+                            settings, ctx, &could_not_run);
+  refuse_unrun(could_not_run, ctx, o.results);
   const bool all_safe = report_verdicts(gated, ctx, log);
   if (o.write)
     write_verdicts(o.results, run, std::move(gated),

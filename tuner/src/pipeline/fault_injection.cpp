@@ -8,8 +8,11 @@
 #include <csignal>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "pipeline/worker_backend.hpp"
 #include "pipeline/worker_codec.hpp"
+#include "tune/errors.hpp"
 
 namespace tune {
 
@@ -79,6 +82,10 @@ class FaultInjection final : public WorkerBackend {
   std::vector<GateRecord> gate(WorkerItems& items, std::vector<WorkerGateInput>& inputs, std::size_t seeds,
                                int rounds) override {
     begin(items, false);
+    // gate_error: the output checks fail as a problem's reference that fails on an edge case does.
+    for (const auto& name : names_)
+      if (fault_for(name, InjectedFault::kGateError))
+        throw InputError(fmt::format("the reference failed on the edge cases of {} (injected by TUNE_WORKER_FAULT)", name));
     for (std::size_t i = 0; i < items.records.size(); ++i) stage(items, i, kGateFaults);
     return inner_->gate(items, inputs, seeds, rounds);
   }

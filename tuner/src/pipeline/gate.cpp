@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -192,8 +193,18 @@ std::vector<SanitizerReport> parse_sanitizer_log(const std::string& tool, const 
   return out;
 }
 
+double sanitizer_start_deadline_s() {
+  constexpr double kDefault = 60;
+  const char* env = std::getenv("TUNE_SANITIZER_START_S");
+  if (!env || !*env) return kDefault;
+  char* end = nullptr;
+  const double s = std::strtod(env, &end);
+  return end && *end == '\0' && std::isfinite(s) && s > 0 ? s : kDefault;
+}
+
 Gate::Gate(GateSettings settings, RunContext::Gate& ctx) : settings_(std::move(settings)), ctx_(ctx) {
   ctx_.mode = to_string(settings_.mode);
+  ctx_.allow_unchecked = settings_.allow_unchecked;
   seeds_ = {parity_seed_of(settings_.seed + 1), parity_seed_of(settings_.seed + 2)};
   if (settings_.search_input) seeds_.insert(seeds_.begin(), parity_seed_of(settings_.seed));
   if (settings_.mode == SanitizeMode::kOff) {
@@ -221,6 +232,7 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
   FaultRecord fault;
   int culprit = -1;
   std::optional<Json> reply;
+  bool input = false;  // the problem is at fault (exit 2), not the machine
   try {
     // No reference of the search's input (the determinism check compares bits) and no timing data.
     WorkerInit init{settings_.problem, settings_.shape, settings_.seed, settings_.device};
@@ -231,7 +243,9 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
     for (const auto s : seeds_) seeds.push_back(s);
     reply = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}}, kGateDeadlineS,
                         &fault, &culprit);
+    input = worker.last_error_was_input();
   } catch (const std::exception& e) {
+    input = dynamic_cast<const InputError*>(&e) != nullptr;
     fault = FaultRecord{FaultKind::kError, "", "", "start", 0, kInitDeadlineS, e.what()};
   }
   const double took = seconds_since(t0);
@@ -250,12 +264,16 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
     return;
   }
   // The worker could not check them (its reference failed, ...): a problem of the run, not of a
-  // variant. One item that killed its worker is that variant's fault; several are checked alone.
+  // variant, and never a verdict: they are `unchecked`. One item that killed its worker is that
+  // variant's fault; several are checked alone.
   if (fault.kind == FaultKind::kError) {
-    ctx_.note += fmt::format("{}the output checks could not run ({})", ctx_.note.empty() ? "" : "; ", fault.message);
-    if (settings_.log) settings_.log("gate: the output checks could not run: " + fault.message);
-    for (const auto& it : items)
-      if (!it.record->gate) it.record->gate.emplace().reason = "output checks not run: " + fault.message;
+    record_could_not_run("the output checks could not run: " + fault.message, input);
+    for (const auto& it : items) {
+      GateRecord& g = it.record->gate ? *it.record->gate : it.record->gate.emplace();
+      g.not_run.push_back("outputs");
+      g.seconds += took / static_cast<double>(items.size());
+      apply_verdict(*it.record);
+    }
     return;
   }
   if (items.size() > 1) {
@@ -289,10 +307,13 @@ struct SanitizedRun {
 // finding, a lost worker or an unrun launch cannot be pinned on (each alone when none can be).
 class ToolPass {
  public:
+  // What a pass is doing, for the progress line.
+  enum State { kQueued, kStarting, kRunning, kDone };
+
   ToolPass(std::string tool, const std::vector<WorkerItem>& items, const GateSettings& settings,
-           const std::string& sanitizer, std::atomic<int>& logs)
+           const std::string& sanitizer, std::atomic<int>& logs, std::atomic<int>& state)
       : runs(items.size()), tool_(std::move(tool)), items_(items), settings_(settings), sanitizer_(sanitizer),
-        logs_(logs) {}
+        logs_(logs), state_(state) {}
 
   void run_all() {
     std::vector<std::size_t> every(items_.size());
@@ -347,7 +368,9 @@ class ToolPass {
     {
       WorkerProcess worker(init_for(log_file));
       try {
-        (void)worker.wait_ready(kInitDeadlineS);
+        state_ = kStarting;
+        (void)worker.wait_ready(sanitizer_start_deadline_s());
+        state_ = kRunning;
       } catch (const std::exception& e) {
         // What the sanitizer said (its log), in a few words.
         std::string said;
@@ -431,42 +454,79 @@ class ToolPass {
   const GateSettings& settings_;
   const std::string& sanitizer_;
   std::atomic<int>& logs_;
+  std::atomic<int>& state_;
 };
+
+// The passes side by side, one thread each; every so often a line says which tools are still
+// waiting for their worker to start and which are running, so a sanitizer that hangs is not silence.
+void run_tool_passes(std::vector<ToolPass>& passes, std::vector<std::atomic<int>>& states, const GateSettings& settings) {
+  std::atomic<std::size_t> done{0};
+  {
+    std::vector<std::jthread> threads;
+    for (std::size_t t = 0; t < passes.size(); ++t)
+      threads.emplace_back([&pass = passes[t], &state = states[t], &done, t] {
+        try {
+          pass.run_all();
+        } catch (const std::exception& e) {
+          pass.failure = fmt::format("compute-sanitizer --tool {} failed: {}", kSanitizerTools[t], e.what());
+        }
+        state = ToolPass::kDone;
+        ++done;
+      });
+    const auto t0 = Clock::now();
+    const double every = std::min(15.0, sanitizer_start_deadline_s() / 2);
+    for (double next = every; done < passes.size(); std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+      if (seconds_since(t0) < next || !settings.log) continue;
+      next += every;
+      std::vector<std::string> starting, running;
+      for (std::size_t t = 0; t < passes.size(); ++t)
+        if (states[t] != ToolPass::kDone) (states[t] == ToolPass::kRunning ? running : starting).push_back(kSanitizerTools[t]);
+      settings.log(fmt::format("gate: {:.0f} s under compute-sanitizer: {}{}", seconds_since(t0),
+                               starting.empty() ? "" : fmt::format("{} waiting for the worker to start (at most {:.0f} s); ",
+                                                                   fmt::join(starting, ", "), sanitizer_start_deadline_s()),
+                               running.empty() ? "none running" : fmt::format("{} running", fmt::join(running, ", "))));
+    }
+  }
+}
 
 }  // namespace
 
 void Gate::sanitize(const std::vector<WorkerItem>& items) {
   if (items.empty() || !sanitizing()) return;
   const auto t0 = Clock::now();
+  std::vector<std::atomic<int>> states(std::size(kSanitizerTools));
   std::vector<ToolPass> passes;
-  for (const char* tool : kSanitizerTools) passes.emplace_back(tool, items, settings_, sanitizer_.path, logs_);
-  // The tools side by side, each in its own sanitized worker.
-  {
-    std::vector<std::jthread> threads;
-    for (std::size_t t = 0; t < passes.size(); ++t)
-      threads.emplace_back([&pass = passes[t], t] {
-        try {
-          pass.run_all();
-        } catch (const std::exception& e) {
-          pass.failure = fmt::format("compute-sanitizer --tool {} failed: {}", kSanitizerTools[t], e.what());
-        }
-      });
-  }
+  passes.reserve(states.size());
+  for (std::size_t t = 0; t < states.size(); ++t)
+    passes.emplace_back(kSanitizerTools[t], items, settings_, sanitizer_.path, logs_, states[t]);
+  // A tool that could not run in an earlier round is not waited for again: every item misses it.
+  if (sanitizer_failed_)
+    for (auto& pass : passes) pass.failure = "compute-sanitizer could not run in an earlier round";
+  else
+    run_tool_passes(passes, states, settings_);
   const double took = seconds_since(t0);
   for (std::size_t t = 0; t < passes.size(); ++t) {
     const std::string tool = kSanitizerTools[t];
     const std::string& failure = passes[t].failure;
     if (!failure.empty()) {
+      sanitizer_failed_ = true;
       if (ctx_.note.find(failure) == std::string::npos) {
         ctx_.note += (ctx_.note.empty() ? "" : "; ") + failure;
-        if (settings_.log) settings_.log("gate: " + failure + "; that tool is left out");
+        if (settings_.log) settings_.log("gate: " + failure + "; that tool is left out: the finalists are unchecked");
       }
-      continue;
+      record_could_not_run(failure, false);
+    } else if (std::find(ctx_.tools.begin(), ctx_.tools.end(), tool) == ctx_.tools.end()) {
+      ctx_.tools.push_back(tool);
     }
-    if (std::find(ctx_.tools.begin(), ctx_.tools.end(), tool) == ctx_.tools.end()) ctx_.tools.push_back(tool);
     for (std::size_t k = 0; k < items.size(); ++k) {
-      if (!passes[t].runs[k].ran) continue;
       GateRecord& g = items[k].record->gate ? *items[k].record->gate : items[k].record->gate.emplace();
+      if (!failure.empty() || !passes[t].runs[k].ran) {
+        if (failure.empty())
+          record_could_not_run(fmt::format("compute-sanitizer --tool {} did not run on {}", tool, items[k].record->name),
+                               false);
+        g.not_run.push_back(tool);
+        continue;
+      }
       g.tools.push_back(tool);
       auto& found = passes[t].runs[k].findings;
       for (std::size_t f = 0; f < found.size(); ++f) {
@@ -476,10 +536,21 @@ void Gate::sanitize(const std::vector<WorkerItem>& items) {
     }
   }
   for (auto& it : items) {
-    if (!it.record->gate) continue;
     it.record->gate->seconds += took / static_cast<double>(items.size());
     apply_verdict(*it.record);
   }
+}
+
+void Gate::record_could_not_run(const std::string& why, bool input) {
+  if (!ctx_.could_not_run.empty()) return;  // the first cause is the one to fix
+  ctx_.could_not_run = why;
+  could_not_run_input_ = input;
+  if (settings_.log && why.starts_with("the output checks")) settings_.log("gate: " + why);
+}
+
+int Gate::could_not_run_exit_code() const {
+  if (ctx_.could_not_run.empty()) return 0;
+  return could_not_run_input_ ? 2 : 3;
 }
 
 void Gate::apply_verdict(VariantRecord& rec) {
@@ -506,6 +577,13 @@ void Gate::apply_verdict(VariantRecord& rec) {
     g.reason = fmt::format("parity failed on input '{}'{}: {} of {} outputs outside atol={:g} rtol={:g}; max abs error {:.3g}",
                            failed->name, failed_inputs > 1 ? fmt::format(" (and {} more inputs)", failed_inputs - 1) : "",
                            p.mismatches, p.elements, p.atol, p.rtol, p.max_abs_error);
+  } else if (!g.not_run.empty()) {
+    // Nothing found, but not everything asked for was checked: never `safe` (issue 34).
+    g.verdict = "unchecked";
+    g.reason = fmt::format("{} could not run (context.gate.could_not_run says why); {} further input(s) passed; "
+                           "sanitizers: {}",
+                           fmt::join(g.not_run, ", "), g.inputs.size(),
+                           g.tools.empty() ? "none ran" : fmt::format("{} clean", fmt::join(g.tools, ", ")));
   } else {
     g.verdict = "safe";
     g.reason = fmt::format("{} further input(s) passed; {}; sanitizers: {}", g.inputs.size(),
@@ -529,6 +607,7 @@ void count_gated(const VariantRecord& rec, RunContext::Gate& ctx) {
   ++ctx.gated;
   ctx.unsafe += rec.status == Status::kUnsafe;
   ctx.incorrect += rec.gate->verdict == "incorrect";
+  ctx.unchecked += rec.gate->verdict == "unchecked";
 }
 
 }  // namespace tune

@@ -128,51 +128,6 @@ void check_writable(const std::filesystem::path& dir) {
   std::filesystem::remove(probe, ec);
 }
 
-// One writer per results file. Two runs of one shape on one --out would truncate each other's
-// journal and results; the second is refused in one line that names the first. The lock is
-// flock(2) on "<shape>.lock" beside the results (released by the kernel however the holder ends),
-// the holder's pid in it; the file is removed when the run ends.
-class ResultsLock {
- public:
-  explicit ResultsLock(const std::filesystem::path& results) : path_(std::filesystem::path(results).replace_extension(".lock")) {
-    for (;;) {
-      fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-      if (fd_ < 0)
-        throw InputError(fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(),
-                                     std::strerror(errno)));
-      if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-        char buf[32] = {};
-        const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
-        close(fd_);
-        fd_ = -1;
-        const std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
-        throw InputError(fmt::format("another tune (pid {}) is writing {}; wait for it to finish, or pass another --out",
-                                     holder.substr(0, holder.find('\n')), results.string()));
-      }
-      // The file may have been removed by a holder that just finished: lock the one on disk.
-      struct stat held{}, now{};
-      if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino && held.st_dev == now.st_dev)
-        break;
-      close(fd_);
-    }
-    const std::string pid = std::to_string(getpid()) + "\n";
-    if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
-      // The lock holds without the pid; the message then says "pid ?".
-    }
-  }
-  ~ResultsLock() {
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);  // still holding the lock: a newcomer retries on the new file
-    close(fd_);
-  }
-  ResultsLock(const ResultsLock&) = delete;
-  ResultsLock& operator=(const ResultsLock&) = delete;
-
- private:
-  std::filesystem::path path_;
-  int fd_ = -1;
-};
-
 // What a lost worker leaves of a variant: the status, and a reason that says how it was lost.
 void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& when) {
   rec.status = f.kind == FaultKind::kTimeout ? Status::kTimeout : Status::kCrashed;
@@ -312,6 +267,48 @@ class IsolatedRunner {
   std::optional<double> baseline_us_;
 };
 
+}  // namespace
+
+ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string& remedy)
+    : path_(std::filesystem::path(results).replace_extension(".lock")) {
+  for (;;) {
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw InputError(fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(),
+                                   std::strerror(errno)));
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      char buf[32] = {};
+      const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
+      close(fd_);
+      fd_ = -1;
+      const std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
+      throw InputError(fmt::format("another tune (pid {}) is writing {}; {}", holder.substr(0, holder.find('\n')),
+                                   results.string(), remedy));
+    }
+    // The file may have been removed by a holder that just finished: lock the one on disk.
+    struct stat held{}, now{};
+    if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+      break;
+    close(fd_);
+  }
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+    // The lock holds without the pid; the message then says "pid ?".
+  }
+}
+
+ResultsLock::~ResultsLock() {
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);  // still holding the lock: a newcomer retries on the new file
+  close(fd_);
+}
+
+std::string sources_hash(const Space& space, const Problem& problem) {
+  return content_hash({space.source_hash(), problem.json().dump()});
+}
+
+namespace {
+
 // The journal's first line: what must match for --resume to continue a run.
 nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, const Space& space) {
   return {{"tool_version", run.context.tool_version},
@@ -322,7 +319,7 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"problem", run.problem},
           {"shape", run.shape.tag()},
           {"seed", o.seed},
-          {"source_hash", content_hash({space.source_hash(), find_problem(o.problem).json().dump()})},
+          {"source_hash", sources_hash(space, find_problem(o.problem))},
           {"compile_options", run.context.compile_options},
           {"budget", o.budget},
           {"search", to_string(o.search)},
@@ -429,6 +426,28 @@ std::pair<int, std::size_t> results_worth(const RunRecord& r) {
 std::filesystem::path earlier_result(const std::filesystem::path& json) {
   std::error_code ec;
   return std::filesystem::exists(json, ec) ? json : compressed_result_path(json);
+}
+
+// A finished run with a ranking (a winner, or a compile-only run) replaces an earlier results file
+// that no reader accepts (issue 34 #21): that file is moved aside to <file>.unreadable-<UTC time>,
+// never lost, and one line says so. Left in place it would block every later run of the shape.
+void move_unreadable_aside(const std::filesystem::path& json, const RunRecord& run,
+                           const std::function<void(const std::string&)>& log) {
+  std::error_code ec;
+  const auto path = earlier_result(json);
+  if (results_worth(run).first < 2 || !std::filesystem::exists(path, ec)) return;
+  try {
+    (void)read_result(path);
+    return;
+  } catch (const InputError& e) {
+    std::string stamp = now_iso8601();
+    std::erase_if(stamp, [](char c) { return c == '-' || c == ':'; });
+    const std::filesystem::path aside = path.string() + ".unreadable-" + stamp;
+    std::filesystem::rename(path, aside, ec);
+    if (ec) return;  // reason_to_keep keeps it then, and says why
+    if (log) log(fmt::format("moved the earlier results {} aside to {}: they cannot be read ({})", path.string(),
+                             aside.filename().string(), e.what()));
+  }
 }
 
 // Why the results file at `path` (<shape>.json, else the <shape>.json.gz a result of record is kept
@@ -542,8 +561,14 @@ std::string problem_spec_of(const std::string& problem, const std::string& f) {
   } catch (const InputError&) {
     std::error_code ec;
     const std::string file = f.substr(0, f.size() - std::min(f.size(), kProblemFileMark.size()));
-    if (f.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(file, ec)) return file;
-    throw;
+    if (!f.ends_with(kProblemFileMark) || !std::filesystem::is_regular_file(file, ec)) throw;
+    // The recorded file must still describe the recorded problem (issue 34 #20): a results file
+    // whose config_file names another problem's folder would be checked against that one.
+    if (const std::string name(find_problem(file).name()); name != problem)
+      throw InputError(fmt::format("the results are problem {} but {} describes {}; pass --problem-path with the folder "
+                                   "that holds problem {}",
+                                   problem, file, name, problem));
+    return file;
   }
 }
 
@@ -596,10 +621,14 @@ bool has_usable_timing(const VariantRecord& v) {
   return v.status == Status::kPassed && v.timing && std::isfinite(v.timing->median_us) && v.timing->median_us > 0;
 }
 
+bool may_win(const VariantRecord& v, const RunRecord& run) {
+  return has_usable_timing(v) && !(v.gate && v.gate->verdict == "unchecked" && !run.context.gate.allow_unchecked);
+}
+
 std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
   const VariantRecord* best = nullptr;
   for (const auto& v : run.variants)
-    if (has_usable_timing(v) && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
+    if (may_win(v, run) && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
   if (!best) return std::nullopt;
   // The uncertainty of a median: the half-width of its notch, 1.57 x IQR / sqrt(n) (McGill, Tukey
   // and Larsen 1978: two medians whose notches overlap do not differ at about 95 %), relative. Not
@@ -611,7 +640,7 @@ std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) 
   };
   const VariantRecord* pick = best;
   for (const auto& v : run.variants) {
-    if (!has_usable_timing(v) || &v == best) continue;
+    if (!may_win(v, run) || &v == best) continue;
     const double tol = std::min(0.05, std::max(0.005, notch(*best->timing) + notch(*v.timing)));
     if (v.timing->median_us > best->timing->median_us * (1 + tol)) continue;
     // Unknown registers (-1: no report) never win a tie on registers.
@@ -794,6 +823,7 @@ struct PassRun {
   std::filesystem::path json_path, partial_path;
   std::optional<ResultsLock> results_lock;
   std::optional<CompilePool> compiler;
+  int gate_exit_code = 0;  // settle_unchecked: the gate could not run and nothing unchecked may win
   // lower_variants
   std::vector<Lowered> lowered;
   std::optional<std::size_t> baseline_index;
@@ -929,6 +959,7 @@ struct PassRun {
     ctx.arch = arch_name(cc);
     ctx.compile_options = default_options(cc);
     ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
+    ctx.source_hash = sources_hash(space, problem);
     compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
     ctx.jobs = compiler->jobs();
     ctx.compile_cache = compiler->cache_description();
@@ -1367,6 +1398,7 @@ struct PassRun {
     settings.seed = o.seed;
     settings.device = o.device;
     settings.fake = fake;
+    settings.allow_unchecked = o.allow_unchecked;
     settings.log = log;
     Gate gate(settings, ctx.gate);
     std::vector<char> out_checked(n, 0), sanitized(n, 0);
@@ -1374,7 +1406,7 @@ struct PassRun {
     for (int round = 1;; ++round) {
       ctx.gate.rounds = round;
       gate_round(gate, settings.rounds, batch, out_checked, sanitized);
-      if (!run.winner || out_checked[index_of(*run.winner)] || stop_asked()) break;
+      if (gate_stopped(gate) || !run.winner || out_checked[index_of(*run.winner)] || stop_asked()) break;
       // Every gated finalist failed and an unchecked variant is now the fastest: the next ones,
       // twice as many each round (a defect shared by a whole family of variants takes a few
       // rounds, not one per --top variants), at most 64.
@@ -1390,6 +1422,24 @@ struct PassRun {
     }
     ctx.gate.wall_s = seconds_since(t_gate);
     for (const auto& v : run.variants) count_gated(v, ctx.gate);
+    settle_unchecked(gate);
+  }
+
+  // A gate that could not run stops (issue 34): the checks left are not worth another wait, and the
+  // run ends as a run error, unless --allow-unchecked lets an unchecked finalist win.
+  bool gate_stopped(const Gate& gate) const { return !gate.could_not_run().empty() && !o.allow_unchecked; }
+
+  // Without --allow-unchecked no variant the gate could not check wins: the results keep what was
+  // measured (the finalists `unchecked`), name no winner and get no header, and the run exits 2 or 3.
+  void settle_unchecked(const Gate& gate) {
+    name_winner(run);
+    const VariantRecord* w = run.winner ? run.find(*run.winner) : nullptr;
+    if (w && w->gate && w->gate->verdict == "unchecked")
+      log(fmt::format("gate: {} wins unchecked ({}), as --allow-unchecked allows", w->name, w->gate->reason));
+    if (!gate_stopped(gate) || (w && w->gate && w->gate->verdict == "safe")) return;
+    gate_exit_code = gate.could_not_run_exit_code();
+    run.winner.reset();
+    run.speedup.reset();
   }
 
   std::size_t index_of(const std::string& name) const {
@@ -1415,6 +1465,7 @@ struct PassRun {
     log(fmt::format("gate: checking the outputs of {} finalist(s) (more inputs, {} launches each)", outputs.size(),
                     launches + 1));
     gate.check_outputs(items_of(outputs));
+    if (gate_stopped(gate)) return say(outputs);
     if (gate.sanitizing() && gate.mode() == SanitizeMode::kFinalists) {
       // Those that failed the output checks too: a sanitizer report says why.
       for (const std::size_t i : outputs) {
@@ -1430,7 +1481,7 @@ struct PassRun {
     say(outputs);
     for (name_winner(run); run.winner && gate.sanitizing(); name_winner(run)) {
       const std::size_t w = index_of(*run.winner);
-      if (!out_checked[w] || sanitized[w]) break;
+      if (!out_checked[w] || sanitized[w] || gate_stopped(gate)) break;
       sanitized[w] = 1;
       log(fmt::format("gate: the would-be winner {} under compute-sanitizer", run.variants[w].name));
       gate.sanitize(items_of({w}));
@@ -1448,12 +1499,13 @@ struct PassRun {
     run.context.finished_at = now_iso8601();
     save();
 
-    TuneOutcome out{run, json_path, std::nullopt};
+    TuneOutcome out{run, json_path, std::nullopt, gate_exit_code};
     // No header from a search cut short by hand, nor from a part of one (tune merge writes it). It is
     // made before anything is replaced: a header that cannot be made leaves the earlier pair alone.
     std::optional<std::string> header;
     if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants"))
       header = generate_header(run, space);
+    move_unreadable_aside(json_path, run, log);
     if (const std::string kept = reason_to_keep(json_path, run); !kept.empty()) {
       out.json_path = partial_path;
       log(fmt::format("kept the earlier results {} and its header: {}; this run's results are in {}",

@@ -22,7 +22,8 @@ namespace tune {
 // TUNE_WORKER_FAULT's kinds (docs/testing.md): how a fault injected into a variant strikes. A
 // sanitizer's name makes the fake sanitizer report the variant under that tool.
 enum class InjectedFault {
-  kSegv, kAbort, kHang, kCuda, kTrap, kSpin, kEdge, kFlaky, kMemcheck, kRacecheck, kSynccheck, kInitcheck
+  kSegv, kAbort, kHang, kCuda, kTrap, kSpin, kEdge, kFlaky, kMemcheck, kRacecheck, kSynccheck, kInitcheck,
+  kGateError
 };
 inline constexpr EnumName<InjectedFault> kInjectedFaultNames[] = {
     {InjectedFault::kSegv, "segv"},           {InjectedFault::kAbort, "abort"},
@@ -30,7 +31,8 @@ inline constexpr EnumName<InjectedFault> kInjectedFaultNames[] = {
     {InjectedFault::kTrap, "trap"},           {InjectedFault::kSpin, "spin"},
     {InjectedFault::kEdge, "edge"},           {InjectedFault::kFlaky, "flaky"},
     {InjectedFault::kMemcheck, "memcheck"},   {InjectedFault::kRacecheck, "racecheck"},
-    {InjectedFault::kSynccheck, "synccheck"}, {InjectedFault::kInitcheck, "initcheck"}};
+    {InjectedFault::kSynccheck, "synccheck"}, {InjectedFault::kInitcheck, "initcheck"},
+    {InjectedFault::kGateError, "gate_error"}};
 
 // What an init request sets up.
 struct WorkerSetup {

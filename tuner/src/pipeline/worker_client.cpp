@@ -18,6 +18,7 @@
 
 #include "pipeline/worker_codec.hpp"
 #include "tune/errors.hpp"
+#include "tune/problem.hpp"
 
 extern char** environ;
 
@@ -28,6 +29,16 @@ using Json = nlohmann::ordered_json;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The problem as every process started finds it: its problem file by absolute path. A name is
+// resolved here, on this process's problem path (--problem-path, $TUNE_PROBLEM_PATH, the built-ins),
+// which a worker does not inherit (issue 34 #2). Throws InputError for an unknown problem.
+std::string problem_file(const std::string& spec) {
+  std::error_code ec;
+  const std::filesystem::path file = find_problem(spec).file();
+  const auto absolute = std::filesystem::absolute(file, ec);
+  return (ec ? file : absolute).string();
+}
 
 std::string self_exe() {
   std::error_code ec;
@@ -53,6 +64,7 @@ std::string signal_name(int signal) {
 }
 
 WorkerProcess::WorkerProcess(const WorkerInit& init) {
+  const std::string problem = problem_file(init.problem);  // before anything is started
   int requests[2], replies[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, requests) != 0 || pipe2(replies, O_CLOEXEC) != 0)
     throw DeviceError(fmt::format("cannot create the worker's pipes ({})", std::strerror(errno)));
@@ -98,7 +110,7 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
   }
   Json shape = Json::object();
   for (const auto& [k, v] : init.shape.dims()) shape[k] = v;
-  Json request{{"op", "init"}, {"problem", init.problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device}};
+  Json request{{"op", "init"}, {"problem", problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device}};
   if (!init.reference) request["reference"] = false;
   if (!init.sanitizer_tool.empty()) {
     request["sanitizer_tool"] = init.sanitizer_tool;
@@ -238,6 +250,7 @@ std::optional<Json> WorkerProcess::call(const char* op, const std::vector<Worker
     fault->phase = last_phase_;
     fault->deadline_s = deadline_s;
     fault->message = r->value("message", "the worker answered out of turn");
+    last_error_input_ = r->value("input_error", false);
     kill(pid_, SIGKILL);
     reap(false, deadline_s);
     return std::nullopt;
