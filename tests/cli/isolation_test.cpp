@@ -283,6 +283,8 @@ TEST(Isolation, ADeadlineThatHasPassedIsATimeoutNeverAnEndlessWait) {
     EXPECT_EQ(v.at("status"), "timeout") << v.dump();
     EXPECT_EQ(v.at("fault").at("kind"), "timeout") << v.dump();
     EXPECT_EQ(v.at("fault").at("deadline_s"), 0.0001) << v.dump();
+    // Issue 34 #24: the deadline as given, not rounded to "0.0 s".
+    EXPECT_NE(v.value("reason", "").find("no answer within 0.0001 s"), std::string::npos) << v.dump();
   }
   EXPECT_EQ(variant(got, got.at("summary").at("baseline").get<std::string>()).at("status"), "timeout");
 }

@@ -269,4 +269,54 @@ TEST(ProblemFolder, CheckRefusesAMislabelledProblemAndWriteRefusesChangedSources
   EXPECT_EQ(slurp(u.file), before);
 }
 
+// Issue 34 #10: a dimension named like an option of tune or of a subcommand could not be given on
+// the command line; the names come from the options tune registers.
+TEST(ProblemFolder, Issue34_DimensionsNamedLikeTunesOptionsAreRefusedAtLoad) {
+  for (const std::string name : {"out", "seed", "budget", "devices", "help", "version", "problem", "name", "all"}) {
+    const fs::path dir = third_party("reserved_" + name, [&](Json& j) {
+      j["shape"]["dims"].push_back(name);
+      j["shape"]["defaults"][name] = 1;
+    });
+    expect_refused(dir, "'shape.dims': '" + name + "' is an option of tune (--" + name + ")");
+  }
+}
+
+// Issue 34 #16, #17, #24: a parameter named like a keyword, a scratch buffer named like a tensor,
+// a dimension's value past int64.
+TEST(ProblemFolder, Issue34_NamesAndValuesThatWouldBreakLaterAreRefusedInOneLine) {
+  expect_refused(third_party("keyword", [](Json& j) {
+                   j["parameters"][1]["name"] = "default";
+                   j["launches"][0]["template_args"][3] = "default";
+                   j["derived"][0]["expr"] = "cdiv(R * L, block * default)";
+                   j["baseline"] = {{"block", 128}, {"default", 1}};
+                 }),
+                 "'default' is a C++ keyword");
+  expect_refused(third_party("scratch", [](Json& j) { j["scratch"] = Json::parse(R"([{"name": "x", "elements": "R"}])"); }),
+                 "scratch buffer 'x' has the name of a tensor of problem affine");
+  expect_refused(third_party("scratch_out", [](Json& j) { j["scratch"] = Json::parse(R"([{"name": "out", "elements": "R"}])"); }),
+                 "scratch buffer 'out' has the name of the output ('out')");
+  const fs::path dir = third_party("too_large");
+  expect_error("--problem " + dir.string() + " --R 99999999999999999999 --compile-only", "'99999999999999999999' is too large");
+  EXPECT_EQ(run("--problem " + dir.string() + " --R 99999999999999999999 --compile-only").code, 2);
+}
+
+// Issue 34 #11, #32: --problem-path takes a colon list, and tune list flags a folder that
+// --problem NAME would refuse.
+TEST(ProblemFolder, Issue34_ProblemPathIsAColonListAndListFlagsAMisnamedFolder) {
+  const fs::path good = third_party("colon_good");
+  const fs::path wrong_root = fs::temp_directory_path() / ("tune_problem_" + std::to_string(getpid())) / "colon_wrong";
+  fs::remove_all(wrong_root);
+  fs::create_directories(wrong_root);
+  fs::copy(kFixture, wrong_root / "wrongname", fs::copy_options::recursive);
+  const std::string path = wrong_root.string() + ":" + good.parent_path().string();
+  const Result l = run("list --problem-path " + path);
+  ASSERT_EQ(l.code, 0) << l.output;
+  EXPECT_NE(l.output.find("affine  (--problem-path: " + good.string() + ")"), std::string::npos) << l.output;
+  EXPECT_NE(l.output.find("not usable by name: names problem 'affine' but its folder is 'wrongname'"), std::string::npos)
+      << l.output;
+  const Result r = run("--problem affine --problem-path " + path + " --R 4 --budget 1 --compile-only --no-cache --out " +
+                       out_dir("colon_path"));
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
 }  // namespace

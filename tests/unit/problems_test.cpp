@@ -1,12 +1,19 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/rng.hpp"
+#include "tune/space.hpp"
 #include "support/paths.hpp"
 
 namespace tune {
@@ -205,6 +212,183 @@ TEST(Problems, WorkCountsFollowTheSpec) {
   const WorkCounts w = p.counts(Shape({{"B", 4}, {"N", 64}, {"C", 64}, {"H", 32}}));
   EXPECT_DOUBLE_EQ(w.flop, 2.0 * 4 * 64 * 64 * (64 * 32 + 32 * 32 + 32));
   EXPECT_GT(w.bytes, 4.0 * 4 * 64 * 64 * 64);
+}
+
+
+// Issue 34: problem folders under attack. pf/tiny of the adversarial report (one dimension N;
+// w[1], x[N], out[N]), its problem.json changed by `edit`; load-only, the reference never runs.
+using Json = nlohmann::ordered_json;
+
+std::filesystem::path tiny_folder(const std::string& name, const std::function<void(Json&)>& edit) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_problems_" + std::to_string(::getpid())) / name;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "reference.py") << "def reference(shape, params, inputs):\n    raise NotImplementedError\n";
+  Json j = Json::parse(R"({"problem": "tiny", "reference": {"python": "reference.py"}, "shape": {"dims": ["N"]},
+    "tensors": [{"name": "w", "role": "parameter", "shape": ["1"], "init": "normal"},
+                {"name": "x", "role": "input", "shape": ["N"], "init": "normal"},
+                {"name": "out", "role": "output", "shape": ["N"]}]})");
+  if (edit) edit(j);
+  std::ofstream(dir / "problem.json") << j.dump(1);
+  return dir / "problem.json";
+}
+
+// f() throws E with one line holding `needle`.
+template <typename E>
+void expect_refused(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "accepted; expected: " << needle;
+  } catch (const E& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+void expect_load_refused(const std::string& name, const std::function<void(Json&)>& edit, const std::string& needle) {
+  const auto file = tiny_folder(name, edit);
+  expect_refused<ConfigError>([&] { (void)Problem::load(file); }, needle);
+}
+
+Json parse(const char* text) { return Json::parse(text); }
+
+// #5: an edit's loops run at most as often as its tensor has elements.
+TEST(Problems, Issue34_AnEditThatLoopsMoreOftenThanItsTensorHasElementsIsRefusedWhenTheShapeIsBound) {
+  const auto one = Problem::load(tiny_folder("loop", [](Json& j) {
+    j["edits"] = parse(R"([{"tensor": "x", "for": {"i": "1000000000000"}, "index": ["0"], "value": "1"}])");
+  }));
+  expect_refused<ConfigError>([&] { one->check_shape(Shape({{"N", 1000}})); },
+                              "edits[0].for: the loops run 1000000000000 times at this shape, more than the 1000 "
+                              "elements of tensor 'x'");
+  // Two loops, each within the tensor, their product not; an edge case's edit the same.
+  const auto two = Problem::load(tiny_folder("loops", [](Json& j) {
+    j["edge_cases"] = parse(R"([{"name": "e", "edits": [{"tensor": "x", "for": {"i": "N", "k": "N"}, "index": ["i"],
+                                  "value": "k"}]}])");
+  }));
+  expect_refused<ConfigError>([&] { two->check_shape(Shape({{"N", 100}})); }, "edge_cases[0].edits[0].for: the loops run 10000 times");
+  // A loop as long as its tensor is what edits are for.
+  const auto row = Problem::load(tiny_folder("row", [](Json& j) {
+    j["edits"] = parse(R"([{"tensor": "x", "for": {"i": "N"}, "index": ["i"], "value": "i"}])");
+  }));
+  EXPECT_EQ(row->make_data(Shape({{"N", 5}}), 1, DataPurpose::kTiming).get("x").data[4], 4.0f);
+}
+
+// #13: element counts without overflow, and the data against the host's memory.
+TEST(Problems, Issue34_TensorSizesAreBoundedWhenTheShapeIsBound) {
+  const auto square = Problem::load(tiny_folder("square", [](Json& j) {
+    j["tensors"][1]["shape"] = parse(R"(["N", "N"])");
+    j["tensors"][2]["shape"] = parse(R"(["N", "N"])");
+  }));
+  // 3037000500^2 overflows int64.
+  expect_refused<ShapeError>([&] { square->check_shape(Shape({{"N", 3037000500}})); },
+                             "tensor 'x' (shape [N, N]) has more than 2^40 elements");
+  // 10^12 elements: 12 TB of float32 data and float64 copies.
+  expect_refused<ShapeError>([&] { (void)square->make_data(Shape({{"N", 1000000}}), 1, DataPurpose::kTiming); },
+                             "GB of host memory (float32 data and the reference's float64 copies; the largest is 'x'");
+  // A dimension past what the expressions' doubles hold exactly (#24: "too large", not "not an integer").
+  expect_refused<ShapeError>([&] { square->check_shape(Shape({{"N", 9007199254740993}})); },
+                             "--N 9007199254740993 is too large");
+}
+
+// #14 (load part): work counts and the values edits and edge cases write.
+TEST(Problems, Issue34_WorkCountsAndEditedValuesAreCheckedAtLoadOrWhenTheShapeIsBound) {
+  expect_load_refused("flop", [](Json& j) { j["work"] = parse(R"({"flop": "0/0"})"); }, "work.flop '0/0' gives");
+  expect_load_refused("bytes", [](Json& j) { j["work"] = parse(R"({"bytes": "-5"})"); },
+                      "work.bytes '-5' gives -5; a work count must be finite and >= 0");
+  const auto work = Problem::load(tiny_folder("work", [](Json& j) { j["work"] = parse(R"({"bytes": "1000 - N"})"); }));
+  expect_refused<ConfigError>([&] { work->check_shape(Shape({{"N", 2000}})); },
+                              "work.bytes '1000 - N' gives -1000 at shape N=2000");
+  // #24: an edit that makes an input non-finite says so, not that the reference is NaN.
+  for (const char* value : {"0/0", "1e39"})
+    expect_load_refused("edit_value", [&](Json& j) {
+      j["edits"] = Json::array({{{"tensor", "x"}, {"index", {"0"}}, {"value", value}}});
+    }, "which would make tensor 'x' non-finite in float32");
+  const auto shaped = Problem::load(tiny_folder("edit_shape", [](Json& j) {
+    j["edits"] = parse(R"([{"tensor": "x", "index": ["0"], "value": "N * 1e36"}])");
+  }));
+  expect_refused<ConfigError>([&] { shaped->check_shape(Shape({{"N", 1000}})); },
+                              "at element 0, which makes tensor 'x' non-finite in float32");
+  // An edge case that scales normal data past float32, refused before the gate runs it.
+  const auto scaled = Problem::load(tiny_folder("scale", [](Json& j) {
+    j["edge_cases"] = parse(R"([{"name": "big", "set": {"x": {"scale": 1e38}}}])");
+  }));
+  expect_refused<ConfigError>([&] { scaled->check_shape(Shape({{"N", 1000}})); },
+                              "edge_cases[0].set.x: scale 1e+38 and offset 0 take the values of tensor 'x'");
+  expect_load_refused("fill", [](Json& j) { j["edge_cases"] = parse(R"([{"name": "f", "set": {"x": {"fill": 1e38, "scale": 10}}}])"); },
+                      "edge_cases[0].set.x: fill 1e+38 x scale 10 + offset 0 is 1e+39, beyond float32");
+}
+
+// #30: a `when` that is NaN is false, as a constraint's is.
+TEST(Problems, Issue34_AWhenThatIsNaNDoesNotHold) {
+  const auto p = Problem::load(tiny_folder("nan_when", [](Json& j) {
+    j["edge_cases"] = parse(R"([{"name": "never", "when": "0/0", "set": {"x": {"fill": 1}}}])");
+    j["edits"] = parse(R"([{"tensor": "x", "when": "0/0", "index": ["0"], "value": "7"}])");
+  }));
+  const Shape s({{"N", 4}});
+  EXPECT_TRUE(p->edge_cases(s).empty());
+  EXPECT_NE(p->make_data(s, 1, DataPurpose::kParity).get("x").data[0], 7.0f);
+}
+
+// #36, #9, #17, #16, #24: what later breaks, refused when the folder loads.
+TEST(Problems, Issue34_FoldersThatWouldBreakLaterAreRefusedAtLoad) {
+  expect_load_refused("scalar_out", [](Json& j) { j["tensors"][2]["shape"] = Json::array(); },
+                      "tensors[2]: the output 'out' has shape [] (0-d)");
+  expect_load_refused("builtin", [](Json& j) { j["reference"] = parse(R"({"builtin": "contact"})"); },
+                      "reference.builtin 'contact' is the C++ reference of the built-in problem contact, but this "
+                      "folder's dims differ from it");
+  expect_load_refused("param_out", [](Json& j) {
+    j["tensors"][0]["name"] = "out";
+    j["tensors"][2]["name"] = "y";
+  }, "tensors[0]: only the output may be named 'out'");
+  expect_load_refused("digit", [](Json& j) { j["problem"] = "2mm"; }, "problem name '2mm' must be letters, digits, '_' and '-', not starting with a digit");
+  expect_load_refused("class", [](Json& j) { j["problem"] = "class"; }, "problem name 'class' is a C++ keyword");
+  expect_load_refused("none", [](Json& j) { j["problem"] = "None"; }, "problem name 'None' is a Python keyword");
+  expect_load_refused("new", [](Json& j) { j["shape"]["dims"] = parse(R"(["N", "new"])"); },
+                      "'shape.dims': 'new' is a C++ keyword");
+  expect_load_refused("lambda", [](Json& j) {
+    j["edits"] = parse(R"([{"tensor": "x", "for": {"lambda": "N"}, "index": ["lambda"], "value": "1"}])");
+  }, "'lambda' is a Python keyword");
+  expect_load_refused("python_dot", [](Json& j) { j["reference"] = parse(R"({"python": "."})"); },
+                      "is a folder; name the Python file (reference.py)");
+  expect_load_refused("unknown_dim", [](Json& j) { j["tensors"][1]["shape"] = parse(R"(["M"])"); },
+                      "tensors[1].shape[0] of tensor 'x': 'M' uses 'M', which is not a dimension (dims: N)");
+}
+
+// #9: outside configs/, a folder may name a built-in reference only as an unchanged copy of that
+// problem (scripts/plant.py's planted folders); a changed reference.py would never run.
+TEST(Problems, Issue34_ABuiltinReferenceOutsideConfigsNeedsTheBuiltinsTensorsAndReference) {
+  const auto source = test::repo_dir() / "configs" / "contact";
+  const auto copy = [&](const std::string& name, const std::string& reference) {
+    const auto dir = std::filesystem::temp_directory_path() / ("tune_problems_" + std::to_string(::getpid())) / name;
+    std::filesystem::create_directories(dir);
+    Json j = Json::parse(std::ifstream(source / "problem.json"));
+    j["problem"] = name;
+    std::ofstream(dir / "problem.json") << j.dump(1);
+    std::ofstream(dir / "reference.py") << reference;
+    return dir / "problem.json";
+  };
+  std::ifstream in(source / "reference.py");
+  const std::string shipped{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_TRUE(Problem::load(copy("mycontact", shipped))->has_builtin_reference());
+  const auto changed = copy("mycontact2", shipped + "\ndef reference(shape, params, inputs):\n    return 0.5\n");
+  expect_refused<ConfigError>([&] { (void)Problem::load(changed); }, "but this folder's reference.py differ from it");
+}
+
+// #16: a parameter of the space named like a keyword gives a header that does not compile.
+TEST(Problems, Issue34_SpaceNamesThatGeneratedCodeCannotUseAreRefused) {
+  const Json space = parse(R"({"schema_version": 1, "problem": "tiny", "template": "k.cuh", "shape": {"dims": ["N"]},
+    "parameters": [{"name": "default", "values": [1, 2]}], "launches": [{"kernel": "k", "template_args": ["N"],
+    "grid": ["1"], "block": ["32"], "args": ["x"]}], "baseline": {"default": 1}})");
+  expect_refused<ConfigError>([&] { (void)Space::parse(space, "space.json", std::nullopt); }, "'default' is a C++ keyword");
+}
+
+// #10: a dimension may not be named like one of the front end's options.
+TEST(Problems, Issue34_DimensionsNamedLikeReservedOptionsAreRefused) {
+  const auto file = tiny_folder("reserved", [](Json& j) { j["shape"]["dims"] = parse(R"(["N", "seed"])"); });
+  set_reserved_dimension_names({"out", "seed"});
+  expect_refused<ConfigError>([&] { (void)Problem::load(file); }, "'shape.dims': 'seed' is an option of tune (--seed)");
+  set_reserved_dimension_names({});
+  EXPECT_NO_THROW((void)Problem::load(file));
 }
 
 }  // namespace

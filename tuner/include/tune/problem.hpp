@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,8 +56,14 @@ class Problem {
   [[nodiscard]] const nlohmann::ordered_json& json() const;
   // Dimension names in order, e.g. {"B","N","C","H"}.
   [[nodiscard]] std::vector<std::string> dims() const;
-  // Throws ShapeError (one line, naming the dimension) for a dimension that is missing or not positive.
+  // Throws ShapeError (one line, naming the dimension or tensor) for a dimension that is missing, not
+  // positive or too large, a tensor past 2^40 elements; ConfigError for what the shape makes of the
+  // file: a work count that is not finite and >= 0, an edit that loops more often than its tensor has
+  // elements or writes outside it or beyond float32, an edge case that takes an input beyond float32.
   void check_shape(const Shape& shape) const;
+  // The same, and ShapeError when the data and the float64 reference would not fit the host's memory
+  // (make_data checks it; a run checks it before it starts).
+  void check_host_memory(const Shape& shape) const;
   [[nodiscard]] std::vector<TensorSpec> param_specs(const Shape& shape) const;
   [[nodiscard]] std::vector<TensorSpec> input_specs(const Shape& shape) const;
   [[nodiscard]] TensorSpec output_spec(const Shape& shape) const;
@@ -99,7 +106,12 @@ struct ProblemLocation {
   std::filesystem::path file;  // problem.json
   std::string origin;          // "--problem-path", "TUNE_PROBLEM_PATH", "built-in", "path"
 };
+// Each entry may be a colon list, as $TUNE_PROBLEM_PATH is; empty entries are skipped.
 void set_problem_path(std::vector<std::filesystem::path> dirs);
+// Names a dimension may not have, because on the command line they are the front end's own options
+// (--out, --seed, --help, ...): Problem::load refuses them. The CLI registers its options' names.
+void set_reserved_dimension_names(std::set<std::string> names);
+[[nodiscard]] std::set<std::string> reserved_dimension_names();
 [[nodiscard]] std::vector<std::filesystem::path> builtin_problem_dirs();
 
 // A problem by name (searched on the path) or by path (a folder or its problem.json). Loaded

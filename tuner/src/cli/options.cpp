@@ -26,6 +26,15 @@ void check_no_extras(const CLI::App& root, const CLI::App& sub) {
                                  root.remaining().front(), sub.get_name()));
 }
 
+std::set<std::string> long_option_names(const CLI::App& app) {
+  std::set<std::string> out;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& n : o->get_lnames()) out.insert(n);
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    for (const std::string& n : long_option_names(*sub)) out.insert(n);
+  return out;
+}
+
 void check_no_empty_values(const CLI::App& app) {
   std::vector<const CLI::App*> apps{&app};
   for (const CLI::App* sub : app.get_subcommands()) apps.push_back(sub);

@@ -2,6 +2,7 @@
 // What several of tune's commands share on the command line: the progress log, the --device and
 // --sanitize options and their checks.
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ CLI::Validator sanitize_modes();
 // Shape dimensions are the problem's, so the main command allows extras; a subcommand falls through
 // to the main options (tune list --problem-path DIR) and refuses what is left over.
 void check_no_extras(const CLI::App& root, const CLI::App& sub);
+
+// The long names of every option of `app` and its subcommands, without the dashes (out, seed, help,
+// ...): a problem's dimension may not take one, since its shape option would be that option.
+std::set<std::string> long_option_names(const CLI::App& app);
 
 // An option given an empty value (--out '', --cache-dir '') means nothing, whatever the command:
 // refused in one line rather than taken for the default.

@@ -234,16 +234,22 @@ class ListCommand final : public Subcommand {
                  "ones in <prefix>/share/tune/configs)\n");
     for (const auto& l : found) {
       fmt::print("{}  ({}: {})\n", l.name, l.origin, l.file.parent_path().string());
-      print_problem(l.file.string());
+      print_problem(l.name, l.file.string());
     }
     return 0;
   }
 
  private:
   // The problem's dims (with the space's defaults) and description, or why it cannot be loaded.
-  static void print_problem(const std::string& file) {
+  static void print_problem(const std::string& folder, const std::string& file) {
     try {
       const Problem& p = find_problem(file);
+      // --problem NAME finds a folder by its name and refuses it when the file names another problem.
+      if (p.name() != folder) {
+        fmt::print("    not usable by name: names problem '{}' but its folder is '{}' (make the two agree, or pass the "
+                   "folder as --problem)\n", p.name(), folder);
+        return;
+      }
       const Space space = load_space(file, std::nullopt);
       std::vector<std::string> dims;
       for (const auto& d : p.dims()) {

@@ -35,6 +35,8 @@ std::vector<std::int64_t> shape_values(const std::string& name, const std::strin
     const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     std::int64_t v = 0;
     const auto r = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (r.ec == std::errc::result_out_of_range && r.ptr == item.data() + item.size())
+      throw InputError(fmt::format("--{} {}: '{}' is too large (a dimension is at most 9000000000000000)", name, text, item));
     if (item.empty() || r.ec != std::errc() || r.ptr != item.data() + item.size())
       throw InputError(fmt::format("--{} {}: '{}' is not an integer (an unknown option? tune --help lists them; "
                                    "the problem's dimensions are shape options)",

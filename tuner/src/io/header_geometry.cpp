@@ -102,7 +102,7 @@ std::string geometry_code(const Space& space) {
     h += fmt::format("  if (!detail::holds({})) return detail::refuse(g, {});\n", cpp(c, "constraint"),
                      header_text::c_string("constraint: " + c));
   for (const auto& l : e.launches) {
-    h += fmt::format("  if (({}) != 0.0) {{\n", cpp(l.when, "launch " + l.kernel + " 'when'"));
+    h += fmt::format("  if (detail::holds({})) {{\n", cpp(l.when, "launch " + l.kernel + " 'when'"));
     h += "    LaunchGeometry& x = g.launches[g.launch_count++];\n";
     h += fmt::format("    x.kernel = {};\n    x.template_arg_count = {};\n", header_text::c_string(l.kernel), l.template_args.size());
     for (std::size_t a = 0; a < l.template_args.size(); ++a) {

@@ -64,7 +64,7 @@ std::string slurp(const std::filesystem::path& path) {
 
 std::string describe_loss(const FaultRecord& f) {
   const std::string phase = f.phase.empty() ? "" : " during " + f.phase;
-  if (f.kind == FaultKind::kTimeout) return fmt::format("no answer within {:.0f} s{}", f.deadline_s, phase);
+  if (f.kind == FaultKind::kTimeout) return fmt::format("no answer within {:g} s{}", f.deadline_s, phase);
   if (f.kind == FaultKind::kSignal) return fmt::format("killed by {}{}", f.signal, phase);
   if (f.kind == FaultKind::kError) return fmt::format("failed{}: {}", phase, f.message);
   return fmt::format("exited with code {}{}", f.exit_code, phase);

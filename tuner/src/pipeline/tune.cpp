@@ -133,7 +133,7 @@ void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& wh
   rec.status = f.kind == FaultKind::kTimeout ? Status::kTimeout : Status::kCrashed;
   const std::string phase = f.phase.empty() ? "before its first phase" : "during " + f.phase;
   if (f.kind == FaultKind::kTimeout)
-    rec.reason = fmt::format("no answer within {:.1f} s ({}){}; the worker process was killed", f.deadline_s, phase, when);
+    rec.reason = fmt::format("no answer within {:g} s ({}){}; the worker process was killed", f.deadline_s, phase, when);
   else if (f.kind == FaultKind::kError)
     rec.reason = fmt::format("the worker process failed {}{}: {}", phase, when, f.message);
   else if (f.kind == FaultKind::kSignal)
@@ -582,7 +582,14 @@ Space load_run_space(const RunRecord& run) {
 void check_launch_args(const Problem& problem, const Space& space) {
   std::vector<std::string> known{"out"};
   for (const auto& t : problem.json().at("tensors")) known.push_back(t.at("name").get<std::string>());
-  for (const auto& b : space.scratch_names()) known.push_back(b);
+  // A launch arg resolves to the first buffer of its name: a scratch buffer named like a tensor (or
+  // 'out', the output's name in launch args) would shadow it or be shadowed (issue 34 #17).
+  for (const auto& b : space.scratch_names()) {
+    if (std::find(known.begin(), known.end(), b) != known.end())
+      throw ConfigError(fmt::format("{}: scratch buffer '{}' has the name of {} of problem {}; give it a name of its own",
+                                    space.source_name(), b, b == "out" ? "the output ('out')" : "a tensor", problem.name()));
+    known.push_back(b);
+  }
   for (const auto& [kernel, args] : space.launch_args())
     for (const auto& a : args)
       if (std::find(known.begin(), known.end(), a) == known.end())
@@ -863,6 +870,8 @@ struct PassRun {
     run.problem = std::string(problem.name());
     run.shape = shape;
     run.seed = o.seed;
+    // The data is drawn in the worker; a shape whose tensors cannot fit is refused before it starts.
+    if (!o.compile_only) problem.check_host_memory(shape);
     const WorkCounts counts = problem.counts(shape);
     run.flop = counts.flop;
     run.bytes = counts.bytes;

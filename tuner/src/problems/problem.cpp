@@ -1,13 +1,17 @@
 // A problem read from its folder (docs/problem-format.md): dims, tensors, seeded data, edits,
 // tolerance, work counts and the reference. The search-space keys of the same file are Space's.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <ranges>
 #include <set>
 
 #include <fmt/format.h>
@@ -89,17 +93,32 @@ struct Problem::Impl {
   std::filesystem::path golden;
   mutable space::VariableTable table;
   mutable std::mutex mutex;  // one variable table for every expression
+  mutable std::set<std::string> bound_shapes;  // shapes check_bound passed (under mutex)
 
   [[noreturn]] void fail(const std::string& what) const { throw ConfigError(file.string() + ": " + what); }
 
-  space::Expression expression(const Json& j, const std::string& where) const {
+  // An expression of the file; `dims_only`: it may name the dims and nothing else the table holds
+  // (a tensor's shape, a work count), or an edit's loop variables too.
+  space::Expression expression(const Json& j, const std::string& where, bool dims_only = false) const {
     if (!j.is_string() && !j.is_number_integer()) fail(where + " must be an expression string or an integer");
     const std::string text = j.is_string() ? j.get<std::string>() : j.dump();
+    const auto unknown = space::unknown_names(text, [&](const std::string& n) {
+      return dims_only ? std::find(dims.begin(), dims.end(), n) != dims.end() : table.has(n);
+    });
+    if (!unknown.empty())
+      fail(fmt::format("{}: '{}' uses '{}', which is not a dimension (dims: {}){}", where, text, unknown.front(),
+                       fmt::join(dims, ", "), dims_only ? "" : " or a loop variable of an edit"));
     try {
       return space::Expression(text, table);
     } catch (const std::invalid_argument& e) {
       fail(fmt::format("{} '{}': {}", where, text, e.what()));
     }
+  }
+
+  // A `when`: NaN is false, as a constraint's is (docs/problem-format.md).
+  static bool holds(const space::Expression& e) {
+    const double v = e.eval();
+    return !std::isnan(v) && v != 0;
   }
 
   void bind(const Shape& shape) const {
@@ -132,7 +151,24 @@ struct Problem::Impl {
     return out;
   }
 
+  // What a shape binds, checked once per shape (check_shape): tensor sizes, work counts, every
+  // edit's loops, indices and values, and the edge cases' values; throws ShapeError or ConfigError.
+  void check_bound(const Shape& shape) const;
+  void check_sizes(const Shape& shape) const;
+  void check_work(const Shape& shape) const;
+  void check_data(const Shape& shape) const;
+  // The elements of tensor t at the bound shape; throws ShapeError past kMaxElements.
+  std::int64_t elements(const TensorDef& t, const Shape& shape) const;
+  // The largest magnitude the tensor's init can draw (before edits).
+  static double init_bound(const Init& init);
+  // Each element an edit writes, with its value (checked finite and within float32), at the bound
+  // shape; `what` names the tensor for messages.
+  void for_each_write(const Edit& e, const std::vector<std::int64_t>& shape, const std::string& what,
+                      const std::function<void(std::int64_t, double)>& write) const;
   void parse_tensor(const Json& j, std::size_t i);
+  void parse_work();
+  void parse_reference();
+  void check_name() const;
   // `where` is the edit's path; the top-level edits take a `purpose`, an edge case's edits do not.
   Edit parse_edit(const Json& j, const std::string& where, const std::vector<std::string>& loop_names, bool top_level);
   void parse_edge_case(const Json& j, std::size_t i, const std::vector<std::string>& loop_names);
@@ -184,7 +220,7 @@ Init parse_init(const Json& j, const std::string& where, const std::function<spa
     case InitKind::kLinear:
       json_check::keys(spec, {"kind", "fan_in"}, where, fail);
       if (!spec.contains("fan_in")) fail(where + " (linear) needs 'fan_in', an expression over the dims");
-      init.fan_in = expr(spec.at("fan_in"), where + ".fan_in");
+      init.fan_in = expr(spec.at("fan_in"), where + ".fan_in");  // dims only (the caller's expr)
       break;
     case InitKind::kConstant:
       json_check::keys(spec, {"kind", "value"}, where, fail);
@@ -218,16 +254,24 @@ void Problem::Impl::parse_tensor(const Json& j, std::size_t i) {
   else if (role == "input") t.role = Role::kInput;
   else if (role == "output") t.role = Role::kOutput;
   else fail(fmt::format("{}.role '{}' is not parameter, input or output", where, role));
+  // A launch's args name the output 'out' whatever its name: a parameter or input of that name would
+  // take its place (issue 34 #17).
+  if (t.name == "out" && t.role != Role::kOutput)
+    fail(fmt::format("{}: only the output may be named 'out' (launch args call the output 'out'); rename this {}", where, role));
   const std::string dtype = j.contains("dtype") ? json_check::string(j, "dtype", where, f) : "float32";
   if (dtype != "float32") fail(fmt::format("{}.dtype '{}' is not supported (tensors are float32)", where, dtype));
   if (!j.contains("shape") || !j.at("shape").is_array()) fail(where + ".shape must be a list of expressions over the dims");
   for (std::size_t d = 0; d < j.at("shape").size(); ++d)
-    t.shape.push_back(expression(j.at("shape")[d], fmt::format("{}.shape[{}]", where, d)));
+    t.shape.push_back(expression(j.at("shape")[d], fmt::format("{}.shape[{}] of tensor '{}'", where, d, t.name), true));
+  if (t.role == Role::kOutput && t.shape.empty())
+    fail(fmt::format("{}: the output '{}' has shape [] (0-d), which the reference and the kernels cannot share; give it "
+                     "shape [\"1\"]", where, t.name));
   if (t.role == Role::kOutput) {
     if (j.contains("init")) fail(where + ": an output has no 'init'");
   } else {
     if (!j.contains("init")) fail(fmt::format("{} ('{}') needs 'init' (normal, uniform, linear, ...)", where, t.name));
-    t.init = parse_init(j.at("init"), where + ".init", [&](const Json& e, const std::string& w) { return expression(e, w); }, f);
+    t.init = parse_init(j.at("init"), where + ".init",
+                        [&](const Json& e, const std::string& w) { return expression(e, w, true); }, f);
   }
   tensors.push_back(std::move(t));
 }
@@ -262,6 +306,12 @@ Edit Problem::Impl::parse_edit(const Json& j, const std::string& where, const st
     fail(fmt::format("{}.index has {} entries but tensor '{}' has {} dimensions", where, e.index.size(), target, it->shape.size()));
   if (!j.contains("value")) fail(where + " needs 'value', an expression");
   e.value = expression(j.at("value"), where + ".value");
+  if (e.value->is_constant()) {
+    const double v = e.value->eval();
+    if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
+      fail(fmt::format("{}.value '{}' gives {}, which would make tensor '{}' non-finite in float32; give a finite value "
+                       "within float32", where, e.value->text(), v, target));
+  }
   return e;
 }
 
@@ -274,7 +324,7 @@ void Problem::Impl::parse_edge_case(const Json& j, std::size_t i, const std::vec
   if (c.name.empty()) fail(where + ".name is empty");
   for (const auto& other : edge_cases)
     if (other.name == c.name) fail(fmt::format("{}.name: edge case '{}' is declared twice", where, c.name));
-  if (j.contains("when")) c.when = expression(j.at("when"), where + ".when");
+  if (j.contains("when")) c.when = expression(j.at("when"), where + ".when", true);
   if (j.contains("set")) {
     const Json& set = j.at("set");
     if (!set.is_object()) fail(where + ".set must map tensor names to operations ({\"pair_repr\": {\"scale\": 100}})");
@@ -300,6 +350,9 @@ void Problem::Impl::parse_edge_case(const Json& j, std::size_t i, const std::vec
       if (ops.contains("fill")) s.fill = number("fill");
       if (ops.contains("scale")) s.scale = number("scale");
       if (ops.contains("offset")) s.offset = number("offset");
+      if (s.fill && !(std::abs(*s.fill * s.scale + s.offset) <= static_cast<double>(std::numeric_limits<float>::max())))
+        fail(fmt::format("{}: fill {} x scale {} + offset {} is {}, beyond float32; choose smaller numbers", s.where,
+                         *s.fill, s.scale, s.offset, *s.fill * s.scale + s.offset));
       c.sets.push_back(std::move(s));
     }
   }
@@ -353,24 +406,40 @@ HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
   return out;
 }
 
-void Problem::Impl::apply(const Edit& e, HostTensor& t) const {
-  if (e.when && e.when->eval() == 0) return;
+void Problem::Impl::for_each_write(const Edit& e, const std::vector<std::int64_t>& shape, const std::string& what,
+                                   const std::function<void(std::int64_t, double)>& write) const {
+  if (e.when && !holds(*e.when)) return;
+  std::int64_t elements = 1;
+  for (const auto n : shape) elements *= n;
+  // Each iteration writes one element: more iterations than elements only repeat writes, and an
+  // unbounded loop would hang the run (issue 34 #5).
   std::vector<std::int64_t> bounds;
-  for (const auto& [slot, bound] : e.loops) bounds.push_back(integer(bound, e.where + " loop bound"));
-  for (const auto b : bounds)
-    if (b <= 0) return;
+  double iterations = 1;  // in double: a product of int64 bounds may overflow
+  for (const auto& [slot, bound] : e.loops) {
+    bounds.push_back(std::max<std::int64_t>(0, integer(bound, e.where + " loop bound")));
+    iterations *= static_cast<double>(bounds.back());
+  }
+  if (iterations > static_cast<double>(std::max<std::int64_t>(elements, 1)))
+    fail(fmt::format("{}.for: the loops run {:.0f} times at this shape, more than the {} elements of tensor '{}' (each "
+                     "iteration writes one); bound them by the tensor's dims",
+                     e.where, iterations, elements, what));
+  if (iterations == 0) return;
   std::vector<std::int64_t> at(bounds.size(), 0);
   for (;;) {
     for (std::size_t l = 0; l < at.size(); ++l) table.set(e.loops[l].first, static_cast<double>(at[l]));
     std::int64_t flat = 0;
     for (std::size_t d = 0; d < e.index.size(); ++d) {
       const std::int64_t k = integer(e.index[d], fmt::format("{}.index[{}]", e.where, d));
-      if (k < 0 || k >= t.spec.shape[d])
+      if (k < 0 || k >= shape[d])
         fail(fmt::format("{}.index[{}] '{}' gives {}, outside tensor '{}' (size {}) at this shape", e.where, d,
-                         e.index[d].text(), k, t.spec.name, t.spec.shape[d]));
-      flat = flat * t.spec.shape[d] + k;
+                         e.index[d].text(), k, what, shape[d]));
+      flat = flat * shape[d] + k;
     }
-    t.data[static_cast<std::size_t>(flat)] = static_cast<float>(e.value->eval());
+    const double v = e.value->eval();
+    if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
+      fail(fmt::format("{}.value '{}' gives {} at element {}, which makes tensor '{}' non-finite in float32; give a "
+                       "finite value within float32", e.where, e.value->text(), v, flat, what));
+    write(flat, v);
     std::size_t l = at.size();
     while (l > 0) {
       --l;
@@ -382,6 +451,11 @@ void Problem::Impl::apply(const Edit& e, HostTensor& t) const {
   }
 }
 
+void Problem::Impl::apply(const Edit& e, HostTensor& t) const {
+  for_each_write(e, t.spec.shape, t.spec.name,
+                 [&](std::int64_t flat, double v) { t.data[static_cast<std::size_t>(flat)] = static_cast<float>(v); });
+}
+
 void Problem::Impl::apply(const TensorSet& s, HostTensor& t) const {
   for (std::size_t k = 0; k < t.data.size(); ++k) {
     const double v = (s.fill ? *s.fill : static_cast<double>(t.data[k])) * s.scale + s.offset;
@@ -390,6 +464,89 @@ void Problem::Impl::apply(const TensorSet& s, HostTensor& t) const {
                        t.data[k], v));
     t.data[k] = static_cast<float>(v);
   }
+}
+
+// A tensor of more elements is refused when the shape is bound: 4 TiB of float32, past any GPU's
+// memory; and every size tune computes from it (bytes, float64 copies) stays within int64.
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+// A dimension past this is not exact in the expressions' doubles (their integers stop at 2^53).
+constexpr std::int64_t kMaxDimension = 9'000'000'000'000'000;
+
+std::int64_t Problem::Impl::elements(const TensorDef& t, const Shape& shape) const {
+  std::int64_t n = 1;
+  bool over = false;
+  for (std::size_t i = 0; i < t.shape.size(); ++i) {
+    const std::int64_t d = integer(t.shape[i], fmt::format("tensor '{}' shape[{}]", t.name, i));
+    if (d < 0) fail(fmt::format("tensor '{}' shape[{}] '{}' is negative ({})", t.name, i, t.shape[i].text(), d));
+    over = over || __builtin_mul_overflow(n, d, &n) || n > kMaxElements;
+  }
+  if (over)
+    throw ShapeError(fmt::format("shape {}: tensor '{}' (shape [{}]) has more than 2^40 elements (4 TiB of float32); "
+                                 "pass a smaller shape", shape.describe(), t.name,
+                                 fmt::join(t.shape | std::views::transform([](const auto& e) { return e.text(); }), ", ")));
+  return n;
+}
+
+double Problem::Impl::init_bound(const Init& init) {
+  constexpr double kNormal = 8.58;  // Box-Muller's largest |x|: sqrt(-2 ln 2^-53)
+  switch (init.kind) {
+    case InitKind::kNormal: return std::abs(init.a) + kNormal * std::abs(init.b);
+    case InitKind::kUniform: return std::max(std::abs(init.a), std::abs(init.b));
+    case InitKind::kConstant: return std::abs(init.a);
+    case InitKind::kLayerNormWeight: return 1 + 0.2 * kNormal;
+    case InitKind::kLayerNormBias: return 0.2 * kNormal;
+    default: return 1;  // linear: 1/sqrt(fan_in); bernoulli: 0 or 1
+  }
+}
+
+void Problem::Impl::check_sizes(const Shape& shape) const {
+  for (const TensorDef& t : tensors) (void)elements(t, shape);
+}
+
+void Problem::Impl::check_work(const Shape& shape) const {
+  for (const auto* w : {&flop, &bytes}) {
+    if (!*w) continue;
+    const double v = (*w)->eval();
+    if (!std::isfinite(v) || v < 0)
+      fail(fmt::format("work.{} '{}' gives {} at shape {}; a work count must be finite and >= 0", w == &flop ? "flop" : "bytes",
+                       (*w)->text(), v, shape.describe()));
+  }
+}
+
+// The values the edits write and the edge cases' sets make, without drawing the data: an edge case
+// that would make an input non-finite is refused now, not when the gate runs it (issue 34 #14).
+void Problem::Impl::check_data(const Shape& shape) const {
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<double> bound;
+  for (const TensorDef& t : tensors) {
+    shapes.push_back(spec(t).shape);
+    bound.push_back(t.role == Role::kOutput ? 0 : init_bound(t.init));
+  }
+  for (const Edit& e : edits)
+    for_each_write(e, shapes[e.tensor], tensors[e.tensor].name,
+                   [&](std::int64_t, double v) { bound[e.tensor] = std::max(bound[e.tensor], std::abs(v)); });
+  for (const EdgeCase& c : edge_cases) {
+    if (c.when && !holds(*c.when)) continue;
+    for (const TensorSet& set : c.sets) {
+      const double v = (set.fill ? std::abs(*set.fill) : bound[set.tensor]) * std::abs(set.scale) + std::abs(set.offset);
+      if (!(v <= static_cast<double>(std::numeric_limits<float>::max())))
+        fail(fmt::format("{}: scale {} and offset {} take the values of tensor '{}' (up to {:.3g} at shape {}) to {:.3g}, "
+                         "beyond float32; choose a smaller scale or offset",
+                         set.where, set.scale, set.offset, tensors[set.tensor].name, bound[set.tensor], shape.describe(), v));
+    }
+    for (const Edit& e : c.edits) for_each_write(e, shapes[e.tensor], tensors[e.tensor].name, [](std::int64_t, double) {});
+  }
+}
+
+void Problem::Impl::check_bound(const Shape& shape) const {
+  const std::lock_guard lock(mutex);
+  const std::string key = shape.describe();
+  if (bound_shapes.count(key)) return;
+  bind(shape);
+  check_sizes(shape);
+  check_work(shape);
+  check_data(shape);
+  bound_shapes.insert(key);
 }
 
 std::vector<HostTensor> Problem::Impl::draw_all(std::uint64_t seed, DataPurpose purpose) const {
@@ -434,8 +591,7 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
     if (k != "_comment" && !json_check::problem_file_keys().count(k))
       p.fail(fmt::format("unknown key '{}' (known: {})", k, fmt::join(json_check::problem_file_keys(), ", ")));
   p.name = json_check::string(j, "problem", "the file", f);
-  if (p.name.empty() || p.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
-    p.fail(fmt::format("problem name '{}' must be letters, digits, '_' and '-' (it names the results folder)", p.name));
+  p.check_name();
   if (j.contains("description")) p.description = json_check::string(j, "description", "the file", f);
 
   // Dims first: every expression binds the whole variable table when it is built.
@@ -449,6 +605,9 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
     } catch (const std::invalid_argument& e) {
       p.fail(std::string("'shape.dims': ") + e.what());
     }
+    if (reserved_dimension_names().count(p.dims.back()))
+      p.fail(fmt::format("'shape.dims': '{0}' is an option of tune (--{0}), so --{0} could not give the dimension; rename it",
+                         p.dims.back()));
   }
   // The loop variables of every edit (top level and edge cases') are declared before any
   // expression is built.
@@ -519,36 +678,129 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
     p.deterministic = j.at("deterministic").get<bool>();
   }
 
+  p.parse_work();
+  p.parse_reference();
+  p.golden = p.file.parent_path() / (j.contains("golden") ? json_check::string(j, "golden", "the file", f) : "golden");
+  return std::unique_ptr<Problem>(new Problem(std::move(impl)));
+}
+
+void Problem::Impl::parse_work() {
+  Impl& p = *this;
+  auto f = [&](const std::string& m) { p.fail(m); };
+  const Json& j = p.json;
   if (j.contains("work")) {
     const Json& w = j.at("work");
     json_check::keys(w, {"flop", "bytes"}, "work", f);
     if (w.contains("flop")) {
-      p.flop = p.expression(w.at("flop"), "work.flop");
+      p.flop = p.expression(w.at("flop"), "work.flop", true);
       p.flop_text = p.flop->text();
     }
     if (w.contains("bytes")) {
-      p.bytes = p.expression(w.at("bytes"), "work.bytes");
+      p.bytes = p.expression(w.at("bytes"), "work.bytes", true);
       p.bytes_text = p.bytes->text();
     }
+    for (const auto& [key, e] : {std::pair{"flop", &p.flop}, std::pair{"bytes", &p.bytes}})
+      if (*e && (*e)->is_constant() && !((*e)->eval() >= 0 && std::isfinite((*e)->eval())))
+        p.fail(fmt::format("work.{} '{}' gives {}; a work count must be finite and >= 0", key, (*e)->text(), (*e)->eval()));
   }
+}
+
+namespace {
+
+// The folder of a problem.json that lies in a built-in folder (configs/<name>/problem.json).
+bool in_builtin_folder(const std::filesystem::path& file) {
+  std::error_code ec;
+  const auto parent = std::filesystem::weakly_canonical(file.parent_path().parent_path(), ec);
+  for (const auto& d : builtin_problem_dirs())
+    if (std::filesystem::weakly_canonical(d, ec) == parent) return true;
+  return false;
+}
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What of a folder outside configs/ differs from the built-in problem whose C++ reference it
+// names (empty: an unchanged copy, such as scripts/plant.py makes): its dims, its tensors or its
+// reference.py. The fast path computes the built-in's function on the built-in's tensors only.
+std::string builtin_mismatch(const Json& j, const std::optional<std::filesystem::path>& python, const std::string& builtin) {
+  for (const auto& d : builtin_problem_dirs()) {
+    const auto file = d / builtin / "problem.json";
+    std::ifstream in(file);
+    if (!in) continue;
+    const Json o = Json::parse(in, nullptr, false);
+    if (o.is_discarded() || !o.is_object()) return "problem.json (the built-in one cannot be read)";
+    if (!o.contains("shape") || !j.contains("shape") || o.at("shape").value("dims", Json()) != j.at("shape").value("dims", Json()))
+      return "dims";
+    if (o.value("tensors", Json()) != j.value("tensors", Json())) return "tensors";
+    const Json ref = o.value("reference", Json::object());
+    if (python && ref.contains("python") && ref.at("python").is_string() &&
+        slurp(*python) != slurp(file.parent_path() / ref.at("python").get<std::string>()))
+      return "reference.py";
+    return {};
+  }
+  return "problem (no built-in problem has that name)";
+}
+
+}  // namespace
+
+void Problem::Impl::parse_reference() {
+  Impl& p = *this;
+  auto f = [&](const std::string& m) { p.fail(m); };
+  const Json& j = p.json;
 
   if (!j.contains("reference")) p.fail("'reference' must name the reference: {\"python\": \"reference.py\"}");
   const Json& r = j.at("reference");
   json_check::keys(r, {"python", "builtin"}, "reference", f);
   if (r.contains("python")) {
     p.python = p.file.parent_path() / json_check::string(r, "python", "reference", f);
+    if (std::error_code ec; std::filesystem::is_directory(*p.python, ec))
+      p.fail(fmt::format("reference.python: {} is a folder; name the Python file (reference.py)", p.python->string()));
     if (!std::filesystem::is_regular_file(*p.python))
       p.fail(fmt::format("reference.python: {} does not exist", p.python->string()));
   }
   if (r.contains("builtin")) {
     p.builtin = json_check::string(r, "builtin", "reference", f);
+    // The C++ fast path is tied to the built-in problem: a copy of its folder elsewhere with other
+    // tensors or another reference.py would be checked against the wrong function (issue 34 #9).
+    if (!in_builtin_folder(p.file))
+      if (const std::string what = builtin_mismatch(j, p.python, p.builtin); !what.empty())
+        p.fail(fmt::format("reference.builtin '{0}' is the C++ reference of the built-in problem {0}, but this folder's {1} "
+                           "differ from it; remove reference.builtin (the folder's reference.py then runs)",
+                           p.builtin, what));
     if (!builtin_reference(p.builtin))
       p.fail(fmt::format("reference.builtin '{}' is not a reference built into this tune ({})", p.builtin,
                          fmt::join(builtin_reference_names(), ", ")));
   }
   if (!p.python && p.builtin.empty()) p.fail("'reference' must name a Python module: {\"python\": \"reference.py\"}");
-  p.golden = p.file.parent_path() / (j.contains("golden") ? json_check::string(j, "golden", "the file", f) : "golden");
-  return std::unique_ptr<Problem>(new Problem(std::move(impl)));
+}
+
+// The name names the results folder, the header's namespace and the exported Python module.
+void Problem::Impl::check_name() const {
+  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos ||
+      std::isdigit(static_cast<unsigned char>(name.front())))
+    fail(fmt::format("problem name '{}' must be letters, digits, '_' and '-', not starting with a digit (it names the "
+                     "results folder and the generated code's namespace)", name));
+  if (const std::string kind = space::keyword_kind(name); !kind.empty())
+    fail(fmt::format("problem name '{}' is {}, which the generated headers and packages cannot use; rename it", name, kind));
+}
+
+namespace {
+
+std::mutex g_reserved_mutex;
+std::set<std::string> g_reserved;
+
+}  // namespace
+
+void set_reserved_dimension_names(std::set<std::string> names) {
+  const std::lock_guard lock(g_reserved_mutex);
+  g_reserved = std::move(names);
+}
+
+std::set<std::string> reserved_dimension_names() {
+  const std::lock_guard lock(g_reserved_mutex);
+  return g_reserved;
 }
 
 std::string_view Problem::name() const { return impl_->name; }
@@ -571,7 +823,36 @@ void Problem::check_shape(const Shape& shape) const {
       throw ShapeError(fmt::format("the shape needs --{} (problem {} takes {})", d, name(), fmt::join(impl_->dims, ", ")));
     const auto v = shape.at(d);
     if (v <= 0) throw ShapeError(fmt::format("--{} must be a positive integer, got {}", d, v));
+    // Expressions compute in double: past 2^53 a dimension is no longer itself there.
+    if (v > kMaxDimension)
+      throw ShapeError(fmt::format("--{} {} is too large (a dimension is at most {})", d, v, kMaxDimension));
   }
+  impl_->check_bound(shape);
+}
+
+void Problem::check_host_memory(const Shape& shape) const {
+  check_shape(shape);
+  const Impl& p = *impl_;
+  std::uint64_t need = 0;
+  std::pair<std::int64_t, std::string> largest{-1, ""};
+  {
+    const std::lock_guard lock(p.mutex);
+    p.bind(shape);
+    for (const TensorDef& t : p.tensors) {
+      const std::int64_t n = p.elements(t, shape);  // at most 2^40: the sum stays far within 64 bits
+      need += static_cast<std::uint64_t>(n) * (sizeof(float) + sizeof(double));
+      largest = std::max(largest, std::pair{n, t.name});
+    }
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;  // unknown: the allocation itself will tell
+  const auto have = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  if (need > have)
+    throw ShapeError(fmt::format("shape {}: the tensors of problem {} take {:.3g} GB of host memory (float32 data and the "
+                                 "reference's float64 copies; the largest is '{}', {} elements), more than this machine's "
+                                 "{:.3g} GB; pass a smaller shape",
+                                 shape.describe(), name(), static_cast<double>(need) / 1e9, largest.second, largest.first,
+                                 static_cast<double>(have) / 1e9));
 }
 
 std::vector<TensorSpec> Problem::param_specs(const Shape& shape) const { return impl_->specs(shape, Role::kParameter); }
@@ -579,7 +860,7 @@ std::vector<TensorSpec> Problem::input_specs(const Shape& shape) const { return 
 TensorSpec Problem::output_spec(const Shape& shape) const { return impl_->specs(shape, Role::kOutput).at(0); }
 
 ProblemData Problem::make_data(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const {
-  check_shape(shape);
+  check_host_memory(shape);
   const Impl& p = *impl_;
   const std::lock_guard lock(p.mutex);
   p.bind(shape);
@@ -593,7 +874,7 @@ std::vector<std::string> Problem::edge_cases(const Shape& shape) const {
   p.bind(shape);
   std::vector<std::string> out;
   for (const EdgeCase& c : p.edge_cases)
-    if (!c.when || c.when->eval() != 0) out.push_back(c.name);
+    if (!c.when || Impl::holds(*c.when)) out.push_back(c.name);
   return out;
 }
 
@@ -613,7 +894,7 @@ ProblemData Problem::make_edge_case(const Shape& shape, const ProblemData& parit
   }
   const std::lock_guard lock(p.mutex);
   p.bind(shape);
-  if (c->when && c->when->eval() == 0)
+  if (c->when && !Impl::holds(*c->when))
     throw InputError(fmt::format("problem {}: edge case '{}' does not apply at shape {} (when '{}')", p.name, name,
                                  shape.describe(), c->when->text()));
   // The parity data back in the file's tensor order, where the sets and edits index it.

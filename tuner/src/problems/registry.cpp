@@ -70,8 +70,12 @@ const Problem& load_file(const std::filesystem::path& file) {
 }  // namespace
 
 void set_problem_path(std::vector<std::filesystem::path> dirs) {
+  // --problem-path A:B is a colon list (docs/problem-format.md), as $TUNE_PROBLEM_PATH is.
+  std::vector<std::filesystem::path> split;
+  for (const auto& d : dirs)
+    for (auto& item : split_path(d.c_str())) split.push_back(std::move(item));
   const std::lock_guard lock(g_mutex);
-  g_user_dirs = std::move(dirs);
+  g_user_dirs = std::move(split);
 }
 
 std::vector<std::filesystem::path> builtin_problem_dirs() {

@@ -1,5 +1,6 @@
 #pragma once
 // Expressions of a search space (muParser), bound to one table of named variables.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +29,14 @@ class VariableTable {
   std::map<std::string, double> constants_;
 };
 
+// The names in `text` that are neither `known` nor built-ins of expressions (for a message that says which).
+[[nodiscard]] std::vector<std::string> unknown_names(const std::string& text,
+                                                     const std::function<bool(const std::string&)>& known);
+
+// "a C++ keyword" or "a Python keyword" when `name` is one (generated headers and packages use the
+// names of a problem as identifiers), else empty.
+[[nodiscard]] std::string keyword_kind(const std::string& name);
+
 class Expression {
  public:
   // Throws std::invalid_argument with muParser's message on a syntax error or unknown name.
@@ -37,6 +46,8 @@ class Expression {
   ~Expression();
   [[nodiscard]] double eval() const;
   [[nodiscard]] const std::string& text() const { return text_; }
+  // True when it names no variable (its value is known before any shape is bound).
+  [[nodiscard]] bool is_constant() const;
 
  private:
   struct Impl;

@@ -39,6 +39,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// A scratch buffer past this is refused when lowered: 4 TiB of float32, past any GPU's memory.
+constexpr std::int64_t kMaxScratchElements = std::int64_t{1} << 40;
+
 struct Derived {
   std::string name;
   std::size_t slot;
@@ -96,6 +99,11 @@ struct Space::Impl {
     if (!j.is_string() && !j.is_number() && !j.is_boolean()) fail(where + " must be an expression string");
     std::string text = j.is_string() ? j.get<std::string>() : j.dump();
     if (j.is_boolean()) text = j.get<bool>() ? "1" : "0";
+    const auto unknown = space::unknown_names(
+        text, [&](const std::string& n) { return table.has(n) || table.constants().count(n) > 0; });
+    if (!unknown.empty())
+      fail(fmt::format("{} '{}' uses '{}', which is not a dimension, parameter or derived value declared before it", where,
+                       text, unknown.front()));
     try {
       return space::Expression(text, table);
     } catch (const std::invalid_argument& e) {
@@ -448,6 +456,9 @@ void Space::Impl::parse_scratch(const Json& json) {
     const Json& b = json.at("scratch")[bi];
     json_check::keys(b, {"name", "elements", "when"}, fmt::format("scratch[{}]", bi), failer());
     const auto name = need(b, "name", Json::value_t::string, "a scratch buffer").get<std::string>();
+    if (name.empty()) fail(fmt::format("scratch[{}].name is empty", bi));
+    if (std::any_of(scratch.begin(), scratch.end(), [&](const Scratch& o) { return o.name == name; }))
+      fail(fmt::format("scratch[{}]: scratch buffer '{}' is declared twice", bi, name));
     if (!b.contains("elements")) fail("scratch buffer '" + name + "' has no 'elements'");
     scratch.push_back({name, expression(b.at("elements"), "scratch '" + name + "' elements"),
                        expression(b.value("when", Json("1")), "scratch '" + name + "' when")});
@@ -660,8 +671,13 @@ Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimit
   Lowered out;
   out.template_name = s.sources ? s.sources->main_name : s.template_name;
   out.sources = s.sources;
+  // A `when` holds as a constraint does: neither zero nor NaN.
+  auto holds = [](const space::Expression& e) {
+    const double v = e.eval();
+    return v != 0 && !std::isnan(v);
+  };
   for (const Launch& l : s.launches) {
-    if (l.when.eval() == 0) continue;
+    if (!holds(l.when)) continue;
     KernelLaunch k;
     k.kernel = l.kernel;
     std::vector<std::int64_t> values;
@@ -678,8 +694,12 @@ Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimit
     out.launches.push_back(std::move(k));
   }
   for (const Scratch& b : s.scratch) {
-    if (b.when.eval() == 0) continue;
-    out.scratch.push_back({b.name, {s.integer(b.elements, "scratch '" + b.name + "' elements")}});
+    if (!holds(b.when)) continue;
+    const std::int64_t n = s.integer(b.elements, "scratch '" + b.name + "' elements");
+    if (n > kMaxScratchElements)
+      s.fail(fmt::format("scratch '{}' elements '{}' gives {}, more than 2^40 (4 TiB of float32); constrain the shape or "
+                         "the parameters", b.name, b.elements.text(), n));
+    out.scratch.push_back({b.name, {n}});
   }
   if (out.launches.empty()) s.fail("no launch applies to configuration " + name(config));
   return out;
