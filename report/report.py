@@ -849,6 +849,10 @@ def main(argv=None):
     except InputError as e:
         print(f"tune: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # writing the output (a read-only folder, a full disk): bad input, as for tune header
+        print(f"tune: -o {a.out}: cannot write {e.filename or 'the report'} ({e.strerror or e}); pass -o a folder you "
+              "can write", file=sys.stderr)
+        return 2
     except Exception as e:  # a bug, not bad input (that is InputError): one line, as tune says it
         print(f"tune: internal error in the report: {type(e).__name__}: {e}", file=sys.stderr)
         return 4

@@ -5,11 +5,11 @@ tests/report/readers_test.py holds the two to the same verdicts on a table of ha
 
 An error is one line: "<file>: <JSON path>: <what is wrong>; <what to do>" (InputError).
 """
-import gzip
 import json
 import math
 import os
 import pathlib
+import zlib
 
 RESTORE = "restore what tune wrote, or re-tune"
 SCHEMA_VERSION = 1
@@ -360,12 +360,12 @@ def problem_dims(problem, config_file):
     for k, f in enumerate(files):
         if f.is_file():
             try:
-                doc = json.loads(f.read_text())
+                doc = read_json(f)
                 if k == len(dirs) and doc.get("problem") != problem:
                     return None  # the recorded file describes another problem (tune refuses it)
                 dims = doc["shape"]["dims"]
                 return dims if isinstance(dims, list) else None
-            except (OSError, ValueError, KeyError, TypeError):
+            except (InputError, KeyError, TypeError):
                 return None
     return None
 
@@ -640,13 +640,41 @@ def parse(text):
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int)
 
 
+# The most bytes a JSON file may hold, decompressed, as tune's readers take it (io/json_file.hpp):
+# a gzip bomb is refused before it fills the memory.
+MAX_BYTES = 256 << 20
+
+
+def _read_bounded(path):
+    too_large = InputError(f"{path}: holds more than {MAX_BYTES >> 20} MiB (decompressed); tune's JSON files are far "
+                           "smaller: is it the right file?")
+    with open(path, "rb") as f:
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise too_large
+    if data[:2] != b"\x1f\x8b":
+        return data
+    parts, size = [], 0
+    while data:  # gzip members one after the other, as gzip -d reads them
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            parts.append(d.decompress(data, MAX_BYTES + 1 - size))
+        except zlib.error as e:
+            raise OSError(f"not a valid gzip file ({e})")
+        size += len(parts[-1])
+        if size > MAX_BYTES:
+            raise too_large
+        if not d.eof:
+            raise OSError("a truncated gzip file")
+        data = d.unused_data
+    return b"".join(parts)
+
+
 def read_json(path):
     """A JSON file, or the gzip of one (results of record over 256 KB are kept as <shape>.json.gz),
-    as tune's readers take it."""
+    as tune's readers take it: at most MAX_BYTES decompressed."""
     try:
-        data = pathlib.Path(path).read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
+        data = _read_bounded(path)
         return parse(data.decode())
     except OSError as e:  # gzip.BadGzipFile is one
         raise InputError(f"{path}: cannot be read ({e.strerror or e})")

@@ -37,5 +37,39 @@ TEST(Header, CompilesAsCuda) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
+// Issue 34: a command line or compile option ending in a backslash continued a // comment onto the
+// next line (#pragma once swallowed: "redefinition of kMaxLaunches" when included twice), a NUL
+// byte stayed raw in a string literal (#27), and problems named 2mm or class gave `namespace 2mm`
+// (#16). Each header, single and merged, compiles included twice with -Wall -Werror (-Wcomment
+// flags a comment continued by a backslash) and holds no control character.
+TEST(Header, HostileTextAndNamesCompileIncludedTwice) {
+  const std::filesystem::path dir = std::filesystem::path(TUNE_BINARY_DIR) / "header_test";
+  std::filesystem::create_directories(dir);
+  const Space space = load_space("contact", std::nullopt);
+  RunRecord run = fixture_run();
+  run.context.command_line = "tune --problem contact --B 4 \\";
+  run.context.compile_options.push_back("-DX=\\  ");
+  run.context.finished_at = "2026\\\n#error spliced";
+  run.device->name = std::string("X\0" "1Y?\?/\x7f", 8);
+  // The merged header is of the problem the space describes (contact); the single one takes any name.
+  const std::string merged = generate_merged_header({NamedResult{"hostile.json", run}}, space, /*allow_synthetic=*/true);
+  EXPECT_NE(merged.find("\"X\\0001Y?\\?/\\177\""), std::string::npos) << "the device name, escaped";
+  for (const std::string problem : {"2mm", "class", "new", "a-b"}) {
+    run.problem = problem;
+    const std::string single = generate_header(run, space);
+    for (const auto& [kind, text] : {std::pair{"single", single}, std::pair{"merged", merged}}) {
+      SCOPED_TRACE(problem + " " + kind);
+      for (const char c : text) EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << static_cast<int>(c);
+      const auto header = dir / ("hostile_" + std::string(kind) + ".hpp");
+      std::ofstream(header) << text;
+      const auto user = dir / ("hostile_" + std::string(kind) + ".cpp");
+      std::ofstream(user) << "#include \"" << header.filename().string() << "\"\n#include \"" << header.filename().string()
+                          << "\"\nint main() { return 0; }\n";
+      const std::string cmd = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -Wall -Werror -fsyntax-only " + user.string();
+      EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tune

@@ -175,5 +175,16 @@ class Readers(unittest.TestCase):
         self.assertGreaterEqual(n, 12)  # the files of record (issue 23: no run folders)
 
 
+    def test_a_gzip_bomb_is_refused_before_it_fills_the_memory(self):
+        """Issue 34, #18: 4 MB of gzip holding 4 GiB was decompressed whole."""
+        bomb = OUT / "bomb" / "bomb.json.gz"
+        bomb.parent.mkdir(parents=True, exist_ok=True)
+        member = gzip.compress(b" " * (1 << 24), compresslevel=1)  # gzip members one after the other: one stream
+        bomb.write_bytes(member * (results.MAX_BYTES // (1 << 24) + 1) + gzip.compress(b"{}"))
+        with self.assertRaises(results.InputError) as e:
+            results.read_json(bomb)
+        self.assertIn(f"{bomb}: holds more than 256 MiB (decompressed)", str(e.exception))
+        bomb.unlink()
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

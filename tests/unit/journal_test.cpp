@@ -47,6 +47,26 @@ TEST(Journal, SitsBesideTheResults) {
             std::filesystem::path("results/h200/contact/B4_N64_C64_H32.journal.jsonl"));
 }
 
+// A record nested 100 000 deep crashed --resume with SIGSEGV (a recursive dump of the value): the
+// line is refused in one line that names the journal and the line (issue 34, #19).
+TEST(Journal, ALineNestedTooDeepIsRefusedNamingTheLine) {
+  const auto path = scratch("deep.journal.jsonl");
+  {
+    Journal j = Journal::create(path, kIdentity);
+    j.append("search", record("a", 10));
+  }
+  std::ofstream(path, std::ios::app) << R"({"stage": "search", "record": )" << std::string(100000, '[')
+                                     << std::string(100000, ']') << "}\n";
+  try {
+    (void)Journal::read(path, kIdentity);
+    FAIL() << "read a journal line nested 100000 deep";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string() + ": line 3: JSON nested deeper than 512 levels"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Journal, RecordsRoundTripAndATornLastLineIsDropped) {
   const auto path = scratch("torn.journal.jsonl");
   {

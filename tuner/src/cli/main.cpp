@@ -1,6 +1,7 @@
 // tune: the command line. It parses arguments and calls the library, nothing more: the main
 // command (tune_command.cpp) and the subcommands (subcommands.cpp) register their options and run.
 #include <exception>
+#include <filesystem>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == tune::kWorkerCommand) return tune::run_worker(argc, argv);
   CLI::App app{"tune: autotune CUDA kernels for this GPU and shape, with evidence"};
   app.set_version_flag("--version", tune::tool_version() + " (" + tune::tool_git_commit() + ")");
+  // Usage errors in one line, as every other error (before the subcommands, which copy it).
+  app.failure_message(tune::cli::usage_error_line);
   tune::cli::TuneArgs tune_args;
   tune_args.opt.command_line = joined_command_line(argc, argv);
   tune::cli::add_tune_options(app, tune_args);
@@ -61,6 +64,9 @@ int main(int argc, char** argv) {
     return run_parsed(app, tune_args, subs, tune::cli::stderr_log());
   } catch (const tune::InputError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path given, or its folder: not writable, not a folder
+    fmt::print(stderr, "tune: {}: {}; check the path and its permissions\n", e.path1().string(), e.code().message());
     return 2;
   } catch (const tune::DeviceError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());

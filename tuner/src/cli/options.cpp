@@ -1,6 +1,9 @@
 #include "cli/options.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tune/errors.hpp"
 
@@ -19,6 +22,43 @@ void check_device_ordinal(int device) {
 }
 
 CLI::Validator sanitize_modes() { return CLI::IsMember({"off", "winner", "finalists"}); }
+
+std::string usage_error_line(const CLI::App* app, const CLI::Error& e) {
+  std::string command = "tune";
+  for (const CLI::App* a = app; a;) {  // the deepest subcommand given (tune export)
+    const auto parsed = a->get_subcommands();
+    a = parsed.empty() ? nullptr : parsed.front();
+    if (!a) break;
+    command += " " + a->get_name();
+    const auto all = a->get_subcommands([](const CLI::App*) { return true; });
+    if (a->get_require_subcommand_min() > 0 && a->get_subcommands().empty() && !all.empty()) {
+      std::vector<std::string> names;
+      for (const CLI::App* s : all) names.push_back(s->get_name());
+      return fmt::format("tune: {} needs a subcommand: {} ({} {} --help)\n", a->get_name(), fmt::join(names, ", "), command,
+                         names.front());
+    }
+  }
+  return fmt::format("tune: {} ({} --help lists the options)\n", e.what(), command);
+}
+
+CLI::Validator count_value() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
+                   ? std::string()
+                   : fmt::format("{} is not a count; give 1 or more, in decimal digits", v);
+      },
+      "COUNT");
+}
+
+CLI::Validator finite_value() {
+  return CLI::Validator(
+      [](std::string& v) {
+        double x = 0;
+        return CLI::detail::lexical_cast(v, x) && std::isfinite(x) ? std::string() : fmt::format("{} is not a finite number", v);
+      },
+      "NUMBER");
+}
 
 void check_no_extras(const CLI::App& root, const CLI::App& sub) {
   if (sub.parsed() && !root.remaining().empty())

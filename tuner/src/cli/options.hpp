@@ -30,6 +30,16 @@ void check_no_extras(const CLI::App& root, const CLI::App& sub);
 // ...): a problem's dimension may not take one, since its shape option would be that option.
 std::set<std::string> long_option_names(const CLI::App& app);
 
+// The one line of a usage error CLI11 finds (an unknown --search, a missing argument): "tune: ...",
+// and for a group without its subcommand (tune export onnx) the subcommands it has. The app's
+// failure_message.
+std::string usage_error_line(const CLI::App* app, const CLI::Error& e);
+
+// A count (--max-space, --max-variants): decimal digits only; CLI11 would take -1 as 2^64 - 1.
+CLI::Validator count_value();
+// A finite number: CLI::Range lets NaN through.
+CLI::Validator finite_value();
+
 // An option given an empty value (--out '', --cache-dir '') means nothing, whatever the command:
 // refused in one line rather than taken for the default.
 void check_no_empty_values(const CLI::App& app);

@@ -72,9 +72,11 @@ class VerifyCommand final : public Subcommand {
   void add_limits() {
     app_->add_option("--max-space", opt_.max_space,
                      "--all without a results file: the most configurations the problem's space is enumerated up to")
+        ->check(count_value())
         ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
         ->capture_default_str();
     app_->add_option("--max-variants", opt_.max_variants, "--all without a results file: the most valid configurations checked")
+        ->check(count_value())
         ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
         ->capture_default_str();
   }
@@ -222,12 +224,13 @@ class CheckCommand final : public Subcommand {
 
 class ListCommand final : public Subcommand {
  public:
-  explicit ListCommand(CLI::App& root) {
+  explicit ListCommand(CLI::App& root) : root_(root) {
     app_ = root.add_subcommand("list", "list the problems found (--problem-path, $TUNE_PROBLEM_PATH, built-in): "
                                        "where each comes from, its dims and defaults");
   }
 
   int run(const Log&) override {
+    check_problem_path();
     const auto found = list_problems();
     if (found.empty())
       fmt::print("no problems found (pass --problem-path DIR or set TUNE_PROBLEM_PATH; an installed tune has the built-in "
@@ -262,6 +265,22 @@ class ListCommand final : public Subcommand {
       fmt::print("    cannot be loaded: {}\n", e.what());
     }
   }
+
+  // A --problem-path that is no folder lists nothing from it: refused (exit 2), not silent.
+  void check_problem_path() const {
+    for (const std::string& given : root_.get_option("--problem-path")->results())
+      for (std::size_t pos = 0; pos <= given.size();) {  // a colon list (docs/problem-format.md)
+        const auto colon = given.find(':', pos);
+        const std::string dir = given.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+        std::error_code ec;
+        if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+          throw InputError(fmt::format("--problem-path {}: no such folder; pass a folder that holds problem folders", dir));
+        if (colon == std::string::npos) break;
+        pos = colon + 1;
+      }
+  }
+
+  const CLI::App& root_;
 };
 
 template <typename Command, typename... Args>

@@ -57,6 +57,7 @@ void add_sampling_options(CLI::App& app, TuneOptions& opt) {
       ->expected(1, -1);
   app.add_option("--warm-keep", opt.warm_keep,
                  "with --warm-start: a configuration within this ratio of the best there is promising (>= 1)")
+      ->check(finite_value())
       ->check(CLI::Range(1.0, 1e6))
       ->capture_default_str();
   app.add_option("--warm-explore", opt.warm_explore, "with --warm-start: others timed, drawn at random from --seed")
@@ -73,9 +74,11 @@ void add_sampling_options(CLI::App& app, TuneOptions& opt) {
   app.add_option("--max-space", opt.max_space,
                  "the most configurations (the product of the parameters' values) a space is enumerated up to; a "
                  "larger one is refused, or with --budget sampled without enumerating it")
+      ->check(count_value())
       ->capture_default_str();
   app.add_option("--max-variants", opt.max_variants,
                  "the most variants a run compiles and times (after --budget and --shard); more is refused")
+      ->check(count_value())
       ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
       ->capture_default_str();
   app.add_option("--time-budget", opt.time_budget_s,
@@ -107,6 +110,7 @@ void add_search_options(CLI::App& app, TuneOptions& opt) {
   app.add_option("--model-gain", opt.model_gain,
                  "with --search model: stop when no configuration left is predicted (its lower bound) to beat the "
                  "best by this fraction")
+      ->check(finite_value())
       ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
 }

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "io/header_text.hpp"
+#include "io/json_file.hpp"
 #include "space/expr_cpp.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -36,7 +37,8 @@ using header_text::identifier;
 
 // What the export needs of one problem.
 struct ExportedProblem {
-  std::string name, ns;  // the problem's name; its C++ and Python identifier
+  std::string name, ns;  // the problem's name; its Python module and op (and C symbols)
+  std::string header_ns;  // its namespace in the merged header
   const Problem* problem = nullptr;
   std::vector<NamedResult> results;
   std::vector<std::string> dims;
@@ -60,17 +62,106 @@ std::string python_list(const std::vector<std::string>& items) {
   return fmt::format("[{}]", fmt::join(quoted, ", "));
 }
 
-void write_text(const std::filesystem::path& path, const std::string& text, std::vector<std::filesystem::path>& written) {
-  std::filesystem::create_directories(path.parent_path());
-  write_file_atomic(path, text);
-  written.push_back(path);
+// The files of an export, by path relative to its folder, made in memory before anything is written.
+using ExportFiles = std::vector<std::pair<std::filesystem::path, std::string>>;
+
+// The list of what an export wrote, in its folder: a later export there removes those files first.
+constexpr const char* kManifest = ".tune-export.json";
+
+[[noreturn]] void cannot_write(const std::filesystem::path& out, const std::string& why) {
+  throw InputError(fmt::format("-o {}: {}; pass -o a folder you can write (it is created when new)", out.string(), why));
+}
+
+// The files an earlier export into `out` wrote, relative to it, from its manifest; only paths inside.
+std::vector<std::filesystem::path> earlier_export(const std::filesystem::path& out) {
+  const auto manifest = json_file::read(out / kManifest);
+  const std::string where = (out / kManifest).string();
+  if (!manifest.is_object() || manifest.value("kind", "") != "tune.export" || !manifest.contains("files") ||
+      !manifest.at("files").is_array())
+    throw InputError(fmt::format("{}: not the list tune export writes; remove the folder, or pass another -o", where));
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : manifest.at("files")) {
+    const std::filesystem::path rel = f.is_string() ? f.get<std::string>() : "";
+    const auto normal = rel.lexically_normal();
+    if (rel.empty() || rel.is_absolute() || normal.begin() == normal.end() || *normal.begin() == "..")
+      throw InputError(fmt::format("{}: lists {}, not a file of the export; remove the folder, or pass another -o", where,
+                                   json_file::brief(f)));
+    files.push_back(normal);
+  }
+  return files;
+}
+
+// `out` made ready for an export: created when new; when it holds an earlier export, the files that
+// one wrote removed (a problem it had and this one has not would stay importable); any other
+// non-empty folder is refused (issue 34, #26).
+void prepare_out(const std::filesystem::path& out) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(out, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) cannot_write(out, "not a folder");
+  if (!std::filesystem::exists(status)) {
+    std::filesystem::create_directories(out, ec);
+    if (ec) cannot_write(out, fmt::format("cannot create the folder ({})", ec.message()));
+    return;
+  }
+  if (std::filesystem::is_empty(out, ec)) return;
+  if (!std::filesystem::exists(out / kManifest, ec))
+    throw InputError(fmt::format("-o {}: a folder that holds other files than an earlier tune export; pass a new or empty "
+                                 "folder",
+                                 out.string()));
+  std::set<std::filesystem::path> dirs;
+  for (const auto& f : earlier_export(out)) {
+    std::filesystem::remove(out / f, ec);
+    if (ec) cannot_write(out, fmt::format("cannot remove {} of the earlier export ({})", f.string(), ec.message()));
+    for (auto d = f.parent_path(); !d.empty(); d = d.parent_path()) dirs.insert(out / d);
+  }
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)  // deepest first; a folder with other files stays
+    if (std::filesystem::is_empty(*it, ec)) std::filesystem::remove(*it, ec);
+}
+
+// The files written into `out`, then the manifest that lists them. Returns their paths.
+std::vector<std::filesystem::path> write_export(const std::filesystem::path& out, const ExportFiles& files) {
+  prepare_out(out);
+  std::vector<std::filesystem::path> written;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& [rel, text] : files) {
+    std::error_code ec;
+    std::filesystem::create_directories((out / rel).parent_path(), ec);
+    if (ec) cannot_write(out, fmt::format("cannot create {} ({})", (out / rel).parent_path().string(), ec.message()));
+    write_file_atomic(out / rel, text);
+    written.push_back(out / rel);
+    list.push_back(rel.generic_string());
+  }
+  write_file_atomic(out / kManifest, nlohmann::ordered_json{{"kind", "tune.export"}, {"files", list}}.dump(1) + "\n");
+  return written;
+}
+
+// --name: a Python identifier that is no keyword, and no module or builtin a user's code or the
+// package's own imports would then get instead (torch, json, list).
+void check_package_name(const std::string& package) {
+  if (package.empty() || identifier(package) != package)
+    throw InputError(fmt::format("--name {}: not a Python identifier, or a Python or C++ keyword; use letters, digits and _, "
+                                 "not a digit first, as in tune_ops",
+                                 package));
+  static const std::set<std::string> kShadowed = {
+      "torch", "numpy", "setuptools", "pkg_resources", "json", "glob", "os", "sys", "warnings", "runpy", "math",
+      "re", "io", "abc", "types", "typing", "copy", "time", "random", "string", "collections", "functools",
+      "itertools", "pathlib", "subprocess", "site", "builtins", "importlib", "test", "tune", "list", "dict", "set",
+      "str", "bytes", "tuple", "object", "type", "len", "print", "open", "input", "range", "map", "filter", "zip",
+      "min", "max", "sum", "abs", "all", "any", "id", "iter", "next", "super", "property", "format", "hash", "vars",
+      "dir", "help", "exit", "quit", "compile", "eval", "exec"};
+  if (kShadowed.count(package))
+    throw InputError(fmt::format("--name {}: the name of a Python module or builtin the package would shadow; choose "
+                                 "another, such as tune_ops",
+                                 package));
 }
 
 ExportedProblem describe(const std::string& name, std::vector<NamedResult> results) {
   ExportedProblem p;
   p.name = name;
-  p.ns = identifier(name);
-  if (p.ns.empty() || std::isdigit(static_cast<unsigned char>(p.ns.front()))) p.ns = "p_" + p.ns;
+  p.header_ns = identifier(name);  // the namespace of the problem in its merged header
+  // The problem's module and op: a name of the package's own __init__ gets '_' after it.
+  static const std::set<std::string> kPackageNames = {"load", "glob", "os", "torch", "build", "csrc"};
+  p.ns = p.header_ns + (kPackageNames.count(p.header_ns) || p.header_ns.front() == '_' ? "_" : "");
   p.problem = &find_problem(problem_spec_of(results.front().run));
   p.results = std::move(results);
   for (const auto& d : p.results.front().run.shape.dims()) p.dims.push_back(d.first);
@@ -101,7 +192,7 @@ std::string launch_source(const ExportedProblem& p, const std::string& main_temp
 #include "tuned.hpp"
 
 namespace {{
-namespace t = tune_tuned::{ns};
+namespace t = tune_tuned::{header_ns};
 }}  // namespace
 
 extern "C" {{
@@ -148,7 +239,8 @@ const char* tune_{ns}_launch(int entry, void* const* buffers, cudaStream_t strea
 }}  // extern "C"
 )CPP",
                      fmt::arg("version", tool_version()), fmt::arg("name", p.name), fmt::arg("main", main_template),
-                     fmt::arg("ns", p.ns), fmt::arg("shape", fmt::join(shape_args, ", ")));
+                     fmt::arg("ns", p.ns), fmt::arg("header_ns", p.header_ns),
+                     fmt::arg("shape", fmt::join(shape_args, ", ")));
 }
 
 // The C++ of a tensor shape expression over the dims (long long locals named after them).
@@ -436,8 +528,7 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
                                                 const std::filesystem::path& out, const TorchExportOptions& options) {
   if (files.empty()) throw InputError("no result files given; pass the results JSON files to export");
   const std::string& package = options.package;
-  if (package.empty() || identifier(package) != package || std::isdigit(static_cast<unsigned char>(package.front())))
-    throw InputError(fmt::format("--name {}: not a Python identifier; use letters, digits and _", package));
+  check_package_name(package);
   std::map<std::string, std::vector<NamedResult>> by_problem;
   std::set<int> archs;
   for (const auto& f : files) {
@@ -453,31 +544,35 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
   const int arch = options.arch.value_or(archs.empty() ? 90 : *archs.begin());
 
   std::vector<ExportedProblem> problems;
-  std::vector<std::filesystem::path> written;
-  const std::filesystem::path pkg = out / package, csrc = pkg / "csrc";
+  ExportFiles files_out;
+  const std::filesystem::path pkg = package, csrc = pkg / "csrc";
   std::vector<std::string> sources{"csrc/binding.cpp"};
   for (auto& [name, results] : by_problem) {
     problems.push_back(describe(name, std::move(results)));
     const ExportedProblem& p = problems.back();
+    for (std::size_t i = 0; i + 1 < problems.size(); ++i)
+      if (problems[i].ns == p.ns)
+        throw InputError(fmt::format("problems {} and {} both export as {} (module {}.{}, op torch.ops.{}.{}); export them "
+                                     "in two packages (--name), or rename one",
+                                     problems[i].name, p.name, p.ns, package, p.ns, package, p.ns));
     const Space space = load_space(problem_spec_of(p.results.front().run), options.config);
-    write_text(csrc / p.ns / "tuned.hpp", generate_merged_header(p.results, space, options.allow_synthetic), written);
+    files_out.emplace_back(csrc / p.ns / "tuned.hpp", generate_merged_header(p.results, space, options.allow_synthetic));
     const auto sources_of = space.sources();
     if (!sources_of) throw InputError(fmt::format("problem {}: its kernel template was not found", name));
-    write_text(csrc / p.ns / "kernels" / sources_of->main_name, sources_of->main, written);
-    for (const auto& [include, text] : sources_of->headers) write_text(csrc / p.ns / "kernels" / include, text, written);
+    files_out.emplace_back(csrc / p.ns / "kernels" / sources_of->main_name, sources_of->main);
+    for (const auto& [include, text] : sources_of->headers) files_out.emplace_back(csrc / p.ns / "kernels" / include, text);
     const std::string launcher = "launch_" + p.ns + ".cu";
-    write_text(csrc / p.ns / launcher, launch_source(p, sources_of->main_name), written);
+    files_out.emplace_back(csrc / p.ns / launcher, launch_source(p, sources_of->main_name));
     sources.push_back("csrc/" + p.ns + "/" + launcher);
-    write_text(pkg / (p.ns + ".py"), problem_module(p), written);
+    files_out.emplace_back(pkg / (p.ns + ".py"), problem_module(p));
   }
-  write_text(csrc / "binding.cpp", binding_source(problems, package), written);
-  write_text(pkg / "_build.py",
+  files_out.emplace_back(csrc / "binding.cpp", binding_source(problems, package));
+  files_out.emplace_back(pkg / "_build.py",
              fmt::format("# Generated by `tune export torch`: what setup.py and load() build.\nSOURCES = {}\n"
                          "# The C++ standard is PyTorch's own (C++17 or C++20, as its headers need).\nCXX_FLAGS = [\"-O3\"]\nNVCC_FLAGS = {}\nARCH = {}\n",
-                         python_list(sources), python_list(nvcc_flags(arch)), arch),
-             written);
-  write_text(pkg / "__init__.py", init_module(problems, package), written);
-  write_text(out / "setup.py", fmt::format(R"PY(# Generated by `tune export torch`. Build and install: pip install --no-build-isolation .
+                         python_list(sources), python_list(nvcc_flags(arch)), arch));
+  files_out.emplace_back(pkg / "__init__.py", init_module(problems, package));
+  files_out.emplace_back("setup.py", fmt::format(R"PY(# Generated by `tune export torch`. Build and install: pip install --no-build-isolation .
 import runpy
 
 from setuptools import setup
@@ -494,14 +589,12 @@ setup(
     cmdclass={{"build_ext": BuildExtension}},
 )
 )PY",
-                                           fmt::arg("package", package)),
-             written);
-  write_text(out / "pyproject.toml",
+                                           fmt::arg("package", package)));
+  files_out.emplace_back("pyproject.toml",
              fmt::format("[build-system]\n# torch must be the one the package will run with: pip install --no-build-isolation .\n"
                          "requires = [\"setuptools\", \"torch\"]\nbuild-backend = \"setuptools.build_meta\"\n\n"
                          "[project]\nname = \"{}\"\nversion = \"0.1.0\"\ndependencies = [\"torch\"]\n",
-                         package),
-             written);
+                         package));
   std::string readme = fmt::format("# {} (generated by `tune export torch`)\n\nBuild: `pip install --no-build-isolation .` (nvcc and a CUDA "
                                    "build of PyTorch), or import the package from this folder and let `{}.load()` build it "
                                    "once.\n\nUse:\n\n",
@@ -512,8 +605,8 @@ setup(
                         "entry covers; ModelNew then runs the module (one warning per device and shape). Kernels for sm_{}, "
                         "flags {}.\n",
                         package, arch, fmt::join(nvcc_flags(arch), " "));
-  write_text(out / "README.md", readme, written);
-  return written;
+  files_out.emplace_back("README.md", readme);
+  return write_export(out, files_out);
 }
 
 }  // namespace tune

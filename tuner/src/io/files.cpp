@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include "io/json_file.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 
@@ -13,27 +14,25 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The file's bytes; a gzip file (results of record are kept as .json.gz) decompressed.
-std::string slurp(const std::filesystem::path& file) {
-  gzFile in = gzopen(file.c_str(), "rb");  // reads a file that is not gzip as it is
-  if (!in) throw InputError(file.string() + ": cannot be read (does it exist?)");
-  std::string text;
-  char buffer[1 << 16];
-  int n = 0;
-  while ((n = gzread(in, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(n));
-  int code = Z_OK;
-  const std::string error = n < 0 ? gzerror(in, &code) : "";
-  gzclose(in);
-  if (n < 0) throw InputError(fmt::format("{}: cannot be read ({})", file.string(), code == Z_ERRNO ? "a read error" : error));
-  return text;
-}
+Json read_json(const std::filesystem::path& file) { return json_file::read(file); }
 
-Json read_json(const std::filesystem::path& file) {
-  const std::string text = slurp(file);
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {  // syntax, and numbers out of range
-    throw InputError(fmt::format("{}: not valid JSON ({})", file.string(), e.what()));
+void brief_into(const Json& v, std::string& out, std::size_t max) {
+  const auto text = [](const std::string& s, std::size_t n) {
+    return Json(s.substr(0, n)).dump(-1, ' ', false, Json::error_handler_t::replace);
+  };
+  if (v.is_array() || v.is_object()) {
+    out += v.is_array() ? '[' : '{';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end() && out.size() <= max; ++it, first = false) {
+      if (!first) out += ',';
+      if (v.is_object()) out += text(it.key(), max) + ':';
+      brief_into(*it, out, max);
+    }
+    if (out.size() <= max) out += v.is_array() ? ']' : '}';
+  } else if (v.is_string()) {
+    out += text(v.get_ref<const std::string&>(), max + 1);
+  } else {
+    out += v.dump();
   }
 }
 
@@ -62,6 +61,66 @@ HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string&
 }
 
 }  // namespace
+
+namespace json_file {
+
+std::string read_text(const std::filesystem::path& file) {
+  const std::string limit = fmt::format("more than {} MiB", kMaxBytes >> 20);
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw InputError(fmt::format("{}: is a folder; pass a JSON file", file.string()));
+  if (std::filesystem::is_regular_file(file, ec) && std::filesystem::file_size(file, ec) > kMaxBytes && !ec)
+    throw InputError(fmt::format("{}: holds {}; tune's JSON files are far smaller: is it the right file?", file.string(), limit));
+  gzFile in = gzopen(file.c_str(), "rb");  // reads a file that is not gzip as it is
+  if (!in) throw InputError(file.string() + ": cannot be read (does it exist?)");
+  std::string text;
+  char buffer[1 << 16];
+  int n = 0;
+  while (text.size() <= kMaxBytes && (n = gzread(in, buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
+  int code = Z_OK;
+  const std::string error = n < 0 ? gzerror(in, &code) : "";
+  gzclose(in);
+  if (text.size() > kMaxBytes)  // a gzip bomb, /dev/zero: stopped before it fills the memory
+    throw InputError(fmt::format("{}: holds {} (decompressed); tune's JSON files are far smaller: is it the right file?",
+                                 file.string(), limit));
+  if (n < 0) throw InputError(fmt::format("{}: cannot be read ({})", file.string(), code == Z_ERRNO ? "a read error" : error));
+  return text;
+}
+
+Json parse_line(const std::string& text, const std::string& name) {
+  struct TooDeep {};
+  // The parser and the destructor do not recurse, but copies, comparisons and dump() do.
+  const Json::parser_callback_t depth_cap = [](int depth, Json::parse_event_t event, Json&) {
+    if (depth >= kMaxDepth && (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start))
+      throw TooDeep{};
+    return true;
+  };
+  try {
+    return Json::parse(text, depth_cap);
+  } catch (const TooDeep&) {
+    throw InputError(fmt::format("{}: JSON nested deeper than {} levels; tune's files nest a few: is it the right file?",
+                                 name, kMaxDepth));
+  }
+}
+
+Json parse(const std::string& text, const std::string& name) {
+  try {
+    return parse_line(text, name);
+  } catch (const Json::exception& e) {  // syntax, and numbers out of range
+    throw InputError(fmt::format("{}: not valid JSON ({})", name, e.what()));
+  }
+}
+
+Json read(const std::filesystem::path& file) { return parse(read_text(file), file.string()); }
+
+std::string brief(const Json& v, std::size_t max) {
+  std::string out;
+  brief_into(v, out, max);
+  return out.size() > max ? out.substr(0, max > 3 ? max - 3 : 0) + "..." : out;
+}
+
+}  // namespace json_file
 
 RunRecord read_result(const std::filesystem::path& file) {
   try {

@@ -1,6 +1,7 @@
 #pragma once
 // Text for generated C++ headers: names, comments and string literals from data.
 #include <cctype>
+#include <set>
 #include <string>
 
 #include "tune/space.hpp"
@@ -24,27 +25,70 @@ inline std::string constant_name(const std::string& name) {
   return out;
 }
 
-// A C++ identifier of a name: every character that is not a letter or digit becomes '_'.
+// Words a generated name may not be: C++ and Python keywords (the names become namespaces, struct
+// members, Python modules and torch ops).
+inline bool reserved_word(const std::string& s) {
+  static const std::set<std::string> kWords = {
+      // C++20
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
+      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
+      "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
+      "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
+      "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+      // Python 3
+      "False", "None", "True", "as", "assert", "async", "await", "def", "del", "elif", "except", "finally",
+      "from", "global", "import", "in", "is", "lambda", "nonlocal", "pass", "raise", "with", "yield"};
+  return kWords.count(s) > 0;
+}
+
+// A C++ (and Python) identifier of a name: every character that is not a letter or digit becomes
+// '_'; a name that starts with a digit gets "p_" before it, a keyword '_' after it (2mm: p_2mm,
+// class: class_). Distinct names may meet (a-b, a_b): a caller emitting several checks that.
 inline std::string identifier(const std::string& name) {
   std::string out;
   for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out.front()))) out = "p_" + out;
+  if (reserved_word(out)) out += '_';
   return out;
 }
 
-// Text that cannot end a /* */ comment or start a new line.
+// Text for a // or /* */ comment: it cannot end the comment, start a new line, or continue the line
+// onto the next one (a backslash before the line break), and holds no control characters.
 inline std::string comment_safe(std::string s) {
   for (std::size_t p = 0; (p = s.find("*/", p)) != std::string::npos;) s.replace(p, 2, "* /");
+  for (std::size_t p = 0; (p = s.find("?\?/", p)) != std::string::npos;) s.replace(p, 3, "?\? /");  // a trigraph backslash
   for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  if (!s.empty() && s.back() == '\\') s += '.';  // a backslash then the line break would splice the next line in
   return s;
 }
 
-// A C++ string literal of s: quotes and backslashes escaped, line breaks made spaces.
+// A C++ string literal of s: quotes and backslashes escaped, line breaks made spaces, every other
+// control character (NUL included) an octal escape of three digits (so a digit after it stays a
+// character of its own), and "??" written "?\?" (no trigraph).
 inline std::string c_string(const std::string& s) {
   std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (c == '\n' || c == '\r') ? ' ' : c;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += '\\';
+      out += static_cast<char>('0' + ((c >> 6) & 7));
+      out += static_cast<char>('0' + ((c >> 3) & 7));
+      out += static_cast<char>('0' + (c & 7));
+    } else {
+      if (c == '?' && i > 0 && s[i - 1] == '?') out += '\\';
+      out += static_cast<char>(c);
+    }
   }
   return out + "\"";
 }

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "io/json_file.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
@@ -37,10 +38,7 @@ struct Check {
   }
 };
 
-std::string brief(const Json& v) {
-  std::string s = v.dump();
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
+std::string brief(const Json& v) { return json_file::brief(v, 60); }
 
 std::string member(const std::string& at, const std::string& key) { return at.empty() ? key : at + "." + key; }
 

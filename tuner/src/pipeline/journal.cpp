@@ -10,9 +10,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
+#include "io/json_file.hpp"
 #include "tune/errors.hpp"
 
 namespace tune {
@@ -24,7 +26,8 @@ namespace {
 constexpr const char* kKind = "tune.journal";
 
 std::string brief(const Json& v) {
-  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (!v.is_string()) return json_file::brief(v, 80);
+  const std::string& s = v.get_ref<const std::string&>();
   return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
 
@@ -77,8 +80,8 @@ Journal Journal::append_to(const std::filesystem::path& path) {
 }
 
 std::vector<Journal::Entry> Journal::read(const std::filesystem::path& path, const Json& identity) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("cannot read the journal {}", path.string()));
+  if (!std::ifstream(path)) throw InputError(fmt::format("cannot read the journal {}", path.string()));
+  std::istringstream in(json_file::read_text(path));  // bounded in size
   std::string line;
   std::vector<Entry> out;
   bool first = true;
@@ -86,7 +89,7 @@ std::vector<Journal::Entry> Journal::read(const std::filesystem::path& path, con
     if (line.empty()) continue;
     Json j;
     try {
-      j = Json::parse(line);
+      j = json_file::parse_line(line, fmt::format("{}: line {}", path.string(), number));  // bounded in depth
     } catch (const Json::parse_error&) {
       continue;  // a line torn by a kill: that record was not finalized
     }

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/json_file.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_pool.hpp"
 #include "tune/errors.hpp"
@@ -83,14 +84,8 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
   using Json = nlohmann::ordered_json;
   const std::string name = file.string();
   const std::string example = R"(e.g. {"items": [{"problem": "contact", "B": [1, 4], "N": 64}]})";
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot be read; pass an existing sweep file with --sweep", name));
-  Json j;
-  try {
-    j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
-  } catch (const Json::exception& e) {  // syntax, and numbers out of range (1e999)
-    throw InputError(fmt::format("{}: not valid JSON ({})", name, e.what()));
-  }
+  if (!std::ifstream(file)) throw InputError(fmt::format("{}: cannot be read; pass an existing sweep file with --sweep", name));
+  const Json j = json_file::read(file);  // bounded in size and depth
   if (!j.is_object() || !j.contains("items") || !j.at("items").is_array() || j.at("items").empty())
     throw InputError(fmt::format("{}: needs \"items\", a non-empty list of shapes, {}", name, example));
   std::vector<SweepItem> items;
@@ -177,8 +172,7 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>&
   // The spaces by content (problem files and templates): two shards given different files of one
   // name are different runs.
   if (base.config) {
-    std::ifstream in(*base.config, std::ios::binary);
-    j["config"] = std::string(std::istreambuf_iterator<char>(in), {});
+    j["config"] = json_file::read_text(*base.config);
   }
   for (const auto& p : problems) {
     try {

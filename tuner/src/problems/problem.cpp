@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "io/json_file.hpp"
 #include "problems/init.hpp"
 #include "problems/json_check.hpp"
 #include "problems/python_reference.hpp"
@@ -577,12 +578,11 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
   std::error_code ec;
   p.file = std::filesystem::weakly_canonical(std::filesystem::absolute(problem_file), ec);
   if (ec) p.file = std::filesystem::absolute(problem_file);
-  std::ifstream in(p.file);
-  if (!in) throw ConfigError(p.file.string() + ": cannot be read (pass --problem a folder with a problem.json)");
+  if (!std::ifstream(p.file)) throw ConfigError(p.file.string() + ": cannot be read (pass --problem a folder with a problem.json)");
   try {
-    p.json = Json::parse(in);
-  } catch (const Json::exception& e) {  // syntax, and numbers out of range (1e999)
-    p.fail(std::string("not valid JSON (") + e.what() + ")");
+    p.json = json_file::read(p.file);  // bounded in size and depth
+  } catch (const InputError& e) {
+    throw ConfigError(e.what());
   }
   auto f = [&](const std::string& m) { p.fail(m); };
   const Json& j = p.json;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "io/json_file.hpp"
 #include "problems/json_check.hpp"
 #include "space/expr.hpp"
 #include "space/kernel_scan.hpp"
@@ -248,13 +249,13 @@ Space& Space::operator=(Space&&) noexcept = default;
 Space::~Space() = default;
 
 Space Space::load(const std::filesystem::path& file, const std::vector<std::filesystem::path>& template_dirs) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(file.string() + ": cannot be read (does it exist? pass --config to choose another file)");
+  if (!std::ifstream(file))
+    throw ConfigError(file.string() + ": cannot be read (does it exist? pass --config to choose another file)");
   Json json;
   try {
-    json = Json::parse(in);
-  } catch (const Json::exception& e) {  // syntax, and numbers out of range (1e999)
-    throw ConfigError(file.string() + ": not valid JSON (" + std::string(e.what()) + ")");
+    json = json_file::read(file);  // bounded in size and depth
+  } catch (const InputError& e) {
+    throw ConfigError(e.what());
   }
   return parse(json, file.string(), file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path(), template_dirs);
 }
@@ -323,7 +324,7 @@ void Space::Impl::parse_parameter_value(const Json& v, std::size_t i, const std:
       fail(fmt::format("{} value {}: {}", where, v.dump(), e.what()));
     }
   } else {
-    fail(fmt::format("{} value {} must be an integer, a boolean or a string", where, v.dump()));
+    fail(fmt::format("{} value {} must be an integer, a boolean or a string", where, json_file::brief(v)));
   }
 }
 
@@ -356,7 +357,7 @@ void Space::Impl::parse_parameters(const Json& json) {
     }
     if (p.contains("absent")) {
       if (std::find(param.values.begin(), param.values.end(), p.at("absent")) == param.values.end())
-        fail(fmt::format("{}: 'absent' value {} is not one of its values", where, p.at("absent").dump()));
+        fail(fmt::format("{}: 'absent' value {} is not one of its values", where, json_file::brief(p.at("absent"))));
       param.absent = p.at("absent");
     }
     if (param.name.starts_with("dev_"))
@@ -433,7 +434,8 @@ void Space::Impl::parse_launches(const Json& json) {
     std::vector<std::string> targs;
     for (const Json& a : need(l, "template_args", Json::value_t::array, where)) {
       if (!a.is_string() || !table.has(a.get<std::string>()))
-        fail(fmt::format("{} template argument {} is not a dimension, parameter or derived value", where, a.dump()));
+        fail(fmt::format("{} template argument {} is not a dimension, parameter or derived value", where,
+                         json_file::brief(a)));
       targs.push_back(a.get<std::string>());
     }
     std::vector<std::string> args;

@@ -1,0 +1,205 @@
+// Issue 34: what tune reads is bounded (a gzip bomb, /dev/zero, JSON nested 100 000 deep are one
+// line, exit 2, naming the file), what it writes is checked (an output path that is a file, a
+// folder of other files), export names cannot clash, and every usage error is one "tune:" line.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_run.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+const std::string kContactResult = std::string(TUNE_FIXTURES) + "/merge/contact/synthetic_gpu_a_B4_N64_C64_H32.json";
+const std::string kSmallTune = "--problem contact --B 2 --N 8 --C 16 --H 8 --config " + std::string(TUNE_FIXTURES) +
+                               "/contact_small_space.json";
+
+fs::path scratch(const std::string& name) {
+  const auto dir = fs::path(TUNE_BINARY_DIR) / "readers_outputs" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::string deep(std::size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
+// Exit 2 and one "tune:" line holding `needle`, under ulimit -v (4 GB) so that a reader without a
+// bound fails the test instead of filling the machine's memory.
+void expect_refused(const std::string& args, const std::string& needle, const std::string& env = "") {
+  const Result r = run_command("ulimit -v 4000000; " + env + " " + std::string(TUNE_EXE) + " " + args);
+  SCOPED_TRACE(args);
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, needle);
+}
+
+// #18: a 4 MB gzip file that holds 4 GiB took 12 GB and a minute; /dev/zero read until bad_alloc.
+TEST(Readers, AGzipBombAndAnEndlessFileAreRefusedInOneLineNamingTheFile) {
+  const fs::path dir = scratch("bomb");
+  const std::string bomb = (dir / "bomb.json.gz").string();
+  // 300 gzip members of 1 MiB of spaces each, one after the other: one gzip stream of 300 MiB.
+  ASSERT_EQ(run_command(fmt::format("head -c 1048576 /dev/zero | tr '\\0' ' ' | gzip -1 > {}.member", bomb)).code, 0);
+  const std::string member = slurp(bomb + ".member");
+  {
+    std::ofstream out(bomb, std::ios::binary);
+    for (int i = 0; i < 300; ++i) out << member;
+  }
+  const std::string needle = bomb + ": holds more than 256 MiB (decompressed)";
+  expect_refused("header " + bomb + " -o " + (dir / "x.hpp").string(), needle);
+  expect_refused("merge " + bomb + " --out " + (dir / "merged").string(), needle);
+  expect_refused("export torch " + bomb + " -o " + (dir / "exp").string(), needle);
+  expect_refused(kSmallTune + " --out " + (dir / "o").string() + " --warm-start " + bomb, needle, "TUNE_WORKER_FAKE=1");
+  expect_refused("header /dev/zero -o " + (dir / "x.hpp").string(), "/dev/zero: holds more than 256 MiB");
+  expect_refused(kSmallTune + " --out " + (dir / "o").string() + " --warm-start /dev/zero", "/dev/zero: holds more than",
+                 "TUNE_WORKER_FAKE=1");
+  EXPECT_FALSE(fs::exists(dir / "x.hpp"));
+}
+
+// #19: JSON nested 100 000 deep ended in SIGSEGV (exit 139): a results file's problem, a problem
+// file's _comment, and `tune list` with such a folder on the problem path.
+TEST(Readers, JsonNestedTooDeepIsRefusedInOneLineNamingTheFile) {
+  const fs::path dir = scratch("deep");
+  std::string text = slurp(kContactResult);
+  const auto at = text.find("\"problem\": \"contact\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 20, "\"problem\": " + deep(100000));
+  const auto result = dir / "deep.json";
+  std::ofstream(result) << text;
+  const std::string needle = ": JSON nested deeper than 512 levels";
+  expect_refused("header " + result.string() + " -o " + (dir / "x.hpp").string(), result.string() + needle);
+  expect_refused(kSmallTune + " --out " + (dir / "o").string() + " --warm-start " + result.string(), result.string() + needle,
+                 "TUNE_WORKER_FAKE=1");
+
+  const auto problems = dir / "problems";
+  fs::create_directories(problems);
+  fs::copy(fs::path(TUNE_FIXTURES) / "problems" / "affine", problems / "affine", fs::copy_options::recursive);
+  std::string problem = slurp(problems / "affine" / "problem.json");
+  problem.insert(problem.find('{') + 1, "\"_comment\": " + deep(100000) + ",");
+  std::ofstream(problems / "affine" / "problem.json") << problem;
+  const std::string file = fs::canonical(problems / "affine" / "problem.json").string();
+  expect_refused("--problem " + (problems / "affine").string() + " --R 8 --compile-only --out " + (dir / "o").string(),
+                 file + needle);
+  // tune list lists the folder as one that cannot be loaded, and the others.
+  const Result list = run("list --problem-path " + problems.string());
+  EXPECT_EQ(list.code, 0) << list.output;
+  EXPECT_NE(list.output.find("cannot be loaded: " + file + needle), std::string::npos) << list.output;
+  EXPECT_NE(list.output.find("contact"), std::string::npos) << list.output;
+}
+
+// #22: an export onto a file ended in "internal error: filesystem error" (exit 4).
+TEST(Outputs, AnExportOntoAFileIsOneLineAndExitCode2) {
+  const fs::path dir = scratch("export_file");
+  const auto file = dir / "a_file";
+  std::ofstream(file) << "x";
+  const std::string args = "export torch " + kContactResult + " --allow-synthetic -o ";
+  expect_refused(args + file.string(), "-o " + file.string() + ": not a folder");
+  expect_refused(args + (file / "exp").string(), "-o " + (file / "exp").string() + ": cannot create the folder");
+  EXPECT_EQ(slurp(file), "x");
+}
+
+// #26: a second export into a folder left the first one's files, importable and shipped by setup.py.
+TEST(Outputs, AnExportReplacesAnEarlierExportAndRefusesAFolderOfOtherFiles) {
+  const fs::path dir = scratch("export_again");
+  const std::string args = "export torch " + kContactResult + " --allow-synthetic -o " + dir.string();
+  const Result first = run(args + " --name first_ops");
+  ASSERT_EQ(first.code, 0) << first.output;
+  ASSERT_TRUE(fs::is_regular_file(dir / "first_ops" / "contact.py"));
+  std::ofstream(dir / "first_ops" / "notes.txt") << "the user's own";
+  const Result second = run(args + " --name second_ops");
+  ASSERT_EQ(second.code, 0) << second.output;
+  EXPECT_TRUE(fs::is_regular_file(dir / "second_ops" / "contact.py"));
+  EXPECT_FALSE(fs::exists(dir / "first_ops" / "contact.py")) << "the earlier export's module stays importable";
+  EXPECT_FALSE(fs::exists(dir / "first_ops" / "csrc")) << "the earlier export's sources stay";
+  EXPECT_TRUE(fs::is_regular_file(dir / "first_ops" / "notes.txt")) << "a file tune did not write is kept";
+  EXPECT_EQ(slurp(dir / "setup.py").find("first_ops"), std::string::npos);
+
+  const fs::path other = scratch("export_other");
+  std::ofstream(other / "mine.py") << "print('mine')\n";
+  expect_refused("export torch " + kContactResult + " --allow-synthetic -o " + other.string(),
+                 "-o " + other.string() + ": a folder that holds other files than an earlier tune export");
+  EXPECT_EQ(slurp(other / "mine.py"), "print('mine')\n");
+}
+
+// #16: a package name that is a keyword or shadows a module, and two problems whose names meet
+// once made identifiers (a-b and a_b), gave packages that do not import.
+TEST(Outputs, ExportNamesThatCannotBeImportedOrThatClashAreRefused) {
+  const fs::path dir = scratch("export_names");
+  for (const char* name : {"class", "None", "lambda", "2ops", "my-ops"})
+    expect_refused("export torch " + kContactResult + " --allow-synthetic -o " + (dir / "e").string() + " --name " + name,
+                   std::string("--name ") + name + ": not a Python identifier, or a Python or C++ keyword");
+  for (const char* name : {"torch", "json", "list"})
+    expect_refused("export torch " + kContactResult + " --allow-synthetic -o " + (dir / "e").string() + " --name " + name,
+                   std::string("--name ") + name + ": the name of a Python module or builtin the package would shadow");
+  EXPECT_FALSE(fs::exists(dir / "e"));
+
+  // Problems a-b and a_b: both would be module a_b.py and op a_b.
+  std::string results;
+  for (const std::string name : {"a-b", "a_b"}) {
+    const auto folder = dir / "problems" / name;
+    fs::create_directories(folder.parent_path());
+    fs::copy(fs::path(TUNE_FIXTURES) / "problems" / "affine", folder, fs::copy_options::recursive);
+    Json j = Json::parse(std::ifstream(folder / "problem.json"));
+    j["problem"] = name;
+    std::ofstream(folder / "problem.json") << j.dump(1);
+    const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + folder.string() + " --R 8 --budget 1 --sanitize off --no-cache --out " +
+                                                        (dir / "results").string());
+    ASSERT_EQ(r.code, 0) << r.output;
+    results += ' ';
+    results += (dir / "results" / "fake-gpu" / name / "R8_L64.json").string();
+  }
+  expect_refused("export torch" + results + " --allow-synthetic -o " + (dir / "e").string(),
+                 "problems a-b and a_b both export as a_b");
+  EXPECT_FALSE(fs::exists(dir / "e"));
+}
+
+// #28: CLI11's own errors printed two lines without "tune:" ("Run with --help for more
+// information."); `export onnx` did not name the subcommands; a missing --problem-path listed
+// nothing, silently; --max-space -1 wrapped to 2^64 - 1.
+TEST(Cli, EveryUsageErrorIsOneTuneLineAndExitCode2) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {kSmallTune + " --search bogus", "tune: --search: bogus not in {"},
+      {kSmallTune + " --sanitize bogus", "tune: --sanitize: bogus not in {"},
+      {kSmallTune + " --budget x", "tune: --budget"},
+      {kSmallTune + " --warm-keep 0.5", "tune: --warm-keep"},
+      {"verify", "tune: golden is required (tune verify --help lists the options)"},
+      {"header " + kContactResult, "is required (tune header --help lists the options)"},
+      {"check /nonexistent.json", "/nonexistent.json (tune check --help lists the options)"},
+      {"export", "tune: export needs a subcommand: torch (tune export torch --help)"},
+      {"export onnx x.json -o d", "tune: export needs a subcommand: torch"},
+      {"list --problem-path /nonexistent/problems", "tune: --problem-path /nonexistent/problems: no such folder"},
+      {kSmallTune + " --max-space -1", "tune: --max-space: -1 is not a count"},
+      {kSmallTune + " --max-variants -1", "tune: --max-variants: -1 is not a count"},
+      {kSmallTune + " --max-space 0x10", "tune: --max-space: 0x10 is not a count"},
+      {kSmallTune + " --model-gain nan", "tune: --model-gain: nan is not a finite number"},
+      {kSmallTune + " --warm-keep nan", "tune: --warm-keep: nan is not a finite number"},
+      {"verify " + kContactResult + " --max-space -1", "tune: --max-space: -1 is not a count"},
+      {"verify " + kContactResult + " --max-variants -5", "tune: --max-variants: -5 is not a count"},
+  };
+  const std::string out = out_dir("usage_errors");
+  for (const auto& [given, needle] : cases) {
+    const std::string args = given.rfind("--problem", 0) == 0 ? given + " --out " + out : given;
+    const Result r = run(args);
+    SCOPED_TRACE(args);
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, needle);
+    EXPECT_EQ(r.output.find("Run with --help"), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(out)) << "nothing runs";
+}
+
+}  // namespace
