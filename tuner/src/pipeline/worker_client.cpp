@@ -18,6 +18,7 @@
 
 #include "pipeline/worker_codec.hpp"
 #include "tune/errors.hpp"
+#include "tune/problem.hpp"
 
 extern char** environ;
 
@@ -98,7 +99,8 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
   }
   Json shape = Json::object();
   for (const auto& [k, v] : init.shape.dims()) shape[k] = v;
-  Json request{{"op", "init"}, {"problem", init.problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device}};
+  Json request{{"op", "init"}, {"problem", init.problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device},
+               {"reference_timeout_s", reference_timeout_s()}};
   if (!init.reference) request["reference"] = false;
   if (!init.sanitizer_tool.empty()) {
     request["sanitizer_tool"] = init.sanitizer_tool;

@@ -537,6 +537,8 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
   json_check::keys(r, {"python", "builtin"}, "reference", f);
   if (r.contains("python")) {
     p.python = p.file.parent_path() / json_check::string(r, "python", "reference", f);
+    if (std::filesystem::is_directory(*p.python))
+      p.fail(fmt::format("reference.python: {} is a folder; name the Python file (\"reference.py\")", p.python->string()));
     if (!std::filesystem::is_regular_file(*p.python))
       p.fail(fmt::format("reference.python: {} does not exist", p.python->string()));
   }
