@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
+#include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -317,6 +321,136 @@ TEST(ProblemFolder, Issue34_ProblemPathIsAColonListAndListFlagsAMisnamedFolder) 
   const Result r = run("--problem affine --problem-path " + path + " --R 4 --budget 1 --compile-only --no-cache --out " +
                        out_dir("colon_path"));
   EXPECT_EQ(r.code, 0) << r.output;
+}
+
+// ---- Issue 34: reference.py has a deadline, its processes end with it, its output is capped ----
+
+// Whether a process is gone (a zombie waiting for init counts as gone), waiting up to 3 s.
+bool gone(pid_t pid) {
+  for (int i = 0; i < 300; ++i) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    if (!f) return true;
+    const std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close != std::string::npos && stat.size() > close + 2 && stat[close + 2] == 'Z') return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// The pids a reference wrote into its folder's `pids`, each gone.
+void expect_pids_gone(const fs::path& dir) {
+  std::istringstream in(slurp(dir / "pids"));
+  int n = 0;
+  for (pid_t pid = 0; in >> pid; ++n) EXPECT_TRUE(gone(pid)) << "process " << pid << " of the reference outlived the run";
+  EXPECT_GE(n, 3) << slurp(dir / "pids");
+}
+
+// A reference that ignores SIGTERM and SIGINT and starts a process in its group, one in a session
+// of its own and one orphaned in a session of its own (a daemon), writing their pids; then `tail`.
+std::string forking_reference(const fs::path& dir, const std::string& tail) {
+  return "import os, signal, subprocess, time\n"
+         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+         "def reference(shape, params, inputs):\n"
+         "    a = subprocess.Popen(['sleep', '300'])\n"
+         "    b = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+         "    c = subprocess.run(['sh', '-c', 'setsid sleep 300 > /dev/null 2>&1 & echo $!'], capture_output=True, text=True)\n"
+         "    with open('" + (dir / "pids").string() + "', 'w') as f:\n"
+         "        f.write(f'{os.getpid()} {a.pid} {b.pid} {c.stdout.strip()}\\n')\n" + tail;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(ReferenceProcess, AReferenceThatNeverReturnsIsStoppedAtItsDeadlineWithItsProcesses) {
+  const fs::path dir = third_party("hang");
+  write(dir / "reference.py", forking_reference(dir, "    while True:\n        time.sleep(1)\n"));
+  const fs::path tmp = dir.parent_path() / "tmp";
+  fs::create_directories(tmp);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result r = run_with("TUNE_WORKER_FAKE=1 TMPDIR=" + tmp.string(),
+                            "--problem " + dir.string() + " --R 5 --no-cache --reference-timeout 3 --out " + out_dir("hang"));
+  EXPECT_LT(seconds_since(t0), 60.0);
+  EXPECT_EQ(r.code, 2) << r.output;  // the user's reference, not a device problem
+  expect_error_output(r, (dir / "reference.py").string() + " did not return within 3 s");
+  EXPECT_EQ(r.output.find("did not start"), std::string::npos) << r.output;
+  // A line while it runs (every 10 s, or every quarter of a shorter deadline).
+  EXPECT_NE(r.output.find("reference.py still running ("), std::string::npos) << r.output;
+  expect_pids_gone(dir);
+  EXPECT_TRUE(fs::is_empty(tmp)) << "the reference's temporary folder is left";
+
+  // tune verify runs the reference in its own process: the same deadline, the same line.
+  fs::create_directories(dir / "golden");
+  Json golden{{"problem", "affine"}, {"shape", {{"R", 1}, {"L", 64}}}};
+  golden["params"] = {{"scale", {{"shape", {64}}, {"data", std::vector<double>(64, 1.0)}}},
+                      {"shift", {{"shape", {64}}, {"data", std::vector<double>(64, 0.0)}}}};
+  golden["inputs"] = {{"x", {{"shape", {1, 64}}, {"data", std::vector<double>(64, 0.5)}}}};
+  golden["output"] = {{"shape", {1, 64}}, {"dtype", "float64"}, {"data", std::vector<double>(64, 0.5)}};
+  write(dir / "golden" / "g.json", golden.dump());
+  fs::remove(dir / "pids");
+  const Result v = run_with("TMPDIR=" + tmp.string(), "verify " + (dir / "golden" / "g.json").string() + " --reference-timeout 2");
+  EXPECT_EQ(v.code, 2) << v.output;
+  expect_error_output(v, "reference.py did not return within 2 s");
+  expect_pids_gone(dir);
+  EXPECT_TRUE(fs::is_empty(tmp));
+}
+
+TEST(ReferenceProcess, WhatAReferenceStartedEndsWhenItReturnsAlsoInASessionOfItsOwn) {
+  const fs::path dir = third_party("forks");
+  write(dir / "reference.py", forking_reference(dir, "    return inputs['x'] * params['scale'][None, :] + params['shift'][None, :]\n"));
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("forks"));
+  EXPECT_EQ(r.code, 0) << r.output;
+  expect_pids_gone(dir);
+}
+
+TEST(ReferenceProcess, ABadDeadlineIsRefusedInOneLine) {
+  const std::string args = "--problem " + third_party("deadline").string() + " --R 5 --no-cache --out " + out_dir("deadline");
+  for (const char* bad : {"0", "-1", "nan", "1e9"}) {
+    const Result r = run(args + " --reference-timeout " + bad);
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, "--reference-timeout");
+  }
+  const Result e = run_with("TUNE_REFERENCE_TIMEOUT=soon", args);
+  EXPECT_EQ(e.code, 2) << e.output;
+  expect_error_output(e, "TUNE_REFERENCE_TIMEOUT=soon: expected a positive number of seconds");
+}
+
+TEST(ReferenceProcess, MegabytesOfOutputGiveOneShortLine) {
+  const fs::path dir = third_party("chatty");
+  write(dir / "reference.py",
+        "import sys\n"
+        "def reference(shape, params, inputs):\n"
+        "    sys.stdout.write('y' * 5000000 + '\\n')\n"
+        "    sys.stderr.write('z' * 3000000 + '\\n')\n"
+        "    raise ValueError('x' * 2000000)\n");
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("chatty"));
+  EXPECT_EQ(r.code, 2) << r.output.substr(0, 2000);
+  EXPECT_LT(r.output.size(), 20000u) << r.output.substr(0, 2000);
+  expect_error_output(r, "reference.py failed: ...xxxx");
+}
+
+TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
+  const std::map<std::string, std::pair<std::string, std::string>> cases = {
+      {"flat", {"(inputs['x'] * 2).reshape(-1)", "the reference returned shape (320,), the output 'out' has shape (5, 64)"}},
+      {"transposed", {"(inputs['x'] * 2).T", "the reference returned shape (64, 5), the output 'out' has shape (5, 64)"}},
+      {"column", {"(inputs['x'] * 2).reshape(-1, 1).tolist()", "the reference returned shape (320, 1)"}},
+      {"complex", {"inputs['x'] * (1 + 2j)", "the reference returned complex values (complex128)"}},
+      {"objects", {"np.array([object()] * 320, dtype=object).reshape(5, 64)", "the reference returned an array of object"}},
+      {"exits", {"sys.exit(0)", "called sys.exit(0) in reference()"}},
+      {"quits", {"os._exit(0)", "ended (exit code 0) without returning a result"}},
+  };
+  for (const auto& [name, c] : cases) {
+    const fs::path dir = third_party("result_" + name);
+    write(dir / "reference.py", "import os, sys\nimport numpy as np\ndef reference(shape, params, inputs):\n    return " + c.first + "\n");
+    const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir(name));
+    EXPECT_EQ(r.code, 2) << name << ": " << r.output;
+    SCOPED_TRACE(name);
+    expect_error_output(r, c.second);
+    EXPECT_EQ(r.output.find("out.npy"), std::string::npos) << r.output;
+  }
+  expect_refused(third_party("ref_folder", [](Json& j) { j["reference"]["python"] = "."; }), "is a folder; name the Python file");
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ inline constexpr const char* kSanitizerTools[] = {"memcheck", "racecheck", "sync
 
 struct SanitizerLocation {
   std::string path;     // empty: none found
-  std::string version;  // "2025.3.0", from --version
+  std::string version;  // "2025.3.0", from --version; "unknown" when it does not say
+  std::string version_note;  // why the version is unknown ("" when it is known)
   std::string why_not;  // when none was found: what was looked at
 };
 // $TUNE_SANITIZER (a path), else compute-sanitizer on $PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin.

@@ -125,4 +125,13 @@ void set_reserved_dimension_names(std::set<std::string> names);
 // $TUNE_REFERENCE: "python" or "builtin" (default: auto, the C++ fast path where there is one).
 [[nodiscard]] ReferenceBackend reference_backend_from_env();
 
+// How long reference.py may run, in seconds: set_reference_timeout (--reference-timeout), else
+// $TUNE_REFERENCE_TIMEOUT, else the default. Past it the reference and every process it started
+// are killed and the run stops with one line (exit 2). A worker gets its orchestrator's value with
+// init, and waits for its start that much longer. Both throw InputError for a value that is not a
+// positive number of seconds.
+inline constexpr double kDefaultReferenceTimeoutS = 240;
+void set_reference_timeout(double seconds);
+[[nodiscard]] double reference_timeout_s();
+
 }  // namespace tune

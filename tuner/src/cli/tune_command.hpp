@@ -19,6 +19,7 @@ struct TuneArgs {
   std::string sweep_file, shard_text, devices_text;
   std::string seed_text;  // parsed in check_options: CLI11 wraps -1 into a seed
   bool replicate = false, transfer = false;
+  double reference_timeout_s = 0;  // --reference-timeout; 0: not given
 };
 
 // Registers the main options on `app`, in the order --help lists them. `args` must outlive `app`.

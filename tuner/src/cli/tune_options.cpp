@@ -124,6 +124,10 @@ void add_run_options(CLI::App& app, TuneArgs& args) {
                  "deadline of each variant in the worker process, in seconds; a variant past it is killed and "
                  "recorded as timeout (default: 10 s until the baseline is timed, then derived from its median, "
                  "at least 5 s)");
+  app.add_option("--reference-timeout", args.reference_timeout_s,
+                 "deadline of the problem's reference.py, in seconds (every command that runs it); past it the "
+                 "reference and every process it started are killed and the run stops with one line (default: "
+                 "$TUNE_REFERENCE_TIMEOUT, else 240 s)");
   app.add_flag("--resume", opt.resume,
                "continue the interrupted run recorded in <shape>.journal.jsonl beside the results (same device, "
                "sources, options, shape and seed, or it refuses and names the field); journaled variants are "

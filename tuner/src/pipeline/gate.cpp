@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "core/subprocess.hpp"
 #include "tune/errors.hpp"
 #include "tune/measure.hpp"
 
@@ -44,16 +46,24 @@ bool executable(const std::string& path) {
   return !path.empty() && std::filesystem::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
 }
 
-std::string sanitizer_version(const std::string& path) {
-  const std::string command = "'" + path + "' --version 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) return "unknown";
-  std::string text;
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), pipe.get())) text += buf;
-  std::istringstream lines(text);
+// compute-sanitizer --version answers at once; one that does not is not waited for.
+constexpr double kVersionDeadlineS = 5;
+
+// The "Version ..." of `path --version`: run without a shell (the path may hold any character) and
+// with a deadline. "unknown" when it does not say, with *note saying why.
+std::string sanitizer_version(const std::string& path, std::string* note) {
+  ChildOptions o;
+  o.argv = {path, "--version"};
+  o.deadline_s = kVersionDeadlineS;
+  o.keep_bytes = 16 * 1024;
+  const ChildResult r = run_child(o);
+  std::istringstream lines(r.out + "\n" + r.err);
   for (std::string line; std::getline(lines, line);)
-    if (const auto at = line.find("Version "); at != std::string::npos) return line.substr(at + 8);
+    if (const auto at = line.find("Version "); at != std::string::npos && r.end != ChildEnd::kTimedOut)
+      return line.substr(at + 8);
+  *note = r.end == ChildEnd::kTimedOut ? fmt::format("{} --version gave no answer within {:.0f} s (killed)", path, kVersionDeadlineS)
+          : r.end == ChildEnd::kNotStarted ? fmt::format("{} --version could not start ({})", path, std::strerror(r.error))
+                                           : fmt::format("{} --version printed no \"Version\" line", path);
   return "unknown";
 }
 
@@ -118,7 +128,7 @@ SanitizerLocation find_sanitizer(bool fake) {
       }
     if (s.path.empty()) s.why_not = "compute-sanitizer is not on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin";
   }
-  if (!s.path.empty()) s.version = sanitizer_version(s.path);
+  if (!s.path.empty()) s.version = sanitizer_version(s.path, &s.version_note);
   return s;
 }
 
@@ -224,6 +234,8 @@ Gate::Gate(GateSettings settings, RunContext::Gate& ctx) : settings_(std::move(s
   }
   ctx_.sanitizer = sanitizer_.path;
   ctx_.sanitizer_version = sanitizer_.version;
+  if (!sanitizer_.version_note.empty() && settings_.log)
+    settings_.log(fmt::format("gate: compute-sanitizer version unknown: {}", sanitizer_.version_note));
 }
 
 void Gate::check_outputs(const std::vector<WorkerItem>& items) {

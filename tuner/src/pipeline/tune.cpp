@@ -242,7 +242,8 @@ class IsolatedRunner {
   WorkerProcess& ready() {
     start();
     if (!ready_) {
-      *reference_ = worker_->wait_ready(kInitDeadlineS);
+      // The start runs the reference: its own deadline (reference.py named, exit 2) comes first.
+      *reference_ = worker_->wait_ready(std::max(kInitDeadlineS, reference_timeout_s() + 60));
       ready_ = true;
     }
     return *worker_;

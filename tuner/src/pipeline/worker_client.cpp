@@ -110,7 +110,8 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
   }
   Json shape = Json::object();
   for (const auto& [k, v] : init.shape.dims()) shape[k] = v;
-  Json request{{"op", "init"}, {"problem", problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device}};
+  Json request{{"op", "init"}, {"problem", problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device},
+               {"reference_timeout_s", reference_timeout_s()}};
   if (!init.reference) request["reference"] = false;
   if (!init.sanitizer_tool.empty()) {
     request["sanitizer_tool"] = init.sanitizer_tool;

@@ -78,6 +78,7 @@ class Worker {
 
   void init(const Json& r) {
     WorkerSetup s;
+    if (r.contains("reference_timeout_s")) set_reference_timeout(r.at("reference_timeout_s").get<double>());
     problem_ = s.problem = &find_problem(r.at("problem").get<std::string>());
     for (const auto& [k, v] : r.at("shape").items()) s.shape.set(k, v.get<std::int64_t>());
     shape_ = s.shape;

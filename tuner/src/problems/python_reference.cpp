@@ -1,11 +1,12 @@
 #include "problems/python_reference.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -14,10 +15,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/subprocess.hpp"
 #include "tune/errors.hpp"
+#include "tune/problem.hpp"
 #include "tune/tune.hpp"
-
-extern char** environ;
 
 namespace tune {
 namespace {
@@ -27,12 +28,23 @@ std::string slurp(const std::filesystem::path& file) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-// The last non-empty line of a log, for a one-line error.
-std::string last_line(const std::string& log) {
-  std::size_t end = log.find_last_not_of("\n\r ");
-  if (end == std::string::npos) return "(no output)";
-  const std::size_t start = log.rfind('\n', end);
-  return log.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+// The longest --reference-timeout (about 11 days): a deadline, not a way to say "none".
+constexpr double kMaxReferenceTimeoutS = 1e6;
+std::atomic<double> g_reference_timeout_s{0};  // 0: not set, $TUNE_REFERENCE_TIMEOUT or the default
+
+double checked_timeout(double s, const std::string& what) {
+  if (!(std::isfinite(s) && s > 0 && s <= kMaxReferenceTimeoutS))
+    throw InputError(fmt::format("{}: expected a positive number of seconds, at most {:.0f}", what, kMaxReferenceTimeoutS));
+  return s;
+}
+
+// A note for an error when the disk of the temporary folder is full (or nearly), else "".
+std::string disk_full_note(const std::filesystem::path& dir, const std::string& said = "") {
+  struct statvfs st {};
+  const bool full = said.find("No space left on device") != std::string::npos ||
+                    (statvfs(dir.c_str(), &st) == 0 && static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize) < 1 << 20);
+  return full ? fmt::format(" (the disk of {} is full: free some space, or set TMPDIR to a folder with room)", dir.parent_path().string())
+              : "";
 }
 
 // A temporary folder removed when it goes out of scope.
@@ -40,7 +52,10 @@ class TempDir {
  public:
   TempDir() {
     std::string templ = (std::filesystem::temp_directory_path() / "tune-reference-XXXXXX").string();
-    if (!mkdtemp(templ.data())) throw InputError("cannot create a temporary folder for the reference; check $TMPDIR");
+    if (!mkdtemp(templ.data()))
+      throw InputError(fmt::format("cannot create a temporary folder for the reference in {} ({}){}; check $TMPDIR",
+                                   std::filesystem::temp_directory_path().string(), std::strerror(errno),
+                                   errno == ENOSPC ? ": the disk is full" : ""));
     path_ = templ;
   }
   ~TempDir() {
@@ -55,25 +70,59 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// Runs argv with stdout and stderr into `log`; returns the exit status (or -1: not started).
-int run(const std::vector<std::string>& argv, const std::filesystem::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addclose(&actions, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+// The one line for a reference that gave no result.
+std::string failure(const ChildResult& r, const std::string& problem, const std::filesystem::path& module,
+                    const std::string& python, double deadline_s) {
+  std::string said = last_line(r.err);
+  if (said.empty()) said = last_line(r.out);
+  switch (r.end) {
+    case ChildEnd::kTimedOut:
+      return fmt::format("{}: {} did not return within {:g} s and was stopped, with every process it started; make it "
+                         "faster, or give it longer with --reference-timeout SECONDS (or TUNE_REFERENCE_TIMEOUT)",
+                         problem, module.string(), deadline_s);
+    case ChildEnd::kNotStarted:
+      return fmt::format("{}: cannot run the Python reference with '{}' ({}); set TUNE_PYTHON to a python3", problem, python,
+                         std::strerror(r.error));
+    case ChildEnd::kSignaled:
+      return fmt::format("{}: {} was killed by signal {} ({}){}", problem, module.string(), r.signal, strsignal(r.signal),
+                         said.empty() ? "" : ": " + said);
+    case ChildEnd::kExited: break;
+  }
+  return fmt::format("{}: {} failed: {}", problem, module.string(),
+                     said.empty() ? fmt::format("exit code {}, no output", r.exit_code) : said);
+}
+
+// The request: each parameter and input as a .npy file, request.json, the runner.
+void write_request(const std::filesystem::path& dir, const std::string& problem, const Shape& shape, const ProblemData& data,
+                   const TensorSpec& output) {
+  nlohmann::ordered_json request{{"problem", problem}, {"shape", nlohmann::ordered_json::object()}};
+  for (const auto& [k, v] : shape.dims()) request["shape"][k] = v;
+  request["tensors"] = nlohmann::ordered_json::array();
+  std::size_t n = 0;
+  for (const auto* group : {&data.params, &data.inputs})
+    for (const HostTensor& t : *group) {
+      const std::string file = fmt::format("t{}.npy", n++);
+      write_npy(dir / file, t.spec.shape, t.data);
+      request["tensors"].push_back({{"name", t.spec.name},
+                                    {"role", group == &data.params ? "parameter" : "input"},
+                                    {"shape", t.spec.shape},
+                                    {"file", file}});
+    }
+  request["output"] = {{"name", output.name}, {"shape", output.shape}, {"file", "out.npy"}};
+  write_file_atomic(dir / "request.json", request.dump(1));
+  write_file_atomic(dir / "reference_runner.py", std::string(embedded_file("reference_runner.py")));
+}
+
+// How the reference ran, for RunContext::reference: "reference.py (numpy)".
+std::string backend_of(const std::filesystem::path& dir, const std::filesystem::path& module) {
+  try {
+    const auto result = nlohmann::json::parse(slurp(dir / "result.json"));
+    const std::string how = result.value("backend", "?");
+    const std::string torch = result.contains("torch_version") ? result.at("torch_version").get<std::string>() : "";
+    return fmt::format("{} ({}{}{})", module.filename().string(), how, torch.empty() ? "" : " ", torch);
+  } catch (const nlohmann::json::exception&) {
+    return module.filename().string();
+  }
 }
 
 }  // namespace
@@ -153,45 +202,47 @@ std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std:
   return out;
 }
 
+void set_reference_timeout(double seconds) { g_reference_timeout_s = checked_timeout(seconds, fmt::format("--reference-timeout {}", seconds)); }
+
+double reference_timeout_s() {
+  if (const double set = g_reference_timeout_s.load(); set > 0) return set;
+  const char* env = std::getenv("TUNE_REFERENCE_TIMEOUT");
+  if (!env || !*env) return kDefaultReferenceTimeoutS;
+  char* end = nullptr;
+  const double s = std::strtod(env, &end);
+  return checked_timeout(*end ? -1 : s, fmt::format("TUNE_REFERENCE_TIMEOUT={}", env));
+}
+
 std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem,
                                          const Shape& shape, const ProblemData& data, const TensorSpec& output,
                                          std::string* backend) {
+  const double deadline_s = reference_timeout_s();
   const TempDir dir;
-  nlohmann::ordered_json request{{"problem", problem}, {"shape", nlohmann::ordered_json::object()}};
-  for (const auto& [k, v] : shape.dims()) request["shape"][k] = v;
-  request["tensors"] = nlohmann::ordered_json::array();
-  std::size_t n = 0;
-  for (const auto* group : {&data.params, &data.inputs})
-    for (const HostTensor& t : *group) {
-      const std::string file = fmt::format("t{}.npy", n++);
-      write_npy(dir.path() / file, t.spec.shape, t.data);
-      request["tensors"].push_back({{"name", t.spec.name},
-                                    {"role", group == &data.params ? "parameter" : "input"},
-                                    {"shape", t.spec.shape},
-                                    {"file", file}});
-    }
-  request["output"] = {{"name", output.name}, {"shape", output.shape}, {"file", "out.npy"}};
-  write_file_atomic(dir.path() / "request.json", request.dump(1));
-  write_file_atomic(dir.path() / "reference_runner.py", std::string(embedded_file("reference_runner.py")));
+  try {
+    write_request(dir.path(), problem, shape, data, output);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: cannot write the reference's input: {}{}", problem, e.what(), disk_full_note(dir.path())));
+  }
   const char* env = std::getenv("TUNE_PYTHON");
   const std::string python = env && *env ? env : "python3";
-  const auto log = dir.path() / "log.txt";
-  const int rc = run({python, (dir.path() / "reference_runner.py").string(), module.string(), dir.path().string()}, log);
-  if (rc == -1)
-    throw InputError(fmt::format("{}: cannot run the Python reference with '{}' (set TUNE_PYTHON to a python3)", problem, python));
-  if (rc != 0) throw InputError(fmt::format("{}: {} failed: {}", problem, module.string(), last_line(slurp(log))));
+  ChildOptions o;
+  o.argv = {python, (dir.path() / "reference_runner.py").string(), module.string(), dir.path().string()};
+  o.deadline_s = deadline_s;
+  // A line every 10 s (more often for a deadline under 40 s) while it runs: a long wait is not silence.
+  o.progress_every_s = std::max(1.0, std::min(10.0, std::floor(deadline_s / 4)));
+  o.on_progress = [&](double s) {
+    fmt::print(stderr, "{}: {} still running ({:.0f} s of the {:g} s deadline)\n", problem, module.filename().string(), s,
+               deadline_s);
+  };
+  const ChildResult r = run_child(o);
+  if (r.end != ChildEnd::kExited || r.exit_code != 0)
+    throw InputError(failure(r, problem, module, python, deadline_s) + disk_full_note(dir.path(), r.err));
+  if (!std::filesystem::exists(dir.path() / "out.npy"))
+    throw InputError(fmt::format("{}: {} ended (exit code 0) without returning a result; does it call sys.exit() or "
+                                 "os._exit()? reference() must return the output", problem, module.string()));
   std::vector<std::int64_t> got;
   std::vector<double> out = read_npy(dir.path() / "out.npy", &got);
-  if (backend) {
-    try {
-      const auto result = nlohmann::json::parse(slurp(dir.path() / "result.json"));
-      const std::string how = result.value("backend", "?");
-      *backend = fmt::format("{} ({}{})", module.filename().string(), how,
-                             result.contains("torch_version") ? " " + result.at("torch_version").get<std::string>() : "");
-    } catch (const nlohmann::json::exception&) {
-      *backend = module.filename().string();
-    }
-  }
+  if (backend) *backend = backend_of(dir.path(), module);
   if (got != output.shape)
     throw InputError(fmt::format("{}: {} returned shape ({}), the output '{}' has shape ({})", problem, module.string(),
                                  fmt::join(got, ", "), output.name, fmt::join(output.shape, ", ")));

@@ -1,0 +1,46 @@
+#pragma once
+// A child process that tune starts and waits for (the Python reference, compute-sanitizer
+// --version): its argv runs with no shell, in a session and process group of its own (a Ctrl-C at
+// the terminal is tune's to handle), with default signal dispositions and an empty signal mask
+// (the worker ignores SIGINT and SIGTERM; a child must not inherit that), stdin from /dev/null and
+// no other inherited descriptor. It dies with the thread that started it (PR_SET_PDEATHSIG) and is
+// a child subreaper: whatever it starts stays under it, also in a session of its own. Only the
+// last bytes of its stdout and stderr are kept. When it ends, whatever is left of its process
+// group is killed; when the deadline passes, it and every process under it are.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tune {
+
+struct ChildOptions {
+  std::vector<std::string> argv;  // argv[0]: a path, or a name looked up on $PATH
+  double deadline_s = 0;          // 0: no deadline
+  std::size_t keep_bytes = 64 * 1024;  // of stdout, and of stderr: the last ones
+  // Called every progress_every_s seconds while the child runs, with the seconds it has run.
+  double progress_every_s = 0;
+  std::function<void(double)> on_progress;
+};
+
+enum class ChildEnd { kExited, kSignaled, kTimedOut, kNotStarted };
+
+struct ChildResult {
+  ChildEnd end = ChildEnd::kNotStarted;
+  int exit_code = -1;  // kExited
+  int signal = 0;      // kSignaled
+  int error = 0;       // kNotStarted: the errno of the start (ENOENT: no such program, EACCES, ...)
+  std::string out, err;                        // the last keep_bytes of each
+  std::uint64_t out_bytes = 0, err_bytes = 0;  // all it wrote
+  double seconds = 0;
+};
+
+// Runs the child to its end or its deadline. Never throws for what the child does.
+ChildResult run_child(const ChildOptions& options);
+
+// The last non-empty line of a child's output, at most max_bytes of its end (a cut is marked
+// "..."), control characters as '?': a quote for a one-line error. "" when there is none.
+std::string last_line(const std::string& text, std::size_t max_bytes = 300);
+
+}  // namespace tune
