@@ -122,6 +122,21 @@ TuneOutcome run_tune(const TuneOptions& options);
 // 128 + it, as a shell reports a process that signal ended.
 int interrupt_signal();
 
+// The run's stop state (issue 34 #6). While a scope is held, the first SIGINT or SIGTERM asks the
+// run to stop, and the request stays until the outermost scope ends: every loop of the run checks
+// stop_requested() before its next step (the variants of a pass, the passes and rounds of an
+// adaptive search, a sweep's shapes, the devices' queues). The second signal ends the process.
+// run_tune holds one; a sweep holds one around all its shapes, so the next shape sees the stop too.
+class StopScope {
+ public:
+  StopScope();
+  ~StopScope();
+  StopScope(const StopScope&) = delete;
+  StopScope& operator=(const StopScope&) = delete;
+};
+// Whether a stop was asked for since the outermost StopScope started.
+bool stop_requested();
+
 // Loads a problem's space: the given file (a space file or another problem.json; its template is
 // found beside it, else in the problem's template folder), or the problem's own problem.json.
 // Checks that every launch argument names a tensor of the problem, 'out' or a scratch buffer.

@@ -141,6 +141,7 @@ class DeviceSweep {
 
   DeviceSweepResult run() {
     {
+      const StopScope stop_scope;  // one Ctrl-C stops every device, and no device takes another item
       std::vector<std::jthread> threads;
       for (std::size_t k = 0; k < devices_.size(); ++k) threads.emplace_back([this, k] { serve(k); });
     }
@@ -185,7 +186,8 @@ class DeviceSweep {
         std::unique_lock lock(mutex_);
         // An empty shared queue may refill: an item in flight on a device that fails comes back.
         changed_.wait(lock, [&] { return stop_ || !queue.empty() || replicate_ || in_flight_ == 0; });
-        if (stop_ || queue.empty()) return;
+        if (stop_requested()) result_.interrupted = true;
+        if (stop_ || queue.empty() || result_.interrupted) return;
         w = std::move(queue.front());
         queue.pop_front();
         ++in_flight_;

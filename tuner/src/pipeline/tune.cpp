@@ -63,31 +63,34 @@ extern "C" void on_stop_signal(int signal) {
 }
 
 // Counted: runs on several devices at once share the handler and the flag (one Ctrl-C stops them
-// all); the first run installs it, the last one gives SIGINT and SIGTERM back their previous action.
-class SigintGuard {
- public:
-  SigintGuard() {
-    const std::lock_guard lock(mutex_);
-    if (active_++ == 0) {
-      g_interrupted = false;
-      g_signal = 0;
-      for (std::size_t i = 0; i < std::size(kStopSignals); ++i) previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
-    }
-  }
-  ~SigintGuard() {
-    const std::lock_guard lock(mutex_);
-    if (--active_ == 0)
-      for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
-        std::signal(kStopSignals[i], previous_[i] == SIG_ERR ? SIG_DFL : previous_[i]);
-  }
-  SigintGuard(const SigintGuard&) = delete;
-  SigintGuard& operator=(const SigintGuard&) = delete;
+// all); the first scope installs it, the last one gives SIGINT and SIGTERM back their previous
+// action. The flag is reset only when the outermost scope starts: a run's stop stays asked of every
+// pass, round, shape and device that follows (issue 34 #6).
+std::mutex g_scope_mutex;
+int g_scopes = 0;
+void (*g_previous[std::size(kStopSignals)])(int) = {SIG_DFL, SIG_DFL};
 
- private:
-  static inline std::mutex mutex_;
-  static inline int active_ = 0;
-  static inline void (*previous_[std::size(kStopSignals)])(int) = {SIG_DFL, SIG_DFL};
-};
+}  // namespace
+
+StopScope::StopScope() {
+  const std::lock_guard lock(g_scope_mutex);
+  if (g_scopes++ == 0) {
+    g_interrupted = false;
+    g_signal = 0;
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) g_previous[i] = std::signal(kStopSignals[i], on_stop_signal);
+  }
+}
+
+StopScope::~StopScope() {
+  const std::lock_guard lock(g_scope_mutex);
+  if (--g_scopes == 0)
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+      std::signal(kStopSignals[i], g_previous[i] == SIG_ERR ? SIG_DFL : g_previous[i]);
+}
+
+bool stop_requested() { return g_interrupted; }
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -763,14 +766,14 @@ constexpr const char* kSecondRoundStage = "halving";
 // pipeline feeding the search, then the halving round, the strict re-measure, the gate and the
 // outputs. gpu: the worker, kept from pass to pass. The members are in the order they are made:
 // they are destroyed in reverse (the compile threads before what they fill, the journal and the
-// results lock last but the signal guard).
+// results lock last but the stop scope).
 struct PassRun {
   const TuneOptions& o;
   Pass* pass;
   SearchStrategy& strategy;
   std::optional<IsolatedRunner>& gpu;
   const Clock::time_point t_start;
-  const SigintGuard sigint_guard;
+  const StopScope stop_scope;
   const std::function<void(const std::string&)> log;
   const Problem& problem;
   const Space space;
@@ -971,7 +974,10 @@ struct PassRun {
     if (o.resume && std::filesystem::exists(journal_path)) {
       const std::size_t refused = take_journal(identity);
       ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
-      if (pass && pass->passes_done > 0) {  // a later pass: resumed by run_tune, not by the user
+      if (pass && pass->passes_done > 0 && stop_requested()) {  // the last pass, after a stop: it only writes
+        log(fmt::format("writing the {} of {} variants measured before the stop (journal {})", ctx.resumed_variants, n,
+                        journal_path.string()));
+      } else if (pass && pass->passes_done > 0) {  // a later pass: resumed by run_tune, not by the user
         log(fmt::format("pass {}: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
                         "measure", pass->passes_done + 1, ctx.resumed_variants, n, journal_path.string(), n - static_cast<std::size_t>(ctx.resumed_variants)));
       } else {
@@ -1055,6 +1061,7 @@ struct PassRun {
       if (!journaled[i] && !run.variants[i].baseline) compile_order.push_back(i);
     ctx.time_budget_s = o.time_budget_s;
     t_compile = Clock::now();
+    if (stop_requested()) return;  // the search loop stops at its first step: nothing is compiled
     if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
       const auto t_wait = Clock::now();
       pass->baseline_compile.join();  // the baseline, compiled into the cache while the search passes ran
@@ -1505,7 +1512,8 @@ struct Passes {
   void log(const std::string& line) const {
     if (o.log) o.log(line);
   }
-  bool going() const { return !out.run.context.interrupted && out.run.timed; }
+  // A stop asked for after a pass's last variant still ends the passes: the last one records it.
+  bool going() const { return !out.run.context.interrupted && out.run.timed && !stop_requested(); }
   // A pass over `have` (the baseline aside while deferred), after what the earlier passes spent.
   void next(bool search_only) {
     pass.configs = in_order(pass.all, have);
@@ -1569,6 +1577,7 @@ std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
 }
 
 TuneOutcome run_tune(const TuneOptions& o) {
+  const StopScope stop_scope;  // over every pass: a stop asked for in one is not forgotten by the next
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
   const StrategyPtr strategy = make_search_strategy(o);
   if (!strategy->adaptive()) return run_pass(o, nullptr, *strategy, gpu);
