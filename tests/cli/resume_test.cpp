@@ -129,4 +129,85 @@ TEST(Resume, ASigtermInATransferSweepStopsItsShapeAndTheShapesAfterIt) {
   }
 }
 
+// What a run decided, without what differs between runs (wall times, dates, the journal).
+std::map<std::string, Json> decisions(const fs::path& file) {
+  const Json j = read_json(file);
+  std::map<std::string, Json> out{{"(winner)", j.at("summary").value("winner", Json())}};
+  for (const auto& v : j.at("variants"))
+    out[v.at("name").get<std::string>()] = {v.at("status"), v.contains("timing") ? v.at("timing").at("median_us") : Json()};
+  return out;
+}
+
+// #7: --resume of a sweep killed after its first shape finished takes that shape's results as they
+// are (not measured again), finishes the second from its journal, and ends as the run that was
+// never killed; a complete file of another identity (another seed) is tuned again.
+TEST(Resume, AResumedSweepSkipsTheShapesItFinishedAndEndsAsAnUnbrokenRun) {
+  const std::string out = out_dir("resume_sweep_kill");
+  fs::create_directories(out);
+  const std::string args = affine_args(out + "/k") + " --R 32,64";
+  const fs::path dir = fs::path(out) / "k" / "fake-gpu" / "affine";
+  const pid_t pid = start("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=150", args, out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(dir / "R64_L64.journal.jsonl") >= 1; })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGKILL), 0);
+  ASSERT_EQ(wait_exit(pid), -SIGKILL);
+  const std::string finished = slurp(dir / "R32_L64.json");
+  ASSERT_FALSE(finished.empty()) << slurp(out + ".log");
+
+  const Result r = run_with("TUNE_WORKER_FAKE=1", args + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("R32_L64: already complete in " + (dir / "R32_L64.json").string() + "; skipped"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("no journal at"), std::string::npos) << r.output;
+  EXPECT_EQ(slurp(dir / "R32_L64.json"), finished) << "the finished shape is neither measured nor written again";
+  EXPECT_NE(r.output.find("--resume: "), std::string::npos) << r.output;
+  EXPECT_GE(read_json(dir / "R64_L64.json").at("context").at("journal").at("resumed_variants").get<int>(), 1);
+
+  const Result unbroken = run_with("TUNE_WORKER_FAKE=1", affine_args(out + "/u") + " --R 32,64");
+  ASSERT_EQ(unbroken.code, 0) << unbroken.output;
+  for (const char* tag : {"R32_L64.json", "R64_L64.json"})
+    EXPECT_EQ(decisions(dir / tag), decisions(fs::path(out) / "u" / "fake-gpu" / "affine" / tag)) << tag;
+
+  const Result other = run_with("TUNE_WORKER_FAKE=1", affine_args(out + "/k", 8) + " --R 32 --resume");
+  ASSERT_EQ(other.code, 0) << other.output;
+  EXPECT_NE(other.output.find("is complete, but not for this run (its seed differs)"), std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find("already complete"), std::string::npos) << other.output;
+  EXPECT_EQ(read_json(dir / "R32_L64.json").at("seed"), 8);
+}
+
+// #8: a shape killed on one of two devices and resumed on the other (the first one fails at once)
+// continues from the journal in the first device's folder, which keeps nothing of it afterwards.
+TEST(Resume, AShapeResumedOnAnotherDeviceTakesItsJournalFromTheFirstDevicesFolder) {
+  const std::string out = out_dir("resume_devices");
+  fs::create_directories(out);
+  const std::string args = affine_args(out + "/d") + " --R 32 --devices all";
+  const std::vector<fs::path> dirs = {fs::path(out) / "d" / "fake-gpu-fa4e0000" / "affine",
+                                      fs::path(out) / "d" / "fake-gpu-fa4e0001" / "affine"};
+  const pid_t pid = start(kSlowFake + " TUNE_WORKER_FAKE_DEVICES=2", args, out + ".log");
+  ASSERT_GT(pid, 0);
+  int first = -1;  // the device that ran the shape
+  ASSERT_TRUE(wait_until([&] {
+    for (int k = 0; k < 2; ++k)
+      if (journal_records(dirs[k] / "R32_L64.journal.jsonl") >= 2) first = k;
+    return first >= 0;
+  })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGKILL), 0);
+  ASSERT_EQ(wait_exit(pid), -SIGKILL);
+
+  // The first device fails whenever it takes the shape: the other one runs it.
+  const Result r = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2 TUNE_WORKER_FAKE_FAIL_DEVICE=" +
+                                std::to_string(first),
+                            args + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(" records of R32_L64 moved from " + (dirs[first] / "R32_L64.journal.jsonl").string()),
+            std::string::npos) << r.output;
+  const fs::path result = dirs[1 - first] / "R32_L64.json";
+  const Json j = read_json(result);
+  EXPECT_EQ(j.at("complete"), true);
+  EXPECT_GE(j.at("context").at("journal").at("resumed_variants").get<int>(), 2) << r.output;
+  for (const char* left : {"R32_L64.journal.jsonl", "R32_L64.json.partial", "R32_L64.json", "R32_L64.lock"})
+    EXPECT_FALSE(fs::exists(dirs[first] / left)) << left << " left behind\n" << r.output;
+  EXPECT_FALSE(fs::exists(dirs[1 - first] / "R32_L64.journal.jsonl")) << "a finished run removes its journal";
+}
+
 }  // namespace

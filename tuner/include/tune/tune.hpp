@@ -86,8 +86,13 @@ struct TuneOptions {
   // gets it per variant). 0: 10 s until the baseline is timed, then derived from its median.
   double variant_timeout_s = 0;
   // Continue the run recorded in the journal beside the results (same identity); without a
-  // journal, start fresh.
+  // journal, start fresh. A shape whose results file is complete for this run's identity is not
+  // tuned again (TuneOutcome::already_complete).
   bool resume = false;
+  // The other devices' folders under out_dir of a sweep on a shared queue (--devices): --resume
+  // looks there too for the shape's complete results or journal, as a resumed shape may land on
+  // another card of the same model; a journal found there moves into this device's folder.
+  std::vector<std::string> resume_dirs;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;
   // The correctness gate's sanitizers (tune/gate.hpp): "off", "winner" or "finalists". The output
@@ -107,6 +112,9 @@ struct TuneOutcome {
   RunRecord run;
   std::filesystem::path json_path;
   std::optional<std::filesystem::path> header_path;
+  // --resume found the shape's results complete for this run's identity: nothing ran, `run` is
+  // what json_path holds.
+  bool already_complete = false;
 };
 
 // The compile request of the baseline of o's problem and shape (lowered for o's device, or

@@ -109,7 +109,9 @@ namespace {
 // The snapshot a failed device left of its item (<shape>.json.partial, complete: false) and its
 // journal: the item runs again on another device, so the failed card's folder keeps no half-run
 // file (results it finished earlier stay). Returns a note for the log ("" when there was none).
+// Under --resume both stay: the device that takes the item next continues from them (issue 34 #8).
 std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
+  if (o.resume) return "";
   try {
     const Problem& problem = find_problem(o.problem);
     const Shape shape = resolve_shape(problem, load_space(o.problem, o.config), o.dims);
@@ -167,6 +169,11 @@ class DeviceSweep {
     TuneOptions o = base_;
     o.device = devices_[k].info.ordinal;
     o.device_dir = devices_[k].dir;
+    // A resumed item may land on another card than before: its results or journal may be in any
+    // device's folder (with replicate each device runs every item in its own).
+    if (!replicate_)
+      for (const auto& d : devices_)
+        if (d.dir != o.device_dir) o.resume_dirs.push_back(d.dir);
     if (devices_.size() > 1 && base_.log) {
       const std::string prefix = fmt::format("[gpu {}] ", devices_[k].info.ordinal);
       o.log = [&base = base_, prefix](const std::string& line) { base.log(prefix + line); };

@@ -327,6 +327,26 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"keep_spills", o.keep_spills}};
 }
 
+// The identity without the card (its index and UUID): a sweep on several devices may run a shape on
+// any of them, and cards of one model (the identity's device name) continue each other's runs.
+nlohmann::ordered_json across_cards(nlohmann::ordered_json identity) {
+  if (identity.is_object()) {
+    identity.erase("device_index");
+    identity.erase("device_uuid");
+  }
+  return identity;
+}
+
+// The first field in which two identities differ ("" when they are of one run).
+std::string identity_difference(const nlohmann::ordered_json& mine, const nlohmann::ordered_json& theirs) {
+  if (!theirs.is_object()) return "identity (none recorded)";
+  for (const auto& [key, value] : mine.items())
+    if (!theirs.contains(key) || theirs.at(key) != value) return key;
+  for (const auto& [key, value] : theirs.items())
+    if (!mine.contains(key)) return key;
+  return "";
+}
+
 // The configurations a run times, and how they were found (for the log).
 struct Chosen {
   std::vector<Config> configs;
@@ -964,13 +984,87 @@ struct PassRun {
     }
   }
 
+  // This shape's results file in another device's folder of the sweep (TuneOptions::resume_dirs).
+  [[nodiscard]] std::filesystem::path in_folder(const std::string& dir) const {
+    return o.out_dir / dir / run.problem / json_path.filename();
+  }
+
+  // --resume (issue 34 #7): the shape's results, complete for this run's identity, in this device's
+  // folder (or another's of the sweep, for a card of the same model) are kept as they are and nothing
+  // is tuned. Not while this folder holds the shape's journal (a run to continue), nor in a later pass.
+  std::optional<TuneOutcome> finished_earlier() {
+    std::error_code ec;
+    if (!o.resume || (pass && pass->passes_done > 0) || std::filesystem::exists(Journal::path_for(json_path), ec))
+      return std::nullopt;
+    const auto identity = run_identity(o, run, space);
+    std::vector<std::filesystem::path> candidates{json_path};
+    for (const auto& dir : o.resume_dirs) candidates.push_back(in_folder(dir));
+    for (const auto& json : candidates) {
+      const auto file = earlier_result(json);
+      RunRecord earlier;
+      try {
+        if (!std::filesystem::exists(file, ec)) continue;
+        earlier = read_result(file);
+      } catch (const InputError&) {
+        continue;  // the run replaces it, or keeps it (reason_to_keep), as without --resume
+      }
+      if (!earlier.complete || earlier.context.interrupted) continue;
+      const std::string differs = json == json_path
+          ? identity_difference(identity, earlier.context.run_identity)
+          : identity_difference(across_cards(identity), across_cards(earlier.context.run_identity));
+      if (!differs.empty()) {
+        log(fmt::format("--resume: {} is complete, but not for this run (its {} differs); {} is tuned again",
+                        file.string(), differs, shape.tag()));
+        continue;
+      }
+      log(fmt::format("{}: already complete in {}; skipped", shape.tag(), file.string()));
+      TuneOutcome out{std::move(earlier), file, std::nullopt, true};
+      if (const auto header = json.parent_path() / (shape.tag() + ".hpp"); out.run.winner && std::filesystem::exists(header, ec))
+        out.header_path = header;
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  // --resume with --devices (issue 34 #8): the shape's journal in another device's folder of the
+  // sweep (the shape ran there before the interruption), of this run but for the card, moves here
+  // with its records; that folder's journal and snapshot of the shape are removed.
+  void adopt_journal(const nlohmann::ordered_json& identity) {
+    std::error_code ec;
+    for (const auto& dir : o.resume_dirs) {
+      const auto other_json = in_folder(dir);
+      const auto other = Journal::path_for(other_json);
+      if (other_json == json_path || !std::filesystem::exists(other, ec)) continue;
+      std::optional<ResultsLock> other_lock;  // that folder's writer of the shape: none may be running
+      std::vector<Journal::Entry> entries;
+      try {
+        other_lock.emplace(other_json);
+        entries = Journal::read(other, across_cards(identity));
+      } catch (const InputError& e) {
+        log(fmt::format("--resume: another device's journal is not taken: {}", e.what()));
+        continue;
+      }
+      {
+        Journal moved = Journal::create(journal_path, identity);
+        for (const auto& e : entries) moved.append(e.stage, e.record);
+      }
+      std::filesystem::remove(other, ec);
+      std::filesystem::remove(partial_results_path(other_json), ec);  // its lock file goes with other_lock
+      log(fmt::format("--resume: {} records of {} moved from {} (another device's folder) to {}", entries.size(),
+                      shape.tag(), other.string(), journal_path.string()));
+      return;
+    }
+  }
+
   // The journal: a fresh one, or with --resume the records of the interrupted run it identifies.
   void open_journal() {
     journal_path = Journal::path_for(json_path);
     ctx.journal = journal_path.string();
     const auto identity = run_identity(o, run, space);
+    ctx.run_identity = identity;
     journaled.assign(n, 0);
     halved.assign(n, 0);
+    if (o.resume && !std::filesystem::exists(journal_path)) adopt_journal(identity);
     if (o.resume && std::filesystem::exists(journal_path)) {
       const std::size_t refused = take_journal(identity);
       ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
@@ -1479,6 +1573,7 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, SearchStrategy& strategy,
   r.open_device();
   r.plan();
   r.open_outputs();
+  if (auto earlier = r.finished_earlier()) return std::move(*earlier);
   r.lower_variants();
   r.open_journal();
   r.start_worker();
@@ -1588,6 +1683,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   p.resumed.resume = true;
   p.pass.defer_baseline = !o.no_cache;  // without a cache the early compile would be lost
   p.out = run_pass(o, &p.pass, *strategy, gpu);
+  if (p.out.already_complete) return p.out;
   p.have.insert(p.pass.configs.begin(), p.pass.configs.end());
   if (p.pass.defer_baseline) p.have.insert(p.pass.baseline);
   search_rounds(p);
