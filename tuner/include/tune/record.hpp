@@ -250,6 +250,9 @@ struct RunContext {
   } isolation;
   std::string journal;         // the journal file of this run
   int resumed_variants = 0;    // records taken from the journal by --resume
+  // The journal's first line: what --resume matches. A finished run keeps it here once its journal
+  // is gone, so a resumed sweep skips the shape (context.journal.identity; null in older files).
+  nlohmann::ordered_json run_identity;
   std::optional<ShardRecord> shard;  // null: not a shard
   // The correctness gate (issue 20): which checks ran on the finalists and what they cost.
   struct Gate {

@@ -86,8 +86,13 @@ struct TuneOptions {
   // gets it per variant). 0: 10 s until the baseline is timed, then derived from its median.
   double variant_timeout_s = 0;
   // Continue the run recorded in the journal beside the results (same identity); without a
-  // journal, start fresh.
+  // journal, start fresh. A shape whose results file is complete for this run's identity is not
+  // tuned again (TuneOutcome::already_complete).
   bool resume = false;
+  // The other devices' folders under out_dir of a sweep on a shared queue (--devices): --resume
+  // looks there too for the shape's complete results or journal, as a resumed shape may land on
+  // another card of the same model; a journal found there moves into this device's folder.
+  std::vector<std::string> resume_dirs;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;
   // The correctness gate's sanitizers (tune/gate.hpp): "off", "winner" or "finalists". The output
@@ -113,6 +118,9 @@ struct TuneOutcome {
   // Nonzero when the gate could not run and no unchecked finalist may win: 2 (the problem is at
   // fault) or 3 (the sanitizer or the device); run.context.gate.could_not_run says why.
   int gate_exit_code = 0;
+  // --resume found the shape's results complete for this run's identity: nothing ran, `run` is
+  // what json_path holds.
+  bool already_complete = false;
 };
 
 // The compile request of the baseline of o's problem and shape (lowered for o's device, or
@@ -127,6 +135,21 @@ TuneOutcome run_tune(const TuneOptions& options);
 // The signal (SIGINT or SIGTERM) that interrupted the last run, 0 when none did: the exit code is
 // 128 + it, as a shell reports a process that signal ended.
 int interrupt_signal();
+
+// The run's stop state (issue 34 #6). While a scope is held, the first SIGINT or SIGTERM asks the
+// run to stop, and the request stays until the outermost scope ends: every loop of the run checks
+// stop_requested() before its next step (the variants of a pass, the passes and rounds of an
+// adaptive search, a sweep's shapes, the devices' queues). The second signal ends the process.
+// run_tune holds one; a sweep holds one around all its shapes, so the next shape sees the stop too.
+class StopScope {
+ public:
+  StopScope();
+  ~StopScope();
+  StopScope(const StopScope&) = delete;
+  StopScope& operator=(const StopScope&) = delete;
+};
+// Whether a stop was asked for since the outermost StopScope started.
+bool stop_requested();
 
 // Loads a problem's space: the given file (a space file or another problem.json; its template is
 // found beside it, else in the problem's template folder), or the problem's own problem.json.

@@ -199,6 +199,8 @@ int run_in_sequence(const TuneArgs& args, const std::vector<SweepWork>& work, st
         interrupted = interrupted || outcome.run.context.interrupted;
       },
       args.transfer);
+  // A stop asked for between two shapes: the shapes after it were not run.
+  interrupted = interrupted || (ran < work.size() && interrupt_signal() != 0);
   fmt::print("\nsweep: {} of {} items run in {:.1f} s{}{}\n", ran, item_count,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sweep).count(),
              args.transfer ? " (with --transfer)" : "",

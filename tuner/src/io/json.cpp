@@ -404,6 +404,7 @@ Json to_json(const RunRecord& run) {
                          {"unchecked", c.gate.unchecked}, {"wall_s", number(c.gate.wall_s)},
                          {"share_of_run", number(c.gate.share)}}}};
   if (c.shard) context["shard"] = shard_json(*c.shard);
+  if (c.run_identity.is_object()) context["journal"]["identity"] = c.run_identity;
   // The local search after the warm choice or the model: recorded under warm_start when there is one.
   const Json refine = {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds}, {"added", c.warm_refine_added}};
   if (!c.warm_files.empty())
@@ -539,6 +540,7 @@ RunRecord run_from_json(const Json& j) {
     if (c.contains("journal")) {
       run.context.journal = c.at("journal").value("file", "");
       run.context.resumed_variants = c.at("journal").value("resumed_variants", 0);
+      if (c.at("journal").contains("identity")) run.context.run_identity = c.at("journal").at("identity");
     }
     if (c.contains("shard") && !c.at("shard").is_null()) run.context.shard = shard_from(c.at("shard"));
     if (c.contains("gate") && c.at("gate").is_object()) {

@@ -331,6 +331,7 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
   if (const Json* j = object(c, ctx, at, "journal", false)) {
     text(c, *j, member(at, "journal"), "file", false);
     (void)integer(c, *j, member(at, "journal"), "resumed_variants", false);
+    (void)object(c, *j, member(at, "journal"), "identity", false);
   }
   if (const Json* s = object(c, ctx, at, "shard", false, true)) {
     const std::string where = member(at, "shard");

@@ -109,7 +109,9 @@ namespace {
 // The snapshot a failed device left of its item (<shape>.json.partial, complete: false) and its
 // journal: the item runs again on another device, so the failed card's folder keeps no half-run
 // file (results it finished earlier stay). Returns a note for the log ("" when there was none).
+// Under --resume both stay: the device that takes the item next continues from them (issue 34 #8).
 std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
+  if (o.resume) return "";
   try {
     const Problem& problem = find_problem(o.problem);
     const Shape shape = resolve_shape(problem, load_space(o.problem, o.config), o.dims);
@@ -141,6 +143,7 @@ class DeviceSweep {
 
   DeviceSweepResult run() {
     {
+      const StopScope stop_scope;  // one Ctrl-C stops every device, and no device takes another item
       std::vector<std::jthread> threads;
       for (std::size_t k = 0; k < devices_.size(); ++k) threads.emplace_back([this, k] { serve(k); });
     }
@@ -166,6 +169,11 @@ class DeviceSweep {
     TuneOptions o = base_;
     o.device = devices_[k].info.ordinal;
     o.device_dir = devices_[k].dir;
+    // A resumed item may land on another card than before: its results or journal may be in any
+    // device's folder (with replicate each device runs every item in its own).
+    if (!replicate_)
+      for (const auto& d : devices_)
+        if (d.dir != o.device_dir) o.resume_dirs.push_back(d.dir);
     if (devices_.size() > 1 && base_.log) {
       const std::string prefix = fmt::format("[gpu {}] ", devices_[k].info.ordinal);
       o.log = [&base = base_, prefix](const std::string& line) { base.log(prefix + line); };
@@ -185,7 +193,8 @@ class DeviceSweep {
         std::unique_lock lock(mutex_);
         // An empty shared queue may refill: an item in flight on a device that fails comes back.
         changed_.wait(lock, [&] { return stop_ || !queue.empty() || replicate_ || in_flight_ == 0; });
-        if (stop_ || queue.empty()) return;
+        if (stop_requested()) result_.interrupted = true;
+        if (stop_ || queue.empty() || result_.interrupted) return;
         w = std::move(queue.front());
         queue.pop_front();
         ++in_flight_;

@@ -224,10 +224,12 @@ std::vector<std::jthread> compile_baselines_ahead(const std::vector<SweepWork>& 
 
 std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
                       const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer) {
+  const StopScope stop_scope;  // over every shape: a stop asked for in one shape ends the sweep
   std::size_t ran = 0;
   std::map<std::string, std::vector<std::filesystem::path>> taught;  // problem -> results of its earlier items
   const std::vector<std::jthread> baselines = compile_baselines_ahead(work, base);
   for (const SweepWork& w : work) {
+    if (stop_requested()) break;  // asked for after the shape before had recorded its last variant
     TuneOptions o = options_for(base, w);
     if (transfer) {
       const auto& earlier = taught[w.item.problem];

@@ -68,31 +68,34 @@ extern "C" void on_stop_signal(int signal) {
 }
 
 // Counted: runs on several devices at once share the handler and the flag (one Ctrl-C stops them
-// all); the first run installs it, the last one gives SIGINT and SIGTERM back their previous action.
-class SigintGuard {
- public:
-  SigintGuard() {
-    const std::lock_guard lock(mutex_);
-    if (active_++ == 0) {
-      g_interrupted = false;
-      g_signal = 0;
-      for (std::size_t i = 0; i < std::size(kStopSignals); ++i) previous_[i] = std::signal(kStopSignals[i], on_stop_signal);
-    }
-  }
-  ~SigintGuard() {
-    const std::lock_guard lock(mutex_);
-    if (--active_ == 0)
-      for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
-        std::signal(kStopSignals[i], previous_[i] == SIG_ERR ? SIG_DFL : previous_[i]);
-  }
-  SigintGuard(const SigintGuard&) = delete;
-  SigintGuard& operator=(const SigintGuard&) = delete;
+// all); the first scope installs it, the last one gives SIGINT and SIGTERM back their previous
+// action. The flag is reset only when the outermost scope starts: a run's stop stays asked of every
+// pass, round, shape and device that follows (issue 34 #6).
+std::mutex g_scope_mutex;
+int g_scopes = 0;
+void (*g_previous[std::size(kStopSignals)])(int) = {SIG_DFL, SIG_DFL};
 
- private:
-  static inline std::mutex mutex_;
-  static inline int active_ = 0;
-  static inline void (*previous_[std::size(kStopSignals)])(int) = {SIG_DFL, SIG_DFL};
-};
+}  // namespace
+
+StopScope::StopScope() {
+  const std::lock_guard lock(g_scope_mutex);
+  if (g_scopes++ == 0) {
+    g_interrupted = false;
+    g_signal = 0;
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) g_previous[i] = std::signal(kStopSignals[i], on_stop_signal);
+  }
+}
+
+StopScope::~StopScope() {
+  const std::lock_guard lock(g_scope_mutex);
+  if (--g_scopes == 0)
+    for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
+      std::signal(kStopSignals[i], g_previous[i] == SIG_ERR ? SIG_DFL : g_previous[i]);
+}
+
+bool stop_requested() { return g_interrupted; }
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -325,6 +328,26 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"budget", o.budget},
           {"search", to_string(o.search)},
           {"keep_spills", o.keep_spills}};
+}
+
+// The identity without the card (its index and UUID): a sweep on several devices may run a shape on
+// any of them, and cards of one model (the identity's device name) continue each other's runs.
+nlohmann::ordered_json across_cards(nlohmann::ordered_json identity) {
+  if (identity.is_object()) {
+    identity.erase("device_index");
+    identity.erase("device_uuid");
+  }
+  return identity;
+}
+
+// The first field in which two identities differ ("" when they are of one run).
+std::string identity_difference(const nlohmann::ordered_json& mine, const nlohmann::ordered_json& theirs) {
+  if (!theirs.is_object()) return "identity (none recorded)";
+  for (const auto& [key, value] : mine.items())
+    if (!theirs.contains(key) || theirs.at(key) != value) return key;
+  for (const auto& [key, value] : theirs.items())
+    if (!mine.contains(key)) return key;
+  return "";
 }
 
 // The configurations a run times, and how they were found (for the log).
@@ -805,14 +828,14 @@ constexpr const char* kSecondRoundStage = "halving";
 // pipeline feeding the search, then the halving round, the strict re-measure, the gate and the
 // outputs. gpu: the worker, kept from pass to pass. The members are in the order they are made:
 // they are destroyed in reverse (the compile threads before what they fill, the journal and the
-// results lock last but the signal guard).
+// results lock last but the stop scope).
 struct PassRun {
   const TuneOptions& o;
   Pass* pass;
   SearchStrategy& strategy;
   std::optional<IsolatedRunner>& gpu;
   const Clock::time_point t_start;
-  const SigintGuard sigint_guard;
+  const StopScope stop_scope;
   const std::function<void(const std::string&)> log;
   const Problem& problem;
   const Space space;
@@ -1022,17 +1045,94 @@ struct PassRun {
     }
   }
 
+  // This shape's results file in another device's folder of the sweep (TuneOptions::resume_dirs).
+  [[nodiscard]] std::filesystem::path in_folder(const std::string& dir) const {
+    return o.out_dir / dir / run.problem / json_path.filename();
+  }
+
+  // --resume (issue 34 #7): the shape's results, complete for this run's identity, in this device's
+  // folder (or another's of the sweep, for a card of the same model) are kept as they are and nothing
+  // is tuned. Not while this folder holds the shape's journal (a run to continue), nor in a later pass.
+  std::optional<TuneOutcome> finished_earlier() {
+    std::error_code ec;
+    if (!o.resume || (pass && pass->passes_done > 0) || std::filesystem::exists(Journal::path_for(json_path), ec))
+      return std::nullopt;
+    const auto identity = run_identity(o, run, space);
+    std::vector<std::filesystem::path> candidates{json_path};
+    for (const auto& dir : o.resume_dirs) candidates.push_back(in_folder(dir));
+    for (const auto& json : candidates) {
+      const auto file = earlier_result(json);
+      RunRecord earlier;
+      try {
+        if (!std::filesystem::exists(file, ec)) continue;
+        earlier = read_result(file);
+      } catch (const InputError&) {
+        continue;  // the run replaces it, or keeps it (reason_to_keep), as without --resume
+      }
+      if (!earlier.complete || earlier.context.interrupted) continue;
+      const std::string differs = json == json_path
+          ? identity_difference(identity, earlier.context.run_identity)
+          : identity_difference(across_cards(identity), across_cards(earlier.context.run_identity));
+      if (!differs.empty()) {
+        log(fmt::format("--resume: {} is complete, but not for this run (its {} differs); {} is tuned again",
+                        file.string(), differs, shape.tag()));
+        continue;
+      }
+      log(fmt::format("{}: already complete in {}; skipped", shape.tag(), file.string()));
+      TuneOutcome out{std::move(earlier), file, std::nullopt, true};
+      if (const auto header = json.parent_path() / (shape.tag() + ".hpp"); out.run.winner && std::filesystem::exists(header, ec))
+        out.header_path = header;
+      return out;
+    }
+    return std::nullopt;
+  }
+
+  // --resume with --devices (issue 34 #8): the shape's journal in another device's folder of the
+  // sweep (the shape ran there before the interruption), of this run but for the card, moves here
+  // with its records; that folder's journal and snapshot of the shape are removed.
+  void adopt_journal(const nlohmann::ordered_json& identity) {
+    std::error_code ec;
+    for (const auto& dir : o.resume_dirs) {
+      const auto other_json = in_folder(dir);
+      const auto other = Journal::path_for(other_json);
+      if (other_json == json_path || !std::filesystem::exists(other, ec)) continue;
+      std::optional<ResultsLock> other_lock;  // that folder's writer of the shape: none may be running
+      std::vector<Journal::Entry> entries;
+      try {
+        other_lock.emplace(other_json);
+        entries = Journal::read(other, across_cards(identity));
+      } catch (const InputError& e) {
+        log(fmt::format("--resume: another device's journal is not taken: {}", e.what()));
+        continue;
+      }
+      {
+        Journal moved = Journal::create(journal_path, identity);
+        for (const auto& e : entries) moved.append(e.stage, e.record);
+      }
+      std::filesystem::remove(other, ec);
+      std::filesystem::remove(partial_results_path(other_json), ec);  // its lock file goes with other_lock
+      log(fmt::format("--resume: {} records of {} moved from {} (another device's folder) to {}", entries.size(),
+                      shape.tag(), other.string(), journal_path.string()));
+      return;
+    }
+  }
+
   // The journal: a fresh one, or with --resume the records of the interrupted run it identifies.
   void open_journal() {
     journal_path = Journal::path_for(json_path);
     ctx.journal = journal_path.string();
     const auto identity = run_identity(o, run, space);
+    ctx.run_identity = identity;
     journaled.assign(n, 0);
     halved.assign(n, 0);
+    if (o.resume && !std::filesystem::exists(journal_path)) adopt_journal(identity);
     if (o.resume && std::filesystem::exists(journal_path)) {
       const std::size_t refused = take_journal(identity);
       ctx.resumed_variants = static_cast<int>(std::count(journaled.begin(), journaled.end(), 1));
-      if (pass && pass->passes_done > 0) {  // a later pass: resumed by run_tune, not by the user
+      if (pass && pass->passes_done > 0 && stop_requested()) {  // the last pass, after a stop: it only writes
+        log(fmt::format("writing the {} of {} variants measured before the stop (journal {})", ctx.resumed_variants, n,
+                        journal_path.string()));
+      } else if (pass && pass->passes_done > 0) {  // a later pass: resumed by run_tune, not by the user
         log(fmt::format("pass {}: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
                         "measure", pass->passes_done + 1, ctx.resumed_variants, n, journal_path.string(), n - static_cast<std::size_t>(ctx.resumed_variants)));
       } else {
@@ -1116,6 +1216,7 @@ struct PassRun {
       if (!journaled[i] && !run.variants[i].baseline) compile_order.push_back(i);
     ctx.time_budget_s = o.time_budget_s;
     t_compile = Clock::now();
+    if (stop_requested()) return;  // the search loop stops at its first step: nothing is compiled
     if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
       const auto t_wait = Clock::now();
       pass->baseline_compile.join();  // the baseline, compiled into the cache while the search passes ran
@@ -1554,6 +1655,7 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, SearchStrategy& strategy,
   r.open_device();
   r.plan();
   r.open_outputs();
+  if (auto earlier = r.finished_earlier()) return std::move(*earlier);
   r.lower_variants();
   r.open_journal();
   r.start_worker();
@@ -1587,7 +1689,8 @@ struct Passes {
   void log(const std::string& line) const {
     if (o.log) o.log(line);
   }
-  bool going() const { return !out.run.context.interrupted && out.run.timed; }
+  // A stop asked for after a pass's last variant still ends the passes: the last one records it.
+  bool going() const { return !out.run.context.interrupted && out.run.timed && !stop_requested(); }
   // A pass over `have` (the baseline aside while deferred), after what the earlier passes spent.
   void next(bool search_only) {
     pass.configs = in_order(pass.all, have);
@@ -1651,6 +1754,7 @@ std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
 }
 
 TuneOutcome run_tune(const TuneOptions& o) {
+  const StopScope stop_scope;  // over every pass: a stop asked for in one is not forgotten by the next
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
   const StrategyPtr strategy = make_search_strategy(o);
   if (!strategy->adaptive()) return run_pass(o, nullptr, *strategy, gpu);
@@ -1661,6 +1765,7 @@ TuneOutcome run_tune(const TuneOptions& o) {
   p.resumed.resume = true;
   p.pass.defer_baseline = !o.no_cache;  // without a cache the early compile would be lost
   p.out = run_pass(o, &p.pass, *strategy, gpu);
+  if (p.out.already_complete) return p.out;
   p.have.insert(p.pass.configs.begin(), p.pass.configs.end());
   if (p.pass.defer_baseline) p.have.insert(p.pass.baseline);
   search_rounds(p);

@@ -1,0 +1,213 @@
+// Interruption and resume of searches in passes, sweeps and sweeps on several devices (issue 34,
+// #6 to #8), on the fake worker and the small affine fixture folder: a stop asked for once stays
+// asked for the whole run, and --resume neither tunes a finished shape again nor loses the records
+// of a shape that ran on another device.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cli_run.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+std::string affine_args(const std::string& out, int seed = 7) {
+  return "--problem " + std::string(TUNE_FIXTURES) + "/problems/affine --seed " + std::to_string(seed) + " --out " + out +
+         " --cache-dir " + TUNE_BINARY_DIR + "/cli_out/resume_cache";
+}
+
+constexpr const char* kModel = " --search model --model-init 4 --model-batch 2 --model-rounds 3";
+
+std::string slurp(const fs::path& file) {
+  std::ifstream f(file);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+Json read_json(const fs::path& file) { return Json::parse(std::ifstream(file)); }
+
+std::size_t journal_records(const fs::path& journal) {
+  std::ifstream in(journal);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find("\"record\"") != std::string::npos;
+  return n;
+}
+
+// tune with `env` ("NAME=value" words) and `args`, in a process group of its own, its output in `log`.
+pid_t start(const std::string& env, const std::string& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    std::freopen(log.c_str(), "w", stderr);
+    std::freopen(log.c_str(), "a", stdout);
+    std::istringstream vars(env);
+    for (std::string v; vars >> v;) putenv(strdup(v.c_str()));
+    std::vector<std::string> words = {TUNE_EXE};
+    std::istringstream in(args);
+    for (std::string w; in >> w;) words.push_back(w);
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    execv(TUNE_EXE, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits (at most 60 s) until `ready` holds.
+template <class Ready>
+bool wait_until(Ready ready) {
+  for (int i = 0; i < 1200; ++i) {
+    if (ready()) return true;
+    usleep(50 * 1000);
+  }
+  return false;
+}
+
+// The exit code of pid, -signal when a signal ended it.
+int wait_exit(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1000;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+const std::string kSlowFake = "TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=300";
+
+// #6: a model search stopped in its first pass stops there: exit 130, the results marked
+// interrupted, no header, and no later pass (before, the last pass forgot the Ctrl-C and ran on).
+TEST(Resume, ACtrlCInTheFirstPassOfAModelSearchEndsTheRunWithNoLaterPass) {
+  const std::string out = out_dir("resume_model_int");
+  fs::create_directories(out);
+  const fs::path result = fs::path(out) / "fake-gpu" / "affine" / "R32_L64.json";
+  const pid_t pid = start(kSlowFake, affine_args(out) + " --R 32" + kModel, out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(fs::path(result).replace_extension(".journal.jsonl")) >= 1; }))
+      << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(out + ".log");
+  const std::string log = slurp(out + ".log");
+  EXPECT_NE(log.find("interrupted by "), std::string::npos) << log;
+  EXPECT_EQ(log.find("pass 2:"), std::string::npos) << "no pass after the interrupted one\n" << log;
+  EXPECT_EQ(log.find("model round 1:"), std::string::npos) << log;
+  const Json j = read_json(result);
+  EXPECT_EQ(j.at("context").at("search").at("interrupted"), true);
+  EXPECT_FALSE(fs::exists(fs::path(result).replace_extension(".hpp"))) << "no header from an interrupted run";
+}
+
+// #6 in a --transfer sweep, by SIGTERM: the first shape stops, and the later shapes are not tuned.
+TEST(Resume, ASigtermInATransferSweepStopsItsShapeAndTheShapesAfterIt) {
+  const std::string out = out_dir("resume_transfer_term");
+  fs::create_directories(out);
+  const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+  const pid_t pid = start(kSlowFake, affine_args(out) + " --R 32,64,128 --transfer" + kModel, out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(dir / "R32_L64.journal.jsonl") >= 1; })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGTERM), 0);
+  EXPECT_EQ(wait_exit(pid), 143) << slurp(out + ".log");
+  const std::string log = slurp(out + ".log");
+  EXPECT_EQ(log.find("pass 2:"), std::string::npos) << log;
+  EXPECT_NE(log.find("sweep: 1 of 3 items run"), std::string::npos) << log;
+  EXPECT_EQ(read_json(dir / "R32_L64.json").at("context").at("search").at("interrupted"), true);
+  EXPECT_FALSE(fs::exists(dir / "R32_L64.hpp"));
+  for (const char* later : {"R64_L64", "R128_L64"}) {
+    EXPECT_FALSE(fs::exists(dir / (std::string(later) + ".json"))) << later << "\n" << log;
+    EXPECT_FALSE(fs::exists(dir / (std::string(later) + ".journal.jsonl"))) << later << "\n" << log;
+  }
+}
+
+// What a run decided, without what differs between runs (wall times, dates, the journal).
+std::map<std::string, Json> decisions(const fs::path& file) {
+  const Json j = read_json(file);
+  std::map<std::string, Json> out{{"(winner)", j.at("summary").value("winner", Json())}};
+  for (const auto& v : j.at("variants"))
+    out[v.at("name").get<std::string>()] = {v.at("status"), v.contains("timing") ? v.at("timing").at("median_us") : Json()};
+  return out;
+}
+
+// #7: --resume of a sweep killed after its first shape finished takes that shape's results as they
+// are (not measured again), finishes the second from its journal, and ends as the run that was
+// never killed; a complete file of another identity (another seed) is tuned again.
+TEST(Resume, AResumedSweepSkipsTheShapesItFinishedAndEndsAsAnUnbrokenRun) {
+  const std::string out = out_dir("resume_sweep_kill");
+  fs::create_directories(out);
+  const std::string args = affine_args(out + "/k") + " --R 32,64";
+  const fs::path dir = fs::path(out) / "k" / "fake-gpu" / "affine";
+  const pid_t pid = start("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=150", args, out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(dir / "R64_L64.journal.jsonl") >= 1; })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGKILL), 0);
+  ASSERT_EQ(wait_exit(pid), -SIGKILL);
+  const std::string finished = slurp(dir / "R32_L64.json");
+  ASSERT_FALSE(finished.empty()) << slurp(out + ".log");
+
+  const Result r = run_with("TUNE_WORKER_FAKE=1", args + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("R32_L64: already complete in " + (dir / "R32_L64.json").string() + "; skipped"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("no journal at"), std::string::npos) << r.output;
+  EXPECT_EQ(slurp(dir / "R32_L64.json"), finished) << "the finished shape is neither measured nor written again";
+  EXPECT_NE(r.output.find("--resume: "), std::string::npos) << r.output;
+  EXPECT_GE(read_json(dir / "R64_L64.json").at("context").at("journal").at("resumed_variants").get<int>(), 1);
+
+  const Result unbroken = run_with("TUNE_WORKER_FAKE=1", affine_args(out + "/u") + " --R 32,64");
+  ASSERT_EQ(unbroken.code, 0) << unbroken.output;
+  for (const char* tag : {"R32_L64.json", "R64_L64.json"})
+    EXPECT_EQ(decisions(dir / tag), decisions(fs::path(out) / "u" / "fake-gpu" / "affine" / tag)) << tag;
+
+  const Result other = run_with("TUNE_WORKER_FAKE=1", affine_args(out + "/k", 8) + " --R 32 --resume");
+  ASSERT_EQ(other.code, 0) << other.output;
+  EXPECT_NE(other.output.find("is complete, but not for this run (its seed differs)"), std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find("already complete"), std::string::npos) << other.output;
+  EXPECT_EQ(read_json(dir / "R32_L64.json").at("seed"), 8);
+}
+
+// #8: a shape killed on one of two devices and resumed on the other (the first one fails at once)
+// continues from the journal in the first device's folder, which keeps nothing of it afterwards.
+TEST(Resume, AShapeResumedOnAnotherDeviceTakesItsJournalFromTheFirstDevicesFolder) {
+  const std::string out = out_dir("resume_devices");
+  fs::create_directories(out);
+  const std::string args = affine_args(out + "/d") + " --R 32 --devices all";
+  const std::vector<fs::path> dirs = {fs::path(out) / "d" / "fake-gpu-fa4e0000" / "affine",
+                                      fs::path(out) / "d" / "fake-gpu-fa4e0001" / "affine"};
+  const pid_t pid = start(kSlowFake + " TUNE_WORKER_FAKE_DEVICES=2", args, out + ".log");
+  ASSERT_GT(pid, 0);
+  int first = -1;  // the device that ran the shape
+  ASSERT_TRUE(wait_until([&] {
+    for (int k = 0; k < 2; ++k)
+      if (journal_records(dirs[k] / "R32_L64.journal.jsonl") >= 2) first = k;
+    return first >= 0;
+  })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGKILL), 0);
+  ASSERT_EQ(wait_exit(pid), -SIGKILL);
+
+  // The first device fails whenever it takes the shape: the other one runs it.
+  const Result r = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2 TUNE_WORKER_FAKE_FAIL_DEVICE=" +
+                                std::to_string(first),
+                            args + " --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(" records of R32_L64 moved from " + (dirs[first] / "R32_L64.journal.jsonl").string()),
+            std::string::npos) << r.output;
+  const fs::path result = dirs[1 - first] / "R32_L64.json";
+  const Json j = read_json(result);
+  EXPECT_EQ(j.at("complete"), true);
+  EXPECT_GE(j.at("context").at("journal").at("resumed_variants").get<int>(), 2) << r.output;
+  for (const char* left : {"R32_L64.journal.jsonl", "R32_L64.json.partial", "R32_L64.json", "R32_L64.lock"})
+    EXPECT_FALSE(fs::exists(dirs[first] / left)) << left << " left behind\n" << r.output;
+  EXPECT_FALSE(fs::exists(dirs[1 - first] / "R32_L64.journal.jsonl")) << "a finished run removes its journal";
+}
+
+}  // namespace
