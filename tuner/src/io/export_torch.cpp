@@ -23,6 +23,7 @@
 
 #include "io/header_text.hpp"
 #include "space/expr_cpp.hpp"
+#include "space/sources.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -464,7 +465,8 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
     const auto sources_of = space.sources();
     if (!sources_of) throw InputError(fmt::format("problem {}: its kernel template was not found", name));
     write_text(csrc / p.ns / "kernels" / sources_of->main_name, sources_of->main, written);
-    for (const auto& [include, text] : sources_of->headers) write_text(csrc / p.ns / "kernels" / include, text, written);
+    for (std::size_t h = 0; h < sources_of->headers.size(); ++h)
+      write_text(csrc / p.ns / "kernels" / sources_of->headers[h].first, header_for_nvcc(*sources_of, h), written);
     const std::string launcher = "launch_" + p.ns + ".cu";
     write_text(csrc / p.ns / launcher, launch_source(p, sources_of->main_name), written);
     sources.push_back("csrc/" + p.ns + "/" + launcher);
