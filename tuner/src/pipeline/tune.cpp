@@ -318,6 +318,7 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"shape", run.shape.tag()},
           {"seed", o.seed},
           {"source_hash", content_hash({space.source_hash(), find_problem(o.problem).json().dump()})},
+          {"reference", run.context.reference_identity},
           {"compile_options", run.context.compile_options},
           {"budget", o.budget},
           {"search", to_string(o.search)},
@@ -909,6 +910,7 @@ struct PassRun {
     ctx.arch = arch_name(cc);
     ctx.compile_options = default_options(cc);
     ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
+    ctx.reference_identity = run.device ? problem.reference_identity(reference_backend_from_env()) : "none (compile only)";
     compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
     ctx.jobs = compiler->jobs();
     ctx.compile_cache = compiler->cache_description();
