@@ -279,7 +279,7 @@ def _context(ctx, at):
     for k in ("tool_version", "git_commit", "command_line", "started_at", "nvrtc_version", "arch"):
         _text(ctx, at, k, True)
     _strings(ctx, at, "compile_options", True)
-    for k in ("finished_at", "host", "cuda_header_version", "config_file", "source_hash", "reference",
+    for k in ("finished_at", "host", "cuda_header_version", "config_file", "source_hash", "reference", "reference_identity",
               "compile_cache"):
         _text(ctx, at, k, False)
     _integer(ctx, at, "jobs", False, 1)

@@ -342,6 +342,18 @@ TEST(Isolation, ResumeAfterKillMeasuresOnlyWhatTheJournalLacks) {
   EXPECT_EQ(got.at("complete"), true);
 }
 
+// Issue 34 #15: the reference is part of the run's identity: a run checked against the built-in
+// C++ reference is not resumed against reference.py (TUNE_REFERENCE=python).
+TEST(Isolation, ResumeRefusesAJournalCheckedAgainstAnotherReference) {
+  const std::string out = fresh_dir("resume_reference");
+  run_and_kill(out, {}, 1);
+  const Result r = run(std::string(kFake) + " TUNE_REFERENCE=python", small_run_args(out) + " --resume");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("its reference is built-in C++ (contact), this run's is reference.py xxh3:"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::filesystem::exists(journal_path(out))) << "a refused resume leaves the journal alone";
+}
+
 TEST(Isolation, ResumeRefusesAnotherRunsJournalAndNamesTheField) {
   const std::string out = fresh_dir("resume_mismatch");
   run_and_kill(out, {"--seed", "42"}, 1);

@@ -453,4 +453,69 @@ TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
   expect_refused(third_party("ref_folder", [](Json& j) { j["reference"]["python"] = "."; }), "is a folder; name the Python file");
 }
 
+// Issue 34 #3: NVRTC reads only the headers tune passes and hashes. A header outside the folder is
+// refused with the include_dirs advice; listed in include_dirs it is in the compile-cache key, and
+// a relative include resolves against the including file from any working directory.
+TEST(ProblemFolder, AHeaderOutsideTheFolderIsRefusedOrPartOfTheCacheKeyThroughIncludeDirs) {
+  const fs::path dir = third_party("outside");
+  const fs::path outside = dir.parent_path() / "outside";
+  fs::create_directories(outside);
+  write(outside / "val.cuh", "#define TUNE_TEST_VAL 1\n");
+  write(dir / "kernel.cuh", "#include \"../outside/val.cuh\"\n" + slurp(dir / "kernel.cuh"));
+  expect_refused(dir, "add its folder to 'include_dirs'");
+
+  Json problem = read_json(dir / "problem.json");
+  problem["include_dirs"] = Json::array({"../outside"});
+  write(dir / "problem.json", problem.dump());
+  const std::string out = out_dir("outside_header");
+  const fs::path result = fs::path(out) / "compile-only-sm_90" / "affine" / "R16_L64.json";
+  // From the outside folder as the working directory: the include still means dir/../outside.
+  auto compile = [&] {
+    return run_command("cd " + outside.string() + " && " + TUNE_EXE + " --problem " + dir.string() +
+                       " --R 16 --budget 2 --compile-only --cache-dir " + out + "/cache --out " + out);
+  };
+  auto statuses = [&] {
+    std::map<std::string, std::size_t> n;
+    const Json j = read_json(result);
+    for (const auto& v : j.at("variants"))
+      ++n[v.at("status").get<std::string>() + (v.value("compile_cached", false) ? " cached" : "")];
+    return n;
+  };
+  const Result first = compile();
+  ASSERT_EQ(first.code, 0) << first.output;
+  const std::size_t variants = read_json(result).at("variants").size();
+  EXPECT_EQ(statuses()["compiled"], variants) << first.output;
+  ASSERT_EQ(compile().code, 0);
+  EXPECT_EQ(statuses()["compiled cached"], variants);
+  // The outside header changed: compiled again, and it fails as it now must.
+  write(outside / "val.cuh", "#error the shared header changed\n");
+  const Result changed = compile();
+  EXPECT_EQ(statuses()["compile_failed"], variants) << changed.output;
+}
+
+// Issue 34 #23, #31, #35: what the template's folder holds is checked when it loads.
+TEST(ProblemFolder, BomsBadBytesSymlinksAndAnIncludeDirOfRootAreHandledAtLoad) {
+  const fs::path bom = third_party("bom");
+  write(bom / "kernel.cuh", "\xEF\xBB\xBF" + slurp(bom / "kernel.cuh"));
+  const std::string out = out_dir("bom");
+  const Result b = run("--problem " + bom.string() + " --R 8 --budget 1 --compile-only --no-cache --out " + out);
+  ASSERT_EQ(b.code, 0) << b.output;
+  const Json compiled = read_json(fs::path(out) / "compile-only-sm_90" / "affine" / "R8_L64.json");
+  for (const auto& v : compiled.at("variants"))
+    EXPECT_EQ(v.at("status"), "compiled") << v.dump();
+
+  const fs::path ff = third_party("ff");
+  write(ff / "common.cuh", slurp(ff / "common.cuh") + "// \xFF\n");
+  expect_refused(ff, "byte 0xFF: NVRTC stops reading the file there");
+
+  expect_refused(third_party("root", [](Json& j) { j["include_dirs"] = Json::array({"/"}); }),
+                 "the folder / holds more than 256 headers");
+
+  const fs::path link = third_party("symlink");
+  write(link.parent_path() / "secret.h", "#define SECRET 1\n");
+  fs::create_symlink("../secret.h", link / "secret.h");
+  write(link / "kernel.cuh", "#include \"secret.h\"\n" + slurp(link / "kernel.cuh"));
+  expect_refused(link, "secret.h is a symlink to ");
+}
+
 }  // namespace

@@ -393,3 +393,36 @@ TEST(Problems, Issue34_DimensionsNamedLikeReservedOptionsAreRefused) {
 
 }  // namespace
 }  // namespace tune
+
+#include <unistd.h>
+
+#include <fstream>
+
+namespace tune {
+namespace {
+
+// The run's identity names the reference a run checks against (issue 34 #15): the C++ fast path,
+// or reference.py by the hash of its bytes and the backend asked for; --resume compares them.
+TEST(ReferenceIdentity, NamesTheBackendAndTheReferenceFilesBytes) {
+  const Problem& contact = find_problem("contact");
+  EXPECT_EQ(contact.reference_identity(ReferenceBackend::kAuto), "built-in C++ (contact)");
+  EXPECT_EQ(contact.reference_identity(ReferenceBackend::kPython).rfind("reference.py xxh3:", 0), 0u);
+
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_reference_identity_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(test::repo_dir() / "tests" / "fixtures" / "problems" / "affine", dir, std::filesystem::copy_options::recursive);
+  unsetenv("TUNE_REFERENCE_BACKEND");
+  const std::string before = Problem::load(dir / "problem.json")->reference_identity(ReferenceBackend::kAuto);
+  EXPECT_EQ(before.rfind("reference.py xxh3:", 0), 0u) << before;
+  EXPECT_NE(before.find("(numpy or torch)"), std::string::npos) << before;
+  std::ofstream(dir / "reference.py", std::ios::app) << "# edited\n";
+  const auto edited = Problem::load(dir / "problem.json");
+  EXPECT_NE(edited->reference_identity(ReferenceBackend::kAuto), before);
+  setenv("TUNE_REFERENCE_BACKEND", "numpy", 1);
+  EXPECT_NE(edited->reference_identity(ReferenceBackend::kAuto).find("(numpy)"), std::string::npos);
+  unsetenv("TUNE_REFERENCE_BACKEND");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tune

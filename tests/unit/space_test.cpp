@@ -387,3 +387,158 @@ TEST(KernelScan, CountsTheParametersOfTheNamedGlobalFunction) {
 
 }  // namespace
 }  // namespace tune
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "space/sources.hpp"
+
+namespace tune {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A folder with the toy space's problem file, its template toy.cuh (k1, k2) beginning with
+// `head`, and `files` beside it (paths relative to the folder's parent, so outside ones too).
+fs::path toy_folder(const std::string& head, const std::vector<std::pair<std::string, std::string>>& files = {},
+                    const Json& include_dirs = Json::array()) {
+  const fs::path root = fs::temp_directory_path() / ("tune_sources_" + std::to_string(getpid())) /
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  fs::remove_all(root);
+  const fs::path dir = root / "toy";
+  fs::create_directories(dir);
+  for (const auto& [name, text] : files) {
+    fs::create_directories((root / name).parent_path());
+    std::ofstream(root / name, std::ios::binary) << text;
+  }
+  std::ofstream(dir / "toy.cuh", std::ios::binary)
+      << head << "\n__global__ void k1(float* x, float* out) {}\n__global__ void k2(float* out) {}\n";
+  Json j = small_space();
+  j["include_dirs"] = include_dirs;
+  std::ofstream(dir / "problem.json") << j.dump();
+  return dir;
+}
+
+Space load_toy(const fs::path& dir) { return Space::load(dir / "problem.json"); }
+
+// What NVRTC is given is all it may read (compile() passes -no-source-include): an #include of a
+// file outside the template's folder and include_dirs is refused when the folder loads.
+TEST(KernelSources, AnIncludeOutsideTheFoldersIsRefusedWithTheIncludeDirsAdvice) {
+  const std::vector<std::pair<std::string, std::string>> outside{{"outside/val.cuh", "#define VAL 1\n"}};
+  for (const char* head : {"#include \"../outside/val.cuh\"", "#  include <../outside/val.cuh>"}) {
+    const fs::path dir = toy_folder(head, outside);
+    try {
+      (void)load_toy(dir);
+      ADD_FAILURE() << head << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("toy.cuh:1: #include"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("outside the template's folder and include_dirs"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("add its folder to 'include_dirs'"), std::string::npos) << e.what();
+    }
+  }
+  const fs::path absolute = toy_folder("");
+  std::ofstream(absolute / "toy.cuh", std::ios::app) << "#include \"" << (absolute.parent_path() / "none.cuh").string() << "\"\n";
+  EXPECT_THROW((void)load_toy(absolute), ConfigError);
+  // A computed include cannot be checked.
+  EXPECT_THROW((void)load_toy(toy_folder("#define H \"x.cuh\"\n#include H")), ConfigError);
+  // In a comment or a string it is no include.
+  EXPECT_NO_THROW((void)load_toy(toy_folder("// #include \"/etc/passwd\"\nconst char* s = \"#include </x>\";\n/*\n#include \"/y\"\n*/")));
+}
+
+// A relative include resolves against the including file (as a C preprocessor's does), then the
+// folders; NVRTC matches names literally, so the directive is rewritten to the header's name.
+TEST(KernelSources, ARelativeIncludeResolvesAgainstTheIncludingFileNotTheWorkingDirectory) {
+  const fs::path dir = toy_folder("#include \"sub/a.cuh\"\n#include \"../outside/val.cuh\"",
+                                  {{"toy/sub/a.cuh", "#include \"b.cuh\"\n#include \"../c.cuh\"\n"},
+                                   {"toy/sub/b.cuh", "#define B 2\n"},
+                                   {"toy/b.cuh", "#define B 3\n"},
+                                   {"toy/c.cuh", "#define C 1\n"},
+                                   {"outside/val.cuh", "#define VAL 1\n"}},
+                                  Json::array({"../outside"}));
+  const Space s = load_toy(dir);
+  const auto src = s.sources();
+  EXPECT_NE(src->main.find("#include \"sub/a.cuh\"\n#include \"val.cuh\""), std::string::npos) << src->main;
+  const auto a = std::find_if(src->headers.begin(), src->headers.end(), [](const auto& h) { return h.first == "sub/a.cuh"; });
+  ASSERT_NE(a, src->headers.end());
+  EXPECT_EQ(a->second, "#include \"sub/b.cuh\"\n#include \"c.cuh\"\n");
+  // For nvcc (tune export torch writes the headers under their names), relative to the header again.
+  EXPECT_EQ(header_for_nvcc(*src, static_cast<std::size_t>(a - src->headers.begin())),
+            "#include \"b.cuh\"\n#include \"../c.cuh\"\n");
+  // The same from another working directory.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.parent_path() / "outside");
+  const Space again = load_toy(dir);
+  fs::current_path(cwd);
+  EXPECT_EQ(again.sources()->main, src->main);
+  EXPECT_EQ(again.source_hash(), s.source_hash());
+}
+
+// A header that is a symlink is passed when it resolves inside the folders; one that points out
+// is not, and an #include of it says so.
+TEST(KernelSources, ASymlinkHeaderIsPassedWhenItResolvesInsideTheFolders) {
+  const fs::path in = toy_folder("#include \"link.h\"", {{"toy/sub/real.h", "#define R 1\n"}});
+  fs::create_symlink("sub/real.h", in / "link.h");
+  const auto headers = load_toy(in).sources()->headers;
+  EXPECT_TRUE(std::any_of(headers.begin(), headers.end(), [](const auto& h) { return h.first == "link.h" && h.second == "#define R 1\n"; }));
+
+  const fs::path out = toy_folder("#include \"secret.h\"", {{"outside/secret.h", "#define S 1\n"}});
+  fs::create_symlink("../outside/secret.h", out / "secret.h");
+  try {
+    (void)load_toy(out);
+    ADD_FAILURE() << "a symlink to outside was included";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("secret.h is a symlink to "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not passed to NVRTC"), std::string::npos) << e.what();
+  }
+}
+
+// A UTF-8 byte-order mark is removed; a byte that ends NVRTC's reading (0xFF, NUL) is refused with
+// where it is.
+TEST(KernelSources, ABomIsRemovedAndABytesNvrtcStopsAtIsRefusedWithItsPlace) {
+  const fs::path bom = toy_folder("\xEF\xBB\xBF// kernel", {{"toy/h.cuh", "\xEF\xBB\xBF#define H 1\n"}});
+  // toy_folder writes the head first: the template starts with the BOM.
+  const Space s = load_toy(bom);
+  EXPECT_EQ(s.sources()->main.rfind("// kernel", 0), 0u);
+  EXPECT_EQ(s.sources()->headers.at(0).second, "#define H 1\n");
+  for (const char bad : {'\xFF', '\0'}) {
+    const fs::path dir = toy_folder("", {{"toy/h.cuh", std::string("#define H 1\n// a ") + bad + " b\n"}});
+    try {
+      (void)load_toy(dir);
+      ADD_FAILURE() << "byte accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("h.cuh:2:6: byte 0x{:02X}: NVRTC stops reading the file there",
+                                                       static_cast<unsigned char>(bad))),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// include_dirs ["/"] is refused in one line (the walk is bounded and skips what it cannot read).
+TEST(KernelSources, AnIncludeDirThatIsTheWholeFileSystemIsRefused) {
+  try {
+    (void)load_toy(toy_folder("", {}, Json::array({"/"})));
+    ADD_FAILURE() << "/ was walked";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("the folder / holds more than 256 headers"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KernelSources, IncludeDirectivesAreFoundWithTheirLines) {
+  const auto d = include_directives("#include \"a.cuh\"\n  #  include <b.h> // c\n#include_next \"n\"\n#define X \"#include\"\n"
+                                    "/* #include \"no\" */ #include \"c.cuh\"\n#include MACRO \n");
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0].name, "a.cuh");
+  EXPECT_EQ(d[0].delimiter, '"');
+  EXPECT_EQ(d[1].name, "b.h");
+  EXPECT_EQ(d[1].line, 2u);
+  EXPECT_EQ(d[1].delimiter, '<');
+  EXPECT_EQ(d[2].name, "c.cuh");
+  EXPECT_EQ(d[2].line, 5u);
+  EXPECT_EQ(d[3].delimiter, 0);
+  EXPECT_EQ(d[3].name, "MACRO");
+}
+
+}  // namespace
+}  // namespace tune

@@ -91,10 +91,16 @@ class Problem {
   [[nodiscard]] std::string work_expression(const std::string& which) const;
   // Whether a C++ fast path of the reference exists.
   [[nodiscard]] bool has_builtin_reference() const;
+  // Which reference a run with `backend` checks against, for the run's identity: "built-in C++
+  // (contact)", or "reference.py xxh3:<hash of its bytes> (numpy)" with $TUNE_REFERENCE_BACKEND's
+  // choice ("numpy or torch" when unset). Throws InputError when the file cannot be read.
+  [[nodiscard]] std::string reference_identity(ReferenceBackend backend) const;
 
  private:
   struct Impl;
   explicit Problem(std::unique_ptr<Impl> impl);
+  // Whether `backend` means the C++ fast path for this problem.
+  [[nodiscard]] bool uses_builtin(ReferenceBackend backend) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -207,6 +207,9 @@ struct RunContext {
   // How the float64 reference was computed, as the worker reported it: "built-in C++ (contact)",
   // "reference.py (torch 2.11.0)", "reference.py (numpy)"; empty when nothing was timed.
   std::string reference;
+  // Which reference the run checks against, as its identity holds it (--resume refuses another):
+  // "built-in C++ (contact)", "reference.py xxh3:<hash> (numpy or torch)"; "none" for compile only.
+  std::string reference_identity;
   std::string compile_cache;  // its directory, or "off"
   int jobs = 1;
   // How the variants were chosen: "exhaustive" (every valid configuration) or "random" (--budget).

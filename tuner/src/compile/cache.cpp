@@ -36,7 +36,8 @@ std::string CompileCache::key(const CompileRequest& request, const std::string& 
   // Fields are length-prefixed, so no two different requests serialise alike.
   std::string blob;
   auto add = [&](const std::string& s) { blob += std::to_string(s.size()) + ':' + s; };
-  add("tune-compile-cache-v2");
+  // v3: compile() passes -no-source-include; a v2 entry may hold a kernel that read the file system.
+  add("tune-compile-cache-v3");
   add(nvrtc_version);
   add(request.source);
   add(std::to_string(request.headers.size()));

@@ -133,6 +133,9 @@ CompileResult compile(const CompileRequest& request) {
   for (const auto& e : request.name_expressions) TUNE_NVRTC(nvrtcAddNameExpression(prog.get(), e.c_str()));
   std::vector<const char*> opts;
   for (const auto& o : request.options) opts.push_back(o.c_str());
+  // No search directory, not even the working directory: NVRTC reads only the headers it is
+  // given (and its own), so the cache key and the run's identity cover everything it compiles.
+  opts.push_back("-no-source-include");
   const nvrtcResult r = nvrtcCompileProgram(prog.get(), static_cast<int>(opts.size()), opts.data());
   std::size_t log_size = 0;
   TUNE_NVRTC(nvrtcGetProgramLogSize(prog.get(), &log_size));
@@ -147,10 +150,17 @@ CompileResult compile(const CompileRequest& request) {
     for (const auto& e : request.name_expressions) {
       const char* lowered = nullptr;
       TUNE_NVRTC(nvrtcGetLoweredName(prog.get(), e.c_str(), &lowered));
+      // NVRTC succeeds without a name when the text ended early (a 0xFF byte reads as its end).
+      if (lowered == nullptr) {
+        out.log += fmt::format("{}NVRTC compiled the program but gave no kernel for '{}' (did the source end early?)",
+                               out.log.empty() ? "" : "\n", e);
+        out.cubin.clear();
+        break;
+      }
       out.lowered_names.emplace_back(lowered);
     }
     out.resources = parse_ptxas_report(out.log);
-    out.ok = !out.cubin.empty();
+    out.ok = !out.cubin.empty() && out.lowered_names.size() == request.name_expressions.size();
   } else if (r != NVRTC_ERROR_COMPILATION) {
     throw NvrtcError(r, "nvrtcCompileProgram", __FILE__, __LINE__);
   }

@@ -24,6 +24,7 @@
 #include "io/header_text.hpp"
 #include "io/json_file.hpp"
 #include "space/expr_cpp.hpp"
+#include "space/sources.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -560,7 +561,8 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
     const auto sources_of = space.sources();
     if (!sources_of) throw InputError(fmt::format("problem {}: its kernel template was not found", name));
     files_out.emplace_back(csrc / p.ns / "kernels" / sources_of->main_name, sources_of->main);
-    for (const auto& [include, text] : sources_of->headers) files_out.emplace_back(csrc / p.ns / "kernels" / include, text);
+    for (std::size_t h = 0; h < sources_of->headers.size(); ++h)
+      files_out.emplace_back(csrc / p.ns / "kernels" / sources_of->headers[h].first, header_for_nvcc(*sources_of, h));
     const std::string launcher = "launch_" + p.ns + ".cu";
     files_out.emplace_back(csrc / p.ns / launcher, launch_source(p, sources_of->main_name));
     sources.push_back("csrc/" + p.ns + "/" + launcher);

@@ -385,6 +385,7 @@ Json to_json(const RunRecord& run) {
                {"config_file", c.config_file},
                {"source_hash", c.source_hash},
                {"reference", c.reference},
+               {"reference_identity", c.reference_identity},
                {"compile_cache", c.compile_cache},
                {"jobs", c.jobs},
                {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
@@ -490,6 +491,7 @@ RunRecord run_from_json(const Json& j) {
     run.context.config_file = c.value("config_file", "");
     run.context.source_hash = c.value("source_hash", "");
     run.context.reference = c.value("reference", "");
+    run.context.reference_identity = c.value("reference_identity", "");
     run.context.compile_cache = c.value("compile_cache", "");
     run.context.jobs = c.value("jobs", 1);
     if (c.contains("search")) {

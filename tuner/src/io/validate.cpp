@@ -286,7 +286,7 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
   for (const char* k : {"tool_version", "git_commit", "command_line", "started_at", "nvrtc_version", "arch"})
     text(c, ctx, at, k, true);
   strings(c, ctx, at, "compile_options", true);
-  for (const char* k : {"finished_at", "host", "cuda_header_version", "config_file", "source_hash", "reference",
+  for (const char* k : {"finished_at", "host", "cuda_header_version", "config_file", "source_hash", "reference", "reference_identity",
                         "compile_cache"})
     text(c, ctx, at, k, false);
   (void)integer(c, ctx, at, "jobs", false, 1);

@@ -324,6 +324,7 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"shape", run.shape.tag()},
           {"seed", o.seed},
           {"source_hash", sources_hash(space, find_problem(o.problem))},
+          {"reference", run.context.reference_identity},
           {"compile_options", run.context.compile_options},
           {"budget", o.budget},
           {"search", to_string(o.search)},
@@ -993,6 +994,7 @@ struct PassRun {
     ctx.compile_options = default_options(cc);
     ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
     ctx.source_hash = sources_hash(space, problem);
+    ctx.reference_identity = run.device ? problem.reference_identity(reference_backend_from_env()) : "none (compile only)";
     compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
     ctx.jobs = compiler->jobs();
     ctx.compile_cache = compiler->cache_description();

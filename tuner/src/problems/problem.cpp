@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "problems/python_reference.hpp"
 #include "space/expr.hpp"
 #include "tune/errors.hpp"
+#include "tune/journal.hpp"
 #include "tune/problem.hpp"
 #include "tune/rng.hpp"
 
@@ -811,6 +813,21 @@ const nlohmann::ordered_json& Problem::json() const { return impl_->json; }
 std::vector<std::string> Problem::dims() const { return impl_->dims; }
 Tolerance Problem::tolerance() const { return impl_->tolerance; }
 bool Problem::has_builtin_reference() const { return !impl_->builtin.empty(); }
+
+bool Problem::uses_builtin(ReferenceBackend backend) const {
+  return !impl_->builtin.empty() && (backend != ReferenceBackend::kPython || !impl_->python);
+}
+
+std::string Problem::reference_identity(ReferenceBackend backend) const {
+  if (uses_builtin(backend)) return "built-in C++ (" + impl_->builtin + ")";
+  const std::filesystem::path& file = *impl_->python;
+  std::ifstream f(file, std::ios::binary);
+  if (!f) throw InputError(fmt::format("{} cannot be read; check its permissions", file.string()));
+  const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  const char* choice = std::getenv("TUNE_REFERENCE_BACKEND");
+  return fmt::format("{} xxh3:{} ({})", file.filename().string(), content_hash({text}),
+                     choice && *choice ? choice : "numpy or torch");
+}
 bool Problem::deterministic() const { return impl_->deterministic; }
 
 std::string Problem::work_expression(const std::string& which) const {
@@ -924,8 +941,7 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
                                      shape.describe()));
     }
   std::vector<double> ref;
-  const bool builtin = !p.builtin.empty() && (backend != ReferenceBackend::kPython || !p.python);
-  if (builtin) {
+  if (uses_builtin(backend)) {
     ref = builtin_reference(p.builtin)(shape, data);
     if (how) *how = "built-in C++ (" + p.builtin + ")";
   } else {

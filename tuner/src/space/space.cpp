@@ -15,6 +15,7 @@
 #include "problems/json_check.hpp"
 #include "space/expr.hpp"
 #include "space/kernel_scan.hpp"
+#include "space/sources.hpp"
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
 
@@ -184,63 +185,9 @@ struct Space::Impl {
                          const std::vector<std::filesystem::path>& template_dirs);
 };
 
-namespace {
-
-bool is_header(const std::filesystem::path& p) {
-  const auto e = p.extension().string();
-  return e == ".cuh" || e == ".h" || e == ".hpp" || e == ".inc" || e == ".cu";
-}
-
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-}  // namespace
-
 void Space::Impl::load_sources(const std::filesystem::path& base, const std::vector<std::filesystem::path>& template_dirs,
                                const std::vector<std::string>& include_dirs) {
-  std::error_code ec;
-  std::vector<std::filesystem::path> tried{base / template_name};
-  for (const auto& d : template_dirs) tried.push_back(d / std::filesystem::path(template_name).filename());
-  std::filesystem::path main;
-  for (const auto& t : tried)
-    if (std::filesystem::is_regular_file(t, ec)) {
-      main = std::filesystem::weakly_canonical(t, ec);
-      break;
-    }
-  if (main.empty()) {
-    std::vector<std::string> names;
-    for (const auto& t : tried) names.push_back(t.string());
-    fail(fmt::format("'template': {} not found (looked for {})", template_name, fmt::join(names, ", ")));
-  }
-  auto out = std::make_shared<KernelSources>();
-  out->main_name = main.filename().string();
-  out->main = read_text(main);
-  out->files.push_back(main);
-  std::vector<std::filesystem::path> roots{main.parent_path()};
-  for (const auto& d : include_dirs) roots.push_back(base / d);
-  std::size_t bytes = out->main.size();
-  for (const auto& root : roots) {
-    if (!std::filesystem::is_directory(root, ec)) fail(fmt::format("'include_dirs': {} is not a folder", root.string()));
-    std::vector<std::filesystem::path> found;
-    for (auto it = std::filesystem::recursive_directory_iterator(root, ec); !ec && it != std::filesystem::recursive_directory_iterator();
-         it.increment(ec))
-      if (it->is_regular_file() && is_header(it->path()) && std::filesystem::weakly_canonical(it->path()) != main)
-        found.push_back(it->path());
-    std::sort(found.begin(), found.end());
-    for (const auto& f : found) {
-      const std::string name = std::filesystem::relative(f, root).generic_string();
-      if (std::any_of(out->headers.begin(), out->headers.end(), [&](const auto& h) { return h.first == name; })) continue;
-      out->headers.emplace_back(name, read_text(f));
-      out->files.push_back(f);
-      bytes += out->headers.back().second.size();
-      if (out->headers.size() > 256 || bytes > (64u << 20))
-        fail(fmt::format("the template's folder {} holds more than 256 headers or 64 MiB; give the kernel a folder of its own",
-                         root.string()));
-    }
-  }
-  sources = std::move(out);
+  sources = load_kernel_sources({base, template_name, template_dirs, include_dirs}, failer());
 }
 
 Space::Space(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
