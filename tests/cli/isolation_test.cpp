@@ -216,7 +216,7 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
   EXPECT_EQ(iso.at("worker_starts"), 5) << "one worker, then a fresh one after each of the four losses";
   EXPECT_EQ(iso.at("variant_timeout_s"), 1.0);
   EXPECT_EQ(iso.at("test_hooks").size(), 2u);
-  EXPECT_EQ(got.at("schema_minor_version"), 4);
+  EXPECT_EQ(got.at("schema_minor_version"), 5);
   EXPECT_EQ(got.at("context").at("reference"), "built-in C++ (contact)");
   EXPECT_EQ(header_body(result_path(faulty).replace_extension(".hpp")),
             header_body(result_path(clean).replace_extension(".hpp")));
