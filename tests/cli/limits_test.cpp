@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -212,6 +213,50 @@ TEST(DeviceLimits, AMalformedFakeDeviceHookIsRefusedInOneLine) {
     EXPECT_EQ(r.code, 2) << hook << "\n" << r.output;
     expect_error_output(r, "is not an integer from 1 to");
   }
+}
+
+// As a card, the fake worker refuses a launch whose shared memory (the ptxas report's static plus
+// the launch's dynamic) is more than its device has: the constraints see only the dynamic part.
+TEST(DeviceLimits, TheFakeWorkerRefusesALaunchOfMoreSharedMemoryThanItsDeviceHas) {
+  const std::filesystem::path out = out_dir("device_limits_static_smem");
+  std::filesystem::create_directories(out);
+  Json space = read_json(space_file());
+  space["template"] = "static_smem.cuh";
+  std::ofstream(out / "space.json") << space.dump(2);
+  std::ifstream stub(std::string(TUNE_FIXTURES) + "/contact_limits_stub.cuh");
+  std::string text{std::istreambuf_iterator<char>(stub), std::istreambuf_iterator<char>()};
+  // 16 KiB of static shared memory, used so that it stays.
+  const std::string body = "  static_assert(PERSIST == 0 || MAPPING == 2, \"PERSIST: the warp_tile mapping\");\n";
+  ASSERT_NE(text.find(body), std::string::npos);
+  text.replace(text.find(body), body.size(),
+               body + "  __shared__ float pad[4096];\n  pad[threadIdx.x] = pair_repr[threadIdx.x];\n  __syncthreads();\n"
+                      "  out[threadIdx.x] = pad[(threadIdx.x + 1) % 32];\n");
+  std::ofstream(out / "static_smem.cuh") << text;
+  const long long smem = 50000;
+  const Result r = run_with(fmt::format("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_SMEM={}", smem),
+                            fmt::format("--problem contact --B 1 --N 256 --config {}/space.json --sanitize off --top 1 "
+                                        "--cache-dir {}/cache --out {}",
+                                        out.string(), out.string(), out.string()));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json j = read_json(out / "fake-gpu" / "contact" / (kShapeTag + ".json"));
+  int refused = 0, passed = 0;
+  for (const auto& v : j.at("variants")) {
+    long long need = v.at("launches")[0].at("dynamic_smem_bytes").get<long long>();
+    EXPECT_LE(need, smem) << v.at("name");  // the constraint: dynamic shared memory within the device's
+    for (const auto& [kernel, res] : v.at("resources").items()) need += res.at("static_smem_bytes").get<long long>();
+    if (need > smem) {
+      ++refused;
+      EXPECT_EQ(v.at("status"), "launch_failed") << v.at("name");
+      EXPECT_NE(v.value("reason", "").find(fmt::format("needs {} bytes of shared memory, the device allows {}", need, smem)),
+                std::string::npos)
+          << v.dump();
+    } else {
+      ++passed;
+      EXPECT_EQ(v.at("status"), "passed") << v.at("name");
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(passed, 0);
 }
 
 }  // namespace

@@ -161,8 +161,11 @@ class FakeBackend final : public WorkerBackend {
 
   // As the device backend's check (DeviceRunner): static (the ptxas report) plus dynamic shared memory.
   [[nodiscard]] std::string launch_limits(const WorkerItems& it, std::size_t i) const {
-    for (const KernelLaunch& l : it.lowered.at(i).launches) {
-      const auto r = it.records[i].resources.find(l.name_expression);
+    const auto& launches = it.lowered.at(i).launches;
+    for (std::size_t k = 0; k < launches.size(); ++k) {
+      const KernelLaunch& l = launches[k];
+      // The ptxas report is keyed by the lowered (mangled) name.
+      const auto r = it.records[i].resources.find(it.compiled.at(i).lowered_names.at(k));
       const std::int64_t smem = (r == it.records[i].resources.end() ? 0 : r->second.static_smem_bytes) + l.dynamic_smem;
       if (smem > max_smem_)
         return fmt::format("{} needs {} bytes of shared memory, the device allows {}", l.kernel, smem, max_smem_);
