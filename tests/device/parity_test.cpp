@@ -52,7 +52,7 @@ void check_sample(const DeviceInfo& device, const std::string& problem_name, con
   ASSERT_FALSE(configs.empty()) << what;
   // Compiled on all cores first (the sample is dozens of variants), then checked one by one.
   std::vector<Lowered> lowered;
-  for (const Config& c : configs) lowered.push_back(space.lower(c, shape));
+  for (const Config& c : configs) lowered.push_back(space.lower(c, shape, device.limits()));
   const std::vector<CompileResult> compiled = test::compile_all(lowered, default_options(device.compute_capability()));
   DeviceRunner runner(device, problem, shape, data, data, reference, 0);
   for (std::size_t i = 0; i < configs.size(); ++i) {

@@ -97,7 +97,7 @@ TEST(ContactEmulation, EveryMappingAndPrecisionMeetsParityOnTheCpu) {
     const Config config = space.from_json(c.params);
     const std::string what = space.name(config) + " at N=" + std::to_string(c.shape.at("N"));
     ASSERT_EQ(space.violated_constraint(config, c.shape, DeviceLimits::for_arch(90)), "") << what;
-    const Lowered lowered = space.lower(config, c.shape);
+    const Lowered lowered = space.lower(config, c.shape, DeviceLimits::for_arch(90));
     ASSERT_EQ(lowered.launches.size(), 1u);
     const KernelLaunch& launch = lowered.launches[0];
     check_run(c, data, ref, launch, launch.grid[0], what);
@@ -125,7 +125,7 @@ TEST(ContactEmulation, TheDeviceTestsOddShapeAndSeedMeetParityOnTheCpu) {
     const Config config = space.from_json(p);
     const std::string what = space.name(config) + " at B3 N37";
     ASSERT_EQ(space.violated_constraint(config, shape, DeviceLimits::for_arch(90)), "") << what;
-    const Lowered lowered = space.lower(config, shape);
+    const Lowered lowered = space.lower(config, shape, DeviceLimits::for_arch(90));
     check_run({shape, p}, data, ref, lowered.launches.at(0), lowered.launches.at(0).grid[0], what);
   }
 }

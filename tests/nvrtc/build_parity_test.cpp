@@ -67,7 +67,7 @@ struct Builds {
 Builds build_baseline_both_ways(const std::vector<std::pair<std::string, std::int64_t>>& dims) {
   const Space space = load_space("contact", std::nullopt);
   const Shape shape = resolve_shape(find_problem("contact"), space, dims);
-  const Lowered lowered = space.lower(space.baseline(), shape);
+  const Lowered lowered = space.lower(space.baseline(), shape, DeviceLimits::for_arch(90));
   Builds b;
   b.nvrtc = compile(compile_request(lowered, default_options(90)));
   if (!b.nvrtc.ok) ADD_FAILURE() << b.nvrtc.log;
@@ -133,7 +133,7 @@ TEST(BuildParity, SeedDesignBaselineB4N64MatchesTheNvccBuild) {
 TEST(BuildParity, LineinfoLeavesTheMachineCodeAlone) {
   const Space space = load_space("contact", std::nullopt);
   const Shape shape = resolve_shape(find_problem("contact"), space, {{"B", 4}, {"N", 64}});
-  const Lowered lowered = space.lower(space.baseline(), shape);
+  const Lowered lowered = space.lower(space.baseline(), shape, DeviceLimits::for_arch(90));
   std::vector<std::string> plain = default_options(90);
   ASSERT_NE(std::find(plain.begin(), plain.end(), "-lineinfo"), plain.end());
   plain.erase(std::find(plain.begin(), plain.end(), "-lineinfo"));

@@ -24,7 +24,7 @@ void compile_subset(const std::string& problem, const std::vector<std::pair<std:
   auto subset = test::representatives(space, all);
   if (std::find(subset.begin(), subset.end(), space.baseline()) == subset.end()) subset.push_back(space.baseline());
   std::vector<Lowered> lowered;
-  for (const auto& c : subset) lowered.push_back(space.lower(c, shape));
+  for (const auto& c : subset) lowered.push_back(space.lower(c, shape, DeviceLimits::for_arch(90)));
   const std::vector<CompileResult> results = test::compile_all(lowered, default_options(90));
   for (std::size_t i = 0; i < subset.size(); ++i) {
     const auto& r = results[i];
@@ -68,7 +68,7 @@ TEST(Nvrtc, SceneGraphOutbflyAndAttnquadCompileAtWideShapes) {
       }
     }
     ASSERT_TRUE(pick.has_value()) << "no cluster variant with outbfly, attnquad and overlap at D " << dims[2].second;
-    const Lowered lowered = space.lower(*pick, shape);
+    const Lowered lowered = space.lower(*pick, shape, DeviceLimits::for_arch(90));
     ASSERT_EQ(lowered.launches.size(), 1u);
     EXPECT_NE(lowered.launches.front().name_expression.find(",2,2>"), std::string::npos)
         << lowered.launches.front().name_expression;  // OUT = 2, ATTN = 2
@@ -95,7 +95,7 @@ TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
   for (const auto& dims : shapes) {
     const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
     for (const auto& c : space.enumerate(shape, DeviceLimits::for_arch(90)).configs) {
-      const KernelLaunch k = space.lower(c, shape).launches.front();
+      const KernelLaunch k = space.lower(c, shape, DeviceLimits::for_arch(90)).launches.front();
       if (k.kernel != "sg_cluster") continue;
       // sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ...>: the layout's N, D, H, P, R, KSPLIT
       std::vector<std::string> a;

@@ -66,7 +66,7 @@ TEST(TorchExport, TheLauncherDispatchesEachDeviceAndShapeToItsEntry) {
   ASSERT_EQ(run(compile), 0) << compile;
   std::ofstream(dir / "dispatch.cpp") << R"(#include <cstdio>
 #include <cstring>
-extern "C" int tune_ln_linear_gelu_entry(const char*, int, int, const long long*);
+extern "C" int tune_ln_linear_gelu_entry(const char*, int, int, long long, const long long*);
 extern "C" const char* tune_ln_linear_gelu_variant(int);
 extern "C" int tune_ln_linear_gelu_buffer_count(int);
 extern "C" long long tune_ln_linear_gelu_buffer_elements(int, int);
@@ -76,7 +76,7 @@ int main() {
       {"NVIDIA H200", 90, 132, big}, {"NVIDIA H200", 90, 132, small}, {"NVIDIA H100 80GB HBM3", 90, 132, small},
       {"NVIDIA H200", 90, 132, untuned}, {"NVIDIA A100-SXM4-80GB", 80, 108, big}};
   for (const auto& c : cases) {
-    const int e = tune_ln_linear_gelu_entry(c.device, c.arch, c.sms, c.dims);
+    const int e = tune_ln_linear_gelu_entry(c.device, c.arch, c.sms, 0, c.dims);
     if (e < 0) {
       std::printf("none\n");
       continue;

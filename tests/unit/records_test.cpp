@@ -16,6 +16,27 @@
 namespace tune {
 namespace {
 
+// Issue 34: a record's variants are lowered again (header, check) with the limits they were lowered
+// with: the device's as recorded, or a compile-only run's target arch; never a hidden sm_90.
+TEST(Records, TheLimitsOfARecordAreItsDevicesOrItsCompileOnlyTargets) {
+  RunRecord run = fixture_run();
+  run.device->sm_count = 108;
+  run.device->max_smem_per_block_optin = 167936;
+  run.device->max_threads_per_block = 1024;
+  const RunRecord back = run_from_json(to_json(run));
+  EXPECT_EQ(back.limits().sm_count, 108);
+  EXPECT_EQ(back.limits().max_smem_per_block, 167936);
+  EXPECT_EQ(back.limits().max_threads_per_block, 1024);
+  EXPECT_EQ(back.limits().compute_capability, 90);
+  run.device.reset();
+  run.timed = false;
+  run.context.arch = "sm_80";
+  EXPECT_EQ(run.limits().sm_count, DeviceLimits::for_arch(80).sm_count);
+  EXPECT_EQ(run.limits().max_smem_per_block, DeviceLimits::for_arch(80).max_smem_per_block);
+  run.context.arch = "compute_90";
+  EXPECT_THROW((void)run.limits(), InputError);
+}
+
 TEST(Records, JsonRoundTripKeepsEverythingAndTheSchemaVersion) {
   const RunRecord run = fixture_run();
   const auto j = to_json(run);
@@ -186,7 +207,7 @@ TEST(Header, HostileTextInAResultStaysInertAndABadMedianIsRefused) {
   const std::string h = generate_header(run, space);
   for (const char* evil : {"int evil_kernel", "\nint evil_device", "\nint evil_time", "*/ int evil_rule"})
     EXPECT_EQ(h.find(evil), std::string::npos) << evil << "\n" << h;
-  const Lowered lowered = space.lower(space.from_json(run.find(*run.winner)->params), run.shape);
+  const Lowered lowered = space.lower(space.from_json(run.find(*run.winner)->params), run.shape, run.limits());
   EXPECT_NE(h.find("    \"" + lowered.launches[0].name_expression + "\",\n"), std::string::npos) << h;
   EXPECT_NE(h.find("kDeviceName[] = \"Evil GPU int evil_device() { return 1; }\";"), std::string::npos) << h;
   for (const double bad : {std::nan(""), -1.0, 0.0}) {

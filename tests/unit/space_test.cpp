@@ -66,7 +66,7 @@ TEST(Space, DeviceLimitsAreConstraintsToo) {
 TEST(Space, LowersToLaunchesWithShapesAndParametersBakedIn) {
   const Space s = Space::parse(small_space(), "toy.json");
   const Config warp = s.from_json(Json{{"strategy", "warp"}, {"block", 64}, {"smem", false}});
-  const Lowered l = s.lower(warp, shape(3, 8));
+  const Lowered l = s.lower(warp, shape(3, 8), DeviceLimits::for_arch(90));
   ASSERT_EQ(l.launches.size(), 2u);
   EXPECT_EQ(l.launches[0].name_expression, "k1<3,8,1,64,0>");
   EXPECT_EQ(l.launches[0].grid[0], 3u * 64u / 2u);
@@ -77,7 +77,7 @@ TEST(Space, LowersToLaunchesWithShapesAndParametersBakedIn) {
   ASSERT_EQ(l.scratch.size(), 1u);
   EXPECT_EQ(l.scratch[0].elements(), 24);
 
-  const Lowered base = s.lower(s.baseline(), shape(3, 8));
+  const Lowered base = s.lower(s.baseline(), shape(3, 8), DeviceLimits::for_arch(90));
   ASSERT_EQ(base.launches.size(), 1u);
   EXPECT_EQ(base.launches[0].dynamic_smem, 256u);
   EXPECT_EQ(base.launches[0].grid[0], 3u);  // cdiv(192, 64)
@@ -313,7 +313,7 @@ TEST(Space, TheShippedSpacesParseAndTheirBaselinesAreValid) {
     EXPECT_EQ(s.violated_constraint(s.baseline(), sh, DeviceLimits::for_arch(90)), "") << problem;
     // Every valid configuration lowers to at least one launch with a non-empty grid.
     for (const Config& c : e.configs) {
-      const Lowered l = s.lower(c, sh);
+      const Lowered l = s.lower(c, sh, DeviceLimits::for_arch(90));
       ASSERT_FALSE(l.launches.empty());
       for (const auto& k : l.launches) EXPECT_GT(k.grid[0] * k.block[0], 0u) << s.name(c);
     }

@@ -187,7 +187,7 @@ std::vector<RunRecord> timed_shards(int count, const std::vector<double>& median
       v.baseline = i == baseline_at;
       set_median(*v.timing, medians[i] + (v.baseline ? k * 0.001 : 0));  // each shard times the baseline itself
       v.launches.clear();
-      for (const auto& l : space.lower(c, proto.shape).launches)
+      for (const auto& l : space.lower(c, proto.shape, proto.limits()).launches)
         v.launches.push_back({{"kernel", l.name_expression}, {"grid", l.grid}, {"block", l.block},
                               {"dynamic_smem_bytes", l.dynamic_smem}});
       r.variants.push_back(v);

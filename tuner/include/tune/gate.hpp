@@ -130,12 +130,13 @@ struct GateVariant {
 // says why; the variants it left out are `unchecked`).
 int gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx);
 // Compiles the configurations of `space` named by the records (their params) at `shape` for `arch`
-// (the compile cache is used) and gates them; returns them with their records filled. Throws
-// InputError for a configuration that is not valid at this shape or does not compile.
-// *could_not_run_exit: gate_variants' return.
+// (the compile cache is used), lowered with `limits` (the run's: as its tune lowered them), and
+// gates them; returns them with their records filled. Throws InputError for a configuration that
+// is not valid at this shape or does not compile. *could_not_run_exit: gate_variants' return.
 std::vector<GateVariant> gate_records(const std::string& problem, const class Space& space, const Shape& shape,
-                                      std::uint64_t seed, int device, int arch, const std::vector<VariantRecord>& records,
-                                      GateSettings settings, RunContext::Gate& ctx, int* could_not_run_exit = nullptr);
+                                      std::uint64_t seed, int device, int arch, const DeviceLimits& limits,
+                                      const std::vector<VariantRecord>& records, GateSettings settings,
+                                      RunContext::Gate& ctx, int* could_not_run_exit = nullptr);
 
 // tune check RESULTS.json: the gate on variants of a result of record.
 struct CheckOptions {

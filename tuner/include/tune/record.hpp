@@ -300,6 +300,10 @@ struct RunRecord {
   } wall;
 
   [[nodiscard]] const VariantRecord* find(const std::string& name) const;
+  // The limits its variants were lowered with, for a reader that lowers them again (header, check):
+  // its device's ("device": sm_count, max_threads_per_block, max_shared_memory_per_block_optin_bytes,
+  // compute_capability); a compile-only run's, those of its target arch (context.arch).
+  [[nodiscard]] DeviceLimits limits() const;
 };
 
 nlohmann::ordered_json to_json(const RunRecord& run);

@@ -18,14 +18,17 @@
 
 namespace tune {
 
-// Limits that device-dependent constraints are checked against; named in expressions as
-// dev_max_threads, dev_max_smem, dev_sm_count, dev_cc.
+// Limits that device-dependent constraints are checked against and configurations are lowered
+// with; named in expressions as dev_max_threads, dev_max_smem, dev_sm_count, dev_cc. A run takes
+// its device's (DeviceInfo::limits, as the results file records them in "device"); only a run
+// without a device takes those of its named target arch.
 struct DeviceLimits {
   int max_threads_per_block = 1024;
   std::int64_t max_smem_per_block = 227 * 1024;  // opt-in maximum, bytes
   int sm_count = 132;
   int compute_capability = 90;  // major * 10 + minor
-  // Limits of the target arch when no device is present (sm_90: Hopper).
+  // The compile-only target of an arch (--arch, no device): sm_90 and later as an H200 (132 SMs,
+  // 227 KiB), sm_8x as an A100 (108 SMs, 163 KiB), older as 80 SMs and 64 KiB.
   static DeviceLimits for_arch(int compute_capability);
 };
 
@@ -162,8 +165,8 @@ class Space {
   // Empty when valid, else the text of the first failing constraint.
   [[nodiscard]] std::string violated_constraint(const Config& config, const Shape& shape,
                                                 const DeviceLimits& limits) const;
-  // The launches with the limits of sm_90 (DeviceLimits::for_arch(90)), or of `limits`.
-  [[nodiscard]] Lowered lower(const Config& config, const Shape& shape) const;
+  // The launches on a device of these limits (a grid may depend on dev_sm_count): always the
+  // device's own, so that the variant timed is the variant the header ships for it.
   [[nodiscard]] Lowered lower(const Config& config, const Shape& shape, const DeviceLimits& limits) const;
 
   // {"strategy": "warp", "block": 128, ...} in parameter order.

@@ -19,6 +19,9 @@
 //                                 (default 1), each with its own UUID, for --devices
 //   TUNE_WORKER_FAKE_FAIL_DEVICE=K  with TUNE_WORKER_FAKE: the worker's init on device K fails
 //                                 (a DeviceError), as a lost or broken card would
+//   TUNE_WORKER_FAKE_SMS=N[,N...]   with TUNE_WORKER_FAKE: the fake devices' SM counts, and
+//   TUNE_WORKER_FAKE_SMEM=B[,B...]  their shared memory per block (opt-in, bytes), one per ordinal
+//                                 (the last for the rest); default: the limits of --arch
 //   TUNE_WORKER_FAULT="SUB=KIND[@remeasure];..."  variants whose name contains SUB fail on
 //                                 purpose: segv, abort, hang (at the parity phase) or cuda (a sticky
 //                                 CUDA error; on a real device a kernel that writes to address 8).
@@ -44,8 +47,9 @@ inline constexpr const char* kWorkerCommand = "__worker";
 [[nodiscard]] bool worker_fake_mode();
 // "NAME=value" of each TUNE_WORKER_* variable that is set.
 [[nodiscard]] std::vector<std::string> worker_test_hooks();
-// The device a fake run reports (TUNE_WORKER_FAKE): "Fake GPU", the limits of the arch, a UUID
-// of its own per ordinal ("GPU-fa4e0001-..." for 1).
+// The device a fake run reports (TUNE_WORKER_FAKE): "Fake GPU", the limits of the arch (or the SM
+// count and shared memory TUNE_WORKER_FAKE_SMS / _SMEM give it), a UUID of its own per ordinal
+// ("GPU-fa4e0001-..." for 1). Throws InputError for a malformed hook.
 [[nodiscard]] DeviceInfo fake_device(int compute_capability, int ordinal = 0);
 // TUNE_WORKER_FAKE_DEVICES (default 1) and TUNE_WORKER_FAKE_FAIL_DEVICE (nullopt when unset: no
 // sentinel a device ordinal could equal).

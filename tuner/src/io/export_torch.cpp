@@ -200,8 +200,8 @@ extern "C" {{
 
 // The entry whose winner this file instantiates for that device and shape: the exact one, else the
 // shape's on another device of the arch; -1 for none (the kernels bake the shape in).
-int tune_{ns}_entry(const char* device_name, int arch, int sm_count, const long long* dims) {{
-  const t::Selection s = t::select(t::Device{{device_name, arch, sm_count}}, t::Shape{{{shape}}});
+int tune_{ns}_entry(const char* device_name, int arch, int sm_count, long long max_smem, const long long* dims) {{
+  const t::Selection s = t::select(t::Device{{device_name, arch, sm_count, max_smem}}, t::Shape{{{shape}}});
   return s.match == t::Match::kExact || s.match == t::Match::kSameArch ? s.index : -1;
 }}
 
@@ -261,7 +261,7 @@ std::string dim_expression(const ExportedProblem& p, const std::string& text) {
 std::string op_source(const ExportedProblem& p, const std::string& package) {
   const std::string op = package + "::" + p.ns;
   std::string s;
-  s += fmt::format("extern \"C\" {{\nint tune_{0}_entry(const char*, int, int, const long long*);\nconst char* tune_{0}_variant(int);\n"
+  s += fmt::format("extern \"C\" {{\nint tune_{0}_entry(const char*, int, int, long long, const long long*);\nconst char* tune_{0}_variant(int);\n"
                    "int tune_{0}_buffer_count(int);\nlong long tune_{0}_buffer_elements(int, int);\n"
                    "const char* tune_{0}_launch(int, void* const*, cudaStream_t);\n}}\n\n",
                    p.ns);
@@ -306,7 +306,7 @@ std::string op_source(const ExportedProblem& p, const std::string& package) {
   for (std::size_t d = 0; d < p.dims.size(); ++d)
     s += fmt::format("  const long long d_{0} = dims[{1}];\n  static_cast<void>(d_{0});\n", identifier(p.dims[d]), d);
   s += "  const c10::cuda::CUDAGuard guard(t[0].device());\n  const DeviceKey& device = device_key(t[0].get_device());\n";
-  s += fmt::format("  const int entry = tune_{}_entry(device.name.c_str(), device.arch, device.sm_count, dims.data());\n", p.ns);
+  s += fmt::format("  const int entry = tune_{}_entry(device.name.c_str(), device.arch, device.sm_count, device.max_smem, dims.data());\n", p.ns);
   s += "  if (entry < 0) return c10::nullopt;\n";
   s += fmt::format("  at::Tensor out = at::empty({{{}}}, t[0].options());\n", fmt::join(out_shape, ", "));
   s += "  std::vector<void*> buffers;\n  for (const at::Tensor& x : t) buffers.push_back(x.data_ptr());\n"
@@ -323,10 +323,10 @@ std::string op_source(const ExportedProblem& p, const std::string& package) {
   s += fmt::format("  const char* error = tune_{}_launch(entry, buffers.data(), c10::cuda::getCurrentCUDAStream().stream());\n", p.ns);
   s += fmt::format("  TORCH_CHECK(error == nullptr, \"{}: the launch failed: \", error);\n  return out;\n}}\n\n", op);
   s += fmt::format("// The tuned variant that would run for a device and dims, or \"\" for none.\n"
-                   "std::string {0}_variant(std::string device, int64_t arch, int64_t sm_count, std::vector<int64_t> dims) {{\n"
+                   "std::string {0}_variant(std::string device, int64_t arch, int64_t sm_count, int64_t max_smem, std::vector<int64_t> dims) {{\n"
                    "  TORCH_CHECK(dims.size() == {1}, \"{2}_variant: expected {1} dims\");\n"
                    "  const std::vector<long long> d(dims.begin(), dims.end());\n"
-                   "  const int entry = tune_{0}_entry(device.c_str(), static_cast<int>(arch), static_cast<int>(sm_count), d.data());\n"
+                   "  const int entry = tune_{0}_entry(device.c_str(), static_cast<int>(arch), static_cast<int>(sm_count), max_smem, d.data());\n"
                    "  return entry < 0 ? std::string() : std::string(tune_{0}_variant(entry));\n}}\n\n",
                    p.ns, p.dims.size(), op);
   return s;
@@ -357,6 +357,7 @@ struct DeviceKey {{
   std::string name;
   int arch;
   int sm_count;
+  long long max_smem;  // sharedMemPerBlockOptin: select() checks a winner's shared memory against it
 }};
 
 const DeviceKey& device_key(int index) {{
@@ -368,7 +369,8 @@ const DeviceKey& device_key(int index) {{
     cudaDeviceProp p{{}};
     const cudaError_t e = cudaGetDeviceProperties(&p, index);
     TORCH_CHECK(e == cudaSuccess, "cudaGetDeviceProperties(", index, "): ", cudaGetErrorString(e));
-    it = cache.emplace(index, DeviceKey{{p.name, p.major * 10 + p.minor, p.multiProcessorCount}}).first;
+    it = cache.emplace(index, DeviceKey{{p.name, p.major * 10 + p.minor, p.multiProcessorCount,
+                                                   static_cast<long long>(p.sharedMemPerBlockOptin)}}).first;
   }}
   return it->second;
 }}
@@ -393,7 +395,7 @@ void check_tensors(const char* op, const std::vector<at::Tensor>& t, const char*
   s += fmt::format("TORCH_LIBRARY({}, m) {{\n", package);
   for (const auto& p : problems) {
     s += fmt::format("  m.def(\"{}(Tensor[] tensors) -> Tensor?\");\n", p.ns);
-    s += fmt::format("  m.def(\"{0}_variant(str device, int arch, int sm_count, int[] dims) -> str\", &{0}_variant);\n", p.ns);
+    s += fmt::format("  m.def(\"{0}_variant(str device, int arch, int sm_count, int max_smem, int[] dims) -> str\", &{0}_variant);\n", p.ns);
   }
   s += "}\n\n";
   s += fmt::format("TORCH_LIBRARY_IMPL({}, CUDA, m) {{\n", package);
@@ -445,8 +447,9 @@ TUNED = json.loads({tuned})
 def variant(device, dims):
     """The tuned variant the op runs on `device` (a torch.device or index) for `dims` ({{dim: size}}), or ''."""
     props = torch.cuda.get_device_properties(device)
+    # Shared memory per block opt-in where this torch reports it; 0: the arch's.
     return load().{ns}_variant(props.name, props.major * 10 + props.minor, props.multi_processor_count,
-                                [int(dims[d]) for d in DIMS])
+                                int(getattr(props, "shared_memory_per_block_optin", 0)), [int(dims[d]) for d in DIMS])
 
 
 class ModelNew(torch.nn.Module):

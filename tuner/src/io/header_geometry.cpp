@@ -53,8 +53,8 @@ std::string geometry_code(const Space& space) {
        "// dev_sm_count, dev_cc in the config's expressions).\n"
        "struct Limits {\n  int max_threads;\n  long long max_smem;  // opt-in maximum per block, bytes\n"
        "  int sm_count;\n  int cc;  // major * 10 + minor\n};\n\n";
-  h += "// tune's limits of an arch when no device is at hand (DeviceLimits::for_arch): tune lowers with\n"
-       "// those of sm_90 unless told the device's.\n";
+  h += "// tune's limits of an arch when no device is at hand (DeviceLimits::for_arch, its compile-only\n"
+       "// targets); a tune on a device lowers with that device's own, as select() does when given them.\n";
   h += fmt::format(
       "constexpr Limits limits_for_arch(int arch) {{\n"
       "  return arch >= 90 ? Limits{{{}, {}, {}, arch}}\n"

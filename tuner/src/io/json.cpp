@@ -363,6 +363,16 @@ const VariantRecord* RunRecord::find(const std::string& name) const {
   return nullptr;
 }
 
+DeviceLimits RunRecord::limits() const {
+  if (device) return device->limits();
+  // "sm_90": a compile-only run lowered for DeviceLimits::for_arch of the arch it names.
+  const std::string& arch = context.arch;
+  if (arch.size() < 4 || arch.size() > 6 || !arch.starts_with("sm_") ||
+      arch.find_first_not_of("0123456789", 3) != std::string::npos)
+    throw InputError(fmt::format("context.arch \"{}\" names no arch (sm_90); re-run the compile", arch));
+  return DeviceLimits::for_arch(std::stoi(arch.substr(3)));
+}
+
 Json to_json(const RunRecord& run) {
   Json shape = Json::object();
   for (const auto& [k, v] : run.shape.dims()) shape[k] = v;

@@ -21,15 +21,16 @@
 namespace tune {
 
 std::vector<GateVariant> gate_records(const std::string& problem, const Space& space, const Shape& shape,
-                                      std::uint64_t seed, int device, int arch, const std::vector<VariantRecord>& records,
-                                      GateSettings settings, RunContext::Gate& ctx, int* could_not_run_exit) {
+                                      std::uint64_t seed, int device, int arch, const DeviceLimits& limits,
+                                      const std::vector<VariantRecord>& records, GateSettings settings,
+                                      RunContext::Gate& ctx, int* could_not_run_exit) {
   std::vector<GateVariant> out;
   const CompileCache cache(CompileCache::default_dir());
   const std::string nvrtc = nvrtc_version();
   for (const VariantRecord& r : records) {
     const Config config = space.from_json(r.params);
     GateVariant v;
-    v.lowered = space.lower(config, shape);
+    v.lowered = space.lower(config, shape, limits);
     bool cached = false;
     std::string store_failure;  // a cache that cannot be written costs nothing here
     v.compiled = cache.get_or_compile(compile_request(v.lowered, default_options(arch)), nvrtc, &cached, &store_failure);
@@ -145,6 +146,7 @@ struct Regate {
   const Space& space;
   int device;
   int arch;
+  DeviceLimits limits;  // the run's (RunRecord::limits): its variants are lowered as the tune lowered them
   const GateSettings& settings;
   RunContext::Gate& ctx;
 };
@@ -164,7 +166,7 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
   while (run.winner && !run.find(*run.winner)->gate) {
     log(fmt::format("the winner would now be {} (not gated yet): gating it", *run.winner));
     int could_not_run = 0;
-    const auto next = gate_records(g.problem_spec, g.space, run.shape, run.seed, g.device, g.arch,
+    const auto next = gate_records(g.problem_spec, g.space, run.shape, run.seed, g.device, g.arch, g.limits,
                                    {*run.find(*run.winner)}, g.settings, g.ctx, &could_not_run);
     log(fmt::format("  {} {}: {}", next[0].record.gate->verdict, next[0].record.name, next[0].record.gate->reason));
     refuse_unrun(could_not_run, g.ctx, results);
@@ -227,13 +229,13 @@ bool run_check(const CheckOptions& o) {
   settings.fake = fake;
   settings.log = log;
   int could_not_run = 0;
-  auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(), records,
-                            settings, ctx, &could_not_run);
+  auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(),
+                            run.limits(), records, settings, ctx, &could_not_run);
   refuse_unrun(could_not_run, ctx, o.results);
   const bool all_safe = report_verdicts(gated, ctx, log);
   if (o.write)
     write_verdicts(o.results, run, std::move(gated),
-                   {problem_spec, space, o.device, device->compute_capability(), settings, ctx}, log);
+                   {problem_spec, space, o.device, device->compute_capability(), run.limits(), settings, ctx}, log);
   return all_safe;
 }
 

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -19,6 +21,27 @@ namespace tune {
 using Json = nlohmann::ordered_json;
 
 namespace {
+
+// Device `ordinal`'s value of a hook that lists one positive integer per fake device
+// ("108,114,58"; the last stands for the devices after it), or `fallback` when it is not set.
+std::int64_t fake_device_value(const char* hook, int ordinal, std::int64_t fallback, std::int64_t most) {
+  const char* v = worker_env(hook);
+  if (!v) return fallback;
+  std::vector<std::int64_t> values;
+  const std::string text = v;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, end - pos);
+    const bool digits = !item.empty() && item.size() <= 12 && item.find_first_not_of("0123456789") == std::string::npos;
+    const std::int64_t x = digits ? std::stoll(item) : 0;
+    if (x < 1 || x > most)
+      throw InputError(fmt::format("{}={}: '{}' is not an integer from 1 to {}; give one per fake device, comma-separated",
+                                   hook, text, item, most));
+    values.push_back(x);
+    pos = end + 1;
+  }
+  return values[std::min(static_cast<std::size_t>(std::max(ordinal, 0)), values.size() - 1)];
+}
 
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 1469598103934665603ull;
@@ -35,6 +58,9 @@ class FakeBackend final : public WorkerBackend {
       throw DeviceError(fmt::format("cannot initialise device {} (injected by TUNE_WORKER_FAKE_FAIL_DEVICE)", s.device));
     problem_ = s.problem;
     shape_ = s.shape;
+    // A card refuses a launch of more shared memory than it has: so does a fake device of
+    // TUNE_WORKER_FAKE_SMEM (without it, no limit is known here).
+    max_smem_ = fake_device_value("TUNE_WORKER_FAKE_SMEM", s.device, INT64_MAX, 1 << 30);
     parity_seed_ = s.parity_seed;
     const ReferenceBackend backend = reference_backend_from_env();
     sanitizer_tool_ = s.sanitizer_tool;
@@ -63,6 +89,11 @@ class FakeBackend final : public WorkerBackend {
         const char* phase = remeasure ? "load" : "parity";
         rec.reason = std::string("CUDA_ERROR_ILLEGAL_ADDRESS during ") + phase + " (injected by TUNE_WORKER_FAULT)";
         rec.fault = FaultRecord{FaultKind::kCudaError, "", "CUDA_ERROR_ILLEGAL_ADDRESS", phase, 0, 0};
+        continue;
+      }
+      if (std::string why = launch_limits(it, i); !why.empty()) {
+        rec.status = Status::kLaunchFailed;
+        rec.reason = std::move(why);
         continue;
       }
       if (options.check_parity || !rec.parity) {
@@ -128,6 +159,20 @@ class FakeBackend final : public WorkerBackend {
     ~Consumed() { injected.clear(); }
   };
 
+  // As the device backend's check (DeviceRunner): static (the ptxas report) plus dynamic shared memory.
+  [[nodiscard]] std::string launch_limits(const WorkerItems& it, std::size_t i) const {
+    const auto& launches = it.lowered.at(i).launches;
+    for (std::size_t k = 0; k < launches.size(); ++k) {
+      const KernelLaunch& l = launches[k];
+      // The ptxas report is keyed by the lowered (mangled) name.
+      const auto r = it.records[i].resources.find(it.compiled.at(i).lowered_names.at(k));
+      const std::int64_t smem = (r == it.records[i].resources.end() ? 0 : r->second.static_smem_bytes) + l.dynamic_smem;
+      if (smem > max_smem_)
+        return fmt::format("{} needs {} bytes of shared memory, the device allows {}", l.kernel, smem, max_smem_);
+    }
+    return {};
+  }
+
   [[nodiscard]] bool injected(std::size_t i, InjectedFault kind) const {
     return std::find(injected_.begin(), injected_.end(), std::pair(i, kind)) != injected_.end();
   }
@@ -190,6 +235,7 @@ class FakeBackend final : public WorkerBackend {
   const Problem* problem_ = nullptr;
   Shape shape_;
   std::uint64_t parity_seed_ = 0;
+  std::int64_t max_smem_ = INT64_MAX;
   std::string sanitizer_tool_, sanitizer_log_;
   int fake_reports_ = 0;
   Injected injected_;
@@ -207,7 +253,8 @@ bool worker_fake_mode() {
 std::vector<std::string> worker_test_hooks() {
   std::vector<std::string> out;
   for (const char* name : {"TUNE_WORKER_FAKE", "TUNE_WORKER_FAKE_DELAY_MS", "TUNE_WORKER_FAULT",
-                           "TUNE_WORKER_FAKE_DEVICES", "TUNE_WORKER_FAKE_FAIL_DEVICE"})
+                           "TUNE_WORKER_FAKE_DEVICES", "TUNE_WORKER_FAKE_FAIL_DEVICE", "TUNE_WORKER_FAKE_SMS",
+                           "TUNE_WORKER_FAKE_SMEM"})
     if (const char* v = worker_env(name)) out.push_back(std::string(name) + "=" + v);
   return out;
 }
@@ -223,7 +270,11 @@ std::optional<int> fake_failing_device() {
 }
 
 DeviceInfo fake_device(int compute_capability, int ordinal) {
-  const DeviceLimits l = DeviceLimits::for_arch(compute_capability);
+  // The arch's compile-only limits, or the SM count and shared memory the hooks give this device:
+  // a fake device of other limits than sm_90's is lowered for, and checked against, its own.
+  DeviceLimits l = DeviceLimits::for_arch(compute_capability);
+  l.sm_count = static_cast<int>(fake_device_value("TUNE_WORKER_FAKE_SMS", ordinal, l.sm_count, 100000));
+  l.max_smem_per_block = fake_device_value("TUNE_WORKER_FAKE_SMEM", ordinal, l.max_smem_per_block, 1 << 30);
   DeviceInfo d;
   d.ordinal = ordinal;
   d.name = "Fake GPU";

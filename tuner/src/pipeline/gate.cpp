@@ -23,6 +23,7 @@
 #include "core/subprocess.hpp"
 #include "tune/errors.hpp"
 #include "tune/measure.hpp"
+#include "tune/problem.hpp"
 
 namespace tune {
 
@@ -253,8 +254,9 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
     (void)worker.wait_ready(kInitDeadlineS);
     Json seeds = Json::array();
     for (const auto s : seeds_) seeds.push_back(s);
-    reply = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}}, kGateDeadlineS,
-                        &fault, &culprit);
+    // The gate's further inputs run the reference: a slow one is its own deadline's to stop.
+    reply = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}},
+                        std::max(kGateDeadlineS, reference_timeout_s() + 60), &fault, &culprit);
     input = worker.last_error_was_input();
   } catch (const std::exception& e) {
     input = dynamic_cast<const InputError*>(&e) != nullptr;

@@ -1009,7 +1009,7 @@ struct PassRun {
       r.name = space.name(c);
       r.params = space.to_json(c);
       r.baseline = c == space.baseline();
-      Lowered l = space.lower(c, shape);
+      Lowered l = space.lower(c, shape, limits);
       for (const auto& k : l.launches)
         r.launches.push_back({{"kernel", k.name_expression},
                               {"grid", k.grid},
@@ -1035,7 +1035,7 @@ struct PassRun {
       if (!pass->baseline_compile.joinable() &&
           std::find(pass->all.begin(), pass->all.end(), space.baseline()) != pass->all.end())
         pass->baseline_compile = std::jthread(
-            [request = compile_request(space.lower(space.baseline(), shape), ctx.compile_options),
+            [request = compile_request(space.lower(space.baseline(), shape, limits), ctx.compile_options),
              cache = compile_cache_for(o.no_cache, o.cache_dir), jobs = o.jobs] {
               const CompilePool baseline_pool(cache, jobs, nullptr);
               bool cached = false;
@@ -1745,11 +1745,13 @@ std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
     const Space space = load_space(o.problem, o.config);
     const Shape shape = resolve_shape(problem, space, o.dims);
     std::string why;
-    const auto device = o.compile_only || worker_fake_mode() ? std::nullopt : query_device(o.device, &why);
+    const auto device = o.compile_only        ? std::nullopt
+                        : worker_fake_mode() ? std::optional(fake_device(o.arch, o.device))
+                                             : query_device(o.device, &why);
     const int cc = device ? device->compute_capability() : o.arch;
     const DeviceLimits limits = device ? device->limits() : DeviceLimits::for_arch(cc);
     if (!space.violated_constraint(space.baseline(), shape, limits).empty()) return std::nullopt;
-    return compile_request(space.lower(space.baseline(), shape), default_options(cc));
+    return compile_request(space.lower(space.baseline(), shape, limits), default_options(cc));
   } catch (const std::exception&) {  // the run reports it in its turn
     return std::nullopt;
   }

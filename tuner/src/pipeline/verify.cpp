@@ -124,7 +124,7 @@ class GoldenCheck {
         log_(fmt::format("  {} {}: not valid at this shape ({}), skipped", named.why, space.name(named.config), violated));
         continue;
       }
-      lowered_.push_back(space.lower(named.config, g_.shape));
+      lowered_.push_back(space.lower(named.config, g_.shape, limits));
       requests.push_back(compile_request(lowered_.back(), default_options(device_.compute_capability())));
       valid_.push_back(std::move(named));
     }

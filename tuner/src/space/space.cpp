@@ -115,10 +115,9 @@ struct Space::Impl {
 
   double value_of(std::size_t p, std::size_t choice) const { return numeric[numeric_offset[p] + choice]; }
 
-  void bind(const Config& config, const Shape& shape, const DeviceLimits* limits) const {
+  void bind(const Config& config, const Shape& shape, const DeviceLimits& l) const {
     for (std::size_t d = 0; d < dims.size(); ++d) table.set(dim_slots[d], static_cast<double>(shape.at(dims[d])));
     for (std::size_t p = 0; p < parameters.size(); ++p) table.set(param_slots[p], value_of(p, config.choice[p]));
-    const DeviceLimits l = limits ? *limits : DeviceLimits::for_arch(90);
     table.set(dev_threads, l.max_threads_per_block);
     table.set(dev_smem, static_cast<double>(l.max_smem_per_block));
     table.set(dev_sms, l.sm_count);
@@ -127,7 +126,7 @@ struct Space::Impl {
   }
 
   std::string first_violation(const Config& config, const Shape& shape, const DeviceLimits& limits) const {
-    bind(config, shape, &limits);
+    bind(config, shape, limits);
     for (const auto& c : constraints) {
       const double v = c.eval();
       if (!(v != 0) || std::isnan(v)) return c.text();
@@ -609,14 +608,10 @@ std::string Space::violated_constraint(const Config& config, const Shape& shape,
   return impl_->first_violation(config, shape, limits);
 }
 
-Lowered Space::lower(const Config& config, const Shape& shape) const {
-  return lower(config, shape, DeviceLimits::for_arch(90));
-}
-
 Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimits& limits) const {
   std::lock_guard lock(impl_->mutex);
   const Impl& s = *impl_;
-  s.bind(config, shape, &limits);
+  s.bind(config, shape, limits);
   Lowered out;
   out.template_name = s.sources ? s.sources->main_name : s.template_name;
   out.sources = s.sources;
