@@ -1081,7 +1081,7 @@ struct PassRun {
         continue;
       }
       log(fmt::format("{}: already complete in {}; skipped", shape.tag(), file.string()));
-      TuneOutcome out{std::move(earlier), file, std::nullopt, true};
+      TuneOutcome out{.run = std::move(earlier), .json_path = file, .header_path = std::nullopt, .already_complete = true};
       if (const auto header = json.parent_path() / (shape.tag() + ".hpp"); out.run.winner && std::filesystem::exists(header, ec))
         out.header_path = header;
       return out;
