@@ -686,20 +686,43 @@ TEST(Gate, WhenEveryFinalistFailsTheNextAreGatedInTurnAndNothingUnsafeWins) {
   EXPECT_NE(r.output.find("no gated finalist is safe"), std::string::npos) << r.output;
 }
 
-TEST(Gate, AMissingSanitizerDegradesWithOneLine) {
+// A sanitizer that is named but missing runs no tool: the finalists are unchecked, never safe
+// (issue 34), no winner is crowned without --allow-unchecked (exit 3, the results written), and
+// --sanitize off says that no sanitizer is wanted.
+TEST(Gate, AMissingSanitizerLeavesTheFinalistsUncheckedUnlessConsentedTo) {
   const std::string out = fresh_dir("gate_missing");
-  const Result r = run(std::string(kFake) + " TUNE_SANITIZER=/nonexistent/compute-sanitizer", small_run_args(out));
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_EQ(count_of(r.output, "no compute-sanitizer"), 1u) << r.output;
+  const std::string env = std::string(kFake) + " TUNE_SANITIZER=/nonexistent/compute-sanitizer";
+  const Result r = run(env, small_run_args(out));
+  ASSERT_EQ(r.code, 3) << r.output;
+  EXPECT_EQ(count_of(r.output, "gate: no compute-sanitizer"), 1u) << r.output;
   EXPECT_NE(r.output.find("TUNE_SANITIZER=/nonexistent/compute-sanitizer is not an executable file"), std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("--allow-unchecked"), std::string::npos) << r.output;
   const Json got = read_json(result_path(out));
   const Json& g = got.at("context").at("gate");
   EXPECT_TRUE(g.at("tools").empty());
   EXPECT_EQ(g.at("sanitizer"), "");
   EXPECT_NE(g.at("note").get<std::string>().find("no compute-sanitizer"), std::string::npos);
-  // The output checks still ran on the finalists.
-  EXPECT_EQ(variant(got, got.at("summary").at("winner").get<std::string>()).at("gate").at("verdict"), "safe");
+  EXPECT_NE(g.at("could_not_run").get<std::string>().find("no compute-sanitizer"), std::string::npos);
+  EXPECT_GE(g.at("unchecked").get<int>(), 1);
+  EXPECT_FALSE(got.at("summary").contains("winner") && got.at("summary").at("winner").is_string()) << got.at("summary").dump();
+  for (const Json& v : got.at("variants")) {
+    if (v.contains("gate") && v.at("gate").is_object()) {
+      EXPECT_NE(v.at("gate").at("verdict"), "safe") << v.dump();
+    }
+  }
+
+  const std::string consented = fresh_dir("gate_missing_consent");
+  const Result c = run(env, small_run_args(consented) + " --allow-unchecked");
+  ASSERT_EQ(c.code, 0) << c.output;
+  const Json cj = read_json(result_path(consented));
+  EXPECT_EQ(variant(cj, cj.at("summary").at("winner").get<std::string>()).at("gate").at("verdict"), "unchecked");
+
+  const std::string off = fresh_dir("gate_missing_off");
+  const Result o = run(env, small_run_args(off) + " --sanitize off");
+  ASSERT_EQ(o.code, 0) << o.output;
+  const Json oj = read_json(result_path(off));
+  EXPECT_EQ(variant(oj, oj.at("summary").at("winner").get<std::string>()).at("gate").at("verdict"), "safe");
 }
 
 TEST(Gate, SanitizeWinnerRunsTheToolsOnTheWouldBeWinnerOnly) {

@@ -86,7 +86,11 @@ class Gate {
   Gate(GateSettings settings, RunContext::Gate& ctx);
 
   // Whether the sanitizers run for this mode.
-  [[nodiscard]] bool sanitizing() const { return !sanitizer_.path.empty() && settings_.mode != SanitizeMode::kOff; }
+  // Also when the sanitizer is wanted but missing: sanitize() then leaves every tool not run, and
+  // the finalists are unchecked (issue 34: the gate never fails open).
+  [[nodiscard]] bool sanitizing() const {
+    return (!sanitizer_.path.empty() || sanitizer_missing_) && settings_.mode != SanitizeMode::kOff;
+  }
   [[nodiscard]] SanitizeMode mode() const { return settings_.mode; }
 
   // Output checks (further inputs, determinism) in a fresh worker. Fills each record's gate.
@@ -113,6 +117,7 @@ class Gate {
   std::atomic<int> logs_{0};
   bool could_not_run_input_ = false;
   bool sanitizer_failed_ = false;  // a tool could not run: later rounds do not wait for it again
+  bool sanitizer_missing_ = false;  // wanted, not found: no tool runs, the finalists are unchecked
 };
 
 // Counts a gated record into ctx (gated, unsafe, incorrect, unchecked); a record without a gate is not counted.

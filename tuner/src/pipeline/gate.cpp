@@ -224,9 +224,13 @@ Gate::Gate(GateSettings settings, RunContext::Gate& ctx) : settings_(std::move(s
   }
   sanitizer_ = find_sanitizer(settings_.fake);
   if (sanitizer_.path.empty()) {
+    // A fake run (no kernel runs) has a sanitizer only where TUNE_SANITIZER names one. Anywhere else
+    // a sanitizer that is wanted and missing leaves the finalists unchecked, never safe.
+    const char* named = std::getenv("TUNE_SANITIZER");
+    sanitizer_missing_ = !settings_.fake || (named && *named);
     ctx_.note = fmt::format("no compute-sanitizer ({}): the finalists' outputs are checked (more inputs, determinism) "
-                            "but no sanitizer runs",
-                            sanitizer_.why_not);
+                            "but no sanitizer runs{}",
+                            sanitizer_.why_not, sanitizer_missing_ ? ": they are unchecked" : "");
     if (settings_.log)
       settings_.log(fmt::format("gate: {}; install the CUDA toolkit's compute-sanitizer or set TUNE_SANITIZER, or pass "
                                 "--sanitize off to say so",
@@ -514,7 +518,9 @@ void Gate::sanitize(const std::vector<WorkerItem>& items) {
   for (std::size_t t = 0; t < states.size(); ++t)
     passes.emplace_back(kSanitizerTools[t], items, settings_, sanitizer_.path, logs_, states[t]);
   // A tool that could not run in an earlier round is not waited for again: every item misses it.
-  if (sanitizer_failed_)
+  if (sanitizer_.path.empty())
+    for (auto& pass : passes) pass.failure = fmt::format("no compute-sanitizer ({})", sanitizer_.why_not);
+  else if (sanitizer_failed_)
     for (auto& pass : passes) pass.failure = "compute-sanitizer could not run in an earlier round";
   else
     run_tool_passes(passes, states, settings_);
