@@ -1,9 +1,9 @@
 #pragma once
 // Text for generated C++ headers: names, comments and string literals from data.
 #include <cctype>
-#include <set>
 #include <string>
 
+#include "space/expr.hpp"
 #include "tune/space.hpp"
 
 namespace tune {
@@ -26,24 +26,9 @@ inline std::string constant_name(const std::string& name) {
 }
 
 // Words a generated name may not be: C++ and Python keywords (the names become namespaces, struct
-// members, Python modules and torch ops).
-inline bool reserved_word(const std::string& s) {
-  static const std::set<std::string> kWords = {
-      // C++20
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
-      "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
-      "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete",
-      "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
-      "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
-      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast",
-      "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct",
-      "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename",
-      "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
-      // Python 3
-      "False", "None", "True", "as", "assert", "async", "await", "def", "del", "elif", "except", "finally",
-      "from", "global", "import", "in", "is", "lambda", "nonlocal", "pass", "raise", "with", "yield"};
-  return kWords.count(s) > 0;
-}
+// members, Python modules and torch ops); the one list is space::keyword_kind's, which problem
+// files are checked against.
+inline bool reserved_word(const std::string& s) { return !space::keyword_kind(s).empty(); }
 
 // A C++ (and Python) identifier of a name: every character that is not a letter or digit becomes
 // '_'; a name that starts with a digit gets "p_" before it, a keyword '_' after it (2mm: p_2mm,
