@@ -729,10 +729,15 @@ std::string slurp(const std::filesystem::path& file) {
 std::string builtin_mismatch(const Json& j, const std::optional<std::filesystem::path>& python, const std::string& builtin) {
   for (const auto& d : builtin_problem_dirs()) {
     const auto file = d / builtin / "problem.json";
-    std::ifstream in(file);
-    if (!in) continue;
-    const Json o = Json::parse(in, nullptr, false);
-    if (o.is_discarded() || !o.is_object()) return "problem.json (the built-in one cannot be read)";
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) continue;
+    Json o;
+    try {
+      o = json_file::read(file);
+    } catch (const InputError&) {
+      return "problem.json (the built-in one cannot be read)";
+    }
+    if (!o.is_object()) return "problem.json (the built-in one cannot be read)";
     if (!o.contains("shape") || !j.contains("shape") || o.at("shape").value("dims", Json()) != j.at("shape").value("dims", Json()))
       return "dims";
     if (o.value("tensors", Json()) != j.value("tensors", Json())) return "tensors";
