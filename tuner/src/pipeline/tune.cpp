@@ -1612,7 +1612,7 @@ struct PassRun {
     run.context.finished_at = now_iso8601();
     save();
 
-    TuneOutcome out{run, json_path, std::nullopt, gate_exit_code};
+    TuneOutcome out{.run = run, .json_path = json_path, .header_path = std::nullopt, .gate_exit_code = gate_exit_code};
     // No header from a search cut short by hand, nor from a part of one (tune merge writes it). It is
     // made before anything is replaced: a header that cannot be made leaves the earlier pair alone.
     std::optional<std::string> header;
