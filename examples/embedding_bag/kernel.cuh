@@ -51,12 +51,6 @@ template <> struct Raw<4> { using type = unsigned int; };
 template <> struct Raw<8> { using type = uint2; };
 template <> struct Raw<16> { using type = uint4; };
 
-// A compile-time count, passed to the generic lambda of the kernel's loop.
-template <int N>
-struct Count {
-  static constexpr int value = N;
-};
-
 template <int WLOAD, typename P>
 __device__ __forceinline__ P load(const P* p) {
   using R = typename Raw<sizeof(P)>::type;
@@ -65,6 +59,33 @@ __device__ __forceinline__ P load(const P* p) {
   P v;
   *reinterpret_cast<R*>(&v) = bits;
   return v;
+}
+
+// Rows idx[0 .. STEP - 1] of a bag added into acc: STEP index loads, then every row load (STEP *
+// ITERS vectors of VEC elements, the gathers in flight together), then the sums in the order of l.
+// A thread's vectors are lane, lane + TEAM, ... of the VECTORS of its columns, which start at w0.
+template <int STEP, int D, int ITERS, int VEC, int TEAM, int VECTORS, int WLOAD, typename T>
+__device__ __forceinline__ void gather(float (&acc)[ITERS][VEC], const long long* idx, const T* w0, int lane) {
+  using P = Pack<T, VEC>;
+  constexpr bool kRagged = VECTORS % TEAM != 0;
+  long long r[STEP];
+#pragma unroll
+  for (int u = 0; u < STEP; ++u) r[u] = __ldg(idx + u);
+  P p[STEP][ITERS];
+#pragma unroll
+  for (int u = 0; u < STEP; ++u) {
+    const P* row = reinterpret_cast<const P*>(w0 + r[u] * D);
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i)
+      if (!kRagged || lane + i * TEAM < VECTORS) p[u][i] = load<WLOAD>(row + lane + i * TEAM);
+  }
+#pragma unroll
+  for (int u = 0; u < STEP; ++u)
+#pragma unroll
+    for (int i = 0; i < ITERS; ++i)
+      if (!kRagged || lane + i * TEAM < VECTORS)
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) acc[i][j] += to_float(p[u][i].e[j]);
 }
 
 }  // namespace tune_kernels::embedding_bag
@@ -97,33 +118,12 @@ __global__ void __launch_bounds__(BLOCK)
 #pragma unroll
     for (int j = 0; j < VEC; ++j) acc[i][j] = 0.f;
 
-  // Rows l0 .. l0 + STEP - 1: STEP index loads, then every row load, then the sums (in l order).
-  auto gather = [&](int l0, auto step) {
-    constexpr int kStep = decltype(step)::value;
-    long long r[kStep];
-#pragma unroll
-    for (int u = 0; u < kStep; ++u) r[u] = __ldg(idx + l0 + u);
-    P p[kStep][kIters];
-#pragma unroll
-    for (int u = 0; u < kStep; ++u) {
-      const P* row = reinterpret_cast<const P*>(w0 + r[u] * D);
-#pragma unroll
-      for (int i = 0; i < kIters; ++i)
-        if (!kRagged || lane + i * kTeam < kVectors) p[u][i] = k::load<WLOAD>(row + lane + i * kTeam);
-    }
-#pragma unroll
-    for (int u = 0; u < kStep; ++u)
-#pragma unroll
-      for (int i = 0; i < kIters; ++i)
-        if (!kRagged || lane + i * kTeam < kVectors)
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) acc[i][j] += k::to_float(p[u][i].e[j]);
-  };
   constexpr int kMain = L / UNROLL * UNROLL;
 #pragma unroll 1
-  for (int l0 = 0; l0 < kMain; l0 += UNROLL) gather(l0, k::Count<UNROLL>{});
+  for (int l0 = 0; l0 < kMain; l0 += UNROLL)
+    k::gather<UNROLL, D, kIters, VEC, kTeam, kVectors, WLOAD>(acc, idx + l0, w0, lane);
 #pragma unroll
-  for (int l = kMain; l < L; ++l) gather(l, k::Count<1>{});
+  for (int l = kMain; l < L; ++l) k::gather<1, D, kIters, VEC, kTeam, kVectors, WLOAD>(acc, idx + l, w0, lane);
 
   P* orow = reinterpret_cast<P*>(out + static_cast<long long>(b) * D + blockIdx.y * kCols);
 #pragma unroll
