@@ -127,6 +127,10 @@ __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ void store1(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store1(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void assign(float& x, float v) { x = v; }
+__device__ __forceinline__ void assign(__nv_bfloat16& x, float v) { x = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void scale_by(float& x, float s) { x *= s; }
+__device__ __forceinline__ void scale_by(__nv_bfloat16& x, float s) { x = __float2bfloat16_rn(__bfloat162float(x) * s); }
 
 template <bool SHARED>
 __device__ __forceinline__ float load1(const __nv_bfloat16* p) {

@@ -81,13 +81,13 @@ __device__ __forceinline__ void fold_layernorm(E* sw) {
 #pragma unroll 4
   for (int f = threadIdx.x; f < HP * C; f += BLOCK) {
     const int h = f / C, c = f - h * C;
-    E* w = sw + L::kW0 + h * L::kW0Stride + c;
-    store1(w, to_f32(*w) * (0.5f * to_f32(sw[L::kGamma + c])));
+    const float scale = 0.5f * to_f32(sw[L::kGamma + c]);  // first, as `w *= 0.5f * gamma` reads them
+    scale_by(sw[L::kW0 + h * L::kW0Stride + c], scale);
   }
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int h = static_cast<int>(threadIdx.x) + k * BLOCK;
-    if (h < HP) store1(sw + L::kB0 + h, bias[k]);
+    if (h < HP) assign(sw[L::kB0 + h], bias[k]);
   }
   __syncthreads();
 }
