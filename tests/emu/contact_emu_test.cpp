@@ -169,6 +169,7 @@ HostTensor bf16_tensor(std::mt19937& rng, const char* name, std::vector<std::int
   HostTensor t;
   t.spec.name = name;
   t.spec.shape = std::move(shape);
+  t.spec.dtype = DType::kBFloat16;
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(-1.0 / std::sqrt(fan_in), 1.0 / std::sqrt(fan_in));
   std::vector<double> v(static_cast<std::size_t>(t.spec.elements()));
@@ -181,7 +182,7 @@ std::vector<std::uint16_t> bf16_bits(const HostTensor& t) {
   std::vector<std::uint16_t> bits(t.data.size());
   for (std::size_t e = 0; e < bits.size(); ++e) {
     std::byte b[2];
-    encode(DType::kBFloat16, static_cast<double>(t.data[e]), b);
+    encode(DType::kBFloat16, t.data[e], b);
     std::memcpy(&bits[e], b, 2);
   }
   return bits;
