@@ -73,11 +73,12 @@ __device__ __forceinline__ PairSlot tile_slot(const TileOrigin& t, int q) {
   return {t.b, i < N ? i : N - 1, j < N ? j : N - 1, qc, store};
 }
 
-template <int N>
-__device__ __forceinline__ void store_result(float* __restrict__ out, const PairSlot& s, bool mirror, float v) {
+// out is float or __nv_bfloat16 (v rounded to nearest even, once).
+template <int N, class E>
+__device__ __forceinline__ void store_result(E* __restrict__ out, const PairSlot& s, bool mirror, float v) {
   if (s.store) {
-    out[(static_cast<long long>(s.b) * N + s.i) * N + s.j] = v;
-    if (mirror) out[(static_cast<long long>(s.b) * N + s.j) * N + s.i] = v;
+    store1(out + (static_cast<long long>(s.b) * N + s.i) * N + s.j, v);
+    if (mirror) store1(out + (static_cast<long long>(s.b) * N + s.j) * N + s.i, v);
   }
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // STAGE_T: a tile of pair rows and its transposed tile copied into shared memory, and the
-// shared-memory size of one staged pair of tiles (StagedTiles::kFloats).
+// shared-memory size of one staged pair of tiles (StagedTiles::kElems).
 // Part of the contact template: contact.cuh includes it after pairs.cuh.
 // (NVRTC finds a header only by the name the including file gives, so the pieces include
 // nothing themselves; contact.cuh includes them in order.)
@@ -8,10 +8,11 @@
 namespace tune_kernels {
 namespace contact {
 
-// One staged tile A and its transposed tile T, rows of stride row_stride(C).
-template <int C, int TILE_I, int TILE_J>
+// One staged tile A and its transposed tile T, elements of E (the tensors' type), rows of stride
+// row_stride_of<E>(C).
+template <class E, int C, int TILE_I, int TILE_J>
 struct StagedTiles {
-  static constexpr int kFloats = round4(2 * TILE_I * TILE_J * row_stride(C));
+  static constexpr int kElems = round_vec<E>(2 * TILE_I * TILE_J * row_stride_of<E>(C));
 };
 
 // (gi, gj) of staged row `row`: tile A rows (ii,jj) first, then tile T rows (jj,ii).
@@ -32,14 +33,14 @@ __device__ __forceinline__ void staged_row_source(int row, int i0, int j0, int& 
 
 // Loads tile A (rows x[b, i0+ii, j0+jj, :] at row ii*TILE_J+jj) and tile T (rows
 // x[b, j0+jj, i0+ii, :] at row TILE_I*TILE_J + jj*TILE_I+ii) into consecutive shared rows of
-// stride row_stride(C). Consecutive threads read consecutive vectors of one contiguous run;
+// stride row_stride_of<E>(C), as they are (elements of E). Consecutive threads read consecutive vectors of one contiguous run;
 // rows outside the N x N range are zero (their results are never stored).
 // skip_t (ASYNC only): tile A alone; a diagonal tile of a square SYM tiling is its own transpose,
 // so its tile T rows are tile A rows (row (jj,ii) of T is row jj*TILE_J+ii of A).
-template <int N, int C, int TILE_I, int TILE_J, int BLOCK, bool ASYNC>
-__device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, int i0, int j0, float* tiles,
+template <int N, int C, int TILE_I, int TILE_J, int BLOCK, bool ASYNC, class E>
+__device__ __forceinline__ void stage_tiles(const E* __restrict__ x, int b, int i0, int j0, E* tiles,
                                             int tid = static_cast<int>(threadIdx.x), bool skip_t = false) {
-  constexpr int V = vec_width(C), RS = row_stride(C), kPerRow = C / V;
+  constexpr int V = vec_width_of<E>(C), RS = row_stride_of<E>(C), kPerRow = C / V;
   constexpr int kRows = TILE_I * TILE_J;
   constexpr int kElems = 2 * kRows * kPerRow;
   constexpr int kIters = cdiv(kElems, BLOCK);
@@ -50,7 +51,8 @@ __device__ __forceinline__ void stage_tiles(const float* __restrict__ x, int b, 
       int gi, gj;
       staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
       const bool inside = (N % TILE_I == 0 && N % TILE_J == 0) || (gi < N && gj < N);
-      copy_async<4 * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0), inside);
+      copy_elems<static_cast<int>(sizeof(E)) * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0),
+                                                  inside);
     }, tid);
     return;
   }

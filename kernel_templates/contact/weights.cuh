@@ -1,6 +1,6 @@
 #pragma once
 // SMEM_W for the thread and warp strategies: the layout of the block's copy of the LayerNorm and
-// MLP weights (its shared-memory size, WeightLayout::kFloats) and the copy.
+// MLP weights (its shared-memory size, WeightLayout::kElems) and the copy.
 // Part of the contact template: contact.cuh includes it after tune_common.cuh.
 // (NVRTC finds a header only by the name the including file gives, so the pieces include
 // nothing themselves; contact.cuh includes them in order.)
@@ -8,29 +8,29 @@
 namespace tune_kernels {
 namespace contact {
 
-// Weights in shared memory (SMEM_W): row-major W0 and W2 with padded rows; every region
-// starts 16-byte aligned.
-template <int C, int H>
+// Weights in shared memory (SMEM_W), elements of E (the tensors' type): row-major W0 and W2 with
+// padded rows; every region starts 16-byte aligned.
+template <class E, int C, int H>
 struct WeightLayout {
-  static constexpr int kW0Stride = row_stride(C);
-  static constexpr int kW2Stride = row_stride(H);
+  static constexpr int kW0Stride = row_stride_of<E>(C);
+  static constexpr int kW2Stride = row_stride_of<E>(H);
   static constexpr int kGamma = 0;
-  static constexpr int kBeta = kGamma + round4(C);
-  static constexpr int kW0 = kBeta + round4(C);
-  static constexpr int kB0 = kW0 + round4(H * kW0Stride);
-  static constexpr int kW2 = kB0 + round4(H);
-  static constexpr int kB2 = kW2 + round4(H * kW2Stride);
-  static constexpr int kW4 = kB2 + round4(H);
-  static constexpr int kB4 = kW4 + round4(H);
-  static constexpr int kFloats = kB4 + 4;
+  static constexpr int kBeta = kGamma + round_vec<E>(C);
+  static constexpr int kW0 = kBeta + round_vec<E>(C);
+  static constexpr int kB0 = kW0 + round_vec<E>(H * kW0Stride);
+  static constexpr int kW2 = kB0 + round_vec<E>(H);
+  static constexpr int kB2 = kW2 + round_vec<E>(H * kW2Stride);
+  static constexpr int kW4 = kB2 + round_vec<E>(H);
+  static constexpr int kB4 = kW4 + round_vec<E>(H);
+  static constexpr int kElems = kB4 + kVec16<E>;
 };
 
-template <int C, int H, int BLOCK, bool ASYNC>
-__device__ __forceinline__ void copy_weights(const float* __restrict__ ln_w, const float* __restrict__ ln_b,
-                                             const float* __restrict__ w0, const float* __restrict__ b0,
-                                             const float* __restrict__ w2, const float* __restrict__ b2,
-                                             const float* __restrict__ w4, const float* __restrict__ b4, float* sw) {
-  using L = WeightLayout<C, H>;
+template <int C, int H, int BLOCK, bool ASYNC, class E>
+__device__ __forceinline__ void copy_weights(const E* __restrict__ ln_w, const E* __restrict__ ln_b,
+                                             const E* __restrict__ w0, const E* __restrict__ b0,
+                                             const E* __restrict__ w2, const E* __restrict__ b2,
+                                             const E* __restrict__ w4, const E* __restrict__ b4, E* sw) {
+  using L = WeightLayout<E, C, H>;
   copy_rows<H, C, L::kW0Stride, BLOCK, ASYNC>(w0, sw + L::kW0);
   copy_rows<H, H, L::kW2Stride, BLOCK, ASYNC>(w2, sw + L::kW2);
   copy_rows<1, C, C, BLOCK, ASYNC>(ln_w, sw + L::kGamma);

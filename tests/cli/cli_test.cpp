@@ -992,3 +992,17 @@ TEST(Cli, ALongEnumerationShowsItsProgress) {
 }
 
 }  // namespace
+
+// Issue 35: contact's dtype variable T. float32 keeps today's space (710 variants at B4 N64: the
+// bf16 precision is constrained away), bfloat16 has its own (the bf16 MMAs instead of tf32x3 and
+// tf32, NSPLIT 1), and a sample of each compiles without a GPU (T first among the template
+// arguments, `__nv_bfloat16` for bfloat16).
+TEST(Cli, ContactInBfloat16HasItsOwnSpaceAndFloat32KeepsTodays) {
+  const std::string out = out_dir("contact_dtypes");
+  for (const auto& [dtype, count] : {std::pair<std::string, int>{"float32", 710}, {"bfloat16", 448}}) {
+    const Result r = run("--problem contact --B 4 --N 64 --T " + dtype + " --compile-only --budget 1 --out " + out +
+                         " --cache-dir " + out + "_cache");
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find(fmt::format("({} of ", count)), std::string::npos) << r.output;
+  }
+}

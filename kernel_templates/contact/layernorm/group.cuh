@@ -18,16 +18,16 @@ __host__ __device__ constexpr int ln_group(int C) {
   return g;
 }
 
-// Staged tiles: each pair (ii,jj) of the tile normalises row A(ii,jj) and row T(jj,ii) once and
+// Staged tiles (elements of E, s stored rounded to E): each pair (ii,jj) of the tile normalises row A(ii,jj) and row T(jj,ii) once and
 // overwrites row A(ii,jj) with s. Both rows run the same code (same reduction order), so LN(row)
 // does not depend on whether it is the (i,j) or the (j,i) operand: s stays exactly symmetric.
 // The BLOCK / 32 warps share the rows (warp in [0, BLOCK / 32); BLOCK = 32: one warp does all).
 // t_row0: the first tile T row (kRows; 0 for a diagonal tile staged with skip_t).
-template <int C, int TILE_I, int TILE_J, int BLOCK, bool SMEM_W>
-__device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma, const float* beta,
+template <int C, int TILE_I, int TILE_J, int BLOCK, bool SMEM_W, class E>
+__device__ __forceinline__ void layernorm_tile(E* tiles, const E* gamma, const E* beta,
                                                int warp = static_cast<int>(threadIdx.x >> 5),
                                                int t_row0 = TILE_I * TILE_J) {
-  constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, G = ln_group(C);
+  constexpr int RS = row_stride_of<E>(C), kRows = TILE_I * TILE_J, G = ln_group(C);
   const int lane = threadIdx.x & 31;
   if constexpr (G == 0) {
     constexpr int CR = cdiv(C, 32);
@@ -37,24 +37,24 @@ __device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma,
 #pragma unroll 1
     for (int q = warp; q < kRows; q += BLOCK / 32) {
       const int ii = q / TILE_J, jj = q - ii * TILE_J;
-      float* ra = tiles + q * RS;
-      const float* rt = tiles + (t_row0 + jj * TILE_I + ii) * RS;
+      E* ra = tiles + q * RS;
+      const E* rt = tiles + (t_row0 + jj * TILE_I + ii) * RS;
       float a[CR], t[CR];
 #pragma unroll
       for (int k = 0; k < CR; ++k) {
         const int c = lane + 32 * k;
-        a[k] = c < C ? ra[c] : 0.0f;
-        t[k] = c < C ? rt[c] : 0.0f;
+        a[k] = c < C ? to_f32(ra[c]) : 0.0f;
+        t[k] = c < C ? to_f32(rt[c]) : 0.0f;
       }
       warp_layernorm2<C>(a, t, g, be);
 #pragma unroll
       for (int k = 0; k < CR; ++k) {
         const int c = lane + 32 * k;
-        if (c < C) ra[c] = (a[k] + t[k]) * 0.5f;
+        if (c < C) store1(ra + c, (a[k] + t[k]) * 0.5f);
       }
     }
   } else {
-    constexpr int kChunks = C / 4;              // float4 chunks per row
+    constexpr int kChunks = C / 4;              // chunks of 4 per row (a float4, or 8 bytes of bfloat16)
     constexpr int kPerLane = cdiv(kChunks, G);  // chunks of one row per lane
     constexpr int kPairsPerWarp = 32 / G;
     const int k0 = lane % G;
@@ -77,8 +77,8 @@ __device__ __forceinline__ void layernorm_tile(float* tiles, const float* gamma,
       const bool owner = q_raw < kRows;
       const int q = owner ? q_raw : kRows - 1;
       const int ii = q / TILE_J, jj = q - ii * TILE_J;
-      float* ra = tiles + q * RS;
-      const float* rt = tiles + (t_row0 + jj * TILE_I + ii) * RS;
+      E* ra = tiles + q * RS;
+      const E* rt = tiles + (t_row0 + jj * TILE_I + ii) * RS;
       float a[kPerLane][4], t[kPerLane][4];
       float sa = 0.0f, st = 0.0f;
 #pragma unroll

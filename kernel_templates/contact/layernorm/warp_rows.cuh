@@ -45,8 +45,8 @@ __device__ __forceinline__ void warp_layernorm2(float (&a)[cdiv(C, 32)], float (
   }
 }
 
-template <int C, bool SHARED>
-__device__ __forceinline__ void load_lane_vec(const float* v, float (&out)[cdiv(C, 32)]) {
+template <int C, bool SHARED, class E>
+__device__ __forceinline__ void load_lane_vec(const E* v, float (&out)[cdiv(C, 32)]) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int k = 0; k < cdiv(C, 32); ++k) {

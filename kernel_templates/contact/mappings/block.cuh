@@ -10,12 +10,12 @@ namespace tune_kernels {
 namespace contact {
 
 template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int SMEM_W,
-          int PAIRS, int SYM, int ASYNC, int NSPLIT, int PREC, int LNROW, class Layout>
-__device__ __forceinline__ void block_mapping(const Tensors& tensors) {
+          int PAIRS, int SYM, int ASYNC, int NSPLIT, int PREC, int LNROW, class Layout, class T>
+__device__ __forceinline__ void block_mapping(const Tensors<T>& tensors) {
   extern __shared__ float4 tune_contact_smem[];  // the kernel's dynamic shared memory (SmemLayout)
-  float* smem = reinterpret_cast<float*>(tune_contact_smem);
+  T* smem = reinterpret_cast<T*>(tune_contact_smem);
   constexpr bool kStaged = Layout::kStaged;
-  float* smem_weights = smem + Layout::kWeights;
+  T* smem_weights = smem + Layout::kWeights;
   TileOrigin tile{0, 0, 0, false};
   if constexpr (MAPPING == 1) {
     tile = tile_origin<N, TILE_I, TILE_J, SYM>();
@@ -53,8 +53,8 @@ __device__ __forceinline__ void block_mapping(const Tensors& tensors) {
 
   constexpr bool kSmemW = SMEM_W != 0;
   if constexpr (STRATEGY == 2) {
-    using MmaLayout = MmaWeightLayout<C, H>;
-    using Weights = MmaWeights<C, H, kSmemW>;
+    using MmaLayout = MmaWeightLayout<T, C, H>;
+    using Weights = MmaWeights<T, C, H, kSmemW>;
     const Weights weights =
         kSmemW ? Weights{smem_weights + MmaLayout::kW0, smem_weights + MmaLayout::kB0, smem_weights + MmaLayout::kW2,
                          smem_weights + MmaLayout::kB2, smem_weights + MmaLayout::kW4, smem_weights + MmaLayout::kB4}
@@ -68,7 +68,11 @@ __device__ __forceinline__ void block_mapping(const Tensors& tensors) {
     }
     __syncthreads();
     TUNE_CONTACT_MARK(2);
-    if constexpr (NSPLIT > 1) {
+    if constexpr (PREC == 2) {
+      static_assert(NSPLIT == 1, "bfloat16 MMAs: NSPLIT 1");
+      mma_pairs_bf16<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW, LNROW>(tensors.out, tile, smem + Layout::kTileA,
+                                                                                weights);
+    } else if constexpr (NSPLIT > 1) {
       static_assert(PAIRS == 1 && kSmemW, "NSPLIT > 1 takes one 16-pair tile per warp group, weights in shared memory");
       mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM, PREC>(tensors.out, tile, smem + Layout::kTileA,
                                                                          weights);
@@ -78,15 +82,15 @@ __device__ __forceinline__ void block_mapping(const Tensors& tensors) {
     }
     TUNE_CONTACT_MARK(3);
   } else {
-    using Plain = WeightLayout<C, H>;
-    const float* gamma = kSmemW ? smem_weights + Plain::kGamma : tensors.ln_w;
-    const float* beta = kSmemW ? smem_weights + Plain::kBeta : tensors.ln_b;
-    const float* w0 = kSmemW ? smem_weights + Plain::kW0 : tensors.w0;
-    const float* b0 = kSmemW ? smem_weights + Plain::kB0 : tensors.b0;
-    const float* w2 = kSmemW ? smem_weights + Plain::kW2 : tensors.w2;
-    const float* b2 = kSmemW ? smem_weights + Plain::kB2 : tensors.b2;
-    const float* w4 = kSmemW ? smem_weights + Plain::kW4 : tensors.w4;
-    const float* b4 = kSmemW ? smem_weights + Plain::kB4 : tensors.b4;
+    using Plain = WeightLayout<T, C, H>;
+    const T* gamma = kSmemW ? smem_weights + Plain::kGamma : tensors.ln_w;
+    const T* beta = kSmemW ? smem_weights + Plain::kBeta : tensors.ln_b;
+    const T* w0 = kSmemW ? smem_weights + Plain::kW0 : tensors.w0;
+    const T* b0 = kSmemW ? smem_weights + Plain::kB0 : tensors.b0;
+    const T* w2 = kSmemW ? smem_weights + Plain::kW2 : tensors.w2;
+    const T* b2 = kSmemW ? smem_weights + Plain::kB2 : tensors.b2;
+    const T* w4 = kSmemW ? smem_weights + Plain::kW4 : tensors.w4;
+    const T* b4 = kSmemW ? smem_weights + Plain::kB4 : tensors.b4;
     if constexpr (kStaged) {
       layernorm_tile<C, TILE_I, TILE_J, BLOCK, kSmemW>(smem + Layout::kTileA, gamma, beta);
       __syncthreads();
@@ -97,7 +101,7 @@ __device__ __forceinline__ void block_mapping(const Tensors& tensors) {
     } else {
       warp_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(
           tensors.pair_repr, gamma, beta, w0, b0, w2, b2, w4, b4, tensors.out, tile, smem + Layout::kTileA,
-          smem + Layout::kScratch);
+          reinterpret_cast<float*>(smem + Layout::kScratch));
     }
   }
 }

@@ -11,29 +11,29 @@ namespace tune_kernels {
 namespace contact {
 
 template <int B, int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int SMEM_W, int PAIRS, int SYM, int PREC,
-          int LNROW, int PERSIST, class Layout>
-__device__ __forceinline__ void warp_tile_mapping(const Tensors& tensors) {
+          int LNROW, int PERSIST, class Layout, class T>
+__device__ __forceinline__ void warp_tile_mapping(const Tensors<T>& tensors) {
   extern __shared__ float4 tune_contact_smem[];  // the kernel's dynamic shared memory (SmemLayout)
-  float* smem = reinterpret_cast<float*>(tune_contact_smem);
+  T* smem = reinterpret_cast<T*>(tune_contact_smem);
   constexpr int kWarps = BLOCK / 32, kTilesI = cdiv(N, TILE_I), kUnits = B * kTilesI * (kTilesI + 1) / 2;
   constexpr bool kSmemW = SMEM_W != 0;
-  using MmaLayout = MmaWeightLayout<C, H>;
-  using Weights = MmaWeights<C, H, kSmemW>;
-  float* smem_weights = smem + Layout::kWeights;
+  using MmaLayout = MmaWeightLayout<T, C, H>;
+  using Weights = MmaWeights<T, C, H, kSmemW>;
+  T* smem_weights = smem + Layout::kWeights;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // The warp's tiles: PAIRS consecutive ones, or (PERSIST) every (grid warps)-th from its index.
   const int grid_warp = static_cast<int>(blockIdx.x) * kWarps + warp;
   const int first = PERSIST ? grid_warp : grid_warp * PAIRS;
   const int stride = PERSIST ? static_cast<int>(gridDim.x) * kWarps : 1;
   const int last = PERSIST ? kUnits : (first + PAIRS < kUnits ? first + PAIRS : kUnits);  // exclusive
-  float* tiles = smem + Layout::kTileA + warp * PAIRS * Layout::kTileFloats;  // a ring of PAIRS buffers
+  T* tiles = smem + Layout::kTileA + warp * PAIRS * Layout::kTileElems;  // a ring of PAIRS buffers
   // LNROW: a diagonal tile (not mirrored) is staged once, its tile T rows being its tile A rows
   // (the rows are normalised in place before any is read as a T row; the group LayerNorm
   // overwrites A rows with s while others still read them, so it keeps both copies).
   const auto stage = [&](int unit, int slot) {
     const TileOrigin origin = tile_origin<N, TILE_I, TILE_J, SYM>(unit);
     stage_tiles<N, C, TILE_I, TILE_J, 32, true>(tensors.pair_repr, origin.b, origin.i0, origin.j0,
-                                                tiles + slot * Layout::kTileFloats, lane, LNROW != 0 && !origin.mirror);
+                                                tiles + slot * Layout::kTileElems, lane, LNROW != 0 && !origin.mirror);
   };
   if constexpr (kSmemW) {  // the block's weights first: one group, waited for before the tiles
     copy_mma_weights<C, H, BLOCK, true>(tensors.ln_w, tensors.ln_b, tensors.w0, tensors.b0, tensors.w2, tensors.b2,
@@ -63,7 +63,7 @@ __device__ __forceinline__ void warp_tile_mapping(const Tensors& tensors) {
     copy_wait<PAIRS - 1>();
     __syncwarp();
     if (unit == first) TUNE_CONTACT_MARK(1);
-    float* tile_rows = tiles + slot * Layout::kTileFloats;
+    T* tile_rows = tiles + slot * Layout::kTileElems;
     const TileOrigin tile = tile_origin<N, TILE_I, TILE_J, SYM>(unit);
     const int t_row0 = LNROW == 0 || tile.mirror ? TILE_I * TILE_J : 0;
     if constexpr (LNROW != 0) {
@@ -74,7 +74,12 @@ __device__ __forceinline__ void warp_tile_mapping(const Tensors& tensors) {
     }
     __syncwarp();
     if (unit == first) TUNE_CONTACT_MARK(2);
-    mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(tensors.out, tile, tile_rows, weights, 0, t_row0);
+    if constexpr (PREC == 2) {
+      mma_pairs_bf16<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, LNROW>(tensors.out, tile, tile_rows, weights, 0, t_row0);
+    } else {
+      mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(tensors.out, tile, tile_rows, weights, 0,
+                                                                         t_row0);
+    }
     __syncwarp();  // every lane is done with the buffer before it is refilled
     const int next = unit + PAIRS * stride;
     if (next < last) stage(next, slot);

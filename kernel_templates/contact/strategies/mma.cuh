@@ -81,11 +81,11 @@ __device__ __forceinline__ void mma_3xtf32_sum(float (&d)[P][4], const float (&a
 template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED, int PREC,
           int LNROW = 0>
 __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOrigin& tile, const float* tiles,
-                                          const MmaWeights<C, H, SHARED>& W,
+                                          const MmaWeights<float, C, H, SHARED>& W,
                                           int warp = static_cast<int>(threadIdx.x >> 5),
                                           int t_row0 = TILE_I * TILE_J) {
-  using L = MmaWeights<C, H, SHARED>;
-  constexpr int HP = MmaWeightLayout<C, H>::HP, NT = HP / 8;
+  using L = MmaWeights<float, C, H, SHARED>;
+  constexpr int HP = MmaWeightLayout<float, C, H>::HP, NT = HP / 8;
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = cdiv(kRows, 16), NW = BLOCK / 32;
   static_assert(C % 8 == 0 && RS % 8 == 4, "mma fragments need C % 8 == 0");
   const int lane = threadIdx.x & 31;

@@ -42,9 +42,9 @@ __device__ __forceinline__ void mma_rows_layer(float (&d)[NTW][1][4], const floa
 // hidden units are added there. Needs TILE_I * TILE_J % 16 == 0 and HP + NSPLIT <= row_stride(C).
 template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int NSPLIT, int SYM, int PREC>
 __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const TileOrigin& tile, float* tiles,
-                                                const MmaWeights<C, H, true>& W) {
-  using L = MmaWeights<C, H, true>;
-  constexpr int HP = MmaWeightLayout<C, H>::HP, NT = HP / 8, NTW = NT / NSPLIT;
+                                                const MmaWeights<float, C, H, true>& W) {
+  using L = MmaWeights<float, C, H, true>;
+  constexpr int HP = MmaWeightLayout<float, C, H>::HP, NT = HP / 8, NTW = NT / NSPLIT;
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = kRows / 16, NW = BLOCK / 32;
   constexpr int kGroups = NW / NSPLIT;
   static_assert(C % 8 == 0 && RS % 8 == 4, "mma fragments need C % 8 == 0");

@@ -24,9 +24,9 @@ __device__ __forceinline__ void thread_row_stats(const float (&x)[C], float& mea
   rstd = rsqrtf(((d[0] + d[1]) + (d[2] + d[3])) / static_cast<float>(C) + kLnEps);
 }
 
-template <int C>
-__device__ __forceinline__ void thread_load_row(const float* __restrict__ row, float (&x)[C]) {
-  constexpr int V = vec_width(C);
+template <int C, class E>
+__device__ __forceinline__ void thread_load_row(const E* __restrict__ row, float (&x)[C]) {
+  constexpr int V = vec_width_of<E>(C);
 #pragma unroll
   for (int c = 0; c < C; c += V) {
     float v[V];
@@ -37,9 +37,9 @@ __device__ __forceinline__ void thread_load_row(const float* __restrict__ row, f
 }
 
 // s = (LN(row_a) + LN(row_t)) / 2 in registers (the seed design's per-thread LayerNorm).
-template <int C, bool SMEM_W>
-__device__ __forceinline__ void thread_symmetrised_row(const float* __restrict__ row_a, const float* __restrict__ row_t,
-                                                       const float* gamma, const float* beta, float (&s)[C]) {
+template <int C, bool SMEM_W, class E>
+__device__ __forceinline__ void thread_symmetrised_row(const E* __restrict__ row_a, const E* __restrict__ row_t,
+                                                       const E* gamma, const E* beta, float (&s)[C]) {
   float x[C], mean, rstd;
   thread_load_row<C>(row_a, x);
   thread_row_stats<C>(x, mean, rstd);
@@ -57,11 +57,12 @@ __device__ __forceinline__ void thread_symmetrised_row(const float* __restrict__
 // unrolled, needed when s lives in registers (the seed design); otherwise the loops over C and
 // over layer 2's outputs are unrolled 2 and 4 times only, which costs little (an iteration is
 // H weight vectors and H*VC*P FMAs, or H*P) and cuts NVRTC time about tenfold.
-template <int C, int H, int P, bool SMEM_W, bool UNROLL_ALL, class LoadS>
-__device__ __forceinline__ void thread_mlp(const LoadS& load_s, const float* w0, const float* b0, const float* w2,
-                                           const float* b2, const float* w4, const float* b4, float (&o)[P]) {
-  constexpr int VC = vec_width(C), VH = vec_width(H);
-  constexpr int W0S = SMEM_W ? row_stride(C) : C, W2S = SMEM_W ? row_stride(H) : H;
+// E: the weights' element type (float or __nv_bfloat16).
+template <int C, int H, int P, bool SMEM_W, bool UNROLL_ALL, class LoadS, class E>
+__device__ __forceinline__ void thread_mlp(const LoadS& load_s, const E* w0, const E* b0, const E* w2, const E* b2,
+                                           const E* w4, const E* b4, float (&o)[P]) {
+  constexpr int VC = vec_width_of<E>(C), VH = vec_width_of<E>(H);
+  constexpr int W0S = SMEM_W ? row_stride_of<E>(C) : C, W2S = SMEM_W ? row_stride_of<E>(H) : H;
   constexpr int kUnrollC = UNROLL_ALL ? C / VC : 2;
   constexpr int kUnrollH = UNROLL_ALL ? H : 4;
   float h1[P][H];
@@ -117,19 +118,18 @@ __device__ __forceinline__ void thread_mlp(const LoadS& load_s, const float* w0,
 }
 
 template <int B, int N, int C, int H, int MAPPING, int BLOCK, int TILE_I, int TILE_J, bool STAGED, bool SMEM_W, int P,
-          int SYM>
-__device__ __forceinline__ void thread_pairs(const float* __restrict__ x, const float* gamma, const float* beta,
-                                             const float* w0, const float* b0, const float* w2, const float* b2,
-                                             const float* w4, const float* b4, float* __restrict__ out,
-                                             const TileOrigin& tile, const float* tiles) {
-  constexpr int VC = vec_width(C), RS = row_stride(C);
+          int SYM, class E>
+__device__ __forceinline__ void thread_pairs(const E* __restrict__ x, const E* gamma, const E* beta, const E* w0,
+                                             const E* b0, const E* w2, const E* b2, const E* w4, const E* b4,
+                                             E* __restrict__ out, const TileOrigin& tile, const E* tiles) {
+  constexpr int VC = vec_width_of<E>(C), RS = row_stride_of<E>(C);
   constexpr int kIters = MAPPING == 0 ? 1 : cdiv(TILE_I * TILE_J, BLOCK * P);
 #pragma unroll 1
   for (int it = 0; it < kIters; ++it) {
     // The weight reads are loop-invariant; hoisting all C*H + H*H of them out of this loop would spill.
     const int opaque = opaque_zero(it);
-    const float* w0_it = w0 + opaque;
-    const float* w2_it = w2 + opaque;
+    const E* w0_it = w0 + opaque;
+    const E* w2_it = w2 + opaque;
     PairSlot slot[P];
 #pragma unroll
     for (int p = 0; p < P; ++p) {
@@ -141,7 +141,7 @@ __device__ __forceinline__ void thread_pairs(const float* __restrict__ x, const 
     }
     float o[P];
     if constexpr (STAGED) {
-      const float* rows[P];
+      const E* rows[P];
 #pragma unroll
       for (int p = 0; p < P; ++p) rows[p] = tiles + slot[p].tile_row * RS;
       auto load_s = [&](int c, float(&s)[P][VC]) {

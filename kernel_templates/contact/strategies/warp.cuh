@@ -26,12 +26,13 @@ struct LaneWeights {
   float b4;
 };
 
-template <int C, int H, bool SMEM_W>
-__device__ __forceinline__ void load_lane_weights(LaneWeights<C, H>& lw, const float* w0, const float* b0,
-                                                  const float* w2, const float* b2, const float* w4, const float* b4) {
+// E: the weights' element type (float or __nv_bfloat16); the registers hold floats.
+template <int C, int H, bool SMEM_W, class E>
+__device__ __forceinline__ void load_lane_weights(LaneWeights<C, H>& lw, const E* w0, const E* b0, const E* w2,
+                                                  const E* b2, const E* w4, const E* b4) {
   constexpr int HR = LaneWeights<C, H>::HR;
-  constexpr int VC = vec_width(C), VH = vec_width(H);
-  constexpr int W0S = SMEM_W ? row_stride(C) : C, W2S = SMEM_W ? row_stride(H) : H;
+  constexpr int VC = vec_width_of<E>(C), VH = vec_width_of<E>(H);
+  constexpr int W0S = SMEM_W ? row_stride_of<E>(C) : C, W2S = SMEM_W ? row_stride_of<E>(H) : H;
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int r = 0; r < HR; ++r) {
@@ -60,12 +61,13 @@ __device__ __forceinline__ void load_lane_weights(LaneWeights<C, H>& lw, const f
 }
 
 // MLP of P pairs by one warp: s rows and h1 buffers in shared memory, read as broadcasts.
-// Returns the logits' sigmoid in every lane.
-template <int C, int H, int P>
-__device__ __forceinline__ void warp_mlp(const LaneWeights<C, H>& lw, const float* const (&srow)[P],
+// Returns the logits' sigmoid in every lane. S: the s rows' element type (float scratch, or staged
+// rows of the tensors' type).
+template <int C, int H, int P, class S>
+__device__ __forceinline__ void warp_mlp(const LaneWeights<C, H>& lw, const S* const (&srow)[P],
                                          float* const (&hbuf)[P], float (&o)[P]) {
   constexpr int HR = LaneWeights<C, H>::HR;
-  constexpr int VC = vec_width(C), VH = vec_width(H);
+  constexpr int VC = vec_width_of<S>(C), VH = vec_width(H);
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int r = 0; r < HR; ++r) {
@@ -122,13 +124,13 @@ __device__ __forceinline__ void warp_mlp(const LaneWeights<C, H>& lw, const floa
   for (int p = 0; p < P; ++p) o[p] = sigmoid(warp_sum(logit[p]) + lw.b4);
 }
 
+// x, the weights, the staged tiles and out are E (float or __nv_bfloat16); the scratch rows are float.
 template <int B, int N, int C, int H, int MAPPING, int BLOCK, int TILE_I, int TILE_J, bool STAGED, bool SMEM_W, int P,
-          int SYM>
-__device__ __forceinline__ void warp_pairs(const float* __restrict__ x, const float* gamma, const float* beta,
-                                           const float* w0, const float* b0, const float* w2, const float* b2,
-                                           const float* w4, const float* b4, float* __restrict__ out,
-                                           const TileOrigin& tile, float* tiles, float* scratch) {
-  constexpr int CR = cdiv(C, 32), RS = row_stride(C), NW = BLOCK / 32;
+          int SYM, class E>
+__device__ __forceinline__ void warp_pairs(const E* __restrict__ x, const E* gamma, const E* beta, const E* w0,
+                                           const E* b0, const E* w2, const E* b2, const E* w4, const E* b4,
+                                           E* __restrict__ out, const TileOrigin& tile, E* tiles, float* scratch) {
+  constexpr int CR = cdiv(C, 32), RS = row_stride_of<E>(C), NW = BLOCK / 32;
   using Scratch = WarpScratch<C, H, STAGED>;
   constexpr int kScratchS = Scratch::kS;
   constexpr int kScratchPair = Scratch::kPairFloats;
@@ -159,21 +161,22 @@ __device__ __forceinline__ void warp_pairs(const float* __restrict__ x, const fl
         slot[p] = tile_slot<N, TILE_I, TILE_J>(tile, grp * P + p);
       }
     }
+    const E* trow[P];  // STAGED: the pairs' s rows in tile A
     const float* srow[P];
     if constexpr (STAGED) {
 #pragma unroll
-      for (int p = 0; p < P; ++p) srow[p] = tiles + slot[p].tile_row * RS;
+      for (int p = 0; p < P; ++p) trow[p] = tiles + slot[p].tile_row * RS;
     } else {
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        const float* ra = x + row_offset(N, C, slot[p].b, slot[p].i, slot[p].j);
-        const float* rt = x + row_offset(N, C, slot[p].b, slot[p].j, slot[p].i);
+        const E* ra = x + row_offset(N, C, slot[p].b, slot[p].i, slot[p].j);
+        const E* rt = x + row_offset(N, C, slot[p].b, slot[p].j, slot[p].i);
         float a[CR], t[CR];
 #pragma unroll
         for (int k = 0; k < CR; ++k) {
           const int c = lane + 32 * k;
-          a[k] = c < C ? __ldg(ra + c) : 0.0f;
-          t[k] = c < C ? __ldg(rt + c) : 0.0f;
+          a[k] = c < C ? load1<false>(ra + c) : 0.0f;
+          t[k] = c < C ? load1<false>(rt + c) : 0.0f;
         }
         warp_layernorm2<C>(a, t, g, be);
         float* s = my_scratch + p * kScratchPair;
@@ -187,7 +190,11 @@ __device__ __forceinline__ void warp_pairs(const float* __restrict__ x, const fl
       __syncwarp();
     }
     float o[P];
-    warp_mlp<C, H, P>(lw, srow, hbuf, o);
+    if constexpr (STAGED) {
+      warp_mlp<C, H, P>(lw, trow, hbuf, o);
+    } else {
+      warp_mlp<C, H, P>(lw, srow, hbuf, o);
+    }
 #pragma unroll
     for (int p = 0; p < P; ++p)
       if (lane == p) store_result<N>(out, slot[p], SYM && tile.mirror, o[p]);
