@@ -719,14 +719,16 @@ void Gate::merge_tool(std::size_t t, const std::vector<WorkerItem>& items, std::
   std::string failure;  // the tool's first failure that says why, else its first skip
   bool skipped_failure = false;
   double seconds = 0;
+  bool ran = false;  // a process of this tool ran (not only cached verdicts)
   for (const auto& r : result) {
     seconds += r.seconds;
+    ran = ran || r.passed;
     if (!r.failure.empty() && (failure.empty() || (!r.skipped && skipped_failure))) {
       failure = r.failure;
       skipped_failure = r.skipped;
     }
   }
-  add_tool_seconds(tool, seconds);
+  if (ran) add_tool_seconds(tool, seconds);
   if (!failure.empty()) {
     sanitizer_failed_ = true;
     if (ctx_.note.find(failure) == std::string::npos) {
