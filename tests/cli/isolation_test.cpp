@@ -904,6 +904,7 @@ TEST(VerdictCache, GateJobsDoNotChangeTheVerdictsAndABadValueIsRefused) {
   const Result bad = run(env + " TUNE_GATE_JOBS=many", cached_run_args(fresh_dir("verdicts_jobs_bad"), cache));
   EXPECT_EQ(bad.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("TUNE_GATE_JOBS=many: expected a whole number"), std::string::npos) << bad.output;
+  EXPECT_EQ(bad.output.find("harness floor"), std::string::npos) << "refused before anything is measured\n" << bad.output;
 }
 
 // The baseline rule (context.gate.baseline_rule): a baseline that is a finalist only as the

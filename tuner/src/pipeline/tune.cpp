@@ -995,6 +995,7 @@ struct PassRun {
     ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
     ctx.source_hash = sources_hash(space, problem);
     ctx.reference_identity = run.device ? problem.reference_identity(reference_backend_from_env()) : "none (compile only)";
+    ctx.gate.jobs = gate_jobs();  // a bad TUNE_GATE_JOBS is refused before anything is measured
     compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
     ctx.jobs = compiler->jobs();
     ctx.compile_cache = compiler->cache_description();
