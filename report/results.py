@@ -207,6 +207,7 @@ def _gate(g, at):
     _text(g, at, "reason", False)
     _strings(g, at, "tools", False)
     _strings(g, at, "not_run", False)
+    _strings(g, at, "cached", False)  # minor 6
     if g["verdict"] == "unchecked" and not g.get("not_run"):
         raise _Bad(_member(at, "not_run"), "empty, but the verdict is unchecked (it names the checks that could not run)")
     for where, f in _objects(g, at, "findings"):
@@ -348,6 +349,17 @@ def _context(ctx, at):
         for k in ("launches", "rounds", "gated", "unsafe", "incorrect", "unchecked"):
             _integer(g, where, k, False)
         _numbers(g, where, ("wall_s", "share_of_run"))
+        # Minor 6 (issue 37): the verdict cache and the gate's parts.
+        for k in ("cache", "baseline_rule"):
+            _text(g, where, k, False)
+        _boolean(g, where, "fresh", False)
+        for k in ("checks", "cache_hits", "cache_misses", "jobs"):
+            _integer(g, where, k, False, 0)
+        _numbers(g, where, ("outputs_s", "reference_s"))
+        for k in ("tool_s", "finalist_s"):
+            m = _object(g, where, k, False)
+            if m is not None:
+                _numbers(m, _member(where, k), tuple(m))
 
 
 def problem_dims(problem, config_file):

@@ -216,7 +216,7 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
   EXPECT_EQ(iso.at("worker_starts"), 5) << "one worker, then a fresh one after each of the four losses";
   EXPECT_EQ(iso.at("variant_timeout_s"), 1.0);
   EXPECT_EQ(iso.at("test_hooks").size(), 2u);
-  EXPECT_EQ(got.at("schema_minor_version"), 5);
+  EXPECT_EQ(got.at("schema_minor_version"), 6);
   EXPECT_EQ(got.at("context").at("reference"), "built-in C++ (contact)");
   EXPECT_EQ(header_body(result_path(faulty).replace_extension(".hpp")),
             header_body(result_path(clean).replace_extension(".hpp")));
@@ -601,7 +601,7 @@ TEST(Gate, TheFinalistsAreGatedAndTheContextSaysHow) {
   EXPECT_EQ(g.at("rounds"), 1);
   EXPECT_GE(g.at("inputs").size(), 2u) << g.dump();
   EXPECT_GT(g.at("wall_s").get<double>(), 0.0);
-  EXPECT_EQ(c.json.at("schema_minor_version"), 5);
+  EXPECT_EQ(c.json.at("schema_minor_version"), 6);
   const Json& w = variant(c.json, c.winner);
   EXPECT_EQ(w.at("gate").at("verdict"), "safe") << w.dump();
   EXPECT_EQ(w.at("gate").at("tools").size(), 4u);
@@ -772,6 +772,161 @@ TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
   EXPECT_NE(unknown.output.find("no variant named 'no-such-variant'"), std::string::npos) << unknown.output;
 }
 
+// ---- Verdicts cached beside the compile cache (issue 37) -----------------------------------------
+
+// The small run with a compile (and verdict) cache of the test's own, so its first run is cold.
+std::string cached_run_args(const std::string& out, const std::string& cache, const std::string& shape = "--B 2") {
+  return "--problem contact " + shape + " --N 8 --C 16 --H 8 --config " + std::string(TUNE_FIXTURES) +
+         "/contact_small_space.json --out " + out + " --cache-dir " + cache;
+}
+
+struct GateCounts {
+  int checks = 0, hits = 0, misses = 0;
+};
+GateCounts gate_counts(const Json& run) {
+  const Json& g = run.at("context").at("gate");
+  return {g.at("checks").get<int>(), g.at("cache_hits").get<int>(), g.at("cache_misses").get<int>()};
+}
+
+// The gated variants' verdicts, findings and tools, by name: what a cached verdict must restore.
+std::map<std::string, std::string> verdicts(const Json& run) {
+  std::map<std::string, std::string> out;
+  for (const auto& v : run.at("variants"))
+    if (v.at("gate").is_object())
+      out[v.at("name").get<std::string>()] = v.at("status").get<std::string>() + " " + v.at("gate").at("verdict").dump() +
+                                             v.at("gate").at("tools").dump() + v.at("gate").at("findings").dump();
+  return out;
+}
+
+// A re-tune gates nothing again, with the same verdicts; a changed seed (the inputs), shape,
+// reference, sanitizer version or planted defect runs the checks it decides again; --fresh-verdicts
+// runs them all; --no-cache reads and writes none.
+TEST(VerdictCache, AWarmCacheGatesNothingAgainAndEachPartOfTheKeyRunsTheGateAgain) {
+  const std::string cache = fresh_dir("verdicts_cache");
+  const std::string env = std::string(kFake) + " " + fake_sanitizer();
+  auto tune = [&](const std::string& name, const std::string& extra_env, const std::string& args) {
+    const std::string out = fresh_dir(name);
+    const Result r = run(env + extra_env, cached_run_args(out, cache) + args);
+    EXPECT_EQ(r.code, 0) << r.output;
+    return std::make_pair(read_json(result_path(out)), r.output);
+  };
+  const auto [cold, cold_out] = tune("verdicts_cold", "", "");
+  const GateCounts c = gate_counts(cold);
+  EXPECT_GT(c.checks, 0);
+  EXPECT_EQ(c.hits, 0) << "a cold cache";
+  EXPECT_EQ(c.misses, c.checks);
+  EXPECT_EQ(cold.at("context").at("gate").at("cache"), (std::filesystem::path(cache) / "verdicts").string());
+  EXPECT_NE(cold_out.find("gate "), std::string::npos) << cold_out;
+  EXPECT_NE(cold_out.find(" checks (0 cached)"), std::string::npos) << "the run's last lines say the gate's parts\n" << cold_out;
+
+  const auto [warm, warm_out] = tune("verdicts_warm", "", "");
+  const GateCounts w = gate_counts(warm);
+  EXPECT_EQ(w.checks, c.checks);
+  EXPECT_EQ(w.hits, c.checks) << "every check answered by the cache";
+  EXPECT_EQ(w.misses, 0);
+  EXPECT_EQ(verdicts(warm), verdicts(cold)) << "the same verdicts, tools and findings";
+  EXPECT_EQ(warm.at("summary").at("winner"), cold.at("summary").at("winner"));
+  EXPECT_EQ(warm.at("context").at("gate").at("tool_s").size(), 0u) << "no sanitizer process ran";
+  const Json& winner = variant(warm, warm.at("summary").at("winner").get<std::string>());
+  EXPECT_EQ(winner.at("gate").at("cached"), Json::array({"outputs", "memcheck", "racecheck", "synccheck", "initcheck"}));
+
+  // Each part of the key, changed alone: the checks it decides run again.
+  EXPECT_EQ(gate_counts(tune("verdicts_seed", "", " --seed 7").first).hits, 0) << "other inputs";
+  EXPECT_EQ(gate_counts(tune("verdicts_fresh", "", " --fresh-verdicts").first).hits, 0);
+  {
+    const std::string out = fresh_dir("verdicts_shape");
+    const Result r = run(env, cached_run_args(out, cache, "--B 3"));
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(gate_counts(read_json(std::filesystem::path(out) / "fake-gpu" / "contact" / "B3_N8_C16_H8.json")).hits, 0)
+        << "another shape";
+  }
+  // Another sanitizer version: the tools run again, the output checks (no sanitizer) are reused.
+  const std::string other = fresh_dir("verdicts_sanitizer") + "/compute-sanitizer";
+  {
+    std::string text = read_text(std::string(TUNE_REPO_DIR) + "/tests/support/fake-compute-sanitizer");
+    text.replace(text.find("2099.1.0"), 8, "2099.2.0");
+    std::ofstream(other) << text;
+    std::filesystem::permissions(other, std::filesystem::perms::owner_all);
+  }
+  const Json newer = tune("verdicts_newer", " TUNE_SANITIZER=" + other, "").first;
+  const GateCounts n = gate_counts(newer);
+  EXPECT_EQ(n.hits, c.checks / 5) << "only the output checks (one in five) are reused";
+  EXPECT_EQ(n.misses, c.checks - c.checks / 5);
+
+  // A planted defect (here injected into the fake worker's racecheck) with a warm cache: caught,
+  // and caught again from the cache.
+  const std::string w_name = cold.at("summary").at("winner").get<std::string>();
+  const std::string plant = " TUNE_WORKER_FAULT='" + w_name + "=racecheck'";
+  for (const char* name : {"verdicts_plant", "verdicts_plant_again"}) {
+    const Json planted = tune(name, plant, "").first;
+    EXPECT_EQ(variant(planted, w_name).at("status"), "unsafe") << name;
+    EXPECT_NE(planted.at("summary").at("winner"), w_name) << name;
+  }
+
+  // --no-cache: neither read nor written.
+  const Json none = tune("verdicts_none", "", " --no-cache").first;
+  EXPECT_EQ(gate_counts(none).hits, 0);
+  EXPECT_EQ(gate_counts(none).misses, 0);
+  EXPECT_TRUE(none.at("context").at("gate").at("cache").get<std::string>().starts_with("off"));
+}
+
+// tune check reuses the verdicts a tune stored (the same default cache) and --fresh runs them again.
+TEST(VerdictCache, TuneCheckReusesTheTunesVerdictsAndFreshRunsThemAgain) {
+  const std::string home = fresh_dir("verdicts_check_home");
+  const std::string env = std::string(kFake) + " " + fake_sanitizer() + " XDG_CACHE_HOME=" + home;
+  const std::string out = fresh_dir("verdicts_check");
+  ASSERT_EQ(run(env, cached_run_args(out, home + "/tune")).code, 0);
+  const Result warm = run(env, "check " + result_path(out).string());
+  EXPECT_EQ(warm.code, 0) << warm.output;
+  // The search's own input is one more output input for tune check: its output key differs, the
+  // tools' do not.
+  EXPECT_NE(warm.output.find("checks (4 cached)"), std::string::npos) << warm.output;
+  const Result fresh = run(env, "check " + result_path(out).string() + " --fresh");
+  EXPECT_EQ(fresh.code, 0) << fresh.output;
+  EXPECT_NE(fresh.output.find("checks (0 cached)"), std::string::npos) << fresh.output;
+}
+
+// The sanitizer checks run as separate processes, TUNE_GATE_JOBS at once; the records are the same
+// whatever the number, and a bad number is refused in one line.
+TEST(VerdictCache, GateJobsDoNotChangeTheVerdictsAndABadValueIsRefused) {
+  const std::string cache = fresh_dir("verdicts_jobs_cache");
+  const std::string env = std::string(kFake) + " " + fake_sanitizer();
+  std::vector<std::map<std::string, std::string>> got;
+  for (const char* jobs : {"1", "16"}) {
+    const std::string out = fresh_dir(std::string("verdicts_jobs_") + jobs);
+    const Result r = run(env + " TUNE_GATE_JOBS=" + jobs, cached_run_args(out, cache) + " --fresh-verdicts");
+    ASSERT_EQ(r.code, 0) << r.output;
+    const Json j = read_json(result_path(out));
+    EXPECT_EQ(j.at("context").at("gate").at("jobs"), std::atoi(jobs));
+    got.push_back(verdicts(j));
+  }
+  EXPECT_EQ(got[0], got[1]);
+  const Result bad = run(env + " TUNE_GATE_JOBS=many", cached_run_args(fresh_dir("verdicts_jobs_bad"), cache));
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("TUNE_GATE_JOBS=many: expected a whole number"), std::string::npos) << bad.output;
+  EXPECT_EQ(bad.output.find("harness floor"), std::string::npos) << "refused before anything is measured\n" << bad.output;
+}
+
+// The baseline rule (context.gate.baseline_rule): a baseline that is a finalist only as the
+// baseline (here --top 1: it is not the fastest) gets its output checks, not the sanitizers.
+TEST(VerdictCache, TheBaselineIsSanitizedOnlyWhenItCouldWin) {
+  const Clean& c = clean_gated_run();
+  ASSERT_NE(c.order.front(), c.baseline) << "the fixture's baseline is not its fastest variant";
+  const std::string out = fresh_dir("verdicts_baseline");
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer(),
+                       cached_run_args(out, fresh_dir("verdicts_baseline_cache")) + " --top 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json got = read_json(result_path(out));
+  const Json& g = got.at("context").at("gate");
+  EXPECT_NE(g.at("baseline_rule").get<std::string>().find("only when it could win"), std::string::npos) << g.dump();
+  const Json& b = variant(got, c.baseline).at("gate");
+  EXPECT_GE(b.at("inputs").size(), 2u) << "its outputs are checked";
+  EXPECT_TRUE(b.at("tools").empty()) << b.dump();
+  EXPECT_EQ(b.at("verdict"), "safe") << b.dump();
+  EXPECT_EQ(variant(got, got.at("summary").at("winner").get<std::string>()).at("gate").at("tools").size(), 4u);
+  EXPECT_EQ(g.at("checks"), 2 + 4) << "two output checks, four tools on the winner";
+}
+
 // ---- The gate never fails open (issue 34) ------------------------------------------------------
 
 // A compute-sanitizer that answers --version and never starts the worker, with a 1 s start limit.
@@ -820,7 +975,7 @@ TEST(Gate, AllowUncheckedLetsAnUncheckedFinalistWinAndTheRecordSaysSo) {
   const Json& w = variant(got, c.winner);
   EXPECT_EQ(w.at("gate").at("verdict"), "unchecked") << w.dump();
   EXPECT_TRUE(got.at("context").at("gate").at("allow_unchecked").get<bool>());
-  EXPECT_EQ(got.at("schema_minor_version"), 5);
+  EXPECT_EQ(got.at("schema_minor_version"), 6);
   EXPECT_NE(r.output.find("winner " + c.winner + " is unchecked"), std::string::npos) << r.output;
   EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(result_path(out)).replace_extension(".hpp")));
 }

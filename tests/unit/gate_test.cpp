@@ -1,10 +1,17 @@
 // The correctness gate's pieces that need no GPU: reading compute-sanitizer logs, demangling,
 // the verdict a gate record gives, --sanitize's values.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include <functional>
+#include <set>
+
+#include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
 #include "tune/tune.hpp"
+#include "tune/verdict_cache.hpp"
 
 namespace tune {
 namespace {
@@ -180,6 +187,122 @@ TEST(GateVerdict, SanitizeModesParseAndABadOneSaysTheChoices) {
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "--sanitize all: expected off, winner or finalists");
   }
+}
+
+}  // namespace
+}  // namespace tune
+
+// ---- The verdict cache (issue 37) ------------------------------------------------------------
+
+namespace tune {
+namespace {
+
+struct Gated {
+  CompileResult compiled;
+  Lowered lowered;
+};
+
+Gated a_variant() {
+  Gated g;
+  g.compiled.ok = true;
+  g.compiled.cubin = {'\x7f', 'E', 'L', 'F', 1, 2, 3, 4};
+  KernelLaunch l;
+  l.kernel = "contact_kernel";
+  l.name_expression = "contact_kernel<4,64>";
+  l.grid = {16, 1, 1};
+  l.block = {128, 1, 1};
+  l.dynamic_smem = 4096;
+  l.args = {"x", "out"};
+  g.lowered.launches = {l};
+  g.lowered.scratch = {TensorSpec{"partial", {16, 64}}};
+  return g;
+}
+
+std::string key_of(const Gated& g, const std::vector<std::string>& context = {"B4_N64", "data", "1,2", "16", ""}) {
+  return VerdictCache::key("racecheck", VerdictCache::variant_fields(g.compiled, g.lowered), context);
+}
+
+// A verdict is never reused for other bytes, launches, scratch, check or context: each part of the
+// key, changed alone, gives another key.
+TEST(VerdictCache, EveryPartOfWhatDecidesAVerdictChangesTheKey) {
+  const Gated base = a_variant();
+  const std::string k = key_of(base);
+  EXPECT_EQ(k.size(), 32u);
+  EXPECT_EQ(key_of(a_variant()), k) << "the same variant, the same key";
+  std::vector<std::function<void(Gated&)>> changes = {
+      [](Gated& g) { g.compiled.cubin[5] ^= 1; },                       // one bit of the CUBIN
+      [](Gated& g) { g.compiled.cubin.push_back(0); },                  // its length
+      [](Gated& g) { g.lowered.launches[0].name_expression = "contact_kernel<8,64>"; },
+      [](Gated& g) { g.lowered.launches[0].grid[1] = 2; },
+      [](Gated& g) { g.lowered.launches[0].block[0] = 256; },
+      [](Gated& g) { g.lowered.launches[0].dynamic_smem = 8192; },
+      [](Gated& g) { g.lowered.launches[0].args = {"out", "x"}; },
+      [](Gated& g) { g.lowered.launches.push_back(g.lowered.launches[0]); },  // a second launch
+      [](Gated& g) { g.lowered.scratch[0].shape = {16, 65}; },
+      [](Gated& g) { g.lowered.scratch.clear(); },
+  };
+  std::set<std::string> keys{k};
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    Gated g = a_variant();
+    changes[i](g);
+    EXPECT_TRUE(keys.insert(key_of(g)).second) << "change " << i << " kept the key";
+  }
+  const auto fields = VerdictCache::variant_fields(base.compiled, base.lowered);
+  EXPECT_NE(VerdictCache::key("memcheck", fields, {"B4_N64", "data", "1,2", "16", ""}), k) << "another tool";
+  for (std::size_t part = 0; part < 5; ++part) {
+    std::vector<std::string> context{"B4_N64", "data", "1,2", "16", ""};
+    context[part] += "x";  // the shape, the data identity, the seeds, the rounds, the test hooks
+    EXPECT_TRUE(keys.insert(key_of(base, context)).second) << "context part " << part << " kept the key";
+  }
+  // Fields are length-prefixed: moving a character from one field to the next is another key.
+  EXPECT_NE(key_of(base, {"B4_N6", "4data", "1,2", "16", ""}), k);
+}
+
+TEST(VerdictCache, AStoredVerdictComesBackAndADamagedOrForeignEntryIsAMiss) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_verdict_cache_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const VerdictCache cache(dir / "verdicts");
+  GateRecord v;
+  v.findings.push_back({"racecheck", "Race reported between Write access and Read access", {"line 1", "line 2"}});
+  v.findings_left_out = 3;
+  const std::string key = key_of(a_variant());
+  EXPECT_FALSE(cache.load(key)) << "a cold cache";
+  ASSERT_EQ(cache.store(key, {{"check", "racecheck"}, {"verdict", to_json(v)}}), "");
+  const auto hit = cache.load(key);
+  ASSERT_TRUE(hit);
+  const GateRecord back = gate_from_json(hit->at("verdict"));
+  ASSERT_EQ(back.findings.size(), 1u);
+  EXPECT_EQ(back.findings[0].report.size(), 2u);
+  EXPECT_EQ(back.findings_left_out, 3);
+  // Another key's file under this name (copied by hand) and a torn file are misses.
+  std::filesystem::copy_file(dir / "verdicts" / (key + ".json"), dir / "verdicts" / (std::string(32, 'a') + ".json"));
+  EXPECT_FALSE(cache.load(std::string(32, 'a')));
+  write_file_atomic(dir / "verdicts" / (key + ".json"), "{\"key\": \"" + key + "\", \"verd");
+  EXPECT_FALSE(cache.load(key));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(VerdictCache, TheFolderIsBesideTheCompileCacheAndOffWithNoCache) {
+  EXPECT_EQ(verdict_cache_for(false, std::filesystem::path("/c")), std::filesystem::path("/c/verdicts"));
+  EXPECT_EQ(verdict_cache_for(true, std::filesystem::path("/c")), std::filesystem::path());
+  EXPECT_EQ(verdict_cache_for(false, std::nullopt), CompileCache::default_dir() / "verdicts");
+}
+
+TEST(VerdictCache, GateJobsComeFromTheEnvironmentAndABadValueSaysWhatIsExpected) {
+  ::unsetenv("TUNE_GATE_JOBS");
+  EXPECT_EQ(gate_jobs(), 4);
+  ::setenv("TUNE_GATE_JOBS", "2", 1);
+  EXPECT_EQ(gate_jobs(), 2);
+  for (const char* bad : {"0", "65", "two", "2x"}) {
+    ::setenv("TUNE_GATE_JOBS", bad, 1);
+    try {
+      (void)gate_jobs();
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("from 1 to 64"), std::string::npos) << e.what();
+    }
+  }
+  ::unsetenv("TUNE_GATE_JOBS");
 }
 
 }  // namespace

@@ -99,6 +99,10 @@ TEST(Records, AHandEditedRecordIsRefusedNamingItsJsonPath) {
       {[](Json& j) { j["summary"]["speedup_over_baseline"] = 3.0; }, "summary.speedup_over_baseline: 3 is not the baseline's median over the winner's (1)"},
       {[](Json& j) { j["device"]["compute_capability"] = "99999999999.0"; }, "device.compute_capability: \"99999999999.0\" does not look like 9.0"},
       {[](Json& j) { j["context"]["jobs"] = 4294967297LL; }, "context.jobs: 4294967297 is outside 1 to 2147483647"},
+      {[](Json& j) { j["context"]["gate"]["tool_s"]["memcheck"] = -1.0; }, "context.gate.tool_s.memcheck: -1.0 is negative"},
+      {[](Json& j) { j["context"]["gate"]["cache_hits"] = -2; }, "context.gate.cache_hits: -2 is outside 0 to 2147483647"},
+      {[](Json& j) { j["variants"][0]["gate"] = {{"verdict", "safe"}, {"cached", "outputs"}}; },
+       "variants[0].gate.cached: \"outputs\" is not an array"},
   };
   for (const auto& [edit, expected] : edits) {
     Json j = good;

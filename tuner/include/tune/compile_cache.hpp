@@ -11,6 +11,10 @@
 
 namespace tune {
 
+// 32 hex digits (XXH3-128) of the fields, each length-prefixed so no two different lists serialise
+// alike: the key of a compile cache entry, and of a gate verdict (tune/verdict_cache.hpp).
+std::string cache_key(const std::vector<std::string>& fields);
+
 class CompileCache {
  public:
   // Creates the directory when needed; throws InputError when it cannot.

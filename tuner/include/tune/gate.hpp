@@ -15,14 +15,19 @@
 // that was asked for could not run (a sanitizer that did not start the worker, an output check whose
 // worker failed) becomes `unchecked`, never `safe` (issue 34): it wins only with --allow-unchecked,
 // and without that the run names no winner and exits 2 or 3 (could_not_run_exit_code).
+// Verdicts are cached (issue 37, tune/verdict_cache.hpp): each check (a finalist's outputs, one tool
+// on it) is looked up first and run only when its key is new; the sanitizer checks run as separate
+// processes, at most GateSettings::jobs at once.
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tune/record.hpp"
 #include "tune/shape.hpp"
+#include "tune/verdict_cache.hpp"
 #include "tune/worker_client.hpp"
 
 namespace tune {
@@ -71,8 +76,29 @@ struct GateSettings {
   // checked on it by this run).
   bool search_input = false;
   bool allow_unchecked = false;  // --allow-unchecked (recorded in the context; the caller names the winner)
+  // The verdict cache's folder (VerdictCache::beside the compile cache's); empty: no cache (--no-cache).
+  std::filesystem::path verdict_cache;
+  bool fresh = false;  // --fresh (tune check) / --fresh-verdicts (tune): read no verdict; new ones are stored
+  int jobs = 0;        // sanitizer processes at once; 0: gate_jobs()
   std::function<void(const std::string&)> log;
 };
+
+// The verdict cache's folder for a run's compile cache settings: empty (no cache) with --no-cache,
+// else VerdictCache::beside(cache_dir or CompileCache::default_dir()).
+std::filesystem::path verdict_cache_for(bool no_cache, const std::optional<std::filesystem::path>& cache_dir);
+
+// How a tune gates its baseline (context.gate.baseline_rule, docs/gate.md).
+inline constexpr const char* kGateBaselineRule =
+    "the baseline is gated for what its speedup needs: its outputs (further inputs, determinism) like every "
+    "finalist; the sanitizers run on it only when it could win (it is among the --top fastest, or the would-be winner)";
+
+// One line on the gate's wall and its parts: "gate 3.1 s: 4 finalists, 20 checks (9 cached), outputs
+// 0.4 s (reference 0.2 s), memcheck 1.2 s, ...". Empty when nothing was gated.
+std::string describe_gate(const RunContext::Gate& gate);
+
+// Sanitizer processes at once by default: $TUNE_GATE_JOBS (1 to 64), else 4. Throws InputError for
+// a value that is not such a number.
+int gate_jobs();
 
 // How long a worker under compute-sanitizer may take to start (answer init): 60 s, or
 // $TUNE_SANITIZER_START_S. Shorter than a plain worker's 300 s: a sanitizer that never starts its
@@ -93,7 +119,8 @@ class Gate {
   }
   [[nodiscard]] SanitizeMode mode() const { return settings_.mode; }
 
-  // Output checks (further inputs, determinism) in a fresh worker. Fills each record's gate.
+  // Output checks (further inputs, determinism) in a fresh worker, of the items the verdict cache
+  // has no verdict for. Fills each record's gate.
   void check_outputs(const std::vector<WorkerItem>& items);
   // Every tool on the items (those that failed the output checks too: a report says why). Adds the
   // tools and findings to their gate.
@@ -109,6 +136,24 @@ class Gate {
 
  private:
   void record_could_not_run(const std::string& why, bool input);
+  void run_output_checks(const std::vector<WorkerItem>& items);
+  // The cached verdict of a check ("outputs" or a tool) of the item; nullopt: none, or no cache.
+  std::optional<GateRecord> lookup(const std::string& check, const WorkerItem& item);
+  void store(const std::string& check, const WorkerItem& item, const GateRecord& verdict);
+  [[nodiscard]] std::string key_of(const std::string& check, const WorkerItem& item) const;
+  void open_cache();
+  void find_tools();
+  void add_seconds(const std::string& name, double s);
+  void add_tool_seconds(const std::string& tool, double s);
+  // What one tool gave one item: a cached verdict, or its own pass's outcome (passed: it had one).
+  struct ToolResult {
+    std::optional<GateRecord> cached;
+    bool passed = false, ran = false, skipped = false;
+    std::vector<SanitizerFinding> findings;
+    std::string failure;
+    double seconds = 0;
+  };
+  void merge_tool(std::size_t t, const std::vector<WorkerItem>& items, std::vector<ToolResult>& result);
 
   GateSettings settings_;
   RunContext::Gate& ctx_;
@@ -118,6 +163,8 @@ class Gate {
   bool could_not_run_input_ = false;
   bool sanitizer_failed_ = false;  // a tool could not run: later rounds do not wait for it again
   bool sanitizer_missing_ = false;  // wanted, not found: no tool runs, the finalists are unchecked
+  std::optional<VerdictCache> cache_;
+  std::vector<std::string> outputs_context_, tool_context_;  // the key parts beyond the variant
 };
 
 // Counts a gated record into ctx (gated, unsafe, incorrect, unchecked); a record without a gate is not counted.
@@ -151,6 +198,7 @@ struct CheckOptions {
   bool write = false;                 // write the verdicts (and a new winner) back into the file and its header
   std::string sanitize = "finalists";
   int device = 0;
+  bool fresh = false;  // --fresh: no verdict read from the cache (the new ones are stored)
   std::function<void(const std::string&)> log;
 };
 // True when every variant checked is safe. Throws InputError (unreadable file, unknown variant,

@@ -23,8 +23,10 @@ inline constexpr int kResultSchemaVersion = 1;
 // per-variant `gate` and parity `output_hash`, context `gate` (the correctness gate, issue 20).
 // 4: context `search.space_configurations` and `draws`. 5: gate verdict `unchecked` and its
 // `not_run`, context `gate.allow_unchecked`, `gate.could_not_run`, `gate.unchecked` and
-// `source_hash` (issue 34).
-inline constexpr int kResultSchemaMinorVersion = 5;
+// `source_hash` (issue 34). 6: per-variant gate `cached`, context gate `cache`, `fresh`, `checks`,
+// `cache_hits`, `cache_misses`, `jobs`, `outputs_s`, `reference_s`, `tool_s`, `finalist_s` and
+// `baseline_rule` (issue 37; issue 35's dtypes share the number).
+inline constexpr int kResultSchemaMinorVersion = 6;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -89,6 +91,8 @@ struct GateRecord {
                              // the values beyond tolerance) changed between launches
   std::string determinism;   // what was compared, or what changed
   double seconds = 0;        // wall time of this variant's checks (sanitizer runs shared with others)
+  // The checks ("outputs", a tool's name) whose verdict came from the verdict cache (issue 37).
+  std::vector<std::string> cached;
 };
 
 struct ClockRecord {
@@ -274,6 +278,16 @@ struct RunContext {
     int gated = 0, unsafe = 0, incorrect = 0, unchecked = 0;
     double wall_s = 0;            // wall time of the gate
     double share = 0;             // wall_s / the run's total wall time
+    // The verdict cache (issue 37): its folder, or "off (...)"; fresh: none read (--fresh).
+    std::string cache = "off";
+    bool fresh = false;
+    int checks = 0, cache_hits = 0, cache_misses = 0;  // one check: a finalist's outputs, or one tool on it
+    int jobs = 0;                 // sanitizer processes at once
+    double outputs_s = 0;         // wall of the output checks' workers
+    double reference_s = 0;       // wall of the further inputs' float64 references (side by side)
+    std::vector<std::pair<std::string, double>> tool_s;      // per tool: the seconds of its processes
+    std::vector<std::pair<std::string, double>> finalist_s;  // per gated variant: its checks' seconds
+    std::string baseline_rule;    // how the baseline is gated
   } gate;
 };
 
@@ -311,6 +325,9 @@ nlohmann::ordered_json to_json(const RunRecord& run);
 nlohmann::ordered_json to_json(const VariantRecord& variant);
 // Throws InputError naming what is wrong.
 VariantRecord variant_from_json(const nlohmann::ordered_json& json);
+// A variant's gate alone (the verdict cache stores it).
+nlohmann::ordered_json to_json(const GateRecord& gate);
+GateRecord gate_from_json(const nlohmann::ordered_json& json);
 nlohmann::ordered_json to_json(const HarnessFloor& floor);
 // A shape as results, journals, the worker protocol and the reference request write it: each
 // dimension a number, then each dtype variable its name ({"B": 4, "N": 64, "T": "bfloat16"}).

@@ -202,6 +202,7 @@ class CheckCommand final : public Subcommand {
     app_->add_option("--variant", opt_.variants, "a variant by name (repeatable; default: the winner)");
     app_->add_flag("--all-finalists", opt_.all_finalists, "every variant re-measured strictly, and the baseline");
     app_->add_flag("--write", opt_.write, "write the verdicts (and a new winner) into the results file and its header");
+    app_->add_flag("--fresh", opt_.fresh, "run every check again instead of reusing a cached verdict (issue 37)");
     app_->add_option("--sanitize", opt_.sanitize, "compute-sanitizer runs: finalists (every variant checked), winner, off")
         ->check(sanitize_modes())
         ->capture_default_str();

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "tune/gate.hpp"
+
 namespace tune::cli {
 
 namespace {
@@ -75,6 +77,7 @@ int print_summary(const TuneOutcome& out) {
              run.wall.total_wall_s);
   print_ranking(run);
   print_speedup(run);
+  if (const std::string gate = describe_gate(run.context.gate); !gate.empty()) fmt::print("{}\n", gate);
   fmt::print("results: {}\n", out.json_path.string());
   if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
   if (run.winner && run.find(*run.winner)->gate && run.find(*run.winner)->gate->verdict == "unchecked")

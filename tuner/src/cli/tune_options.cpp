@@ -135,7 +135,10 @@ void add_run_options(CLI::App& app, TuneArgs& args) {
                "not measured again; without a journal, start a fresh run. A finished run removes its journal, an "
                "interrupted one keeps it");
   app.add_option("--cache-dir", args.cache_dir, "compile cache directory (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
-  app.add_flag("--no-cache", opt.no_cache, "compile everything, neither reading nor writing the compile cache");
+  app.add_flag("--no-cache", opt.no_cache,
+               "compile and gate everything, neither reading nor writing the compile cache or the gate's verdicts");
+  app.add_flag("--fresh-verdicts", opt.fresh_verdicts,
+               "run every gate check again instead of reusing a cached verdict (the new verdicts are stored)");
   app.add_option("--sanitize", opt.sanitize,
                  "the correctness gate's compute-sanitizer runs (memcheck, racecheck, synccheck, initcheck): on every "
                  "finalist, on the would-be winner only (and the next when it fails), or off; the finalists' outputs "

@@ -32,25 +32,26 @@ std::filesystem::path CompileCache::default_dir() {
   return std::filesystem::temp_directory_path() / "tune-cache";
 }
 
-std::string CompileCache::key(const CompileRequest& request, const std::string& nvrtc_version) {
-  // Fields are length-prefixed, so no two different requests serialise alike.
+std::string cache_key(const std::vector<std::string>& fields) {
   std::string blob;
-  auto add = [&](const std::string& s) { blob += std::to_string(s.size()) + ':' + s; };
-  // v3: compile() passes -no-source-include; a v2 entry may hold a kernel that read the file system.
-  add("tune-compile-cache-v3");
-  add(nvrtc_version);
-  add(request.source);
-  add(std::to_string(request.headers.size()));
-  for (const auto& [name, text] : request.headers) {
-    add(name);
-    add(text);
-  }
-  add(std::to_string(request.name_expressions.size()));
-  for (const auto& e : request.name_expressions) add(e);
-  add(std::to_string(request.options.size()));
-  for (const auto& o : request.options) add(o);
+  for (const auto& s : fields) blob += std::to_string(s.size()) + ':' + s;
   const XXH128_hash_t h = XXH3_128bits(blob.data(), blob.size());
   return fmt::format("{:016x}{:016x}", h.high64, h.low64);
+}
+
+std::string CompileCache::key(const CompileRequest& request, const std::string& nvrtc_version) {
+  // v3: compile() passes -no-source-include; a v2 entry may hold a kernel that read the file system.
+  std::vector<std::string> fields{"tune-compile-cache-v3", nvrtc_version, request.source,
+                                  std::to_string(request.headers.size())};
+  for (const auto& [name, text] : request.headers) {
+    fields.push_back(name);
+    fields.push_back(text);
+  }
+  fields.push_back(std::to_string(request.name_expressions.size()));
+  for (const auto& e : request.name_expressions) fields.push_back(e);
+  fields.push_back(std::to_string(request.options.size()));
+  for (const auto& o : request.options) fields.push_back(o);
+  return cache_key(fields);
 }
 
 std::string CompileCache::content_hash(const std::vector<char>& cubin) {

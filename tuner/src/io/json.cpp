@@ -119,6 +119,7 @@ Json gate_json(const GateRecord& g) {
            {"deterministic", g.deterministic}, {"determinism", g.determinism},
            {"seconds", number(g.seconds)}};
   if (!g.not_run.empty()) out["not_run"] = g.not_run;
+  if (!g.cached.empty()) out["cached"] = g.cached;
   return out;
 }
 GateRecord gate_from(const Json& j) {
@@ -136,6 +137,7 @@ GateRecord gate_from(const Json& j) {
   g.deterministic = j.value("deterministic", true);
   g.determinism = j.value("determinism", "");
   g.seconds = read_number(j, "seconds");
+  g.cached = j.value("cached", std::vector<std::string>{});
   return g;
 }
 
@@ -322,7 +324,16 @@ DeviceInfo device_from(const Json& j) {
   return d;
 }
 
+Json seconds_by_name(const std::vector<std::pair<std::string, double>>& list) {
+  Json out = Json::object();
+  for (const auto& [name, s] : list) out[name] = number(s);
+  return out;
+}
+
 }  // namespace
+
+Json to_json(const GateRecord& gate) { return gate_json(gate); }
+GateRecord gate_from_json(const Json& json) { return gate_from(json); }
 
 std::string to_string(Status s) { return std::string(enum_name(kStatusNames, s).value_or("unknown")); }
 
@@ -412,7 +423,12 @@ Json to_json(const RunRecord& run) {
                          {"launches", c.gate.launches}, {"rounds", c.gate.rounds}, {"gated", c.gate.gated},
                          {"unsafe", c.gate.unsafe}, {"incorrect", c.gate.incorrect},
                          {"unchecked", c.gate.unchecked}, {"wall_s", number(c.gate.wall_s)},
-                         {"share_of_run", number(c.gate.share)}}}};
+                         {"share_of_run", number(c.gate.share)}, {"cache", c.gate.cache},
+                         {"fresh", c.gate.fresh}, {"checks", c.gate.checks}, {"cache_hits", c.gate.cache_hits},
+                         {"cache_misses", c.gate.cache_misses}, {"jobs", c.gate.jobs},
+                         {"outputs_s", number(c.gate.outputs_s)}, {"reference_s", number(c.gate.reference_s)},
+                         {"tool_s", seconds_by_name(c.gate.tool_s)}, {"finalist_s", seconds_by_name(c.gate.finalist_s)},
+                         {"baseline_rule", c.gate.baseline_rule}}}};
   if (c.shard) context["shard"] = shard_json(*c.shard);
   if (c.run_identity.is_object()) context["journal"]["identity"] = c.run_identity;
   // The local search after the warm choice or the model: recorded under warm_start when there is one.
@@ -596,6 +612,19 @@ RunRecord run_from_json(const Json& j) {
       gate.incorrect = g.value("incorrect", 0);
       gate.wall_s = read_number(g, "wall_s");
       gate.share = read_number(g, "share_of_run");
+      gate.cache = g.value("cache", "off");
+      gate.fresh = g.value("fresh", false);
+      gate.checks = g.value("checks", 0);
+      gate.cache_hits = g.value("cache_hits", 0);
+      gate.cache_misses = g.value("cache_misses", 0);
+      gate.jobs = g.value("jobs", 0);
+      gate.outputs_s = read_number(g, "outputs_s");
+      gate.reference_s = read_number(g, "reference_s");
+      for (const char* k : {"tool_s", "finalist_s"})
+        if (g.contains(k) && g.at(k).is_object())
+          for (const auto& [name, s] : g.at(k).items())
+            (std::string(k) == "tool_s" ? gate.tool_s : gate.finalist_s).emplace_back(name, s.is_number() ? s.get<double>() : 0);
+      gate.baseline_rule = g.value("baseline_rule", "");
     }
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
     run.flop = j.at("work").at("flop_per_call").get<double>();

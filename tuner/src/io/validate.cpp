@@ -208,6 +208,7 @@ void gate(const Check& c, const Json& g, const std::string& at) {
   text(c, g, at, "reason", false);
   strings(c, g, at, "tools", false);
   strings(c, g, at, "not_run", false);
+  strings(c, g, at, "cached", false);  // minor 6
   if (g.at("verdict") == "unchecked" && g.value("not_run", Json::array()).empty())
     c.fail(member(at, "not_run"), "empty, but the verdict is unchecked (it names the checks that could not run)");
   for_each_object(c, g, at, "findings", [&](const Json& f, const std::string& where) {
@@ -353,6 +354,14 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
     for (const char* k : {"launches", "rounds", "gated", "unsafe", "incorrect", "unchecked"})
       (void)integer(c, *g, where, k, false);
     numbers(c, *g, where, {"wall_s", "share_of_run"});
+    // Minor 6 (issue 37): the verdict cache and the gate's parts.
+    for (const char* k : {"cache", "baseline_rule"}) text(c, *g, where, k, false);
+    boolean(c, *g, where, "fresh", false);
+    for (const char* k : {"checks", "cache_hits", "cache_misses", "jobs"}) (void)integer(c, *g, where, k, false, 0);
+    numbers(c, *g, where, {"outputs_s", "reference_s"});
+    for (const char* k : {"tool_s", "finalist_s"})
+      if (const Json* m = object(c, *g, where, k, false))
+        for (const auto& [name, s] : m->items()) (void)number(c, *m, member(where, k), name.c_str(), false, true, Range::kNonNegative);
   }
 }
 

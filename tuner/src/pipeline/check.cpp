@@ -228,10 +228,13 @@ bool run_check(const CheckOptions& o) {
   settings.mode = sanitize_mode_from_string(o.sanitize);
   settings.fake = fake;
   settings.log = log;
+  settings.verdict_cache = verdict_cache_for(false, std::nullopt);  // tune check uses the default caches
+  settings.fresh = o.fresh;
   int could_not_run = 0;
   auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(),
                             run.limits(), records, settings, ctx, &could_not_run);
   refuse_unrun(could_not_run, ctx, o.results);
+  if (const std::string line = describe_gate(ctx); !line.empty()) log(line);
   const bool all_safe = report_verdicts(gated, ctx, log);
   if (o.write)
     write_verdicts(o.results, run, std::move(gated),

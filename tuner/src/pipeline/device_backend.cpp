@@ -1,4 +1,5 @@
 // The worker's backend on a real device: a DeviceRunner on the device the init request names.
+#include <chrono>
 #include <future>
 #include <optional>
 #include <stdexcept>
@@ -58,7 +59,12 @@ class DeviceBackend final : public WorkerBackend {
     // References side by side: each may be a Python process.
     std::vector<std::future<std::vector<double>>> refs;
     for (auto& in : inputs)
-      refs.push_back(std::async(std::launch::async, [&] { return problem_->reference(shape_, in.data, reference_); }));
+      refs.push_back(std::async(std::launch::async, [&] {
+        const auto t = std::chrono::steady_clock::now();
+        auto ref = problem_->reference(shape_, in.data, reference_);
+        in.reference_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+        return ref;
+      }));
     for (std::size_t k = 0; k < inputs.size(); ++k) inputs[k].reference = refs[k].get();
     std::vector<DeviceRunner::GateInput> gi;
     for (const auto& in : inputs) gi.push_back({in.name, in.seed, &in.data, &in.reference});

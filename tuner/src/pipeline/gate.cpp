@@ -21,9 +21,12 @@
 #include <fmt/format.h>
 
 #include "core/subprocess.hpp"
+#include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
+#include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/worker_protocol.hpp"
 
 namespace tune {
 
@@ -213,7 +216,114 @@ double sanitizer_start_deadline_s() {
   return end && *end == '\0' && std::isfinite(s) && s > 0 ? s : kDefault;
 }
 
+std::filesystem::path verdict_cache_for(bool no_cache, const std::optional<std::filesystem::path>& cache_dir) {
+  if (no_cache) return {};
+  return VerdictCache::beside(cache_dir ? *cache_dir : CompileCache::default_dir());
+}
+
+std::string describe_gate(const RunContext::Gate& gate) {
+  if (gate.checks == 0) return {};
+  std::string parts = fmt::format("outputs {:.1f} s (reference {:.1f} s)", gate.outputs_s, gate.reference_s);
+  for (const auto& [tool, s] : gate.tool_s) parts += fmt::format(", {} {:.1f} s", tool, s);
+  const std::string cached =
+      gate.cache.starts_with("off") ? "verdict cache off" : fmt::format("{} cached", gate.cache_hits);
+  return fmt::format("gate {:.1f} s: {} finalist(s), {} checks ({}), {}{}", gate.wall_s, gate.finalist_s.size(),
+                     gate.checks, cached, parts,
+                     gate.jobs > 0 && !gate.tool_s.empty() ? fmt::format("; {} sanitizer processes at once", gate.jobs) : "");
+}
+
+int gate_jobs() {
+  constexpr int kDefault = 4, kMost = 64;
+  const char* env = std::getenv("TUNE_GATE_JOBS");
+  if (!env || !*env) return kDefault;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (!end || *end != '\0' || n < 1 || n > kMost)
+    throw InputError(fmt::format("TUNE_GATE_JOBS={}: expected a whole number of sanitizer processes from 1 to {}", env, kMost));
+  return static_cast<int>(n);
+}
+
 Gate::Gate(GateSettings settings, RunContext::Gate& ctx) : settings_(std::move(settings)), ctx_(ctx) {
+  find_tools();
+  open_cache();
+}
+
+// Everything that decides a verdict beyond the variant's bytes and launches: the shape, the
+// problem's data (its file: inits, edge cases, tolerance; its reference), the seeds, the test hooks
+// of a fake run (they plant defects), and for the tools the sanitizer's version and options. A
+// sanitizer that does not say its version caches nothing of its own.
+void Gate::open_cache() {
+  ctx_.fresh = settings_.fresh;
+  ctx_.jobs = settings_.jobs > 0 ? settings_.jobs : gate_jobs();
+  if (settings_.verdict_cache.empty()) {
+    ctx_.cache = "off (--no-cache)";
+    return;
+  }
+  try {
+    const Problem& problem = find_problem(settings_.problem);
+    const std::string data =
+        content_hash({problem.json().dump(), problem.reference_identity(reference_backend_from_env())});
+    const std::string hooks = fmt::format("{}", fmt::join(worker_test_hooks(), ";"));
+    outputs_context_ = {settings_.shape.tag(), data, fmt::format("{}", fmt::join(seeds_, ",")),
+                        std::to_string(settings_.rounds), hooks};
+    if (!sanitizer_.path.empty() && sanitizer_.version != "unknown")
+      tool_context_ = {settings_.shape.tag(), data, std::to_string(settings_.seed), hooks, sanitizer_.version};
+    cache_.emplace(settings_.verdict_cache);
+    ctx_.cache = cache_->dir().string();
+  } catch (const std::exception& e) {
+    ctx_.cache = fmt::format("off ({})", e.what());
+    if (settings_.log) settings_.log("gate: no verdict cache: " + std::string(e.what()));
+  }
+}
+
+std::string Gate::key_of(const std::string& check, const WorkerItem& item) const {
+  if (!cache_) return {};
+  const bool outputs = check == "outputs";
+  if (!outputs && tool_context_.empty()) return {};
+  std::vector<std::string> context = outputs ? outputs_context_ : tool_context_;
+  if (check == "memcheck") context.push_back("--padding 65536");
+  return VerdictCache::key(check, VerdictCache::variant_fields(*item.compiled, *item.lowered), context);
+}
+
+std::optional<GateRecord> Gate::lookup(const std::string& check, const WorkerItem& item) {
+  const std::string key = key_of(check, item);
+  if (key.empty()) return std::nullopt;
+  std::optional<nlohmann::ordered_json> entry;
+  if (!settings_.fresh) entry = cache_->load(key);
+  if (entry) {
+    try {
+      GateRecord v = gate_from_json(entry->at("verdict"));
+      ++ctx_.cache_hits;
+      return v;
+    } catch (const std::exception&) {  // an entry of another shape: a miss, replaced by the store
+    }
+  }
+  ++ctx_.cache_misses;
+  return std::nullopt;
+}
+
+void Gate::store(const std::string& check, const WorkerItem& item, const GateRecord& verdict) {
+  const std::string key = key_of(check, item);
+  if (key.empty()) return;
+  GateRecord v = verdict;
+  v.cached.clear();
+  const std::string failure = cache_->store(key, {{"check", check}, {"variant", item.record->name}, {"verdict", to_json(v)}});
+  if (!failure.empty() && ctx_.note.find("verdict cache") == std::string::npos) {
+    ctx_.note += (ctx_.note.empty() ? "" : "; ") + fmt::format("the verdict cache could not be written ({})", failure);
+    if (settings_.log) settings_.log("gate: the verdict cache could not be written: " + failure);
+  }
+}
+
+void Gate::add_seconds(const std::string& name, double s) {
+  for (auto& [n, total] : ctx_.finalist_s)
+    if (n == name) {
+      total += s;
+      return;
+    }
+  ctx_.finalist_s.emplace_back(name, s);
+}
+
+void Gate::find_tools() {
   ctx_.mode = to_string(settings_.mode);
   ctx_.allow_unchecked = settings_.allow_unchecked;
   seeds_ = {parity_seed_of(settings_.seed + 1), parity_seed_of(settings_.seed + 2)};
@@ -244,6 +354,29 @@ Gate::Gate(GateSettings settings, RunContext::Gate& ctx) : settings_(std::move(s
 }
 
 void Gate::check_outputs(const std::vector<WorkerItem>& items) {
+  ctx_.checks += static_cast<int>(items.size());
+  std::vector<WorkerItem> misses;
+  for (const auto& it : items) {
+    std::optional<GateRecord> v = lookup("outputs", it);
+    if (!v) {
+      misses.push_back(it);
+      continue;
+    }
+    v->tools.clear();
+    v->not_run.clear();
+    v->seconds = 0;
+    v->cached = {"outputs"};
+    it.record->gate = std::move(*v);
+    if (ctx_.inputs.empty())
+      for (const auto& in : it.record->gate->inputs) ctx_.inputs.push_back(in.name);
+    ctx_.launches = it.record->gate->launches;
+    add_seconds(it.record->name, 0);
+    apply_verdict(*it.record);
+  }
+  run_output_checks(misses);
+}
+
+void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
   if (items.empty()) return;
   const auto t0 = Clock::now();
   FaultRecord fault;
@@ -267,12 +400,16 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
     fault = FaultRecord{FaultKind::kError, "", "", "start", 0, kInitDeadlineS, e.what()};
   }
   const double took = seconds_since(t0);
+  ctx_.outputs_s += took;
+  for (const auto& it : items) add_seconds(it.record->name, took / static_cast<double>(items.size()));
   if (reply) {
+    ctx_.reference_s += reply->value("reference_s", 0.0);
     const Json& records = reply->at("records");
     for (std::size_t i = 0; i < items.size(); ++i) {
       const VariantRecord back = variant_from_json(records.at(i));
       items[i].record->gate = back.gate;
       if (!items[i].record->gate) items[i].record->gate.emplace();
+      store("outputs", items[i], *items[i].record->gate);
       items[i].record->gate->seconds += took / static_cast<double>(items.size());
       if (ctx_.inputs.empty())
         for (const auto& in : items[i].record->gate->inputs) ctx_.inputs.push_back(in.name);
@@ -295,7 +432,7 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
     return;
   }
   if (items.size() > 1) {
-    for (const auto& it : items) check_outputs({it});
+    for (const auto& it : items) run_output_checks({it});
     return;
   }
   GateRecord& g = items[0].record->gate.emplace();
@@ -339,8 +476,12 @@ class ToolPass {
     attempt(every);
   }
 
+  [[nodiscard]] const std::string& tool() const { return tool_; }
+
   std::vector<ToolRun> runs;  // one per item
   std::string failure;        // why the tool could not run (empty: it ran)
+  bool skipped = false;       // not started: the sanitizer had already failed to start a worker
+  double seconds = 0;         // wall of its processes
 
  private:
   void attempt(const std::vector<std::size_t>& subset) {
@@ -475,35 +616,54 @@ class ToolPass {
   std::atomic<int>& state_;
 };
 
-// The passes side by side, one thread each; every so often a line says which tools are still
-// waiting for their worker to start and which are running, so a sanitizer that hangs is not silence.
-void run_tool_passes(std::vector<ToolPass>& passes, std::vector<std::atomic<int>>& states, const GateSettings& settings) {
-  std::atomic<std::size_t> done{0};
-  {
-    std::vector<std::jthread> threads;
-    for (std::size_t t = 0; t < passes.size(); ++t)
-      threads.emplace_back([&pass = passes[t], &state = states[t], &done, t] {
-        try {
-          pass.run_all();
-        } catch (const std::exception& e) {
-          pass.failure = fmt::format("compute-sanitizer --tool {} failed: {}", kSanitizerTools[t], e.what());
-        }
-        state = ToolPass::kDone;
+// One pass: run, or skipped once the sanitizer has failed to start a worker (each other pass would
+// wait the start deadline for the same answer).
+void run_pass(ToolPass& pass, std::atomic<bool>& start_failed) {
+  const auto t = Clock::now();
+  if (start_failed) {
+    pass.skipped = true;
+    pass.failure = fmt::format("compute-sanitizer --tool {} was not started: it could not start a worker before",
+                               pass.tool());
+    return;
+  }
+  try {
+    pass.run_all();
+  } catch (const std::exception& e) {
+    pass.failure = fmt::format("compute-sanitizer --tool {} failed: {}", pass.tool(), e.what());
+  }
+  if (!pass.failure.empty()) start_failed = true;
+  pass.seconds = seconds_since(t);
+}
+
+// The passes (one tool on one finalist each), at most `jobs` processes at once sharing the GPU;
+// every so often a line says which are still waiting for their worker to start and which are
+// running, so a sanitizer that hangs is not silence.
+void run_tool_passes(std::vector<ToolPass>& passes, std::vector<std::atomic<int>>& states,
+                     const std::vector<std::string>& labels, int jobs, const GateSettings& settings) {
+  std::atomic<std::size_t> next{0}, done{0};
+  std::atomic<bool> start_failed{false};
+  std::vector<std::jthread> threads;
+  for (std::size_t j = 0; j < std::min<std::size_t>(passes.size(), static_cast<std::size_t>(std::max(1, jobs))); ++j)
+    threads.emplace_back([&] {
+      for (std::size_t u = next++; u < passes.size(); u = next++) {
+        run_pass(passes[u], start_failed);
+        states[u] = ToolPass::kDone;
         ++done;
-      });
-    const auto t0 = Clock::now();
-    const double every = std::min(15.0, sanitizer_start_deadline_s() / 2);
-    for (double next = every; done < passes.size(); std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
-      if (seconds_since(t0) < next || !settings.log) continue;
-      next += every;
-      std::vector<std::string> starting, running;
-      for (std::size_t t = 0; t < passes.size(); ++t)
-        if (states[t] != ToolPass::kDone) (states[t] == ToolPass::kRunning ? running : starting).push_back(kSanitizerTools[t]);
-      settings.log(fmt::format("gate: {:.0f} s under compute-sanitizer: {}{}", seconds_since(t0),
-                               starting.empty() ? "" : fmt::format("{} waiting for the worker to start (at most {:.0f} s); ",
-                                                                   fmt::join(starting, ", "), sanitizer_start_deadline_s()),
-                               running.empty() ? "none running" : fmt::format("{} running", fmt::join(running, ", "))));
-    }
+      }
+    });
+  const auto t0 = Clock::now();
+  const double every = std::min(15.0, sanitizer_start_deadline_s() / 2);
+  for (double next_line = every; done < passes.size(); std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    if (seconds_since(t0) < next_line || !settings.log) continue;
+    next_line += every;
+    std::vector<std::string> starting, running;
+    for (std::size_t u = 0; u < passes.size(); ++u)
+      if (states[u] == ToolPass::kStarting || states[u] == ToolPass::kRunning)
+        (states[u] == ToolPass::kRunning ? running : starting).push_back(labels[u]);
+    settings.log(fmt::format("gate: {:.0f} s under compute-sanitizer: {}{}", seconds_since(t0),
+                             starting.empty() ? "" : fmt::format("{} waiting for the worker to start (at most {:.0f} s); ",
+                                                                 fmt::join(starting, ", "), sanitizer_start_deadline_s()),
+                             running.empty() ? "none running" : fmt::format("{} running", fmt::join(running, ", "))));
   }
 }
 
@@ -511,54 +671,113 @@ void run_tool_passes(std::vector<ToolPass>& passes, std::vector<std::atomic<int>
 
 void Gate::sanitize(const std::vector<WorkerItem>& items) {
   if (items.empty() || !sanitizing()) return;
-  const auto t0 = Clock::now();
-  std::vector<std::atomic<int>> states(std::size(kSanitizerTools));
+  const std::size_t tools = std::size(kSanitizerTools);
+  ctx_.checks += static_cast<int>(tools * items.size());
+  std::vector<std::vector<ToolResult>> result(tools, std::vector<ToolResult>(items.size()));
+  // One pass per check the cache does not answer, finalist by finalist (the fastest first).
+  std::vector<std::vector<WorkerItem>> singles;
+  std::vector<std::pair<std::size_t, std::size_t>> at;  // (tool, item) of each pass
+  singles.reserve(tools * items.size());
+  for (std::size_t k = 0; k < items.size(); ++k)
+    for (std::size_t t = 0; t < tools; ++t)
+      if (!(result[t][k].cached = lookup(kSanitizerTools[t], items[k]))) {
+        singles.push_back({items[k]});
+        at.emplace_back(t, k);
+      }
+  std::vector<std::atomic<int>> states(at.size());
   std::vector<ToolPass> passes;
-  passes.reserve(states.size());
-  for (std::size_t t = 0; t < states.size(); ++t)
-    passes.emplace_back(kSanitizerTools[t], items, settings_, sanitizer_.path, logs_, states[t]);
-  // A tool that could not run in an earlier round is not waited for again: every item misses it.
+  std::vector<std::string> labels;
+  passes.reserve(at.size());
+  for (std::size_t u = 0; u < at.size(); ++u) {
+    passes.emplace_back(kSanitizerTools[at[u].first], singles[u], settings_, sanitizer_.path, logs_, states[u]);
+    labels.push_back(fmt::format("{} ({})", kSanitizerTools[at[u].first], items[at[u].second].record->name));
+  }
+  // A sanitizer that could not run in an earlier round is not waited for again.
   if (sanitizer_.path.empty())
     for (auto& pass : passes) pass.failure = fmt::format("no compute-sanitizer ({})", sanitizer_.why_not);
   else if (sanitizer_failed_)
     for (auto& pass : passes) pass.failure = "compute-sanitizer could not run in an earlier round";
   else
-    run_tool_passes(passes, states, settings_);
-  const double took = seconds_since(t0);
-  for (std::size_t t = 0; t < passes.size(); ++t) {
-    const std::string tool = kSanitizerTools[t];
-    const std::string& failure = passes[t].failure;
-    if (!failure.empty()) {
-      sanitizer_failed_ = true;
-      if (ctx_.note.find(failure) == std::string::npos) {
-        ctx_.note += (ctx_.note.empty() ? "" : "; ") + failure;
-        if (settings_.log) settings_.log("gate: " + failure + "; that tool is left out: the finalists are unchecked");
-      }
-      record_could_not_run(failure, false);
-    } else if (std::find(ctx_.tools.begin(), ctx_.tools.end(), tool) == ctx_.tools.end()) {
-      ctx_.tools.push_back(tool);
+    run_tool_passes(passes, states, labels, ctx_.jobs, settings_);
+  for (std::size_t u = 0; u < at.size(); ++u) {
+    ToolResult& r = result[at[u].first][at[u].second];
+    r.passed = true;
+    r.ran = passes[u].runs[0].ran;
+    r.findings = std::move(passes[u].runs[0].findings);
+    r.failure = passes[u].failure;
+    r.skipped = passes[u].skipped;
+    r.seconds = passes[u].seconds;
+  }
+  for (std::size_t t = 0; t < tools; ++t) merge_tool(t, items, result[t]);
+  for (auto& it : items) apply_verdict(*it.record);
+}
+
+// One tool's results into the items' gates and the context, in item order: the output and the
+// record are the same whichever pass finished first.
+void Gate::merge_tool(std::size_t t, const std::vector<WorkerItem>& items, std::vector<ToolResult>& result) {
+  const std::string tool = kSanitizerTools[t];
+  std::string failure;  // the tool's first failure that says why, else its first skip
+  bool skipped_failure = false;
+  double seconds = 0;
+  bool ran = false;  // a process of this tool ran (not only cached verdicts)
+  for (const auto& r : result) {
+    seconds += r.seconds;
+    ran = ran || r.passed;
+    if (!r.failure.empty() && (failure.empty() || (!r.skipped && skipped_failure))) {
+      failure = r.failure;
+      skipped_failure = r.skipped;
     }
-    for (std::size_t k = 0; k < items.size(); ++k) {
-      GateRecord& g = items[k].record->gate ? *items[k].record->gate : items[k].record->gate.emplace();
-      if (!failure.empty() || !passes[t].runs[k].ran) {
-        if (failure.empty())
-          record_could_not_run(fmt::format("compute-sanitizer --tool {} did not run on {}", tool, items[k].record->name),
-                               false);
-        g.not_run.push_back(tool);
-        continue;
-      }
+  }
+  if (ran) add_tool_seconds(tool, seconds);
+  if (!failure.empty()) {
+    sanitizer_failed_ = true;
+    if (ctx_.note.find(failure) == std::string::npos) {
+      ctx_.note += (ctx_.note.empty() ? "" : "; ") + failure;
+      if (settings_.log) settings_.log("gate: " + failure + "; that tool is left out: the finalists are unchecked");
+    }
+    record_could_not_run(failure, false);
+  } else if (std::find(ctx_.tools.begin(), ctx_.tools.end(), tool) == ctx_.tools.end()) {
+    ctx_.tools.push_back(tool);
+  }
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    GateRecord& g = items[k].record->gate ? *items[k].record->gate : items[k].record->gate.emplace();
+    if (result[k].cached) {
       g.tools.push_back(tool);
-      auto& found = passes[t].runs[k].findings;
-      for (std::size_t f = 0; f < found.size(); ++f) {
-        if (f < kFindingsPerTool) g.findings.push_back(std::move(found[f]));
-        else ++g.findings_left_out;
-      }
+      g.cached.push_back(tool);
+      for (auto& f : result[k].cached->findings) g.findings.push_back(std::move(f));
+      g.findings_left_out += result[k].cached->findings_left_out;
+      continue;
     }
+    ToolResult& r = result[k];
+    g.seconds += r.seconds;
+    add_seconds(items[k].record->name, r.seconds);
+    if (!r.failure.empty() || !r.ran) {
+      if (r.failure.empty())
+        record_could_not_run(fmt::format("compute-sanitizer --tool {} did not run on {}", tool, items[k].record->name),
+                             false);
+      g.not_run.push_back(tool);
+      continue;
+    }
+    GateRecord verdict;  // what this tool found on it, for the cache
+    auto& found = r.findings;
+    for (std::size_t f = 0; f < found.size(); ++f) {
+      if (f < kFindingsPerTool) verdict.findings.push_back(std::move(found[f]));
+      else ++verdict.findings_left_out;
+    }
+    store(tool, items[k], verdict);
+    g.tools.push_back(tool);
+    g.findings.insert(g.findings.end(), verdict.findings.begin(), verdict.findings.end());
+    g.findings_left_out += verdict.findings_left_out;
   }
-  for (auto& it : items) {
-    it.record->gate->seconds += took / static_cast<double>(items.size());
-    apply_verdict(*it.record);
-  }
+}
+
+void Gate::add_tool_seconds(const std::string& tool, double s) {
+  for (auto& [n, total] : ctx_.tool_s)
+    if (n == tool) {
+      total += s;
+      return;
+    }
+  ctx_.tool_s.emplace_back(tool, s);
 }
 
 void Gate::record_could_not_run(const std::string& why, bool input) {

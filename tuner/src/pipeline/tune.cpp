@@ -995,6 +995,7 @@ struct PassRun {
     ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
     ctx.source_hash = sources_hash(space, problem);
     ctx.reference_identity = run.device ? problem.reference_identity(reference_backend_from_env()) : "none (compile only)";
+    ctx.gate.jobs = gate_jobs();  // a bad TUNE_GATE_JOBS is refused before anything is measured
     compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
     ctx.jobs = compiler->jobs();
     ctx.compile_cache = compiler->cache_description();
@@ -1512,7 +1513,10 @@ struct PassRun {
     settings.device = o.device;
     settings.fake = fake;
     settings.allow_unchecked = o.allow_unchecked;
+    settings.verdict_cache = verdict_cache_for(o.no_cache, o.cache_dir);
+    settings.fresh = o.fresh_verdicts;
     settings.log = log;
+    ctx.gate.baseline_rule = kGateBaselineRule;
     Gate gate(settings, ctx.gate);
     std::vector<char> out_checked(n, 0), sanitized(n, 0);
     std::vector<std::size_t> batch = finalists;
@@ -1580,8 +1584,11 @@ struct PassRun {
     gate.check_outputs(items_of(outputs));
     if (gate_stopped(gate)) return say(outputs);
     if (gate.sanitizing() && gate.mode() == SanitizeMode::kFinalists) {
-      // Those that failed the output checks too: a sanitizer report says why.
+      // Those that failed the output checks too: a sanitizer report says why. Not the baseline while
+      // it cannot win (kBaselineRule): it is sanitized when it becomes the would-be winner below.
+      const auto top = fastest_passed(static_cast<std::size_t>(std::max(1, o.top_k)));
       for (const std::size_t i : outputs) {
+        if (baseline_index && i == *baseline_index && std::find(top.begin(), top.end(), i) == top.end()) continue;
         sanitized[i] = 1;
         sanitize.push_back(i);
       }

@@ -208,6 +208,7 @@ class GoldenCheck {
     settings.seed = 42;
     settings.device = o_.device;
     settings.fake = fake_;
+    settings.verdict_cache = verdict_cache_for(o_.no_cache, o_.cache_dir);
     gate_variants(passed, settings, ctx);
     for (const auto& v : passed) {
       log_(fmt::format("  gate {} {}: {}", v.record.gate->verdict, v.record.name, v.record.gate->reason));

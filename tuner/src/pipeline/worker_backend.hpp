@@ -57,6 +57,7 @@ struct WorkerGateInput {
   std::uint64_t seed;
   ProblemData data;
   std::vector<double> reference;
+  double reference_s = 0;  // wall of its float64 reference (the inputs' run side by side)
 };
 
 // Where a backend announces the phase it enters with an item (-1: none).

@@ -149,7 +149,9 @@ class Worker {
       it.records[i].gate = gates[i];
       list.push_back(to_json(it.records[i]));
     }
-    reply({{"reply", "records"}, {"records", list}, {"exiting", false}});
+    double reference_s = 0;  // side by side: the slowest one's
+    for (const auto& in : inputs) reference_s = std::max(reference_s, in.reference_s);
+    reply({{"reply", "records"}, {"records", list}, {"reference_s", reference_s}, {"exiting", false}});
   }
 
   // Under compute-sanitizer: one launch of each item on the parity data, nothing measured. A sticky
