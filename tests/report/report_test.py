@@ -575,6 +575,68 @@ class TorchBaselineParts(unittest.TestCase):
         P.spec = {"tolerance": 2e-4}
         self.assertEqual(self.tb.tolerance_of(P), (2e-4, 0.0))
 
+    def test_the_tolerance_follows_the_output_dtype(self):
+        class P:
+            spec = {"tolerance": {"atol": 1e-4, "rtol": 1e-3, "float16": {"rtol": 2e-3}, "module": {"k": 3}}}
+        self.assertEqual(self.tb.tolerance_of(P, "float32"), (1e-4, 1e-3))
+        self.assertEqual(self.tb.tolerance_of(P, "bfloat16"), (1e-5, 1.6e-2))
+        self.assertEqual(self.tb.tolerance_of(P, "float16"), (1e-5, 2e-3))
+        self.assertEqual(self.tb.tolerance_of(P, "int64"), (0.0, 0.0))
+        self.assertEqual(self.tb.module_rule_of(P, "bfloat16"), (3.0, 1e-5))
+
+
+class TorchBaselineDtypes(unittest.TestCase):
+    """torch_baseline.py's dtypes (issue 35), without torch or a GPU: which dtype each tensor and the
+    module take at a shape, --dtype, and a bad --dtype refused before torch is needed."""
+    SPEC = {"dtypes": {"T": {"values": ["float32", "bfloat16"], "default": "float32"}},
+            "tensors": [{"name": "x", "role": "input", "dtype": "T"}, {"name": "idx", "role": "input", "dtype": "int64"},
+                        {"name": "w", "role": "parameter"}, {"name": "out", "role": "output", "dtype": "T"}]}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tb = TorchBaselineParts.tb if hasattr(TorchBaselineParts, "tb") else None
+        if cls.tb is None:
+            TorchBaselineParts.setUpClass()
+            cls.tb = TorchBaselineParts.tb
+
+    def test_the_shapes_dtype_variable_binds_the_tensors_and_the_module(self):
+        bound, of, module = self.tb.dtype_plan(self.SPEC, {"B": 2, "T": "bfloat16"})
+        self.assertEqual(bound, {"T": "bfloat16"})
+        self.assertEqual(of, {"x": "bfloat16", "idx": "int64", "w": "float32", "out": "bfloat16"})
+        self.assertEqual(module, "bfloat16")
+        # An older results file has no T: the variable's default.
+        self.assertEqual(self.tb.dtype_plan(self.SPEC, {"B": 2})[2], "float32")
+
+    def test_dtype_overrides_the_variables_or_a_problems_floating_tensors(self):
+        self.assertEqual(self.tb.dtype_plan(self.SPEC, {"B": 2, "T": "float32"}, "bfloat16")[1]["x"], "bfloat16")
+        plain = {"tensors": [{"name": "x", "role": "input"}, {"name": "i", "role": "input", "dtype": "int32"},
+                             {"name": "o", "role": "output"}]}
+        self.assertEqual(self.tb.dtype_plan(plain, {"B": 2}, "float16"),
+                         ({}, {"x": "float16", "i": "int32", "o": "float16"}, "float16"))
+        with self.assertRaisesRegex(ValueError, "not one of its values"):
+            self.tb.dtype_plan(self.SPEC, {"B": 2}, "float16")
+
+    def test_with_dtype_times_each_shape_once_and_keeps_the_winner_time_of_a_run_in_that_dtype(self):
+        shapes = [("p", {"B": 2, "T": "float32", "_tune_median_us": 10.0}),
+                  ("p", {"B": 2, "T": "bfloat16", "_tune_median_us": 6.0}),
+                  ("p", {"B": 4, "T": "float32", "_tune_median_us": 20.0})]
+        got = self.tb.with_dtype(shapes, "bfloat16")
+        self.assertEqual(got, [("p", {"B": 2, "T": "bfloat16", "_tune_median_us": 6.0}),
+                               ("p", {"B": 4, "T": "float32", "_tune_median_us": None})])
+
+    def test_a_bad_dtype_is_refused_in_one_line_with_exit_2(self):
+        r = subprocess.run([sys.executable, str(SRC / "report" / "torch_baseline.py"), str(FIX / "synthetic"), "-o",
+                            str(OUT / "t.json"), "--dtype", "bf16"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn("--dtype: 'bf16' is not a dtype (one of float16, bfloat16,", r.stderr)
+
+    def test_the_python_dtype_table_matches_tunes_names(self):
+        import dtypes
+        header = (SRC / "tuner" / "include" / "tune" / "dtype.hpp").read_text()
+        self.assertIn('"' + ", ".join(dtypes.DTYPES) + '"', header)  # dtype_choices()' comment, in order
+        self.assertEqual([dtypes.size(n) for n in dtypes.DTYPES], [2, 2, 4, 8, 1, 4, 8, 1, 1])
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
