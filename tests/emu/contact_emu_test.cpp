@@ -63,8 +63,14 @@ std::vector<Case> cases() {
 // the shared memory.
 void check_run(const Case& c, const ProblemData& data, const std::vector<double>& ref, const KernelLaunch& launch,
                unsigned grid, const std::string& what) {
+  // The float32 kernels take float32 buffers: the data's values, which float32 holds exactly.
+  std::vector<std::vector<float>> buffers;
   std::vector<const float*> args;
-  for (std::size_t k = 0; k + 1 < launch.args.size(); ++k) args.push_back(data.get(launch.args[k]).data.data());
+  for (std::size_t k = 0; k + 1 < launch.args.size(); ++k) {
+    const std::vector<double>& values = data.get(launch.args[k]).data;
+    buffers.emplace_back(values.begin(), values.end());
+  }
+  for (const auto& b : buffers) args.push_back(b.data());
   ASSERT_EQ(launch.args.back(), "out");
   std::vector<float> out(ref.size(), std::nanf(""));
   std::vector<float> smem_after;

@@ -57,8 +57,8 @@ TEST(FakeDriver, ALaunchReadsEveryByteOfItsUploadedInputs) {
   // x of 4107 x 64 floats: 1 MiB + 2816 bytes, the contact input that failed on the H200.
   const Shape shape({{"R", 4107}, {"L", 64}});
   const ProblemData data = problem->make_data(shape, 2026, DataPurpose::kParity);
-  const std::vector<float>& x = data.get("x").data;
-  const std::vector<double> copy(x.begin(), x.end());  // what the copy kernel must give
+  const std::vector<double>& x = data.get("x").data;
+  const std::vector<double> copy = x;  // what the copy kernel must give
   DeviceInfo device;
   device.name = "fake";
   device.cc_major = 9;

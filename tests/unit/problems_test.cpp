@@ -282,9 +282,9 @@ TEST(Problems, Issue34_TensorSizesAreBoundedWhenTheShapeIsBound) {
   // 3037000500^2 overflows int64.
   expect_refused<ShapeError>([&] { square->check_shape(Shape({{"N", 3037000500}})); },
                              "tensor 'x' (shape [N, N]) has more than 2^40 elements");
-  // 10^12 elements: 12 TB of float32 data and float64 copies.
+  // 10^12 elements: 16 TB of data and float64 copies.
   expect_refused<ShapeError>([&] { (void)square->make_data(Shape({{"N", 1000000}}), 1, DataPurpose::kTiming); },
-                             "GB of host memory (float32 data and the reference's float64 copies; the largest is 'x'");
+                             "GB of host memory (their data and the reference's float64 copies, 16 bytes an element; the largest is 'x'");
   // A dimension past what the expressions' doubles hold exactly (#24: "too large", not "not an integer").
   expect_refused<ShapeError>([&] { square->check_shape(Shape({{"N", 9007199254740993}})); },
                              "--N 9007199254740993 is too large");

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,11 @@ class SampleSet {
 // The seed of the parity inputs: fresh data, not the timing buffers.
 inline std::uint64_t parity_seed_of(std::uint64_t seed) { return seed * 0x9E3779B97F4A7C15ull + 1; }
 
-// XXH3-64 of the output's bytes, 16 hex digits (ParityRecord::output_hash).
-std::string output_hash(const std::vector<float>& out);
+// XXH3-64 of the output's device bytes (its dtype's encoding), 16 hex digits (ParityRecord::output_hash).
+std::string output_hash(std::span<const std::byte> out);
 
-ParityRecord compare_output(const std::vector<float>& out, const std::vector<double>& ref, double atol, double rtol);
+// `out`: the output's values, decoded from its dtype.
+ParityRecord compare_output(const std::vector<double>& out, const std::vector<double>& ref, double atol, double rtol);
 [[nodiscard]] inline bool parity_passed(const ParityRecord& p) { return p.mismatches == 0 && p.elements > 0; }
 
 // One device, one problem shape: buffers for timing and for parity, a stream, events and an L2

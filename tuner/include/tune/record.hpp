@@ -312,6 +312,11 @@ nlohmann::ordered_json to_json(const VariantRecord& variant);
 // Throws InputError naming what is wrong.
 VariantRecord variant_from_json(const nlohmann::ordered_json& json);
 nlohmann::ordered_json to_json(const HarnessFloor& floor);
+// A shape as results, journals, the worker protocol and the reference request write it: each
+// dimension a number, then each dtype variable its name ({"B": 4, "N": 64, "T": "bfloat16"}).
+nlohmann::ordered_json shape_to_json(const Shape& shape);
+// Throws InputError naming the entry that is neither an integer nor a dtype's name.
+Shape shape_from_json(const nlohmann::ordered_json& json);
 HarnessFloor harness_floor_from_json(const nlohmann::ordered_json& json);
 // Validates (validate_result_json), then reads. Throws InputError naming what is wrong.
 RunRecord run_from_json(const nlohmann::ordered_json& json);

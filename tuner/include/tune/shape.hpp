@@ -1,10 +1,13 @@
 #pragma once
-// A problem shape: named integer dimensions in the problem's own order (B, N, C, H, ...).
+// A problem shape: named integer dimensions in the problem's own order (B, N, C, H, ...), and the
+// values of the problem's dtype variables (T = bfloat16), in the problem's order.
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "tune/dtype.hpp"
 
 namespace tune {
 
@@ -18,14 +21,22 @@ class Shape {
   [[nodiscard]] bool has(std::string_view name) const;
   void set(std::string_view name, std::int64_t value);
   [[nodiscard]] const std::vector<std::pair<std::string, std::int64_t>>& dims() const { return dims_; }
-  // "B4_N64_C64_H32": the file stem of the shape's results.
+  // Dtype variables: throws InputError naming the variable when it is absent.
+  [[nodiscard]] DType dtype(std::string_view name) const;
+  [[nodiscard]] bool has_dtype(std::string_view name) const;
+  void set_dtype(std::string_view name, DType value);
+  [[nodiscard]] const std::vector<std::pair<std::string, DType>>& dtypes() const { return dtypes_; }
+  // "B4_N64_C64_H32": the file stem of the shape's results. With one dtype variable its value
+  // follows unless it is float32 ("B2_N512_C64_H32_bfloat16": every file of a float32 problem keeps
+  // its name); with several, each as <variable><dtype> ("M64_Tbfloat16_Ufloat32").
   [[nodiscard]] std::string tag() const;
-  // "B=4 N=64 C=64 H=32": for messages.
+  // "B=4 N=64 C=64 H=32 T=bfloat16": for messages.
   [[nodiscard]] std::string describe() const;
   friend bool operator==(const Shape&, const Shape&) = default;
 
  private:
   std::vector<std::pair<std::string, std::int64_t>> dims_;
+  std::vector<std::pair<std::string, DType>> dtypes_;
 };
 
 }  // namespace tune

@@ -32,15 +32,41 @@ void Shape::set(std::string_view name, std::int64_t value) {
   dims_.emplace_back(std::string(name), value);
 }
 
+DType Shape::dtype(std::string_view name) const {
+  for (const auto& [k, v] : dtypes_)
+    if (k == name) return v;
+  throw InputError(fmt::format("the shape has no dtype variable '{}'", name));
+}
+
+bool Shape::has_dtype(std::string_view name) const {
+  for (const auto& d : dtypes_)
+    if (d.first == name) return true;
+  return false;
+}
+
+void Shape::set_dtype(std::string_view name, DType value) {
+  for (auto& [k, v] : dtypes_)
+    if (k == name) {
+      v = value;
+      return;
+    }
+  dtypes_.emplace_back(std::string(name), value);
+}
+
 std::string Shape::tag() const {
   std::string out;
   for (const auto& [k, v] : dims_) out += fmt::format("{}{}{}", out.empty() ? "" : "_", k, v);
+  if (dtypes_.size() == 1 && dtypes_[0].second != DType::kFloat32)
+    out += fmt::format("{}{}", out.empty() ? "" : "_", dtype_name(dtypes_[0].second));
+  if (dtypes_.size() > 1)
+    for (const auto& [k, v] : dtypes_) out += fmt::format("{}{}{}", out.empty() ? "" : "_", k, dtype_name(v));
   return out;
 }
 
 std::string Shape::describe() const {
   std::string out;
   for (const auto& [k, v] : dims_) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, v);
+  for (const auto& [k, v] : dtypes_) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, dtype_name(v));
   return out;
 }
 

@@ -55,7 +55,7 @@ HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string&
   t.data.reserve(data.size());
   for (const Json& v : data) {
     if (!v.is_number()) throw InputError(where + " data must be numbers");
-    t.data.push_back(v.get<float>());
+    t.data.push_back(round_to(spec.dtype, v.get<double>()));
   }
   return t;
 }

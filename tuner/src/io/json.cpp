@@ -374,8 +374,7 @@ DeviceLimits RunRecord::limits() const {
 }
 
 Json to_json(const RunRecord& run) {
-  Json shape = Json::object();
-  for (const auto& [k, v] : run.shape.dims()) shape[k] = v;
+  const Json shape = shape_to_json(run.shape);
   const auto& c = run.context;
   Json variants = Json::array();
   for (const auto& v : run.variants) variants.push_back(variant_json(v));
@@ -464,6 +463,29 @@ VariantRecord variant_from_json(const Json& json) {
   }
 }
 
+Json shape_to_json(const Shape& shape) {
+  Json out = Json::object();
+  for (const auto& [k, v] : shape.dims()) out[k] = v;
+  for (const auto& [k, v] : shape.dtypes()) out[k] = std::string(dtype_name(v));
+  return out;
+}
+
+Shape shape_from_json(const Json& json) {
+  if (!json.is_object()) throw InputError("shape: is not an object of dimensions");
+  Shape shape;
+  for (const auto& [k, v] : json.items()) {
+    if (v.is_number_integer()) {
+      shape.set(k, v.get<std::int64_t>());
+    } else if (const auto t = v.is_string() ? parse_dtype(v.get_ref<const std::string&>()) : std::nullopt) {
+      shape.set_dtype(k, *t);
+    } else {
+      throw InputError(fmt::format("shape.{}: {} is neither an integer dimension nor a dtype ({})", k, v.dump(),
+                                   dtype_choices()));
+    }
+  }
+  return shape;
+}
+
 Json to_json(const HarnessFloor& f) {
   return Json{{"empty_kernel_cold_us", number(f.empty_cold_us)},
               {"empty_kernel_batch_us", number(f.empty_batch_us)},
@@ -482,7 +504,7 @@ RunRecord run_from_json(const Json& j) {
     run.schema_version = kResultSchemaVersion;
     run.schema_minor_version = j.value("schema_minor_version", 0);
     run.problem = j.at("problem").get<std::string>();
-    for (const auto& [k, v] : j.at("shape").items()) run.shape.set(k, v.get<std::int64_t>());
+    run.shape = shape_from_json(j.at("shape"));
     run.seed = j.at("seed").get<std::uint64_t>();
     run.timed = j.at("timed").get<bool>();
     run.untimed_reason = j.value("untimed_reason", "");

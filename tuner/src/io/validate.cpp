@@ -371,8 +371,13 @@ std::optional<std::vector<std::string>> problem_dims(const Json& j) {
 void shape(const Check& c, const Json& j) {
   const Json& s = *object(c, j, "", "shape", true);
   if (s.empty()) c.fail("shape", "has no dimensions");
-  std::vector<std::string> names;
+  std::vector<std::string> names;  // the dimensions; a dtype variable's value is a dtype's name
   for (const auto& [k, v] : s.items()) {
+    if (v.is_string()) {
+      if (!parse_dtype(v.get_ref<const std::string&>()))
+        c.fail("shape." + k, fmt::format("{} is not a dtype ({})", brief(v), dtype_choices()));
+      continue;
+    }
     (void)integer_value(c, v, "shape." + k, 1, INT64_MAX);
     names.push_back(k);
   }

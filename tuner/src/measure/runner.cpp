@@ -35,7 +35,8 @@ BufferSet upload(const ProblemData& data, const TensorSpec& out) {
   for (const auto* list : {&data.params, &data.inputs}) {
     for (const auto& t : *list) {
       cuda::DeviceBuffer b(t.spec.bytes());
-      b.upload(t.data.data(), t.spec.bytes());
+      const std::vector<std::byte> bytes = encode_all(t.spec.dtype, t.data);
+      b.upload(bytes.data(), bytes.size());
       s.buffers.emplace(t.spec.name, std::move(b));
     }
   }
@@ -89,9 +90,17 @@ struct LoadedVariant {
 
 }  // namespace
 
-std::string output_hash(const std::vector<float>& out) {
-  return fmt::format("{:016x}", XXH3_64bits(out.data(), out.size() * sizeof(float)));
+std::string output_hash(std::span<const std::byte> out) {
+  return fmt::format("{:016x}", XXH3_64bits(out.data(), out.size()));
 }
+
+namespace {
+// One launch's output: the device's bytes and their values.
+struct Output {
+  std::vector<std::byte> bytes;
+  std::vector<double> values;
+};
+}  // namespace
 
 struct DeviceRunner::Impl {
   DeviceInfo device;
@@ -186,7 +195,11 @@ struct DeviceRunner::Impl {
   }
 
   void poison(const LoadedVariant& v, BufferSet& set) {
-    TUNE_CU(cuMemsetD32Async(set.buffers.at(out_spec.name).get(), kNanBits, set.out_elements, stream->get()));
+    // The output poisoned in its dtype: float32 a quiet NaN; other dtypes every byte 0xFF (NaN in
+    // bfloat16, float16 and float64, -1 or 255 in integers).
+    const CUdeviceptr out = set.buffers.at(out_spec.name).get();
+    if (out_spec.dtype == DType::kFloat32) TUNE_CU(cuMemsetD32Async(out, kNanBits, set.out_elements, stream->get()));
+    else TUNE_CU(cuMemsetD8Async(out, 0xFF, set.out_elements * dtype_size(out_spec.dtype), stream->get()));
     for (const auto& [name, b] : v.scratch) TUNE_CU(cuMemsetD32Async(b.get(), kNanBits, b.bytes() / 4, stream->get()));
   }
 
@@ -197,17 +210,17 @@ struct DeviceRunner::Impl {
   }
 
   // An output against its float64 reference at the problem's tolerance, with its seed and hash.
-  ParityRecord parity_of(const std::vector<float>& out, const std::vector<double>& ref, std::uint64_t seed) const {
+  ParityRecord parity_of(const Output& out, const std::vector<double>& ref, std::uint64_t seed) const {
     const Tolerance tol = problem.tolerance();
-    ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
+    ParityRecord p = compare_output(out.values, ref, tol.atol, tol.rtol);
     p.seed = seed;
-    p.output_hash = output_hash(out);
+    p.output_hash = output_hash(out.bytes);
     return p;
   }
 
   // The output of one launch on `set` (poisoned first; the L2 flushed first when `flush_l2`).
   // *launch_ms: the launch alone, from the enqueue to its completion.
-  std::vector<float> launch_once(const LoadedVariant& v, BufferSet& set, bool flush_l2, double* launch_ms = nullptr) {
+  Output launch_once(const LoadedVariant& v, BufferSet& set, bool flush_l2, double* launch_ms = nullptr) {
     if (flush_l2) TUNE_CU(cuMemsetD8Async(flush->get(), 0, flush->bytes(), stream->get()));
     poison(v, set);
     if (launch_ms) stream->synchronize();
@@ -215,8 +228,10 @@ struct DeviceRunner::Impl {
     enqueue(v, set);
     TUNE_CU(cuCtxSynchronize());
     if (launch_ms) *launch_ms = seconds_since(t) * 1e3;
-    std::vector<float> out(set.out_elements);
-    set.buffers.at(out_spec.name).download(out.data(), out.size() * sizeof(float));
+    Output out;
+    out.bytes.resize(set.out_elements * dtype_size(out_spec.dtype));
+    set.buffers.at(out_spec.name).download(out.bytes.data(), out.bytes.size());
+    out.values = decode_all(out_spec.dtype, out.bytes);
     return out;
   }
 
@@ -532,13 +547,13 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
   // Determinism: the parity data, `rounds` rounds of one launch of each variant in turn (the L2
   // flushed before each), against the first round and against the bits of the search's context.
   s.set_phase("gate determinism");
-  std::vector<std::vector<float>> first(loaded.size());
+  std::vector<Output> first(loaded.size());
   std::vector<std::string> changed(loaded.size());
   for (int r = 0; r < rounds; ++r)
     for (std::size_t i = 0; i < loaded.size(); ++i) {
-      std::vector<float> out = s.launch_once(loaded[i], s.parity_set, true);
+      Output out = s.launch_once(loaded[i], s.parity_set, true);
       if (r == 0) {
-        const std::string h = output_hash(out);
+        const std::string h = output_hash(out.bytes);
         if (deterministic && i < known_hashes.size() && !known_hashes[i].empty() && h != known_hashes[i])
           changed[i] = fmt::format("the output's bits in a fresh context (XXH3 {}) differ from the search's ({})", h,
                                    known_hashes[i]);
@@ -547,19 +562,19 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
       }
       if (!changed[i].empty()) continue;
       if (deterministic) {
-        if (std::memcmp(out.data(), first[i].data(), out.size() * sizeof(float)) == 0) continue;
+        if (out.bytes == first[i].bytes) continue;
+        const std::size_t width = dtype_size(s.out_spec.dtype);
         std::size_t k = 0;
         std::size_t differ = 0;
-        for (std::size_t e = 0; e < out.size(); ++e)
-          if (std::memcmp(&out[e], &first[i][e], sizeof(float)) != 0) {
+        for (std::size_t e = 0; e < out.values.size(); ++e)
+          if (std::memcmp(&out.bytes[e * width], &first[i].bytes[e * width], width) != 0) {
             if (differ++ == 0) k = e;
           }
         changed[i] = fmt::format("launch {} of {} changed {} of {} output elements (first at index {}: {:.9g}, then {:.9g})",
-                                 r + 1, rounds, differ, out.size(), k, first[i][k], out[k]);
+                                 r + 1, rounds, differ, out.values.size(), k, first[i].values[k], out.values[k]);
       } else {
-        const std::vector<double> ref(first[i].begin(), first[i].end());
         const Tolerance tol = s.problem.tolerance();
-        const ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
+        const ParityRecord p = compare_output(out.values, first[i].values, tol.atol, tol.rtol);
         if (p.mismatches > 0)
           changed[i] = fmt::format("launch {} of {} moved {} of {} output elements beyond atol={:g} rtol={:g} of the first "
                                    "launch (max abs change {:.3g})",
@@ -583,8 +598,7 @@ std::string DeviceRunner::launch_for_sanitizer(const CompileResult& compiled, co
   s.item = item;
   const LoadedVariant v = s.load(compiled, lowered);
   s.set_phase("sanitize");
-  const std::vector<float> out = s.launch_once(v, s.parity_set, false);
-  return output_hash(out);
+  return output_hash(s.launch_once(v, s.parity_set, false).bytes);
 }
 
 ParityRecord DeviceRunner::check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,

@@ -80,7 +80,7 @@ void SampleSet::summarize(TimingRecord& out) const {
   out.gpu_seconds = out.mean_us * static_cast<double>(sorted.size()) * 1e-6;
 }
 
-ParityRecord compare_output(const std::vector<float>& out, const std::vector<double>& ref, double atol, double rtol) {
+ParityRecord compare_output(const std::vector<double>& out, const std::vector<double>& ref, double atol, double rtol) {
   ParityRecord p;
   p.atol = atol;
   p.rtol = rtol;

@@ -108,9 +108,7 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
     close(reply_fd_);
     throw DeviceError(fmt::format("cannot start the worker process ({})", std::strerror(rc)));
   }
-  Json shape = Json::object();
-  for (const auto& [k, v] : init.shape.dims()) shape[k] = v;
-  Json request{{"op", "init"}, {"problem", problem}, {"shape", shape}, {"seed", init.seed}, {"device", init.device},
+  Json request{{"op", "init"}, {"problem", problem}, {"shape", shape_to_json(init.shape)}, {"seed", init.seed}, {"device", init.device},
                {"reference_timeout_s", reference_timeout_s()}};
   if (!init.reference) request["reference"] = false;
   if (!init.sanitizer_tool.empty()) {

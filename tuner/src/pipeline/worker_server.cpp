@@ -80,7 +80,7 @@ class Worker {
     WorkerSetup s;
     if (r.contains("reference_timeout_s")) set_reference_timeout(r.at("reference_timeout_s").get<double>());
     problem_ = s.problem = &find_problem(r.at("problem").get<std::string>());
-    for (const auto& [k, v] : r.at("shape").items()) s.shape.set(k, v.get<std::int64_t>());
+    s.shape = shape_from_json(r.at("shape"));
     shape_ = s.shape;
     s.seed = r.at("seed").get<std::uint64_t>();
     s.parity_seed = parity_seed_ = parity_seed_of(s.seed);

@@ -9,15 +9,15 @@ namespace tune {
 
 std::vector<double> contact_reference(const Shape& s, const ProblemData& d) {
   const auto B = s.at("B"), N = s.at("N"), C = s.at("C"), H = s.at("H");
-  const float* x = d.get("pair_repr").data.data();
-  const float* g = d.get("layer_norm.weight").data.data();
-  const float* be = d.get("layer_norm.bias").data.data();
-  const float* w0 = d.get("mlp.0.weight").data.data();
-  const float* b0 = d.get("mlp.0.bias").data.data();
-  const float* w2 = d.get("mlp.2.weight").data.data();
-  const float* b2 = d.get("mlp.2.bias").data.data();
-  const float* w4 = d.get("mlp.4.weight").data.data();
-  const float* b4 = d.get("mlp.4.bias").data.data();
+  const double* x = d.get("pair_repr").data.data();
+  const double* g = d.get("layer_norm.weight").data.data();
+  const double* be = d.get("layer_norm.bias").data.data();
+  const double* w0 = d.get("mlp.0.weight").data.data();
+  const double* b0 = d.get("mlp.0.bias").data.data();
+  const double* w2 = d.get("mlp.2.weight").data.data();
+  const double* b2 = d.get("mlp.2.bias").data.data();
+  const double* w4 = d.get("mlp.4.weight").data.data();
+  const double* b4 = d.get("mlp.4.bias").data.data();
   std::vector<double> out(static_cast<std::size_t>(B * N * N));
   // s_ij = s_ji, so each unordered pair is computed once and written to both places.
   parallel_for(B * N, [&](std::int64_t bi) {

@@ -11,7 +11,8 @@
 
 namespace tune::init {
 
-// Standard normal entries.
+// Each draws a float32 value as always (the same data for every dtype's generator position) and
+// rounds it to the tensor's dtype. Standard normal entries.
 HostTensor normal(const TensorSpec& spec, Rng& rng);
 // nn.Linear: uniform in (-1/sqrt(fan_in), 1/sqrt(fan_in)).
 HostTensor linear(const TensorSpec& spec, std::int64_t fan_in, Rng& rng);
@@ -20,13 +21,13 @@ HostTensor layernorm_weight(const TensorSpec& spec, Rng& rng);
 HostTensor layernorm_bias(const TensorSpec& spec, Rng& rng);
 
 // Float64 LayerNorm of one row (eps 1e-5, biased variance), as torch.nn.LayerNorm.
-void layernorm_row(const float* x, const float* gamma, const float* beta, std::int64_t n, double* out);
+void layernorm_row(const double* x, const double* gamma, const double* beta, std::int64_t n, double* out);
 
 }  // namespace tune::init
 
 namespace tune {
 
-// A C++ reference: the float64 output of a problem from its float32 data, as its reference.py.
+// A C++ reference: the float64 output of a problem from its data, as its reference.py.
 using BuiltinReference = std::vector<double> (*)(const Shape& shape, const ProblemData& data);
 // nullptr for an unknown name.
 BuiltinReference builtin_reference(const std::string& name);

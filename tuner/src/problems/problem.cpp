@@ -392,16 +392,16 @@ HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
   out.data.resize(static_cast<std::size_t>(out.spec.elements()));
   switch (in.kind) {
     case InitKind::kNormal:
-      for (float& v : out.data) v = static_cast<float>(in.a + in.b * rng.normal());
+      for (double& v : out.data) v = round_to(out.spec.dtype, static_cast<float>(in.a + in.b * rng.normal()));
       break;
     case InitKind::kUniform:
-      for (float& v : out.data) v = static_cast<float>(rng.uniform(in.a, in.b));
+      for (double& v : out.data) v = round_to(out.spec.dtype, static_cast<float>(rng.uniform(in.a, in.b)));
       break;
     case InitKind::kConstant:
-      for (float& v : out.data) v = static_cast<float>(in.a);
+      for (double& v : out.data) v = round_to(out.spec.dtype, static_cast<float>(in.a));
       break;
     case InitKind::kBernoulli:
-      for (float& v : out.data) v = rng.uniform01() < in.a ? 1.0f : 0.0f;
+      for (double& v : out.data) v = rng.uniform01() < in.a ? 1.0 : 0.0;
       break;
     default:  // kNone (outputs are never drawn); the initialisers above returned
       break;
@@ -456,16 +456,16 @@ void Problem::Impl::for_each_write(const Edit& e, const std::vector<std::int64_t
 
 void Problem::Impl::apply(const Edit& e, HostTensor& t) const {
   for_each_write(e, t.spec.shape, t.spec.name,
-                 [&](std::int64_t flat, double v) { t.data[static_cast<std::size_t>(flat)] = static_cast<float>(v); });
+                 [&](std::int64_t flat, double v) { t.data[static_cast<std::size_t>(flat)] = round_to(t.spec.dtype, v); });
 }
 
 void Problem::Impl::apply(const TensorSet& s, HostTensor& t) const {
   for (std::size_t k = 0; k < t.data.size(); ++k) {
-    const double v = (s.fill ? *s.fill : static_cast<double>(t.data[k])) * s.scale + s.offset;
+    const double v = (s.fill ? *s.fill : t.data[k]) * s.scale + s.offset;
     if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
       fail(fmt::format("{}: element {} ({}) becomes {}, beyond float32; choose a smaller scale or offset", s.where, k,
                        t.data[k], v));
-    t.data[k] = static_cast<float>(v);
+    t.data[k] = round_to(t.spec.dtype, v);
   }
 }
 
@@ -862,7 +862,7 @@ void Problem::check_host_memory(const Shape& shape) const {
     p.bind(shape);
     for (const TensorDef& t : p.tensors) {
       const std::int64_t n = p.elements(t, shape);  // at most 2^40: the sum stays far within 64 bits
-      need += static_cast<std::uint64_t>(n) * (sizeof(float) + sizeof(double));
+      need += static_cast<std::uint64_t>(n) * (sizeof(double) + sizeof(double));
       largest = std::max(largest, std::pair{n, t.name});
     }
   }
@@ -870,8 +870,8 @@ void Problem::check_host_memory(const Shape& shape) const {
   if (pages <= 0 || page <= 0) return;  // unknown: the allocation itself will tell
   const auto have = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
   if (need > have)
-    throw ShapeError(fmt::format("shape {}: the tensors of problem {} take {:.3g} GB of host memory (float32 data and the "
-                                 "reference's float64 copies; the largest is '{}', {} elements), more than this machine's "
+    throw ShapeError(fmt::format("shape {}: the tensors of problem {} take {:.3g} GB of host memory (their data and the "
+                                 "reference's float64 copies, 16 bytes an element; the largest is '{}', {} elements), more than this machine's "
                                  "{:.3g} GB; pass a smaller shape",
                                  shape.describe(), name(), static_cast<double>(need) / 1e9, largest.second, largest.first,
                                  static_cast<double>(have) / 1e9));

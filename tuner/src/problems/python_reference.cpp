@@ -18,6 +18,7 @@
 #include "core/subprocess.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
+#include "tune/record.hpp"
 #include "tune/tune.hpp"
 
 namespace tune {
@@ -95,20 +96,23 @@ std::string failure(const ChildResult& r, const std::string& problem, const std:
 // The request: each parameter and input as a .npy file, request.json, the runner.
 void write_request(const std::filesystem::path& dir, const std::string& problem, const Shape& shape, const ProblemData& data,
                    const TensorSpec& output) {
-  nlohmann::ordered_json request{{"problem", problem}, {"shape", nlohmann::ordered_json::object()}};
-  for (const auto& [k, v] : shape.dims()) request["shape"][k] = v;
+  nlohmann::ordered_json request{{"problem", problem}, {"shape", shape_to_json(shape)}};
   request["tensors"] = nlohmann::ordered_json::array();
   std::size_t n = 0;
   for (const auto* group : {&data.params, &data.inputs})
     for (const HostTensor& t : *group) {
       const std::string file = fmt::format("t{}.npy", n++);
-      write_npy(dir / file, t.spec.shape, t.data);
+      write_npy(dir / file, t.spec.shape, t.spec.dtype, t.data);
       request["tensors"].push_back({{"name", t.spec.name},
                                     {"role", group == &data.params ? "parameter" : "input"},
                                     {"shape", t.spec.shape},
+                                    {"dtype", dtype_name(t.spec.dtype)},
                                     {"file", file}});
     }
-  request["output"] = {{"name", output.name}, {"shape", output.shape}, {"file", "out.npy"}};
+  request["output"] = {{"name", output.name},
+                       {"shape", output.shape},
+                       {"dtype", dtype_name(output.dtype)},
+                       {"file", "out.npy"}};
   write_file_atomic(dir / "request.json", request.dump(1));
   write_file_atomic(dir / "reference_runner.py", std::string(embedded_file("reference_runner.py")));
 }
@@ -127,11 +131,16 @@ std::string backend_of(const std::filesystem::path& dir, const std::filesystem::
 
 }  // namespace
 
-void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t>& shape, const std::vector<float>& data) {
+void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t>& shape, DType dtype,
+               const std::vector<double>& data) {
+  // bfloat16 has no NumPy type: its values go as float32, which holds each exactly.
+  const DType stored = dtype == DType::kBFloat16 ? DType::kFloat32 : dtype;
+  const std::vector<std::byte> bytes = encode_all(stored, data);
   std::string dims;
   for (const auto d : shape) dims += fmt::format("{}, ", d);
   if (shape.size() > 1) dims.resize(dims.size() - 2);
-  std::string header = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}", dims);
+  std::string header =
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", dtype_npy_descr(stored), dims);
   // Magic (6) + version (2) + length (2) + header, padded with spaces to a multiple of 64, ending in '\n'.
   const std::size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -143,7 +152,7 @@ void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t
   const char len_bytes[] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
   f.write(len_bytes, 2);
   f << header;
-  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(float)));
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (!f) throw InputError(fmt::format("cannot write {} (disk full?)", file.string()));
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// The Python reference protocol (docs/problem-format.md "reference.py"): the data as float32
-// .npy files and a request.json in a temporary folder, the problem's reference.py run by tune's
+// The Python reference protocol (docs/problem-format.md "reference.py"): the data as .npy files
+// of each tensor's dtype and a request.json in a temporary folder, the problem's reference.py run by tune's
 // reference runner ($TUNE_PYTHON, default python3), the float64 output read back from out.npy.
 #include <cstdint>
 #include <filesystem>
@@ -17,8 +17,10 @@ std::vector<double> run_python_reference(const std::filesystem::path& module, co
                                          const Shape& shape, const ProblemData& data, const TensorSpec& output,
                                          std::string* backend = nullptr);
 
-// NumPy's .npy format, version 1.0, C order: float32 ('<f4') written, float32 or float64 read.
-void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t>& shape, const std::vector<float>& data);
+// NumPy's .npy format, version 1.0, C order: written in the dtype's descr (bfloat16 as '<f4', which
+// holds it exactly); float32 or float64 read.
+void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t>& shape, DType dtype,
+               const std::vector<double>& data);
 std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std::int64_t>* shape);
 
 // The embedded copy of a file of tune's own (tuner/python/reference_runner.py).

@@ -29,7 +29,7 @@ std::size_t size(std::int64_t n) { return static_cast<std::size_t>(n); }
 
 // The tensor `name` of `data`, after checking that it holds as many elements as `shape` says:
 // a ProblemData made for another shape must not be read out of bounds.
-const std::vector<float>& tensor(const ProblemData& data, const std::string& name, std::int64_t elements) {
+const std::vector<double>& tensor(const ProblemData& data, const std::string& name, std::int64_t elements) {
   const HostTensor& t = data.get(name);
   if (t.data.size() != size(elements)) {
     throw InputError("scene_graph: tensor '" + name + "' has " + std::to_string(t.data.size()) +
@@ -67,7 +67,7 @@ std::vector<double> scene_graph_reference(const Shape& shape, const ProblemData&
   std::vector<double> ctx(size(N * D)), bias(size(H * N * N)), hidden(size(P)), p(size(N));
 
   // y[n][o] = sum_c x[n][c] * w[o][c] for the N rows of one batch (nn.Linear, no bias).
-  const auto linear = [&](const std::vector<double>& x, const std::vector<float>& w, std::vector<double>& y) {
+  const auto linear = [&](const std::vector<double>& x, const std::vector<double>& w, std::vector<double>& y) {
     for (std::int64_t n = 0; n < N; ++n) {
       for (std::int64_t o = 0; o < D; ++o) {
         double acc = 0;
@@ -88,7 +88,7 @@ std::vector<double> scene_graph_reference(const Shape& shape, const ProblemData&
     // bias[hh][i][j] = (W2 silu(W0 pair[b,i,j,:] + b0) + b2)[hh]
     for (std::int64_t i = 0; i < N; ++i) {
       for (std::int64_t j = 0; j < N; ++j) {
-        const float* x = &pair[size(((b * N + i) * N + j) * P)];
+        const double* x = &pair[size(((b * N + i) * N + j) * P)];
         for (std::int64_t o = 0; o < P; ++o) {
           double a = b0[size(o)];
           for (std::int64_t c = 0; c < P; ++c) a += static_cast<double>(w0[size(o * P + c)]) * x[c];
