@@ -313,6 +313,15 @@ TEST(Winner, NonFiniteOrNonPositiveMediansNeverWinTieOrGiveASpeedup) {
             (std::vector<std::size_t>{5, 1}));
 }
 
+// A shape with a dtype variable: the single-result header names its dtype (issue 35).
+TEST(Header, NamesTheShapesDtypeVariables) {
+  RunRecord run = fixture_run();
+  run.shape.set_dtype("T", DType::kBFloat16);
+  const std::string h = generate_header(run, load_space("contact", std::nullopt));
+  EXPECT_NE(h.find("inline constexpr const char kShapeT[] = \"bfloat16\";  // __nv_bfloat16\n"), std::string::npos) << h;
+  EXPECT_EQ(generate_header(fixture_run(), load_space("contact", std::nullopt)).find("kShapeT"), std::string::npos);
+}
+
 // The headers of record (results/h200/<problem>/<shape>.hpp, written by the tune that measured
 // them) regenerate byte for byte from their results: a problem without dtype variables gets the
 // header it always had (issue 35). ln_linear_gelu's predate kSmCount and kSynthetic (an older tune).
