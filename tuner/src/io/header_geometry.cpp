@@ -33,9 +33,13 @@ std::string geometry_code(const Space& space, const std::vector<std::string>& dt
   for (const char* dev : {"dev_max_threads", "dev_max_smem", "dev_sm_count", "dev_cc"}) locals[dev] = std::string("v_") + dev;
   // A dtype variable T is its dtype's number (DType), T_bytes its size; the dtype names are constants.
   std::map<std::string, std::string> dtype_locals, dtype_constants;
+  // <variable>_bytes, unless the space derives it itself (then its expression gives it).
+  const auto derived = [&](const std::string& name) {
+    return std::any_of(e.derived.begin(), e.derived.end(), [&](const auto& d) { return d.name == name; });
+  };
   for (const auto& v : dtype_variables) {
     dtype_locals[v] = "v_" + header_text::identifier(v);
-    dtype_locals[v + "_bytes"] = "v_" + header_text::identifier(v + "_bytes");
+    if (!derived(v + "_bytes")) dtype_locals[v + "_bytes"] = "v_" + header_text::identifier(v + "_bytes");
   }
   locals.insert(dtype_locals.begin(), dtype_locals.end());
   if (!dtype_variables.empty())
@@ -99,7 +103,9 @@ std::string geometry_code(const Space& space, const std::vector<std::string>& dt
     if (!is_dtype(d)) h += fmt::format("  const double {} = static_cast<double>(s.{});\n", locals[d], header_text::identifier(d));
   for (const auto& v : dtype_variables) {
     h += fmt::format("  const double {} = static_cast<double>(static_cast<int>(s.{}));\n", locals[v], header_text::identifier(v));
-    h += fmt::format("  const double {} = static_cast<double>(dtype_bytes(s.{}));\n", locals[v + "_bytes"], header_text::identifier(v));
+    if (!derived(v + "_bytes"))
+      h += fmt::format("  const double {} = static_cast<double>(dtype_bytes(s.{}));\n", locals[v + "_bytes"],
+                       header_text::identifier(v));
   }
   for (const auto& p : space.parameters())
     h += fmt::format("  const double {} = static_cast<double>(p.{});\n", locals[p.name], header_text::identifier(p.name));
