@@ -330,7 +330,10 @@ def measure(problems, torch, problem, shape, a, flush, log, export=None):
     torch.manual_seed(0)
     module, inputs, (bound, of, module_dtype) = build(torch, problems[problem], shape, a.dtype)
     module = module.cuda().eval()
-    entry = {"problem": problem, "shape": {**{k: v for k, v in shape.items() if not k.startswith("_")}, **bound},
+    # The results file's shape as it is (an older file without a dtype variable is its default, and
+    # `tune report` matches entries by that shape); with --dtype, the variables as bound.
+    entry = {"problem": problem, "shape": {**{k: v for k, v in shape.items() if not k.startswith("_")},
+                                           **(bound if a.dtype else {})},
              "dtypes": of, "module_dtype": module_dtype}
     with torch.no_grad():
         entry["module_parity"] = module_parity(torch, module, inputs, module_dtype)
