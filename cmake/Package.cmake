@@ -6,6 +6,7 @@
 #   share/tune/kernel_templates/<problem>/  their kernel templates: tune::kernels' include directory
 #   share/tune/report/                      report.py (tune report), summary.py, torch_baseline.py, results.py
 #   share/tune/scripts/problem_folder.py    what torch_baseline.py imports
+#   share/tune/python/dtypes.py             the one Python dtype table (report/results.py imports it)
 #   share/tune/examples/                    a problem kept in one folder, as a user would
 #   lib/cmake/tune/                         tuneConfig.cmake: tune::tune, tune::kernels, tune_add_tuned_header()
 include(CMakePackageConfigHelpers)
@@ -47,6 +48,7 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/report/report.py ${PROJECT_SOURCE_DIR}/re
 # The results validation the report scripts import.
 install(FILES ${PROJECT_SOURCE_DIR}/report/results.py DESTINATION ${TUNE_INSTALL_DATADIR}/report)
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/problem_folder.py DESTINATION ${TUNE_INSTALL_DATADIR}/scripts)
+install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py DESTINATION ${TUNE_INSTALL_DATADIR}/python)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${TUNE_INSTALL_DATADIR}/examples)
 
 install(EXPORT tuneTargets NAMESPACE tune:: DESTINATION ${TUNE_INSTALL_CMAKEDIR})

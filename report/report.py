@@ -9,10 +9,13 @@ RESULTS_DIR/<gpu>/torch_baseline.json (written by report/torch_baseline.py on th
 Writes OUT_DIR/report.md, OUT_DIR/report.html (the same content, charts inline),
 OUT_DIR/charts/*.png and OUT_DIR/report.json (the numbers of the tables, for tools and tests).
 
-Floors (docs/cli.md, tune report): bytes per call over the copy bandwidth, FLOP per call over the FP32 rate.
+Floors (docs/cli.md, tune report): bytes per call over the copy bandwidth, FLOP per call over the
+compute rate that fits the winner: FP32 (FP64 for a float64 output), or the tensor-core rate of its
+output's dtype (BF16/FP16, TF32 for float32) when the winner uses tensor cores (uses_tensor_cores).
 The result files do not carry those device peaks; they come from --peaks (JSON keyed by GPU
-slug: {"h200": {"copy_gb_per_s": 4200, "fp32_gflop_per_s": 60200, "source": "..."}}), else from
-the table below, which holds only numbers measured on real devices and says where from.
+slug: {"h200": {"copy_gb_per_s": 4200, "fp32_gflop_per_s": 60200, "source": "..."}, optionally
+"fp64_gflop_per_s", "tf32_tensor_gflop_per_s", "bf16_tensor_gflop_per_s", "fp16_tensor_gflop_per_s"}),
+else from the tables below: numbers measured on real devices first, then the vendor's datasheet.
 """
 import argparse
 import base64
@@ -24,7 +27,7 @@ import statistics
 import sys
 
 import results
-from results import InputError
+from results import InputError, dtypes
 
 # Device peaks measured on real GPUs; the source says where each number comes from.
 MEASURED_PEAKS = {
@@ -37,11 +40,79 @@ MEASURED_PEAKS = {
 }
 
 
+# Peak rates from the vendor's datasheet, for the rates not measured above (the tensor-core ones).
+# NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200/, H200 SXM column):
+# FP64 34 TFLOP/s, FP32 67 TFLOP/s, TF32 Tensor Core 989, BF16/FP16 Tensor Core 1,979 TFLOP/s
+# "with sparsity" (dense: half, 494 and 989), GPU memory bandwidth 4.8 TB/s.
+DATASHEET_PEAKS = {
+    "h200": {
+        "hbm_gb_per_s": 4800.0,
+        "fp64_gflop_per_s": 34000.0,
+        "fp32_gflop_per_s": 67000.0,
+        "tf32_tensor_gflop_per_s": 494000.0,
+        "bf16_tensor_gflop_per_s": 989000.0,
+        "fp16_tensor_gflop_per_s": 989000.0,
+        "source": "NVIDIA H200 datasheet, H200 SXM, dense tensor-core rates (half the sparse ones)",
+    },
+}
+# The compute rates, by the key of a peaks entry: (key, the floor's name in the tables).
+RATES = {"fp64": ("fp64_gflop_per_s", "FP64 compute"), "fp32": ("fp32_gflop_per_s", "FP32 compute"),
+         "tf32_tensor": ("tf32_tensor_gflop_per_s", "TF32 tensor-core compute"),
+         "bf16_tensor": ("bf16_tensor_gflop_per_s", "BF16 tensor-core compute"),
+         "fp16_tensor": ("fp16_tensor_gflop_per_s", "FP16 tensor-core compute")}
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading results
 
 def shape_text(shape):
-    return " ".join(f"{k}{v}" for k, v in shape.items())
+    return " ".join(f"{k}{v}" if not isinstance(v, str) else f"{k}={v}" for k, v in shape.items())
+
+
+def dims_text(shape):
+    """The shape without its dtype variables (the dtype column says those)."""
+    return " ".join(f"{k}{v}" for k, v in shape.items() if not isinstance(v, str))
+
+
+def tensor_dtypes(run):
+    """{tensor: dtype} of context.tensors; {} for a file older than dtypes (every tensor float32)."""
+    return {t.get("name"): t.get("dtype", dtypes.DEFAULT) for t in (run.get("context") or {}).get("tensors") or []}
+
+
+def output_dtype(run):
+    """The dtype of the run's (first) output: context.tensors, else its shape's one dtype variable, else float32."""
+    for t in (run.get("context") or {}).get("tensors") or []:
+        if t.get("role") == "output":
+            return t.get("dtype", dtypes.DEFAULT)
+    bound = [v for v in run["shape"].values() if isinstance(v, str)]
+    return bound[0] if len(bound) == 1 else dtypes.DEFAULT
+
+
+def dtype_text(run):
+    """The dtype column: the shape's dtype variables ("T=bfloat16"), else the output's dtype."""
+    bound = [f"{k}={v}" for k, v in run["shape"].items() if isinstance(v, str)]
+    return ", ".join(bound) if bound else output_dtype(run)
+
+
+def uses_tensor_cores(params):
+    """Whether a variant's parameters choose tensor cores: a parameter whose name or string value names
+    MMA or tensor cores ("strategy": "mma", "use_wmma": true, "outmma": 1); false, 0 and "none" do not."""
+    words = ("mma", "tensor")
+    for k, v in (params or {}).items():
+        if isinstance(v, str):
+            if any(w in v.lower() for w in words):
+                return True
+        elif v and any(w in k.lower() for w in words):
+            return True
+    return False
+
+
+def compute_rate(run, params):
+    """The RATES key of the winner's compute floor: by its output's dtype, tensor cores or not."""
+    out = output_dtype(run)
+    if uses_tensor_cores(params):
+        return {"bfloat16": "bf16_tensor", "float16": "fp16_tensor"}.get(out, "tf32_tensor")
+    return "fp64" if out == "float64" else "fp32"
 
 
 def shape_tag(shape):
@@ -146,6 +217,13 @@ def load_peaks(path, torch):
             old = peaks.setdefault(slug, {"source": "not known"})
             old["source"] = f"copy bandwidth: measured by torch_baseline.py ({t['path']}); FP32 rate: {old['source']}"
             old["copy_gb_per_s"] = bw
+    for slug, sheet in DATASHEET_PEAKS.items():
+        old = peaks.setdefault(slug, {"source": "not known"})
+        added = [k for k in sheet if k != "source" and k not in old]
+        for k in added:
+            old[k] = sheet[k]
+        if added:
+            old["source"] = f"{old['source']}; {', '.join(added)}: {sheet['source']}"
     if path:
         for slug, p in results.read_checked(path, results.validate_peaks).items():
             peaks[slug] = {"source": f"{path}", **p}
@@ -155,23 +233,31 @@ def load_peaks(path, torch):
 # ---------------------------------------------------------------------------------------------
 # The numbers
 
-def floors(run, peak):
-    """The floors of a call, in µs: bytes over copy bandwidth and FLOP over the FP32 rate (each None
-    without its peak), and the harness floor: an empty kernel timed by the same cold method as the
-    variants (context of the run's harness_floor; None when the run has none), below which no variant
-    can be timed however little work it does. larger_us is the largest known and bound names it
-    ("memory", "FP32 compute" or "launch"); None when none is known."""
+def floors(run, peak, params=None):
+    """The floors of a call, in µs: bytes over copy bandwidth and FLOP over the compute rate of the
+    winner (`params`; compute_rate: FP32, FP64, or a tensor-core rate by the output's dtype; the FP32
+    rate where the peaks lack that one), each None without its peak; and the harness floor: an empty
+    kernel timed by the same cold method as the variants (context of the run's harness_floor; None
+    when the run has none), below which no variant can be timed however little work it does.
+    larger_us is the largest known and bound names it ("memory", "FP32 compute", "BF16 tensor-core
+    compute", ..., or "launch"); None when none is known. The bytes are the run's work, counted in
+    its tensors' dtypes (work.bytes uses T_bytes)."""
     work = run.get("work") or {}
-    bw, rate = (peak or {}).get("copy_gb_per_s"), (peak or {}).get("fp32_gflop_per_s")
+    rate_key = compute_rate(run, params)
+    if not (peak or {}).get(RATES[rate_key][0]):
+        rate_key = "fp32"
+    key, compute = RATES[rate_key]
+    bw, rate = (peak or {}).get("copy_gb_per_s"), (peak or {}).get(key)
     bytes_us = (work.get("bytes_per_call") or 0) / (bw * 1e3) if bw else None
     flop_us = (work.get("flop_per_call") or 0) / (rate * 1e3) if rate else None
     launch_us = (run.get("harness_floor") or {}).get("empty_kernel_cold_us")
-    known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, "FP32 compute"), (launch_us, "launch"))
+    known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, compute), (launch_us, "launch"))
              if t]  # a floor of 0 (no work, an empty kernel below the events' resolution) bounds nothing
     if not known:
         return None
     larger, bound = max(known, key=lambda k: k[0])
-    return {"bytes_us": bytes_us, "flop_us": flop_us, "launch_us": launch_us, "larger_us": larger, "bound": bound}
+    return {"bytes_us": bytes_us, "flop_us": flop_us, "launch_us": launch_us, "larger_us": larger, "bound": bound,
+            "compute_rate": key, "compute_gflop_per_s": rate}
 
 
 def ratio_text(d):
@@ -232,7 +318,7 @@ def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
         by = {v["name"]: v for v in run["variants"]}
         win = by.get(s.get("winner") or "")
         base = by.get(s.get("baseline") or "")
-        fl = floors(run, peaks.get(slug))
+        fl = floors(run, peaks.get(slug), win["params"] if win else None)
         t = torch.get(slug, {}).get("entries", {}).get((run["problem"], shape_tag(run["shape"])))
         wt = win["timing"] if win and win.get("timing") else None
         # Keyed by the results folder: two cards of one model (one slug) write to folders of their own.
@@ -245,7 +331,7 @@ def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
             "speedup_over_baseline": (median_us(base) / wt["median_us"]) if wt and median_us(base) else None,
             "floors": fl, "peak_source": (peaks.get(slug) or {}).get("source"),
             "ratio_to_floor": wt["median_us"] / fl["larger_us"] if wt and fl and fl["larger_us"] > 0 else None,
-            "work": run.get("work"),
+            "work": run.get("work"), "dtype": dtype_text(run), "tensor_dtypes": tensor_dtypes(run),
             "torch": torch_speedups(wt, t) if t else None,
             "times": {v["name"]: v["timing"]["median_us"] for v in passed(run)},
             "status": {v["name"]: v["status"] for v in run["variants"]},
@@ -360,7 +446,7 @@ def fmt(x, spec=".2f", none="—"):
 
 def summary_tables(runs):
     """The run table (one row per results file) and the best variant per strategy of each run."""
-    head = ["GPU", "problem", "shape", "variants", "passed parity", "compile wall s",
+    head = ["GPU", "problem", "shape", "dtype", "variants", "passed parity", "compile wall s",
             "compile s per variant (median)", "tune wall s", "baseline cold median µs", "winner cold median µs",
             "winner graph µs", "speedup", "empty kernel cold µs", "file"]
     rows, detail = [], []
@@ -372,7 +458,7 @@ def summary_tables(runs):
         win, base = by.get(s.get("winner") or ""), by.get(s.get("baseline") or "")
         fl = run.get("harness_floor") or {}
         _, gpu = gpu_of(path, run)
-        rows.append([gpu, run["problem"], shape_text(run["shape"]), str(len(run["variants"])),
+        rows.append([gpu, run["problem"], dims_text(run["shape"]), dtype_text(run), str(len(run["variants"])),
                      str(sum(v["status"] == "passed" for v in run["variants"])),
                      fmt((run.get("wall_seconds") or {}).get("compile"), ".1f"),
                      fmt(statistics.median(compile_s) if compile_s else None), fmt((run.get("wall_seconds") or {}).get("total"), ".1f"),
@@ -623,11 +709,12 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
                     f"on {cards_text(runs)}. Times are per call in microseconds (µs): "
                     "cold = median of CUDA-event samples with L2 flushed before each; batch = back-to-back launches; "
                     "graph = CUDA-graph replay. Noise = standard deviation / mean of the cold samples. Floors "
-                    "(docs/cli.md): bytes per call over copy bandwidth and FLOP per call over the FP32 rate, and the "
+                    "(docs/cli.md): bytes per call (in the tensors' dtypes) over copy bandwidth and FLOP per call over the "
+                    "compute rate that fits the winner (FP32; FP64 for a float64 output; the tensor-core rate of the "
+                    "output's dtype, TF32 for float32, when the winner uses tensor cores), and the "
                     "launch floor: an empty kernel timed by the same cold method (the run's harness floor), below "
                     "which no call is timed; the ratio is the winner's cold median over the largest of them, and "
-                    "says which bounds it (memory, FP32 compute or launch). Winners that use tensor cores (TF32) "
-                    "can go below the FP32 floor.")]
+                    "says which bounds it (memory, the compute rate or launch).")]
     synthetic = [(path, why) for path, run in runs for why in [not_measured(run)] if why]
     if synthetic:
         blocks.append(("p", f"**SYNTHETIC: {count(len(synthetic), 'file')} of these results were not measured on a "
@@ -637,9 +724,9 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
         blocks.append(("p", "**Left out:** " + left_out_text(left_out).replace("left out ", "", 1) + "."))
     used = sorted({d["slug"] for g in groups.values() for d in g["gpus"].values()})
     blocks.append(("h2", "Summary"))
-    blocks.append(("table", ["problem, shape", "GPU", "winner cold µs", "winner / largest floor", "speedup over baseline",
-                             "over PyTorch eager", "over torch.compile"],
-                   [[f"{g['problem']} {shape_text(g['shape'])}", d["gpu"], fmt(d["median_us"]), ratio_text(d),
+    blocks.append(("table", ["problem, shape", "dtype", "GPU", "winner cold µs", "winner / largest floor",
+                             "speedup over baseline", "over PyTorch eager", "over torch.compile"],
+                   [[f"{g['problem']} {dims_text(g['shape'])}", d["dtype"], d["gpu"], fmt(d["median_us"]), ratio_text(d),
                      x(d["speedup_over_baseline"]), x(d["torch"]["eager"]["speedup_events"] if d["torch"] else None),
                      x(d["torch"]["compile"]["speedup_events"] if d["torch"] else None)]
                     for g in groups.values() for d in g["gpus"].values()]))
@@ -649,10 +736,12 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
         blocks.append(("p", "**Baseline spread between cards of one model beyond noise:** " + "; ".join(flagged) +
                             ". See the card-to-card sections below."))
     blocks.append(("h2", "Device peaks used for the floors"))
-    blocks.append(("table", ["GPU", "copy bandwidth GB/s", "FP32 GFLOP/s", "source"],
-                   [[s, fmt(peaks[s].get("copy_gb_per_s"), ".0f"), fmt(peaks[s].get("fp32_gflop_per_s"), ".0f"),
-                     peaks[s].get("source", "")] if s in peaks else
-                    [s, "—", "—", "no peak numbers: pass --peaks FILE ({slug: {copy_gb_per_s, fp32_gflop_per_s}})"]
+    rate_keys = [RATES[k][0] for k in ("fp32", "fp64", "tf32_tensor", "bf16_tensor", "fp16_tensor")]
+    blocks.append(("table", ["GPU", "copy bandwidth GB/s", "FP32 GFLOP/s", "FP64 GFLOP/s", "TF32 tensor GFLOP/s",
+                             "BF16 tensor GFLOP/s", "FP16 tensor GFLOP/s", "source"],
+                   [[s, fmt(peaks[s].get("copy_gb_per_s"), ".0f")] + [fmt(peaks[s].get(k), ".0f") for k in rate_keys]
+                    + [peaks[s].get("source", "")] if s in peaks else
+                    [s] + ["—"] * 6 + ["no peak numbers: pass --peaks FILE ({slug: {copy_gb_per_s, fp32_gflop_per_s}})"]
                     for s in used]))
     if torch:
         blocks.append(("h2", "PyTorch baselines"))
@@ -671,7 +760,11 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
         for (p, tag), g in groups.items():
             if p != problem:
                 continue
+            first = next(iter(g["gpus"].values()))
             blocks.append(("h3", f"{problem} {shape_text(g['shape'])}"))
+            blocks.append(("p", f"dtype {first['dtype']}; tensors: " + (", ".join(
+                f"{n} {t}" for n, t in first["tensor_dtypes"].items()) or "float32 (a file older than dtypes)")
+                + "; the compute floor's rate: " + (first["floors"] or {}).get("compute_rate", "—") + "."))
             rows, trows, mrows = [], [], []
             for slug, d in g["gpus"].items():
                 f = d["floors"]

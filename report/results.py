@@ -9,7 +9,15 @@ import json
 import math
 import os
 import pathlib
+import sys
 import zlib
+
+# tuner/python/dtypes.py (a checkout) or share/tune/python/ (installed): the one Python dtype table.
+for _d in (pathlib.Path(__file__).resolve().parent.parent / "tuner" / "python",
+           pathlib.Path(__file__).resolve().parent.parent / "python"):
+    if (_d / "dtypes.py").is_file() and str(_d) not in sys.path:
+        sys.path.insert(0, str(_d))
+import dtypes  # noqa: E402
 
 RESTORE = "restore what tune wrote, or re-tune"
 SCHEMA_VERSION = 1
@@ -382,15 +390,25 @@ def problem_dims(problem, config_file):
     return None
 
 
+def shape_value(v, at):
+    """A value of a "shape": a dimension (an integer >= 1) or a dtype variable's dtype, by its name."""
+    if isinstance(v, str):
+        try:
+            return dtypes.parse(v)
+        except ValueError as e:
+            raise _Bad(at, str(e))
+    return _integer_value(v, at, 1, INT64_MAX)
+
+
 def _shape(run):
     s = _object(run, "", "shape", True)
     if not s:
         raise _Bad("shape", "has no dimensions")
     for k, v in s.items():
-        _integer_value(v, f"shape.{k}", 1, INT64_MAX)
+        shape_value(v, f"shape.{k}")
     config = run["context"].get("config_file", "")
     dims = problem_dims(run["problem"], config)
-    if dims is not None and dims != list(s):
+    if dims is not None and dims != [k for k, v in s.items() if not isinstance(v, str)]:
         raise _Bad("shape", f"has the dimensions {', '.join(s)}, but problem {run['problem']} has {', '.join(dims)}")
 
 
@@ -590,7 +608,7 @@ def validate_torch_baseline(doc):
         _text(e, where, "problem", True, True)
         shape = _object(e, where, "shape", True)
         for k, v in shape.items():
-            _integer_value(v, f"{where}.shape.{k}", 1, INT64_MAX)
+            shape_value(v, f"{where}.shape.{k}")
         for mode in ("eager", "compile", "modelnew"):
             m = _object(e, where, mode, False, True)
             if m is None:
@@ -622,6 +640,9 @@ def validate_peaks(doc):
             raise _Bad(slug, f"{_brief(p)} is not an object", "give copy_gb_per_s and fp32_gflop_per_s")
         for k in ("copy_gb_per_s", "fp32_gflop_per_s"):
             _number(p, slug, k, True, False, "positive")
+        for k in ("hbm_gb_per_s", "fp64_gflop_per_s", "tf32_tensor_gflop_per_s", "bf16_tensor_gflop_per_s",
+                  "fp16_tensor_gflop_per_s"):
+            _number(p, slug, k, False, False, "positive")
         _text(p, slug, "source", False)
 
 

@@ -7,6 +7,15 @@ reads what it writes.
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json [--problem-path DIR]... [--gpu SLUG]
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --list     (the shapes; needs no torch)
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --export PKG_DIR [--tf32]
+    python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --dtype bfloat16
+
+Dtypes (issue 35): each tensor in the dtype problem.json gives it, a dtype variable bound to the
+shape's value (a results file's "shape" holds it: {"B": 2, ..., "T": "bfloat16"}), else to its
+default. --dtype NAME binds every dtype variable to NAME instead (a problem without dtype variables:
+its floating tensors take NAME). The module runs as a user runs it in that dtype: make_model, the
+parameters loaded, then `.to(dtype)` (the output's dtype, else the floating inputs'); floating
+inputs are cast to their dtypes, integer and bool inputs keep theirs. Its parity against the module
+in float64 (the parameters and inputs as the dtype holds them) is recorded as "module_parity".
 
 With --export (a project written by `tune export torch`), ModelNew of each problem the package
 holds runs beside Model eager and torch.compile in this one process, on the same inputs: its
@@ -34,12 +43,16 @@ Output (schema_version 1):
                "export": the --export folder or null},
    "method": {"events": ..., "graph": ..., "samples", "max_seconds", "graph_calls", "flush_bytes"},
    "device_peaks": {"copy_gb_per_s": device-to-device copy of 1 GiB, bytes read + written, "method"},
-   "entries": [{"problem", "shape": {dim: value},
+   "entries": [{"problem", "shape": {dim: value, dtype variable: dtype name},
+                "dtypes": {tensor: dtype}, "module_dtype": the module's dtype,
+                "module_parity": {"dtype", "max_abs_vs_float64", "error"},
                 "eager" | "compile": {"events": TIMES | null, "graph": TIMES | null, "error": str | null,
                                       "compile_seconds" (compile only)},
                 "modelnew" (with --export): {"events", "graph", "error", "tuned": bool, "variant": str,
                     "parity": {"max_abs_vs_module", "max_abs_vs_float64", "module_max_abs_vs_float64",
-                               "tolerance": {"atol", "rtol"}, "module_within_tolerance": the float32 module
+                               "dtype": the output's, "module_rule": {"k", "atol", "passed"} (low-precision
+                               outputs: max_abs_vs_float64 <= k * module_max_abs_vs_float64 + atol),
+                               "tolerance": {"atol", "rtol"}, "module_within_tolerance": the module
                                against float64, "passed": |new - ref| <= atol + rtol |ref| against float64, and
                                against the float32 module where module_within_tolerance},
                     "tune_cold_median_us": the winner's cold median in the results file (the raw kernel),
@@ -59,7 +72,7 @@ import sys
 import time
 
 import results
-from results import device_slug
+from results import device_slug, dtypes
 
 HERE = pathlib.Path(__file__).resolve().parent
 BUILTIN_PROBLEMS = HERE.parent / "configs"
@@ -135,7 +148,8 @@ def load_export(folder):
 
 def shape_text(shape):
     """B4 N64 C64 H32: the dimensions, without the private keys (_tune_median_us) riding along."""
-    return " ".join(f"{k}{v}" for k, v in shape.items() if not k.startswith("_"))
+    return " ".join(f"{k}{v}" if not isinstance(v, str) else f"{k}={v}" for k, v in shape.items()
+                    if not k.startswith("_"))
 
 
 def summary(us):
@@ -230,18 +244,81 @@ class Problem:
             raise Failure(2, f"problem {name}: {self.reference} defines no make_model(shape)")
 
 
-def build(torch, problem, shape):
-    """The module on the GPU with the problem's parameters loaded, and its inputs in order."""
+def dims_of(shape):
+    """The dimensions of a shape: its integer values (a dtype variable's value is a dtype name)."""
+    return {k: v for k, v in shape.items() if not k.startswith("_") and not isinstance(v, str)}
+
+
+def dtype_plan(spec, shape, override=None):
+    """({dtype variable: dtype}, {tensor: dtype}, the module's dtype) of problem.json `spec` at `shape`.
+    override (--dtype) binds every dtype variable; without variables it replaces float32 on every
+    floating tensor. The module's dtype: the output's when floating, else the first floating input's
+    or parameter's, else float32. ValueError for a dtype that is not one, or not among a variable's values."""
+    bound = dtypes.bind(spec, shape, override)
+    of = {t["name"]: dtypes.of_tensor(t, bound) for t in spec.get("tensors") or []}
+    if override and not bound:
+        dtypes.parse(override)
+        of = {n: override if dtypes.is_floating(d) else d for n, d in of.items()}
+    order = [t["name"] for t in spec.get("tensors") or [] if t.get("role") == "output"]
+    order += [t["name"] for t in spec.get("tensors") or [] if t.get("role") in ("input", "parameter")]
+    module = next((of[n] for n in order if dtypes.is_floating(of[n])), dtypes.DEFAULT)
+    return bound, of, module
+
+
+def with_dtype(shapes, name):
+    """The shapes timed with --dtype NAME: one per problem and dimensions (the dtype variables all take
+    NAME), the tune run in NAME first where there is one; the winner's time only from a run in NAME."""
+    out = {}
+    for p, shape in shapes:
+        key = (p, json.dumps(dims_of(shape)))
+        bound = [v for k, v in shape.items() if isinstance(v, str)]
+        matches = bool(bound) and all(v == name for v in bound)
+        if key not in out or (matches and not out[key][1]):
+            out[key] = ((p, dict(shape, _tune_median_us=shape["_tune_median_us"] if matches else None)), matches)
+    return [v[0] for _, v in sorted(out.items())]
+
+
+def as_dtype(torch, array, name):
+    """A drawn float32 array as a tensor of dtype `name` (rounded to nearest even for bf16/fp16)."""
+    return torch.from_numpy(array).to(dtypes.torch_dtype(torch, name))
+
+
+def build(torch, problem, shape, override=None):
+    """The module in its dtype with the problem's parameters loaded (on the CPU), its inputs in
+    order on the GPU in their dtypes, and the dtype plan (dtype_plan)."""
     pf = problem_folder()
+    dims = dims_of(shape)
     try:
-        data = pf.draw(problem.tensors, problem.edits, shape, seed=0, purposes=("always",), dtype="float32")
-        module = problem.module.make_model(dict(shape))
-        params = {t["name"]: torch.from_numpy(data[t["name"]]) for t in pf.roles(problem.tensors, "parameter")}
+        plan = dtype_plan(problem.spec, shape, override)
+        _, of, module_dtype = plan
+        data = pf.draw(problem.tensors, problem.edits, dims, seed=0, purposes=("always",), dtype="float32")
+        module = problem.module.make_model(dict(dims))
+        # Rounded to the parameter's dtype here; load_state_dict copies them into the float32 module.
+        params = {t["name"]: as_dtype(torch, data[t["name"]], of[t["name"]]) for t in pf.roles(problem.tensors, "parameter")}
         module.load_state_dict(params, strict=True)
-        inputs = tuple(torch.from_numpy(data[t["name"]]).cuda() for t in pf.roles(problem.tensors, "input"))
+        module = module.to(dtypes.torch_dtype(torch, module_dtype))
+        inputs = tuple(as_dtype(torch, data[t["name"]], of[t["name"]]).cuda() for t in pf.roles(problem.tensors, "input"))
     except Exception as e:  # a problem file or reference module at odds with itself
         raise Failure(2, f"{problem.folder} {shape_text(shape)}: {first_line(e)}")
-    return module, inputs
+    return module, inputs, plan
+
+
+def float64_module(torch, module, inputs):
+    """The module and inputs in float64 (parameters and inputs as their dtypes hold them: exact), the
+    reference the dtype's runs are measured against; integer and bool inputs keep their dtypes."""
+    return copy.deepcopy(module).double(), tuple(x.double() if x.is_floating_point() else x for x in inputs)
+
+
+def module_parity(torch, module, inputs, module_dtype):
+    """Max |module in its dtype - module in float64| over the output, or the error that stopped it."""
+    rec = {"dtype": module_dtype, "max_abs_vs_float64": None, "error": None}
+    try:
+        ref_module, ref_inputs = float64_module(torch, module, inputs)
+        out = module(*inputs).double()
+        rec["max_abs_vs_float64"] = (out - ref_module(*ref_inputs)).abs().max().item()
+    except Exception as e:
+        rec["error"] = first_line(e)
+    return rec
 
 
 def first_line(e):
@@ -251,10 +328,15 @@ def first_line(e):
 
 def measure(problems, torch, problem, shape, a, flush, log, export=None):
     torch.manual_seed(0)
-    module, inputs = build(torch, problems[problem], {k: v for k, v in shape.items() if not k.startswith("_")})
+    module, inputs, (bound, of, module_dtype) = build(torch, problems[problem], shape, a.dtype)
     module = module.cuda().eval()
-    entry = {"problem": problem, "shape": {k: v for k, v in shape.items() if not k.startswith("_")}}
+    # The results file's shape as it is (an older file without a dtype variable is its default, and
+    # `tune report` matches entries by that shape); with --dtype, the variables as bound.
+    entry = {"problem": problem, "shape": {**{k: v for k, v in shape.items() if not k.startswith("_")},
+                                           **(bound if a.dtype else {})},
+             "dtypes": of, "module_dtype": module_dtype}
     with torch.no_grad():
+        entry["module_parity"] = module_parity(torch, module, inputs, module_dtype)
         for mode in ("eager", "compile"):
             rec = {"events": None, "graph": None, "error": None}
             try:
@@ -279,8 +361,8 @@ def measure(problems, torch, problem, shape, a, flush, log, export=None):
             entry[mode] = rec
             log_times(log, problem, shape, mode, rec)
         if export is not None and hasattr(export, problem):
-            entry["modelnew"] = measure_modelnew(torch, getattr(export, problem), module, inputs, problems[problem], shape,
-                                                 a, flush)
+            entry["modelnew"] = measure_modelnew(torch, getattr(export, problem), module, inputs, problems[problem],
+                                                 entry["shape"], a, flush, of)
             log_times(log, problem, shape, "ModelNew" + ("" if entry["modelnew"].get("tuned") else " (the module ran)"),
                       entry["modelnew"])
     return entry
@@ -293,20 +375,66 @@ def log_times(log, problem, shape, mode, rec):
         + (f" ({rec['error']})" if rec.get("error") else ""))
 
 
-def tolerance_of(problem):
-    """(atol, rtol) of problem.json "tolerance" (a number: atol), as tune's parity reads it; default 1e-4, 0."""
+# Per output dtype (docs/problem-format.md, issue 35): (atol, rtol) where problem.json gives none.
+DEFAULT_TOLERANCE = {"float64": (1e-7, 1e-7), "bfloat16": (1e-5, 1.6e-2), "float16": (1e-5, 1e-3)}
+
+
+def tolerance_of(problem, dtype=dtypes.DEFAULT):
+    """(atol, rtol) for an output of `dtype`, as tune's parity reads problem.json "tolerance": its
+    "<dtype>" entry, else (float32 and a dtype without defaults of its own) the top level (a number:
+    atol), default 1e-4, 0; else the dtype's defaults; integers and bool: exact (0, 0)."""
     t = problem.spec.get("tolerance", 1e-4)
+    if isinstance(t, dict) and isinstance(t.get(dtype), dict):
+        atol, rtol = DEFAULT_TOLERANCE.get(dtype, (1e-4, 0.0))
+        return float(t[dtype].get("atol", atol)), float(t[dtype].get("rtol", rtol))
+    if not dtypes.is_floating(dtype):
+        return 0.0, 0.0
+    if dtype in DEFAULT_TOLERANCE:
+        return DEFAULT_TOLERANCE[dtype]
     if isinstance(t, dict):
         return float(t.get("atol", 1e-4)), float(t.get("rtol", 0.0))
     return float(t), 0.0
+
+
+def module_rule_of(problem, dtype):
+    """(k, atol) of the module rule (tolerance.module): k default 2, atol default the dtype's atol."""
+    t = problem.spec.get("tolerance")
+    m = t.get("module") if isinstance(t, dict) and isinstance(t.get("module"), dict) else {}
+    return float(m.get("k", 2.0)), float(m.get("atol", tolerance_of(problem, dtype)[0]))
 
 
 def within(out, ref, atol, rtol):
     return bool(((out - ref).abs() <= atol + rtol * ref.abs()).all().item())
 
 
-def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, flush):
-    """ModelNew beside the module: which ran, parity (float32 module, float64 module) and times."""
+def modelnew_parity(torch, out, module, inputs, problem, out_dtype):
+    """ModelNew's output against the module (in its dtype) and the module in float64: the elementwise
+    tolerance of the output's dtype and, for a low-precision output, the module rule."""
+    ref = module(*inputs).double()
+    ref_module, ref_inputs = float64_module(torch, module, inputs)
+    ref64 = ref_module(*ref_inputs)
+    atol, rtol = tolerance_of(problem, out_dtype)
+    out64 = out.double()
+    new_err, module_err = (out64 - ref64).abs().max().item(), (ref - ref64).abs().max().item()
+    rec = {"max_abs_vs_module": (out64 - ref).abs().max().item(), "max_abs_vs_float64": new_err,
+           "module_max_abs_vs_float64": module_err, "dtype": out_dtype,
+           "tolerance": {"atol": atol, "rtol": rtol},
+           "module_within_tolerance": within(ref, ref64, atol, rtol),
+           # Against the float64 module always; against the module in its dtype only where that module
+           # is itself within tolerance of float64 (with --tf32 it is not: its TF32 matmuls miss float64
+           # by up to 1e-3 on these problems).
+           "passed": within(out64, ref64, atol, rtol)
+           and (within(out64, ref, atol, rtol) or not within(ref, ref64, atol, rtol))}
+    if dtypes.is_low_precision(out_dtype):
+        k, katol = module_rule_of(problem, out_dtype)
+        rec["module_rule"] = {"k": k, "atol": katol, "passed": new_err <= k * module_err + katol}
+        # Low precision: the elementwise tolerance against float64 and the module rule (tolerance.rule "both").
+        rec["passed"] = within(out64, ref64, atol, rtol) and rec["module_rule"]["passed"]
+    return rec
+
+
+def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, flush, of=None):
+    """ModelNew beside the module: which ran, parity (the module in its dtype, in float64) and times."""
     rec = {"events": None, "graph": None, "error": None, "tuned": False, "variant": "",
            "parity": None, "tune_cold_median_us": shape.get("_tune_median_us")}
     try:
@@ -315,20 +443,9 @@ def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, f
         rec["variant"] = package_module.variant(inputs[0].device, dims)
         out = new(*inputs)
         rec["tuned"] = bool(new.last_call_tuned)
-        ref32 = module(*inputs)
-        ref64 = copy.deepcopy(module).double()(*(x.double() for x in inputs))
-        atol, rtol = tolerance_of(problem)
-        out64, ref32 = out.double(), ref32.double()
-        rec["parity"] = {"max_abs_vs_module": (out64 - ref32).abs().max().item(),
-                         "max_abs_vs_float64": (out64 - ref64).abs().max().item(),
-                         "module_max_abs_vs_float64": (ref32 - ref64).abs().max().item(),
-                         "tolerance": {"atol": atol, "rtol": rtol},
-                         "module_within_tolerance": within(ref32, ref64, atol, rtol),
-                         # Against the float64 module always; against the float32 module only where
-                         # that module is itself within tolerance of float64 (with --tf32 it is not:
-                         # its TF32 matmuls miss float64 by up to 1e-3 on these problems).
-                         "passed": within(out64, ref64, atol, rtol)
-                         and (within(out64, ref32, atol, rtol) or not within(ref32, ref64, atol, rtol))}
+        outputs = [t["name"] for t in problem.spec.get("tensors") or [] if t.get("role") == "output"]
+        out_dtype = (of or {}).get(outputs[0], dtypes.DEFAULT) if outputs else dtypes.DEFAULT
+        rec["parity"] = modelnew_parity(torch, out, module, inputs, problem, out_dtype)
 
         def call():
             return new(*inputs)
@@ -360,9 +477,17 @@ def main(argv=None):
                     help="allow TF32 in matrix products (PyTorch's default is off; tune's mma variants use TF32)")
     ap.add_argument("--export", metavar="DIR",
                     help="a project written by tune export torch: time its ModelNew beside the module (parity too)")
+    ap.add_argument("--dtype", metavar="NAME",
+                    help=f"bind every dtype variable to NAME ({dtypes.choices()}; a problem without dtype variables: "
+                         "its floating tensors); default: the shape's value, else the variable's default")
     ap.add_argument("--list", action="store_true", help="print the shapes that would be timed and stop")
     a = ap.parse_args(argv)
     try:
+        if a.dtype is not None:
+            try:
+                dtypes.parse(a.dtype)
+            except ValueError as e:
+                raise Failure(2, f"--dtype: {e}")
         if not pathlib.Path(a.results).is_dir():
             raise Failure(2, f"{a.results}: not a folder (give the results folder, e.g. results/)")
         if a.list:
@@ -382,6 +507,8 @@ def main(argv=None):
         gpu = a.gpu or (slug if (pathlib.Path(a.results) / slug).is_dir() else None)
         runs = results_in(a.results, gpu)
         shapes = [(p, dict(run["shape"], _tune_median_us=winner_median(run))) for (p, _), run in sorted(runs.items())]
+        if a.dtype:
+            shapes = with_dtype(shapes, a.dtype)
         if not shapes:
             raise Failure(2, f"{a.results}: no tune results" + (f" for {gpu}" if gpu else ""))
         dirs = search_path(a.problem_path)

@@ -10,6 +10,7 @@
 #include "support/test_dir.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/problem.hpp"
 #include "tune/tune.hpp"
 
 namespace tune {
@@ -80,6 +81,110 @@ TEST(MergedHeader, CompilesAloneAsCxx17) {
   const std::string cmd = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I" +
                           dir.string() + " " + user.string();
   EXPECT_EQ(run(cmd), 0) << cmd;
+}
+
+// Issue 35: a problem with a dtype variable (tests/fixtures/problems/affine_typed, T in float32 and
+// bfloat16; fixture results in tests/fixtures/merge/affine_typed: float32 at R64 and R256, bfloat16
+// at R64). Shape holds T (enum DType), select(device, dtype, shape) takes only entries of that dtype,
+// nearest shape included, and the geometry's template argument T is the dtype's number.
+// Entries keyed by a dtype variable, without a problem that uses it: the affine_typed fixture results
+// read as results of the float32 affine fixture (the same kernel and geometry) whose shapes hold T.
+// Shape gains T, select() takes only entries of T's dtype (nearest shape too), and
+// select(device, dtype, shape) says the dtype in the call.
+TEST(MergedHeader, EntriesOfADtypeVariableAreSelectedOnlyInTheirDtype) {
+  set_problem_path({std::filesystem::path(TUNE_FIXTURES) / "problems"});
+  std::vector<NamedResult> results;
+  for (const auto& f : fixtures("affine_typed")) {
+    NamedResult r{f.string(), read_result(f)};
+    r.run.problem = "affine";
+    r.run.context.config_file = "affine/problem.json (problem)";
+    for (auto& v : r.run.variants)
+      for (auto& l : v.launches) {
+        std::string k = l.at("kernel").get<std::string>();
+        l["kernel"] = "affine_kernel<" + k.substr(k.find(',') + 1);  // the float32 kernel's name
+      }
+    results.push_back(std::move(r));
+  }
+  const std::string header = generate_merged_header(results, load_space("affine", std::nullopt), false);
+  set_problem_path({});
+  const auto dir = test_dir("header_merge_test");
+  std::ofstream(dir / "affine_tuned.hpp") << header;
+  std::ofstream(dir / "keyed.cpp") << R"(#include "affine_tuned.hpp"
+namespace t = tune_tuned::affine;
+constexpr t::Device kH200{"NVIDIA H200", 90, 132};
+constexpr t::Selection bf16 = t::select(kH200, t::DType::bfloat16, t::Shape{64, 64, t::DType::float32});
+static_assert(bf16.match == t::Match::kExact && t::kEntries[bf16.index].shape.T == t::DType::bfloat16, "bf16 R64");
+static_assert(t::same_text(t::kEntries[bf16.index].shape_name, "R64_L64_bfloat16"), "the results file's tag");
+constexpr t::Selection f32 = t::select(kH200, t::Shape{64, 64, t::DType::float32});
+static_assert(f32.match == t::Match::kExact && t::kEntries[f32.index].shape.T == t::DType::float32, "float32 R64");
+// R256 was tuned in float32 only: bfloat16 takes its own R64 entry (nearest work), not float32's R256.
+constexpr t::Selection near = t::select(kH200, t::DType::bfloat16, t::Shape{256, 64, t::DType::float32});
+static_assert(near.match == t::Match::kNearestWork && t::kEntries[near.index].shape.T == t::DType::bfloat16 &&
+              t::kEntries[near.index].shape.R == 64, "nearest among bfloat16 entries");
+static_assert(t::select(90, t::DType::float16, t::Shape{64, 64, t::DType::float16}).index == -1, "no float16 entry");
+static_assert(t::same_text(t::cuda_type(t::DType::bfloat16), "__nv_bfloat16") && t::dtype_bytes(t::DType::int64) == 8, "types");
+static_assert(t::kEntries[f32.index].winner.buffers[3].dtype == t::DType::float32, "out in float32");
+int main() { return 0; }
+)";
+  const std::string cxx = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I" +
+                          dir.string() + " " + (dir / "keyed.cpp").string();
+  EXPECT_EQ(run(cxx), 0) << cxx;
+  EXPECT_NE(header.find("select(device, dtype, shape)"), std::string::npos);
+}
+
+// Until problem.json's "dtypes" loads (the data path of issue 35), the folder is refused: skip, saying so.
+bool dtype_problems_load() {
+  try {
+    (void)Problem::load(std::filesystem::path(TUNE_FIXTURES) / "problems/affine_typed/problem.json");
+    return true;
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    if (what.find("'dtypes'") != std::string::npos || what.find("tensors are float32") != std::string::npos) return false;
+    throw;
+  }
+}
+
+TEST(MergedHeader, ABfloat16ProblemSelectsOnlyEntriesOfItsDtype) {
+  if (!dtype_problems_load()) GTEST_SKIP() << "problem.json \"dtypes\" does not load yet (issue 35's data path)";
+  set_problem_path({std::filesystem::path(TUNE_FIXTURES) / "problems"});
+  const auto dir = test_dir("header_merge_test");
+  write_merged(dir, "affine_typed");
+  set_problem_path({});
+  const auto user = dir / "typed.cpp";
+  std::ofstream(user) << R"(#include "affine_typed_tuned.hpp"
+namespace t = tune_tuned::affine_typed;
+constexpr t::Device kH200{"NVIDIA H200", 90, 132};
+constexpr bool same(const char* a, const char* b) { return t::same_text(a, b); }
+// Exactly the shape, in each dtype: the entry of that dtype.
+constexpr t::Selection bf16 = t::select(kH200, t::DType::bfloat16, t::Shape{64, 64, t::DType::float32});
+static_assert(bf16.match == t::Match::kExact, "bf16 R64: exact");
+static_assert(t::kEntries[bf16.index].shape.T == t::DType::bfloat16, "the bfloat16 entry");
+constexpr t::Selection f32 = t::select(kH200, t::Shape{64, 64, t::DType::float32});
+static_assert(f32.match == t::Match::kExact && t::kEntries[f32.index].shape.T == t::DType::float32, "float32 R64");
+// R256 was tuned in float32 only: bfloat16 takes its own R64 entry (nearest work), never float32's R256.
+constexpr t::Selection near = t::select(kH200, t::DType::bfloat16, t::Shape{256, 64, t::DType::bfloat16});
+static_assert(near.match == t::Match::kNearestWork && t::kEntries[near.index].shape.T == t::DType::bfloat16 &&
+              t::kEntries[near.index].shape.R == 64, "nearest among bfloat16 entries");
+// No float16 entry at all (float16 is not among T's values): no entry is taken.
+static_assert(t::select(kH200, t::DType::float16, t::Shape{64, 64, t::DType::float16}).index == -1, "no float16 entry");
+// The template argument T is the dtype's number; cuda_type names the type the template receives.
+static_assert(bf16.geometry.launches[0].template_args[0] == static_cast<long long>(t::DType::bfloat16), "T as a number");
+static_assert(same(t::cuda_type(t::DType::bfloat16), "__nv_bfloat16") && t::dtype_bytes(t::DType::bfloat16) == 2, "types");
+static_assert(t::kEntries[bf16.index].winner.buffers[2].dtype == t::DType::bfloat16, "x in bfloat16");
+static_assert(t::kEntries[bf16.index].winner.buffers[0].dtype == t::DType::float32, "scale in float32");
+static_assert(same(t::kEntries[bf16.index].shape_name, "R64_L64_bfloat16"), "the results file's tag");
+int main() { return 0; }
+)";
+  const std::string cxx = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -Wall -Wextra -Wpedantic -Werror -o " +
+                          (dir / "typed").string() + " -I" + dir.string() + " " + user.string();
+  EXPECT_EQ(run(cxx), 0) << cxx;
+  // As CUDA with the kernels: every entry's instantiation (affine_kernel<__nv_bfloat16, ...>) compiles.
+  const auto kernels = dir / "kernels.cu";
+  std::ofstream(kernels) << "#include \"kernel.cuh\"\n#define TUNE_TUNED_KERNELS\n#include \"affine_typed_tuned.hpp\"\n"
+                            "int main() { return tune_tuned::affine_typed::kWinnerKernels[0][0] == nullptr; }\n";
+  const std::string cuda = std::string(TUNE_NVCC) + " -std=c++17 -arch=sm_90 -c -o " + (dir / "kernels.o").string() + " -I" +
+                           dir.string() + " -I" + TUNE_FIXTURES + "/problems/affine_typed " + kernels.string();
+  EXPECT_EQ(run(cuda), 0) << cuda;
 }
 
 }  // namespace

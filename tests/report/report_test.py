@@ -71,10 +71,10 @@ class Report(unittest.TestCase):
         self.assertNotIn("Card-to-card", self.md)
 
     def test_summary_rows(self):
-        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.33x (FP32 compute) | 2.00x | 5.00x | 3.00x |",
+        self.assertIn("| contact B1 N64 C64 H32 | float32 | Synthetic GPU A | 400.00 | 1.33x (FP32 compute) | 2.00x | 5.00x | 3.00x |",
                       self.md)
-        self.assertIn("| contact B2 N64 C64 H32 | Synthetic GPU B | 500.00 | 1.25x (FP32 compute) | 1.60x | — | — |", self.md)
-        self.assertIn("<td>contact B1 N64 C64 H32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x (FP32 compute)</td>",
+        self.assertIn("| contact B2 N64 C64 H32 | float32 | Synthetic GPU B | 500.00 | 1.25x (FP32 compute) | 1.60x | — | — |", self.md)
+        self.assertIn("<td>contact B1 N64 C64 H32</td><td>float32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x (FP32 compute)</td>",
                       self.html)
 
     def test_torch_speedups_only_where_a_baseline_exists(self):
@@ -150,7 +150,7 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(d["ratio_to_floor"], 400 / 350)
         md = (out / "report.md").read_text()
         self.assertIn("| 200.00 | 300.00 | 350.00 | 1.14x (launch) | 800.00 | 2.00x |", md)
-        self.assertIn("| contact B1 N64 C64 H32 | Synthetic GPU A | 400.00 | 1.14x (launch) |", md)
+        self.assertIn("| contact B1 N64 C64 H32 | float32 | Synthetic GPU A | 400.00 | 1.14x (launch) |", md)
 
     def test_a_null_zero_or_string_median_is_refused_naming_the_file_and_field(self):
         # A passed variant whose median is null, zero or a string (a damaged or hand-edited file): one
@@ -381,6 +381,85 @@ class CardToCardSpread(unittest.TestCase):
         self.assertIn("Synthetic GPU C [synthetic-gpu-c-bbbb0002]", self.md)
 
 
+class Dtypes(unittest.TestCase):
+    """Issue 35: the dtype column, and floors in the dtype's bytes and its tensor-core rate. A synthetic
+    file made a bfloat16 run of a tensor-core winner (shape T = "bfloat16", context.tensors), beside
+    the untouched float32 ones (files older than dtypes: float32)."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, str(SRC / "report"))
+        import report
+        cls.report = report
+        root = OUT / "dtypes" / "results"
+        shutil.rmtree(root.parent, ignore_errors=True)
+        shutil.copytree(FIX / "synthetic" / A, root / A)
+        src = root / A / "contact" / "B1_N64_C64_H32.json"
+        text = src.read_text().replace("strategy=warp", "strategy=mma").replace('"strategy": "warp"', '"strategy": "mma"')
+        run = json.loads(text)
+        run["shape"]["T"] = "bfloat16"
+        run["context"]["tensors"] = [{"name": "x", "role": "input", "dtype": "bfloat16", "shape": [1, 64]},
+                                     {"name": "out", "role": "output", "dtype": "bfloat16", "shape": [1, 64]}]
+        (root / A / "contact" / "B1_N64_C64_H32_bfloat16.json").write_text(json.dumps(run))
+        peaks = {A: {"copy_gb_per_s": 1000.0, "fp32_gflop_per_s": 20000.0, "bf16_tensor_gflop_per_s": 400000.0,
+                     "tf32_tensor_gflop_per_s": 100000.0, "source": "SYNTHETIC"}}
+        (root.parent / "peaks.json").write_text(json.dumps(peaks))
+        blocks, cls.data = report.build(root, root.parent / "out", report.load_peaks(str(root.parent / "peaks.json"), {}),
+                                        {}, charts=False, allow_synthetic=True)
+        cls.md = report.render_md(blocks)
+
+    def gpu(self, shape):
+        return next(g for g in self.data["groups"] if g["shape"] == shape)["gpus"][A]
+
+    def test_the_dtype_column_names_the_shapes_dtype_variable_and_old_files_are_float32(self):
+        self.assertEqual(self.gpu({**S1, "T": "bfloat16"})["dtype"], "T=bfloat16")
+        self.assertEqual(self.gpu(S1)["dtype"], "float32")
+        self.assertIn("| contact B1 N64 C64 H32 | T=bfloat16 | Synthetic GPU A |", self.md)
+        self.assertIn("| contact B1 N64 C64 H32 | float32 | Synthetic GPU A |", self.md)
+        self.assertIn("dtype T=bfloat16; tensors: x bfloat16, out bfloat16", self.md)
+
+    def test_a_tensor_core_winner_in_bfloat16_is_floored_by_the_bf16_tensor_rate(self):
+        f = self.gpu({**S1, "T": "bfloat16"})["floors"]
+        # FLOP of the fixture's B1 shape: 300 µs at 20000 GFLOP/s = 6e12 FLOP... per call 6e6 µs·GFLOP/s.
+        self.assertAlmostEqual(f["flop_us"], 300.0 * 20000.0 / 400000.0)
+        self.assertEqual(f["compute_rate"], "bf16_tensor_gflop_per_s")
+        self.assertEqual(f["bound"], "memory")  # the bytes floor (200 µs) is now the larger
+        plain = self.gpu(S1)["floors"]
+        self.assertAlmostEqual(plain["flop_us"], 300.0)
+        self.assertEqual(plain["compute_rate"], "fp32_gflop_per_s")
+
+    def test_the_rate_follows_the_output_dtype_and_tensor_cores(self):
+        r = self.report
+        bf16 = {"shape": {"T": "bfloat16"}, "context": {}}
+        f32 = {"shape": {"B": 1}, "context": {}}
+        f64 = {"shape": {"B": 1}, "context": {"tensors": [{"name": "o", "role": "output", "dtype": "float64"}]}}
+        self.assertEqual(r.compute_rate(bf16, {"strategy": "mma"}), "bf16_tensor")
+        self.assertEqual(r.compute_rate(bf16, {"strategy": "warp"}), "fp32")
+        self.assertEqual(r.compute_rate(f32, {"use_wmma": True}), "tf32_tensor")
+        self.assertEqual(r.compute_rate(f32, {"outmma": False, "block": 64}), "fp32")
+        self.assertEqual(r.compute_rate(f64, {}), "fp64")
+        # No tensor-core rate in the peaks: the FP32 rate, named so.
+        f = r.floors({"shape": {"T": "bfloat16"}, "context": {}, "work": {"flop_per_call": 2e6}},
+                     {"fp32_gflop_per_s": 1000.0}, {"strategy": "mma"})
+        self.assertEqual((f["flop_us"], f["bound"]), (2.0, "FP32 compute"))
+
+    def test_the_h200_datasheet_rates_fill_what_was_not_measured(self):
+        p = self.report.load_peaks(None, {})["h200"]
+        self.assertEqual(p["fp32_gflop_per_s"], 60200.0)  # measured stays
+        self.assertEqual(p["bf16_tensor_gflop_per_s"], 989000.0)
+        self.assertEqual(p["tf32_tensor_gflop_per_s"], 494000.0)
+        self.assertIn("datasheet", p["source"])
+
+    def test_a_shape_value_that_is_no_dtype_is_refused(self):
+        import results
+        with self.assertRaises(results.InputError) as c:
+            results.check("f.json", {**json.loads((OUT / "dtypes" / "results" / A / "contact" /
+                                                  "B1_N64_C64_H32_bfloat16.json").read_text()),
+                                     "shape": {**S1, "T": "bfloat17"}})
+        self.assertIn("shape.T", str(c.exception))
+        self.assertIn("not a dtype", str(c.exception))
+
+
 class TorchBaseline(unittest.TestCase):
     SCRIPT = SRC / "report" / "torch_baseline.py"
 
@@ -495,6 +574,68 @@ class TorchBaselineParts(unittest.TestCase):
         self.assertEqual(self.tb.tolerance_of(P), (1e-4, 1e-3))
         P.spec = {"tolerance": 2e-4}
         self.assertEqual(self.tb.tolerance_of(P), (2e-4, 0.0))
+
+    def test_the_tolerance_follows_the_output_dtype(self):
+        class P:
+            spec = {"tolerance": {"atol": 1e-4, "rtol": 1e-3, "float16": {"rtol": 2e-3}, "module": {"k": 3}}}
+        self.assertEqual(self.tb.tolerance_of(P, "float32"), (1e-4, 1e-3))
+        self.assertEqual(self.tb.tolerance_of(P, "bfloat16"), (1e-5, 1.6e-2))
+        self.assertEqual(self.tb.tolerance_of(P, "float16"), (1e-5, 2e-3))
+        self.assertEqual(self.tb.tolerance_of(P, "int64"), (0.0, 0.0))
+        self.assertEqual(self.tb.module_rule_of(P, "bfloat16"), (3.0, 1e-5))
+
+
+class TorchBaselineDtypes(unittest.TestCase):
+    """torch_baseline.py's dtypes (issue 35), without torch or a GPU: which dtype each tensor and the
+    module take at a shape, --dtype, and a bad --dtype refused before torch is needed."""
+    SPEC = {"dtypes": {"T": {"values": ["float32", "bfloat16"], "default": "float32"}},
+            "tensors": [{"name": "x", "role": "input", "dtype": "T"}, {"name": "idx", "role": "input", "dtype": "int64"},
+                        {"name": "w", "role": "parameter"}, {"name": "out", "role": "output", "dtype": "T"}]}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tb = TorchBaselineParts.tb if hasattr(TorchBaselineParts, "tb") else None
+        if cls.tb is None:
+            TorchBaselineParts.setUpClass()
+            cls.tb = TorchBaselineParts.tb
+
+    def test_the_shapes_dtype_variable_binds_the_tensors_and_the_module(self):
+        bound, of, module = self.tb.dtype_plan(self.SPEC, {"B": 2, "T": "bfloat16"})
+        self.assertEqual(bound, {"T": "bfloat16"})
+        self.assertEqual(of, {"x": "bfloat16", "idx": "int64", "w": "float32", "out": "bfloat16"})
+        self.assertEqual(module, "bfloat16")
+        # An older results file has no T: the variable's default.
+        self.assertEqual(self.tb.dtype_plan(self.SPEC, {"B": 2})[2], "float32")
+
+    def test_dtype_overrides_the_variables_or_a_problems_floating_tensors(self):
+        self.assertEqual(self.tb.dtype_plan(self.SPEC, {"B": 2, "T": "float32"}, "bfloat16")[1]["x"], "bfloat16")
+        plain = {"tensors": [{"name": "x", "role": "input"}, {"name": "i", "role": "input", "dtype": "int32"},
+                             {"name": "o", "role": "output"}]}
+        self.assertEqual(self.tb.dtype_plan(plain, {"B": 2}, "float16"),
+                         ({}, {"x": "float16", "i": "int32", "o": "float16"}, "float16"))
+        with self.assertRaisesRegex(ValueError, "not one of its values"):
+            self.tb.dtype_plan(self.SPEC, {"B": 2}, "float16")
+
+    def test_with_dtype_times_each_shape_once_and_keeps_the_winner_time_of_a_run_in_that_dtype(self):
+        shapes = [("p", {"B": 2, "T": "float32", "_tune_median_us": 10.0}),
+                  ("p", {"B": 2, "T": "bfloat16", "_tune_median_us": 6.0}),
+                  ("p", {"B": 4, "T": "float32", "_tune_median_us": 20.0})]
+        got = self.tb.with_dtype(shapes, "bfloat16")
+        self.assertEqual(got, [("p", {"B": 2, "T": "bfloat16", "_tune_median_us": 6.0}),
+                               ("p", {"B": 4, "T": "float32", "_tune_median_us": None})])
+
+    def test_a_bad_dtype_is_refused_in_one_line_with_exit_2(self):
+        r = subprocess.run([sys.executable, str(SRC / "report" / "torch_baseline.py"), str(FIX / "synthetic"), "-o",
+                            str(OUT / "t.json"), "--dtype", "bf16"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn("--dtype: 'bf16' is not a dtype (one of float16, bfloat16,", r.stderr)
+
+    def test_the_python_dtype_table_matches_tunes_names(self):
+        import dtypes
+        header = (SRC / "tuner" / "include" / "tune" / "dtype.hpp").read_text()
+        self.assertIn('"' + ", ".join(dtypes.DTYPES) + '"', header)  # dtype_choices()' comment, in order
+        self.assertEqual([dtypes.size(n) for n in dtypes.DTYPES], [2, 2, 4, 8, 1, 4, 8, 1, 1])
 
 
 if __name__ == "__main__":

@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <vector>
 
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/problem.hpp"
 #include "tune/record.hpp"
 #include "tune/tune.hpp"
 #include "support/fixture_run.hpp"
@@ -313,6 +315,31 @@ TEST(Winner, NonFiniteOrNonPositiveMediansNeverWinTieOrGiveASpeedup) {
   // undefined behaviour).
   EXPECT_EQ(best_by_median({std::nan(""), 3.0, -1.0, 0.0, std::numeric_limits<double>::infinity(), 2.0}, 4),
             (std::vector<std::size_t>{5, 1}));
+}
+
+// A shape with a dtype variable: the single-result header names its dtype (issue 35).
+TEST(Header, NamesTheShapesDtypeVariables) {
+  RunRecord run = fixture_run();
+  run.shape.set_dtype("T", DType::kBFloat16);
+  const std::string h = generate_header(run, load_space("contact", std::nullopt));
+  EXPECT_NE(h.find("inline constexpr const char kShapeT[] = \"bfloat16\";  // __nv_bfloat16\n"), std::string::npos) << h;
+  EXPECT_EQ(generate_header(fixture_run(), load_space("contact", std::nullopt)).find("kShapeT"), std::string::npos);
+}
+
+// The headers of record (results/h200/<problem>/<shape>.hpp, written by the tune that measured
+// them) regenerate byte for byte from their results: a problem without dtype variables gets the
+// header it always had (issue 35). ln_linear_gelu's predate kSmCount and kSynthetic (an older tune).
+TEST(Header, TheHeadersOfRecordRegenerateByteForByte) {
+  for (const char* shape : {"contact/B4_N64_C64_H32", "contact/B2_N512_C64_H32", "contact/B1_N1024_C128_H32",
+                            "scene_graph/B4_N24_D96_heads4_P16", "scene_graph/B16_N64_D256_heads8_P32"}) {
+    const auto base = std::filesystem::path(TUNE_REPO_DIR) / "results/h200" / shape;
+    const RunRecord run = read_result(base.string() + ".json.gz");
+    const Space space = load_space(problem_spec_of(run), std::nullopt);
+    std::ifstream in(base.string() + ".hpp", std::ios::binary);
+    const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(kept.empty()) << shape;
+    EXPECT_EQ(generate_header(run, space), kept) << shape;
+  }
 }
 
 }  // namespace

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "io/header_text.hpp"
+#include "tune/dtype.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -83,6 +85,10 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", identifier(run.problem));
   h += "// The shape this configuration was tuned for.\n";
   for (const auto& [k, v] : run.shape.dims()) h += fmt::format("inline constexpr long long {} = {};\n", constant_name("shape_" + k), v);
+  // Its dtype variables (issue 35), by PyTorch's name and as the type the kernel template received.
+  for (const auto& [k, t] : run.shape.dtypes())
+    h += fmt::format("inline constexpr const char {}[] = \"{}\";  // {}\n", constant_name("shape_" + k), dtype_name(t),
+                     dtype_cuda_type(t));
   h += fmt::format("\n// The device it was tuned on.\ninline constexpr const char kDeviceName[] = {};\n",
                    c_string(run.device->name));
   h += fmt::format("inline constexpr int kComputeCapability = {};\ninline constexpr int kSmCount = {};\n",
@@ -181,16 +187,26 @@ MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const
   check_recorded_geometry(run, v, m.lowered, space, file);
   for (const auto& t : problem.param_specs(run.shape)) m.buffers.push_back(t);
   for (const auto& t : problem.input_specs(run.shape)) m.buffers.push_back(t);
-  m.buffers.push_back({"out", problem.output_spec(run.shape).shape});
+  TensorSpec out = problem.output_spec(run.shape);
+  out.name = "out";
+  m.buffers.push_back(out);
   for (const auto& t : m.lowered.scratch) m.buffers.push_back(t);
   return m;
 }
 
+// The header's name of a dtype: DType::bfloat16 (bool: DType::bool_, a keyword otherwise).
+std::string dtype_enumerator(DType t) { return "DType::" + identifier(std::string(dtype_name(t))); }
+
 std::string shape_values(const Shape& shape) {
-  std::vector<std::int64_t> v;
-  for (const auto& d : shape.dims()) v.push_back(d.second);
+  std::vector<std::string> v;
+  for (const auto& d : shape.dims()) v.push_back(std::to_string(d.second));
+  for (const auto& d : shape.dtypes()) v.push_back(dtype_enumerator(d.second));
   return fmt::format("{}", fmt::join(v, ", "));
 }
+
+// Whether the merged header speaks of dtypes: the problem has dtype variables, or a buffer is not
+// float32. A header without them is the one tune wrote before dtypes, byte for byte.
+bool typed(const std::vector<MergedEntry>& entries);
 
 std::string params_init(const Space& space, const Config& config) {
   std::vector<std::int64_t> v;
@@ -198,7 +214,7 @@ std::string params_init(const Space& space, const Config& config) {
   return fmt::format("{{{}}}", fmt::join(v, ", "));
 }
 
-std::string variant_init(const MergedVariant& m, const Space& space, const std::string& indent) {
+std::string variant_init(const MergedVariant& m, const Space& space, const std::string& indent, bool with_dtypes) {
   const VariantRecord& v = *m.record;
   std::string h = fmt::format("{{{},\n{} {},\n{} {:.4f}, {:.4f},\n{} {}, {{", c_string(v.name), indent,
                               params_init(space, m.config), indent, v.timing->median_us, v.timing->noise, indent,
@@ -221,7 +237,8 @@ std::string variant_init(const MergedVariant& m, const Space& space, const std::
   }
   h += fmt::format("}},\n{} {}, {{", indent, m.buffers.size());
   for (std::size_t b = 0; b < m.buffers.size(); ++b)
-    h += fmt::format("{}{{{}, {}}}", b ? ", " : "", c_string(m.buffers[b].name), m.buffers[b].elements());
+    h += fmt::format("{}{{{}, {}{}}}", b ? ", " : "", c_string(m.buffers[b].name), m.buffers[b].elements(),
+                     with_dtypes ? ", " + dtype_enumerator(m.buffers[b].dtype) : "");
   return h + "}}";
 }
 
@@ -292,6 +309,7 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
   const auto key = [](const MergedEntry& e) {
     std::vector<std::int64_t> dims;
     for (const auto& d : e.run->shape.dims()) dims.push_back(d.second);
+    for (const auto& d : e.run->shape.dtypes()) dims.push_back(static_cast<std::int64_t>(d.second));  // entries by dtype too
     // Cards of one name with other limits (SM count, shared memory) are other devices to select().
     return std::make_tuple(e.run->device->compute_capability(), e.run->device->name, e.run->device->sm_count,
                            e.run->device->max_smem_per_block_optin, dims);
@@ -302,6 +320,35 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
       throw InputError(fmt::format("two results for {} {}; pass one file per device and shape", entries[i].run->device->name,
                                    entries[i].run->shape.describe()));
   return entries;
+}
+
+bool typed(const std::vector<MergedEntry>& entries) {
+  for (const auto& e : entries) {
+    if (!e.run->shape.dtypes().empty()) return true;
+    for (const MergedVariant* m : {&e.winner, &e.baseline})
+      for (const auto& b : m->buffers)
+        if (b.dtype != DType::kFloat32) return true;
+  }
+  return false;
+}
+
+// The dtype enum of a typed header (every dtype, numbered as tune numbers them: a dtype variable's
+// value in the geometry's expressions is that number), the CUDA type a kernel template receives
+// for each, and its size.
+std::string dtype_types() {
+  std::string names, cuda, bytes;
+  for (const DType t : all_dtypes()) {
+    const std::string id = identifier(std::string(dtype_name(t)));
+    names += fmt::format("{}{} = {}", names.empty() ? "" : ", ", id, static_cast<int>(t));
+    cuda += fmt::format("    case DType::{}: return \"{}\";\n", id, dtype_cuda_type(t));
+    bytes += fmt::format("    case DType::{}: return {};\n", id, dtype_size(t));
+  }
+  std::string h = "// The element types of the problem's tensors, named as PyTorch names them (bool_: bool).\n";
+  h += fmt::format("enum class DType : int {{ {} }};\n\n", names);
+  h += "// The type a kernel template receives for a dtype (a template argument that is a dtype variable).\n";
+  h += "constexpr const char* cuda_type(DType t) {\n  switch (t) {\n" + cuda + "  }\n  return \"\";\n}\n\n";
+  h += "constexpr long long dtype_bytes(DType t) {\n  switch (t) {\n" + bytes + "  }\n  return 0;\n}\n\n";
+  return h;
 }
 
 // The configuration with the smallest worst-case loss (its cold median over the entry's winner's)
@@ -384,6 +431,9 @@ std::string merged_doc(const std::vector<MergedEntry>& entries, const Space& spa
     h += "//   5. kPortable: none (no configuration passed in every measured entry);\n";
   h += fmt::format("//   6. kDefault: the baseline configuration of {};\n", space.source_name());
   h += "//   7. kNone: nothing is valid at that shape (index -1, geometry.ok false, geometry.why says why).\n";
+  if (!entries.front().run->shape.dtypes().empty())
+    h += "// Entries are keyed by dtype too: Shape holds the dtype variables (enum DType), and select() takes\n"
+         "// only entries of the shape's dtypes (steps 1 to 4); select(device, dtype, shape) with one variable.\n";
   h += "// A synthetic entry (fake GPU, nothing measured; merged only with --allow-synthetic) is taken only\n"
        "// for the device it names.\n";
   h += "// Compile time: constexpr auto s = select(Device{\"NVIDIA H200\", 90, 132, 232448}, Shape{...}); then\n"
@@ -411,6 +461,7 @@ std::string merged_doc(const std::vector<MergedEntry>& entries, const Space& spa
 
 // Shape, work, Params, Launch, Buffer, Variant and Entry.
 std::string merged_types(const std::vector<MergedEntry>& entries, const Space& space, const Problem& problem) {
+  const bool with_dtypes = typed(entries);
   std::size_t max_launches = 1, max_args = 1, max_buffers = 1;
   for (const auto& e : entries)
     for (const MergedVariant* m : {&e.winner, &e.baseline}) {
@@ -422,13 +473,26 @@ std::string merged_types(const std::vector<MergedEntry>& entries, const Space& s
   std::string h;
   h += fmt::format("inline constexpr int kMaxLaunches = {};\ninline constexpr int kMaxArgs = {};\ninline constexpr int kMaxBuffers = {};\n\n",
                    max_launches, max_args, max_buffers);
-  h += "// A shape, dimensions in the problem's order.\nstruct Shape {\n";
+  if (with_dtypes) h += dtype_types();
+  h += fmt::format("// A shape, dimensions in the problem's order{}.\nstruct Shape {{\n",
+                   shape0.dtypes().empty() ? "" : ", then its dtype variables");
   for (const auto& d : shape0.dims()) h += fmt::format("  long long {};\n", identifier(d.first));
+  for (const auto& d : shape0.dtypes()) h += fmt::format("  DType {};\n", identifier(d.first));
   h += "};\n\n";
   h += "constexpr bool same_shape(const Shape& a, const Shape& b) {\n  return ";
-  for (std::size_t i = 0; i < shape0.dims().size(); ++i)
-    h += fmt::format("{}a.{} == b.{}", i ? " && " : "", identifier(shape0.dims()[i].first), identifier(shape0.dims()[i].first));
+  std::vector<std::string> fields, dtype_fields;
+  for (const auto& d : shape0.dims()) fields.push_back(identifier(d.first));
+  for (const auto& d : shape0.dtypes()) dtype_fields.push_back(identifier(d.first));
+  fields.insert(fields.end(), dtype_fields.begin(), dtype_fields.end());
+  for (std::size_t i = 0; i < fields.size(); ++i) h += fmt::format("{}a.{} == b.{}", i ? " && " : "", fields[i], fields[i]);
   h += ";\n}\n\n";
+  if (!dtype_fields.empty()) {
+    h += "// Entries of one dtype: select() never takes an entry of other dtypes, nearest shape or not.\n"
+         "constexpr bool same_dtypes(const Shape& a, const Shape& b) {\n  return ";
+    for (std::size_t i = 0; i < dtype_fields.size(); ++i)
+      h += fmt::format("{}a.{} == b.{}", i ? " && " : "", dtype_fields[i], dtype_fields[i]);
+    h += ";\n}\n\n";
+  }
   h += fmt::format("// The work select() compares shapes by.\nconstexpr long long work(const Shape& s) {{ return {}; }}\n\n",
                    work_expression(problem, shape0));
   h += "// Parameters as the kernel template takes them (strings: index in the config's list).\nstruct Params {\n";
@@ -442,8 +506,13 @@ std::string merged_types(const std::vector<MergedEntry>& entries, const Space& s
   h += "// One kernel launch; arguments are indices into Variant::buffers, in the kernel's parameter order.\n";
   h += "struct Launch {\n  const char* name_expression;  // the template instantiation (NVRTC name expression)\n"
        "  unsigned grid[3];\n  unsigned block[3];\n  unsigned dynamic_smem_bytes;\n  int arg_count;\n  int args[kMaxArgs];\n};\n\n";
-  h += "// A device buffer of float32 elements: the problem's parameters and inputs, \"out\", then scratch.\n";
-  h += "struct Buffer {\n  const char* name;\n  long long elements;\n};\n\n";
+  if (with_dtypes) {
+    h += "// A device buffer: the problem's parameters and inputs, \"out\", then scratch, elements of its dtype.\n";
+    h += "struct Buffer {\n  const char* name;\n  long long elements;\n  DType dtype;\n};\n\n";
+  } else {
+    h += "// A device buffer of float32 elements: the problem's parameters and inputs, \"out\", then scratch.\n";
+    h += "struct Buffer {\n  const char* name;\n  long long elements;\n};\n\n";
+  }
   h += "// A configuration with its launches in order (timed together as one call).\n";
   h += "struct Variant {\n  const char* name;\n  Params params;\n  double median_us;  // measured cold median\n"
        "  double noise;      // relative standard deviation of the samples\n  int launch_count;\n"
@@ -561,6 +630,29 @@ constexpr Selection select(int arch, const Shape& shape) { return select(Device{
 
 )";
 
+// select(): kSelectCode; with dtype variables, step 3 takes only entries of the shape's dtypes, and
+// with one, select(device, dtype, shape) says it in the call.
+std::string select_code(const Shape& shape0) {
+  std::string code = kSelectCode;
+  if (shape0.dtypes().empty()) return code;
+  const std::string step3 = "      if (!device_ok) continue;\n      const Geometry g = geometry(shape, e.winner.params, limits);\n"
+                            "      if (!g.ok) continue;\n      if (best >= 0) {";
+  const auto at = code.find(step3);
+  if (at == std::string::npos) throw std::logic_error("select_code: step 3 of kSelectCode not found");
+  code.replace(at, std::string("      if (!device_ok) continue;").size(), "      if (!device_ok || !same_dtypes(e.shape, shape)) continue;");
+  if (shape0.dtypes().size() == 1) {
+    const std::string var = identifier(shape0.dtypes().front().first);
+    code += fmt::format("// select(device, dtype, shape): the shape with its dtype variable {0} = dtype, as in\n"
+                        "// select(Device{{\"NVIDIA H200\", 90, 132}}, DType::bfloat16, Shape{{...}}).\n"
+                        "constexpr Selection select(const Device& d, DType dtype, Shape shape) {{\n"
+                        "  shape.{1} = dtype;\n  return select(d, shape);\n}}\n\n"
+                        "constexpr Selection select(int arch, DType dtype, Shape shape) {{\n"
+                        "  shape.{1} = dtype;\n  return select(arch, shape);\n}}\n\n",
+                        comment_safe(shape0.dtypes().front().first), var);
+  }
+  return code;
+}
+
 }  // namespace
 
 std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space, bool allow_synthetic) {
@@ -576,21 +668,24 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
   const Problem& problem = find_problem(problem_spec_of(results.front().run));
   const std::vector<MergedEntry> entries = merged_entries(results, space, problem, allow_synthetic);
   const Portable portable = portable_config(entries, space);
+  const bool with_dtypes = typed(entries);
 
   const std::string ns = identifier(problem_name);
   std::string h = merged_doc(entries, space, problem, portable);
   h += "#pragma once\n\n";
   h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", ns);
   h += merged_types(entries, space, problem);
-  h += geometry_code(space);
+  std::vector<std::string> dtype_variables;
+  for (const auto& d : entries.front().run->shape.dtypes()) dtype_variables.push_back(d.first);
+  h += geometry_code(space, dtype_variables);
   h += fmt::format("inline constexpr int kEntryCount = {};\n", entries.size());
   h += "inline constexpr Entry kEntries[kEntryCount] = {\n";
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     h += fmt::format("    // [{}]\n    {{{}, {}, {}, {}, {}, {{{}}},\n     {},\n     {}}}{}\n", i, c_string(e.run->device->name),
                      e.run->device->compute_capability(), e.run->device->sm_count, e.synthetic ? "true" : "false",
-                     c_string(e.run->shape.tag()), shape_values(e.run->shape), variant_init(e.winner, space, "     "),
-                     variant_init(e.baseline, space, "     "), i + 1 < entries.size() ? "," : "");
+                     c_string(e.run->shape.tag()), shape_values(e.run->shape), variant_init(e.winner, space, "     ", with_dtypes),
+                     variant_init(e.baseline, space, "     ", with_dtypes), i + 1 < entries.size() ? "," : "");
   }
   h += "};\n\n";
   if (portable.config)
@@ -602,7 +697,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
          "inline constexpr bool kHasPortable = false;\ninline constexpr Params kPortableParams = {};\n";
   h += fmt::format("// The baseline of {}.\ninline constexpr Params kDefaultParams = {};\n\n", space.source_name(),
                    params_init(space, space.baseline()));
-  h += kSelectCode;
+  h += select_code(entries.front().run->shape);
   h += "#if defined(TUNE_TUNED_KERNELS)\n";
   h += "// Every launch's kernel, for cudaLaunchKernel: [entry][launch], unused slots null.\n";
   for (const char* which : {"Winner", "Baseline"}) {

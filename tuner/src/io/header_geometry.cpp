@@ -8,6 +8,7 @@
 
 #include "io/header_text.hpp"
 #include "space/expr_cpp.hpp"
+#include "tune/dtype.hpp"
 #include "tune/errors.hpp"
 
 namespace tune {
@@ -22,7 +23,7 @@ std::string double_literal(double v) {
 
 }  // namespace
 
-std::string geometry_code(const Space& space) {
+std::string geometry_code(const Space& space, const std::vector<std::string>& dtype_variables) {
   const SpaceExpressions e = space.expressions();
   // Every name of the space as a local double "v_<name>": no clash with C++ keywords or the
   // header's own names.
@@ -30,10 +31,24 @@ std::string geometry_code(const Space& space) {
   for (const auto& d : e.dims) locals[d] = "v_" + header_text::identifier(d);
   for (const auto& p : space.parameters()) locals[p.name] = "v_" + header_text::identifier(p.name);
   for (const char* dev : {"dev_max_threads", "dev_max_smem", "dev_sm_count", "dev_cc"}) locals[dev] = std::string("v_") + dev;
+  // A dtype variable T is its dtype's number (DType), T_bytes its size; the dtype names are constants.
+  std::map<std::string, std::string> dtype_locals, dtype_constants;
+  // <variable>_bytes, unless the space derives it itself (then its expression gives it).
+  const auto derived = [&](const std::string& name) {
+    return std::any_of(e.derived.begin(), e.derived.end(), [&](const auto& d) { return d.name == name; });
+  };
+  for (const auto& v : dtype_variables) {
+    dtype_locals[v] = "v_" + header_text::identifier(v);
+    if (!derived(v + "_bytes")) dtype_locals[v + "_bytes"] = "v_" + header_text::identifier(v + "_bytes");
+  }
+  locals.insert(dtype_locals.begin(), dtype_locals.end());
+  if (!dtype_variables.empty())
+    for (const DType t : all_dtypes()) dtype_constants[std::string(dtype_name(t))] = double_literal(static_cast<int>(t));
   const auto cpp = [&](const std::string& text, const std::string& where) {
     const auto resolve = [&](const std::string& name) -> std::optional<std::string> {
       if (auto it = locals.find(name); it != locals.end()) return it->second;
       if (auto it = e.constants.find(name); it != e.constants.end()) return double_literal(it->second);
+      if (auto it = dtype_constants.find(name); it != dtype_constants.end()) return it->second;
       return std::nullopt;
     };
     try {
@@ -81,7 +96,17 @@ std::string geometry_code(const Space& space) {
        "}  // namespace detail\n\n";
   h += "// The configuration `p` at shape `s` on a device with limits `l`, as tune lowers it.\n";
   h += "constexpr Geometry geometry(const Shape& s, const Params& p, const Limits& l) {\n  Geometry g{};\n";
-  for (const auto& d : e.dims) h += fmt::format("  const double {} = static_cast<double>(s.{});\n", locals[d], header_text::identifier(d));
+  const auto is_dtype = [&](const std::string& d) {
+    return std::find(dtype_variables.begin(), dtype_variables.end(), d) != dtype_variables.end();
+  };
+  for (const auto& d : e.dims)
+    if (!is_dtype(d)) h += fmt::format("  const double {} = static_cast<double>(s.{});\n", locals[d], header_text::identifier(d));
+  for (const auto& v : dtype_variables) {
+    h += fmt::format("  const double {} = static_cast<double>(static_cast<int>(s.{}));\n", locals[v], header_text::identifier(v));
+    if (!derived(v + "_bytes"))
+      h += fmt::format("  const double {} = static_cast<double>(dtype_bytes(s.{}));\n", locals[v + "_bytes"],
+                       header_text::identifier(v));
+  }
   for (const auto& p : space.parameters())
     h += fmt::format("  const double {} = static_cast<double>(p.{});\n", locals[p.name], header_text::identifier(p.name));
   h += "  const double v_dev_max_threads = static_cast<double>(l.max_threads);\n"

@@ -2,6 +2,7 @@
 // Text for generated C++ headers: names, comments and string literals from data.
 #include <cctype>
 #include <string>
+#include <vector>
 
 #include "space/expr.hpp"
 #include "tune/space.hpp"
@@ -82,8 +83,9 @@ inline std::string c_string(const std::string& s) {
 
 // The prelude, the Limits, LaunchGeometry and Geometry types and `constexpr Geometry
 // geometry(const Shape&, const Params&, const Limits&)` of a merged header, generated from the
-// space's expressions (Shape and Params must be declared before it). Throws InputError when an
-// expression has no constexpr translation.
-std::string geometry_code(const Space& space);
+// space's expressions (Shape and Params must be declared before it; with dtype variables, also DType
+// and dtype_bytes: a variable is its dtype's number, <variable>_bytes its size). Throws InputError
+// when an expression has no constexpr translation.
+std::string geometry_code(const Space& space, const std::vector<std::string>& dtype_variables = {});
 
 }  // namespace tune
