@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -26,6 +27,13 @@ struct WorkCounts {
 struct Tolerance {
   double atol = 1e-4;
   double rtol = 1e-4;
+};
+
+// A dtype variable of the file's `dtypes` (issue 35): a flag like a dimension (--T bfloat16).
+struct DTypeVariable {
+  std::string name;
+  std::vector<DType> values;           // the allowed dtypes, in the file's order
+  std::optional<DType> default_value;  // none: the flag is required, as a dimension without default is
 };
 
 enum class DataPurpose {
@@ -56,8 +64,14 @@ class Problem {
   [[nodiscard]] const nlohmann::ordered_json& json() const;
   // Dimension names in order, e.g. {"B","N","C","H"}.
   [[nodiscard]] std::vector<std::string> dims() const;
+  // The file's dtype variables, in its order (empty without `dtypes`).
+  [[nodiscard]] const std::vector<DTypeVariable>& dtype_variables() const;
+  // Gives each dtype variable the shape lacks its default (one without default stays absent, for
+  // check_shape to refuse).
+  void add_dtype_defaults(Shape& shape) const;
   // Throws ShapeError (one line, naming the dimension or tensor) for a dimension that is missing, not
-  // positive or too large, a tensor past 2^40 elements; ConfigError for what the shape makes of the
+  // positive or too large, a dtype variable missing (without default) or not one of its values, a
+  // tensor past 2^40 elements; ConfigError for what the shape makes of the
   // file: a work count that is not finite and >= 0, an edit that loops more often than its tensor has
   // elements or writes outside it or beyond float32, an edge case that takes an input beyond float32.
   void check_shape(const Shape& shape) const;

@@ -1,7 +1,9 @@
 #pragma once
 // A problem shape: named integer dimensions in the problem's own order (B, N, C, H, ...), and the
 // values of the problem's dtype variables (T = bfloat16), in the problem's order.
+#include <climits>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -10,6 +12,18 @@
 #include "tune/dtype.hpp"
 
 namespace tune {
+
+// A dtype variable's value where the shape options travel as integers (--T bfloat16 among --B 4:
+// TuneOptions::dims, sweep items): a code no dimension can have (dimensions are positive).
+[[nodiscard]] constexpr std::int64_t dtype_flag_value(DType t) {
+  return INT64_MIN + static_cast<std::int64_t>(static_cast<int>(t));
+}
+// The dtype of such a value; nullopt for any other integer.
+[[nodiscard]] constexpr std::optional<DType> dtype_of_flag_value(std::int64_t v) {
+  const std::uint64_t code = static_cast<std::uint64_t>(v) - static_cast<std::uint64_t>(INT64_MIN);  // wraps, defined
+  if (code > static_cast<std::uint64_t>(DType::kBool)) return std::nullopt;
+  return static_cast<DType>(code);
+}
 
 class Shape {
  public:

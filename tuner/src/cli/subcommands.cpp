@@ -260,6 +260,13 @@ class ListCommand final : public Subcommand {
         const auto def = space.default_dims().find(d);
         dims.push_back(def == space.default_dims().end() ? "--" + d + " N" : fmt::format("--{} {}", d, def->second));
       }
+      for (const auto& v : p.dtype_variables()) {
+        std::vector<std::string> names;
+        for (const DType t : v.values) names.emplace_back(dtype_name(t));
+        dims.push_back(v.default_value ? fmt::format("--{} {}", v.name, dtype_name(*v.default_value))
+                                       : fmt::format("--{} {}", v.name, fmt::join(names, "|")));
+        if (v.default_value) dims.back() += fmt::format(" ({})", fmt::join(names, "|"));
+      }
       fmt::print("    dims: {}\n", fmt::join(dims, " "));
       if (!p.description().empty()) fmt::print("    {}\n", p.description());
     } catch (const std::exception& e) {

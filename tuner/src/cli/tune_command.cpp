@@ -34,6 +34,12 @@ std::vector<std::int64_t> shape_values(const std::string& name, const std::strin
     const auto comma = text.find(',', pos);
     const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     std::int64_t v = 0;
+    if (const auto t = parse_dtype(item)) {  // a dtype variable's value (resolve_shape checks the name takes one)
+      values.push_back(dtype_flag_value(*t));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+      continue;
+    }
     const auto r = std::from_chars(item.data(), item.data() + item.size(), v);
     if (r.ec == std::errc::result_out_of_range && r.ptr == item.data() + item.size())
       throw InputError(fmt::format("--{} {}: '{}' is too large (a dimension is at most 9000000000000000)", name, text, item));

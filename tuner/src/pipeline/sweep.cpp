@@ -53,6 +53,7 @@ std::vector<SweepItem> expand_dims(const std::string& problem,
   std::vector<std::string> order;
   try {
     order = find_problem(problem).dims();
+    for (const auto& v : find_problem(problem).dtype_variables()) order.push_back(v.name);
   } catch (const InputError&) {  // an unknown problem is reported by the caller with its context
   }
   auto rank = [&](const std::string& d) {
@@ -99,6 +100,7 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
     std::vector<std::string> dims;
     try {
       dims = find_problem(problem).dims();
+      for (const auto& v : find_problem(problem).dtype_variables()) dims.push_back(v.name);
     } catch (const InputError& err) {
       throw InputError(fmt::format("{}.problem: {}", where, err.what()));
     }
@@ -110,9 +112,10 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
                                      fmt::join(dims, ", ")));
       std::vector<std::int64_t> values;
       for (const Json& x : v.is_array() ? v : Json::array({v})) {
-        if (!x.is_number_integer())
-          throw InputError(fmt::format("{}.{}: must be an integer or a list of integers", where, k));
-        values.push_back(x.get<std::int64_t>());
+        const auto t = x.is_string() ? parse_dtype(x.get<std::string>()) : std::nullopt;  // a dtype variable's
+        if (!x.is_number_integer() && !t)
+          throw InputError(fmt::format("{}.{}: must be an integer, a dtype or a list of them", where, k));
+        values.push_back(t ? dtype_flag_value(*t) : x.get<std::int64_t>());
       }
       lists.emplace_back(k, std::move(values));
     }

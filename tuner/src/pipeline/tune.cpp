@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ranges>
 #include <climits>
 #include <cmath>
 #include <csignal>
@@ -623,15 +624,38 @@ void check_launch_args(const Problem& problem, const Space& space) {
                                       space.source_name(), kernel, a, problem.name(), fmt::join(known, ", ")));
 }
 
+namespace {
+
+// The dtype variables of the shape options (--T bfloat16), else their defaults; check_shape refuses
+// one missing without default.
+Shape resolve_dtypes(const Problem& problem, const std::vector<std::pair<std::string, std::int64_t>>& dims) {
+  Shape shape;
+  for (const DTypeVariable& var : problem.dtype_variables()) {
+    const auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& p) { return p.first == var.name; });
+    if (it == dims.end()) continue;
+    const auto t = dtype_of_flag_value(it->second);
+    const std::string allowed = fmt::format("{}", fmt::join(var.values | std::views::transform(dtype_name), ", "));
+    if (!t) throw ShapeError(fmt::format("--{} {}: expected a dtype ({})", var.name, it->second, allowed));
+    shape.set_dtype(var.name, *t);
+  }
+  problem.add_dtype_defaults(shape);
+  return shape;
+}
+
+}  // namespace
+
 Shape resolve_shape(const Problem& problem, const Space& space,
                     const std::vector<std::pair<std::string, std::int64_t>>& dims) {
-  const auto names = problem.dims();
+  auto names = problem.dims();
+  for (const auto& v : problem.dtype_variables()) names.push_back(v.name);
   for (const auto& [k, v] : dims)
     if (std::find(names.begin(), names.end(), k) == names.end())
       throw ShapeError(fmt::format("--{} is not a dimension of problem {} (it takes {})", k, problem.name(), fmt::join(names, ", ")));
-  Shape shape;
-  for (const auto& d : names) {
+  Shape shape = resolve_dtypes(problem, dims);
+  for (const auto& d : problem.dims()) {
     auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& p) { return p.first == d; });
+    if (it != dims.end() && dtype_of_flag_value(it->second))
+      throw ShapeError(fmt::format("--{} {}: a dimension is a positive integer", d, dtype_name(*dtype_of_flag_value(it->second))));
     if (it != dims.end()) {
       shape.set(d, it->second);
     } else if (auto def = space.default_dims().find(d); def != space.default_dims().end()) {

@@ -33,7 +33,7 @@ inline const std::set<std::string>& problem_file_keys() {
   static const std::set<std::string> keys{
       "schema_version", "problem",  "description", "template",   "include_dirs",  "reference",  "golden",
       "tolerance",      "shape",    "tensors",     "edits",      "edge_cases",    "deterministic", "work",
-      "parameters",     "derived",  "constraints", "launches",   "scratch",       "baseline"};
+      "parameters",     "derived",  "constraints", "launches",   "scratch",       "baseline",   "dtypes"};
   return keys;
 }
 

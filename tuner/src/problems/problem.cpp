@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "io/json_file.hpp"
+#include "problems/dtype_vars.hpp"
 #include "problems/init.hpp"
 #include "problems/json_check.hpp"
 #include "problems/python_reference.hpp"
@@ -34,18 +35,38 @@ using Json = nlohmann::ordered_json;
 
 enum class Role { kParameter, kInput, kOutput };
 
-enum class InitKind { kNone, kNormal, kUniform, kLinear, kLayerNormWeight, kLayerNormBias, kConstant, kBernoulli };
+enum class InitKind { kNone, kNormal, kUniform, kLinear, kLayerNormWeight, kLayerNormBias, kConstant, kBernoulli, kIndex, kIntegers };
 
 struct Init {
   InitKind kind = InitKind::kNone;
-  double a = 0, b = 1;                    // normal: mean, std; uniform: low, high; constant: a; bernoulli: p = a
-  std::optional<space::Expression> fan_in;  // linear
+  double a = 0, b = 1;  // normal: mean, std; uniform, integers: low, high; constant: a; bernoulli: p = a
+  std::optional<space::Expression> fan_in;  // linear; index: its `high`
 };
+
+// Float inits draw real numbers: they need a floating tensor; index and integers an integer one.
+bool float_init(InitKind k) {
+  return k == InitKind::kNormal || k == InitKind::kUniform || k == InitKind::kLinear || k == InitKind::kLayerNormWeight ||
+         k == InitKind::kLayerNormBias;
+}
+
+// Empty when the tensor's dtype holds `v` as written (floating: finite within its range; integers
+// and bool: an integer within its range); else what to say after "which ...".
+std::string beyond(DType d, double v, const std::string& tensor) {
+  const std::string n(dtype_name(d));
+  if (is_floating(d)) {
+    if (std::abs(v) <= dtype_max(d)) return {};
+    return fmt::format("makes tensor '{}' non-finite in {}; give a finite value within {}", tensor, n, n);
+  }
+  if (v == std::floor(v) && v >= dtype_lowest(d) && v <= dtype_max(d)) return {};
+  return fmt::format("tensor '{}' ({}) cannot hold; give an integer within [{}, {}]", tensor, n, dtype_lowest(d), dtype_max(d));
+}
 
 struct TensorDef {
   std::string name;
   Role role = Role::kInput;
   std::vector<space::Expression> shape;
+  DType dtype = DType::kFloat32;
+  std::optional<std::size_t> dtype_var;  // its dtype is this dtype variable's (then `dtype` is unused)
   Init init;
 };
 
@@ -83,6 +104,9 @@ struct Problem::Impl {
   std::string name, description;
   std::vector<std::string> dims;
   std::vector<std::size_t> dim_slots;
+  std::vector<DTypeVariable> dtype_vars;
+  std::vector<std::size_t> dtype_slots;  // variable, <variable>_bytes: two per dtype variable
+  mutable std::vector<DType> bound_dtypes;  // each dtype variable's value at the bound shape (under mutex)
   Tolerance tolerance;
   std::vector<TensorDef> tensors;
   std::size_t output = 0;
@@ -106,6 +130,7 @@ struct Problem::Impl {
     if (!j.is_string() && !j.is_number_integer()) fail(where + " must be an expression string or an integer");
     const std::string text = j.is_string() ? j.get<std::string>() : j.dump();
     const auto unknown = space::unknown_names(text, [&](const std::string& n) {
+      if (table.constants().count(n) || is_dtype_name(n)) return true;
       return dims_only ? std::find(dims.begin(), dims.end(), n) != dims.end() : table.has(n);
     });
     if (!unknown.empty())
@@ -118,6 +143,11 @@ struct Problem::Impl {
     }
   }
 
+  // A dtype variable or its `_bytes`: known in every expression.
+  bool is_dtype_name(const std::string& n) const {
+    return std::any_of(dtype_vars.begin(), dtype_vars.end(), [&](const DTypeVariable& v) { return n == v.name || n == v.name + "_bytes"; });
+  }
+
   // A `when`: NaN is false, as a constraint's is (docs/problem-format.md).
   static bool holds(const space::Expression& e) {
     const double v = e.eval();
@@ -126,6 +156,16 @@ struct Problem::Impl {
 
   void bind(const Shape& shape) const {
     for (std::size_t d = 0; d < dims.size(); ++d) table.set(dim_slots[d], static_cast<double>(shape.at(dims[d])));
+    dtype_vars::bind(dtype_vars, dtype_slots, shape, table);
+    bound_dtypes.clear();
+    for (const DTypeVariable& v : dtype_vars) bound_dtypes.push_back(dtype_vars::value(v, shape).value_or(v.values.front()));
+  }
+
+  // A tensor's dtype at the bound shape.
+  DType dtype_of(const TensorDef& t) const { return t.dtype_var ? bound_dtypes.at(*t.dtype_var) : t.dtype; }
+  // Every dtype the tensor may have (its variable's values).
+  std::vector<DType> possible_dtypes(const TensorDef& t) const {
+    return t.dtype_var ? dtype_vars[*t.dtype_var].values : std::vector<DType>{t.dtype};
   }
 
   std::int64_t integer(const space::Expression& e, const std::string& where) const {
@@ -137,6 +177,7 @@ struct Problem::Impl {
 
   TensorSpec spec(const TensorDef& t) const {
     TensorSpec s{t.name, {}};
+    s.dtype = dtype_of(t);
     for (std::size_t i = 0; i < t.shape.size(); ++i) {
       const std::int64_t n = integer(t.shape[i], fmt::format("tensor '{}' shape[{}]", t.name, i));
       if (n < 0) fail(fmt::format("tensor '{}' shape[{}] '{}' is negative ({})", t.name, i, t.shape[i].text(), n));
@@ -166,9 +207,11 @@ struct Problem::Impl {
   static double init_bound(const Init& init);
   // Each element an edit writes, with its value (checked finite and within float32), at the bound
   // shape; `what` names the tensor for messages.
-  void for_each_write(const Edit& e, const std::vector<std::int64_t>& shape, const std::string& what,
+  void for_each_write(const Edit& e, const std::vector<std::int64_t>& shape, const std::string& what, DType dtype,
                       const std::function<void(std::int64_t, double)>& write) const;
   void parse_tensor(const Json& j, std::size_t i);
+  void parse_dtype_of(const Json& j, const std::string& where, TensorDef& t) const;
+  void check_init(const TensorDef& t, const std::string& where) const;
   void parse_work();
   void parse_reference();
   void check_name() const;
@@ -176,6 +219,8 @@ struct Problem::Impl {
   Edit parse_edit(const Json& j, const std::string& where, const std::vector<std::string>& loop_names, bool top_level);
   void parse_edge_case(const Json& j, std::size_t i, const std::vector<std::string>& loop_names);
   HostTensor draw(const TensorDef& t, Rng& rng) const;
+  // An index init's `high` at the bound shape: an integer >= 1 that the tensor's dtype holds.
+  std::int64_t index_high(const TensorDef& t) const;
   void apply(const Edit& e, HostTensor& t) const;
   void apply(const TensorSet& s, HostTensor& t) const;
   // With the table bound to a shape: every parameter and input of `seed` (outputs left empty),
@@ -192,8 +237,8 @@ Init parse_init(const Json& j, const std::string& where, const std::function<spa
       {"normal", InitKind::kNormal},   {"uniform", InitKind::kUniform},
       {"linear", InitKind::kLinear},   {"layernorm_weight", InitKind::kLayerNormWeight},
       {"layernorm_bias", InitKind::kLayerNormBias}, {"constant", InitKind::kConstant},
-      {"bernoulli", InitKind::kBernoulli}};
-  const std::string names = "normal, uniform, linear, layernorm_weight, layernorm_bias, constant, bernoulli";
+      {"bernoulli", InitKind::kBernoulli}, {"index", InitKind::kIndex}, {"integers", InitKind::kIntegers}};
+  const std::string names = "normal, uniform, linear, layernorm_weight, layernorm_bias, constant, bernoulli, index, integers";
   Init init;
   const Json spec = j.is_string() ? Json{{"kind", j}} : j;
   if (!spec.is_object() || !spec.contains("kind") || !spec.at("kind").is_string())
@@ -235,6 +280,20 @@ Init parse_init(const Json& j, const std::string& where, const std::function<spa
       init.a = number("p", 0.5);
       if (init.a < 0 || init.a > 1) fail(where + ".p must be within [0, 1]");
       break;
+    case InitKind::kIndex:
+      json_check::keys(spec, {"kind", "high"}, where, fail);
+      if (!spec.contains("high")) fail(where + " (index) needs 'high', an expression over the dims (\"N\": indices in [0, N))");
+      init.fan_in = expr(spec.at("high"), where + ".high");
+      break;
+    case InitKind::kIntegers:
+      json_check::keys(spec, {"kind", "low", "high"}, where, fail);
+      if (!spec.contains("low") || !spec.contains("high")) fail(where + " (integers) needs 'low' and 'high' (integers in [low, high))");
+      init.a = number("low", 0);
+      init.b = number("high", 1);
+      if (init.a != std::floor(init.a) || init.b != std::floor(init.b) || !(init.a < init.b) || std::abs(init.a) > 9.0e15 ||
+          std::abs(init.b) > 9.0e15)
+        fail(fmt::format("{}: 'low' {} and 'high' {} must be integers with low < high", where, init.a, init.b));
+      break;
     default:
       json_check::keys(spec, {"kind"}, where, fail);
   }
@@ -261,8 +320,7 @@ void Problem::Impl::parse_tensor(const Json& j, std::size_t i) {
   // take its place (issue 34 #17).
   if (t.name == "out" && t.role != Role::kOutput)
     fail(fmt::format("{}: only the output may be named 'out' (launch args call the output 'out'); rename this {}", where, role));
-  const std::string dtype = j.contains("dtype") ? json_check::string(j, "dtype", where, f) : "float32";
-  if (dtype != "float32") fail(fmt::format("{}.dtype '{}' is not supported (tensors are float32)", where, dtype));
+  parse_dtype_of(j, where, t);
   if (!j.contains("shape") || !j.at("shape").is_array()) fail(where + ".shape must be a list of expressions over the dims");
   for (std::size_t d = 0; d < j.at("shape").size(); ++d)
     t.shape.push_back(expression(j.at("shape")[d], fmt::format("{}.shape[{}] of tensor '{}'", where, d, t.name), true));
@@ -275,8 +333,55 @@ void Problem::Impl::parse_tensor(const Json& j, std::size_t i) {
     if (!j.contains("init")) fail(fmt::format("{} ('{}') needs 'init' (normal, uniform, linear, ...)", where, t.name));
     t.init = parse_init(j.at("init"), where + ".init",
                         [&](const Json& e, const std::string& w) { return expression(e, w, true); }, f);
+    check_init(t, where + ".init");
   }
   tensors.push_back(std::move(t));
+}
+
+void Problem::Impl::parse_dtype_of(const Json& j, const std::string& where, TensorDef& t) const {
+  if (!j.contains("dtype")) return;  // float32
+  const Json& d = j.at("dtype");
+  const std::string text = d.is_string() ? d.get<std::string>() : d.dump();
+  for (std::size_t v = 0; v < dtype_vars.size(); ++v)
+    if (dtype_vars[v].name == text) {
+      t.dtype_var = v;
+      return;
+    }
+  const auto parsed = d.is_string() ? parse_dtype(text) : std::nullopt;
+  if (!parsed) {
+    std::string vars;
+    for (const DTypeVariable& v : dtype_vars) vars += (vars.empty() ? "" : ", ") + v.name;
+    fail(fmt::format("{}.dtype '{}' of tensor '{}' is not a dtype ({}){}", where, text, t.name, dtype_choices(),
+                     vars.empty() ? "" : fmt::format(" nor a dtype variable ({})", vars)));
+  }
+  t.dtype = *parsed;
+}
+
+// The init suits every dtype the tensor may have: real-valued draws need a floating tensor, index
+// and integers an integer one (not bool); an index's `high` names a dimension; a constant fits the dtype.
+void Problem::Impl::check_init(const TensorDef& t, const std::string& where) const {
+  const InitKind k = t.init.kind;
+  for (const DType d : possible_dtypes(t)) {
+    const std::string dn(dtype_name(d));
+    if (float_init(k) && !is_floating(d))
+      fail(fmt::format("{}: tensor '{}' is {}, an integer type, but its init draws real numbers; give it index, integers, "
+                       "{} instead", where, t.name, dn, d == DType::kBool ? "bernoulli or constant" : "index, integers, constant or bernoulli"));
+    if ((k == InitKind::kIndex || k == InitKind::kIntegers) && (is_floating(d) || d == DType::kBool))
+      fail(fmt::format("{}: tensor '{}' is {}, but an {} init draws integers; use it on an int8/int32/int64/uint8 tensor, or "
+                       "give a float init (normal, uniform, ...)", where, t.name, dn, k == InitKind::kIndex ? "index" : "integers"));
+    if (k == InitKind::kConstant && !is_floating(d) && !representable(d, t.init.a))
+      fail(fmt::format("{}: constant {} is not a value of {} (tensor '{}')", where, t.init.a, dn, t.name));
+    if (k == InitKind::kIntegers && (t.init.a < dtype_lowest(d) || t.init.b - 1 > dtype_max(d)))
+      fail(fmt::format("{}: integers in [{}, {}) do not fit {} (tensor '{}', [{}, {}])", where, t.init.a, t.init.b, dn, t.name,
+                       dtype_lowest(d), dtype_max(d)));
+  }
+  if (k == InitKind::kIndex) {
+    const std::string& text = t.init.fan_in->text();
+    const auto names = space::unknown_names(text, [](const std::string&) { return false; });
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return std::find(dims.begin(), dims.end(), n) != dims.end(); }))
+      fail(fmt::format("{}.high '{}' of tensor '{}' names no dimension; an index init's bound is a dimension (\"N\") or an "
+                       "expression over the dims (use integers for fixed bounds)", where, text, t.name));
+  }
 }
 
 Edit Problem::Impl::parse_edit(const Json& j, const std::string& where, const std::vector<std::string>& loop_names,
@@ -309,12 +414,11 @@ Edit Problem::Impl::parse_edit(const Json& j, const std::string& where, const st
     fail(fmt::format("{}.index has {} entries but tensor '{}' has {} dimensions", where, e.index.size(), target, it->shape.size()));
   if (!j.contains("value")) fail(where + " needs 'value', an expression");
   e.value = expression(j.at("value"), where + ".value");
-  if (e.value->is_constant()) {
-    const double v = e.value->eval();
-    if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
-      fail(fmt::format("{}.value '{}' gives {}, which would make tensor '{}' non-finite in float32; give a finite value "
-                       "within float32", where, e.value->text(), v, target));
-  }
+  if (e.value->is_constant())
+    for (const DType d : possible_dtypes(*it))
+      if (const std::string why = beyond(d, e.value->eval(), target); !why.empty())
+        fail(fmt::format("{}.value '{}' gives {}, which {}", where, e.value->text(), e.value->eval(),
+                         why.starts_with("makes ") ? "would make " + why.substr(6) : why));
   return e;
 }
 
@@ -397,8 +501,16 @@ HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
     case InitKind::kUniform:
       for (double& v : out.data) v = round_to(out.spec.dtype, static_cast<float>(rng.uniform(in.a, in.b)));
       break;
-    case InitKind::kConstant:
-      for (double& v : out.data) v = round_to(out.spec.dtype, static_cast<float>(in.a));
+    case InitKind::kConstant:  // a float constant as float32 first, as always; an integer one exactly
+      for (double& v : out.data) v = round_to(out.spec.dtype, is_floating(out.spec.dtype) ? static_cast<float>(in.a) : in.a);
+      break;
+    case InitKind::kIndex: {
+      const std::int64_t high = index_high(t);
+      for (double& v : out.data) v = std::floor(rng.uniform01() * static_cast<double>(high));
+      break;
+    }
+    case InitKind::kIntegers:
+      for (double& v : out.data) v = in.a + std::floor(rng.uniform01() * (in.b - in.a));
       break;
     case InitKind::kBernoulli:
       for (double& v : out.data) v = rng.uniform01() < in.a ? 1.0 : 0.0;
@@ -409,8 +521,19 @@ HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
   return out;
 }
 
+std::int64_t Problem::Impl::index_high(const TensorDef& t) const {
+  const std::int64_t high = integer(*t.init.fan_in, "tensor '" + t.name + "' init high");
+  if (high < 1)
+    fail(fmt::format("tensor '{}': index init high '{}' gives {} at this shape; it must be at least 1", t.name,
+                     t.init.fan_in->text(), high));
+  if (static_cast<double>(high - 1) > dtype_max(dtype_of(t)))
+    fail(fmt::format("tensor '{}': index init high '{}' gives {}, beyond {} ({} at most)", t.name, t.init.fan_in->text(), high,
+                     dtype_name(dtype_of(t)), dtype_max(dtype_of(t))));
+  return high;
+}
+
 void Problem::Impl::for_each_write(const Edit& e, const std::vector<std::int64_t>& shape, const std::string& what,
-                                   const std::function<void(std::int64_t, double)>& write) const {
+                                   DType dtype, const std::function<void(std::int64_t, double)>& write) const {
   if (e.when && !holds(*e.when)) return;
   std::int64_t elements = 1;
   for (const auto n : shape) elements *= n;
@@ -439,9 +562,8 @@ void Problem::Impl::for_each_write(const Edit& e, const std::vector<std::int64_t
       flat = flat * shape[d] + k;
     }
     const double v = e.value->eval();
-    if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
-      fail(fmt::format("{}.value '{}' gives {} at element {}, which makes tensor '{}' non-finite in float32; give a "
-                       "finite value within float32", e.where, e.value->text(), v, flat, what));
+    if (const std::string why = beyond(dtype, v, what); !why.empty())
+      fail(fmt::format("{}.value '{}' gives {} at element {}, which {}", e.where, e.value->text(), v, flat, why));
     write(flat, v);
     std::size_t l = at.size();
     while (l > 0) {
@@ -455,16 +577,15 @@ void Problem::Impl::for_each_write(const Edit& e, const std::vector<std::int64_t
 }
 
 void Problem::Impl::apply(const Edit& e, HostTensor& t) const {
-  for_each_write(e, t.spec.shape, t.spec.name,
+  for_each_write(e, t.spec.shape, t.spec.name, t.spec.dtype,
                  [&](std::int64_t flat, double v) { t.data[static_cast<std::size_t>(flat)] = round_to(t.spec.dtype, v); });
 }
 
 void Problem::Impl::apply(const TensorSet& s, HostTensor& t) const {
   for (std::size_t k = 0; k < t.data.size(); ++k) {
     const double v = (s.fill ? *s.fill : t.data[k]) * s.scale + s.offset;
-    if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
-      fail(fmt::format("{}: element {} ({}) becomes {}, beyond float32; choose a smaller scale or offset", s.where, k,
-                       t.data[k], v));
+    if (const std::string why = beyond(t.spec.dtype, v, t.spec.name); !why.empty())
+      fail(fmt::format("{}: element {} ({}) becomes {}, which {}", s.where, k, t.data[k], v, why));
     t.data[k] = round_to(t.spec.dtype, v);
   }
 }
@@ -523,21 +644,28 @@ void Problem::Impl::check_data(const Shape& shape) const {
   std::vector<double> bound;
   for (const TensorDef& t : tensors) {
     shapes.push_back(spec(t).shape);
-    bound.push_back(t.role == Role::kOutput ? 0 : init_bound(t.init));
+    bound.push_back(t.role == Role::kOutput ? 0 : t.init.kind == InitKind::kIndex ? static_cast<double>(index_high(t) - 1)
+                                                                                   : init_bound(t.init));
   }
   for (const Edit& e : edits)
-    for_each_write(e, shapes[e.tensor], tensors[e.tensor].name,
+    for_each_write(e, shapes[e.tensor], tensors[e.tensor].name, dtype_of(tensors[e.tensor]),
                    [&](std::int64_t, double v) { bound[e.tensor] = std::max(bound[e.tensor], std::abs(v)); });
   for (const EdgeCase& c : edge_cases) {
     if (c.when && !holds(*c.when)) continue;
     for (const TensorSet& set : c.sets) {
       const double v = (set.fill ? std::abs(*set.fill) : bound[set.tensor]) * std::abs(set.scale) + std::abs(set.offset);
-      if (!(v <= static_cast<double>(std::numeric_limits<float>::max())))
+      const DType d = dtype_of(tensors[set.tensor]);
+      if (!(v <= dtype_max(d)))
         fail(fmt::format("{}: scale {} and offset {} take the values of tensor '{}' (up to {:.3g} at shape {}) to {:.3g}, "
-                         "beyond float32; choose a smaller scale or offset",
-                         set.where, set.scale, set.offset, tensors[set.tensor].name, bound[set.tensor], shape.describe(), v));
+                         "beyond {}; choose a smaller scale or offset", set.where, set.scale, set.offset,
+                         tensors[set.tensor].name, bound[set.tensor], shape.describe(), v, dtype_name(d)));
+      for (const double x : {set.fill.value_or(0), set.scale, set.offset})
+        if (!is_floating(d) && x != std::floor(x))
+          fail(fmt::format("{}: {} is not an integer, and tensor '{}' is {}; give integers", set.where, x,
+                           tensors[set.tensor].name, dtype_name(d)));
     }
-    for (const Edit& e : c.edits) for_each_write(e, shapes[e.tensor], tensors[e.tensor].name, [](std::int64_t, double) {});
+    for (const Edit& e : c.edits)
+      for_each_write(e, shapes[e.tensor], tensors[e.tensor].name, dtype_of(tensors[e.tensor]), [](std::int64_t, double) {});
   }
 }
 
@@ -611,6 +739,8 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
       p.fail(fmt::format("'shape.dims': '{0}' is an option of tune (--{0}), so --{0} could not give the dimension; rename it",
                          p.dims.back()));
   }
+  p.dtype_vars = dtype_vars::parse(j, f);
+  p.dtype_slots = dtype_vars::declare(p.dtype_vars, p.table, f);
   // The loop variables of every edit (top level and edge cases') are declared before any
   // expression is built.
   std::vector<std::string> loop_names;
@@ -816,6 +946,12 @@ const std::filesystem::path& Problem::file() const { return impl_->file; }
 std::filesystem::path Problem::golden_dir() const { return impl_->golden; }
 const nlohmann::ordered_json& Problem::json() const { return impl_->json; }
 std::vector<std::string> Problem::dims() const { return impl_->dims; }
+const std::vector<DTypeVariable>& Problem::dtype_variables() const { return impl_->dtype_vars; }
+
+void Problem::add_dtype_defaults(Shape& shape) const {
+  for (const DTypeVariable& v : impl_->dtype_vars)
+    if (!shape.has_dtype(v.name) && v.default_value) shape.set_dtype(v.name, *v.default_value);
+}
 Tolerance Problem::tolerance() const { return impl_->tolerance; }
 bool Problem::has_builtin_reference() const { return !impl_->builtin.empty(); }
 
@@ -848,6 +984,14 @@ void Problem::check_shape(const Shape& shape) const {
     // Expressions compute in double: past 2^53 a dimension is no longer itself there.
     if (v > kMaxDimension)
       throw ShapeError(fmt::format("--{} {} is too large (a dimension is at most {})", d, v, kMaxDimension));
+  }
+  for (const DTypeVariable& v : impl_->dtype_vars) {
+    const std::string allowed = fmt::format("{}", fmt::join(v.values | std::views::transform(dtype_name), ", "));
+    const auto t = dtype_vars::value(v, shape);
+    if (!t) throw ShapeError(fmt::format("the shape needs --{} (a dtype: {})", v.name, allowed));
+    if (std::find(v.values.begin(), v.values.end(), *t) == v.values.end())
+      throw ShapeError(fmt::format("--{} {} is not a dtype problem {} takes (--{}: {})", v.name, dtype_name(*t), name(), v.name,
+                                   allowed));
   }
   impl_->check_bound(shape);
 }

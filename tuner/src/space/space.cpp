@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "io/json_file.hpp"
+#include "problems/dtype_vars.hpp"
 #include "problems/json_check.hpp"
 #include "space/expr.hpp"
 #include "space/kernel_scan.hpp"
@@ -84,6 +85,8 @@ struct Space::Impl {
   std::vector<std::size_t> numeric_offset;
   mutable space::VariableTable table;  // values change per evaluation, under the mutex
   std::vector<std::size_t> dim_slots, param_slots;
+  std::vector<DTypeVariable> dtype_vars;  // the file's `dtypes` (issue 35)
+  std::vector<std::size_t> dtype_slots;   // dtype_vars::declare's
   std::size_t dev_threads = 0, dev_smem = 0, dev_sms = 0, dev_cc = 0;
   std::vector<ShapeRule> shape_rules;
   std::vector<Derived> derived;
@@ -117,6 +120,7 @@ struct Space::Impl {
 
   void bind(const Config& config, const Shape& shape, const DeviceLimits& l) const {
     for (std::size_t d = 0; d < dims.size(); ++d) table.set(dim_slots[d], static_cast<double>(shape.at(dims[d])));
+    dtype_vars::bind(dtype_vars, dtype_slots, shape, table);
     for (std::size_t p = 0; p < parameters.size(); ++p) table.set(param_slots[p], value_of(p, config.choice[p]));
     table.set(dev_threads, l.max_threads_per_block);
     table.set(dev_smem, static_cast<double>(l.max_smem_per_block));
@@ -149,6 +153,14 @@ struct Space::Impl {
                        "expression (cdiv, floor) or constrain it",
                        kernel, name, v));
     return static_cast<std::int64_t>(v);
+  }
+
+  // A template argument as the kernel's name expression spells it: a dtype variable's CUDA type
+  // (__nv_bfloat16), else the integer value.
+  std::string template_arg(const std::string& kernel, const std::string& name, const Shape& shape) const {
+    for (const DTypeVariable& v : dtype_vars)
+      if (v.name == name) return std::string(dtype_cuda_type(dtype_vars::value(v, shape).value_or(v.values.front())));
+    return std::to_string(arg_value(kernel, name));
   }
 
   // Launch geometry: grid.x below 2^31, grid.y/z and block below 2^16, at least 1.
@@ -249,6 +261,8 @@ const Json& Space::Impl::parse_shape(const Json& json) {
   } catch (const std::invalid_argument& e) {
     fail(std::string("'shape.dims': ") + e.what());
   }
+  dtype_vars = dtype_vars::parse(json, failer());
+  dtype_slots = dtype_vars::declare(dtype_vars, table, failer());
   return shape;
 }
 
@@ -380,7 +394,7 @@ void Space::Impl::parse_launches(const Json& json) {
     std::vector<std::string> targs;
     for (const Json& a : need(l, "template_args", Json::value_t::array, where)) {
       if (!a.is_string() || !table.has(a.get<std::string>()))
-        fail(fmt::format("{} template argument {} is not a dimension, parameter or derived value", where,
+        fail(fmt::format("{} template argument {} is not a dimension, dtype variable, parameter or derived value", where,
                          json_file::brief(a)));
       targs.push_back(a.get<std::string>());
     }
@@ -498,6 +512,7 @@ void Space::check_shape(const Shape& shape) const {
   std::lock_guard lock(impl_->mutex);
   const Impl& s = *impl_;
   for (std::size_t d = 0; d < s.dims.size(); ++d) s.table.set(s.dim_slots[d], static_cast<double>(shape.at(s.dims[d])));
+  dtype_vars::bind(s.dtype_vars, s.dtype_slots, shape, s.table);
   for (const ShapeRule& r : s.shape_rules) {
     const double v = r.expr.eval();
     if (!(v != 0) || std::isnan(v)) throw ShapeError(fmt::format("shape {} is not supported: {}", shape.describe(), r.message));
@@ -624,8 +639,8 @@ Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimit
     if (!holds(l.when)) continue;
     KernelLaunch k;
     k.kernel = l.kernel;
-    std::vector<std::int64_t> values;
-    for (const auto& a : l.template_args) values.push_back(s.arg_value(l.kernel, a));
+    std::vector<std::string> values;
+    for (const auto& a : l.template_args) values.push_back(s.template_arg(l.kernel, a, shape));
     k.name_expression = fmt::format("{}<{}>", l.kernel, fmt::join(values, ","));
     for (std::size_t i = 0; i < l.grid.size(); ++i)
       k.grid[i] = s.geometry(l.grid[i], fmt::format("launch '{}' grid[{}]", l.kernel, i), i == 0 ? 2147483647 : 65535);
