@@ -23,8 +23,10 @@ inline constexpr int kResultSchemaVersion = 1;
 // per-variant `gate` and parity `output_hash`, context `gate` (the correctness gate, issue 20).
 // 4: context `search.space_configurations` and `draws`. 5: gate verdict `unchecked` and its
 // `not_run`, context `gate.allow_unchecked`, `gate.could_not_run`, `gate.unchecked` and
-// `source_hash` (issue 34).
-inline constexpr int kResultSchemaMinorVersion = 5;
+// `source_hash` (issue 34). 6 (issue 35): parity `dtype`, `rule`, `tolerance_passed`,
+// `module_max_abs_error`, `module_k`, `module_atol`, `module_passed`; context `tensors`; dtype
+// variables in shapes.
+inline constexpr int kResultSchemaMinorVersion = 6;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -53,6 +55,17 @@ struct ParityRecord {
   std::int64_t non_finite = 0;
   std::int64_t elements = 0;
   double atol = 1e-4, rtol = 1e-4;
+  // Issue 35: the output's dtype and the rules it was judged by. The module rule holds when
+  // max_abs_error <= module_k * module_max_abs_error + module_atol, where module_max_abs_error is
+  // the user's module run in the output's dtype against the float64 reference (null: not run, e.g.
+  // a float32 output, no make_model, or no torch). `rule`: "both", "tolerance" or "module" (the
+  // problem's tolerance.rule); a variant passes when each rule that applies holds.
+  std::string dtype = "float32";
+  std::optional<double> module_max_abs_error;
+  double module_k = 2.0, module_atol = 1e-4;
+  std::string rule = "both";
+  bool tolerance_passed = false;       // every element within atol + rtol * |ref|
+  std::optional<bool> module_passed;   // null when the module rule could not be applied
   std::uint64_t seed = 0;
   // XXH3-64 of the output's bytes (16 hex digits; empty when unknown): the gate compares the bits a
   // fresh context gives with these.

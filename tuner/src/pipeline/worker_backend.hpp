@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ struct WorkerGateInput {
   std::uint64_t seed;
   ProblemData data;
   std::vector<double> reference;
+  std::optional<double> module_error;  // the module's own error in the output's dtype (module rule)
 };
 
 // Where a backend announces the phase it enters with an item (-1: none).
