@@ -175,6 +175,33 @@ def _parity(p, at):
     _number(p, at, "worst_value", False, True, "any")
     _number(p, at, "worst_reference", False, True, "any")
     _text(p, at, "output_hash", False)
+    # Minor 6 (issue 35): the output's dtype and the rules it was judged by.
+    _one_of(p, at, "dtype", False, DTYPES)
+    _one_of(p, at, "rule", False, ("both", "tolerance", "module"))
+    _boolean(p, at, "tolerance_passed", False)
+    _number(p, at, "module_max_abs_error", False, True, "non-negative")
+    _number(p, at, "module_k", False, False, "non-negative")
+    _number(p, at, "module_atol", False, False, "non-negative")
+    if p.get("module_passed") is not None:
+        _boolean(p, at, "module_passed", False)
+
+
+DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool")
+
+
+def _parity_failed(p):
+    """Why a parity record does not pass the rules it names ("" when it does), as tune judges: the
+    elementwise rule unless the rule is "module" and the module rule was applied; the module rule
+    when applied and the rule is not "tolerance"."""
+    rule = p.get("rule", "both")
+    module_applies = isinstance(p.get("module_passed"), bool) and rule != "tolerance"
+    if p["elements"] <= 0:
+        return f"{p['mismatches']} of {p['elements']} outputs mismatched"
+    if module_applies and not p["module_passed"]:
+        return f"the module rule failed (module_passed false, rule {rule})"
+    if not (module_applies and rule == "module") and p["mismatches"] != 0:
+        return f"{p['mismatches']} of {p['elements']} outputs mismatched"
+    return ""
 
 
 def _timing(t, at, measured):
@@ -468,9 +495,9 @@ def _variant(v, at):
             raise _Bad(_member(at, "timing"), f"missing, but the status is {status} (a timed variant)")
         if p is None:
             raise _Bad(_member(at, "parity"), f"missing, but the status is {status} (parity passed)")
-        if p["mismatches"] != 0 or p["elements"] <= 0:
-            raise _Bad(_member(at, "parity"), f"{p['mismatches']} of {p['elements']} outputs mismatched, but the "
-                                              f"status is {status}")
+        why = _parity_failed(p)
+        if why:
+            raise _Bad(_member(at, "parity"), f"{why}, but the status is {status}")
     verdict = g["verdict"] if g is not None else ""
     if status == "unsafe" and verdict != "unsafe":
         raise _Bad(_member(at, "gate"), f"verdict {verdict}, but the status is unsafe" if g is not None

@@ -153,6 +153,19 @@ TEST(ProblemFolder, EveryBadFolderIsRefusedAtLoadWithItsPath) {
                  "template argument 'half' is 21.3");
 }
 
+// Issue 35: the tolerance per dtype, the module rule and the rule; a bad key or value is refused at
+// load with its path (exit 2).
+TEST(ProblemFolder, BadToleranceKeysAndValuesAreRefusedWithTheirPath) {
+  expect_refused(third_party("tol_dtype", [](Json& j) { j["tolerance"]["bfloat17"] = {{"atol", 1e-5}}; }),
+                 "unknown key 'tolerance.bfloat17'");
+  expect_refused(third_party("tol_value", [](Json& j) { j["tolerance"]["bfloat16"] = {{"rtol", "2e-2"}}; }),
+                 "tolerance.bfloat16.rtol must be a finite number >= 0");
+  expect_refused(third_party("tol_module", [](Json& j) { j["tolerance"]["module"] = {{"kk", 2}}; }),
+                 "unknown key 'tolerance.module.kk'");
+  expect_refused(third_party("tol_rule", [](Json& j) { j["tolerance"]["rule"] = "either"; }),
+                 "tolerance.rule must be \"both\", \"tolerance\" or \"module\"");
+}
+
 TEST(ProblemFolder, TheReferenceRunsOutOfProcessAndItsFailuresAreOneLine) {
   const fs::path raising = third_party("raising");
   write(raising / "reference.py", "def reference(shape, params, inputs):\n    raise ValueError('no such op')\n");

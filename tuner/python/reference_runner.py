@@ -1,11 +1,18 @@
 """tune's reference runner: runs a problem folder's reference.py on the data tune drew.
 
 Usage (by tune, out of process): python3 reference_runner.py MODULE.py DIR
-DIR holds request.json and one float32 .npy file per parameter and input; the runner writes
-DIR/out.npy (float64, the output tensor's shape) and DIR/result.json ({"backend": ...}). A result of
-another shape, or not real, is refused. Processes the reference leaves behind are killed.
-The module defines reference(shape, params, inputs) (numpy) and/or make_model(shape) (PyTorch);
+DIR holds request.json and one .npy file per parameter and input (in its dtype; bfloat16 as float32,
+which holds it exactly); the runner writes DIR/out.npy (float64, the output tensor's shape) and
+DIR/result.json ({"backend": ...}). A result of another shape, or not real, is refused. Processes
+the reference leaves behind are killed.
+The module defines reference(shape, params, inputs) (numpy, float64 arrays) and/or make_model(shape)
+(PyTorch: float tensors in float64, integer and bool inputs in their own dtype);
 TUNE_REFERENCE_BACKEND=numpy|torch chooses, else PyTorch when it imports and numpy otherwise.
+request.json's "module_run" ("no", "also", "only"): with "also" or "only", where make_model exists,
+torch imports and some tensor is bfloat16 or float16, the module also runs in the tensors' dtypes
+(module.to(dtype), inputs cast to their declared dtypes; on CUDA when available, else the CPU) and
+DIR/module_out.npy gets its output as float64 (the module rule of parity). "only" skips the float64
+reference (tune computed it itself).
 Errors go to stderr, one line last, and the exit code is non-zero."""
 import importlib.util
 import json
@@ -120,12 +127,23 @@ def main():
              "python3-numpy) or set TUNE_PYTHON to a Python that has it")
     with open(os.path.join(folder, "request.json")) as f:
         request = json.load(f)
-    shape = {k: int(v) for k, v in request["shape"].items()}
-    params, inputs = {}, {}
+    shape = {k: (v if isinstance(v, str) else int(v)) for k, v in request["shape"].items()}
+    params, inputs, raw, dtypes = {}, {}, {}, {}
     for t in request["tensors"]:
-        a = np.load(os.path.join(folder, t["file"])).astype(np.float64)
-        (params if t["role"] == "parameter" else inputs)[t["name"]] = a
+        a = np.load(os.path.join(folder, t["file"]))
+        raw[t["name"]] = a
+        dtypes[t["name"]] = t.get("dtype", "float32")
+        (params if t["role"] == "parameter" else inputs)[t["name"]] = a.astype(np.float64)
+    dtypes[request["output"]["name"]] = request["output"].get("dtype", "float32")
     module = call("its import", module_path, load_module, module_path)
+    module_run = request.get("module_run", "no")
+    if module_run != "no" and callable(getattr(module, "make_model", None)) and torch_available() \
+            and any(d in LOW_PRECISION for d in dtypes.values()):
+        out = run_module_in_dtypes(module, module_path, shape, request, raw, dtypes)
+        out = real_output(out, module_path, request["output"]["name"], tuple(request["output"]["shape"]), np)
+        np.save(os.path.join(folder, "module_out.npy"), out)
+    if module_run == "only":
+        return
     has_numpy = callable(getattr(module, "reference", None))
     has_torch = callable(getattr(module, "make_model", None))
     choice = os.environ.get("TUNE_REFERENCE_BACKEND", "")
@@ -142,21 +160,13 @@ def main():
         import torch
         model = make_double(call("make_model", module_path, module.make_model, dict(shape)), torch)
         state = {k: torch.from_numpy(v) for k, v in params.items()}
-        only_problem, only_module = diff_keys(model.state_dict().keys(), state.keys())
-        if only_problem or only_module:
-            fail(f"{module_path}: make_model's state_dict does not match the problem's parameters "
-                 f"(only in problem.json: {', '.join(only_problem) or 'none'}; "
-                 f"only in the module: {', '.join(only_module) or 'none'})")
+        check_state(model, state, module_path)
         model.load_state_dict(state, strict=True)
         model.eval()
-        with torch.no_grad():
-            out = call("forward", module_path, model,
-                       *[torch.from_numpy(inputs[t["name"]]) for t in request["tensors"] if t["role"] == "input"])
-        if not isinstance(out, torch.Tensor):
-            fail(f"{module_path}: the model returned {type(out).__name__}, not a tensor")
-        if out.is_complex():
-            fail(f"{module_path}: the model returned complex values ({out.dtype}); the output is real")
-        out = out.detach().cpu().double().numpy()
+        # Float inputs in float64; integer and bool inputs in their own dtype (an index stays int64).
+        args = [torch_input(raw[t["name"]], dtypes[t["name"]], "float64", torch)
+                for t in request["tensors"] if t["role"] == "input"]
+        out = forward(model, args, module_path, torch)
         result["torch_version"] = torch.__version__
     else:
         out = call("reference()", module_path, module.reference, dict(shape), params, inputs)
@@ -164,6 +174,67 @@ def main():
     np.save(os.path.join(folder, "out.npy"), out)
     with open(os.path.join(folder, "result.json"), "w") as f:
         json.dump(result, f)
+
+
+# The one name table of tune's Python side: a dtype of tune (PyTorch's names) to torch's attribute.
+TORCH_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
+                "int8": "int8", "int32": "int32", "int64": "int64", "uint8": "uint8", "bool": "bool"}
+LOW_PRECISION = ("bfloat16", "float16")
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+
+
+def torch_input(array, dtype, float_as, torch):
+    """A tensor of a .npy array: integer and bool ones in their own dtype, float ones as float_as
+    (float64 for the reference, the declared dtype for the module run)."""
+    if dtype not in TORCH_DTYPES:
+        fail(f"request.json: unknown dtype {dtype!r}")
+    target = float_as if dtype in FLOATING else dtype
+    import numpy as np
+    return torch.from_numpy(np.ascontiguousarray(array)).to(getattr(torch, TORCH_DTYPES[target]))
+
+
+def check_state(model, state, module_path):
+    only_problem, only_module = diff_keys(model.state_dict().keys(), state.keys())
+    if only_problem or only_module:
+        fail(f"{module_path}: make_model's state_dict does not match the problem's parameters "
+             f"(only in problem.json: {', '.join(only_problem) or 'none'}; "
+             f"only in the module: {', '.join(only_module) or 'none'})")
+
+
+def forward(model, args, module_path, torch):
+    with torch.no_grad():
+        out = call("forward", module_path, model, *args)
+    if not isinstance(out, torch.Tensor):
+        fail(f"{module_path}: the model returned {type(out).__name__}, not a tensor")
+    if out.is_complex():
+        fail(f"{module_path}: the model returned complex values ({out.dtype}); the output is real")
+    return out.detach().cpu().double().numpy()
+
+
+def run_module_in_dtypes(module, module_path, shape, request, raw, dtypes):
+    """The user's module as they run it in low precision: model.to(dtype) (its floating parameters),
+    each parameter then in its declared dtype, inputs cast to theirs; CUDA when available."""
+    import torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    out_dtype = dtypes[request["output"]["name"]]
+    low = out_dtype if out_dtype in LOW_PRECISION else next(d for d in dtypes.values() if d in LOW_PRECISION)
+    model = call("make_model", module_path, module.make_model, dict(shape))
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError("make_model(shape) must return a torch.nn.Module")
+    model = model.to(device=device, dtype=getattr(torch, TORCH_DTYPES[low]))
+    params = [t for t in request["tensors"] if t["role"] == "parameter"]
+    state = {t["name"]: torch_input(raw[t["name"]], dtypes[t["name"]], dtypes[t["name"]], torch) for t in params}
+    check_state(model, state, module_path)
+    model.load_state_dict(state, strict=True)
+    owned = dict(model.named_parameters())
+    owned.update(dict(model.named_buffers()))
+    for name, t in state.items():  # a parameter declared in another dtype than the module's keeps it
+        if name in owned and owned[name].dtype != t.dtype and t.is_floating_point():
+            owned[name].data = owned[name].data.to(t.dtype)
+    model.eval()
+    args = [torch_input(raw[t["name"]], dtypes[t["name"]], dtypes[t["name"]], torch).to(device)
+            for t in request["tensors"] if t["role"] == "input"]
+    return forward(model, args, module_path, torch)
 
 
 def make_double(model, torch):

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,9 +53,29 @@ inline std::uint64_t parity_seed_of(std::uint64_t seed) { return seed * 0x9E3779
 // XXH3-64 of the output's device bytes (its dtype's encoding), 16 hex digits (ParityRecord::output_hash).
 std::string output_hash(std::span<const std::byte> out);
 
-// `out`: the output's values, decoded from its dtype.
+// `out`: the output's values, decoded from its dtype. The elementwise rule alone (sets
+// tolerance_passed); exact when atol = rtol = 0; a NaN or Inf never passes.
 ParityRecord compare_output(const std::vector<double>& out, const std::vector<double>& ref, double atol, double rtol);
-[[nodiscard]] inline bool parity_passed(const ParityRecord& p) { return p.mismatches == 0 && p.elements > 0; }
+// max |module - ref| (the module's own error in its dtype); nullopt when `module` is empty or of
+// another size, or not finite.
+[[nodiscard]] std::optional<double> module_error(const std::vector<double>& module, const std::vector<double>& ref);
+// The judge: the elementwise rule at tol's atol/rtol and, when the output is low precision and
+// the module's error is known, the module rule (docs/design.md "Parity").
+ParityRecord judge_output(const std::vector<double>& out, const std::vector<double>& ref, const Tolerance& tol,
+                          std::optional<double> module_max_abs_error);
+// One line: which rule failed and by how much ("3 of 4096 outputs outside atol=1e-05 rtol=0.016 (0 not
+// finite); max abs error 0.02", and/or "max abs error 0.02 > 2 x module error 0.004 + 1e-05").
+[[nodiscard]] std::string parity_failure(const ParityRecord& p);
+// Whether the record passes every rule that applies: the elementwise one unless the rule is
+// "module" and the module rule was applied; the module rule when it was applied and the rule is
+// not "tolerance". Nothing compared, or a non-finite output, never passes.
+[[nodiscard]] inline bool parity_passed(const ParityRecord& p) {
+  if (p.elements <= 0 || p.non_finite > 0) return false;
+  const bool elementwise_ok = p.mismatches == 0;
+  const bool module_applies = p.module_passed.has_value() && p.rule != "tolerance";
+  const bool elementwise_applies = !(module_applies && p.rule == "module");
+  return (!elementwise_applies || elementwise_ok) && (!module_applies || *p.module_passed);
+}
 
 // One device, one problem shape: buffers for timing and for parity, a stream, events and an L2
 // flush buffer. Runs variants one at a time.
@@ -69,7 +90,8 @@ class DeviceRunner {
   };
   // Throws DeviceError when the shape does not fit in the device's free memory.
   DeviceRunner(const DeviceInfo& device, const Problem& problem, const Shape& shape, const ProblemData& timing_data,
-               const ProblemData& parity_data, std::vector<double> parity_reference, std::uint64_t parity_seed);
+               const ProblemData& parity_data, std::vector<double> parity_reference, std::uint64_t parity_seed,
+               std::optional<double> parity_module_error = std::nullopt);
   DeviceRunner(const DeviceRunner&) = delete;
   DeviceRunner& operator=(const DeviceRunner&) = delete;
   ~DeviceRunner();
@@ -95,6 +117,7 @@ class DeviceRunner {
     std::uint64_t seed = 0;
     const ProblemData* data = nullptr;
     const std::vector<double>* reference = nullptr;
+    std::optional<double> module_error;  // the module's own error on this input (module_error())
   };
   void gate(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
             const std::vector<GateRecord*>& gates, const std::vector<std::string>& known_hashes,
@@ -102,9 +125,11 @@ class DeviceRunner {
   // One launch on the parity data, for a run under compute-sanitizer (no timing, no comparison):
   // returns the output's hash. Announces the phases with `item`.
   std::string launch_for_sanitizer(const CompileResult& compiled, const Lowered& lowered, int item);
-  // Checks one compiled variant against arbitrary data and its reference (tune verify).
+  // Checks one compiled variant against arbitrary data and its reference (tune verify), judged by
+  // judge_output at the shape's tolerance.
   ParityRecord check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,
-                     const std::vector<double>& reference, std::uint64_t seed);
+                     const std::vector<double>& reference, std::uint64_t seed,
+                     std::optional<double> module_max_abs_error = std::nullopt);
   // An empty kernel timed by the same methods: the harness's floor on this device.
   HarnessFloor measure_floor();
   // Called as each phase begins ("load", "parity", "warm-up", "timing", "strict timing"), with

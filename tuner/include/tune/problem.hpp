@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <set>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tune/dtype.hpp"
 #include "tune/shape.hpp"
 #include "tune/tensor.hpp"
 
@@ -24,9 +26,16 @@ struct WorkCounts {
   double bytes = 0;  // fewest bytes moved through device memory per call
 };
 
+// How an output of one dtype is judged (docs/problem-format.md "tolerance"): elementwise
+// |out - ref| <= atol + rtol * |ref|, and for a low-precision output whose module ran in its dtype,
+// the module rule kernel_max_abs_error <= module_k * module_max_abs_error + module_atol.
 struct Tolerance {
   double atol = 1e-4;
   double rtol = 1e-4;
+  double module_k = 2.0;
+  double module_atol = 1e-4;  // default: the dtype's atol
+  std::string rule = "both";  // "both", "tolerance", "module"
+  DType dtype = DType::kFloat32;
 };
 
 // A dtype variable of the file's `dtypes` (issue 35): a flag like a dimension (--T bfloat16).
@@ -35,6 +44,16 @@ struct DTypeVariable {
   std::vector<DType> values;           // the allowed dtypes, in the file's order
   std::optional<DType> default_value;  // none: the flag is required, as a dimension without default is
 };
+// The file's `tolerance` object, per dtype: the parsed form Problem keeps.
+struct TolerancePolicy {
+  std::vector<std::pair<DType, std::pair<double, double>>> given;  // {dtype, {atol, rtol}} the file sets
+  std::optional<double> module_k, module_atol;
+  std::string rule = "both";
+  // The tolerance of an output of `dtype`: the file's values, else the dtype's defaults.
+  [[nodiscard]] Tolerance of(DType dtype) const;
+};
+// Reads a problem file's `tolerance` object; throws ConfigError "<file>: tolerance.<key>: <why>".
+[[nodiscard]] TolerancePolicy parse_tolerance(const nlohmann::ordered_json& t, const std::string& file);
 
 enum class DataPurpose {
   kTiming,  // plain seeded inputs
@@ -96,11 +115,18 @@ class Problem {
   [[nodiscard]] bool deterministic() const;
   // Float64 reference of the output, from the float32 data. *how: which reference ran
   // ("built-in C++ (contact)", "reference.py (torch 2.11.0)", "reference.py (numpy)").
+  // *module_output (when given): the make_model module run in the tensors' dtypes, as float64 values
+  // of the output, when the output is low precision (bfloat16, float16), reference.py defines
+  // make_model and torch imports; else left empty. A built-in C++ reference keeps its float64 output
+  // and takes the module's from reference.py (run for the module alone).
   [[nodiscard]] std::vector<double> reference(const Shape& shape, const ProblemData& data,
                                               ReferenceBackend backend = ReferenceBackend::kAuto,
-                                              std::string* how = nullptr) const;
+                                              std::string* how = nullptr,
+                                              std::vector<double>* module_output = nullptr) const;
   [[nodiscard]] WorkCounts counts(const Shape& shape) const;
-  [[nodiscard]] Tolerance tolerance() const;
+  // The tolerance of the output's dtype at this shape (a dtype variable binds it).
+  [[nodiscard]] Tolerance tolerance(const Shape& shape) const;
+  [[nodiscard]] Tolerance tolerance(DType output_dtype) const;
   // "flop" / "bytes" expressions of the file (empty when absent), for generated code.
   [[nodiscard]] std::string work_expression(const std::string& which) const;
   // Whether a C++ fast path of the reference exists.

@@ -25,7 +25,8 @@ inline constexpr int kResultSchemaVersion = 1;
 // `not_run`, context `gate.allow_unchecked`, `gate.could_not_run`, `gate.unchecked` and
 // `source_hash` (issue 34). 6: per-variant gate `cached`, context gate `cache`, `fresh`, `checks`,
 // `cache_hits`, `cache_misses`, `jobs`, `outputs_s`, `reference_s`, `tool_s`, `finalist_s` and
-// `baseline_rule` (issue 37; issue 35's dtypes share the number).
+// `baseline_rule` (issue 37); parity `dtype`, `rule`, `tolerance_passed`, `module_max_abs_error`,
+// `module_k`, `module_atol`, `module_passed`; context `tensors`; dtype variables in shapes (issue 35).
 inline constexpr int kResultSchemaMinorVersion = 6;
 
 enum class Status {
@@ -55,6 +56,17 @@ struct ParityRecord {
   std::int64_t non_finite = 0;
   std::int64_t elements = 0;
   double atol = 1e-4, rtol = 1e-4;
+  // Issue 35: the output's dtype and the rules it was judged by. The module rule holds when
+  // max_abs_error <= module_k * module_max_abs_error + module_atol, where module_max_abs_error is
+  // the user's module run in the output's dtype against the float64 reference (null: not run, e.g.
+  // a float32 output, no make_model, or no torch). `rule`: "both", "tolerance" or "module" (the
+  // problem's tolerance.rule); a variant passes when each rule that applies holds.
+  std::string dtype = "float32";
+  std::optional<double> module_max_abs_error;
+  double module_k = 2.0, module_atol = 1e-4;
+  std::string rule = "both";
+  bool tolerance_passed = false;       // every element within atol + rtol * |ref|
+  std::optional<bool> module_passed;   // null when the module rule could not be applied
   std::uint64_t seed = 0;
   // XXH3-64 of the output's bytes (16 hex digits; empty when unknown): the gate compares the bits a
   // fresh context gives with these.

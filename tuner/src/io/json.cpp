@@ -88,7 +88,14 @@ Json parity_json(const ParityRecord& p) {
               {"worst_index", p.worst_index},
               {"worst_value", optional_number(p.worst_value)},
               {"worst_reference", number(p.worst_reference)},
-              {"output_hash", p.output_hash}};
+              {"output_hash", p.output_hash},
+              {"dtype", p.dtype},
+              {"rule", p.rule},
+              {"tolerance_passed", p.tolerance_passed},
+              {"module_max_abs_error", optional_number(p.module_max_abs_error)},
+              {"module_k", p.module_k},
+              {"module_atol", p.module_atol},
+              {"module_passed", p.module_passed ? Json(*p.module_passed) : Json(nullptr)}};
 }
 ParityRecord parity_from(const Json& j) {
   ParityRecord p;
@@ -104,6 +111,14 @@ ParityRecord parity_from(const Json& j) {
   p.worst_value = read_optional<double>(j, "worst_value");
   p.worst_reference = read_number(j, "worst_reference");
   p.output_hash = j.value("output_hash", "");
+  // Before minor 6: a float32 output judged by the elementwise rule alone.
+  p.dtype = j.value("dtype", "float32");
+  p.rule = j.value("rule", "both");
+  p.tolerance_passed = j.value("tolerance_passed", p.mismatches == 0 && p.elements > 0);
+  p.module_max_abs_error = read_optional<double>(j, "module_max_abs_error");
+  p.module_k = j.value("module_k", 2.0);
+  p.module_atol = j.value("module_atol", p.atol);
+  p.module_passed = read_optional<bool>(j, "module_passed");
   return p;
 }
 

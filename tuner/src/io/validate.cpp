@@ -166,6 +166,34 @@ void parity(const Check& c, const Json& p, const std::string& at) {
   (void)number(c, p, at, "worst_value", false, true, Range::kAny);
   (void)number(c, p, at, "worst_reference", false, true, Range::kAny);
   text(c, p, at, "output_hash", false);
+  // Minor 6 (issue 35): the output's dtype and the rules it was judged by.
+  if (p.contains("dtype")) {
+    text(c, p, at, "dtype", true);
+    if (!parse_dtype(p.at("dtype").get<std::string>()))
+      c.fail(member(at, "dtype"), fmt::format("\"{}\" is not one of {}", p.at("dtype").get<std::string>(), dtype_choices()));
+  }
+  if (p.contains("rule")) one_of(c, p, at, "rule", false, {"both", "tolerance", "module"});
+  boolean(c, p, at, "tolerance_passed", false);
+  (void)number(c, p, at, "module_max_abs_error", false, true, Range::kNonNegative);
+  (void)number(c, p, at, "module_k", false, false, Range::kNonNegative);
+  (void)number(c, p, at, "module_atol", false, false, Range::kNonNegative);
+  if (p.contains("module_passed") && !p.at("module_passed").is_null()) boolean(c, p, at, "module_passed", false);
+}
+
+// Why a parity record does not pass the rules it names (empty when it does), as parity_passed
+// judges: the elementwise rule unless the rule is "module" and the module rule was applied; the
+// module rule when applied and the rule is not "tolerance".
+std::string parity_failed(const Json& p) {
+  const auto mismatches = p.at("mismatches").get<std::int64_t>();
+  const auto elements = p.at("elements").get<std::int64_t>();
+  const std::string rule = p.value("rule", "both");
+  const bool module_applies = p.contains("module_passed") && p.at("module_passed").is_boolean() && rule != "tolerance";
+  if (elements <= 0) return fmt::format("{} of {} outputs mismatched", mismatches, elements);
+  if (module_applies && !p.at("module_passed").get<bool>())
+    return fmt::format("the module rule failed (module_passed false, rule {})", rule);
+  if (!(module_applies && rule == "module") && mismatches != 0)
+    return fmt::format("{} of {} outputs mismatched", mismatches, elements);
+  return {};
 }
 
 void timing(const Check& c, const Json& t, const std::string& at, bool measured) {
@@ -449,10 +477,8 @@ void validate_variant_json(const Json& v, const std::string& at, const std::stri
   if (measured) {
     if (!t) c.fail(member(at, "timing"), fmt::format("missing, but the status is {} (a timed variant)", status));
     if (!p) c.fail(member(at, "parity"), fmt::format("missing, but the status is {} (parity passed)", status));
-    if (p->at("mismatches").get<std::int64_t>() != 0 || p->at("elements").get<std::int64_t>() <= 0)
-      c.fail(member(at, "parity"), fmt::format("{} of {} outputs mismatched, but the status is {}",
-                                               p->at("mismatches").get<std::int64_t>(),
-                                               p->at("elements").get<std::int64_t>(), status));
+    if (const std::string why = parity_failed(*p); !why.empty())
+      c.fail(member(at, "parity"), fmt::format("{}, but the status is {}", why, status));
   }
   const std::string verdict = g ? g->at("verdict").get<std::string>() : "";
   if (status == "unsafe" && verdict != "unsafe")

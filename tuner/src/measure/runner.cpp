@@ -109,6 +109,7 @@ struct DeviceRunner::Impl {
   ProblemData timing_data, parity_data;
   std::vector<double> parity_reference;
   std::uint64_t parity_seed;
+  std::optional<double> parity_module_error;  // the module's own error on the parity data
   TensorSpec out_spec;
   cuda::Context ctx;
   std::optional<cuda::Stream> stream;
@@ -125,9 +126,9 @@ struct DeviceRunner::Impl {
   }
 
   Impl(const DeviceInfo& d, const Problem& p, const Shape& s, ProblemData t, ProblemData par, std::vector<double> ref,
-       std::uint64_t seed)
+       std::uint64_t seed, std::optional<double> module_err)
       : device(d), problem(p), shape(s), timing_data(std::move(t)), parity_data(std::move(par)),
-        parity_reference(std::move(ref)), parity_seed(seed), out_spec(p.output_spec(s)), ctx(d.ordinal) {
+        parity_reference(std::move(ref)), parity_seed(seed), parity_module_error(module_err), out_spec(p.output_spec(s)), ctx(d.ordinal) {
     build();
   }
 
@@ -204,15 +205,16 @@ struct DeviceRunner::Impl {
   }
 
   ParityRecord run_parity(const LoadedVariant& v, BufferSet& set, const std::vector<double>& ref, std::uint64_t seed,
-                          double* launch_ms) {
+                          std::optional<double> module_err, double* launch_ms) {
     set_phase("parity");
-    return parity_of(launch_once(v, set, false, launch_ms), ref, seed);
+    return parity_of(launch_once(v, set, false, launch_ms), ref, seed, module_err);
   }
 
-  // An output against its float64 reference at the problem's tolerance, with its seed and hash.
-  ParityRecord parity_of(const Output& out, const std::vector<double>& ref, std::uint64_t seed) const {
-    const Tolerance tol = problem.tolerance();
-    ParityRecord p = compare_output(out.values, ref, tol.atol, tol.rtol);
+  // An output against its float64 reference by the rules of its dtype's tolerance (and the
+  // module's error where known), with its seed and hash.
+  ParityRecord parity_of(const Output& out, const std::vector<double>& ref, std::uint64_t seed,
+                         std::optional<double> module_err) const {
+    ParityRecord p = judge_output(out.values, ref, problem.tolerance(out_spec.dtype), module_err);
     p.seed = seed;
     p.output_hash = output_hash(out.bytes);
     return p;
@@ -365,7 +367,8 @@ struct DeviceRunner::Impl {
 
 DeviceRunner::DeviceRunner(const DeviceInfo& device, const Problem& problem, const Shape& shape,
                            const ProblemData& timing_data, const ProblemData& parity_data,
-                           std::vector<double> parity_reference, std::uint64_t parity_seed) {
+                           std::vector<double> parity_reference, std::uint64_t parity_seed,
+                           std::optional<double> parity_module_error) {
   {
     cuda::Context probe(device.ordinal);
     std::size_t free_bytes = 0, total = 0;
@@ -373,7 +376,7 @@ DeviceRunner::DeviceRunner(const DeviceInfo& device, const Problem& problem, con
     if (std::string why = memory_shortfall(problem, shape, device, free_bytes); !why.empty()) throw DeviceError(why);
   }
   impl_ = std::make_unique<Impl>(device, problem, shape, timing_data, parity_data, std::move(parity_reference),
-                                 parity_seed);
+                                 parity_seed, parity_module_error);
 }
 
 DeviceRunner::~DeviceRunner() = default;
@@ -438,15 +441,13 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
     }
     if (options.check_parity || !record.parity) {
       const auto tp = Clock::now();
-      record.parity = s.run_parity(v, s.parity_set, s.parity_reference, s.parity_seed, &record.first_launch_ms);
+      record.parity = s.run_parity(v, s.parity_set, s.parity_reference, s.parity_seed, s.parity_module_error,
+                                   &record.first_launch_ms);
       record.parity_ms = seconds_since(tp) * 1e3;
     }
     if (!parity_passed(*record.parity)) {
       record.status = Status::kIncorrect;
-      record.reason = fmt::format("{} of {} outputs outside atol={:g} rtol={:g} ({} not finite); max abs error {:.3g}",
-                                  record.parity->mismatches, record.parity->elements, record.parity->atol,
-                                  record.parity->rtol, record.parity->non_finite,
-                                  record.parity->max_abs_error);
+      record.reason = parity_failure(*record.parity);
       return;
     }
     record.timing = s.time(v, options);
@@ -541,7 +542,7 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
   for (const GateInput& in : inputs) {
     BufferSet set = upload(*in.data, s.out_spec);
     for (std::size_t i = 0; i < loaded.size(); ++i) {
-      gates[i]->inputs.push_back({in.name, s.parity_of(s.launch_once(loaded[i], set, false), *in.reference, in.seed)});
+      gates[i]->inputs.push_back({in.name, s.parity_of(s.launch_once(loaded[i], set, false), *in.reference, in.seed, in.module_error)});
     }
   }
   // Determinism: the parity data, `rounds` rounds of one launch of each variant in turn (the L2
@@ -573,7 +574,7 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
         changed[i] = fmt::format("launch {} of {} changed {} of {} output elements (first at index {}: {:.9g}, then {:.9g})",
                                  r + 1, rounds, differ, out.values.size(), k, first[i].values[k], out.values[k]);
       } else {
-        const Tolerance tol = s.problem.tolerance();
+        const Tolerance tol = s.problem.tolerance(s.out_spec.dtype);
         const ParityRecord p = compare_output(out.values, first[i].values, tol.atol, tol.rtol);
         if (p.mismatches > 0)
           changed[i] = fmt::format("launch {} of {} moved {} of {} output elements beyond atol={:g} rtol={:g} of the first "
@@ -602,11 +603,12 @@ std::string DeviceRunner::launch_for_sanitizer(const CompileResult& compiled, co
 }
 
 ParityRecord DeviceRunner::check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,
-                                 const std::vector<double>& reference, std::uint64_t seed) {
+                                 const std::vector<double>& reference, std::uint64_t seed,
+                                 std::optional<double> module_max_abs_error) {
   Impl& s = *impl_;
   LoadedVariant v = s.load(compiled, lowered);
   BufferSet set = upload(data, s.out_spec);
-  return s.run_parity(v, set, reference, seed, nullptr);
+  return s.run_parity(v, set, reference, seed, module_max_abs_error, nullptr);
 }
 
 }  // namespace tune

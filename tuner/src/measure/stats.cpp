@@ -101,7 +101,8 @@ ParityRecord compare_output(const std::vector<double>& out, const std::vector<do
       p.max_abs_error = std::max(p.max_abs_error, err);
       if (r != 0) p.max_rel_error = std::max(p.max_rel_error, err / std::abs(r));
       if (err > allowed) ++p.mismatches;
-      excess = err / allowed;
+      // Exact (atol = rtol = 0, integers and bool): no division by a zero allowance.
+      excess = allowed > 0 ? err / allowed : (err > 0 ? INFINITY : 0);
     }
     if (excess > worst_excess) {
       worst_excess = excess;
@@ -110,7 +111,51 @@ ParityRecord compare_output(const std::vector<double>& out, const std::vector<do
       p.worst_reference = r;
     }
   }
+  p.tolerance_passed = p.mismatches == 0 && p.elements > 0;
   return p;
+}
+
+std::optional<double> module_error(const std::vector<double>& module, const std::vector<double>& ref) {
+  if (module.empty() || module.size() != ref.size()) return std::nullopt;
+  double worst = 0;
+  for (std::size_t i = 0; i < module.size(); ++i) {
+    const double e = std::abs(module[i] - ref[i]);
+    if (!std::isfinite(e)) return std::nullopt;  // a module that overflows its dtype sets no bound
+    worst = std::max(worst, e);
+  }
+  return worst;
+}
+
+ParityRecord judge_output(const std::vector<double>& out, const std::vector<double>& ref, const Tolerance& tol,
+                          std::optional<double> module_max_abs_error) {
+  ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
+  p.dtype = std::string(dtype_name(tol.dtype));
+  p.rule = tol.rule;
+  p.module_k = tol.module_k;
+  p.module_atol = tol.module_atol;
+  if (is_low_precision(tol.dtype) && module_max_abs_error) {
+    p.module_max_abs_error = module_max_abs_error;
+    // A NaN/Inf, or a size that differs, fails this rule too (max_abs_error skips non-finite values).
+    const bool complete = p.non_finite == 0 && p.elements > 0 && out.size() == ref.size();
+    p.module_passed = complete && p.max_abs_error <= tol.module_k * *module_max_abs_error + tol.module_atol;
+  }
+  return p;
+}
+
+}  // namespace tune
+
+namespace tune {
+
+std::string parity_failure(const ParityRecord& p) {
+  std::string elementwise = fmt::format("{} of {} outputs outside atol={:g} rtol={:g} ({} not finite); max abs error {:.3g}",
+                                        p.mismatches, p.elements, p.atol, p.rtol, p.non_finite, p.max_abs_error);
+  if (!p.module_passed || p.rule == "tolerance") return elementwise;
+  const std::string module =
+      fmt::format("{} max abs error {:.3g} {} {:g} x the module's error in {} ({:.3g}) + {:g}",
+                  p.non_finite > 0 ? "not finite;" : "module rule:", p.max_abs_error, *p.module_passed ? "<=" : ">",
+                  p.module_k, p.dtype, p.module_max_abs_error.value_or(0), p.module_atol);
+  if (p.rule == "module") return module;
+  return p.tolerance_passed ? module : (*p.module_passed ? elementwise : elementwise + "; " + module);
 }
 
 }  // namespace tune

@@ -27,12 +27,13 @@ class DeviceBackend final : public WorkerBackend {
     const auto info = query_device(s.device, &why);
     if (!info) throw DeviceError("no CUDA device in the worker: " + why);
     const ProblemData parity = problem_->make_data(shape_, s.parity_seed, DataPurpose::kParity);
-    std::vector<double> reference;
-    if (s.with_reference) reference = problem_->reference(shape_, parity, reference_, &how);
+    std::vector<double> reference, module;
+    if (s.with_reference) reference = problem_->reference(shape_, parity, reference_, &how, &module);
+    const std::optional<double> module_err = module_error(module, reference);
     // A worker that only launches (under a sanitizer) times nothing: no timing data to draw.
     runner_.emplace(*info, *problem_, shape_,
                     s.with_reference ? problem_->make_data(shape_, s.seed, DataPurpose::kTiming) : ProblemData{}, parity,
-                    std::move(reference), s.parity_seed);
+                    std::move(reference), s.parity_seed, module_err);
     runner_->on_phase([this](const std::string& phase, int item) { phase_(phase, item); });
     device_cc_ = info->compute_capability();
     return how;
@@ -56,18 +57,23 @@ class DeviceBackend final : public WorkerBackend {
 
   std::vector<GateRecord> gate(WorkerItems& it, std::vector<WorkerGateInput>& inputs, std::size_t /*seeds*/,
                                int rounds) override {
-    // References side by side: each may be a Python process.
+    // References side by side: each may be a Python process. Each input's module run too, so the
+    // gate judges every input by the same rules as the search.
+    std::vector<std::vector<double>> modules(inputs.size());
     std::vector<std::future<std::vector<double>>> refs;
-    for (auto& in : inputs)
-      refs.push_back(std::async(std::launch::async, [&] {
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      refs.push_back(std::async(std::launch::async, [&, k] {
         const auto t = std::chrono::steady_clock::now();
-        auto ref = problem_->reference(shape_, in.data, reference_);
-        in.reference_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+        auto ref = problem_->reference(shape_, inputs[k].data, reference_, nullptr, &modules[k]);
+        inputs[k].reference_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
         return ref;
       }));
-    for (std::size_t k = 0; k < inputs.size(); ++k) inputs[k].reference = refs[k].get();
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      inputs[k].reference = refs[k].get();
+      inputs[k].module_error = module_error(modules[k], inputs[k].reference);
+    }
     std::vector<DeviceRunner::GateInput> gi;
-    for (const auto& in : inputs) gi.push_back({in.name, in.seed, &in.data, &in.reference});
+    for (const auto& in : inputs) gi.push_back({in.name, in.seed, &in.data, &in.reference, in.module_error});
     std::vector<GateRecord> gates(it.records.size());
     std::vector<const CompileResult*> c;
     std::vector<GateRecord*> out;

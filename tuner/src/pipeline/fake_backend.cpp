@@ -69,8 +69,14 @@ class FakeBackend final : public WorkerBackend {
     // A fake sanitizer's worker prepares nothing. Otherwise no kernel runs, but the data and the
     // reference do: a problem whose reference fails (a Python error, a wrong output shape, a
     // non-finite value) fails a fake run too.
-    if (s.with_reference)
-      (void)problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend, &how);
+    // A low-precision output's module runs too (where reference.py has make_model and torch
+    // imports): its error goes into every synthetic parity record.
+    if (s.with_reference) {
+      std::vector<double> module;
+      const std::vector<double> ref =
+          problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend, &how, &module);
+      module_error_ = module_error(module, ref);
+    }
     return how;
   }
 
@@ -123,6 +129,8 @@ class FakeBackend final : public WorkerBackend {
         if (injected(i, InjectedFault::kEdge) && k == seeds) {
           p.mismatches = p.elements;
           p.max_abs_error = 1.0;
+          p.tolerance_passed = false;
+          if (p.module_passed) p.module_passed = false;
         }
         gates[i].inputs.push_back({inputs[k].name, p});
       }
@@ -206,13 +214,13 @@ class FakeBackend final : public WorkerBackend {
     ++fake_reports_;
   }
 
-  // A passing parity record of the problem's output and tolerance (nothing ran).
+  // A passing parity record of the problem's output and tolerance (nothing ran): an output equal to
+  // the reference, judged by the rules of the output's dtype (the module rule with the module's real
+  // error where it ran).
   [[nodiscard]] ParityRecord fake_parity(std::uint64_t seed) const {
-    ParityRecord p;
+    ParityRecord p = judge_output({0.0}, {0.0}, problem_->tolerance(shape_), module_error_);
     p.elements = problem_->output_spec(shape_).elements();
     p.seed = seed;
-    p.atol = problem_->tolerance().atol;
-    p.rtol = problem_->tolerance().rtol;
     return p;
   }
 
@@ -233,6 +241,7 @@ class FakeBackend final : public WorkerBackend {
 
   PhaseSink phase_;
   const Problem* problem_ = nullptr;
+  std::optional<double> module_error_;  // the module's own error on the parity data (low precision)
   Shape shape_;
   std::uint64_t parity_seed_ = 0;
   std::int64_t max_smem_ = INT64_MAX;

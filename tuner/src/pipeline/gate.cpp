@@ -813,9 +813,12 @@ void Gate::apply_verdict(VariantRecord& rec) {
   } else if (failed) {
     g.verdict = "incorrect";
     const ParityRecord& p = failed->parity;
-    g.reason = fmt::format("parity failed on input '{}'{}: {} of {} outputs outside atol={:g} rtol={:g}; max abs error {:.3g}",
-                           failed->name, failed_inputs > 1 ? fmt::format(" (and {} more inputs)", failed_inputs - 1) : "",
-                           p.mismatches, p.elements, p.atol, p.rtol, p.max_abs_error);
+    const std::string why = p.module_passed && p.rule != "tolerance"
+                                ? parity_failure(p)
+                                : fmt::format("{} of {} outputs outside atol={:g} rtol={:g}; max abs error {:.3g}",
+                                              p.mismatches, p.elements, p.atol, p.rtol, p.max_abs_error);
+    g.reason = fmt::format("parity failed on input '{}'{}: {}", failed->name,
+                           failed_inputs > 1 ? fmt::format(" (and {} more inputs)", failed_inputs - 1) : "", why);
   } else if (!g.not_run.empty()) {
     // Nothing found, but not everything asked for was checked: never `safe` (issue 34).
     g.verdict = "unchecked";

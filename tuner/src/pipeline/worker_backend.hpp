@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ struct WorkerGateInput {
   ProblemData data;
   std::vector<double> reference;
   double reference_s = 0;  // wall of its float64 reference (the inputs' run side by side)
+  std::optional<double> module_error;  // the module's own error in the output's dtype (module rule)
 };
 
 // Where a backend announces the phase it enters with an item (-1: none).

@@ -107,7 +107,7 @@ struct Problem::Impl {
   std::vector<DTypeVariable> dtype_vars;
   std::vector<std::size_t> dtype_slots;  // variable, <variable>_bytes: two per dtype variable
   mutable std::vector<DType> bound_dtypes;  // each dtype variable's value at the bound shape (under mutex)
-  Tolerance tolerance;
+  TolerancePolicy tolerance;
   std::vector<TensorDef> tensors;
   std::size_t output = 0;
   std::vector<Edit> edits;
@@ -775,17 +775,7 @@ std::unique_ptr<Problem> Problem::load(const std::filesystem::path& problem_file
     }
   }
 
-  if (j.contains("tolerance")) {
-    const Json& t = j.at("tolerance");
-    json_check::keys(t, {"atol", "rtol"}, "tolerance", f);
-    for (const char* k : {"atol", "rtol"}) {
-      if (!t.contains(k)) continue;
-      if (!t.at(k).is_number() || !(t.at(k).get<double>() >= 0) || !std::isfinite(t.at(k).get<double>()))
-        p.fail(fmt::format("tolerance.{} must be a finite number >= 0", k));
-    }
-    p.tolerance.atol = t.value("atol", 1e-4);
-    p.tolerance.rtol = t.value("rtol", 1e-4);
-  }
+  if (j.contains("tolerance")) p.tolerance = parse_tolerance(j.at("tolerance"), p.file.string());
 
   if (!j.contains("tensors") || !j.at("tensors").is_array() || j.at("tensors").empty())
     p.fail("'tensors' must list the problem's parameters, inputs and its output");
@@ -952,7 +942,8 @@ void Problem::add_dtype_defaults(Shape& shape) const {
   for (const DTypeVariable& v : impl_->dtype_vars)
     if (!shape.has_dtype(v.name) && v.default_value) shape.set_dtype(v.name, *v.default_value);
 }
-Tolerance Problem::tolerance() const { return impl_->tolerance; }
+Tolerance Problem::tolerance(const Shape& shape) const { return tolerance(output_spec(shape).dtype); }
+Tolerance Problem::tolerance(DType output_dtype) const { return impl_->tolerance.of(output_dtype); }
 bool Problem::has_builtin_reference() const { return !impl_->builtin.empty(); }
 
 bool Problem::uses_builtin(ReferenceBackend backend) const {
@@ -1077,7 +1068,7 @@ ProblemData Problem::make_edge_case(const Shape& shape, const ProblemData& parit
 }
 
 std::vector<double> Problem::reference(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
-                                       std::string* how) const {
+                                       std::string* how, std::vector<double>* module_output) const {
   check_shape(shape);
   const Impl& p = *impl_;
   const TensorSpec out = output_spec(shape);
@@ -1090,12 +1081,17 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
                                      shape.describe()));
     }
   std::vector<double> ref;
+  // The module rule's run, only where it applies: a low-precision output and a reference.py.
+  const bool module_run = module_output && is_low_precision(out.dtype) && p.python;
+  if (module_output) module_output->clear();
   if (uses_builtin(backend)) {
     ref = builtin_reference(p.builtin)(shape, data);
     if (how) *how = "built-in C++ (" + p.builtin + ")";
+    if (module_run) (void)run_python_reference(*p.python, p.name, shape, data, out, nullptr, ModuleRun::kOnly, module_output);
   } else {
     if (!p.python) throw ConfigError(p.file.string() + ": no Python reference to run (reference.python)");
-    ref = run_python_reference(*p.python, p.name, shape, data, out, how);
+    ref = run_python_reference(*p.python, p.name, shape, data, out, how, module_run ? ModuleRun::kAlso : ModuleRun::kNo,
+                               module_run ? module_output : nullptr);
   }
   if (ref.size() != static_cast<std::size_t>(out.elements()))
     throw InputError(fmt::format("{}: the reference returned {} values, the output '{}' has {}", p.name, ref.size(), out.name,

@@ -95,8 +95,9 @@ std::string failure(const ChildResult& r, const std::string& problem, const std:
 
 // The request: each parameter and input as a .npy file, request.json, the runner.
 void write_request(const std::filesystem::path& dir, const std::string& problem, const Shape& shape, const ProblemData& data,
-                   const TensorSpec& output) {
+                   const TensorSpec& output, ModuleRun module_run) {
   nlohmann::ordered_json request{{"problem", problem}, {"shape", shape_to_json(shape)}};
+  request["module_run"] = module_run == ModuleRun::kNo ? "no" : module_run == ModuleRun::kAlso ? "also" : "only";
   request["tensors"] = nlohmann::ordered_json::array();
   std::size_t n = 0;
   for (const auto* group : {&data.params, &data.inputs})
@@ -224,11 +225,12 @@ double reference_timeout_s() {
 
 std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem,
                                          const Shape& shape, const ProblemData& data, const TensorSpec& output,
-                                         std::string* backend) {
+                                         std::string* backend, ModuleRun module_run,
+                                         std::vector<double>* module_output) {
   const double deadline_s = reference_timeout_s();
   const TempDir dir;
   try {
-    write_request(dir.path(), problem, shape, data, output);
+    write_request(dir.path(), problem, shape, data, output, module_run);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: cannot write the reference's input: {}{}", problem, e.what(), disk_full_note(dir.path())));
   }
@@ -246,6 +248,18 @@ std::vector<double> run_python_reference(const std::filesystem::path& module, co
   const ChildResult r = run_child(o);
   if (r.end != ChildEnd::kExited || r.exit_code != 0)
     throw InputError(failure(r, problem, module, python, deadline_s) + disk_full_note(dir.path(), r.err));
+  if (module_output) {
+    module_output->clear();
+    if (module_run != ModuleRun::kNo && std::filesystem::exists(dir.path() / "module_out.npy")) {
+      std::vector<std::int64_t> got;
+      *module_output = read_npy(dir.path() / "module_out.npy", &got);
+      if (got != output.shape)
+        throw InputError(fmt::format("{}: {}'s module returned shape ({}) in the tensors' dtypes, the output '{}' has "
+                                     "shape ({})", problem, module.string(), fmt::join(got, ", "), output.name,
+                                     fmt::join(output.shape, ", ")));
+    }
+  }
+  if (module_run == ModuleRun::kOnly) return {};
   if (!std::filesystem::exists(dir.path() / "out.npy"))
     throw InputError(fmt::format("{}: {} ended (exit code 0) without returning a result; does it call sys.exit() or "
                                  "os._exit()? reference() must return the output", problem, module.string()));

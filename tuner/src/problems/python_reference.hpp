@@ -12,10 +12,20 @@
 
 namespace tune {
 
-// Throws InputError with the reference's last line of stderr when it fails.
+// What the runner runs besides (or instead of) the float64 reference: request.json's "module_run".
+enum class ModuleRun {
+  kNo,    // the float64 reference alone
+  kAlso,  // and, when make_model exists, torch imports and a tensor is low precision, the module in
+          // the tensors' dtypes (module_out.npy)
+  kOnly,  // that module run alone (a built-in C++ reference gave the float64 output): returns {}
+};
+// Throws InputError with the reference's last line of stderr when it fails. *module_output: the
+// module run's output as float64 values, empty when it did not run (no make_model, no torch, no
+// low-precision tensor).
 std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem,
                                          const Shape& shape, const ProblemData& data, const TensorSpec& output,
-                                         std::string* backend = nullptr);
+                                         std::string* backend = nullptr, ModuleRun module_run = ModuleRun::kNo,
+                                         std::vector<double>* module_output = nullptr);
 
 // NumPy's .npy format, version 1.0, C order: written in the dtype's descr (bfloat16 as '<f4', which
 // holds it exactly); float32 or float64 read.

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""tuner/python/reference_runner.py with dtypes (issue 35): integer inputs reach make_model's module
+in their own dtype (torch.int64), float ones in float64; numpy's reference() gets float64 arrays; a
+dtype variable's value in the shape (a string) is passed through; with request.json's
+"module_run": "also" or "only" and a low-precision tensor, the module runs in the tensors' dtypes
+and writes module_out.npy ("only": no out.npy). The torch parts are skipped, with the reason, where
+torch does not import.
+
+    module_run_test.py REPO_ROOT
+
+Needs numpy. Last line: "N passed, M failed, K skipped"."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2]).resolve()
+RUNNER = ROOT / "tuner" / "python" / "reference_runner.py"
+try:
+    import torch  # noqa: F401
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+MODULE = '''
+import json, os
+import numpy as np
+
+def reference(shape, params, inputs):
+    assert all(a.dtype == np.float64 for a in list(params.values()) + list(inputs.values())), "numpy gets float64"
+    assert shape["T"] == "bfloat16" and shape["N"] == 4, shape
+    return (inputs["x"] * params["w"])[inputs["idx"].astype(np.int64)]
+
+def make_model(shape):
+    import torch
+
+    class Gather(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(shape["N"]))
+
+        def forward(self, x, idx):
+            seen = os.path.join(os.environ["SEEN_DIR"], "seen.jsonl")
+            with open(seen, "a") as f:
+                f.write(json.dumps({"x": str(x.dtype), "idx": str(idx.dtype), "w": str(self.w.dtype)}) + "\\n")
+            return (x * self.w)[idx]
+
+    return Gather()
+'''
+
+results = []
+
+
+def check(name, fn):
+    try:
+        detail = fn()
+        if detail and detail.startswith("SKIP"):
+            results.append(None)
+            print(f"{detail} {name}")
+        else:
+            results.append(True)
+            print(f"PASS {name}" + (f": {detail}" if detail else ""))
+    except Exception as e:
+        results.append(False)
+        print(f"FAIL {name}: {type(e).__name__}: {e}")
+
+
+def folder(module_run):
+    d = pathlib.Path(tempfile.mkdtemp(prefix="tune_module_run_"))
+    (d / "reference.py").write_text(MODULE)
+    w = np.array([1.0, 0.5, -2.0, 0.3333333], dtype=np.float32)
+    # bfloat16 values, stored as float32 (which holds them exactly), as tune writes them
+    x = np.array([1.0078125, -3.015625, 0.1005859375, 7.0], dtype=np.float32)
+    idx = np.array([3, 0, 0, 2], dtype=np.int64)
+    np.save(d / "t0.npy", w)
+    np.save(d / "t1.npy", x)
+    np.save(d / "t2.npy", idx)
+    request = {"problem": "gather", "shape": {"N": 4, "T": "bfloat16"}, "module_run": module_run,
+               "tensors": [{"name": "w", "role": "parameter", "shape": [4], "dtype": "bfloat16", "file": "t0.npy"},
+                           {"name": "x", "role": "input", "shape": [4], "dtype": "bfloat16", "file": "t1.npy"},
+                           {"name": "idx", "role": "input", "shape": [4], "dtype": "int64", "file": "t2.npy"}],
+               "output": {"name": "out", "shape": [4], "dtype": "bfloat16", "file": "out.npy"}}
+    (d / "request.json").write_text(json.dumps(request))
+    return d
+
+
+def run(d, backend):
+    env = dict(os.environ, TUNE_REFERENCE_BACKEND=backend, SEEN_DIR=str(d))
+    r = subprocess.run([sys.executable, str(RUNNER), str(d / "reference.py"), str(d)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr.strip().splitlines()[-1:] or r.returncode
+    seen = d / "seen.jsonl"
+    return [json.loads(line) for line in seen.read_text().splitlines()] if seen.exists() else []
+
+
+def expected():
+    w = np.array([1.0, 0.5, -2.0, 0.3333333], dtype=np.float32).astype(np.float64)
+    x = np.array([1.0078125, -3.015625, 0.1005859375, 7.0], dtype=np.float64)
+    return (x * w)[[3, 0, 0, 2]]
+
+
+def numpy_reference_with_a_dtype_variable():
+    d = folder("also")
+    run(d, "numpy")
+    out = np.load(d / "out.npy")
+    assert out.dtype == np.float64 and np.array_equal(out, expected()), out
+    assert (d / "module_out.npy").exists() == HAVE_TORCH, "module_out.npy exactly where torch imports"
+    return "" if HAVE_TORCH else "the module run skipped: torch does not import"
+
+
+def module_only_writes_no_reference():
+    d = folder("only")
+    run(d, "numpy")
+    assert not (d / "out.npy").exists(), "module_run only: the float64 reference is tune's"
+    assert (d / "module_out.npy").exists() == HAVE_TORCH
+
+
+def integer_inputs_reach_the_module_as_int64():
+    if not HAVE_TORCH:
+        return "SKIP (torch does not import in " + sys.executable + ")"
+    d = folder("also")
+    seen = run(d, "torch")
+    assert seen[0] == {"x": "torch.float64", "idx": "torch.int64", "w": "torch.float64"}, seen[0]
+    assert seen[1] == {"x": "torch.bfloat16", "idx": "torch.int64", "w": "torch.bfloat16"}, seen[1]
+    out, module = np.load(d / "out.npy"), np.load(d / "module_out.npy")
+    assert np.allclose(out, expected(), rtol=1e-12), out
+    assert np.allclose(module, out, rtol=2e-2) and module.dtype == np.float64, module
+    assert not np.array_equal(module, out), "the bf16 run rounds (w[3] = 0.3333333 is not a bfloat16)"
+
+
+def no_module_run_when_not_asked():
+    if not HAVE_TORCH:
+        return "SKIP (torch does not import in " + sys.executable + ")"
+    d = folder("no")
+    seen = run(d, "torch")
+    assert len(seen) == 1 and not (d / "module_out.npy").exists(), seen
+
+
+check("numpy's reference gets float64 arrays and the shape's dtype variable", numpy_reference_with_a_dtype_variable)
+check("module_run only writes module_out.npy and no out.npy", module_only_writes_no_reference)
+check("integer inputs reach make_model as int64, the module runs in bfloat16", integer_inputs_reach_the_module_as_int64)
+check("no module run unless asked", no_module_run_when_not_asked)
+passed, failed, skipped = results.count(True), results.count(False), results.count(None)
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)

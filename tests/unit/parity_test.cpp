@@ -1,0 +1,234 @@
+// Issue 35: parity that fits the precision. The tolerance of each output dtype, the module rule
+// (kernel error <= k x the module's own error in that dtype + atol), exact integers, and the
+// records that carry both errors.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "support/fixture_run.hpp"
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/measure.hpp"
+#include "tune/problem.hpp"
+
+namespace tune {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Tolerance defaults(DType d) { return TolerancePolicy{}.of(d); }
+
+TEST(Parity, DefaultTolerancesFollowTheOutputsDtype) {
+  EXPECT_EQ(defaults(DType::kFloat32).atol, 1e-4);
+  EXPECT_EQ(defaults(DType::kFloat32).rtol, 1e-4);
+  EXPECT_EQ(defaults(DType::kFloat64).atol, 1e-7);
+  EXPECT_EQ(defaults(DType::kFloat64).rtol, 1e-7);
+  EXPECT_EQ(defaults(DType::kBFloat16).atol, 1e-5);
+  EXPECT_EQ(defaults(DType::kBFloat16).rtol, 1.6e-2);
+  EXPECT_EQ(defaults(DType::kFloat16).atol, 1e-5);
+  EXPECT_EQ(defaults(DType::kFloat16).rtol, 1e-3);
+  for (DType d : {DType::kInt8, DType::kInt32, DType::kInt64, DType::kUInt8, DType::kBool}) {
+    EXPECT_EQ(defaults(d).atol, 0) << dtype_name(d);
+    EXPECT_EQ(defaults(d).rtol, 0) << dtype_name(d);
+  }
+  EXPECT_EQ(defaults(DType::kBFloat16).module_k, 2.0);
+  EXPECT_EQ(defaults(DType::kBFloat16).module_atol, 1e-5);  // the dtype's atol
+  EXPECT_EQ(defaults(DType::kBFloat16).rule, "both");
+}
+
+// An error just inside the elementwise allowance passes, just outside fails, for every float dtype.
+TEST(Parity, ElementwiseToleranceJustInsideAndJustOutsidePerDtype) {
+  for (DType d : {DType::kFloat32, DType::kFloat64, DType::kBFloat16, DType::kFloat16}) {
+    const Tolerance tol = defaults(d);
+    const std::vector<double> ref = {2.0, -0.5};
+    const double allowed = tol.atol + tol.rtol * 2.0;
+    const ParityRecord in = judge_output({2.0 + allowed * (1 - 1e-6), -0.5}, ref, tol, std::nullopt);
+    const ParityRecord out = judge_output({2.0 + allowed * (1 + 1e-6), -0.5}, ref, tol, std::nullopt);
+    EXPECT_TRUE(parity_passed(in)) << dtype_name(d);
+    EXPECT_TRUE(in.tolerance_passed) << dtype_name(d);
+    EXPECT_FALSE(parity_passed(out)) << dtype_name(d);
+    EXPECT_FALSE(out.tolerance_passed) << dtype_name(d);
+    EXPECT_EQ(out.mismatches, 1) << dtype_name(d);
+    EXPECT_EQ(out.dtype, dtype_name(d));
+    EXPECT_FALSE(in.module_passed.has_value());  // no module output: the rule is not applied
+  }
+}
+
+TEST(Parity, IntegerAndBoolOutputsCompareExactly) {
+  for (DType d : {DType::kInt64, DType::kInt32, DType::kInt8, DType::kUInt8, DType::kBool}) {
+    const Tolerance tol = defaults(d);
+    const ParityRecord equal = judge_output({3, 0, 1}, {3, 0, 1}, tol, std::nullopt);
+    EXPECT_TRUE(parity_passed(equal)) << dtype_name(d);
+    EXPECT_EQ(equal.mismatches, 0);
+    const ParityRecord off = judge_output({3, 1, 1}, {3, 0, 1}, tol, std::nullopt);
+    EXPECT_FALSE(parity_passed(off)) << dtype_name(d);
+    EXPECT_EQ(off.mismatches, 1);
+    EXPECT_EQ(off.worst_index, 1);  // no 0/0 in the excess: the element off by one is the worst
+    EXPECT_FALSE(parity_passed(judge_output({3, NAN, 1}, {3, 0, 1}, tol, std::nullopt))) << dtype_name(d);
+  }
+}
+
+TEST(Parity, ANanOrInfNeverPassesUnderAnyRule) {
+  for (const char* rule : {"both", "tolerance", "module"}) {
+    Tolerance tol = defaults(DType::kBFloat16);
+    tol.rule = rule;
+    tol.atol = tol.rtol = tol.module_atol = 1e9;  // everything finite would pass
+    EXPECT_FALSE(parity_passed(judge_output({1.0, NAN}, {1.0, 1.0}, tol, 0.5))) << rule;
+    EXPECT_FALSE(parity_passed(judge_output({1.0, INFINITY}, {1.0, 1.0}, tol, 0.5))) << rule;
+  }
+}
+
+// kernel_max_abs_error <= k * module_max_abs_error + atol_k, just inside and just outside; the
+// reference is large so that the elementwise rule (bf16 rtol 1.6e-2) passes both.
+TEST(Parity, ModuleRuleJustInsideAndJustOutsideKTimesTheModulesError) {
+  for (DType d : {DType::kBFloat16, DType::kFloat16}) {
+    Tolerance tol = defaults(d);
+    const double module = 0.01, bound = tol.module_k * module + tol.module_atol;
+    const std::vector<double> ref = {100.0, 10.0};
+    const ParityRecord in = judge_output({100.0 + bound * (1 - 1e-9), 10.0}, ref, tol, module);
+    const ParityRecord out = judge_output({100.0 + bound * (1 + 1e-9), 10.0}, ref, tol, module);
+    ASSERT_TRUE(in.module_passed.has_value());
+    EXPECT_TRUE(*in.module_passed);
+    EXPECT_TRUE(parity_passed(in)) << dtype_name(d);
+    EXPECT_TRUE(out.tolerance_passed) << dtype_name(d);
+    EXPECT_FALSE(*out.module_passed);
+    EXPECT_FALSE(parity_passed(out)) << dtype_name(d);  // "both": each rule must hold
+    EXPECT_EQ(out.module_max_abs_error, module);
+    EXPECT_NE(parity_failure(out).find("module rule"), std::string::npos) << parity_failure(out);
+    tol.rule = "tolerance";  // the module's error is recorded but does not decide
+    const ParityRecord only_tolerance = judge_output({100.0 + bound * (1 + 1e-9), 10.0}, ref, tol, module);
+    EXPECT_FALSE(*only_tolerance.module_passed);
+    EXPECT_TRUE(parity_passed(only_tolerance));
+    tol.rule = "module";  // outside the elementwise tolerance, within k x the module's error
+    const ParityRecord only_module = judge_output({10.5, 1.0}, {10.0, 1.0}, tol, 0.3);
+    EXPECT_FALSE(only_module.tolerance_passed);
+    EXPECT_TRUE(parity_passed(only_module));
+  }
+}
+
+TEST(Parity, TheModuleRuleIsNotAppliedToFloat32OrWithoutTheModulesOutput) {
+  const ParityRecord f32 = judge_output({1.0}, {1.0}, defaults(DType::kFloat32), 0.01);
+  EXPECT_FALSE(f32.module_passed.has_value());
+  EXPECT_FALSE(f32.module_max_abs_error.has_value());
+  EXPECT_EQ(module_error({}, {1.0}), std::nullopt);
+  EXPECT_EQ(module_error({1.0, 2.5}, {1.0, 2.0}), 0.5);
+  EXPECT_EQ(module_error({1.0, INFINITY}, {1.0, 2.0}), std::nullopt);
+}
+
+TEST(Parity, TheToleranceObjectPerDtypeModuleAndRule) {
+  const TolerancePolicy p = parse_tolerance(Json::parse(R"({"atol": 2e-4, "rtol": 3e-4,
+      "bfloat16": {"rtol": 2e-2}, "int32": {"atol": 1},
+      "module": {"k": 3, "atol": 1e-3}, "rule": "module"})"), "p.json");
+  EXPECT_EQ(p.of(DType::kFloat32).atol, 2e-4);
+  EXPECT_EQ(p.of(DType::kFloat32).rtol, 3e-4);
+  EXPECT_EQ(p.of(DType::kBFloat16).atol, 1e-5);  // its default where the file gives none
+  EXPECT_EQ(p.of(DType::kBFloat16).rtol, 2e-2);
+  EXPECT_EQ(p.of(DType::kFloat16).rtol, 1e-3);  // not float32's: each dtype its own
+  EXPECT_EQ(p.of(DType::kInt32).atol, 1);
+  EXPECT_EQ(p.of(DType::kBFloat16).module_k, 3);
+  EXPECT_EQ(p.of(DType::kBFloat16).module_atol, 1e-3);
+  EXPECT_EQ(p.of(DType::kBFloat16).rule, "module");
+}
+
+TEST(Parity, BadToleranceKeysAndValuesAreRefusedWithTheirPath) {
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {R"({"bfloat17": {"atol": 1}})", "p.json: unknown key 'tolerance.bfloat17'"},
+      {R"({"bfloat16": {"atol": -1}})", "p.json: tolerance.bfloat16.atol must be a finite number >= 0"},
+      {R"({"bfloat16": {"atl": 1}})", "p.json: unknown key 'tolerance.bfloat16.atl'"},
+      {R"({"module": {"kk": 2}})", "p.json: unknown key 'tolerance.module.kk'"},
+      {R"({"module": {"k": "2"}})", "p.json: tolerance.module.k must be a finite number >= 0"},
+      {R"({"rule": "either"})", "p.json: tolerance.rule must be \"both\", \"tolerance\" or \"module\""},
+      {R"({"atol": 1e-4, "float32": {"atol": 1e-3}})", "p.json: tolerance.float32 repeats tolerance.atol/rtol"},
+      {R"({"rtol": null})", "p.json: tolerance.rtol must be a finite number >= 0"},
+      {R"([1])", "p.json: tolerance must be a JSON object"},
+  };
+  for (const auto& [text, want] : bad) {
+    try {
+      (void)parse_tolerance(Json::parse(text), "p.json");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(want, 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+// A problem file's tolerance reaches Problem::tolerance of the output's dtype; a bad one is refused
+// at load.
+TEST(Parity, AProblemsToleranceIsItsOutputDtypes) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_parity_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "reference.py") << "def reference(shape, params, inputs):\n    return inputs['x']\n";
+  Json j = Json::parse(R"({"problem": "tiny", "reference": {"python": "reference.py"}, "shape": {"dims": ["N"]},
+    "tolerance": {"atol": 5e-4, "bfloat16": {"rtol": 3e-2}},
+    "tensors": [{"name": "x", "role": "input", "shape": ["N"], "init": "normal"},
+                {"name": "out", "role": "output", "shape": ["N"]}]})");
+  std::ofstream(dir / "problem.json") << j.dump(1);
+  const auto p = Problem::load(dir / "problem.json");
+  EXPECT_EQ(p->tolerance(Shape({{"N", 4}})).atol, 5e-4);
+  EXPECT_EQ(p->tolerance(DType::kBFloat16).rtol, 3e-2);
+  j["tolerance"]["module"] = Json::parse(R"({"k": -1})");
+  std::ofstream(dir / "problem.json") << j.dump(1);
+  EXPECT_THROW((void)Problem::load(dir / "problem.json"), ConfigError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Parity, RecordsRoundTripTheNewFields) {
+  RunRecord run = fixture_run();
+  ParityRecord& p = *run.variants[0].parity;
+  p.dtype = "bfloat16";
+  p.rule = "both";
+  p.tolerance_passed = true;
+  p.module_max_abs_error = 0.0078125;
+  p.module_k = 2.5;
+  p.module_atol = 2e-5;
+  p.module_passed = true;
+  const std::string text = to_json(run).dump();
+  const RunRecord back = run_from_json(Json::parse(text));
+  const ParityRecord& q = *back.variants[0].parity;
+  EXPECT_EQ(q.dtype, "bfloat16");
+  EXPECT_EQ(q.module_max_abs_error, 0.0078125);
+  EXPECT_EQ(q.module_k, 2.5);
+  EXPECT_EQ(q.module_atol, 2e-5);
+  EXPECT_EQ(q.module_passed, true);
+  EXPECT_TRUE(q.tolerance_passed);
+  EXPECT_EQ(to_json(back).dump(), text);
+  EXPECT_FALSE(back.variants[1].parity->module_passed.has_value());  // null stays null
+}
+
+TEST(Parity, TheValidatorRefusesAPassedVariantWhoseModuleRuleFailed) {
+  RunRecord run = fixture_run();
+  ParityRecord& p = *run.variants[0].parity;
+  p.dtype = "bfloat16";
+  p.module_max_abs_error = 0.001;
+  p.module_passed = false;
+  try {
+    (void)run_from_json(to_json(run));
+    ADD_FAILURE() << "a passed variant whose module rule failed was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("variants[0].parity: the module rule failed"), std::string::npos) << e.what();
+  }
+  p.rule = "tolerance";  // the rule that decides is the elementwise one: accepted
+  (void)run_from_json(to_json(run));
+  p.rule = "module";  // module rule passed, elementwise not: accepted under rule "module"
+  p.module_passed = true;
+  p.mismatches = 3;
+  (void)run_from_json(to_json(run));
+  Json bad = to_json(run);
+  bad["variants"][0]["parity"]["rule"] = "either";
+  EXPECT_THROW((void)run_from_json(bad), InputError);
+  bad = to_json(run);
+  bad["variants"][0]["parity"]["dtype"] = "float128";
+  EXPECT_THROW((void)run_from_json(bad), InputError);
+}
+
+}  // namespace
+}  // namespace tune
