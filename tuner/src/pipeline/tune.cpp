@@ -532,7 +532,8 @@ std::string format_duration(double seconds) {
 
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
   if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
-  CompileRequest req{lowered.sources->main, lowered.template_name, {}, std::move(options), lowered.sources->headers};
+  CompileRequest req{lowered.sources->main, lowered.template_name, {}, std::move(options),
+                     with_cuda_headers(lowered.sources->main, lowered.sources->headers)};
   for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
   return req;
 }
