@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "tune/io.hpp"
 
 namespace {
 
@@ -25,6 +26,18 @@ TEST(DtypeCli, ACommaListSweepsTheDtypeOneFilePerDtype) {
   ASSERT_TRUE(std::filesystem::exists(dir / "M64_bfloat16.json")) << r.output;
   const auto j = nlohmann::ordered_json::parse(std::ifstream(dir / "M64_bfloat16.json"));
   EXPECT_EQ(j.at("shape").at("T"), "bfloat16");
+  EXPECT_EQ(j.at("schema_minor_version"), 6);
+  const auto& tensors = j.at("context").at("tensors");
+  ASSERT_EQ(tensors.size(), 3u) << tensors.dump();
+  EXPECT_EQ(tensors[0], nlohmann::ordered_json::parse(R"({"name": "x", "role": "input", "dtype": "bfloat16", "shape": [64]})"));
+  EXPECT_EQ(tensors[1].at("dtype"), "int64");
+  EXPECT_EQ(tensors[2].at("role"), "output");
+  EXPECT_EQ(tensors[2].at("dtype"), "bfloat16");
+  // tune's own reader (which validates first) takes it back.
+  const tune::RunRecord back = tune::read_result(dir / "M64_bfloat16.json");
+  ASSERT_EQ(back.context.tensors.size(), 3u);
+  EXPECT_EQ(back.context.tensors[1].dtype, "int64");
+  EXPECT_EQ(back.shape.dtype("T"), tune::DType::kBFloat16);
   for (const auto& v : j.at("variants")) EXPECT_EQ(v.at("status"), "compiled") << v.dump();
 }
 

@@ -24,7 +24,8 @@ inline constexpr int kResultSchemaVersion = 1;
 // 4: context `search.space_configurations` and `draws`. 5: gate verdict `unchecked` and its
 // `not_run`, context `gate.allow_unchecked`, `gate.could_not_run`, `gate.unchecked` and
 // `source_hash` (issue 34).
-inline constexpr int kResultSchemaMinorVersion = 5;
+// 6: context `tensors` (issue 35: each tensor's name, role, dtype and shape at the run's shape).
+inline constexpr int kResultSchemaMinorVersion = 6;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -188,7 +189,16 @@ struct ShardRecord {
   std::int64_t baseline_index = -1;  // split "variants": the baseline's unsharded index (-1: none)
 };
 
+// A tensor of the problem as the run bound it (context.tensors, minor version 6).
+struct TensorRecord {
+  std::string name;
+  std::string role;   // "parameter", "input", "output"
+  std::string dtype;  // dtype_name
+  std::vector<std::int64_t> shape;
+};
+
 struct RunContext {
+  std::vector<TensorRecord> tensors;  // empty in results of an earlier version
   std::string tool_version;
   std::string git_commit;
   std::string command_line;
