@@ -1,5 +1,12 @@
 # Every dependency is found with find_package; scripts/setup.sh installs them (Debian packages).
 find_package(CUDAToolkit 12.0 REQUIRED)
+# The toolkit's half and bfloat16 headers, which NVRTC of CUDA 13 lacks: embedded into tune and passed
+# to NVRTC by name (with_cuda_headers).
+set(TUNE_CUDA_FP_HEADERS "")
+foreach(h cuda_fp16.h cuda_fp16.hpp cuda_bf16.h cuda_bf16.hpp)
+  find_file(TUNE_CUDA_HEADER_${h} ${h} PATHS ${CUDAToolkit_INCLUDE_DIRS} NO_DEFAULT_PATH REQUIRED)
+  list(APPEND TUNE_CUDA_FP_HEADERS ${TUNE_CUDA_HEADER_${h}})
+endforeach()
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)

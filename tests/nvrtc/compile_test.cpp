@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "tune/compile.hpp"
+#include "tune/compile_cache.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
@@ -141,6 +142,19 @@ TEST(Nvrtc, PtxasReportIsParsed) {
   EXPECT_EQ(k.stack_frame_bytes, 16);
   EXPECT_EQ(k.static_smem_bytes, 2048);
   EXPECT_EQ(k.barriers, 1);
+}
+
+// Issue 35: NVRTC of CUDA 13 has no <cuda_bf16.h>; tune passes the toolkit's (with_cuda_headers).
+TEST(Nvrtc, Bfloat16HeadersAreGivenToNvrtc) {
+  const std::string source = "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"
+                             "template <typename T> __global__ void k(T* out) { out[0] = __float2bfloat16(1.5f) + T(out[1]); }\n";
+  EXPECT_TRUE(with_cuda_headers("__global__ void k() {}", {}).empty());
+  const auto headers = with_cuda_headers(source, {});
+  ASSERT_EQ(headers.size(), 4u);
+  CompileRequest req{source, "bf16.cu", {"k<__nv_bfloat16>"}, default_options(90), headers};
+  const CompileResult r = compile(req);
+  EXPECT_TRUE(r.ok) << r.log;
+  EXPECT_NE(CompileCache::key(req, "v"), CompileCache::key(CompileRequest{source, "bf16.cu", {"k<float>"}, default_options(90), headers}, "v"));
 }
 
 }  // namespace

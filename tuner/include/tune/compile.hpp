@@ -31,6 +31,13 @@ struct CompileRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // include name and text of each header
 };
 
+// NVRTC of CUDA 13 has no <cuda_bf16.h> / <cuda_fp16.h> of its own: `headers` with the toolkit's
+// cuda_bf16.h, cuda_bf16.hpp, cuda_fp16.h and cuda_fp16.hpp added (embedded at tune's build, so part of
+// the compile request and its cache key) when `source` or one of `headers` includes either and no
+// header of the folder has the name already. Unchanged otherwise (every other kernel keeps its key).
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> with_cuda_headers(
+    const std::string& source, std::vector<std::pair<std::string, std::string>> headers);
+
 struct CompileResult {
   bool ok = false;
   std::vector<char> cubin;

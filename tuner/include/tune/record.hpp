@@ -204,7 +204,16 @@ struct ShardRecord {
   std::int64_t baseline_index = -1;  // split "variants": the baseline's unsharded index (-1: none)
 };
 
+// A tensor of the problem as the run bound it (context.tensors, minor version 6).
+struct TensorRecord {
+  std::string name;
+  std::string role;   // "parameter", "input", "output"
+  std::string dtype;  // dtype_name
+  std::vector<std::int64_t> shape;
+};
+
 struct RunContext {
+  std::vector<TensorRecord> tensors;  // empty in results of an earlier version
   std::string tool_version;
   std::string git_commit;
   std::string command_line;

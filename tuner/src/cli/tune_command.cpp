@@ -44,9 +44,9 @@ std::vector<std::int64_t> shape_values(const std::string& name, const std::strin
     if (r.ec == std::errc::result_out_of_range && r.ptr == item.data() + item.size())
       throw InputError(fmt::format("--{} {}: '{}' is too large (a dimension is at most 9000000000000000)", name, text, item));
     if (item.empty() || r.ec != std::errc() || r.ptr != item.data() + item.size())
-      throw InputError(fmt::format("--{} {}: '{}' is not an integer (an unknown option? tune --help lists them; "
-                                   "the problem's dimensions are shape options)",
-                                   name, text, item));
+      throw InputError(fmt::format("--{} {}: '{}' is not an integer nor a dtype ({}) (an unknown option? tune --help "
+                                   "lists them; the problem's dimensions and dtype variables are shape options)",
+                                   name, text, item, dtype_choices()));
     values.push_back(v);
     if (comma == std::string::npos) break;
     pos = comma + 1;

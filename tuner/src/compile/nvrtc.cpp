@@ -13,6 +13,11 @@
 #include "tune/errors.hpp"
 
 namespace tune {
+// cmake/embed_files.cmake's: tune's own files, built in.
+std::string_view embedded_file(std::string_view name);
+}  // namespace tune
+
+namespace tune {
 namespace {
 
 class NvrtcError : public std::runtime_error {
@@ -124,6 +129,21 @@ std::map<std::string, Resources> parse_ptxas_report(std::string_view log) {
     if (line.find("Used") != std::string::npos && std::regex_search(line, m, smem)) r.static_smem_bytes = std::stoi(m[1]);
   }
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> with_cuda_headers(const std::string& source,
+                                                                   std::vector<std::pair<std::string, std::string>> headers) {
+  static const char* const kNames[] = {"cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h", "cuda_bf16.hpp"};
+  auto mentions = [](const std::string& text) {
+    return text.find("cuda_bf16.h") != std::string::npos || text.find("cuda_fp16.h") != std::string::npos;
+  };
+  bool needed = mentions(source);
+  for (const auto& [name, text] : headers) needed = needed || mentions(text);
+  if (!needed) return headers;
+  for (const char* name : kNames)
+    if (std::none_of(headers.begin(), headers.end(), [&](const auto& h) { return h.first == name; }))
+      headers.emplace_back(name, std::string(embedded_file(name)));
+  return headers;
 }
 
 CompileResult compile(const CompileRequest& request) {

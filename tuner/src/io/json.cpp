@@ -445,6 +445,11 @@ Json to_json(const RunRecord& run) {
                          {"tool_s", seconds_by_name(c.gate.tool_s)}, {"finalist_s", seconds_by_name(c.gate.finalist_s)},
                          {"baseline_rule", c.gate.baseline_rule}}}};
   if (c.shard) context["shard"] = shard_json(*c.shard);
+  if (!c.tensors.empty()) {
+    context["tensors"] = Json::array();
+    for (const auto& t : c.tensors)
+      context["tensors"].push_back({{"name", t.name}, {"role", t.role}, {"dtype", t.dtype}, {"shape", t.shape}});
+  }
   if (c.run_identity.is_object()) context["journal"]["identity"] = c.run_identity;
   // The local search after the warm choice or the model: recorded under warm_start when there is one.
   const Json refine = {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds}, {"added", c.warm_refine_added}};
@@ -557,6 +562,10 @@ RunRecord run_from_json(const Json& j) {
     run.context.reference_identity = c.value("reference_identity", "");
     run.context.compile_cache = c.value("compile_cache", "");
     run.context.jobs = c.value("jobs", 1);
+    if (c.contains("tensors"))
+      for (const Json& t : c.at("tensors"))
+        run.context.tensors.push_back({t.at("name").get<std::string>(), t.at("role").get<std::string>(),
+                                       t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>()});
     if (c.contains("search")) {
       const auto& s = c.at("search");
       run.context.search = s.value("strategy", "exhaustive");

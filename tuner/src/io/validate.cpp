@@ -319,6 +319,17 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
                         "compile_cache"})
     text(c, ctx, at, k, false);
   (void)integer(c, ctx, at, "jobs", false, 1);
+  for_each_object(c, ctx, at, "tensors", [&](const Json& t, const std::string& where) {  // minor 6
+    text(c, t, where, "name", true, true);
+    one_of(c, t, where, "role", true, {"parameter", "input", "output"});
+    text(c, t, where, "dtype", true);
+    if (!parse_dtype(t.at("dtype").get<std::string>()))
+      c.fail(member(where, "dtype"), fmt::format("\"{}\" is not a dtype ({})", t.at("dtype").get<std::string>(), dtype_choices()));
+    const Json* shape = array(c, t, where, "shape", true);
+    for (std::size_t i = 0; shape && i < shape->size(); ++i)
+      if (!shape->at(i).is_number_integer() || shape->at(i).get<std::int64_t>() < 0)
+        c.fail(fmt::format("{}.shape[{}]", where, i), fmt::format("{} is not a size (an integer >= 0)", brief(shape->at(i))));
+  });
   if (const Json* s = object(c, ctx, at, "search", false)) {
     const std::string where = member(at, "search");
     one_of(c, *s, where, "strategy", false, {"exhaustive", "random", "halving", "random+halving", "warm", "warm+halving", "model", "warm+model"});

@@ -29,7 +29,10 @@ namespace tune {
 
 std::string SweepItem::describe() const {
   std::string s = problem;
-  for (const auto& [k, v] : dims) s += fmt::format(" {}={}", k, v);
+  for (const auto& [k, v] : dims) {
+    const auto t = dtype_of_flag_value(v);  // a dtype variable's value
+    s += t ? fmt::format(" {}={}", k, dtype_name(*t)) : fmt::format(" {}={}", k, v);
+  }
   return s;
 }
 

@@ -532,7 +532,8 @@ std::string format_duration(double seconds) {
 
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
   if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
-  CompileRequest req{lowered.sources->main, lowered.template_name, {}, std::move(options), lowered.sources->headers};
+  CompileRequest req{lowered.sources->main, lowered.template_name, {}, std::move(options),
+                     with_cuda_headers(lowered.sources->main, lowered.sources->headers)};
   for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
   return req;
 }
@@ -625,6 +626,18 @@ void check_launch_args(const Problem& problem, const Space& space) {
 }
 
 namespace {
+
+// context.tensors: every tensor at the bound shape, in role order.
+std::vector<TensorRecord> tensor_records(const Problem& problem, const Shape& shape) {
+  std::vector<TensorRecord> out;
+  auto add = [&](const std::vector<TensorSpec>& specs, const char* role) {
+    for (const auto& s : specs) out.push_back({s.name, role, std::string(dtype_name(s.dtype)), s.shape});
+  };
+  add(problem.param_specs(shape), "parameter");
+  add(problem.input_specs(shape), "input");
+  add({problem.output_spec(shape)}, "output");
+  return out;
+}
 
 // The dtype variables of the shape options (--T bfloat16), else their defaults; check_shape refuses
 // one missing without default.
@@ -1018,6 +1031,7 @@ struct PassRun {
     ctx.compile_options = default_options(cc);
     ctx.config_file = o.config ? o.config->string() : problem.file().string() + std::string(kProblemFileMark);
     ctx.source_hash = sources_hash(space, problem);
+    ctx.tensors = tensor_records(problem, shape);
     ctx.reference_identity = run.device ? problem.reference_identity(reference_backend_from_env()) : "none (compile only)";
     ctx.gate.jobs = gate_jobs();  // a bad TUNE_GATE_JOBS is refused before anything is measured
     compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
