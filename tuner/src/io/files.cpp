@@ -36,9 +36,23 @@ void brief_into(const Json& v, std::string& out, std::size_t max) {
   }
 }
 
-HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string& where) {
+// A golden entry's "dtype" (absent in older files: float32) must be the tensor's at the golden's shape.
+void check_golden_dtype(const Json& j, DType want, const std::string& where, bool output) {
+  const Json given = j.contains("dtype") ? j.at("dtype") : Json("float32");
+  const auto dtype = given.is_string() ? parse_dtype(given.get_ref<const std::string&>()) : std::nullopt;
+  if (!dtype) throw InputError(fmt::format("{}.dtype {} is not a dtype ({})", where, given.dump(), dtype_choices()));
+  if (*dtype == want || (output && *dtype == DType::kFloat64)) return;  // the output's data is the float64 reference's
+  throw InputError(fmt::format("{} is {}{}, the problem's tensor is {} at this shape; remake the golden with "
+                               "scripts/make_goldens.py",
+                               where, dtype_name(*dtype), j.contains("dtype") ? "" : " (no 'dtype': float32)",
+                               dtype_name(want)));
+}
+
+// `exact`: every value must be one the tensor's dtype holds (parameters and inputs: the data a kernel gets).
+HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string& where, bool exact = false) {
   if (!j.is_object() || !j.contains("shape") || !j.contains("data"))
     throw InputError(where + " needs 'shape' and 'data'");
+  check_golden_dtype(j, spec.dtype, where, !exact);
   std::vector<std::int64_t> shape;
   for (const Json& d : j.at("shape")) {
     if (!d.is_number_integer()) throw InputError(where + " shape must list integers");
@@ -55,9 +69,32 @@ HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string&
   t.data.reserve(data.size());
   for (const Json& v : data) {
     if (!v.is_number()) throw InputError(where + " data must be numbers");
-    t.data.push_back(round_to(spec.dtype, v.get<double>()));
+    const double x = v.get<double>();
+    if (exact && !representable(spec.dtype, x))
+      throw InputError(fmt::format("{}.data[{}]: {} is not exactly a {} value (it would become {}); a golden holds "
+                                   "the values the kernel gets: remake it with scripts/make_goldens.py",
+                                   where, t.data.size(), v.dump(), dtype_name(spec.dtype), round_to(spec.dtype, x)));
+    t.data.push_back(round_to(spec.dtype, x));
   }
   return t;
+}
+
+// The golden's shape: its dims, and each dtype variable by name ("T": "bfloat16"; absent: its default).
+Shape golden_shape(const Json& j, const Problem& problem) {
+  Shape shape;
+  for (const auto& d : problem.dims()) {
+    if (!j.contains(d)) throw InputError(fmt::format("'shape' has no '{}'", d));
+    shape.set(d, j.at(d).get<std::int64_t>());
+  }
+  for (const auto& var : problem.dtype_variables()) {
+    if (!j.contains(var.name)) continue;
+    const Json& v = j.at(var.name);
+    const auto dtype = v.is_string() ? parse_dtype(v.get_ref<const std::string&>()) : std::nullopt;
+    if (!dtype) throw InputError(fmt::format("shape.{}: {} is not a dtype ({})", var.name, v.dump(), dtype_choices()));
+    shape.set_dtype(var.name, *dtype);
+  }
+  problem.add_dtype_defaults(shape);
+  return shape;
 }
 
 }  // namespace
@@ -201,18 +238,15 @@ GoldenCase read_golden(const std::filesystem::path& file) {
     GoldenCase g;
     g.problem = j.at("problem").get<std::string>();
     const Problem& problem = find_problem(golden_problem(file, g.problem));
-    for (const auto& d : problem.dims()) {
-      if (!j.at("shape").contains(d)) throw InputError(fmt::format("'shape' has no '{}'", d));
-      g.shape.set(d, j.at("shape").at(d).get<std::int64_t>());
-    }
+    g.shape = golden_shape(j.at("shape"), problem);
     problem.check_shape(g.shape);
     for (const auto& spec : problem.param_specs(g.shape)) {
       if (!j.at("params").contains(spec.name)) throw InputError(fmt::format("'params' has no '{}'", spec.name));
-      g.data.params.push_back(tensor_from(j.at("params").at(spec.name), spec, "params." + spec.name));
+      g.data.params.push_back(tensor_from(j.at("params").at(spec.name), spec, "params." + spec.name, true));
     }
     for (const auto& spec : problem.input_specs(g.shape)) {
       if (!j.at("inputs").contains(spec.name)) throw InputError(fmt::format("'inputs' has no '{}'", spec.name));
-      g.data.inputs.push_back(tensor_from(j.at("inputs").at(spec.name), spec, "inputs." + spec.name));
+      g.data.inputs.push_back(tensor_from(j.at("inputs").at(spec.name), spec, "inputs." + spec.name, true));
     }
     const HostTensor out = tensor_from(j.at("output"), problem.output_spec(g.shape), "output");
     const Json& raw = j.at("output").at("data");
