@@ -3,11 +3,15 @@
 the folder's reference module, in the format `tune verify` reads (docs/problem-format.md).
 
     scripts/make_goldens.py --problem configs/contact --shape B=3,N=5,C=8,H=4 --seed 0 -o FILE.json
+    scripts/make_goldens.py --problem examples/rmsnorm --shape M=4,K=64,T=bfloat16 -o FILE.json
 
 The tensors (names, shapes, init) and edits come from the folder's problem.json ("tensors",
 "edits"). One numpy generator seeded with --seed draws them in order, element by element,
-row-major; every value is rounded to float32 (what a kernel gets), then the edits apply, their values
-rounded to float32 too (parity ones included: a golden case is a parity case). The reference's
+row-major; float inits are drawn as float32 and rounded to the tensor's dtype (a dtype variable's
+value comes from --shape T=bfloat16, else its default), integer ones (index, integers) and bernoulli
+drawn as tune draws them; then the edits apply, their values rounded to the tensor's dtype too (parity
+ones included: a golden case is a parity case). Each tensor is written with its "dtype", and the
+dtype variables in "shape"; every value is one its dtype holds exactly. The reference's
 folder is on sys.path, as in tune, so it may import a file beside it. The
 output is the PyTorch module's (make_model, run in float64) where torch imports, else the numpy
 reference()'s, said on stderr; --backend chooses. Dims the shape leaves out take problem.json's
@@ -25,14 +29,20 @@ import problem_folder as pf  # noqa: E402
 
 
 def parse_shape(text, problem):
+    """{dim: int} then {dtype variable: name} from DIM=VALUE,...,T=bfloat16; problem.json's defaults
+    fill what the text leaves out."""
     spec = problem.get("shape", {})
-    dims = dict(spec.get("defaults", {}))
+    variables = pf.dtypes.variables(problem)
+    dims, given = dict(spec.get("defaults", {})), {}
     for item in filter(None, (s.strip() for s in text.split(","))):
-        name, sep, value = item.partition("=")
+        name, sep, value = (p.strip() for p in item.partition("="))
         if not sep:
             raise pf.ProblemError(f"--shape: {item!r} is not DIM=VALUE")
+        if name in variables:
+            given[name] = value
+            continue
         try:
-            dims[name.strip()] = int(value)
+            dims[name] = int(value)
         except ValueError:
             raise pf.ProblemError(f"--shape: {item!r}: the value is not an integer")
     order = spec.get("dims") or list(dims)
@@ -42,16 +52,33 @@ def parse_shape(text, problem):
         raise pf.ProblemError(f"--shape: dims {', '.join(order)} expected"
                               + (f"; missing {', '.join(missing)}" if missing else "")
                               + (f"; unknown {', '.join(unknown)}" if unknown else ""))
-    return {d: dims[d] for d in order}
+    try:
+        bound = pf.dtypes.bind(problem, given)
+    except ValueError as e:
+        raise pf.ProblemError(f"--shape: {e}")
+    return {d: dims[d] for d in order}, bound
 
 
-def run_torch(module, shape, params, inputs):
+def expression_names(dims, bound):
+    """What an expression of the file sees: the dims, each dtype variable (its dtype's name, compared
+    with the dtype names as constants) and its `<var>_bytes`."""
+    names = {**dims, **{n: n for n in pf.dtypes.DTYPES}, **bound}
+    names.update({f"{var}_bytes": pf.dtypes.size(d) for var, d in bound.items()})
+    return names
+
+
+def run_torch(module, shape, params, inputs, of):
     import torch
+
+    def tensor(name, a):  # integer and bool tensors in their own dtype (nn.EmbeddingBag's int64 indices)
+        d = of[name]
+        return torch.from_numpy(a if pf.dtypes.is_floating(d) else a.astype(pf.dtypes.numpy_dtype(d)))
+
     model = module.make_model(shape).double()
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in params.items()}, strict=True)
+    model.load_state_dict({k: tensor(k, v) for k, v in params.items()}, strict=True)
     model.eval()
     with torch.no_grad():
-        out = model(*(torch.from_numpy(v) for v in inputs.values()))
+        out = model(*(tensor(k, v) for k, v in inputs.items()))
     return out.detach().cpu().numpy().astype(np.float64)
 
 
@@ -83,36 +110,42 @@ def golden(folder, shape_text, seed, backend="auto"):
     problem, folder = pf.load_problem(folder)
     module = pf.load_module(pf.reference_path(problem, folder))
     tensors, edits = pf.tensors_and_edits(problem, folder)
-    shape = parse_shape(shape_text, problem)
+    dims, bound = parse_shape(shape_text, problem)
+    names = expression_names(dims, bound)
     for c in problem.get("shape", {}).get("constraints", []):
-        if not pf.evaluate(c["expr"], shape):
+        if not pf.evaluate(c["expr"], names):
             raise pf.ProblemError(f"--shape: {c.get('message', c['expr'])}")
-    data = pf.draw(tensors, edits, shape, seed)
+    data = pf.draw(tensors, edits, dims, seed, bound=bound)
+    of = {t["name"]: pf.tensor_dtype(t, bound) for t in tensors}
     params = {t["name"]: data[t["name"]] for t in pf.roles(tensors, "parameter")}
     inputs = {t["name"]: data[t["name"]] for t in pf.roles(tensors, "input")}
     outputs = pf.roles(tensors, "output")
     if len(outputs) != 1:
         raise pf.ProblemError(f"{len(outputs)} tensors of role output; exactly one expected")
+    shape = {**dims, **bound}  # the golden's "shape": {"M": 64, "T": "bfloat16"}, as results files hold it
     backend = choose_backend(module, backend)
-    out = run_torch(module, shape, params, inputs) if backend == "torch" else \
+    out = run_torch(module, shape, params, inputs, of) if backend == "torch" else \
         np.asarray(module.reference(shape, params, inputs), dtype=np.float64)
-    expected = pf.tensor_shape(outputs[0], shape)
+    expected = pf.tensor_shape(outputs[0], dims)
     if out.shape != expected:
         raise pf.ProblemError(f"the {backend} reference returned shape {out.shape}, not {expected}")
 
-    def entry(a):
-        return {"shape": list(a.shape), "data": a.ravel().tolist()}
+    def entry(name, a):  # each value's shortest decimal: JSON doubles round-trip exactly; integers as integers
+        floating = pf.dtypes.is_floating(of[name])
+        return {"shape": list(a.shape), "dtype": of[name],
+                "data": (a if floating else a.astype(np.int64)).ravel().tolist()}
 
     return {"problem": pf.problem_name(problem, folder), "shape": shape,
-            "params": {k: entry(v) for k, v in params.items()},
-            "inputs": {k: entry(v) for k, v in inputs.items()},
+            "params": {k: entry(k, v) for k, v in params.items()},
+            "inputs": {k: entry(k, v) for k, v in inputs.items()},
             "output": {"shape": list(out.shape), "dtype": "float64", "data": out.ravel().tolist()}}, backend
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--problem", required=True, help="problem folder (or its problem.json)")
-    ap.add_argument("--shape", required=True, help="DIM=VALUE,... e.g. B=3,N=5,C=8,H=4")
+    ap.add_argument("--shape", required=True,
+                    help="DIM=VALUE,... e.g. B=3,N=5,C=8,H=4; a dtype variable too: M=64,T=bfloat16 (else its default)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the generator drawing every tensor (default 0)")
     ap.add_argument("-o", "--out", required=True, help="golden JSON file to write")
     ap.add_argument("--backend", choices=("auto", "torch", "numpy"), default="auto",

@@ -11,6 +11,13 @@ import sys
 
 import numpy as np
 
+# tuner/python/dtypes.py (a checkout) or share/tune/python/ (installed): the one Python dtype table.
+for _d in (pathlib.Path(__file__).resolve().parent.parent / "tuner" / "python",
+           pathlib.Path(__file__).resolve().parent.parent / "python"):
+    if (_d / "dtypes.py").is_file() and str(_d) not in sys.path:
+        sys.path.insert(0, str(_d))
+import dtypes  # noqa: E402
+
 
 class ProblemError(Exception):
     pass
@@ -133,27 +140,85 @@ def tensor_shape(tensor, dims):
     return tuple(evaluate_int(e, dims) for e in tensor["shape"])
 
 
-def _draw(rng, init, n, dims):
+def _bf16_round(values):
+    """float64 values to the nearest bfloat16 (ties to even), as tune's round_to does: through float32
+    rounded to odd (no double rounding), then float32's bits rounded to their upper 16, ties to even."""
+    v = np.asarray(values, dtype=np.float64)
+    f = v.astype(np.float32)
+    bits = f.view(np.uint32).copy()
+    inexact = np.isfinite(v) & np.isfinite(f) & (f.astype(np.float64) != v)
+    bits[inexact & (np.abs(f.astype(np.float64)) > np.abs(v))] -= np.uint32(1)
+    bits[inexact] |= np.uint32(1)
+    finite = np.isfinite(bits.view(np.float32))
+    rounded = bits.astype(np.uint64) + 0x7FFF + ((bits >> 16) & 1)
+    bits[finite] = ((rounded[finite] >> 16) << 16).astype(np.uint32)
+    return bits.view(np.float32).astype(np.float64)
+
+
+def round_to(dtype, values):
+    """float64 values as `dtype` holds them (tune's round_to, dtype.hpp): floating ones to nearest, ties
+    to even, from the double directly; integers truncated; bool 1 or 0."""
+    v = np.asarray(values, dtype=np.float64)
+    if dtype == "float64":
+        return v
+    if dtype == "bfloat16":
+        return _bf16_round(v)
+    if dtypes.is_floating(dtype):
+        with np.errstate(over="ignore"):  # beyond the dtype's range: inf, as tune rounds it
+            return v.astype(dtypes.numpy_dtype(dtype)).astype(np.float64)
+    if dtype == "bool":
+        return (v != 0).astype(np.float64)
+    t = np.where(np.isfinite(v), np.trunc(v), 0.0)
+    if dtype == "int64":  # host data holds int64 as doubles
+        return t
+    info = np.iinfo(dtypes.numpy_dtype(dtype))
+    wrap = (t < info.min) | (t > info.max)  # out of range: the two's-complement wrap, as the device sees it
+    t[wrap] = np.fmod(t[wrap], 2.0 ** 64).astype(np.int64).astype(dtypes.numpy_dtype(dtype))
+    return t
+
+
+_FLOAT_INITS = ("normal", "uniform", "linear", "layernorm_weight", "layernorm_bias")
+
+
+def _draw(rng, init, n, dims, dtype="float32"):
+    """n values of `init` as tune draws them (problem.cpp): float inits as float32, then rounded to the
+    tensor's dtype; index uniform in [0, high) and integers in [low, high) as floor(u * span);
+    bernoulli u < p. One numpy generator stands for tune's (the golden carries its data)."""
     kind, args = (init, {}) if isinstance(init, str) else (init.get("kind"), init)
+    if kind in _FLOAT_INITS and not dtypes.is_floating(dtype):
+        raise ProblemError(f"init {kind!r} draws real numbers; the tensor is {dtype}")
+    if kind in ("index", "integers") and (dtypes.is_floating(dtype) or dtype == "bool"):
+        raise ProblemError(f"init {kind!r} draws integers; the tensor is {dtype}")
     if kind == "normal":
-        return args.get("mean", 0.0) + args.get("std", 1.0) * rng.standard_normal(n)
-    if kind == "uniform":
-        return rng.uniform(args.get("low", -1.0), args.get("high", 1.0), n)
-    if kind == "linear":
+        values = args.get("mean", 0.0) + args.get("std", 1.0) * rng.standard_normal(n)
+    elif kind == "uniform":
+        values = rng.uniform(args.get("low", -1.0), args.get("high", 1.0), n)
+    elif kind == "linear":
         bound = 1.0 / math.sqrt(evaluate(args["fan_in"], dims))
-        return rng.uniform(-bound, bound, n)
-    if kind == "layernorm_weight":
-        return 1.0 + 0.2 * rng.standard_normal(n)
-    if kind == "layernorm_bias":
-        return 0.2 * rng.standard_normal(n)
-    if kind == "constant":
-        return np.full(n, float(args.get("value", 0.0)))
-    if kind == "bernoulli":
+        values = rng.uniform(-bound, bound, n)
+    elif kind == "layernorm_weight":
+        values = 1.0 + 0.2 * rng.standard_normal(n)
+    elif kind == "layernorm_bias":
+        values = 0.2 * rng.standard_normal(n)
+    elif kind == "constant":
+        value = float(args.get("value", 0.0))
+        values = np.full(n, float(np.float32(value)) if dtypes.is_floating(dtype) else value)
+    elif kind == "bernoulli":
         return (rng.random(n) < args.get("p", 0.5)).astype(np.float64)
-    raise ProblemError(f"unknown init {init!r}")
+    elif kind == "index":
+        high = evaluate_int(args["high"], dims)
+        if high < 1:
+            raise ProblemError(f"index init high {args['high']!r} = {high} at this shape; it must be at least 1")
+        return np.floor(rng.random(n) * high)
+    elif kind == "integers":
+        low, high = float(args["low"]), float(args["high"])
+        return low + np.floor(rng.random(n) * (high - low))
+    else:
+        raise ProblemError(f"unknown init {init!r}")
+    return round_to(dtype, np.asarray(values, dtype=np.float64).astype(np.float32))
 
 
-def apply_edit(arrays, edit, dims):
+def apply_edit(arrays, edit, dims, of=None):
     name = edit["tensor"]
     if name not in arrays:
         raise ProblemError(f"edit of {name!r}: not a drawn tensor")
@@ -167,27 +232,41 @@ def apply_edit(arrays, edit, dims):
         index = tuple(evaluate_int(e, names) for e in edit["index"])
         if len(index) != target.ndim or any(not 0 <= i < s for i, s in zip(index, target.shape)):
             raise ProblemError(f"edit of {name!r}: index {index} outside its shape {target.shape}")
-        # Rounded to float32 as the drawn values are: tune edits float32 buffers, so a golden case
-        # made from an unrounded 0.1 would not be the input tune's reference sees.
-        target[index] = float(np.float32(evaluate(edit["value"], names)))
+        # Rounded to the tensor's dtype as tune rounds it (float32: 0.1 is 0.100000001...), so the
+        # golden case is the input tune's reference sees.
+        target[index] = float(round_to((of or {}).get(name, "float32"), evaluate(edit["value"], names)))
 
 
-def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.float64):
-    """{name: array of float32 values, held as `dtype`} for every parameter and input, in draw
-    order: one numpy generator seeded with `seed` draws each tensor element by element, row-major;
-    then the edits whose purpose is in `purposes` apply in order (their values rounded to float32 too)."""
+def tensor_dtype(tensor, bound):
+    """A tensor's dtype with the dtype variables `bound` ({"T": "bfloat16"}); float32 where its
+    variable is not bound (callers that draw float32 data for every dtype)."""
+    d = tensor.get("dtype", dtypes.DEFAULT)
+    if d in bound or d in dtypes.DTYPES:
+        return dtypes.of_tensor(tensor, bound)
+    return dtypes.DEFAULT
+
+
+def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.float64, bound=None):
+    """{name: array of the values its dtype holds, as `dtype`} for every parameter and input, in draw
+    order: one numpy generator seeded with `seed` draws each tensor element by element, row-major, each
+    value rounded to the tensor's dtype (its dtype variable's value in `bound`); then the edits whose
+    purpose is in `purposes` apply in order (their values rounded to the tensor's dtype too)."""
     rng = np.random.default_rng(seed)
-    arrays = {}
+    arrays, of = {}, {}
     for t in tensors:
         if t.get("role") not in ("parameter", "input"):
             continue
         shape = tensor_shape(t, dims)
-        values = _draw(rng, t.get("init", "normal"), int(np.prod(shape, dtype=np.int64)), dims)
-        arrays[t["name"]] = values.astype(np.float32).astype(dtype, copy=False).reshape(shape)
+        of[t["name"]] = tensor_dtype(t, bound or {})
+        try:
+            values = _draw(rng, t.get("init", "normal"), int(np.prod(shape, dtype=np.int64)), dims, of[t["name"]])
+        except ProblemError as e:
+            raise ProblemError(f"tensor {t['name']!r}: {e}")
+        arrays[t["name"]] = values.astype(np.float64).reshape(shape)
     for e in edits:
         if e.get("purpose", "always") in purposes:
-            apply_edit(arrays, e, dims)
-    return arrays
+            apply_edit(arrays, e, dims, of)
+    return {k: v.astype(dtype, copy=False) for k, v in arrays.items()}
 
 
 def roles(tensors, role):

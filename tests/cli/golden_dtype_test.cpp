@@ -1,0 +1,163 @@
+// Issue 35, the golden round trip per dtype: scripts/make_goldens.py draws a folder's tensors in each
+// dtype as tune does and writes the dtype per tensor and the dtype variable in "shape"; `tune verify`
+// (the CPU reference, no GPU needed) takes what it wrote, and refuses, in one line with exit 2, a
+// value its tensor's dtype cannot hold, a wrong dtype name, or a golden whose dtype is not the problem's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cli_run.hpp"
+#include "tune/dtype.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+std::string python() {
+  const char* p = std::getenv("TUNE_PYTHON");
+  return p && *p ? p : "python3";
+}
+
+Json read_json(const fs::path& file) { return Json::parse(std::ifstream(file)); }
+
+void write_json(const fs::path& file, const Json& j) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << j.dump();
+}
+
+// A copy of tests/fixtures/dtype_problem (x in T, idx int64 index into M, out = x[idx]) whose T may
+// also be float16, with a uniform int8 tensor `k` (integers in [-5, 5)) and a bool `mask`.
+fs::path typed_folder(const std::string& name) {
+  const fs::path dir = fs::path(out_dir("golden_dtype_" + name)) / "dtype_problem";
+  fs::create_directories(dir);
+  for (const char* f : {"problem.json", "reference.py", "k.cuh"})
+    fs::copy_file(fs::path(TUNE_FIXTURES) / "dtype_problem" / f, dir / f);
+  Json j = read_json(dir / "problem.json");
+  j["dtypes"]["T"]["values"] = Json::array({"float32", "bfloat16", "float16"});
+  auto& tensors = j["tensors"];
+  tensors.insert(tensors.begin() + 2, Json::parse(R"({"name": "k", "role": "input", "shape": ["M"], "dtype": "int8",
+                                                      "init": {"kind": "integers", "low": -5, "high": 5}})"));
+  tensors.insert(tensors.begin() + 3, Json::parse(R"({"name": "mask", "role": "input", "shape": ["M"], "dtype": "bool",
+                                                      "init": {"kind": "bernoulli", "p": 0.5}})"));
+  write_json(dir / "problem.json", j);
+  return dir;
+}
+
+Result make_golden(const fs::path& dir, const std::string& shape, const fs::path& out) {
+  return run_command(python() + " " + TUNE_REPO_DIR + "/scripts/make_goldens.py --problem " + dir.string() + " --shape " +
+                     shape + " --backend numpy -o " + out.string());
+}
+
+Result verify(const fs::path& golden, const std::string& name) {
+  return run_with("CUDA_VISIBLE_DEVICES=", "verify " + golden.string() + " --results " + out_dir("golden_dtype_res_" + name));
+}
+
+TEST(GoldenDtype, MakeGoldensWritesEachDtypeAndTuneVerifiesIt) {
+  const fs::path dir = typed_folder("round_trip");
+  for (const std::string t : {"float32", "bfloat16", "float16"}) {
+    const fs::path golden = dir / "golden" / ("M32_" + t + ".json");
+    const Result made = make_golden(dir, "M=32,T=" + t, golden);
+    ASSERT_EQ(made.code, 0) << made.output;
+    const Json g = read_json(golden);
+    EXPECT_EQ(g.at("shape"), Json::parse(R"({"M": 32, "T": ")" + t + R"("})"));
+    const Json& x = g.at("inputs").at("x");
+    EXPECT_EQ(x.at("dtype"), t);
+    const tune::DType dt = *tune::parse_dtype(t);
+    bool rounded_away_from_float32 = false;
+    for (const Json& v : x.at("data")) {
+      EXPECT_TRUE(tune::representable(dt, v.get<double>())) << t << " " << v.dump();
+      rounded_away_from_float32 |= !tune::representable(tune::DType::kFloat16, v.get<double>()) &&
+                                   !tune::representable(tune::DType::kBFloat16, v.get<double>());
+    }
+    EXPECT_EQ(rounded_away_from_float32, t == "float32") << t << ": float32 draws hold more bits than 16-bit dtypes";
+    EXPECT_EQ(g.at("inputs").at("idx").at("dtype"), "int64");
+    for (const Json& v : g.at("inputs").at("idx").at("data")) {
+      ASSERT_TRUE(v.is_number_integer()) << v.dump();
+      EXPECT_TRUE(v.get<int>() >= 0 && v.get<int>() < 32) << v.dump();
+    }
+    for (const Json& v : g.at("inputs").at("k").at("data")) EXPECT_TRUE(v.get<int>() >= -5 && v.get<int>() < 5) << v.dump();
+    for (const Json& v : g.at("inputs").at("mask").at("data")) EXPECT_TRUE(v == 0 || v == 1) << v.dump();
+    const Result v = verify(golden, t);
+    EXPECT_EQ(v.code, 0) << v.output;
+    EXPECT_NE(v.output.find("verify: all checks passed"), std::string::npos) << v.output;
+  }
+  // Without T the variable's default (float32), written in the golden's shape.
+  const Result made = make_golden(dir, "M=8", dir / "golden" / "M8.json");
+  ASSERT_EQ(made.code, 0) << made.output;
+  EXPECT_EQ(read_json(dir / "golden" / "M8.json").at("shape").at("T"), "float32");
+  EXPECT_EQ(make_golden(dir, "M=8,T=float64", dir / "golden" / "bad.json").code, 2);
+}
+
+// Each planted defect: one line naming the golden's path and what is wrong, exit 2.
+TEST(GoldenDtype, AValueOrDtypeTheProblemDoesNotHoldIsRefusedInOneLine) {
+  const fs::path dir = typed_folder("planted");
+  const fs::path good = dir / "golden" / "good.json";
+  ASSERT_EQ(make_golden(dir, "M=16,T=bfloat16", good).code, 0);
+  const Json g = read_json(good);
+  const auto plant = [&](const std::string& name, const auto& edit, const std::string& needle) {
+    Json bad = g;
+    edit(bad);
+    const fs::path file = dir / "golden" / (name + ".json");
+    write_json(file, bad);
+    const Result r = verify(file, name);
+    EXPECT_EQ(r.code, 2) << name << "\n" << r.output;
+    expect_error_output(r, file.string() + ": " + needle);
+  };
+  plant("not_bf16", [](Json& b) { b["inputs"]["x"]["data"][3] = 0.1; },
+        "inputs.x.data[3]: 0.1 is not exactly a bfloat16 value (it would become 0.10009765625)");
+  plant("dtype_name", [](Json& b) { b["inputs"]["x"]["dtype"] = "bf16"; }, "inputs.x.dtype \"bf16\" is not a dtype (float16,");
+  plant("half_index", [](Json& b) { b["inputs"]["idx"]["data"][2] = 0.5; }, "inputs.idx.data[2]: 0.5 is not exactly a int64 value");
+  plant("int8_range", [](Json& b) { b["inputs"]["k"]["data"][0] = 300; }, "inputs.k.data[0]: 300 is not exactly a int8 value");
+  plant("other_dtype", [](Json& b) { b["inputs"]["x"]["dtype"] = "float16"; },
+        "inputs.x is float16, the problem's tensor is bfloat16 at this shape");
+  plant("older", [](Json& b) { b["inputs"]["x"].erase("dtype"); },
+        "inputs.x is float32 (no 'dtype': float32), the problem's tensor is bfloat16 at this shape");
+  plant("shape_dtype", [](Json& b) { b["shape"]["T"] = "bfloat17"; }, "shape.T: \"bfloat17\" is not a dtype");
+  plant("not_a_value", [](Json& b) { b["shape"]["T"] = "float64"; },
+        "--T float64 is not a dtype problem dtype_problem takes (--T: float32, bfloat16, float16)");
+}
+
+// problem_folder.py's rounding is tune's round_to (dtype.hpp), bit for bit: ties to even, from the
+// double directly (no double rounding through float32), float16 subnormals, integers and bool.
+TEST(GoldenDtype, TheScriptsRoundingIsTunes) {
+  const double bf_tie = 1.0 + std::ldexp(1.0, -8);  // halfway between two bfloat16 values
+  const std::vector<double> values{0.1, -0.1, 1.0 / 3, bf_tie, bf_tie + std::ldexp(1.0, -40), 1.0 + 3 * std::ldexp(1.0, -8),
+                                   1.0 + std::ldexp(1.0, -11), 1.0 + 3 * std::ldexp(1.0, -11), 65504.0, 3e-8, 6.1e-5,
+                                   -2.5, 7e4, 300.0, -129.5, 123456.789, -0.0};
+  std::ostringstream list;
+  list.precision(17);
+  for (const double v : values) list << v << ",";
+  const std::string script = "import sys; sys.path.insert(0, '" + std::string(TUNE_REPO_DIR) +
+                             "/scripts'); import problem_folder as pf; v = [" + list.str() +
+                             "]\nfor d in ['bfloat16', 'float16', 'float32', 'float64', 'int8', 'int64', 'bool']:"
+                             " print(d, ' '.join(repr(float(x)) for x in pf.round_to(d, v)))";
+  const fs::path file = fs::path(out_dir("golden_dtype_rounding")) / "round.py";
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << script << "\n";
+  const Result r = run_command(python() + " " + file.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string name;
+  int dtypes = 0;
+  while (lines >> name) {
+    const tune::DType d = *tune::parse_dtype(name);
+    for (const double v : values) {
+      std::string got;
+      lines >> got;
+      EXPECT_EQ(std::stod(got), tune::round_to(d, v)) << name << " " << v;
+    }
+    ++dtypes;
+  }
+  EXPECT_EQ(dtypes, 7) << r.output;
+}
+
+}  // namespace
