@@ -6,7 +6,8 @@ the folder's reference module, in the format `tune verify` reads (docs/problem-f
     scripts/make_goldens.py --problem examples/rmsnorm --shape M=4,K=64,T=bfloat16 -o FILE.json
 
 The tensors (names, shapes, init) and edits come from the folder's problem.json ("tensors",
-"edits"). One numpy generator seeded with --seed draws them in order, element by element,
+"edits"). One generator seeded with --seed (tune's own, mirrored: the data tune draws at that seed;
+--generator numpy for numpy's) draws them in order, element by element,
 row-major; float inits are drawn as float32 and rounded to the tensor's dtype (a dtype variable's
 value comes from --shape T=bfloat16, else its default), integer ones (index, integers) and bernoulli
 drawn as tune draws them; then the edits apply, their values rounded to the tensor's dtype too (parity
@@ -106,7 +107,7 @@ def choose_backend(module, wanted):
     raise pf.ProblemError("the reference module has no make_model usable here and no reference()")
 
 
-def golden(folder, shape_text, seed, backend="auto"):
+def golden(folder, shape_text, seed, backend="auto", generator="tune"):
     problem, folder = pf.load_problem(folder)
     module = pf.load_module(pf.reference_path(problem, folder))
     tensors, edits = pf.tensors_and_edits(problem, folder)
@@ -115,7 +116,7 @@ def golden(folder, shape_text, seed, backend="auto"):
     for c in problem.get("shape", {}).get("constraints", []):
         if not pf.evaluate(c["expr"], names):
             raise pf.ProblemError(f"--shape: {c.get('message', c['expr'])}")
-    data = pf.draw(tensors, edits, dims, seed, bound=bound)
+    data = pf.draw(tensors, edits, dims, seed, bound=bound, generator=generator)
     of = {t["name"]: pf.tensor_dtype(t, bound) for t in tensors}
     params = {t["name"]: data[t["name"]] for t in pf.roles(tensors, "parameter")}
     inputs = {t["name"]: data[t["name"]] for t in pf.roles(tensors, "input")}
@@ -150,9 +151,12 @@ def main(argv=None):
     ap.add_argument("-o", "--out", required=True, help="golden JSON file to write")
     ap.add_argument("--backend", choices=("auto", "torch", "numpy"), default="auto",
                     help="the output's reference: the PyTorch module, the numpy function, or torch where it imports")
+    ap.add_argument("--generator", choices=("tune", "numpy"), default="tune",
+                    help="tune: the data tune draws at this seed (its generator, mirrored); numpy: numpy's default_rng "
+                         "(faster for large shapes; the goldens made before issue 35 used it)")
     a = ap.parse_args(argv)
     try:
-        doc, backend = golden(a.problem, a.shape, a.seed, a.backend)
+        doc, backend = golden(a.problem, a.shape, a.seed, a.backend, a.generator)
     except pf.ProblemError as e:
         print(f"make_goldens: {e}", file=sys.stderr)
         return 3 if "does not import" in str(e) else 2

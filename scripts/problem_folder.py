@@ -143,16 +143,17 @@ def tensor_shape(tensor, dims):
 def _bf16_round(values):
     """float64 values to the nearest bfloat16 (ties to even), as tune's round_to does: through float32
     rounded to odd (no double rounding), then float32's bits rounded to their upper 16, ties to even."""
-    v = np.asarray(values, dtype=np.float64)
+    shape = np.shape(values)
+    v = np.atleast_1d(np.asarray(values, dtype=np.float64)).ravel()
     f = v.astype(np.float32)
     bits = f.view(np.uint32).copy()
     inexact = np.isfinite(v) & np.isfinite(f) & (f.astype(np.float64) != v)
     bits[inexact & (np.abs(f.astype(np.float64)) > np.abs(v))] -= np.uint32(1)
     bits[inexact] |= np.uint32(1)
     finite = np.isfinite(bits.view(np.float32))
-    rounded = bits.astype(np.uint64) + 0x7FFF + ((bits >> 16) & 1)
-    bits[finite] = ((rounded[finite] >> 16) << 16).astype(np.uint32)
-    return bits.view(np.float32).astype(np.float64)
+    rounded = bits.astype(np.uint64) + np.uint64(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)).astype(np.uint64)
+    bits[finite] = ((rounded[finite] >> np.uint64(16)) << np.uint64(16)).astype(np.uint32)
+    return bits.view(np.float32).astype(np.float64).reshape(shape)
 
 
 def round_to(dtype, values):
@@ -177,13 +178,67 @@ def round_to(dtype, values):
     return t
 
 
+class TuneRng:
+    """tune's generator (tuner/include/tune/rng.hpp), number for number: std::mt19937_64 seeded with
+    the seed, uniform01 from its top 53 bits, normal by Box-Muller keeping the spare (across tensors,
+    as tune's one Rng does). Offers the numpy Generator calls _draw makes."""
+    _MASK = (1 << 64) - 1
+
+    def __init__(self, seed):
+        mt = [seed & self._MASK]
+        for i in range(1, 312):
+            mt.append((6364136223846793005 * (mt[-1] ^ (mt[-1] >> 62)) + i) & self._MASK)
+        self._mt, self._i, self._spare = mt, 312, None
+
+    def _twist(self):
+        mt = self._mt
+        for i in range(312):
+            x = (mt[i] & 0xFFFFFFFF80000000) | (mt[(i + 1) % 312] & 0x7FFFFFFF)
+            mt[i] = mt[(i + 156) % 312] ^ (x >> 1) ^ (0xB5026F5AA96619E9 if x & 1 else 0)
+        self._i = 0
+
+    def _next(self):
+        if self._i >= 312:
+            self._twist()
+        y = self._mt[self._i]
+        self._i += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEDA60000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        return y ^ (y >> 43)
+
+    def uniform01(self):
+        return (self._next() >> 11) * 2.0 ** -53
+
+    def normal1(self):
+        if self._spare is not None:
+            out, self._spare = self._spare, None
+            return out
+        u1 = self.uniform01()
+        while u1 <= 0.0:
+            u1 = self.uniform01()
+        u2 = self.uniform01()
+        r = math.sqrt(-2.0 * math.log(u1))
+        self._spare = r * math.sin(2.0 * math.pi * u2)
+        return r * math.cos(2.0 * math.pi * u2)
+
+    def random(self, n):
+        return np.array([self.uniform01() for _ in range(n)])
+
+    def standard_normal(self, n):
+        return np.array([self.normal1() for _ in range(n)])
+
+    def uniform(self, low, high, n):
+        return np.array([low + (high - low) * self.uniform01() for _ in range(n)])
+
+
 _FLOAT_INITS = ("normal", "uniform", "linear", "layernorm_weight", "layernorm_bias")
 
 
 def _draw(rng, init, n, dims, dtype="float32"):
     """n values of `init` as tune draws them (problem.cpp): float inits as float32, then rounded to the
     tensor's dtype; index uniform in [0, high) and integers in [low, high) as floor(u * span);
-    bernoulli u < p. One numpy generator stands for tune's (the golden carries its data)."""
+    bernoulli u < p. `rng` is a TuneRng (tune's numbers) or a numpy Generator."""
     kind, args = (init, {}) if isinstance(init, str) else (init.get("kind"), init)
     if kind in _FLOAT_INITS and not dtypes.is_floating(dtype):
         raise ProblemError(f"init {kind!r} draws real numbers; the tensor is {dtype}")
@@ -246,12 +301,13 @@ def tensor_dtype(tensor, bound):
     return dtypes.DEFAULT
 
 
-def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.float64, bound=None):
+def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.float64, bound=None, generator="numpy"):
     """{name: array of the values its dtype holds, as `dtype`} for every parameter and input, in draw
-    order: one numpy generator seeded with `seed` draws each tensor element by element, row-major, each
+    order: one generator seeded with `seed` ("tune": tune's own, the very data tune draws; "numpy":
+    numpy's default_rng, faster) draws each tensor element by element, row-major, each
     value rounded to the tensor's dtype (its dtype variable's value in `bound`); then the edits whose
     purpose is in `purposes` apply in order (their values rounded to the tensor's dtype too)."""
-    rng = np.random.default_rng(seed)
+    rng = TuneRng(seed) if generator == "tune" else np.random.default_rng(seed)
     arrays, of = {}, {}
     for t in tensors:
         if t.get("role") not in ("parameter", "input"):

@@ -16,6 +16,7 @@
 
 #include "support/cli_run.hpp"
 #include "tune/dtype.hpp"
+#include "tune/problem.hpp"
 
 namespace {
 
@@ -48,13 +49,14 @@ fs::path typed_folder(const std::string& name) {
                                                       "init": {"kind": "integers", "low": -5, "high": 5}})"));
   tensors.insert(tensors.begin() + 3, Json::parse(R"({"name": "mask", "role": "input", "shape": ["M"], "dtype": "bool",
                                                       "init": {"kind": "bernoulli", "p": 0.5}})"));
+  j["edits"] = Json::parse(R"([{"tensor": "x", "index": ["1"], "value": "0.1"}, {"tensor": "k", "index": ["0"], "value": "-3"}])");
   write_json(dir / "problem.json", j);
   return dir;
 }
 
-Result make_golden(const fs::path& dir, const std::string& shape, const fs::path& out) {
+Result make_golden(const fs::path& dir, const std::string& shape, const fs::path& out, const std::string& more = "") {
   return run_command(python() + " " + TUNE_REPO_DIR + "/scripts/make_goldens.py --problem " + dir.string() + " --shape " +
-                     shape + " --backend numpy -o " + out.string());
+                     shape + " --backend numpy " + more + " -o " + out.string());
 }
 
 Result verify(const fs::path& golden, const std::string& name) {
@@ -158,6 +160,48 @@ TEST(GoldenDtype, TheScriptsRoundingIsTunes) {
     ++dtypes;
   }
   EXPECT_EQ(dtypes, 7) << r.output;
+}
+
+// make_goldens.py (its default generator, tune's mirrored) writes the very data tune draws at that
+// seed: every parameter and input of a folder, per dtype, the float inits, index, integers,
+// bernoulli and edits, equal to Problem::make_data's parity data value for value.
+TEST(GoldenDtype, TheScriptDrawsTheDataTuneDraws) {
+  const fs::path typed = typed_folder("same_draw");
+  const fs::path repo(TUNE_REPO_DIR);
+  struct Case {
+    fs::path folder;
+    std::string shape;
+    std::vector<std::pair<std::string, std::int64_t>> dims;
+  };
+  const std::vector<Case> cases{{typed, "M=40,T=float32", {{"M", 40}}},
+                                {typed, "M=40,T=bfloat16", {{"M", 40}}},
+                                {typed, "M=40,T=float16", {{"M", 40}}},
+                                {repo / "examples" / "rmsnorm", "M=3,K=64,T=bfloat16", {{"M", 3}, {"K", 64}}},
+                                {repo / "examples" / "embedding_bag", "B=3,L=4,N=10,D=8,T=bfloat16",
+                                 {{"B", 3}, {"L", 4}, {"N", 10}, {"D", 8}}},
+                                {repo / "configs" / "contact", "B=1,N=5,C=8,H=4", {{"B", 1}, {"N", 5}, {"C", 8}, {"H", 4}}}};
+  int n = 0;
+  for (const Case& c : cases) {
+    const fs::path golden = fs::path(out_dir("golden_dtype_draw_" + std::to_string(n++))) / "g.json";
+    const Result made = make_golden(c.folder, c.shape, golden, "--seed 7");
+    ASSERT_EQ(made.code, 0) << made.output;
+    const Json g = read_json(golden);
+    const auto problem = tune::Problem::load(c.folder / "problem.json");
+    tune::Shape shape;
+    for (const auto& [d, v] : c.dims) shape.set(d, v);
+    if (g.at("shape").contains("T")) shape.set_dtype("T", *tune::parse_dtype(g.at("shape").at("T").get<std::string>()));
+    problem->add_dtype_defaults(shape);
+    const tune::ProblemData data = problem->make_data(shape, 7, tune::DataPurpose::kParity);
+    for (const auto& [group, tensors] : {std::pair{"params", &data.params}, std::pair{"inputs", &data.inputs}}) {
+      for (const tune::HostTensor& t : *tensors) {
+        const Json& got = g.at(group).at(t.spec.name).at("data");
+        ASSERT_EQ(got.size(), t.data.size()) << c.shape << " " << t.spec.name;
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < t.data.size(); ++i) differ += got[i].get<double>() != t.data[i] ? 1 : 0;
+        EXPECT_EQ(differ, 0u) << c.shape << " " << group << "." << t.spec.name << ": first " << got[0] << " vs " << t.data[0];
+      }
+    }
+  }
 }
 
 }  // namespace
