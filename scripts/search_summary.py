@@ -40,7 +40,14 @@ def read_json(path):
 
 
 def shape_text(shape):
-    return " ".join(f"{k}{v}" for k, v in shape.items())
+    # As tune's shape tag: one dtype variable's value follows the dims unless it is float32.
+    dims = [f"{k}{v}" for k, v in shape.items() if not isinstance(v, str)]
+    dtypes = [(k, v) for k, v in shape.items() if isinstance(v, str)]
+    if len(dtypes) == 1:
+        dims += [v for _, v in dtypes if v != "float32"]
+    else:
+        dims += [f"{k}{v}" for k, v in dtypes]
+    return " ".join(dims)
 
 
 def runs_of(folder):

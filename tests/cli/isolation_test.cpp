@@ -237,7 +237,7 @@ TEST(Isolation, ATimedRunInWhichNothingPassedSaysSoAndExits5) {
   const Result r = run(std::string(kFake) + " " + faults, small_run_args(out));
   EXPECT_EQ(r.code, 5) << r.output;
   EXPECT_EQ(count_of(r.output, "tune: "), 1u) << r.output;
-  EXPECT_NE(r.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 passed ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 T=float32 passed ("), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" crashed): no winner, no header; the results are in " + result_path(out).string()),
             std::string::npos) << r.output;
   const Json got = read_json(result_path(out));
@@ -260,7 +260,7 @@ TEST(Isolation, ATimedRunInWhichNothingPassedSaysSoAndExits5) {
   const Result m = run("", "merge" + shards + " --out " + merged);
   EXPECT_EQ(m.code, 5) << m.output;
   EXPECT_EQ(count_of(m.output, "tune: "), 1u) << m.output;
-  EXPECT_NE(m.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 passed"), std::string::npos) << m.output;
+  EXPECT_NE(m.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 T=float32 passed"), std::string::npos) << m.output;
   EXPECT_TRUE(std::filesystem::exists(result_path(merged)));
 
   // A run in which something passed still exits 0.
