@@ -132,6 +132,29 @@ int main() { return 0; }
   EXPECT_NE(header.find("select(device, dtype, shape)"), std::string::npos);
 }
 
+// A result binding other dtype variables than the rest (here: one without T, of a problem that does
+// not give T a default) cannot share the header's Shape: refused, naming both files.
+TEST(MergedHeader, ResultsOfOtherDtypeVariablesAreRefused) {
+  set_problem_path({std::filesystem::path(TUNE_FIXTURES) / "problems"});
+  std::vector<NamedResult> results;
+  for (const auto& f : fixtures("affine_typed")) {
+    NamedResult r{f.string(), read_result(f)};
+    r.run.problem = "affine";
+    r.run.context.config_file = "affine/problem.json (problem)";
+    if (f.filename().string() == "fixture_h200_R256_L64.json") r.run.shape = Shape(r.run.shape.dims());  // T left out
+    results.push_back(std::move(r));
+  }
+  try {
+    (void)generate_merged_header(results, load_space("affine", std::nullopt), false);
+    set_problem_path({});
+    FAIL() << "merged results of other dtype variables";
+  } catch (const InputError& e) {
+    set_problem_path({});
+    EXPECT_NE(std::string(e.what()).find("has dtype variables []"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[T]"), std::string::npos) << e.what();
+  }
+}
+
 // Until problem.json's "dtypes" loads (the data path of issue 35), the folder is refused: skip, saying so.
 bool dtype_problems_load() {
   try {

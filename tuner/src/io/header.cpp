@@ -653,6 +653,26 @@ std::string select_code(const Shape& shape0) {
   return code;
 }
 
+// The results with each shape's dtype variables complete: a record older than a problem's dtype
+// variable (no "T" in its shape) was tuned in the variable's default. Every entry then binds the
+// same dtype variables, which the header's Shape holds.
+std::vector<NamedResult> with_dtype_defaults(const std::vector<NamedResult>& results, const Problem& problem) {
+  std::vector<NamedResult> out = results;
+  for (auto& r : out) problem.add_dtype_defaults(r.run.shape);
+  const auto names = [](const Shape& s) {
+    std::vector<std::string> v;
+    for (const auto& d : s.dtypes()) v.push_back(d.first);
+    return v;
+  };
+  for (const auto& r : out)
+    if (names(r.run.shape) != names(out.front().run.shape))
+      throw InputError(fmt::format("{} has dtype variables [{}] but {} has [{}]; merge results of one problem definition "
+                                   "(re-tune the older one, or give the variable a default in problem.json)",
+                                   r.file, fmt::join(names(r.run.shape), ", "), out.front().file,
+                                   fmt::join(names(out.front().run.shape), ", ")));
+  return out;
+}
+
 }  // namespace
 
 std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space, bool allow_synthetic) {
@@ -666,7 +686,8 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     throw InputError(fmt::format("the results are problem {} but {} describes {}", problem_name, space.source_name(),
                                  space.problem()));
   const Problem& problem = find_problem(problem_spec_of(results.front().run));
-  const std::vector<MergedEntry> entries = merged_entries(results, space, problem, allow_synthetic);
+  const std::vector<NamedResult> completed = with_dtype_defaults(results, problem);
+  const std::vector<MergedEntry> entries = merged_entries(completed, space, problem, allow_synthetic);
   const Portable portable = portable_config(entries, space);
   const bool with_dtypes = typed(entries);
 
