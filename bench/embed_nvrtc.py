@@ -39,6 +39,34 @@ def read_results(path):
 HEADER_EXTENSIONS = (".cuh", ".h", ".hpp", ".inc", ".cu")  # tuner/src/space/space.cpp is_header
 
 
+# The CUDA types of tune's dtypes (tune/dtype.hpp), for the template arguments a dtype variable gives.
+CUDA_TYPES = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float", "float64": "double",
+              "int8": "signed char", "int32": "int", "int64": "long long", "uint8": "unsigned char", "bool": "bool"}
+
+
+def with_dtype_defaults(doc, spec):
+    """A results file older than its problem's dtype variables (no "T" in its shape) was tuned in each
+    variable's default: its kernels' name expressions get the default's CUDA type where the launch's
+    template_args name the variable, as tune lowers them now (issue 35)."""
+    dtypes = spec.get("dtypes", {})
+    missing = {k: v["default"] for k, v in dtypes.items() if k not in doc.get("shape", {}) and "default" in v}
+    if not missing:
+        return
+    by_kernel = {l["kernel"]: l.get("template_args", []) for l in spec.get("launches", [])}
+    for v in doc.get("variants", []):
+        for l in v.get("launches", []):
+            name, _, args = l["kernel"].partition("<")
+            targs = by_kernel.get(name)
+            if targs is None or not args:
+                continue
+            values = args.rstrip(">").split(",")
+            if len(values) != len([t for t in targs if t not in missing]):
+                continue
+            it = iter(values)
+            full = [CUDA_TYPES[missing[t]] if t in missing else next(it) for t in targs]
+            l["kernel"] = f"{name}<{','.join(full)}>"
+
+
 def kernel_sources(problem_json):
     """(template path, [(include name, path)]) as tune's Space::load_sources finds them."""
     folder = problem_json.parent
@@ -108,8 +136,10 @@ def main():
           "  int option_count;", "  const char* options[16];  // context.compile_options",
           "  int finalist_count;", "  Finalist finalists[16];", "};", ""]
     records, exprs = [], []
+    spec = json.loads(pathlib.Path(a.problem_json).read_text())
     for path in sorted(a.results, key=stem):
         d = read_results(path)
+        with_dtype_defaults(d, spec)
         opts = d.get("context", {}).get("compile_options", [])[:16]
         fins = [v for v in d.get("variants", []) if v.get("search_timing") and v.get("timing")][:16]
         # tune re-measures the top few in order of their search median (fastest_passed, stable on

@@ -33,10 +33,10 @@ struct Variant {
 template <int STRATEGY, int MAPPING, int BLOCK, int TI, int TJ, int SMEM_W, int PAIRS, int NSPLIT, int PREC,
           int LNROW = 0>
 Variant make(const char* name) {
-  using L = tune_kernels::contact::SmemLayout<C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS>;
+  using L = tune_kernels::contact::SmemLayout<float, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS>;
   constexpr int T = (N + TI - 1) / TI, tiles = B * T * (T + 1) / 2;
   const int grid = MAPPING == 2 ? (tiles + BLOCK / 32 * PAIRS - 1) / (BLOCK / 32 * PAIRS) : tiles;
-  return {name, contact_kernel<B, N, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS, 1, 1, NSPLIT, PREC, LNROW>,
+  return {name, contact_kernel<float, B, N, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS, 1, 1, NSPLIT, PREC, LNROW>,
           grid, BLOCK, L::kBytes};
 }
 

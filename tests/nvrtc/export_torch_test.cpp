@@ -214,6 +214,7 @@ TEST(TorchExport, ABfloat16ProblemDispatchesOnTheTensorsDtype) {
                                           TUNE_NVCC, dir.string(), csrc.string());
   ASSERT_EQ(run(compile), 0) << compile;
   std::ofstream(dir / "dispatch.cpp") << R"(#include <cstdio>
+#include <initializer_list>
 extern "C" int tune_affine_typed_entry(const char*, int, int, long long, const long long*);
 extern "C" const char* tune_affine_typed_variant(int);
 extern "C" long long tune_affine_typed_buffer_bytes(int, int);
@@ -223,13 +224,11 @@ int main() {
   for (const long long* dims : {bf16, f32, f16, bf16_r256}) {
     const int e = tune_affine_typed_entry("NVIDIA H200", 90, 132, 0, dims);
     if (e < 0) {
-      std::printf("none
-");
+      std::printf("none\n");
       continue;
     }
     // buffers: scale, shift, x, out: x's bytes are R * L * the dtype's size
-    std::printf("%s %lld %lld
-", tune_affine_typed_variant(e), tune_affine_typed_buffer_bytes(e, 0),
+    std::printf("%s %lld %lld\n", tune_affine_typed_variant(e), tune_affine_typed_buffer_bytes(e, 0),
                 tune_affine_typed_buffer_bytes(e, 2));
   }
 }

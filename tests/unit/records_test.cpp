@@ -338,7 +338,16 @@ TEST(Header, TheHeadersOfRecordRegenerateByteForByte) {
     std::ifstream in(base.string() + ".hpp", std::ios::binary);
     const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_FALSE(kept.empty()) << shape;
-    EXPECT_EQ(generate_header(run, space), kept) << shape;
+    std::string made = generate_header(run, space);
+    // contact gained its dtype variable T after these were measured: its kernels are now
+    // contact_kernel<float, ...> (the same machine code, shown by scripts/cubin_identity.py), and
+    // that is the only difference an older float32 record's header may have.
+    if (std::string(shape).starts_with("contact/")) {
+      EXPECT_NE(made.find("contact_kernel<float,"), std::string::npos) << shape;
+      for (std::size_t at; (at = made.find("contact_kernel<float,")) != std::string::npos;)
+        made.replace(at, std::string("contact_kernel<float,").size(), "contact_kernel<");
+    }
+    EXPECT_EQ(made, kept) << shape;
   }
 }
 

@@ -477,7 +477,14 @@ std::string merged_types(const std::vector<MergedEntry>& entries, const Space& s
   h += fmt::format("// A shape, dimensions in the problem's order{}.\nstruct Shape {{\n",
                    shape0.dtypes().empty() ? "" : ", then its dtype variables");
   for (const auto& d : shape0.dims()) h += fmt::format("  long long {};\n", identifier(d.first));
-  for (const auto& d : shape0.dtypes()) h += fmt::format("  DType {};\n", identifier(d.first));
+  // A dtype variable's field defaults to the variable's default, so Shape{4, 64, 64, 32} of code
+  // written before the problem had the variable still means what it meant (float32).
+  for (const auto& d : shape0.dtypes()) {
+    std::string init;
+    for (const DTypeVariable& v : problem.dtype_variables())
+      if (v.name == d.first && v.default_value) init = " = " + dtype_enumerator(*v.default_value);
+    h += fmt::format("  DType {}{};\n", identifier(d.first), init);
+  }
   h += "};\n\n";
   h += "constexpr bool same_shape(const Shape& a, const Shape& b) {\n  return ";
   std::vector<std::string> fields, dtype_fields;
