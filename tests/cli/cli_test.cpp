@@ -962,7 +962,7 @@ TEST(Cli, ARunOfMoreVariantsThanTheLimitIsRefusedInOneLine) {
   for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
     const Result r = run_with(env, base + " --max-variants 5");
     EXPECT_EQ(r.code, 2) << r.output;
-    expect_error_output(r, "tune: contact B=2 N=8 C=16 H=8: 6 variants (6 of 13824 configurations pass the constraints) "
+    expect_error_output(r, "tune: contact B=2 N=8 C=16 H=8 T=float32: 6 variants (6 of 13824 configurations pass the constraints) "
                            "are more than --max-variants 5 a run compiles and times");
     EXPECT_NE(r.output.find("pass --budget N"), std::string::npos) << r.output;
     EXPECT_FALSE(std::filesystem::exists(out)) << "nothing written: " << r.output;

@@ -134,11 +134,11 @@ TEST(ProblemFolder, EveryBadFolderIsRefusedAtLoadWithItsPath) {
                  "no __global__ function 'affine_kernal'");
   expect_refused(third_party("template", [](Json& j) { j["template"] = "missing.cuh"; }), "'template': missing.cuh not found");
   expect_refused(third_party("targ", [](Json& j) { j["launches"][0]["template_args"][0] = "nope"; }),
-                 "template argument \"nope\" is not a dimension, parameter or derived value");
+                 "template argument \"nope\" is not a dimension, dtype variable, parameter or derived value");
   expect_refused(third_party("init", [](Json& j) { j["tensors"][2]["init"] = "gaussian"; }), "tensors[2].init.kind 'gaussian'");
   expect_refused(third_party("outputs", [](Json& j) { j["tensors"][2]["role"] = "output"; j["tensors"][2].erase("init"); }),
                  "exactly one output");
-  expect_refused(third_party("dtype", [](Json& j) { j["tensors"][0]["dtype"] = "float16"; }), "dtype 'float16' is not supported");
+  expect_refused(third_party("dtype", [](Json& j) { j["tensors"][0]["dtype"] = "float17"; }), "dtype 'float17' of tensor");
   expect_refused(third_party("reference", [](Json& j) { j["reference"]["python"] = "ref.py"; }), "does not exist");
   expect_refused(third_party("shape_expr", [](Json& j) { j["tensors"][0]["shape"][0] = "L * Q"; }), "tensors[0].shape[0]");
   expect_refused(third_party("edit", [](Json& j) { j["edits"][0]["tensor"] = "out"; }),
