@@ -8,6 +8,8 @@
 # modelnew: tune export torch of the committed contact, scene_graph and ln_linear_gelu (examples/) results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
+# modelnew=LABEL:<record>:<record>...: the same for the named results files only (e.g. the bfloat16
+# records and an example's), TF32 off, into $OUT/torch_modelnew_LABEL.json.
 # probe: bench/sanitizer/cluster_exchange.cu built by nvcc and run in each mode under racecheck
 # into $OUT/probe.log (does racecheck understand a cluster exchange by st.async and an mbarrier,
 # and named barriers that only some warps pass? docs/scene-graph-racecheck.md).
@@ -49,6 +51,19 @@ for step in "$@"; do
       start=$(date +%s%N)
       timeout "$step_timeout" "$tune" check ${args//:/ } 2>&1 | tee -a "$out/check.log" | tail -2
       echo "exit ${PIPESTATUS[0]}; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/check.log" ;;
+    modelnew=*)
+      label=${step#modelnew=}; label=${label%%:*}; records=${step#modelnew=*:}
+      exp=$PWD/export-device-$label stage=$PWD/modelnew-$label
+      rm -rf "$stage"
+      for r in ${records//:/ }; do  # results/<gpu>/<problem>/<file>, staged so that only these are timed
+        mkdir -p "$stage/$(basename "$(dirname "$(dirname "$r")")")/$(basename "$(dirname "$r")")"
+        cp "$r" "$stage/$(basename "$(dirname "$(dirname "$r")")")/$(basename "$(dirname "$r")")/"
+      done
+      echo "== modelnew $label: ${records//:/ }" | tee -a "$out/torch.log"
+      "$tune" --problem-path examples export torch ${records//:/ } -o "$exp" >>"$out/torch.log" 2>&1 || status=1
+      python3 -c "import sys; sys.path.insert(0, '$exp'); import tune_ops; tune_ops.load(verbose=True)" >>"$out/torch.log" 2>&1 || status=1
+      python3 report/torch_baseline.py "$stage" --problem-path examples -o "$out/torch_modelnew_$label.json" --export "$exp" \
+        2>&1 | tee -a "$out/torch.log" || status=1 ;;
     modelnew)
       exp=$PWD/export-device
       # The results of record: <shape>.json, or <shape>.json.gz (those over 256 KB are kept compressed).

@@ -1,7 +1,9 @@
 // Device tier (label gpu): problem folders copied outside the repo tune on the GPU with no rebuild:
 // the affine fixture (tests/fixtures/problems/affine) and the third problem,
 // examples/ln_linear_gelu, at a ragged shape, every variant's parity checked against its
-// reference.py (PyTorch where it imports, else numpy). Without a CUDA device every test skips.
+// reference.py (PyTorch where it imports, else numpy); and a folder with a dtype variable
+// (examples/rmsnorm) in float32, bfloat16 and float16 in one run, each output judged by its
+// dtype's rule (issue 35). Without a CUDA device every test skips.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,6 +90,35 @@ TEST(DeviceProblemFolder, TheThirdProblemIsCorrectAtARaggedShapeInEveryVariant) 
   const Json j = tune_folder(*device, "--problem " + dir.string() + " --M 37 --K 64 --N 200 --keep-spills",
                              fs::path(TUNE_BINARY_DIR) / "device_ln_linear_gelu_out", "ln_linear_gelu", "M37_K64_N200");
   expect_every_variant_correct(j);
+}
+
+TEST(DeviceProblemFolder, AFolderWithADtypeVariableTunesInThreeDtypesInOneRun) {
+  std::string why;
+  const auto device = tune::query_device(0, &why);
+  if (!device) GTEST_SKIP() << "no CUDA device: " << why;
+  const fs::path dir = outside_copy(fs::path(from_env("TUNE_REPO_DIR", TUNE_REPO_DIR)) / "examples" / "rmsnorm");
+  const fs::path out = fs::path(TUNE_BINARY_DIR) / "device_rmsnorm_out";
+  // One run, three results files: the first tune_folder call runs it, the others read its files.
+  const Json f32 = tune_folder(*device, "--problem " + dir.string() + " --M 97 --K 512 --T float32,bfloat16,float16",
+                               out, "rmsnorm", "M97_K512");
+  expect_every_variant_correct(f32);
+  for (const std::string dtype : {"bfloat16", "float16"}) {
+    const auto file = out / device->slug() / "rmsnorm" / ("M97_K512_" + dtype + ".json");
+    ASSERT_TRUE(fs::exists(file)) << file;
+    const Json j = Json::parse(std::ifstream(file));
+    expect_every_variant_correct(j);
+    EXPECT_EQ(j.at("shape").at("T"), dtype);
+    for (const auto& v : j.at("variants")) {
+      if (v.at("status") != "passed") continue;
+      const Json& p = v.at("parity");
+      EXPECT_EQ(p.at("dtype"), dtype) << v.at("name");
+      // The module's own error in the dtype was measured (the device machine has PyTorch), and the
+      // kernel was judged by both rules.
+      EXPECT_TRUE(p.at("module_max_abs_error").is_number()) << v.at("name") << " " << p.dump();
+      EXPECT_EQ(p.at("module_passed"), true) << v.at("name") << " " << p.dump();
+      EXPECT_EQ(p.at("tolerance_passed"), true) << v.at("name") << " " << p.dump();
+    }
+  }
 }
 
 }  // namespace
