@@ -391,7 +391,7 @@ def _context(ctx, at):
         for k in ("checks", "cache_hits", "cache_misses", "jobs"):
             _integer(g, where, k, False, 0)
         _numbers(g, where, ("outputs_s", "reference_s"))
-        for k in ("tool_s", "finalist_s"):
+        for k in ("tool_s", "finalist_s", "parts_s"):
             m = _object(g, where, k, False)
             if m is not None:
                 _numbers(m, _member(where, k), tuple(m))

@@ -683,7 +683,7 @@ TEST(Gate, WhenEveryFinalistFailsTheNextAreGatedInTurnAndNothingUnsafeWins) {
       EXPECT_EQ(v.at("status"), "unsafe") << v.dump();
     }
   }
-  EXPECT_NE(r.output.find("no gated finalist is safe"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no gated finalist may win"), std::string::npos) << r.output;
 }
 
 // A sanitizer that is named but missing runs no tool: the finalists are unchecked, never safe
@@ -818,6 +818,16 @@ TEST(VerdictCache, AWarmCacheGatesNothingAgainAndEachPartOfTheKeyRunsTheGateAgai
   EXPECT_EQ(cold.at("context").at("gate").at("cache"), (std::filesystem::path(cache) / "verdicts").string());
   EXPECT_NE(cold_out.find("gate "), std::string::npos) << cold_out;
   EXPECT_NE(cold_out.find(" checks (0 cached)"), std::string::npos) << "the run's last lines say the gate's parts\n" << cold_out;
+  // Where the seconds went: the output checks' worker start, draws and launches, and each tool's
+  // workers' start apart from their runs (each part a number, the tools' parts within their seconds).
+  const Json& parts = cold.at("context").at("gate").at("parts_s");
+  for (const char* part : {"outputs start", "outputs draw", "outputs launches"})
+    EXPECT_TRUE(parts.contains(part) && parts.at(part).is_number()) << part << " " << parts.dump();
+  for (const auto& [tool, s] : cold.at("context").at("gate").at("tool_s").items()) {
+    ASSERT_TRUE(parts.contains(tool + " start") && parts.contains(tool + " run")) << tool << " " << parts.dump();
+    EXPECT_NEAR(parts.at(tool + " start").get<double>() + parts.at(tool + " run").get<double>(), s.get<double>(), 1e-6) << tool;
+  }
+  EXPECT_NE(cold_out.find("s starting workers)"), std::string::npos) << cold_out;
 
   const auto [warm, warm_out] = tune("verdicts_warm", "", "");
   const GateCounts w = gate_counts(warm);

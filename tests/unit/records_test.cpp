@@ -246,6 +246,30 @@ TEST(Winner, ATieGoesToFewerRegistersAndUnknownRegistersComeLast) {
   EXPECT_EQ(pick_winner(run, &rule), "a-unknown");
 }
 
+// One method (issue 37): once finalists were re-measured strictly, a variant timed only by the
+// search neither wins nor ties with them (on the H200 an unchecked runner-up with fewer registers
+// tied by its search median and called a second gate round); when every strict one is out (the gate
+// failed them), the search-timed ones compete again.
+TEST(Winner, StrictlyReMeasuredFinalistsAreComparedOnlyWithEachOther) {
+  RunRecord run = fixture_run();
+  run.variants.resize(1);
+  VariantRecord finalist = run.variants[0];  // passed, 30 us, 40 registers
+  finalist.name = "z-finalist";
+  finalist.search_timing = finalist.timing;
+  VariantRecord searched = run.variants[0];
+  searched.name = "a-searched";
+  searched.resources.begin()->second.registers = 8;
+  std::string rule;
+  for (const double median : {29.95, 25.0}) {  // within the tie band, and clearly faster by the search's method
+    searched.timing->median_us = median;
+    run.variants = {finalist, searched};
+    EXPECT_EQ(pick_winner(run, &rule), "z-finalist") << median;
+  }
+  EXPECT_NE(rule.find("strictly re-measured"), std::string::npos) << rule;
+  run.variants[0].status = Status::kUnsafe;  // the gate failed the only strict one
+  EXPECT_EQ(pick_winner(run, &rule), "a-searched");
+}
+
 // The tie band is the uncertainty of the medians (their notches), not the samples' spread: 2.9 %
 // apart with a 6 % interquartile range is a clear difference over thousands of samples (the faster
 // wins though it has more registers), and a tie over ten (fewer registers win).

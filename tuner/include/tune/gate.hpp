@@ -144,7 +144,7 @@ class Gate {
   void open_cache();
   void find_tools();
   void add_seconds(const std::string& name, double s);
-  void add_tool_seconds(const std::string& tool, double s);
+  void add_tool_seconds(const std::string& tool, double s, double start_s);
   // What one tool gave one item: a cached verdict, or its own pass's outcome (passed: it had one).
   struct ToolResult {
     std::optional<GateRecord> cached;
@@ -152,6 +152,7 @@ class Gate {
     std::vector<SanitizerFinding> findings;
     std::string failure;
     double seconds = 0;
+    double start_s = 0;  // of `seconds`, waiting for the sanitized workers to start
   };
   void merge_tool(std::size_t t, const std::vector<WorkerItem>& items, std::vector<ToolResult>& result);
 

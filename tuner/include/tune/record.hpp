@@ -308,6 +308,12 @@ struct RunContext {
     double reference_s = 0;       // wall of the further inputs' float64 references (side by side)
     std::vector<std::pair<std::string, double>> tool_s;      // per tool: the seconds of its processes
     std::vector<std::pair<std::string, double>> finalist_s;  // per gated variant: its checks' seconds
+    // Where the seconds went (summed over processes): "outputs start" (the output checks' worker
+    // until ready), "outputs draw" (the further inputs drawn), "outputs launches" (the launches and
+    // comparisons, the references aside), "<tool> start" (that tool's sanitized workers until ready:
+    // compute-sanitizer's start, the CUDA context under it, the data drawn), "<tool> run" (the
+    // launches under it, the report read).
+    std::vector<std::pair<std::string, double>> parts_s;
     std::string baseline_rule;    // how the baseline is gated
   } gate;
 };

@@ -443,7 +443,7 @@ Json to_json(const RunRecord& run) {
                          {"cache_misses", c.gate.cache_misses}, {"jobs", c.gate.jobs},
                          {"outputs_s", number(c.gate.outputs_s)}, {"reference_s", number(c.gate.reference_s)},
                          {"tool_s", seconds_by_name(c.gate.tool_s)}, {"finalist_s", seconds_by_name(c.gate.finalist_s)},
-                         {"baseline_rule", c.gate.baseline_rule}}}};
+                         {"parts_s", seconds_by_name(c.gate.parts_s)}, {"baseline_rule", c.gate.baseline_rule}}}};
   if (c.shard) context["shard"] = shard_json(*c.shard);
   if (!c.tensors.empty()) {
     context["tensors"] = Json::array();
@@ -644,10 +644,9 @@ RunRecord run_from_json(const Json& j) {
       gate.jobs = g.value("jobs", 0);
       gate.outputs_s = read_number(g, "outputs_s");
       gate.reference_s = read_number(g, "reference_s");
-      for (const char* k : {"tool_s", "finalist_s"})
+      for (auto [k, list] : {std::pair{"tool_s", &gate.tool_s}, {"finalist_s", &gate.finalist_s}, {"parts_s", &gate.parts_s}})
         if (g.contains(k) && g.at(k).is_object())
-          for (const auto& [name, s] : g.at(k).items())
-            (std::string(k) == "tool_s" ? gate.tool_s : gate.finalist_s).emplace_back(name, s.is_number() ? s.get<double>() : 0);
+          for (const auto& [name, s] : g.at(k).items()) list->emplace_back(name, s.is_number() ? s.get<double>() : 0);
       gate.baseline_rule = g.value("baseline_rule", "");
     }
     if (!j.at("device").is_null()) run.device = device_from(j.at("device"));

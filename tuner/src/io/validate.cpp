@@ -398,7 +398,7 @@ void context(const Check& c, const Json& ctx, const std::string& at) {
     boolean(c, *g, where, "fresh", false);
     for (const char* k : {"checks", "cache_hits", "cache_misses", "jobs"}) (void)integer(c, *g, where, k, false, 0);
     numbers(c, *g, where, {"outputs_s", "reference_s"});
-    for (const char* k : {"tool_s", "finalist_s"})
+    for (const char* k : {"tool_s", "finalist_s", "parts_s"})
       if (const Json* m = object(c, *g, where, k, false))
         for (const auto& [name, s] : m->items()) (void)number(c, *m, member(where, k), name.c_str(), false, true, Range::kNonNegative);
   }

@@ -225,6 +225,10 @@ std::string describe_gate(const RunContext::Gate& gate) {
   if (gate.checks == 0) return {};
   std::string parts = fmt::format("outputs {:.1f} s (reference {:.1f} s)", gate.outputs_s, gate.reference_s);
   for (const auto& [tool, s] : gate.tool_s) parts += fmt::format(", {} {:.1f} s", tool, s);
+  double starts = 0;  // the workers' starts, summed over processes (the rest: draws, launches, reports)
+  for (const auto& [part, s] : gate.parts_s)
+    if (part.ends_with(" start")) starts += s;
+  if (starts > 0) parts += fmt::format(" (of these, {:.1f} s starting workers)", starts);
   const std::string cached =
       gate.cache.starts_with("off") ? "verdict cache off" : fmt::format("{} cached", gate.cache_hits);
   return fmt::format("gate {:.1f} s: {} finalist(s), {} checks ({}), {}{}", gate.wall_s, gate.finalist_s.size(),
@@ -314,14 +318,21 @@ void Gate::store(const std::string& check, const WorkerItem& item, const GateRec
   }
 }
 
-void Gate::add_seconds(const std::string& name, double s) {
-  for (auto& [n, total] : ctx_.finalist_s)
+namespace {
+
+// Adds `s` to the entry `name` of a list of seconds by name (appended when new).
+void add_to(std::vector<std::pair<std::string, double>>& list, const std::string& name, double s) {
+  for (auto& [n, total] : list)
     if (n == name) {
       total += s;
       return;
     }
-  ctx_.finalist_s.emplace_back(name, s);
+  list.emplace_back(name, s);
 }
+
+}  // namespace
+
+void Gate::add_seconds(const std::string& name, double s) { add_to(ctx_.finalist_s, name, s); }
 
 void Gate::find_tools() {
   ctx_.mode = to_string(settings_.mode);
@@ -387,8 +398,10 @@ void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
     // No reference of the search's input (the determinism check compares bits) and no timing data.
     WorkerInit init{settings_.problem, settings_.shape, settings_.seed, settings_.device};
     init.reference = false;
+    const auto t_start = Clock::now();
     WorkerProcess worker(init);
     (void)worker.wait_ready(kInitDeadlineS);
+    add_to(ctx_.parts_s, "outputs start", seconds_since(t_start));
     Json seeds = Json::array();
     for (const auto s : seeds_) seeds.push_back(s);
     // The gate's further inputs run the reference: a slow one is its own deadline's to stop.
@@ -404,6 +417,8 @@ void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
   for (const auto& it : items) add_seconds(it.record->name, took / static_cast<double>(items.size()));
   if (reply) {
     ctx_.reference_s += reply->value("reference_s", 0.0);
+    add_to(ctx_.parts_s, "outputs draw", reply->value("draw_s", 0.0));
+    add_to(ctx_.parts_s, "outputs launches", reply->value("launches_s", 0.0));
     const Json& records = reply->at("records");
     for (std::size_t i = 0; i < items.size(); ++i) {
       const VariantRecord back = variant_from_json(records.at(i));
@@ -482,6 +497,7 @@ class ToolPass {
   std::string failure;        // why the tool could not run (empty: it ran)
   bool skipped = false;       // not started: the sanitizer had already failed to start a worker
   double seconds = 0;         // wall of its processes
+  double start_s = 0;         // of which waiting for its workers to start
 
  private:
   void attempt(const std::vector<std::size_t>& subset) {
@@ -528,7 +544,9 @@ class ToolPass {
       WorkerProcess worker(init_for(log_file));
       try {
         state_ = kStarting;
+        const auto t = Clock::now();
         (void)worker.wait_ready(sanitizer_start_deadline_s());
+        start_s += seconds_since(t);
         state_ = kRunning;
       } catch (const std::exception& e) {
         // What the sanitizer said (its log), in a few words.
@@ -707,6 +725,7 @@ void Gate::sanitize(const std::vector<WorkerItem>& items) {
     r.failure = passes[u].failure;
     r.skipped = passes[u].skipped;
     r.seconds = passes[u].seconds;
+    r.start_s = passes[u].start_s;
   }
   for (std::size_t t = 0; t < tools; ++t) merge_tool(t, items, result[t]);
   for (auto& it : items) apply_verdict(*it.record);
@@ -718,17 +737,18 @@ void Gate::merge_tool(std::size_t t, const std::vector<WorkerItem>& items, std::
   const std::string tool = kSanitizerTools[t];
   std::string failure;  // the tool's first failure that says why, else its first skip
   bool skipped_failure = false;
-  double seconds = 0;
+  double seconds = 0, start_s = 0;
   bool ran = false;  // a process of this tool ran (not only cached verdicts)
   for (const auto& r : result) {
     seconds += r.seconds;
+    start_s += r.start_s;
     ran = ran || r.passed;
     if (!r.failure.empty() && (failure.empty() || (!r.skipped && skipped_failure))) {
       failure = r.failure;
       skipped_failure = r.skipped;
     }
   }
-  if (ran) add_tool_seconds(tool, seconds);
+  if (ran) add_tool_seconds(tool, seconds, start_s);
   if (!failure.empty()) {
     sanitizer_failed_ = true;
     if (ctx_.note.find(failure) == std::string::npos) {
@@ -771,13 +791,10 @@ void Gate::merge_tool(std::size_t t, const std::vector<WorkerItem>& items, std::
   }
 }
 
-void Gate::add_tool_seconds(const std::string& tool, double s) {
-  for (auto& [n, total] : ctx_.tool_s)
-    if (n == tool) {
-      total += s;
-      return;
-    }
-  ctx_.tool_s.emplace_back(tool, s);
+void Gate::add_tool_seconds(const std::string& tool, double s, double start_s) {
+  add_to(ctx_.tool_s, tool, s);
+  add_to(ctx_.parts_s, tool + " start", start_s);
+  add_to(ctx_.parts_s, tool + " run", std::max(0.0, s - start_s));
 }
 
 void Gate::record_could_not_run(const std::string& why, bool input) {

@@ -695,9 +695,15 @@ bool may_win(const VariantRecord& v, const RunRecord& run) {
 }
 
 std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
+  // One method: once variants were re-measured strictly, only they are compared (a search median
+  // set beside a strict one made an unchecked runner-up tie and called another gate round); the
+  // others take part again only when none of those may win (every gated one failed).
+  const bool strict = std::any_of(run.variants.begin(), run.variants.end(),
+                                  [&](const VariantRecord& v) { return may_win(v, run) && v.search_timing; });
+  auto candidate = [&](const VariantRecord& v) { return may_win(v, run) && (!strict || v.search_timing); };
   const VariantRecord* best = nullptr;
   for (const auto& v : run.variants)
-    if (may_win(v, run) && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
+    if (candidate(v) && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
   if (!best) return std::nullopt;
   // The uncertainty of a median: the half-width of its notch, 1.57 x IQR / sqrt(n) (McGill, Tukey
   // and Larsen 1978: two medians whose notches overlap do not differ at about 95 %), relative. Not
@@ -709,14 +715,14 @@ std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) 
   };
   const VariantRecord* pick = best;
   for (const auto& v : run.variants) {
-    if (!may_win(v, run) || &v == best) continue;
+    if (!candidate(v) || &v == best) continue;
     const double tol = std::min(0.05, std::max(0.005, notch(*best->timing) + notch(*v.timing)));
     if (v.timing->median_us > best->timing->median_us * (1 + tol)) continue;
     // Unknown registers (-1: no report) never win a tie on registers.
     auto regs = [](const VariantRecord& r) { return r.max_registers() < 0 ? INT_MAX : r.max_registers(); };
     if (std::make_pair(regs(v), v.name) < std::make_pair(regs(*pick), pick->name)) pick = &v;
   }
-  *rule = "smallest cold median; variants within max(0.5 %, the two medians' notch half-widths 1.57 IQR/sqrt(n) added, "
+  *rule = "smallest cold median (of the strictly re-measured variants, when any may win); variants within max(0.5 %, the two medians' notch half-widths 1.57 IQR/sqrt(n) added, "
           "capped at 5 %) of it tie, and a tie goes to fewer registers, then the smaller name";
   return pick->name;
 }
@@ -1570,7 +1576,7 @@ struct PassRun {
       std::vector<std::size_t> upcoming;
       for (const std::size_t i : fastest_passed(n))
         if (!out_checked[i] && upcoming.size() < want) upcoming.push_back(i);
-      log(fmt::format("gate: round {}: no gated finalist is safe; re-measuring the next {} strictly and gating them",
+      log(fmt::format("gate: round {}: no gated finalist may win; re-measuring the next {} strictly and gating them",
                       round + 1, upcoming.size()));
       remeasure_strictly(upcoming);
       batch = upcoming;

@@ -5,6 +5,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -132,6 +134,7 @@ class Worker {
     WorkerItems it = take_items(r);
     const Json& g = r.at("gate");
     const int rounds = g.at("rounds").get<int>();
+    const auto t_draw = std::chrono::steady_clock::now();
     std::vector<WorkerGateInput> inputs;
     for (const auto& s : g.at("seeds")) {
       const auto seed = s.get<std::uint64_t>();
@@ -143,7 +146,10 @@ class Worker {
       for (const auto& name : edge_cases)
         inputs.push_back({name, parity_seed_, problem_->make_edge_case(shape_, parity, name), {}});
     }
+    const auto t_gate = std::chrono::steady_clock::now();
     const std::vector<GateRecord> gates = backend_->gate(it, inputs, g.at("seeds").size(), rounds);
+    const double gate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_gate).count();
+    const double draw_s = std::chrono::duration<double>(t_gate - t_draw).count();
     Json list = Json::array();
     for (std::size_t i = 0; i < it.records.size(); ++i) {
       it.records[i].gate = gates[i];
@@ -151,7 +157,8 @@ class Worker {
     }
     double reference_s = 0;  // side by side: the slowest one's
     for (const auto& in : inputs) reference_s = std::max(reference_s, in.reference_s);
-    reply({{"reply", "records"}, {"records", list}, {"reference_s", reference_s}, {"exiting", false}});
+    reply({{"reply", "records"}, {"records", list}, {"reference_s", reference_s}, {"draw_s", draw_s},
+           {"launches_s", std::max(0.0, gate_s - reference_s)}, {"exiting", false}});
   }
 
   // Under compute-sanitizer: one launch of each item on the parity data, nothing measured. A sticky
