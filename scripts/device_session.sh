@@ -15,6 +15,8 @@
 # and named barriers that only some warps pass? docs/scene-graph-racecheck.md).
 # Each tune and check step is stopped after $STEP_TIMEOUT seconds (default 300), so that one slow
 # step leaves the others' logs.
+# sanitizer-start: the same program's smallest mode (one small kernel) timed bare and under each
+# tool, into $OUT/probe.log: what a sanitized process costs before any kernel of ours runs (issue 37).
 # check: tune check on a result of record (the correctness gate) into $OUT/check.log.
 # plant=NAME: scripts/plant.py NAME builds the planted-defect problem folder (tests/plants/NAME.json),
 # then tune runs it with the args, results under results-device/plants/NAME.
@@ -81,6 +83,14 @@ for step in "$@"; do
         echo "== racecheck $mode" >>"$out/probe.log"
         compute-sanitizer --tool racecheck --print-limit 4 /tmp/cluster_exchange "$mode" >>"$out/probe.log" 2>&1
         echo "exit $?" >>"$out/probe.log"
+      done ;;
+    sanitizer-start)
+      nvcc -arch=sm_90 -lineinfo -o /tmp/cluster_exchange bench/sanitizer/cluster_exchange.cu >>"$out/probe.log" 2>&1 || status=1
+      for tool in none memcheck racecheck synccheck initcheck none; do
+        start=$(date +%s%N)
+        if [ "$tool" = none ]; then /tmp/cluster_exchange sync >/dev/null 2>&1
+        else compute-sanitizer --tool "$tool" /tmp/cluster_exchange sync >/dev/null 2>&1; fi
+        echo "sanitizer-start $tool: exit $? wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/probe.log"
       done ;;
     plant=*)
       name=${step#plant=}; name=${name%%:*}; args=${step#plant=*:}
