@@ -325,7 +325,7 @@ __device__ __forceinline__ void copy_elems(E* dst, const E* src, bool valid) {
   if constexpr (BYTES >= 4) {
     copy_async<BYTES>(dst, src, valid);
   } else {
-    *dst = valid ? src[0] : E(0.0f);
+    *dst = valid ? src[0] : E{};  // zero without a float conversion (PyTorch's nvcc flags disable them)
   }
 }
 

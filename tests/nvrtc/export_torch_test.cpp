@@ -210,9 +210,27 @@ TEST(TorchExport, ABfloat16ProblemDispatchesOnTheTensorsDtype) {
   EXPECT_NE(module.find("\"bfloat16\":1"), std::string::npos) << module;
   EXPECT_EQ(run(fmt::format("{} -m py_compile {}/typed_ops/affine_typed.py", TUNE_PYTHON, dir.string())), 0);
   const auto csrc = dir / "typed_ops/csrc/affine_typed";
-  const std::string compile = fmt::format("{} -O3 -gencode=arch=compute_90,code=sm_90 -c -o {}/launch.o {}/launch_affine_typed.cu",
-                                          TUNE_NVCC, dir.string(), csrc.string());
-  ASSERT_EQ(run(compile), 0) << compile;
+  // As torch.utils.cpp_extension runs nvcc: its defines that take the half and bfloat16 conversions
+  // away, then the package's NVCC_FLAGS (_build.py). A kernel tuned through NVRTC, which has them,
+  // must build the same: the probe converts implicitly (the contact kernels' `E(0.0f)` once failed).
+  const std::string flags_file = (dir / "flags.txt").string();
+  ASSERT_EQ(run(fmt::format("{} -c \"import runpy; print(' '.join(runpy.run_path('{}')['NVCC_FLAGS']))\" > {}", TUNE_PYTHON,
+                            (dir / "typed_ops/_build.py").string(), flags_file)),
+            0);
+  std::string flags;
+  std::getline(std::ifstream(flags_file), flags);
+  const std::string torch_defines = "-D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__ -D__CUDA_NO_BFLOAT16_CONVERSIONS__ "
+                                    "-D__CUDA_NO_HALF2_OPERATORS__ --expt-relaxed-constexpr";
+  std::ofstream(dir / "probe.cu") << "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"
+                                     "__global__ void probe(__nv_bfloat16* b, __half* h) { *b = __nv_bfloat16(0.5f) + b[1]; "
+                                     "*h = __half(float(b[2])) * h[1]; }\n";
+  for (const std::string& source : {(csrc / "launch_affine_typed.cu").string(), (dir / "probe.cu").string()}) {
+    const std::string compile =
+        fmt::format("{} {} {} -c -o {}.o {}", TUNE_NVCC, torch_defines, flags, source, source);
+    ASSERT_EQ(run(compile), 0) << compile;
+  }
+  ASSERT_TRUE(std::filesystem::exists(csrc / "launch_affine_typed.cu.o"));
+  std::filesystem::rename(csrc / "launch_affine_typed.cu.o", dir / "launch.o");
   std::ofstream(dir / "dispatch.cpp") << R"(#include <cstdio>
 #include <initializer_list>
 extern "C" int tune_affine_typed_entry(const char*, int, int, long long, const long long*);

@@ -74,8 +74,11 @@ class WorkerProcess {
   // Whether the last error reply (fault kind "error") was the user's to fix (a problem's reference
   // that fails, ...) rather than the device's.
   [[nodiscard]] bool last_error_was_input() const { return last_error_input_; }
+  // Where the worker's init spent its seconds, by part (after wait_ready; empty when it did not say).
+  [[nodiscard]] const std::vector<std::pair<std::string, double>>& init_seconds() const { return init_seconds_; }
 
  private:
+  std::vector<std::pair<std::string, double>> init_seconds_;
   // A JSON line, then the raw bytes of the attachments (the CUBINs its items announce).
   void send(const nlohmann::ordered_json& request, const std::vector<const std::vector<char>*>& attachments = {});
   // The next reply (phase lines are consumed on the way); nullopt when the worker is lost.

@@ -60,9 +60,19 @@ struct ExportedProblem {
   std::vector<DTypeVariable> dtype_vars;  // in the results' Shape order (the header's Shape fields)
 };
 
-// The nvcc flags of the tuned kernels: as bench/ builds them for the arch.
+// The nvcc flags of the tuned kernels: as bench/ builds them for the arch. PyTorch's extension
+// build defines __CUDA_NO_HALF_OPERATORS__, __CUDA_NO_HALF_CONVERSIONS__,
+// __CUDA_NO_BFLOAT16_CONVERSIONS__ and __CUDA_NO_HALF2_OPERATORS__ before these flags; a kernel
+// tuned through NVRTC had the conversions and operators of cuda_fp16.h and cuda_bf16.h, so they are
+// undefined again here (as FlashAttention's build does): the same source means the same code.
 std::vector<std::string> nvcc_flags(int arch) {
-  return {"-O3", fmt::format("-gencode=arch=compute_{0},code=sm_{0}", arch), "-lineinfo"};
+  return {"-O3",
+          fmt::format("-gencode=arch=compute_{0},code=sm_{0}", arch),
+          "-lineinfo",
+          "-U__CUDA_NO_HALF_OPERATORS__",
+          "-U__CUDA_NO_HALF_CONVERSIONS__",
+          "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",
+          "-U__CUDA_NO_HALF2_OPERATORS__"};
 }
 
 std::string python_list(const std::vector<std::string>& items) {

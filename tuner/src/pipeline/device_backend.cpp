@@ -24,20 +24,31 @@ class DeviceBackend final : public WorkerBackend {
     shape_ = s.shape;
     reference_ = reference_backend_from_env();
     std::string how, why;
+    auto t = std::chrono::steady_clock::now();
+    auto lap = [&](const char* part) {
+      const auto now = std::chrono::steady_clock::now();
+      init_seconds_.emplace_back(part, std::chrono::duration<double>(now - t).count());
+      t = now;
+    };
+    init_seconds_.clear();
     const auto info = query_device(s.device, &why);
     if (!info) throw DeviceError("no CUDA device in the worker: " + why);
+    lap("device");
     const ProblemData parity = problem_->make_data(shape_, s.parity_seed, DataPurpose::kParity);
     std::vector<double> reference, module;
     if (s.with_reference) reference = problem_->reference(shape_, parity, reference_, &how, &module);
     const std::optional<double> module_err = module_error(module, reference);
     // A worker that only launches (under a sanitizer) times nothing: no timing data to draw.
-    runner_.emplace(*info, *problem_, shape_,
-                    s.with_reference ? problem_->make_data(shape_, s.seed, DataPurpose::kTiming) : ProblemData{}, parity,
-                    std::move(reference), s.parity_seed, module_err);
+    ProblemData timing = s.with_reference ? problem_->make_data(shape_, s.seed, DataPurpose::kTiming) : ProblemData{};
+    lap("data");
+    runner_.emplace(*info, *problem_, shape_, std::move(timing), parity, std::move(reference), s.parity_seed, module_err);
+    lap("context");
     runner_->on_phase([this](const std::string& phase, int item) { phase_(phase, item); });
     device_cc_ = info->compute_capability();
     return how;
   }
+
+  [[nodiscard]] std::vector<std::pair<std::string, double>> init_seconds() const override { return init_seconds_; }
 
   HarnessFloor floor() override { return runner_->measure_floor(); }
 
@@ -116,6 +127,7 @@ class DeviceBackend final : public WorkerBackend {
   }
 
  private:
+  std::vector<std::pair<std::string, double>> init_seconds_;
   PhaseSink phase_;
   const Problem* problem_ = nullptr;
   Shape shape_;

@@ -402,6 +402,7 @@ void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
     WorkerProcess worker(init);
     (void)worker.wait_ready(kInitDeadlineS);
     add_to(ctx_.parts_s, "outputs start", seconds_since(t_start));
+    for (const auto& [part, s] : worker.init_seconds()) add_to(ctx_.parts_s, "outputs start: " + part, s);
     Json seeds = Json::array();
     for (const auto s : seeds_) seeds.push_back(s);
     // The gate's further inputs run the reference: a slow one is its own deadline's to stop.
@@ -498,6 +499,7 @@ class ToolPass {
   bool skipped = false;       // not started: the sanitizer had already failed to start a worker
   double seconds = 0;         // wall of its processes
   double start_s = 0;         // of which waiting for its workers to start
+  std::vector<std::pair<std::string, double>> init_seconds;  // where its workers' inits spent theirs
 
  private:
   void attempt(const std::vector<std::size_t>& subset) {
@@ -547,6 +549,7 @@ class ToolPass {
         const auto t = Clock::now();
         (void)worker.wait_ready(sanitizer_start_deadline_s());
         start_s += seconds_since(t);
+        for (const auto& [part, s] : worker.init_seconds()) init_seconds.emplace_back(part, s);
         state_ = kRunning;
       } catch (const std::exception& e) {
         // What the sanitizer said (its log), in a few words.
@@ -726,6 +729,8 @@ void Gate::sanitize(const std::vector<WorkerItem>& items) {
     r.skipped = passes[u].skipped;
     r.seconds = passes[u].seconds;
     r.start_s = passes[u].start_s;
+    for (const auto& [part, s] : passes[u].init_seconds)
+      add_to(ctx_.parts_s, kSanitizerTools[at[u].first] + std::string(" start: ") + part, s);
   }
   for (std::size_t t = 0; t < tools; ++t) merge_tool(t, items, result[t]);
   for (auto& it : items) apply_verdict(*it.record);

@@ -71,6 +71,8 @@ class WorkerBackend {
   virtual void on_phase(PhaseSink sink) = 0;
   // Returns how the reference ran ("" when it did not).
   virtual std::string init(const WorkerSetup& setup) = 0;
+  // Where init's seconds went, by part (the gate's context.gate.parts_s); none by default.
+  [[nodiscard]] virtual std::vector<std::pair<std::string, double>> init_seconds() const { return {}; }
   virtual HarnessFloor floor() = 0;
   // Fills the items' records: one variant (the search), or all in rounds (the strict re-measure).
   virtual void measure(WorkerItems& items, const DeviceRunner::Options& options, bool remeasure) = 0;

@@ -213,6 +213,10 @@ std::string WorkerProcess::wait_ready(double deadline_s) {
     if (r->value("input_error", false)) throw InputError(message);
     throw DeviceError(message);
   }
+  init_seconds_.clear();
+  if (r->contains("init_s") && r->at("init_s").is_object())
+    for (const auto& [part, s] : r->at("init_s").items())
+      if (s.is_number()) init_seconds_.emplace_back(part, s.get<double>());
   return r->value("reference", "");
 }
 

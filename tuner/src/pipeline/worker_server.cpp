@@ -91,7 +91,9 @@ class Worker {
     s.sanitizer_tool = r.value("sanitizer_tool", "");
     s.sanitizer_log = r.value("sanitizer_log", "");
     const std::string how = backend_->init(s);
-    reply({{"reply", "ready"}, {"reference", how}});
+    Json parts = Json::object();
+    for (const auto& [part, seconds] : backend_->init_seconds()) parts[part] = seconds;
+    reply({{"reply", "ready"}, {"reference", how}, {"init_s", parts}});
   }
 
   void floor() { reply({{"reply", "floor"}, {"floor", to_json(backend_->floor())}}); }
