@@ -241,8 +241,9 @@ def sass(cuobjdump, cubin_path, mangled):
 # ---------------------------------------------------------------- the entries of record, through the bench's header
 def header_kernels(header_text):
     """[(shape_name, role, [name expressions])] in the header's entry order."""
-    # An entry opens with its device's name and ends its first line with the shape name and dims.
-    shapes = re.findall(r'^\s*\{"[^"\n]*",[^\n]*?"([^"\n]+)", \{[\d, ]+\},?\s*$', header_text, re.M)
+    # An entry opens with its device's name and ends its first line with the shape name and dims,
+    # then its dtype variables (DType::bfloat16, issue 35).
+    shapes = re.findall(r'^\s*\{"[^"\n]*",[^\n]*?"([^"\n]+)", \{[\w:, ]+\},?\s*$', header_text, re.M)
     out = []
     for role, array in (("winner", "kWinnerKernels"), ("baseline", "kBaselineKernels")):
         m = re.search(array + r"\[kEntryCount\]\[kMaxLaunches\] = \{(.*?)\n\};", header_text, re.S)

@@ -160,9 +160,14 @@ def sampled(args, problem, taken, folders=None, label=None):
     out = []
     if folders is None:
         folders = list(dict.fromkeys(os.path.realpath(f) for f in [args.results] + args.sample_results))
+    d = problem_dir(args.after, problem)
+    spec = json.loads((d / "problem.json").read_text()) if d else {}
     for folder in folders:
         for f in results_of(folder, problem):
             doc = read_record(f)
+            # A record older than the problem's dtype variables names its kernels without them
+            # (contact_kernel<4,64,...>): as tune lowers them now, with the defaults' types.
+            embed_nvrtc.with_dtype_defaults(doc, spec)
             shape = pathlib.Path(f).name.split(".json")[0]
             rel = os.path.relpath(f, ROOT)
             families = {}

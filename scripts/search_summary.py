@@ -5,7 +5,9 @@
 
 STUDY_DIR is what scripts/search_study.sh wrote: the exhaustive/ results folder, the fast half's
 (sweep/: one `tune --sweep --transfer` process; warm/: a process per shape with --warm-start),
-results as <gpu>/<problem>/<shape>.json or .json.gz, and walls.jsonl. --fast chooses the half
+results as <gpu>/<problem>/<shape>.json or .json.gz, and walls.jsonl. A shape is named by its results
+file's tag (B4_N64_C64_H32, B2_N512_C64_H32_bfloat16: tune's Shape::tag; schema_version 3, where 2
+wrote "B4 N64 C64 H32"). --fast chooses the half
 (default: sweep/ where it exists). Per shape and strategy: the wall seconds (of the tune process;
 in a sweep, of the shape's run as its record says), variants compiled (not refused before
 compiling) and measured (checked on the GPU), the winner and its cold median, and its gap to the
@@ -39,19 +41,14 @@ def read_json(path):
         raise Bad(f"{path}: {e}")
 
 
-def shape_text(shape):
-    # As tune's shape tag: one dtype variable's value follows the dims unless it is float32.
-    dims = [f"{k}{v}" for k, v in shape.items() if not isinstance(v, str)]
-    dtypes = [(k, v) for k, v in shape.items() if isinstance(v, str)]
-    if len(dtypes) == 1:
-        dims += [v for _, v in dtypes if v != "float32"]
-    else:
-        dims += [f"{k}{v}" for k, v in dtypes]
-    return " ".join(dims)
+def shape_tag(path):
+    """tune's tag of the results file's shape (Shape::tag, B4_N64_C64_H32_bfloat16): the file's name
+    without .json or .json.gz, as tune names a results file."""
+    return path.name.removesuffix(".gz").removesuffix(".json")
 
 
 def runs_of(folder):
-    """(problem, shape text) -> the run, from every results file under folder."""
+    """(problem, shape tag) -> the run, from every results file under folder."""
     out = {}
     for path in sorted(folder.rglob("*.json*")):
         if not (path.name.endswith(".json") or path.name.endswith(".json.gz")) or ".journal" in path.name:
@@ -59,7 +56,7 @@ def runs_of(folder):
         doc = read_json(path)
         if not isinstance(doc, dict) or doc.get("kind") != "tune.result":
             continue
-        key = (doc["problem"], shape_text(doc["shape"]))
+        key = (doc["problem"], shape_tag(path))
         if key in out:
             raise Bad(f"{path}: {key[0]} {key[1]} is in {out[key]['path']} too; one result per shape and half")
         doc["path"] = str(path)
@@ -168,7 +165,7 @@ def main():
                                # the shapes tuned with --warm-start (not the sweep's first, tuned exhaustively)
                                "warm_started": {"shapes": len(later), "exhaustive_wall_s": ex_later,
                                                 "fast_wall_s": wm_later, "ratio": wm_later / ex_later if ex_later else None}}
-        doc = {"kind": "tune.search_summary", "schema_version": 2, "within_percent": a.within, "fast": fast,
+        doc = {"kind": "tune.search_summary", "schema_version": 3, "within_percent": a.within, "fast": fast,
                "shapes": shapes, "missing": missing, "totals": totals}
         pathlib.Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
         if a.md:

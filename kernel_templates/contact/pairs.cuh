@@ -1,7 +1,7 @@
 #pragma once
 // Where the pairs are: a pair's row in pair_repr, the tile a block or warp owns, the pair slot of a
 // thread or warp, and the epilogue every strategy ends with (out[b,i,j], and out[b,j,i] of a
-// mirrored SYM tile, from one value).
+// mirrored SYM tile, from one value; the tensor-core strategies' layer 3 from their fragments).
 // Part of the contact template: contact.cuh includes it after tune_common.cuh.
 // (NVRTC finds a header only by the name the including file gives, so the pieces include
 // nothing themselves; contact.cuh includes them in order.)
@@ -79,6 +79,44 @@ __device__ __forceinline__ void store_result(E* __restrict__ out, const PairSlot
   if (s.store) {
     store1(out + (static_cast<long long>(s.b) * N + s.i) * N + s.j, v);
     if (mirror) store1(out + (static_cast<long long>(s.b) * N + s.j) * N + s.i, v);
+  }
+}
+
+// Layer 3 of the tensor-core strategies from their m16n8 accumulator fragments (TF32 m16n8k8 and
+// bfloat16 m16n8k16 lay D out alike): the lane holds columns 2t, 2t+1 of rows g (registers 0, 1)
+// and g + 8 (registers 2, 3) of each n-tile of D2. lo, hi = w4 . relu(D2) of rows g and g + 8 of
+// 16-pair tile p over the NT n-tiles given, summed over the quad's four lanes.
+template <int NT, int P>
+__device__ __forceinline__ void fragment_logits(const float (&d2)[NT][P][4], const float (&w4v)[NT][2], int p,
+                                                float& lo, float& hi) {
+  lo = 0.0f;
+  hi = 0.0f;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    lo = fmaf(w4v[nt][0], fmaxf(d2[nt][p][0], 0.0f), lo);
+    lo = fmaf(w4v[nt][1], fmaxf(d2[nt][p][1], 0.0f), lo);
+    hi = fmaf(w4v[nt][0], fmaxf(d2[nt][p][2], 0.0f), hi);
+    hi = fmaf(w4v[nt][1], fmaxf(d2[nt][p][3], 0.0f), hi);
+  }
+  lo = group_sum<4>(lo);
+  hi = group_sum<4>(hi);
+}
+
+// The epilogue of the tensor-core strategies: the P 16-pair tiles of warp group grp, whose D2 the
+// lane (g, t) holds; out = sigmoid(logit + b4) of row g stored by lane t = 0, of row g + 8 by t = 1.
+template <int N, int TILE_I, int TILE_J, int SYM, int NT, int P, class E>
+__device__ __forceinline__ void store_fragment_logits(E* __restrict__ out, const TileOrigin& tile, int grp, int g,
+                                                      int t, const float (&d2)[NT][P][4],
+                                                      const float (&w4v)[NT][2], float bias4) {
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    float logit_lo, logit_hi;  // rows g and g + 8
+    fragment_logits<NT, P>(d2, w4v, p, logit_lo, logit_hi);
+    const int m0 = (grp * P + p) * 16;
+    if (t < 2) {
+      const PairSlot slot = tile_slot<N, TILE_I, TILE_J>(tile, m0 + g + 8 * t);
+      store_result<N>(out, slot, SYM && tile.mirror, sigmoid((t == 0 ? logit_lo : logit_hi) + bias4));
+    }
   }
 }
 

@@ -63,7 +63,7 @@ class Study(unittest.TestCase):
         self.assertEqual(doc["missing"], [])
         by = {(w["mode"], w["args"]): w["wall_ms"] / 1e3 for w in self.walls}
         for s in doc["shapes"]:
-            args = {"B1 N16 C64 H32": "--B 1 --N 16", "B2 N16 C64 H32": "--B 2 --N 16"}[s["shape"]]
+            args = {"B1_N16_C64_H32": "--B 1 --N 16", "B2_N16_C64_H32": "--B 2 --N 16"}[s["shape"]]
             self.assertAlmostEqual(s["exhaustive"]["wall_s"], by[("exhaustive", args)])
             self.assertAlmostEqual(s["fast"]["wall_s"], by[("warm", args)])
             self.assertLessEqual(s["fast"]["compiled"], s["exhaustive"]["compiled"])
@@ -109,7 +109,7 @@ class Study(unittest.TestCase):
         r = summary(partial, "-o", OUT / "partial.json")
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads((OUT / "partial.json").read_text())
-        self.assertEqual(doc["missing"], [{"problem": "contact", "shape": "B2 N16 C64 H32", "missing": "warm"}])
+        self.assertEqual(doc["missing"], [{"problem": "contact", "shape": "B2_N16_C64_H32", "missing": "warm"}])
         self.assertEqual(doc["totals"]["all"]["shapes"], 1)
         for folder, needle in ((OUT / "nothing", "no exhaustive/ folder or walls.jsonl"),):
             folder.mkdir(exist_ok=True)

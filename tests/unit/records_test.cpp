@@ -53,6 +53,24 @@ TEST(Records, JsonRoundTripKeepsEverythingAndTheSchemaVersion) {
   EXPECT_EQ(back.variants[0].max_registers(), 40);
 }
 
+// Issue 35: a record older than its problem's dtype variable (contact's T, default float32) reads
+// as its problem's record with the default, in the one reader that tune header and tune export
+// torch go through; read_result keeps the shape as recorded, and a recorded T stays as it is.
+TEST(Records, AnOlderRecordReadsAsItsProblemsRecordWithTheDtypeDefault) {
+  const auto path = std::filesystem::temp_directory_path() / "tune_older_record.json";
+  std::ofstream(path) << to_json(fixture_run()).dump();
+  EXPECT_FALSE(read_result(path).shape.has_dtype("T"));
+  const RunRecord older = read_problem_result(path);
+  ASSERT_TRUE(older.shape.has_dtype("T"));
+  EXPECT_EQ(older.shape.dtype("T"), DType::kFloat32);
+  EXPECT_EQ(older.shape.tag(), "B4_N64_C64_H32");
+  RunRecord typed = fixture_run();
+  typed.shape.set_dtype("T", DType::kBFloat16);
+  std::ofstream(path) << to_json(typed).dump();
+  EXPECT_EQ(read_problem_result(path).shape.dtype("T"), DType::kBFloat16);
+  std::filesystem::remove(path);
+}
+
 TEST(Records, OtherSchemaVersionsAndTruncatedFilesAreRefusedWithAReason) {
   auto j = to_json(fixture_run());
   j["schema_version"] = 99;
@@ -373,6 +391,16 @@ TEST(Header, TheHeadersOfRecordRegenerateByteForByte) {
     }
     EXPECT_EQ(made, kept) << shape;
   }
+}
+
+// tune header of contact's float32 record of record (older than T) and its bfloat16 one: read
+// through read_problem_result, the older one is the entry of T's default, beside the bfloat16 one.
+TEST(Header, AnOlderRecordMergesAsAnEntryOfItsDtypeVariablesDefault) {
+  const auto dir = std::filesystem::path(TUNE_REPO_DIR) / "results/h200/contact";
+  const std::string h = merge_result_files({dir / "B4_N64_C64_H32.json.gz", dir / "B4_N64_C64_H32_bfloat16.json.gz"},
+                                           std::nullopt, /*allow_synthetic=*/false);
+  EXPECT_NE(h.find("\"B4_N64_C64_H32\", {4, 64, 64, 32, DType::float32}"), std::string::npos) << h;
+  EXPECT_NE(h.find("\"B4_N64_C64_H32_bfloat16\", {4, 64, 64, 32, DType::bfloat16}"), std::string::npos) << h;
 }
 
 }  // namespace

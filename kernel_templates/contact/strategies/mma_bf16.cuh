@@ -119,24 +119,7 @@ __device__ __forceinline__ void mma_pairs_bf16(__nv_bfloat16* __restrict__ out, 
         for (int p = 0; p < P; ++p) mma_bf16(d2[nt][p], a[p], b0, b1);
       }
     }
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      float logit_lo = 0.0f, logit_hi = 0.0f;  // rows g and g + 8
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        logit_lo = fmaf(w4v[nt][0], fmaxf(d2[nt][p][0], 0.0f), logit_lo);
-        logit_lo = fmaf(w4v[nt][1], fmaxf(d2[nt][p][1], 0.0f), logit_lo);
-        logit_hi = fmaf(w4v[nt][0], fmaxf(d2[nt][p][2], 0.0f), logit_hi);
-        logit_hi = fmaf(w4v[nt][1], fmaxf(d2[nt][p][3], 0.0f), logit_hi);
-      }
-      logit_lo = group_sum<4>(logit_lo);
-      logit_hi = group_sum<4>(logit_hi);
-      const int m0 = (grp * P + p) * 16;
-      if (t < 2) {
-        const PairSlot slot = tile_slot<N, TILE_I, TILE_J>(tile, m0 + g + 8 * t);
-        store_result<N>(out, slot, SYM && tile.mirror, sigmoid((t == 0 ? logit_lo : logit_hi) + bias4));
-      }
-    }
+    store_fragment_logits<N, TILE_I, TILE_J, SYM>(out, tile, grp, g, t, d2, w4v, bias4);
   }
 }
 

@@ -84,16 +84,8 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
     float d2[NTW][1][4];
     mma_rows_layer<NTW, HP, L::kW2Stride, PREC>(d2, bias2, scratch + g * RS + t, scratch + (g + 8) * RS + t,
                                           W.w2 + (nt0 * 8 + g) * L::kW2Stride + t);
-    float logit_lo = 0.0f, logit_hi = 0.0f;  // rows g and g + 8, this warp's hidden units
-#pragma unroll
-    for (int n = 0; n < NTW; ++n) {
-      logit_lo = fmaf(w4v[n][0], fmaxf(d2[n][0][0], 0.0f), logit_lo);
-      logit_lo = fmaf(w4v[n][1], fmaxf(d2[n][0][1], 0.0f), logit_lo);
-      logit_hi = fmaf(w4v[n][0], fmaxf(d2[n][0][2], 0.0f), logit_hi);
-      logit_hi = fmaf(w4v[n][1], fmaxf(d2[n][0][3], 0.0f), logit_hi);
-    }
-    logit_lo = group_sum<4>(logit_lo);
-    logit_hi = group_sum<4>(logit_hi);
+    float logit_lo, logit_hi;  // rows g and g + 8, this warp's hidden units
+    fragment_logits<NTW, 1>(d2, w4v, 0, logit_lo, logit_hi);
     if (t == 0) {
       scratch[g * RS + HP + part] = logit_lo;
       scratch[(g + 8) * RS + HP + part] = logit_hi;

@@ -14,6 +14,12 @@ namespace tune {
 // Throws InputError "<file>: <reason>" (for a file that is not valid: "<file>: <JSON path>: <what is
 // wrong>; <what to do>", validate_result_json).
 RunRecord read_result(const std::filesystem::path& file);
+// A results file read as a record of its problem (problem_spec_of: by name, else the problem file
+// it records), for the readers that interpret its shape against today's problem (tune header, tune
+// export torch): read_result, then each dtype variable its shape lacks set to the variable's default
+// (a record older than the variable was tuned in the default, issue 35; without a default it stays
+// unset). Throws InputError as read_result, or when the problem is not found.
+RunRecord read_problem_result(const std::filesystem::path& file);
 // The tune results of a report folder, <root>/<gpu>/<problem>/<shape>.json or .json.gz in path order,
 // each read (so validated) by read_result; other JSON files there are passed over, as report.py
 // passes them. <shape>.json beside <shape>.json.gz is refused (find_result_file).
@@ -55,9 +61,10 @@ bool measured_on_gpu(const RunRecord& run, std::string* why = nullptr);
 // Timed results of one problem (several devices and shapes) merged into one header: per (device,
 // shape) the winner and the baseline with their launches and buffers; the configuration's
 // geometry for any shape (constexpr, from the space's expressions); the portable configuration;
-// and select(device, shape). Byte-identical for the same results in any order. Throws InputError
-// (mixed problems, no winner, two results for one device and shape, a synthetic result without
-// allow_synthetic).
+// and select(device, shape). Byte-identical for the same results in any order. The results as
+// read_problem_result reads them (each shape binding the problem's dtype variables). Throws
+// InputError (mixed problems, no winner, two results for one device and shape, results binding
+// different dtype variables, a synthetic result without allow_synthetic).
 std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space,
                                    bool allow_synthetic = false);
 

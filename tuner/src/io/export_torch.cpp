@@ -676,9 +676,7 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
   std::map<std::string, std::vector<NamedResult>> by_problem;
   std::set<int> archs;
   for (const auto& f : files) {
-    NamedResult r{f.string(), read_result(f)};
-    // A record older than its problem's dtype variable was tuned in the variable's default.
-    find_problem(problem_spec_of(r.run)).add_dtype_defaults(r.run.shape);
+    NamedResult r{f.string(), read_problem_result(f)};
     if (r.run.device) archs.insert(r.run.device->compute_capability());
     if (!options.arch || (r.run.device && r.run.device->compute_capability() == *options.arch))
       by_problem[r.run.problem].push_back(std::move(r));

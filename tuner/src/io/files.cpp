@@ -8,6 +8,7 @@
 #include "io/json_file.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
+#include "tune/tune.hpp"
 
 namespace tune {
 namespace {
@@ -169,6 +170,12 @@ RunRecord read_result(const std::filesystem::path& file) {
     if (what.rfind(file.string(), 0) == 0) throw;
     throw InputError(file.string() + ": " + what);
   }
+}
+
+RunRecord read_problem_result(const std::filesystem::path& file) {
+  RunRecord run = read_result(file);
+  find_problem(problem_spec_of(run)).add_dtype_defaults(run.shape);
+  return run;
 }
 
 std::filesystem::path compressed_result_path(const std::filesystem::path& json) {

@@ -660,12 +660,9 @@ std::string select_code(const Shape& shape0) {
   return code;
 }
 
-// The results with each shape's dtype variables complete: a record older than a problem's dtype
-// variable (no "T" in its shape) was tuned in the variable's default. Every entry then binds the
-// same dtype variables, which the header's Shape holds.
-std::vector<NamedResult> with_dtype_defaults(const std::vector<NamedResult>& results, const Problem& problem) {
-  std::vector<NamedResult> out = results;
-  for (auto& r : out) problem.add_dtype_defaults(r.run.shape);
+// Every entry binds the same dtype variables, which the header's Shape holds (a record older than
+// a variable reads with its default: read_problem_result).
+void check_dtype_variables(const std::vector<NamedResult>& out) {
   const auto names = [](const Shape& s) {
     std::vector<std::string> v;
     for (const auto& d : s.dtypes()) v.push_back(d.first);
@@ -677,7 +674,6 @@ std::vector<NamedResult> with_dtype_defaults(const std::vector<NamedResult>& res
                                    "(re-tune the older one, or give the variable a default in problem.json)",
                                    r.file, fmt::join(names(r.run.shape), ", "), out.front().file,
                                    fmt::join(names(out.front().run.shape), ", ")));
-  return out;
 }
 
 }  // namespace
@@ -693,8 +689,8 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     throw InputError(fmt::format("the results are problem {} but {} describes {}", problem_name, space.source_name(),
                                  space.problem()));
   const Problem& problem = find_problem(problem_spec_of(results.front().run));
-  const std::vector<NamedResult> completed = with_dtype_defaults(results, problem);
-  const std::vector<MergedEntry> entries = merged_entries(completed, space, problem, allow_synthetic);
+  check_dtype_variables(results);
+  const std::vector<MergedEntry> entries = merged_entries(results, space, problem, allow_synthetic);
   const Portable portable = portable_config(entries, space);
   const bool with_dtypes = typed(entries);
 

@@ -12,7 +12,7 @@ std::string merge_result_files(const std::vector<std::filesystem::path>& files,
   if (files.empty()) throw InputError("no result files given; pass at least one results JSON");
   std::vector<NamedResult> results;
   for (const auto& f : files) {
-    results.push_back({f.string(), read_result(f)});
+    results.push_back({f.string(), read_problem_result(f)});
     const auto& shard = results.back().run.context.shard;
     if (shard && shard->split == "variants")
       throw InputError(fmt::format("{}: one shard of a shape's variants (tune --shard); combine the shards with tune merge "
