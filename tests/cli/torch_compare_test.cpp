@@ -122,6 +122,12 @@ TEST(TorchCompare, WithoutTorchOneLineSaysItWasSkippedAndTheRunGoesOn) {
     EXPECT_EQ(last_line_of(t.r.output).find("torch"), std::string::npos) << t.r.output;
     EXPECT_NE(t.results.at("summary").at("winner"), nullptr);
   }
+  // The real harness (report/torch_baseline.py) on this machine without a GPU: skipped, whichever the
+  // reason (no torch for TUNE_PYTHON, or torch without CUDA).
+  const TorchRun real = tune_with(fresh("skip_real"), "TUNE_TORCH_HARNESS=" + std::string(TUNE_REPO_DIR) + "/report/torch_baseline.py");
+  ASSERT_EQ(real.r.code, 0) << real.r.output;
+  EXPECT_TRUE(has(real.r, "torch: skipped: ")) << real.r.output;
+  EXPECT_EQ(real.results.at("torch").at("status"), "skipped");
 }
 
 TEST(TorchCompare, AHarnessThatFailsOrHangsIsRecordedAndTheResultsStand) {
