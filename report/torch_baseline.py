@@ -8,6 +8,14 @@ reads what it writes.
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --list     (the shapes; needs no torch)
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --export PKG_DIR [--tf32]
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --dtype bfloat16
+    python3 report/torch_baseline.py --probe REFERENCE      (tune --torch: torch's version, make_model?)
+    python3 report/torch_baseline.py --one DIR              (tune --torch: one shape on tune's inputs)
+
+tune --torch (docs/cli.md) times one shape through --one: DIR/request.json names the problem folder,
+the shape, the modes, the device and the method's settings, and each parameter and input as a .npy
+file of tune's own timing draw (its generator, the run's --seed, the edits of purpose "always"), so
+the module runs on the very inputs the variants were timed on; the result goes to DIR/result.json
+(run_one). Both go through time_module, the same code as the rest of this script.
 
 Dtypes (issue 35): each tensor in the dtype problem.json gives it, a dtype variable bound to the
 shape's value (a results file's "shape" holds it: {"B": 2, ..., "T": "bfloat16"}), else to its
@@ -27,7 +35,9 @@ The folder of problem P is the first DIR/P/problem.json of --problem-path (repea
 list), then of $TUNE_PROBLEM_PATH (colon list), then this repository's configs/P/. The module is
 make_model(shape) of its reference module, loaded with the parameters and fed the inputs that
 problem.json's "tensors" describe (drawn by scripts/problem_folder.py with seed 0, float32, on the
-GPU; the edits of purpose "always" applied, the parity-only ones not: timing data, as tune's).
+GPU; the edits of purpose "always" applied, the parity-only ones not: timing data as tune's, but
+numpy's generator with seed 0, not tune's generator and --seed: the same distributions, other
+numbers; --one takes tune's own).
 
 Methods (per call, median of the samples):
   events  L2 flushed (a buffer of twice the L2 size zeroed) before each call, CUDA events around
