@@ -539,7 +539,11 @@ def probe(reference):
         from importlib import metadata
         out["torch_version"] = metadata.version("torch")
     except Exception:
-        out["skip"] = f"PyTorch is not installed for {sys.executable}"
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            out["skip"] = f"PyTorch is not installed for {sys.executable}"
+        else:  # a build without package metadata: its version is read when --one imports it
+            out["torch_version"] = "unknown (no package metadata)"
     if not out["skip"] and not defines_make_model(reference):
         out["skip"] = f"{reference} defines no make_model(shape): not a PyTorch module"
     print(json.dumps(out))

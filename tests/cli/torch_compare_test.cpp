@@ -2,7 +2,14 @@
 // it, caches it and compares graph against graph on the last line. The fake worker (no GPU) with a
 // fake harness (tests/fixtures/torch/fake_torch_harness.py, a fixture of canned times) in place of
 // report/torch_baseline.py.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -148,6 +155,40 @@ TEST(TorchCompare, AHarnessThatFailsOrHangsIsRecordedAndTheResultsStand) {
     // A failure is not cached: the next run tries again.
     EXPECT_EQ(tune_with(dir, "TUNE_TORCH_HARNESS=" + kHarness).results.at("torch").at("status"), "measured");
   }
+}
+
+// A Ctrl-C while the module is timed (torch.compile takes a minute) stops the harness at once; the
+// results of the kernels stand, the record says it was stopped.
+TEST(TorchCompare, ACtrlCStopsTheHarnessAtOnceAndTheResultsStand) {
+  const fs::path dir = fresh("interrupt");
+  const fs::path calls = dir / "calls";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen((dir / "log").c_str(), "w", stderr);
+    std::freopen((dir / "out.log").c_str(), "w", stdout);
+    for (const auto& [k, v] : {std::pair{"TUNE_WORKER_FAKE", std::string("1")}, std::pair{"TUNE_TORCH_HARNESS", kHarness},
+                               std::pair{"FAKE_TORCH_BEHAVIOUR", std::string("hang")},
+                               std::pair{"FAKE_TORCH_CALLS", calls.string()}})
+      setenv(k, v.c_str(), 1);
+    const std::string config = std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+    const std::string out = (dir / "out").string(), cache = (dir / "cache").string();
+    execl(TUNE_EXE, TUNE_EXE, "--problem", "contact", "--B", "2", "--N", "8", "--C", "16", "--H", "8", "--sanitize",
+          "off", "--config", config.c_str(), "--out", out.c_str(), "--cache-dir", cache.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && !fs::exists(calls); ++i) usleep(50 * 1000);  // the harness is running --one
+  ASSERT_TRUE(fs::exists(calls));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 20.0);
+  const Json j = Json::parse(std::ifstream(dir / "out" / "fake-gpu" / "contact" / "B2_N8_C16_H8.json"));
+  EXPECT_EQ(j.at("torch").at("status"), "failed");
+  EXPECT_NE(j.at("torch").at("reason").get<std::string>().find("stopped"), std::string::npos) << j.at("torch");
+  EXPECT_NE(j.at("summary").at("winner"), nullptr);
+  EXPECT_EQ(j.at("complete"), true);
 }
 
 TEST(TorchCompare, TorchOffRunsNoHarnessAndABadModeIsRefused) {

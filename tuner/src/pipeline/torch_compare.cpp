@@ -106,6 +106,7 @@ double harness_timeout_s() {
 std::string child_failure(const ChildResult& r, const Harness& h, double deadline_s) {
   std::string said = last_line(r.err);
   if (said.empty()) said = last_line(r.out);
+  if (r.stopped) return fmt::format("stopped: the run was asked to stop (SIGINT or SIGTERM) while {} ran", h.script.filename().string());
   switch (r.end) {
     case ChildEnd::kTimedOut: return fmt::format("{} did not finish within {:g} s and was stopped (TUNE_TORCH_TIMEOUT)", h.script.filename().string(), deadline_s);
     case ChildEnd::kNotStarted: return fmt::format("cannot run '{}' ({}); set TUNE_PYTHON to a python3", h.python, std::strerror(r.error));
@@ -124,6 +125,7 @@ ChildResult run_harness(const Harness& h, const std::vector<std::string>& args, 
   o.deadline_s = deadline_s;
   o.progress_every_s = std::max(1.0, std::min(30.0, std::floor(deadline_s / 4)));
   o.on_progress = [&](double s) { log(fmt::format("torch: still timing the module ({:.0f} s of {:g} s)", s, deadline_s)); };
+  o.stop_when = [] { return stop_requested(); };  // a Ctrl-C does not wait for torch.compile
   return run_child(o);
 }
 
