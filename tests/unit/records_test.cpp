@@ -232,6 +232,15 @@ TEST(Header, HoldsTheWinnerAsConstexprValuesWithProvenance) {
   EXPECT_NE(h.find("Fixture GPU 9000"), std::string::npos);
   EXPECT_NE(h.find("Command: tune --problem contact --B 4 --N 64 /* fixture * /"), std::string::npos) << h;
   EXPECT_EQ(generate_header(run, space), h);  // deterministic
+  EXPECT_EQ(h.find("against PyTorch"), std::string::npos);  // no torch record
+  RunRecord with_torch = run;
+  for (auto& v : with_torch.variants)
+    if (v.name == *run.winner) v.timing->graph_mean_us = 10;
+  with_torch.torch = TorchRecord{.status = "measured", .compile = TorchModeRecord{TorchTimes{20, 40.0, 39, 41, 38, 40}, {}, "", {}}};
+  EXPECT_NE(generate_header(with_torch, space).find(
+                "//   against PyTorch: 4.00x over torch.compile (graph 40.00 us against the winner's 10.00 us)\n"),
+            std::string::npos)
+      << generate_header(with_torch, space);
   RunRecord untimed = run;
   untimed.timed = false;
   EXPECT_THROW((void)generate_header(untimed, space), InputError);
