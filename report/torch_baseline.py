@@ -559,8 +559,8 @@ def run_one(folder):
     folder = pathlib.Path(folder)
     req = json.loads((folder / "request.json").read_text())
     res = {"status": "skipped", "reason": ""}
+    import numpy as np
     try:
-        import numpy as np
         import torch
         res.update(torch_version=torch.__version__, cuda_version=torch.version.cuda)
         if not torch.cuda.is_available():
