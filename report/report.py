@@ -265,34 +265,35 @@ def ratio_text(d):
     return x(d["ratio_to_floor"]) + (f" ({d['floors']['bound']})" if d["ratio_to_floor"] is not None else "")
 
 
-def torch_speedups(win_t, entry):
-    """Winner against PyTorch: events vs the winner's cold median, graph vs its graph time."""
-    out = {}
+def torch_speedups(win_t, record, entry):
+    """The winner against PyTorch by one method: its CUDA-graph time against the module's CUDA-graph
+    median (never a cold median against events). The module's times come from the results file's own
+    torch record (tune --torch: the run's inputs, after its gate) where it has times, else from a
+    torch_baseline.py file's entry; ModelNew from that file only, against eager and torch.compile of
+    the same process (graph against graph, events against events)."""
+    own = record if (record or {}).get("status") in ("measured", "cached") else None
+    source = own or entry
+    if not source:
+        return None
+    out = {"source": "results" if own else "torch_baseline", "torch_version": (own or {}).get("torch_version")}
     for mode in ("eager", "compile"):
-        m = (entry or {}).get(mode) or {}
-        ev = (m.get("events") or {}).get("median_us")
+        m = source.get(mode) or {}
         gr = (m.get("graph") or {}).get("median_us")
-        out[mode] = {
-            "events_us": ev, "graph_us": gr, "error": m.get("error"),
-            "speedup_events": ev / win_t["median_us"] if ev and win_t else None,
-            "speedup_graph": gr / win_t["graph_mean_us"] if gr and win_t and win_t.get("graph_mean_us") else None,
-        }
-    # ModelNew (tune export torch) timed in the same process as eager and torch.compile.
+        out[mode] = {"events_us": (m.get("events") or {}).get("median_us"), "graph_us": gr, "error": m.get("error"),
+                     "speedup_graph": gr / win_t["graph_mean_us"] if gr and win_t and win_t.get("graph_mean_us") else None}
     m = (entry or {}).get("modelnew")
     if m:
         ev = (m.get("events") or {}).get("median_us")
         gr = (m.get("graph") or {}).get("median_us")
-        eager = out["eager"]["events_us"]
-        compiled = out["compile"]["events_us"]
-        eager_graph = out["eager"]["graph_us"]
-        compiled_graph = out["compile"]["graph_us"]
+        same = {mode: (entry.get(mode) or {}) for mode in ("eager", "compile")}
+        t = lambda mode, method: (same[mode].get(method) or {}).get("median_us")
         out["modelnew"] = {
             "events_us": ev, "graph_us": gr, "error": m.get("error"), "tuned": m.get("tuned"),
             "variant": m.get("variant"), "parity": m.get("parity"), "op_overhead_us": m.get("op_overhead_us"),
-            "over_eager_events": eager / ev if eager and ev else None,
-            "over_compile_events": compiled / ev if compiled and ev else None,
-            "over_eager_graph": eager_graph / gr if eager_graph and gr else None,
-            "over_compile_graph": compiled_graph / gr if compiled_graph and gr else None,
+            "over_eager_events": t("eager", "events") / ev if t("eager", "events") and ev else None,
+            "over_compile_events": t("compile", "events") / ev if t("compile", "events") and ev else None,
+            "over_eager_graph": t("eager", "graph") / gr if t("eager", "graph") and gr else None,
+            "over_compile_graph": t("compile", "graph") / gr if t("compile", "graph") and gr else None,
         }
     return out
 
@@ -332,7 +333,7 @@ def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
             "floors": fl, "peak_source": (peaks.get(slug) or {}).get("source"),
             "ratio_to_floor": wt["median_us"] / fl["larger_us"] if wt and fl and fl["larger_us"] > 0 else None,
             "work": run.get("work"), "dtype": dtype_text(run), "tensor_dtypes": tensor_dtypes(run),
-            "torch": torch_speedups(wt, t) if t else None,
+            "torch": torch_speedups(wt, run.get("torch"), t),
             "times": {v["name"]: v["timing"]["median_us"] for v in passed(run)},
             "status": {v["name"]: v["status"] for v in run["variants"]},
         }
@@ -724,12 +725,18 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
         blocks.append(("p", "**Left out:** " + left_out_text(left_out).replace("left out ", "", 1) + "."))
     used = sorted({d["slug"] for g in groups.values() for d in g["gpus"].values()})
     blocks.append(("h2", "Summary"))
+    blocks.append(("p", "Against PyTorch, graph against graph: the winner's CUDA-graph time per call against the "
+                        "module's CUDA-graph median (tune --torch in the run itself, else a torch_baseline.py file), "
+                        "and ModelNew against torch.compile timed in one process by torch_baseline.py --export."))
     blocks.append(("table", ["problem, shape", "dtype", "GPU", "winner cold µs", "winner / largest floor",
-                             "speedup over baseline", "over PyTorch eager", "over torch.compile"],
+                             "speedup over baseline", "winner graph µs", "torch.compile graph µs",
+                             "winner over torch.compile (graph)", "winner over eager (graph)",
+                             "ModelNew over torch.compile (graph)"],
                    [[f"{g['problem']} {dims_text(g['shape'])}", d["dtype"], d["gpu"], fmt(d["median_us"]), ratio_text(d),
-                     x(d["speedup_over_baseline"]), x(d["torch"]["eager"]["speedup_events"] if d["torch"] else None),
-                     x(d["torch"]["compile"]["speedup_events"] if d["torch"] else None)]
-                    for g in groups.values() for d in g["gpus"].values()]))
+                     x(d["speedup_over_baseline"]), fmt(d["graph_us"]), fmt(t["compile"]["graph_us"] if t else None),
+                     x(t["compile"]["speedup_graph"] if t else None), x(t["eager"]["speedup_graph"] if t else None),
+                     x((t.get("modelnew") or {}).get("over_compile_graph") if t else None)]
+                    for g in groups.values() for d in g["gpus"].values() for t in [d["torch"]]]))
     flagged = [f"{g['problem']} {shape_text(g['shape'])} on {m['model']} ({m['baseline']['spread_pct']:.1f} %)"
                for g in groups.values() for m in g["card_spread"] if m["baseline"] and m["baseline"]["beyond_noise"]]
     if flagged:
@@ -776,9 +783,10 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
                              x(d["speedup_over_baseline"])])
                 if d["torch"]:
                     t = d["torch"]
-                    trows.append([d["gpu"]] + [c for m in ("eager", "compile") for c in (
-                        fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
-                        x(t[m]["speedup_events"]), fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
+                    trows.append([d["gpu"], "this run (tune --torch)" if t["source"] == "results" else "torch_baseline.py"]
+                                 + [c for m in ("eager", "compile") for c in (
+                                     fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
+                                     fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
                     mn = t.get("modelnew")
                     if mn:
                         par = mn["parity"]
@@ -797,12 +805,13 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
                                      "baseline cold µs",
                                      "speedup over baseline"], rows))
             if trows:
-                blocks.append(("p", "Against PyTorch on the same GPU (events: one call between CUDA events, L2 "
-                                    "flushed, against the winner's cold median; graph: CUDA-graph replay against "
-                                    "the winner's graph time):"))
-                blocks.append(("table", ["GPU", "eager µs (events)", "winner speedup", "eager µs (graph)",
-                                         "winner speedup", "torch.compile µs (events)", "winner speedup",
-                                         "torch.compile µs (graph)", "winner speedup"], trows))
+                blocks.append(("p", "Against PyTorch on the same GPU, graph against graph (the winner's CUDA-graph "
+                                    "time against the module's CUDA-graph replay); the module's events times (one "
+                                    "call between CUDA events, L2 flushed, launch overhead included) are shown "
+                                    "but set against nothing of the winner's:"))
+                blocks.append(("table", ["GPU", "measured by", "eager µs (events)", "eager µs (graph)",
+                                         "winner over eager (graph)", "torch.compile µs (events)",
+                                         "torch.compile µs (graph)", "winner over torch.compile (graph)"], trows))
             if mrows:
                 blocks.append(("p", "ModelNew (`tune export torch`, the tuned kernels as a PyTorch op) in the same "
                                     "process as eager and torch.compile, on the same inputs, timed the same way; op "

@@ -506,6 +506,36 @@ def _variant(v, at):
         raise _Bad(_member(at, "status"), f"\"passed\", but the gate's verdict is {verdict}")
 
 
+def _torch(t, at):
+    """The results file's torch record (schema minor 7, issue 36), as tune's validate_torch_record."""
+    _one_of(t, at, "status", True, ("measured", "cached", "skipped", "failed"))
+    for k in ("reason", "torch_version", "device", "module_dtype"):
+        _text(t, at, k, False)
+    _strings(t, at, "modes", False)
+    _boolean(t, at, "tf32", False)
+    _object(t, at, "method", False)
+    _number(t, at, "seconds", False, True, "non-negative")
+    if t["status"] in ("skipped", "failed") and not t.get("reason"):
+        raise _Bad(_member(at, "reason"), f"empty, but the status is {t['status']} (it says why)")
+    present = False
+    for mode in ("eager", "compile"):
+        m = _object(t, at, mode, False, True)
+        if m is None:
+            continue
+        present = True
+        where = _member(at, mode)
+        for method in ("graph", "events"):
+            times = _object(m, where, method, False, True)
+            if times is not None:
+                _number(times, _member(where, method), "median_us", True, False, "positive")
+                _integer(times, _member(where, method), "samples", False)
+        if m.get("error") is not None:
+            _text(m, where, "error", False)
+        _number(m, where, "compile_seconds", False, True, "non-negative")
+    if t["status"] in ("measured", "cached") and not present:
+        raise _Bad(at, f"status {t['status']}, but neither eager nor compile is recorded")
+
+
 def validate(run):
     """Raises _Bad naming the first JSON path that is not what tune writes."""
     if not isinstance(run, dict):
@@ -545,6 +575,9 @@ def validate(run):
     w = _object(run, "", "wall_seconds", False)
     if w is not None:
         _numbers(w, "wall_seconds", ("compile", "measure", "total"))
+    t = _object(run, "", "torch", False, True)
+    if t is not None:
+        _torch(t, "torch")
 
     variants = _array(run, "", "variants", True)
     index, baseline, baseline_at = {}, None, ""

@@ -8,6 +8,14 @@ reads what it writes.
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --list     (the shapes; needs no torch)
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --export PKG_DIR [--tf32]
     python3 report/torch_baseline.py RESULTS_DIR -o FILE.json --dtype bfloat16
+    python3 report/torch_baseline.py --probe REFERENCE      (tune --torch: torch's version, make_model?)
+    python3 report/torch_baseline.py --one DIR              (tune --torch: one shape on tune's inputs)
+
+tune --torch (docs/cli.md) times one shape through --one: DIR/request.json names the problem folder,
+the shape, the modes, the device and the method's settings, and each parameter and input as a .npy
+file of tune's own timing draw (its generator, the run's --seed, the edits of purpose "always"), so
+the module runs on the very inputs the variants were timed on; the result goes to DIR/result.json
+(run_one). Both go through time_module, the same code as the rest of this script.
 
 Dtypes (issue 35): each tensor in the dtype problem.json gives it, a dtype variable bound to the
 shape's value (a results file's "shape" holds it: {"B": 2, ..., "T": "bfloat16"}), else to its
@@ -27,7 +35,9 @@ The folder of problem P is the first DIR/P/problem.json of --problem-path (repea
 list), then of $TUNE_PROBLEM_PATH (colon list), then this repository's configs/P/. The module is
 make_model(shape) of its reference module, loaded with the parameters and fed the inputs that
 problem.json's "tensors" describe (drawn by scripts/problem_folder.py with seed 0, float32, on the
-GPU; the edits of purpose "always" applied, the parity-only ones not: timing data, as tune's).
+GPU; the edits of purpose "always" applied, the parity-only ones not: timing data as tune's, but
+numpy's generator with seed 0, not tune's generator and --seed: the same distributions, other
+numbers; --one takes tune's own).
 
 Methods (per call, median of the samples):
   events  L2 flushed (a buffer of twice the L2 size zeroed) before each call, CUDA events around
@@ -94,6 +104,10 @@ class Failure(Exception):
     def __init__(self, code, message):
         super().__init__(message)
         self.code = code
+
+
+class NotAModule(Failure):
+    """The reference defines no make_model: there is no PyTorch module to time."""
 
 
 def results_in(root, gpu=None):
@@ -225,9 +239,9 @@ def search_path(problem_paths):
 class Problem:
     """A problem folder's problem.json and reference module, found by name on the search path."""
 
-    def __init__(self, name, dirs):
+    def __init__(self, name, dirs, folder=None):
         pf = problem_folder()
-        folder = next((d / name for d in dirs if (d / name / "problem.json").is_file()), None)
+        folder = folder or next((d / name for d in dirs if (d / name / "problem.json").is_file()), None)
         if folder is None:
             raise Failure(2, f"problem {name}: no {name}/problem.json in {', '.join(map(str, dirs))} "
                              "(pass --problem-path)")
@@ -241,7 +255,7 @@ class Problem:
         except Exception as e:  # the reference module itself failed to import
             raise Failure(2, f"problem {name}: {self.reference}: {first_line(e)}")
         if not callable(getattr(self.module, "make_model", None)):
-            raise Failure(2, f"problem {name}: {self.reference} defines no make_model(shape)")
+            raise NotAModule(2, f"problem {name}: {self.reference} defines no make_model(shape)")
 
 
 def dims_of(shape):
@@ -283,15 +297,17 @@ def as_dtype(torch, array, name):
     return torch.from_numpy(array).to(dtypes.torch_dtype(torch, name))
 
 
-def build(torch, problem, shape, override=None):
+def build(torch, problem, shape, override=None, data=None):
     """The module in its dtype with the problem's parameters loaded (on the CPU), its inputs in
-    order on the GPU in their dtypes, and the dtype plan (dtype_plan)."""
+    order on the GPU in their dtypes, and the dtype plan (dtype_plan). data: {tensor: array} to
+    feed it (tune's own timing draw, --one); else drawn here (numpy's generator, seed 0)."""
     pf = problem_folder()
     dims = dims_of(shape)
     try:
         plan = dtype_plan(problem.spec, shape, override)
         _, of, module_dtype = plan
-        data = pf.draw(problem.tensors, problem.edits, dims, seed=0, purposes=("always",), dtype="float32")
+        if data is None:
+            data = pf.draw(problem.tensors, problem.edits, dims, seed=0, purposes=("always",), dtype="float32")
         module = problem.module.make_model(dict(dims))
         # Rounded to the parameter's dtype here; load_state_dict copies them into the float32 module.
         params = {t["name"]: as_dtype(torch, data[t["name"]], of[t["name"]]) for t in pf.roles(problem.tensors, "parameter")}
@@ -326,10 +342,51 @@ def first_line(e):
     return text.splitlines()[0][:300]
 
 
-def measure(problems, torch, problem, shape, a, flush, log, export=None):
+def time_modes(torch, module, inputs, modes, a, flush, log=lambda mode, rec: None):
+    """{mode: {"events": TIMES, "graph": TIMES, "error", "compile_seconds" (compile)}} of the module
+    (on the GPU, eval, under no_grad) called on inputs, for each of modes ("eager", "compile")."""
+    out = {}
+    for mode in modes:
+        rec = {"events": None, "graph": None, "error": None}
+        try:
+            fn_module = module
+            if mode == "compile":
+                fn_module = torch.compile(module, dynamic=False)
+                t0 = time.perf_counter()
+                fn_module(*inputs)
+                torch.cuda.synchronize()
+                rec["compile_seconds"] = time.perf_counter() - t0
+
+            def call(m=fn_module):
+                return m(*inputs)
+            rec["events"] = time_events(torch, call, flush, a.samples, a.max_seconds)
+            try:
+                rec["graph"] = time_graph(torch, call, a.graph_calls, a.samples, a.max_seconds)
+            except Exception as e:  # capture can fail for reasons of PyTorch's own; keep the events
+                rec["error"] = "graph: " + first_line(e)
+        except Exception as e:
+            rec["error"] = first_line(e)
+        torch.cuda.synchronize()
+        out[mode] = rec
+        log(mode, rec)
+    return out
+
+
+def time_module(torch, problem, shape, modes, a, flush, data=None, override=None, log=lambda mode, rec: None):
+    """The module of `problem` (a Problem) at `shape` (dims and dtype variables) in its dtypes, timed
+    by time_modes: (module, inputs, dtype plan, {mode: record}). data: tune's inputs ({tensor: array})
+    or None (drawn here); override: --dtype."""
     torch.manual_seed(0)
-    module, inputs, (bound, of, module_dtype) = build(torch, problems[problem], shape, a.dtype)
+    module, inputs, plan = build(torch, problem, shape, override, data)
     module = module.cuda().eval()
+    with torch.no_grad():
+        return module, inputs, plan, time_modes(torch, module, inputs, modes, a, flush, log)
+
+
+def measure(problems, torch, problem, shape, a, flush, log, export=None):
+    module, inputs, (bound, of, module_dtype), times = time_module(
+        torch, problems[problem], shape, ("eager", "compile"), a, flush, override=a.dtype,
+        log=lambda mode, rec: log_times(log, problem, shape, mode, rec))
     # The results file's shape as it is (an older file without a dtype variable is its default, and
     # `tune report` matches entries by that shape); with --dtype, the variables as bound.
     entry = {"problem": problem, "shape": {**{k: v for k, v in shape.items() if not k.startswith("_")},
@@ -337,29 +394,7 @@ def measure(problems, torch, problem, shape, a, flush, log, export=None):
              "dtypes": of, "module_dtype": module_dtype}
     with torch.no_grad():
         entry["module_parity"] = module_parity(torch, module, inputs, module_dtype)
-        for mode in ("eager", "compile"):
-            rec = {"events": None, "graph": None, "error": None}
-            try:
-                fn_module = module
-                if mode == "compile":
-                    fn_module = torch.compile(module, dynamic=False)
-                    t0 = time.perf_counter()
-                    fn_module(*inputs)
-                    torch.cuda.synchronize()
-                    rec["compile_seconds"] = time.perf_counter() - t0
-
-                def call(m=fn_module):
-                    return m(*inputs)
-                rec["events"] = time_events(torch, call, flush, a.samples, a.max_seconds)
-                try:
-                    rec["graph"] = time_graph(torch, call, a.graph_calls, a.samples, a.max_seconds)
-                except Exception as e:  # capture can fail for reasons of PyTorch's own; keep the events
-                    rec["error"] = "graph: " + first_line(e)
-            except Exception as e:
-                rec["error"] = first_line(e)
-            torch.cuda.synchronize()
-            entry[mode] = rec
-            log_times(log, problem, shape, mode, rec)
+        entry.update(times)
         if export is not None and hasattr(export, problem):
             entry["modelnew"] = measure_modelnew(torch, getattr(export, problem), module, inputs, problems[problem],
                                                  entry["shape"], a, flush, of)
@@ -462,7 +497,103 @@ def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, f
     return rec
 
 
+def flush_buffer(torch):
+    """(the current device's L2 size in bytes, a float32 buffer of twice that to zero before each call)."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = getattr(props, "L2_cache_size", 0) or 128 << 20
+    return l2, torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
+
+
+def method_record(a, l2):
+    return {"events": "L2 flushed (zeroing a buffer of twice the L2 size) before each call; CUDA events around one "
+                      "call; median",
+            "graph": "graph_calls calls captured in one CUDA graph, replayed; per call; median",
+            "samples": a.samples, "max_seconds": a.max_seconds, "graph_calls": a.graph_calls, "flush_bytes": 2 * l2}
+
+
+# --- tune's own use (tune --torch, docs/cli.md): one problem at one shape on tune's inputs --------
+
+def defines_make_model(reference):
+    """Whether the reference's top level defines or imports make_model (read, not run: no torch import)."""
+    import ast
+    try:
+        tree = ast.parse(pathlib.Path(reference).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return True  # the run itself says what is wrong with it
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == "make_model":
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "make_model" for t in node.targets):
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (n.asname or n.name) in ("make_model", "*") for n in node.names):
+            return True
+    return False
+
+
+def probe(reference):
+    """--probe REFERENCE: prints {"torch_version": its version or null, "skip": why there is nothing to
+    time, or ""}, quickly: torch's version from its package metadata, make_model from the source."""
+    out = {"torch_version": None, "skip": ""}
+    try:
+        from importlib import metadata
+        out["torch_version"] = metadata.version("torch")
+    except Exception:
+        import importlib.util
+        if importlib.util.find_spec("torch") is None:
+            out["skip"] = f"PyTorch is not installed for {sys.executable}"
+        else:  # a build without package metadata: its version is read when --one imports it
+            out["torch_version"] = "unknown (no package metadata)"
+    if not out["skip"] and not defines_make_model(reference):
+        out["skip"] = f"{reference} defines no make_model(shape): not a PyTorch module"
+    print(json.dumps(out))
+    return 0
+
+
+def run_one(folder):
+    """--one DIR: times the module of DIR/request.json (written by tune: problem folder, shape, modes,
+    device, tf32, the method's settings and each tensor as .npy, tune's timing draw) and writes
+    DIR/result.json: {"status": "measured" | "skipped", "reason", "torch_version", "cuda_version",
+    "device", "module_dtype", "dtypes", "tf32", "method", and per mode of "modes" its record
+    (time_modes)}. A failure that is no skip ends it with its message on stderr (exit 1 or 2)."""
+    folder = pathlib.Path(folder)
+    req = json.loads((folder / "request.json").read_text())
+    res = {"status": "skipped", "reason": ""}
+    import numpy as np
+    try:
+        import torch
+        res.update(torch_version=torch.__version__, cuda_version=torch.version.cuda)
+        if not torch.cuda.is_available():
+            res["reason"] = "no CUDA device is available to PyTorch"
+        else:
+            torch.cuda.set_device(int(req.get("device", 0)))
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(req.get("tf32", False))
+            problem = Problem(req["problem"], [], folder=pathlib.Path(req["folder"]))
+            data = {t["name"]: np.load(folder / t["file"]) for t in req["tensors"]}
+            a = argparse.Namespace(samples=int(req.get("samples", 200)), max_seconds=float(req.get("max_seconds", 2.0)),
+                                   graph_calls=int(req.get("graph_calls", 20)))
+            l2, flush = flush_buffer(torch)
+            _, _, (_, of, module_dtype), times = time_module(torch, problem, req["shape"], req["modes"], a, flush, data)
+            res.update(status="measured", device=torch.cuda.get_device_name(), module_dtype=module_dtype, dtypes=of,
+                       tf32=torch.backends.cuda.matmul.allow_tf32, method=method_record(a, l2), **times)
+    except ImportError as e:
+        res["reason"] = f"PyTorch does not import for {sys.executable} ({first_line(e)})"
+    except NotAModule as e:
+        res["reason"] = f"{e}: not a PyTorch module"
+    tmp = folder / "result.json.tmp"
+    tmp.write_text(json.dumps(res, indent=1) + "\n")
+    os.replace(tmp, folder / "result.json")
+    return 0
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] in ("--probe", "--one"):
+        try:
+            return probe(argv[1]) if argv[0] == "--probe" else run_one(argv[1])
+        except Failure as e:
+            print(f"torch_baseline: {e}", file=sys.stderr)
+            return e.code
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("results", help="results folder (<gpu>/<problem>/<shape>.json): the shapes to time")
     ap.add_argument("-o", "--out", required=True, help="baseline JSON to write")
@@ -513,9 +644,8 @@ def main(argv=None):
             raise Failure(2, f"{a.results}: no tune results" + (f" for {gpu}" if gpu else ""))
         dirs = search_path(a.problem_path)
         problems = {name: Problem(name, dirs) for name in sorted({p for p, _ in shapes})}
+        l2, flush = flush_buffer(torch)
         props = torch.cuda.get_device_properties(0)
-        l2 = getattr(props, "L2_cache_size", 0) or 128 << 20
-        flush = torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
         doc = {"kind": "tune.torch_baseline", "schema_version": 1,
                "device": {"name": name, "slug": slug, "compute_capability": f"{props.major}.{props.minor}",
                           "l2_cache_bytes": l2},
@@ -525,11 +655,7 @@ def main(argv=None):
                            "references": {name: str(p.reference) for name, p in problems.items()},
                            "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
                            "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32, "export": a.export},
-               "method": {"events": "L2 flushed (zeroing a buffer of twice the L2 size) before each call; CUDA "
-                                    "events around one call; median",
-                          "graph": "graph_calls calls captured in one CUDA graph, replayed; per call; median",
-                          "samples": a.samples, "max_seconds": a.max_seconds, "graph_calls": a.graph_calls,
-                          "flush_bytes": 2 * l2},
+               "method": method_record(a, l2),
                "device_peaks": {"copy_gb_per_s": copy_bandwidth(torch),
                                 "method": "device-to-device copy of 1 GiB (bytes read + written), CUDA events, median "
                                           "of 20"},

@@ -26,7 +26,7 @@ TEST(DtypeCli, ACommaListSweepsTheDtypeOneFilePerDtype) {
   ASSERT_TRUE(std::filesystem::exists(dir / "M64_bfloat16.json")) << r.output;
   const auto j = nlohmann::ordered_json::parse(std::ifstream(dir / "M64_bfloat16.json"));
   EXPECT_EQ(j.at("shape").at("T"), "bfloat16");
-  EXPECT_EQ(j.at("schema_minor_version"), 6);
+  EXPECT_EQ(j.at("schema_minor_version"), tune::kResultSchemaMinorVersion);
   const auto& tensors = j.at("context").at("tensors");
   ASSERT_EQ(tensors.size(), 3u) << tensors.dump();
   EXPECT_EQ(tensors[0], nlohmann::ordered_json::parse(R"({"name": "x", "role": "input", "dtype": "bfloat16", "shape": [64]})"));

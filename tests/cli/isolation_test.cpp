@@ -216,7 +216,7 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
   EXPECT_EQ(iso.at("worker_starts"), 5) << "one worker, then a fresh one after each of the four losses";
   EXPECT_EQ(iso.at("variant_timeout_s"), 1.0);
   EXPECT_EQ(iso.at("test_hooks").size(), 2u);
-  EXPECT_EQ(got.at("schema_minor_version"), 6);
+  EXPECT_EQ(got.at("schema_minor_version"), 7);
   EXPECT_EQ(got.at("context").at("reference"), "built-in C++ (contact)");
   EXPECT_EQ(header_body(result_path(faulty).replace_extension(".hpp")),
             header_body(result_path(clean).replace_extension(".hpp")));
@@ -601,7 +601,7 @@ TEST(Gate, TheFinalistsAreGatedAndTheContextSaysHow) {
   EXPECT_EQ(g.at("rounds"), 1);
   EXPECT_GE(g.at("inputs").size(), 2u) << g.dump();
   EXPECT_GT(g.at("wall_s").get<double>(), 0.0);
-  EXPECT_EQ(c.json.at("schema_minor_version"), 6);
+  EXPECT_EQ(c.json.at("schema_minor_version"), 7);
   const Json& w = variant(c.json, c.winner);
   EXPECT_EQ(w.at("gate").at("verdict"), "safe") << w.dump();
   EXPECT_EQ(w.at("gate").at("tools").size(), 4u);
@@ -985,7 +985,7 @@ TEST(Gate, AllowUncheckedLetsAnUncheckedFinalistWinAndTheRecordSaysSo) {
   const Json& w = variant(got, c.winner);
   EXPECT_EQ(w.at("gate").at("verdict"), "unchecked") << w.dump();
   EXPECT_TRUE(got.at("context").at("gate").at("allow_unchecked").get<bool>());
-  EXPECT_EQ(got.at("schema_minor_version"), 6);
+  EXPECT_EQ(got.at("schema_minor_version"), 7);
   EXPECT_NE(r.output.find("winner " + c.winner + " is unchecked"), std::string::npos) << r.output;
   EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(result_path(out)).replace_extension(".hpp")));
 }

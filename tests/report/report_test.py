@@ -71,20 +71,61 @@ class Report(unittest.TestCase):
         self.assertNotIn("Card-to-card", self.md)
 
     def test_summary_rows(self):
-        self.assertIn("| contact B1 N64 C64 H32 | float32 | Synthetic GPU A | 400.00 | 1.33x (FP32 compute) | 2.00x | 5.00x | 3.00x |",
-                      self.md)
-        self.assertIn("| contact B2 N64 C64 H32 | float32 | Synthetic GPU B | 500.00 | 1.25x (FP32 compute) | 1.60x | — | — |", self.md)
+        # One method per comparison (issue 36): the winner's graph time against the module's graph median;
+        # GPU A's from its torch_baseline.json, GPU B's at B2 from the results file's own torch record.
+        self.assertIn("| contact B1 N64 C64 H32 | float32 | Synthetic GPU A | 400.00 | 1.33x (FP32 compute) | 2.00x "
+                      "| 360.00 | 720.00 | 2.00x | 3.00x | — |", self.md)
+        self.assertIn("| contact B2 N64 C64 H32 | float32 | Synthetic GPU B | 500.00 | 1.25x (FP32 compute) | 1.60x "
+                      "| 450.00 | 900.00 | 2.00x | 3.00x | — |", self.md)
+        self.assertIn("| contact B1 N64 C64 H32 | float32 | Synthetic GPU B | 300.00 | 1.50x (FP32 compute) | 1.67x "
+                      "| 270.00 | — | — | — | — |", self.md)
+        # The cold median is never set against PyTorch's events any more.
+        for old in ("over PyTorch eager |", "speedup_events", "winner speedup"):
+            self.assertNotIn(old, self.md)
         self.assertIn("<td>contact B1 N64 C64 H32</td><td>float32</td><td>Synthetic GPU A</td><td>400.00</td><td>1.33x (FP32 compute)</td>",
                       self.html)
 
     def test_torch_speedups_only_where_a_baseline_exists(self):
         t = self.group(S1)["gpus"][A]["torch"]
-        self.assertAlmostEqual(t["eager"]["speedup_events"], 5.0)
-        self.assertAlmostEqual(t["compile"]["speedup_events"], 3.0)
+        self.assertEqual(t["source"], "torch_baseline")
+        self.assertNotIn("speedup_events", t["eager"])
         self.assertAlmostEqual(t["eager"]["speedup_graph"], 3.0)  # 1080 / (400 * 0.9)
         self.assertAlmostEqual(t["compile"]["speedup_graph"], 2.0)
         self.assertIsNone(self.group(S1)["gpus"][B]["torch"])
-        self.assertIn("| Synthetic GPU A | 3250.00 | 5.00x | — | — | failed: synthetic failure | — | — | — |", self.md)
+        self.assertIn("| Synthetic GPU A | torch_baseline.py | 3250.00 | — | — | failed: synthetic failure | — | — |",
+                      self.md)
+
+    def test_the_results_files_own_torch_record_is_graph_against_graph_and_comes_first(self):
+        t = self.group(S2)["gpus"][B]["torch"]
+        self.assertEqual(t["source"], "results")
+        self.assertAlmostEqual(t["compile"]["speedup_graph"], 2.0)  # 900 / (500 * 0.9)
+        self.assertAlmostEqual(t["eager"]["speedup_graph"], 3.0)
+        self.assertIn("| Synthetic GPU B | this run (tune --torch) | 1500.00 | 1350.00 | 3.00x | 1000.00 | 900.00 | 2.00x |",
+                      self.md)
+        # Where both exist, the run's own record (its inputs, its device session) is the one used.
+        src = OUT / "own_record"
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        doc = json.loads(f.read_text())
+        doc["schema_minor_version"] = 7
+        doc["torch"] = json.loads((FIX / "synthetic" / B / "contact" / "B2_N64_C64_H32.json").read_text())["torch"]
+        doc["torch"]["compile"]["graph"]["median_us"] = 1440.0
+        f.write_text(json.dumps(doc))
+        r = tune("report", str(src), "-o", str(OUT / "own_record_out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = {json.dumps(g["shape"]): g for g in json.loads((OUT / "own_record_out" / "report.json").read_text())["groups"]}
+        self.assertAlmostEqual(g[json.dumps(S1)]["gpus"][A]["torch"]["compile"]["speedup_graph"], 4.0)  # 1440 / 360
+        # A skipped record has no times: the torch_baseline.py file's are used.
+        doc["torch"] = {"status": "skipped", "reason": "PyTorch is not installed for python3", "modes": ["eager", "compile"],
+                        "eager": None, "compile": None}
+        f.write_text(json.dumps(doc))
+        r = tune("report", str(src), "-o", str(OUT / "own_record_out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = {json.dumps(g["shape"]): g for g in json.loads((OUT / "own_record_out" / "report.json").read_text())["groups"]}
+        self.assertAlmostEqual(g[json.dumps(S1)]["gpus"][A]["torch"]["compile"]["speedup_graph"], 2.0)
+        doc["torch"]["status"] = "timed"
+        f.write_text(json.dumps(doc))
+        self.expect_refusal(src, f"{f}: torch.status: \"timed\" is not one of measured, cached, skipped, failed")
 
     def test_portability_matrix_and_most_portable_config(self):
         p = self.group(S1)["portability"]
@@ -269,6 +310,8 @@ class Report(unittest.TestCase):
         self.assertIn("| Synthetic GPU A | tuned: `strategy=thread,block=64` (the export's results, not this file's "
                       f"winner) | 500.00 | 450.00 | {eager / 500.0:.2f}x |", md)
         self.assertIn("| 100.00 | 3.0e-05 (pass) |", md)
+        # The summary's ModelNew column: against torch.compile of the same process, graph against graph.
+        self.assertIn("| 360.00 | 720.00 | 2.00x | 3.00x | 1.60x |", md)  # 720 / 450
         entry["modelnew"]["tuned"] = "yes"
         t.write_text(json.dumps(doc))
         self.expect_refusal(src, f"{t}: entries[0].modelnew.tuned: \"yes\" is not")
@@ -482,6 +525,44 @@ class TorchBaseline(unittest.TestCase):
         self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
         self.assertTrue(r.stderr.startswith("torch_baseline: "), r.stderr)
         self.assertFalse((OUT / "t.json").exists())
+
+    def test_tunes_probe_reads_make_model_without_running_the_reference(self):
+        # tune --torch asks --probe first: torch's version from its metadata, make_model from the source.
+        refs = OUT / "probe"
+        refs.mkdir(parents=True, exist_ok=True)
+        (refs / "module.py").write_text("import torch\ndef make_model(shape):\n    return torch.nn.Identity()\n")
+        (refs / "numpy_only.py").write_text("raise SystemExit('never run')\ndef reference(x):\n    return x\n")
+        for ref, module in (("module.py", True), ("numpy_only.py", False)):
+            r = subprocess.run([sys.executable, str(self.SCRIPT), "--probe", str(refs / ref)], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = json.loads(r.stdout)
+            try:
+                from importlib import metadata
+                version = metadata.version("torch")
+            except Exception:
+                version = None
+            self.assertEqual(out["torch_version"], version)
+            if version is None:
+                self.assertIn("PyTorch is not installed for", out["skip"])
+            else:
+                self.assertEqual(out["skip"] == "", module, out)
+
+    def test_tunes_one_shape_run_without_torch_writes_a_skip(self):
+        try:
+            import torch
+            if torch.cuda.is_available():
+                self.skipTest("a CUDA device is present")
+        except ImportError:
+            pass
+        d = OUT / "one"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "request.json").write_text(json.dumps({"problem": "contact", "folder": str(SRC / "configs" / "contact"),
+                                                    "shape": S1, "modes": ["eager"], "tensors": []}))
+        r = subprocess.run([sys.executable, str(self.SCRIPT), "--one", str(d)], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads((d / "result.json").read_text())
+        self.assertEqual(res["status"], "skipped")
+        self.assertTrue(res["reason"].startswith(("PyTorch does not import", "no CUDA device")), res)
 
 
 class Synthetic(unittest.TestCase):

@@ -8,6 +8,8 @@
 #include <limits>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -69,6 +71,42 @@ TEST(Records, AnOlderRecordReadsAsItsProblemsRecordWithTheDtypeDefault) {
   std::ofstream(path) << to_json(typed).dump();
   EXPECT_EQ(read_problem_result(path).shape.dtype("T"), DType::kBFloat16);
   std::filesystem::remove(path);
+}
+
+// Issue 36: the torch record round-trips, and the winner is set against it graph against graph.
+TEST(Records, TheTorchRecordRoundTripsAndComparesGraphAgainstGraph) {
+  RunRecord run = fixture_run();
+  for (auto& v : run.variants)
+    if (v.name == *run.winner) v.timing->graph_mean_us = 20;
+  EXPECT_EQ(torch_comparison(run), "");  // no torch record
+  TorchRecord t;
+  t.status = "measured";
+  t.torch_version = "2.9.0";
+  t.device = "NVIDIA H200";
+  t.modes = {"eager", "compile"};
+  t.method = {{"graph_calls", 20}};
+  t.eager = TorchModeRecord{TorchTimes{200, 50.0, 49, 51, 48, 50}, TorchTimes{200, 60.0, 59, 61, 58, 60}, "", {}};
+  t.compile = TorchModeRecord{TorchTimes{200, 25.0, 24, 26, 23, 25}, std::nullopt, "events: synthetic", 12.5};
+  run.torch = t;
+  const std::string text = to_json(run).dump();
+  const RunRecord back = run_from_json(nlohmann::ordered_json::parse(text));
+  EXPECT_EQ(to_json(back).dump(), text);
+  ASSERT_TRUE(back.torch && back.torch->compile && back.torch->compile->graph);
+  EXPECT_EQ(back.torch->compile->graph->median_us, 25.0);
+  EXPECT_EQ(back.torch->compile->compile_seconds, 12.5);
+  EXPECT_FALSE(back.torch->compile->events.has_value());
+  const VariantRecord* w = run.find(*run.winner);
+  ASSERT_TRUE(w && w->timing && w->timing->graph_mean_us > 0);
+  const double g = w->timing->graph_mean_us;
+  EXPECT_EQ(torch_comparison(run),
+            fmt::format("{:.2f}x over torch.compile (graph 25.00 us against the winner's {:.2f} us), {:.2f}x over "
+                        "PyTorch eager (graph 50.00 us against the winner's {:.2f} us)", 25.0 / g, g, 50.0 / g, g));
+  auto j = to_json(t);
+  j["eager"]["graph"]["median_us"] = 0;
+  EXPECT_THROW(validate_torch_record(j), InputError);
+  j = to_json(t);
+  j["status"] = "skipped";
+  EXPECT_THROW(validate_torch_record(j), InputError);  // skipped without its reason
 }
 
 TEST(Records, OtherSchemaVersionsAndTruncatedFilesAreRefusedWithAReason) {
@@ -212,6 +250,15 @@ TEST(Header, HoldsTheWinnerAsConstexprValuesWithProvenance) {
   EXPECT_NE(h.find("Fixture GPU 9000"), std::string::npos);
   EXPECT_NE(h.find("Command: tune --problem contact --B 4 --N 64 /* fixture * /"), std::string::npos) << h;
   EXPECT_EQ(generate_header(run, space), h);  // deterministic
+  EXPECT_EQ(h.find("against PyTorch"), std::string::npos);  // no torch record
+  RunRecord with_torch = run;
+  for (auto& v : with_torch.variants)
+    if (v.name == *run.winner) v.timing->graph_mean_us = 10;
+  with_torch.torch = TorchRecord{.status = "measured", .compile = TorchModeRecord{TorchTimes{20, 40.0, 39, 41, 38, 40}, {}, "", {}}};
+  EXPECT_NE(generate_header(with_torch, space).find(
+                "//   against PyTorch: 4.00x over torch.compile (graph 40.00 us against the winner's 10.00 us)\n"),
+            std::string::npos)
+      << generate_header(with_torch, space);
   RunRecord untimed = run;
   untimed.timed = false;
   EXPECT_THROW((void)generate_header(untimed, space), InputError);

@@ -131,6 +131,8 @@ class Problem {
   [[nodiscard]] std::string work_expression(const std::string& which) const;
   // Whether a C++ fast path of the reference exists.
   [[nodiscard]] bool has_builtin_reference() const;
+  // The problem's reference.py (reference.python), absolute; nullopt when it has a built-in one only.
+  [[nodiscard]] std::optional<std::filesystem::path> python_reference() const;
   // Which reference a run with `backend` checks against, for the run's identity: "built-in C++
   // (contact)", or "reference.py xxh3:<hash of its bytes> (numpy)" with $TUNE_REFERENCE_BACKEND's
   // choice ("numpy or torch" when unset). Throws InputError when the file cannot be read.

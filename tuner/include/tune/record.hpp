@@ -27,7 +27,8 @@ inline constexpr int kResultSchemaVersion = 1;
 // `cache_hits`, `cache_misses`, `jobs`, `outputs_s`, `reference_s`, `tool_s`, `finalist_s` and
 // `baseline_rule` (issue 37); parity `dtype`, `rule`, `tolerance_passed`, `module_max_abs_error`,
 // `module_k`, `module_atol`, `module_passed`; context `tensors`; dtype variables in shapes (issue 35).
-inline constexpr int kResultSchemaMinorVersion = 6;
+// 7: `torch`, the problem's PyTorch module timed beside the tune (issue 36).
+inline constexpr int kResultSchemaMinorVersion = 7;
 
 enum class Status {
   kPending,        // not reached yet (the run was interrupted or is in progress)
@@ -318,6 +319,31 @@ struct RunContext {
   } gate;
 };
 
+// PyTorch's times of one call, as report/torch_baseline.py writes them (µs, over `samples`).
+struct TorchTimes {
+  int samples = 0;
+  double median_us = 0, q1_us = 0, q3_us = 0, min_us = 0, mean_us = 0;
+};
+// One way of running the module (eager, torch.compile): both methods' times, or why not.
+struct TorchModeRecord {
+  std::optional<TorchTimes> graph;   // CUDA graph of graph_calls calls, replayed; per call
+  std::optional<TorchTimes> events;  // L2 flushed, CUDA events around one call
+  std::string error;                 // empty: both measured
+  std::optional<double> compile_seconds;  // torch.compile's first call
+};
+// The problem's PyTorch module (make_model of its reference.py) timed at the run's shape on the
+// run's timing inputs, in a process of its own after the gate (issue 36; docs/results-format.md).
+struct TorchRecord {
+  std::string status;  // "measured", "cached" (an earlier measurement), "skipped", "failed"
+  std::string reason;  // why skipped or failed
+  std::string torch_version, cuda_version, device, module_dtype;
+  std::vector<std::string> modes;  // asked for: "eager", "compile"
+  bool tf32 = false;               // TF32 allowed in matmul and cuDNN
+  nlohmann::ordered_json method = nlohmann::ordered_json::object();  // the harness's settings
+  std::optional<TorchModeRecord> eager, compile;
+  double seconds = 0;  // wall time of the harness (0 when cached or skipped)
+};
+
 struct RunRecord {
   int schema_version = kResultSchemaVersion;
   int schema_minor_version = kResultSchemaMinorVersion;
@@ -336,6 +362,7 @@ struct RunRecord {
   std::optional<std::string> baseline;
   std::optional<double> speedup;  // baseline median / winner median
   bool complete = false;           // false while running or when interrupted
+  std::optional<TorchRecord> torch;  // null: not asked for (--torch off, untimed or interrupted run)
   struct Timings {
     double compile_wall_s = 0, measure_wall_s = 0, total_wall_s = 0;
   } wall;
@@ -356,6 +383,8 @@ VariantRecord variant_from_json(const nlohmann::ordered_json& json);
 nlohmann::ordered_json to_json(const GateRecord& gate);
 GateRecord gate_from_json(const nlohmann::ordered_json& json);
 nlohmann::ordered_json to_json(const HarnessFloor& floor);
+nlohmann::ordered_json to_json(const TorchRecord& torch);
+TorchRecord torch_from_json(const nlohmann::ordered_json& json);  // validated first (validate_result_json)
 // A shape as results, journals, the worker protocol and the reference request write it: each
 // dimension a number, then each dtype variable its name ({"B": 4, "N": 64, "T": "bfloat16"}).
 nlohmann::ordered_json shape_to_json(const Shape& shape);
@@ -376,6 +405,8 @@ RunRecord run_from_json(const nlohmann::ordered_json& json);
 void validate_result_json(const nlohmann::ordered_json& json);
 // One variant record (a results file's variants[i], a journal line's record), `at` its JSON path;
 // `remedy` ends the message.
+// A torch record (a results file's "torch", a cached one), `at` its JSON path.
+void validate_torch_record(const nlohmann::ordered_json& json, const std::string& at = "torch");
 void validate_variant_json(const nlohmann::ordered_json& json, const std::string& at, const std::string& remedy);
 
 }  // namespace tune

@@ -13,6 +13,7 @@
 #include "tune/record.hpp"
 #include "tune/space.hpp"
 #include "tune/shape.hpp"
+#include "tune/torch_compare.hpp"
 
 namespace tune {
 
@@ -102,6 +103,8 @@ struct TuneOptions {
   // --allow-unchecked: a finalist the gate could not check in full (`unchecked`) may win. Without
   // it, a run whose gate could not run names no winner and exits 2 or 3 (TuneOutcome::gate_exit_code).
   bool allow_unchecked = false;
+  // --torch: the problem's PyTorch module timed after the gate (tune/torch_compare.hpp, issue 36).
+  TorchModes torch = TorchModes::kAll;
   std::string command_line;
   // Set by the sweep layer for --shard runs (tune/sweep.hpp): recorded in the context, and with
   // split "variants" only this shard's variants are run.

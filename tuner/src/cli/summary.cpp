@@ -8,8 +8,10 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tune/gate.hpp"
+#include "tune/torch_compare.hpp"
 
 namespace tune::cli {
 
@@ -41,12 +43,20 @@ void print_ranking(const RunRecord& run) {
   }
 }
 
-void print_speedup(const RunRecord& run) {
-  if (!run.baseline) return;
-  const auto* b = run.find(*run.baseline);
-  if (b && b->timing) fmt::print("\nbaseline {:.3f} us", b->timing->median_us);
-  if (run.speedup) fmt::print(", winner {:.3f} us: {:.2f}x faster\n", run.find(*run.winner)->timing->median_us, *run.speedup);
-  else fmt::print("\n");
+void print_baseline(const RunRecord& run) {
+  const auto* b = run.baseline ? run.find(*run.baseline) : nullptr;
+  if (b && b->timing) fmt::print("\nbaseline {:.3f} us\n", b->timing->median_us);
+}
+
+// The last line: the winner against the baseline config (cold median against cold median) and
+// against the problem's PyTorch module (graph against graph, issue 36).
+void print_winner(const RunRecord& run) {
+  const VariantRecord* w = run.winner ? run.find(*run.winner) : nullptr;
+  if (!w || !w->timing) return;
+  std::vector<std::string> over;
+  if (run.speedup) over.push_back(fmt::format("{:.2f}x over the baseline config", *run.speedup));
+  if (const std::string torch = torch_comparison(run); !torch.empty()) over.push_back(torch);
+  fmt::print("winner {:.3f} us{}{}\n", w->timing->median_us, over.empty() ? "" : ": ", fmt::join(over, ", "));
 }
 
 }  // namespace
@@ -76,12 +86,13 @@ int print_summary(const TuneOutcome& out) {
   fmt::print("compile wall {:.1f} s, measure {:.1f} s, total {:.1f} s\n", run.wall.compile_wall_s, run.wall.measure_wall_s,
              run.wall.total_wall_s);
   print_ranking(run);
-  print_speedup(run);
+  print_baseline(run);
   if (const std::string gate = describe_gate(run.context.gate); !gate.empty()) fmt::print("{}\n", gate);
   fmt::print("results: {}\n", out.json_path.string());
   if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
   if (run.winner && run.find(*run.winner)->gate && run.find(*run.winner)->gate->verdict == "unchecked")
     fmt::print("winner {} is unchecked: {} (--allow-unchecked)\n", *run.winner, run.context.gate.could_not_run);
+  print_winner(run);
   std::fflush(stdout);
   const bool no_winner = say_nothing_passed(run, out.json_path);
   if (out.gate_exit_code != 0) return out.gate_exit_code;

@@ -145,6 +145,13 @@ void add_run_options(CLI::App& app, TuneArgs& args) {
                  "are checked on more inputs and over many launches either way")
       ->check(sanitize_modes())
       ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--torch", [&opt](const std::string& modes) { opt.torch = torch_modes_from_string(modes); },
+         "time the problem's PyTorch module (make_model of its reference.py) at the shape on the run's inputs, after "
+         "the search and the gate, in a process of its own: eager, torch.compile, all (both) or off; recorded in the "
+         "results and cached (--no-cache times it again); skipped in one line where torch, CUDA or make_model is missing")
+      ->check(CLI::IsMember(torch_mode_names()))
+      ->default_str(to_string(opt.torch));
   app.add_flag("--allow-unchecked", opt.allow_unchecked,
                "let a finalist win that the gate could not check in full (a sanitizer that did not run, output checks "
                "that could not run): it is recorded `unchecked`; without this such a run names no winner and exits 2 or 3");

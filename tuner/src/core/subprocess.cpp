@@ -204,6 +204,12 @@ class Child {
         r.end = ChildEnd::kTimedOut;
         break;
       }
+      if (o_.stop_when && o_.stop_when()) {
+        kill_tree(pid_);
+        r.end = ChildEnd::kTimedOut;
+        r.stopped = true;
+        break;
+      }
       if (o_.on_progress && o_.progress_every_s > 0 && now >= next_progress) {
         o_.on_progress(std::chrono::duration<double>(now - start).count());
         next_progress += seconds(o_.progress_every_s);

@@ -22,6 +22,9 @@ struct ChildOptions {
   // Called every progress_every_s seconds while the child runs, with the seconds it has run.
   double progress_every_s = 0;
   std::function<void(double)> on_progress;
+  // Asked as it waits (every 20 ms); true: the child and every process under it are killed, as at
+  // the deadline, and ChildResult::stopped says so (a run asked to stop does not wait for it).
+  std::function<bool()> stop_when;
 };
 
 enum class ChildEnd { kExited, kSignaled, kTimedOut, kNotStarted };
@@ -34,6 +37,7 @@ struct ChildResult {
   std::string out, err;                        // the last keep_bytes of each
   std::uint64_t out_bytes = 0, err_bytes = 0;  // all it wrote
   double seconds = 0;
+  bool stopped = false;  // ChildOptions::stop_when ended it (end is kTimedOut)
 };
 
 // Runs the child to its end or its deadline. Never throws for what the child does.

@@ -77,6 +77,8 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   if (b && has_usable_timing(*b) && run.speedup && std::isfinite(*run.speedup))
     h += fmt::format("//   baseline {} cold median {:.3f} us: speedup {:.2f}x\n", comment_safe(b->name), b->timing->median_us,
                      *run.speedup);
+  if (const std::string torch = torch_comparison(run); !torch.empty())  // issue 36: graph against graph
+    h += fmt::format("//   against PyTorch: {}\n", comment_safe(torch));
   h += fmt::format("// Winner rule: {}\n", comment_safe(run.winner_rule));
   h += fmt::format("// Command: {}\n", comment_safe(run.context.command_line));
   h += fmt::format("// NVRTC {}, options: {}\n", comment_safe(run.context.nvrtc_version),

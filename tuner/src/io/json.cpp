@@ -486,6 +486,7 @@ Json to_json(const RunRecord& run) {
                 {"winner_rule", run.winner_rule},
                 {"baseline", run.baseline ? Json(*run.baseline) : Json(nullptr)},
                 {"speedup_over_baseline", optional_number(run.speedup)}}},
+              {"torch", run.torch ? to_json(*run.torch) : Json(nullptr)},
               {"variants", variants}};
 }
 
@@ -520,6 +521,74 @@ Shape shape_from_json(const Json& json) {
     }
   }
   return shape;
+}
+
+namespace {
+
+Json torch_times_json(const std::optional<TorchTimes>& t) {
+  if (!t) return nullptr;
+  return Json{{"samples", t->samples},      {"median_us", number(t->median_us)}, {"q1_us", number(t->q1_us)},
+              {"q3_us", number(t->q3_us)},  {"min_us", number(t->min_us)},       {"mean_us", number(t->mean_us)}};
+}
+
+std::optional<TorchTimes> torch_times_from(const Json& j) {
+  if (j.is_null()) return std::nullopt;
+  return TorchTimes{j.value("samples", 0), read_number(j, "median_us"), read_number(j, "q1_us"),
+                    read_number(j, "q3_us"), read_number(j, "min_us"), read_number(j, "mean_us")};
+}
+
+Json torch_mode_json(const std::optional<TorchModeRecord>& m) {
+  if (!m) return nullptr;
+  Json j{{"graph", torch_times_json(m->graph)},
+         {"events", torch_times_json(m->events)},
+         {"error", m->error.empty() ? Json(nullptr) : Json(m->error)}};
+  if (m->compile_seconds) j["compile_seconds"] = number(*m->compile_seconds);
+  return j;
+}
+
+std::optional<TorchModeRecord> torch_mode_from(const Json& j) {
+  if (j.is_null()) return std::nullopt;
+  TorchModeRecord m;
+  if (j.contains("graph")) m.graph = torch_times_from(j.at("graph"));
+  if (j.contains("events")) m.events = torch_times_from(j.at("events"));
+  if (j.contains("error") && j.at("error").is_string()) m.error = j.at("error").get<std::string>();
+  if (j.contains("compile_seconds") && !j.at("compile_seconds").is_null())
+    m.compile_seconds = j.at("compile_seconds").get<double>();
+  return m;
+}
+
+}  // namespace
+
+Json to_json(const TorchRecord& t) {
+  return Json{{"status", t.status},
+              {"reason", t.reason},
+              {"torch_version", t.torch_version},
+              {"cuda_version", t.cuda_version},
+              {"device", t.device},
+              {"module_dtype", t.module_dtype},
+              {"modes", t.modes},
+              {"tf32", t.tf32},
+              {"method", t.method},
+              {"eager", torch_mode_json(t.eager)},
+              {"compile", torch_mode_json(t.compile)},
+              {"seconds", number(t.seconds)}};
+}
+
+TorchRecord torch_from_json(const Json& j) {
+  TorchRecord t;
+  t.status = j.at("status").get<std::string>();
+  t.reason = j.value("reason", "");
+  t.torch_version = j.value("torch_version", "");
+  t.cuda_version = j.contains("cuda_version") && j.at("cuda_version").is_string() ? j.at("cuda_version").get<std::string>() : "";
+  t.device = j.value("device", "");
+  t.module_dtype = j.value("module_dtype", "");
+  t.modes = j.value("modes", std::vector<std::string>{});
+  t.tf32 = j.value("tf32", false);
+  if (j.contains("method") && j.at("method").is_object()) t.method = j.at("method");
+  if (j.contains("eager")) t.eager = torch_mode_from(j.at("eager"));
+  if (j.contains("compile")) t.compile = torch_mode_from(j.at("compile"));
+  t.seconds = j.contains("seconds") ? read_number(j, "seconds") : 0;
+  return t;
 }
 
 Json to_json(const HarnessFloor& f) {
@@ -664,6 +733,7 @@ RunRecord run_from_json(const Json& j) {
     run.winner_rule = s.value("winner_rule", "");
     run.baseline = read_optional<std::string>(s, "baseline");
     run.speedup = read_optional<double>(s, "speedup_over_baseline");
+    if (j.contains("torch") && !j.at("torch").is_null()) run.torch = torch_from_json(j.at("torch"));
     for (const Json& v : j.at("variants")) run.variants.push_back(variant_from(v));
     return run;
   } catch (const Json::exception& e) {

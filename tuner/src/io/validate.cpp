@@ -499,6 +499,45 @@ void validate_variant_json(const Json& v, const std::string& at, const std::stri
     c.fail(member(at, "status"), fmt::format("\"passed\", but the gate's verdict is {}", verdict));
 }
 
+namespace {
+
+// The torch record (issue 36): its status, and each mode's times a positive median where given.
+void torch_record(const Check& c, const Json& t, const std::string& at) {
+  one_of(c, t, at, "status", true, {"measured", "cached", "skipped", "failed"});
+  for (const char* k : {"reason", "torch_version", "device", "module_dtype"}) text(c, t, at, k, false);
+  strings(c, t, at, "modes", false);
+  boolean(c, t, at, "tf32", false);
+  (void)object(c, t, at, "method", false);
+  (void)number(c, t, at, "seconds", false, true, Range::kNonNegative);
+  const std::string& status = t.at("status").get_ref<const std::string&>();
+  if ((status == "skipped" || status == "failed") && t.value("reason", "").empty())
+    c.fail(member(at, "reason"), fmt::format("empty, but the status is {} (it says why)", status));
+  bool any = false;
+  for (const char* mode : {"eager", "compile"}) {
+    const Json* m = object(c, t, at, mode, false, true);
+    if (!m) continue;
+    any = true;
+    const std::string where = member(at, mode);
+    for (const char* method : {"graph", "events"})
+      if (const Json* times = object(c, *m, where, method, false, true)) {
+        (void)number(c, *times, member(where, method), "median_us", true, false, Range::kPositive);
+        (void)integer(c, *times, member(where, method), "samples", false, 0, INT_MAX);
+      }
+    if (const Json* e = field(c, *m, where, "error", false); e && !e->is_null()) text(c, *m, where, "error", false);
+    (void)number(c, *m, where, "compile_seconds", false, true, Range::kNonNegative);
+  }
+  if ((status == "measured" || status == "cached") && !any)
+    c.fail(at, fmt::format("status {}, but neither eager nor compile is recorded", status));
+}
+
+}  // namespace
+
+void validate_torch_record(const Json& json, const std::string& at) {
+  const Check c{kRestore};
+  if (!json.is_object()) c.fail(at, fmt::format("{} is not an object", brief(json)));
+  torch_record(c, json, at);
+}
+
 void validate_result_json(const Json& j) {
   const Check c{kRestore};
   if (!j.is_object()) c.fail("(top level)", "not a JSON object (not a tune result file)");
@@ -535,6 +574,7 @@ void validate_result_json(const Json& j) {
     for (const char* k : {"empty_kernel_cold_us", "empty_kernel_batch_us", "empty_kernel_graph_us"})
       (void)number(c, *h, "harness_floor", k, false, true, Range::kNonNegative);
   if (const Json* w = object(c, j, "", "wall_seconds", false)) numbers(c, *w, "wall_seconds", {"compile", "measure", "total"});
+  if (const Json* t = object(c, j, "", "torch", false, true)) validate_torch_record(*t, "torch");
 
   const Json& variants = *array(c, j, "", "variants", true);
   std::map<std::string, std::size_t> index;

@@ -1653,6 +1653,16 @@ struct PassRun {
     }
   }
 
+  // The problem's PyTorch module at this shape (issue 36), after every kernel was timed and gated, so
+  // the two never share the device; never for a run cut short or a part of one (tune merge's).
+  void time_torch() {
+    if (!run.timed || !run.device || ctx.interrupted || stop_asked() || (o.shard && o.shard->split == "variants")) return;
+    run.torch = time_torch_module(problem, shape, *run.device,
+                                  TorchCompare{.modes = o.torch, .device = o.device, .seed = o.seed,
+                                               .cache_dir = torch_cache_for(o.no_cache, o.cache_dir), .fake_device = fake},
+                                  log);
+  }
+
   // The record complete, then the results and their header, unless the earlier ones are worth more;
   // a finished run's journal removed.
   TuneOutcome write_outputs() {
@@ -1721,6 +1731,7 @@ TuneOutcome run_pass(const TuneOptions& o, Pass* pass, SearchStrategy& strategy,
     const std::vector<std::size_t> finalists = r.strict_remeasure();
     if (!finalists.empty() && !r.stop_asked()) r.gate_finalists(finalists);
   }
+  r.time_torch();
   return r.write_outputs();
 }
 

@@ -961,6 +961,7 @@ std::string Problem::reference_identity(ReferenceBackend backend) const {
                      choice && *choice ? choice : "numpy or torch");
 }
 bool Problem::deterministic() const { return impl_->deterministic; }
+std::optional<std::filesystem::path> Problem::python_reference() const { return impl_->python; }
 
 std::string Problem::work_expression(const std::string& which) const {
   return which == "flop" ? impl_->flop_text : which == "bytes" ? impl_->bytes_text : std::string();
