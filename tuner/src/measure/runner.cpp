@@ -129,6 +129,11 @@ struct DeviceRunner::Impl {
        std::uint64_t seed, std::optional<double> module_err)
       : device(d), problem(p), shape(s), timing_data(std::move(t)), parity_data(std::move(par)),
         parity_reference(std::move(ref)), parity_seed(seed), parity_module_error(module_err), out_spec(p.output_spec(s)), ctx(d.ordinal) {
+    // In this context, before anything is allocated: one context per worker (under a sanitizer a
+    // context takes seconds to create; a probe context of its own doubled that, issue 37).
+    std::size_t free_bytes = 0, total = 0;
+    TUNE_CU(cuMemGetInfo(&free_bytes, &total));
+    if (std::string why = DeviceRunner::memory_shortfall(p, s, d, free_bytes); !why.empty()) throw DeviceError(why);
     build();
   }
 
@@ -136,7 +141,6 @@ struct DeviceRunner::Impl {
     stream.emplace();
     start.emplace();
     stop.emplace();
-    flush.emplace(static_cast<std::size_t>(std::max<std::int64_t>(device.l2_bytes * 2, 8 << 20)));
     timing_set = upload(timing_data, out_spec);
     parity_set = upload(parity_data, out_spec);
   }
@@ -220,10 +224,17 @@ struct DeviceRunner::Impl {
     return p;
   }
 
+  // Zeroes a buffer of twice the L2 size, allocated at first use: a worker that only launches under
+  // a sanitizer never flushes, and memcheck and initcheck track every byte allocated (issue 37).
+  void flush_l2_cache() {
+    if (!flush) flush.emplace(static_cast<std::size_t>(std::max<std::int64_t>(device.l2_bytes * 2, 8 << 20)));
+    TUNE_CU(cuMemsetD8Async(flush->get(), 0, flush->bytes(), stream->get()));
+  }
+
   // The output of one launch on `set` (poisoned first; the L2 flushed first when `flush_l2`).
   // *launch_ms: the launch alone, from the enqueue to its completion.
   Output launch_once(const LoadedVariant& v, BufferSet& set, bool flush_l2, double* launch_ms = nullptr) {
-    if (flush_l2) TUNE_CU(cuMemsetD8Async(flush->get(), 0, flush->bytes(), stream->get()));
+    if (flush_l2) flush_l2_cache();
     poison(v, set);
     if (launch_ms) stream->synchronize();
     const auto t = Clock::now();
@@ -238,7 +249,7 @@ struct DeviceRunner::Impl {
   }
 
   double cold_sample(const LoadedVariant& v) {
-    TUNE_CU(cuMemsetD8Async(flush->get(), 0, flush->bytes(), stream->get()));
+    flush_l2_cache();
     start->record(*stream);
     enqueue(v, timing_set);
     stop->record(*stream);
@@ -369,12 +380,6 @@ DeviceRunner::DeviceRunner(const DeviceInfo& device, const Problem& problem, con
                            const ProblemData& timing_data, const ProblemData& parity_data,
                            std::vector<double> parity_reference, std::uint64_t parity_seed,
                            std::optional<double> parity_module_error) {
-  {
-    cuda::Context probe(device.ordinal);
-    std::size_t free_bytes = 0, total = 0;
-    TUNE_CU(cuMemGetInfo(&free_bytes, &total));
-    if (std::string why = memory_shortfall(problem, shape, device, free_bytes); !why.empty()) throw DeviceError(why);
-  }
   impl_ = std::make_unique<Impl>(device, problem, shape, timing_data, parity_data, std::move(parity_reference),
                                  parity_seed, parity_module_error);
 }
