@@ -14,10 +14,16 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <set>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "tune/errors.hpp"
 
 extern char** environ;
 
@@ -327,6 +333,20 @@ std::string last_line(const std::string& text, std::size_t max_bytes) {
   for (char& c : line)
     if (static_cast<unsigned char>(c) < 0x20 || c == '\x7f') c = '?';
   return line;
+}
+
+TempDir::TempDir(const std::string& what) {
+  std::string templ = (std::filesystem::temp_directory_path() / ("tune-" + what + "-XXXXXX")).string();
+  if (!mkdtemp(templ.data()))
+    throw InputError(fmt::format("cannot create a temporary folder (tune-{}-...) in {} ({}){}; check $TMPDIR", what,
+                                 std::filesystem::temp_directory_path().string(), std::strerror(errno),
+                                 errno == ENOSPC ? ": the disk is full" : ""));
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 }  // namespace tune

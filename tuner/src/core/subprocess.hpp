@@ -9,11 +9,26 @@
 // group is killed; when the deadline passes, it and every process under it are.
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace tune {
+
+// A temporary folder (TMPDIR/tune-<what>-XXXXXX) removed with everything in it when it goes out
+// of scope. Throws InputError, saying what it was for, when it cannot be created (a full disk named).
+class TempDir {
+ public:
+  explicit TempDir(const std::string& what);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 struct ChildOptions {
   std::vector<std::string> argv;  // argv[0]: a path, or a name looked up on $PATH

@@ -49,28 +49,6 @@ std::string slurp(const std::filesystem::path& file) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-// A temporary folder for the request, removed when it goes out of scope.
-class RequestDir {
- public:
-  RequestDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "tune-torch-XXXXXX").string();
-    if (!mkdtemp(templ.data()))
-      throw InputError(fmt::format("cannot create a temporary folder in {} ({})",
-                                   std::filesystem::temp_directory_path().string(), std::strerror(errno)));
-    path_ = templ;
-  }
-  ~RequestDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  RequestDir(const RequestDir&) = delete;
-  RequestDir& operator=(const RequestDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
 std::vector<std::string> mode_list(TorchModes m) {
   if (m == TorchModes::kAll) return {"eager", "compile"};
   if (m == TorchModes::kOff) return {};
@@ -191,7 +169,7 @@ std::string times_text(const TorchRecord& r) {
 
 // The measurement: the request, the harness, its result; "failed" with why when it gave none.
 TorchRecord measure(const Problem& problem, const Shape& shape, const TorchCompare& o, const Harness& h, const LogFn& log) {
-  const RequestDir dir;
+  const TempDir dir("torch");
   write_request(dir.path(), problem, shape, o);
   const double deadline_s = harness_timeout_s();
   log(fmt::format("torch: timing {}'s PyTorch module at {} ({}), on the run's inputs", problem.name(),

@@ -48,29 +48,6 @@ std::string disk_full_note(const std::filesystem::path& dir, const std::string& 
               : "";
 }
 
-// A temporary folder removed when it goes out of scope.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "tune-reference-XXXXXX").string();
-    if (!mkdtemp(templ.data()))
-      throw InputError(fmt::format("cannot create a temporary folder for the reference in {} ({}){}; check $TMPDIR",
-                                   std::filesystem::temp_directory_path().string(), std::strerror(errno),
-                                   errno == ENOSPC ? ": the disk is full" : ""));
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
 // The one line for a reference that gave no result.
 std::string failure(const ChildResult& r, const std::string& problem, const std::filesystem::path& module,
                     const std::string& python, double deadline_s) {
@@ -228,7 +205,7 @@ std::vector<double> run_python_reference(const std::filesystem::path& module, co
                                          std::string* backend, ModuleRun module_run,
                                          std::vector<double>* module_output) {
   const double deadline_s = reference_timeout_s();
-  const TempDir dir;
+  const TempDir dir("reference");
   try {
     write_request(dir.path(), problem, shape, data, output, module_run);
   } catch (const InputError& e) {
