@@ -53,9 +53,11 @@ std::string fresh_dir(const std::string& name) {
 }
 
 // A few variants of the small fixture space; the compile cache is shared by the tests.
+// The gate's tests sanitize every finalist (--sanitize finalists; the default is the winner only).
 std::string small_run_args(const std::string& out) {
   return "--problem contact --B 2 --N 8 --C 16 --H 8 --config " + std::string(TUNE_FIXTURES) +
-         "/contact_small_space.json --out " + out + " --cache-dir " + TUNE_BINARY_DIR + "/isolation_out/cache";
+         "/contact_small_space.json --sanitize finalists --out " + out + " --cache-dir " + TUNE_BINARY_DIR +
+         "/isolation_out/cache";
 }
 
 std::filesystem::path result_path(const std::string& out) {
@@ -719,17 +721,20 @@ TEST(Gate, AMissingSanitizerLeavesTheFinalistsUncheckedUnlessConsentedTo) {
   EXPECT_EQ(variant(cj, cj.at("summary").at("winner").get<std::string>()).at("gate").at("verdict"), "unchecked");
 
   const std::string off = fresh_dir("gate_missing_off");
-  const Result o = run(env, small_run_args(off) + " --sanitize off");
+  const Result o = run(env, [&] { std::string a = small_run_args(off); return a.replace(a.find("--sanitize finalists"), 20, "--sanitize off"); }());
   ASSERT_EQ(o.code, 0) << o.output;
   const Json oj = read_json(result_path(off));
   EXPECT_EQ(variant(oj, oj.at("summary").at("winner").get<std::string>()).at("gate").at("verdict"), "safe");
 }
 
+// The default (issue 37): the sanitizers gate what ships, the would-be winner, then the next when
+// it fails; every finalist's outputs are checked either way.
 TEST(Gate, SanitizeWinnerRunsTheToolsOnTheWouldBeWinnerOnly) {
   const Clean& c = clean_gated_run();
   const std::string out = fresh_dir("gate_winner");
-  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=synccheck'",
-                       small_run_args(out) + " --sanitize winner");
+  std::string args = small_run_args(out);
+  args.erase(args.find(" --sanitize finalists"), std::string(" --sanitize finalists").size());  // the default
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=synccheck'", args);
   ASSERT_EQ(r.code, 0) << r.output;
   const Json got = read_json(result_path(out));
   EXPECT_EQ(got.at("context").at("gate").at("mode"), "winner");
@@ -777,7 +782,7 @@ TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
 // The small run with a compile (and verdict) cache of the test's own, so its first run is cold.
 std::string cached_run_args(const std::string& out, const std::string& cache, const std::string& shape = "--B 2") {
   return "--problem contact " + shape + " --N 8 --C 16 --H 8 --config " + std::string(TUNE_FIXTURES) +
-         "/contact_small_space.json --out " + out + " --cache-dir " + cache;
+         "/contact_small_space.json --sanitize finalists --out " + out + " --cache-dir " + cache;
 }
 
 struct GateCounts {

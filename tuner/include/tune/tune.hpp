@@ -99,7 +99,7 @@ struct TuneOptions {
   bool fresh_verdicts = false;  // --fresh-verdicts: gate every finalist again (new verdicts are stored)
   // The correctness gate's sanitizers (tune/gate.hpp): "off", "winner" or "finalists". The output
   // checks (more inputs, determinism) run on every finalist whatever this says.
-  std::string sanitize = "finalists";
+  std::string sanitize = "winner";
   // --allow-unchecked: a finalist the gate could not check in full (`unchecked`) may win. Without
   // it, a run whose gate could not run names no winner and exits 2 or 3 (TuneOutcome::gate_exit_code).
   bool allow_unchecked = false;
