@@ -111,7 +111,8 @@ ChildResult run_harness(const Harness& h, const std::vector<std::string>& args, 
 std::string cache_key_of(const Problem& problem, const Shape& shape, const DeviceInfo& device, const TorchCompare& o,
                          const std::string& torch_version, const Harness& h) {
   return cache_key({kTorchCacheVersion, device.name, std::to_string(device.compute_capability()), torch_version,
-                    std::string(problem.name()), content_hash({slurp(problem.file()), slurp(*problem.python_reference())}),
+                    std::string(problem.name()),
+                    content_hash({problem.json().dump(), problem.reference_identity(ReferenceBackend::kPython)}),
                     shape_to_json(shape).dump(), std::to_string(o.seed), fmt::format("{}", fmt::join(mode_list(o.modes), ",")),
                     "tf32 off", fmt::format("{} {} {}", kSamples, kMaxSeconds, kGraphCalls), content_hash({slurp(h.script)})});
 }
