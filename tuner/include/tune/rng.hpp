@@ -15,6 +15,10 @@ class Rng {
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform01(); }
   // Standard normal, Box-Muller.
   double normal();
+  // Advance as n calls of uniform01() or of normal() would, drawing from the engine only (no
+  // transcendental functions): where a parallel draw starts a chunk.
+  void skip_uniforms(std::uint64_t n) { engine_.discard(n); }
+  void skip_normals(std::uint64_t n);
 
  private:
   std::mt19937_64 engine_;

@@ -102,4 +102,17 @@ double Rng::normal() {
   return r * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+void Rng::skip_normals(std::uint64_t n) {
+  if (n > 0 && has_spare_) {
+    has_spare_ = false;
+    --n;
+  }
+  for (; n >= 2; n -= 2) {  // a pair: u1 (drawn again while 0, as normal() does) and u2, no spare left
+    while (uniform01() <= 0.0) {
+    }
+    (void)uniform01();
+  }
+  if (n == 1) (void)normal();  // the first of a pair; its second is the spare, as after normal()
+}
+
 }  // namespace tune

@@ -14,6 +14,7 @@
 #include <optional>
 #include <ranges>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -218,14 +219,15 @@ struct Problem::Impl {
   // `where` is the edit's path; the top-level edits take a `purpose`, an edge case's edits do not.
   Edit parse_edit(const Json& j, const std::string& where, const std::vector<std::string>& loop_names, bool top_level);
   void parse_edge_case(const Json& j, std::size_t i, const std::vector<std::string>& loop_names);
-  HostTensor draw(const TensorDef& t, Rng& rng) const;
+  // A tensor's draw at the bound shape.
+  init::Draw draw_of(const TensorDef& t) const;
   // An index init's `high` at the bound shape: an integer >= 1 that the tensor's dtype holds.
   std::int64_t index_high(const TensorDef& t) const;
   void apply(const Edit& e, HostTensor& t) const;
   void apply(const TensorSet& s, HostTensor& t) const;
-  // With the table bound to a shape: every parameter and input of `seed` (outputs left empty),
-  // indexed as `tensors`, and the same regrouped as ProblemData.
-  std::vector<HostTensor> draw_all(std::uint64_t seed, DataPurpose purpose) const;
+  // Every parameter and input of `seed` at `shape` (outputs left empty), indexed as `tensors`; the
+  // expressions under the lock, the values outside it in parallel; and the same regrouped as ProblemData.
+  std::vector<HostTensor> draw_all(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const;
   ProblemData pack(std::vector<HostTensor> drawn) const;
 };
 
@@ -476,49 +478,26 @@ void Problem::Impl::parse_edge_case(const Json& j, std::size_t i, const std::vec
   edge_cases.push_back(std::move(c));
 }
 
-HostTensor Problem::Impl::draw(const TensorDef& t, Rng& rng) const {
-  HostTensor out{spec(t), {}};
+init::Draw Problem::Impl::draw_of(const TensorDef& t) const {
+  using Kind = init::Draw::Kind;
   const Init& in = t.init;
-  // The PyTorch-style initialisers are init.cpp's (the built-in problems' draws, bit for bit).
+  const DType dtype = dtype_of(t);
   switch (in.kind) {
-    case InitKind::kLinear: {
+    case InitKind::kLinear: {  // nn.Linear: uniform in (-1/sqrt(fan_in), 1/sqrt(fan_in))
       const std::int64_t fan_in = integer(*in.fan_in, "tensor '" + t.name + "' init fan_in");
       if (fan_in <= 0) fail(fmt::format("tensor '{}': fan_in '{}' gives {}", t.name, in.fan_in->text(), fan_in));
-      return init::linear(out.spec, fan_in, rng);
+      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      return {Kind::kUniform, dtype, -bound, bound};
     }
-    case InitKind::kLayerNormWeight:
-      return init::layernorm_weight(out.spec, rng);
-    case InitKind::kLayerNormBias:
-      return init::layernorm_bias(out.spec, rng);
-    default:
-      break;
+    case InitKind::kLayerNormWeight: return {Kind::kLayerNormWeight, dtype};
+    case InitKind::kLayerNormBias: return {Kind::kLayerNormBias, dtype};
+    case InitKind::kNormal: return {Kind::kNormal, dtype, in.a, in.b};
+    case InitKind::kUniform: return {Kind::kUniform, dtype, in.a, in.b};
+    case InitKind::kIndex: return {Kind::kIndex, dtype, static_cast<double>(index_high(t))};
+    case InitKind::kIntegers: return {Kind::kIntegers, dtype, in.a, in.b};
+    case InitKind::kBernoulli: return {Kind::kBernoulli, dtype, in.a};
+    default: return {Kind::kConstant, dtype, in.a};  // kConstant (outputs are never drawn)
   }
-  out.data.resize(static_cast<std::size_t>(out.spec.elements()));
-  switch (in.kind) {
-    case InitKind::kNormal:
-      for (double& v : out.data) v = round_to(out.spec.dtype, static_cast<float>(in.a + in.b * rng.normal()));
-      break;
-    case InitKind::kUniform:
-      for (double& v : out.data) v = round_to(out.spec.dtype, static_cast<float>(rng.uniform(in.a, in.b)));
-      break;
-    case InitKind::kConstant:  // a float constant as float32 first, as always; an integer one exactly
-      for (double& v : out.data) v = round_to(out.spec.dtype, is_floating(out.spec.dtype) ? static_cast<float>(in.a) : in.a);
-      break;
-    case InitKind::kIndex: {
-      const std::int64_t high = index_high(t);
-      for (double& v : out.data) v = std::floor(rng.uniform01() * static_cast<double>(high));
-      break;
-    }
-    case InitKind::kIntegers:
-      for (double& v : out.data) v = in.a + std::floor(rng.uniform01() * (in.b - in.a));
-      break;
-    case InitKind::kBernoulli:
-      for (double& v : out.data) v = rng.uniform01() < in.a ? 1.0 : 0.0;
-      break;
-    default:  // kNone (outputs are never drawn); the initialisers above returned
-      break;
-  }
-  return out;
 }
 
 std::int64_t Problem::Impl::index_high(const TensorDef& t) const {
@@ -680,11 +659,29 @@ void Problem::Impl::check_bound(const Shape& shape) const {
   bound_shapes.insert(key);
 }
 
-std::vector<HostTensor> Problem::Impl::draw_all(std::uint64_t seed, DataPurpose purpose) const {
-  Rng rng(seed);
+std::vector<HostTensor> Problem::Impl::draw_all(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const {
   std::vector<HostTensor> drawn(tensors.size());
+  std::vector<init::Draw> draws;
+  {
+    const std::lock_guard lock(mutex);
+    bind(shape);
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+      if (tensors[i].role != Role::kOutput) {
+        drawn[i].spec = spec(tensors[i]);
+        draws.push_back(draw_of(tensors[i]));
+      }
+  }
+  // The values outside the lock, on all cores: what needs the bound expressions was resolved above.
+  std::vector<std::span<double>> out;
   for (std::size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i].role != Role::kOutput) drawn[i] = draw(tensors[i], rng);
+    if (tensors[i].role != Role::kOutput) {
+      drawn[i].data.resize(static_cast<std::size_t>(drawn[i].spec.elements()));
+      out.emplace_back(drawn[i].data);
+    }
+  init::fill_all(seed, draws, out);
+  if (edits.empty()) return drawn;
+  const std::lock_guard lock(mutex);
+  bind(shape);
   for (const Edit& e : edits)
     if (!e.parity_only || purpose == DataPurpose::kParity) apply(e, drawn[e.tensor]);
   return drawn;
@@ -1019,10 +1016,7 @@ TensorSpec Problem::output_spec(const Shape& shape) const { return impl_->specs(
 
 ProblemData Problem::make_data(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const {
   check_host_memory(shape);
-  const Impl& p = *impl_;
-  const std::lock_guard lock(p.mutex);
-  p.bind(shape);
-  return p.pack(p.draw_all(seed, purpose));
+  return impl_->pack(impl_->draw_all(shape, seed, purpose));
 }
 
 std::vector<std::string> Problem::edge_cases(const Shape& shape) const {
