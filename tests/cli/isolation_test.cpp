@@ -942,6 +942,40 @@ TEST(VerdictCache, TheBaselineIsSanitizedOnlyWhenItCouldWin) {
   EXPECT_EQ(g.at("checks"), 2 + 4) << "two output checks, four tools on the winner";
 }
 
+// Issue 37: with --sanitize winner the would-be winner's sanitizers run beside the output checks
+// (the phase's wall below the two parts' sum); a would-be winner that fails its outputs has its
+// sanitizers' results dropped, as the serial order never ran them, and the next one is sanitized.
+TEST(VerdictCache, Issue37_TheWinnersSanitizersRunBesideTheOutputChecks) {
+  const Clean& c = clean_gated_run();
+  auto tune = [&](const std::string& name, const std::string& extra_env) {
+    const std::string out = fresh_dir(name);
+    std::string args = cached_run_args(out, fresh_dir(name + "_cache"));
+    args.replace(args.find("--sanitize finalists"), std::string("--sanitize finalists").size(), "--sanitize winner");
+    const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_TEST_SANITIZER_SLEEP_S=1" + extra_env, args);
+    EXPECT_EQ(r.code, 0) << r.output;
+    return read_json(result_path(out));
+  };
+  const Json got = tune("overlap", "");
+  const Json& g = got.at("context").at("gate");
+  const Json& parts = g.at("parts_s");
+  ASSERT_TRUE(parts.contains("overlap: outputs and sanitizers") && parts.contains("overlap: sanitizers")) << parts.dump();
+  const double wall = parts.at("overlap: outputs and sanitizers").get<double>();
+  const double sanitizers = parts.at("overlap: sanitizers").get<double>();
+  EXPECT_GE(sanitizers, 1.0) << "the fake sanitizer waits 1 s";
+  EXPECT_LT(wall, sanitizers + g.at("outputs_s").get<double>()) << "side by side, not one after the other: " << g.dump();
+  const Json& w = variant(got, got.at("summary").at("winner").get<std::string>()).at("gate");
+  EXPECT_EQ(w.at("tools").size(), 4u) << w.dump();
+  EXPECT_EQ(w.at("verdict"), "safe") << w.dump();
+
+  const Json fell = tune("overlap_fallback", " TUNE_WORKER_FAULT=" + c.order.front() + "=edge");
+  const Json& first = variant(fell, c.order.front()).at("gate");
+  EXPECT_EQ(first.at("verdict"), "incorrect") << first.dump();
+  EXPECT_TRUE(first.at("tools").empty()) << "its sanitizers' results are dropped\n" << first.dump();
+  const std::string winner = fell.at("summary").at("winner").get<std::string>();
+  EXPECT_NE(winner, c.order.front());
+  EXPECT_EQ(variant(fell, winner).at("gate").at("tools").size(), 4u) << "the next one is sanitized";
+}
+
 // ---- The gate never fails open (issue 34) ------------------------------------------------------
 
 // A compute-sanitizer that answers --version and never starts the worker, with a 1 s start limit.

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -125,6 +126,12 @@ class Gate {
   // Every tool on the items (those that failed the output checks too: a report says why). Adds the
   // tools and findings to their gate.
   void sanitize(const std::vector<WorkerItem>& items);
+  // check_outputs(outputs) while sanitize(sanitized) runs in its own processes beside it, sharing
+  // the GPU (issue 37). After the output checks, keep() says whether the serial order would now
+  // sanitize them; if not, their sanitizers' results are dropped (never recorded nor cached), so
+  // the verdicts are those of the serial order. Returns whether they were kept.
+  bool check_outputs_while_sanitizing(const std::vector<WorkerItem>& outputs, const std::vector<WorkerItem>& sanitized,
+                                      const std::function<bool()>& keep);
   // Sets each record's verdict, reason and status from its gate: unsafe, incorrect, unchecked or safe.
   static void apply_verdict(VariantRecord& rec);
 
@@ -154,6 +161,10 @@ class Gate {
     double seconds = 0;
     double start_s = 0;  // of `seconds`, waiting for the sanitized workers to start
   };
+  struct SanitizeJob;  // the passes of one sanitize(), from the cache's answers to their results
+  std::unique_ptr<SanitizeJob> prepare_sanitize(const std::vector<WorkerItem>& items);
+  void run_sanitize(SanitizeJob& job) const;
+  void merge_sanitize(SanitizeJob& job);
   void merge_tool(std::size_t t, const std::vector<WorkerItem>& items, std::vector<ToolResult>& result);
 
   GateSettings settings_;

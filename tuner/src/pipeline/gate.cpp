@@ -690,50 +690,106 @@ void run_tool_passes(std::vector<ToolPass>& passes, std::vector<std::atomic<int>
 
 }  // namespace
 
-void Gate::sanitize(const std::vector<WorkerItem>& items) {
-  if (items.empty() || !sanitizing()) return;
-  const std::size_t tools = std::size(kSanitizerTools);
-  ctx_.checks += static_cast<int>(tools * items.size());
-  std::vector<std::vector<ToolResult>> result(tools, std::vector<ToolResult>(items.size()));
-  // One pass per check the cache does not answer, finalist by finalist (the fastest first).
+struct Gate::SanitizeJob {
+  std::vector<WorkerItem> items;
+  std::vector<std::vector<ToolResult>> result;  // [tool][item]
   std::vector<std::vector<WorkerItem>> singles;
   std::vector<std::pair<std::size_t, std::size_t>> at;  // (tool, item) of each pass
-  singles.reserve(tools * items.size());
-  for (std::size_t k = 0; k < items.size(); ++k)
-    for (std::size_t t = 0; t < tools; ++t)
-      if (!(result[t][k].cached = lookup(kSanitizerTools[t], items[k]))) {
-        singles.push_back({items[k]});
-        at.emplace_back(t, k);
-      }
-  std::vector<std::atomic<int>> states(at.size());
+  std::vector<std::atomic<int>> states;
   std::vector<ToolPass> passes;
   std::vector<std::string> labels;
-  passes.reserve(at.size());
-  for (std::size_t u = 0; u < at.size(); ++u) {
-    passes.emplace_back(kSanitizerTools[at[u].first], singles[u], settings_, sanitizer_.path, logs_, states[u]);
-    labels.push_back(fmt::format("{} ({})", kSanitizerTools[at[u].first], items[at[u].second].record->name));
+  decltype(RunContext::Gate::cache_hits) cache_hits = 0;  // the context's before the lookups (a dropped job's are undone)
+  decltype(RunContext::Gate::cache_misses) cache_misses = 0;
+};
+
+// One pass per check the cache does not answer, finalist by finalist (the fastest first).
+std::unique_ptr<Gate::SanitizeJob> Gate::prepare_sanitize(const std::vector<WorkerItem>& items) {
+  auto job = std::make_unique<SanitizeJob>();
+  SanitizeJob& j = *job;
+  j.items = items;
+  j.cache_hits = ctx_.cache_hits;
+  j.cache_misses = ctx_.cache_misses;
+  const std::size_t tools = std::size(kSanitizerTools);
+  j.result.assign(tools, std::vector<ToolResult>(items.size()));
+  j.singles.reserve(tools * items.size());
+  for (std::size_t k = 0; k < items.size(); ++k)
+    for (std::size_t t = 0; t < tools; ++t)
+      if (!(j.result[t][k].cached = lookup(kSanitizerTools[t], items[k]))) {
+        j.singles.push_back({items[k]});
+        j.at.emplace_back(t, k);
+      }
+  j.states = std::vector<std::atomic<int>>(j.at.size());
+  j.passes.reserve(j.at.size());
+  for (std::size_t u = 0; u < j.at.size(); ++u) {
+    j.passes.emplace_back(kSanitizerTools[j.at[u].first], j.singles[u], settings_, sanitizer_.path, logs_, j.states[u]);
+    j.labels.push_back(fmt::format("{} ({})", kSanitizerTools[j.at[u].first], items[j.at[u].second].record->name));
   }
   // A sanitizer that could not run in an earlier round is not waited for again.
   if (sanitizer_.path.empty())
-    for (auto& pass : passes) pass.failure = fmt::format("no compute-sanitizer ({})", sanitizer_.why_not);
+    for (auto& pass : j.passes) pass.failure = fmt::format("no compute-sanitizer ({})", sanitizer_.why_not);
   else if (sanitizer_failed_)
-    for (auto& pass : passes) pass.failure = "compute-sanitizer could not run in an earlier round";
-  else
-    run_tool_passes(passes, states, labels, ctx_.jobs, settings_);
-  for (std::size_t u = 0; u < at.size(); ++u) {
-    ToolResult& r = result[at[u].first][at[u].second];
+    for (auto& pass : j.passes) pass.failure = "compute-sanitizer could not run in an earlier round";
+  return job;
+}
+
+// The processes only: touches no state of the gate, so it runs beside the output checks.
+void Gate::run_sanitize(SanitizeJob& j) const {
+  if (!sanitizer_.path.empty() && !sanitizer_failed_) run_tool_passes(j.passes, j.states, j.labels, ctx_.jobs, settings_);
+}
+
+void Gate::merge_sanitize(SanitizeJob& j) {
+  const std::size_t tools = std::size(kSanitizerTools);
+  ctx_.checks += static_cast<int>(tools * j.items.size());
+  for (std::size_t u = 0; u < j.at.size(); ++u) {
+    ToolResult& r = j.result[j.at[u].first][j.at[u].second];
+    const ToolPass& pass = j.passes[u];
     r.passed = true;
-    r.ran = passes[u].runs[0].ran;
-    r.findings = std::move(passes[u].runs[0].findings);
-    r.failure = passes[u].failure;
-    r.skipped = passes[u].skipped;
-    r.seconds = passes[u].seconds;
-    r.start_s = passes[u].start_s;
-    for (const auto& [part, s] : passes[u].init_seconds)
-      add_to(ctx_.parts_s, kSanitizerTools[at[u].first] + std::string(" start: ") + part, s);
+    r.ran = pass.runs[0].ran;
+    r.findings = pass.runs[0].findings;
+    r.failure = pass.failure;
+    r.skipped = pass.skipped;
+    r.seconds = pass.seconds;
+    r.start_s = pass.start_s;
+    for (const auto& [part, s] : pass.init_seconds)
+      add_to(ctx_.parts_s, kSanitizerTools[j.at[u].first] + std::string(" start: ") + part, s);
   }
-  for (std::size_t t = 0; t < tools; ++t) merge_tool(t, items, result[t]);
-  for (auto& it : items) apply_verdict(*it.record);
+  for (std::size_t t = 0; t < tools; ++t) merge_tool(t, j.items, j.result[t]);
+  for (auto& it : j.items) apply_verdict(*it.record);
+}
+
+void Gate::sanitize(const std::vector<WorkerItem>& items) {
+  if (items.empty() || !sanitizing()) return;
+  const auto job = prepare_sanitize(items);
+  run_sanitize(*job);
+  merge_sanitize(*job);
+}
+
+bool Gate::check_outputs_while_sanitizing(const std::vector<WorkerItem>& outputs, const std::vector<WorkerItem>& sanitized,
+                                          const std::function<bool()>& keep) {
+  if (sanitized.empty() || !sanitizing()) {
+    check_outputs(outputs);
+    return false;
+  }
+  const auto t0 = Clock::now();
+  const auto job = prepare_sanitize(sanitized);
+  double sanitizers_s = 0;
+  {
+    std::jthread beside([&] {
+      const auto t = Clock::now();
+      run_sanitize(*job);
+      sanitizers_s = seconds_since(t);
+    });
+    check_outputs(outputs);
+  }
+  add_to(ctx_.parts_s, "overlap: outputs and sanitizers", seconds_since(t0));
+  add_to(ctx_.parts_s, "overlap: sanitizers", sanitizers_s);
+  if (keep()) {
+    merge_sanitize(*job);
+    return true;
+  }
+  ctx_.cache_hits = job->cache_hits;  // as if never asked: the serial order would not have
+  ctx_.cache_misses = job->cache_misses;
+  return false;
 }
 
 // One tool's results into the items' gates and the context, in item order: the output and the

@@ -1612,6 +1612,21 @@ struct PassRun {
       if (const auto& v = run.variants[i]; v.gate) log(fmt::format("gate: {} {}: {}", v.gate->verdict, v.name, v.gate->reason));
   }
 
+  // The output checks; with --sanitize winner, the sanitizers on the would-be winner among them start
+  // beside them (issue 37), kept only where the serial order would sanitize it next.
+  void check_outputs_with_winner(Gate& gate, const std::vector<std::size_t>& outputs, std::vector<char>& sanitized) {
+    name_winner(run);
+    const std::optional<std::size_t> w = run.winner ? std::optional(index_of(*run.winner)) : std::nullopt;
+    if (!gate.sanitizing() || gate.mode() != SanitizeMode::kWinner || !w || sanitized[*w] ||
+        std::find(outputs.begin(), outputs.end(), *w) == outputs.end())
+      return gate.check_outputs(items_of(outputs));
+    log(fmt::format("gate: the would-be winner {} under compute-sanitizer, beside the output checks", run.variants[*w].name));
+    sanitized[*w] = gate.check_outputs_while_sanitizing(items_of(outputs), items_of({*w}), [&] {
+      name_winner(run);
+      return !gate_stopped(gate) && run.winner && index_of(*run.winner) == *w;
+    });
+  }
+
   // One round of the gate over `batch`: the output checks of those not yet checked, the sanitizers
   // on them (--sanitize finalists), then with --sanitize winner the would-be winner alone, and the
   // next one when it fails.
@@ -1625,7 +1640,7 @@ struct PassRun {
       }
     log(fmt::format("gate: checking the outputs of {} finalist(s) (more inputs, {} launches each)", outputs.size(),
                     launches + 1));
-    gate.check_outputs(items_of(outputs));
+    check_outputs_with_winner(gate, outputs, sanitized);
     if (gate_stopped(gate)) return say(outputs);
     if (gate.sanitizing() && gate.mode() == SanitizeMode::kFinalists) {
       // Those that failed the output checks too: a sanitizer report says why. Not the baseline while
