@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -129,6 +131,25 @@ class Worker {
     return out;
   }
 
+  // The further inputs of the gate: each seed's data, then the edge cases of the parity data, the
+  // draws side by side (each is parallel within itself too; issue 37).
+  std::vector<WorkerGateInput> draw_gate_inputs(const std::vector<std::uint64_t>& seeds) const {
+    const std::vector<std::string> edge_cases = problem_->edge_cases(shape_);
+    std::vector<std::future<ProblemData>> drawing;
+    for (const auto seed : seeds)
+      drawing.push_back(std::async(std::launch::async, [this, seed] { return problem_->make_data(shape_, seed, DataPurpose::kParity); }));
+    if (!edge_cases.empty())  // the parity data, drawn once for every edge case
+      drawing.push_back(std::async(std::launch::async, [this] { return problem_->make_data(shape_, parity_seed_, DataPurpose::kParity); }));
+    std::vector<ProblemData> drawn;
+    for (auto& d : drawing) drawn.push_back(d.get());  // every draw ends before a failure is thrown on
+    std::vector<WorkerGateInput> inputs;
+    for (std::size_t i = 0; i < seeds.size(); ++i)
+      inputs.push_back({fmt::format("seed {}", seeds[i]), seeds[i], std::move(drawn[i]), {}});
+    for (const auto& name : edge_cases)
+      inputs.push_back({name, parity_seed_, problem_->make_edge_case(shape_, drawn.back(), name), {}});
+    return inputs;
+  }
+
   // The gate's checks that need no sanitizer: parity on further inputs (seeds, then the problem's
   // edge cases at this shape) and determinism.
   void gate(const Json& r) {
@@ -137,17 +158,7 @@ class Worker {
     const Json& g = r.at("gate");
     const int rounds = g.at("rounds").get<int>();
     const auto t_draw = std::chrono::steady_clock::now();
-    std::vector<WorkerGateInput> inputs;
-    for (const auto& s : g.at("seeds")) {
-      const auto seed = s.get<std::uint64_t>();
-      inputs.push_back({fmt::format("seed {}", seed), seed, problem_->make_data(shape_, seed, DataPurpose::kParity), {}});
-    }
-    const std::vector<std::string> edge_cases = problem_->edge_cases(shape_);
-    if (!edge_cases.empty()) {
-      const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);  // drawn once
-      for (const auto& name : edge_cases)
-        inputs.push_back({name, parity_seed_, problem_->make_edge_case(shape_, parity, name), {}});
-    }
+    std::vector<WorkerGateInput> inputs = draw_gate_inputs(g.at("seeds").get<std::vector<std::uint64_t>>());
     const auto t_gate = std::chrono::steady_clock::now();
     const std::vector<GateRecord> gates = backend_->gate(it, inputs, g.at("seeds").size(), rounds);
     const double gate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_gate).count();
