@@ -602,7 +602,7 @@ TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
 TEST(CliHeader, AResultKeptAsJsonGzIsReadAsItIs) {
   const std::string out = out_dir("json_gz");
   std::filesystem::create_directories(out + "/shard");
-  const std::string gz = std::string(TUNE_REPO_DIR) + "/results/h200/gate/contact/B4_N64_C64_H32.json.gz";
+  const std::string gz = std::string(TUNE_REPO_DIR) + "/studies/gate/contact/B4_N64_C64_H32.json.gz";
   const Result r = run("header " + gz + " -o " + out + "/contact.hpp");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(read_text(out + "/contact.hpp").find("NVIDIA H200"), std::string::npos);

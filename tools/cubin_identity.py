@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Proof that a change to the kernel templates changes no machine code (issue 23).
 
-    scripts/cubin_identity.py [--before REV|DIR] [--after DIR] [--problem contact --problem scene_graph]
+    tools/cubin_identity.py [--before REV|DIR] [--after DIR] [--problem contact --problem scene_graph]
                               [--results results/h200] [--sample-results DIR]... [--sample 6] [--kernel K]... [--seed 23]
                               [--shape 'B=4,N=24,P=12']... [--no-extra-shapes]
                               [--jobs 2] [--tune build/tuner/tune] [--cache DIR] [--json F] [--verbose]
@@ -55,7 +55,7 @@ import tarfile
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "tools"))
 import compare_builds as cb  # noqa: E402  (its NVRTC binding, CUBIN reader, ptxas parser and header reader)
 from function_lengths import longest_function  # noqa: E402  (the brace-matching scanner)
 sys.path.insert(0, str(ROOT / "bench"))
@@ -200,7 +200,7 @@ def sampled(args, problem, taken, folders=None, label=None):
 def pinned_problem(tree, problem, kernels, dest, constraint=None):
     """A copy of the problem folder at dest whose template and include_dirs point into tree and
     whose constraints, with kernels, also require the "when" of a launch of one of them (and,
-    with constraint, that expression; scripts/median_check.py pins variants so)."""
+    with constraint, that expression; tools/median_check.py pins variants so)."""
     src = problem_dir(tree, problem)
     shutil.copytree(src, dest)
     spec = json.loads((src / "problem.json").read_text())

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The sweep study's table (issue 24): exhaustive against fast tunes of the same shapes.
 
-    scripts/search_summary.py STUDY_DIR -o SUMMARY.json [--md SUMMARY.md] [--within 2] [--fast sweep|warm]
+    tools/search_summary.py STUDY_DIR -o SUMMARY.json [--md SUMMARY.md] [--within 2] [--fast sweep|warm]
 
-STUDY_DIR is what scripts/search_study.sh wrote: the exhaustive/ results folder, the fast half's
+STUDY_DIR is what tools/search_study.sh wrote: the exhaustive/ results folder, the fast half's
 (sweep/: one `tune --sweep --transfer` process; warm/: a process per shape with --warm-start),
 results as <gpu>/<problem>/<shape>.json or .json.gz, and walls.jsonl. A shape is named by its results
 file's tag (B4_N64_C64_H32, B2_N512_C64_H32_bfloat16: tune's Shape::tag; schema_version 3, where 2
@@ -85,7 +85,7 @@ def describe(run, wall_s):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("study", help="the folder scripts/search_study.sh wrote")
+    ap.add_argument("study", help="the folder tools/search_study.sh wrote")
     ap.add_argument("-o", "--out", required=True, help="summary JSON to write")
     ap.add_argument("--md", help="a markdown table beside it")
     ap.add_argument("--within", type=float, default=2.0, help="percent a fast winner may be slower than the exhaustive one")
@@ -94,7 +94,7 @@ def main():
     try:
         study = pathlib.Path(a.study)
         if not (study / "exhaustive").is_dir() or not (study / "walls.jsonl").is_file():
-            raise Bad(f"{study}: no exhaustive/ folder or walls.jsonl; pass the folder scripts/search_study.sh wrote")
+            raise Bad(f"{study}: no exhaustive/ folder or walls.jsonl; pass the folder tools/search_study.sh wrote")
         fast = a.fast or ("sweep" if (study / "sweep").is_dir() else "warm")
         walls, reused, sweep_wall = {}, set(), None
         for k, line in enumerate((study / "walls.jsonl").read_text().splitlines()):
@@ -107,11 +107,11 @@ def main():
                 if w.get("reused") == "exhaustive":  # the sweep's first shape: the exhaustive run itself
                     reused.add((w["mode"], w["problem"], " ".join(w["args"].split())))
             except (ValueError, KeyError, TypeError) as e:
-                raise Bad(f"{study / 'walls.jsonl'}: line {k + 1}: {e}; it is written by scripts/search_study.sh")
+                raise Bad(f"{study / 'walls.jsonl'}: line {k + 1}: {e}; it is written by tools/search_study.sh")
         halves = {m: runs_of(study / m) if (study / m).is_dir() else {} for m in ("exhaustive", fast)}
         if fast == "sweep" and sweep_wall is None:
             raise Bad(f"{study / 'walls.jsonl'}: no line of mode sweep (the sweep process's wall); "
-                      "run scripts/search_study.sh with STUDY_PART=sweep")
+                      "run tools/search_study.sh with STUDY_PART=sweep")
 
         def is_run_of(key, mode, run):
             # walls.jsonl keys a run by its command-line args ("--B 4 --N 64"); match on the shape's

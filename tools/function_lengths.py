@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The longest functions of C++ and CUDA source folders, and a limit on their length (issue 23).
 
-    scripts/function_lengths.py [--top 10] [--max-lines N] FOLDER...
+    tools/function_lengths.py [--top 10] [--max-lines N] FOLDER...
 
 Prints the --top longest functions of each folder (its .cpp/.cc/.hpp/.h/.cu/.cuh/.inc files, read
 recursively), in lines from the line of the function's name to its closing brace. With --max-lines,

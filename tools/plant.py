@@ -3,7 +3,7 @@
 one known defect, for showing that the correctness gate (sanitizers, determinism, parity on more
 inputs) catches what parity on one launch lets through.
 
-    scripts/plant.py NAME OUTDIR
+    tools/plant.py NAME OUTDIR
 
 NAME is a plant of tests/plants/ (tests/plants/NAME.json) or the path of a plant file. OUTDIR
 becomes a problem folder (docs/problem-format.md) that `tune --problem OUTDIR ...` runs:
@@ -111,7 +111,7 @@ def planted_md(name, plant, plant_file, target, diff, out):
         f"# PLANTED DEFECT: {name}",
         "",
         f"This folder is a planted-defect copy of the built-in problem `{plant['problem']}`, made by",
-        f"`scripts/plant.py` from {source}. Its kernel template has one deliberate bug; it exists to",
+        f"`tools/plant.py` from {source}. Its kernel template has one deliberate bug; it exists to",
         "show that tune's correctness gate catches what parity on one launch lets through. Never ship",
         "a result or header tuned from it.",
         "",
@@ -209,7 +209,7 @@ def main(argv):
         print(__doc__)
         return 0
     if len(argv) != 3:
-        print("usage: scripts/plant.py NAME OUTDIR (NAME: a plant of tests/plants/, or a plant file)", file=sys.stderr)
+        print("usage: tools/plant.py NAME OUTDIR (NAME: a plant of tests/plants/, or a plant file)", file=sys.stderr)
         return 2
     try:
         out = build(argv[1], pathlib.Path(argv[2]))

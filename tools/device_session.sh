@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (device tool), from the repository root, with .device/ carried:
-#   scripts/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
+#   tools/device_session.sh STEP...   steps: info, tests, verify, bench, tune[=LABEL]:<args separated by :>,
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
 #                                       plant=NAME:<tune args separated by :>, probe, modelnew,
 #                                       bench-compare, bench-shuffled, bench-aa, study[=exhaustive|warm|sweep],
@@ -10,7 +10,7 @@
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
 # modelnew=LABEL:<record>:<record>...: the same for the named results files only (e.g. the bfloat16
 # records and an example's), TF32 off, into $OUT/torch_modelnew_LABEL.json.
-# probe: bench/sanitizer/cluster_exchange.cu built by nvcc and run in each mode under racecheck
+# probe: tools/sanitizer/cluster_exchange.cu built by nvcc and run in each mode under racecheck
 # into $OUT/probe.log (does racecheck understand a cluster exchange by st.async and an mbarrier,
 # and named barriers that only some warps pass? docs/scene-graph-racecheck.md).
 # Each tune and check step is stopped after $STEP_TIMEOUT seconds (default 300), so that one slow
@@ -18,7 +18,7 @@
 # sanitizer-start: the same program's smallest mode (one small kernel) timed bare and under each
 # tool, into $OUT/probe.log: what a sanitized process costs before any kernel of ours runs (issue 37).
 # check: tune check on a result of record (the correctness gate) into $OUT/check.log.
-# plant=NAME: scripts/plant.py NAME builds the planted-defect problem folder (tests/plants/NAME.json),
+# plant=NAME: tools/plant.py NAME builds the planted-defect problem folder (tests/plants/NAME.json),
 # then tune runs it with the args, results under results-device/plants/NAME.
 # torch: PyTorch eager and torch.compile timed at the shapes of the committed results/
 # (report/torch_baseline.py, each problem's make_model from configs/<problem>/reference.py) into
@@ -28,7 +28,7 @@
 # bench-compare: the same twice more, as 5 repetitions (aggregates only), and the strict re-measure
 # of contact B4 N64 reproduced (strict/alone vs strict/interleaved, both builds) 5 times, into
 # $OUT/bench_compare.json, $OUT/bench_strict.json and $OUT/bench_compare.log.
-# median-check: scripts/median_check.py on .median-before (its docstring) into $OUT/median_check.log
+# median-check: tools/median_check.py on .median-before (its docstring) into $OUT/median_check.log
 # and $OUT/median_check.json.
 # Logs and results go to $OUT (results as one tarball, since $OUT keeps only two folder levels).
 set -uo pipefail
@@ -77,7 +77,7 @@ for step in "$@"; do
           2>&1 | tee -a "$out/torch.log" || status=1
       done ;;
     probe)
-      nvcc -arch=sm_90 -lineinfo -o /tmp/cluster_exchange bench/sanitizer/cluster_exchange.cu >>"$out/probe.log" 2>&1 || status=1
+      nvcc -arch=sm_90 -lineinfo -o /tmp/cluster_exchange tools/sanitizer/cluster_exchange.cu >>"$out/probe.log" 2>&1 || status=1
       for mode in sync cluster stasync stasync_bar stasync_self stasync_race stasync_namedbar namedbar namedbar_even \
         namedbar_race; do
         echo "== racecheck $mode" >>"$out/probe.log"
@@ -85,7 +85,7 @@ for step in "$@"; do
         echo "exit $?" >>"$out/probe.log"
       done ;;
     sanitizer-start)
-      nvcc -arch=sm_90 -lineinfo -o /tmp/cluster_exchange bench/sanitizer/cluster_exchange.cu >>"$out/probe.log" 2>&1 || status=1
+      nvcc -arch=sm_90 -lineinfo -o /tmp/cluster_exchange tools/sanitizer/cluster_exchange.cu >>"$out/probe.log" 2>&1 || status=1
       for tool in none memcheck racecheck synccheck initcheck none; do
         start=$(date +%s%N)
         if [ "$tool" = none ]; then /tmp/cluster_exchange sync >/dev/null 2>&1
@@ -95,7 +95,7 @@ for step in "$@"; do
     plant=*)
       name=${step#plant=}; name=${name%%:*}; args=${step#plant=*:}
       folder=$PWD/plants-device/$name
-      python3 scripts/plant.py "$name" "$folder" >>"$out/tune.log" 2>&1 || status=1
+      python3 tools/plant.py "$name" "$folder" >>"$out/tune.log" 2>&1 || status=1
       echo "== plant $name: tune --problem $folder ${args//:/ }" | tee -a "$out/tune.log"
       start=$(date +%s%N)
       "$tune" --problem "$folder" ${args//:/ } --out "$results/plants/$name" 2>>"$out/tune.log" | tee -a "$out/tune.log"
@@ -142,7 +142,7 @@ for step in "$@"; do
       "$tune" ${args//:/ } --out "$dest" 2>>"$out/tune.log" | tee -a "$out/tune.log" || status=1
       echo "wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log" ;;
     study|study=*)
-      # Issue 24's sweep study (scripts/search_study.sh): the shapes of $STUDY_SHAPES (";"-separated
+      # Issue 24's sweep study (tools/search_study.sh): the shapes of $STUDY_SHAPES (";"-separated
       # PROBLEM:ARGS, cheapest first; default below) tuned exhaustively and as a warm sweep into
       # results-device/search (in results.tgz). study=exhaustive or study=warm runs one half, so
       # that each device call stays under its 10 minutes; the warm half reads the warm results of
@@ -151,17 +151,17 @@ for step in "$@"; do
       IFS=';' read -r -a study_shapes <<<"${STUDY_SHAPES:-contact:--B 4 --N 24;contact:--B 4 --N 64;contact:--B 2 --N 128;contact:--B 2 --N 256;contact:--B 2 --N 512;contact:--B 1 --N 1024 --C 128;scene_graph:--B 4 --N 24;scene_graph:--B 8 --N 24;scene_graph:--B 4 --N 48;scene_graph:--B 16 --N 64 --D 256 --heads 8 --P 32}"
       # $STUDY_ARGS: extra tune options for every run of both halves (e.g. --sanitize off).
       # shellcheck disable=SC2086
-      STUDY_PART=${part:-both} scripts/search_study.sh "$tune" "$results/search" "${study_shapes[@]}" -- ${STUDY_ARGS:-} 2>&1 |
+      STUDY_PART=${part:-both} tools/search_study.sh "$tune" "$results/search" "${study_shapes[@]}" -- ${STUDY_ARGS:-} 2>&1 |
         tee -a "$out/study.log" || status=1
-      python3 scripts/search_summary.py "$results/search" -o "$out/search_summary.json" --md "$out/search_summary.md" \
+      python3 tools/search_summary.py "$results/search" -o "$out/search_summary.json" --md "$out/search_summary.md" \
         2>&1 | tee -a "$out/study.log" ;;
     median-check|median-check:*)
       # Issue 23: the kernels a template change left not byte-identical, timed before/after
-      # alternately with a before/before A/A floor (scripts/median_check.py), from the before tree
+      # alternately with a before/before A/A floor (tools/median_check.py), from the before tree
       # and variants.json that `median_check.py --export-before .median-before` wrote (carried).
       # median-check:ARGS passes more options (e.g. median-check:--part:1/2, a device call per half).
       args=${step#median-check}; args=${args#:}
-      python3 scripts/median_check.py --before .median-before --tune "$tune" --out "$out" ${args//:/ } \
+      python3 tools/median_check.py --before .median-before --tune "$tune" --out "$out" ${args//:/ } \
         2>&1 | tee -a "$out/median_check${args:+_${args//[^A-Za-z0-9]/_}}.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     torch|torch:*)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Replays search strategies on exhaustive results of record, without a GPU (issue 24).
 
-    scripts/replay_study.py RESULTS.json[.gz]... -o DIR [--seeds 20] [--strategies a,b,...]
+    tools/replay_study.py RESULTS.json[.gz]... -o DIR [--seeds 20] [--strategies a,b,...]
                             [--jobs N] [--within 2] [--budget-fraction 0.3]
 
 Every results file is the truth for one shape: each variant's status, search-profile median,
@@ -378,7 +378,7 @@ def main():
         head = ["problem", "shape", "strategy", "runs", "wall s (median)", "wall / exhaustive",
                 f"time to within {a.within:g} % (median s)", f"within {a.within:g} %", "final gap (median)"]
         md = ["# Search strategies replayed on exhaustive results of record", "",
-              "Simulated seconds on the recorded compile and measurement costs (scripts/replay_study.py).", "",
+              "Simulated seconds on the recorded compile and measurement costs (tools/replay_study.py).", "",
               "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         md += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
         (out / "replay.md").write_text("\n".join(md) + "\n")

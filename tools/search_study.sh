@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The sweep study of issue 24, on a GPU machine: the same shapes tuned exhaustively and as a warm
 # sweep, each run with a compile cache of its own (cold: every compile counts), then
-# scripts/search_summary.py writes summary.json and summary.md.
+# tools/search_summary.py writes summary.json and summary.md.
 #
-#   scripts/search_study.sh TUNE OUT PROBLEM:SHAPE... [-- EXTRA TUNE ARGS]
-#   e.g. scripts/search_study.sh .device/bin/tune results-device/search \
+#   tools/search_study.sh TUNE OUT PROBLEM:SHAPE... [-- EXTRA TUNE ARGS]
+#   e.g. tools/search_study.sh .device/bin/tune results-device/search \
 #          "contact:--B 4 --N 24" "contact:--B 4 --N 64" "scene_graph:--B 4 --N 24"
 #
 # Shapes are given in sweep order, cheapest first: the warm sweep tunes the first shape of each

@@ -2,7 +2,7 @@
 """The NVRTC build (what tune times) and the nvcc build (what bench/ and every consumer of the
 generated headers runs) of every entry of record, side by side, on the CPU (issue 21).
 
-    scripts/compare_builds.py [--results results/h200] [--problem contact --problem scene_graph]
+    tools/compare_builds.py [--results results/h200] [--problem contact --problem scene_graph]
                               [--tune build/tuner/tune] [--nvrtc-options "..."] [--diff 20] [--json F]
 
 For each problem: `tune header` merges <results>/<problem>/*.json into <problem>_tuned.hpp, as the

@@ -3,7 +3,7 @@
 # (an out-of-bounds write, a `trap`, a kernel that never ends), one clean tune with the same
 # seed, and one killed with SIGKILL half-way then resumed; compares statuses and winners.
 #
-#   scripts/fault_injection_check.sh TUNE WORKDIR [TUNE_ARGS...]
+#   tools/fault_injection_check.sh TUNE WORKDIR [TUNE_ARGS...]
 #   (default TUNE_ARGS: --problem contact --B 4 --N 64 --budget 40 --seed 7)
 # Writes WORKDIR/{clean,faults,resume}/... results, *.log and summary.json.
 set -uo pipefail

@@ -6,7 +6,7 @@
 # Clocks are left alone (--clock-control none); caches are flushed before each replay pass (ncu's
 # default), i.e. a cold launch as tune times it.
 #
-#   scripts/ncu_profile.sh TUNE RESULT.json OUTDIR [--baseline] [--stalls]
+#   tools/ncu_profile.sh TUNE RESULT.json OUTDIR [--baseline] [--stalls]
 # Writes OUTDIR/<problem>_<shape>_<winner|baseline>.txt (the sections' tables). --stalls adds
 # every warp-stall reason (cycles per issued instruction), the source counters with the densest
 # stall sampling, the report (.ncu-rep) and its per-SASS-instruction page (.sass.csv).

@@ -7,7 +7,7 @@
 # report/torch_baseline.py's reference modules are read from the problem folders of the work tree.
 # With a bench build (-DTUNE_BUILD_BENCH=ON) it also packs tune_bench and libbenchmark, which
 # tune_bench finds through its rpath $ORIGIN/../lib.
-# Usage: scripts/bundle_device.sh [build-dir]
+# Usage: tools/bundle_device.sh [build-dir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Do the kernels that a template change did not leave byte-identical run as fast? (issue 23)
 
-Where scripts/cubin_identity.py finds kernels whose machine code changed, the issue asks that
+Where tools/cubin_identity.py finds kernels whose machine code changed, the issue asks that
 their H200 medians agree within noise. This script times them: the "before" and the "after" build
 of each, alternately, and beside that the before build against itself (the A/A noise floor).
 
     # here (no GPU): the before tree and the variants to time, from cubin_identity's --json
-    scripts/cubin_identity.py --problem scene_graph --kernel sg_cluster --json /tmp/ci.json ...
-    scripts/median_check.py --export-before .median-before --identity /tmp/ci.json [--max 6]
+    tools/cubin_identity.py --problem scene_graph --kernel sg_cluster --json /tmp/ci.json ...
+    tools/median_check.py --export-before .median-before --identity /tmp/ci.json [--max 6]
     # on the GPU machine, from the repository root (.device/ and .median-before/ carried):
-    scripts/median_check.py --before .median-before [--rounds 3] [--part K/N] [--tune .device/bin/tune] [--out DIR]
-    scripts/median_check.py --before .median-before --dry-run     # the commands, nothing run
+    tools/median_check.py --before .median-before [--rounds 3] [--part K/N] [--tune .device/bin/tune] [--out DIR]
+    tools/median_check.py --before .median-before --dry-run     # the commands, nothing run
 
 --export-before writes the before tree (configs/, examples/, kernel_templates/ of a git revision,
 default the merge-base of HEAD and main, by `git archive`) into a folder, with variants.json: the
@@ -20,7 +20,7 @@ most --max per shape, or --variant
 'B=4,N=24,P=12|strategy=fused,mapping=cluster,...' given by hand, repeatable).
 
 On the GPU, per problem and shape, two problem folders (copies of the problem, their template and
-include_dirs in the before tree and in this tree; scripts/cubin_identity.py pinned_problem) whose
+include_dirs in the before tree and in this tree; tools/cubin_identity.py pinned_problem) whose
 space is pinned by one more constraint to the variants and the problem's baseline; then
 `tune --problem FOLDER --SHAPE.. --sanitize off --no-cache --keep-spills --out DIR` for each, alternately, --rounds
 times (B A B A ...; and one more before run, so that the A/A pairs are as many as the B/A pairs).
@@ -42,7 +42,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "tools"))
 import cubin_identity as ci  # noqa: E402  (the before tree, the pinned problem folders, the shape arguments)
 
 

@@ -32,7 +32,7 @@
 //                     real race (the plant of this family).
 //
 // Build and run (sm_90):
-//   nvcc -arch=sm_90 -lineinfo -o cluster_exchange bench/sanitizer/cluster_exchange.cu
+//   nvcc -arch=sm_90 -lineinfo -o cluster_exchange tools/sanitizer/cluster_exchange.cu
 //   for m in sync cluster stasync stasync_bar stasync_self stasync_race stasync_namedbar namedbar \
 //            namedbar_even namedbar_race; do
 //     compute-sanitizer --tool racecheck ./cluster_exchange $m; done

@@ -4,7 +4,7 @@
 # runs measure the same thing (loading, parity and timing; no NVRTC compile in either). Prints both
 # wall times and their ratio and writes a JSON summary.
 #
-#   scripts/multi_gpu_check.sh [-t TUNE] [-w WORKDIR] [-- TUNE_SWEEP_ARGS...]
+#   tools/multi_gpu_check.sh [-t TUNE] [-w WORKDIR] [-- TUNE_SWEEP_ARGS...]
 #
 #   -t TUNE      the tune binary (default: $TUNE_EXE, else build/tuner/tune)
 #   -w WORKDIR   where the cache, both --out folders, the logs and summary.json go
