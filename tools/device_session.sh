@@ -106,7 +106,7 @@ for step in "$@"; do
           grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error" || status=1
       done ;;
     verify)
-      "$tune" verify configs/*/golden/*.json --results "$results" 2>&1 | tee -a "$out/verify.log" | tail -3 || status=1 ;;
+      "$tune" verify configs/*/golden/*.json* --results "$results" 2>&1 | tee -a "$out/verify.log" | tail -3 || status=1 ;;
     bench)
       # The tuned kernels built by nvcc (bench/), winners and baselines, Google Benchmark JSON.
       .device/bin/tune_bench --benchmark_out="$out/bench.json" --benchmark_out_format=json \
