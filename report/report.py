@@ -280,13 +280,16 @@ def torch_speedups(win_t, record, entry):
         m = source.get(mode) or {}
         gr = (m.get("graph") or {}).get("median_us")
         out[mode] = {"events_us": (m.get("events") or {}).get("median_us"), "graph_us": gr, "error": m.get("error"),
-                     "speedup_graph": gr / win_t["graph_mean_us"] if gr and win_t and win_t.get("graph_mean_us") else None}
+                     "speedup_graph": (gr / win_t["graph_mean_us"]
+                                       if gr and win_t and win_t.get("graph_mean_us") else None)}
     m = (entry or {}).get("modelnew")
     if m:
         ev = (m.get("events") or {}).get("median_us")
         gr = (m.get("graph") or {}).get("median_us")
         same = {mode: (entry.get(mode) or {}) for mode in ("eager", "compile")}
-        t = lambda mode, method: (same[mode].get(method) or {}).get("median_us")
+
+        def t(mode, method):
+            return (same[mode].get(method) or {}).get("median_us")
         out["modelnew"] = {
             "events_us": ev, "graph_us": gr, "error": m.get("error"), "tuned": m.get("tuned"),
             "variant": m.get("variant"), "parity": m.get("parity"), "op_overhead_us": m.get("op_overhead_us"),
@@ -462,7 +465,8 @@ def summary_tables(runs):
         rows.append([gpu, run["problem"], dims_text(run["shape"]), dtype_text(run), str(len(run["variants"])),
                      str(sum(v["status"] == "passed" for v in run["variants"])),
                      fmt((run.get("wall_seconds") or {}).get("compile"), ".1f"),
-                     fmt(statistics.median(compile_s) if compile_s else None), fmt((run.get("wall_seconds") or {}).get("total"), ".1f"),
+                     fmt(statistics.median(compile_s) if compile_s else None),
+                     fmt((run.get("wall_seconds") or {}).get("total"), ".1f"),
                      fmt(median_us(base)), fmt(median_us(win)),
                      fmt(win["timing"].get("graph_mean_us") if win and win.get("timing") else None),
                      fmt(s.get("speedup_over_baseline")) + ("x" if s.get("speedup_over_baseline") else ""),
@@ -584,7 +588,7 @@ def chart_sensitivity(plt, g, slug, out):
         x = range(len(labels))
         ax.bar(x, [m for m, _, _ in vals.values()], color="#8da0cb", label="median")
         ax.plot(x, [b for _, b, _ in vals.values()], "o", color="#1b9e77", label="best")
-        ax.set_xticks(list(x), [f"{l}\n({c})" for l, (_, _, c) in zip(labels, vals.values())], fontsize=8)
+        ax.set_xticks(list(x), [f"{label}\n({c})" for label, (_, _, c) in zip(labels, vals.values())], fontsize=8)
         ax.set_title(p, fontsize=9)
         ax.set_ylabel("cold time per call (µs)")
     for ax in list(axes.flat)[n:]:
@@ -706,11 +710,13 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
         raise InputError(f"{root}: no tune results (<gpu>/<problem>/<shape>.json) found")
     plt = _plt() if charts else None
     blocks = [("h1", "tune report"),
-              ("p", f"Results from `{root}`: {count(len(runs), 'file')}, {count(len(groups), 'problem and shape pair')} "
+              ("p", f"Results from `{root}`: {count(len(runs), 'file')}, "
+                    f"{count(len(groups), 'problem and shape pair')} "
                     f"on {cards_text(runs)}. Times are per call in microseconds (µs): "
                     "cold = median of CUDA-event samples with L2 flushed before each; batch = back-to-back launches; "
                     "graph = CUDA-graph replay. Noise = standard deviation / mean of the cold samples. Floors "
-                    "(docs/cli.md): bytes per call (in the tensors' dtypes) over copy bandwidth and FLOP per call over the "
+                    "(docs/cli.md): bytes per call (in the tensors' dtypes) over copy bandwidth and FLOP per call "
+                    "over the "
                     "compute rate that fits the winner (FP32; FP64 for a float64 output; the tensor-core rate of the "
                     "output's dtype, TF32 for float32, when the winner uses tensor cores), and the "
                     "launch floor: an empty kernel timed by the same cold method (the run's harness floor), below "
@@ -732,7 +738,8 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
                              "speedup over baseline", "winner graph µs", "torch.compile graph µs",
                              "winner over torch.compile (graph)", "winner over eager (graph)",
                              "ModelNew over torch.compile (graph)"],
-                   [[f"{g['problem']} {dims_text(g['shape'])}", d["dtype"], d["gpu"], fmt(d["median_us"]), ratio_text(d),
+                   [[f"{g['problem']} {dims_text(g['shape'])}", d["dtype"], d["gpu"], fmt(d["median_us"]),
+                     ratio_text(d),
                      x(d["speedup_over_baseline"]), fmt(d["graph_us"]), fmt(t["compile"]["graph_us"] if t else None),
                      x(t["compile"]["speedup_graph"] if t else None), x(t["eager"]["speedup_graph"] if t else None),
                      x((t.get("modelnew") or {}).get("over_compile_graph") if t else None)]
@@ -776,14 +783,16 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
             for slug, d in g["gpus"].items():
                 f = d["floors"]
                 rows.append([d["gpu"], f"`{params_text(d['winner_params'])}`" if d["winner_params"] else "—",
-                             fmt(d["median_us"]), fmt(d["noise"] * 100 if d["noise"] is not None else None, ".1f") + " %",
+                             fmt(d["median_us"]),
+                             fmt(d["noise"] * 100 if d["noise"] is not None else None, ".1f") + " %",
                              fmt(d["batch_us"]), fmt(d["graph_us"]),
                              fmt(f["bytes_us"] if f else None), fmt(f["flop_us"] if f else None),
                              fmt(f["launch_us"] if f else None), ratio_text(d), fmt(d["baseline_us"]),
                              x(d["speedup_over_baseline"])])
                 if d["torch"]:
                     t = d["torch"]
-                    trows.append([d["gpu"], "this run (tune --torch)" if t["source"] == "results" else "torch_baseline.py"]
+                    source = "this run (tune --torch)" if t["source"] == "results" else "torch_baseline.py"
+                    trows.append([d["gpu"], source]
                                  + [c for m in ("eager", "compile") for c in (
                                      fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
                                      fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
@@ -857,7 +866,8 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
                                 + [fmt(c["on"][k]) for k in keys] + [fmt(c["spread_pct"]) + " %"]
                                 for c in m["configs"]]))
             if charts:
-                blocks.append(("img", chart_distribution(plt, g, out), f"{problem} {shape_text(g['shape'])}: distribution"))
+                blocks.append(("img", chart_distribution(plt, g, out),
+                               f"{problem} {shape_text(g['shape'])}: distribution"))
                 for slug in g["gpus"]:
                     img = chart_sensitivity(plt, g, slug, out)
                     if img:
@@ -927,7 +937,8 @@ def main(argv=None):
     ap.add_argument("-o", "--out", required=True, help="output folder for report.md, report.html, charts/")
     ap.add_argument("--peaks", help="JSON keyed by GPU slug: copy_gb_per_s, fp32_gflop_per_s, source")
     ap.add_argument("--torch", action="append", default=[],
-                    help="torch baseline JSON (report/torch_baseline.py); RESULTS/<gpu>/torch_baseline.json is read too")
+                    help="torch baseline JSON (report/torch_baseline.py); "
+                         "RESULTS/<gpu>/torch_baseline.json is read too")
     ap.add_argument("--allow-synthetic", action="store_true",
                     help="report results not measured on a GPU (fake GPU, compile-only) too, marked synthetic; "
                          "without it they are left out, and a line says which")
