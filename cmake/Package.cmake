@@ -27,7 +27,7 @@ target_include_directories(tune_kernels INTERFACE
 # nvcc's device front end (cicc) keeps shared-memory addresses 32-bit by default (--sharedmem32=1);
 # NVRTC, which tune compiles and times with, keeps them 64-bit and has no option to do otherwise
 # (13.0). So nvcc builds the templates as NVRTC does: the same machine code as tune measured, every
-# entry of record (scripts/compare_builds.py; docs/shipping.md, "nvcc against NVRTC"). nvcc 13.0
+# entry of record (tools/compare_builds.py; docs/shipping.md, "nvcc against NVRTC"). nvcc 13.0
 # checked; an older nvcc is left as it is.
 # (tests/nvrtc/build_parity_test.cpp builds with TUNE_KERNELS_NVCC_OPTIONS too.)
 set(TUNE_KERNELS_NVCC_OPTIONS -Xcicc=--sharedmem32=0)

@@ -280,13 +280,16 @@ def torch_speedups(win_t, record, entry):
         m = source.get(mode) or {}
         gr = (m.get("graph") or {}).get("median_us")
         out[mode] = {"events_us": (m.get("events") or {}).get("median_us"), "graph_us": gr, "error": m.get("error"),
-                     "speedup_graph": gr / win_t["graph_mean_us"] if gr and win_t and win_t.get("graph_mean_us") else None}
+                     "speedup_graph": (gr / win_t["graph_mean_us"]
+                                       if gr and win_t and win_t.get("graph_mean_us") else None)}
     m = (entry or {}).get("modelnew")
     if m:
         ev = (m.get("events") or {}).get("median_us")
         gr = (m.get("graph") or {}).get("median_us")
         same = {mode: (entry.get(mode) or {}) for mode in ("eager", "compile")}
-        t = lambda mode, method: (same[mode].get(method) or {}).get("median_us")
+
+        def t(mode, method):
+            return (same[mode].get(method) or {}).get("median_us")
         out["modelnew"] = {
             "events_us": ev, "graph_us": gr, "error": m.get("error"), "tuned": m.get("tuned"),
             "variant": m.get("variant"), "parity": m.get("parity"), "op_overhead_us": m.get("op_overhead_us"),
@@ -462,7 +465,8 @@ def summary_tables(runs):
         rows.append([gpu, run["problem"], dims_text(run["shape"]), dtype_text(run), str(len(run["variants"])),
                      str(sum(v["status"] == "passed" for v in run["variants"])),
                      fmt((run.get("wall_seconds") or {}).get("compile"), ".1f"),
-                     fmt(statistics.median(compile_s) if compile_s else None), fmt((run.get("wall_seconds") or {}).get("total"), ".1f"),
+                     fmt(statistics.median(compile_s) if compile_s else None),
+                     fmt((run.get("wall_seconds") or {}).get("total"), ".1f"),
                      fmt(median_us(base)), fmt(median_us(win)),
                      fmt(win["timing"].get("graph_mean_us") if win and win.get("timing") else None),
                      fmt(s.get("speedup_over_baseline")) + ("x" if s.get("speedup_over_baseline") else ""),
@@ -584,7 +588,7 @@ def chart_sensitivity(plt, g, slug, out):
         x = range(len(labels))
         ax.bar(x, [m for m, _, _ in vals.values()], color="#8da0cb", label="median")
         ax.plot(x, [b for _, b, _ in vals.values()], "o", color="#1b9e77", label="best")
-        ax.set_xticks(list(x), [f"{l}\n({c})" for l, (_, _, c) in zip(labels, vals.values())], fontsize=8)
+        ax.set_xticks(list(x), [f"{label}\n({c})" for label, (_, _, c) in zip(labels, vals.values())], fontsize=8)
         ax.set_title(p, fontsize=9)
         ax.set_ylabel("cold time per call (µs)")
     for ax in list(axes.flat)[n:]:
@@ -697,20 +701,17 @@ def baseline_spread_text(m):
             "temperature or other load on it, and compare these cards' winners with care.")
 
 
-def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=None):
-    left_out = [] if left_out is None else left_out
-    runs, groups = analyse(root, peaks, torch, allow_synthetic, left_out)
-    if not runs and left_out:
-        raise InputError(f"{root}: no results measured on a GPU to report; " + left_out_text(left_out))
-    if not runs:
-        raise InputError(f"{root}: no tune results (<gpu>/<problem>/<shape>.json) found")
-    plt = _plt() if charts else None
+def _intro_blocks(root, runs, groups, left_out):
+    """The report's title and opening paragraphs: what was read, how times and floors are taken, what
+    is synthetic or left out. Returns (blocks, synthetic)."""
     blocks = [("h1", "tune report"),
-              ("p", f"Results from `{root}`: {count(len(runs), 'file')}, {count(len(groups), 'problem and shape pair')} "
+              ("p", f"Results from `{root}`: {count(len(runs), 'file')}, "
+                    f"{count(len(groups), 'problem and shape pair')} "
                     f"on {cards_text(runs)}. Times are per call in microseconds (µs): "
                     "cold = median of CUDA-event samples with L2 flushed before each; batch = back-to-back launches; "
                     "graph = CUDA-graph replay. Noise = standard deviation / mean of the cold samples. Floors "
-                    "(docs/cli.md): bytes per call (in the tensors' dtypes) over copy bandwidth and FLOP per call over the "
+                    "(docs/cli.md): bytes per call (in the tensors' dtypes) over copy bandwidth and FLOP per call "
+                    "over the "
                     "compute rate that fits the winner (FP32; FP64 for a float64 output; the tensor-core rate of the "
                     "output's dtype, TF32 for float32, when the winner uses tensor cores), and the "
                     "launch floor: an empty kernel timed by the same cold method (the run's harness floor), below "
@@ -723,7 +724,12 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
                             ". Their numbers are made up or absent; ship nothing from them."))
     if left_out:
         blocks.append(("p", "**Left out:** " + left_out_text(left_out).replace("left out ", "", 1) + "."))
-    used = sorted({d["slug"] for g in groups.values() for d in g["gpus"].values()})
+    return blocks, synthetic
+
+
+def _summary_blocks(groups, peaks, torch, used):
+    """The summary table across problems and shapes, the device peaks and the PyTorch baselines."""
+    blocks = []
     blocks.append(("h2", "Summary"))
     blocks.append(("p", "Against PyTorch, graph against graph: the winner's CUDA-graph time per call against the "
                         "module's CUDA-graph median (tune --torch in the run itself, else a torch_baseline.py file), "
@@ -732,7 +738,8 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
                              "speedup over baseline", "winner graph µs", "torch.compile graph µs",
                              "winner over torch.compile (graph)", "winner over eager (graph)",
                              "ModelNew over torch.compile (graph)"],
-                   [[f"{g['problem']} {dims_text(g['shape'])}", d["dtype"], d["gpu"], fmt(d["median_us"]), ratio_text(d),
+                   [[f"{g['problem']} {dims_text(g['shape'])}", d["dtype"], d["gpu"], fmt(d["median_us"]),
+                     ratio_text(d),
                      x(d["speedup_over_baseline"]), fmt(d["graph_us"]), fmt(t["compile"]["graph_us"] if t else None),
                      x(t["compile"]["speedup_graph"] if t else None), x(t["eager"]["speedup_graph"] if t else None),
                      x((t.get("modelnew") or {}).get("over_compile_graph") if t else None)]
@@ -756,6 +763,149 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
                        [[t["doc"]["device"]["name"], f"`{t['path']}`", str(c.get("torch_version", "—")),
                          str(c.get("allow_tf32_matmul", "—")).lower(), str(c.get("created_at", "—"))]
                         for t in torch.values() for c in [t["doc"].get("context", {})]]))
+    return blocks
+
+
+def _shape_rows(g):
+    """The per-GPU rows of one problem and shape: (winner rows, PyTorch rows, ModelNew rows)."""
+    rows, trows, mrows = [], [], []
+    for slug, d in g["gpus"].items():
+        f = d["floors"]
+        rows.append([d["gpu"], f"`{params_text(d['winner_params'])}`" if d["winner_params"] else "—",
+                     fmt(d["median_us"]),
+                     fmt(d["noise"] * 100 if d["noise"] is not None else None, ".1f") + " %",
+                     fmt(d["batch_us"]), fmt(d["graph_us"]),
+                     fmt(f["bytes_us"] if f else None), fmt(f["flop_us"] if f else None),
+                     fmt(f["launch_us"] if f else None), ratio_text(d), fmt(d["baseline_us"]),
+                     x(d["speedup_over_baseline"])])
+        if d["torch"]:
+            t = d["torch"]
+            source = "this run (tune --torch)" if t["source"] == "results" else "torch_baseline.py"
+            trows.append([d["gpu"], source]
+                         + [c for m in ("eager", "compile") for c in (
+                             fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
+                             fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
+            mn = t.get("modelnew")
+            if mn:
+                par = mn["parity"]
+                ran = "the module (no tuned entry)"
+                if mn["tuned"]:
+                    ran = "tuned" if mn["variant"] == d["winner"] else (
+                        f"tuned: `{mn['variant']}` (the export's results, not this file's winner)")
+                mrows.append([d["gpu"], ran,
+                              fmt(mn["events_us"]) if not mn["error"] else f"failed: {mn['error']}",
+                              fmt(mn["graph_us"]), x(mn["over_eager_events"]), x(mn["over_compile_events"]),
+                              x(mn["over_eager_graph"]), x(mn["over_compile_graph"]), fmt(mn["op_overhead_us"]),
+                              (f"{par['max_abs_vs_float64']:.1e} ({'pass' if par['passed'] else 'FAIL'})"
+                               if par else "—")])
+    return rows, trows, mrows
+
+
+def _shape_tables(rows, trows, mrows):
+    """The tables of one problem and shape: timings and floors, against PyTorch, ModelNew."""
+    blocks = []
+    blocks.append(("table", ["GPU", "winner", "cold median µs", "noise", "batch µs", "graph µs",
+                             "bytes floor µs", "FLOP floor µs", "launch floor µs", "winner / largest floor",
+                             "baseline cold µs",
+                             "speedup over baseline"], rows))
+    if trows:
+        blocks.append(("p", "Against PyTorch on the same GPU, graph against graph (the winner's CUDA-graph "
+                            "time against the module's CUDA-graph replay); the module's events times (one "
+                            "call between CUDA events, L2 flushed, launch overhead included) are shown "
+                            "but set against nothing of the winner's:"))
+        blocks.append(("table", ["GPU", "measured by", "eager µs (events)", "eager µs (graph)",
+                                 "winner over eager (graph)", "torch.compile µs (events)",
+                                 "torch.compile µs (graph)", "winner over torch.compile (graph)"], trows))
+    if mrows:
+        blocks.append(("p", "ModelNew (`tune export torch`, the tuned kernels as a PyTorch op) in the same "
+                            "process as eager and torch.compile, on the same inputs, timed the same way; op "
+                            "overhead: its events median minus the winner's cold median (dispatch, checks, "
+                            "allocation); parity: max abs error against the float64 module:"))
+        blocks.append(("table", ["GPU", "ran", "ModelNew µs (events)", "ModelNew µs (graph)",
+                                 "over eager (events)", "over torch.compile (events)", "over eager (graph)",
+                                 "over torch.compile (graph)", "op overhead µs", "parity vs float64"], mrows))
+    return blocks
+
+
+def _portability_blocks(problem, g, plt, out, charts):
+    """Each GPU's winner as measured on the others, and the most portable config."""
+    blocks = []
+    port = g["portability"]
+    if port:
+        slugs = list(g["gpus"])
+        prow = []
+        for src, m in port["matrix"].items():
+            prow.append([f"{g['gpus'][src]['gpu']} winner `{m['config']}`"] + [
+                f"{fmt(c['us'])} µs ({x(c['loss'])} loss)" if c["us"] is not None else
+                ("not measured" if c["status"] == "not measured" else f"not timed ({c['status']})")
+                for c in (m["on"][dst] for dst in slugs)])
+        blocks.append(("p", "Portability: each GPU's winner as measured on the others (loss = its cold "
+                            "median there / that GPU's own winner)."))
+        blocks.append(("table", ["config"] + [f"on {g['gpus'][s]['gpu']}" for s in slugs], prow))
+        r = port["most_portable"]
+        blocks.append(("p", f"Smallest worst-case loss over the {len(slugs)} GPUs, among the "
+                            f"{port['configs_measured_everywhere']} configs measured on all of them: "
+                            + (f"`{r['config']}`, worst case {x(r['worst_loss'])} ("
+                               + ", ".join(f"{g['gpus'][s]['gpu']} {x(r['loss'][s])}" for s in slugs) + ")."
+                               if r else "none (no config was measured on every GPU).")))
+        if charts:
+            blocks.append(("img", chart_portability(plt, g, out),
+                           f"{problem} {shape_text(g['shape'])}: portability"))
+    return blocks
+
+
+def _card_spread_blocks(g):
+    """Card-to-card spread of the cards of one model that measured this shape."""
+    blocks = []
+    for m in g["card_spread"]:
+        keys = [c["card"] for c in m["cards"]]
+        blocks.append(("p", f"Card-to-card spread: {len(keys)} cards of {m['model']} measured this shape "
+                            "(spread = max / min − 1 of the cold medians)."))
+        blocks.append(("table", ["card", "UUID", "winner", "winner cold µs", "baseline cold µs"],
+                       [[f"`{c['card']}`", f"`{c['uuid']}`", f"`{c['winner']}`" if c["winner"] else "—",
+                         fmt(c["median_us"]), fmt(c["baseline_us"])] for c in m["cards"]]
+                       + [["all cards", "", "spread of the medians", fmt(m["winner_median_spread_pct"]) + " %",
+                           fmt(m["baseline"]["spread_pct"] if m["baseline"] else None) + " %"]]))
+        if m["baseline"]:
+            blocks.append(("p", baseline_spread_text(m)))
+        blocks.append(("table", ["config", "winner on"] + [f"on `{k}` µs" for k in keys] + ["spread"],
+                       [[f"`{c['config']}`", ", ".join(f"`{k}`" for k in c["winner_on"])]
+                        + [fmt(c["on"][k]) for k in keys] + [fmt(c["spread_pct"]) + " %"]
+                        for c in m["configs"]]))
+    return blocks
+
+
+def _shape_blocks(problem, g, plt, out, charts):
+    """The section of one problem and shape."""
+    blocks = [("h3", f"{problem} {shape_text(g['shape'])}")]
+    first = next(iter(g["gpus"].values()))
+    blocks.append(("p", f"dtype {first['dtype']}; tensors: " + (", ".join(
+        f"{n} {t}" for n, t in first["tensor_dtypes"].items()) or "float32 (a file older than dtypes)")
+        + "; the compute floor's rate: " + (first["floors"] or {}).get("compute_rate", "—") + "."))
+    blocks += _shape_tables(*_shape_rows(g))
+    blocks += _portability_blocks(problem, g, plt, out, charts)
+    blocks += _card_spread_blocks(g)
+    if charts:
+        blocks.append(("img", chart_distribution(plt, g, out),
+                       f"{problem} {shape_text(g['shape'])}: distribution"))
+        for slug in g["gpus"]:
+            img = chart_sensitivity(plt, g, slug, out)
+            if img:
+                blocks.append(("img", img, f"{slug} {problem} {shape_text(g['shape'])}: parameter sensitivity"))
+    return blocks
+
+
+def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=None):
+    left_out = [] if left_out is None else left_out
+    runs, groups = analyse(root, peaks, torch, allow_synthetic, left_out)
+    if not runs and left_out:
+        raise InputError(f"{root}: no results measured on a GPU to report; " + left_out_text(left_out))
+    if not runs:
+        raise InputError(f"{root}: no tune results (<gpu>/<problem>/<shape>.json) found")
+    plt = _plt() if charts else None
+    blocks, synthetic = _intro_blocks(root, runs, groups, left_out)
+    used = sorted({d["slug"] for g in groups.values() for d in g["gpus"].values()})
+    blocks += _summary_blocks(groups, peaks, torch, used)
     data = {"groups": [], "peaks": {s: peaks[s] for s in used if s in peaks},
             "synthetic": [{"file": str(p), "why": w} for p, w in synthetic],
             "left_out": [{"file": str(p), "why": w} for p, w in left_out]}
@@ -767,101 +917,7 @@ def build(root, out, peaks, torch, charts=True, allow_synthetic=False, left_out=
         for (p, tag), g in groups.items():
             if p != problem:
                 continue
-            first = next(iter(g["gpus"].values()))
-            blocks.append(("h3", f"{problem} {shape_text(g['shape'])}"))
-            blocks.append(("p", f"dtype {first['dtype']}; tensors: " + (", ".join(
-                f"{n} {t}" for n, t in first["tensor_dtypes"].items()) or "float32 (a file older than dtypes)")
-                + "; the compute floor's rate: " + (first["floors"] or {}).get("compute_rate", "—") + "."))
-            rows, trows, mrows = [], [], []
-            for slug, d in g["gpus"].items():
-                f = d["floors"]
-                rows.append([d["gpu"], f"`{params_text(d['winner_params'])}`" if d["winner_params"] else "—",
-                             fmt(d["median_us"]), fmt(d["noise"] * 100 if d["noise"] is not None else None, ".1f") + " %",
-                             fmt(d["batch_us"]), fmt(d["graph_us"]),
-                             fmt(f["bytes_us"] if f else None), fmt(f["flop_us"] if f else None),
-                             fmt(f["launch_us"] if f else None), ratio_text(d), fmt(d["baseline_us"]),
-                             x(d["speedup_over_baseline"])])
-                if d["torch"]:
-                    t = d["torch"]
-                    trows.append([d["gpu"], "this run (tune --torch)" if t["source"] == "results" else "torch_baseline.py"]
-                                 + [c for m in ("eager", "compile") for c in (
-                                     fmt(t[m]["events_us"]) if not t[m]["error"] else f"failed: {t[m]['error']}",
-                                     fmt(t[m]["graph_us"]), x(t[m]["speedup_graph"]))])
-                    mn = t.get("modelnew")
-                    if mn:
-                        par = mn["parity"]
-                        ran = "the module (no tuned entry)"
-                        if mn["tuned"]:
-                            ran = "tuned" if mn["variant"] == d["winner"] else (
-                                f"tuned: `{mn['variant']}` (the export's results, not this file's winner)")
-                        mrows.append([d["gpu"], ran,
-                                      fmt(mn["events_us"]) if not mn["error"] else f"failed: {mn['error']}",
-                                      fmt(mn["graph_us"]), x(mn["over_eager_events"]), x(mn["over_compile_events"]),
-                                      x(mn["over_eager_graph"]), x(mn["over_compile_graph"]), fmt(mn["op_overhead_us"]),
-                                      (f"{par['max_abs_vs_float64']:.1e} ({'pass' if par['passed'] else 'FAIL'})"
-                                       if par else "—")])
-            blocks.append(("table", ["GPU", "winner", "cold median µs", "noise", "batch µs", "graph µs",
-                                     "bytes floor µs", "FLOP floor µs", "launch floor µs", "winner / largest floor",
-                                     "baseline cold µs",
-                                     "speedup over baseline"], rows))
-            if trows:
-                blocks.append(("p", "Against PyTorch on the same GPU, graph against graph (the winner's CUDA-graph "
-                                    "time against the module's CUDA-graph replay); the module's events times (one "
-                                    "call between CUDA events, L2 flushed, launch overhead included) are shown "
-                                    "but set against nothing of the winner's:"))
-                blocks.append(("table", ["GPU", "measured by", "eager µs (events)", "eager µs (graph)",
-                                         "winner over eager (graph)", "torch.compile µs (events)",
-                                         "torch.compile µs (graph)", "winner over torch.compile (graph)"], trows))
-            if mrows:
-                blocks.append(("p", "ModelNew (`tune export torch`, the tuned kernels as a PyTorch op) in the same "
-                                    "process as eager and torch.compile, on the same inputs, timed the same way; op "
-                                    "overhead: its events median minus the winner's cold median (dispatch, checks, "
-                                    "allocation); parity: max abs error against the float64 module:"))
-                blocks.append(("table", ["GPU", "ran", "ModelNew µs (events)", "ModelNew µs (graph)",
-                                         "over eager (events)", "over torch.compile (events)", "over eager (graph)",
-                                         "over torch.compile (graph)", "op overhead µs", "parity vs float64"], mrows))
-            port = g["portability"]
-            if port:
-                slugs = list(g["gpus"])
-                prow = []
-                for src, m in port["matrix"].items():
-                    prow.append([f"{g['gpus'][src]['gpu']} winner `{m['config']}`"] + [
-                        f"{fmt(c['us'])} µs ({x(c['loss'])} loss)" if c["us"] is not None else
-                        ("not measured" if c["status"] == "not measured" else f"not timed ({c['status']})")
-                        for c in (m["on"][dst] for dst in slugs)])
-                blocks.append(("p", "Portability: each GPU's winner as measured on the others (loss = its cold "
-                                    "median there / that GPU's own winner)."))
-                blocks.append(("table", ["config"] + [f"on {g['gpus'][s]['gpu']}" for s in slugs], prow))
-                r = port["most_portable"]
-                blocks.append(("p", f"Smallest worst-case loss over the {len(slugs)} GPUs, among the "
-                                    f"{port['configs_measured_everywhere']} configs measured on all of them: "
-                                    + (f"`{r['config']}`, worst case {x(r['worst_loss'])} ("
-                                       + ", ".join(f"{g['gpus'][s]['gpu']} {x(r['loss'][s])}" for s in slugs) + ")."
-                                       if r else "none (no config was measured on every GPU).")))
-                if charts:
-                    blocks.append(("img", chart_portability(plt, g, out),
-                                   f"{problem} {shape_text(g['shape'])}: portability"))
-            for m in g["card_spread"]:
-                keys = [c["card"] for c in m["cards"]]
-                blocks.append(("p", f"Card-to-card spread: {len(keys)} cards of {m['model']} measured this shape "
-                                    "(spread = max / min − 1 of the cold medians)."))
-                blocks.append(("table", ["card", "UUID", "winner", "winner cold µs", "baseline cold µs"],
-                               [[f"`{c['card']}`", f"`{c['uuid']}`", f"`{c['winner']}`" if c["winner"] else "—",
-                                 fmt(c["median_us"]), fmt(c["baseline_us"])] for c in m["cards"]]
-                               + [["all cards", "", "spread of the medians", fmt(m["winner_median_spread_pct"]) + " %",
-                                   fmt(m["baseline"]["spread_pct"] if m["baseline"] else None) + " %"]]))
-                if m["baseline"]:
-                    blocks.append(("p", baseline_spread_text(m)))
-                blocks.append(("table", ["config", "winner on"] + [f"on `{k}` µs" for k in keys] + ["spread"],
-                               [[f"`{c['config']}`", ", ".join(f"`{k}`" for k in c["winner_on"])]
-                                + [fmt(c["on"][k]) for k in keys] + [fmt(c["spread_pct"]) + " %"]
-                                for c in m["configs"]]))
-            if charts:
-                blocks.append(("img", chart_distribution(plt, g, out), f"{problem} {shape_text(g['shape'])}: distribution"))
-                for slug in g["gpus"]:
-                    img = chart_sensitivity(plt, g, slug, out)
-                    if img:
-                        blocks.append(("img", img, f"{slug} {problem} {shape_text(g['shape'])}: parameter sensitivity"))
+            blocks += _shape_blocks(problem, g, plt, out, charts)
             data["groups"].append({"problem": problem, "shape": g["shape"], "portability": g["portability"],
                                    "card_spread": g["card_spread"],
                                    "gpus": {s: {k: v for k, v in d.items() if k not in ("run", "times", "status")}
@@ -927,7 +983,8 @@ def main(argv=None):
     ap.add_argument("-o", "--out", required=True, help="output folder for report.md, report.html, charts/")
     ap.add_argument("--peaks", help="JSON keyed by GPU slug: copy_gb_per_s, fp32_gflop_per_s, source")
     ap.add_argument("--torch", action="append", default=[],
-                    help="torch baseline JSON (report/torch_baseline.py); RESULTS/<gpu>/torch_baseline.json is read too")
+                    help="torch baseline JSON (report/torch_baseline.py); "
+                         "RESULTS/<gpu>/torch_baseline.json is read too")
     ap.add_argument("--allow-synthetic", action="store_true",
                     help="report results not measured on a GPU (fake GPU, compile-only) too, marked synthetic; "
                          "without it they are left out, and a line says which")

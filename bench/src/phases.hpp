@@ -1,4 +1,4 @@
-// Shared by the timing tools (contact_phases, experiments/sg_probes): include before the kernel
+// Shared by the timing tools (contact_phases, tools/experiments/sg_probes): include before the kernel
 // template; contact_phases defines its phase-mark macro as phases_mark<MARKS>(k).
 #pragma once
 #include <cuda_runtime.h>

@@ -597,12 +597,12 @@ TEST(CliHeader, BadInputIsOneLineAndExitCode2) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-// Results of record are kept as .json.gz (results/h200/, gate/): tune header and tune merge read
+// Results of record are kept as .json.gz (results/h200/): tune header and tune merge read
 // them as they are; tune check --write refuses to replace one with text.
 TEST(CliHeader, AResultKeptAsJsonGzIsReadAsItIs) {
   const std::string out = out_dir("json_gz");
   std::filesystem::create_directories(out + "/shard");
-  const std::string gz = std::string(TUNE_REPO_DIR) + "/results/h200/gate/contact/B4_N64_C64_H32.json.gz";
+  const std::string gz = std::string(TUNE_REPO_DIR) + "/results/h200/contact/B4_N64_C64_H32.json.gz";
   const Result r = run("header " + gz + " -o " + out + "/contact.hpp");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(read_text(out + "/contact.hpp").find("NVIDIA H200"), std::string::npos);

@@ -1,4 +1,4 @@
-// The planted defects (tests/plants/*.json, scripts/plant.py): copies of a shipped template with one
+// The planted defects (tests/plants/*.json, tools/plant.py): copies of a shipped template with one
 // known bug each, for showing that the correctness gate catches what parity on one launch lets
 // through. Without a GPU: every plant's `find` text occurs exactly once in the shipped file, the
 // folder plant.py builds from it compiles its variants with the defect (NVRTC, at the plant's
@@ -53,7 +53,7 @@ std::size_t occurrences(const std::string& text, const std::string& needle) {
 }
 
 Result run_plant(const std::string& plant, const fs::path& out) {
-  return run_command(std::string(TUNE_PYTHON) + " " + (kRepo / "scripts" / "plant.py").string() + " " + plant + " " +
+  return run_command(std::string(TUNE_PYTHON) + " " + (kRepo / "tools" / "plant.py").string() + " " + plant + " " +
                      out.string());
 }
 

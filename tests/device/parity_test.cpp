@@ -76,8 +76,8 @@ TEST_P(GoldenOnDevice, BaselineAndSampledVariantsMatchTheGoldenOutput) {
 
 INSTANTIATE_TEST_SUITE_P(Goldens, GoldenOnDevice,
                          ::testing::Values("contact_B3_N5_C8_H4.json", "contact_B2_N8_C16_H8.json",
-                                           "contact_B1_N16_C64_H32.json", "scene_graph_B2_N6_D16_H2_P4.json",
-                                           "scene_graph_B1_N12_D32_H4_P8.json", "scene_graph_B4_N24_D96_H4_P16.json"));
+                                           "contact_B1_N16_C64_H32.json.gz", "scene_graph_B2_N6_D16_H2_P4.json",
+                                           "scene_graph_B1_N12_D32_H4_P8.json.gz", "scene_graph_B4_N24_D96_H4_P16.json.gz"));
 
 TEST(Device, FreshSeededInputsAtAnOddShape) {
   std::string why;

@@ -47,7 +47,7 @@ TEST(DevicePlants, ThePlantedRaceNeverWinsAndItsFinalistsAreUnsafeWithTheRaceche
   std::filesystem::remove_all(root);
   const auto folder = root / "contact_copy_wait_race";
   const auto [plant_code, plant_out] =
-      shell("python3 " + repo + "/scripts/plant.py contact_copy_wait_race " + folder.string());
+      shell("python3 " + repo + "/tools/plant.py contact_copy_wait_race " + folder.string());
   ASSERT_EQ(plant_code, 0) << plant_out;
   // The whole space at the plant's shape, a sample of it: the baseline and racy warp_tile variants
   // among the fast ones, so racy variants reach the strict re-measure and the gate.

@@ -5,7 +5,7 @@
 // kernel taken by address as the generated header does). They must be the same machine code.
 // Without tune::kernels' -Xcicc=--sharedmem32=0 they are not: nvcc's cicc keeps shared-memory
 // addresses 32-bit (mov.u32 of the extern __shared__ symbol, st.shared [%r]) where NVRTC 13.0 keeps
-// them 64-bit, and no option of NVRTC changes that; scripts/compare_builds.py compares every entry
+// them 64-bit, and no option of NVRTC changes that; tools/compare_builds.py compares every entry
 // of record.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/cubin_identity.py's readers since issue 35 (no NVRTC needed): the entries of a merged
+"""tools/cubin_identity.py's readers since issue 35 (no NVRTC needed): the entries of a merged
 header whose Shape holds a dtype variable, and a sampled variant of a record older than the
 problem's dtype variable named as tune lowers it now.
 
@@ -13,7 +13,7 @@ import sys
 import unittest
 
 SRC = pathlib.Path(sys.argv[1])
-sys.path.insert(0, str(SRC / "scripts"))
+sys.path.insert(0, str(SRC / "tools"))
 import compare_builds  # noqa: E402
 import cubin_identity  # noqa: E402
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/replay_study.py (issue 24): the pipeline simulation on hand-computable records, every
+"""tools/replay_study.py (issue 24): the pipeline simulation on hand-computable records, every
 strategy on the committed ln_linear_gelu results of record, and bad input refused in one line.
 
     replay_test.py REPO_DIR OUT_DIR
@@ -11,8 +11,8 @@ import sys
 import unittest
 
 SRC, OUT = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-SCRIPT = SRC / "scripts" / "replay_study.py"
-sys.path.insert(0, str(SRC / "scripts"))
+SCRIPT = SRC / "tools" / "replay_study.py"
+sys.path.insert(0, str(SRC / "tools"))
 import replay_study  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/search_study.sh and scripts/search_summary.py (issue 24) end to end with the fake worker:
+"""tools/search_study.sh and tools/search_summary.py (issue 24) end to end with the fake worker:
 a two-shape sweep, exhaustive and warm, on a four-variant space; the summary's figures against the
 files and walls the study wrote; bad input refused in one line.
 
@@ -18,7 +18,7 @@ SPACE = SRC / "tests" / "fixtures" / "contact_sweep_space.json"
 
 
 def summary(*args):
-    return subprocess.run([sys.executable, str(SRC / "scripts" / "search_summary.py"), *map(str, args)],
+    return subprocess.run([sys.executable, str(SRC / "tools" / "search_summary.py"), *map(str, args)],
                           capture_output=True, text=True)
 
 
@@ -27,14 +27,14 @@ class Study(unittest.TestCase):
     def setUpClass(cls):
         shutil.rmtree(OUT, ignore_errors=True)
         cls.study = OUT / "study"
-        r = subprocess.run(["bash", str(SRC / "scripts" / "search_study.sh"), TUNE, str(cls.study),
+        r = subprocess.run(["bash", str(SRC / "tools" / "search_study.sh"), TUNE, str(cls.study),
                             "contact:--B 1 --N 16", "contact:--B 2 --N 16", "--", "--config", str(SPACE),
                             "--sanitize", "off", "--warm-explore", "1", "--jobs", "2"],
                            capture_output=True, text=True, env=dict(os.environ, TUNE_WORKER_FAKE="1"))
         assert r.returncode == 0, r.stdout + r.stderr
         cls.walls = [json.loads(line) for line in (cls.study / "walls.jsonl").read_text().splitlines()]
         # The same shapes as one tune --sweep --transfer process, the first with --search model.
-        r = subprocess.run(["bash", str(SRC / "scripts" / "search_study.sh"), TUNE, str(cls.study),
+        r = subprocess.run(["bash", str(SRC / "tools" / "search_study.sh"), TUNE, str(cls.study),
                             "contact:--B 1 --N 16", "contact:--B 2 --N 16", "--", "--config", str(SPACE),
                             "--sanitize", "off", "--warm-explore", "1", "--jobs", "2"],
                            capture_output=True, text=True,

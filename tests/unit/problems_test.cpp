@@ -355,7 +355,7 @@ TEST(Problems, Issue34_FoldersThatWouldBreakLaterAreRefusedAtLoad) {
 }
 
 // #9: outside configs/, a folder may name a built-in reference only as an unchanged copy of that
-// problem (scripts/plant.py's planted folders); a changed reference.py would never run.
+// problem (tools/plant.py's planted folders); a changed reference.py would never run.
 TEST(Problems, Issue34_ABuiltinReferenceOutsideConfigsNeedsTheBuiltinsTensorsAndReference) {
   const auto source = test::repo_dir() / "configs" / "contact";
   const auto copy = [&](const std::string& name, const std::string& reference) {

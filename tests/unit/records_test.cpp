@@ -429,7 +429,7 @@ TEST(Header, TheHeadersOfRecordRegenerateByteForByte) {
     ASSERT_FALSE(kept.empty()) << shape;
     std::string made = generate_header(run, space);
     // contact gained its dtype variable T after these were measured: its kernels are now
-    // contact_kernel<float, ...> (the same machine code, shown by scripts/cubin_identity.py), and
+    // contact_kernel<float, ...> (the same machine code, shown by tools/cubin_identity.py), and
     // that is the only difference an older float32 record's header may have.
     if (std::string(shape).starts_with("contact/")) {
       EXPECT_NE(made.find("contact_kernel<float,"), std::string::npos) << shape;
