@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
 #include "tune/space.hpp"
@@ -24,6 +26,14 @@ RunRecord read_problem_result(const std::filesystem::path& file);
 // each read (so validated) by read_result; other JSON files there are passed over, as report.py
 // passes them. <shape>.json beside <shape>.json.gz is refused (find_result_file).
 std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root);
+
+// `tune results --json`: the results under each path (a report folder <gpu>/<problem>/<shape>.json or
+// .json.gz, as report_result_files finds them, or one results file), each validated as read_result
+// validates it, as {"kind": "tune.results", "schema_version": 1, "records": [...]}; a record holds
+// the file, the run as written, and what readers derive: device_slug, shape_tag, the shape with the
+// problem's dtype defaults (read_problem_result), measured_on_gpu and why not. Throws InputError
+// "<file>: <JSON path>: <what is wrong>; <what to do>" for the first file that is not valid.
+nlohmann::ordered_json results_listing(const std::vector<std::filesystem::path>& paths);
 
 // <stem>.json.gz beside <stem>.json: the form a results file of record over 256 KB is kept in.
 std::filesystem::path compressed_result_path(const std::filesystem::path& json);

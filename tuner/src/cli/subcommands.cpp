@@ -223,6 +223,37 @@ class CheckCommand final : public Subcommand {
   std::string results_;
 };
 
+class ResultsCommand final : public Subcommand {
+ public:
+  explicit ResultsCommand(CLI::App& root) {
+    app_ = root.add_subcommand("results", "read result files as tune reads them: each validated, refused in one line "
+                                          "(exit 2) when not valid; --json prints the records for other readers");
+    app_->add_option("paths", inputs_, "results folders (<gpu>/<problem>/<shape>.json or .json.gz) or results files")
+        ->required();
+    app_->add_flag("--json", json_,
+                   "print the validated records as JSON on stdout, with device_slug, shape_tag, the shape with its dtype "
+                   "defaults and measured_on_gpu computed (docs/results-format.md)");
+  }
+
+  int run(const Log&) override {
+    const auto listing = results_listing(paths(inputs_));
+    if (json_) {
+      fmt::print("{}\n", listing.dump());
+      return 0;
+    }
+    for (const auto& r : listing.at("records"))
+      fmt::print("{}: {} {} on {}: valid\n", r.at("file").get<std::string>(), r.at("run").at("problem").get<std::string>(),
+                 r.at("shape_tag").get<std::string>(),
+                 r.at("device_slug").is_null() ? std::string("no device") : r.at("device_slug").get<std::string>());
+    fmt::print("results: {} valid files\n", listing.at("records").size());
+    return 0;
+  }
+
+ private:
+  std::vector<std::string> inputs_;
+  bool json_ = false;
+};
+
 class ListCommand final : public Subcommand {
  public:
   explicit ListCommand(CLI::App& root) : root_(root) {
@@ -310,12 +341,13 @@ Subcommands add_subcommands(CLI::App& root, const TuneOptions& main_options) {
   auto* merge = add<MergeCommand>(subs, root);
   auto* check = add<CheckCommand>(subs, root);
   auto* list = add<ListCommand>(subs, root);
+  auto* results = add<ResultsCommand>(subs, root);
   // A subcommand takes the main options too (tune list --problem-path DIR); what none of them knows
   // is refused by check_no_extras (only a tune takes shape options).
   for (const auto& sub : subs.owned) sub->app().fallthrough();
   export_torch->group()->fallthrough();
-  subs.checked = {verify, report, header, merge, list, check, export_torch};
-  subs.dispatched = {list, verify, report, check, header, export_torch, merge};
+  subs.checked = {verify, report, header, merge, list, check, export_torch, results};
+  subs.dispatched = {list, verify, report, check, header, export_torch, merge, results};
   return subs;
 }
 
