@@ -197,7 +197,7 @@ class Report(unittest.TestCase):
     def test_a_null_zero_or_string_median_is_refused_naming_the_file_and_field(self):
         # A passed variant whose median is null, zero or a string (a damaged or hand-edited file): one
         # line naming the file and the field, exit 2, never a traceback (issue 22, item 11); report.py
-        # run alone says the same. tests/report/readers_test.py runs many more such edits.
+        # run alone says the same. tests/cli/results_json_test.cpp runs many more such edits through tune results.
         for tag, bad in (("null", None), ("zero", 0), ("string", "500")):
             src = OUT / f"{tag}_median"
             shutil.copytree(FIX / "synthetic", src)
