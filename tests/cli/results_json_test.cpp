@@ -25,14 +25,13 @@ std::string slurp(const fs::path& file) {
 }
 
 fs::path scratch(const std::string& name) {
-  const auto dir = fs::path(TUNE_BINARY_DIR) / "results_json" / name;
-  fs::remove_all(dir);
+  const fs::path dir = out_dir("results_json_" + name);
   fs::create_directories(dir);
   return dir;
 }
 
 // The text of the base file with one hand-edit of the table applied (the table's "about" says how).
-std::string apply(const Json& m, const std::string& base) {
+std::string edited(const Json& m, const std::string& base) {
   if (m.contains("raw")) {
     std::string text = base;
     const auto old = m["raw"][0].get<std::string>();
@@ -44,18 +43,21 @@ std::string apply(const Json& m, const std::string& base) {
   if (m.contains("truncate"))
     return base.substr(0, static_cast<std::size_t>(static_cast<double>(base.size()) * m["truncate"].get<double>()));
   Json doc = Json::parse(base);
-  for (const auto& [path, value] : m.value("set", Json::object()).items()) doc[Json::json_pointer(path)] = value;
-  for (const auto& path : m.value("remove", Json::array())) {
+  const Json none = Json::object(), set = m.value("set", none), remove = m.value("remove", Json::array()),
+             append = m.value("append", none);
+  for (const auto& [path, value] : set.items()) doc[Json::json_pointer(path)] = value;
+  for (const auto& path : remove) {
     const Json::json_pointer p(path.get<std::string>());
     Json& parent = doc[p.parent_pointer()];
     if (parent.is_array()) parent.erase(std::stoul(p.back()));
     else parent.erase(p.back());
   }
-  for (const auto& [path, value] : m.value("append", Json::object()).items()) {
+  for (const auto& [path, value] : append.items()) {
     Json item = value;
     if (value.is_object() && value.contains("copy")) {
       item = doc[Json::json_pointer(value["copy"].get<std::string>())];
-      for (const auto& [p, v] : value.value("set", Json::object()).items()) item[Json::json_pointer(p)] = v;
+      const Json item_set = value.value("set", none);
+      for (const auto& [p, v] : item_set.items()) item[Json::json_pointer(p)] = v;
     }
     doc[Json::json_pointer(path)].push_back(item);
   }
@@ -90,7 +92,7 @@ TEST(ResultsJson, EveryHandEditIsRefusedInOneLineNamingTheFileAndTheField) {
   std::size_t i = 0;
   for (const Json& m : table["mutations"]) {
     const fs::path file = dir / fmt::format("m{}.json", i++);
-    std::ofstream(file) << apply(m, base);
+    std::ofstream(file) << edited(m, base);
     const Result r = run("results --json " + file.string());
     SCOPED_TRACE(m["what"].get<std::string>());
     if (m.value("valid", false)) {
@@ -101,6 +103,28 @@ TEST(ResultsJson, EveryHandEditIsRefusedInOneLineNamingTheFileAndTheField) {
     EXPECT_EQ(r.code, 2) << r.output;
     expect_error_output(r, file.string() + ": " + field + (field == "not valid JSON" ? "" : ":"));
   }
+}
+
+// A folder's results as the report finds them: <gpu>/<problem>/<shape>.json.gz read as the .json is,
+// other JSON files there passed over; a hand-edit of a .json.gz refused naming the .json.gz.
+TEST(ResultsJson, AFolderTakesJsonGzAndPassesOverOtherJson) {
+  const Json table = Json::parse(slurp(kFixtures / "results" / "mutations.json"));
+  const fs::path base = kFixtures / "results" / table["base"].get<std::string>();
+  const auto dir = scratch("folder");
+  fs::create_directories(dir / "gpu" / "contact");
+  ASSERT_EQ(run_command("gzip -c " + base.string() + " > " + (dir / "gpu" / "contact" / "a.json.gz").string()).code, 0);
+  std::ofstream(dir / "gpu" / "contact" / "bench.json") << R"({"benchmarks": []})";
+  const Result r = run("results --json " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json out = Json::parse(r.output);
+  ASSERT_EQ(out["records"].size(), 1u) << r.output;
+  EXPECT_EQ(out["records"][0]["run"], Json::parse(slurp(base)));
+  std::ofstream(dir / "edit.json") << edited(table["mutations"][0], slurp(base));
+  ASSERT_EQ(run_command("gzip -f " + (dir / "edit.json").string() + " && mv " + (dir / "edit.json.gz").string() + " " +
+                        (dir / "gpu" / "contact" / "b.json.gz").string()).code, 0);
+  const Result bad = run("results --json " + dir.string());
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  expect_error_output(bad, (dir / "gpu" / "contact" / "b.json.gz").string() + ": " + table["mutations"][0]["field"].get<std::string>());
 }
 
 TEST(ResultsJson, AMissingPathIsOneLineAndExit2) {
