@@ -45,7 +45,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs ${PROJECT_SOURCE_DIR}/kernel_tem
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/report/report.py ${PROJECT_SOURCE_DIR}/report/summary.py
                  ${PROJECT_SOURCE_DIR}/report/torch_baseline.py
         DESTINATION ${TUNE_INSTALL_DATADIR}/report)
-# The results validation the report scripts import.
+# The report scripts' reader: results through tune results --json (<prefix>/bin/tune), torch baselines and peaks.
 install(FILES ${PROJECT_SOURCE_DIR}/report/results.py DESTINATION ${TUNE_INSTALL_DATADIR}/report)
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/problem_folder.py DESTINATION ${TUNE_INSTALL_DATADIR}/scripts)
 install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py DESTINATION ${TUNE_INSTALL_DATADIR}/python)

@@ -136,24 +136,28 @@ def not_measured(run):
     return None
 
 
+class ResultPath(type(pathlib.Path())):
+    """A results file's path, with what tune computed for it (results.load_results): device_slug."""
+    device_slug = None
+
+
 def load(root, allow_synthetic=True, left_out=None):
     """Yields (path, run) for every tune result file under root (<gpu>/<problem>/<shape>.json or .json.gz), each
-    validated as tune's own readers validate it (results.py); other JSON files there are passed over.
+    validated by tune's own reader (tune results --json); other JSON files there are passed over.
     A run not measured on a GPU (a compile-only sweep, the fake worker) is left out unless allow_synthetic:
     (path, why) appended to left_out, so that the measured ones beside it are still reported."""
-    for path in results.result_files(root):
-        run = results.read_json(path)
-        if results.is_result(run):
-            results.check(path, run)
-            if (run["context"].get("shard") or {}).get("split") == "variants":
-                raise InputError(f"{path}: context.shard: one shard of a shape's variants (tune --shard); combine "
-                                 "the shards with tune merge and report on its --out folder")
-            why = not_measured(run)
-            if why and not allow_synthetic:
-                if left_out is not None:
-                    left_out.append((path, why))
-                continue
-            yield path, run
+    for rec in results.load_results([root]):
+        path, run = ResultPath(rec["file"]), rec["run"]
+        path.device_slug = rec["device_slug"]
+        if (run["context"].get("shard") or {}).get("split") == "variants":
+            raise InputError(f"{path}: context.shard: one shard of a shape's variants (tune --shard); combine "
+                             "the shards with tune merge and report on its --out folder")
+        why = rec["not_measured"]
+        if why and not allow_synthetic:
+            if left_out is not None:
+                left_out.append((path, why))
+            continue
+        yield path, run
 
 
 def left_out_text(left_out):
@@ -168,8 +172,8 @@ def left_out_text(left_out):
 
 
 def gpu_of(path, run):
-    """(slug, name) of the run's GPU; the slug derived from the name, as tune derives it."""
-    return (results.device_slug(run["device"]["name"]) if run.get("device") else path.parts[-3],
+    """(slug, name) of the run's GPU; the slug as tune computed it (load), else the results folder."""
+    return (getattr(path, "device_slug", None) or path.parts[-3],
             run["device"]["name"] if run.get("device") else "none (compile only)")
 
 

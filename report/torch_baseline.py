@@ -114,19 +114,13 @@ def results_in(root, gpu=None):
     """{(problem, shape JSON): the run} of the tune results under root, once each (the first file)."""
     seen = {}
     try:
-        files = results.result_files(root)  # <shape>.json or .json.gz
+        records = results.load_results([root])  # <shape>.json or .json.gz, validated by tune
     except results.InputError as e:
         raise Failure(2, str(e))
-    for path in files:
-        if gpu and path.parts[-3] != gpu:
+    for rec in records:
+        run = rec["run"]
+        if gpu and pathlib.Path(rec["file"]).parts[-3] != gpu:
             continue
-        try:
-            run = results.read_json(path)
-            if not results.is_result(run):
-                continue
-            results.check(path, run)
-        except results.InputError as e:
-            raise Failure(2, str(e))
         seen.setdefault((run["problem"], json.dumps(run["shape"])), run)
     return seen
 

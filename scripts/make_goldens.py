@@ -6,8 +6,8 @@ the folder's reference module, in the format `tune verify` reads (docs/problem-f
     scripts/make_goldens.py --problem examples/rmsnorm --shape M=4,K=64,T=bfloat16 -o FILE.json
 
 The tensors (names, shapes, init) and edits come from the folder's problem.json ("tensors",
-"edits"). One generator seeded with --seed (tune's own, mirrored: the data tune draws at that seed;
---generator numpy for numpy's) draws them in order, element by element,
+"edits"). tune draws them at --seed (`tune problem draw`: the very data tune draws; --generator numpy
+for numpy's generator, the goldens under configs/ were made with it), in order, element by element,
 row-major; float inits are drawn as float32 and rounded to the tensor's dtype (a dtype variable's
 value comes from --shape T=bfloat16, else its default), integer ones (index, integers) and bernoulli
 drawn as tune draws them; then the edits apply, their values rounded to the tensor's dtype too (parity
@@ -116,7 +116,8 @@ def golden(folder, shape_text, seed, backend="auto", generator="tune"):
     for c in problem.get("shape", {}).get("constraints", []):
         if not pf.evaluate(c["expr"], names):
             raise pf.ProblemError(f"--shape: {c.get('message', c['expr'])}")
-    data = pf.draw(tensors, edits, dims, seed, bound=bound, generator=generator)
+    data = pf.tune_draw(folder, {**dims, **bound}, seed) if generator == "tune" else \
+        pf.draw(tensors, edits, dims, seed, bound=bound)
     of = {t["name"]: pf.tensor_dtype(t, bound) for t in tensors}
     params = {t["name"]: data[t["name"]] for t in pf.roles(tensors, "parameter")}
     inputs = {t["name"]: data[t["name"]] for t in pf.roles(tensors, "input")}
@@ -152,7 +153,7 @@ def main(argv=None):
     ap.add_argument("--backend", choices=("auto", "torch", "numpy"), default="auto",
                     help="the output's reference: the PyTorch module, the numpy function, or torch where it imports")
     ap.add_argument("--generator", choices=("tune", "numpy"), default="tune",
-                    help="tune: the data tune draws at this seed (its generator, mirrored); numpy: numpy's default_rng "
+                    help="tune: the data tune draws at this seed (tune problem draw); numpy: numpy's default_rng "
                          "(faster for large shapes; the goldens made before issue 35 used it)")
     a = ap.parse_args(argv)
     try:

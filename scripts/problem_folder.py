@@ -5,9 +5,13 @@ Used by scripts/make_goldens.py and report/torch_baseline.py. Needs numpy only."
 import importlib.util
 import json
 import math
+import os
 import pathlib
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -178,67 +182,13 @@ def round_to(dtype, values):
     return t
 
 
-class TuneRng:
-    """tune's generator (tuner/include/tune/rng.hpp), number for number: std::mt19937_64 seeded with
-    the seed, uniform01 from its top 53 bits, normal by Box-Muller keeping the spare (across tensors,
-    as tune's one Rng does). Offers the numpy Generator calls _draw makes."""
-    _MASK = (1 << 64) - 1
-
-    def __init__(self, seed):
-        mt = [seed & self._MASK]
-        for i in range(1, 312):
-            mt.append((6364136223846793005 * (mt[-1] ^ (mt[-1] >> 62)) + i) & self._MASK)
-        self._mt, self._i, self._spare = mt, 312, None
-
-    def _twist(self):
-        mt = self._mt
-        for i in range(312):
-            x = (mt[i] & 0xFFFFFFFF80000000) | (mt[(i + 1) % 312] & 0x7FFFFFFF)
-            mt[i] = mt[(i + 156) % 312] ^ (x >> 1) ^ (0xB5026F5AA96619E9 if x & 1 else 0)
-        self._i = 0
-
-    def _next(self):
-        if self._i >= 312:
-            self._twist()
-        y = self._mt[self._i]
-        self._i += 1
-        y ^= (y >> 29) & 0x5555555555555555
-        y ^= (y << 17) & 0x71D67FFFEDA60000
-        y ^= (y << 37) & 0xFFF7EEE000000000
-        return y ^ (y >> 43)
-
-    def uniform01(self):
-        return (self._next() >> 11) * 2.0 ** -53
-
-    def normal1(self):
-        if self._spare is not None:
-            out, self._spare = self._spare, None
-            return out
-        u1 = self.uniform01()
-        while u1 <= 0.0:
-            u1 = self.uniform01()
-        u2 = self.uniform01()
-        r = math.sqrt(-2.0 * math.log(u1))
-        self._spare = r * math.sin(2.0 * math.pi * u2)
-        return r * math.cos(2.0 * math.pi * u2)
-
-    def random(self, n):
-        return np.array([self.uniform01() for _ in range(n)])
-
-    def standard_normal(self, n):
-        return np.array([self.normal1() for _ in range(n)])
-
-    def uniform(self, low, high, n):
-        return np.array([low + (high - low) * self.uniform01() for _ in range(n)])
-
-
 _FLOAT_INITS = ("normal", "uniform", "linear", "layernorm_weight", "layernorm_bias")
 
 
 def _draw(rng, init, n, dims, dtype="float32"):
     """n values of `init` as tune draws them (problem.cpp): float inits as float32, then rounded to the
     tensor's dtype; index uniform in [0, high) and integers in [low, high) as floor(u * span);
-    bernoulli u < p. `rng` is a TuneRng (tune's numbers) or a numpy Generator."""
+    bernoulli u < p. `rng` is a numpy Generator (tune's own numbers: tune_draw)."""
     kind, args = (init, {}) if isinstance(init, str) else (init.get("kind"), init)
     if kind in _FLOAT_INITS and not dtypes.is_floating(dtype):
         raise ProblemError(f"init {kind!r} draws real numbers; the tensor is {dtype}")
@@ -301,13 +251,13 @@ def tensor_dtype(tensor, bound):
     return dtypes.DEFAULT
 
 
-def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.float64, bound=None, generator="numpy"):
+def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.float64, bound=None):
     """{name: array of the values its dtype holds, as `dtype`} for every parameter and input, in draw
-    order: one generator seeded with `seed` ("tune": tune's own, the very data tune draws; "numpy":
-    numpy's default_rng, faster) draws each tensor element by element, row-major, each
+    order: numpy's default_rng seeded with `seed` (not tune's numbers: tune_draw gives those) draws
+    each tensor element by element, row-major, each
     value rounded to the tensor's dtype (its dtype variable's value in `bound`); then the edits whose
     purpose is in `purposes` apply in order (their values rounded to the tensor's dtype too)."""
-    rng = TuneRng(seed) if generator == "tune" else np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)
     arrays, of = {}, {}
     for t in tensors:
         if t.get("role") not in ("parameter", "input"):
@@ -323,6 +273,44 @@ def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.flo
         if e.get("purpose", "always") in purposes:
             apply_edit(arrays, e, dims, of)
     return {k: v.astype(dtype, copy=False) for k, v in arrays.items()}
+
+
+def tune_binary():
+    """The tune to draw with: $TUNE_BIN, else <prefix>/bin/tune of an installed copy (<prefix>/share/
+    tune/scripts/), else build/tuner/tune of a checkout, else tune on PATH."""
+    if os.environ.get("TUNE_BIN"):
+        return os.environ["TUNE_BIN"]
+    here = pathlib.Path(__file__).resolve().parent
+    for exe in (here.parents[2] / "bin" / "tune", here.parent / "build" / "tuner" / "tune"):
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return str(exe)
+    found = shutil.which("tune")
+    if not found:
+        raise ProblemError("tune not found: set TUNE_BIN to the tune binary (build/tuner/tune of a checkout), or put "
+                           "tune on PATH")
+    return found
+
+
+def tune_draw(folder, shape, seed, purpose="parity"):
+    """{name: float64 array} of the parameters and inputs tune draws for the problem folder at `shape`
+    ({"B": 3, "T": "bfloat16"}) and `seed`: `tune problem draw` (docs/cli.md), tune's own numbers,
+    edits of `purpose` (parity: the golden and parity data) applied, each value its dtype's."""
+    exe = tune_binary()
+    with tempfile.TemporaryDirectory() as out:
+        args = [exe, "problem", "draw", "--problem", str(pathlib.Path(folder).resolve()), "--seed", str(seed),
+                "--purpose", purpose, "--out", out]
+        for k, v in shape.items():
+            args += [f"--{k}", str(v)]
+        try:
+            r = subprocess.run(args, capture_output=True, text=True)
+        except OSError as e:
+            raise ProblemError(f"{exe}: cannot run ({e.strerror or e}); set TUNE_BIN to the tune binary")
+        if r.returncode != 0:
+            line = (r.stderr.strip().splitlines() or [f"tune problem draw exited {r.returncode}"])[-1]
+            raise ProblemError(line[len("tune: "):] if line.startswith("tune: ") else line)
+        index = json.loads((pathlib.Path(out) / "index.json").read_text())
+        return {t["name"]: np.load(pathlib.Path(out) / t["file"]).astype(np.float64).reshape(t["shape"])
+                for t in index["tensors"]}
 
 
 def roles(tensors, role):

@@ -15,6 +15,7 @@ import sys
 import unittest
 
 TUNE, SRC, OUT = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+os.environ["TUNE_BIN"] = TUNE  # report.py and torch_baseline.py run here read results through this tune
 FIX = SRC / "tests" / "fixtures" / "report"
 A, B = "synthetic-gpu-a", "synthetic-gpu-b"
 S1, S2 = {"B": 1, "N": 64, "C": 64, "H": 32}, {"B": 2, "N": 64, "C": 64, "H": 32}
@@ -196,7 +197,7 @@ class Report(unittest.TestCase):
     def test_a_null_zero_or_string_median_is_refused_naming_the_file_and_field(self):
         # A passed variant whose median is null, zero or a string (a damaged or hand-edited file): one
         # line naming the file and the field, exit 2, never a traceback (issue 22, item 11); report.py
-        # run alone says the same. tests/report/readers_test.py runs many more such edits.
+        # run alone says the same. tests/cli/results_json_test.cpp runs many more such edits through tune results.
         for tag, bad in (("null", None), ("zero", 0), ("string", "500")):
             src = OUT / f"{tag}_median"
             shutil.copytree(FIX / "synthetic", src)
@@ -495,10 +496,13 @@ class Dtypes(unittest.TestCase):
 
     def test_a_shape_value_that_is_no_dtype_is_refused(self):
         import results
+        bad = OUT / "dtypes" / "bad_dtype.json"
+        bad.write_text(json.dumps({**json.loads((OUT / "dtypes" / "results" / A / "contact" /
+                                                 "B1_N64_C64_H32_bfloat16.json").read_text()),
+                                   "shape": {**S1, "T": "bfloat17"}}))
         with self.assertRaises(results.InputError) as c:
-            results.check("f.json", {**json.loads((OUT / "dtypes" / "results" / A / "contact" /
-                                                  "B1_N64_C64_H32_bfloat16.json").read_text()),
-                                     "shape": {**S1, "T": "bfloat17"}})
+            results.load_results([bad])
+        self.assertIn(str(bad), str(c.exception))
         self.assertIn("shape.T", str(c.exception))
         self.assertIn("not a dtype", str(c.exception))
 

@@ -1,9 +1,12 @@
 #pragma once
 // Readers and writers of files users hand around: results, golden cases, generated headers.
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
@@ -24,6 +27,28 @@ RunRecord read_problem_result(const std::filesystem::path& file);
 // each read (so validated) by read_result; other JSON files there are passed over, as report.py
 // passes them. <shape>.json beside <shape>.json.gz is refused (find_result_file).
 std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root);
+
+// `tune results --json`: the results under each path (a report folder <gpu>/<problem>/<shape>.json or
+// .json.gz, as report_result_files finds them, or one results file), each validated as read_result
+// validates it, as {"kind": "tune.results", "schema_version": 1, "records": [...]}; a record holds
+// the file, the run as written, and what readers derive: device_slug, shape_tag, the shape with the
+// problem's dtype defaults (read_problem_result), measured_on_gpu and why not. Throws InputError
+// "<file>: <JSON path>: <what is wrong>; <what to do>" for the first file that is not valid.
+nlohmann::ordered_json results_listing(const std::vector<std::filesystem::path>& paths);
+
+// `tune problem draw`: the data tune draws for `shape` (Problem::make_data at `seed` for `purpose`,
+// or the edge case named), written under `out` as one .npy per parameter and input (t0.npy, ...: the
+// torch harness's writer; bfloat16 and float16 values in '<f4', which holds them exactly) and
+// index.json {"kind": "tune.problem_draw", "problem", "shape", "seed", "purpose", "edge_case",
+// "tensors": [{"name", "role", "dtype" (as the problem declares it), "shape", "file"}]}. Returns the
+// index's path. Throws InputError for an edge case the problem does not have at this shape.
+struct DrawRequest {
+  std::uint64_t seed = 0;
+  DataPurpose purpose = DataPurpose::kParity;
+  std::string edge_case;  // empty: none
+};
+std::filesystem::path draw_problem_data(const Problem& problem, const Shape& shape, const DrawRequest& request,
+                                        const std::filesystem::path& out);
 
 // <stem>.json.gz beside <stem>.json: the form a results file of record over 256 KB is kept in.
 std::filesystem::path compressed_result_path(const std::filesystem::path& json);

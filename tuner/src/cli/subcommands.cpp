@@ -1,6 +1,7 @@
 // The subcommands: each one's options and its run. The help texts are docs/cli.md's.
 #include "cli/subcommands.hpp"
 
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -11,12 +12,14 @@
 #include <fmt/format.h>
 
 #include "cli/summary.hpp"
+#include "cli/tune_command.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/report.hpp"
 #include "tune/sweep.hpp"
+#include "tune/tune.hpp"
 #include "tune/verify.hpp"
 
 namespace tune::cli {
@@ -223,6 +226,83 @@ class CheckCommand final : public Subcommand {
   std::string results_;
 };
 
+class ResultsCommand final : public Subcommand {
+ public:
+  explicit ResultsCommand(CLI::App& root) {
+    app_ = root.add_subcommand("results", "read result files as tune reads them: each validated, refused in one line "
+                                          "(exit 2) when not valid; --json prints the records for other readers");
+    app_->add_option("paths", inputs_, "results folders (<gpu>/<problem>/<shape>.json or .json.gz) or results files")
+        ->required();
+    app_->add_flag("--json", json_,
+                   "print the validated records as JSON on stdout, with device_slug, shape_tag, the shape with its dtype "
+                   "defaults and measured_on_gpu computed (docs/results-format.md)");
+  }
+
+  int run(const Log&) override {
+    const auto listing = results_listing(paths(inputs_));
+    if (json_) {
+      fmt::print("{}\n", listing.dump());
+      return 0;
+    }
+    for (const auto& r : listing.at("records"))
+      fmt::print("{}: {} {} on {}: valid\n", r.at("file").get<std::string>(), r.at("run").at("problem").get<std::string>(),
+                 r.at("shape_tag").get<std::string>(),
+                 r.at("device_slug").is_null() ? std::string("no device") : r.at("device_slug").get<std::string>());
+    fmt::print("results: {} valid files\n", listing.at("records").size());
+    return 0;
+  }
+
+ private:
+  std::vector<std::string> inputs_;
+  bool json_ = false;
+};
+
+// `tune problem draw`: tune's data draw of a problem and shape as .npy files (draw_problem_data).
+// Takes the shape options itself (--B 3 ...), so it is left out of check_no_extras.
+class ProblemDrawCommand final : public Subcommand {
+ public:
+  ProblemDrawCommand(CLI::App& root, const TuneOptions& main_options) : root_(root), main_options_(main_options) {
+    group_ = root.add_subcommand("problem", "work with a problem folder (problem draw: the data tune draws)");
+    group_->require_subcommand(1);
+    app_ = group_->add_subcommand("draw", "write the tensors tune draws for --problem at a shape (--B 3 ...) as .npy "
+                                          "files with index.json, for goldens and the torch baseline");
+    app_->add_option("--seed", seed_text_, "seed of the draw")->capture_default_str();
+    app_->add_option("--purpose", purpose_, "parity (with the problem's parity edits) or timing (plain inputs)")
+        ->check(CLI::IsMember({"parity", "timing"}))
+        ->capture_default_str();
+    app_->add_option("--edge-case", request_.edge_case, "draw this edge case of the problem instead (its names: "
+                                                        "problem.json's edge cases)");
+    app_->add_option("--out", out_, "folder to write index.json and the .npy files into")->required();
+  }
+  [[nodiscard]] CLI::App* group() const { return group_; }
+
+  int run(const Log&) override {
+    if (main_options_.problem.empty()) throw InputError("tune problem draw: --problem is required (a name or a folder)");
+    const auto r = std::from_chars(seed_text_.data(), seed_text_.data() + seed_text_.size(), request_.seed);
+    if (seed_text_.empty() || r.ec != std::errc() || r.ptr != seed_text_.data() + seed_text_.size())
+      throw InputError(fmt::format("--seed {}: expected an integer from 0 to {}", seed_text_,
+                                   std::numeric_limits<std::uint64_t>::max()));
+    request_.purpose = purpose_ == "timing" ? DataPurpose::kTiming : DataPurpose::kParity;
+    std::vector<std::string> extras = root_.remaining();
+    for (const auto& e : app_->remaining()) extras.push_back(e);
+    const auto items = expand_dims(main_options_.problem, shape_lists(extras));
+    if (items.size() != 1)
+      throw InputError(fmt::format("tune problem draw: {} shapes given; give one value per dimension", items.size()));
+    const Problem& problem = find_problem(main_options_.problem);
+    const Shape shape = resolve_shape(problem, load_space(main_options_.problem, std::nullopt), items.front().dims);
+    const auto index = draw_problem_data(problem, shape, request_, out_);
+    fmt::print("draw: {} at {}: {}\n", problem.name(), items.front().describe(), index.string());
+    return 0;
+  }
+
+ private:
+  CLI::App& root_;
+  const TuneOptions& main_options_;
+  CLI::App* group_ = nullptr;
+  std::string seed_text_ = "0", purpose_ = "parity", out_;
+  DrawRequest request_;
+};
+
 class ListCommand final : public Subcommand {
  public:
   explicit ListCommand(CLI::App& root) : root_(root) {
@@ -310,12 +390,15 @@ Subcommands add_subcommands(CLI::App& root, const TuneOptions& main_options) {
   auto* merge = add<MergeCommand>(subs, root);
   auto* check = add<CheckCommand>(subs, root);
   auto* list = add<ListCommand>(subs, root);
+  auto* results = add<ResultsCommand>(subs, root);
+  auto* draw = add<ProblemDrawCommand>(subs, root, main_options);
   // A subcommand takes the main options too (tune list --problem-path DIR); what none of them knows
   // is refused by check_no_extras (only a tune takes shape options).
   for (const auto& sub : subs.owned) sub->app().fallthrough();
   export_torch->group()->fallthrough();
-  subs.checked = {verify, report, header, merge, list, check, export_torch};
-  subs.dispatched = {list, verify, report, check, header, export_torch, merge};
+  draw->group()->fallthrough();
+  subs.checked = {verify, report, header, merge, list, check, export_torch, results};
+  subs.dispatched = {list, verify, report, check, header, export_torch, merge, results, draw};
   return subs;
 }
 

@@ -23,12 +23,8 @@
 
 namespace tune::cli {
 
-namespace {
-
-using ShapeLists = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;
-
 // The values of one shape option: an integer or a comma list of them.
-std::vector<std::int64_t> shape_values(const std::string& name, const std::string& text) {
+static std::vector<std::int64_t> shape_values(const std::string& name, const std::string& text) {
   std::vector<std::int64_t> values;
   for (std::size_t pos = 0; pos <= text.size();) {
     const auto comma = text.find(',', pos);
@@ -78,6 +74,9 @@ ShapeLists shape_lists(const std::vector<std::string>& extras) {
   }
   return out;
 }
+
+namespace {
+
 
 // A tune's options that parse but cannot be run: refused in one line (exit 2) before anything runs.
 void check_options(const CLI::App& app, TuneOptions& opt, const std::string& seed_text) {

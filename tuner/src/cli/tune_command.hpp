@@ -1,6 +1,7 @@
 #pragma once
 // The main command: tune one shape, or a sweep of shapes (--sweep, comma lists, --devices, --shard).
 // Its options are the main options, so the subcommands see them too (tune verify --arch 90).
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ struct TuneArgs {
   bool replicate = false, transfer = false;
   double reference_timeout_s = 0;  // --reference-timeout; 0: not given
 };
+
+// The shape options: every `--NAME V[,V...]` (or `--NAME=V,...`) left after the known options, in
+// order (tune, tune problem draw). Throws InputError for an argument that is none.
+using ShapeLists = std::vector<std::pair<std::string, std::vector<std::int64_t>>>;
+ShapeLists shape_lists(const std::vector<std::string>& extras);
 
 // Registers the main options on `app`, in the order --help lists them. `args` must outlive `app`.
 void add_tune_options(CLI::App& app, TuneArgs& args);

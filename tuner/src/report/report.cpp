@@ -35,6 +35,12 @@ int run_report(const ReportOptions& o) {
   const auto script = report_script();
   if (!std::filesystem::is_regular_file(script))
     throw InputError("report: " + script.string() + " not found; set TUNE_REPORT_SCRIPT to report/report.py of a checkout");
+  // report.py reads the results through this tune (`tune results --json`, report/results.py).
+  if (std::getenv("TUNE_BIN") == nullptr) {
+    std::error_code self_ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", self_ec);
+    if (!self_ec) ::setenv("TUNE_BIN", self.c_str(), 1);
+  }
   const char* env_python = std::getenv("TUNE_PYTHON");
   const std::string python = env_python ? env_python : TUNE_PYTHON_DEFAULT;
   std::vector<std::string> args{python, script.string(), o.results_dir.string(), "-o", o.out_dir.string()};

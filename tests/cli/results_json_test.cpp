@@ -1,0 +1,136 @@
+// Issue 38, item 2: `tune results --json`, the results format's one reader for Python (report/results.py):
+// validated records with the fields readers derive computed, and every hand-edit of
+// tests/fixtures/results/mutations.json refused in one line naming the file and the field (exit 2).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_run.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+const fs::path kFixtures = TUNE_FIXTURES;
+
+std::string slurp(const fs::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = out_dir("results_json_" + name);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The text of the base file with one hand-edit of the table applied (the table's "about" says how).
+std::string edited(const Json& m, const std::string& base) {
+  if (m.contains("raw")) {
+    std::string text = base;
+    const auto old = m["raw"][0].get<std::string>();
+    const auto pos = text.find(old);
+    EXPECT_NE(pos, std::string::npos) << old;
+    if (pos != std::string::npos) text.replace(pos, old.size(), m["raw"][1].get<std::string>());
+    return text + m.value("append_text", "");
+  }
+  if (m.contains("truncate"))
+    return base.substr(0, static_cast<std::size_t>(static_cast<double>(base.size()) * m["truncate"].get<double>()));
+  Json doc = Json::parse(base);
+  const Json none = Json::object(), set = m.value("set", none), remove = m.value("remove", Json::array()),
+             append = m.value("append", none);
+  for (const auto& [path, value] : set.items()) doc[Json::json_pointer(path)] = value;
+  for (const auto& path : remove) {
+    const Json::json_pointer p(path.get<std::string>());
+    Json& parent = doc[p.parent_pointer()];
+    if (parent.is_array()) parent.erase(std::stoul(p.back()));
+    else parent.erase(p.back());
+  }
+  for (const auto& [path, value] : append.items()) {
+    Json item = value;
+    if (value.is_object() && value.contains("copy")) {
+      item = doc[Json::json_pointer(value["copy"].get<std::string>())];
+      const Json item_set = value.value("set", none);
+      for (const auto& [p, v] : item_set.items()) item[Json::json_pointer(p)] = v;
+    }
+    doc[Json::json_pointer(path)].push_back(item);
+  }
+  return doc.dump(1);
+}
+
+TEST(ResultsJson, PrintsTheValidatedRecordsWithTheFieldsReadersDerive) {
+  const Result r = run("results --json " + (kFixtures / "report" / "synthetic").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json out = Json::parse(r.output);
+  EXPECT_EQ(out["kind"], "tune.results");
+  ASSERT_EQ(out["records"].size(), 4u) << r.output;  // torch_baseline.json beside them is no result
+  for (const Json& rec : out["records"]) {
+    const fs::path file = rec["file"].get<std::string>();
+    const Json& run = rec["run"];
+    EXPECT_EQ(Json::parse(slurp(file)), run) << file;  // the record as written
+    EXPECT_EQ(rec["device_slug"], file.parent_path().parent_path().filename().string()) << file;
+    std::string tag;
+    for (const auto& [k, v] : run["shape"].items()) tag += (tag.empty() ? "" : "_") + k + v.dump();
+    EXPECT_EQ(rec["shape_tag"], tag);
+    EXPECT_EQ(rec["shape"]["T"], "float32") << "contact's T at its default, as read_problem_result reads it";
+    EXPECT_FALSE(rec["measured_on_gpu"].get<bool>());
+    EXPECT_NE(rec["not_measured"].get<std::string>().find("context.isolation.worker"), std::string::npos)
+        << rec["not_measured"];  // the fixtures record no worker: synthetic
+  }
+}
+
+TEST(ResultsJson, EveryHandEditIsRefusedInOneLineNamingTheFileAndTheField) {
+  const Json table = Json::parse(slurp(kFixtures / "results" / "mutations.json"));
+  const std::string base = slurp(kFixtures / "results" / table["base"].get<std::string>());
+  const auto dir = scratch("mutations");
+  std::size_t i = 0;
+  for (const Json& m : table["mutations"]) {
+    const fs::path file = dir / fmt::format("m{}.json", i++);
+    std::ofstream(file) << edited(m, base);
+    const Result r = run("results --json " + file.string());
+    SCOPED_TRACE(m["what"].get<std::string>());
+    if (m.value("valid", false)) {
+      EXPECT_EQ(r.code, 0) << r.output;
+      continue;
+    }
+    const std::string field = m["field"].get<std::string>();
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, file.string() + ": " + field + (field == "not valid JSON" ? "" : ":"));
+  }
+}
+
+// A folder's results as the report finds them: <gpu>/<problem>/<shape>.json.gz read as the .json is,
+// other JSON files there passed over; a hand-edit of a .json.gz refused naming the .json.gz.
+TEST(ResultsJson, AFolderTakesJsonGzAndPassesOverOtherJson) {
+  const Json table = Json::parse(slurp(kFixtures / "results" / "mutations.json"));
+  const fs::path base = kFixtures / "results" / table["base"].get<std::string>();
+  const auto dir = scratch("folder");
+  fs::create_directories(dir / "gpu" / "contact");
+  ASSERT_EQ(run_command("gzip -c " + base.string() + " > " + (dir / "gpu" / "contact" / "a.json.gz").string()).code, 0);
+  std::ofstream(dir / "gpu" / "contact" / "bench.json") << R"({"benchmarks": []})";
+  const Result r = run("results --json " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json out = Json::parse(r.output);
+  ASSERT_EQ(out["records"].size(), 1u) << r.output;
+  EXPECT_EQ(out["records"][0]["run"], Json::parse(slurp(base)));
+  std::ofstream(dir / "edit.json") << edited(table["mutations"][0], slurp(base));
+  ASSERT_EQ(run_command("gzip -f " + (dir / "edit.json").string() + " && mv " + (dir / "edit.json.gz").string() + " " +
+                        (dir / "gpu" / "contact" / "b.json.gz").string()).code, 0);
+  const Result bad = run("results --json " + dir.string());
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  expect_error_output(bad, (dir / "gpu" / "contact" / "b.json.gz").string() + ": " + table["mutations"][0]["field"].get<std::string>());
+}
+
+TEST(ResultsJson, AMissingPathIsOneLineAndExit2) {
+  const Result r = run("results --json /nonexistent/results");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "/nonexistent/results: no such file or folder");
+}
+
+}  // namespace
