@@ -158,6 +158,10 @@ __global__ void __launch_bounds__(256) ln_rows_kernel(const float* __restrict__ 
 
 // Launch 2: out = GELU(xn fc.weight^T + fc.bias), a "TN" GEMM (both operands K-contiguous, which
 // is mma's row.col layout) on tensor cores in 3xTF32.
+//   LN_FUSED     0: a is xn, launch 1's output. 1 (ln fused, one launch): a is x itself; the block
+//                first takes its rows' mean and rstd (a warp per row, two passes over the row in
+//                float, as launch 1) and stages gamma and beta in shared memory, and the A
+//                fragments are normalised as they are read: (x - mean) rstd gamma + beta.
 //   BM, BN, BK   the block tile of out and the k-depth of a pipeline stage;
 //   WM, WN       a warp's tile (WM / 16 x WN / 8 MMA tiles); (BM / WM) * (BN / WN) warps;
 //   STAGES       shared-memory stages (2-4) filled by cp.async.cg (16 B, zero-filled past the
@@ -166,9 +170,12 @@ __global__ void __launch_bounds__(256) ln_rows_kernel(const float* __restrict__ 
 // Epilogue: + fc.bias, exact GELU, guarded stores (ragged M and N; K ragged to BK is zero-filled).
 // Launch: grid (cdiv(M, BM) * cdiv(N, BN)), block (BM / WM) * (BN / WN) * 32, dynamic shared
 // memory MmaSmem<BM, BN, BK, STAGES>::kBytes (problem.json's smem_bytes).
-template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
-    ln_linear_gelu_mma_kernel(const float* __restrict__ xn, const float* __restrict__ fc_w,
+// __maxnreg__ rather than __launch_bounds__, as for the SIMT kernel: given launch bounds, ptxas
+// spills a few values of the wider tiles at 96 registers to reach an occupancy target.
+template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED>
+__global__ void __maxnreg__(255)
+    ln_linear_gelu_mma_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
+                              const float* __restrict__ norm_b, const float* __restrict__ fc_w,
                               const float* __restrict__ fc_b, float* __restrict__ out) {
   namespace k = tune_kernels::ln_linear_gelu;
   constexpr int kWarpsN = BN / WN;
@@ -182,6 +189,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
   static_assert(STAGES >= 2, "at least two stages");
   using L = k::MmaSmem<BM, BN, BK, STAGES>;
   extern __shared__ __align__(16) float smem[];
+  using F = k::FusedLn<BM, K, BK>;
+  float* ln = smem + STAGES * L::kStage;  // LN_FUSED: FusedLn's layout
 
   int tm, tn;
   k::raster<kTilesM, kTilesN, GROUP_M>(blockIdx.x, tm, tn);
@@ -197,28 +206,33 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
 
-  auto load_stage = [&](int kt) {
-    float* st = smem + (kt % STAGES) * L::kStage;
-    k::copy_tile<BM, BK, K, M, kThreads>(st, xn, m0, kt * BK);
-    k::copy_tile<BN, BK, K, N, kThreads>(st + L::kA, fc_w, n0, kt * BK);
-  };
   // Prologue: STAGES - 1 tiles in flight. One commit group per tile, empty ones past the end, so
   // wait_group<STAGES - 2> always means "tile kt has landed".
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < kKT) load_stage(s);
+    if (s < kKT) k::copy_stage<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, a_src, fc_w, m0, n0, s);
     k::cp_async_commit();
   }
+  // ln fused: the rows' statistics while the first stages are in flight.
+  if constexpr (LN_FUSED) k::fused_ln_prologue<M, K, BM, BK, kThreads>(a_src, norm_w, norm_b, ln, m0);
 #pragma unroll 1
   for (int kt = 0; kt < kKT; ++kt) {
     k::cp_async_wait<STAGES - 2>();
     __syncthreads();  // tile kt is visible to all; every warp is done with tile kt - 1's slot
-    if (kt + STAGES - 1 < kKT) load_stage(kt + STAGES - 1);  // into the slot of tile kt - 1
+    if (kt + STAGES - 1 < kKT)  // into the slot of tile kt - 1
+      k::copy_stage<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, a_src, fc_w, m0, n0, kt + STAGES - 1);
     k::cp_async_commit();
     const float* st = smem + (kt % STAGES) * L::kStage;
-    k::warp_mma_stage<BK, MT, NT>(acc, st, st + L::kA, wm0, wn0);
+    if constexpr (LN_FUSED) {
+      k::warp_mma_stage<BK, MT, NT, true>(acc, st, st + L::kA, wm0, wn0, ln + kt * BK, ln + F::kPadK + kt * BK,
+                                          ln + F::kMean, ln + F::kRstd);
+    } else {
+      k::warp_mma_stage<BK, MT, NT, false>(acc, st, st + L::kA, wm0, wn0, nullptr, nullptr, nullptr, nullptr);
+    }
   }
   k::cp_async_wait<0>();
+  (void)norm_w;
+  (void)norm_b;
 
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
