@@ -111,3 +111,149 @@ __global__ void __maxnreg__((BM / TM) * (BN / TN) > 256 ? 128 : 255)
     }
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// algo mma: two launches, a LayerNorm then a tensor-core GEMM (gemm.cuh).
+#include "gemm.cuh"
+
+// Launch 1: xn = LayerNorm_K(x) into the scratch buffer xn (M x K). A warp per row, the row in
+// registers (float4, K / 128 per lane), two passes in float (mean, then the biased variance of the
+// deviations) as the SIMT path does. Grid cdiv(M, 8), block 256.
+template <int M, int K>
+__global__ void __launch_bounds__(256) ln_rows_kernel(const float* __restrict__ x, const float* __restrict__ norm_w,
+                                                      const float* __restrict__ norm_b, float* __restrict__ xn) {
+  namespace k = tune_kernels::ln_linear_gelu;
+  constexpr int kUnits = K / 4;
+  constexpr int kPerLane = k::cdiv(kUnits, 32);
+  constexpr bool kExact = kUnits % 32 == 0;
+  const int lane = threadIdx.x & 31;
+  const int m = blockIdx.x * 8 + (threadIdx.x >> 5);
+  if (M % 8 != 0 && m >= M) return;  // warp-uniform; no barrier follows
+  const float* row = x + static_cast<long long>(m) * K;
+  float4 v[kPerLane];
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int u = lane + 32 * i;
+    v[i] = (kExact || u < kUnits) ? __ldg(reinterpret_cast<const float4*>(row) + u) : make_float4(0.f, 0.f, 0.f, 0.f);
+    s += (v[i].x + v[i].y) + (v[i].z + v[i].w);
+  }
+  const float mean = k::warp_sum(s) * (1.0f / K);
+  float q = 0.f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    if (kExact || lane + 32 * i < kUnits) q += k::Vec<4>::sqdev(v[i], mean);
+  const float rstd = rsqrtf(k::warp_sum(q) * (1.0f / K) + k::kLnEps);
+  float* orow = xn + static_cast<long long>(m) * K;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int u = lane + 32 * i;
+    if (kExact || u < kUnits) {
+      const float4 gw = __ldg(reinterpret_cast<const float4*>(norm_w) + u);
+      const float4 gb = __ldg(reinterpret_cast<const float4*>(norm_b) + u);
+      reinterpret_cast<float4*>(orow)[u] = k::Vec<4>::norm(v[i], mean, rstd, gw, gb);
+    }
+  }
+}
+
+// Launch 2: out = GELU(xn fc.weight^T + fc.bias), a "TN" GEMM (both operands K-contiguous, which
+// is mma's row.col layout) on tensor cores in 3xTF32.
+//   LN_FUSED     0: a is xn, launch 1's output. 1 (ln fused, one launch): a is x itself; the block
+//                first takes its rows' mean and rstd (a warp per row, two passes over the row in
+//                float, as launch 1) and stages gamma and beta in shared memory, and the A
+//                fragments are normalised as they are read: (x - mean) rstd gamma + beta.
+//   BM, BN, BK   the block tile of out and the k-depth of a pipeline stage;
+//   WM, WN       a warp's tile (WM / 16 x WN / 8 MMA tiles); (BM / WM) * (BN / WN) warps;
+//   STAGES       shared-memory stages (2-4) filled by cp.async.cg (16 B, zero-filled past the
+//                edges) STAGES - 1 tiles ahead of the MMAs;
+//   GROUP_M      rasterisation: block indices walk GROUP_M tile rows column by column.
+// Epilogue: + fc.bias, exact GELU, guarded stores (ragged M and N; K ragged to BK is zero-filled).
+// Launch: grid (cdiv(M, BM) * cdiv(N, BN)), block (BM / WM) * (BN / WN) * 32, dynamic shared
+// memory MmaSmem<BM, BN, BK, STAGES>::kBytes (problem.json's smem_bytes).
+// __maxnreg__ rather than __launch_bounds__, as for the SIMT kernel: given launch bounds, ptxas
+// spills a few values of the wider tiles at 96 registers to reach an occupancy target.
+template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED>
+__global__ void __maxnreg__(255)
+    ln_linear_gelu_mma_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
+                              const float* __restrict__ norm_b, const float* __restrict__ fc_w,
+                              const float* __restrict__ fc_b, float* __restrict__ out) {
+  namespace k = tune_kernels::ln_linear_gelu;
+  constexpr int kWarpsN = BN / WN;
+  constexpr int kThreads = (BM / WM) * kWarpsN * 32;
+  constexpr int MT = WM / 16, NT = WN / 8;
+  constexpr int kTilesM = k::cdiv(M, BM), kTilesN = k::cdiv(N, BN);
+  constexpr int kKT = k::cdiv(K, BK);
+  static_assert(K % 4 == 0, "K must be a multiple of 4");
+  static_assert(BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0, "BK % 8, WM % 16 and WN % 8 must be 0");
+  static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
+  static_assert(STAGES >= 2, "at least two stages");
+  using L = k::MmaSmem<BM, BN, BK, STAGES>;
+  extern __shared__ __align__(16) float smem[];
+  using F = k::FusedLn<BM, K, BK>;
+  float* ln = smem + STAGES * L::kStage;  // LN_FUSED: FusedLn's layout
+
+  int tm, tn;
+  k::raster<kTilesM, kTilesN, GROUP_M>(blockIdx.x, tm, tn);
+  const int m0 = tm * BM, n0 = tn * BN;
+  const int warp = threadIdx.x >> 5;
+  const int wm0 = (warp / kWarpsN) * WM, wn0 = (warp % kWarpsN) * WN;
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+
+  // Prologue: STAGES - 1 tiles in flight. One commit group per tile, empty ones past the end, so
+  // wait_group<STAGES - 2> always means "tile kt has landed".
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < kKT) k::copy_stage<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, a_src, fc_w, m0, n0, s);
+    k::cp_async_commit();
+  }
+  // ln fused: the rows' statistics while the first stages are in flight.
+  if constexpr (LN_FUSED) k::fused_ln_prologue<M, K, BM, BK, kThreads>(a_src, norm_w, norm_b, ln, m0);
+#pragma unroll 1
+  for (int kt = 0; kt < kKT; ++kt) {
+    k::cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile kt is visible to all; every warp is done with tile kt - 1's slot
+    if (kt + STAGES - 1 < kKT)  // into the slot of tile kt - 1
+      k::copy_stage<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, a_src, fc_w, m0, n0, kt + STAGES - 1);
+    k::cp_async_commit();
+    const float* st = smem + (kt % STAGES) * L::kStage;
+    if constexpr (LN_FUSED) {
+      k::warp_mma_stage<BK, MT, NT, true>(acc, st, st + L::kA, wm0, wn0, ln + kt * BK, ln + F::kPadK + kt * BK,
+                                          ln + F::kMean, ln + F::kRstd);
+    } else {
+      k::warp_mma_stage<BK, MT, NT, false>(acc, st, st + L::kA, wm0, wn0, nullptr, nullptr, nullptr, nullptr);
+    }
+  }
+  k::cp_async_wait<0>();
+  (void)norm_w;
+  (void)norm_b;
+
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int n = n0 + wn0 + 8 * j + 2 * t;
+    const float b0 = __ldg(fc_b + k::imin(n, N - 1)), b1 = __ldg(fc_b + k::imin(n + 1, N - 1));
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm0 + 16 * i + g + 8 * h;
+        if (M % BM != 0 && m >= M) continue;
+        float* o = out + static_cast<long long>(m) * N + n;
+        const float v0 = k::gelu_erf(acc[i][j][2 * h] + b0), v1 = k::gelu_erf(acc[i][j][2 * h + 1] + b1);
+        if (N % 2 == 0 && (N % BN == 0 || n < N)) {
+          *reinterpret_cast<float2*>(o) = make_float2(v0, v1);  // n and N even: 8-byte aligned
+        } else if (N % 2 != 0) {
+          if (n < N) o[0] = v0;
+          if (n + 1 < N) o[1] = v1;
+        }
+      }
+  }
+}

@@ -1,11 +1,13 @@
 // NVRTC tier: compiles a representative subset of each problem's space for sm_90, no GPU needed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
@@ -41,6 +43,73 @@ void compile_subset(const std::string& problem, const std::vector<std::pair<std:
   }
   ::testing::Test::RecordProperty(problem + "_compiled", static_cast<int>(subset.size()));
   std::cout << problem << ": compiled " << subset.size() << " of " << all.size() << " variants\n";
+}
+
+// examples/ln_linear_gelu's tensor-core space (issue 36) at a ragged shape (M 1000, K 260, N 300: no
+// tile divides it). The constraints refuse what does not divide, fit or fill; the mma path lowers
+// to the LayerNorm and GEMM launches with the scratch xn (ln=separate) or to one launch on x
+// (ln=fused); and the widest warp tiles at the deepest pipeline compile for sm_90 without spills.
+TEST(Nvrtc, LnLinearGeluTensorCoreSpaceRefusesWhatDoesNotFitAndCompilesWithoutSpills) {
+  const std::string dir = (std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu").string();
+  const Space space = load_space(dir, std::nullopt);
+  const DeviceLimits limits = DeviceLimits::for_arch(90);
+  const auto at = [&](std::int64_t m, std::int64_t k, std::int64_t n) {
+    return resolve_shape(find_problem(dir), space, {{"M", m}, {"K", k}, {"N", n}});
+  };
+  const Shape shape = at(1000, 260, 300);
+  const auto mma = [&](const nlohmann::ordered_json& edits) {
+    nlohmann::ordered_json j = {{"bm", 64},  {"bn", 64},     {"tm", 1},        {"tn", 1},       {"vec", 1},
+                                {"w_stage", "ldg"}, {"bk", 32}, {"algo", "mma"}, {"wm", 32},     {"wn", 32},
+                                {"stages", 4}, {"group_m", 8}, {"ln", "separate"}};
+    if (edits.is_object()) j.update(edits);  // {} is null
+    return space.from_json(j);
+  };
+  EXPECT_EQ(space.violated_constraint(mma({}), shape, limits), "");
+  EXPECT_EQ(space.violated_constraint(mma({{"bm", 128}, {"bn", 128}, {"wm", 64}, {"wn", 64}}), shape, limits),
+            "algo == simt || wm * wn <= 2048");  // 64 x 64 warp tiles: 128 accumulators a thread
+  EXPECT_EQ(space.violated_constraint(mma({{"bm", 128}}), shape, limits), "group_m == 1 || grid_m >= 2 * group_m");
+  EXPECT_EQ(space.violated_constraint(mma({{"tm", 2}}), shape, limits),
+            "algo == simt || (tm == 1 && tn == 1 && vec == 1 && w_stage == ldg)");
+  EXPECT_NE(space.violated_constraint(mma({{"bm", 32}, {"wm", 64}}), shape, limits), "");  // the warp tile overhangs
+  EXPECT_EQ(space.violated_constraint(mma({{"group_m", 1}}), at(1000, 64, 300), limits),
+            "algo == simt || stages <= cdiv(K, bk)");  // 2 k-tiles cannot fill 4 stages
+  nlohmann::ordered_json simt = space.to_json(space.baseline());
+  EXPECT_EQ(simt.at("algo"), "simt");
+  simt["ln"] = "fused";
+  EXPECT_NE(space.violated_constraint(space.from_json(simt), shape, limits), "");  // mma knobs on the SIMT path
+
+  const Lowered separate = space.lower(mma({}), shape, limits);
+  ASSERT_EQ(separate.launches.size(), 2u);
+  EXPECT_EQ(separate.launches[0].name_expression, "ln_rows_kernel<1000,260>");
+  EXPECT_EQ(separate.launches[1].name_expression, "ln_linear_gelu_mma_kernel<1000,260,300,64,64,32,32,32,4,8,0>");
+  EXPECT_EQ(separate.launches[1].grid[0], 16u * 5u);  // cdiv(1000, 64) x cdiv(300, 64) tiles
+  EXPECT_EQ(separate.launches[1].dynamic_smem, 4u * 4u * 128u * 40u);  // stages (bm + bn) (bk + 8) floats
+  ASSERT_EQ(separate.scratch.size(), 1u);
+  EXPECT_EQ(separate.scratch[0].elements(), 1000 * 260);
+  const Lowered fused = space.lower(mma({{"ln", "fused"}}), shape, limits);
+  ASSERT_EQ(fused.launches.size(), 1u);
+  EXPECT_EQ(fused.launches[0].args.front(), "x");
+  EXPECT_TRUE(fused.scratch.empty());
+  // + gamma and beta over cdiv(K, bk) bk columns, mean and rstd over bm rows.
+  EXPECT_EQ(fused.launches[0].dynamic_smem, 4u * (4u * 128u * 40u + 2u * 288u + 2u * 64u));
+
+  const std::vector<Config> widest = {mma({{"bm", 128}, {"wm", 64}, {"group_m", 1}}),
+                                      mma({{"bn", 128}, {"wn", 64}, {"ln", "fused"}}),
+                                      mma({{"bk", 64}, {"ln", "fused"}, {"group_m", 1}})};
+  std::vector<Lowered> lowered;
+  for (const Config& c : widest) {
+    ASSERT_EQ(space.violated_constraint(c, shape, limits), "") << space.name(c);
+    lowered.push_back(space.lower(c, shape, limits));
+  }
+  const std::vector<CompileResult> results = test::compile_all(lowered, default_options(90));
+  for (std::size_t i = 0; i < widest.size(); ++i) {
+    ASSERT_TRUE(results[i].ok) << space.name(widest[i]) << ":\n" << results[i].log;
+    for (const auto& name : results[i].lowered_names) {
+      const auto it = results[i].resources.find(name);
+      ASSERT_NE(it, results[i].resources.end()) << name << "\n" << results[i].log;
+      EXPECT_EQ(it->second.spill_store_bytes, 0) << space.name(widest[i]) << " " << name;
+    }
+  }
 }
 
 TEST(Nvrtc, ContactRepresentativeSubsetCompilesForSm90) { compile_subset("contact", {{"B", 4}, {"N", 64}}); }

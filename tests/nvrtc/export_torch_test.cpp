@@ -53,9 +53,9 @@ TEST(TorchExport, TheLauncherDispatchesEachDeviceAndShapeToItsEntry) {
   const auto written = export_torch(files, dir, options);
   for (const char* f : {"setup.py", "pyproject.toml", "README.md", "tuned_test/__init__.py", "tuned_test/_build.py",
                         "tuned_test/ln_linear_gelu.py", "tuned_test/csrc/binding.cpp", "tuned_test/csrc/ln_linear_gelu/launch_ln_linear_gelu.cu",
-                        "tuned_test/csrc/ln_linear_gelu/tuned.hpp"})
+                        "tuned_test/csrc/ln_linear_gelu/tuned.hpp", "tuned_test/csrc/ln_linear_gelu/kernels/gemm.cuh"})
     EXPECT_TRUE(std::filesystem::is_regular_file(dir / f)) << f;
-  EXPECT_EQ(written.size(), 11u);
+  EXPECT_EQ(written.size(), 12u);  // with the example's headers (kernel.cuh, common.cuh, gemm.cuh)
   // The Python parses.
   EXPECT_EQ(run(fmt::format("{} -m py_compile {}/setup.py {}/tuned_test/__init__.py {}/tuned_test/_build.py "
                             "{}/tuned_test/ln_linear_gelu.py",
