@@ -841,7 +841,7 @@ std::string slurp(const std::filesystem::path& file) {
 }
 
 // What of a folder outside configs/ differs from the built-in problem whose C++ reference it
-// names (empty: an unchanged copy, such as scripts/plant.py makes): its dims, its tensors or its
+// names (empty: an unchanged copy, such as tools/plant.py makes): its dims, its tensors or its
 // reference.py. The fast path computes the built-in's function on the built-in's tensors only.
 std::string builtin_mismatch(const Json& j, const std::optional<std::filesystem::path>& python, const std::string& builtin) {
   for (const auto& d : builtin_problem_dirs()) {
