@@ -5,19 +5,18 @@
 //   sg_tc_attention  a block per (batch, head, tile of QR query rows): scores + bias, masked
 //                    softmax, context, scratch ctx
 //   sg_tc_out_proj   out = nodes + ctx·Woutᵀ
-// The GEMM blocks take BM rows x 64 columns with the whole K = D in shared memory (one cp.async
+// The GEMM blocks take BM rows x BN columns with the whole K = D in shared memory (one cp.async
 // group); warp w computes the m16n8k8 tiles of row tile w % (BM/16), every WPR-th column tile.
+// Wider tiles (config `ilp`: 64 x 96 and 32 x 64 instead of 32 x 64 and 16 x 64) read the
+// operands from L2 fewer times and give each warp more independent MMAs.
 // Part of the scene_graph template: scene_graph.cuh includes it after mma.cuh and kernels/split.cuh.
 
 namespace tune_kernels {
 
-// Columns of a GEMM block of strategy tc.
-constexpr int kSgTcCols = 64;
-
 // Dynamic shared memory (bytes) of sg_tc_qkv and sg_tc_out_proj (config: tc_qsmem, tc_osmem):
-// BM input rows and 64 weight rows of stride sg_row_stride(D).
-__host__ __device__ constexpr int sg_tc_gemm_smem_bytes(int D, int BM) {
-  return 4 * (BM + kSgTcCols) * sg_row_stride(D);
+// BM input rows and BN weight rows of stride sg_row_stride(D).
+__host__ __device__ constexpr int sg_tc_gemm_smem_bytes(int D, int BM, int BN) {
+  return 4 * (BM + BN) * sg_row_stride(D);
 }
 // Dynamic shared memory (bytes) of sg_tc_attention (config: tc_asmem): q of QR rows, k and v of
 // N rows (odd stride), scores QR x N.
@@ -25,15 +24,15 @@ __host__ __device__ constexpr int sg_tc_attention_smem_bytes(int N, int D, int H
   return 4 * (round4((QR + 2 * N) * sg_odd_stride(D / H)) + round4(QR * N));
 }
 
-// C (BM x 64) = A (BM x K) · Wᵀ (W: 64 rows of K) from shared rows of stride S, 3xTF32 (hi·hi +
+// C (BM x BN) = A (BM x K) · Wᵀ (W: BN rows of K) from shared rows of stride S, 3xTF32 (hi·hi +
 // hi·lo + lo·hi into one FP32 accumulator). store(r, c, y0, y1): C[r][c] and C[r][c+1], c even.
-template <int BM, int K, int S, int BLOCK, class Store>
+template <int BM, int BN, int K, int S, int BLOCK, class Store>
 __device__ __forceinline__ void sg_tc_tile(const float* a, const float* w, const Store& store) {
   constexpr int RT = BM / 16, WARPS = BLOCK / 32;
   static_assert(BM % 16 == 0 && K % 8 == 0 && WARPS % RT == 0, "BM/16 row tiles must divide the warps");
   constexpr int WPR = WARPS / RT;  // warps per row tile
-  static_assert((kSgTcCols / 8) % WPR == 0, "the warps of a row tile must divide its 8 column tiles");
-  constexpr int NT = kSgTcCols / 8 / WPR;
+  static_assert(BN % 8 == 0 && (BN / 8) % WPR == 0, "the warps of a row tile must divide its column tiles");
+  constexpr int NT = BN / 8 / WPR;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, t = lane % 4, rt = warp % RT, c0 = warp / RT;
   const float* xa = a + (rt * 16 + g) * S;
@@ -64,12 +63,12 @@ __device__ __forceinline__ void sg_tc_tile(const float* a, const float* w, const
   }
 }
 
-// BM rows of `src_row(r)` and 64 weight rows `w_row(o)` (D floats each) into xs and ws.
-template <int BM, int D, int BLOCK, class SrcRow, class WRow>
+// BM rows of `src_row(r)` and BN weight rows `w_row(o)` (D floats each) into xs and ws.
+template <int BM, int BN, int D, int BLOCK, class SrcRow, class WRow>
 __device__ __forceinline__ void sg_tc_load(float* xs, float* ws, const SrcRow& src_row, const WRow& w_row) {
   constexpr int S = sg_row_stride(D);
   sg_copy_rows<BM, D, S, BLOCK>(xs, src_row);
-  sg_copy_rows<kSgTcCols, D, S, BLOCK>(ws, w_row);
+  sg_copy_rows<BN, D, S, BLOCK>(ws, w_row);
   copy_commit();
   copy_wait<0>();
   __syncthreads();
@@ -78,8 +77,8 @@ __device__ __forceinline__ void sg_tc_load(float* xs, float* ws, const SrcRow& s
 }  // namespace tune_kernels
 
 // strategy tc, first launch: qkv[m] (m = 0, 1, 2: q·HD^-1/2, k, v; each (B*N) x D) of a tile of BM
-// rows and 64 of the 3D columns. Grid (cdiv(B*N, BM), cdiv(3D, 64)); dynamic smem tc_qsmem.
-template <int B, int N, int D, int H, int BM, int BLOCK>
+// rows and BN of the 3D columns. Grid (cdiv(B*N, BM), cdiv(3D, BN)); dynamic smem tc_qsmem.
+template <int B, int N, int D, int H, int BM, int BN, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
     sg_tc_qkv(const float* __restrict__ nodes, const float* __restrict__ gamma, const float* __restrict__ beta,
               const float* __restrict__ wq, const float* __restrict__ wk, const float* __restrict__ wv,
@@ -88,11 +87,11 @@ __global__ void __launch_bounds__(BLOCK)
   static_assert(D % 8 == 0 && D % H == 0, "D must be a multiple of 8 and of heads");
   constexpr int S = sg_row_stride(D), M = B * N, O = 3 * D;
   extern __shared__ float4 sg_smem[];
-  if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_tc_gemm_smem_bytes(D, BM))) return;
+  if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_tc_gemm_smem_bytes(D, BM, BN))) return;
   float* xs = reinterpret_cast<float*>(sg_smem);
   float* ws = xs + BM * S;
-  const int r0 = static_cast<int>(blockIdx.x) * BM, o0 = static_cast<int>(blockIdx.y) * kSgTcCols;
-  sg_tc_load<BM, D, BLOCK>(
+  const int r0 = static_cast<int>(blockIdx.x) * BM, o0 = static_cast<int>(blockIdx.y) * BN;
+  sg_tc_load<BM, BN, D, BLOCK>(
       xs, ws, [&](int r) { return nodes + (r0 + r < M ? r0 + r : M - 1) * D; },
       [&](int o) {
         const int c = o0 + o < O ? o0 + o : O - 1;
@@ -101,7 +100,7 @@ __global__ void __launch_bounds__(BLOCK)
   sg_layernorm_rows<BM, D, S, BLOCK, 0>(xs, gamma, beta);
   __syncthreads();
   const float scale = 1.0f / sqrtf(static_cast<float>(D / H));
-  sg_tc_tile<BM, D, S, BLOCK>(xs, ws, [&](int r, int c, float y0, float y1) {
+  sg_tc_tile<BM, BN, D, S, BLOCK>(xs, ws, [&](int r, int c, float y0, float y1) {
     const int o = o0 + c;
     if (r0 + r < M && o < O) {
       const float s = o < D ? scale : 1.0f;
@@ -159,9 +158,9 @@ __global__ void __launch_bounds__(BLOCK)
   }
 }
 
-// strategy tc, fourth launch: out = nodes + ctx·Woutᵀ for a tile of BM rows and 64 columns.
-// Grid (cdiv(B*N, BM), cdiv(D, 64)); dynamic smem tc_osmem.
-template <int B, int N, int D, int BM, int BLOCK>
+// strategy tc, fourth launch: out = nodes + ctx·Woutᵀ for a tile of BM rows and BN columns.
+// Grid (cdiv(B*N, BM), cdiv(D, BN)); dynamic smem tc_osmem.
+template <int B, int N, int D, int BM, int BN, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
     sg_tc_out_proj(const float* __restrict__ ctx, const float* __restrict__ wo, const float* __restrict__ nodes,
                    float* __restrict__ out) {
@@ -169,14 +168,14 @@ __global__ void __launch_bounds__(BLOCK)
   static_assert(D % 8 == 0, "D must be a multiple of 8");
   constexpr int S = sg_row_stride(D), M = B * N;
   extern __shared__ float4 sg_smem[];
-  if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_tc_gemm_smem_bytes(D, BM))) return;
+  if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_tc_gemm_smem_bytes(D, BM, BN))) return;
   float* xs = reinterpret_cast<float*>(sg_smem);
   float* ws = xs + BM * S;
-  const int r0 = static_cast<int>(blockIdx.x) * BM, o0 = static_cast<int>(blockIdx.y) * kSgTcCols;
-  sg_tc_load<BM, D, BLOCK>(
+  const int r0 = static_cast<int>(blockIdx.x) * BM, o0 = static_cast<int>(blockIdx.y) * BN;
+  sg_tc_load<BM, BN, D, BLOCK>(
       xs, ws, [&](int r) { return ctx + (r0 + r < M ? r0 + r : M - 1) * D; },
       [&](int o) { return wo + (o0 + o < D ? o0 + o : D - 1) * D; });
-  sg_tc_tile<BM, D, S, BLOCK>(xs, ws, [&](int r, int c, float y0, float y1) {
+  sg_tc_tile<BM, BN, D, S, BLOCK>(xs, ws, [&](int r, int c, float y0, float y1) {
     const int o = o0 + c;
     if (r0 + r < M && o < D) {
       const int e = (r0 + r) * D + o;
