@@ -19,6 +19,9 @@
 //   split               sg_pair_bias (scratch bias) + sg_split_attention (as sg_fused, bias
 //                       read from scratch); or, mapping "head": sg_pair_bias + sg_head_attention
 //                       (block per (batch, head), scratch ctx) + sg_out_proj.
+//   tc (mapping head)   sg_tc_qkv (LayerNorm + QKV as a 3xTF32 tensor-core GEMM, scratch qkv),
+//                       sg_pair_bias, sg_tc_attention (block per (batch, head, tcq query rows),
+//                       scratch ctx), sg_tc_out_proj (3xTF32 GEMM + residual): kernels/tc.cuh.
 //
 // Why the fused block never computes K and V: a block owns QT query rows but needs keys and
 // values of all N rows. Instead of recomputing K = LN(x)·Wkᵀ and V for all N rows in every
@@ -73,4 +76,5 @@
 #include "kernels/split/head_inputs.cuh"
 #include "kernels/split/head_attention.cuh"
 #include "kernels/split.cuh"
+#include "kernels/tc.cuh"
 #include "kernels/unfused.cuh"

@@ -188,6 +188,124 @@ TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
   EXPECT_TRUE(r.ok) << r.log;
 }
 
+// strategy tc (issue 36): the tc variants of the sizes where the constraints admit them, their four
+// launches, their dynamic shared memory equal to the kernels' own sizes (static_asserts in one NVRTC
+// compile), one variant per block size compiled without spills at the shape of record; and none
+// where the constraints must refuse (D % 8 != 0, a block of 512 whose warps cannot split the
+// 64-column tile, more query rows than N). The space stays within --max-space, so that a default
+// tune of scene_graph still enumerates it.
+// The valid tc configurations (block, qrows, smem_w over their values; the other parameters as
+// the baseline's, but mapping head; ilp: the wide GEMM tiles), checked one by one: enumerating the whole space takes seconds.
+std::vector<Config> tc_configs(const Space& space, const Shape& shape, int arch = 90) {
+  std::vector<Config> tc;
+  auto json = space.to_json(space.baseline());
+  json["strategy"] = "tc";
+  json["mapping"] = "head";
+  for (const int block : {64, 128, 256, 512, 1024}) {
+    for (const int qrows : {1, 2, 4, 8, 16}) {
+      for (const int flags : {0, 1, 2, 3}) {
+        json["block"] = block;
+        json["qrows"] = qrows;
+        json["smem_w"] = (flags & 1) != 0;
+        json["ilp"] = (flags & 2) != 0;  // the wide GEMM tiles
+        const Config c = space.from_json(json);
+        if (space.violated_constraint(c, shape, DeviceLimits::for_arch(arch)).empty()) tc.push_back(c);
+      }
+    }
+  }
+  return tc;
+}
+
+TEST(Nvrtc, SceneGraphTcVariantsCompileWithTheirKernelsSharedMemory) {
+  const Space space = load_space("scene_graph", std::nullopt);
+  EXPECT_LE(space.size(), kDefaultMaxSpace);
+  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes = {
+      {{"B", 16}, {"N", 64}, {"D", 256}, {"heads", 8}, {"P", 32}},
+      {{"B", 4}, {"N", 24}},
+      {{"B", 3}, {"N", 13}, {"D", 40}, {"heads", 5}, {"P", 12}},
+      {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}}};
+  std::string source = space.sources()->main + "\n";
+  std::vector<Config> record_picks;
+  for (const auto& dims : shapes) {
+    const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
+    const std::vector<Config> tc = tc_configs(space, shape);
+    ASSERT_FALSE(tc.empty()) << "no tc variant at N " << dims[1].second;
+    if (dims[1].second >= 16) {
+      EXPECT_EQ(tc.size(), (3u + 2u) * 5u * 2u) << "at N " << dims[1].second;  // ilp: blocks 128, 256
+    }
+    std::set<std::int64_t> blocks;
+    for (const auto& c : tc) {
+      const Lowered lowered = space.lower(c, shape, DeviceLimits::for_arch(90));
+      ASSERT_EQ(lowered.launches.size(), 4u) << space.name(c);
+      const auto& l = lowered.launches;
+      EXPECT_EQ(l[0].kernel, "sg_tc_qkv");
+      EXPECT_EQ(l[1].kernel, "sg_pair_bias");
+      EXPECT_EQ(l[2].kernel, "sg_tc_attention");
+      EXPECT_EQ(l[3].kernel, "sg_tc_out_proj");
+      EXPECT_LE(space.numeric(c, "qrows"), dims[1].second) << space.name(c);
+      const auto args = [](const std::string& e) { return e.substr(e.find('<') + 1, e.size() - e.find('<') - 2); };
+      // sg_tc_qkv<B, N, D, H, BM, BN, BLOCK>, sg_tc_attention<B, N, D, H, QR, BLOCK>,
+      // sg_tc_out_proj<B, N, D, BM, BN, BLOCK>
+      const auto a0 = args(l[0].name_expression), a2 = args(l[2].name_expression), a3 = args(l[3].name_expression);
+      const auto nth = [](const std::string& a, int i) {
+        std::size_t at = 0;
+        for (int k = 0; k < i; ++k) at = a.find(',', at) + 1;
+        return a.substr(at, a.find(',', at) - at);
+      };
+      source += fmt::format("static_assert(tune_kernels::sg_tc_gemm_smem_bytes({}, {}, {}) == {}u, \"{}\");\n",
+                            nth(a0, 2), nth(a0, 4), nth(a0, 5), l[0].dynamic_smem, l[0].name_expression);
+      source += fmt::format("static_assert(tune_kernels::sg_tc_attention_smem_bytes({}, {}, {}, {}) == {}u, \"{}\");\n",
+                            nth(a2, 1), nth(a2, 2), nth(a2, 3), nth(a2, 4), l[2].dynamic_smem, l[2].name_expression);
+      source += fmt::format("static_assert(tune_kernels::sg_tc_gemm_smem_bytes({}, {}, {}) == {}u, \"{}\");\n",
+                            nth(a3, 2), nth(a3, 3), nth(a3, 4), l[3].dynamic_smem, l[3].name_expression);
+      const std::int64_t tiles = space.numeric(c, "block") * 2 + space.numeric(c, "ilp");
+      if (dims.size() == 5 && dims[0].second == 16 && blocks.insert(tiles).second) {
+        record_picks.push_back(c);
+      }
+    }
+  }
+  const CompileResult layout =
+      compile(CompileRequest{source, "sg_tc_smem_check.cu", {}, default_options(90), space.sources()->headers});
+  EXPECT_TRUE(layout.ok) << layout.log;
+
+  const Shape record = resolve_shape(find_problem("scene_graph"), space, shapes.front());
+  ASSERT_EQ(record_picks.size(), 5u);  // blocks 64, 128, 256; with ilp 128, 256
+  std::vector<Lowered> lowered;
+  for (const auto& c : record_picks) lowered.push_back(space.lower(c, record, DeviceLimits::for_arch(90)));
+  const std::vector<CompileResult> results = test::compile_all(lowered, default_options(90));
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    ASSERT_TRUE(results[i].ok) << space.name(record_picks[i]) << ":\n" << results[i].log;
+    for (const auto& name : results[i].lowered_names) {
+      const auto it = results[i].resources.find(name);
+      ASSERT_NE(it, results[i].resources.end()) << name;
+      EXPECT_EQ(it->second.spill_store_bytes, 0) << name << ":\n" << results[i].log;
+    }
+  }
+}
+
+TEST(Nvrtc, SceneGraphTcIsRefusedWhereItsKernelsCannotRun) {
+  const Space space = load_space("scene_graph", std::nullopt);
+  // D % 8 != 0: the GEMMs take k-steps of 8 (D = 12 passes the shape's own D % 4 check).
+  const Shape d12 = resolve_shape(find_problem("scene_graph"), space,
+                                  {{"B", 2}, {"N", 6}, {"D", 12}, {"heads", 3}, {"P", 4}});
+  EXPECT_TRUE(tc_configs(space, d12).empty());
+  const Shape n6 = resolve_shape(find_problem("scene_graph"), space, {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}});
+  auto json = space.to_json(space.baseline());
+  json["strategy"] = "tc";
+  json["mapping"] = "head";
+  json["block"] = 128;
+  json["qrows"] = 4;
+  EXPECT_EQ(space.violated_constraint(space.from_json(json), n6, DeviceLimits::for_arch(90)), "");
+  for (const auto& [name, value] : std::vector<std::pair<std::string, nlohmann::ordered_json>>{
+           {"qrows", 8}, {"block", 512}, {"mapping", "batch"}, {"l1pf", true}}) {
+    auto bad = json;
+    bad[name] = value;
+    EXPECT_NE(space.violated_constraint(space.from_json(bad), n6, DeviceLimits::for_arch(90)), "") << name;
+  }
+  EXPECT_TRUE(tc_configs(space, n6, 75).empty());  // sm_75: no TF32 tensor cores
+  EXPECT_EQ(tc_configs(space, n6).size(), (3u + 2u) * 3u * 2u);  // blocks 64-256 (ilp 128-256), qrows 1-4, smem_w
+}
+
 TEST(Nvrtc, ACompileErrorIsAResultWithItsLog) {
   CompileRequest req{"__global__ void k() { this is not cuda; }", "broken.cu", {}, default_options(90)};
   const CompileResult r = compile(req);
