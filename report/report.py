@@ -59,7 +59,12 @@ DATASHEET_PEAKS = {
 RATES = {"fp64": ("fp64_gflop_per_s", "FP64 compute"), "fp32": ("fp32_gflop_per_s", "FP32 compute"),
          "tf32_tensor": ("tf32_tensor_gflop_per_s", "TF32 tensor-core compute"),
          "bf16_tensor": ("bf16_tensor_gflop_per_s", "BF16 tensor-core compute"),
-         "fp16_tensor": ("fp16_tensor_gflop_per_s", "FP16 tensor-core compute")}
+         "fp16_tensor": ("fp16_tensor_gflop_per_s", "FP16 tensor-core compute"),
+         # 3xTF32 (a float32 operand split into TF32 hi and lo parts, three MMAs per product, as CUTLASS's
+         # fast-accurate mode): a third of the TF32 rate, from the same peak.
+         "tf32x3_tensor": ("tf32_tensor_gflop_per_s", "3xTF32 tensor-core compute")}
+# The rates derived from another peak: key -> the divisor of the peak its RATES entry names.
+RATE_DIVISORS = {"tf32x3_tensor": 3.0}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,11 +101,12 @@ def dtype_text(run):
 
 def uses_tensor_cores(params):
     """Whether a variant's parameters choose tensor cores: a parameter whose name or string value names
-    MMA or tensor cores ("strategy": "mma", "use_wmma": true, "outmma": 1); false, 0 and "none" do not."""
+    MMA or tensor cores ("strategy": "mma", "strategy": "tc", "use_wmma": true, "outmma": 1); false, 0
+    and "none" do not."""
     words = ("mma", "tensor")
     for k, v in (params or {}).items():
         if isinstance(v, str):
-            if any(w in v.lower() for w in words):
+            if any(w in v.lower() for w in words) or v.lower() == "tc":
                 return True
         elif v and any(w in k.lower() for w in words):
             return True
@@ -111,6 +117,9 @@ def compute_rate(run, params):
     """The RATES key of the winner's compute floor: by its output's dtype, tensor cores or not."""
     out = output_dtype(run)
     if uses_tensor_cores(params):
+        if out not in ("bfloat16", "float16") and any(isinstance(v, str) and v.lower() in ("tf32x3", "3xtf32")
+                                                      for v in (params or {}).values()):
+            return "tf32x3_tensor"
         return {"bfloat16": "bf16_tensor", "float16": "fp16_tensor"}.get(out, "tf32_tensor")
     return "fp64" if out == "float64" else "fp32"
 
@@ -252,6 +261,8 @@ def floors(run, peak, params=None):
         rate_key = "fp32"
     key, compute = RATES[rate_key]
     bw, rate = (peak or {}).get("copy_gb_per_s"), (peak or {}).get(key)
+    if rate:
+        rate /= RATE_DIVISORS.get(rate_key, 1.0)
     bytes_us = (work.get("bytes_per_call") or 0) / (bw * 1e3) if bw else None
     flop_us = (work.get("flop_per_call") or 0) / (rate * 1e3) if rate else None
     launch_us = (run.get("harness_floor") or {}).get("empty_kernel_cold_us")
@@ -261,7 +272,8 @@ def floors(run, peak, params=None):
         return None
     larger, bound = max(known, key=lambda k: k[0])
     return {"bytes_us": bytes_us, "flop_us": flop_us, "launch_us": launch_us, "larger_us": larger, "bound": bound,
-            "compute_rate": key, "compute_gflop_per_s": rate}
+            "compute_rate": key if rate_key not in RATE_DIVISORS else rate_key + "_gflop_per_s",
+            "compute_gflop_per_s": rate}
 
 
 def ratio_text(d):

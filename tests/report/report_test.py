@@ -482,6 +482,16 @@ class Dtypes(unittest.TestCase):
         self.assertEqual(r.compute_rate(f32, {"use_wmma": True}), "tf32_tensor")
         self.assertEqual(r.compute_rate(f32, {"outmma": False, "block": 64}), "fp32")
         self.assertEqual(r.compute_rate(f64, {}), "fp64")
+        # scene_graph's strategy "tc" is tensor cores; a float32 winner that says 3xTF32 runs three MMAs
+        # per product: a third of the TF32 rate (contact's precision=tf32x3).
+        self.assertEqual(r.compute_rate(f32, {"strategy": "tc"}), "tf32_tensor")
+        self.assertEqual(r.compute_rate(f32, {"strategy": "mma", "precision": "tf32x3"}), "tf32x3_tensor")
+        self.assertEqual(r.compute_rate(f32, {"strategy": "mma", "precision": "tf32"}), "tf32_tensor")
+        self.assertEqual(r.compute_rate(bf16, {"strategy": "mma", "precision": "tf32x3"}), "bf16_tensor")
+        f3 = r.floors({"shape": {"B": 1}, "context": {}, "work": {"flop_per_call": 3e6}},
+                      {"tf32_tensor_gflop_per_s": 1000.0}, {"strategy": "mma", "precision": "tf32x3"})
+        self.assertEqual((f3["flop_us"], f3["bound"], f3["compute_gflop_per_s"]),
+                         (9.0, "3xTF32 tensor-core compute", 1000.0 / 3))
         # No tensor-core rate in the peaks: the FP32 rate, named so.
         f = r.floors({"shape": {"T": "bfloat16"}, "context": {}, "work": {"flop_per_call": 2e6}},
                      {"fp32_gflop_per_s": 1000.0}, {"strategy": "mma"})
