@@ -60,9 +60,9 @@ struct BoundArgs {
 // A compiled variant loaded into the current context, ready to launch on either buffer set.
 // Its bindings are keyed by the set's upload id: the gate uploads each further input into a set at
 // the same stack address, and a binding keyed by that address launched the next input's kernels on
-// the previous input's freed buffers. On the H200 the driver handed those addresses back permuted
-// among the small buffers (norm.weight, norm.bias, fc.bias of ln_linear_gelu at M1000 K260 N300),
-// so every finalist, the baseline too, computed from the wrong parameters on one seed.
+// the previous input's freed buffers. On the H200 (ln_linear_gelu M1000 K260 N300) the second
+// input's x and fc.weight took their predecessors' addresses again, its small buffers did not, so
+// every finalist, the baseline too, read the first input's norm.weight, norm.bias and fc.bias.
 struct LoadedVariant {
   cuda::Module module;
   std::vector<CUfunction> functions;
