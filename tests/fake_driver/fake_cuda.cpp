@@ -9,6 +9,9 @@
 //     then before any DMA still in flight lands, as nothing orders the two.
 //   - The legacy stream (cuMemcpy*, work on stream 0 or a blocking stream) waits for its own DMA
 //     but not for the non-blocking streams' work; cuMemcpyDtoH then reads what memory holds.
+//   - Freed device memory is never handed out again: a real driver gives the address to a later
+//     allocation, maybe of another buffer, so a launch that names a freed buffer reads something
+//     else's bytes; here it fails (CUDA_ERROR_INVALID_VALUE) instead of working by luck.
 // Every entry point tune's driver table names exists (the loader refuses a driver that lacks one);
 // those the tests do not use return CUDA_ERROR_NOT_SUPPORTED.
 #include <cuda.h>
@@ -45,6 +48,7 @@ struct FakeModule {
 
 std::mutex m;
 std::map<CUdeviceptr, Allocation*> allocations;
+std::vector<Allocation*> freed;  // kept, so that no later allocation takes a freed address
 std::vector<PendingCopy> pending;             // DMA in flight on the legacy stream
 std::vector<std::function<void()>> queued;  // work of the non-blocking streams, in issue order
 
@@ -193,7 +197,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
   auto it = allocations.find(p);
   if (it == allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   run_all();  // cuMemFree synchronizes the device
-  delete it->second;
+  freed.push_back(it->second);
   allocations.erase(it);
   return CUDA_SUCCESS;
 }

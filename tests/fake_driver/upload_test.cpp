@@ -68,6 +68,42 @@ TEST(FakeDriver, ALaunchReadsEveryByteOfItsUploadedInputs) {
   EXPECT_EQ(p.mismatches, 0) << "max abs " << p.max_abs_error << " at index " << p.worst_index << " of " << p.elements;
 }
 
+// The gate's further inputs: each uploaded in turn into a buffer set of the loop, at the same stack
+// address every time, and the finalists launched on it. The kernel arguments were bound once per
+// variant and set, keyed by the set's address, so the second input's launches named the first
+// input's freed buffers. On the H200 at ln_linear_gelu M1000 K260 N300 the second input's x and
+// fc.weight got the first's addresses again and its small buffers did not, so every finalist of two
+// gate rounds, the SIMT baseline too, read the first seed's norm.weight, norm.bias and fc.bias and
+// failed the second seed (298683 of 300000 outputs wrong, max abs 1.08, as the float64 model of
+// that mix gives), and a third round, whose other allocations moved the addresses, passed it.
+// The fake never reuses a freed address: a stale binding fails here.
+TEST(FakeDriver, EachGateInputIsLaunchedOnItsOwnBuffers) {
+  if (!fake_driver_loaded()) GTEST_SKIP() << "needs the fake libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it)";
+  const auto problem = Problem::load(std::filesystem::path(TUNE_SOURCE_DIR) / "tests/fixtures/problems/affine/problem.json");
+  const Shape shape({{"R", 37}, {"L", 64}});
+  const ProblemData parity = problem->make_data(shape, 2026, DataPurpose::kParity);
+  DeviceInfo device;
+  device.name = "fake";
+  device.cc_major = 9;
+  DeviceRunner runner(device, *problem, shape, parity, parity, parity.get("x").data, 2026);
+  // Three inputs, each of its own values: the copy kernel's output is its x.
+  std::vector<ProblemData> data;
+  for (const std::uint64_t seed : {1u, 2u, 3u}) data.push_back(problem->make_data(shape, seed, DataPurpose::kParity));
+  std::vector<DeviceRunner::GateInput> inputs;
+  for (std::size_t k = 0; k < data.size(); ++k)
+    inputs.push_back({"seed " + std::to_string(k + 1), k + 1, &data[k], &data[k].get("x").data, std::nullopt});
+  const CompileResult a = copy_variant(), b = copy_variant();  // two finalists
+  std::vector<GateRecord> gates(2);
+  runner.gate({&a, &b}, {copy_launch(), copy_launch()}, {&gates[0], &gates[1]}, {}, inputs, 2, true);
+  for (const GateRecord& g : gates) {
+    ASSERT_EQ(g.inputs.size(), inputs.size());
+    for (const auto& in : g.inputs)
+      EXPECT_EQ(in.parity.mismatches, 0) << in.name << ": max abs " << in.parity.max_abs_error << " at index "
+                                         << in.parity.worst_index;
+    EXPECT_TRUE(g.deterministic) << g.determinism;
+  }
+}
+
 // The other direction: a download after a launch on a non-blocking stream gets what the launch
 // wrote, with no synchronisation by the caller.
 TEST(FakeDriver, ADownloadGetsWhatTheLastLaunchWrote) {

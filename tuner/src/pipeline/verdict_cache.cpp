@@ -12,7 +12,10 @@ namespace tune {
 
 namespace {
 // v1: issue 37. Raise it when what a stored verdict means changes (a new check, another tool option).
-constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v1";
+// v2: issue 36: a v1 output verdict may have launched a further input on the previous input's freed
+// buffers (the runner bound kernel arguments by a buffer set's address), so an `incorrect` of v1
+// may be the harness's.
+constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v2";
 }  // namespace
 
 VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {
