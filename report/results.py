@@ -75,12 +75,8 @@ def _brief(v):
     return s[:57] + "..." if len(s) > 60 else s
 
 
-
-
 def _member(at, key):
     return f"{at}.{key}" if at else key
-
-
 
 
 def _field(obj, at, key, required):
@@ -89,8 +85,6 @@ def _field(obj, at, key, required):
     if required:
         raise _Bad(_member(at, key), "missing")
     return None
-
-
 
 
 def _object(obj, at, key, required, nullable=False):
@@ -102,15 +96,11 @@ def _object(obj, at, key, required, nullable=False):
     return v
 
 
-
-
 def _array(obj, at, key, required):
     v = _field(obj, at, key, required)
     if key in obj and not isinstance(v, list):
         raise _Bad(_member(at, key), f"{_brief(v)} is not an array")
     return v
-
-
 
 
 def _text(obj, at, key, required, non_empty=False):
@@ -124,15 +114,11 @@ def _text(obj, at, key, required, non_empty=False):
         raise _Bad(_member(at, key), "is empty")
 
 
-
-
 def _boolean(obj, at, key, required):
     if key not in obj:
         _field(obj, at, key, required)
     elif not isinstance(obj[key], bool):
         raise _Bad(_member(at, key), f"{_brief(obj[key])} is not true or false")
-
-
 
 
 def _objects(obj, at, key):
@@ -144,12 +130,8 @@ def _objects(obj, at, key):
         yield where, item
 
 
-
-
 def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
-
-
 
 
 def _integer_value(v, at, lo, hi):
@@ -158,8 +140,6 @@ def _integer_value(v, at, lo, hi):
     if not lo <= v <= hi:
         raise _Bad(at, f"{v} is below {lo}" if hi == INT64_MAX else f"{v} is outside {lo} to {hi}")
     return v
-
-
 
 
 def _number(obj, at, key, required, nullable, rng):
@@ -184,13 +164,9 @@ def _number(obj, at, key, required, nullable, rng):
     return x
 
 
-
-
 def _numbers(obj, at, keys):
     for k in keys:
         _number(obj, at, k, False, True, "non-negative")
-
-
 
 
 def shape_value(v, at):
@@ -203,14 +179,10 @@ def shape_value(v, at):
     return _integer_value(v, at, 1, INT64_MAX)
 
 
-
-
 def _timed(m, at):
     """A torch_baseline.py measurement: null, or an object whose median_us is a positive number."""
     if m is not None:
         _number(m, at, "median_us", True, False, "positive")
-
-
 
 
 def validate_torch_baseline(doc):
@@ -252,8 +224,6 @@ def validate_torch_baseline(doc):
                 _boolean(parity, pat, "passed", True)
 
 
-
-
 def validate_peaks(doc):
     """--peaks: {slug: {"copy_gb_per_s": positive, "fp32_gflop_per_s": positive, "source": text}}."""
     if not isinstance(doc, dict):
@@ -269,19 +239,13 @@ def validate_peaks(doc):
         _text(p, slug, "source", False)
 
 
-
-
 def read_checked(path, validate):
     """A JSON file validated by `validate`; InputError "<file>: <JSON path>: <what>; <what to do>"."""
     return check(path, read_json(path), validate)
 
 
-
-
 def _no_constant(name):
     raise ValueError(f"{name} is not a JSON number")
-
-
 
 
 def _finite_float(text):
@@ -291,21 +255,15 @@ def _finite_float(text):
     return x
 
 
-
-
 def _int(text):
     """An integer literal as tune's JSON reader takes it: beyond 64 bits, a double."""
     n = int(text)
     return n if -2**63 <= n <= UINT64_MAX else _finite_float(text)
 
 
-
-
 def parse(text):
     """JSON as tune's reader takes it: no NaN or Infinity, no number beyond a double's range."""
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int)
-
-
 
 
 # The most bytes a JSON file may hold, decompressed, as tune's readers take it (io/json_file.hpp):
@@ -338,8 +296,6 @@ def _read_bounded(path):
     return b"".join(parts)
 
 
-
-
 def read_json(path):
     """A JSON file, or the gzip of one (results of record over 256 KB are kept as <shape>.json.gz),
     as tune's readers take it: at most MAX_BYTES decompressed."""
@@ -352,8 +308,6 @@ def read_json(path):
         raise InputError(f"{path}: not valid JSON ({e})")
 
 
-
-
 def check(path, doc, rules):
     """Validates a parsed file by `rules`; raises InputError "<file>: <path>: <what>; <what to do>"."""
     try:
@@ -361,8 +315,6 @@ def check(path, doc, rules):
     except _Bad as e:
         raise InputError(f"{path}: {e}")
     return doc
-
-
 
 
 def device_slug(name):
@@ -377,6 +329,3 @@ def device_slug(name):
         if not (c == "-" and (not out or out[-1] == "-")):
             out += c
     return out.rstrip("-") or "gpu"
-
-
-

@@ -172,6 +172,9 @@ __global__ void __launch_bounds__(256) ln_rows_kernel(const float* __restrict__ 
 // memory MmaSmem<BM, BN, BK, STAGES>::kBytes (problem.json's smem_bytes).
 // __maxnreg__ rather than __launch_bounds__, as for the SIMT kernel: given launch bounds, ptxas
 // spills a few values of the wider tiles at 96 registers to reach an occupancy target.
+// The pipeline: a prologue puts STAGES - 1 tiles in flight, one commit group per tile (empty ones
+// past the end), so that wait_group<STAGES - 2> always means "tile kt has landed"; with ln fused the
+// rows' statistics are computed while the first stages are in flight.
 template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED>
 __global__ void __maxnreg__(255)
     ln_linear_gelu_mma_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
@@ -206,14 +209,11 @@ __global__ void __maxnreg__(255)
 #pragma unroll
       for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
 
-  // Prologue: STAGES - 1 tiles in flight. One commit group per tile, empty ones past the end, so
-  // wait_group<STAGES - 2> always means "tile kt has landed".
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < kKT) k::copy_stage<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, a_src, fc_w, m0, n0, s);
     k::cp_async_commit();
   }
-  // ln fused: the rows' statistics while the first stages are in flight.
   if constexpr (LN_FUSED) k::fused_ln_prologue<M, K, BM, BK, kThreads>(a_src, norm_w, norm_b, ln, m0);
 #pragma unroll 1
   for (int kt = 0; kt < kKT; ++kt) {
@@ -231,8 +231,7 @@ __global__ void __maxnreg__(255)
     }
   }
   k::cp_async_wait<0>();
-  (void)norm_w;
-  (void)norm_b;
+  (void)norm_w, (void)norm_b;
 
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
