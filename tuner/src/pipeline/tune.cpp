@@ -48,55 +48,12 @@
 
 namespace tune {
 namespace {
-
-// The first SIGINT (Ctrl-C) or SIGTERM (kill, Slurm's scancel) asks the run to stop after the
-// variant in hand; the handler then gives both back their default action, so a second one ends
-// the process at once (the results file on disk is always a complete, atomically written snapshot).
-std::atomic<bool> g_interrupted{false};
-std::atomic<int> g_signal{0};  // the first signal that asked, for the exit code (128 + it)
-constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 // One NVRTC compile of a variant on one core, for the estimates a run gives before it starts:
 // 13 contact B4 N64 variants for sm_90 took 19.4 s of CPU on the 2-core CI machine (issue 34).
 constexpr double kSecondsPerCompile = 1.5;
 // The sample `--budget` a compile-only sweep that fell back from a missing GPU suggests.
 constexpr std::size_t kSuggestedSample = 50;
 
-extern "C" void on_stop_signal(int signal) {
-  int none = 0;
-  g_signal.compare_exchange_strong(none, signal);  // before the flag: whoever sees the flag sees the signal
-  g_interrupted = true;
-  for (const int s : kStopSignals) std::signal(s, SIG_DFL);
-}
-
-// Counted: runs on several devices at once share the handler and the flag (one Ctrl-C stops them
-// all); the first scope installs it, the last one gives SIGINT and SIGTERM back their previous
-// action. The flag is reset only when the outermost scope starts: a run's stop stays asked of every
-// pass, round, shape and device that follows (issue 34 #6).
-std::mutex g_scope_mutex;
-int g_scopes = 0;
-void (*g_previous[std::size(kStopSignals)])(int) = {SIG_DFL, SIG_DFL};
-
-}  // namespace
-
-StopScope::StopScope() {
-  const std::lock_guard lock(g_scope_mutex);
-  if (g_scopes++ == 0) {
-    g_interrupted = false;
-    g_signal = 0;
-    for (std::size_t i = 0; i < std::size(kStopSignals); ++i) g_previous[i] = std::signal(kStopSignals[i], on_stop_signal);
-  }
-}
-
-StopScope::~StopScope() {
-  const std::lock_guard lock(g_scope_mutex);
-  if (--g_scopes == 0)
-    for (std::size_t i = 0; i < std::size(kStopSignals); ++i)
-      std::signal(kStopSignals[i], g_previous[i] == SIG_ERR ? SIG_DFL : g_previous[i]);
-}
-
-bool stop_requested() { return g_interrupted; }
-
-namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -538,93 +495,6 @@ CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> 
   return req;
 }
 
-void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
-  std::error_code ec;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  // A name of its own per writer: two runs (or two devices' compile threads) may write one path at
-  // once; each writes whole and the last rename wins.
-  static std::atomic<std::uint64_t> serial{0};
-  const auto tmp = fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw InputError(fmt::format("cannot write {}; check the directory's permissions", tmp));
-    f << text;
-    f.flush();
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp, ec);
-      throw InputError(fmt::format("writing {} failed (disk full?)", tmp));
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw InputError(fmt::format("cannot move {} to {} ({})", tmp, path.string(), ec.message()));
-  }
-}
-
-Space load_space(const std::string& problem_spec, const std::optional<std::filesystem::path>& file) {
-  const Problem& problem = find_problem(problem_spec);
-  const auto own_template = (problem.dir() / problem.json().value("template", std::string())).parent_path();
-  Space s = [&] {
-    if (!file) return Space::parse(problem.json(), problem.file().string(), problem.dir());
-    std::error_code ec;
-    const auto path = std::filesystem::is_directory(*file, ec) ? *file / "problem.json" : *file;
-    return Space::load(path, {own_template});
-  }();
-  if (s.problem() != problem.name())
-    throw ConfigError(fmt::format("{}: describes problem '{}', not '{}'", s.source_name(), s.problem(), problem.name()));
-  check_launch_args(problem, s);
-  return s;
-}
-
-std::string problem_spec_of(const RunRecord& run) { return problem_spec_of(run.problem, run.context.config_file); }
-
-std::string problem_spec_of(const std::string& problem, const std::string& f) {
-  try {
-    (void)find_problem(problem);
-    return problem;
-  } catch (const InputError&) {
-    std::error_code ec;
-    const std::string file = f.substr(0, f.size() - std::min(f.size(), kProblemFileMark.size()));
-    if (!f.ends_with(kProblemFileMark) || !std::filesystem::is_regular_file(file, ec)) throw;
-    // The recorded file must still describe the recorded problem (issue 34 #20): a results file
-    // whose config_file names another problem's folder would be checked against that one.
-    if (const std::string name(find_problem(file).name()); name != problem)
-      throw InputError(fmt::format("the results are problem {} but {} describes {}; pass --problem-path with the folder "
-                                   "that holds problem {}",
-                                   problem, file, name, problem));
-    return file;
-  }
-}
-
-Space load_run_space(const RunRecord& run) {
-  std::optional<std::filesystem::path> space_file;
-  const std::string& cf = run.context.config_file;
-  if (!cf.empty() && !cf.ends_with(kProblemFileMark) && std::filesystem::is_regular_file(cf)) space_file = cf;
-  return load_space(problem_spec_of(run), space_file);
-}
-
-void check_launch_args(const Problem& problem, const Space& space) {
-  std::vector<std::string> known{"out"};
-  for (const auto& t : problem.json().at("tensors")) known.push_back(t.at("name").get<std::string>());
-  // A launch arg resolves to the first buffer of its name: a scratch buffer named like a tensor (or
-  // 'out', the output's name in launch args) would shadow it or be shadowed (issue 34 #17).
-  for (const auto& b : space.scratch_names()) {
-    if (std::find(known.begin(), known.end(), b) != known.end())
-      throw ConfigError(fmt::format("{}: scratch buffer '{}' has the name of {} of problem {}; give it a name of its own",
-                                    space.source_name(), b, b == "out" ? "the output ('out')" : "a tensor", problem.name()));
-    known.push_back(b);
-  }
-  for (const auto& [kernel, args] : space.launch_args())
-    for (const auto& a : args)
-      if (std::find(known.begin(), known.end(), a) == known.end())
-        throw ConfigError(fmt::format("{}: launch '{}' argument '{}' is not a tensor of problem {}, 'out' or a scratch "
-                                      "buffer (known: {})",
-                                      space.source_name(), kernel, a, problem.name(), fmt::join(known, ", ")));
-}
-
 namespace {
 
 // context.tensors: every tensor at the bound shape, in role order.
@@ -639,206 +509,7 @@ std::vector<TensorRecord> tensor_records(const Problem& problem, const Shape& sh
   return out;
 }
 
-// The dtype variables of the shape options (--T bfloat16), else their defaults; check_shape refuses
-// one missing without default.
-Shape resolve_dtypes(const Problem& problem, const std::vector<std::pair<std::string, std::int64_t>>& dims) {
-  Shape shape;
-  for (const DTypeVariable& var : problem.dtype_variables()) {
-    const auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& p) { return p.first == var.name; });
-    if (it == dims.end()) continue;
-    const auto t = dtype_of_flag_value(it->second);
-    const std::string allowed = fmt::format("{}", fmt::join(var.values | std::views::transform(dtype_name), ", "));
-    if (!t) throw ShapeError(fmt::format("--{} {}: expected a dtype ({})", var.name, it->second, allowed));
-    shape.set_dtype(var.name, *t);
-  }
-  problem.add_dtype_defaults(shape);
-  return shape;
-}
-
 }  // namespace
-
-Shape resolve_shape(const Problem& problem, const Space& space,
-                    const std::vector<std::pair<std::string, std::int64_t>>& dims) {
-  auto names = problem.dims();
-  for (const auto& v : problem.dtype_variables()) names.push_back(v.name);
-  for (const auto& [k, v] : dims)
-    if (std::find(names.begin(), names.end(), k) == names.end())
-      throw ShapeError(fmt::format("--{} is not a dimension of problem {} (it takes {})", k, problem.name(), fmt::join(names, ", ")));
-  Shape shape = resolve_dtypes(problem, dims);
-  for (const auto& d : problem.dims()) {
-    auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& p) { return p.first == d; });
-    if (it != dims.end() && dtype_of_flag_value(it->second))
-      throw ShapeError(fmt::format("--{} {}: a dimension is a positive integer", d, dtype_name(*dtype_of_flag_value(it->second))));
-    if (it != dims.end()) {
-      shape.set(d, it->second);
-    } else if (auto def = space.default_dims().find(d); def != space.default_dims().end()) {
-      shape.set(d, def->second);
-    } else {
-      throw ShapeError(fmt::format("problem {} needs --{} (no default in {})", problem.name(), d, space.source_name()));
-    }
-  }
-  problem.check_shape(shape);
-  space.check_shape(shape);
-  return shape;
-}
-
-// Winner: the smallest median; any variant within the noise of the best ties with it, and a
-// tie goes to fewer registers, then the lexicographically smaller name, so the header is stable.
-// Only a finite, positive median takes part (has_usable_timing): a NaN compares false both ways and
-// would tie with everything.
-bool has_usable_timing(const VariantRecord& v) {
-  return v.status == Status::kPassed && v.timing && std::isfinite(v.timing->median_us) && v.timing->median_us > 0;
-}
-
-bool may_win(const VariantRecord& v, const RunRecord& run) {
-  return has_usable_timing(v) && !(v.gate && v.gate->verdict == "unchecked" && !run.context.gate.allow_unchecked);
-}
-
-std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
-  // One method: once variants were re-measured strictly, only they are compared (a search median
-  // set beside a strict one made an unchecked runner-up tie and called another gate round); the
-  // others take part again only when none of those may win (every gated one failed).
-  const bool strict = std::any_of(run.variants.begin(), run.variants.end(),
-                                  [&](const VariantRecord& v) { return may_win(v, run) && v.search_timing; });
-  auto candidate = [&](const VariantRecord& v) { return may_win(v, run) && (!strict || v.search_timing); };
-  const VariantRecord* best = nullptr;
-  for (const auto& v : run.variants)
-    if (candidate(v) && (!best || v.timing->median_us < best->timing->median_us)) best = &v;
-  if (!best) return std::nullopt;
-  // The uncertainty of a median: the half-width of its notch, 1.57 x IQR / sqrt(n) (McGill, Tukey
-  // and Larsen 1978: two medians whose notches overlap do not differ at about 95 %), relative. Not
-  // the samples' own spread (half the IQR, the rule until issue 24): with thousands of cold samples
-  // that tied medians 3 % apart, and a 2.9 % slower variant with fewer registers was named.
-  auto notch = [](const TimingRecord& t) {
-    const double s = 1.57 * (t.q3_us - t.q1_us) / (std::sqrt(static_cast<double>(std::max(t.samples, 1))) * t.median_us);
-    return std::isfinite(s) && s > 0 ? s : 0.0;  // a damaged quartile widens no tie band
-  };
-  const VariantRecord* pick = best;
-  for (const auto& v : run.variants) {
-    if (!candidate(v) || &v == best) continue;
-    const double tol = std::min(0.05, std::max(0.005, notch(*best->timing) + notch(*v.timing)));
-    if (v.timing->median_us > best->timing->median_us * (1 + tol)) continue;
-    // Unknown registers (-1: no report) never win a tie on registers.
-    auto regs = [](const VariantRecord& r) { return r.max_registers() < 0 ? INT_MAX : r.max_registers(); };
-    if (std::make_pair(regs(v), v.name) < std::make_pair(regs(*pick), pick->name)) pick = &v;
-  }
-  *rule = "smallest cold median (of the strictly re-measured variants, when any may win); variants within max(0.5 %, the two medians' notch half-widths 1.57 IQR/sqrt(n) added, "
-          "capped at 5 %) of it tie, and a tie goes to fewer registers, then the smaller name";
-  return pick->name;
-}
-
-void name_winner(RunRecord& run) {
-  run.winner_rule.clear();
-  run.speedup.reset();
-  run.winner = pick_winner(run, &run.winner_rule);
-  if (!run.winner || !run.baseline) return;
-  const auto* b = run.find(*run.baseline);
-  if (b && has_usable_timing(*b)) run.speedup = b->timing->median_us / run.find(*run.winner)->timing->median_us;
-}
-
-std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std::size_t keep) {
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < medians.size(); ++i)
-    if (std::isfinite(medians[i]) && medians[i] > 0) order.push_back(i);  // NaN would break the sort's ordering
-  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return medians[a] < medians[b]; });
-  order.resize(std::min(keep, order.size()));
-  return order;
-}
-
-namespace {
-
-// Draws k of `pool` without replacement into its first k places: a partial Fisher-Yates shuffle on
-// mt19937_64 from `seed` (its own stream, not the inputs'; portable: no library distribution).
-void draw_to_front(std::vector<std::size_t>& pool, std::size_t k, std::uint64_t seed) {
-  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
-  for (std::size_t i = 0; i < k; ++i) std::swap(pool[i], pool[i + rng() % (pool.size() - i)]);
-}
-
-}  // namespace
-
-std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
-                                   std::uint64_t seed) {
-  if (budget <= 0 || static_cast<std::size_t>(budget) >= all.size()) return all;
-  std::vector<std::size_t> order(all.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto k = static_cast<std::size_t>(budget);
-  draw_to_front(order, k, seed);
-  order.resize(k);
-  const auto base = std::find(all.begin(), all.end(), baseline);
-  if (base != all.end()) {
-    const auto bi = static_cast<std::size_t>(base - all.begin());
-    if (std::find(order.begin(), order.end(), bi) == order.end()) order.push_back(bi);
-  }
-  std::sort(order.begin(), order.end());
-  std::vector<Config> out;
-  out.reserve(order.size());
-  for (const std::size_t i : order) out.push_back(all[i]);
-  return out;
-}
-
-WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
-                        const std::string& problem, const Shape& shape,
-                        const std::vector<std::filesystem::path>& files, double keep, int explore, std::uint64_t seed) {
-  // Each variant's time relative to its run's best, from the nearest shape that timed it.
-  struct Prior {
-    double distance;
-    double ratio;
-  };
-  std::map<std::string, Prior> prior;
-  for (const auto& file : files) {
-    const RunRecord run = read_result(file);
-    if (run.problem != problem)
-      throw InputError(fmt::format("{}: --warm-start: a result of problem {}, not {}; pass results of other shapes of {}",
-                                   file.string(), run.problem, problem, problem));
-    double best = 0;
-    for (const auto& v : run.variants)
-      if (v.status == Status::kPassed && v.timing && std::isfinite(v.timing->median_us) && v.timing->median_us > 0)
-        best = best > 0 ? std::min(best, v.timing->median_us) : v.timing->median_us;
-    if (best <= 0) continue;  // nothing timed there: it says nothing
-    double distance = 0;
-    for (const auto& [dim, value] : shape.dims()) {
-      const double theirs = static_cast<double>(run.shape.has(dim) ? run.shape.at(dim) : value);
-      distance += std::abs(std::log2(static_cast<double>(value) / theirs));
-    }
-    for (const auto& v : run.variants) {
-      if (v.status != Status::kPassed || !v.timing || !(v.timing->median_us > 0)) continue;
-      const Prior p{distance, v.timing->median_us / best};
-      const auto it = prior.find(v.name);
-      if (it == prior.end() || p.distance < it->second.distance ||
-          (p.distance == it->second.distance && p.ratio < it->second.ratio))
-        prior[v.name] = p;
-    }
-  }
-  WarmChoice out;
-  std::vector<char> chosen(all.size(), 0);
-  std::vector<std::size_t> rest;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const auto it = prior.find(space.name(all[i]));
-    if (it != prior.end() && it->second.ratio <= keep) {
-      chosen[i] = 1;
-      ++out.promising;
-    } else if (!(all[i] == baseline)) {
-      rest.push_back(i);
-    }
-  }
-  // The exploration: drawn from the rest as sample_configs draws.
-  const std::size_t k = std::min(rest.size(), static_cast<std::size_t>(std::max(0, explore)));
-  draw_to_front(rest, k, seed);
-  for (std::size_t i = 0; i < k; ++i) chosen[rest[i]] = 1;
-  out.explored = static_cast<int>(k);
-  for (std::size_t i = 0; i < all.size(); ++i)
-    if (chosen[i] || all[i] == baseline) out.configs.push_back(all[i]);
-  // A choice of half the space or more saves little and risks the rest: time it all. This is
-  // where the files know another space (few names in common) or this one is small.
-  if (2 * out.configs.size() >= all.size() && out.configs.size() < all.size()) {
-    out.configs = all;
-    out.explored = static_cast<int>(rest.size());
-    out.whole_space = true;
-  }
-  return out;
-}
-
-int interrupt_signal() { return g_signal; }
 
 namespace {
 constexpr EnumName<SearchMode> kSearchModeNames[] = {
@@ -1318,11 +989,11 @@ struct PassRun {
   // Each variant as it comes out of the compile threads: measured, logged, journaled.
   void search() {
     for (std::size_t done = journaled_count(); done < n; ++done) {
-      if (g_interrupted) {
+      if (stop_requested()) {
         ctx.interrupted = true;
         next = n;
         log(fmt::format("interrupted by {}: {} of {} variants done; writing what was measured ({} again to stop at once)",
-                        signal_name(g_signal), done, n, g_signal == SIGINT ? "Ctrl-C" : signal_name(g_signal)));
+                        signal_name(interrupt_signal()), done, n, interrupt_signal() == SIGINT ? "Ctrl-C" : signal_name(interrupt_signal())));
         break;
       }
       if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s)
@@ -1447,7 +1118,7 @@ struct PassRun {
       for (auto& v : run.variants)
         if (v.status == Status::kPending) {
           v.status = Status::kSkipped;
-          v.reason = ctx.interrupted ? fmt::format("not reached: the run was interrupted ({})", signal_name(g_signal))
+          v.reason = ctx.interrupted ? fmt::format("not reached: the run was interrupted ({})", signal_name(interrupt_signal()))
                                      : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
         }
     }
@@ -1479,10 +1150,10 @@ struct PassRun {
 
   // A stop asked for after the search's last variant: the passes that follow are not started.
   bool stop_asked() {
-    if (g_interrupted && !ctx.interrupted) {
+    if (stop_requested() && !ctx.interrupted) {
       ctx.interrupted = true;
       log(fmt::format("interrupted by {}: every variant searched; the passes that follow are left to --resume",
-                      signal_name(g_signal)));
+                      signal_name(interrupt_signal())));
     }
     return ctx.interrupted;
   }
