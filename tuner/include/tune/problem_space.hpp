@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "tune/shape.hpp"
+#include "tune/space.hpp"
 
 namespace tune {
 
 class Problem;
-class Space;
 struct RunRecord;
 
 // Loads a problem's space: the given file (a space file or another problem.json; its template is
@@ -39,5 +39,15 @@ std::string sources_hash(const class Space& space, const class Problem& problem)
 // The shape of a run: the user's dimensions over the space's defaults, validated.
 Shape resolve_shape(const class Problem& problem, const class Space& space,
                     const std::vector<std::pair<std::string, std::int64_t>>& dims);
+
+// A problem, its space and a shape of it, resolved once (load_space, resolve_shape): what a run,
+// a sweep's bookkeeping and the devices' queue need of an item before a device is involved.
+struct ProblemShape {
+  const Problem* problem = nullptr;  // owned by the problem registry
+  Space space;
+  Shape shape;
+};
+ProblemShape resolve_problem_shape(const std::string& problem, const std::optional<std::filesystem::path>& config,
+                                   const std::vector<std::pair<std::string, std::int64_t>>& dims);
 
 }  // namespace tune

@@ -44,51 +44,12 @@
 #include "tune/worker_protocol.hpp"
 #include "core/enum_names.hpp"
 #include "pipeline/progress_log.hpp"
+#include "pipeline/run_common.hpp"
 #include "pipeline/search/strategy.hpp"
+#include "tune/run_plan.hpp"
 
 namespace tune {
 namespace {
-// One NVRTC compile of a variant on one core, for the estimates a run gives before it starts:
-// 13 contact B4 N64 variants for sm_90 took 19.4 s of CPU on the 2-core CI machine (issue 34).
-constexpr double kSecondsPerCompile = 1.5;
-// The sample `--budget` a compile-only sweep that fell back from a missing GPU suggests.
-constexpr std::size_t kSuggestedSample = 50;
-
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string now_iso8601() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "unknown";
-}
-
-std::string excerpt(const std::string& log, std::size_t limit = 2000) {
-  if (log.size() <= limit) return log;
-  return log.substr(0, limit) + "\n[... " + std::to_string(log.size() - limit) + " more bytes]";
-}
-
-void check_writable(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw InputError(fmt::format("cannot create output directory {} ({}); pass --out to choose another", dir.string(), ec.message()));
-  const auto probe = dir / ".tune-write-test";
-  {
-    std::ofstream f(probe);
-    if (!f) throw InputError(fmt::format("output directory {} is not writable; pass --out to choose another", dir.string()));
-  }
-  std::filesystem::remove(probe, ec);
-}
-
 // What a lost worker leaves of a variant: the status, and a reason that says how it was lost.
 void record_loss(VariantRecord& rec, const FaultRecord& f, const std::string& when) {
   rec.status = f.kind == FaultKind::kTimeout ? Status::kTimeout : Status::kCrashed;
@@ -263,10 +224,6 @@ ResultsLock::~ResultsLock() {
   std::error_code ec;
   std::filesystem::remove(path_, ec);  // still holding the lock: a newcomer retries on the new file
   close(fd_);
-}
-
-std::string sources_hash(const Space& space, const Problem& problem) {
-  return content_hash({space.source_hash(), problem.json().dump()});
 }
 
 namespace {
@@ -552,21 +509,23 @@ struct PassRun {
   const Clock::time_point t_start;
   const StopScope stop_scope;
   const std::function<void(const std::string&)> log;
-  const Problem& problem;
-  const Space space;
-  const Shape shape;
+  const RunPlan& plan;  // resolved once by run_tune (plan_run): every pass reads it, none resolves it again
+  const Problem& problem = *plan.problem;
+  const Space& space = plan.space;
+  const Shape& shape = plan.shape;
   RunRecord run;
   RunContext& ctx = run.context;
 
-  // open_device
-  bool compile_only = false, fake = false;
-  int cc = 0;
-  DeviceLimits limits;
+  // the plan's device, and the limits every variant is lowered for
+  const bool compile_only = plan.compile_only, fake = plan.fake;
+  const int cc = plan.cc;
+  const DeviceLimits& limits = plan.limits;
   // plan
   std::vector<Config> chosen;
   std::string chosen_how;
   // open_outputs
-  std::filesystem::path json_path, partial_path;
+  const std::filesystem::path& json_path = plan.json_path;
+  const std::filesystem::path& partial_path = plan.partial_path;
   std::optional<ResultsLock> results_lock;
   std::optional<CompilePool> compiler;
   int gate_exit_code = 0;  // settle_unchecked: the gate could not run and nothing unchecked may win
@@ -599,62 +558,32 @@ struct PassRun {
   std::optional<double> best;
   bool floor_measured = false;
 
-  PassRun(const TuneOptions& options, Pass* p, SearchStrategy& s, std::optional<IsolatedRunner>& g)
+  PassRun(const RunPlan& run_plan, const TuneOptions& options, Pass* p, SearchStrategy& s, std::optional<IsolatedRunner>& g)
       : o(options), pass(p), strategy(s), gpu(g), t_start(p ? p->started : Clock::now()),
         log([&options](const std::string& line) {
           if (options.log) options.log(line);
         }),
-        problem(find_problem(options.problem)), space(load_space(options.problem, options.config)),
-        shape(resolve_shape(problem, space, options.dims)) {
+        plan(run_plan) {
     run.problem = std::string(problem.name());
     run.shape = shape;
     run.seed = o.seed;
-    // The data is drawn in the worker; a shape whose tensors cannot fit is refused before it starts.
-    if (!o.compile_only) problem.check_host_memory(shape);
-    const WorkCounts counts = problem.counts(shape);
-    run.flop = counts.flop;
-    run.bytes = counts.bytes;
+    run.flop = plan.counts.flop;
+    run.bytes = plan.counts.bytes;
   }
   PassRun(const PassRun&) = delete;
   PassRun& operator=(const PassRun&) = delete;
 
-  // The device, or the compile-only sweep without one.
+  // The plan's device (plan_run said what it is; a later pass says it again).
   void open_device() {
-    std::string why;
-    compile_only = o.compile_only;
-    fake = !compile_only && worker_fake_mode();
-    if (fake) {
-      run.device = fake_device(o.arch, o.device);
-      log("TUNE_WORKER_FAKE: a synthetic device; the worker returns made-up results and measures nothing");
-    } else if (!compile_only) {
-      run.device = query_device(o.device, &why);
-      if (!run.device) {  // said first; how many variants and how long once they are counted (say_compile_only)
-        log(fmt::format("no CUDA device ({}): a compile-only sweep for {} instead: every variant compiled, nothing "
-                        "timed{}", why, arch_name(o.arch),
-                        o.budget > 0 ? "" : fmt::format("; pass --budget {} to compile a sample", kSuggestedSample)));
-        compile_only = true;
-        run.untimed_reason = "no CUDA device: " + why;
-      }
-    } else {
-      run.untimed_reason = "--compile-only";
-    }
-    if (run.device && !fake) {
-      // Refused before anything compiles: the buffers this shape needs against the device's free
-      // memory (NVML; its total memory when NVML is not there). The worker checks again.
-      const std::string shortfall =
-          DeviceRunner::memory_shortfall(problem, shape, *run.device, device_free_bytes(*run.device));
-      if (!shortfall.empty()) throw ShapeError(shortfall);
-    }
-    cc = run.device ? run.device->compute_capability() : o.arch;
-    // Refused before anything compiles: an arch NVRTC cannot target would fail every variant.
-    check_arch(cc, run.device ? fmt::format("device {} ({})", o.device, run.device->name) : fmt::format("--arch {}", cc));
-    limits = run.device ? run.device->limits() : DeviceLimits::for_arch(cc);
+    if (pass && pass->passes_done > 0 && !plan.device_note.empty()) log(plan.device_note);
+    run.device = plan.device;
+    run.untimed_reason = plan.untimed_reason;
     run.timed = !compile_only;
   }
 
   // The variants, chosen before anything is written: a space too large to enumerate, or a run of
   // more variants than --max-variants, is refused in one line and leaves no file behind.
-  void plan() {
+  void choose_variants() {
     Chosen chosen_configs = choose_configs(o, run.problem, space, shape, limits, ctx, log, pass, strategy);
     chosen = std::move(chosen_configs.configs);
     chosen_how = std::move(chosen_configs.how);
@@ -688,11 +617,6 @@ struct PassRun {
 
   // Where the results go (locked for this run), and the run's context.
   void open_outputs() {
-    const std::string gpu_dir = !run.device            ? "compile-only-" + arch_name(cc)
-                                : o.device_dir.empty() ? run.device->slug()
-                                                       : o.device_dir;
-    json_path = o.out_dir / gpu_dir / run.problem / (result_stem(shape, o.shard) + ".json");
-    partial_path = partial_results_path(json_path);
     check_writable(json_path.parent_path());
     if (o.header && o.header->has_parent_path()) check_writable(o.header->parent_path());
     results_lock.emplace(json_path);
@@ -1384,10 +1308,11 @@ struct PassRun {
   }
 };
 
-TuneOutcome run_pass(const TuneOptions& o, Pass* pass, SearchStrategy& strategy, std::optional<IsolatedRunner>& gpu) {
-  PassRun r(o, pass, strategy, gpu);
+TuneOutcome run_pass(const RunPlan& plan, const TuneOptions& o, Pass* pass, SearchStrategy& strategy,
+                     std::optional<IsolatedRunner>& gpu) {
+  PassRun r(plan, o, pass, strategy, gpu);
   r.open_device();
-  r.plan();
+  r.choose_variants();
   r.open_outputs();
   if (auto earlier = r.finished_earlier()) return std::move(*earlier);
   r.lower_variants();
@@ -1413,6 +1338,7 @@ namespace {
 // A run in passes (run_tune): the options of the later ones (taking the journal), the passes'
 // shared state, the latest pass's outcome, the configurations chosen so far, and the worker.
 struct Passes {
+  const RunPlan& plan;
   const TuneOptions& o;
   std::optional<IsolatedRunner>& gpu;
   SearchStrategy& strategy;
@@ -1434,7 +1360,7 @@ struct Passes {
     pass.measure_wall_s = out.run.wall.measure_wall_s;
     pass.search_only = search_only;
     ++pass.passes_done;
-    out = run_pass(resumed, &pass, strategy, gpu);
+    out = run_pass(plan, resumed, &pass, strategy, gpu);
   }
   Measured measured() const;
 };
@@ -1472,19 +1398,18 @@ void search_rounds(Passes& p) {
 
 }  // namespace
 
+std::optional<CompileRequest> baseline_request(const RunPlan& plan) {
+  try {
+    if (!plan.space.violated_constraint(plan.space.baseline(), plan.shape, plan.limits).empty()) return std::nullopt;
+    return compile_request(plan.space.lower(plan.space.baseline(), plan.shape, plan.limits), default_options(plan.cc));
+  } catch (const std::exception&) {  // the run reports it in its turn
+    return std::nullopt;
+  }
+}
+
 std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
   try {
-    const Problem& problem = find_problem(o.problem);
-    const Space space = load_space(o.problem, o.config);
-    const Shape shape = resolve_shape(problem, space, o.dims);
-    std::string why;
-    const auto device = o.compile_only        ? std::nullopt
-                        : worker_fake_mode() ? std::optional(fake_device(o.arch, o.device))
-                                             : query_device(o.device, &why);
-    const int cc = device ? device->compute_capability() : o.arch;
-    const DeviceLimits limits = device ? device->limits() : DeviceLimits::for_arch(cc);
-    if (!space.violated_constraint(space.baseline(), shape, limits).empty()) return std::nullopt;
-    return compile_request(space.lower(space.baseline(), shape, limits), default_options(cc));
+    return baseline_request(plan_run(o, nullptr));
   } catch (const std::exception&) {  // the run reports it in its turn
     return std::nullopt;
   }
@@ -1494,14 +1419,15 @@ TuneOutcome run_tune(const TuneOptions& o) {
   const StopScope stop_scope;  // over every pass: a stop asked for in one is not forgotten by the next
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
   const StrategyPtr strategy = make_search_strategy(o);
-  if (!strategy->adaptive()) return run_pass(o, nullptr, *strategy, gpu);
+  const RunPlan plan = plan_run(o, o.log);
+  if (!strategy->adaptive()) return run_pass(plan, o, nullptr, *strategy, gpu);
   // The strategy's first choice, timed; then its further batches, a search pass each; then the
   // strict re-measure, the gate and the outputs over all of them. Each pass takes the earlier ones'
   // records from the journal (as --resume does), so nothing is compiled or measured twice.
-  Passes p{o, gpu, *strategy, o, {}, {}, {}};
+  Passes p{plan, o, gpu, *strategy, o, {}, {}, {}};
   p.resumed.resume = true;
   p.pass.defer_baseline = !o.no_cache;  // without a cache the early compile would be lost
-  p.out = run_pass(o, &p.pass, *strategy, gpu);
+  p.out = run_pass(plan, o, &p.pass, *strategy, gpu);
   if (p.out.already_complete) return p.out;
   p.have.insert(p.pass.configs.begin(), p.pass.configs.end());
   if (p.pass.defer_baseline) p.have.insert(p.pass.baseline);

@@ -125,4 +125,12 @@ std::string sources_hash(const Space& space, const Problem& problem) {
   return content_hash({space.source_hash(), problem.json().dump()});
 }
 
+ProblemShape resolve_problem_shape(const std::string& problem, const std::optional<std::filesystem::path>& config,
+                                   const std::vector<std::pair<std::string, std::int64_t>>& dims) {
+  const Problem& p = find_problem(problem);
+  Space space = load_space(problem, config);
+  Shape shape = resolve_shape(p, space, dims);
+  return {&p, std::move(space), std::move(shape)};
+}
+
 }  // namespace tune
