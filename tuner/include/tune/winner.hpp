@@ -15,8 +15,12 @@ bool has_usable_timing(const VariantRecord& v);
 bool may_win(const VariantRecord& v, const RunRecord& run);
 // The winner of a measured run: the smallest cold median; variants within the noise of it
 // (max(0.5 %, half the relative IQR), at most 5 %) tie, and a tie goes to fewer registers
-// (unknown counts last), then the smaller name. Sets *rule to that sentence. None passed: nullopt.
-std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule);
+// (unknown counts last), then the smaller name. The rule is that sentence. None passed: nullopt.
+struct PickedWinner {
+  std::string name;
+  std::string rule;
+};
+std::optional<PickedWinner> pick_winner(const RunRecord& run);
 // Sets run.winner and run.winner_rule (pick_winner) and run.speedup, the baseline's median over
 // the winner's when the baseline has a usable timing; clears all three first.
 void name_winner(RunRecord& run);

@@ -123,13 +123,11 @@ class IsolatedRunner {
 
   void evaluate(const CompileResult& compiled, const Lowered& lowered, VariantRecord& rec,
                 const DeviceRunner::Options& options) {
-    FaultRecord f;
-    int culprit = -1;
-    bool exiting = false;
-    if (!ready().run("evaluate", {{&compiled, &lowered, &rec}}, options, deadline(options), &f, &culprit, &exiting)) {
+    const WorkerProcess::RunReply r = ready().run("evaluate", {{&compiled, &lowered, &rec}}, options, deadline(options));
+    if (!r.ok) {
       worker_.reset();
-      record_loss(rec, f, "");
-    } else if (exiting) {
+      record_loss(rec, r.fault, "");
+    } else if (r.exiting) {
       worker_.reset();  // it reported a sticky CUDA error and exits
     }
   }
@@ -138,12 +136,12 @@ class IsolatedRunner {
   // re-measured in a fresh one (each alone when the culprit cannot be told).
   void remeasure(std::vector<WorkerItem> items, const DeviceRunner::Options& options) {
     while (!items.empty()) {
-      FaultRecord f;
-      int culprit = -1;
-      bool exiting = false;
       const double d = deadline(options) * static_cast<double>(items.size());
-      if (ready().run("remeasure", items, options, d, &f, &culprit, &exiting)) {
-        if (exiting) worker_.reset();
+      const WorkerProcess::RunReply r = ready().run("remeasure", items, options, d);
+      const int culprit = r.culprit;
+      const FaultRecord& f = r.fault;
+      if (r.ok) {
+        if (r.exiting) worker_.reset();
         return;
       }
       worker_.reset();

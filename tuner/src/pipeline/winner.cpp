@@ -19,7 +19,7 @@ bool may_win(const VariantRecord& v, const RunRecord& run) {
   return has_usable_timing(v) && !(v.gate && v.gate->verdict == "unchecked" && !run.context.gate.allow_unchecked);
 }
 
-std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) {
+std::optional<PickedWinner> pick_winner(const RunRecord& run) {
   // One method: once variants were re-measured strictly, only they are compared (a search median
   // set beside a strict one made an unchecked runner-up tie and called another gate round); the
   // others take part again only when none of those may win (every gated one failed).
@@ -47,16 +47,20 @@ std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule) 
     auto regs = [](const VariantRecord& r) { return r.max_registers() < 0 ? INT_MAX : r.max_registers(); };
     if (std::make_pair(regs(v), v.name) < std::make_pair(regs(*pick), pick->name)) pick = &v;
   }
-  *rule = "smallest cold median (of the strictly re-measured variants, when any may win); variants within max(0.5 %, the two medians' notch half-widths 1.57 IQR/sqrt(n) added, "
+  const char* rule = "smallest cold median (of the strictly re-measured variants, when any may win); variants within max(0.5 %, the two medians' notch half-widths 1.57 IQR/sqrt(n) added, "
           "capped at 5 %) of it tie, and a tie goes to fewer registers, then the smaller name";
-  return pick->name;
+  return PickedWinner{pick->name, rule};
 }
 
 void name_winner(RunRecord& run) {
+  run.winner.reset();
   run.winner_rule.clear();
   run.speedup.reset();
-  run.winner = pick_winner(run, &run.winner_rule);
-  if (!run.winner || !run.baseline) return;
+  const auto picked = pick_winner(run);
+  if (!picked) return;
+  run.winner = picked->name;
+  run.winner_rule = picked->rule;
+  if (!run.baseline) return;
   const auto* b = run.find(*run.baseline);
   if (b && has_usable_timing(*b)) run.speedup = b->timing->median_us / run.find(*run.winner)->timing->median_us;
 }
