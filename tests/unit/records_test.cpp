@@ -20,6 +20,13 @@
 namespace tune {
 namespace {
 
+// The name pick_winner gives (nullopt when no variant may win).
+std::optional<std::string> picked_name(const tune::RunRecord& run) {
+  const auto picked = tune::pick_winner(run);
+  return picked ? std::optional<std::string>(picked->name) : std::nullopt;
+}
+
+
 // Issue 34: a record's variants are lowered again (header, check) with the limits they were lowered
 // with: the device's as recorded, or a compile-only run's target arch; never a hidden sm_90.
 TEST(Records, TheLimitsOfARecordAreItsDevicesOrItsCompileOnlyTargets) {
@@ -304,11 +311,10 @@ TEST(Winner, ATieGoesToFewerRegistersAndUnknownRegistersComeLast) {
   unknown.resources.clear();  // no report: max_registers() == -1
   unknown.timing->median_us = 29.9;  // fastest, but within the 0.5 % tie band
   run.variants = {known, unknown};
-  std::string rule;
-  EXPECT_EQ(pick_winner(run, &rule), "z-known");
-  EXPECT_NE(rule.find("fewer registers"), std::string::npos);
+  EXPECT_EQ(picked_name(run), "z-known");
+  EXPECT_NE(pick_winner(run)->rule.find("fewer registers"), std::string::npos);
   run.variants[1].timing->median_us = 20;  // clearly faster: no tie
-  EXPECT_EQ(pick_winner(run, &rule), "a-unknown");
+  EXPECT_EQ(picked_name(run), "a-unknown");
 }
 
 // One method (issue 37): once finalists were re-measured strictly, a variant timed only by the
@@ -324,15 +330,14 @@ TEST(Winner, StrictlyReMeasuredFinalistsAreComparedOnlyWithEachOther) {
   VariantRecord searched = run.variants[0];
   searched.name = "a-searched";
   searched.resources.begin()->second.registers = 8;
-  std::string rule;
   for (const double median : {29.95, 25.0}) {  // within the tie band, and clearly faster by the search's method
     searched.timing->median_us = median;
     run.variants = {finalist, searched};
-    EXPECT_EQ(pick_winner(run, &rule), "z-finalist") << median;
+    EXPECT_EQ(picked_name(run), "z-finalist") << median;
   }
-  EXPECT_NE(rule.find("strictly re-measured"), std::string::npos) << rule;
+  EXPECT_NE(pick_winner(run)->rule.find("strictly re-measured"), std::string::npos);
   run.variants[0].status = Status::kUnsafe;  // the gate failed the only strict one
-  EXPECT_EQ(pick_winner(run, &rule), "a-searched");
+  EXPECT_EQ(picked_name(run), "a-searched");
 }
 
 // The tie band is the uncertainty of the medians (their notches), not the samples' spread: 2.9 %
@@ -353,13 +358,12 @@ TEST(Winner, MediansTieWithinTheirNotchesNotWithinTheSamplesSpread) {
   lean.timing->q1_us = 20.192;
   lean.timing->q3_us = 21.408;
   lean.resources.begin()->second.registers = 64;
-  std::string rule;
   for (const int samples : {5592, 10}) {
     run.variants = {fast, lean};
     for (auto& v : run.variants) v.timing->samples = samples;
-    EXPECT_EQ(pick_winner(run, &rule), samples > 1000 ? "fast" : "lean") << samples << " samples";
+    EXPECT_EQ(picked_name(run), samples > 1000 ? "fast" : "lean") << samples << " samples";
   }
-  EXPECT_NE(rule.find("notch"), std::string::npos) << rule;
+  EXPECT_NE(pick_winner(run)->rule.find("notch"), std::string::npos);
 }
 
 // A NaN compares false both ways: taken for the best, everything ties with it; taken for a
@@ -370,7 +374,6 @@ TEST(Winner, NonFiniteOrNonPositiveMediansNeverWinTieOrGiveASpeedup) {
   VariantRecord good = run.variants[0];  // passed, 30 us, 40 registers
   good.name = "z-good";
   good.baseline = false;
-  std::string rule;
   for (const double bad_median : {std::nan(""), std::numeric_limits<double>::infinity(), 0.0, -5.0}) {
     VariantRecord bad = good;
     bad.name = "a-bad";                   // the smaller name wins a tie
@@ -378,10 +381,10 @@ TEST(Winner, NonFiniteOrNonPositiveMediansNeverWinTieOrGiveASpeedup) {
     bad.timing->median_us = bad_median;
     for (const bool bad_first : {true, false}) {
       run.variants = bad_first ? std::vector{bad, good} : std::vector{good, bad};
-      EXPECT_EQ(pick_winner(run, &rule), "z-good") << bad_median << (bad_first ? " first" : " second");
+      EXPECT_EQ(picked_name(run), "z-good") << bad_median << (bad_first ? " first" : " second");
     }
     run.variants = {bad};
-    EXPECT_EQ(pick_winner(run, &rule), std::nullopt) << bad_median;
+    EXPECT_EQ(picked_name(run), std::nullopt) << bad_median;
     // A baseline without a usable median gives no speedup.
     VariantRecord base = bad;
     base.name = "baseline";
@@ -396,7 +399,7 @@ TEST(Winner, NonFiniteOrNonPositiveMediansNeverWinTieOrGiveASpeedup) {
     run.variants[1].name = "a-close";
     run.variants[1].timing->median_us = 31.5;  // 5 % slower: ties only under a wide band
     run.variants[1].timing->q1_us = std::nan("");
-    EXPECT_EQ(pick_winner(run, &rule), "z-good") << bad_median;
+    EXPECT_EQ(picked_name(run), "z-good") << bad_median;
     EXPECT_FALSE(has_usable_timing(bad));
     EXPECT_TRUE(has_usable_timing(good));
   }

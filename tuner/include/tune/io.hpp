@@ -109,4 +109,7 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
 std::string tool_version();
 std::string tool_git_commit();
 
+// Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
+void write_file_atomic(const std::filesystem::path& path, const std::string& text);
+
 }  // namespace tune

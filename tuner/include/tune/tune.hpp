@@ -10,6 +10,11 @@
 #include <vector>
 
 #include "tune/compile.hpp"
+#include "tune/io.hpp"
+#include "tune/problem_space.hpp"
+#include "tune/sampling.hpp"
+#include "tune/stop.hpp"
+#include "tune/winner.hpp"
 #include "tune/record.hpp"
 #include "tune/space.hpp"
 #include "tune/shape.hpp"
@@ -136,40 +141,7 @@ std::optional<CompileRequest> baseline_request(const TuneOptions& o);
 // before anything is measured where possible. The first SIGINT or SIGTERM during a run stops it
 // after the variant in hand (context.interrupted); a second one ends the process.
 TuneOutcome run_tune(const TuneOptions& options);
-// The signal (SIGINT or SIGTERM) that interrupted the last run, 0 when none did: the exit code is
-// 128 + it, as a shell reports a process that signal ended.
-int interrupt_signal();
 
-// The run's stop state (issue 34 #6). While a scope is held, the first SIGINT or SIGTERM asks the
-// run to stop, and the request stays until the outermost scope ends: every loop of the run checks
-// stop_requested() before its next step (the variants of a pass, the passes and rounds of an
-// adaptive search, a sweep's shapes, the devices' queues). The second signal ends the process.
-// run_tune holds one; a sweep holds one around all its shapes, so the next shape sees the stop too.
-class StopScope {
- public:
-  StopScope();
-  ~StopScope();
-  StopScope(const StopScope&) = delete;
-  StopScope& operator=(const StopScope&) = delete;
-};
-// Whether a stop was asked for since the outermost StopScope started.
-bool stop_requested();
-
-// Loads a problem's space: the given file (a space file or another problem.json; its template is
-// found beside it, else in the problem's template folder), or the problem's own problem.json.
-// Checks that every launch argument names a tensor of the problem, 'out' or a scratch buffer.
-class Space load_space(const std::string& problem, const std::optional<std::filesystem::path>& file);
-void check_launch_args(const class Problem& problem, const class Space& space);
-// context.config_file of a run with the problem's own space: "<problem.json> (problem)".
-inline constexpr std::string_view kProblemFileMark = " (problem)";
-// How to find the problem of a recorded run: its name on the problem path, else the problem file
-// the run recorded (context.config_file "<file> (problem)"), so a user's folder off the path works.
-// Throws InputError when neither is found, or when the recorded file describes another problem.
-std::string problem_spec_of(const struct RunRecord& run);
-std::string problem_spec_of(const std::string& problem, const std::string& config_file);
-// The space a recorded run used: its own file (--config) when that was not the problem's and it is
-// still there, else the problem's.
-class Space load_run_space(const struct RunRecord& run);
 // One writer per results file. Two runs of one shape on one --out would truncate each other's
 // journal and results, and tune merge --out or tune check --write would be overwritten by a running
 // tune (issue 34 #25); the second is refused in one line that names the first. The lock is flock(2)
@@ -189,56 +161,10 @@ class ResultsLock {
   int fd_ = -1;
 };
 
-// What a run's kernels came from: the space with its templates, and the problem file (the journal's
-// identity and context.source_hash). tune check --write compares it.
-std::string sources_hash(const class Space& space, const class Problem& problem);
-// The shape of a run: the user's dimensions over the space's defaults, validated.
-Shape resolve_shape(const class Problem& problem, const class Space& space,
-                    const std::vector<std::pair<std::string, std::int64_t>>& dims);
-
 // The compile request of a lowered variant: its template and headers, its name expressions in
 // launch order, and the options.
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options);
 
-// A passed variant whose cold median is a finite, positive number: the only kind that is ranked,
-// ties, wins or gives a speedup (NaN, infinite, zero or negative medians never do).
-bool has_usable_timing(const VariantRecord& v);
-// Whether v takes part in the winner rule: a usable timing, and not `unchecked` by the gate unless
-// the run allows it (context.gate.allow_unchecked).
-bool may_win(const VariantRecord& v, const RunRecord& run);
-// The winner of a measured run: the smallest cold median; variants within the noise of it
-// (max(0.5 %, half the relative IQR), at most 5 %) tie, and a tie goes to fewer registers
-// (unknown counts last), then the smaller name. Sets *rule to that sentence. None passed: nullopt.
-std::optional<std::string> pick_winner(const RunRecord& run, std::string* rule);
-// Sets run.winner and run.winner_rule (pick_winner) and run.speedup, the baseline's median over
-// the winner's when the baseline has a usable timing; clears all three first.
-void name_winner(RunRecord& run);
-
-// Successive halving's selection: the indices of the `keep` smallest medians (ties by index), in
-// ascending order of median. Medians that are not finite and positive are left out; keep is
-// clamped to the count.
-std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std::size_t keep);
-
-// The configurations a run with --budget times: `budget` of `all` drawn without replacement by a
-// partial Fisher-Yates shuffle on mt19937_64(seed) (portable: no library distribution), plus the
-// baseline when it is valid and was not drawn, in the order of `all`. budget <= 0 or >= size: all.
-std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
-                                   std::uint64_t seed);
-
-// The configurations a run with --warm-start times (issue 24), in the order of `all`: those whose
-// variant timed within `keep` x the best at the nearest shape (sum of |log2| of the dimensions'
-// ratios) among `files` that timed it, `explore` others drawn as sample_configs draws, and the
-// baseline. Every file must be a result of `problem` (read_result validates it). Throws InputError.
-struct WarmChoice {
-  std::vector<Config> configs;
-  int promising = 0;  // chosen for their times in the files
-  int explored = 0;   // drawn from the rest
-  // The choice was half the space or more, so all of it is timed (explored: every other one).
-  bool whole_space = false;
-};
-WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
-                        const std::string& problem, const Shape& shape,
-                        const std::vector<std::filesystem::path>& files, double keep, int explore, std::uint64_t seed);
 
 // `tune header`: reads the result files (one problem) and returns the merged header
 // (generate_merged_header) against the given or the embedded space. Throws InputError.
@@ -260,8 +186,5 @@ std::string format_duration(double seconds);
 // runs, the one that recorded more variants), so a re-run that dies or is cut short leaves the
 // earlier pair as it was, and its own record here.
 std::filesystem::path partial_results_path(const std::filesystem::path& json_path);
-
-// Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
-void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace tune

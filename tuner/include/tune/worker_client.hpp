@@ -58,10 +58,18 @@ class WorkerProcess {
   // Returns how the worker computed the float64 reference (RunContext::reference).
   std::string wait_ready(double deadline_s);
   bool measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault);
-  // Fills the records. *culprit: the item in hand when the worker was lost (-1: unknown).
-  // *exiting: the worker reported a sticky CUDA error and exits; the records are complete.
-  bool run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
-           double deadline_s, FaultRecord* fault, int* culprit, bool* exiting);
+  // What run() came back with: ok when the records are filled (exiting: the worker reported a
+  // sticky CUDA error and exits; the records are complete); else how the worker was lost (fault)
+  // and the item in hand then (culprit, -1: unknown).
+  struct RunReply {
+    bool ok = false;
+    bool exiting = false;
+    int culprit = -1;
+    FaultRecord fault;
+  };
+  // Fills the items' records.
+  RunReply run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
+               double deadline_s);
   // Any other request (the gate's "gate" and "sanitize"): its reply, or nullopt when the worker was
   // lost (*fault says how, *culprit the item in hand) or answered with an error (fault kind "error").
   std::optional<nlohmann::ordered_json> call(const char* op, const std::vector<WorkerItem>& items,

@@ -14,7 +14,7 @@
 
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
-#include "tune/tune.hpp"
+#include "tune/io.hpp"
 
 namespace tune {
 

@@ -29,7 +29,7 @@
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
-#include "tune/tune.hpp"
+#include "tune/problem_space.hpp"
 
 namespace tune {
 namespace {

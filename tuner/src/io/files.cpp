@@ -1,5 +1,9 @@
 // Readers of result and golden files, validated with one-line errors that name the file.
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -8,7 +12,7 @@
 #include "io/json_file.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
-#include "tune/tune.hpp"
+#include "tune/problem_space.hpp"
 
 namespace tune {
 namespace {
@@ -265,6 +269,32 @@ GoldenCase read_golden(const std::filesystem::path& file) {
     throw InputError(fmt::format("{}: malformed golden file ({})", f, e.what()));
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", f, e.what()));
+  }
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  // A name of its own per writer: two runs (or two devices' compile threads) may write one path at
+  // once; each writes whole and the last rename wins.
+  static std::atomic<std::uint64_t> serial{0};
+  const auto tmp = fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError(fmt::format("cannot write {}; check the directory's permissions", tmp));
+    f << text;
+    f.flush();
+    if (!f) {
+      f.close();
+      std::filesystem::remove(tmp, ec);
+      throw InputError(fmt::format("writing {} failed (disk full?)", tmp));
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw InputError(fmt::format("cannot move {} to {} ({})", tmp, path.string(), ec.message()));
   }
 }
 

@@ -15,7 +15,9 @@
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
-#include "tune/tune.hpp"
+#include "tune/problem_space.hpp"
+#include "tune/torch_compare.hpp"
+#include "tune/winner.hpp"
 
 namespace tune {
 namespace {

@@ -18,7 +18,8 @@
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
-#include "tune/tune.hpp"
+#include "tune/problem_space.hpp"
+#include "tune/winner.hpp"
 
 namespace tune {
 namespace {

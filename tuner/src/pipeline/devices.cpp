@@ -1,5 +1,6 @@
 // One host, many GPUs: the device list, the results folders, and the per-device threads.
 #include "tune/devices.hpp"
+#include "tune/run_plan.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -113,9 +114,8 @@ namespace {
 std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
   if (o.resume) return "";
   try {
-    const Problem& problem = find_problem(o.problem);
-    const Shape shape = resolve_shape(problem, load_space(o.problem, o.config), o.dims);
-    const auto results = o.out_dir / dir / std::string(problem.name()) / (result_stem(shape, o.shard) + ".json");
+    const ProblemShape at = resolve_problem_shape(o.problem, o.config, o.dims);
+    const auto results = results_path(o, std::string(at.problem->name()), at.shape, dir);
     const auto json = partial_results_path(results);
     std::ifstream in(json);
     if (!in) return "";

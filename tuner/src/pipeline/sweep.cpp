@@ -270,8 +270,8 @@ std::vector<SweepItem> order_for_transfer(const std::vector<SweepItem>& items,
   for (std::size_t i = 0; i < items.size(); ++i) {
     const SweepItem& item = items[i];
     try {
-      const Problem& problem = find_problem(item.problem);
-      const WorkCounts w = problem.counts(resolve_shape(problem, load_space(item.problem, config), item.dims));
+      const ProblemShape at = resolve_problem_shape(item.problem, config, item.dims);
+      const WorkCounts w = at.problem->counts(at.shape);
       const auto [g, fresh] = groups.emplace(item.problem, groups.size());
       keys.push_back({g->second, w.flop, w.bytes, i});
     } catch (const InputError& e) {
@@ -291,9 +291,8 @@ void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std
   for (std::size_t i = 0; i < items.size(); ++i) {
     const SweepItem& item = items[i];
     try {
-      const Problem& problem = find_problem(item.problem);
-      const Shape shape = resolve_shape(problem, load_space(item.problem, config), item.dims);
-      const std::string key = std::string(problem.name()) + "/" + shape.tag();
+      const ProblemShape at = resolve_problem_shape(item.problem, config, item.dims);
+      const std::string key = std::string(at.problem->name()) + "/" + at.shape.tag();
       if (const auto [it, fresh] = shapes.emplace(key, i); !fresh)
         throw InputError(fmt::format("is the same shape as item {} ({}); list each shape once", it->second, key));
     } catch (const InputError& e) {

@@ -23,7 +23,8 @@
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
 #include "tune/problem.hpp"
-#include "tune/tune.hpp"
+#include "tune/io.hpp"
+#include "tune/stop.hpp"
 
 namespace tune {
 

@@ -6,7 +6,7 @@
 #include "io/json_file.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
-#include "tune/tune.hpp"
+#include "tune/io.hpp"
 
 namespace tune {
 

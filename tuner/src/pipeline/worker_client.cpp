@@ -261,15 +261,16 @@ std::optional<Json> WorkerProcess::call(const char* op, const std::vector<Worker
   return r;
 }
 
-bool WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
-                        double deadline_s, FaultRecord* fault, int* culprit, bool* exiting) {
-  *exiting = false;
-  const auto r = call(op, items, {{"options", options_json(options)}}, deadline_s, fault, culprit);
-  if (!r) return false;
+WorkerProcess::RunReply WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items,
+                                           const DeviceRunner::Options& options, double deadline_s) {
+  RunReply reply;
+  const auto r = call(op, items, {{"options", options_json(options)}}, deadline_s, &reply.fault, &reply.culprit);
+  if (!r) return reply;
   const Json& records = r->at("records");
   for (std::size_t i = 0; i < items.size(); ++i) *items[i].record = variant_from_json(records.at(i));
-  *exiting = r->value("exiting", false);
-  return true;
+  reply.exiting = r->value("exiting", false);
+  reply.ok = true;
+  return reply;
 }
 
 int WorkerProcess::quit(double deadline_s) {

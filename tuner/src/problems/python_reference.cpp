@@ -19,7 +19,7 @@
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
-#include "tune/tune.hpp"
+#include "tune/io.hpp"
 
 namespace tune {
 namespace {

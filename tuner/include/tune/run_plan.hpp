@@ -1,0 +1,50 @@
+#pragma once
+// A run's plan (issue 38): what a run of one shape is, resolved once from its options and passed by
+// const& to every phase, to the sweep's and the devices' bookkeeping and to the baseline's early
+// compile: the problem, its space, the shape (dtypes bound), the device and the limits lowering
+// uses, and where the results go. Nothing downstream looks the problem or the shape up again.
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "tune/device.hpp"
+#include "tune/problem.hpp"
+#include "tune/problem_space.hpp"
+#include "tune/space.hpp"
+#include "tune/shape.hpp"
+#include "tune/tune.hpp"
+
+namespace tune {
+
+struct RunPlan {
+  const Problem* problem = nullptr;  // owned by the problem registry
+  Space space;
+  Shape shape;
+  WorkCounts counts;
+  // The device: the one timed on, a fake one (TUNE_WORKER_FAKE), or none (compile-only).
+  std::optional<DeviceInfo> device;
+  bool compile_only = false, fake = false;
+  int cc = 0;           // the compute capability compiled for
+  DeviceLimits limits;  // the device's own, or --arch's without one: what every variant is lowered for
+  std::string untimed_reason;  // why nothing is timed ("" in a timed run)
+  std::string device_note;     // the line that says what the device is, when it is not a plain one
+  // <out>/<gpu dir>/<problem>/<shape stem>.json and its snapshot (<shape stem>.json.partial).
+  std::filesystem::path json_path, partial_path;
+};
+
+// The results file of `shape` of `problem` in device folder `gpu_dir` under options.out_dir.
+std::filesystem::path results_path(const TuneOptions& o, const std::string& problem, const Shape& shape,
+                                   const std::string& gpu_dir);
+
+// The plan of o's run: the problem, space and shape resolved (check_shape), the host memory the
+// shape's tensors need checked, the device queried (a fake one under TUNE_WORKER_FAKE, none with
+// --compile-only or when none answers: then a compile-only sweep), the shape's device memory and the
+// arch checked, the limits and the results path. `log` gets the device note as it is found.
+// Throws InputError / ConfigError / ShapeError / DeviceError.
+RunPlan plan_run(const TuneOptions& o, const std::function<void(const std::string&)>& log);
+
+// The compile request of the plan's baseline, lowered for the plan's limits (baseline_request(o)).
+std::optional<CompileRequest> baseline_request(const RunPlan& plan);
+
+}  // namespace tune

@@ -1,0 +1,114 @@
+// The compile feed of a pass (PassRun): the compile threads, their queue, the next compiled variant.
+#include "pipeline/pass_run.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ranges>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <cuda.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tune/compile.hpp"
+#include "tune/compile_cache.hpp"
+#include "tune/compile_pool.hpp"
+#include "tune/device.hpp"
+#include "tune/errors.hpp"
+#include "tune/gate.hpp"
+#include "tune/io.hpp"
+#include "tune/journal.hpp"
+#include "tune/measure.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "tune/sweep.hpp"
+#include "tune/worker_client.hpp"
+#include "tune/worker_protocol.hpp"
+#include "core/enum_names.hpp"
+#include "pipeline/progress_log.hpp"
+#include "pipeline/run_common.hpp"
+#include "pipeline/search/strategy.hpp"
+#include "tune/run_plan.hpp"
+
+namespace tune {
+
+// The compile threads. The baseline compiles (and so is measured) first: a run cut short still has
+// its speedup. Variants the journal already holds are not compiled (unless the strict re-measure
+// needs them).
+void PassRun::start_compiles() {
+  results.resize(n);
+  from_cache.assign(n, 0);
+  if (baseline_index && !journaled[*baseline_index]) compile_order.push_back(*baseline_index);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!journaled[i] && !run.variants[i].baseline) compile_order.push_back(i);
+  ctx.time_budget_s = o.time_budget_s;
+  t_compile = Clock::now();
+  if (stop_requested()) return;  // the search loop stops at its first step: nothing is compiled
+  if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
+    const auto t_wait = Clock::now();
+    pass->baseline_compile.join();  // the baseline, compiled into the cache while the search passes ran
+    if (seconds_since(t_wait) > 0.5)
+      log(fmt::format("waited {:.1f} s for the baseline's compile", seconds_since(t_wait)));
+  }
+  for (int t = 0; t < ctx.jobs; ++t)
+    pool.emplace_back([this] {
+      for (std::size_t k = next++; k < compile_order.size(); k = next++) compile_and_queue(compile_order[k]);
+    });
+}
+
+CompileResult PassRun::compile_one(std::size_t i, bool* cached) {
+  return compiler->compile(compile_request(lowered[i], ctx.compile_options), cached);
+}
+
+void PassRun::compile_and_queue(std::size_t i) {
+  bool cached = false;
+  CompileResult r = compile_one(i, &cached);
+  std::lock_guard lock(mutex);
+  results[i] = std::move(r);
+  from_cache[i] = cached;
+  compiled_queue.push_back(i);
+  if (++compiled_count == compile_order.size()) compile_wall = seconds_since(t_compile);
+  ready.notify_one();
+}
+
+// A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
+void PassRun::ensure_compiled(std::size_t i) {
+  bool cached = false;
+  if (!results[i].ok && results[i].cubin.empty() && journaled[i]) results[i] = compile_one(i, &cached);
+}
+
+// The next compiled variant (only the baseline, once the time budget is spent).
+std::size_t PassRun::take_compiled(bool only_baseline) {
+  std::unique_lock lock(mutex);
+  if (only_baseline) {
+    auto has = [&] { return std::find(compiled_queue.begin(), compiled_queue.end(), *baseline_index); };
+    ready.wait(lock, [&] { return has() != compiled_queue.end(); });
+    compiled_queue.erase(has());
+    return *baseline_index;
+  }
+  ready.wait(lock, [&] { return !compiled_queue.empty(); });
+  const std::size_t i = compiled_queue.front();
+  compiled_queue.pop_front();
+  return i;
+}
+
+}  // namespace tune
