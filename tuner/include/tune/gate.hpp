@@ -33,6 +33,9 @@
 
 namespace tune {
 
+// Lines of a sanitizer report kept in the record (the rest are counted).
+inline constexpr std::size_t kSanitizerReportLines = 12;
+
 // --sanitize: which finalists run under the sanitizers (the output checks run on every finalist).
 enum class SanitizeMode { kOff, kWinner, kFinalists };
 // Throws InputError naming the choices.

@@ -1,5 +1,4 @@
-// The single-result header: the winning configuration as constexpr values, with provenance.
-// It includes nothing, so it compiles on its own as C++ and as CUDA.
+// The single-result header: the winning configuration as constexpr values, with provenance; it includes nothing.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -147,9 +146,8 @@ Config recorded_config(const VariantRecord& v, const Space& space, std::vector<s
   return space.from_json(params);
 }
 
-// The header ships the recorded launches for the device an entry names, and geometry() computes
-// them for any other: the two must be one lowering. A record lowered for other limits than its
-// device's (before issue 34 every tune lowered for sm_90's 132 SMs and 227 KiB) is refused.
+// The header ships an entry's recorded launches for its device and geometry() computes them for any
+// other: one lowering. A record lowered for other limits than its device's is refused.
 void check_recorded_geometry(const RunRecord& run, const VariantRecord& v, const Lowered& lowered, const Space& space,
                              const std::string& file) {
   for (std::size_t l = 0; l < v.launches.size(); ++l) {

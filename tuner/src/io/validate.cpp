@@ -1,7 +1,6 @@
 // The one validation of a results file (issue 22, item 11). Every reader of results goes through
 // it: run_from_json (so read_result: tune header, merge, check, verify, report) and the --resume
-// journal's records (validate_variant_json). report/results.py mirrors these rules for the report
-// scripts; tests/report/readers_test.py holds both to the same verdicts on the same hand-edits.
+// journal's records (validate_variant_json); the report scripts read through `tune results --json`.
 //
 // An error is one line, "<JSON path>: <what is wrong>; <what to do>", and the readers put the file
 // in front of it.
