@@ -160,12 +160,29 @@ def ratio_text(d):
     return x(d["ratio_to_floor"]) + (f" ({d['floors']['bound']})" if d["ratio_to_floor"] is not None else "")
 
 
-def torch_speedups(win_t, record, entry):
+def exported_winner(m, params):
+    """Whether a torch_baseline.py ModelNew entry timed this winner: its variant's `k=v` pairs are the
+    winner's parameters (an export of an older record of the shape names another configuration)."""
+    pairs = [kv.split("=", 1) for kv in (m.get("variant") or "").split(",") if "=" in kv]
+    text = {k: json.dumps(v) if isinstance(v, bool) else str(v) for k, v in (params or {}).items()}
+    return bool(pairs) and all(text.get(k) == v for k, v in pairs)
+
+
+def modelnew_over_compile(t):
+    """The summary's ModelNew column: ModelNew over torch.compile, graph against graph, where the
+    export timed this file's winner (an export of an older record of the shape is in the shape's
+    own table, labelled so)."""
+    m = (t or {}).get("modelnew") or {}
+    return m.get("over_compile_graph") if m.get("this_winner") else None
+
+
+def torch_speedups(win_t, record, entry, params=None):
     """The winner against PyTorch by one method: its CUDA-graph time against the module's CUDA-graph
     median (never a cold median against events). The module's times come from the results file's own
     torch record (tune --torch: the run's inputs, after its gate) where it has times, else from a
     torch_baseline.py file's entry; ModelNew from that file only, against eager and torch.compile of
-    the same process (graph against graph, events against events)."""
+    the same process (graph against graph, events against events); this_winner says whether it
+    exported this file's winner (exported_winner)."""
     own = record if (record or {}).get("status") in ("measured", "cached") else None
     source = own or entry
     if not source:
@@ -188,6 +205,7 @@ def torch_speedups(win_t, record, entry):
         out["modelnew"] = {
             "events_us": ev, "graph_us": gr, "error": m.get("error"), "tuned": m.get("tuned"),
             "variant": m.get("variant"), "parity": m.get("parity"), "op_overhead_us": m.get("op_overhead_us"),
+            "this_winner": exported_winner(m, params),
             "over_eager_events": t("eager", "events") / ev if t("eager", "events") and ev else None,
             "over_compile_events": t("compile", "events") / ev if t("compile", "events") and ev else None,
             "over_eager_graph": t("eager", "graph") / gr if t("eager", "graph") and gr else None,
@@ -231,7 +249,7 @@ def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
             "floors": fl, "peak_source": (peaks.get(slug) or {}).get("source"),
             "ratio_to_floor": wt["median_us"] / fl["larger_us"] if wt and fl and fl["larger_us"] > 0 else None,
             "work": run.get("work"), "dtype": dtype_text(run), "tensor_dtypes": tensor_dtypes(run),
-            "torch": torch_speedups(wt, run.get("torch"), t),
+            "torch": torch_speedups(wt, run.get("torch"), t, win["params"] if win else None),
             "times": {v["name"]: v["timing"]["median_us"] for v in passed(run)},
             "status": {v["name"]: v["status"] for v in run["variants"]},
         }
@@ -628,7 +646,8 @@ def _summary_blocks(groups, peaks, torch, used):
     blocks.append(("h2", "Summary"))
     blocks.append(("p", "Against PyTorch, graph against graph: the winner's CUDA-graph time per call against the "
                         "module's CUDA-graph median (tune --torch in the run itself, else a torch_baseline.py file), "
-                        "and ModelNew against torch.compile timed in one process by torch_baseline.py --export."))
+                        "and ModelNew against torch.compile timed in one process by torch_baseline.py --export "
+                        "(where it exported this file's winner)."))
     blocks.append(("table", ["problem, shape", "dtype", "GPU", "winner cold µs", "winner / largest floor",
                              "speedup over baseline", "winner graph µs", "torch.compile graph µs",
                              "winner over torch.compile (graph)", "winner over eager (graph)",
@@ -637,7 +656,7 @@ def _summary_blocks(groups, peaks, torch, used):
                      ratio_text(d),
                      x(d["speedup_over_baseline"]), fmt(d["graph_us"]), fmt(t["compile"]["graph_us"] if t else None),
                      x(t["compile"]["speedup_graph"] if t else None), x(t["eager"]["speedup_graph"] if t else None),
-                     x((t.get("modelnew") or {}).get("over_compile_graph") if t else None)]
+                     x(modelnew_over_compile(t))]
                     for g in groups.values() for d in g["gpus"].values() for t in [d["torch"]]]))
     flagged = [f"{g['problem']} {shape_text(g['shape'])} on {m['model']} ({m['baseline']['spread_pct']:.1f} %)"
                for g in groups.values() for m in g["card_spread"] if m["baseline"] and m["baseline"]["beyond_noise"]]

@@ -311,8 +311,9 @@ class Report(unittest.TestCase):
         self.assertIn("| Synthetic GPU A | tuned: `strategy=thread,block=64` (the export's results, not this file's "
                       f"winner) | 500.00 | 450.00 | {eager / 500.0:.2f}x |", md)
         self.assertIn("| 100.00 | 3.0e-05 (pass) |", md)
-        # The summary's ModelNew column: against torch.compile of the same process, graph against graph.
-        self.assertIn("| 360.00 | 720.00 | 2.00x | 3.00x | 1.60x |", md)  # 720 / 450
+        # The summary's ModelNew column is this winner's export only: another variant's is left out
+        # there (it would be read as the winner's), and shown in the shape's table as above.
+        self.assertIn("| 360.00 | 720.00 | 2.00x | 3.00x | — |", md)
         entry["modelnew"]["tuned"] = "yes"
         t.write_text(json.dumps(doc))
         self.expect_refusal(src, f"{t}: entries[0].modelnew.tuned: \"yes\" is not")
@@ -472,6 +473,22 @@ class Dtypes(unittest.TestCase):
         self.assertAlmostEqual(plain["flop_us"], 300.0)
         self.assertEqual(plain["compute_rate"], "fp32_gflop_per_s")
 
+    def test_modelnew_counts_only_where_it_exported_this_winner(self):
+        r = self.report
+        g = {"samples": 3, "median_us": 10.0}
+        entry = {"compile": {"graph": {"median_us": 30.0}},
+                 "modelnew": {"graph": g, "variant": "bm=32,bn=128,stage=true"}}
+        win = {"graph_mean_us": 20.0}
+        same = r.torch_speedups(win, None, entry, {"bm": 32, "bn": 128, "stage": True, "algo": "simt"})
+        self.assertAlmostEqual(same["modelnew"]["over_compile_graph"], 3.0)
+        self.assertTrue(same["modelnew"]["this_winner"])
+        other = r.torch_speedups(win, None, entry, {"bm": 64, "bn": 128, "stage": True, "algo": "mma"})
+        self.assertFalse(other["modelnew"]["this_winner"])
+        self.assertAlmostEqual(other["compile"]["speedup_graph"], 1.5)
+        # The summary's ModelNew column is this winner's export only.
+        self.assertIsNone(r.modelnew_over_compile(other))
+        self.assertAlmostEqual(r.modelnew_over_compile(same), 3.0)
+
     def test_the_rate_follows_the_output_dtype_and_tensor_cores(self):
         r = self.report
         bf16 = {"shape": {"T": "bfloat16"}, "context": {}}
@@ -627,7 +644,7 @@ class LeftOut(unittest.TestCase):
             self.assertNotIn(outside, md)
         data = json.loads((OUT / "left_out" / "report" / "report.json").read_text())
         self.assertEqual(len(data["left_out"]), 2)
-        self.assertEqual([g["shape"] for g in data["groups"]], [{"B": 4, "N": 64, "C": 64, "H": 32}])
+        self.assertEqual([g["shape"] for g in data["groups"]], [{"B": 4, "N": 64, "C": 64, "H": 32, "T": "float32"}])
         # Nothing measured: refused in one line that says what was left out.
         shutil.rmtree(root / "h200")
         r = subprocess.run([TUNE, "report", str(root), "-o", str(OUT / "left_out" / "none")], capture_output=True,
