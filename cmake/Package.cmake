@@ -48,7 +48,7 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/report/report.py ${PROJECT_SOURCE_DIR}/re
 # The report scripts' reader: results through tune results --json (<prefix>/bin/tune), torch baselines and peaks.
 install(FILES ${PROJECT_SOURCE_DIR}/report/results.py ${PROJECT_SOURCE_DIR}/report/floors.py DESTINATION ${TUNE_INSTALL_DATADIR}/report)
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/problem_folder.py DESTINATION ${TUNE_INSTALL_DATADIR}/scripts)
-install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py DESTINATION ${TUNE_INSTALL_DATADIR}/python)
+install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py ${PROJECT_SOURCE_DIR}/tuner/python/tune_bin.py DESTINATION ${TUNE_INSTALL_DATADIR}/python)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${TUNE_INSTALL_DATADIR}/examples)
 
 install(EXPORT tuneTargets NAMESPACE tune:: DESTINATION ${TUNE_INSTALL_CMAKEDIR})

@@ -8,9 +8,7 @@ An error is one line: "<file>: <JSON path>: <what is wrong>; <what to do>" (Inpu
 """
 import json
 import math
-import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import zlib
@@ -21,6 +19,7 @@ for _d in (pathlib.Path(__file__).resolve().parent.parent / "tuner" / "python",
     if (_d / "dtypes.py").is_file() and str(_d) not in sys.path:
         sys.path.insert(0, str(_d))
 import dtypes  # noqa: E402
+import tune_bin  # noqa: E402
 
 INT64_MAX = 2**63 - 1
 UINT64_MAX = 2**64 - 1
@@ -37,18 +36,10 @@ class _Bad(Exception):
 
 
 def tune_binary():
-    """The tune to read results with: $TUNE_BIN (tune report sets it to itself), else <prefix>/bin/tune
-    of an installed report (<prefix>/share/tune/report/), else build/tuner/tune of a checkout, else
-    tune on PATH."""
-    if os.environ.get("TUNE_BIN"):
-        return os.environ["TUNE_BIN"]
-    for exe in (HERE.parents[2] / "bin" / "tune", HERE.parent / "build" / "tuner" / "tune"):
-        if exe.is_file() and os.access(exe, os.X_OK):
-            return str(exe)
-    found = shutil.which("tune")
+    """The tune binary (tune_bin.tune_binary), or InputError when there is none."""
+    found = tune_bin.tune_binary()
     if not found:
-        raise InputError("tune not found: set TUNE_BIN to the tune binary (build/tuner/tune of a checkout), or put "
-                         "tune on PATH")
+        raise InputError(tune_bin.NOT_FOUND)
     return found
 
 

@@ -5,10 +5,8 @@ Used by scripts/make_goldens.py and report/torch_baseline.py. Needs numpy only."
 import importlib.util
 import json
 import math
-import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +19,7 @@ for _d in (pathlib.Path(__file__).resolve().parent.parent / "tuner" / "python",
     if (_d / "dtypes.py").is_file() and str(_d) not in sys.path:
         sys.path.insert(0, str(_d))
 import dtypes  # noqa: E402
+import tune_bin  # noqa: E402
 
 
 class ProblemError(Exception):
@@ -276,18 +275,10 @@ def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.flo
 
 
 def tune_binary():
-    """The tune to draw with: $TUNE_BIN, else <prefix>/bin/tune of an installed copy (<prefix>/share/
-    tune/scripts/), else build/tuner/tune of a checkout, else tune on PATH."""
-    if os.environ.get("TUNE_BIN"):
-        return os.environ["TUNE_BIN"]
-    here = pathlib.Path(__file__).resolve().parent
-    for exe in (here.parents[2] / "bin" / "tune", here.parent / "build" / "tuner" / "tune"):
-        if exe.is_file() and os.access(exe, os.X_OK):
-            return str(exe)
-    found = shutil.which("tune")
+    """The tune binary (tune_bin.tune_binary), or ProblemError when there is none."""
+    found = tune_bin.tune_binary()
     if not found:
-        raise ProblemError("tune not found: set TUNE_BIN to the tune binary (build/tuner/tune of a checkout), or put "
-                           "tune on PATH")
+        raise ProblemError(tune_bin.NOT_FOUND)
     return found
 
 
