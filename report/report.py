@@ -64,22 +64,11 @@ def params_text(params):
     return ", ".join(f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in params.items())
 
 
-def not_measured(run):
-    """Why a run's timings were not measured on a GPU by tune's worker, or None when they were: as
-    tune's measured_on_gpu (a compile-only run, a fake GPU's made-up results, no record of how)."""
-    if not run.get("timed"):
-        return "a compile-only run: nothing was timed"
-    worker = ((run.get("context") or {}).get("isolation") or {}).get("worker") or ""
-    if worker.startswith("fake"):
-        return "synthetic results of a fake GPU (TUNE_WORKER_FAKE): nothing was measured"
-    if worker != "process":
-        return "the file does not record how it was measured (no context.isolation.worker \"process\")"
-    return None
-
-
 class ResultPath(type(pathlib.Path())):
-    """A results file's path, with what tune computed for it (results.load_results): device_slug."""
+    """A results file's path, with what tune computed for it (results.load_results): device_slug, and
+    not_measured (why its timings were not measured on a GPU; None when they were)."""
     device_slug = None
+    not_measured = None
 
 
 def load(root, allow_synthetic=True, left_out=None):
@@ -90,6 +79,7 @@ def load(root, allow_synthetic=True, left_out=None):
     for rec in results.load_results([root]):
         path, run = ResultPath(rec["file"]), rec["run"]
         path.device_slug = rec["device_slug"]
+        path.not_measured = rec["not_measured"]
         if (run["context"].get("shard") or {}).get("split") == "variants":
             raise InputError(f"{path}: context.shard: one shard of a shape's variants (tune --shard); combine "
                              "the shards with tune merge and report on its --out folder")
@@ -577,7 +567,7 @@ def _intro_blocks(root, runs, groups, left_out):
                     "launch floor: an empty kernel timed by the same cold method (the run's harness floor), below "
                     "which no call is timed; the ratio is the winner's cold median over the largest of them, and "
                     "says which bounds it (memory, the compute rate or launch).")]
-    synthetic = [(path, why) for path, run in runs for why in [not_measured(run)] if why]
+    synthetic = [(path, path.not_measured) for path, _ in runs if path.not_measured]
     if synthetic:
         blocks.append(("p", f"**SYNTHETIC: {count(len(synthetic), 'file')} of these results were not measured on a "
                             "GPU** (--allow-synthetic): " + "; ".join(f"`{p}` ({w})" for p, w in synthetic) +

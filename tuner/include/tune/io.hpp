@@ -24,12 +24,18 @@ RunRecord read_result(const std::filesystem::path& file);
 // unset). Throws InputError as read_result, or when the problem is not found.
 RunRecord read_problem_result(const std::filesystem::path& file);
 // The tune results of a report folder, <root>/<gpu>/<problem>/<shape>.json or .json.gz in path order,
-// each read (so validated) by read_result; other JSON files there are passed over, as report.py
-// passes them. <shape>.json beside <shape>.json.gz is refused (find_result_file).
-std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root);
+// each read once and validated as read_result validates it: the file, its JSON as written and its
+// record. Other JSON files there are passed over, as report.py passes them. <shape>.json beside
+// <shape>.json.gz is refused (find_result_file).
+struct ReportResult {
+  std::filesystem::path file;
+  nlohmann::ordered_json raw;
+  RunRecord run;
+};
+std::vector<ReportResult> read_report_results(const std::filesystem::path& root);
 
 // `tune results --json`: the results under each path (a report folder <gpu>/<problem>/<shape>.json or
-// .json.gz, as report_result_files finds them, or one results file), each validated as read_result
+// .json.gz, as read_report_results finds them, or one results file), each validated as read_result
 // validates it, as {"kind": "tune.results", "schema_version": 1, "records": [...]}; a record holds
 // the file, the run as written, and what readers derive: device_slug, shape_tag, the shape with the
 // problem's dtype defaults (read_problem_result), measured_on_gpu and why not. Throws InputError

@@ -199,7 +199,7 @@ std::optional<std::filesystem::path> find_result_file(const std::filesystem::pat
   return std::nullopt;
 }
 
-std::vector<std::filesystem::path> report_result_files(const std::filesystem::path& root) {
+std::vector<ReportResult> read_report_results(const std::filesystem::path& root) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   using It = std::filesystem::recursive_directory_iterator;
@@ -213,16 +213,16 @@ std::vector<std::filesystem::path> report_result_files(const std::filesystem::pa
   for (const auto& f : files)  // <stem>.json sorts before <stem>.json.gz
     if (f.extension() == ".json" && std::binary_search(files.begin(), files.end(), compressed_result_path(f)))
       (void)find_result_file(f);  // refuses the pair in one line
-  std::vector<std::filesystem::path> out;
+  std::vector<ReportResult> out;
   for (const auto& f : files) {
-    const Json j = read_json(f);
+    Json j = read_json(f);
     if (!j.is_object() || j.value("kind", Json()) != "tune.result") continue;
     try {
-      (void)run_from_json(j);
+      RunRecord run = run_from_json(j);
+      out.push_back({f, std::move(j), std::move(run)});
     } catch (const InputError& e) {
       throw InputError(f.string() + ": " + e.what());
     }
-    out.push_back(f);
   }
   return out;
 }

@@ -27,17 +27,24 @@ std::string shape_tag(const Json& shape) {
   return tag;
 }
 
-// One validated file: the record as written (`run`), and what readers derive from it.
-Json listing_entry(const std::filesystem::path& file) {
-  const Json raw = json_file::read(file);
-  RunRecord run;
+// A results file given by name, read and validated as a report folder's files are.
+ReportResult read_listed(const std::filesystem::path& file) {
+  Json raw = json_file::read(file);
   try {
-    run = run_from_json(raw);
+    RunRecord run = run_from_json(raw);
+    return {file, std::move(raw), std::move(run)};
   } catch (const InputError& e) {
     throw InputError(file.string() + ": " + e.what());
   } catch (const Json::exception& e) {
     throw InputError(fmt::format("{}: malformed results file ({})", file.string(), e.what()));
   }
+}
+
+// One validated file: the record as written (`run`), and what readers derive from it.
+Json listing_entry(const ReportResult& r) {
+  const std::filesystem::path& file = r.file;
+  const Json& raw = r.raw;
+  const RunRecord& run = r.run;
   Shape shape = run.shape;  // dtype variables the record lacks at their defaults, as read_problem_result
   bool problem_found = true;
   try {
@@ -66,9 +73,9 @@ Json results_listing(const std::vector<std::filesystem::path>& paths) {
   for (const auto& p : paths) {
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) {
-      for (const auto& f : report_result_files(p)) records.push_back(listing_entry(f));
+      for (const auto& r : read_report_results(p)) records.push_back(listing_entry(r));
     } else if (std::filesystem::is_regular_file(p, ec)) {
-      records.push_back(listing_entry(p));
+      records.push_back(listing_entry(read_listed(p)));
     } else {
       throw InputError(fmt::format("{}: no such file or folder; pass a results folder (<gpu>/<problem>/<shape>.json) or "
                                    "a results file",

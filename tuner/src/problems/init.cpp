@@ -19,12 +19,6 @@ void fill(const Draw& d, Rng& rng, std::span<double> out) {
     case Draw::Kind::kUniform:
       for (double& v : out) v = round_to(t, static_cast<float>(rng.uniform(d.a, d.b)));
       break;
-    case Draw::Kind::kLayerNormWeight:
-      for (double& v : out) v = round_to(t, static_cast<float>(1.0 + 0.2 * rng.normal()));
-      break;
-    case Draw::Kind::kLayerNormBias:
-      for (double& v : out) v = round_to(t, static_cast<float>(0.2 * rng.normal()));
-      break;
     case Draw::Kind::kConstant:  // a float constant as float32 first; an integer one exactly
       for (double& v : out) v = round_to(t, is_floating(t) ? static_cast<float>(d.a) : d.a);
       break;
@@ -44,8 +38,6 @@ void skip(const Draw& d, Rng& rng, std::int64_t n) {
   const auto count = static_cast<std::uint64_t>(std::max<std::int64_t>(n, 0));
   switch (d.kind) {
     case Draw::Kind::kNormal:
-    case Draw::Kind::kLayerNormWeight:
-    case Draw::Kind::kLayerNormBias:
       return rng.skip_normals(count);
     case Draw::Kind::kConstant:
       return;
@@ -110,11 +102,11 @@ HostTensor linear(const TensorSpec& spec, std::int64_t fan_in, Rng& rng) {
 }
 
 HostTensor layernorm_weight(const TensorSpec& spec, Rng& rng) {
-  return drawn(spec, {Draw::Kind::kLayerNormWeight, spec.dtype}, rng);
+  return drawn(spec, layernorm_weight_draw(spec.dtype), rng);
 }
 
 HostTensor layernorm_bias(const TensorSpec& spec, Rng& rng) {
-  return drawn(spec, {Draw::Kind::kLayerNormBias, spec.dtype}, rng);
+  return drawn(spec, layernorm_bias_draw(spec.dtype), rng);
 }
 
 void layernorm_row(const double* x, const double* gamma, const double* beta, std::int64_t n, double* out) {

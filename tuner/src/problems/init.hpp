@@ -25,11 +25,15 @@ HostTensor layernorm_bias(const TensorSpec& spec, Rng& rng);
 // problem's expressions (and their lock). a, b: normal's mean and std, uniform's low and high
 // (linear: -bound, bound), constant's value, integers' low and high, bernoulli's p, index's high.
 struct Draw {
-  enum class Kind { kNormal, kUniform, kLayerNormWeight, kLayerNormBias, kConstant, kIndex, kIntegers, kBernoulli };
+  enum class Kind { kNormal, kUniform, kConstant, kIndex, kIntegers, kBernoulli };
   Kind kind = Kind::kConstant;
   DType dtype = DType::kFloat32;
   double a = 0, b = 0;
 };
+// LayerNorm's weight and bias as PyTorch-style tests draw them: normal(1, 0.2) and normal(0, 0.2)
+// (a + b * normal(), the same arithmetic as the kNormal draw: 0.0 + x is x).
+inline Draw layernorm_weight_draw(DType t) { return {Draw::Kind::kNormal, t, 1.0, 0.2}; }
+inline Draw layernorm_bias_draw(DType t) { return {Draw::Kind::kNormal, t, 0.0, 0.2}; }
 // The next out.size() values of `rng`, in order.
 void fill(const Draw& d, Rng& rng, std::span<double> out);
 // Advances `rng` as fill() of n values would, without computing them (the engine's draws only).

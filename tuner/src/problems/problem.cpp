@@ -489,8 +489,8 @@ init::Draw Problem::Impl::draw_of(const TensorDef& t) const {
       const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
       return {Kind::kUniform, dtype, -bound, bound};
     }
-    case InitKind::kLayerNormWeight: return {Kind::kLayerNormWeight, dtype};
-    case InitKind::kLayerNormBias: return {Kind::kLayerNormBias, dtype};
+    case InitKind::kLayerNormWeight: return init::layernorm_weight_draw(dtype);
+    case InitKind::kLayerNormBias: return init::layernorm_bias_draw(dtype);
     case InitKind::kNormal: return {Kind::kNormal, dtype, in.a, in.b};
     case InitKind::kUniform: return {Kind::kUniform, dtype, in.a, in.b};
     case InitKind::kIndex: return {Kind::kIndex, dtype, static_cast<double>(index_high(t))};

@@ -28,14 +28,11 @@ std::filesystem::path report_script() {
 }  // namespace
 
 int run_report(const ReportOptions& o) {
-  // The results report.py reads are read by tune's own reader first: a hand-edited file is refused
-  // here as tune header refuses it, in one line (report.py validates them the same way when run alone).
-  std::error_code ec;
-  if (std::filesystem::is_directory(o.results_dir, ec)) (void)report_result_files(o.results_dir);
   const auto script = report_script();
   if (!std::filesystem::is_regular_file(script))
     throw InputError("report: " + script.string() + " not found; set TUNE_REPORT_SCRIPT to report/report.py of a checkout");
-  // report.py reads the results through this tune (`tune results --json`, report/results.py).
+  // report.py reads the results through this tune (`tune results --json`, report/results.py), which
+  // refuses a hand-edited file in one line as tune header refuses it.
   if (std::getenv("TUNE_BIN") == nullptr) {
     std::error_code self_ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", self_ec);
