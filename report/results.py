@@ -9,7 +9,6 @@ An error is one line: "<file>: <JSON path>: <what is wrong>; <what to do>" (Inpu
 import json
 import math
 import pathlib
-import subprocess
 import sys
 import zlib
 
@@ -35,29 +34,16 @@ class _Bad(Exception):
         super().__init__(f"{at}: {what}; {remedy}")
 
 
-def tune_binary():
-    """The tune binary (tune_bin.tune_binary), or InputError when there is none."""
-    found = tune_bin.tune_binary()
-    if not found:
-        raise InputError(tune_bin.NOT_FOUND)
-    return found
-
-
 def load_results(paths):
     """The records of `tune results --json PATHS` (docs/cli.md): for each tune result file under the
     folders (<gpu>/<problem>/<shape>.json or .json.gz, in path order; other JSON files passed over) or
     given as files, {"file", "run" (as written), "device_slug", "shape_tag", "shape", "problem_found",
     "measured_on_gpu", "not_measured"}. A file tune refuses raises InputError with tune's one line."""
-    exe = tune_binary()
-    try:
-        r = subprocess.run([exe, "results", "--json", *map(str, paths)], capture_output=True, text=True)
-    except OSError as e:
-        raise InputError(f"{exe}: cannot run ({e.strerror or e}); set TUNE_BIN to the tune binary")
+    r = tune_bin.run(["results", "--json", *map(str, paths)], InputError)
     if r.returncode == 2:
-        line = (r.stderr.strip().splitlines() or ["tune refused the results"])[-1]
-        raise InputError(line[len("tune: "):] if line.startswith("tune: ") else line)
+        raise InputError(tune_bin.refusal(r, "tune refused the results"))
     if r.returncode != 0:
-        raise RuntimeError(f"{exe} results --json exited {r.returncode}: {r.stderr.strip()}")
+        raise RuntimeError(f"{r.args[0]} results --json exited {r.returncode}: {r.stderr.strip()}")
     return json.loads(r.stdout)["records"]
 
 

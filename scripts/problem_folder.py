@@ -7,7 +7,6 @@ import json
 import math
 import pathlib
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -274,31 +273,18 @@ def draw(tensors, edits, dims, seed, purposes=("always", "parity"), dtype=np.flo
     return {k: v.astype(dtype, copy=False) for k, v in arrays.items()}
 
 
-def tune_binary():
-    """The tune binary (tune_bin.tune_binary), or ProblemError when there is none."""
-    found = tune_bin.tune_binary()
-    if not found:
-        raise ProblemError(tune_bin.NOT_FOUND)
-    return found
-
-
 def tune_draw(folder, shape, seed, purpose="parity"):
     """{name: float64 array} of the parameters and inputs tune draws for the problem folder at `shape`
     ({"B": 3, "T": "bfloat16"}) and `seed`: `tune problem draw` (docs/cli.md), tune's own numbers,
     edits of `purpose` (parity: the golden and parity data) applied, each value its dtype's."""
-    exe = tune_binary()
     with tempfile.TemporaryDirectory() as out:
-        args = [exe, "problem", "draw", "--problem", str(pathlib.Path(folder).resolve()), "--seed", str(seed),
+        args = ["problem", "draw", "--problem", str(pathlib.Path(folder).resolve()), "--seed", str(seed),
                 "--purpose", purpose, "--out", out]
         for k, v in shape.items():
             args += [f"--{k}", str(v)]
-        try:
-            r = subprocess.run(args, capture_output=True, text=True)
-        except OSError as e:
-            raise ProblemError(f"{exe}: cannot run ({e.strerror or e}); set TUNE_BIN to the tune binary")
+        r = tune_bin.run(args, ProblemError)
         if r.returncode != 0:
-            line = (r.stderr.strip().splitlines() or [f"tune problem draw exited {r.returncode}"])[-1]
-            raise ProblemError(line[len("tune: "):] if line.startswith("tune: ") else line)
+            raise ProblemError(tune_bin.refusal(r, f"tune problem draw exited {r.returncode}"))
         index = json.loads((pathlib.Path(out) / "index.json").read_text())
         return {t["name"]: np.load(pathlib.Path(out) / t["file"]).astype(np.float64).reshape(t["shape"])
                 for t in index["tensors"]}
