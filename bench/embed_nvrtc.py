@@ -70,7 +70,8 @@ def sources_code(doc, problem, delim="tune_src"):
     h += raw_literal(template["text"], delim)
     h[-1] += ";"
     for k, header in enumerate(headers):
-        h += [f"// {header['name']}", f"inline constexpr const char kHeader{k}[] ="] + raw_literal(header["text"], delim)
+        h += [f"// {header['name']}", f"inline constexpr const char kHeader{k}[] ="]
+        h += raw_literal(header["text"], delim)
         h[-1] += ";"
     n = len(headers)
     names = ", ".join(c_string(x["name"]) for x in headers) or "nullptr"
