@@ -27,7 +27,10 @@ def export(tune, problem, results=()):
     """`tune export nvrtc`'s JSON: the sources as NVRTC gets them, the records, the files read.
     Exits with tune's refusal line and exit code when tune refuses."""
     cmd = [str(tune), "export", "nvrtc", "--problem", str(problem), *map(str, results)]
-    got = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        got = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f"embed_nvrtc.py: cannot run tune ({tune}: {e.strerror}); build tune, or pass its path as --tune")
     if got.returncode != 0:
         sys.stderr.write(got.stderr)
         sys.exit(got.returncode)
