@@ -1,87 +1,46 @@
 #!/usr/bin/env python3
 """Writes <problem>_nvrtc.hpp for bench/: what tune's NVRTC build of the entries of record needs at
-the bench's start-up, with nothing read from disk at run time (the bench runs on another machine):
+the bench's start-up, with nothing read from disk at run time (the bench runs on another machine).
+tune reads everything (`tune export nvrtc`, docs/cli.md); this script only writes it as C++:
 
-  - the kernel template's text and its headers, as tune hands them to NVRTC (Space::load_sources):
-    the problem's "template", and every .cuh/.h/.hpp/.inc/.cu file of the template's folder and of
-    the problem's "include_dirs", each by its path relative to that folder (kSources);
+  - the kernel template's text and its headers, as tune hands them to NVRTC (kSources);
   - per results file (shape_name = its stem): the NVRTC options its timings were measured with
-    (context.compile_options) and the finalists of its strict re-measure (the variants that have a
-    search_timing, fastest search median first: the order tune interleaves them; only for the
-    results named by --interleave), each with its launches (name expression, grid, block, dynamic
-    shared memory) and its strict and search medians;
+    (context.compile_options) and the finalists of its strict re-measure in the order tune
+    interleaves them (only for the results named by --interleave), each with its launches (name
+    expression, grid, block, dynamic shared memory) and its strict and search medians;
   - under TUNE_BENCH_FINALIST_KERNELS, nvcc's instantiations of those finalists (the translation unit
     includes the template first), for the interleave mode's nvcc build.
 
-Usage: embed_nvrtc.py --problem P --problem-json configs/P/problem.json --out H [--depfile D]
-                      [--interleave STEM]... results.json...
---depfile: the files read (template, headers, results) as a Makefile rule, so the build reruns this
-when a header changes (CMake's add_custom_command DEPFILE).
+Usage: embed_nvrtc.py --tune TUNE --problem P --out H [--depfile D] [--interleave STEM]... results.json...
+--problem: a problem name or folder, as tune takes it. --depfile: the files tune read (problem file,
+template, headers, results) as a Makefile rule, so the build reruns this when a header changes
+(CMake's add_custom_command DEPFILE).
 """
 import argparse
-import gzip
 import json
 import pathlib
+import subprocess
+import sys
 
 
-def stem(path):
-    """The results file's shape stem: B4_N64_C64_H32 of B4_N64_C64_H32.json or .json.gz."""
-    name = pathlib.Path(path).name
-    return name[:-len(".json.gz")] if name.endswith(".json.gz") else pathlib.Path(name).stem
+def export(tune, problem, results=()):
+    """`tune export nvrtc`'s JSON: the sources as NVRTC gets them, the records, the files read.
+    Exits with tune's refusal line and exit code when tune refuses."""
+    cmd = [str(tune), "export", "nvrtc", "--problem", str(problem), *map(str, results)]
+    try:
+        got = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f"embed_nvrtc.py: cannot run tune ({tune}: {e.strerror}); build tune, or pass its path as --tune")
+    if got.returncode != 0:
+        sys.stderr.write(got.stderr)
+        sys.exit(got.returncode)
+    return json.loads(got.stdout)
 
 
-def read_results(path):
-    """A results file, .json or the .json.gz a result of record over 256 KB is kept as."""
-    data = pathlib.Path(path).read_bytes()
-    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
-
-
-HEADER_EXTENSIONS = (".cuh", ".h", ".hpp", ".inc", ".cu")  # tuner/src/space/space.cpp is_header
-
-
-# The CUDA types of tune's dtypes (tune/dtype.hpp), for the template arguments a dtype variable gives.
-CUDA_TYPES = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float", "float64": "double",
-              "int8": "signed char", "int32": "int", "int64": "long long", "uint8": "unsigned char", "bool": "bool"}
-
-
-def with_dtype_defaults(doc, spec):
-    """A results file older than its problem's dtype variables (no "T" in its shape) was tuned in each
-    variable's default: its kernels' name expressions get the default's CUDA type where the launch's
-    template_args name the variable, as tune lowers them now (issue 35)."""
-    dtypes = spec.get("dtypes", {})
-    missing = {k: v["default"] for k, v in dtypes.items() if k not in doc.get("shape", {}) and "default" in v}
-    if not missing:
-        return
-    by_kernel = {ln["kernel"]: ln.get("template_args", []) for ln in spec.get("launches", [])}
-    for v in doc.get("variants", []):
-        for ln in v.get("launches", []):
-            name, _, args = ln["kernel"].partition("<")
-            targs = by_kernel.get(name)
-            if targs is None or not args:
-                continue
-            values = args.rstrip(">").split(",")
-            if len(values) != len([t for t in targs if t not in missing]):
-                continue
-            it = iter(values)
-            full = [CUDA_TYPES[missing[t]] if t in missing else next(it) for t in targs]
-            ln["kernel"] = f"{name}<{','.join(full)}>"
-
-
-def kernel_sources(problem_json):
-    """(template path, [(include name, path)]) as tune's Space::load_sources finds them."""
-    folder = problem_json.parent
-    spec = json.loads(problem_json.read_text())
-    main = (folder / spec["template"]).resolve()
-    headers, seen = [], set()
-    for root in [main.parent] + [(folder / d).resolve() for d in spec.get("include_dirs", [])]:
-        found = sorted(f for f in root.rglob("*")
-                       if f.is_file() and f.suffix in HEADER_EXTENSIONS and f.resolve() != main)
-        for f in found:
-            name = f.relative_to(root).as_posix()
-            if name not in seen:
-                seen.add(name)
-                headers.append((name, f))
-    return main, headers
+def kernel_sources(tune, problem):
+    """(template name, template text, [(include name, text)]) as tune hands them to NVRTC."""
+    doc = export(tune, problem)
+    return doc["template"]["name"], doc["template"]["text"], [(h["name"], h["text"]) for h in doc["headers"]]
 
 
 def raw_literal(text, delim):
@@ -101,89 +60,98 @@ def c_string(s):
     return json.dumps(s)  # a JSON string of ASCII text is a valid C string literal
 
 
+def sources_code(doc, problem, delim="tune_src"):
+    """kTemplateName, kTemplateSource, kHeader<k>, kHeaderNames, kHeaderSources, kSources."""
+    template, headers = doc["template"], doc["headers"]
+    h = [f"// Generated by bench/embed_nvrtc.py from {template['name']}, its headers and the results of {problem}. "
+         "Do not edit.",
+         "#pragma once", "", '#include "nvrtc.hpp"', "", "namespace tune_bench_nvrtc {",
+         f"namespace {problem.replace('-', '_')} {{", "",
+         f"inline constexpr const char kTemplateName[] = {c_string(template['name'])};",
+         "// The template's text, in pieces of at most ~4 KB (adjacent literals concatenate).",
+         "inline constexpr const char kTemplateSource[] ="]
+    h += raw_literal(template["text"], delim)
+    h[-1] += ";"
+    for k, header in enumerate(headers):
+        h += [f"// {header['name']}", f"inline constexpr const char kHeader{k}[] ="]
+        h += raw_literal(header["text"], delim)
+        h[-1] += ";"
+    n = len(headers)
+    names = ", ".join(c_string(x["name"]) for x in headers) or "nullptr"
+    sources = ", ".join(f"kHeader{k}" for k in range(n)) or "nullptr"
+    return h + [f"inline constexpr const char* kHeaderNames[{max(n, 1)}] = {{{names}}};",
+                f"inline constexpr const char* kHeaderSources[{max(n, 1)}] = {{{sources}}};",
+                "inline constexpr ::tune_bench::RtcSources kSources{kTemplateName, kTemplateSource, "
+                f"{n}, kHeaderNames, kHeaderSources}};"]
+
+
+TYPES = ["", "struct FinalistLaunch {", "  const char* name_expression;", "  unsigned grid[3];",
+         "  unsigned block[3];", "  unsigned dynamic_smem_bytes;", "};", "",
+         "struct Finalist {", "  const char* name;", "  bool baseline;",
+         "  double strict_median_us;  // the interleaved strict re-measure",
+         "  double search_median_us;  // timed alone during the search", "  int launch_count;",
+         "  FinalistLaunch launches[4];", "};", "",
+         "struct Record {", "  const char* shape_name;  // the results file stem",
+         "  int option_count;", "  const char* options[16];  // context.compile_options",
+         "  int finalist_count;", "  Finalist finalists[16];", "};", ""]
+
+
+def records_code(doc, interleave):
+    """kRecords, and the name expressions of the listed finalists' launches."""
+    records, exprs = [], []
+    for r in doc["records"]:
+        opts = r["compile_options"][:16]
+        fins = r["finalists"][:16] if r["shape_name"] in interleave else []
+        fs = []
+        for v in fins:
+            ls = v["launches"][:4]
+            lt = ", ".join("{%s, {%s}, {%s}, %d}" % (c_string(ln["name_expression"]), ", ".join(map(str, ln["grid"])),
+                                                     ", ".join(map(str, ln["block"])), ln["dynamic_smem_bytes"])
+                           for ln in ls)
+            exprs += [ln["name_expression"] for ln in ls]
+            fs.append("    {%s, %s, %.4f, %.4f, %d, {%s}}" % (
+                c_string(v["name"]), "true" if v["baseline"] else "false", v["strict_median_us"],
+                v["search_median_us"], len(ls), lt))
+        records.append("  {%s, %d, {%s}, %d, {\n%s}}" % (
+            c_string(r["shape_name"]), len(opts), ", ".join(map(c_string, opts)), len(fs), ",\n".join(fs)))
+    return [f"inline constexpr int kRecordCount = {len(records)};",
+            f"inline const Record kRecords[{len(records)}] = {{", ",\n".join(records), "};", ""], exprs
+
+
+def nvcc_kernels_code(exprs):
+    """nvcc's instantiation of every finalist's kernels, by name expression."""
+    uniq = list(dict.fromkeys(exprs))
+    h = ["#ifdef TUNE_BENCH_FINALIST_KERNELS",
+         "// nvcc's instantiations of the finalists' kernels, by name expression (the template is included first).",
+         "struct NvccKernel {", "  const char* name_expression;", "  const void* kernel;", "};",
+         f"inline const NvccKernel kNvccKernels[{max(len(uniq), 1)}] = {{"]
+    h += [f"    {{{c_string(e)}, reinterpret_cast<const void*>(&{e})}}," for e in uniq] or ["    {nullptr, nullptr},"]
+    return h + ["};", f"inline constexpr int kNvccKernelCount = {len(uniq)};", "#endif", ""]
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--problem", required=True)
-    ap.add_argument("--problem-json", required=True)
+    ap.add_argument("--tune", required=True, help="the tune binary")
+    ap.add_argument("--problem", required=True, help="the problem's name or folder")
     ap.add_argument("--out", required=True)
     ap.add_argument("--depfile")
     ap.add_argument("--interleave", action="append", default=[],
                     help="results stem whose finalists are listed (and instantiated by nvcc); others list none")
     ap.add_argument("results", nargs="+")
     a = ap.parse_args()
-    template, headers = kernel_sources(pathlib.Path(a.problem_json))
-    delim = "tune_src"
-    ns = a.problem.replace("-", "_")
-    h = [f"// Generated by bench/embed_nvrtc.py from {template.name}, its headers and the results of {a.problem}. "
-         "Do not edit.",
-         "#pragma once", "", '#include "nvrtc.hpp"', "", "namespace tune_bench_nvrtc {", f"namespace {ns} {{", "",
-         f"inline constexpr const char kTemplateName[] = {c_string(template.name)};",
-         "// The template's text, in pieces of at most ~4 KB (adjacent literals concatenate).",
-         "inline constexpr const char kTemplateSource[] ="]
-    h += raw_literal(template.read_text(), delim)
-    h[-1] += ";"
-    for k, (name, path) in enumerate(headers):
-        h += [f"// {name}", f"inline constexpr const char kHeader{k}[] ="] + raw_literal(path.read_text(), delim)
-        h[-1] += ";"
-    n = len(headers)
-    names = ", ".join(c_string(x) for x, _ in headers) or "nullptr"
-    sources = ", ".join(f"kHeader{k}" for k in range(n)) or "nullptr"
-    h += [f"inline constexpr const char* kHeaderNames[{max(n, 1)}] = {{{names}}};",
-          f"inline constexpr const char* kHeaderSources[{max(n, 1)}] = {{{sources}}};",
-          "inline constexpr ::tune_bench::RtcSources kSources{kTemplateName, kTemplateSource, "
-          f"{n}, kHeaderNames, kHeaderSources}};"]
-    h += ["", "struct FinalistLaunch {", "  const char* name_expression;", "  unsigned grid[3];",
-          "  unsigned block[3];", "  unsigned dynamic_smem_bytes;", "};", "",
-          "struct Finalist {", "  const char* name;", "  bool baseline;",
-          "  double strict_median_us;  // the interleaved strict re-measure",
-          "  double search_median_us;  // timed alone during the search", "  int launch_count;",
-          "  FinalistLaunch launches[4];", "};", "",
-          "struct Record {", "  const char* shape_name;  // the results file stem",
-          "  int option_count;", "  const char* options[16];  // context.compile_options",
-          "  int finalist_count;", "  Finalist finalists[16];", "};", ""]
-    records, exprs = [], []
-    spec = json.loads(pathlib.Path(a.problem_json).read_text())
-    for path in sorted(a.results, key=stem):
-        d = read_results(path)
-        with_dtype_defaults(d, spec)
-        opts = d.get("context", {}).get("compile_options", [])[:16]
-        fins = [v for v in d.get("variants", []) if v.get("search_timing") and v.get("timing")][:16]
-        # tune re-measures the top few in order of their search median (fastest_passed, stable on
-        # the variants' order), the baseline appended last when it is not among them.
-        fins.sort(key=lambda v: v["search_timing"]["median_us"])
-        if stem(path) not in a.interleave:
-            fins = []
-        fs = []
-        for v in fins:
-            ls = v.get("launches", [])[:4]
-            lt = ", ".join("{%s, {%s}, {%s}, %d}" % (c_string(ln["kernel"]), ", ".join(map(str, ln["grid"])),
-                                                     ", ".join(map(str, ln["block"])), ln.get("dynamic_smem_bytes", 0))
-                           for ln in ls)
-            exprs += [ln["kernel"] for ln in ls]
-            fs.append("    {%s, %s, %.4f, %.4f, %d, {%s}}" % (
-                c_string(v["name"]), "true" if v.get("baseline") else "false", v["timing"]["median_us"],
-                v["search_timing"]["median_us"], len(ls), lt))
-        records.append("  {%s, %d, {%s}, %d, {\n%s}}" % (
-            c_string(stem(path)), len(opts), ", ".join(map(c_string, opts)), len(fs), ",\n".join(fs)))
-    h += [f"inline constexpr int kRecordCount = {len(records)};",
-          f"inline const Record kRecords[{len(records)}] = {{", ",\n".join(records), "};", ""]
-    # nvcc's instantiation of every finalist's kernels, by name expression.
-    uniq = list(dict.fromkeys(exprs))
-    h += ["#ifdef TUNE_BENCH_FINALIST_KERNELS",
-          "// nvcc's instantiations of the finalists' kernels, by name expression (the template is included first).",
-          "struct NvccKernel {", "  const char* name_expression;", "  const void* kernel;", "};",
-          f"inline const NvccKernel kNvccKernels[{max(len(uniq), 1)}] = {{"]
-    h += [f"    {{{c_string(e)}, reinterpret_cast<const void*>(&{e})}}," for e in uniq] or ["    {nullptr, nullptr},"]
-    h += ["};", f"inline constexpr int kNvccKernelCount = {len(uniq)};", "#endif", "",
-          f"}}  // namespace {ns}", "}  // namespace tune_bench_nvrtc", ""]
+    doc = export(a.tune, a.problem, a.results)
+    problem = doc["problem"]
+    records, exprs = records_code(doc, a.interleave)
+    h = sources_code(doc, problem) + TYPES + records + nvcc_kernels_code(exprs)
+    h += [f"}}  // namespace {problem.replace('-', '_')}", "}  // namespace tune_bench_nvrtc", ""]
     out = pathlib.Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     new = "\n".join(h)
     if not out.exists() or out.read_text() != new:
         out.write_text(new)
     if a.depfile:
-        read = [template] + [f for _, f in headers] + [pathlib.Path(r).resolve() for r in a.results]
-        pathlib.Path(a.depfile).write_text(f"{out}: " + " ".join(str(f).replace(" ", "\\ ") for f in read) + "\n")
+        read = " ".join(f.replace(" ", "\\ ") for f in doc["files_read"])
+        pathlib.Path(a.depfile).write_text(f"{out}: {read}\n")
 
 
 if __name__ == "__main__":

@@ -289,14 +289,12 @@ def template_at(commit, problem):
     return None
 
 
-def template_sources(problem):
-    """(main name, main text, [(header name, text)]) as tune's Space::load_sources reads them: the
-    problem's template, every header of its folder and of its include_dirs by relative path
-    (bench/embed_nvrtc.py finds them the same way for the bench's NVRTC build)."""
+def template_sources(tune, problem):
+    """(main name, main text, [(header name, text)]) as tune hands them to NVRTC (`tune export nvrtc`,
+    through bench/embed_nvrtc.py, which the bench's NVRTC build reads them with)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import embed_nvrtc  # noqa: E402
-    main, headers = embed_nvrtc.kernel_sources(ROOT / "configs" / problem / "problem.json")
-    return main.name, main.read_text(), [(name, path.read_text()) for name, path in headers]
+    return embed_nvrtc.kernel_sources(tune, ROOT / "configs" / problem)
 
 
 def k_first(row, rows):
@@ -347,8 +345,8 @@ def main():
         # default TUNE_BENCH_INTERLEAVE's, as bench/CMakeLists.txt writes it).
         interleave = [a for item in BENCH_INTERLEAVE if item.startswith(problem + "/")
                       for a in ("--interleave", item.split("/", 1)[1])]
-        subprocess.run([sys.executable, str(ROOT / "bench" / "embed_nvrtc.py"), "--problem", problem, "--problem-json",
-                        str(ROOT / "configs" / problem / "problem.json"), "--out",
+        subprocess.run([sys.executable, str(ROOT / "bench" / "embed_nvrtc.py"), "--tune", tune, "--problem",
+                        str(ROOT / "configs" / problem), "--out",
                         str(work / f"{problem}_nvrtc.hpp"), *interleave, *results], check=True, capture_output=True)
         # nvcc: the bench's translation unit, as bench/CMakeLists.txt builds it.
         nvcc_cubin = work / f"{problem}.nvcc.cubin"
@@ -364,7 +362,7 @@ def main():
         (work / f"{problem}.nvcc.log").write_text(built.stdout + built.stderr)
         nvcc_res = parse_ptxas(built.stdout + built.stderr)
         nvcc_sections = elf_sections(nvcc_cubin.read_bytes())
-        name, source, headers = template_sources(problem)
+        name, source, headers = template_sources(tune, problem)
         for shape, role, exprs in header_kernels(header.read_text()):
             context, records = record_of(args.results, problem, shape)
             options = args.nvrtc_options.split() if args.nvrtc_options else context.get("compile_options")

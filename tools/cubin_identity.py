@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import compare_builds as cb  # noqa: E402  (its NVRTC binding, CUBIN reader, ptxas parser and header reader)
 from function_lengths import longest_function  # noqa: E402  (the brace-matching scanner)
 sys.path.insert(0, str(ROOT / "bench"))
-import embed_nvrtc  # noqa: E402  (the headers of a template, as tune finds them)
+import embed_nvrtc  # noqa: E402  (the headers of a template, as tune hands them to NVRTC: tune export nvrtc)
 
 HEADER_EXTENSIONS = (".cuh", ".h", ".hpp", ".inc", ".cu")  # space.cpp is_header
 PROBLEM_FOLDERS = ("configs", "examples")
@@ -99,17 +99,16 @@ def problem_dir(tree, problem):
     return None
 
 
-def kernel_sources(tree, problem):
-    """(main name, main text, [(header name, text)]) as tune's Space::load_sources reads them
-    (bench/embed_nvrtc.py finds the headers the same way for the bench's NVRTC build)."""
+def kernel_sources(args, tree, problem):
+    """(main name, main text, [(header name, text)]) as tune hands them to NVRTC (`tune export nvrtc`,
+    through bench/embed_nvrtc.py, which the bench's NVRTC build reads them with)."""
     d = problem_dir(tree, problem)
     if d is None:
         die(f"no problem.json for {problem} under {tree}/{{{','.join(PROBLEM_FOLDERS)}}}")
-    spec = json.loads((d / "problem.json").read_text())
-    if not (d / spec["template"]).resolve().is_file():
-        die(f"{d}/problem.json: template {spec['template']} not found")
-    main, headers = embed_nvrtc.kernel_sources(d / "problem.json")
-    return main.name, main.read_text(), [(name, path.read_text()) for name, path in headers]
+    tune = tune_binary(args)
+    if not tune:
+        die("the kernels' sources are read by tune (tune export nvrtc): build it, or pass --tune")
+    return embed_nvrtc.kernel_sources(tune, d)
 
 
 # ---------------------------------------------------------------- the variants
@@ -154,6 +153,35 @@ def of_record(args, problem):
     return out
 
 
+# The CUDA types of tune's dtypes (tune/dtype.hpp), for the template arguments a dtype variable gives.
+CUDA_TYPES = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float", "float64": "double",
+              "int8": "signed char", "int32": "int", "int64": "long long", "uint8": "unsigned char", "bool": "bool"}
+
+
+def with_dtype_defaults(doc, spec):
+    """A results file older than its problem's dtype variables (no "T" in its shape) was tuned in each
+    variable's default: its kernels' name expressions get the default's CUDA type where the launch's
+    template_args name the variable, as tune lowers them now (issue 35). tune export nvrtc applies the
+    same rule to the finalists (tuner/src/io/export_nvrtc.cpp); the sample here takes any variant."""
+    dtypes = spec.get("dtypes", {})
+    missing = {k: v["default"] for k, v in dtypes.items() if k not in doc.get("shape", {}) and "default" in v}
+    if not missing:
+        return
+    by_kernel = {ln["kernel"]: ln.get("template_args", []) for ln in spec.get("launches", [])}
+    for v in doc.get("variants", []):
+        for ln in v.get("launches", []):
+            name, _, args = ln["kernel"].partition("<")
+            targs = by_kernel.get(name)
+            if targs is None or not args:
+                continue
+            values = args.rstrip(">").split(",")
+            if len(values) != len([t for t in targs if t not in missing]):
+                continue
+            it = iter(values)
+            full = [CUDA_TYPES[missing[t]] if t in missing else next(it) for t in targs]
+            ln["kernel"] = f"{name}<{','.join(full)}>"
+
+
 def sampled(args, problem, taken, folders=None, label=None):
     """A seeded sample of other compiled variants per shape, round-robin over kernel families
     (label: the role's text, default the results file's path)."""
@@ -167,7 +195,7 @@ def sampled(args, problem, taken, folders=None, label=None):
             doc = read_record(f)
             # A record older than the problem's dtype variables names its kernels without them
             # (contact_kernel<4,64,...>): as tune lowers them now, with the defaults' types.
-            embed_nvrtc.with_dtype_defaults(doc, spec)
+            with_dtype_defaults(doc, spec)
             shape = pathlib.Path(f).name.split(".json")[0]
             rel = os.path.relpath(f, ROOT)
             families = {}
@@ -340,7 +368,7 @@ def main():
 
     jobs = []
     for problem in problems:
-        srcs = {"before": kernel_sources(before_tree, problem), "after": kernel_sources(after_tree, problem)}
+        srcs = {"before": kernel_sources(args, before_tree, problem), "after": kernel_sources(args, after_tree, problem)}
         record = of_record(args, problem)
         taken = {tuple(e) for _, _, e, _, _ in record}
         extra = []

@@ -178,7 +178,7 @@ TEST(Cli, EveryUsageErrorIsOneTuneLineAndExitCode2) {
       {"verify", "tune: golden is required (tune verify --help lists the options)"},
       {"header " + kContactResult, "is required (tune header --help lists the options)"},
       {"check /nonexistent.json", "/nonexistent.json (tune check --help lists the options)"},
-      {"export", "tune: export needs a subcommand: torch (tune export torch --help)"},
+      {"export", "tune: export needs a subcommand: torch, nvrtc (tune export torch --help)"},
       {"export onnx x.json -o d", "tune: export needs a subcommand: torch"},
       {"list --problem-path /nonexistent/problems", "tune: --problem-path /nonexistent/problems: no such folder"},
       {kSmallTune + " --max-space -1", "tune: --max-space: -1 is not a count"},

@@ -14,6 +14,7 @@
 #include "cli/summary.hpp"
 #include "cli/tune_command.hpp"
 #include "tune/errors.hpp"
+#include "tune/export_nvrtc.hpp"
 #include "tune/gate.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -136,7 +137,8 @@ class HeaderCommand final : public Subcommand {
 class ExportTorchCommand final : public Subcommand {
  public:
   explicit ExportTorchCommand(CLI::App& root) {
-    group_ = root.add_subcommand("export", "ship results where their users live (export torch: a PyTorch extension)");
+    group_ = root.add_subcommand("export", "ship results where their users live (export torch: a PyTorch extension; "
+                                           "export nvrtc: what an NVRTC build of the finalists needs)");
     group_->require_subcommand(1);
     app_ = group_->add_subcommand(
         "torch", "write a PyTorch extension project from results of one arch: one op per problem dispatching on (device, "
@@ -168,6 +170,38 @@ class ExportTorchCommand final : public Subcommand {
   std::string out_, config_;
   TorchExportOptions opt_;
   int arch_ = 0;
+};
+
+// `tune export nvrtc`: the problem's sources as NVRTC gets them and each results file's compile
+// options and finalists, as JSON for bench/embed_nvrtc.py (export_nvrtc). Under `export`.
+class ExportNvrtcCommand final : public Subcommand {
+ public:
+  ExportNvrtcCommand(CLI::App& group, const TuneOptions& main_options) : main_options_(main_options) {
+    app_ = group.add_subcommand(
+        "nvrtc", "print as JSON what an NVRTC build of tuned kernels needs: the template and its headers as tune hands "
+                 "them to NVRTC, each results file's compile options and finalists with their launches and medians, "
+                 "and the files read (for a depfile)");
+    app_->add_option("results", inputs_, "results JSON files written by tune (one problem; none: the sources only, "
+                                         "of --problem)");
+    app_->add_option("-o,--out", out_, "write the JSON to this file instead of stdout");
+  }
+
+  // --problem (the main option): a name or a folder; default: the first results file's problem.
+  int run(const Log&) override {
+    const auto exported = export_nvrtc(paths(inputs_), main_options_.problem);
+    if (out_.empty()) {
+      fmt::print("{}\n", exported.dump());
+      return 0;
+    }
+    write_file_atomic(out_, exported.dump() + "\n");
+    fmt::print("export: {} ({} results files of {})\n", out_, inputs_.size(), exported.at("problem").get<std::string>());
+    return 0;
+  }
+
+ private:
+  const TuneOptions& main_options_;
+  std::vector<std::string> inputs_;
+  std::string out_;
 };
 
 class MergeCommand final : public Subcommand {
@@ -387,6 +421,7 @@ Subcommands add_subcommands(CLI::App& root, const TuneOptions& main_options) {
   auto* report = add<ReportCommand>(subs, root);
   auto* header = add<HeaderCommand>(subs, root);
   auto* export_torch = add<ExportTorchCommand>(subs, root);
+  auto* nvrtc = add<ExportNvrtcCommand>(subs, *export_torch->group(), main_options);
   auto* merge = add<MergeCommand>(subs, root);
   auto* check = add<CheckCommand>(subs, root);
   auto* list = add<ListCommand>(subs, root);
@@ -397,8 +432,8 @@ Subcommands add_subcommands(CLI::App& root, const TuneOptions& main_options) {
   for (const auto& sub : subs.owned) sub->app().fallthrough();
   export_torch->group()->fallthrough();
   draw->group()->fallthrough();
-  subs.checked = {verify, report, header, merge, list, check, export_torch, results};
-  subs.dispatched = {list, verify, report, check, header, export_torch, merge, results, draw};
+  subs.checked = {verify, report, header, merge, list, check, export_torch, nvrtc, results};
+  subs.dispatched = {list, verify, report, check, header, export_torch, nvrtc, merge, results, draw};
   return subs;
 }
 

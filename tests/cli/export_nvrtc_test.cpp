@@ -1,0 +1,179 @@
+// Issue 38, item 2: `tune export nvrtc`, the one reader bench/ uses for its NVRTC build: the sources
+// as tune hands them to NVRTC, each results file's options and finalists (in tune's interleave
+// order, kernels named as tune lowers them now), the files read; refusals in one line (exit 2); and
+// bench/embed_nvrtc.py writing the header from it.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "support/cli_run.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+const fs::path kFixtures = TUNE_FIXTURES;
+const fs::path kResults = kFixtures / "merge" / "affine_typed";
+
+std::string slurp(const fs::path& file) {
+  std::ifstream f(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void write(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+std::string python() {
+  const char* p = std::getenv("TUNE_PYTHON");
+  return p && *p ? p : "python3";
+}
+
+// A copy of the affine_typed fixture whose kernel includes a header that includes its neighbour by
+// a name relative to itself: NVRTC gets that #include rewritten to the name it knows the file by.
+fs::path typed_problem(const std::string& name) {
+  const fs::path dir = fs::path(out_dir("export_nvrtc_" + name)) / "affine_typed";
+  fs::create_directories(dir);
+  fs::copy(kFixtures / "problems" / "affine_typed", dir, fs::copy_options::recursive);
+  write(dir / "detail" / "types.cuh", "#pragma once\nusing fixture_index = long long;\n");
+  write(dir / "detail" / "convert.cuh", "#pragma once\n#include \"types.cuh\"\n");
+  write(dir / "kernel.cuh", "#include \"detail/convert.cuh\"\n" + slurp(dir / "kernel.cuh"));
+  return dir;
+}
+
+std::string results_args() {
+  std::string s;
+  for (const char* f : {"fixture_h200_R64_L64_bfloat16.json", "fixture_h200_R64_L64.json", "fixture_h200_R256_L64.json"})
+    s.append(1, ' ').append((kResults / f).string());
+  return s;
+}
+
+std::vector<std::string> names(const Json& list, const char* key) {
+  std::vector<std::string> out;
+  for (const Json& x : list) out.push_back(x.at(key).get<std::string>());
+  return out;
+}
+
+TEST(ExportNvrtc, PrintsTheSourcesAsNvrtcGetsThemAndEachRecordsFinalists) {
+  const fs::path problem = typed_problem("print");
+  const Result r = run("export nvrtc --problem " + problem.string() + results_args());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json out = Json::parse(r.output);
+  EXPECT_EQ(out["kind"], "tune.export_nvrtc");
+  EXPECT_EQ(out["problem"], "affine_typed");
+  EXPECT_EQ(out["template"]["name"], "kernel.cuh");
+  EXPECT_EQ(out["template"]["text"], slurp(problem / "kernel.cuh"));
+  EXPECT_EQ(names(out["headers"], "name"), (std::vector<std::string>{"detail/convert.cuh", "detail/types.cuh"}));
+  EXPECT_EQ(out["headers"][0]["text"], "#pragma once\n#include \"detail/types.cuh\"\n");  // as NVRTC knows it
+
+  // By shape stem; the finalists (a search and a strict timing) by search median, the baseline among them.
+  ASSERT_EQ(out["records"].size(), 3u);
+  EXPECT_EQ(names(out["records"], "shape_name"),
+            (std::vector<std::string>{"fixture_h200_R256_L64", "fixture_h200_R64_L64", "fixture_h200_R64_L64_bfloat16"}));
+  const Json& rec = out["records"][1];
+  EXPECT_EQ(rec["compile_options"], Json::parse(slurp(kResults / "fixture_h200_R64_L64.json"))["context"]["compile_options"]);
+  EXPECT_EQ(names(rec["finalists"], "name"), (std::vector<std::string>{"block=64,per_thread=4", "block=128,per_thread=4",
+                                                                       "block=128,per_thread=2", "block=128,per_thread=1"}));
+  const Json& first = rec["finalists"][0];
+  EXPECT_EQ(first["baseline"], false);
+  EXPECT_EQ(rec["finalists"][3]["baseline"], true);
+  EXPECT_DOUBLE_EQ(first["search_median_us"].get<double>(), 20.1);
+  EXPECT_DOUBLE_EQ(first["strict_median_us"].get<double>(), 20.1);
+  EXPECT_EQ(first["launches"], Json::parse(R"([{"name_expression": "affine_kernel<float,64,64,64,4>", "grid": [16, 1, 1],
+                                                "block": [64, 1, 1], "dynamic_smem_bytes": 0}])"));
+  EXPECT_EQ(out["records"][2]["finalists"][0]["launches"][0]["name_expression"].get<std::string>().rfind(
+                "affine_kernel<__nv_bfloat16,", 0),
+            0u);
+
+  // The files read, for a depfile: the problem file, the template, its headers, the results.
+  const std::vector<std::string> read = out["files_read"].get<std::vector<std::string>>();
+  for (const fs::path& f : {problem / "problem.json", problem / "kernel.cuh", problem / "detail" / "convert.cuh",
+                            problem / "detail" / "types.cuh", kResults / "fixture_h200_R64_L64.json"})
+    EXPECT_NE(std::find(read.begin(), read.end(), fs::weakly_canonical(f).string()), read.end()) << f << "\n" << r.output;
+}
+
+// A record older than the dtype variable T (no T in its shape, kernels named without it) was tuned in
+// T's default: its finalists' kernels are named with float, as tune lowers them now.
+TEST(ExportNvrtc, NamesTheKernelsOfARecordOlderThanADtypeVariableWithItsDefault) {
+  const fs::path problem = typed_problem("older");
+  Json old = Json::parse(slurp(kResults / "fixture_h200_R64_L64.json"));
+  old["shape"].erase("T");
+  for (Json& v : old["variants"])
+    for (Json& l : v["launches"]) {
+      const std::string k = l["kernel"].get<std::string>();
+      const std::size_t at = k.find("<float,");
+      ASSERT_NE(at, std::string::npos) << k;
+      l["kernel"] = k.substr(0, at + 1) + k.substr(at + 7);
+    }
+  const fs::path file = fs::path(out_dir("export_nvrtc_older_results")) / "fixture_h200_R64_L64.json";
+  write(file, old.dump(1));
+  const Result now = run("export nvrtc --problem " + problem.string() + " " + (kResults / "fixture_h200_R64_L64.json").string());
+  const Result before = run("export nvrtc --problem " + problem.string() + " " + file.string());
+  ASSERT_EQ(now.code, 0) << now.output;
+  ASSERT_EQ(before.code, 0) << before.output;
+  EXPECT_EQ(Json::parse(before.output)["records"][0]["finalists"], Json::parse(now.output)["records"][0]["finalists"]);
+}
+
+TEST(ExportNvrtc, WithoutResultsPrintsTheSourcesAloneAndWritesOut) {
+  const fs::path problem = typed_problem("alone");
+  const fs::path file = fs::path(out_dir("export_nvrtc_alone_out")) / "export.json";
+  const Result r = run("export nvrtc --problem " + problem.string() + " -o " + file.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json out = Json::parse(slurp(file));
+  EXPECT_EQ(out["records"], Json::array());
+  EXPECT_EQ(out["headers"].size(), 2u);
+}
+
+TEST(ExportNvrtc, RefusesABadResultsFileAnotherProblemAndNothingToRead) {
+  const fs::path problem = typed_problem("refuse");
+  const fs::path bad = fs::path(out_dir("export_nvrtc_bad")) / "fixture_h200_R64_L64.json";
+  const std::string text = slurp(kResults / "fixture_h200_R64_L64.json");
+  write(bad, text.substr(0, text.size() / 2));
+  Result r = run("export nvrtc --problem " + problem.string() + " " + bad.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, bad.string());
+
+  const fs::path contact = kFixtures / "results" / "contact_B4_N64_C64_H32.json";
+  r = run("export nvrtc --problem " + problem.string() + results_args() + " " + contact.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, contact.string() + ": results of problem contact, not affine_typed");
+
+  r = run("export nvrtc");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "no results files and no --problem");
+}
+
+// bench/embed_nvrtc.py writes the header from tune's export: the finalists of the stems it is told
+// to interleave, the depfile from the files tune read; tune's refusal passes through (exit 2).
+TEST(ExportNvrtc, EmbedScriptWritesTheBenchHeaderFromTunesExport) {
+  const fs::path problem = typed_problem("embed");
+  const fs::path out = fs::path(out_dir("export_nvrtc_embed_out")) / "affine_typed_nvrtc.hpp";
+  const std::string script = python() + " " + (fs::path(TUNE_REPO_DIR) / "bench" / "embed_nvrtc.py").string() +
+                             " --tune " + TUNE_EXE + " --problem " + problem.string() + " --out " + out.string();
+  Result r = run_command(script + " --depfile " + out.string() + ".d --interleave fixture_h200_R64_L64" + results_args());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string h = slurp(out);
+  EXPECT_NE(h.find("inline constexpr const char* kHeaderNames[2] = {\"detail/convert.cuh\", \"detail/types.cuh\"};"),
+            std::string::npos) << h;
+  EXPECT_NE(h.find("  {\"fixture_h200_R64_L64\", 4, {\"-arch=sm_90\", \"-std=c++17\", \"--ptxas-options=-v\", "
+                   "\"-lineinfo\"}, 4, {\n    {\"block=64,per_thread=4\", false, 20.1000, 20.1000, 1, "
+                   "{{\"affine_kernel<float,64,64,64,4>\", {16, 1, 1}, {64, 1, 1}, 0}}},"),
+            std::string::npos) << h;
+  EXPECT_NE(h.find("  {\"fixture_h200_R256_L64\", 4, {\"-arch=sm_90\", \"-std=c++17\", \"--ptxas-options=-v\", "
+                   "\"-lineinfo\"}, 0, {\n}}"),
+            std::string::npos) << h;  // not interleaved: no finalists
+  EXPECT_NE(slurp(out.string() + ".d").find(fs::weakly_canonical(problem / "detail" / "types.cuh").string()), std::string::npos);
+
+  r = run_command(script + " " + (kFixtures / "results" / "contact_B4_N64_C64_H32.json").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "results of problem contact, not affine_typed");
+}
+
+}  // namespace
