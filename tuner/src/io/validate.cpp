@@ -7,14 +7,11 @@
 #include <cmath>
 #include <climits>
 #include <cstdint>
-#include <limits>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "io/validate_fields.hpp"
-#include "io/json_file.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
