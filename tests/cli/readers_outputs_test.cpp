@@ -166,6 +166,24 @@ TEST(Outputs, ExportNamesThatCannotBeImportedOrThatClashAreRefused) {
   EXPECT_FALSE(fs::exists(dir / "e"));
 }
 
+// Issue 38: export_torch.cpp was split by what each part writes (the extension's C++, its Python
+// modules, its build files); what it writes stays byte for byte what tests/fixtures/export holds (made
+// by tune before the split). The merged header and the kernel templates have goldens of their own (the
+// headers of record) and follow the kernels; the rest is the export's own text. A deliberate change
+// of that text updates the golden with it.
+TEST(Outputs, AnExportsOwnFilesAreByteForByteTheGolden) {
+  const fs::path dir = scratch("export_golden");
+  const Result r = run("export torch " + kContactResult + " --allow-synthetic -o " + (dir / "e").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path golden = fs::path(TUNE_FIXTURES) / "export";
+  for (const char* file : {"README.md", "pyproject.toml", "setup.py", "tune_ops/__init__.py", "tune_ops/_build.py",
+                           "tune_ops/contact.py", "tune_ops/csrc/binding.cpp", "tune_ops/csrc/contact/launch_contact.cu"}) {
+    SCOPED_TRACE(file);
+    ASSERT_TRUE(fs::exists(golden / file));
+    EXPECT_EQ(slurp(dir / "e" / file), slurp(golden / file));
+  }
+}
+
 // #28: CLI11's own errors printed two lines without "tune:" ("Run with --help for more
 // information."); `export onnx` did not name the subcommands; a missing --problem-path listed
 // nothing, silently; --max-space -1 wrapped to 2^64 - 1.

@@ -1,12 +1,15 @@
-// Every JSON converter of the results, in one place. Keys keep a stable order (ordered_json);
-// a value that is not a finite number is written as null, never as NaN.
+// The JSON converters of the results' records below a run: a variant's (parity, timing, gate,
+// fault, resources), the shape, the torch record and the harness floor; json_run.cpp holds the run's
+// own (its context, device and summary). Keys keep a stable order (ordered_json); a value that is not
+// a finite number is written as null, never as NaN (json_values.hpp).
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "core/enum_names.hpp"
+#include "io/json_values.hpp"
 #include "tune/errors.hpp"
 #include "tune/record.hpp"
-#include "core/enum_names.hpp"
 
 namespace tune {
 
@@ -14,50 +17,18 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
+using json_values::number;
+using json_values::optional_number;
+using json_values::read_number;
+using json_values::read_optional;
+using json_values::variant_from;
+
 constexpr EnumName<Status> kStatusNames[] = {
     {Status::kPending, "pending"},           {Status::kCompiled, "compiled"},
     {Status::kPassed, "passed"},             {Status::kIncorrect, "incorrect"},
     {Status::kCompileFailed, "compile_failed"}, {Status::kLaunchFailed, "launch_failed"},
     {Status::kCrashed, "crashed"},           {Status::kTimeout, "timeout"},
     {Status::kSkipped, "skipped"},           {Status::kUnsafe, "unsafe"}};
-
-Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
-template <typename T>
-Json optional_number(const std::optional<T>& v) {
-  return v && std::isfinite(static_cast<double>(*v)) ? Json(*v) : Json(nullptr);
-}
-template <typename T>
-std::optional<T> read_optional(const Json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return j.at(key).get<T>();
-}
-// Null (written for a value that was not a finite number) reads back as NaN, so it round-trips.
-double read_number(const Json& j, const char* key) {
-  if (!j.contains(key)) return 0.0;
-  return j.at(key).is_null() ? std::nan("") : j.at(key).get<double>();
-}
-
-Json shard_json(const ShardRecord& r) {
-  Json j{{"index", r.index}, {"count", r.count}, {"split", r.split}, {"items", r.items}, {"item", r.item},
-         {"run_key", r.run_key}};
-  if (r.split == "variants") {
-    j["variants"] = r.variants;
-    j["baseline_index"] = r.baseline_index;
-  }
-  return j;
-}
-ShardRecord shard_from(const Json& j) {
-  ShardRecord r;
-  r.index = j.at("index").get<int>();
-  r.count = j.at("count").get<int>();
-  r.split = j.at("split").get<std::string>();
-  r.items = j.at("items").get<std::int64_t>();
-  r.item = j.at("item").get<std::int64_t>();
-  r.run_key = j.at("run_key").get<std::string>();
-  r.variants = j.value("variants", std::int64_t{0});
-  r.baseline_index = j.value("baseline_index", std::int64_t{-1});
-  return r;
-}
 
 Json resources_json(const Resources& r) {
   return Json{{"registers", r.registers},         {"spill_store_bytes", r.spill_store_bytes},
@@ -272,7 +243,10 @@ Json variant_json(const VariantRecord& v) {
               {"fault", v.fault ? fault_json(*v.fault) : Json(nullptr)},
               {"gate", v.gate ? gate_json(*v.gate) : Json(nullptr)}};
 }
-VariantRecord variant_from(const Json& j) {
+
+}  // namespace
+
+VariantRecord json_values::variant_from(const Json& j) {
   VariantRecord v;
   v.name = j.at("name").get<std::string>();
   v.params = j.at("params");
@@ -301,51 +275,6 @@ VariantRecord variant_from(const Json& j) {
   if (j.contains("gate") && !j.at("gate").is_null()) v.gate = gate_from(j.at("gate"));
   return v;
 }
-
-Json device_json(const DeviceInfo& d) {
-  return Json{{"ordinal", d.ordinal},
-              {"name", d.name},
-              {"slug", d.slug()},
-              {"uuid", d.uuid},
-              {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
-              {"sm_count", d.sm_count},
-              {"max_threads_per_block", d.max_threads_per_block},
-              {"max_shared_memory_per_block_optin_bytes", d.max_smem_per_block_optin},
-              {"l2_cache_bytes", d.l2_bytes},
-              {"memory_bytes", d.memory_bytes},
-              {"max_sm_clock_khz", d.sm_clock_khz},
-              {"memory_clock_khz", d.memory_clock_khz},
-              {"memory_bus_bits", d.memory_bus_bits},
-              {"driver_cuda_version", d.driver_version}};
-}
-DeviceInfo device_from(const Json& j) {
-  DeviceInfo d;
-  d.ordinal = j.at("ordinal").get<int>();
-  d.name = j.at("name").get<std::string>();
-  d.uuid = j.at("uuid").get<std::string>();
-  const auto cc = j.at("compute_capability").get<std::string>();
-  const auto dot = cc.find('.');  // "9.0": validate_result_json checked the digits
-  d.cc_major = std::stoi(cc.substr(0, dot));
-  d.cc_minor = std::stoi(cc.substr(dot + 1));
-  d.sm_count = j.at("sm_count").get<int>();
-  d.max_threads_per_block = j.at("max_threads_per_block").get<int>();
-  d.max_smem_per_block_optin = j.at("max_shared_memory_per_block_optin_bytes").get<std::int64_t>();
-  d.l2_bytes = j.at("l2_cache_bytes").get<std::int64_t>();
-  d.memory_bytes = j.at("memory_bytes").get<std::int64_t>();
-  d.sm_clock_khz = j.at("max_sm_clock_khz").get<int>();
-  d.memory_clock_khz = j.at("memory_clock_khz").get<int>();
-  d.memory_bus_bits = j.at("memory_bus_bits").get<int>();
-  d.driver_version = j.at("driver_cuda_version").get<std::string>();
-  return d;
-}
-
-Json seconds_by_name(const std::vector<std::pair<std::string, double>>& list) {
-  Json out = Json::object();
-  for (const auto& [name, s] : list) out[name] = number(s);
-  return out;
-}
-
-}  // namespace
 
 Json to_json(const GateRecord& gate) { return gate_json(gate); }
 GateRecord gate_from_json(const Json& json) { return gate_from(json); }
@@ -397,97 +326,6 @@ DeviceLimits RunRecord::limits() const {
       arch.find_first_not_of("0123456789", 3) != std::string::npos)
     throw InputError(fmt::format("context.arch \"{}\" names no arch (sm_90); re-run the compile", arch));
   return DeviceLimits::for_arch(std::stoi(arch.substr(3)));
-}
-
-Json to_json(const RunRecord& run) {
-  const Json shape = shape_to_json(run.shape);
-  const auto& c = run.context;
-  Json variants = Json::array();
-  for (const auto& v : run.variants) variants.push_back(variant_json(v));
-  std::map<std::string, int> counts;
-  for (const auto& v : run.variants) ++counts[to_string(v.status)];
-  const auto& iso = c.isolation;
-  Json context{{"tool_version", c.tool_version},
-               {"git_commit", c.git_commit},
-               {"command_line", c.command_line},
-               {"started_at", c.started_at},
-               {"finished_at", c.finished_at},
-               {"host", c.host},
-               {"nvrtc_version", c.nvrtc_version},
-               {"cuda_header_version", c.cuda_header_version},
-               {"arch", c.arch},
-               {"compile_options", c.compile_options},
-               {"config_file", c.config_file},
-               {"source_hash", c.source_hash},
-               {"reference", c.reference},
-               {"reference_identity", c.reference_identity},
-               {"compile_cache", c.compile_cache},
-               {"jobs", c.jobs},
-               {"search", {{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
-                           {"space_configurations", c.space_configurations}, {"draws", c.draws},
-                           {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget},
-                           {"interrupted", c.interrupted}}},
-               {"isolation", {{"worker", iso.worker}, {"first_variant_timeout_s", number(iso.first_variant_timeout_s)},
-                              {"variant_timeout_s", number(iso.variant_timeout_s)}, {"timeout_rule", iso.timeout_rule},
-                              {"worker_starts", iso.worker_starts}, {"test_hooks", iso.test_hooks}}},
-               {"journal", {{"file", c.journal}, {"resumed_variants", c.resumed_variants}}},
-               {"gate", {{"mode", c.gate.mode}, {"sanitizer", c.gate.sanitizer},
-                         {"sanitizer_version", c.gate.sanitizer_version}, {"tools", c.gate.tools},
-                         {"note", c.gate.note}, {"could_not_run", c.gate.could_not_run},
-                         {"allow_unchecked", c.gate.allow_unchecked}, {"inputs", c.gate.inputs},
-                         {"launches", c.gate.launches}, {"rounds", c.gate.rounds}, {"gated", c.gate.gated},
-                         {"unsafe", c.gate.unsafe}, {"incorrect", c.gate.incorrect},
-                         {"unchecked", c.gate.unchecked}, {"wall_s", number(c.gate.wall_s)},
-                         {"share_of_run", number(c.gate.share)}, {"cache", c.gate.cache},
-                         {"fresh", c.gate.fresh}, {"checks", c.gate.checks}, {"cache_hits", c.gate.cache_hits},
-                         {"cache_misses", c.gate.cache_misses}, {"jobs", c.gate.jobs},
-                         {"outputs_s", number(c.gate.outputs_s)}, {"reference_s", number(c.gate.reference_s)},
-                         {"tool_s", seconds_by_name(c.gate.tool_s)}, {"finalist_s", seconds_by_name(c.gate.finalist_s)},
-                         {"parts_s", seconds_by_name(c.gate.parts_s)}, {"baseline_rule", c.gate.baseline_rule}}}};
-  if (c.shard) context["shard"] = shard_json(*c.shard);
-  if (!c.tensors.empty()) {
-    context["tensors"] = Json::array();
-    for (const auto& t : c.tensors)
-      context["tensors"].push_back({{"name", t.name}, {"role", t.role}, {"dtype", t.dtype}, {"shape", t.shape}});
-  }
-  if (c.run_identity.is_object()) context["journal"]["identity"] = c.run_identity;
-  // The local search after the warm choice or the model: recorded under warm_start when there is one.
-  const Json refine = {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds}, {"added", c.warm_refine_added}};
-  if (!c.warm_files.empty())
-    context["search"]["warm_start"] = {{"files", c.warm_files}, {"keep", c.warm_keep},
-                                       {"promising", c.warm_promising}, {"explored", c.warm_explored},
-                                       {"refine", refine}};
-  if (!c.model_library.empty()) {
-    context["search"]["model"] = {{"library", c.model_library}, {"initial", c.model_initial},
-                                  {"rounds", c.model_rounds}, {"added", c.model_added}, {"stop", c.model_stop}};
-    if (c.warm_files.empty()) context["search"]["model"]["refine"] = refine;
-  }
-  return Json{{"schema_version", run.schema_version},
-              {"schema_minor_version", run.schema_minor_version},
-              {"kind", "tune.result"},
-              {"problem", run.problem},
-              {"shape", shape},
-              {"seed", run.seed},
-              {"timed", run.timed},
-              {"untimed_reason", run.untimed_reason},
-              {"complete", run.complete},
-              {"context", context},
-              {"device", run.device ? device_json(*run.device) : Json(nullptr)},
-              {"work", {{"flop_per_call", run.flop}, {"bytes_per_call", run.bytes}}},
-              {"harness_floor", run.harness_floor ? to_json(*run.harness_floor) : Json(nullptr)},
-              {"wall_seconds",
-               {{"compile", number(run.wall.compile_wall_s)},
-                {"measure", number(run.wall.measure_wall_s)},
-                {"total", number(run.wall.total_wall_s)}}},
-              {"summary",
-               {{"variants", run.variants.size()},
-                {"by_status", counts},
-                {"winner", run.winner ? Json(*run.winner) : Json(nullptr)},
-                {"winner_rule", run.winner_rule},
-                {"baseline", run.baseline ? Json(*run.baseline) : Json(nullptr)},
-                {"speedup_over_baseline", optional_number(run.speedup)}}},
-              {"torch", run.torch ? to_json(*run.torch) : Json(nullptr)},
-              {"variants", variants}};
 }
 
 Json to_json(const VariantRecord& variant) { return variant_json(variant); }
@@ -600,147 +438,6 @@ Json to_json(const HarnessFloor& f) {
 HarnessFloor harness_floor_from_json(const Json& f) {
   return HarnessFloor{read_number(f, "empty_kernel_cold_us"), read_number(f, "empty_kernel_batch_us"),
                       read_number(f, "empty_kernel_graph_us")};
-}
-
-RunRecord run_from_json(const Json& j) {
-  validate_result_json(j);  // what follows reads fields of the types and ranges checked there
-  try {
-    RunRecord run;
-    run.schema_version = kResultSchemaVersion;
-    run.schema_minor_version = j.value("schema_minor_version", 0);
-    run.problem = j.at("problem").get<std::string>();
-    run.shape = shape_from_json(j.at("shape"));
-    run.seed = j.at("seed").get<std::uint64_t>();
-    run.timed = j.at("timed").get<bool>();
-    run.untimed_reason = j.value("untimed_reason", "");
-    run.complete = j.value("complete", false);
-    const Json& c = j.at("context");
-    run.context.tool_version = c.at("tool_version").get<std::string>();
-    run.context.git_commit = c.at("git_commit").get<std::string>();
-    run.context.command_line = c.at("command_line").get<std::string>();
-    run.context.started_at = c.at("started_at").get<std::string>();
-    run.context.finished_at = c.value("finished_at", "");
-    run.context.host = c.value("host", "");
-    run.context.nvrtc_version = c.at("nvrtc_version").get<std::string>();
-    run.context.cuda_header_version = c.value("cuda_header_version", "");
-    run.context.arch = c.at("arch").get<std::string>();
-    run.context.compile_options = c.at("compile_options").get<std::vector<std::string>>();
-    run.context.config_file = c.value("config_file", "");
-    run.context.source_hash = c.value("source_hash", "");
-    run.context.reference = c.value("reference", "");
-    run.context.reference_identity = c.value("reference_identity", "");
-    run.context.compile_cache = c.value("compile_cache", "");
-    run.context.jobs = c.value("jobs", 1);
-    if (c.contains("tensors"))
-      for (const Json& t : c.at("tensors"))
-        run.context.tensors.push_back({t.at("name").get<std::string>(), t.at("role").get<std::string>(),
-                                       t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>()});
-    if (c.contains("search")) {
-      const auto& s = c.at("search");
-      run.context.search = s.value("strategy", "exhaustive");
-      run.context.budget = s.value("budget", 0);
-      run.context.valid_configs = s.value("valid_configurations", std::int64_t{0});
-      run.context.space_configurations = s.value("space_configurations", std::uint64_t{0});
-      run.context.draws = s.value("draws", std::uint64_t{0});
-      run.context.time_budget_s = s.value("time_budget_s", 0.0);
-      run.context.stopped_by_time_budget = s.value("stopped_by_time_budget", false);
-      run.context.interrupted = s.value("interrupted", false);
-      auto read_refine = [&](const Json& parent) {  // warm_start.refine or model.refine
-        if (!parent.contains("refine")) return;
-        const auto& r = parent.at("refine");
-        run.context.warm_refine_top = r.value("top", 0);
-        run.context.warm_refine_rounds = r.value("rounds", 0);
-        run.context.warm_refine_added = r.value("added", 0);
-      };
-      if (s.contains("warm_start")) {
-        const auto& w = s.at("warm_start");
-        run.context.warm_files = w.value("files", std::vector<std::string>{});
-        run.context.warm_keep = w.value("keep", 0.0);
-        run.context.warm_promising = w.value("promising", 0);
-        run.context.warm_explored = w.value("explored", 0);
-        read_refine(w);
-      }
-      if (s.contains("model")) {
-        const auto& m = s.at("model");
-        run.context.model_library = m.value("library", std::string());
-        run.context.model_initial = m.value("initial", 0);
-        run.context.model_rounds = m.value("rounds", 0);
-        run.context.model_added = m.value("added", 0);
-        run.context.model_stop = m.value("stop", std::string());
-        read_refine(m);
-      }
-    }
-    if (c.contains("isolation")) {
-      const auto& i = c.at("isolation");
-      auto& iso = run.context.isolation;
-      iso.worker = i.value("worker", "");
-      iso.first_variant_timeout_s = read_number(i, "first_variant_timeout_s");
-      iso.variant_timeout_s = read_number(i, "variant_timeout_s");
-      iso.timeout_rule = i.value("timeout_rule", "");
-      iso.worker_starts = i.value("worker_starts", 0);
-      iso.test_hooks = i.value("test_hooks", std::vector<std::string>{});
-    }
-    if (c.contains("journal")) {
-      run.context.journal = c.at("journal").value("file", "");
-      run.context.resumed_variants = c.at("journal").value("resumed_variants", 0);
-      if (c.at("journal").contains("identity")) run.context.run_identity = c.at("journal").at("identity");
-    }
-    if (c.contains("shard") && !c.at("shard").is_null()) run.context.shard = shard_from(c.at("shard"));
-    if (c.contains("gate") && c.at("gate").is_object()) {
-      const Json& g = c.at("gate");
-      auto& gate = run.context.gate;
-      gate.mode = g.value("mode", "off");
-      gate.sanitizer = g.value("sanitizer", "");
-      gate.sanitizer_version = g.value("sanitizer_version", "");
-      gate.tools = g.value("tools", std::vector<std::string>{});
-      gate.note = g.value("note", "");
-      gate.could_not_run = g.value("could_not_run", "");
-      gate.allow_unchecked = g.value("allow_unchecked", false);
-      gate.unchecked = g.value("unchecked", 0);
-      gate.inputs = g.value("inputs", std::vector<std::string>{});
-      gate.launches = g.value("launches", 0);
-      gate.rounds = g.value("rounds", 0);
-      gate.gated = g.value("gated", 0);
-      gate.unsafe = g.value("unsafe", 0);
-      gate.incorrect = g.value("incorrect", 0);
-      gate.wall_s = read_number(g, "wall_s");
-      gate.share = read_number(g, "share_of_run");
-      gate.cache = g.value("cache", "off");
-      gate.fresh = g.value("fresh", false);
-      gate.checks = g.value("checks", 0);
-      gate.cache_hits = g.value("cache_hits", 0);
-      gate.cache_misses = g.value("cache_misses", 0);
-      gate.jobs = g.value("jobs", 0);
-      gate.outputs_s = read_number(g, "outputs_s");
-      gate.reference_s = read_number(g, "reference_s");
-      for (auto [k, list] : {std::pair{"tool_s", &gate.tool_s}, {"finalist_s", &gate.finalist_s}, {"parts_s", &gate.parts_s}})
-        if (g.contains(k) && g.at(k).is_object())
-          for (const auto& [name, s] : g.at(k).items()) list->emplace_back(name, s.is_number() ? s.get<double>() : 0);
-      gate.baseline_rule = g.value("baseline_rule", "");
-    }
-    if (!j.at("device").is_null()) run.device = device_from(j.at("device"));
-    run.flop = j.at("work").at("flop_per_call").get<double>();
-    run.bytes = j.at("work").at("bytes_per_call").get<double>();
-    if (j.contains("harness_floor") && !j.at("harness_floor").is_null())
-      run.harness_floor = harness_floor_from_json(j.at("harness_floor"));
-    if (j.contains("wall_seconds")) {
-      run.wall.compile_wall_s = read_number(j.at("wall_seconds"), "compile");
-      run.wall.measure_wall_s = read_number(j.at("wall_seconds"), "measure");
-      run.wall.total_wall_s = read_number(j.at("wall_seconds"), "total");
-    }
-    const Json& s = j.at("summary");
-    run.winner = read_optional<std::string>(s, "winner");
-    run.winner_rule = s.value("winner_rule", "");
-    run.baseline = read_optional<std::string>(s, "baseline");
-    run.speedup = read_optional<double>(s, "speedup_over_baseline");
-    if (j.contains("torch") && !j.at("torch").is_null()) run.torch = torch_from_json(j.at("torch"));
-    for (const Json& v : j.at("variants")) run.variants.push_back(variant_from(v));
-    return run;
-  } catch (const Json::exception& e) {
-    throw InputError(std::string("malformed result: ") + e.what());
-  } catch (const std::invalid_argument& e) {
-    throw InputError(std::string("malformed result: ") + e.what());
-  }
 }
 
 }  // namespace tune

@@ -1,0 +1,67 @@
+#pragma once
+// The parts of a merged header (`tune header`, header_merged.cpp): the results as table entries
+// (header_entries.cpp), select() (header_select.cpp), and the comment lines a single-result header
+// (header.cpp) shares with it.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tune/io.hpp"
+#include "tune/problem.hpp"
+#include "tune/record.hpp"
+#include "tune/space.hpp"
+
+namespace tune::header_parts {
+
+// The measured line of a variant: "cold median 13.184 us (noise 3.16 %, 11841 samples, wall_cap 3.00 s)".
+std::string timing_summary(const TimingRecord& t);
+// Where a result came from, as comment lines that start with `prefix`.
+std::string provenance(const RunRecord& run, const std::string& prefix);
+// A header is made only from a record that passes the one validation of results (its winner passed,
+// with a positive, finite median), in memory as from a file. Throws InputError "<file>: ...".
+void check_record(const RunRecord& run, const std::string& file);
+
+// One variant of a merged entry, with everything a build needs to launch it without NVRTC.
+struct MergedVariant {
+  const VariantRecord* record = nullptr;
+  Config config;
+  std::vector<std::string> assumed;  // parameters the result predates: the baseline's value is used
+  Lowered lowered;                   // for the arguments and scratch buffers
+  std::vector<TensorSpec> buffers;   // params, inputs, "out", scratch: what the arguments index
+};
+
+struct MergedEntry {
+  const RunRecord* run = nullptr;
+  MergedVariant winner, baseline;
+  bool synthetic = false;  // not measured on a GPU (measured_on_gpu)
+};
+
+// The results as table entries, validated, in table order: arch, device name, shape. Throws
+// InputError for a result that cannot be an entry (no winner, synthetic without allow_synthetic, a
+// recorded launch this tune lowers otherwise, two results of one device and shape).
+std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results, const Space& space, const Problem& problem,
+                                        bool allow_synthetic);
+// Every entry binds the same dtype variables, which the header's Shape holds (a record older than
+// a variable reads with its default: read_problem_result). Throws InputError.
+void check_dtype_variables(const std::vector<NamedResult>& out);
+// Whether the merged header speaks of dtypes: the problem has dtype variables, or a buffer is not
+// float32. A header without them is the one tune wrote before dtypes, byte for byte.
+bool typed(const std::vector<MergedEntry>& entries);
+
+// The configuration with the smallest worst-case loss (its cold median over the entry's winner's)
+// among those that passed with a usable timing in every measured entry; ties: the smaller mean
+// loss, then the name. None when no measured entry exists or no configuration ran in all.
+struct Portable {
+  std::optional<Config> config;
+  std::string name;
+  double worst_loss = 0;
+  std::size_t over = 0;  // measured entries it was compared over
+};
+
+Portable portable_config(const std::vector<MergedEntry>& entries, const Space& space);
+
+// select() of a merged header, for entries whose Shape is like shape0 (its dtype variables).
+std::string select_code(const Shape& shape0);
+
+}  // namespace tune::header_parts
