@@ -14,7 +14,8 @@ parity case), each value one its dtype holds exactly. Each tensor is written wit
 the dtype variables in "shape". tune is $TUNE_BIN, else build/tuner/tune of this checkout, else tune
 on PATH. The reference's folder is on sys.path, as in tune, so it may import a file beside it. The
 output is the PyTorch module's (make_model, run in float64) where torch imports, else the numpy
-reference()'s, said on stderr; --backend chooses. Exit codes: 0 written, 2 bad input, 3 the backend asked for is missing."""
+reference()'s, said on stderr; --backend chooses. Exit codes: 0 written, 2 bad input, 3 the backend
+asked for is missing."""
 import argparse
 import json
 import os
@@ -81,7 +82,7 @@ def choose_backend(module, wanted):
 def golden(folder, shape_text, seed, backend="auto"):
     facts = tp.show(folder, parse_shape(shape_text))  # the problem at this shape, as tune reads it
     if not facts["reference"]:
-        raise tp.ProblemError(f"{facts['folder']}: no reference.py (problem.json reference.python) to compute the output")
+        raise tp.ProblemError(f"{facts['folder']}: no reference.py (problem.json reference.python) for the output")
     module = tp.load_module(facts["reference"])
     data = tp.draw(folder, facts["shape"], seed)
     of = {t["name"]: t["dtype"] for t in facts["tensors"]}

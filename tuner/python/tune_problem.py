@@ -40,7 +40,8 @@ def show(problem, shape):
     problem's defaults): {"problem", "folder", "reference", "shape", "dtypes", "tensors": [{"name",
     "role", "dtype", "shape"}], "edge_cases", "tolerance": {dtype: {"atol", "rtol", "module_k",
     "module_atol", "rule"}}}. ProblemError with tune's line for a problem or shape tune refuses."""
-    return json.loads(_tune(["problem", "show", "--json", "--problem", problem_arg(problem), *shape_args(shape)]).stdout)
+    args = ["problem", "show", "--json", "--problem", problem_arg(problem), *shape_args(shape)]
+    return json.loads(_tune(args).stdout)
 
 
 def draw(problem, shape, seed, purpose="parity"):
