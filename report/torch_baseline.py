@@ -12,7 +12,8 @@ reads what it writes.
     python3 report/torch_baseline.py --one DIR              (tune --torch: one shape on tune's inputs)
 
 tune --torch (docs/cli.md) times one shape through --one: DIR/request.json names the problem folder,
-the shape, the modes, the device and the method's settings, and each parameter and input as a .npy
+the shape, the modes, the device and the method's settings, the problem as tune reads it at the
+shape ("problem_show": `tune problem show --json`'s object), and each parameter and input as a .npy
 file of tune's own timing draw (its generator, the run's --seed, the edits of purpose "always"), so
 the module runs on the very inputs the variants were timed on; the result goes to DIR/result.json
 (run_one). Both go through time_module, the same code as the rest of this script.
@@ -157,17 +158,18 @@ def search_path(problem_paths):
 
 
 class Problem:
-    """A problem folder found by name on the search path, read by tune (`tune problem show` at `shape`),
-    and its reference module."""
+    """A problem folder found by name on the search path, read by tune (`tune problem show` at `shape`,
+    or `facts`, its object, as tune --torch's request holds it), and its reference module."""
 
-    def __init__(self, name, dirs, shape, folder=None):
+    def __init__(self, name, dirs, shape, folder=None, facts=None):
         folder = folder or next((d / name for d in dirs if (d / name / "problem.json").is_file()), None)
         if folder is None:
             raise Failure(2, f"problem {name}: no {name}/problem.json in {', '.join(map(str, dirs))} "
                              "(pass --problem-path)")
         self.folder, self.reference = pathlib.Path(folder), pathlib.Path(folder) / "reference.py"
         try:
-            facts = tp.show(folder, shape)
+            self.given = facts
+            facts = facts or tp.show(folder, shape)
             self.dtype_variables = list(facts["dtypes"])
             self.reference = pathlib.Path(facts["reference"] or self.reference)
             self.module = tp.load_module(self.reference, f"tune_reference_{name}")
@@ -179,7 +181,10 @@ class Problem:
             raise NotAModule(2, f"problem {name}: {self.reference} defines no make_model(shape)")
 
     def facts(self, shape, override=None):
-        """`tune problem show` at `shape`, every dtype variable bound to `override` (--dtype) where given."""
+        """`tune problem show` at `shape`, every dtype variable bound to `override` (--dtype) where given;
+        the facts given (--one: tune's, for its one shape) where there are."""
+        if self.given and not override:
+            return self.given
         return tp.show(self.folder, {**shape, **{v: override for v in self.dtype_variables}} if override else shape)
 
 
@@ -448,7 +453,7 @@ def probe(reference):
 
 def run_one(folder):
     """--one DIR: times the module of DIR/request.json (written by tune: problem folder, shape, modes,
-    device, tf32, the method's settings and each tensor as .npy, tune's timing draw) and writes
+    device, tf32, the method's settings, problem_show and each tensor as .npy, tune's timing draw) and writes
     DIR/result.json: {"status": "measured" | "skipped", "reason", "torch_version", "cuda_version",
     "device", "module_dtype", "dtypes", "tf32", "method", and per mode of "modes" its record
     (time_modes)}. A failure that is no skip ends it with its message on stderr (exit 1 or 2)."""
@@ -464,7 +469,8 @@ def run_one(folder):
         else:
             torch.cuda.set_device(int(req.get("device", 0)))
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(req.get("tf32", False))
-            problem = Problem(req["problem"], [], req["shape"], folder=pathlib.Path(req["folder"]))
+            problem = Problem(req["problem"], [], req["shape"], folder=pathlib.Path(req["folder"]),
+                              facts=req.get("problem_show"))
             data = {t["name"]: np.load(folder / t["file"]) for t in req["tensors"]}
             a = argparse.Namespace(samples=int(req.get("samples", 200)), max_seconds=float(req.get("max_seconds", 2.0)),
                                    graph_calls=int(req.get("graph_calls", 20)))

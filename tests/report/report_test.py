@@ -734,7 +734,7 @@ class TorchBaselineDtypes(unittest.TestCase):
         # With dtype variables, tune binds them (Problem.facts passes --T NAME); tune refuses a value
         # the variable does not take.
         problem = object.__new__(self.tb.Problem)
-        problem.folder, problem.dtype_variables = dtype_folder("override"), ["T"]
+        problem.folder, problem.dtype_variables, problem.given = dtype_folder("override"), ["T"], None
         facts = problem.facts({"M": 8, "T": "float32"}, "bfloat16")
         self.assertEqual(self.tb.dtype_plan(facts, "bfloat16")[1], {"x": "bfloat16", "idx": "int64", "out": "bfloat16"})
         with self.assertRaisesRegex(self.tb.tp.ProblemError, "--T float16 is not a dtype problem dtype_problem takes"):
@@ -745,6 +745,19 @@ class TorchBaselineDtypes(unittest.TestCase):
                              {"name": "o", "role": "output", "dtype": "float32"}]}
         self.assertEqual(self.tb.dtype_plan(plain, "float16"),
                          ({}, {"x": "float16", "i": "int32", "o": "float16"}, "float16"))
+
+    def test_tunes_request_gives_the_facts_and_no_tune_runs(self):
+        # tune --torch writes tune problem show's object into request.json: --one reads no problem itself.
+        folder = SRC / "examples" / "rmsnorm"
+        facts = self.tb.tp.show(folder, {"M": 4, "T": "bfloat16"})
+        saved, os.environ["TUNE_BIN"] = os.environ["TUNE_BIN"], str(OUT / "no_tune_here")
+        try:
+            problem = self.tb.Problem("rmsnorm", [], facts["shape"], folder=folder, facts=facts)
+            self.assertIs(problem.facts(facts["shape"]), facts)
+            with self.assertRaises(self.tb.tp.ProblemError):  # any other question would need tune
+                problem.facts(facts["shape"], "float16")
+        finally:
+            os.environ["TUNE_BIN"] = saved
 
     def test_with_dtype_times_each_shape_once_and_keeps_the_winner_time_of_a_run_in_that_dtype(self):
         shapes = [("p", {"B": 2, "T": "float32", "_tune_median_us": 10.0}),
