@@ -4,9 +4,10 @@
 #   bin/tune
 #   share/tune/configs/<problem>/           the built-in problem folders (problem.json, reference.py, golden/)
 #   share/tune/kernel_templates/<problem>/  their kernel templates: tune::kernels' include directory
-#   share/tune/report/                      report.py (tune report), summary.py, torch_baseline.py, results.py, floors.py, pytorch.py
-#   share/tune/scripts/problem_folder.py    what torch_baseline.py imports
-#   share/tune/python/dtypes.py             the one Python dtype table (report/results.py imports it)
+#   share/tune/report/                      report.py (tune report), summary.py, torch_baseline.py, torch_timing.py,
+#                                           results.py, floors.py, pytorch.py
+#   share/tune/python/                      dtypes.py (the one Python dtype table), tune_bin.py (finds tune),
+#                                           tune_problem.py (tune problem show/draw: what torch_baseline.py reads)
 #   share/tune/examples/                    a problem kept in one folder, as a user would
 #   lib/cmake/tune/                         tuneConfig.cmake: tune::tune, tune::kernels, tune_add_tuned_header()
 include(CMakePackageConfigHelpers)
@@ -46,9 +47,12 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/report/report.py ${PROJECT_SOURCE_DIR}/re
                  ${PROJECT_SOURCE_DIR}/report/torch_baseline.py
         DESTINATION ${TUNE_INSTALL_DATADIR}/report)
 # The report scripts' reader: results through tune results --json (<prefix>/bin/tune), torch baselines and peaks.
-install(FILES ${PROJECT_SOURCE_DIR}/report/results.py ${PROJECT_SOURCE_DIR}/report/floors.py ${PROJECT_SOURCE_DIR}/report/pytorch.py DESTINATION ${TUNE_INSTALL_DATADIR}/report)
-install(FILES ${PROJECT_SOURCE_DIR}/scripts/problem_folder.py DESTINATION ${TUNE_INSTALL_DATADIR}/scripts)
-install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py ${PROJECT_SOURCE_DIR}/tuner/python/tune_bin.py DESTINATION ${TUNE_INSTALL_DATADIR}/python)
+install(FILES ${PROJECT_SOURCE_DIR}/report/results.py ${PROJECT_SOURCE_DIR}/report/floors.py ${PROJECT_SOURCE_DIR}/report/pytorch.py
+              ${PROJECT_SOURCE_DIR}/report/torch_timing.py
+        DESTINATION ${TUNE_INSTALL_DATADIR}/report)
+install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py ${PROJECT_SOURCE_DIR}/tuner/python/tune_bin.py
+              ${PROJECT_SOURCE_DIR}/tuner/python/tune_problem.py
+        DESTINATION ${TUNE_INSTALL_DATADIR}/python)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${TUNE_INSTALL_DATADIR}/examples)
 
 install(EXPORT tuneTargets NAMESPACE tune:: DESTINATION ${TUNE_INSTALL_CMAKEDIR})

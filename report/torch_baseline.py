@@ -12,7 +12,8 @@ reads what it writes.
     python3 report/torch_baseline.py --one DIR              (tune --torch: one shape on tune's inputs)
 
 tune --torch (docs/cli.md) times one shape through --one: DIR/request.json names the problem folder,
-the shape, the modes, the device and the method's settings, and each parameter and input as a .npy
+the shape, the modes, the device and the method's settings, the problem as tune reads it at the
+shape ("problem_show": `tune problem show --json`'s object), and each parameter and input as a .npy
 file of tune's own timing draw (its generator, the run's --seed, the edits of purpose "always"), so
 the module runs on the very inputs the variants were timed on; the result goes to DIR/result.json
 (run_one). Both go through time_module, the same code as the rest of this script.
@@ -33,11 +34,11 @@ no tuned kernel for the device and shape; the entry says which ran ("tuned").
 
 The folder of problem P is the first DIR/P/problem.json of --problem-path (repeatable, or a colon
 list), then of $TUNE_PROBLEM_PATH (colon list), then this repository's configs/P/. The module is
-make_model(shape) of its reference module, loaded with the parameters and fed the inputs that
-problem.json's "tensors" describe (drawn by scripts/problem_folder.py with seed 0, float32, on the
-GPU; the edits of purpose "always" applied, the parity-only ones not: timing data as tune's, but
-numpy's generator with seed 0, not tune's generator and --seed: the same distributions, other
-numbers; --one takes tune's own).
+make_model(shape) of its reference module, loaded with the parameters and fed the inputs tune draws
+for timing at seed 0 (`tune problem draw --purpose timing`: the edits of purpose "always" applied,
+the parity-only ones not; --one takes those of the run's --seed). tune reads the problem folder
+(`tune problem show --json`: the tensors, their dtypes and shapes, the tolerances); nothing here
+reads problem.json.
 
 Methods (per call, median of the samples):
   events  L2 flushed (a buffer of twice the L2 size zeroed) before each call, CUDA events around
@@ -77,27 +78,16 @@ import json
 import os
 import pathlib
 import socket
-import statistics
 import sys
 import time
 
 import results
 from results import device_slug, dtypes
+import tune_problem as tp  # tuner/python/, on sys.path through results
+from torch_timing import copy_bandwidth, flush_buffer, method_record, time_events, time_graph
 
 HERE = pathlib.Path(__file__).resolve().parent
 BUILTIN_PROBLEMS = HERE.parent / "configs"
-
-
-def problem_folder():
-    """scripts/problem_folder.py (numpy), imported when a problem is loaded: --list needs neither."""
-    scripts = str(HERE.parent / "scripts")
-    if scripts not in sys.path:
-        sys.path.insert(0, scripts)
-    try:
-        import problem_folder as pf
-    except ImportError as e:
-        raise Failure(2, f"scripts/problem_folder.py does not import ({e}); install numpy for {sys.executable}")
-    return pf
 
 
 class Failure(Exception):
@@ -160,69 +150,6 @@ def shape_text(shape):
                     if not k.startswith("_"))
 
 
-def summary(us):
-    us = sorted(us)
-    q = statistics.quantiles(us, n=4) if len(us) >= 2 else [us[0]] * 3
-    return {"samples": len(us), "median_us": statistics.median(us), "q1_us": q[0], "q3_us": q[2],
-            "min_us": us[0], "mean_us": statistics.fmean(us)}
-
-
-def time_events(torch, fn, flush, samples, max_seconds):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        fn()
-    us, t0 = [], time.perf_counter()
-    while len(us) < samples and (len(us) < 10 or time.perf_counter() - t0 < max_seconds):
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        us.append(start.elapsed_time(end) * 1e3)
-    return summary(us)
-
-
-def time_graph(torch, fn, calls, samples, max_seconds):
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    us, t0 = [], time.perf_counter()
-    while len(us) < samples and (len(us) < 10 or time.perf_counter() - t0 < max_seconds):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        us.append(start.elapsed_time(end) * 1e3 / calls)
-    return summary(us)
-
-
-def copy_bandwidth(torch, samples=20):
-    """GB/s of a 1 GiB device-to-device copy, bytes read + written (the floor's bandwidth)."""
-    src = torch.ones(1 << 28, dtype=torch.float32, device="cuda")
-    dst = torch.empty_like(src)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        dst.copy_(src)
-    ms = []
-    for _ in range(samples):
-        start.record()
-        dst.copy_(src)
-        end.record()
-        end.synchronize()
-        ms.append(start.elapsed_time(end))
-    return 2 * src.numel() * 4 / (statistics.median(ms) * 1e-3) / 1e9
-
-
 def search_path(problem_paths):
     """--problem-path folders (each may be a colon list), then $TUNE_PROBLEM_PATH, then configs/."""
     dirs = [d for p in problem_paths for d in p.split(":") if d]
@@ -231,25 +158,34 @@ def search_path(problem_paths):
 
 
 class Problem:
-    """A problem folder's problem.json and reference module, found by name on the search path."""
+    """A problem folder found by name on the search path, read by tune (`tune problem show` at `shape`,
+    or `facts`, its object, as tune --torch's request holds it), and its reference module."""
 
-    def __init__(self, name, dirs, folder=None):
-        pf = problem_folder()
+    def __init__(self, name, dirs, shape, folder=None, facts=None):
         folder = folder or next((d / name for d in dirs if (d / name / "problem.json").is_file()), None)
         if folder is None:
             raise Failure(2, f"problem {name}: no {name}/problem.json in {', '.join(map(str, dirs))} "
                              "(pass --problem-path)")
+        self.folder, self.reference = pathlib.Path(folder), pathlib.Path(folder) / "reference.py"
         try:
-            self.spec, self.folder = pf.load_problem(folder)
-            self.reference = pf.reference_path(self.spec, folder)
-            self.module = pf.load_module(self.reference, f"tune_reference_{name}")
-            self.tensors, self.edits = pf.tensors_and_edits(self.spec, folder)
-        except pf.ProblemError as e:
+            self.given = facts
+            facts = facts or tp.show(folder, shape)
+            self.dtype_variables = list(facts["dtypes"])
+            self.reference = pathlib.Path(facts["reference"] or self.reference)
+            self.module = tp.load_module(self.reference, f"tune_reference_{name}")
+        except tp.ProblemError as e:
             raise Failure(2, f"problem {name}: {e}")
         except Exception as e:  # the reference module itself failed to import
             raise Failure(2, f"problem {name}: {self.reference}: {first_line(e)}")
         if not callable(getattr(self.module, "make_model", None)):
             raise NotAModule(2, f"problem {name}: {self.reference} defines no make_model(shape)")
+
+    def facts(self, shape, override=None):
+        """`tune problem show` at `shape`, every dtype variable bound to `override` (--dtype) where given;
+        the facts given (--one: tune's, for its one shape) where there are."""
+        if self.given and not override:
+            return self.given
+        return tp.show(self.folder, {**shape, **{v: override for v in self.dtype_variables}} if override else shape)
 
 
 def dims_of(shape):
@@ -257,18 +193,18 @@ def dims_of(shape):
     return {k: v for k, v in shape.items() if not k.startswith("_") and not isinstance(v, str)}
 
 
-def dtype_plan(spec, shape, override=None):
-    """({dtype variable: dtype}, {tensor: dtype}, the module's dtype) of problem.json `spec` at `shape`.
-    override (--dtype) binds every dtype variable; without variables it replaces float32 on every
-    floating tensor. The module's dtype: the output's when floating, else the first floating input's
-    or parameter's, else float32. ValueError for a dtype that is not one, or not among a variable's values."""
-    bound = dtypes.bind(spec, shape, override)
-    of = {t["name"]: dtypes.of_tensor(t, bound) for t in spec.get("tensors") or []}
+def dtype_plan(facts, override=None):
+    """({dtype variable: dtype}, {tensor: dtype}, the module's dtype) of the problem at a shape as tune
+    reads it (Problem.facts: the variables already bound to override). override (--dtype) on a problem
+    without dtype variables replaces every floating tensor's dtype. The module's dtype: the output's
+    when floating, else the first floating input's or parameter's, else float32."""
+    bound = {v: facts["shape"][v] for v in facts["dtypes"]}
+    of = {t["name"]: t["dtype"] for t in facts["tensors"]}
     if override and not bound:
         dtypes.parse(override)
         of = {n: override if dtypes.is_floating(d) else d for n, d in of.items()}
-    order = [t["name"] for t in spec.get("tensors") or [] if t.get("role") == "output"]
-    order += [t["name"] for t in spec.get("tensors") or [] if t.get("role") in ("input", "parameter")]
+    order = [t["name"] for t in tp.roles(facts, "output")]
+    order += [t["name"] for t in facts["tensors"] if t["role"] in ("input", "parameter")]
     module = next((of[n] for n in order if dtypes.is_floating(of[n])), dtypes.DEFAULT)
     return bound, of, module
 
@@ -293,24 +229,25 @@ def as_dtype(torch, array, name):
 
 def build(torch, problem, shape, override=None, data=None):
     """The module in its dtype with the problem's parameters loaded (on the CPU), its inputs in
-    order on the GPU in their dtypes, and the dtype plan (dtype_plan). data: {tensor: array} to
-    feed it (tune's own timing draw, --one); else drawn here (numpy's generator, seed 0)."""
-    pf = problem_folder()
+    order on the GPU in their dtypes, the dtype plan (dtype_plan) and tune's facts at the shape.
+    data: {tensor: array} to feed it (tune's draw of the run's seed, --one); else tune's timing draw
+    at seed 0."""
     dims = dims_of(shape)
     try:
-        plan = dtype_plan(problem.spec, shape, override)
+        facts = problem.facts(shape, override)
+        plan = dtype_plan(facts, override)
         _, of, module_dtype = plan
         if data is None:
-            data = pf.draw(problem.tensors, problem.edits, dims, seed=0, purposes=("always",), dtype="float32")
+            data = tp.draw(problem.folder, facts["shape"], 0, purpose="timing")
         module = problem.module.make_model(dict(dims))
         # Rounded to the parameter's dtype here; load_state_dict copies them into the float32 module.
-        params = {t["name"]: as_dtype(torch, data[t["name"]], of[t["name"]]) for t in pf.roles(problem.tensors, "parameter")}
+        params = {t["name"]: as_dtype(torch, data[t["name"]], of[t["name"]]) for t in tp.roles(facts, "parameter")}
         module.load_state_dict(params, strict=True)
         module = module.to(dtypes.torch_dtype(torch, module_dtype))
-        inputs = tuple(as_dtype(torch, data[t["name"]], of[t["name"]]).cuda() for t in pf.roles(problem.tensors, "input"))
+        inputs = tuple(as_dtype(torch, data[t["name"]], of[t["name"]]).cuda() for t in tp.roles(facts, "input"))
     except Exception as e:  # a problem file or reference module at odds with itself
         raise Failure(2, f"{problem.folder} {shape_text(shape)}: {first_line(e)}")
-    return module, inputs, plan
+    return module, inputs, plan, facts
 
 
 def float64_module(torch, module, inputs):
@@ -368,17 +305,17 @@ def time_modes(torch, module, inputs, modes, a, flush, log=lambda mode, rec: Non
 
 def time_module(torch, problem, shape, modes, a, flush, data=None, override=None, log=lambda mode, rec: None):
     """The module of `problem` (a Problem) at `shape` (dims and dtype variables) in its dtypes, timed
-    by time_modes: (module, inputs, dtype plan, {mode: record}). data: tune's inputs ({tensor: array})
-    or None (drawn here); override: --dtype."""
+    by time_modes: (module, inputs, dtype plan, tune's facts, {mode: record}). data: tune's inputs
+    ({tensor: array}) or None (tune's timing draw at seed 0); override: --dtype."""
     torch.manual_seed(0)
-    module, inputs, plan = build(torch, problem, shape, override, data)
+    module, inputs, plan, facts = build(torch, problem, shape, override, data)
     module = module.cuda().eval()
     with torch.no_grad():
-        return module, inputs, plan, time_modes(torch, module, inputs, modes, a, flush, log)
+        return module, inputs, plan, facts, time_modes(torch, module, inputs, modes, a, flush, log)
 
 
 def measure(problems, torch, problem, shape, a, flush, log, export=None):
-    module, inputs, (bound, of, module_dtype), times = time_module(
+    module, inputs, (bound, of, module_dtype), facts, times = time_module(
         torch, problems[problem], shape, ("eager", "compile"), a, flush, override=a.dtype,
         log=lambda mode, rec: log_times(log, problem, shape, mode, rec))
     # The results file's shape as it is (an older file without a dtype variable is its default, and
@@ -390,7 +327,7 @@ def measure(problems, torch, problem, shape, a, flush, log, export=None):
         entry["module_parity"] = module_parity(torch, module, inputs, module_dtype)
         entry.update(times)
         if export is not None and hasattr(export, problem):
-            entry["modelnew"] = measure_modelnew(torch, getattr(export, problem), module, inputs, problems[problem],
+            entry["modelnew"] = measure_modelnew(torch, getattr(export, problem), module, inputs, facts,
                                                  entry["shape"], a, flush, of)
             log_times(log, problem, shape, "ModelNew" + ("" if entry["modelnew"].get("tuned") else " (the module ran)"),
                       entry["modelnew"])
@@ -404,45 +341,29 @@ def log_times(log, problem, shape, mode, rec):
         + (f" ({rec['error']})" if rec.get("error") else ""))
 
 
-# Per output dtype (docs/problem-format.md, issue 35): (atol, rtol) where problem.json gives none.
-DEFAULT_TOLERANCE = {"float64": (1e-7, 1e-7), "bfloat16": (1e-5, 1.6e-2), "float16": (1e-5, 1e-3)}
+def tolerance_of(facts, dtype=dtypes.DEFAULT):
+    """(atol, rtol) for an output of `dtype`, as tune's parity takes them (tune problem show's facts)."""
+    t = facts["tolerance"][dtype]
+    return t["atol"], t["rtol"]
 
 
-def tolerance_of(problem, dtype=dtypes.DEFAULT):
-    """(atol, rtol) for an output of `dtype`, as tune's parity reads problem.json "tolerance": its
-    "<dtype>" entry, else (float32 and a dtype without defaults of its own) the top level (a number:
-    atol), default 1e-4, 0; else the dtype's defaults; integers and bool: exact (0, 0)."""
-    t = problem.spec.get("tolerance", 1e-4)
-    if isinstance(t, dict) and isinstance(t.get(dtype), dict):
-        atol, rtol = DEFAULT_TOLERANCE.get(dtype, (1e-4, 0.0))
-        return float(t[dtype].get("atol", atol)), float(t[dtype].get("rtol", rtol))
-    if not dtypes.is_floating(dtype):
-        return 0.0, 0.0
-    if dtype in DEFAULT_TOLERANCE:
-        return DEFAULT_TOLERANCE[dtype]
-    if isinstance(t, dict):
-        return float(t.get("atol", 1e-4)), float(t.get("rtol", 0.0))
-    return float(t), 0.0
-
-
-def module_rule_of(problem, dtype):
-    """(k, atol) of the module rule (tolerance.module): k default 2, atol default the dtype's atol."""
-    t = problem.spec.get("tolerance")
-    m = t.get("module") if isinstance(t, dict) and isinstance(t.get("module"), dict) else {}
-    return float(m.get("k", 2.0)), float(m.get("atol", tolerance_of(problem, dtype)[0]))
+def module_rule_of(facts, dtype):
+    """(k, atol) of the module rule for an output of `dtype` (tolerance.module; tune problem show)."""
+    t = facts["tolerance"][dtype]
+    return t["module_k"], t["module_atol"]
 
 
 def within(out, ref, atol, rtol):
     return bool(((out - ref).abs() <= atol + rtol * ref.abs()).all().item())
 
 
-def modelnew_parity(torch, out, module, inputs, problem, out_dtype):
+def modelnew_parity(torch, out, module, inputs, facts, out_dtype):
     """ModelNew's output against the module (in its dtype) and the module in float64: the elementwise
     tolerance of the output's dtype and, for a low-precision output, the module rule."""
     ref = module(*inputs).double()
     ref_module, ref_inputs = float64_module(torch, module, inputs)
     ref64 = ref_module(*ref_inputs)
-    atol, rtol = tolerance_of(problem, out_dtype)
+    atol, rtol = tolerance_of(facts, out_dtype)
     out64 = out.double()
     new_err, module_err = (out64 - ref64).abs().max().item(), (ref - ref64).abs().max().item()
     rec = {"max_abs_vs_module": (out64 - ref).abs().max().item(), "max_abs_vs_float64": new_err,
@@ -455,14 +376,14 @@ def modelnew_parity(torch, out, module, inputs, problem, out_dtype):
            "passed": within(out64, ref64, atol, rtol)
            and (within(out64, ref, atol, rtol) or not within(ref, ref64, atol, rtol))}
     if dtypes.is_low_precision(out_dtype):
-        k, katol = module_rule_of(problem, out_dtype)
+        k, katol = module_rule_of(facts, out_dtype)
         rec["module_rule"] = {"k": k, "atol": katol, "passed": new_err <= k * module_err + katol}
         # Low precision: the elementwise tolerance against float64 and the module rule (tolerance.rule "both").
         rec["passed"] = within(out64, ref64, atol, rtol) and rec["module_rule"]["passed"]
     return rec
 
 
-def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, flush, of=None):
+def measure_modelnew(torch, package_module, module, inputs, facts, shape, a, flush, of=None):
     """ModelNew beside the module: which ran, parity (the module in its dtype, in float64) and times."""
     rec = {"events": None, "graph": None, "error": None, "tuned": False, "variant": "",
            "parity": None, "tune_cold_median_us": shape.get("_tune_median_us")}
@@ -472,9 +393,9 @@ def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, f
         rec["variant"] = package_module.variant(inputs[0].device, dims)
         out = new(*inputs)
         rec["tuned"] = bool(new.last_call_tuned)
-        outputs = [t["name"] for t in problem.spec.get("tensors") or [] if t.get("role") == "output"]
+        outputs = [t["name"] for t in tp.roles(facts, "output")]
         out_dtype = (of or {}).get(outputs[0], dtypes.DEFAULT) if outputs else dtypes.DEFAULT
-        rec["parity"] = modelnew_parity(torch, out, module, inputs, problem, out_dtype)
+        rec["parity"] = modelnew_parity(torch, out, module, inputs, facts, out_dtype)
 
         def call():
             return new(*inputs)
@@ -489,20 +410,6 @@ def measure_modelnew(torch, package_module, module, inputs, problem, shape, a, f
         rec["error"] = first_line(e)
     torch.cuda.synchronize()
     return rec
-
-
-def flush_buffer(torch):
-    """(the current device's L2 size in bytes, a float32 buffer of twice that to zero before each call)."""
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    l2 = getattr(props, "L2_cache_size", 0) or 128 << 20
-    return l2, torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
-
-
-def method_record(a, l2):
-    return {"events": "L2 flushed (zeroing a buffer of twice the L2 size) before each call; CUDA events around one "
-                      "call; median",
-            "graph": "graph_calls calls captured in one CUDA graph, replayed; per call; median",
-            "samples": a.samples, "max_seconds": a.max_seconds, "graph_calls": a.graph_calls, "flush_bytes": 2 * l2}
 
 
 # --- tune's own use (tune --torch, docs/cli.md): one problem at one shape on tune's inputs --------
@@ -546,7 +453,7 @@ def probe(reference):
 
 def run_one(folder):
     """--one DIR: times the module of DIR/request.json (written by tune: problem folder, shape, modes,
-    device, tf32, the method's settings and each tensor as .npy, tune's timing draw) and writes
+    device, tf32, the method's settings, problem_show and each tensor as .npy, tune's timing draw) and writes
     DIR/result.json: {"status": "measured" | "skipped", "reason", "torch_version", "cuda_version",
     "device", "module_dtype", "dtypes", "tf32", "method", and per mode of "modes" its record
     (time_modes)}. A failure that is no skip ends it with its message on stderr (exit 1 or 2)."""
@@ -562,12 +469,14 @@ def run_one(folder):
         else:
             torch.cuda.set_device(int(req.get("device", 0)))
             torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(req.get("tf32", False))
-            problem = Problem(req["problem"], [], folder=pathlib.Path(req["folder"]))
+            problem = Problem(req["problem"], [], req["shape"], folder=pathlib.Path(req["folder"]),
+                              facts=req.get("problem_show"))
             data = {t["name"]: np.load(folder / t["file"]) for t in req["tensors"]}
             a = argparse.Namespace(samples=int(req.get("samples", 200)), max_seconds=float(req.get("max_seconds", 2.0)),
                                    graph_calls=int(req.get("graph_calls", 20)))
             l2, flush = flush_buffer(torch)
-            _, _, (_, of, module_dtype), times = time_module(torch, problem, req["shape"], req["modes"], a, flush, data)
+            _, _, (_, of, module_dtype), _, times = time_module(torch, problem, req["shape"], req["modes"], a, flush,
+                                                                data)
             res.update(status="measured", device=torch.cuda.get_device_name(), module_dtype=module_dtype, dtypes=of,
                        tf32=torch.backends.cuda.matmul.allow_tf32, method=method_record(a, l2), **times)
     except ImportError as e:
@@ -580,14 +489,7 @@ def run_one(folder):
     return 0
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) == 2 and argv[0] in ("--probe", "--one"):
-        try:
-            return probe(argv[1]) if argv[0] == "--probe" else run_one(argv[1])
-        except Failure as e:
-            print(f"torch_baseline: {e}", file=sys.stderr)
-            return e.code
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("results", help="results folder (<gpu>/<problem>/<shape>.json): the shapes to time")
     ap.add_argument("-o", "--out", required=True, help="baseline JSON to write")
@@ -606,63 +508,86 @@ def main(argv=None):
                     help=f"bind every dtype variable to NAME ({dtypes.choices()}; a problem without dtype variables: "
                          "its floating tensors); default: the shape's value, else the variable's default")
     ap.add_argument("--list", action="store_true", help="print the shapes that would be timed and stop")
-    a = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def baseline_doc(torch, a, problems, l2):
+    """The baseline file's header (the device, the context, the method, the copy peak), no entries yet."""
+    name = torch.cuda.get_device_name(0)
+    props = torch.cuda.get_device_properties(0)
+    return {"kind": "tune.torch_baseline", "schema_version": 1,
+            "device": {"name": name, "slug": device_slug(name), "compute_capability": f"{props.major}.{props.minor}",
+                       "l2_cache_bytes": l2},
+            "context": {"torch_version": torch.__version__, "cuda_version": torch.version.cuda,
+                        "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "host": socket.gethostname(), "command_line": " ".join(sys.argv),
+                        "references": {name: str(p.reference) for name, p in problems.items()},
+                        "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+                        "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32, "export": a.export},
+            "method": method_record(a, l2),
+            "device_peaks": {"copy_gb_per_s": copy_bandwidth(torch),
+                             "method": "device-to-device copy of 1 GiB (bytes read + written), CUDA events, median "
+                                       "of 20"},
+            "entries": []}
+
+
+def import_cuda_torch():
+    """torch, with a CUDA device; Failure 3 in one line when either is missing."""
     try:
-        if a.dtype is not None:
-            try:
-                dtypes.parse(a.dtype)
-            except ValueError as e:
-                raise Failure(2, f"--dtype: {e}")
-        if not pathlib.Path(a.results).is_dir():
-            raise Failure(2, f"{a.results}: not a folder (give the results folder, e.g. results/)")
-        if a.list:
-            for problem, shape in shapes_in(a.results, a.gpu):
-                print(f"{problem} {shape_text(shape)}")
-            return 0
+        import torch
+    except ImportError:
+        raise Failure(3, f"PyTorch is not installed for {sys.executable}; run this on the GPU machine")
+    if not torch.cuda.is_available():
+        raise Failure(3, "no CUDA device is available to PyTorch; run this on the GPU machine")
+    return torch
+
+
+def run_baseline(a):
+    """Times every shape of a.results (see the module's docstring) into a.out, written after each."""
+    if a.dtype is not None:
         try:
-            import torch
-        except ImportError:
-            raise Failure(3, f"PyTorch is not installed for {sys.executable}; run this on the GPU machine")
-        if not torch.cuda.is_available():
-            raise Failure(3, "no CUDA device is available to PyTorch; run this on the GPU machine")
-        if a.tf32:
-            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-        name = torch.cuda.get_device_name(0)
-        slug = device_slug(name)
-        gpu = a.gpu or (slug if (pathlib.Path(a.results) / slug).is_dir() else None)
-        runs = results_in(a.results, gpu)
-        shapes = [(p, dict(run["shape"], _tune_median_us=winner_median(run))) for (p, _), run in sorted(runs.items())]
-        if a.dtype:
-            shapes = with_dtype(shapes, a.dtype)
-        if not shapes:
-            raise Failure(2, f"{a.results}: no tune results" + (f" for {gpu}" if gpu else ""))
-        dirs = search_path(a.problem_path)
-        problems = {name: Problem(name, dirs) for name in sorted({p for p, _ in shapes})}
-        l2, flush = flush_buffer(torch)
-        props = torch.cuda.get_device_properties(0)
-        doc = {"kind": "tune.torch_baseline", "schema_version": 1,
-               "device": {"name": name, "slug": slug, "compute_capability": f"{props.major}.{props.minor}",
-                          "l2_cache_bytes": l2},
-               "context": {"torch_version": torch.__version__, "cuda_version": torch.version.cuda,
-                           "created_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                           "host": socket.gethostname(), "command_line": " ".join(sys.argv),
-                           "references": {name: str(p.reference) for name, p in problems.items()},
-                           "allow_tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
-                           "allow_tf32_cudnn": torch.backends.cudnn.allow_tf32, "export": a.export},
-               "method": method_record(a, l2),
-               "device_peaks": {"copy_gb_per_s": copy_bandwidth(torch),
-                                "method": "device-to-device copy of 1 GiB (bytes read + written), CUDA events, median "
-                                          "of 20"},
-               "entries": []}
-        export = load_export(a.export) if a.export else None
-        out = pathlib.Path(a.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        for problem, shape in shapes:
-            doc["entries"].append(measure(problems, torch, problem, shape, a, flush,
-                                          lambda line: print(line, flush=True), export))
-            tmp = out.with_suffix(".tmp")  # written after every shape: an interrupted run keeps what it measured
-            tmp.write_text(json.dumps(doc, indent=1) + "\n")
-            os.replace(tmp, out)
+            dtypes.parse(a.dtype)
+        except ValueError as e:
+            raise Failure(2, f"--dtype: {e}")
+    if not pathlib.Path(a.results).is_dir():
+        raise Failure(2, f"{a.results}: not a folder (give the results folder, e.g. results/)")
+    if a.list:
+        for problem, shape in shapes_in(a.results, a.gpu):
+            print(f"{problem} {shape_text(shape)}")
+        return
+    torch = import_cuda_torch()
+    if a.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    slug = device_slug(torch.cuda.get_device_name(0))
+    gpu = a.gpu or (slug if (pathlib.Path(a.results) / slug).is_dir() else None)
+    runs = results_in(a.results, gpu)
+    shapes = [(p, dict(run["shape"], _tune_median_us=winner_median(run))) for (p, _), run in sorted(runs.items())]
+    if a.dtype:
+        shapes = with_dtype(shapes, a.dtype)
+    if not shapes:
+        raise Failure(2, f"{a.results}: no tune results" + (f" for {gpu}" if gpu else ""))
+    dirs = search_path(a.problem_path)
+    first = {p: shape for p, shape in reversed(shapes)}  # each problem read at its first shape
+    problems = {name: Problem(name, dirs, first[name]) for name in sorted(first)}
+    l2, flush = flush_buffer(torch)
+    doc = baseline_doc(torch, a, problems, l2)
+    export = load_export(a.export) if a.export else None
+    out = pathlib.Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for problem, shape in shapes:
+        doc["entries"].append(measure(problems, torch, problem, shape, a, flush,
+                                      lambda line: print(line, flush=True), export))
+        tmp = out.with_suffix(".tmp")  # written after every shape: an interrupted run keeps what it measured
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
+        os.replace(tmp, out)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if len(argv) == 2 and argv[0] in ("--probe", "--one"):
+            return probe(argv[1]) if argv[0] == "--probe" else run_one(argv[1])
+        run_baseline(parse_args(argv))
     except Failure as e:
         print(f"torch_baseline: {e}", file=sys.stderr)
         return e.code

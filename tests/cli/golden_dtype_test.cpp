@@ -128,41 +128,7 @@ TEST(GoldenDtype, AValueOrDtypeTheProblemDoesNotHoldIsRefusedInOneLine) {
         "--T float64 is not a dtype problem dtype_problem takes (--T: float32, bfloat16, float16)");
 }
 
-// problem_folder.py's rounding is tune's round_to (dtype.hpp), bit for bit: ties to even, from the
-// double directly (no double rounding through float32), float16 subnormals, integers and bool.
-TEST(GoldenDtype, TheScriptsRoundingIsTunes) {
-  const double bf_tie = 1.0 + std::ldexp(1.0, -8);  // halfway between two bfloat16 values
-  const std::vector<double> values{0.1, -0.1, 1.0 / 3, bf_tie, bf_tie + std::ldexp(1.0, -40), 1.0 + 3 * std::ldexp(1.0, -8),
-                                   1.0 + std::ldexp(1.0, -11), 1.0 + 3 * std::ldexp(1.0, -11), 65504.0, 3e-8, 6.1e-5,
-                                   -2.5, 7e4, 300.0, -129.5, 123456.789, -0.0};
-  std::ostringstream list;
-  list.precision(17);
-  for (const double v : values) list << v << ",";
-  const std::string script = "import sys; sys.path.insert(0, '" + std::string(TUNE_REPO_DIR) +
-                             "/scripts'); import problem_folder as pf; v = [" + list.str() +
-                             "]\nfor d in ['bfloat16', 'float16', 'float32', 'float64', 'int8', 'int64', 'bool']:"
-                             " print(d, ' '.join(repr(float(x)) for x in pf.round_to(d, v)))";
-  const fs::path file = fs::path(out_dir("golden_dtype_rounding")) / "round.py";
-  fs::create_directories(file.parent_path());
-  std::ofstream(file) << script << "\n";
-  const Result r = run_command(python() + " " + file.string());
-  ASSERT_EQ(r.code, 0) << r.output;
-  std::istringstream lines(r.output);
-  std::string name;
-  int dtypes = 0;
-  while (lines >> name) {
-    const tune::DType d = *tune::parse_dtype(name);
-    for (const double v : values) {
-      std::string got;
-      lines >> got;
-      EXPECT_EQ(std::stod(got), tune::round_to(d, v)) << name << " " << v;
-    }
-    ++dtypes;
-  }
-  EXPECT_EQ(dtypes, 7) << r.output;
-}
-
-// make_goldens.py (its default generator, tune's mirrored) writes the very data tune draws at that
+// make_goldens.py (through tune problem draw) writes the very data tune draws at that
 // seed: every parameter and input of a folder, per dtype, the float inits, index, integers,
 // bernoulli and edits, equal to Problem::make_data's parity data value for value.
 TEST(GoldenDtype, TheScriptDrawsTheDataTuneDraws) {

@@ -81,6 +81,10 @@ TEST(TorchCompare, TheModuleIsTimedOnTheRunsInputsRecordedAndComparedGraphAgains
   EXPECT_EQ(request.at("seed"), 7);
   EXPECT_EQ(request.at("shape"), t.results.at("shape"));
   EXPECT_EQ(request.at("tensors").size(), t.results.at("context").at("tensors").size() - 1);  // all but the output
+  // The problem as tune reads it at the shape (tune problem show's object): the harness runs no tune.
+  EXPECT_EQ(request.at("problem_show").at("kind"), "tune.problem_show");
+  EXPECT_EQ(request.at("problem_show").at("shape"), t.results.at("shape"));
+  EXPECT_EQ(request.at("problem_show").at("tensors").size(), t.results.at("context").at("tensors").size());
   // The last line: the winner's graph time against the module's graph median.
   const Json& winner = *std::find_if(t.results.at("variants").begin(), t.results.at("variants").end(), [&](const Json& v) {
     return v.at("name") == t.results.at("summary").at("winner");

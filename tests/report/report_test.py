@@ -680,29 +680,39 @@ class TorchBaselineParts(unittest.TestCase):
         self.assertEqual(c.exception.code, 2)
         self.assertIn("tune export torch", str(c.exception))
 
-    def test_the_tolerance_is_read_as_tune_reads_it(self):
-        class P:
-            spec = {"tolerance": {"atol": 1e-4, "rtol": 1e-3}}
-        self.assertEqual(self.tb.tolerance_of(P), (1e-4, 1e-3))
-        P.spec = {"tolerance": 2e-4}
-        self.assertEqual(self.tb.tolerance_of(P), (2e-4, 0.0))
+    def test_the_tolerance_is_tunes(self):
+        # tune problem show gives each dtype's tolerance as tune's parity takes it (issue 38: no second
+        # reader of problem.json); the baseline looks the output's dtype up in it.
+        folder = dtype_folder("tolerance", {"atol": 1e-4, "rtol": 1e-3, "float16": {"rtol": 2e-3}, "module": {"k": 3}})
+        facts = self.tb.tp.show(folder, {"M": 8})
+        self.assertEqual(self.tb.tolerance_of(facts, "float32"), (1e-4, 1e-3))
+        self.assertEqual(self.tb.tolerance_of(facts, "bfloat16"), (1e-5, 1.6e-2))
+        self.assertEqual(self.tb.tolerance_of(facts, "float16"), (1e-5, 2e-3))
+        self.assertEqual(self.tb.tolerance_of(facts, "int64"), (0.0, 0.0))
+        self.assertEqual(self.tb.module_rule_of(facts, "bfloat16"), (3.0, 1e-5))
 
-    def test_the_tolerance_follows_the_output_dtype(self):
-        class P:
-            spec = {"tolerance": {"atol": 1e-4, "rtol": 1e-3, "float16": {"rtol": 2e-3}, "module": {"k": 3}}}
-        self.assertEqual(self.tb.tolerance_of(P, "float32"), (1e-4, 1e-3))
-        self.assertEqual(self.tb.tolerance_of(P, "bfloat16"), (1e-5, 1.6e-2))
-        self.assertEqual(self.tb.tolerance_of(P, "float16"), (1e-5, 2e-3))
-        self.assertEqual(self.tb.tolerance_of(P, "int64"), (0.0, 0.0))
-        self.assertEqual(self.tb.module_rule_of(P, "bfloat16"), (3.0, 1e-5))
+
+def dtype_folder(name, tolerance=None):
+    """A copy of tests/fixtures/dtype_problem (x and out in T, idx int64), with `tolerance` if given."""
+    folder = OUT / "problems" / name / "dtype_problem"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(SRC / "tests" / "fixtures" / "dtype_problem", folder)
+    if tolerance is not None:
+        spec = json.loads((folder / "problem.json").read_text())
+        spec["tolerance"] = tolerance
+        (folder / "problem.json").write_text(json.dumps(spec))
+    return folder
 
 
 class TorchBaselineDtypes(unittest.TestCase):
     """torch_baseline.py's dtypes (issue 35), without torch or a GPU: which dtype each tensor and the
     module take at a shape, --dtype, and a bad --dtype refused before torch is needed."""
-    SPEC = {"dtypes": {"T": {"values": ["float32", "bfloat16"], "default": "float32"}},
-            "tensors": [{"name": "x", "role": "input", "dtype": "T"}, {"name": "idx", "role": "input", "dtype": "int64"},
-                        {"name": "w", "role": "parameter"}, {"name": "out", "role": "output", "dtype": "T"}]}
+    # tune problem show's facts (tensors in tune's order: parameters, inputs, the output).
+    FACTS = {"shape": {"B": 2, "T": "bfloat16"}, "dtypes": {"T": {"values": ["float32", "bfloat16"], "default": "float32"}},
+             "tensors": [{"name": "w", "role": "parameter", "dtype": "float32"},
+                         {"name": "x", "role": "input", "dtype": "bfloat16"},
+                         {"name": "idx", "role": "input", "dtype": "int64"},
+                         {"name": "out", "role": "output", "dtype": "bfloat16"}]}
 
     @classmethod
     def setUpClass(cls):
@@ -712,21 +722,42 @@ class TorchBaselineDtypes(unittest.TestCase):
             cls.tb = TorchBaselineParts.tb
 
     def test_the_shapes_dtype_variable_binds_the_tensors_and_the_module(self):
-        bound, of, module = self.tb.dtype_plan(self.SPEC, {"B": 2, "T": "bfloat16"})
+        bound, of, module = self.tb.dtype_plan(self.FACTS)
         self.assertEqual(bound, {"T": "bfloat16"})
         self.assertEqual(of, {"x": "bfloat16", "idx": "int64", "w": "float32", "out": "bfloat16"})
         self.assertEqual(module, "bfloat16")
-        # An older results file has no T: the variable's default.
-        self.assertEqual(self.tb.dtype_plan(self.SPEC, {"B": 2})[2], "float32")
+        # An integer output: the module takes the first floating input's or parameter's dtype.
+        ints = dict(self.FACTS, tensors=self.FACTS["tensors"][:3] + [{"name": "o", "role": "output", "dtype": "int64"}])
+        self.assertEqual(self.tb.dtype_plan(ints)[2], "float32")
 
     def test_dtype_overrides_the_variables_or_a_problems_floating_tensors(self):
-        self.assertEqual(self.tb.dtype_plan(self.SPEC, {"B": 2, "T": "float32"}, "bfloat16")[1]["x"], "bfloat16")
-        plain = {"tensors": [{"name": "x", "role": "input"}, {"name": "i", "role": "input", "dtype": "int32"},
-                             {"name": "o", "role": "output"}]}
-        self.assertEqual(self.tb.dtype_plan(plain, {"B": 2}, "float16"),
+        # With dtype variables, tune binds them (Problem.facts passes --T NAME); tune refuses a value
+        # the variable does not take.
+        problem = object.__new__(self.tb.Problem)
+        problem.folder, problem.dtype_variables, problem.given = dtype_folder("override"), ["T"], None
+        facts = problem.facts({"M": 8, "T": "float32"}, "bfloat16")
+        self.assertEqual(self.tb.dtype_plan(facts, "bfloat16")[1], {"x": "bfloat16", "idx": "int64", "out": "bfloat16"})
+        with self.assertRaisesRegex(self.tb.tp.ProblemError, "--T float16 is not a dtype problem dtype_problem takes"):
+            problem.facts({"M": 8}, "float16")
+        plain = {"shape": {"B": 2}, "dtypes": {},
+                 "tensors": [{"name": "x", "role": "input", "dtype": "float32"},
+                             {"name": "i", "role": "input", "dtype": "int32"},
+                             {"name": "o", "role": "output", "dtype": "float32"}]}
+        self.assertEqual(self.tb.dtype_plan(plain, "float16"),
                          ({}, {"x": "float16", "i": "int32", "o": "float16"}, "float16"))
-        with self.assertRaisesRegex(ValueError, "not one of its values"):
-            self.tb.dtype_plan(self.SPEC, {"B": 2}, "float16")
+
+    def test_tunes_request_gives_the_facts_and_no_tune_runs(self):
+        # tune --torch writes tune problem show's object into request.json: --one reads no problem itself.
+        folder = SRC / "examples" / "rmsnorm"
+        facts = self.tb.tp.show(folder, {"M": 4, "T": "bfloat16"})
+        saved, os.environ["TUNE_BIN"] = os.environ["TUNE_BIN"], str(OUT / "no_tune_here")
+        try:
+            problem = self.tb.Problem("rmsnorm", [], facts["shape"], folder=folder, facts=facts)
+            self.assertIs(problem.facts(facts["shape"]), facts)
+            with self.assertRaises(self.tb.tp.ProblemError):  # any other question would need tune
+                problem.facts(facts["shape"], "float16")
+        finally:
+            os.environ["TUNE_BIN"] = saved
 
     def test_with_dtype_times_each_shape_once_and_keeps_the_winner_time_of_a_run_in_that_dtype(self):
         shapes = [("p", {"B": 2, "T": "float32", "_tune_median_us": 10.0}),

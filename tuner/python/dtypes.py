@@ -50,33 +50,3 @@ def numpy_dtype(name):
 def torch_dtype(torch, name):
     """torch.bfloat16 for "bfloat16": PyTorch spells every one of these names as an attribute."""
     return getattr(torch, parse(name))
-
-
-def variables(problem):
-    """{dtype variable: {"values": [...], "default": name or None}} of a problem.json (its "dtypes")."""
-    out = {}
-    for var, spec in (problem.get("dtypes") or {}).items():
-        out[var] = {"values": list((spec or {}).get("values") or []), "default": (spec or {}).get("default")}
-    return out
-
-
-def bind(problem, shape, override=None):
-    """{dtype variable: dtype} at a shape: the shape's value (a results file's "shape" holds a dtype
-    variable as its name), else `override`, else the variable's default. ValueError when none gives
-    one, or when the dtype is not among the variable's values."""
-    out = {}
-    for var, spec in variables(problem).items():
-        name = override or shape.get(var) or spec["default"]
-        if name is None:
-            raise ValueError(f"dtype variable {var}: the shape gives none and it has no default")
-        parse(name)
-        if spec["values"] and name not in spec["values"]:
-            raise ValueError(f"dtype variable {var} = {name}: not one of its values ({', '.join(spec['values'])})")
-        out[var] = name
-    return out
-
-
-def of_tensor(tensor, bound):
-    """A problem.json tensor's dtype: its "dtype" (a dtype name or a bound variable), default float32."""
-    d = tensor.get("dtype", DEFAULT)
-    return bound[d] if d in bound else parse(d)

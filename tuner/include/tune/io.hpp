@@ -56,6 +56,15 @@ struct DrawRequest {
 std::filesystem::path draw_problem_data(const Problem& problem, const Shape& shape, const DrawRequest& request,
                                         const std::filesystem::path& out);
 
+// `tune problem show --json`: the problem as tune reads it at `shape` (check_shape passed), for the
+// Python tools (goldens, the torch baseline) that would otherwise read problem.json again:
+// {"kind": "tune.problem_show", "schema_version": 1, "problem", "folder", "reference" (reference.py,
+// absolute, or null), "shape" (with dtype defaults), "dtypes": {variable: {"values", "default"}},
+// "tensors": [{"name", "role", "dtype", "shape"}] (parameters, inputs, then the output, each group in
+// the file's order: the order of `tune problem draw`), "edge_cases", "tolerance": {dtype: {"atol",
+// "rtol", "module_k", "module_atol", "rule"}} for every dtype (an output cast with --dtype included)}.
+nlohmann::ordered_json problem_facts(const Problem& problem, const Shape& shape);
+
 // <stem>.json.gz beside <stem>.json: the form a results file of record over 256 KB is kept in.
 std::filesystem::path compressed_result_path(const std::filesystem::path& json);
 // The results file of one shape, given its <dir>/<stem>.json: that file, else <stem>.json.gz beside

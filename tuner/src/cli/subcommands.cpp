@@ -291,12 +291,32 @@ class ResultsCommand final : public Subcommand {
   bool json_ = false;
 };
 
+// One shape of --problem from the shape options a `tune problem` subcommand was given (--B 3 ...):
+// the subcommands take them themselves, so they are left out of check_no_extras.
+struct ProblemAtShape {
+  const Problem& problem;
+  Shape shape;
+  std::string described;
+};
+ProblemAtShape problem_at_shape(const CLI::App& root, const CLI::App& app, const TuneOptions& main_options,
+                                const std::string& command) {
+  if (main_options.problem.empty()) throw InputError(fmt::format("{}: --problem is required (a name or a folder)", command));
+  std::vector<std::string> extras = root.remaining();
+  for (const auto& e : app.remaining()) extras.push_back(e);
+  const auto items = expand_dims(main_options.problem, shape_lists(extras));
+  if (items.size() != 1)
+    throw InputError(fmt::format("{}: {} shapes given; give one value per dimension", command, items.size()));
+  const Problem& problem = find_problem(main_options.problem);
+  return {problem, resolve_shape(problem, load_space(main_options.problem, std::nullopt), items.front().dims),
+          items.front().describe()};
+}
+
 // `tune problem draw`: tune's data draw of a problem and shape as .npy files (draw_problem_data).
-// Takes the shape options itself (--B 3 ...), so it is left out of check_no_extras.
 class ProblemDrawCommand final : public Subcommand {
  public:
   ProblemDrawCommand(CLI::App& root, const TuneOptions& main_options) : root_(root), main_options_(main_options) {
-    group_ = root.add_subcommand("problem", "work with a problem folder (problem draw: the data tune draws)");
+    group_ = root.add_subcommand("problem", "work with a problem folder (problem draw: the data tune draws; problem "
+                                            "show: the problem as tune reads it at a shape)");
     group_->require_subcommand(1);
     app_ = group_->add_subcommand("draw", "write the tensors tune draws for --problem at a shape (--B 3 ...) as .npy "
                                           "files with index.json, for goldens and the torch baseline");
@@ -317,15 +337,9 @@ class ProblemDrawCommand final : public Subcommand {
       throw InputError(fmt::format("--seed {}: expected an integer from 0 to {}", seed_text_,
                                    std::numeric_limits<std::uint64_t>::max()));
     request_.purpose = purpose_ == "timing" ? DataPurpose::kTiming : DataPurpose::kParity;
-    std::vector<std::string> extras = root_.remaining();
-    for (const auto& e : app_->remaining()) extras.push_back(e);
-    const auto items = expand_dims(main_options_.problem, shape_lists(extras));
-    if (items.size() != 1)
-      throw InputError(fmt::format("tune problem draw: {} shapes given; give one value per dimension", items.size()));
-    const Problem& problem = find_problem(main_options_.problem);
-    const Shape shape = resolve_shape(problem, load_space(main_options_.problem, std::nullopt), items.front().dims);
-    const auto index = draw_problem_data(problem, shape, request_, out_);
-    fmt::print("draw: {} at {}: {}\n", problem.name(), items.front().describe(), index.string());
+    const ProblemAtShape at = problem_at_shape(root_, *app_, main_options_, "tune problem draw");
+    const auto index = draw_problem_data(at.problem, at.shape, request_, out_);
+    fmt::print("draw: {} at {}: {}\n", at.problem.name(), at.described, index.string());
     return 0;
   }
 
@@ -335,6 +349,41 @@ class ProblemDrawCommand final : public Subcommand {
   CLI::App* group_ = nullptr;
   std::string seed_text_ = "0", purpose_ = "parity", out_;
   DrawRequest request_;
+};
+
+// `tune problem show`: the problem as tune reads it at one shape (problem_facts), for the Python
+// tools that would otherwise read problem.json a second time.
+class ProblemShowCommand final : public Subcommand {
+ public:
+  ProblemShowCommand(CLI::App& root, CLI::App& group, const TuneOptions& main_options)
+      : root_(root), main_options_(main_options) {
+    app_ = group.add_subcommand("show", "print --problem at a shape (--B 3 ...) as tune reads it: its folder, "
+                                        "reference, tensors with their dtypes and shapes, edge cases, tolerances");
+    app_->add_flag("--json", json_, "print it as one JSON object (docs/cli.md) for other readers");
+  }
+
+  int run(const Log&) override {
+    const ProblemAtShape at = problem_at_shape(root_, *app_, main_options_, "tune problem show");
+    const auto facts = problem_facts(at.problem, at.shape);
+    if (json_) {
+      fmt::print("{}\n", facts.dump());
+      return 0;
+    }
+    fmt::print("{} at {} ({})\n", at.problem.name(), at.shape.describe(), facts.at("folder").get<std::string>());
+    fmt::print("  reference: {}\n", facts.at("reference").is_null() ? std::string("built-in only")
+                                                                       : facts.at("reference").get<std::string>());
+    for (const auto& t : facts.at("tensors"))
+      fmt::print("  {} {} {} [{}]\n", t.at("name").get<std::string>(), t.at("role").get<std::string>(),
+                 t.at("dtype").get<std::string>(), fmt::join(t.at("shape").get<std::vector<std::int64_t>>(), ", "));
+    const auto edge = facts.at("edge_cases").get<std::vector<std::string>>();
+    fmt::print("  edge cases: {}\n", edge.empty() ? std::string("none") : fmt::format("{}", fmt::join(edge, ", ")));
+    return 0;
+  }
+
+ private:
+  CLI::App& root_;
+  const TuneOptions& main_options_;
+  bool json_ = false;
 };
 
 class ListCommand final : public Subcommand {
@@ -427,13 +476,14 @@ Subcommands add_subcommands(CLI::App& root, const TuneOptions& main_options) {
   auto* list = add<ListCommand>(subs, root);
   auto* results = add<ResultsCommand>(subs, root);
   auto* draw = add<ProblemDrawCommand>(subs, root, main_options);
+  auto* show = add<ProblemShowCommand>(subs, root, *draw->group(), main_options);
   // A subcommand takes the main options too (tune list --problem-path DIR); what none of them knows
   // is refused by check_no_extras (only a tune takes shape options).
   for (const auto& sub : subs.owned) sub->app().fallthrough();
   export_torch->group()->fallthrough();
   draw->group()->fallthrough();
   subs.checked = {verify, report, header, merge, list, check, export_torch, nvrtc, results};
-  subs.dispatched = {list, verify, report, check, header, export_torch, nvrtc, merge, results, draw};
+  subs.dispatched = {list, verify, report, check, header, export_torch, nvrtc, merge, results, draw, show};
   return subs;
 }
 

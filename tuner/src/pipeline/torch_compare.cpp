@@ -21,6 +21,7 @@
 #include "problems/python_reference.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
+#include "tune/io.hpp"
 #include "tune/journal.hpp"
 #include "tune/problem.hpp"
 #include "tune/io.hpp"
@@ -118,13 +119,14 @@ std::string cache_key_of(const Problem& problem, const Shape& shape, const Devic
                     "tf32 off", fmt::format("{} {} {}", kSamples, kMaxSeconds, kGraphCalls), content_hash({slurp(h.script)})});
 }
 
-// request.json and the run's timing draw, each tensor a .npy file, for torch_baseline.py --one.
+// request.json and the run's timing draw, each tensor a .npy file, for torch_baseline.py --one; the
+// problem as tune reads it at the shape (problem_facts) rides along, so the harness runs no tune.
 void write_request(const std::filesystem::path& dir, const Problem& problem, const Shape& shape, const TorchCompare& o) {
   const ProblemData data = problem.make_data(shape, o.seed, DataPurpose::kTiming);
   Json request{{"problem", std::string(problem.name())}, {"folder", problem.dir().string()},
                {"shape", shape_to_json(shape)}, {"modes", mode_list(o.modes)}, {"device", o.device}, {"tf32", false},
                {"samples", kSamples}, {"max_seconds", kMaxSeconds}, {"graph_calls", kGraphCalls},
-               {"seed", o.seed}, {"tensors", Json::array()}};
+               {"seed", o.seed}, {"problem_show", problem_facts(problem, shape)}, {"tensors", Json::array()}};
   std::size_t n = 0;
   for (const auto* group : {&data.params, &data.inputs})
     for (const HostTensor& t : *group) {
