@@ -90,6 +90,17 @@ __device__ __forceinline__ void copy_stage(float* smem, const float* __restrict_
   copy_tile<BN, BK, K, N, THREADS>(st + L::kA, w, n0, kt * BK);
 }
 
+// Split-K: the copies of k-tile kt (columns kt * BK ..) into stage slot `slot`, which counts the
+// block's own tiles (its K range starts at a tile other than 0), not the tile index.
+template <int BM, int BN, int BK, int STAGES, int M, int K, int N, int THREADS>
+__device__ __forceinline__ void copy_stage_to(float* smem, int slot, const float* __restrict__ xn,
+                                              const float* __restrict__ w, int m0, int n0, int kt) {
+  using L = MmaSmem<BM, BN, BK, STAGES>;
+  float* st = smem + slot * L::kStage;
+  copy_tile<BM, BK, K, M, THREADS>(st, xn, m0, kt * BK);
+  copy_tile<BN, BK, K, N, THREADS>(st + L::kA, w, n0, kt * BK);
+}
+
 // acc += A B^T over one stage: the warp's WM x WN tile (rows wm0.., columns wn0.. of the block
 // tile), MT x NT MMA tiles of 16 x 8, k-steps of 8, every product in 3xTF32.
 // The k order inside a step is free as long as A and B agree: the fragment's k = t is taken from
@@ -157,6 +168,34 @@ __device__ __forceinline__ void warp_mma_stage(float (&acc)[MT][NT][4], const fl
     for (int i = 0; i < MT; ++i)
 #pragma unroll
       for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], ahi[i], bhi[j]);
+  }
+}
+
+// Split-K: the warp's accumulators (a partial sum over the block's K range) into dst, the slice of
+// this split (M x N, row-major), every element of the block tile inside M and N written (the
+// scratch is not zero-initialised), float2 where N is even, guarded at ragged M and N.
+template <int M, int N, int BM, int BN, int MT, int NT>
+__device__ __forceinline__ void store_partial(const float (&acc)[MT][NT][4], float* __restrict__ dst, int m0, int n0,
+                                              int wm0, int wn0) {
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int n = n0 + wn0 + 8 * j + 2 * t;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm0 + 16 * i + g + 8 * h;
+        if (M % BM != 0 && m >= M) continue;
+        float* o = dst + static_cast<long long>(m) * N + n;
+        if (N % 2 == 0 && (N % BN == 0 || n < N)) {
+          *reinterpret_cast<float2*>(o) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);  // 8-byte aligned
+        } else if (N % 2 != 0) {
+          if (n < N) o[0] = acc[i][j][2 * h];
+          if (n + 1 < N) o[1] = acc[i][j][2 * h + 1];
+        }
+      }
   }
 }
 

@@ -256,3 +256,111 @@ __global__ void __maxnreg__(255)
       }
   }
 }
+
+// algo mma, split_k > 1: the GEMM of launch 2 cut along K into SPLIT contiguous ranges of whole
+// BK tiles (cdiv(cdiv(K, BK), SPLIT) tiles each, the last range shorter), so that a shape with few
+// output tiles still puts enough warps on every SM. Block (tile, split = blockIdx.y) accumulates
+// its tile over its range, as ln_linear_gelu_mma_kernel does over all of K (same template
+// parameters, same pipeline), and stores the raw sum, no bias or GELU, into slice `split` of the
+// scratch `partial` (SPLIT x M x N floats): every element of the tile inside M and N, so
+// the epilogue below never reads an unwritten element (a range that were empty would store zeros).
+// ln fused: the prologue takes the statistics of whole rows, and the A fragments of tile kt are
+// normalised with gamma and beta of its own columns, as in the one-pass kernel.
+// Launch: grid (cdiv(M, BM) * cdiv(N, BN), SPLIT), block and dynamic shared memory as launch 2;
+// then ln_linear_gelu_splitk_epilogue.
+template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED, int SPLIT>
+__global__ void __maxnreg__(255)
+    ln_linear_gelu_mma_splitk_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
+                                     const float* __restrict__ norm_b, const float* __restrict__ fc_w,
+                                     float* __restrict__ partial) {
+  namespace k = tune_kernels::ln_linear_gelu;
+  constexpr int kWarpsN = BN / WN;
+  constexpr int kThreads = (BM / WM) * kWarpsN * 32;
+  constexpr int MT = WM / 16, NT = WN / 8;
+  constexpr int kTilesM = k::cdiv(M, BM), kTilesN = k::cdiv(N, BN);
+  constexpr int kKT = k::cdiv(K, BK);
+  constexpr int kPerSplit = k::cdiv(kKT, SPLIT);
+  static_assert(K % 4 == 0, "K must be a multiple of 4");
+  static_assert(BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0, "BK % 8, WM % 16 and WN % 8 must be 0");
+  static_assert(BM % WM == 0 && BN % WN == 0, "the warp tile must divide the block tile");
+  static_assert(STAGES >= 2 && SPLIT >= 1, "at least two stages and one split");
+  using L = k::MmaSmem<BM, BN, BK, STAGES>;
+  extern __shared__ __align__(16) float smem[];
+  using F = k::FusedLn<BM, K, BK>;
+  float* ln = smem + STAGES * L::kStage;  // LN_FUSED: FusedLn's layout
+
+  int tm, tn;
+  k::raster<kTilesM, kTilesN, GROUP_M>(blockIdx.x, tm, tn);
+  const int m0 = tm * BM, n0 = tn * BN;
+  const int warp = threadIdx.x >> 5;
+  const int wm0 = (warp / kWarpsN) * WM, wn0 = (warp % kWarpsN) * WN;
+  const int kt0 = blockIdx.y * kPerSplit;                      // the range's first k-tile
+  const int nkt = kKT - kt0 < kPerSplit ? kKT - kt0 : kPerSplit;  // its k-tiles (<= 0: none)
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nkt) k::copy_stage_to<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, s, a_src, fc_w, m0, n0, kt0 + s);
+    k::cp_async_commit();
+  }
+  if constexpr (LN_FUSED) k::fused_ln_prologue<M, K, BM, BK, kThreads>(a_src, norm_w, norm_b, ln, m0);
+#pragma unroll 1
+  for (int i = 0; i < nkt; ++i) {  // i: the range's tile, in slot i % STAGES; kt0 + i: its columns
+    k::cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile i is visible to all; every warp is done with tile i - 1's slot
+    if (i + STAGES - 1 < nkt)
+      k::copy_stage_to<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, (i + STAGES - 1) % STAGES, a_src, fc_w, m0, n0,
+                                                               kt0 + i + STAGES - 1);
+    k::cp_async_commit();
+    const float* st = smem + (i % STAGES) * L::kStage;
+    const int kc = (kt0 + i) * BK;
+    if constexpr (LN_FUSED) {
+      k::warp_mma_stage<BK, MT, NT, true>(acc, st, st + L::kA, wm0, wn0, ln + kc, ln + F::kPadK + kc, ln + F::kMean,
+                                          ln + F::kRstd);
+    } else {
+      k::warp_mma_stage<BK, MT, NT, false>(acc, st, st + L::kA, wm0, wn0, nullptr, nullptr, nullptr, nullptr);
+    }
+  }
+  k::cp_async_wait<0>();
+  (void)norm_w, (void)norm_b;
+  k::store_partial<M, N, BM, BN, MT, NT>(acc, partial + static_cast<long long>(blockIdx.y) * M * N, m0, n0, wm0, wn0);
+}
+
+// algo mma, split_k > 1, the last launch: out = GELU(sum over s = 0 .. SPLIT-1 of partial[s] +
+// fc.bias), the slices summed in that order (deterministic: the same bits every run). One thread
+// per 4 elements (float4: N % 4 == 0 keeps every slice and row 16-byte aligned), else per element.
+// Launch: grid cdiv(M * N, N % 4 == 0 ? 1024 : 256) (problem.json's epi_grid), block 256.
+template <int M, int N, int SPLIT>
+__global__ void __launch_bounds__(256) ln_linear_gelu_splitk_epilogue(const float* __restrict__ partial,
+                                                                      const float* __restrict__ fc_b,
+                                                                      float* __restrict__ out) {
+  namespace k = tune_kernels::ln_linear_gelu;
+  constexpr long long kSlice = static_cast<long long>(M) * N;
+  const long long u = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
+  if constexpr (N % 4 == 0) {
+    if (u >= kSlice / 4) return;
+    const float4* p = reinterpret_cast<const float4*>(partial) + u;
+    float4 v = __ldg(p);
+#pragma unroll
+    for (int s = 1; s < SPLIT; ++s) {
+      const float4 w = __ldg(p + s * (kSlice / 4));
+      v = make_float4(v.x + w.x, v.y + w.y, v.z + w.z, v.w + w.w);
+    }
+    const float4 b = __ldg(reinterpret_cast<const float4*>(fc_b) + static_cast<int>((4 * u) % N) / 4);
+    reinterpret_cast<float4*>(out)[u] =
+        make_float4(k::gelu_erf(v.x + b.x), k::gelu_erf(v.y + b.y), k::gelu_erf(v.z + b.z), k::gelu_erf(v.w + b.w));
+  } else {
+    if (u >= kSlice) return;
+    float v = __ldg(partial + u);
+#pragma unroll
+    for (int s = 1; s < SPLIT; ++s) v += __ldg(partial + s * kSlice + u);
+    out[u] = k::gelu_erf(v + __ldg(fc_b + static_cast<int>(u % N)));
+  }
+}

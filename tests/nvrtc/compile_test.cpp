@@ -112,6 +112,53 @@ TEST(Nvrtc, LnLinearGeluTensorCoreSpaceRefusesWhatDoesNotFitAndCompilesWithoutSp
   }
 }
 
+// examples/ln_linear_gelu's split-K and 16-wide warp tiles (issue 36) at ragged shapes (M 1000,
+// K 260: 17 k-tiles of 16, N 300 and odd N 301): the split GEMM, the epilogue (float4 and scalar) and
+// the narrowest warp tiles compile for sm_90 without spills; so does the split GEMM with ln fused,
+// which the constraints leave out of the space (the launch is there for a space that allows it).
+TEST(Nvrtc, LnLinearGeluSplitKAndNarrowWarpTilesCompileWithoutSpills) {
+  const std::string dir = (std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu").string();
+  const Space space = load_space(dir, std::nullopt);
+  const DeviceLimits limits = DeviceLimits::for_arch(90);
+  const auto at = [&](std::int64_t n) { return resolve_shape(find_problem(dir), space, {{"M", 1000}, {"K", 260}, {"N", n}}); };
+  const auto mma = [&](const nlohmann::ordered_json& edits) {
+    nlohmann::ordered_json j = space.to_json(space.baseline());
+    j.update({{"bm", 64}, {"bn", 64}, {"bk", 16}, {"algo", "mma"}, {"stages", 4}, {"group_m", 8}, {"split_k", 2}});
+    j.update(edits);
+    return space.from_json(j);
+  };
+  struct Case {
+    Config config;
+    Shape shape;
+    bool valid;
+  };
+  const std::vector<Case> cases = {
+      {mma({{"split_k", 2}}), at(300), true},
+      {mma({{"split_k", 4}, {"bm", 128}, {"wm", 64}, {"group_m", 1}}), at(300), true},
+      {mma({{"bm", 32}, {"wm", 16}, {"wn", 16}, {"stages", 3}}), at(301), true},
+      {mma({{"wm", 16}, {"wn", 32}, {"split_k", 1}}), at(301), true},
+      {mma({{"ln", "fused"}, {"wn", 64}}), at(301), false}};
+  std::vector<Lowered> lowered;
+  for (const Case& c : cases) {
+    EXPECT_EQ(space.violated_constraint(c.config, c.shape, limits).empty(), c.valid) << space.name(c.config);
+    lowered.push_back(space.lower(c.config, c.shape, limits));
+  }
+  const std::vector<CompileResult> results = test::compile_all(lowered, default_options(90));
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string name = space.name(cases[i].config);
+    ASSERT_TRUE(results[i].ok) << name << ":\n" << results[i].log;
+    ASSERT_EQ(results[i].lowered_names.size(), lowered[i].launches.size()) << name;
+    for (const auto& lowered_name : results[i].lowered_names) {
+      const auto it = results[i].resources.find(lowered_name);
+      ASSERT_NE(it, results[i].resources.end()) << lowered_name << "\n" << results[i].log;
+      EXPECT_EQ(it->second.spill_store_bytes, 0) << name << " " << lowered_name;
+    }
+  }
+  EXPECT_EQ(lowered[0].launches.back().name_expression, "ln_linear_gelu_splitk_epilogue<1000,300,2>");
+  EXPECT_EQ(lowered[4].launches.size(), 2u);  // fused: the split GEMM on x, then the epilogue
+  EXPECT_EQ(lowered[4].launches[0].args.front(), "x");
+}
+
 TEST(Nvrtc, ContactRepresentativeSubsetCompilesForSm90) { compile_subset("contact", {{"B", 4}, {"N", 64}}); }
 
 TEST(Nvrtc, SceneGraphRepresentativeSubsetCompilesForSm90) { compile_subset("scene_graph", {{"B", 4}, {"N", 24}}); }

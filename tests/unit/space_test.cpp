@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 
 #include <fmt/format.h>
@@ -8,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tune/errors.hpp"
+#include "tune/io.hpp"
 #include "tune/problem.hpp"
+#include "tune/record.hpp"
 #include "space/kernel_scan.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
@@ -538,6 +541,106 @@ TEST(KernelSources, IncludeDirectivesAreFoundWithTheirLines) {
   EXPECT_EQ(d[2].line, 5u);
   EXPECT_EQ(d[3].delimiter, 0);
   EXPECT_EQ(d[3].name, "MACRO");
+}
+
+
+// examples/ln_linear_gelu's split-K (issue 36): split_k 2 lowers to the LayerNorm, the split GEMM
+// (a grid of tiles x splits into the scratch `partial`, split_k x M x N floats) and the epilogue that
+// sums the slices; split_k 1 (absent from older records) lowers the H200 winner of record to the very
+// launches it was measured with, so its name expressions (and machine code) stay those of the record.
+TEST(LnLinearGeluSpace, SplitKAddsAnEpilogueLaunchAndTheWinnerOfRecordLowersAsRecorded) {
+  const std::filesystem::path dir = std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu";
+  const Space space = load_space(dir.string(), std::nullopt);
+  const RunRecord run = read_result(std::filesystem::path(TUNE_REPO_DIR) / "results/h200/ln_linear_gelu/M1024_K1024_N1024.json.gz");
+  ASSERT_TRUE(run.winner.has_value());
+  const VariantRecord* winner = run.find(*run.winner);
+  ASSERT_NE(winner, nullptr);
+  ASSERT_FALSE(winner->params.contains("split_k"));  // older than split_k: reads as its absent value 1
+  const DeviceLimits limits = run.limits();
+  const Config config = space.from_json(winner->params);
+  ASSERT_EQ(space.violated_constraint(config, run.shape, limits), "");
+  const Lowered unsplit = space.lower(config, run.shape, limits);
+  ASSERT_EQ(unsplit.launches.size(), winner->launches.size());
+  for (std::size_t i = 0; i < unsplit.launches.size(); ++i) {
+    const nlohmann::ordered_json& kept = winner->launches[i];
+    EXPECT_EQ(unsplit.launches[i].name_expression, kept.at("kernel").get<std::string>());
+    EXPECT_EQ(unsplit.launches[i].grid[0], kept.at("grid")[0].get<unsigned>());
+    EXPECT_EQ(unsplit.launches[i].dynamic_smem, kept.at("dynamic_smem_bytes").get<unsigned>());
+  }
+  ASSERT_EQ(unsplit.scratch.size(), 1u);  // xn only
+
+  nlohmann::ordered_json params = space.to_json(config);
+  params["split_k"] = 2;
+  const Config split = space.from_json(params);
+  ASSERT_EQ(space.violated_constraint(split, run.shape, limits), "");
+  const Lowered lowered = space.lower(split, run.shape, limits);
+  ASSERT_EQ(lowered.launches.size(), 3u);
+  EXPECT_EQ(lowered.launches[0].name_expression, "ln_rows_kernel<1024,1024>");
+  const KernelLaunch& gemm = lowered.launches[1];
+  EXPECT_EQ(gemm.name_expression, "ln_linear_gelu_mma_splitk_kernel<1024,1024,1024,64,64,16,32,32,4,8,0,2>");
+  EXPECT_EQ(gemm.grid, (std::array<unsigned, 3>{256, 2, 1}));  // 16 x 16 tiles, 2 splits
+  EXPECT_EQ(gemm.block, unsplit.launches[1].block);
+  EXPECT_EQ(gemm.dynamic_smem, unsplit.launches[1].dynamic_smem);  // the same stages
+  EXPECT_EQ(gemm.args, (std::vector<std::string>{"xn", "norm.weight", "norm.bias", "fc.weight", "partial"}));
+  const KernelLaunch& epilogue = lowered.launches[2];
+  EXPECT_EQ(epilogue.name_expression, "ln_linear_gelu_splitk_epilogue<1024,1024,2>");
+  EXPECT_EQ(epilogue.grid, (std::array<unsigned, 3>{1024, 1, 1}));  // a float4 a thread, 256 threads
+  EXPECT_EQ(epilogue.args, (std::vector<std::string>{"partial", "fc.bias", "out"}));
+  ASSERT_EQ(lowered.scratch.size(), 2u);
+  EXPECT_EQ(lowered.scratch[1].name, "partial");
+  EXPECT_EQ(lowered.scratch[1].elements(), 2 * 1024 * 1024);
+}
+
+// What the split-K and 16-wide warp tiles may combine with, at a ragged shape (M 1000, K 260, N 301:
+// no tile divides it, N odd), and the valid variants at the shapes of record stay about 1,500.
+TEST(LnLinearGeluSpace, SplitKAndNarrowWarpTilesKeepToWhatPaysAndTheSpaceStaysTractable) {
+  const std::string dir = (std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu").string();
+  const Space space = load_space(dir, std::nullopt);
+  const DeviceLimits limits = DeviceLimits::for_arch(90);
+  const auto at = [&](std::int64_t m, std::int64_t k, std::int64_t n) {
+    return resolve_shape(find_problem(dir), space, {{"M", m}, {"K", k}, {"N", n}});
+  };
+  const Shape ragged = at(1000, 260, 301);
+  const auto mma = [&](const nlohmann::ordered_json& edits) {
+    nlohmann::ordered_json j = space.to_json(space.baseline());
+    j.update({{"bm", 64}, {"bn", 64}, {"bk", 16}, {"algo", "mma"}, {"stages", 4}, {"group_m", 8}, {"split_k", 2}});
+    if (edits.is_object()) j.update(edits);  // {} is null
+    return space.from_json(j);
+  };
+  EXPECT_EQ(space.violated_constraint(mma({}), ragged, limits), "");
+  const Lowered lowered = space.lower(mma({}), ragged, limits);
+  ASSERT_EQ(lowered.launches.size(), 3u);
+  EXPECT_EQ(lowered.launches[1].grid, (std::array<unsigned, 3>{16 * 5, 2, 1}));
+  EXPECT_EQ(lowered.launches[2].grid[0], (1000u * 301u + 255u) / 256u);  // N odd: an element a thread
+  EXPECT_EQ(lowered.scratch.back().elements(), 2 * 1000 * 301);
+  EXPECT_EQ(space.lower(mma({}), at(1000, 260, 300), limits).launches[2].grid[0], (1000u * 300u + 1023u) / 1024u);
+  EXPECT_EQ(space.violated_constraint(mma({{"bk", 64}}), ragged, limits),
+            "split_k == 1 || cdiv(K, bk) >= 4 * split_k");  // 5 k-tiles: fewer than 4 a split
+  EXPECT_EQ(space.violated_constraint(mma({{"ln", "fused"}}), ragged, limits), "split_k == 1 || ln == separate");
+  EXPECT_EQ(space.violated_constraint(mma({{"split_k", 4}}), at(4096, 1024, 4096), limits),
+            "split_k == 1 || grid_tiles * split_k <= 4 * dev_sm_count");  // enough tiles without it
+  nlohmann::ordered_json simt = space.to_json(space.baseline());
+  simt["split_k"] = 2;
+  EXPECT_EQ(space.violated_constraint(space.from_json(simt), ragged, limits), "algo == mma || split_k == 1");
+  // 16-wide warp tiles: only to make a block of 8 warps, never 16 x 64.
+  EXPECT_EQ(space.violated_constraint(mma({{"wm", 16}, {"wn", 32}}), ragged, limits), "");
+  EXPECT_EQ(space.violated_constraint(mma({{"bn", 32}, {"wm", 16}, {"wn", 16}, {"split_k", 1}}), ragged, limits), "");
+  EXPECT_EQ(space.violated_constraint(mma({{"bm", 32}, {"bn", 32}, {"wm", 16}, {"wn", 32}, {"group_m", 1}}), ragged, limits),
+            "algo == simt || (wm >= 32 && wn >= 32) || threads == 256");
+  EXPECT_EQ(space.violated_constraint(mma({{"bm", 128}, {"wm", 16}, {"wn", 64}, {"group_m", 1}}), ragged, limits),
+            "algo == simt || (wm <= 2 * wn && wn <= 2 * wm)");
+
+  for (const Shape& shape : {at(1024, 1024, 1024), at(4096, 256, 256)}) {
+    const auto configs = space.enumerate(shape, limits).configs;
+    std::size_t split = 0, narrow = 0;
+    for (const Config& c : configs) {
+      split += space.numeric(c, "split_k") > 1;
+      narrow += space.numeric(c, "algo") == 1 && (space.numeric(c, "wm") == 16 || space.numeric(c, "wn") == 16);
+    }
+    EXPECT_LE(configs.size(), 1500u);
+    EXPECT_GT(split, 100u);
+    EXPECT_GT(narrow, 100u);
+  }
 }
 
 }  // namespace
