@@ -91,7 +91,7 @@ void PassRun::second_round() {
   for (const std::size_t i : promoted) {
     if (halved[i]) continue;  // done before the run was resumed
     ensure_compiled(i);
-    gpu->evaluate(results[i], lowered[i], run.variants[i], second_round);
+    gpu->evaluate(feed.results[i], lowered[i], run.variants[i], second_round);
     journal->append(kSecondRoundStage, run.variants[i]);
   }
   measure_busy += seconds_since(t);
@@ -102,7 +102,7 @@ std::vector<WorkerItem> PassRun::items_of(const std::vector<std::size_t>& idx) {
   std::vector<WorkerItem> items;
   for (const std::size_t i : idx) {
     ensure_compiled(i);
-    items.push_back({&results[i], &lowered[i], &run.variants[i]});
+    items.push_back({&feed.results[i], &lowered[i], &run.variants[i]});
   }
   return items;
 }
