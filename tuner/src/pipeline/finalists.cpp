@@ -94,7 +94,7 @@ void PassRun::second_round() {
     gpu->evaluate(feed.results[i], lowered[i], run.variants[i], second_round);
     journal->append(kSecondRoundStage, run.variants[i]);
   }
-  measure_busy += seconds_since(t);
+  tally.measure_busy += seconds_since(t);
   save();
 }
 
@@ -113,7 +113,7 @@ void PassRun::remeasure_strictly(const std::vector<std::size_t>& idx) {
   DeviceRunner::Options strict;
   strict.rule = StopRule::strict();
   gpu->remeasure(items, strict);
-  measure_busy += seconds_since(t);
+  tally.measure_busy += seconds_since(t);
 }
 
 // The top few (and the baseline), re-measured strictly in rounds, before a winner is named. The

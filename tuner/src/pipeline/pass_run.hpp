@@ -158,6 +158,16 @@ struct CompileFeed {
   std::vector<std::jthread> pool;
 };
 
+// What the search loop (search_loop.cpp) measured so far: its timing profile, the GPU's busy time,
+// the variants checked and passed, the best median, and whether the harness floor is measured.
+struct SearchTally {
+  DeviceRunner::Options first_round;
+  double measure_busy = 0;
+  std::size_t checked = 0, passed = 0;
+  std::optional<double> best;
+  bool floor_measured = false;
+};
+
 struct PassRun {
   const TuneOptions& o;
   Pass* pass;
@@ -199,11 +209,7 @@ struct PassRun {
   // (one at a time).
   CompileFeed feed;
   // search
-  DeviceRunner::Options first_round;
-  double measure_busy = 0;
-  std::size_t checked = 0, passed = 0;
-  std::optional<double> best;
-  bool floor_measured = false;
+  SearchTally tally;
 
   PassRun(const RunPlan& run_plan, const TuneOptions& options, Pass* p, SearchStrategy& s, std::optional<IsolatedRunner>& g)
       : o(options), pass(p), strategy(s), gpu(g), t_start(p ? p->started : Clock::now()),

@@ -55,18 +55,18 @@ namespace tune {
 // and the baseline get 100 in the strict re-measure, whose figures the report shows), and the
 // counts of the records taken from the journal, which count as done.
 void PassRun::prepare_search() {
-  first_round = strategy.profile();
+  tally.first_round = strategy.profile();
   for (std::size_t i = 0; i < n; ++i) {
     const VariantRecord& r = run.variants[i];
     if (!journaled[i] || !r.parity) continue;
-    ++checked;
+    ++tally.checked;
     if (r.status != Status::kPassed || !r.timing) continue;
-    ++passed;
-    if (!best || r.timing->median_us < *best) best = r.timing->median_us;
+    ++tally.passed;
+    if (!tally.best || r.timing->median_us < *tally.best) tally.best = r.timing->median_us;
     if (r.baseline && gpu) gpu->set_baseline_median(r.timing->median_us);
   }
-  floor_measured = pass && pass->floor;  // measured by an earlier pass of this run
-  if (floor_measured) run.harness_floor = pass->floor;
+  tally.floor_measured = pass && pass->floor;  // measured by an earlier pass of this run
+  if (tally.floor_measured) run.harness_floor = pass->floor;
 }
 
 // Each variant as it comes out of the compile threads: measured, logged, journaled.
@@ -125,16 +125,16 @@ void PassRun::measure(std::size_t i) {
     rec.reason = fmt::format("pruned before timing: spills {} bytes to local memory (--keep-spills measures it)",
                              rec.spill_bytes());
   } else {
-    if (!floor_measured) measure_floor();
+    if (!tally.floor_measured) measure_floor();
     const auto t = Clock::now();
-    gpu->evaluate(cr, lowered[i], rec, first_round);
+    gpu->evaluate(cr, lowered[i], rec, tally.first_round);
     const double took = seconds_since(t);
     rec.evaluate_ms = took * 1e3;
-    measure_busy += took;
-    ++checked;
+    tally.measure_busy += took;
+    ++tally.checked;
     if (rec.status == Status::kPassed) {
-      ++passed;
-      if (!best || rec.timing->median_us < *best) best = rec.timing->median_us;
+      ++tally.passed;
+      if (!tally.best || rec.timing->median_us < *tally.best) tally.best = rec.timing->median_us;
       if (rec.baseline) gpu->set_baseline_median(rec.timing->median_us);
     }
   }
@@ -143,7 +143,7 @@ void PassRun::measure(std::size_t i) {
 
 void PassRun::measure_floor() {
   run.harness_floor = gpu->floor();
-  floor_measured = true;
+  tally.floor_measured = true;
   if (pass) pass->floor = run.harness_floor;
   log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",
                   run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us,
@@ -162,8 +162,8 @@ void PassRun::log_progress(std::size_t done, std::size_t i) {
                            to_string(rec.status),
                            rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' ')),
                rec.name,
-               run.timed ? fmt::format("   (checked {}, passed {}, best {})", checked, passed,
-                                       best ? fmt::format("{:.2f} us", *best) : "-")
+               run.timed ? fmt::format("   (checked {}, passed {}, best {})", tally.checked, tally.passed,
+                                       tally.best ? fmt::format("{:.2f} us", *tally.best) : "-")
                          : std::string(),
                fmt::format("  {} elapsed{}", format_duration(elapsed),
                            ctx.stopped_by_time_budget ? std::string()
@@ -189,7 +189,7 @@ void PassRun::end_search() {
 // A search pass ends here: the records are in the journal; the next pass takes them and run_tune
 // chooses what follows.
 TuneOutcome PassRun::end_search_pass() {
-  run.wall.measure_wall_s = measure_busy + pass->measure_wall_s;
+  run.wall.measure_wall_s = tally.measure_busy + pass->measure_wall_s;
   save();
   if (gpu) gpu->detach();
   return {run, json_path, std::nullopt};
