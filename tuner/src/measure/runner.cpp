@@ -14,9 +14,16 @@
 #include "cuda/driver.hpp"
 #include "cuda/owners.hpp"
 #include "tune/errors.hpp"
+#include "measure/loaded_variant.hpp"
 #include "tune/measure.hpp"
 
 namespace tune {
+
+using device_run::BoundArgs;
+using device_run::BufferSet;
+using device_run::LoadedVariant;
+using device_run::upload;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -24,82 +31,6 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 constexpr std::uint32_t kNanBits = 0x7fc00000u;
 constexpr unsigned kDefaultSmemLimit = 48 * 1024;
-
-// Device copies of one set of parameters and inputs, plus the output. `id` names this upload for
-// the argument bindings (LoadedVariant::bind): never its address, which the next set may reuse.
-struct BufferSet {
-  std::map<std::string, cuda::DeviceBuffer> buffers;
-  std::size_t out_elements = 0;
-  std::uint64_t id = 0;
-};
-
-BufferSet upload(const ProblemData& data, const TensorSpec& out) {
-  static std::atomic<std::uint64_t> uploads{0};
-  BufferSet s;
-  s.id = ++uploads;
-  for (const auto* list : {&data.params, &data.inputs}) {
-    for (const auto& t : *list) {
-      cuda::DeviceBuffer b(t.spec.bytes());
-      const std::vector<std::byte> bytes = encode_all(t.spec.dtype, t.data);
-      b.upload(bytes.data(), bytes.size());
-      s.buffers.emplace(t.spec.name, std::move(b));
-    }
-  }
-  s.buffers.emplace(out.name, cuda::DeviceBuffer(out.bytes()));
-  s.out_elements = static_cast<std::size_t>(out.elements());
-  return s;
-}
-
-// Kernel arguments of every launch, resolved against one buffer set: launching is then only
-// the driver call (the timing loops launch thousands of times).
-struct BoundArgs {
-  std::vector<std::vector<CUdeviceptr>> values;
-  std::vector<std::vector<void*>> params;  // point into values
-};
-
-// A compiled variant loaded into the current context, ready to launch on either buffer set.
-// Its bindings are keyed by the set's upload id: the gate uploads each further input into a set at
-// the same stack address, and a binding keyed by that address launched the next input's kernels on
-// the previous input's freed buffers. On the H200 (ln_linear_gelu M1000 K260 N300) the second
-// input's x and fc.weight took their predecessors' addresses again, its small buffers did not, so
-// every finalist, the baseline too, read the first input's norm.weight, norm.bias and fc.bias.
-struct LoadedVariant {
-  cuda::Module module;
-  std::vector<CUfunction> functions;
-  std::vector<KernelLaunch> launches;
-  std::map<std::string, cuda::DeviceBuffer> scratch;
-  mutable std::map<std::uint64_t, BoundArgs> bound;
-
-  BoundArgs& bind(const BufferSet& set) const {
-    auto [it, fresh] = bound.try_emplace(set.id);
-    BoundArgs& b = it->second;
-    if (!fresh) return b;
-    for (const KernelLaunch& l : launches) {
-      auto& values = b.values.emplace_back();
-      for (const auto& name : l.args) {
-        if (auto s = set.buffers.find(name); s != set.buffers.end()) {
-          values.push_back(s->second.get());
-        } else if (auto t = scratch.find(name); t != scratch.end()) {
-          values.push_back(t->second.get());
-        } else {
-          bound.erase(it);
-          throw InputError(fmt::format("launch '{}' names buffer '{}', which is neither a parameter, an input, "
-                                       "'out' nor a scratch buffer of this configuration",
-                                       l.kernel, name));
-        }
-      }
-    }
-    // Only now, with every values vector complete, take pointers into them.
-    for (auto& values : b.values) {
-      auto& params = b.params.emplace_back();
-      for (auto& value : values) params.push_back(&value);
-    }
-    return b;
-  }
-
-  // Drops the binding of a set about to be freed.
-  void unbind(const BufferSet& set) const { bound.erase(set.id); }
-};
 
 }  // namespace
 

@@ -55,13 +55,13 @@ namespace tune {
 // its speedup. Variants the journal already holds are not compiled (unless the strict re-measure
 // needs them).
 void PassRun::start_compiles() {
-  results.resize(n);
-  from_cache.assign(n, 0);
-  if (baseline_index && !journaled[*baseline_index]) compile_order.push_back(*baseline_index);
+  feed.results.resize(n);
+  feed.from_cache.assign(n, 0);
+  if (baseline_index && !journaled[*baseline_index]) feed.compile_order.push_back(*baseline_index);
   for (std::size_t i = 0; i < n; ++i)
-    if (!journaled[i] && !run.variants[i].baseline) compile_order.push_back(i);
+    if (!journaled[i] && !run.variants[i].baseline) feed.compile_order.push_back(i);
   ctx.time_budget_s = o.time_budget_s;
-  t_compile = Clock::now();
+  feed.t_compile = Clock::now();
   if (stop_requested()) return;  // the search loop stops at its first step: nothing is compiled
   if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
     const auto t_wait = Clock::now();
@@ -70,8 +70,9 @@ void PassRun::start_compiles() {
       log(fmt::format("waited {:.1f} s for the baseline's compile", seconds_since(t_wait)));
   }
   for (int t = 0; t < ctx.jobs; ++t)
-    pool.emplace_back([this] {
-      for (std::size_t k = next++; k < compile_order.size(); k = next++) compile_and_queue(compile_order[k]);
+    feed.pool.emplace_back([this] {
+      for (std::size_t k = feed.next++; k < feed.compile_order.size(); k = feed.next++)
+        compile_and_queue(feed.compile_order[k]);
     });
 }
 
@@ -82,32 +83,32 @@ CompileResult PassRun::compile_one(std::size_t i, bool* cached) {
 void PassRun::compile_and_queue(std::size_t i) {
   bool cached = false;
   CompileResult r = compile_one(i, &cached);
-  std::lock_guard lock(mutex);
-  results[i] = std::move(r);
-  from_cache[i] = cached;
-  compiled_queue.push_back(i);
-  if (++compiled_count == compile_order.size()) compile_wall = seconds_since(t_compile);
-  ready.notify_one();
+  std::lock_guard lock(feed.mutex);
+  feed.results[i] = std::move(r);
+  feed.from_cache[i] = cached;
+  feed.compiled_queue.push_back(i);
+  if (++feed.compiled_count == feed.compile_order.size()) feed.compile_wall = seconds_since(feed.t_compile);
+  feed.ready.notify_one();
 }
 
 // A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
 void PassRun::ensure_compiled(std::size_t i) {
   bool cached = false;
-  if (!results[i].ok && results[i].cubin.empty() && journaled[i]) results[i] = compile_one(i, &cached);
+  if (!feed.results[i].ok && feed.results[i].cubin.empty() && journaled[i]) feed.results[i] = compile_one(i, &cached);
 }
 
 // The next compiled variant (only the baseline, once the time budget is spent).
 std::size_t PassRun::take_compiled(bool only_baseline) {
-  std::unique_lock lock(mutex);
+  std::unique_lock lock(feed.mutex);
   if (only_baseline) {
-    auto has = [&] { return std::find(compiled_queue.begin(), compiled_queue.end(), *baseline_index); };
-    ready.wait(lock, [&] { return has() != compiled_queue.end(); });
-    compiled_queue.erase(has());
+    auto has = [&] { return std::find(feed.compiled_queue.begin(), feed.compiled_queue.end(), *baseline_index); };
+    feed.ready.wait(lock, [&] { return has() != feed.compiled_queue.end(); });
+    feed.compiled_queue.erase(has());
     return *baseline_index;
   }
-  ready.wait(lock, [&] { return !compiled_queue.empty(); });
-  const std::size_t i = compiled_queue.front();
-  compiled_queue.pop_front();
+  feed.ready.wait(lock, [&] { return !feed.compiled_queue.empty(); });
+  const std::size_t i = feed.compiled_queue.front();
+  feed.compiled_queue.pop_front();
   return i;
 }
 

@@ -91,10 +91,10 @@ void PassRun::second_round() {
   for (const std::size_t i : promoted) {
     if (halved[i]) continue;  // done before the run was resumed
     ensure_compiled(i);
-    gpu->evaluate(results[i], lowered[i], run.variants[i], second_round);
+    gpu->evaluate(feed.results[i], lowered[i], run.variants[i], second_round);
     journal->append(kSecondRoundStage, run.variants[i]);
   }
-  measure_busy += seconds_since(t);
+  tally.measure_busy += seconds_since(t);
   save();
 }
 
@@ -102,7 +102,7 @@ std::vector<WorkerItem> PassRun::items_of(const std::vector<std::size_t>& idx) {
   std::vector<WorkerItem> items;
   for (const std::size_t i : idx) {
     ensure_compiled(i);
-    items.push_back({&results[i], &lowered[i], &run.variants[i]});
+    items.push_back({&feed.results[i], &lowered[i], &run.variants[i]});
   }
   return items;
 }
@@ -113,7 +113,7 @@ void PassRun::remeasure_strictly(const std::vector<std::size_t>& idx) {
   DeviceRunner::Options strict;
   strict.rule = StopRule::strict();
   gpu->remeasure(items, strict);
-  measure_busy += seconds_since(t);
+  tally.measure_busy += seconds_since(t);
 }
 
 // The top few (and the baseline), re-measured strictly in rounds, before a winner is named. The

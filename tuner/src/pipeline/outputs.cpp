@@ -234,7 +234,7 @@ void PassRun::time_torch() {
 // The record complete, then the results and their header, unless the earlier ones are worth more;
 // a finished run's journal removed.
 TuneOutcome PassRun::write_outputs() {
-  run.wall.measure_wall_s = measure_busy + (pass ? pass->measure_wall_s : 0);
+  run.wall.measure_wall_s = tally.measure_busy + (pass ? pass->measure_wall_s : 0);
   run.complete = true;
   run.wall.total_wall_s = seconds_since(t_start);
   ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;

@@ -142,6 +142,32 @@ inline constexpr const char* kSecondRoundStage = "halving";
 // outputs. gpu: the worker, kept from pass to pass. The members are in the order they are made:
 // they are destroyed in reverse (the compile threads before what they fill, the journal and the
 // results lock last but the stop scope).
+// The compile feed of a pass (compile_feed.cpp): the compile threads, the variants they compile, and
+// the queue that hands each compiled one to the search loop.
+struct CompileFeed {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<std::size_t> compiled_queue;
+  std::vector<CompileResult> results;
+  std::vector<char> from_cache;
+  std::atomic<std::size_t> next{0};
+  std::size_t compiled_count = 0;
+  std::vector<std::size_t> compile_order;  // the variants to compile, baseline first; fixed once the threads start
+  Clock::time_point t_compile;
+  double compile_wall = 0;
+  std::vector<std::jthread> pool;
+};
+
+// What the search loop (search_loop.cpp) measured so far: its timing profile, the GPU's busy time,
+// the variants checked and passed, the best median, and whether the harness floor is measured.
+struct SearchTally {
+  DeviceRunner::Options first_round;
+  double measure_busy = 0;
+  std::size_t checked = 0, passed = 0;
+  std::optional<double> best;
+  bool floor_measured = false;
+};
+
 struct PassRun {
   const TuneOptions& o;
   Pass* pass;
@@ -181,23 +207,9 @@ struct PassRun {
   Clock::time_point last_save;
   // start_compiles: compile on all cores; the GPU measures each variant as soon as it is compiled
   // (one at a time).
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<std::size_t> compiled_queue;
-  std::vector<CompileResult> results;
-  std::vector<char> from_cache;
-  std::atomic<std::size_t> next{0};
-  std::size_t compiled_count = 0;
-  std::vector<std::size_t> compile_order;  // the variants to compile, baseline first; fixed once the threads start
-  Clock::time_point t_compile;
-  double compile_wall = 0;
-  std::vector<std::jthread> pool;
+  CompileFeed feed;
   // search
-  DeviceRunner::Options first_round;
-  double measure_busy = 0;
-  std::size_t checked = 0, passed = 0;
-  std::optional<double> best;
-  bool floor_measured = false;
+  SearchTally tally;
 
   PassRun(const RunPlan& run_plan, const TuneOptions& options, Pass* p, SearchStrategy& s, std::optional<IsolatedRunner>& g)
       : o(options), pass(p), strategy(s), gpu(g), t_start(p ? p->started : Clock::now()),
@@ -234,7 +246,7 @@ struct PassRun {
 
 
   // Variants the journal held at the start: not compiled or measured again.
-  [[nodiscard]] std::size_t journaled_count() const { return n - compile_order.size(); }
+  [[nodiscard]] std::size_t journaled_count() const { return n - feed.compile_order.size(); }
 
 
 

@@ -55,18 +55,18 @@ namespace tune {
 // and the baseline get 100 in the strict re-measure, whose figures the report shows), and the
 // counts of the records taken from the journal, which count as done.
 void PassRun::prepare_search() {
-  first_round = strategy.profile();
+  tally.first_round = strategy.profile();
   for (std::size_t i = 0; i < n; ++i) {
     const VariantRecord& r = run.variants[i];
     if (!journaled[i] || !r.parity) continue;
-    ++checked;
+    ++tally.checked;
     if (r.status != Status::kPassed || !r.timing) continue;
-    ++passed;
-    if (!best || r.timing->median_us < *best) best = r.timing->median_us;
+    ++tally.passed;
+    if (!tally.best || r.timing->median_us < *tally.best) tally.best = r.timing->median_us;
     if (r.baseline && gpu) gpu->set_baseline_median(r.timing->median_us);
   }
-  floor_measured = pass && pass->floor;  // measured by an earlier pass of this run
-  if (floor_measured) run.harness_floor = pass->floor;
+  tally.floor_measured = pass && pass->floor;  // measured by an earlier pass of this run
+  if (tally.floor_measured) run.harness_floor = pass->floor;
 }
 
 // Each variant as it comes out of the compile threads: measured, logged, journaled.
@@ -74,7 +74,7 @@ void PassRun::search() {
   for (std::size_t done = journaled_count(); done < n; ++done) {
     if (stop_requested()) {
       ctx.interrupted = true;
-      next = n;
+      feed.next = n;
       log(fmt::format("interrupted by {}: {} of {} variants done; writing what was measured ({} again to stop at once)",
                       signal_name(interrupt_signal()), done, n, interrupt_signal() == SIGINT ? "Ctrl-C" : signal_name(interrupt_signal())));
       break;
@@ -87,7 +87,7 @@ void PassRun::search() {
     const std::size_t i = take_compiled(only_baseline);
     measure(i);
     log_progress(done, i);
-    run.wall.compile_wall_s = compile_wall > 0 ? compile_wall : seconds_since(t_compile);
+    run.wall.compile_wall_s = feed.compile_wall > 0 ? feed.compile_wall : seconds_since(feed.t_compile);
     journal->append("search", run.variants[i]);
     save(false);
   }
@@ -99,8 +99,8 @@ void PassRun::search() {
 // would never end.
 void PassRun::stop_for_time_budget(std::size_t done) {
   ctx.stopped_by_time_budget = true;
-  const std::size_t taken = next.exchange(n);
-  if (taken == 0 && !compile_order.empty() && baseline_index && compile_order[0] == *baseline_index)
+  const std::size_t taken = feed.next.exchange(n);
+  if (taken == 0 && !feed.compile_order.empty() && baseline_index && feed.compile_order[0] == *baseline_index)
     compile_and_queue(*baseline_index);
   log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}",
                   o.time_budget_s, done, n, baseline_pending() ? " (the baseline still runs)" : ""));
@@ -110,9 +110,9 @@ void PassRun::stop_for_time_budget(std::size_t done) {
 // by the worker (the harness floor first, once a run).
 void PassRun::measure(std::size_t i) {
   VariantRecord& rec = run.variants[i];
-  const CompileResult& cr = results[i];
+  const CompileResult& cr = feed.results[i];
   rec.compile_seconds = cr.seconds;
-  rec.compile_cached = from_cache[i] != 0;
+  rec.compile_cached = feed.from_cache[i] != 0;
   rec.resources = cr.resources;
   if (!cr.ok) {
     rec.status = Status::kCompileFailed;
@@ -125,16 +125,16 @@ void PassRun::measure(std::size_t i) {
     rec.reason = fmt::format("pruned before timing: spills {} bytes to local memory (--keep-spills measures it)",
                              rec.spill_bytes());
   } else {
-    if (!floor_measured) measure_floor();
+    if (!tally.floor_measured) measure_floor();
     const auto t = Clock::now();
-    gpu->evaluate(cr, lowered[i], rec, first_round);
+    gpu->evaluate(cr, lowered[i], rec, tally.first_round);
     const double took = seconds_since(t);
     rec.evaluate_ms = took * 1e3;
-    measure_busy += took;
-    ++checked;
+    tally.measure_busy += took;
+    ++tally.checked;
     if (rec.status == Status::kPassed) {
-      ++passed;
-      if (!best || rec.timing->median_us < *best) best = rec.timing->median_us;
+      ++tally.passed;
+      if (!tally.best || rec.timing->median_us < *tally.best) tally.best = rec.timing->median_us;
       if (rec.baseline) gpu->set_baseline_median(rec.timing->median_us);
     }
   }
@@ -143,7 +143,7 @@ void PassRun::measure(std::size_t i) {
 
 void PassRun::measure_floor() {
   run.harness_floor = gpu->floor();
-  floor_measured = true;
+  tally.floor_measured = true;
   if (pass) pass->floor = run.harness_floor;
   log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",
                   run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us,
@@ -155,15 +155,15 @@ void PassRun::measure_floor() {
 void PassRun::log_progress(std::size_t done, std::size_t i) {
   const VariantRecord& rec = run.variants[i];
   const double elapsed = seconds_since(t_start);
-  const double pace = seconds_since(t_compile) / static_cast<double>(done + 1 - journaled_count());
+  const double pace = seconds_since(feed.t_compile) / static_cast<double>(done + 1 - journaled_count());
   log(fit_line(fmt::format("[{:>3}/{}] {}  {:<14} {}", done + 1, n,
                            rec.compile_cached ? std::string("from cache    ")
-                                              : fmt::format("compiled {:5.1f}s", results[i].seconds),
+                                              : fmt::format("compiled {:5.1f}s", feed.results[i].seconds),
                            to_string(rec.status),
                            rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' ')),
                rec.name,
-               run.timed ? fmt::format("   (checked {}, passed {}, best {})", checked, passed,
-                                       best ? fmt::format("{:.2f} us", *best) : "-")
+               run.timed ? fmt::format("   (checked {}, passed {}, best {})", tally.checked, tally.passed,
+                                       tally.best ? fmt::format("{:.2f} us", *tally.best) : "-")
                          : std::string(),
                fmt::format("  {} elapsed{}", format_duration(elapsed),
                            ctx.stopped_by_time_budget ? std::string()
@@ -173,9 +173,9 @@ void PassRun::log_progress(std::size_t done, std::size_t i) {
 
 // The compile threads joined; what the search never reached is recorded as skipped.
 void PassRun::end_search() {
-  pool.clear();
+  feed.pool.clear();
   if (ctx.stopped_by_time_budget || ctx.interrupted) {
-    if (compile_wall == 0) compile_wall = seconds_since(t_compile);
+    if (feed.compile_wall == 0) feed.compile_wall = seconds_since(feed.t_compile);
     for (auto& v : run.variants)
       if (v.status == Status::kPending) {
         v.status = Status::kSkipped;
@@ -183,13 +183,13 @@ void PassRun::end_search() {
                                    : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
       }
   }
-  run.wall.compile_wall_s = compile_wall + (pass ? pass->compile_wall_s : 0);
+  run.wall.compile_wall_s = feed.compile_wall + (pass ? pass->compile_wall_s : 0);
 }
 
 // A search pass ends here: the records are in the journal; the next pass takes them and run_tune
 // chooses what follows.
 TuneOutcome PassRun::end_search_pass() {
-  run.wall.measure_wall_s = measure_busy + pass->measure_wall_s;
+  run.wall.measure_wall_s = tally.measure_busy + pass->measure_wall_s;
   save();
   if (gpu) gpu->detach();
   return {run, json_path, std::nullopt};
