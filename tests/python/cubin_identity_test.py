@@ -44,19 +44,18 @@ class Readers(unittest.TestCase):
                                ("B4_N64_C64_H32", "baseline", ["contact_kernel<float,4,1>"])])
 
     def test_a_sample_of_a_record_older_than_T_is_named_with_the_default_type(self):
-        # contact's B1 N1024 C128 float32 record predates T: its kernels are recorded as
-        # contact_kernel<1,1024,...> (B4 N64 and B2 N512 were re-tuned with T).
-        args = argparse.Namespace(results=str(SRC / "results" / "h200"), sample_results=[], sample=3, kernel=[],
-                                  seed="23", after=str(SRC))
+        # A contact record older than T (the fixture: B1 N1024 C128 float32 as recorded before T,
+        # its variants cut to 8) names its kernels contact_kernel<1,1024,...>.
+        args = argparse.Namespace(results=str(SRC / "tests" / "fixtures" / "pre_t" / "h200"), sample_results=[], sample=3,
+                                  kernel=[], seed="23", after=str(SRC))
         rows = [r for r in cubin_identity.sampled(args, "contact", set()) if r[0] == "B1_N1024_C128_H32"]
         self.assertEqual(len(rows), 3)
         for _, _, exprs, _, _ in rows:
             for e in exprs:
                 self.assertTrue(e.startswith("contact_kernel<float,1,1024,"), e)
         # ... and the record keeps its own names: the sample is renamed, the file is not.
-        doc = json.loads(gzip.decompress((SRC / "results/h200/contact/B1_N1024_C128_H32.json.gz").read_bytes()))
+        doc = json.loads(gzip.decompress((SRC / "tests/fixtures/pre_t/h200/contact/B1_N1024_C128_H32.json.gz").read_bytes()))
         self.assertTrue(doc["variants"][0]["launches"][0]["kernel"].startswith("contact_kernel<1,1024,"))
-
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1])
