@@ -291,12 +291,11 @@ def template_at(commit, problem):
 
 def template_sources(problem):
     """(main name, main text, [(header name, text)]) as tune's Space::load_sources reads them: the
-    problem's template, every header of its folder and of its include_dirs by relative path
-    (bench/embed_nvrtc.py finds them the same way for the bench's NVRTC build)."""
+    problem's template, every header of its folder and of its include_dirs by relative path, their
+    #includes rewritten to those names (bench/embed_nvrtc.py finds them the same way for the bench's NVRTC build)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import embed_nvrtc  # noqa: E402
-    main, headers = embed_nvrtc.kernel_sources(ROOT / "configs" / problem / "problem.json")
-    return main.name, main.read_text(), [(name, path.read_text()) for name, path in headers]
+    return embed_nvrtc.nvrtc_sources(ROOT / "configs" / problem / "problem.json")
 
 
 def k_first(row, rows):

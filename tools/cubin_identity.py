@@ -108,8 +108,7 @@ def kernel_sources(tree, problem):
     spec = json.loads((d / "problem.json").read_text())
     if not (d / spec["template"]).resolve().is_file():
         die(f"{d}/problem.json: template {spec['template']} not found")
-    main, headers = embed_nvrtc.kernel_sources(d / "problem.json")
-    return main.name, main.read_text(), [(name, path.read_text()) for name, path in headers]
+    return embed_nvrtc.nvrtc_sources(d / "problem.json")
 
 
 # ---------------------------------------------------------------- the variants
