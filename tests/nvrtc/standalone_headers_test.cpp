@@ -39,7 +39,8 @@ std::vector<std::string> headers_that_fail_alone(const KernelSources& sources) {
         const CompileResult result = compile(request);
         if (result.ok) continue;
         const std::size_t error = result.log.find("error");
-        const std::size_t line_start = error == std::string::npos ? 0 : result.log.rfind('\n', error) + 1;  // npos + 1 == 0
+        // The error's line (rfind gives npos before the first line, and npos + 1 == 0).
+        const std::size_t line_start = error == std::string::npos ? 0 : result.log.rfind('\n', error) + 1;
         failed[i] = all[i].first + ": " + result.log.substr(line_start, result.log.find('\n', line_start) - line_start);
       }
     });
@@ -86,7 +87,8 @@ TEST(StandaloneHeaders, APieceThatReliesOnItsIncludersOrderIsNamed) {
   s.main = "#pragma once\n#include \"a.cuh\"\n#include \"parts/b.cuh\"\n"
            "template <int N> __global__ void k(float* out) { out[0] = b_value<N>(A{}); }\n";
   s.headers = {{"a.cuh", "#pragma once\nstruct A { float value = 1.0f; };\n"},
-               {"parts/b.cuh", "#pragma once\ntemplate <int N> __device__ float b_value(const A& a) { return N * a.value; }\n"}};
+               {"parts/b.cuh",
+                "#pragma once\ntemplate <int N> __device__ float b_value(const A& a) { return N * a.value; }\n"}};
   const std::vector<std::string> failed = headers_that_fail_alone(s);
   ASSERT_EQ(failed.size(), 1u) << ::testing::PrintToString(failed);
   EXPECT_EQ(failed[0].rfind("parts/b.cuh: ", 0), 0u) << failed[0];
