@@ -11,7 +11,9 @@
 (default: this working tree, uncommitted changes included). Both are compiled with NVRTC as tune
 compiles a variant (tuner/src/space/space.cpp, load_sources; tuner/src/compile/nvrtc.cpp): the
 problem's template (problem.json "template") is the program, every .cuh/.h/.hpp/.inc/.cu file of
-the template's folder and of "include_dirs" a header named by its path relative to that folder,
+the template's folder and of "include_dirs" a header named by its path relative to that folder
+(an #include relative to the including header rewritten to that name, as tune does; the toolkit's
+cuda_bf16.h and cuda_fp16.h read from its include folder, where tune embeds them),
 one program per variant with its launches' name expressions, and the options its results file
 records (context.compile_options: -arch=sm_90 -std=c++17 --ptxas-options=-v -lineinfo).
 
@@ -348,11 +350,17 @@ def main():
         for shape, role, exprs, options, vname in record + sampled(args, problem, taken) + extra:
             jobs.append(dict(problem=problem, shape=shape, role=role, exprs=exprs, options=options, variant=vname, srcs=srcs))
 
+    # tune hands NVRTC the toolkit's cuda_bf16.h and cuda_fp16.h where a template includes them
+    # (compile.hpp, with_cuda_headers; NVRTC 13 has none of its own): here NVRTC reads them from the
+    # toolkit, so a bfloat16 kernel compiles (examples/embedding_bag) and tune_common.cuh takes the
+    # types from cuda_bf16.h, not its fallback, as in tune's build.
+    toolkit = [f"--include-path={pathlib.Path(home, 'include')}"] if home else []
+
     def run(job):
         got = {}
         for side in ("before", "after"):
             try:
-                got[side] = compile_cached(nvrtc, cache, job["srcs"][side], job["exprs"], job["options"])
+                got[side] = compile_cached(nvrtc, cache, job["srcs"][side], job["exprs"], job["options"] + toolkit)
             except RuntimeError as e:
                 return job, None, f"{side}: {str(e)[:2000]}"
         return job, got, None
