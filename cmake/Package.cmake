@@ -46,9 +46,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs ${PROJECT_SOURCE_DIR}/kernel_tem
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/report/report.py ${PROJECT_SOURCE_DIR}/report/summary.py
                  ${PROJECT_SOURCE_DIR}/report/torch_baseline.py
         DESTINATION ${TUNE_INSTALL_DATADIR}/report)
-# The report scripts' reader: results through tune results --json (<prefix>/bin/tune), torch baselines and peaks.
+# The report scripts' modules: the reader (results through tune results --json, <prefix>/bin/tune; torch
+# baselines and peaks), the analysis, the charts and the torch timing method.
 install(FILES ${PROJECT_SOURCE_DIR}/report/results.py ${PROJECT_SOURCE_DIR}/report/floors.py ${PROJECT_SOURCE_DIR}/report/pytorch.py
-              ${PROJECT_SOURCE_DIR}/report/torch_timing.py
+              ${PROJECT_SOURCE_DIR}/report/torch_timing.py ${PROJECT_SOURCE_DIR}/report/analysis.py ${PROJECT_SOURCE_DIR}/report/charts.py
         DESTINATION ${TUNE_INSTALL_DATADIR}/report)
 install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py ${PROJECT_SOURCE_DIR}/tuner/python/tune_bin.py
               ${PROJECT_SOURCE_DIR}/tuner/python/tune_problem.py

@@ -377,11 +377,17 @@ def main():
         for shape, role, exprs, options, vname in record + sampled(args, problem, taken) + extra:
             jobs.append(dict(problem=problem, shape=shape, role=role, exprs=exprs, options=options, variant=vname, srcs=srcs))
 
+    # tune hands NVRTC the toolkit's cuda_bf16.h and cuda_fp16.h where a template includes them
+    # (compile.hpp, with_cuda_headers; NVRTC 13 has none of its own): here NVRTC reads them from the
+    # toolkit, so a bfloat16 kernel compiles (examples/embedding_bag) and tune_common.cuh takes the
+    # types from cuda_bf16.h, not its fallback, as in tune's build.
+    toolkit = [f"--include-path={pathlib.Path(home, 'include')}"] if home else []
+
     def run(job):
         got = {}
         for side in ("before", "after"):
             try:
-                got[side] = compile_cached(nvrtc, cache, job["srcs"][side], job["exprs"], job["options"])
+                got[side] = compile_cached(nvrtc, cache, job["srcs"][side], job["exprs"], job["options"] + toolkit)
             except RuntimeError as e:
                 return job, None, f"{side}: {str(e)[:2000]}"
         return job, got, None

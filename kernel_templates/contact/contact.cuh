@@ -62,41 +62,13 @@
 // configs/contact/problem.json computes the same number as `smem_bytes`. Every buffer must be
 // 16-byte aligned (rows and weights are read as 16-byte vectors), as separate device allocations are.
 
-// Phase marks for timeline experiments: TUNE_CONTACT_MARK(k) at the end of phase k (0 start,
-// 1 loads landed, 2 LayerNorm done, 3 MLP done); no code unless the includer defines it.
-#ifndef TUNE_CONTACT_MARK
-#define TUNE_CONTACT_MARK(phase)
-#endif
-
-// Helpers every kernel template shares, then this template's pieces, each after what it uses.
-#include "tune_common.cuh"
-#include "pairs.cuh"
-#include "weights.cuh"
-#include "staging.cuh"
-#include "layernorm/warp_rows.cuh"
-#include "layernorm/group.cuh"
-#include "strategies/thread.cuh"
-#include "strategies/warp.cuh"
-#include "strategies/mma_weights.cuh"
-#include "layernorm/row.cuh"
-#include "strategies/mma.cuh"
-#include "strategies/mma_split.cuh"
-#include "strategies/mma_bf16.cuh"
-#include "smem_layout.cuh"
-
-namespace tune_kernels {
-namespace contact {
-// The kernel's tensors, in launch order (problem.json "args"), elements of T.
-template <class T>
-struct Tensors {
-  const T *pair_repr, *ln_w, *ln_b, *w0, *b0, *w2, *b2, *w4, *b4;
-  T* out;
-};
-}  // namespace contact
-}  // namespace tune_kernels
-
-#include "mappings/warp_tile.cuh"
+// Each piece includes what it uses (by its path relative to the including file, or
+// "tune_common.cuh" by its name in problem.json's "include_dirs"), so every header compiles alone.
 #include "mappings/block.cuh"
+#include "mappings/warp_tile.cuh"
+#include "phase_marks.cuh"
+#include "smem_layout.cuh"
+#include "tensors.cuh"
 
 template <typename T, int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J,
           int STAGE_T, int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1, int PREC = 0,

@@ -2,9 +2,9 @@
 // Where the pairs are: a pair's row in pair_repr, the tile a block or warp owns, the pair slot of a
 // thread or warp, and the epilogue every strategy ends with (out[b,i,j], and out[b,j,i] of a
 // mirrored SYM tile, from one value; the tensor-core strategies' layer 3 from their fragments).
-// Part of the contact template: contact.cuh includes it after tune_common.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {

@@ -1,8 +1,11 @@
 #pragma once
 // The kernel's whole dynamic shared memory, from the sizes each piece states beside its code.
-// Part of the contact template: contact.cuh includes it after the strategies.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "staging.cuh"
+#include "strategies/mma_weights.cuh"
+#include "strategies/warp.cuh"
+#include "weights.cuh"
 
 namespace tune_kernels {
 namespace contact {

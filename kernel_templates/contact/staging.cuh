@@ -1,9 +1,10 @@
 #pragma once
 // STAGE_T: a tile of pair rows and its transposed tile copied into shared memory, and the
 // shared-memory size of one staged pair of tiles (StagedTiles::kElems).
-// Part of the contact template: contact.cuh includes it after pairs.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "pairs.cuh"
 
 namespace tune_kernels {
 namespace contact {

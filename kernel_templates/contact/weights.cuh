@@ -1,9 +1,9 @@
 #pragma once
 // SMEM_W for the thread and warp strategies: the layout of the block's copy of the LayerNorm and
 // MLP weights (its shared-memory size, WeightLayout::kElems) and the copy.
-// Part of the contact template: contact.cuh includes it after tune_common.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {

@@ -1,8 +1,9 @@
 #pragma once
 // Masked softmax of score rows, a warp per row.
-// Part of the scene_graph template: scene_graph.cuh includes it after reductions.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "reductions.cuh"
 
 namespace tune_kernels {
 

@@ -1,8 +1,9 @@
 #pragma once
 // LayerNorm of shared rows, a warp per row.
-// Part of the scene_graph template: scene_graph.cuh includes it after rows.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "reductions.cuh"
+#include "rows.cuh"
 
 namespace tune_kernels {
 

@@ -1,8 +1,8 @@
 #pragma once
 // 3xTF32 on the tensor cores: operand splits and the m16n8k8 k-steps of the projections.
-// Part of the scene_graph template: scene_graph.cuh includes it after tune_common.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 

@@ -1,8 +1,8 @@
 #pragma once
 // The relation MLP of a pair (the attention bias of every head).
-// Part of the scene_graph template: scene_graph.cuh includes it after rows.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "rows.cuh"
 
 namespace tune_kernels {
 

@@ -2,9 +2,7 @@
 // The inline PTX of the scene_graph kernels beyond tune_common.cuh's: cp.async without a
 // source size, prefetches, thread-block clusters (rank, barriers, distributed shared memory),
 // mbarriers, the bulk-copy engine and st.async (sm_90).
-// Part of the scene_graph template: scene_graph.cuh includes it after tune_common.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
 
 namespace tune_kernels {
 

@@ -1,9 +1,7 @@
 #pragma once
 // Warp-level sums and maxima (full warps and lane ranges), the transposed butterfly, float4 dot
 // products.
-// Part of the scene_graph template: scene_graph.cuh includes it after ptx.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
 
 namespace tune_kernels {
 

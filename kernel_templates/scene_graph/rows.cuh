@@ -1,9 +1,12 @@
 #pragma once
 // Block loops over shared rows: copies a warp per row, weight loads from shared memory or the
 // read-only cache, and the register-blocked products (sg_rows_dot, sg_cols_accum[_split]).
-// Part of the scene_graph template: scene_graph.cuh includes it after sizes.cuh and reductions.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "ptx.cuh"
+#include "reductions.cuh"
+#include "sizes.cuh"
 
 namespace tune_kernels {
 

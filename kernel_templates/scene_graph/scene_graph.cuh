@@ -39,42 +39,12 @@
 // value cl_smem is checked against SgClusterLayout by an NVRTC test (tests/nvrtc).
 // Buffers must be 16-byte aligned (float4 and 16-byte cp.async accesses); D % 4 == 0.
 
-// The helpers the templates share (kernel_templates/common, problem.json "include_dirs"): cdiv,
-// round4, cp.async groups (copy_commit, copy_wait), the TF32 MMA (mma_tf32, tf32_trunc).
-#include "tune_common.cuh"
-
-// The pieces, each after what it uses: helpers, then a header per strategy and mapping with its
-// shared-memory size beside its code.
-#include "sizes.cuh"
-#include "ptx.cuh"
-#include "reductions.cuh"
-#include "rows.cuh"
-#include "mma.cuh"
-#include "layernorm.cuh"
-#include "pair_bias.cuh"
-#include "attention.cuh"
-#include "kernels/fused/copies.cuh"
-#include "kernels/fused/pair_bias.cuh"
-#include "kernels/fused/projections.cuh"
-#include "kernels/fused/scores.cuh"
+// The kernels, a header per strategy and mapping; each piece includes what it uses (by its path
+// relative to the including file, or "tune_common.cuh", the helpers the templates share, by its
+// name in problem.json's "include_dirs"), so every header compiles alone.
 #include "kernels/fused.cuh"
-#include "kernels/fused_head/inputs.cuh"
-#include "kernels/fused_head/attention.cuh"
-#include "kernels/fused_head/out.cuh"
 #include "kernels/fused_head.cuh"
-#include "kernels/cluster/plan.cuh"
-#include "kernels/cluster/exchange.cuh"
-#include "kernels/cluster/copies.cuh"
-#include "kernels/cluster/layernorm.cuh"
-#include "kernels/cluster/relation_mlp.cuh"
-#include "kernels/cluster/projections.cuh"
-#include "kernels/cluster/attention.cuh"
-#include "kernels/cluster/out_proj.cuh"
-#include "kernels/cluster/out_mma.cuh"
-#include "kernels/cluster/out_bfly.cuh"
 #include "kernels/cluster.cuh"
-#include "kernels/split/head_inputs.cuh"
-#include "kernels/split/head_attention.cuh"
 #include "kernels/split.cuh"
 #include "kernels/tc.cuh"
 #include "kernels/unfused.cuh"

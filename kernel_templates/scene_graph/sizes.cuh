@@ -1,9 +1,9 @@
 #pragma once
 // Sizes the scene_graph kernels derive from their parameters: row strides, lanes per dot
 // product, rows per thread.
-// Part of the scene_graph template: scene_graph.cuh includes it after tune_common.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 

@@ -1,9 +1,10 @@
 #pragma once
 // LNROW 0 on staged tiles: groups of lanes normalise a pair's two rows and store s with gamma
 // and beta applied.
-// Part of the contact template: contact.cuh includes it after layernorm/warp_rows.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "warp_rows.cuh"
 
 namespace tune_kernels {
 namespace contact {

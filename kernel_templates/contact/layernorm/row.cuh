@@ -1,9 +1,10 @@
 #pragma once
 // LNROW 1: every staged row normalised on its own, u = (x - mean) * rstd, and gamma and beta folded
 // into the block's copy of layer 1.
-// Part of the contact template: contact.cuh includes it after strategies/mma_weights.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "../strategies/mma_weights.cuh"
 
 namespace tune_kernels {
 namespace contact {

@@ -1,9 +1,9 @@
 #pragma once
 // LayerNorm of a pair's two rows by one warp, a row's values spread over the lanes (the warp
 // strategy's unstaged rows, and the group LayerNorm when C % 4 != 0).
-// Part of the contact template: contact.cuh includes it after tune_common.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {

@@ -2,9 +2,23 @@
 // MAPPING 0, linear (consecutive pairs of the row-major (b,i,j) order), and 1, tile (a block owns
 // a TILE_I x TILE_J tile of (i,j) of one b): the block copies its tiles and weights together,
 // normalises the staged rows, then runs the strategy. Shared memory: SmemLayout.
-// Part of the contact template: contact.cuh includes it after smem_layout.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "../layernorm/group.cuh"
+#include "../layernorm/row.cuh"
+#include "../pairs.cuh"
+#include "../phase_marks.cuh"
+#include "../smem_layout.cuh"
+#include "../staging.cuh"
+#include "../strategies/mma.cuh"
+#include "../strategies/mma_bf16.cuh"
+#include "../strategies/mma_split.cuh"
+#include "../strategies/mma_weights.cuh"
+#include "../strategies/thread.cuh"
+#include "../strategies/warp.cuh"
+#include "../tensors.cuh"
+#include "../weights.cuh"
 
 namespace tune_kernels {
 namespace contact {

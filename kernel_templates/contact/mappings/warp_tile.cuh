@@ -3,9 +3,20 @@
 // consecutive tiles, or (PERSIST) every (grid warps)-th tile with PAIRS in flight in a ring of
 // buffers; it stages, normalises and computes them alone, with no block barrier but the one
 // after the weight copy (SMEM_W). Shared memory: SmemLayout (per warp, PAIRS staged tiles).
-// Part of the contact template: contact.cuh includes it after smem_layout.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "../layernorm/group.cuh"
+#include "../layernorm/row.cuh"
+#include "../pairs.cuh"
+#include "../phase_marks.cuh"
+#include "../smem_layout.cuh"
+#include "../staging.cuh"
+#include "../strategies/mma.cuh"
+#include "../strategies/mma_bf16.cuh"
+#include "../strategies/mma_weights.cuh"
+#include "../tensors.cuh"
+#include "../weights.cuh"
 
 namespace tune_kernels {
 namespace contact {

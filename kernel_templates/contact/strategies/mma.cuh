@@ -2,9 +2,11 @@
 // STRATEGY 2, mma: the MLP of staged 16-pair tiles on tensor cores, m16n8k8 TF32 MMAs in 3xTF32
 // (PREC 0) or plain TF32 (PREC 1). Shared memory: the staged tiles (staging.cuh) and the weights
 // (mma_weights.cuh) only.
-// Part of the contact template: contact.cuh includes it after pairs.cuh and strategies/mma_weights.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "../pairs.cuh"
+#include "mma_weights.cuh"
 
 namespace tune_kernels {
 namespace contact {

@@ -6,9 +6,11 @@
 // relu(D1) rounded to bfloat16 where it stands in the lane's accumulators, as PyTorch's bfloat16
 // module rounds its hidden activation; layer 3 and the sigmoid in float. Shared memory: the staged
 // tiles and the weights, both bfloat16 (MmaWeightLayout<__nv_bfloat16, ...>).
-// Part of the contact template: contact.cuh includes it after strategies/mma.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "../pairs.cuh"
+#include "mma_weights.cuh"
 
 namespace tune_kernels {
 namespace contact {

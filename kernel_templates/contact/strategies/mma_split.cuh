@@ -1,9 +1,12 @@
 #pragma once
 // STRATEGY 2 with NSPLIT > 1: NSPLIT warps share a 16-pair tile, each taking 1/NSPLIT of the hidden
 // units; relu(D1) and the partial logits meet in the tile T rows of that tile.
-// Part of the contact template: contact.cuh includes it after strategies/mma.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "../pairs.cuh"
+#include "mma.cuh"
+#include "mma_weights.cuh"
 
 namespace tune_kernels {
 namespace contact {

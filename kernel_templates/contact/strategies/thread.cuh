@@ -1,9 +1,10 @@
 #pragma once
 // STRATEGY 0, thread: one thread computes PAIRS pairs, reading the weights as warp-wide
 // broadcasts. Shared memory: none of its own (weights.cuh, staging.cuh).
-// Part of the contact template: contact.cuh includes it after pairs.cuh and staging.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "../pairs.cuh"
 
 namespace tune_kernels {
 namespace contact {

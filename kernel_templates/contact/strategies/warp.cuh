@@ -2,9 +2,11 @@
 // STRATEGY 1, warp: one warp per pair, lanes split C for the LayerNorm and H for the MLP, each
 // lane keeping its rows of W0 and W2 in registers; s and h1 go through per-warp scratch rows in
 // shared memory (WarpScratch).
-// Part of the contact template: contact.cuh includes it after pairs.cuh and layernorm/warp_rows.cuh.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; contact.cuh includes them in order.)
+// Part of the contact template (contact.cuh).
+
+#include "tune_common.cuh"
+#include "../layernorm/warp_rows.cuh"
+#include "../pairs.cuh"
 
 namespace tune_kernels {
 namespace contact {

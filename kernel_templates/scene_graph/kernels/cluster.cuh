@@ -1,12 +1,23 @@
 #pragma once
 // strategy fused, mapping cluster: sg_cluster, composed of its phases (kernels/cluster/*.cuh; its
 // shared-memory layout SgClusterLayout and constants SgClusterPlan in kernels/cluster/plan.cuh).
-// Part of the scene_graph template: scene_graph.cuh includes it after the helpers and phases.
+// Part of the scene_graph template (scene_graph.cuh).
 // A phase function declares the extern __shared__ array itself and finds its buffers from
 // SgClusterLayout (a shared-memory pointer handed from the kernel changes the machine code);
 // the lane coordinates (g, t4, v5) come from the kernel (recomputed in a phase, they did).
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+
+#include "tune_common.cuh"
+#include "cluster/attention.cuh"
+#include "cluster/copies.cuh"
+#include "cluster/exchange.cuh"
+#include "cluster/layernorm.cuh"
+#include "cluster/out_bfly.cuh"
+#include "cluster/out_mma.cuh"
+#include "cluster/out_proj.cuh"
+#include "cluster/plan.cuh"
+#include "cluster/projections.cuh"
+#include "cluster/relation_mlp.cuh"
+#include "../ptx.cuh"
 
 // strategy fused, mapping cluster: one launch, grid B * H * R in clusters of H * R blocks, a
 // cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) rows

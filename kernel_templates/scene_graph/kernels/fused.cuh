@@ -1,9 +1,17 @@
 #pragma once
 // strategy fused (mappings batch and qtile) and strategy split's second launch: sg_fused and
 // sg_split_attention, one body (sg_attention_block), and their shared-memory size.
-// Part of the scene_graph template: scene_graph.cuh includes it after the helpers.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../attention.cuh"
+#include "fused/copies.cuh"
+#include "fused/pair_bias.cuh"
+#include "fused/projections.cuh"
+#include "fused/scores.cuh"
+#include "../layernorm.cuh"
+#include "../ptx.cuh"
+#include "../sizes.cuh"
 
 namespace tune_kernels {
 

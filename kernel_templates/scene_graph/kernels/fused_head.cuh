@@ -1,9 +1,17 @@
 #pragma once
 // strategy fused, mapping head: sg_fused_head, a cluster of `heads` blocks per query row, and its
 // shared-memory size.
-// Part of the scene_graph template: scene_graph.cuh includes it after the helpers.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../attention.cuh"
+#include "fused_head/attention.cuh"
+#include "fused_head/inputs.cuh"
+#include "fused_head/out.cuh"
+#include "../layernorm.cuh"
+#include "../ptx.cuh"
+#include "../rows.cuh"
+#include "../sizes.cuh"
 
 namespace tune_kernels {
 

@@ -1,9 +1,17 @@
 #pragma once
 // strategy split: sg_pair_bias (first launch), and for mapping head sg_head_attention and
 // sg_out_proj, with their shared-memory sizes.
-// Part of the scene_graph template: scene_graph.cuh includes it after the helpers.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../attention.cuh"
+#include "split/head_attention.cuh"
+#include "split/head_inputs.cuh"
+#include "../layernorm.cuh"
+#include "../pair_bias.cuh"
+#include "../ptx.cuh"
+#include "../rows.cuh"
+#include "../sizes.cuh"
 
 namespace tune_kernels {
 

@@ -9,7 +9,15 @@
 // group); warp w computes the m16n8k8 tiles of row tile w % (BM/16), every WPR-th column tile.
 // Wider tiles (config `ilp`: 64 x 96 and 32 x 64 instead of 32 x 64 and 16 x 64) read the
 // operands from L2 fewer times and give each warp more independent MMAs.
-// Part of the scene_graph template: scene_graph.cuh includes it after mma.cuh and kernels/split.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../attention.cuh"
+#include "../layernorm.cuh"
+#include "../mma.cuh"
+#include "../ptx.cuh"
+#include "../rows.cuh"
+#include "../sizes.cuh"
 
 namespace tune_kernels {
 

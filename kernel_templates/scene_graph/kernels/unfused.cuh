@@ -1,8 +1,6 @@
 #pragma once
 // strategy unfused (the baseline): one launch per stage, one thread per output element.
-// Part of the scene_graph template: scene_graph.cuh includes it after the helpers.
-// (NVRTC finds a header only by the name the including file gives, so the pieces include
-// nothing themselves; scene_graph.cuh includes them in order.)
+// Part of the scene_graph template (scene_graph.cuh).
 
 // ---------------------------------------------------------------------------------------
 // Baseline (strategy unfused): one launch per stage, one thread per output element, plain

@@ -3,7 +3,11 @@
 // stored into the ctx rows of the H blocks of row split r (exchange 2). Shared memory: reads qs
 // (RN x HS), k_h and v_h (N x HS), the bias and mask rows (RN x N); writes ctx (RN x S, head h's
 // columns in every block of the row split) of SgClusterLayout.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/cluster/exchange.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "exchange.cuh"
+#include "../../reductions.cuh"
 
 // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
 // ATTN == 2: a warp per query row, lane (tq, jg) = (lane / 8, lane % 8) takes the keys jg + 8 m

@@ -1,6 +1,10 @@
 #pragma once
 // sg_cluster, step 1: the copies into shared memory (kernels/cluster.cuh).
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/cluster/plan.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../../ptx.cuh"
+#include "../../rows.cuh"
 
 // Step 1. Group 0: what step 2 needs; then the q/k/v weights (group 1, or the bulk copies).
 // A warp per row; each copy starts on the warp after the previous one's last row.

@@ -3,7 +3,9 @@
 // and exchange 2 (ctx, after step 4). ASYNC == 0: plain remote stores, then barrier.cluster with
 // release/acquire; ASYNC == 1: remote st.async stores that complete bytes on the receiving
 // block's mbarrier (bar_x1, bar_x2), on which the receiver waits for exactly the bytes it is
-// sent. Part of the scene_graph template: scene_graph.cuh includes it after kernels/cluster/plan.cuh.
+// sent. Part of the scene_graph template (scene_graph.cuh).
+
+#include "../../ptx.cuh"
 
 // ASYNC: thread 0 sets up the two exchange mbarriers with the bytes the other blocks send: bias
 // RN x N and k, v N x HD; ctx rows x D (`rows`: the block's rows inside the batch).

@@ -1,8 +1,11 @@
 #pragma once
 // sg_cluster, step 2a: the LayerNorm of the block's own rows (kernels/cluster.cuh), stored as
 // TF32 (hi, lo) pairs for the projections (step 3). Shared memory: reads xs (RN x S node rows)
-// and gb (gamma, beta), writes xh (RN x S float2) of SgClusterLayout. Part of the scene_graph
-// template: scene_graph.cuh includes it after kernels/cluster/plan.cuh.
+// and gb (gamma, beta), writes xh (RN x S float2) of SgClusterLayout. Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../../mma.cuh"
+#include "../../reductions.cuh"
 
 // The first LNW warps, a warp per row and the row in registers: rows warp + LNW q, all of a
 // warp's rows at once (independent shuffles).

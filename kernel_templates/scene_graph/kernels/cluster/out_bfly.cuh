@@ -3,7 +3,9 @@
 // (OPW outputs, RPW rows) among the last W5 warps, Wout from registers (wt, loaded in step 1 by
 // sg_cluster_load_wout), the warp's 32 sums meeting in a transposed butterfly (SgClusterPlan says
 // how). Shared memory: reads ctx and the node rows xs (the residual); nothing of its own.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/cluster/plan.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "../../reductions.cuh"
 
 // v5: this warp's index among the last W5 (negative: not one of them), from the kernel.
 template <class C>

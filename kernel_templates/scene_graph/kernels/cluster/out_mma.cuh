@@ -4,7 +4,10 @@
 // step 1 by sg_cluster_load_wout); the partial fragments meet at named barrier kOutBar through the
 // LayerNorm buffer xh (free by then: MT (KW - 1) NT 128 floats <= 2 RN S) and the tile's last warp
 // adds them in k order. Shared memory: reads ctx and the node rows xs (the residual).
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/cluster/plan.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "../../mma.cuh"
+
 template <class C>
 __device__ __forceinline__ void sg_cluster_out_mma(const float (&wof)[C::NT][C::KSW][2], float* __restrict__ out, int b,
                                                    int h, int i0, int warp, int lane, int g, int t4) {

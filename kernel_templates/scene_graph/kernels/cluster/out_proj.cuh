@@ -2,8 +2,10 @@
 // sg_cluster, step 5: out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo] for the block's
 // rows i and head h's columns, Wout from the registers loaded in step 1 (kernels/cluster.cuh).
 // OUT 0: sg_cluster_out_plain (OUT 1 outmma: kernels/cluster/out_mma.cuh; OUT 2 outbfly:
-// kernels/cluster/out_bfly.cuh). Part of the scene_graph template: scene_graph.cuh includes it
-// after kernels/cluster/plan.cuh.
+// kernels/cluster/out_bfly.cuh). Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../../reductions.cuh"
 
 // Step 1's loads of head h's Wout rows into registers for step 5: wof (OUT 1, the B fragments of
 // the first MT KW warps), wt (OUT 2, the last W5 warps), else wor (threads from warp OW0 on).

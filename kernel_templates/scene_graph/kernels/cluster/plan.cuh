@@ -1,8 +1,10 @@
 #pragma once
 // strategy fused, mapping cluster: the shared-memory layout of sg_cluster (SgClusterLayout) and
 // the constants of a variant (SgClusterPlan).
-// Part of the scene_graph template: scene_graph.cuh includes it after the helpers, before the
-// phases of sg_cluster (kernels/cluster/*.cuh) and the kernel (kernels/cluster.cuh).
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../../sizes.cuh"
 
 namespace tune_kernels {
 

@@ -4,7 +4,12 @@
 // float2) and head h's weight rows ws (3 HD x S); writes qs (RN x HS), with KSPLIT > 1 the partial
 // sums (kPart: KSPLIT x 3 x RN x HD, or KSPLIT - 1 MMA fragments per tile), and k_h, v_h (N x HS)
 // of the R blocks of head h (exchange 1) of SgClusterLayout.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/cluster/exchange.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "exchange.cuh"
+#include "../../mma.cuh"
+#include "../../ptx.cuh"
 
 // kOv: the LayerNorm warps (the projection warps among them, which wait for their weight copies)
 // meet at the projection barrier, then run the projections while the MLP warps go on.

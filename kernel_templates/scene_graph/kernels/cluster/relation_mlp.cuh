@@ -5,7 +5,12 @@
 // barrier (all blocks run) before its first remote store. Shared memory: reads W0 (P x PS), b0,
 // W2 and b2, and with kMlpMma the staged pair features (PAIRS x PS) and, with kMlpHalves, kMx
 // (tiles x 16 x H) of SgClusterLayout; writes the bias rows (RN x N) of the H blocks of row split r.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/cluster/exchange.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "exchange.cuh"
+#include "../../mma.cuh"
+#include "../../ptx.cuh"
+#include "../../reductions.cuh"
 
 // P % 8 == 0 (L::kMlpMma): on the tensor cores, on the last warps (the first ones have the
 // LayerNorm rows).

@@ -1,6 +1,11 @@
 #pragma once
 // sg_attention_block (kernels/fused.cuh), step 1: its shared-memory layout and the copies into it.
-// Part of the scene_graph template: scene_graph.cuh includes it after the helpers.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../../ptx.cuh"
+#include "../../rows.cuh"
+#include "../../sizes.cuh"
 
 namespace tune_kernels {
 

@@ -1,6 +1,10 @@
 #pragma once
 // sg_attention_block (kernels/fused.cuh), step 2 (BIAS_IN = 0): the pair bias of the block's rows.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/fused/copies.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "copies.cuh"
+#include "../../pair_bias.cuh"
+#include "../../sizes.cuh"
 
 namespace tune_kernels {
 

@@ -1,7 +1,10 @@
 #pragma once
 // sg_attention_block (kernels/fused.cuh), steps 4, 5, 8, 9: the projections by Wq, Wk, Wv, Wout.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/fused/pair_bias.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
 // w_q, w_k, w_v, w_o: the weights where they are read (SMEM_W: sw, row stride S; else global).
+
+#include "copies.cuh"
+#include "../../rows.cuh"
 
 namespace tune_kernels {
 

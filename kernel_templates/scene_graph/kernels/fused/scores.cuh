@@ -1,7 +1,13 @@
 #pragma once
 // sg_attention_block (kernels/fused.cuh), steps 6 and 7: the scores and the attention-weighted
 // sum of the LayerNorm'd rows.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/fused/projections.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "copies.cuh"
+#include "../../reductions.cuh"
+#include "../../rows.cuh"
+#include "../../sizes.cuh"
 
 namespace tune_kernels {
 

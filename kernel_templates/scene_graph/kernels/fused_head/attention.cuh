@@ -1,6 +1,10 @@
 #pragma once
 // sg_fused_head (kernels/fused_head.cuh), steps 4 to 8: head h's attention of query row i.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/fused_head/inputs.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "inputs.cuh"
+#include "../../reductions.cuh"
+#include "../../rows.cuh"
 
 // Step 4. q_h[t] = scale · hn[i]·Wq[h·HD + t]: reads hn, writes qh.
 template <int N, int D, int H, int BLOCK>

@@ -1,7 +1,12 @@
 #pragma once
 // sg_fused_head (kernels/fused_head.cuh), steps 1 and 2: its shared-memory layout, the weights'
 // L2 prefetch and the pair bias of head h.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/fused.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../../pair_bias.cuh"
+#include "../../ptx.cuh"
+#include "../../sizes.cuh"
 
 // Offsets (floats) of sg_fused_head's dynamic shared memory, sizes as sg_fused_head_smem_bytes.
 template <int N, int D, int H>

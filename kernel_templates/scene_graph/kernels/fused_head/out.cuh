@@ -1,6 +1,10 @@
 #pragma once
 // sg_fused_head (kernels/fused_head.cuh), step 9: the output row, summed over the cluster.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/fused_head/attention.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "inputs.cuh"
+#include "../../ptx.cuh"
+#include "../../rows.cuh"
 
 // Step 9a. part[o] = Σ_t Wout[o][h·HD + t] ctx_h[t]: reads ctx, writes part (this head's share).
 template <int N, int D, int H, int BLOCK>

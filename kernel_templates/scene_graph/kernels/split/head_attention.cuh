@@ -1,6 +1,9 @@
 #pragma once
 // sg_head_attention (kernels/split.cuh), steps 3 to 5: head's projections and attention.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/split/head_inputs.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "head_inputs.cuh"
+#include "../../rows.cuh"
 
 // Step 3. q_h (scaled), k_h, v_h of all N rows, output o = m*HD + t: reads hn and (SMEM_W) sw,
 // writes qkv.

@@ -1,6 +1,11 @@
 #pragma once
 // sg_head_attention (kernels/split.cuh), step 1: its shared-memory layout and the copies into it.
-// Part of the scene_graph template: scene_graph.cuh includes it after kernels/cluster.cuh.
+// Part of the scene_graph template (scene_graph.cuh).
+
+#include "tune_common.cuh"
+#include "../../ptx.cuh"
+#include "../../rows.cuh"
+#include "../../sizes.cuh"
 
 // Offsets (floats) of sg_head_attention's dynamic shared memory, sizes as sg_head_smem_bytes.
 template <int N, int D, int H, int SMEM_W>
