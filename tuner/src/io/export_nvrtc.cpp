@@ -3,13 +3,11 @@
 #include "tune/export_nvrtc.hpp"
 
 #include <algorithm>
-#include <map>
 #include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
 
-#include "tune/dtype.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -36,62 +34,29 @@ std::string absolute_path(const fs::path& p) {
   return (ec ? fs::absolute(p).lexically_normal() : c).string();
 }
 
-std::vector<std::string> split(std::string_view text, char sep) {
-  std::vector<std::string> out;
-  for (std::size_t pos = 0;;) {
-    const std::size_t at = text.find(sep, pos);
-    out.emplace_back(text.substr(pos, at == std::string_view::npos ? std::string_view::npos : at - pos));
-    if (at == std::string_view::npos) return out;
-    pos = at + 1;
+// A finalist's launches with the name expressions tune compiles for it now: its configuration
+// lowered again (as the header does), so a record older than the problem's dtype variables names
+// each variable's default type (issue 35); grid, block and shared memory as recorded.
+Json launches_json(const VariantRecord& v, const RunRecord& run, const Space& space, const fs::path& file) {
+  const Lowered lowered = space.lower(space.from_json(v.params), run.shape, run.limits());
+  if (lowered.launches.size() != v.launches.size())
+    throw InputError(fmt::format("{}: variant {} records {} launches, {} lowers it to {}; pass results of this problem "
+                                 "folder",
+                                 file.string(), v.name, v.launches.size(), space.source_name(), lowered.launches.size()));
+  Json out = Json::array();
+  for (std::size_t l = 0; l < v.launches.size(); ++l) {
+    const Json& launch = v.launches[l];
+    out.push_back({{"name_expression", lowered.launches[l].name_expression},
+                   {"grid", launch.at("grid")},
+                   {"block", launch.at("block")},
+                   {"dynamic_smem_bytes", launch.value("dynamic_smem_bytes", 0)}});
   }
-}
-
-// A record older than the problem's dtype variables (its shape lacks one that has a default) was
-// tuned in each variable's default: its name expressions get the default's CUDA type where the
-// launch's template_args name the variable, as tune lowers them now (issue 35). Others unchanged.
-class NameExpressions {
- public:
-  NameExpressions(const Problem& problem, const Space& space, const Shape& recorded) {
-    for (const DTypeVariable& v : problem.dtype_variables())
-      if (v.default_value && !recorded.has_dtype(v.name)) missing_.emplace(v.name, *v.default_value);
-    for (const auto& l : space.expressions().launches) by_kernel_[l.kernel] = l.template_args;
-  }
-
-  [[nodiscard]] std::string operator()(const std::string& expression) const {
-    const std::size_t open = expression.find('<');
-    if (missing_.empty() || open == std::string::npos || open + 1 == expression.size()) return expression;
-    const auto targs = by_kernel_.find(expression.substr(0, open));
-    if (targs == by_kernel_.end()) return expression;
-    std::string_view args = std::string_view(expression).substr(open + 1);
-    while (!args.empty() && args.back() == '>') args.remove_suffix(1);
-    const std::vector<std::string> values = split(args, ',');
-    const auto given = std::count_if(targs->second.begin(), targs->second.end(),
-                                     [&](const std::string& t) { return !missing_.contains(t); });
-    if (static_cast<std::ptrdiff_t>(values.size()) != given) return expression;
-    std::vector<std::string> full;
-    auto value = values.begin();
-    for (const std::string& t : targs->second) {
-      const auto m = missing_.find(t);
-      full.push_back(m != missing_.end() ? std::string(dtype_cuda_type(m->second)) : *value++);
-    }
-    return fmt::format("{}<{}>", expression.substr(0, open), fmt::join(full, ","));
-  }
-
- private:
-  std::map<std::string, DType> missing_;
-  std::map<std::string, std::vector<std::string>> by_kernel_;
-};
-
-Json launch_json(const Json& launch, const NameExpressions& names) {
-  return Json{{"name_expression", names(launch.at("kernel").get<std::string>())},
-              {"grid", launch.at("grid")},
-              {"block", launch.at("block")},
-              {"dynamic_smem_bytes", launch.value("dynamic_smem_bytes", 0)}};
+  return out;
 }
 
 // The variants tune re-measured strictly, in the order it interleaves them: by search median,
 // stable on the variants' order (fastest_passed; the baseline, appended last, sorts in by its median).
-Json finalists_json(const RunRecord& run, const NameExpressions& names) {
+Json finalists_json(const RunRecord& run, const Space& space, const fs::path& file) {
   std::vector<const VariantRecord*> finalists;
   for (const VariantRecord& v : run.variants)
     if (v.search_timing && v.timing) finalists.push_back(&v);
@@ -100,13 +65,11 @@ Json finalists_json(const RunRecord& run, const NameExpressions& names) {
   });
   Json out = Json::array();
   for (const VariantRecord* v : finalists) {
-    Json launches = Json::array();
-    for (const Json& l : v->launches) launches.push_back(launch_json(l, names));
     out.push_back({{"name", v->name},
                    {"baseline", v->baseline},
                    {"strict_median_us", v->timing->median_us},
                    {"search_median_us", v->search_timing->median_us},
-                   {"launches", std::move(launches)}});
+                   {"launches", launches_json(*v, run, space, file)}});
   }
   return out;
 }
@@ -116,11 +79,10 @@ Json record_json(const fs::path& file, const Problem& problem, const Space& spac
   if (run.problem != problem.name())
     throw InputError(fmt::format("{}: results of problem {}, not {}; pass results of {} (or --problem {})", file.string(),
                                  run.problem, problem.name(), problem.name(), run.problem));
-  const NameExpressions names(problem, space, run.shape);
   return Json{{"file", file.string()},
               {"shape_name", shape_stem(file)},
               {"compile_options", run.context.compile_options},
-              {"finalists", finalists_json(run, names)}};
+              {"finalists", finalists_json(run, space, file)}};
 }
 
 Json sources_json(const KernelSources& sources) {
