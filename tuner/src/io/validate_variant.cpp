@@ -15,24 +15,7 @@ namespace tune {
 namespace {
 
 // The field checks this validation is made of.
-using validate_fields::Json;
-using validate_fields::Check;
-using validate_fields::Range;
-using validate_fields::array;
-using validate_fields::boolean;
-using validate_fields::brief;
-using validate_fields::field;
-using validate_fields::for_each_object;
-using validate_fields::integer;
-using validate_fields::integer_value;
-using validate_fields::member;
-using validate_fields::number;
-using validate_fields::numbers;
-using validate_fields::object;
-using validate_fields::one_of;
-using validate_fields::seed;
-using validate_fields::strings;
-using validate_fields::text;
+using namespace validate_fields;
 
 void parity(const Check& c, const Json& p, const std::string& at) {
   (void)number(c, p, at, "atol", true, false, Range::kNonNegative);
