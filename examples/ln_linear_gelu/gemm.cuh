@@ -42,6 +42,21 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// d += a b, one m16n8k16 bf16 MMA with float32 accumulation (PTX ISA, "Matrix fragments for
+// mma.m16n8k16", .bf16), g = lane / 4, t = lane % 4; each register holds two bf16, the lower k in
+// its low half: a = A[g][2t..2t+1], A[g+8][2t..2t+1], A[g][2t+8..2t+9], A[g+8][2t+8..2t+9];
+// b = B[2t..2t+1][g], B[2t+8..2t+9][g]; d as mma_tf32's.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Two float32 bit patterns as one bf16x2 register, each cut to its top 16 bits (bf16 by
+// truncation: sign, exponent and 7 mantissa bits): x in the low half, y in the high half. One
+// byte permute, no conversion unit.
+__device__ __forceinline__ unsigned pack_bf16x2(unsigned x, unsigned y) { return __byte_perm(x, y, 0x7632); }
+
 // Row stride (floats) of a shared tile of BK columns: BK + 8. A fragment is read as float2 (see
 // warp_mma_stage): lane (g, t) at g * stride + 2 t; a 64-bit load is served in two halves of 16
 // lanes (g = 0..3, then 4..7), and with stride = 8 (mod 16) their 16 float2 fall in 32 different
@@ -101,6 +116,42 @@ __device__ __forceinline__ void copy_stage_to(float* smem, int slot, const float
   copy_tile<BN, BK, K, N, THREADS>(st + L::kA, w, n0, kt * BK);
 }
 
+// corr bf16: one k-step's products in two MMAs instead of three, acc += hi_a hi_b (TF32) and then
+// lo_a hi_b + hi_a lo_b as ONE m16n8k16 bf16 MMA whose 16-deep k holds the step's 8 columns twice:
+// k 0..7 pair lo_a with hi_b, k 8..15 hi_a with lo_b. A lane holds the same columns (2t, 2t+1 of
+// the step, rows g and g + 8) in both fragment layouts, so the registers of the TF32 split are
+// only repacked. The bf16 operands are truncated to 8 significant bits: each correction term is
+// below 2^-10 of its product and is then off by under 2^-6 of itself (both operands cut), so a
+// product's error stays under 2^-15 of it (3xTF32's about 2^-20), about 2^-19 on average, with
+// signs that vary from product to product: inside float32 parity (1e-4), which the tune checks.
+// A bf16 m16n8k16 costs the tensor cores what one TF32 m16n8k8 does: two MMAs a product, not three.
+template <int MT, int NT>
+__device__ __forceinline__ void correct_bf16(float (&acc)[MT][NT][4], const unsigned (&ahi)[MT][4],
+                                             const unsigned (&alo)[MT][4], const unsigned (&bhi)[NT][2],
+                                             const unsigned (&blo)[NT][2]) {
+  unsigned ac[MT][4], bc[NT][2];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {  // TF32 fragment: [0] row g col 2t, [1] row g+8, [2] row g col 2t+1, [3] row g+8
+    ac[i][0] = pack_bf16x2(alo[i][0], alo[i][2]);  // row g, k 2t, 2t+1: lo_a
+    ac[i][1] = pack_bf16x2(alo[i][1], alo[i][3]);  // row g + 8
+    ac[i][2] = pack_bf16x2(ahi[i][0], ahi[i][2]);  // row g, k 2t+8, 2t+9: hi_a
+    ac[i][3] = pack_bf16x2(ahi[i][1], ahi[i][3]);  // row g + 8
+  }
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    bc[j][0] = pack_bf16x2(bhi[j][0], bhi[j][1]);  // k 2t, 2t+1: hi_b
+    bc[j][1] = pack_bf16x2(blo[j][0], blo[j][1]);  // k 2t+8, 2t+9: lo_b
+  }
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) mma_bf16(acc[i][j], ac[i], bc[j]);
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], ahi[i], bhi[j]);
+}
+
 // acc += A B^T over one stage: the warp's WM x WN tile (rows wm0.., columns wn0.. of the block
 // tile), MT x NT MMA tiles of 16 x 8, k-steps of 8, every product in 3xTF32.
 // The k order inside a step is free as long as A and B agree: the fragment's k = t is taken from
@@ -109,7 +160,8 @@ __device__ __forceinline__ void copy_stage_to(float* smem, int slot, const float
 // MT x NT tiles in turn, so consecutive MMAs are independent.
 // NORM (ln fused): A holds raw x; each value is normalised as it is read, with gamma[k] and beta[k]
 // of this stage's columns (gam, bet) and its row's mean and rstd (row_mean, row_rstd).
-template <int BK, int MT, int NT, bool NORM>
+// CORR 1 (corr bf16): the two small terms in one bf16 MMA (correct_bf16), two MMAs a product.
+template <int BK, int MT, int NT, bool NORM, int CORR = 0>
 __device__ __forceinline__ void warp_mma_stage(float (&acc)[MT][NT][4], const float* as, const float* bs, int wm0, int wn0,
                                                const float* gam, const float* bet, const float* row_mean,
                                                const float* row_rstd) {
@@ -156,18 +208,22 @@ __device__ __forceinline__ void warp_mma_stage(float (&acc)[MT][NT][4], const fl
       split_tf32(c.x, bhi[j][0], blo[j][0]);
       split_tf32(c.y, bhi[j][1], blo[j][1]);
     }
+    if constexpr (CORR == 1) {
+      correct_bf16<MT, NT>(acc, ahi, alo, bhi, blo);
+    } else {
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+      for (int i = 0; i < MT; ++i)
 #pragma unroll
-      for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], alo[i], bhi[j]);
+        for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], alo[i], bhi[j]);
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+      for (int i = 0; i < MT; ++i)
 #pragma unroll
-      for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], ahi[i], blo[j]);
+        for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], ahi[i], blo[j]);
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+      for (int i = 0; i < MT; ++i)
 #pragma unroll
-      for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], ahi[i], bhi[j]);
+        for (int j = 0; j < NT; ++j) mma_tf32(acc[i][j], ahi[i], bhi[j]);
+    }
   }
 }
 

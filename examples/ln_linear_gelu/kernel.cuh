@@ -175,11 +175,10 @@ __global__ void __launch_bounds__(256) ln_rows_kernel(const float* __restrict__ 
 // The pipeline: a prologue puts STAGES - 1 tiles in flight, one commit group per tile (empty ones
 // past the end), so that wait_group<STAGES - 2> always means "tile kt has landed"; with ln fused the
 // rows' statistics are computed while the first stages are in flight.
-template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED>
-__global__ void __maxnreg__(255)
-    ln_linear_gelu_mma_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
-                              const float* __restrict__ norm_b, const float* __restrict__ fc_w,
-                              const float* __restrict__ fc_b, float* __restrict__ out) {
+template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED, int CORR>
+__device__ __forceinline__ void mma_gemm_block(const float* __restrict__ a_src, const float* __restrict__ norm_w,
+                                               const float* __restrict__ norm_b, const float* __restrict__ fc_w,
+                                               const float* __restrict__ fc_b, float* __restrict__ out) {
   namespace k = tune_kernels::ln_linear_gelu;
   constexpr int kWarpsN = BN / WN;
   constexpr int kThreads = (BM / WM) * kWarpsN * 32;
@@ -224,10 +223,10 @@ __global__ void __maxnreg__(255)
     k::cp_async_commit();
     const float* st = smem + (kt % STAGES) * L::kStage;
     if constexpr (LN_FUSED) {
-      k::warp_mma_stage<BK, MT, NT, true>(acc, st, st + L::kA, wm0, wn0, ln + kt * BK, ln + F::kPadK + kt * BK,
+      k::warp_mma_stage<BK, MT, NT, true, CORR>(acc, st, st + L::kA, wm0, wn0, ln + kt * BK, ln + F::kPadK + kt * BK,
                                           ln + F::kMean, ln + F::kRstd);
     } else {
-      k::warp_mma_stage<BK, MT, NT, false>(acc, st, st + L::kA, wm0, wn0, nullptr, nullptr, nullptr, nullptr);
+      k::warp_mma_stage<BK, MT, NT, false, CORR>(acc, st, st + L::kA, wm0, wn0, nullptr, nullptr, nullptr, nullptr);
     }
   }
   k::cp_async_wait<0>();
@@ -255,6 +254,25 @@ __global__ void __maxnreg__(255)
         }
       }
   }
+}
+
+template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED>
+__global__ void __maxnreg__(255)
+    ln_linear_gelu_mma_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
+                              const float* __restrict__ norm_b, const float* __restrict__ fc_w,
+                              const float* __restrict__ fc_b, float* __restrict__ out) {
+  mma_gemm_block<M, K, N, BM, BN, BK, WM, WN, STAGES, GROUP_M, LN_FUSED, 0>(a_src, norm_w, norm_b, fc_w, fc_b, out);
+}
+
+// corr bf16: launch 2 with each product's two small terms in one bf16 MMA (gemm.cuh's
+// correct_bf16): two MMAs a product instead of 3xTF32's three; the same template parameters,
+// launch and shared memory as ln_linear_gelu_mma_kernel.
+template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED>
+__global__ void __maxnreg__(255)
+    ln_linear_gelu_mma_bf16c_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
+                                    const float* __restrict__ norm_b, const float* __restrict__ fc_w,
+                                    const float* __restrict__ fc_b, float* __restrict__ out) {
+  mma_gemm_block<M, K, N, BM, BN, BK, WM, WN, STAGES, GROUP_M, LN_FUSED, 1>(a_src, norm_w, norm_b, fc_w, fc_b, out);
 }
 
 // algo mma, split_k > 1: the GEMM of launch 2 cut along K into SPLIT contiguous ranges of whole
