@@ -48,7 +48,8 @@ void compile_subset(const std::string& problem, const std::vector<std::pair<std:
 // examples/ln_linear_gelu's tensor-core space (issue 36) at a ragged shape (M 1000, K 260, N 300: no
 // tile divides it). The constraints refuse what does not divide, fit or fill; the mma path lowers
 // to the LayerNorm and GEMM launches with the scratch xn (ln=separate) or to one launch on x
-// (ln=fused); and the widest warp tiles at the deepest pipeline compile for sm_90 without spills.
+// (ln=fused); and the widest warp tiles at the deepest pipeline compile for sm_90 without spills,
+// with 3xTF32 and with the bf16 correction (corr=bf16).
 TEST(Nvrtc, LnLinearGeluTensorCoreSpaceRefusesWhatDoesNotFitAndCompilesWithoutSpills) {
   const std::string dir = (std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu").string();
   const Space space = load_space(dir, std::nullopt);
@@ -95,7 +96,9 @@ TEST(Nvrtc, LnLinearGeluTensorCoreSpaceRefusesWhatDoesNotFitAndCompilesWithoutSp
 
   const std::vector<Config> widest = {mma({{"bm", 128}, {"wm", 64}, {"group_m", 1}}),
                                       mma({{"bn", 128}, {"wn", 64}, {"ln", "fused"}}),
-                                      mma({{"bk", 64}, {"ln", "fused"}, {"group_m", 1}})};
+                                      mma({{"bk", 64}, {"ln", "fused"}, {"group_m", 1}}),
+                                      mma({{"bm", 128}, {"wm", 64}, {"group_m", 1}, {"corr", "bf16"}}),
+                                      mma({{"bn", 128}, {"wn", 64}, {"ln", "fused"}, {"corr", "bf16"}})};
   std::vector<Lowered> lowered;
   for (const Config& c : widest) {
     ASSERT_EQ(space.violated_constraint(c, shape, limits), "") << space.name(c);

@@ -573,13 +573,14 @@ TEST(LnLinearGeluSpace, SplitKAddsAnEpilogueLaunchAndTheWinnerOfRecordLowersAsRe
 
   nlohmann::ordered_json params = space.to_json(config);
   params["split_k"] = 2;
+  params["corr"] = "tf32";  // split-K keeps 3xTF32
   const Config split = space.from_json(params);
   ASSERT_EQ(space.violated_constraint(split, run.shape, limits), "");
   const Lowered lowered = space.lower(split, run.shape, limits);
   ASSERT_EQ(lowered.launches.size(), 3u);
   EXPECT_EQ(lowered.launches[0].name_expression, "ln_rows_kernel<1024,1024>");
   const KernelLaunch& gemm = lowered.launches[1];
-  EXPECT_EQ(gemm.name_expression, "ln_linear_gelu_mma_splitk_kernel<1024,1024,1024,64,64,16,32,32,4,8,0,2>");
+  EXPECT_EQ(gemm.name_expression, "ln_linear_gelu_mma_splitk_kernel<1024,1024,1024,64,64,32,32,32,3,8,0,2>");
   EXPECT_EQ(gemm.grid, (std::array<unsigned, 3>{256, 2, 1}));  // 16 x 16 tiles, 2 splits
   EXPECT_EQ(gemm.block, unsplit.launches[1].block);
   EXPECT_EQ(gemm.dynamic_smem, unsplit.launches[1].dynamic_smem);  // the same stages
@@ -594,7 +595,7 @@ TEST(LnLinearGeluSpace, SplitKAddsAnEpilogueLaunchAndTheWinnerOfRecordLowersAsRe
 }
 
 // What the split-K and 16-wide warp tiles may combine with, at a ragged shape (M 1000, K 260, N 301:
-// no tile divides it, N odd), and the valid variants at the shapes of record stay about 1,500.
+// no tile divides it, N odd), and the valid variants at the shapes of record stay under 2,500.
 TEST(LnLinearGeluSpace, SplitKAndNarrowWarpTilesKeepToWhatPaysAndTheSpaceStaysTractable) {
   const std::string dir = (std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu").string();
   const Space space = load_space(dir, std::nullopt);
@@ -639,10 +640,50 @@ TEST(LnLinearGeluSpace, SplitKAndNarrowWarpTilesKeepToWhatPaysAndTheSpaceStaysTr
       split += space.numeric(c, "split_k") > 1;
       narrow += space.numeric(c, "algo") == 1 && (space.numeric(c, "wm") == 16 || space.numeric(c, "wn") == 16);
     }
-    EXPECT_LE(configs.size(), 1500u);
+    EXPECT_LE(configs.size(), 2500u);
     EXPECT_GT(split, 100u);
     EXPECT_GT(narrow, 100u);
   }
+}
+
+// corr bf16 (issue 36): the same GEMM launch, block, grid and shared memory as corr tf32, in
+// ln_linear_gelu_mma_bf16c_kernel (its own name, so that tf32 records keep their kernel and machine
+// code); records without corr read as tf32; split-K and the SIMT path keep tf32.
+TEST(LnLinearGeluSpace, Bf16CorrectionIsItsOwnKernelWithTheTf32Geometry) {
+  const std::string dir = (std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu").string();
+  const Space space = load_space(dir, std::nullopt);
+  const DeviceLimits limits = DeviceLimits::for_arch(90);
+  const Shape shape = resolve_shape(find_problem(dir), space, {{"M", 1000}, {"K", 260}, {"N", 301}});
+  nlohmann::ordered_json j = space.to_json(space.baseline());
+  EXPECT_EQ(j.at("corr"), "tf32");
+  j.update({{"bm", 64}, {"bn", 64}, {"bk", 32}, {"algo", "mma"}, {"stages", 3}, {"group_m", 8}});
+  for (const char* ln : {"separate", "fused"}) {
+    j["ln"] = ln;
+    j["corr"] = "tf32";
+    const Lowered tf32 = space.lower(space.from_json(j), shape, limits);
+    j["corr"] = "bf16";
+    ASSERT_EQ(space.violated_constraint(space.from_json(j), shape, limits), "");
+    const Lowered bf16 = space.lower(space.from_json(j), shape, limits);
+    ASSERT_EQ(bf16.launches.size(), tf32.launches.size());
+    const KernelLaunch& a = tf32.launches.back();
+    const KernelLaunch& b = bf16.launches.back();
+    const std::string fused = std::string(ln) == "fused" ? "1" : "0";
+    EXPECT_EQ(a.name_expression, "ln_linear_gelu_mma_kernel<1000,260,301,64,64,32,32,32,3,8," + fused + ">");
+    EXPECT_EQ(b.name_expression, "ln_linear_gelu_mma_bf16c_kernel<1000,260,301,64,64,32,32,32,3,8," + fused + ">");
+    EXPECT_EQ(b.grid, a.grid);
+    EXPECT_EQ(b.block, a.block);
+    EXPECT_EQ(b.dynamic_smem, a.dynamic_smem);
+    EXPECT_EQ(b.args, a.args);
+  }
+  j["ln"] = "separate";
+  j["split_k"] = 2;
+  EXPECT_EQ(space.violated_constraint(space.from_json(j), shape, limits), "corr == tf32 || (algo == mma && split_k == 1)");
+  nlohmann::ordered_json simt = space.to_json(space.baseline());
+  simt["corr"] = "bf16";
+  EXPECT_EQ(space.violated_constraint(space.from_json(simt), shape, limits), "corr == tf32 || (algo == mma && split_k == 1)");
+  nlohmann::ordered_json old = space.to_json(space.baseline());
+  old.erase("corr");  // a record from before corr
+  EXPECT_EQ(space.to_json(space.from_json(old)).at("corr"), "tf32");
 }
 
 }  // namespace
