@@ -21,8 +21,10 @@ The variants compiled, per problem:
       the records' own launches);
   (b) a seeded sample of --sample other variants per shape of each results file in <results> and
       in every --sample-results folder (default: also <results>/search/exhaustive), drawn from the
-      variants the record compiled (their launches' name expressions, lowered by tune when the
-      record was made), round-robin over the kernel families (the launches' kernel names) so that
+      variants the record compiled, lowered by today's tune at the record's shape (`tune export nvrtc
+      --all-variants` on the "after" tree's problem: tune is the problem format's one reader; a record
+      older than a dtype variable gets the variable's default), round-robin over the kernel families
+      (the launches' kernel names) so that
       every strategy a shape reached is drawn (--kernel: only variants launching that kernel);
   (c) a seeded sample of --sample variants at each extra shape that no record holds (--shape,
       repeatable; default for scene_graph: EXTRA_SHAPES below, with P % 8 != 0 and odd N, which the
@@ -153,33 +155,21 @@ def of_record(args, problem):
     return out
 
 
-# The CUDA types of tune's dtypes (tune/dtype.hpp), for the template arguments a dtype variable gives.
-CUDA_TYPES = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float", "float64": "double",
-              "int8": "signed char", "int32": "int", "int64": "long long", "uint8": "unsigned char", "bool": "bool"}
-
-
-def with_dtype_defaults(doc, spec):
-    """A results file older than its problem's dtype variables (no "T" in its shape) was tuned in each
-    variable's default: its kernels' name expressions get the default's CUDA type where the launch's
-    template_args name the variable, as tune lowers them now (issue 35). tune export nvrtc applies the
-    same rule to the finalists (tuner/src/io/export_nvrtc.cpp); the sample here takes any variant."""
-    dtypes = spec.get("dtypes", {})
-    missing = {k: v["default"] for k, v in dtypes.items() if k not in doc.get("shape", {}) and "default" in v}
-    if not missing:
-        return
-    by_kernel = {ln["kernel"]: ln.get("template_args", []) for ln in spec.get("launches", [])}
-    for v in doc.get("variants", []):
-        for ln in v.get("launches", []):
-            name, _, args = ln["kernel"].partition("<")
-            targs = by_kernel.get(name)
-            if targs is None or not args:
-                continue
-            values = args.rstrip(">").split(",")
-            if len(values) != len([t for t in targs if t not in missing]):
-                continue
-            it = iter(values)
-            full = [CUDA_TYPES[missing[t]] if t in missing else next(it) for t in targs]
-            ln["kernel"] = f"{name}<{','.join(full)}>"
+def lowered_records(args, problem, files):
+    """{results file: its record as `tune export nvrtc --all-variants` gives it}: the compile options
+    and every variant, in the record's order, with its status and its kernels' name expressions as
+    today's tune lowers its configuration at the record's shape (a record older than a dtype
+    variable of the problem names its kernels with the variable's default type, issue 35)."""
+    if not files:
+        return {}
+    d = problem_dir(args.after, problem)
+    if d is None:
+        die(f"no problem.json for {problem} under {args.after}/{{{','.join(PROBLEM_FOLDERS)}}}")
+    cmd = [tune_binary(args), "export", "nvrtc", "--all-variants", "--problem", str(d), *files]
+    got = subprocess.run(cmd, capture_output=True, text=True)
+    if got.returncode != 0:
+        die(f"{' '.join(cmd[:5])} ...: exit {got.returncode}\n{got.stderr.strip()[-2000:]}")
+    return {r["file"]: r for r in json.loads(got.stdout)["records"]}
 
 
 def sampled(args, problem, taken, folders=None, label=None):
@@ -188,20 +178,17 @@ def sampled(args, problem, taken, folders=None, label=None):
     out = []
     if folders is None:
         folders = list(dict.fromkeys(os.path.realpath(f) for f in [args.results] + args.sample_results))
-    d = problem_dir(args.after, problem)
-    spec = json.loads((d / "problem.json").read_text()) if d else {}
     for folder in folders:
-        for f in results_of(folder, problem):
-            doc = read_record(f)
-            # A record older than the problem's dtype variables names its kernels without them
-            # (contact_kernel<4,64,...>): as tune lowers them now, with the defaults' types.
-            with_dtype_defaults(doc, spec)
+        files = results_of(folder, problem)
+        records = lowered_records(args, problem, files)
+        for f in files:
+            doc = records[f]
             shape = pathlib.Path(f).name.split(".json")[0]
             rel = os.path.relpath(f, ROOT)
             families = {}
-            for v in doc.get("variants", []):
-                exprs = tuple(l["kernel"] for l in v.get("launches", []))
-                compiled = v.get("status") not in ("compile_error", "invalid") and "compile" not in v.get("reason", "")[:20]
+            for v in doc["variants"]:
+                exprs = tuple(l["name_expression"] for l in v["launches"])
+                compiled = v["status"] != "compile_failed" and "compile" not in v["reason"][:20]
                 wanted = not args.kernel or any(e.split("<")[0] in args.kernel for e in exprs)
                 if exprs and compiled and wanted and exprs not in taken:
                     fam = tuple(e.split("<")[0] for e in exprs)
@@ -214,12 +201,12 @@ def sampled(args, problem, taken, folders=None, label=None):
                 for pool in pools:
                     if pool and picked < args.sample:
                         v = pool.pop()
-                        exprs = tuple(l["kernel"] for l in v["launches"])
+                        exprs = tuple(l["name_expression"] for l in v["launches"])
                         if exprs in taken:
                             continue
                         taken.add(exprs)
                         role = f"sample ({label or rel})"
-                        out.append((shape, role, list(exprs), doc["context"]["compile_options"], v["name"]))
+                        out.append((shape, role, list(exprs), doc["compile_options"], v["name"]))
                         picked += 1
     return out
 

@@ -102,6 +102,24 @@ __device__ __forceinline__ void fragment_logits(const float (&d2)[NT][P][4], con
   hi = group_sum<4>(hi);
 }
 
+// The rows of the tensor-core strategies' A fragments for warp group grp: rows g and g + 8 of each
+// of its P 16-pair tiles (the last row of the tile where they run past kRows), from element col
+// on, and their tile T rows (t_row0 on: the rows of pair (jj, ii) for LNROW).
+template <int TILE_I, int TILE_J, int RS, int P, class E>
+__device__ __forceinline__ void fragment_rows(const E* tiles, int grp, int g, int col, int t_row0, const E* (&row_lo)[P],
+                                              const E* (&row_hi)[P], const E* (&trow_lo)[P], const E* (&trow_hi)[P]) {
+  constexpr int kRows = TILE_I * TILE_J;
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int m0 = (grp * P + p) * 16;
+    const int q_lo = m0 + g < kRows ? m0 + g : kRows - 1, q_hi = m0 + g + 8 < kRows ? m0 + g + 8 : kRows - 1;
+    row_lo[p] = tiles + q_lo * RS + col;
+    row_hi[p] = tiles + q_hi * RS + col;
+    trow_lo[p] = tiles + (t_row0 + (q_lo % TILE_J) * TILE_I + q_lo / TILE_J) * RS + col;
+    trow_hi[p] = tiles + (t_row0 + (q_hi % TILE_J) * TILE_I + q_hi / TILE_J) * RS + col;
+  }
+}
+
 // The epilogue of the tensor-core strategies: the P 16-pair tiles of warp group grp, whose D2 the
 // lane (g, t) holds; out = sigmoid(logit + b4) of row g stored by lane t = 0, of row g + 8 by t = 1.
 template <int N, int TILE_I, int TILE_J, int SYM, int NT, int P, class E>

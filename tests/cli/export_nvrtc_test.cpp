@@ -121,6 +121,41 @@ TEST(ExportNvrtc, NamesTheKernelsOfARecordOlderThanADtypeVariableWithItsDefault)
   EXPECT_EQ(Json::parse(before.output)["records"][0]["finalists"], Json::parse(now.output)["records"][0]["finalists"]);
 }
 
+// --all-variants (tools/cubin_identity.py's sample): every variant of each record, in its order, with
+// its status and its kernels named as tune lowers its configuration now: a record older than T with
+// T's default; a variant that recorded no launches lists none. Without it, the finalists only.
+TEST(ExportNvrtc, AllVariantsListsEveryVariantLoweredNow) {
+  const fs::path problem = typed_problem("all_variants");
+  Json old = Json::parse(slurp(kResults / "fixture_h200_R64_L64.json"));
+  old["shape"].erase("T");
+  for (Json& v : old["variants"])
+    for (Json& l : v["launches"]) l["kernel"] = "affine_kernel<64,64>";  // no T, and not what tune lowers now
+  old["variants"][1]["status"] = "compile_failed";
+  old["variants"][1]["reason"] = "compile failed: fixture";
+  old["variants"][1]["launches"] = Json::array();
+  const fs::path file = fs::path(out_dir("export_nvrtc_all_variants_results")) / "fixture_h200_R64_L64.json";
+  write(file, old.dump(1));
+
+  const Result r = run("export nvrtc --all-variants --problem " + problem.string() + " " + file.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json out = Json::parse(r.output);
+  const Json& rec = out["records"][0];
+  ASSERT_EQ(rec["variants"].size(), old["variants"].size()) << r.output;
+  EXPECT_EQ(names(rec["variants"], "name"), names(old["variants"], "name"));
+  EXPECT_EQ(rec["variants"][0]["status"], "passed");
+  EXPECT_EQ(rec["variants"][3]["baseline"], true);
+  EXPECT_EQ(rec["variants"][0]["launches"][0]["name_expression"], "affine_kernel<float,64,64,64,1>");
+  EXPECT_EQ(rec["variants"][8]["launches"][0]["name_expression"], "affine_kernel<float,64,64,256,4>");
+  EXPECT_EQ(rec["variants"][1]["status"], "compile_failed");
+  EXPECT_EQ(rec["variants"][1]["reason"], "compile failed: fixture");
+  EXPECT_EQ(rec["variants"][1]["launches"], Json::array());
+  EXPECT_EQ(rec["finalists"].size(), 4u);
+
+  const Result plain = run("export nvrtc --problem " + problem.string() + " " + file.string());
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  EXPECT_FALSE(Json::parse(plain.output)["records"][0].contains("variants"));
+}
+
 TEST(ExportNvrtc, WithoutResultsPrintsTheSourcesAloneAndWritesOut) {
   const fs::path problem = typed_problem("alone");
   const fs::path file = fs::path(out_dir("export_nvrtc_alone_out")) / "export.json";

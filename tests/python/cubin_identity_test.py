@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """tools/cubin_identity.py's readers since issue 35 (no NVRTC needed): the entries of a merged
 header whose Shape holds a dtype variable, and a sampled variant of a record older than the
-problem's dtype variable named as tune lowers it now.
+problem's dtype variable named as tune lowers it now (issue 38: tune lowers it, `tune export nvrtc
+--all-variants`; the script keeps no rule of its own).
 
-    cubin_identity_test.py REPO_DIR
+    cubin_identity_test.py REPO_DIR TUNE
 """
 import argparse
 import gzip
@@ -13,6 +14,7 @@ import sys
 import unittest
 
 SRC = pathlib.Path(sys.argv[1])
+TUNE = sys.argv[2]
 sys.path.insert(0, str(SRC / "tools"))
 import compare_builds  # noqa: E402
 import cubin_identity  # noqa: E402
@@ -47,7 +49,7 @@ class Readers(unittest.TestCase):
         # A contact record older than T (the fixture: B1 N1024 C128 float32 as recorded before T,
         # its variants cut to 8) names its kernels contact_kernel<1,1024,...>.
         args = argparse.Namespace(results=str(SRC / "tests" / "fixtures" / "pre_t" / "h200"), sample_results=[], sample=3,
-                                  kernel=[], seed="23", after=str(SRC))
+                                  kernel=[], seed="23", after=str(SRC), tune=TUNE)
         rows = [r for r in cubin_identity.sampled(args, "contact", set()) if r[0] == "B1_N1024_C128_H32"]
         self.assertEqual(len(rows), 3)
         for _, _, exprs, _, _ in rows:

@@ -73,6 +73,42 @@ __device__ __forceinline__ void mma_3xtf32_sum(float (&d)[P][4], const float (&a
     for (int e = 0; e < 4; ++e) d[p][e] = PREC == 0 ? acc[0][p][e] + (acc[1][p][e] + acc[2][p][e]) : acc[0][p][e];
 }
 
+// Element k of the lane's row p: s (LNROW 0), or u(i,j) + u(j,i) (rows r and tile T rows tr).
+template <int LNROW, int P>
+__device__ __forceinline__ float lane_a(const float* const (&r)[P], const float* const (&tr)[P], int p, int k) {
+  return LNROW ? r[p][k] + tr[p][k] : r[p][k];
+}
+
+// Layer 2 of mma_pairs: d2 = relu(d1) W2^T + b2, the lane's d1 as its A fragment where it stands.
+template <int NT, int P, bool SHARED, int PREC, int kW2Stride>
+__device__ __forceinline__ void mma_layer2(float (&d2)[NT][P][4], const float (&d1)[NT][P][4], const float* w2_lane,
+                                           const float (&bias2)[NT][2]) {
+  float acc2[NT][3][P][4];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) mma_3xtf32_init<P>(acc2[nt], bias2[nt]);
+#pragma unroll
+  for (int ks = 0; ks < NT; ++ks) {
+    // A fragment {(g, t), (g+8, t), (g, t+4), (g+8, t+4)} = relu(D1) at h = 8ks + {2t, 2t, 2t+1, 2t+1}.
+    float ahi[P][4], alo[P][4];
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      split_operand<PREC>(fmaxf(d1[ks][p][0], 0.0f), ahi[p][0], alo[p][0]);
+      split_operand<PREC>(fmaxf(d1[ks][p][2], 0.0f), ahi[p][1], alo[p][1]);
+      split_operand<PREC>(fmaxf(d1[ks][p][1], 0.0f), ahi[p][2], alo[p][2]);
+      split_operand<PREC>(fmaxf(d1[ks][p][3], 0.0f), ahi[p][3], alo[p][3]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      float w2v[2];
+      loadv<2, SHARED>(w2_lane + nt * 8 * kW2Stride + ks * 8, w2v);
+      const float2 w = make_float2(w2v[0], w2v[1]);
+      mma_3xtf32<P, PREC>(acc2[nt], ahi, alo, w.x, w.y);
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P, PREC>(d2[nt], acc2[nt]);
+}
+
 // MLP of the staged tile on tensor cores: warps take P tiles of 16 pairs (rows of tile A, which
 // hold s) at a time. Layer 1: D1[16 x HP] = S[16 x C] W0^T. Layer 2: D2 = relu(D1) W2^T, with
 // the lane's D1 values used as its A fragment where they stand: k-group ks's logical columns t
@@ -93,14 +129,7 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   float bias0[NT][2], bias2[NT][2], w4v[NT][2];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      bias0[nt][e] = load1<SHARED>(W.b0 + nt * 8 + 2 * t + e);
-      bias2[nt][e] = load1<SHARED>(W.b2 + nt * 8 + 2 * t + e);
-      w4v[nt][e] = load1<SHARED>(W.w4 + nt * 8 + 2 * t + e);
-    }
+  load_lane_biases(W, t, bias0, bias2, w4v);
   const float bias4 = load1<SHARED>(W.b4);
   const float* w0_lane = W.w0 + g * L::kW0Stride + t;      // + 8nt rows, + k0 columns
   const float* w2_lane = W.w2 + g * L::kW2Stride + 2 * t;  // + 8nt rows, + 8ks columns
@@ -111,19 +140,9 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
     const float* row_hi[P];
     const float* trow_lo[P];  // LNROW: their tile T rows
     const float* trow_hi[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      const int m0 = (grp * P + p) * 16;
-      const int q_lo = m0 + g < kRows ? m0 + g : kRows - 1, q_hi = m0 + g + 8 < kRows ? m0 + g + 8 : kRows - 1;
-      row_lo[p] = tiles + q_lo * RS + t;
-      row_hi[p] = tiles + q_hi * RS + t;
-      trow_lo[p] = tiles + (t_row0 + (q_lo % TILE_J) * TILE_I + q_lo / TILE_J) * RS + t;
-      trow_hi[p] = tiles + (t_row0 + (q_hi % TILE_J) * TILE_I + q_hi / TILE_J) * RS + t;
-    }
-    // Element k of the lane's row: s (LNROW 0), or u(i,j) + u(j,i).
-    const auto a_at = [&](const float* const (&r)[P], const float* const (&tr)[P], int p, int k) {
-      return LNROW ? r[p][k] + tr[p][k] : r[p][k];
-    };
+    fragment_rows<TILE_I, TILE_J, RS>(tiles, grp, g, t, t_row0, row_lo, row_hi, trow_lo, trow_hi);
+    // Layer 1 stays in this body: split into a function of its own, it changes the machine code of
+    // the kernels that read the weights from global memory (SMEM_W 0; tools/cubin_identity.py).
     float d1[NT][P][4];
     {
     float acc1[NT][3][P][4];
@@ -134,10 +153,10 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
       float ahi[P][4], alo[P][4];
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        split_operand<PREC>(a_at(row_lo, trow_lo, p, k0), ahi[p][0], alo[p][0]);
-        split_operand<PREC>(a_at(row_hi, trow_hi, p, k0), ahi[p][1], alo[p][1]);
-        split_operand<PREC>(a_at(row_lo, trow_lo, p, k0 + 4), ahi[p][2], alo[p][2]);
-        split_operand<PREC>(a_at(row_hi, trow_hi, p, k0 + 4), ahi[p][3], alo[p][3]);
+        split_operand<PREC>(lane_a<LNROW>(row_lo, trow_lo, p, k0), ahi[p][0], alo[p][0]);
+        split_operand<PREC>(lane_a<LNROW>(row_hi, trow_hi, p, k0), ahi[p][1], alo[p][1]);
+        split_operand<PREC>(lane_a<LNROW>(row_lo, trow_lo, p, k0 + 4), ahi[p][2], alo[p][2]);
+        split_operand<PREC>(lane_a<LNROW>(row_hi, trow_hi, p, k0 + 4), ahi[p][3], alo[p][3]);
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -149,32 +168,7 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
     for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P, PREC>(d1[nt], acc1[nt]);
     }
     float d2[NT][P][4];
-    {
-    float acc2[NT][3][P][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_init<P>(acc2[nt], bias2[nt]);
-#pragma unroll
-    for (int ks = 0; ks < NT; ++ks) {
-      // A fragment {(g, t), (g+8, t), (g, t+4), (g+8, t+4)} = relu(D1) at h = 8ks + {2t, 2t, 2t+1, 2t+1}.
-      float ahi[P][4], alo[P][4];
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        split_operand<PREC>(fmaxf(d1[ks][p][0], 0.0f), ahi[p][0], alo[p][0]);
-        split_operand<PREC>(fmaxf(d1[ks][p][2], 0.0f), ahi[p][1], alo[p][1]);
-        split_operand<PREC>(fmaxf(d1[ks][p][1], 0.0f), ahi[p][2], alo[p][2]);
-        split_operand<PREC>(fmaxf(d1[ks][p][3], 0.0f), ahi[p][3], alo[p][3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        float w2v[2];
-        loadv<2, SHARED>(w2_lane + nt * 8 * L::kW2Stride + ks * 8, w2v);
-        const float2 w = make_float2(w2v[0], w2v[1]);
-        mma_3xtf32<P, PREC>(acc2[nt], ahi, alo, w.x, w.y);
-      }
-    }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P, PREC>(d2[nt], acc2[nt]);
-    }
+    mma_layer2<NT, P, SHARED, PREC, L::kW2Stride>(d2, d1, w2_lane, bias2);
     store_fragment_logits<N, TILE_I, TILE_J, SYM>(out, tile, grp, g, t, d2, w4v, bias4);
   }
 }

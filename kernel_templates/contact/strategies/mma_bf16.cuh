@@ -15,6 +15,31 @@
 namespace tune_kernels {
 namespace contact {
 
+// Elements k, k+1 of the lane's row p as one A register: s (LNROW 0), or u(i,j) + u(j,i) (rows r
+// and tile T rows tr).
+template <int LNROW, int P>
+__device__ __forceinline__ unsigned lane_a_word(const __nv_bfloat16* const (&r)[P],
+                                                const __nv_bfloat16* const (&tr)[P], int p, int k) {
+  const unsigned a = load_word<true>(r[p] + k);
+  if constexpr (LNROW != 0) {
+    const unsigned b = load_word<true>(tr[p] + k);
+    return pack_bf16x2(bf16_lo(a) + bf16_lo(b), bf16_hi(a) + bf16_hi(b));
+  } else {
+    return a;
+  }
+}
+
+// d[nt][p] = the lane's fragment of bias (columns 2t, 2t+1 of n-tile nt), the accumulators' start.
+template <int NT, int P>
+__device__ __forceinline__ void init_bias_fragments(float (&d)[NT][P][4], const float (&bias)[NT][2]) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d[nt][p][e] = bias[nt][e & 1];
+}
+
 // mma_pairs in bfloat16: warps take P tiles of 16 pairs at a time. Layer 1: D1[16 x HP] = S[16 x C]
 // W0^T, k-steps of 16 columns. Layer 2: D2 = relu(D1) W2^T; m16n8k16's A fragment of k-step ks is
 // exactly the lane's D1 of n-tiles 2ks (columns 2t, 2t+1 of rows g, g+8: registers 0, 1) and
@@ -34,14 +59,7 @@ __device__ __forceinline__ void mma_pairs_bf16(__nv_bfloat16* __restrict__ out, 
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2, t = lane & 3;
   float bias0[NT][2], bias2[NT][2], w4v[NT][2];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      bias0[nt][e] = load1<SHARED>(W.b0 + nt * 8 + 2 * t + e);
-      bias2[nt][e] = load1<SHARED>(W.b2 + nt * 8 + 2 * t + e);
-      w4v[nt][e] = load1<SHARED>(W.w4 + nt * 8 + 2 * t + e);
-    }
+  load_lane_biases(W, t, bias0, bias2, w4v);
   const float bias4 = load1<SHARED>(W.b4);
   const E* w0_lane = W.w0 + g * L::kW0Stride + 2 * t;  // + 8nt rows, + k0 (+ 8) columns
   const E* w2_lane = W.w2 + g * L::kW2Stride + 2 * t;  // + 8nt rows, + 16ks (+ 8) columns
@@ -52,41 +70,20 @@ __device__ __forceinline__ void mma_pairs_bf16(__nv_bfloat16* __restrict__ out, 
     const E* row_hi[P];
     const E* trow_lo[P];  // LNROW: their tile T rows
     const E* trow_hi[P];
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      const int m0 = (grp * P + p) * 16;
-      const int q_lo = m0 + g < kRows ? m0 + g : kRows - 1, q_hi = m0 + g + 8 < kRows ? m0 + g + 8 : kRows - 1;
-      row_lo[p] = tiles + q_lo * RS + 2 * t;
-      row_hi[p] = tiles + q_hi * RS + 2 * t;
-      trow_lo[p] = tiles + (t_row0 + (q_lo % TILE_J) * TILE_I + q_lo / TILE_J) * RS + 2 * t;
-      trow_hi[p] = tiles + (t_row0 + (q_hi % TILE_J) * TILE_I + q_hi / TILE_J) * RS + 2 * t;
-    }
-    // Elements k, k+1 of the lane's row as one A register: s (LNROW 0), or u(i,j) + u(j,i).
-    const auto a_word = [&](const E* const (&r)[P], const E* const (&tr)[P], int p, int k) {
-      const unsigned a = load_word<true>(r[p] + k);
-      if constexpr (LNROW != 0) {
-        const unsigned b = load_word<true>(tr[p] + k);
-        return pack_bf16x2(bf16_lo(a) + bf16_lo(b), bf16_hi(a) + bf16_hi(b));
-      } else {
-        return a;
-      }
-    };
+    fragment_rows<TILE_I, TILE_J, RS>(tiles, grp, g, 2 * t, t_row0, row_lo, row_hi, trow_lo, trow_hi);
+    // Both layers stay in this body: split into functions of their own, they change the machine code
+    // of the kernels that read the weights from global memory (SMEM_W 0; tools/cubin_identity.py).
     float d1[NT][P][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int p = 0; p < P; ++p)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) d1[nt][p][e] = bias0[nt][e & 1];
+    init_bias_fragments(d1, bias0);
 #pragma unroll
     for (int k0 = 0; k0 < C; k0 += 16) {
       unsigned a[P][4];
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        a[p][0] = a_word(row_lo, trow_lo, p, k0);
-        a[p][1] = a_word(row_hi, trow_hi, p, k0);
-        a[p][2] = a_word(row_lo, trow_lo, p, k0 + 8);
-        a[p][3] = a_word(row_hi, trow_hi, p, k0 + 8);
+        a[p][0] = lane_a_word<LNROW>(row_lo, trow_lo, p, k0);
+        a[p][1] = lane_a_word<LNROW>(row_hi, trow_hi, p, k0);
+        a[p][2] = lane_a_word<LNROW>(row_lo, trow_lo, p, k0 + 8);
+        a[p][3] = lane_a_word<LNROW>(row_hi, trow_hi, p, k0 + 8);
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
@@ -97,12 +94,7 @@ __device__ __forceinline__ void mma_pairs_bf16(__nv_bfloat16* __restrict__ out, 
       }
     }
     float d2[NT][P][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int p = 0; p < P; ++p)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) d2[nt][p][e] = bias2[nt][e & 1];
+    init_bias_fragments(d2, bias2);
 #pragma unroll
     for (int ks = 0; ks < KS2; ++ks) {
       unsigned a[P][4];

@@ -41,6 +41,21 @@ struct MmaWeights {
   const E *w0, *b0, *w2, *b2, *w4, *b4;
 };
 
+// The lane's (g, t) epilogue constants of the tensor-core strategies: columns 2t, 2t+1 of each
+// 8-column tile nt of b0, b2 and w4 (the columns of its accumulator fragments).
+template <class E, int C, int H, bool SHARED, int NT>
+__device__ __forceinline__ void load_lane_biases(const MmaWeights<E, C, H, SHARED>& W, int t, float (&bias0)[NT][2],
+                                                 float (&bias2)[NT][2], float (&w4v)[NT][2]) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      bias0[nt][e] = load1<SHARED>(W.b0 + nt * 8 + 2 * t + e);
+      bias2[nt][e] = load1<SHARED>(W.b2 + nt * 8 + 2 * t + e);
+      w4v[nt][e] = load1<SHARED>(W.w4 + nt * 8 + 2 * t + e);
+    }
+}
+
 // Block-cooperative copy of R x L elements (source stride L) into an RP x LP array of stride DS,
 // zero outside R x L (the padding must be finite: it meets the MMA as 0 * padding).
 template <int R, int L, int RP, int LP, int DS, int BLOCK, bool ASYNC, class E>

@@ -16,12 +16,15 @@ namespace tune {
 //  "records": [per results file, by shape stem: {"file", "shape_name", "compile_options",
 //      "finalists": [the variants of the strict re-measure (a search_timing and a timing), fastest
 //      search median first (the order tune interleaves them): {"name", "baseline", "strict_median_us",
-//      "search_median_us", "launches": [{"name_expression", "grid", "block", "dynamic_smem_bytes"}]}]}]}
+//      "search_median_us", "launches": [{"name_expression", "grid", "block", "dynamic_smem_bytes"}]}],
+//      with all_variants also "variants": [every variant, in the record's order: {"name", "baseline",
+//      "status", "reason", "launches" (as the finalists'; none where the record has none)}]}]}
 // `problem`: a name or a problem folder or file; empty: the first results file's own problem (no
 // results: the sources alone, of `problem`). A
 // record older than a dtype variable of the problem names its kernels with the variable's default
 // type (as tune lowers them now, issue 35). Throws InputError (a results file not valid, one of
 // another problem, no results given).
-nlohmann::ordered_json export_nvrtc(const std::vector<std::filesystem::path>& results, const std::string& problem);
+nlohmann::ordered_json export_nvrtc(const std::vector<std::filesystem::path>& results, const std::string& problem,
+                                    bool all_variants = false);
 
 }  // namespace tune

@@ -184,11 +184,14 @@ class ExportNvrtcCommand final : public Subcommand {
     app_->add_option("results", inputs_, "results JSON files written by tune (one problem; none: the sources only, "
                                          "of --problem)");
     app_->add_option("-o,--out", out_, "write the JSON to this file instead of stdout");
+    app_->add_flag("--all-variants", all_variants_,
+                   "also list every variant of each results file with its status and its kernels' name expressions "
+                   "as tune lowers them now (tools/cubin_identity.py samples them)");
   }
 
   // --problem (the main option): a name or a folder; default: the first results file's problem.
   int run(const Log&) override {
-    const auto exported = export_nvrtc(paths(inputs_), main_options_.problem);
+    const auto exported = export_nvrtc(paths(inputs_), main_options_.problem, all_variants_);
     if (out_.empty()) {
       fmt::print("{}\n", exported.dump());
       return 0;
@@ -202,6 +205,7 @@ class ExportNvrtcCommand final : public Subcommand {
   const TuneOptions& main_options_;
   std::vector<std::string> inputs_;
   std::string out_;
+  bool all_variants_ = false;
 };
 
 class MergeCommand final : public Subcommand {

@@ -74,15 +74,31 @@ Json finalists_json(const RunRecord& run, const Space& space, const fs::path& fi
   return out;
 }
 
-Json record_json(const fs::path& file, const Problem& problem, const Space& space) {
+// Every variant of the record, in its order, with the name expressions tune compiles for it now
+// (a variant that recorded no launches, as one refused before it was lowered, lists none).
+Json variants_json(const RunRecord& run, const Space& space, const fs::path& file) {
+  Json out = Json::array();
+  for (const VariantRecord& v : run.variants) {
+    out.push_back({{"name", v.name},
+                   {"baseline", v.baseline},
+                   {"status", to_string(v.status)},
+                   {"reason", v.reason},
+                   {"launches", v.launches.empty() ? Json::array() : launches_json(v, run, space, file)}});
+  }
+  return out;
+}
+
+Json record_json(const fs::path& file, const Problem& problem, const Space& space, bool all_variants) {
   const RunRecord run = read_result(file);
   if (run.problem != problem.name())
     throw InputError(fmt::format("{}: results of problem {}, not {}; pass results of {} (or --problem {})", file.string(),
                                  run.problem, problem.name(), problem.name(), run.problem));
-  return Json{{"file", file.string()},
-              {"shape_name", shape_stem(file)},
-              {"compile_options", run.context.compile_options},
-              {"finalists", finalists_json(run, space, file)}};
+  Json out{{"file", file.string()},
+           {"shape_name", shape_stem(file)},
+           {"compile_options", run.context.compile_options},
+           {"finalists", finalists_json(run, space, file)}};
+  if (all_variants) out["variants"] = variants_json(run, space, file);
+  return out;
 }
 
 Json sources_json(const KernelSources& sources) {
@@ -93,7 +109,7 @@ Json sources_json(const KernelSources& sources) {
 
 }  // namespace
 
-Json export_nvrtc(const std::vector<fs::path>& results, const std::string& problem_spec) {
+Json export_nvrtc(const std::vector<fs::path>& results, const std::string& problem_spec, bool all_variants) {
   if (results.empty() && problem_spec.empty())
     throw InputError("tune export nvrtc: no results files and no --problem; pass results JSON files of one problem, or "
                      "--problem for its sources alone");
@@ -106,7 +122,7 @@ Json export_nvrtc(const std::vector<fs::path>& results, const std::string& probl
   std::vector<fs::path> files = results;
   std::stable_sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) { return shape_stem(a) < shape_stem(b); });
   Json records = Json::array();
-  for (const auto& f : files) records.push_back(record_json(f, problem, space));
+  for (const auto& f : files) records.push_back(record_json(f, problem, space, all_variants));
 
   Json read = Json::array({absolute_path(problem.file())});
   for (const auto& f : sources->files) read.push_back(absolute_path(f));

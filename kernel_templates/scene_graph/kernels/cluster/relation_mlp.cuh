@@ -12,15 +12,105 @@
 #include "../../ptx.cuh"
 #include "../../reductions.cuh"
 
+// hidden = pf · W0ᵀ on the tensor cores for 16 pairs (tile u) and hidden tiles nt0 .. nt0 +
+// NTH - 1; lane (g, t) finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and
+// g+8, then the 4 lanes of a pair add their shares of W2·silu(hidden + b0) into acc.
+template <class C, int NTH>
+__device__ __forceinline__ void sg_mlp_tile(float (&acc)[2][C::kH], int u, int nt0, int g, int t4, const float* pfs,
+                                            const float* mw0, const float* mb0, const float* mw2) {
+  namespace k = tune_kernels;
+  constexpr int H = C::kH, P = C::kP, PS = C::PS, PAIRS = C::PAIRS;
+  const int pa = 16 * u + g, pb = pa + 8;
+  const float* xa = pfs + (pa < PAIRS ? pa : PAIRS - 1) * PS;
+  const float* xb = pfs + (pb < PAIRS ? pb : PAIRS - 1) * PS;
+#pragma unroll
+  for (int hh = 0; hh < H; ++hh) acc[0][hh] = acc[1][hh] = 0.0f;
+#pragma unroll
+  for (int n = 0; n < NTH; ++n) {
+    const int nt = nt0 + n;
+    const float* wrow = mw0 + (8 * nt + g) * PS;
+    float hh4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int k0 = 0; k0 < P; k0 += 8) k::sg_mma_3xtf32_step(hh4, hl, lh, xa, xb, wrow, k0, t4);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int col = 8 * nt + 2 * t4 + (e % 2);
+      const float a = hh4[e] + (hl[e] + lh[e]) + mb0[col];
+      const float sl = __fdividef(a, 1.0f + __expf(-a));  // silu (MUFU exp: relative error near 1e-6)
+#pragma unroll
+      for (int hh = 0; hh < H; ++hh) acc[e / 2][hh] = fmaf(mw2[hh * P + col], sl, acc[e / 2][hh]);
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < 2; ++e) k::sg_lane_sums<1, 2>(acc[e]);
+}
+
+// Tile u's biases (acc + b2) into the bias rows bs of block (head, r): lane (g, t) stores heads
+// t, t+4, ... of pairs g (e = 0) and g+8 (e = 1).
+template <class C>
+__device__ __forceinline__ void sg_mlp_store(const float (&acc)[2][C::kH], int u, int h, int r, int rank, int g, int t4,
+                                             float* bs, const float* mw2) {
+  constexpr int N = C::kN, H = C::kH, P = C::kP, R = C::kR, JC = C::JC, PAIRS = C::PAIRS;
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const int pu = 16 * u + g + 8 * e;
+    const int i = pu / JC, j = h * JC + pu % JC;
+    if (pu < PAIRS && j < N) {
+#pragma unroll
+      for (int hh = 0; hh < H; ++hh) {
+        if (hh % 4 == t4) sg_cluster_put<C, 1>(bs + i * N + j, hh * R + r, acc[e][hh] + mw2[H * P + hh], rank);
+      }
+    }
+  }
+}
+
+// kMlpHalves: two warps share a tile, half the hidden units each: the second (v odd) leaves its
+// sums in shared memory (mx: 16 x H of tile u) and arrives at the tile's named barrier, the first
+// waits there, adds them and stores.
+template <class C>
+__device__ __forceinline__ void sg_mlp_halves(int v, int h, int r, int rank, int g, int t4, const float* pfs,
+                                              const float* mw0, const float* mb0, const float* mw2, float* bs,
+                                              float* mx_all) {
+  namespace k = tune_kernels;
+  constexpr int H = C::kH, UT = C::UT, NTH = C::kP / 16;
+  if (v < 2 * UT) {
+    const int u = v / 2;
+    float acc[2][H];
+    sg_mlp_tile<C, NTH>(acc, u, v % 2 * NTH, g, t4, pfs, mw0, mb0, mw2);
+    float* mx = mx_all + u * 16 * H;  // (e 8 + g) H + head
+    if (v % 2 == 1) {
+      if (t4 == 0) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+#pragma unroll
+          for (int hh = 0; hh < H; ++hh) mx[(e * 8 + g) * H + hh] = acc[e][hh];
+        }
+      }
+      asm volatile("bar.arrive %0, 64;" ::"r"(1 + u) : "memory");
+      k::sg_cluster_wait();
+    } else {
+      asm volatile("bar.sync %0, 64;" ::"r"(1 + u) : "memory");
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+#pragma unroll
+        for (int hh = 0; hh < H; ++hh) acc[e][hh] += mx[(e * 8 + g) * H + hh];
+      }
+      k::sg_cluster_wait();
+      sg_mlp_store<C>(acc, u, h, r, rank, g, t4, bs, mw2);
+    }
+  } else {
+    k::sg_cluster_wait();
+  }
+}
+
 // P % 8 == 0 (L::kMlpMma): on the tensor cores, on the last warps (the first ones have the
-// LayerNorm rows).
+// LayerNorm rows): warp v = NW - 1 - warp takes tiles v, v + NW, ... of 16 pairs (sg_mlp_tile),
+// or with kMlpHalves half of tile v / 2 (sg_mlp_halves).
 template <class C>
 __device__ __forceinline__ void sg_cluster_relation_mlp_mma(int h, int r, int rank, int warp, int g, int t4) {
   namespace k = tune_kernels;
   using L = typename C::L;
-  constexpr int N = C::kN, H = C::kH, P = C::kP, R = C::kR, PS = C::PS, JC = C::JC, PAIRS = C::PAIRS;
-  constexpr int NW = C::NW, UT = C::UT;
-  constexpr bool kMlpHalves = C::kMlpHalves;
+  constexpr int H = C::kH, P = C::kP, NW = C::NW, UT = C::UT;
   extern __shared__ float4 sg_smem[];
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* bs = sm + L::kBias;   // RN x N: bias of head h, from the H blocks of row split r
@@ -28,91 +118,16 @@ __device__ __forceinline__ void sg_cluster_relation_mlp_mma(int h, int r, int ra
   float* mb0 = sm + L::kB0;    // P
   float* mw2 = sm + L::kW2;    // H x P, then b2
   float* pfs = sm + L::kPF;    // pair features, PAIRS x PS
-  const auto put1 = [&](float* p, int to, float v) { sg_cluster_put<C, 1>(p, to, v, rank); };
-  // hidden = pf · W0ᵀ on the tensor cores for 16 pairs (tile u) and hidden tiles nt0 .. nt0 +
-  // NTH - 1; lane (g, t) finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and
-  // g+8, then the 4 lanes of a pair add their shares of W2·silu(hidden + b0) into acc.
-  // The last warps take the MLP (the first ones have the LayerNorm rows). With kMlpHalves two
-  // warps share a tile, half the hidden units each: the second leaves its sums in shared
-  // memory and arrives at the tile's named barrier, the first waits there and adds them.
-  constexpr int NTM = P / 8;
-  constexpr int NTH = kMlpHalves ? NTM / 2 : NTM;
-  const auto mlp_tile = [&](int u, int nt0, float (&acc)[2][H]) {
-    const int pa = 16 * u + g, pb = pa + 8;
-    const float* xa = pfs + (pa < PAIRS ? pa : PAIRS - 1) * PS;
-    const float* xb = pfs + (pb < PAIRS ? pb : PAIRS - 1) * PS;
-#pragma unroll
-    for (int hh = 0; hh < H; ++hh) acc[0][hh] = acc[1][hh] = 0.0f;
-#pragma unroll
-    for (int n = 0; n < NTH; ++n) {
-      const int nt = nt0 + n;
-      const float* wrow = mw0 + (8 * nt + g) * PS;
-      float hh4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, hl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, lh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int k0 = 0; k0 < P; k0 += 8) k::sg_mma_3xtf32_step(hh4, hl, lh, xa, xb, wrow, k0, t4);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = 8 * nt + 2 * t4 + (e % 2);
-        const float a = hh4[e] + (hl[e] + lh[e]) + mb0[col];
-        const float sl = __fdividef(a, 1.0f + __expf(-a));  // silu (MUFU exp: relative error near 1e-6)
-#pragma unroll
-        for (int hh = 0; hh < H; ++hh) acc[e / 2][hh] = fmaf(mw2[hh * P + col], sl, acc[e / 2][hh]);
-      }
-    }
-#pragma unroll
-    for (int e = 0; e < 2; ++e) k::sg_lane_sums<1, 2>(acc[e]);
-  };
-  // lane (g, t) stores heads t, t+4, ... of pairs g (e = 0) and g+8 (e = 1)
-  const auto mlp_store = [&](int u, const float (&acc)[2][H]) {
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int pu = 16 * u + g + 8 * e;
-      const int i = pu / JC, j = h * JC + pu % JC;
-      if (pu < PAIRS && j < N) {
-#pragma unroll
-        for (int hh = 0; hh < H; ++hh) {
-          if (hh % 4 == t4) put1(bs + i * N + j, hh * R + r, acc[e][hh] + mw2[H * P + hh]);
-        }
-      }
-    }
-  };
   const int v = NW - 1 - warp;
-  if constexpr (kMlpHalves) {
-    if (v < 2 * UT) {
-      const int u = v / 2;
-      float acc[2][H];
-      mlp_tile(u, v % 2 * NTH, acc);
-      float* mx = sm + L::kMx + u * 16 * H;  // (e 8 + g) H + head
-      if (v % 2 == 1) {
-        if (t4 == 0) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-#pragma unroll
-            for (int hh = 0; hh < H; ++hh) mx[(e * 8 + g) * H + hh] = acc[e][hh];
-          }
-        }
-        asm volatile("bar.arrive %0, 64;" ::"r"(1 + u) : "memory");
-        k::sg_cluster_wait();
-      } else {
-        asm volatile("bar.sync %0, 64;" ::"r"(1 + u) : "memory");
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-#pragma unroll
-          for (int hh = 0; hh < H; ++hh) acc[e][hh] += mx[(e * 8 + g) * H + hh];
-        }
-        k::sg_cluster_wait();
-        mlp_store(u, acc);
-      }
-    } else {
-      k::sg_cluster_wait();
-    }
+  if constexpr (C::kMlpHalves) {
+    sg_mlp_halves<C>(v, h, r, rank, g, t4, pfs, mw0, mb0, mw2, bs, sm + L::kMx);
   } else {
     if (v < UT) {
       for (int u = v; u < UT; u += NW) {
         float acc[2][H];
-        mlp_tile(u, 0, acc);
+        sg_mlp_tile<C, P / 8>(acc, u, 0, g, t4, pfs, mw0, mb0, mw2);
         if (u == v) k::sg_cluster_wait();
-        mlp_store(u, acc);
+        sg_mlp_store<C>(acc, u, h, r, rank, g, t4, bs, mw2);
       }
     } else {
       k::sg_cluster_wait();
