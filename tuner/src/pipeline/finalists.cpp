@@ -179,9 +179,9 @@ void PassRun::gate_finalists(const std::vector<std::size_t>& finalists) {
 void PassRun::settle_unchecked(const Gate& gate) {
   name_winner(run);
   const VariantRecord* w = run.winner ? run.find(*run.winner) : nullptr;
-  if (w && w->gate && w->gate->verdict == "unchecked")
+  if (w && w->gate && w->gate->verdict == GateVerdict::kUnchecked)
     log(fmt::format("gate: {} wins unchecked ({}), as --allow-unchecked allows", w->name, w->gate->reason));
-  if (!gate_stopped(gate) || (w && w->gate && w->gate->verdict == "safe")) return;
+  if (!gate_stopped(gate) || (w && w->gate && w->gate->verdict == GateVerdict::kSafe)) return;
   gate_exit_code = gate.could_not_run_exit_code();
   run.winner.reset();
   run.speedup.reset();
@@ -193,7 +193,7 @@ std::size_t PassRun::index_of(const std::string& name) const {
 
 void PassRun::say(const std::vector<std::size_t>& idx) const {
   for (const std::size_t i : idx)
-    if (const auto& v = run.variants[i]; v.gate) log(fmt::format("gate: {} {}: {}", v.gate->verdict, v.name, v.gate->reason));
+    if (const auto& v = run.variants[i]; v.gate) log(fmt::format("gate: {} {}: {}", to_string(v.gate->verdict), v.name, v.gate->reason));
 }
 
 // The output checks; with --sanitize winner, the sanitizers on the would-be winner among them start

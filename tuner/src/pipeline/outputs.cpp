@@ -224,7 +224,7 @@ void PassRun::save(bool force) {
 // The problem's PyTorch module at this shape (issue 36), after every kernel was timed and gated, so
 // the two never share the device; never for a run cut short or a part of one (tune merge's).
 void PassRun::time_torch() {
-  if (!run.timed || !run.device || ctx.interrupted || stop_asked() || (o.shard && o.shard->split == "variants")) return;
+  if (!run.timed || !run.device || ctx.interrupted || stop_asked() || (o.shard && o.shard->split == ShardSplit::kVariants)) return;
   run.torch = time_torch_module(problem, shape, *run.device,
                                 TorchCompare{.modes = o.torch, .device = o.device, .seed = o.seed,
                                              .cache_dir = torch_cache_for(o.no_cache, o.cache_dir), .fake_device = fake},
@@ -245,7 +245,7 @@ TuneOutcome PassRun::write_outputs() {
   // No header from a search cut short by hand, nor from a part of one (tune merge writes it). It is
   // made before anything is replaced: a header that cannot be made leaves the earlier pair alone.
   std::optional<std::string> header;
-  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == "variants"))
+  if (run.timed && run.winner && !run.context.interrupted && !(o.shard && o.shard->split == ShardSplit::kVariants))
     header = generate_header(run, space);
   move_unreadable_aside(json_path, run, log);
   if (const std::string kept = reason_to_keep(json_path, run); !kept.empty()) {
