@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "pipeline/worker_backend.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
@@ -191,6 +192,9 @@ TEST(GateVerdict, ACheckThatCouldNotRunMakesItUncheckedAndItWinsOnlyByConsent) {
 static_assert(std::is_same_v<decltype(std::declval<WorkerProcess&>().measure_floor(1.0)), WorkerAnswer<HarnessFloor>>);
 static_assert(std::is_same_v<decltype(std::declval<WorkerProcess&>().call("gate", {}, {}, 1.0)),
                              WorkerAnswer<nlohmann::ordered_json>>);
+// The worker's side too: a sanitized launch returns its result and whether its fault was sticky.
+static_assert(std::is_same_v<decltype(std::declval<WorkerBackend&>().sanitize(std::declval<WorkerItems&>(), 0)),
+                             WorkerBackend::Sanitized>);
 
 TEST(GateVerdict, SanitizeModesParseAndABadOneSaysTheChoices) {
   EXPECT_EQ(sanitize_mode_names(), (std::vector<std::string>{"off", "winner", "finalists"}));

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include <cuda.h>
 #include <fmt/format.h>
@@ -397,7 +398,8 @@ struct PassRun {
   // needs them).
   void start_compiles();
 
-  CompileResult compile_one(std::size_t i, bool* cached);
+  // Variant i compiled (from the compile cache where it is there), and whether it came from the cache.
+  std::pair<CompileResult, bool> compile_one(std::size_t i);
 
   void compile_and_queue(std::size_t i);
 
