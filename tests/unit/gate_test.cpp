@@ -6,12 +6,16 @@
 
 #include <functional>
 #include <set>
+#include <type_traits>
+#include <utility>
 
+#include "pipeline/worker_backend.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
 #include "tune/tune.hpp"
 #include "tune/verdict_cache.hpp"
+#include "tune/worker_client.hpp"
 
 namespace tune {
 namespace {
@@ -109,7 +113,7 @@ TEST(GateVerdict, FindingsThenDeterminismThenInputsDecide) {
   ok.elements = 10;
   v.gate->inputs.push_back({"seed 1", ok});
   Gate::apply_verdict(v);
-  EXPECT_EQ(v.gate->verdict, "safe");
+  EXPECT_EQ(v.gate->verdict, GateVerdict::kSafe);
   EXPECT_EQ(v.status, Status::kPassed);
   EXPECT_NE(v.gate->reason.find("memcheck, racecheck clean"), std::string::npos) << v.gate->reason;
 
@@ -166,11 +170,11 @@ TEST(GateVerdict, ACheckThatCouldNotRunMakesItUncheckedAndItWinsOnlyByConsent) {
   fast.gate->tools = {"memcheck"};
   fast.gate->not_run = {"racecheck", "synccheck", "initcheck"};
   Gate::apply_verdict(fast);
-  EXPECT_EQ(fast.gate->verdict, "unchecked");
+  EXPECT_EQ(fast.gate->verdict, GateVerdict::kUnchecked);
   EXPECT_EQ(fast.status, Status::kPassed);
   EXPECT_EQ(fast.gate->reason.rfind("racecheck, synccheck, initcheck could not run", 0), 0u) << fast.gate->reason;
   Gate::apply_verdict(run.variants[1]);
-  EXPECT_EQ(run.variants[1].gate->verdict, "safe");
+  EXPECT_EQ(run.variants[1].gate->verdict, GateVerdict::kSafe);
 
   EXPECT_EQ(picked_name(run).value_or(""), "b") << "the unchecked one does not win";
   run.context.gate.allow_unchecked = true;
@@ -179,11 +183,21 @@ TEST(GateVerdict, ACheckThatCouldNotRunMakesItUncheckedAndItWinsOnlyByConsent) {
   VariantRecord racy = fast;  // a finding still outranks what did not run
   racy.gate->findings.push_back({"memcheck", "Invalid __global__ read", {}});
   Gate::apply_verdict(racy);
-  EXPECT_EQ(racy.gate->verdict, "unsafe");
+  EXPECT_EQ(racy.gate->verdict, GateVerdict::kUnsafe);
   EXPECT_EQ(racy.status, Status::kUnsafe);
 }
 
+// Issue 38: a request to the worker returns what it came back with (the reply, else the fault and
+// the item in hand), never through out-parameters.
+static_assert(std::is_same_v<decltype(std::declval<WorkerProcess&>().measure_floor(1.0)), WorkerAnswer<HarnessFloor>>);
+static_assert(std::is_same_v<decltype(std::declval<WorkerProcess&>().call("gate", {}, {}, 1.0)),
+                             WorkerAnswer<nlohmann::ordered_json>>);
+// The worker's side too: a sanitized launch returns its result and whether its fault was sticky.
+static_assert(std::is_same_v<decltype(std::declval<WorkerBackend&>().sanitize(std::declval<WorkerItems&>(), 0)),
+                             WorkerBackend::Sanitized>);
+
 TEST(GateVerdict, SanitizeModesParseAndABadOneSaysTheChoices) {
+  EXPECT_EQ(sanitize_mode_names(), (std::vector<std::string>{"off", "winner", "finalists"}));
   EXPECT_EQ(sanitize_mode_from_string("off"), SanitizeMode::kOff);
   EXPECT_EQ(to_string(sanitize_mode_from_string("winner")), "winner");
   EXPECT_EQ(to_string(sanitize_mode_from_string("finalists")), "finalists");

@@ -62,6 +62,47 @@ TEST(Records, JsonRoundTripKeepsEverythingAndTheSchemaVersion) {
   EXPECT_EQ(back.variants[0].max_registers(), 40);
 }
 
+// Issue 38: the gate verdict, the shard split and the search label are enums with one table of
+// names each; the strings a record holds are those they always were, and read back to the same value.
+TEST(Records, EnumFieldsWriteTheirRecordStringsAndReadBack) {
+  EXPECT_EQ(gate_verdict_names(), (std::vector<std::string>{"safe", "unsafe", "incorrect", "unchecked"}));
+  EXPECT_EQ(shard_split_names(), (std::vector<std::string>{"items", "variants"}));
+  EXPECT_EQ(search_label_names(), (std::vector<std::string>{"exhaustive", "random", "halving", "random+halving", "warm",
+                                                            "warm+halving", "model", "warm+model"}));
+  for (const auto& name : gate_verdict_names()) EXPECT_EQ(to_string(gate_verdict_from_string(name)), name);
+  for (const auto& name : shard_split_names()) EXPECT_EQ(to_string(shard_split_from_string(name)), name);
+  for (const auto& name : search_label_names()) EXPECT_EQ(to_string(search_label_from_string(name)), name);
+  EXPECT_EQ(to_string(GateVerdict::kNone), "") << "one check's findings in the verdict cache carry no verdict yet";
+  EXPECT_EQ(gate_verdict_from_string(""), GateVerdict::kNone);
+  EXPECT_THROW((void)gate_verdict_from_string("Safe"), InputError);
+  EXPECT_THROW((void)shard_split_from_string("shapes"), InputError);
+  EXPECT_THROW((void)search_label_from_string("model+halving"), InputError);
+  EXPECT_EQ(with_halving(SearchLabel::kExhaustive), SearchLabel::kHalving);
+  EXPECT_EQ(with_halving(SearchLabel::kRandom), SearchLabel::kRandomHalving);
+  EXPECT_EQ(with_halving(SearchLabel::kWarm), SearchLabel::kWarmHalving);
+
+  RunRecord run = fixture_run();
+  run.context.search = SearchLabel::kWarmHalving;
+  ShardRecord shard;
+  shard.count = 2;
+  shard.split = ShardSplit::kVariants;
+  shard.run_key = "0123456789abcdef";
+  run.context.shard = shard;
+  run.variants[0].gate = GateRecord{};
+  run.variants[0].gate->verdict = GateVerdict::kUnchecked;
+  run.variants[0].gate->not_run = {"outputs"};
+  run.context.gate.allow_unchecked = true;  // an unchecked winner, by consent
+  const auto j = to_json(run);
+  EXPECT_EQ(j.at("context").at("search").at("strategy"), "warm+halving");
+  EXPECT_EQ(j.at("context").at("shard").at("split"), "variants");
+  EXPECT_EQ(j.at("variants").at(0).at("gate").at("verdict"), "unchecked");
+  const RunRecord back = run_from_json(nlohmann::ordered_json::parse(j.dump()));
+  EXPECT_EQ(back.context.search, SearchLabel::kWarmHalving);
+  EXPECT_EQ(back.context.shard->split, ShardSplit::kVariants);
+  EXPECT_EQ(back.variants[0].gate->verdict, GateVerdict::kUnchecked);
+  EXPECT_EQ(to_json(back).dump(), j.dump());
+}
+
 // Issue 35: a record older than its problem's dtype variable (contact's T, default float32) reads
 // as its problem's record with the default, in the one reader that tune header and tune export
 // torch go through; read_result keeps the shape as recorded, and a recorded T stays as it is.

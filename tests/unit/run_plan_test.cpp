@@ -3,12 +3,17 @@
 // 100 x resident blocks, not the 132 x resident of sm_90's limits.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/pass_run.hpp"
 #include "tune/errors.hpp"
+#include "tune/journal.hpp"
 #include "tune/run_plan.hpp"
 
 namespace {
@@ -84,6 +89,60 @@ TEST(RunPlan, ResolvesTheShapeOnceAndRefusesBadDimensions) {
   const ProblemShape at = resolve_problem_shape("contact", std::nullopt, {{"B", 4}, {"N", 64}});
   EXPECT_EQ(at.shape.tag(), "B4_N64_C64_H32");
   EXPECT_EQ(std::string(at.problem->name()), "contact");
+}
+
+// Issue 38: the outputs of a pass are a type of their own (Outputs, pipeline/pass_run.hpp), passed
+// the record they write: the journal keeps each record appended, a resumed run takes it back, and
+// the results replace the snapshot and the journal when the run ends.
+TEST(Outputs, JournalResumeAndReplaceOfTheRecordPassedIn) {
+  const FakeDeviceEnv env("100");
+  TuneOptions o = contact_options();
+  o.out_dir = std::filesystem::temp_directory_path() / ("tune-outputs-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(o.out_dir);
+  const RunPlan plan = plan_run(o, nullptr);
+  const auto blank_run = [&] {
+    RunRecord run;
+    run.problem = std::string(plan.problem->name());
+    run.shape = plan.shape;
+    run.timed = true;
+    for (const Config& c : {plan.space.baseline(), persist_config(plan.space)}) {
+      VariantRecord v;
+      v.name = plan.space.name(c);
+      v.params = plan.space.to_json(c);
+      v.baseline = c == plan.space.baseline();
+      run.variants.push_back(v);
+    }
+    return run;
+  };
+  const LogFn quiet = [](const std::string&) {};
+  {
+    Outputs outputs(plan, o, quiet, Clock::now());
+    outputs.lock();
+    RunRecord run = blank_run();
+    outputs.open_journal(run, nullptr);
+    EXPECT_TRUE(std::filesystem::exists(plan.partial_path)) << "the first snapshot";
+    EXPECT_FALSE(outputs.journaled(0));
+    run.variants[0].status = Status::kCompileFailed;
+    run.variants[0].reason = "planted";
+    outputs.append("search", run.variants[0]);
+  }  // interrupted: the journal stays
+  o.resume = true;
+  Outputs outputs(plan, o, quiet, Clock::now());
+  outputs.lock();
+  RunRecord run = blank_run();
+  outputs.open_journal(run, nullptr);
+  EXPECT_TRUE(outputs.journaled(0)) << "a final record of this run's variant is taken back";
+  EXPECT_FALSE(outputs.journaled(1));
+  EXPECT_EQ(run.variants[0].reason, "planted");
+  EXPECT_EQ(run.context.resumed_variants, 1);
+  run.variants[1].status = Status::kCompileFailed;
+  const TuneOutcome out = outputs.replace(run, std::nullopt, 3);
+  EXPECT_EQ(out.json_path, plan.json_path);
+  EXPECT_EQ(out.gate_exit_code, 3);
+  EXPECT_TRUE(std::filesystem::exists(plan.json_path));
+  EXPECT_FALSE(std::filesystem::exists(plan.partial_path)) << "the results replace the snapshot";
+  EXPECT_FALSE(std::filesystem::exists(Journal::path_for(plan.json_path))) << "a finished run keeps no journal";
+  std::filesystem::remove_all(o.out_dir);
 }
 
 }  // namespace

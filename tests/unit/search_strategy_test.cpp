@@ -113,7 +113,7 @@ TEST(SearchStrategy, EachRecordsItsNameInContextSearch) {
   Fixture f;
   const auto strategy_of = [&](const TuneOptions& o) {
     const StrategyPtr s = make_search_strategy(o);
-    return first_pass(f, o, *s).ctx.search;
+    return to_string(first_pass(f, o, *s).ctx.search);
   };
   TuneOptions o;
   o.warm_refine = 0;
@@ -230,7 +230,7 @@ TEST(SearchStrategy, RefineProposesTheNeighboursOfTheFastestAndStopsWhenARoundFi
   EXPECT_TRUE(s->next(after, f.log).empty()) << "nothing faster: the neighbourhood is done";
   RunContext ctx;
   s->record(ctx);
-  EXPECT_EQ(ctx.search, "warm");
+  EXPECT_EQ(ctx.search, SearchLabel::kWarm);
   EXPECT_EQ(ctx.warm_refine_rounds, 1);
   EXPECT_EQ(ctx.warm_refine_added, static_cast<int>(more.size()));
 }

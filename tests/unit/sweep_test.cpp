@@ -120,13 +120,13 @@ TEST(Sweep, ShardsOfASweepTakeEveryNthItemAndOneShapeSplitsItsVariants) {
   ASSERT_EQ(part.size(), 2u);
   EXPECT_EQ(part[0].index, 1u);
   EXPECT_EQ(part[1].index, 4u);
-  EXPECT_EQ(part[1].shard->split, "items");
+  EXPECT_EQ(part[1].shard->split, ShardSplit::kItems);
   EXPECT_EQ(part[1].shard->items, 5);
   EXPECT_EQ(part[1].shard->run_key, "key");
   EXPECT_FALSE(plan_sweep(items, {0, 1}, "key").front().shard.has_value());  // 0/1: an ordinary run
   const auto one = plan_sweep({items[0]}, {2, 3}, "key");
   ASSERT_EQ(one.size(), 1u);
-  EXPECT_EQ(one[0].shard->split, "variants");
+  EXPECT_EQ(one[0].shard->split, ShardSplit::kVariants);
   EXPECT_NE(message_of([&] { plan_sweep({items[0], items[0]}, {0, 1}, "k"); }).find("repeats item 0"), std::string::npos);
 }
 
@@ -136,8 +136,7 @@ TEST(Sweep, VariantShardsCoverTheListOnceAndEachHasTheBaseline) {
   const Config baseline = chosen[4];
   std::multiset<std::size_t> seen;
   for (int k = 0; k < 3; ++k) {
-    ShardRecord r{k, 3, "variants"};
-    const auto part = shard_configs(chosen, baseline, r, &r);
+    const auto [part, r] = shard_configs(chosen, baseline, ShardRecord{k, 3, ShardSplit::kVariants});
     EXPECT_EQ(r.variants, 7);
     EXPECT_EQ(r.baseline_index, 4);
     EXPECT_NE(std::find(part.begin(), part.end(), baseline), part.end()) << "shard " << k;
@@ -178,8 +177,8 @@ std::vector<RunRecord> timed_shards(int count, const std::vector<double>& median
   std::vector<RunRecord> shards;
   for (int k = 0; k < count; ++k) {
     RunRecord r = proto;
-    ShardRecord s{k, count, "variants", 1, 0, "key"};
-    for (const Config& c : shard_configs(configs, space.baseline(), s, &s)) {
+    const auto [part, s] = shard_configs(configs, space.baseline(), ShardRecord{k, count, ShardSplit::kVariants, 1, 0, "key"});
+    for (const Config& c : part) {
       const auto i = static_cast<std::size_t>(std::find(configs.begin(), configs.end(), c) - configs.begin());
       VariantRecord v = fixture_run().variants.front();
       v.name = space.name(c);

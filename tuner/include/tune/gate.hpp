@@ -41,6 +41,7 @@ enum class SanitizeMode { kOff, kWinner, kFinalists };
 // Throws InputError naming the choices.
 SanitizeMode sanitize_mode_from_string(const std::string& text);
 std::string to_string(SanitizeMode mode);
+std::vector<std::string> sanitize_mode_names();  // in table order: --sanitize's choices
 
 inline constexpr const char* kSanitizerTools[] = {"memcheck", "racecheck", "synccheck", "initcheck"};
 

@@ -81,13 +81,24 @@ struct SanitizerFinding {
   std::vector<std::string> report;  // its first lines, as the tool wrote them (names demangled)
 };
 
+// A finalist's gate verdict (GateRecord::verdict; its record string is to_string's).
+enum class GateVerdict {
+  kNone,       // "": not given yet (one check's findings, as the verdict cache keeps them)
+  kSafe,       // "safe"
+  kUnsafe,     // "unsafe": a finding or a changing output
+  kIncorrect,  // "incorrect": an input failed
+  kUnchecked,  // "unchecked": nothing found, but a check that was asked for could not run (not_run)
+};
+std::string to_string(GateVerdict v);
+GateVerdict gate_verdict_from_string(const std::string& s);  // throws InputError
+// The verdicts a record may hold (not kNone's ""), in table order: the validator's choices.
+std::vector<std::string> gate_verdict_names();
+
 // A finalist's gate (issue 20): sanitizers on its parity launch, its output over repeated launches
 // and from a fresh context, and parity on more inputs than the search used.
 struct GateRecord {
-  // "safe", "unsafe" (a finding or a changing output), "incorrect" (an input failed), "unchecked"
-  // (nothing found, but a check that was asked for could not run: see not_run). An unchecked
-  // variant wins only with --allow-unchecked (context.gate.allow_unchecked).
-  std::string verdict;
+  // An unchecked variant wins only with --allow-unchecked (context.gate.allow_unchecked).
+  GateVerdict verdict = GateVerdict::kNone;
   std::string reason;   // one line: what was found, or what was checked
   std::vector<std::string> tools;  // the sanitizer tools that ran on it
   // The checks asked for that could not run on it: "outputs", or a sanitizer tool's name.
@@ -192,18 +203,45 @@ struct VariantRecord {
   [[nodiscard]] int spill_bytes() const;
 };
 
+// How a sharded run splits its work (ShardRecord::split; its record string is to_string's).
+enum class ShardSplit {
+  kItems,     // "items": whole shapes per shard
+  kVariants,  // "variants": one shape's variants
+};
+std::string to_string(ShardSplit s);
+ShardSplit shard_split_from_string(const std::string& s);  // throws InputError
+std::vector<std::string> shard_split_names();
+
 // A result of a sharded run (--shard K/N): enough for `tune merge` to check the set and rebuild
 // the unsharded order. See tune/sweep.hpp.
 struct ShardRecord {
   int index = 0;
   int count = 1;
-  std::string split;          // "items": whole shapes per shard; "variants": one shape's variants
+  ShardSplit split = ShardSplit::kItems;
   std::int64_t items = 1;     // work items in the whole sweep
   std::int64_t item = 0;      // this result's item
   std::string run_key;        // sweep_run_key: equal for all shards of one run
   std::int64_t variants = 0;  // split "variants": the unsharded variant count
   std::int64_t baseline_index = -1;  // split "variants": the baseline's unsharded index (-1: none)
 };
+
+// How the variants were chosen (RunContext::search, context.search.strategy; its record string is
+// to_string's): the choice, and "+halving" where successive halving timed it.
+enum class SearchLabel {
+  kExhaustive,     // "exhaustive": every valid configuration
+  kRandom,         // "random": a sample (--budget)
+  kHalving,        // "halving": every valid configuration, screened then halved
+  kRandomHalving,  // "random+halving"
+  kWarm,           // "warm": --warm-start's promising configurations and some explored
+  kWarmHalving,    // "warm+halving"
+  kModel,          // "model": the surrogate model from a random initial design
+  kWarmModel,      // "warm+model": the model from the warm choice
+};
+std::string to_string(SearchLabel l);
+SearchLabel search_label_from_string(const std::string& s);  // throws InputError
+std::vector<std::string> search_label_names();
+// The label of `choice` timed by successive halving (the model is never halved: it stays as it is).
+SearchLabel with_halving(SearchLabel choice);
 
 // A tensor of the problem as the run bound it (context.tensors, minor version 6).
 struct TensorRecord {
@@ -238,8 +276,7 @@ struct RunContext {
   std::string reference_identity;
   std::string compile_cache;  // its directory, or "off"
   int jobs = 1;
-  // How the variants were chosen: "exhaustive" (every valid configuration) or "random" (--budget).
-  std::string search = "exhaustive";
+  SearchLabel search = SearchLabel::kExhaustive;  // how the variants were chosen
   int budget = 0;                   // random: the sample size asked for
   // Configurations that pass the constraints at this shape; -1: not counted (a space larger than
   // --max-space, sampled by drawing configurations instead of enumerating it).

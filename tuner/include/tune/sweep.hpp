@@ -84,9 +84,13 @@ TuneOptions options_for(const TuneOptions& base, const SweepWork& work);
 void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std::filesystem::path>& config);
 
 // For run_tune: the configurations of a variant-split shard (the baseline always included), and
-// the results file's stem.
-std::vector<Config> shard_configs(const std::vector<Config>& chosen, const Config& baseline, const ShardRecord& shard,
-                                  ShardRecord* filled);
+// its record: `shard` with the unsharded variant count and the baseline's unsharded index.
+struct ShardPart {
+  std::vector<Config> configs;
+  ShardRecord shard;
+};
+ShardPart shard_configs(const std::vector<Config>& chosen, const Config& baseline, const ShardRecord& shard);
+// The results file's stem.
 std::string result_stem(const Shape& shape, const std::optional<ShardRecord>& shard);
 
 // `tune merge`: result files (or folders searched for *.json) of the shards of one run -> the

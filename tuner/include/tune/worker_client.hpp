@@ -41,9 +41,18 @@ struct WorkerItem {
   VariantRecord* record = nullptr;
 };
 
+// What a request to the worker came back with: its reply; else (nullopt) how the worker was lost or
+// answered with an error (fault, kind "error") and the item in hand then (culprit, -1: unknown).
+template <typename T>
+struct WorkerAnswer {
+  std::optional<T> reply;
+  FaultRecord fault;
+  int culprit = -1;
+};
+
 // A child process serving requests. Every call that waits takes a deadline; when the worker dies
 // or misses it (then it is killed with SIGKILL and reaped), the call returns false with what is
-// known in *fault, and this object is spent: make a fresh one.
+// known in its answer's fault, and this object is spent: make a fresh one.
 class WorkerProcess {
  public:
   // Spawns /proc/self/exe __worker in its own process group (a Ctrl-C to the terminal does not
@@ -57,7 +66,7 @@ class WorkerProcess {
   // Waits for init's answer. Throws DeviceError with the worker's message when init failed.
   // Returns how the worker computed the float64 reference (RunContext::reference).
   std::string wait_ready(double deadline_s);
-  bool measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault);
+  WorkerAnswer<HarnessFloor> measure_floor(double deadline_s);
   // What run() came back with: ok when the records are filled (exiting: the worker reported a
   // sticky CUDA error and exits; the records are complete); else how the worker was lost (fault)
   // and the item in hand then (culprit, -1: unknown).
@@ -70,11 +79,9 @@ class WorkerProcess {
   // Fills the items' records.
   RunReply run(const char* op, const std::vector<WorkerItem>& items, const DeviceRunner::Options& options,
                double deadline_s);
-  // Any other request (the gate's "gate" and "sanitize"): its reply, or nullopt when the worker was
-  // lost (*fault says how, *culprit the item in hand) or answered with an error (fault kind "error").
-  std::optional<nlohmann::ordered_json> call(const char* op, const std::vector<WorkerItem>& items,
-                                             const nlohmann::ordered_json& extra, double deadline_s, FaultRecord* fault,
-                                             int* culprit);
+  // Any other request (the gate's "gate" and "sanitize").
+  WorkerAnswer<nlohmann::ordered_json> call(const char* op, const std::vector<WorkerItem>& items,
+                                            const nlohmann::ordered_json& extra, double deadline_s);
   // Asks the worker to quit and waits for it: its exit code (128 + the signal that ended it), or -1
   // when it was already lost or had to be killed after deadline_s.
   int quit(double deadline_s);
@@ -89,8 +96,8 @@ class WorkerProcess {
   std::vector<std::pair<std::string, double>> init_seconds_;
   // A JSON line, then the raw bytes of the attachments (the CUBINs its items announce).
   void send(const nlohmann::ordered_json& request, const std::vector<const std::vector<char>*>& attachments = {});
-  // The next reply (phase lines are consumed on the way); nullopt when the worker is lost.
-  std::optional<nlohmann::ordered_json> receive(double deadline_s, FaultRecord* fault);
+  // The next reply (phase lines are consumed on the way); none when the worker is lost (culprit unset).
+  WorkerAnswer<nlohmann::ordered_json> receive(double deadline_s);
   FaultRecord reap(bool timed_out, double deadline_s);
 
   pid_t pid_ = -1;

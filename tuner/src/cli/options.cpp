@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "tune/errors.hpp"
+#include "tune/gate.hpp"
 
 namespace tune::cli {
 
@@ -21,7 +22,7 @@ void check_device_ordinal(int device) {
   if (device < 0) throw InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", device));
 }
 
-CLI::Validator sanitize_modes() { return CLI::IsMember({"off", "winner", "finalists"}); }
+CLI::Validator sanitize_modes() { return CLI::IsMember(sanitize_mode_names()); }
 
 std::string usage_error_line(const CLI::App* app, const CLI::Error& e) {
   std::string command = "tune";

@@ -90,7 +90,7 @@ int print_summary(const TuneOutcome& out) {
   if (const std::string gate = describe_gate(run.context.gate); !gate.empty()) fmt::print("{}\n", gate);
   fmt::print("results: {}\n", out.json_path.string());
   if (out.header_path) fmt::print("header:  {}\n", out.header_path->string());
-  if (run.winner && run.find(*run.winner)->gate && run.find(*run.winner)->gate->verdict == "unchecked")
+  if (run.winner && run.find(*run.winner)->gate && run.find(*run.winner)->gate->verdict == GateVerdict::kUnchecked)
     fmt::print("winner {} is unchecked: {} (--allow-unchecked)\n", *run.winner, run.context.gate.could_not_run);
   print_winner(run);
   std::fflush(stdout);

@@ -98,7 +98,7 @@ Json gate_json(const GateRecord& g) {
   for (const auto& f : g.findings) findings.push_back({{"tool", f.tool}, {"kind", f.kind}, {"report", f.report}});
   Json inputs = Json::array();
   for (const auto& i : g.inputs) inputs.push_back({{"name", i.name}, {"parity", parity_json(i.parity)}});
-  Json out{{"verdict", g.verdict},   {"reason", g.reason},
+  Json out{{"verdict", to_string(g.verdict)},   {"reason", g.reason},
            {"tools", g.tools},       {"findings", findings},
            {"findings_left_out", g.findings_left_out},
            {"inputs", inputs},       {"launches", g.launches},
@@ -110,7 +110,7 @@ Json gate_json(const GateRecord& g) {
 }
 GateRecord gate_from(const Json& j) {
   GateRecord g;
-  g.verdict = j.at("verdict").get<std::string>();
+  g.verdict = gate_verdict_from_string(j.at("verdict").get<std::string>());
   g.reason = j.value("reason", "");
   g.tools = j.value("tools", std::vector<std::string>{});
   g.not_run = j.value("not_run", std::vector<std::string>{});
@@ -298,6 +298,64 @@ std::string to_string(FaultKind k) { return std::string(enum_name(kFaultKindName
 FaultKind fault_kind_from_string(const std::string& s) {
   if (const auto kind = enum_value(kFaultKindNames, s)) return *kind;
   throw InputError("unknown fault kind '" + s + "'");
+}
+
+namespace {
+constexpr EnumName<GateVerdict> kGateVerdictNames[] = {
+    {GateVerdict::kSafe, "safe"},           {GateVerdict::kUnsafe, "unsafe"},   {GateVerdict::kIncorrect, "incorrect"},
+    {GateVerdict::kUnchecked, "unchecked"}, {GateVerdict::kNone, ""},
+};
+constexpr EnumName<ShardSplit> kShardSplitNames[] = {{ShardSplit::kItems, "items"}, {ShardSplit::kVariants, "variants"}};
+constexpr EnumName<SearchLabel> kSearchLabelNames[] = {
+    {SearchLabel::kExhaustive, "exhaustive"}, {SearchLabel::kRandom, "random"},
+    {SearchLabel::kHalving, "halving"},       {SearchLabel::kRandomHalving, "random+halving"},
+    {SearchLabel::kWarm, "warm"},             {SearchLabel::kWarmHalving, "warm+halving"},
+    {SearchLabel::kModel, "model"},           {SearchLabel::kWarmModel, "warm+model"},
+};
+
+template <typename E, std::size_t N>
+std::vector<std::string> names_of(const EnumName<E> (&table)[N]) {
+  std::vector<std::string> out;
+  for (const auto& [value, name] : table)
+    if (*name) out.emplace_back(name);
+  return out;
+}
+}  // namespace
+
+std::string to_string(GateVerdict v) { return std::string(enum_name(kGateVerdictNames, v).value_or("")); }
+
+GateVerdict gate_verdict_from_string(const std::string& s) {
+  if (const auto v = enum_value(kGateVerdictNames, s)) return *v;
+  throw InputError("unknown gate verdict '" + s + "'");
+}
+
+std::vector<std::string> gate_verdict_names() { return names_of(kGateVerdictNames); }
+
+std::string to_string(ShardSplit s) { return std::string(enum_name(kShardSplitNames, s).value_or("items")); }
+
+ShardSplit shard_split_from_string(const std::string& s) {
+  if (const auto v = enum_value(kShardSplitNames, s)) return *v;
+  throw InputError("unknown shard split '" + s + "'");
+}
+
+std::vector<std::string> shard_split_names() { return names_of(kShardSplitNames); }
+
+std::string to_string(SearchLabel l) { return std::string(enum_name(kSearchLabelNames, l).value_or("exhaustive")); }
+
+SearchLabel search_label_from_string(const std::string& s) {
+  if (const auto v = enum_value(kSearchLabelNames, s)) return *v;
+  throw InputError("unknown search strategy '" + s + "'");
+}
+
+std::vector<std::string> search_label_names() { return names_of(kSearchLabelNames); }
+
+SearchLabel with_halving(SearchLabel choice) {
+  switch (choice) {
+    case SearchLabel::kExhaustive: return SearchLabel::kHalving;
+    case SearchLabel::kRandom: return SearchLabel::kRandomHalving;
+    case SearchLabel::kWarm: return SearchLabel::kWarmHalving;
+    default: return choice;  // halved already, or the model (make_search_strategy never halves it)
+  }
 }
 
 int VariantRecord::max_registers() const {

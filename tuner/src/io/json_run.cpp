@@ -22,9 +22,9 @@ using json_values::read_optional;
 using json_values::variant_from;
 
 Json shard_json(const ShardRecord& r) {
-  Json j{{"index", r.index}, {"count", r.count}, {"split", r.split}, {"items", r.items}, {"item", r.item},
+  Json j{{"index", r.index}, {"count", r.count}, {"split", to_string(r.split)}, {"items", r.items}, {"item", r.item},
          {"run_key", r.run_key}};
-  if (r.split == "variants") {
+  if (r.split == ShardSplit::kVariants) {
     j["variants"] = r.variants;
     j["baseline_index"] = r.baseline_index;
   }
@@ -34,7 +34,7 @@ ShardRecord shard_from(const Json& j) {
   ShardRecord r;
   r.index = j.at("index").get<int>();
   r.count = j.at("count").get<int>();
-  r.split = j.at("split").get<std::string>();
+  r.split = shard_split_from_string(j.at("split").get<std::string>());
   r.items = j.at("items").get<std::int64_t>();
   r.item = j.at("item").get<std::int64_t>();
   r.run_key = j.at("run_key").get<std::string>();
@@ -89,7 +89,7 @@ Json seconds_by_name(const std::vector<std::pair<std::string, double>>& list) {
 // context.search, with the warm start and the model where there are; the local search after the warm
 // choice or the model is recorded under warm_start when there is one.
 Json search_json(const RunContext& c) {
-  Json search{{"strategy", c.search}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
+  Json search{{"strategy", to_string(c.search)}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
               {"space_configurations", c.space_configurations}, {"draws", c.draws},
               {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget},
               {"interrupted", c.interrupted}};
@@ -159,7 +159,7 @@ Json context_json(const RunContext& c) {
 
 // context.search of a record.
 void search_from(const Json& s, RunContext& context) {
-  context.search = s.value("strategy", "exhaustive");
+  context.search = search_label_from_string(s.value("strategy", "exhaustive"));
   context.budget = s.value("budget", 0);
   context.valid_configs = s.value("valid_configurations", std::int64_t{0});
   context.space_configurations = s.value("space_configurations", std::uint64_t{0});

@@ -51,7 +51,7 @@ void device(const Check& c, const Json& d, const std::string& at) {
 
 // context.search: the strategy, and the warm start and model where there are.
 void search_context(const Check& c, const Json& s, const std::string& where) {
-  one_of(c, s, where, "strategy", false, {"exhaustive", "random", "halving", "random+halving", "warm", "warm+halving", "model", "warm+model"});
+  one_of(c, s, where, "strategy", false, search_label_names());
   (void)integer(c, s, where, "budget", false);
   // -1: not counted, the space was sampled without enumerating it (schema minor 4).
   (void)integer(c, s, where, "valid_configurations", false, -1, INT64_MAX);
@@ -84,7 +84,7 @@ void search_context(const Check& c, const Json& s, const std::string& where) {
 void shard_context(const Check& c, const Json& s, const std::string& where) {
   const auto count = integer(c, s, where, "count", true, 1);
   (void)integer(c, s, where, "index", true, 0, count - 1);
-  one_of(c, s, where, "split", true, {"items", "variants"});
+  one_of(c, s, where, "split", true, shard_split_names());
   const auto items = integer(c, s, where, "items", true, 1, INT64_MAX);
   (void)integer(c, s, where, "item", true, 0, items - 1);
   text(c, s, where, "run_key", true);
@@ -290,7 +290,7 @@ void check_winner(const Check& c, const Json& j, const Json& variants, const Jso
   const bool allow_unchecked = j.at("context").value("gate", Json::object()).value("allow_unchecked", false) == true;
   auto unchecked = [](const Json& v) {
     const Json g = v.value("gate", Json());
-    return g.is_object() && g.at("verdict") == "unchecked";
+    return g.is_object() && g.at("verdict") == to_string(GateVerdict::kUnchecked);
   };
   // An unchecked variant wins only by consent (--allow-unchecked), which the context records.
   if (unchecked(*winner) && !allow_unchecked)

@@ -1,6 +1,7 @@
 // The field checks of the validation of results (validate_fields.hpp).
 #include "io/validate_fields.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -92,13 +93,16 @@ void numbers(const Check& c, const Json& obj, const std::string& at, std::initia
 
 void one_of(const Check& c, const Json& obj, const std::string& at, const char* key, bool required,
             std::initializer_list<const char*> allowed) {
+  one_of(c, obj, at, key, required, std::vector<std::string>(allowed.begin(), allowed.end()));
+}
+
+void one_of(const Check& c, const Json& obj, const std::string& at, const char* key, bool required,
+            const std::vector<std::string>& allowed) {
   text(c, obj, at, key, required);
   if (!obj.contains(key)) return;
   const auto& s = obj.at(key).get_ref<const std::string&>();
-  for (const char* a : allowed)
-    if (s == a) return;
-  std::vector<std::string> names(allowed.begin(), allowed.end());
-  c.fail(member(at, key), fmt::format("\"{}\" is not one of {}", s, fmt::join(names, ", ")));
+  if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return;
+  c.fail(member(at, key), fmt::format("\"{}\" is not one of {}", s, fmt::join(allowed, ", ")));
 }
 
 // A seed: any 64-bit unsigned integer.

@@ -68,6 +68,9 @@ std::optional<double> number(const Check& c, const Json& obj, const std::string&
 void numbers(const Check& c, const Json& obj, const std::string& at, std::initializer_list<const char*> keys);
 void one_of(const Check& c, const Json& obj, const std::string& at, const char* key, bool required,
             std::initializer_list<const char*> allowed);
+// The same, over an enum's record names (to_string's: gate_verdict_names, ...).
+void one_of(const Check& c, const Json& obj, const std::string& at, const char* key, bool required,
+            const std::vector<std::string>& allowed);
 // A seed: any 64-bit unsigned integer.
 void seed(const Check& c, const Json& obj, const std::string& at);
 

@@ -93,12 +93,12 @@ void timing(const Check& c, const Json& t, const std::string& at, bool measured)
 }
 
 void gate(const Check& c, const Json& g, const std::string& at) {
-  one_of(c, g, at, "verdict", true, {"safe", "unsafe", "incorrect", "unchecked"});
+  one_of(c, g, at, "verdict", true, gate_verdict_names());
   text(c, g, at, "reason", false);
   strings(c, g, at, "tools", false);
   strings(c, g, at, "not_run", false);
   strings(c, g, at, "cached", false);  // minor 6
-  if (g.at("verdict") == "unchecked" && g.value("not_run", Json::array()).empty())
+  if (g.at("verdict") == to_string(GateVerdict::kUnchecked) && g.value("not_run", Json::array()).empty())
     c.fail(member(at, "not_run"), "empty, but the verdict is unchecked (it names the checks that could not run)");
   for_each_object(c, g, at, "findings", [&](const Json& f, const std::string& where) {
     text(c, f, where, "tool", true);

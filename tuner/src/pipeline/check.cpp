@@ -103,13 +103,13 @@ bool report_verdicts(const std::vector<GateVariant>& gated, const RunContext::Ga
   bool all_safe = true;
   for (const auto& v : gated) {
     const GateRecord& g = *v.record.gate;
-    log(fmt::format("  {} {}: {}", g.verdict, v.record.name, g.reason));
+    log(fmt::format("  {} {}: {}", to_string(g.verdict), v.record.name, g.reason));
     for (const auto& f : g.findings)
       for (const auto& line : f.report) log("      " + line);
-    all_safe = all_safe && g.verdict == "safe";
+    all_safe = all_safe && g.verdict == GateVerdict::kSafe;
   }
   log(fmt::format("check: {} of {} safe; tools: {}; {:.1f} s{}", std::count_if(gated.begin(), gated.end(),
-                                                                          [](const auto& v) { return v.record.gate->verdict == "safe"; }),
+                                                                          [](const auto& v) { return v.record.gate->verdict == GateVerdict::kSafe; }),
                   gated.size(), ctx.tools.empty() ? "none" : fmt::format("{}", fmt::join(ctx.tools, ", ")), ctx.wall_s,
                   ctx.note.empty() ? "" : " (" + ctx.note + ")"));
   return all_safe;
@@ -168,7 +168,7 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
     int could_not_run = 0;
     const auto next = gate_records(g.problem_spec, g.space, run.shape, run.seed, g.device, g.arch, g.limits,
                                    {*run.find(*run.winner)}, g.settings, g.ctx, &could_not_run);
-    log(fmt::format("  {} {}: {}", next[0].record.gate->verdict, next[0].record.name, next[0].record.gate->reason));
+    log(fmt::format("  {} {}: {}", to_string(next[0].record.gate->verdict), next[0].record.name, next[0].record.gate->reason));
     refuse_unrun(could_not_run, g.ctx, results);
     merge(next);
     name_winner(run);

@@ -57,9 +57,9 @@ namespace tune {
 void PassRun::start_compiles() {
   feed.results.resize(n);
   feed.from_cache.assign(n, 0);
-  if (baseline_index && !journaled[*baseline_index]) feed.compile_order.push_back(*baseline_index);
+  if (baseline_index && !outputs.journaled(*baseline_index)) feed.compile_order.push_back(*baseline_index);
   for (std::size_t i = 0; i < n; ++i)
-    if (!journaled[i] && !run.variants[i].baseline) feed.compile_order.push_back(i);
+    if (!outputs.journaled(i) && !run.variants[i].baseline) feed.compile_order.push_back(i);
   ctx.time_budget_s = o.time_budget_s;
   feed.t_compile = Clock::now();
   if (stop_requested()) return;  // the search loop stops at its first step: nothing is compiled
@@ -76,13 +76,14 @@ void PassRun::start_compiles() {
     });
 }
 
-CompileResult PassRun::compile_one(std::size_t i, bool* cached) {
-  return compiler->compile(compile_request(lowered[i], ctx.compile_options), cached);
+std::pair<CompileResult, bool> PassRun::compile_one(std::size_t i) {
+  bool cached = false;
+  CompileResult r = feed.compiler->compile(compile_request(lowered[i], ctx.compile_options), &cached);
+  return {std::move(r), cached};
 }
 
 void PassRun::compile_and_queue(std::size_t i) {
-  bool cached = false;
-  CompileResult r = compile_one(i, &cached);
+  auto [r, cached] = compile_one(i);
   std::lock_guard lock(feed.mutex);
   feed.results[i] = std::move(r);
   feed.from_cache[i] = cached;
@@ -93,8 +94,7 @@ void PassRun::compile_and_queue(std::size_t i) {
 
 // A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
 void PassRun::ensure_compiled(std::size_t i) {
-  bool cached = false;
-  if (!feed.results[i].ok && feed.results[i].cubin.empty() && journaled[i]) feed.results[i] = compile_one(i, &cached);
+  if (!feed.results[i].ok && feed.results[i].cubin.empty() && outputs.journaled(i)) feed.results[i] = compile_one(i).first;
 }
 
 // The next compiled variant (only the baseline, once the time budget is spent).

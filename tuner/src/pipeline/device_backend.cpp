@@ -102,12 +102,11 @@ class DeviceBackend final : public WorkerBackend {
     return gates;
   }
 
-  Json sanitize(WorkerItems& it, std::size_t i, bool* sticky) override {
+  Sanitized sanitize(WorkerItems& it, std::size_t i) override {
     try {
-      return {{"hash", runner_->launch_for_sanitizer(it.compiled[i], it.lowered[i], static_cast<int>(i))}};
+      return {Json{{"hash", runner_->launch_for_sanitizer(it.compiled[i], it.lowered[i], static_cast<int>(i))}}};
     } catch (const cuda::CudaError& e) {
-      *sticky = e.sticky();
-      return {{"error", e.name()}};
+      return {Json{{"error", e.name()}}, e.sticky()};
     }
   }
 

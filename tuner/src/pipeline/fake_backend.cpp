@@ -143,12 +143,12 @@ class FakeBackend final : public WorkerBackend {
     return gates;
   }
 
-  Json sanitize(WorkerItems& it, std::size_t i, bool* /*sticky*/) override {
+  Sanitized sanitize(WorkerItems& it, std::size_t i) override {
     Consumed consumed{injected_};
     phase_("sanitize", static_cast<int>(i));
     const auto tool = enum_value(kInjectedFaultNames, sanitizer_tool_);
     if (tool && injected(i, *tool)) write_fake_report(it.compiled[i].lowered_names.at(0));
-    return {{"hash", ""}};
+    return {Json{{"hash", ""}}};
   }
 
   void inject(WorkerItems& /*items*/, std::size_t i, InjectedFault kind) override { injected_.emplace_back(i, kind); }

@@ -90,10 +90,10 @@ class FaultInjection final : public WorkerBackend {
     return inner_->gate(items, inputs, seeds, rounds);
   }
 
-  Json sanitize(WorkerItems& items, std::size_t i, bool* sticky) override {
+  Sanitized sanitize(WorkerItems& items, std::size_t i) override {
     if (i == 0) begin(items, false);
     stage(items, i, kSanitizerFaults);
-    return inner_->sanitize(items, i, sticky);
+    return inner_->sanitize(items, i);
   }
 
   void inject(WorkerItems& items, std::size_t i, InjectedFault kind) override { inner_->inject(items, i, kind); }

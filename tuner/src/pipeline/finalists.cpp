@@ -51,14 +51,13 @@
 
 namespace tune {
 
-// The `keep` fastest passed variants (by their current cold median), fastest first.
-std::vector<std::size_t> PassRun::fastest_passed(std::size_t keep) const {
+std::vector<std::size_t> Finalists::fastest_passed(std::size_t keep) const {
   std::vector<std::size_t> passed_idx;
   std::vector<double> medians;
-  for (std::size_t i = 0; i < n; ++i)
-    if (run.variants[i].status == Status::kPassed) {
+  for (std::size_t i = 0; i < run_.variants.size(); ++i)
+    if (run_.variants[i].status == Status::kPassed) {
       passed_idx.push_back(i);
-      medians.push_back(run.variants[i].timing->median_us);
+      medians.push_back(run_.variants[i].timing->median_us);
     }
   std::vector<std::size_t> out;
   for (const std::size_t k : best_by_median(medians, keep)) out.push_back(passed_idx[k]);
@@ -75,29 +74,6 @@ bool PassRun::stop_asked() {
   return ctx.interrupted;
 }
 
-// The strategy's second round (successive halving): the best of the screened variants timed again
-// with the search profile (parity already passed); the others keep their screening time.
-void PassRun::second_round() {
-  const auto screened = static_cast<std::size_t>(
-      std::count_if(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.status == Status::kPassed; }));
-  const std::size_t keep = strategy.second_round(screened);
-  if (keep == 0 || stop_asked()) return;
-  const auto promoted = fastest_passed(keep);
-  log(fmt::format("{}: timing the best {} of {} screened variants again with the search profile", strategy.name(),
-                  promoted.size(), screened));
-  DeviceRunner::Options second_round;
-  second_round.check_parity = false;
-  const auto t = Clock::now();
-  for (const std::size_t i : promoted) {
-    if (halved[i]) continue;  // done before the run was resumed
-    ensure_compiled(i);
-    gpu->evaluate(feed.results[i], lowered[i], run.variants[i], second_round);
-    journal->append(kSecondRoundStage, run.variants[i]);
-  }
-  tally.measure_busy += seconds_since(t);
-  save();
-}
-
 std::vector<WorkerItem> PassRun::items_of(const std::vector<std::size_t>& idx) {
   std::vector<WorkerItem> items;
   for (const std::size_t i : idx) {
@@ -107,149 +83,166 @@ std::vector<WorkerItem> PassRun::items_of(const std::vector<std::size_t>& idx) {
   return items;
 }
 
-void PassRun::remeasure_strictly(const std::vector<std::size_t>& idx) {
-  const auto items = items_of(idx);
+Finalists PassRun::finalists() {
+  return Finalists(plan, o, log, run, *gpu, [this](const std::vector<std::size_t>& idx) { return items_of(idx); },
+                   [this] { return stop_asked(); }, baseline_index);
+}
+
+void Finalists::second_round(const SearchStrategy& strategy, Outputs& outputs) {
+  const auto screened = static_cast<std::size_t>(
+      std::count_if(run_.variants.begin(), run_.variants.end(), [](const auto& v) { return v.status == Status::kPassed; }));
+  const std::size_t keep = strategy.second_round(screened);
+  if (keep == 0 || stop_asked_()) return;
+  const auto promoted = fastest_passed(keep);
+  log_(fmt::format("{}: timing the best {} of {} screened variants again with the search profile", strategy.name(),
+                   promoted.size(), screened));
+  DeviceRunner::Options second_round;
+  second_round.check_parity = false;
+  const auto t = Clock::now();
+  for (const std::size_t i : promoted) {
+    if (outputs.halved(i)) continue;  // done before the run was resumed
+    const WorkerItem item = items_of_({i}).front();
+    gpu_.evaluate(*item.compiled, *item.lowered, *item.record, second_round);
+    outputs.append(kSecondRoundStage, run_.variants[i]);
+  }
+  measure_s_ += seconds_since(t);
+  outputs.save(run_);
+}
+
+void Finalists::remeasure_strictly(const std::vector<std::size_t>& idx) {
+  const auto items = items_of_(idx);
   const auto t = Clock::now();
   DeviceRunner::Options strict;
   strict.rule = StopRule::strict();
-  gpu->remeasure(items, strict);
-  tally.measure_busy += seconds_since(t);
+  gpu_.remeasure(items, strict);
+  measure_s_ += seconds_since(t);
 }
 
-// The top few (and the baseline), re-measured strictly in rounds, before a winner is named. The
-// finalists, for the gate.
-std::vector<std::size_t> PassRun::strict_remeasure() {
-  std::vector<std::size_t> order = fastest_passed(static_cast<std::size_t>(o.top_k));
+std::vector<std::size_t> Finalists::strict_remeasure() {
+  std::vector<std::size_t> order = fastest_passed(static_cast<std::size_t>(o_.top_k));
   const std::size_t top = order.size();
-  if (baseline_index && run.variants[*baseline_index].status == Status::kPassed &&
-      std::find(order.begin(), order.end(), *baseline_index) == order.end())
-    order.push_back(*baseline_index);
-  if (!order.empty() && !stop_asked()) {
-    log(fmt::format("re-measuring the top {}{} strictly, in rounds", top, order.size() > top ? " and the baseline" : ""));
+  if (baseline_index_ && run_.variants[*baseline_index_].status == Status::kPassed &&
+      std::find(order.begin(), order.end(), *baseline_index_) == order.end())
+    order.push_back(*baseline_index_);
+  if (!order.empty() && !stop_asked_()) {
+    log_(fmt::format("re-measuring the top {}{} strictly, in rounds", top, order.size() > top ? " and the baseline" : ""));
     remeasure_strictly(order);
   }
-  name_winner(run);
+  name_winner(run_);
   return order;
 }
 
-// The correctness gate (tune/gate.hpp): the finalists' outputs on more inputs and over many
-// launches, then the sanitizers; a finalist that fails never wins, and when every gated one has
-// failed the next few are re-measured strictly and gated in turn.
-void PassRun::gate_finalists(const std::vector<std::size_t>& finalists) {
+void Finalists::run_gate(const std::vector<std::size_t>& finalists) {
   const auto t_gate = Clock::now();
+  RunContext& ctx = run_.context;
   GateSettings settings;
-  settings.mode = sanitize_mode_from_string(o.sanitize);
-  settings.problem = problem.file().string();
-  settings.shape = shape;
-  settings.seed = o.seed;
-  settings.device = o.device;
-  settings.fake = fake;
-  settings.allow_unchecked = o.allow_unchecked;
-  settings.verdict_cache = verdict_cache_for(o.no_cache, o.cache_dir);
-  settings.fresh = o.fresh_verdicts;
-  settings.log = log;
+  settings.mode = sanitize_mode_from_string(o_.sanitize);
+  settings.problem = plan_.problem->file().string();
+  settings.shape = plan_.shape;
+  settings.seed = o_.seed;
+  settings.device = o_.device;
+  settings.fake = plan_.fake;
+  settings.allow_unchecked = o_.allow_unchecked;
+  settings.verdict_cache = verdict_cache_for(o_.no_cache, o_.cache_dir);
+  settings.fresh = o_.fresh_verdicts;
+  settings.log = log_;
   ctx.gate.baseline_rule = kGateBaselineRule;
   Gate gate(settings, ctx.gate);
-  std::vector<char> out_checked(n, 0), sanitized(n, 0);
+  out_checked_.assign(run_.variants.size(), 0);
+  sanitized_.assign(run_.variants.size(), 0);
   std::vector<std::size_t> batch = finalists;
   for (int round = 1;; ++round) {
     ctx.gate.rounds = round;
-    gate_round(gate, settings.rounds, batch, out_checked, sanitized);
-    if (gate_stopped(gate) || !run.winner || out_checked[index_of(*run.winner)] || stop_asked()) break;
+    gate_round(gate, settings.rounds, batch);
+    if (gate_stopped(gate) || !run_.winner || out_checked_[index_of(*run_.winner)] || stop_asked_()) break;
     // Every gated finalist failed and an unchecked variant is now the fastest: the next ones,
     // twice as many each round (a defect shared by a whole family of variants takes a few
     // rounds, not one per --top variants), at most 64.
     const std::size_t want =
-        std::min<std::size_t>(64, std::max<std::size_t>(1, static_cast<std::size_t>(o.top_k)) << std::min(round, 6));
+        std::min<std::size_t>(64, std::max<std::size_t>(1, static_cast<std::size_t>(o_.top_k)) << std::min(round, 6));
     std::vector<std::size_t> upcoming;
-    for (const std::size_t i : fastest_passed(n))
-      if (!out_checked[i] && upcoming.size() < want) upcoming.push_back(i);
-    log(fmt::format("gate: round {}: no gated finalist may win; re-measuring the next {} strictly and gating them",
-                    round + 1, upcoming.size()));
+    for (const std::size_t i : fastest_passed(run_.variants.size()))
+      if (!out_checked_[i] && upcoming.size() < want) upcoming.push_back(i);
+    log_(fmt::format("gate: round {}: no gated finalist may win; re-measuring the next {} strictly and gating them",
+                     round + 1, upcoming.size()));
     remeasure_strictly(upcoming);
     batch = upcoming;
   }
   ctx.gate.wall_s = seconds_since(t_gate);
-  for (const auto& v : run.variants) count_gated(v, ctx.gate);
+  for (const auto& v : run_.variants) count_gated(v, ctx.gate);
   settle_unchecked(gate);
 }
 
-// Without --allow-unchecked no variant the gate could not check wins: the results keep what was
-// measured (the finalists `unchecked`), name no winner and get no header, and the run exits 2 or 3.
-void PassRun::settle_unchecked(const Gate& gate) {
-  name_winner(run);
-  const VariantRecord* w = run.winner ? run.find(*run.winner) : nullptr;
-  if (w && w->gate && w->gate->verdict == "unchecked")
-    log(fmt::format("gate: {} wins unchecked ({}), as --allow-unchecked allows", w->name, w->gate->reason));
-  if (!gate_stopped(gate) || (w && w->gate && w->gate->verdict == "safe")) return;
-  gate_exit_code = gate.could_not_run_exit_code();
-  run.winner.reset();
-  run.speedup.reset();
+void Finalists::settle_unchecked(const Gate& gate) {
+  name_winner(run_);
+  const VariantRecord* w = run_.winner ? run_.find(*run_.winner) : nullptr;
+  if (w && w->gate && w->gate->verdict == GateVerdict::kUnchecked)
+    log_(fmt::format("gate: {} wins unchecked ({}), as --allow-unchecked allows", w->name, w->gate->reason));
+  if (!gate_stopped(gate) || (w && w->gate && w->gate->verdict == GateVerdict::kSafe)) return;
+  gate_exit_code_ = gate.could_not_run_exit_code();
+  run_.winner.reset();
+  run_.speedup.reset();
 }
 
-std::size_t PassRun::index_of(const std::string& name) const {
-  return static_cast<std::size_t>(run.find(name) - run.variants.data());
+std::size_t Finalists::index_of(const std::string& name) const {
+  return static_cast<std::size_t>(run_.find(name) - run_.variants.data());
 }
 
-void PassRun::say(const std::vector<std::size_t>& idx) const {
+void Finalists::say(const std::vector<std::size_t>& idx) const {
   for (const std::size_t i : idx)
-    if (const auto& v = run.variants[i]; v.gate) log(fmt::format("gate: {} {}: {}", v.gate->verdict, v.name, v.gate->reason));
+    if (const auto& v = run_.variants[i]; v.gate)
+      log_(fmt::format("gate: {} {}: {}", to_string(v.gate->verdict), v.name, v.gate->reason));
 }
 
 // The output checks; with --sanitize winner, the sanitizers on the would-be winner among them start
 // beside them (issue 37), kept only where the serial order would sanitize it next.
-void PassRun::check_outputs_with_winner(Gate& gate, const std::vector<std::size_t>& outputs,
-                                        std::vector<char>& sanitized) {
-  name_winner(run);
-  const std::optional<std::size_t> w = run.winner ? std::optional(index_of(*run.winner)) : std::nullopt;
-  if (!gate.sanitizing() || gate.mode() != SanitizeMode::kWinner || !w || sanitized[*w] ||
+void Finalists::check_outputs_with_winner(Gate& gate, const std::vector<std::size_t>& outputs) {
+  name_winner(run_);
+  const std::optional<std::size_t> w = run_.winner ? std::optional(index_of(*run_.winner)) : std::nullopt;
+  if (!gate.sanitizing() || gate.mode() != SanitizeMode::kWinner || !w || sanitized_[*w] ||
       std::find(outputs.begin(), outputs.end(), *w) == outputs.end())
-    return gate.check_outputs(items_of(outputs));
-  log(fmt::format("gate: the would-be winner {} under compute-sanitizer, beside the output checks",
-                  run.variants[*w].name));
-  sanitized[*w] = gate.check_outputs_while_sanitizing(items_of(outputs), items_of({*w}), [&] {
-    name_winner(run);
-    return !gate_stopped(gate) && run.winner && index_of(*run.winner) == *w;
+    return gate.check_outputs(items_of_(outputs));
+  log_(fmt::format("gate: the would-be winner {} under compute-sanitizer, beside the output checks",
+                   run_.variants[*w].name));
+  sanitized_[*w] = gate.check_outputs_while_sanitizing(items_of_(outputs), items_of_({*w}), [&] {
+    name_winner(run_);
+    return !gate_stopped(gate) && run_.winner && index_of(*run_.winner) == *w;
   });
 }
 
-// One round of the gate over `batch`: the output checks of those not yet checked, the sanitizers
-// on them (--sanitize finalists), then with --sanitize winner the would-be winner alone, and the
-// next one when it fails.
-void PassRun::gate_round(Gate& gate, int launches, const std::vector<std::size_t>& batch, std::vector<char>& out_checked,
-                std::vector<char>& sanitized) {
+void Finalists::gate_round(Gate& gate, int launches, const std::vector<std::size_t>& batch) {
   std::vector<std::size_t> outputs, sanitize;
   for (const std::size_t i : batch)
-    if (!out_checked[i] && run.variants[i].status == Status::kPassed) {
-      out_checked[i] = 1;
+    if (!out_checked_[i] && run_.variants[i].status == Status::kPassed) {
+      out_checked_[i] = 1;
       outputs.push_back(i);
     }
-  log(fmt::format("gate: checking the outputs of {} finalist(s) (more inputs, {} launches each)", outputs.size(),
-                  launches + 1));
-  check_outputs_with_winner(gate, outputs, sanitized);
+  log_(fmt::format("gate: checking the outputs of {} finalist(s) (more inputs, {} launches each)", outputs.size(),
+                   launches + 1));
+  check_outputs_with_winner(gate, outputs);
   if (gate_stopped(gate)) return say(outputs);
   if (gate.sanitizing() && gate.mode() == SanitizeMode::kFinalists) {
     // Those that failed the output checks too: a sanitizer report says why. Not the baseline while
     // it cannot win (kBaselineRule): it is sanitized when it becomes the would-be winner below.
-    const auto top = fastest_passed(static_cast<std::size_t>(std::max(1, o.top_k)));
+    const auto top = fastest_passed(static_cast<std::size_t>(std::max(1, o_.top_k)));
     for (const std::size_t i : outputs) {
-      if (baseline_index && i == *baseline_index && std::find(top.begin(), top.end(), i) == top.end()) continue;
-      sanitized[i] = 1;
+      if (baseline_index_ && i == *baseline_index_ && std::find(top.begin(), top.end(), i) == top.end()) continue;
+      sanitized_[i] = 1;
       sanitize.push_back(i);
     }
     if (!sanitize.empty()) {
-      log(fmt::format("gate: {} finalist(s) under compute-sanitizer ({})", sanitize.size(),
-                      fmt::join(kSanitizerTools, ", ")));
-      gate.sanitize(items_of(sanitize));
+      log_(fmt::format("gate: {} finalist(s) under compute-sanitizer ({})", sanitize.size(),
+                       fmt::join(kSanitizerTools, ", ")));
+      gate.sanitize(items_of_(sanitize));
     }
   }
   say(outputs);
-  for (name_winner(run); run.winner && gate.sanitizing(); name_winner(run)) {
-    const std::size_t w = index_of(*run.winner);
-    if (!out_checked[w] || sanitized[w] || gate_stopped(gate)) break;
-    sanitized[w] = 1;
-    log(fmt::format("gate: the would-be winner {} under compute-sanitizer", run.variants[w].name));
-    gate.sanitize(items_of({w}));
+  for (name_winner(run_); run_.winner && gate.sanitizing(); name_winner(run_)) {
+    const std::size_t w = index_of(*run_.winner);
+    if (!out_checked_[w] || sanitized_[w] || gate_stopped(gate)) break;
+    sanitized_[w] = 1;
+    log_(fmt::format("gate: the would-be winner {} under compute-sanitizer", run_.variants[w].name));
+    gate.sanitize(items_of_({w}));
     say({w});
   }
 }

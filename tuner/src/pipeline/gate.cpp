@@ -206,9 +206,7 @@ void Gate::check_outputs(const std::vector<WorkerItem>& items) {
 void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
   if (items.empty()) return;
   const auto t0 = Clock::now();
-  FaultRecord fault;
-  int culprit = -1;
-  std::optional<Json> reply;
+  WorkerAnswer<Json> answer;
   bool input = false;  // the problem is at fault (exit 2), not the machine
   try {
     // No reference of the search's input (the determinism check compares bits) and no timing data.
@@ -222,13 +220,15 @@ void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
     Json seeds = Json::array();
     for (const auto s : seeds_) seeds.push_back(s);
     // The gate's further inputs run the reference: a slow one is its own deadline's to stop.
-    reply = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}},
-                        std::max(kGateDeadlineS, reference_timeout_s() + 60), &fault, &culprit);
+    answer = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}},
+                         std::max(kGateDeadlineS, reference_timeout_s() + 60));
     input = worker.last_error_was_input();
   } catch (const std::exception& e) {
     input = dynamic_cast<const InputError*>(&e) != nullptr;
-    fault = FaultRecord{FaultKind::kError, "", "", "start", 0, kInitDeadlineS, e.what()};
+    answer.fault = FaultRecord{FaultKind::kError, "", "", "start", 0, kInitDeadlineS, e.what()};
   }
+  const std::optional<Json>& reply = answer.reply;
+  const FaultRecord& fault = answer.fault;
   const double took = seconds_since(t0);
   ctx_.outputs_s += took;
   for (const auto& it : items) add_seconds(it.record->name, took / static_cast<double>(items.size()));
@@ -296,15 +296,15 @@ void Gate::apply_verdict(VariantRecord& rec) {
       ++failed_inputs;
     }
   if (!g.findings.empty()) {
-    g.verdict = "unsafe";
+    g.verdict = GateVerdict::kUnsafe;
     const auto& f = g.findings.front();
     const std::size_t more = g.findings.size() - 1 + static_cast<std::size_t>(g.findings_left_out);
     g.reason = fmt::format("{}: {}{}", f.tool, f.kind, more > 0 ? fmt::format(" (and {} more reports)", more) : "");
   } else if (!g.deterministic) {
-    g.verdict = "unsafe";
+    g.verdict = GateVerdict::kUnsafe;
     g.reason = "the output changed between launches: " + g.determinism;
   } else if (failed) {
-    g.verdict = "incorrect";
+    g.verdict = GateVerdict::kIncorrect;
     const ParityRecord& p = failed->parity;
     const std::string why = p.module_passed && p.rule != "tolerance"
                                 ? parity_failure(p)
@@ -314,13 +314,13 @@ void Gate::apply_verdict(VariantRecord& rec) {
                            failed_inputs > 1 ? fmt::format(" (and {} more inputs)", failed_inputs - 1) : "", why);
   } else if (!g.not_run.empty()) {
     // Nothing found, but not everything asked for was checked: never `safe` (issue 34).
-    g.verdict = "unchecked";
+    g.verdict = GateVerdict::kUnchecked;
     g.reason = fmt::format("{} could not run (context.gate.could_not_run says why); {} further input(s) passed; "
                            "sanitizers: {}",
                            fmt::join(g.not_run, ", "), g.inputs.size(),
                            g.tools.empty() ? "none ran" : fmt::format("{} clean", fmt::join(g.tools, ", ")));
   } else {
-    g.verdict = "safe";
+    g.verdict = GateVerdict::kSafe;
     g.reason = fmt::format("{} further input(s) passed; {}; sanitizers: {}", g.inputs.size(),
                            g.determinism.empty() ? "determinism not checked" : g.determinism,
                            g.tools.empty() ? "none ran" : fmt::format("{} clean", fmt::join(g.tools, ", ")));
@@ -328,10 +328,10 @@ void Gate::apply_verdict(VariantRecord& rec) {
   // The status is the gate's to set while it is `passed` or one the gate set before.
   const bool gate_owned = rec.status == Status::kPassed || rec.reason.starts_with("gate: ");
   if (!gate_owned) return;
-  if (g.verdict == "unsafe") {
+  if (g.verdict == GateVerdict::kUnsafe) {
     rec.status = Status::kUnsafe;
     rec.reason = "gate: " + g.reason;
-  } else if (g.verdict == "incorrect") {
+  } else if (g.verdict == GateVerdict::kIncorrect) {
     rec.status = Status::kIncorrect;
     rec.reason = "gate: " + g.reason;
   }
@@ -341,8 +341,8 @@ void count_gated(const VariantRecord& rec, RunContext::Gate& ctx) {
   if (!rec.gate) return;
   ++ctx.gated;
   ctx.unsafe += rec.status == Status::kUnsafe;
-  ctx.incorrect += rec.gate->verdict == "incorrect";
-  ctx.unchecked += rec.gate->verdict == "unchecked";
+  ctx.incorrect += rec.gate->verdict == GateVerdict::kIncorrect;
+  ctx.unchecked += rec.gate->verdict == GateVerdict::kUnchecked;
 }
 
 }  // namespace tune

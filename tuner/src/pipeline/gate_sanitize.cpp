@@ -53,10 +53,7 @@ struct ToolRun {
 };
 
 // What one sanitized worker process over some of the items ended with.
-struct SanitizedRun {
-  std::optional<Json> reply;
-  FaultRecord fault;
-  int culprit = -1;
+struct SanitizedRun : WorkerAnswer<Json> {
   int code = -1;        // the worker's exit code, after a reply
   std::string log_text;  // the sanitizer's log
 };
@@ -150,7 +147,7 @@ class ToolPass {
         std::filesystem::remove(log_file, ec);
         return std::nullopt;
       }
-      run.reply = worker.call("sanitize", sub, Json::object(), kSanitizeDeadlineS, &run.fault, &run.culprit);
+      static_cast<WorkerAnswer<Json>&>(run) = worker.call("sanitize", sub, Json::object(), kSanitizeDeadlineS);
       if (run.reply) run.code = worker.quit(kQuitDeadlineS);
     }
     run.log_text = slurp(log_file);

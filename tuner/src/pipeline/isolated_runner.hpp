@@ -105,15 +105,14 @@ class IsolatedRunner {
   }
 
   HarnessFloor floor() {
-    HarnessFloor h;
-    FaultRecord f;
-    if (!ready().measure_floor(kFloorDeadlineS, &h, &f)) {
+    auto [floor, fault, culprit] = ready().measure_floor(kFloorDeadlineS);
+    if (!floor) {
       worker_.reset();
       VariantRecord r;
-      record_loss(r, f, "");
+      record_loss(r, fault, "");
       throw DeviceError("measuring the harness floor: " + r.reason);
     }
-    return h;
+    return *floor;
   }
 
   void set_baseline_median(double us) {

@@ -14,7 +14,7 @@ std::string merge_result_files(const std::vector<std::filesystem::path>& files,
   for (const auto& f : files) {
     results.push_back({f.string(), read_problem_result(f)});
     const auto& shard = results.back().run.context.shard;
-    if (shard && shard->split == "variants")
+    if (shard && shard->split == ShardSplit::kVariants)
       throw InputError(fmt::format("{}: one shard of a shape's variants (tune --shard); combine the shards with tune merge "
                                    "and pass its output",
                                    f.string()));

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include <cuda.h>
 #include <fmt/format.h>
@@ -145,6 +146,7 @@ inline constexpr const char* kSecondRoundStage = "halving";
 // The compile feed of a pass (compile_feed.cpp): the compile threads, the variants they compile, and
 // the queue that hands each compiled one to the search loop.
 struct CompileFeed {
+  std::optional<CompilePool> compiler;  // first: destroyed after the threads that use it
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<std::size_t> compiled_queue;
@@ -166,6 +168,143 @@ struct SearchTally {
   std::size_t checked = 0, passed = 0;
   std::optional<double> best;
   bool floor_measured = false;
+};
+
+// The outputs of a pass (outputs.cpp): the results lock, the journal and the records it gave back,
+// the snapshot (<shape>.json.partial) and the results with their header that replace the earlier
+// ones. The pass owns the record; each call is passed the record it reads or writes.
+class Outputs {
+ public:
+  Outputs(const RunPlan& plan, const TuneOptions& o, LogFn log, Clock::time_point t_start)
+      : plan_(plan), o_(o), log_(std::move(log)), t_start_(t_start) {}
+
+  // Where the results go, checked writable and locked for this run.
+  void lock();
+
+  // --resume (issue 34 #7): the shape's results, complete for this run's identity, in this device's
+  // folder (or another's of the sweep, for a card of the same model) are kept as they are and nothing
+  // is tuned. Not while this folder holds the shape's journal (a run to continue), nor in a later pass.
+  std::optional<TuneOutcome> finished_earlier(const RunRecord& run, const Pass* pass) const;
+
+  // The journal: a fresh one, or with --resume the records of the interrupted run it identifies,
+  // taken into `run` (its variants lowered, in order); then the first snapshot.
+  void open_journal(RunRecord& run, const Pass* pass);
+
+  // A record the moment it exists, under the journal's stage ("search", kSecondRoundStage).
+  void append(const char* stage, const VariantRecord& v) { journal_->append(stage, v); }
+
+  // Whether the journal held variant i's final record at the start (not compiled or measured
+  // again), and its second-round record.
+  [[nodiscard]] bool journaled(std::size_t i) const { return journaled_[i] != 0; }
+  [[nodiscard]] bool halved(std::size_t i) const { return halved_[i] != 0; }
+  [[nodiscard]] const std::vector<char>& journaled() const { return journaled_; }
+
+  // The run's snapshot, complete as far as it goes, rewritten at most every 2 s while variants
+  // finish (the journal holds each record the moment it exists; rewriting the whole file per
+  // variant made a 500-variant run spend seconds serializing) and at every stage boundary. It goes
+  // to <shape>.json.partial: the results file and its header are replaced only when the run ends
+  // with something at least as good (issue 22, item 7), so a re-run that dies keeps them as they were.
+  void save(RunRecord& run, bool force = true);
+
+  // The results and their header replace the earlier ones, unless those are worth more; a finished
+  // run's journal removed.
+  TuneOutcome replace(const RunRecord& run, const std::optional<std::string>& header, int gate_exit_code);
+
+ private:
+  // This shape's results file in another device's folder of the sweep (TuneOptions::resume_dirs).
+  [[nodiscard]] std::filesystem::path in_folder(const RunRecord& run, const std::string& dir) const;
+
+  // --resume with --devices (issue 34 #8): the shape's journal in another device's folder of the
+  // sweep (the shape ran there before the interruption), of this run but for the card, moves here
+  // with its records; that folder's journal and snapshot of the shape are removed.
+  void adopt_journal(const RunRecord& run, const nlohmann::ordered_json& identity);
+
+  // Only final records of this run's variants are taken: a status the search ends with (not
+  // pending, not compiled in a timed run), the same parameters and baseline flag as the variant of
+  // that name, a timing where it passed. Anything else is measured again. Returns those refused.
+  std::size_t take_journal(RunRecord& run, const nlohmann::ordered_json& identity);
+
+  // The results first, then their header: the two renames are each atomic.
+  void replace_results(const RunRecord& run, const std::optional<std::string>& header, TuneOutcome& out);
+
+  const RunPlan& plan_;
+  const TuneOptions& o_;
+  const LogFn log_;
+  const Clock::time_point t_start_;
+  std::optional<ResultsLock> lock_;
+  std::filesystem::path journal_path_;
+  std::vector<char> journaled_, halved_;
+  std::optional<Journal> journal_;
+  Clock::time_point last_save_;
+};
+
+// The finalists of a timed pass (finalists.cpp): the strategy's second round, the strict re-measure
+// of the top few and the gate's rounds, until a winner may be named. Passed the pass's record, its
+// worker, the variants' compiled items and the pass's stop check; it keeps what the gate decided
+// about the exit code and the GPU time it spent.
+class Finalists {
+ public:
+  // The worker items of variants (compiled again from the cache where the journal held them).
+  using ItemsOf = std::function<std::vector<WorkerItem>(const std::vector<std::size_t>&)>;
+
+  Finalists(const RunPlan& plan, const TuneOptions& o, LogFn log, RunRecord& run, IsolatedRunner& gpu, ItemsOf items_of,
+            std::function<bool()> stop_asked, std::optional<std::size_t> baseline_index)
+      : plan_(plan), o_(o), log_(std::move(log)), run_(run), gpu_(gpu), items_of_(std::move(items_of)),
+        stop_asked_(std::move(stop_asked)), baseline_index_(baseline_index) {}
+
+  // The strategy's second round (successive halving): the best of the screened variants timed again
+  // with the search profile (parity already passed); the others keep their screening time.
+  void second_round(const SearchStrategy& strategy, Outputs& outputs);
+
+  // The top few (and the baseline), re-measured strictly in rounds, before a winner is named. The
+  // finalists, for the gate.
+  std::vector<std::size_t> strict_remeasure();
+
+  // The correctness gate (tune/gate.hpp): the finalists' outputs on more inputs and over many
+  // launches, then the sanitizers; a finalist that fails never wins, and when every gated one has
+  // failed the next few are re-measured strictly and gated in turn.
+  void run_gate(const std::vector<std::size_t>& finalists);
+
+  // settle_unchecked: the gate could not run and nothing unchecked may win (2 or 3), else 0.
+  [[nodiscard]] int gate_exit_code() const { return gate_exit_code_; }
+  // The GPU's busy time in these rounds.
+  [[nodiscard]] double measure_s() const { return measure_s_; }
+
+ private:
+  // The `keep` fastest passed variants (by their current cold median), fastest first.
+  [[nodiscard]] std::vector<std::size_t> fastest_passed(std::size_t keep) const;
+
+  void remeasure_strictly(const std::vector<std::size_t>& idx);
+
+  // A gate that could not run stops (issue 34): the checks left are not worth another wait, and the
+  // run ends as a run error, unless --allow-unchecked lets an unchecked finalist win.
+  bool gate_stopped(const Gate& gate) const { return !gate.could_not_run().empty() && !o_.allow_unchecked; }
+
+  // Without --allow-unchecked no variant the gate could not check wins: the results keep what was
+  // measured (the finalists `unchecked`), name no winner and get no header, and the run exits 2 or 3.
+  void settle_unchecked(const Gate& gate);
+
+  std::size_t index_of(const std::string& name) const;
+
+  void say(const std::vector<std::size_t>& idx) const;
+
+  // One round of the gate over `batch`: the output checks of those not yet checked, the sanitizers
+  // on them (--sanitize finalists), then with --sanitize winner the would-be winner alone, and the
+  // next one when it fails.
+  void check_outputs_with_winner(Gate& gate, const std::vector<std::size_t>& outputs);
+  void gate_round(Gate& gate, int launches, const std::vector<std::size_t>& batch);
+
+  const RunPlan& plan_;
+  const TuneOptions& o_;
+  const LogFn log_;
+  RunRecord& run_;
+  IsolatedRunner& gpu_;
+  const ItemsOf items_of_;
+  const std::function<bool()> stop_asked_;
+  const std::optional<std::size_t> baseline_index_;
+  std::vector<char> out_checked_, sanitized_;  // by the gate's rounds so far
+  int gate_exit_code_ = 0;
+  double measure_s_ = 0;
 };
 
 struct PassRun {
@@ -190,21 +329,12 @@ struct PassRun {
   // plan
   std::vector<Config> chosen;
   std::string chosen_how;
-  // open_outputs
-  const std::filesystem::path& json_path = plan.json_path;
-  const std::filesystem::path& partial_path = plan.partial_path;
-  std::optional<ResultsLock> results_lock;
-  std::optional<CompilePool> compiler;
-  int gate_exit_code = 0;  // settle_unchecked: the gate could not run and nothing unchecked may win
+  // open_outputs, open_journal: the results lock, the journal, the snapshot
+  Outputs outputs{plan, o, log, t_start};
   // lower_variants
   std::vector<Lowered> lowered;
   std::optional<std::size_t> baseline_index;
   std::size_t n = 0;
-  // open_journal
-  std::filesystem::path journal_path;
-  std::vector<char> journaled, halved;
-  std::optional<Journal> journal;
-  Clock::time_point last_save;
   // start_compiles: compile on all cores; the GPU measures each variant as soon as it is compiled
   // (one at a time).
   CompileFeed feed;
@@ -226,46 +356,8 @@ struct PassRun {
   PassRun(const PassRun&) = delete;
   PassRun& operator=(const PassRun&) = delete;
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
   // Variants the journal held at the start: not compiled or measured again.
   [[nodiscard]] std::size_t journaled_count() const { return n - feed.compile_order.size(); }
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-  // A gate that could not run stops (issue 34): the checks left are not worth another wait, and the
-  // run ends as a run error, unless --allow-unchecked lets an unchecked finalist win.
-  bool gate_stopped(const Gate& gate) const { return !gate.could_not_run().empty() && !o.allow_unchecked; }
 
   // The plan's device (plan_run said what it is; a later pass says it again).
   void open_device();
@@ -288,33 +380,14 @@ struct PassRun {
   // thread of its own (the last pass times it); else a note that no speedup will be reported.
   void find_baseline();
 
-  // This shape's results file in another device's folder of the sweep (TuneOptions::resume_dirs).
-  [[nodiscard]] std::filesystem::path in_folder(const std::string& dir) const;
+  // --resume: the shape's results, complete for this run, kept as they are (Outputs::finished_earlier).
+  std::optional<TuneOutcome> finished_earlier() { return outputs.finished_earlier(run, pass); }
 
-  // --resume (issue 34 #7): the shape's results, complete for this run's identity, in this device's
-  // folder (or another's of the sweep, for a card of the same model) are kept as they are and nothing
-  // is tuned. Not while this folder holds the shape's journal (a run to continue), nor in a later pass.
-  std::optional<TuneOutcome> finished_earlier();
+  // The journal (Outputs::open_journal).
+  void open_journal() { outputs.open_journal(run, pass); }
 
-  // --resume with --devices (issue 34 #8): the shape's journal in another device's folder of the
-  // sweep (the shape ran there before the interruption), of this run but for the card, moves here
-  // with its records; that folder's journal and snapshot of the shape are removed.
-  void adopt_journal(const nlohmann::ordered_json& identity);
-
-  // The journal: a fresh one, or with --resume the records of the interrupted run it identifies.
-  void open_journal();
-
-  // Only final records of this run's variants are taken: a status the search ends with (not
-  // pending, not compiled in a timed run), the same parameters and baseline flag as the variant of
-  // that name, a timing where it passed. Anything else is measured again. Returns those refused.
-  std::size_t take_journal(const nlohmann::ordered_json& identity);
-
-  // The run's snapshot, complete as far as it goes, rewritten at most every 2 s while variants
-  // finish (the journal holds each record the moment it exists; rewriting the whole file per
-  // variant made a 500-variant run spend seconds serializing) and at every stage boundary. It goes
-  // to <shape>.json.partial: the results file and its header are replaced only when the run ends
-  // with something at least as good (issue 22, item 7), so a re-run that dies keeps them as they were.
-  void save(bool force = true);
+  // The snapshot (Outputs::save).
+  void save(bool force = true) { outputs.save(run, force); }
 
   // The worker process starts now: its data and float64 reference are prepared while compilation runs.
   // A later pass of an adaptive search keeps the worker of the first (gpu holds it).
@@ -325,7 +398,8 @@ struct PassRun {
   // needs them).
   void start_compiles();
 
-  CompileResult compile_one(std::size_t i, bool* cached);
+  // Variant i compiled (from the compile cache where it is there), and whether it came from the cache.
+  std::pair<CompileResult, bool> compile_one(std::size_t i);
 
   void compile_and_queue(std::size_t i);
 
@@ -367,54 +441,22 @@ struct PassRun {
   // chooses what follows.
   TuneOutcome end_search_pass();
 
-  // The `keep` fastest passed variants (by their current cold median), fastest first.
-  [[nodiscard]] std::vector<std::size_t> fastest_passed(std::size_t keep) const;
-
   // A stop asked for after the search's last variant: the passes that follow are not started.
   bool stop_asked();
 
-  // The strategy's second round (successive halving): the best of the screened variants timed again
-  // with the search profile (parity already passed); the others keep their screening time.
-  void second_round();
-
+  // The worker items of variants, compiled again from the cache where the journal held them.
   std::vector<WorkerItem> items_of(const std::vector<std::size_t>& idx);
 
-  void remeasure_strictly(const std::vector<std::size_t>& idx);
-
-  // The top few (and the baseline), re-measured strictly in rounds, before a winner is named. The
-  // finalists, for the gate.
-  std::vector<std::size_t> strict_remeasure();
-
-  // The correctness gate (tune/gate.hpp): the finalists' outputs on more inputs and over many
-  // launches, then the sanitizers; a finalist that fails never wins, and when every gated one has
-  // failed the next few are re-measured strictly and gated in turn.
-  void gate_finalists(const std::vector<std::size_t>& finalists);
-
-  // Without --allow-unchecked no variant the gate could not check wins: the results keep what was
-  // measured (the finalists `unchecked`), name no winner and get no header, and the run exits 2 or 3.
-  void settle_unchecked(const Gate& gate);
-
-  std::size_t index_of(const std::string& name) const;
-
-  void say(const std::vector<std::size_t>& idx) const;
-
-  // One round of the gate over `batch`: the output checks of those not yet checked, the sanitizers
-  // on them (--sanitize finalists), then with --sanitize winner the would-be winner alone, and the
-  // next one when it fails.
-  void check_outputs_with_winner(Gate& gate, const std::vector<std::size_t>& outputs, std::vector<char>& sanitized);
-  void gate_round(Gate& gate, int launches, const std::vector<std::size_t>& batch, std::vector<char>& out_checked,
-                  std::vector<char>& sanitized);
+  // The second round, the strict re-measure and the gate, over this pass's record and worker.
+  Finalists finalists();
 
   // The problem's PyTorch module at this shape (issue 36), after every kernel was timed and gated, so
   // the two never share the device; never for a run cut short or a part of one (tune merge's).
   void time_torch();
 
-  // The record complete, then the results and their header, unless the earlier ones are worth more;
-  // a finished run's journal removed.
-  TuneOutcome write_outputs();
-
-  // The results first, then their header: the two renames are each atomic.
-  void replace_results(const std::optional<std::string>& header, TuneOutcome& out);
+  // The record complete, then the results and their header, unless the earlier ones are worth more
+  // (Outputs::replace); gate_exit_code: Finalists::gate_exit_code.
+  TuneOutcome write_outputs(int gate_exit_code);
 };
 
 // A pass of the run over `plan`, all of it or (pass->search_only) up to the end of the search.

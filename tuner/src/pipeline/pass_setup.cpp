@@ -66,8 +66,10 @@ void PassRun::choose_variants() {
   chosen = std::move(chosen_configs.configs);
   chosen_how = std::move(chosen_configs.how);
   ctx.shard = o.shard;
-  if (o.shard && o.shard->split == "variants") {
-    chosen = shard_configs(chosen, space.baseline(), *o.shard, &*ctx.shard);
+  if (o.shard && o.shard->split == ShardSplit::kVariants) {
+    ShardPart part = shard_configs(chosen, space.baseline(), *o.shard);
+    chosen = std::move(part.configs);
+    ctx.shard = std::move(part.shard);
     log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
   }
   if (chosen.size() > o.max_variants)

@@ -8,9 +8,12 @@
 #include <filesystem>
 #include <regex>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "core/enum_names.hpp"
 #include "core/subprocess.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
@@ -27,8 +30,8 @@ bool executable(const std::string& path) {
 constexpr double kVersionDeadlineS = 5;
 
 // The "Version ..." of `path --version`: run without a shell (the path may hold any character) and
-// with a deadline. "unknown" when it does not say, with *note saying why.
-std::string sanitizer_version(const std::string& path, std::string* note) {
+// with a deadline: {version, ""}, or {"unknown", why} when it does not say.
+std::pair<std::string, std::string> sanitizer_version(const std::string& path) {
   ChildOptions o;
   o.argv = {path, "--version"};
   o.deadline_s = kVersionDeadlineS;
@@ -37,11 +40,10 @@ std::string sanitizer_version(const std::string& path, std::string* note) {
   std::istringstream lines(r.out + "\n" + r.err);
   for (std::string line; std::getline(lines, line);)
     if (const auto at = line.find("Version "); at != std::string::npos && r.end != ChildEnd::kTimedOut)
-      return line.substr(at + 8);
-  *note = r.end == ChildEnd::kTimedOut ? fmt::format("{} --version gave no answer within {:.0f} s (killed)", path, kVersionDeadlineS)
+      return {line.substr(at + 8), ""};
+  return {"unknown", r.end == ChildEnd::kTimedOut ? fmt::format("{} --version gave no answer within {:.0f} s (killed)", path, kVersionDeadlineS)
           : r.end == ChildEnd::kNotStarted ? fmt::format("{} --version could not start ({})", path, std::strerror(r.error))
-                                           : fmt::format("{} --version printed no \"Version\" line", path);
-  return "unknown";
+                                           : fmt::format("{} --version printed no \"Version\" line", path)};
 }
 
 const std::regex& mangled_name() {
@@ -51,20 +53,22 @@ const std::regex& mangled_name() {
 
 }  // namespace
 
+namespace {
+constexpr EnumName<SanitizeMode> kSanitizeModeNames[] = {
+    {SanitizeMode::kOff, "off"}, {SanitizeMode::kWinner, "winner"}, {SanitizeMode::kFinalists, "finalists"}};
+}  // namespace
+
 SanitizeMode sanitize_mode_from_string(const std::string& text) {
-  if (text == "off") return SanitizeMode::kOff;
-  if (text == "winner") return SanitizeMode::kWinner;
-  if (text == "finalists") return SanitizeMode::kFinalists;
+  if (const auto mode = enum_value(kSanitizeModeNames, text)) return *mode;
   throw InputError(fmt::format("--sanitize {}: expected off, winner or finalists", text));
 }
 
-std::string to_string(SanitizeMode mode) {
-  switch (mode) {
-    case SanitizeMode::kOff: return "off";
-    case SanitizeMode::kWinner: return "winner";
-    case SanitizeMode::kFinalists: return "finalists";
-  }
-  return "off";
+std::string to_string(SanitizeMode mode) { return std::string(enum_name(kSanitizeModeNames, mode).value_or("off")); }
+
+std::vector<std::string> sanitize_mode_names() {
+  std::vector<std::string> out;
+  for (const auto& [mode, name] : kSanitizeModeNames) out.emplace_back(name);
+  return out;
 }
 
 SanitizerLocation find_sanitizer(bool fake) {
@@ -92,7 +96,7 @@ SanitizerLocation find_sanitizer(bool fake) {
       }
     if (s.path.empty()) s.why_not = "compute-sanitizer is not on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin";
   }
-  if (!s.path.empty()) s.version = sanitizer_version(s.path, &s.version_note);
+  if (!s.path.empty()) std::tie(s.version, s.version_note) = sanitizer_version(s.path);
   return s;
 }
 

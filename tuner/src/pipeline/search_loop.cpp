@@ -58,7 +58,7 @@ void PassRun::prepare_search() {
   tally.first_round = strategy.profile();
   for (std::size_t i = 0; i < n; ++i) {
     const VariantRecord& r = run.variants[i];
-    if (!journaled[i] || !r.parity) continue;
+    if (!outputs.journaled(i) || !r.parity) continue;
     ++tally.checked;
     if (r.status != Status::kPassed || !r.timing) continue;
     ++tally.passed;
@@ -88,7 +88,7 @@ void PassRun::search() {
     measure(i);
     log_progress(done, i);
     run.wall.compile_wall_s = feed.compile_wall > 0 ? feed.compile_wall : seconds_since(feed.t_compile);
-    journal->append("search", run.variants[i]);
+    outputs.append("search", run.variants[i]);
     save(false);
   }
   end_search();
@@ -192,7 +192,7 @@ TuneOutcome PassRun::end_search_pass() {
   run.wall.measure_wall_s = tally.measure_busy + pass->measure_wall_s;
   save();
   if (gpu) gpu->detach();
-  return {run, json_path, std::nullopt};
+  return {run, plan.json_path, std::nullopt};
 }
 
 bool PassRun::baseline_pending() const {

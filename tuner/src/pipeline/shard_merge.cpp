@@ -55,11 +55,11 @@ std::string run_difference(const RunRecord& a, const RunRecord& b) {
       {"arch", a.context.arch, b.context.arch},
       {"compile options", opts(a), opts(b)},
       {"NVRTC version", a.context.nvrtc_version, b.context.nvrtc_version},
-      {"search", a.context.search, b.context.search},
+      {"search", to_string(a.context.search), to_string(b.context.search)},
       {"budget", std::to_string(a.context.budget), std::to_string(b.context.budget)},
       {"device model", a.timed ? dev(a) : "", b.timed ? dev(b) : ""},
       {"shard count", std::to_string(sa.count), std::to_string(sb.count)},
-      {"split", sa.split, sb.split},
+      {"split", to_string(sa.split), to_string(sb.split)},
       {"sweep size", std::to_string(sa.items), std::to_string(sb.items)},
       {"options, search space or sweep (run key)", sa.run_key, sb.run_key},
   };
@@ -181,7 +181,7 @@ std::vector<std::filesystem::path> merge_shards(const std::vector<std::filesyste
     if (log) log(line);
   };
 
-  if (s0.split == "items") {
+  if (s0.split == ShardSplit::kItems) {
     std::map<std::int64_t, const Input*> by_item;
     for (const Input& in : all) {
       const ShardRecord& s = in.shard();

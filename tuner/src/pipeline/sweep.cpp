@@ -145,11 +145,11 @@ std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const Sha
       ShardRecord r;
       r.index = shard.index;
       r.count = shard.count;
-      r.split = items.size() == 1 ? "variants" : "items";
+      r.split = items.size() == 1 ? ShardSplit::kVariants : ShardSplit::kItems;
       r.items = static_cast<std::int64_t>(items.size());
       r.item = static_cast<std::int64_t>(i);
       r.run_key = run_key;
-      if (r.split == "items" && static_cast<int>(i % static_cast<std::size_t>(shard.count)) != shard.index) continue;
+      if (r.split == ShardSplit::kItems && static_cast<int>(i % static_cast<std::size_t>(shard.count)) != shard.index) continue;
       w.shard = r;
     }
     work.push_back(std::move(w));
@@ -301,21 +301,20 @@ void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std
   }
 }
 
-std::vector<Config> shard_configs(const std::vector<Config>& chosen, const Config& baseline, const ShardRecord& shard,
-                                  ShardRecord* filled) {
+ShardPart shard_configs(const std::vector<Config>& chosen, const Config& baseline, const ShardRecord& shard) {
+  ShardPart out{{}, shard};
   const auto b = std::find(chosen.begin(), chosen.end(), baseline);
-  filled->variants = static_cast<std::int64_t>(chosen.size());
-  filled->baseline_index = b == chosen.end() ? -1 : static_cast<std::int64_t>(b - chosen.begin());
-  std::vector<Config> out;
+  out.shard.variants = static_cast<std::int64_t>(chosen.size());
+  out.shard.baseline_index = b == chosen.end() ? -1 : static_cast<std::int64_t>(b - chosen.begin());
   for (std::size_t i = 0; i < chosen.size(); ++i)
     if (static_cast<int>(i % static_cast<std::size_t>(shard.count)) == shard.index ||
-        static_cast<std::int64_t>(i) == filled->baseline_index)
-      out.push_back(chosen[i]);
+        static_cast<std::int64_t>(i) == out.shard.baseline_index)
+      out.configs.push_back(chosen[i]);
   return out;
 }
 
 std::string result_stem(const Shape& shape, const std::optional<ShardRecord>& shard) {
-  if (shard && shard->split == "variants") return fmt::format("{}.shard-{}-of-{}", shape.tag(), shard->index, shard->count);
+  if (shard && shard->split == ShardSplit::kVariants) return fmt::format("{}.shard-{}-of-{}", shape.tag(), shard->index, shard->count);
   return shape.tag();
 }
 

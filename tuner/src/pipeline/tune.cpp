@@ -157,13 +157,17 @@ TuneOutcome run_pass(const RunPlan& plan, const TuneOptions& o, Pass* pass, Sear
   r.prepare_search();
   r.search();
   if (pass && pass->search_only) return r.end_search_pass();
-  if (r.run.timed) r.second_round();
+  int gate_exit_code = 0;
   if (r.run.timed) {
-    const std::vector<std::size_t> finalists = r.strict_remeasure();
-    if (!finalists.empty() && !r.stop_asked()) r.gate_finalists(finalists);
+    Finalists finalists = r.finalists();
+    finalists.second_round(strategy, r.outputs);
+    const std::vector<std::size_t> chosen = finalists.strict_remeasure();
+    if (!chosen.empty() && !r.stop_asked()) finalists.run_gate(chosen);
+    r.tally.measure_busy += finalists.measure_s();
+    gate_exit_code = finalists.gate_exit_code();
   }
   r.time_torch();
-  return r.write_outputs();
+  return r.write_outputs(gate_exit_code);
 }
 
 

@@ -211,10 +211,10 @@ class GoldenCheck {
     settings.verdict_cache = verdict_cache_for(o_.no_cache, o_.cache_dir);
     gate_variants(passed, settings, ctx);
     for (const auto& v : passed) {
-      log_(fmt::format("  gate {} {}: {}", v.record.gate->verdict, v.record.name, v.record.gate->reason));
+      log_(fmt::format("  gate {} {}: {}", to_string(v.record.gate->verdict), v.record.name, v.record.gate->reason));
       for (const auto& f : v.record.gate->findings)
         for (const auto& line : f.report) log_("      " + line);
-      ok_ = ok_ && v.record.gate->verdict == "safe";
+      ok_ = ok_ && v.record.gate->verdict == GateVerdict::kSafe;
     }
   }
 

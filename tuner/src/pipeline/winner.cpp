@@ -16,7 +16,7 @@ bool has_usable_timing(const VariantRecord& v) {
 }
 
 bool may_win(const VariantRecord& v, const RunRecord& run) {
-  return has_usable_timing(v) && !(v.gate && v.gate->verdict == "unchecked" && !run.context.gate.allow_unchecked);
+  return has_usable_timing(v) && !(v.gate && v.gate->verdict == GateVerdict::kUnchecked && !run.context.gate.allow_unchecked);
 }
 
 std::optional<PickedWinner> pick_winner(const RunRecord& run) {

@@ -79,9 +79,13 @@ class WorkerBackend {
   // The gate's checks that need no sanitizer; `seeds` inputs come first, then the edge cases.
   virtual std::vector<GateRecord> gate(WorkerItems& items, std::vector<WorkerGateInput>& inputs, std::size_t seeds,
                                        int rounds) = 0;
-  // One launch of item `i` (under compute-sanitizer): {"hash": ...} or {"error": ...}; a sticky
-  // fault sets *sticky.
-  virtual nlohmann::ordered_json sanitize(WorkerItems& items, std::size_t i, bool* sticky) = 0;
+  // One launch of item `i` (under compute-sanitizer): {"hash": ...} or {"error": ...}, and whether
+  // its fault was sticky (the worker's context is lost).
+  struct Sanitized {
+    nlohmann::ordered_json result;
+    bool sticky = false;
+  };
+  virtual Sanitized sanitize(WorkerItems& items, std::size_t i) = 0;
   // TUNE_WORKER_FAULT: makes item `i` of the request in hand fault as `kind` says, if this backend
   // can (fault_injection.cpp calls it before the request).
   virtual void inject(WorkerItems& items, std::size_t i, InjectedFault kind) = 0;

@@ -175,7 +175,7 @@ FaultRecord WorkerProcess::reap(bool timed_out, double deadline_s) {
   return f;
 }
 
-std::optional<Json> WorkerProcess::receive(double deadline_s, FaultRecord* fault) {
+WorkerAnswer<Json> WorkerProcess::receive(double deadline_s) {
   // One point in time for every line of the reply: a deadline that passes between two lines has
   // expired, it does not turn into a wait without end.
   const auto deadline = deadline_after(deadline_s);
@@ -183,8 +183,9 @@ std::optional<Json> WorkerProcess::receive(double deadline_s, FaultRecord* fault
     bool timed_out = false;
     const auto line = pid_ > 0 ? replies_.line(deadline, &timed_out) : std::nullopt;
     if (!line) {
-      if (pid_ > 0) *fault = reap(timed_out, deadline_s);
-      return std::nullopt;
+      WorkerAnswer<Json> lost;
+      if (pid_ > 0) lost.fault = reap(timed_out, deadline_s);
+      return lost;
     }
     Json j;
     try {
@@ -197,13 +198,12 @@ std::optional<Json> WorkerProcess::receive(double deadline_s, FaultRecord* fault
       last_item_ = j.value("item", -1);
       continue;
     }
-    return j;
+    return {std::move(j)};
   }
 }
 
 std::string WorkerProcess::wait_ready(double deadline_s) {
-  FaultRecord fault;
-  const auto r = receive(deadline_s, &fault);
+  const auto [r, fault, culprit] = receive(deadline_s);
   if (!r)
     throw DeviceError(fault.kind == FaultKind::kTimeout ? fmt::format("the worker process did not start within {} s", deadline_s)
                       : fault.kind == FaultKind::kSignal ? "the worker process was killed by " + fault.signal + " while starting"
@@ -220,17 +220,16 @@ std::string WorkerProcess::wait_ready(double deadline_s) {
   return r->value("reference", "");
 }
 
-bool WorkerProcess::measure_floor(double deadline_s, HarnessFloor* floor, FaultRecord* fault) {
+WorkerAnswer<HarnessFloor> WorkerProcess::measure_floor(double deadline_s) {
   send({{"op", "floor"}});
-  const auto r = receive(deadline_s, fault);
-  if (!r) return false;
+  auto [r, fault, culprit] = receive(deadline_s);
+  if (!r) return {std::nullopt, std::move(fault), culprit};
   if (r->value("reply", "") != "floor") throw DeviceError(r->value("message", "the worker could not measure the floor"));
-  *floor = harness_floor_from_json(r->at("floor"));
-  return true;
+  return {harness_floor_from_json(r->at("floor"))};
 }
 
-std::optional<Json> WorkerProcess::call(const char* op, const std::vector<WorkerItem>& items, const Json& extra,
-                                        double deadline_s, FaultRecord* fault, int* culprit) {
+WorkerAnswer<Json> WorkerProcess::call(const char* op, const std::vector<WorkerItem>& items, const Json& extra,
+                                       double deadline_s) {
   Json list = Json::array();
   for (const auto& it : items)
     list.push_back({{"cubin_bytes", it.compiled->cubin.size()},
@@ -244,27 +243,27 @@ std::optional<Json> WorkerProcess::call(const char* op, const std::vector<Worker
   Json request{{"op", op}, {"items", list}};
   for (const auto& [k, v] : extra.items()) request[k] = v;
   send(request, attachments);
-  const auto r = receive(deadline_s, fault);
-  *culprit = items.size() == 1 ? 0 : last_item_;
-  if (!r) return std::nullopt;
-  if (r->value("reply", "") == "error") {
-    // The worker could not go on with these variants (an exception): stop it, report like a loss.
-    fault->kind = FaultKind::kError;
-    fault->phase = last_phase_;
-    fault->deadline_s = deadline_s;
-    fault->message = r->value("message", "the worker answered out of turn");
-    last_error_input_ = r->value("input_error", false);
-    kill(pid_, SIGKILL);
-    reap(false, deadline_s);
-    return std::nullopt;
-  }
-  return r;
+  WorkerAnswer<Json> answer = receive(deadline_s);
+  answer.culprit = items.size() == 1 ? 0 : last_item_;
+  if (!answer.reply || answer.reply->value("reply", "") != "error") return answer;
+  // The worker could not go on with these variants (an exception): stop it, report like a loss.
+  answer.fault.kind = FaultKind::kError;
+  answer.fault.phase = last_phase_;
+  answer.fault.deadline_s = deadline_s;
+  answer.fault.message = answer.reply->value("message", "the worker answered out of turn");
+  last_error_input_ = answer.reply->value("input_error", false);
+  answer.reply.reset();
+  kill(pid_, SIGKILL);
+  reap(false, deadline_s);
+  return answer;
 }
 
 WorkerProcess::RunReply WorkerProcess::run(const char* op, const std::vector<WorkerItem>& items,
                                            const DeviceRunner::Options& options, double deadline_s) {
+  auto [r, fault, culprit] = call(op, items, {{"options", options_json(options)}}, deadline_s);
   RunReply reply;
-  const auto r = call(op, items, {{"options", options_json(options)}}, deadline_s, &reply.fault, &reply.culprit);
+  reply.fault = std::move(fault);
+  reply.culprit = culprit;
   if (!r) return reply;
   const Json& records = r->at("records");
   for (std::size_t i = 0; i < items.size(); ++i) *items[i].record = variant_from_json(records.at(i));

@@ -181,8 +181,15 @@ class Worker {
     WorkerItems it = take_items(r);
     Json results = Json::array();
     bool sticky = false;
-    for (std::size_t i = 0; i < it.records.size(); ++i)
-      results.push_back(sticky ? Json{{"not_run", true}} : backend_->sanitize(it, i, &sticky));
+    for (std::size_t i = 0; i < it.records.size(); ++i) {
+      if (sticky) {
+        results.push_back(Json{{"not_run", true}});
+        continue;
+      }
+      WorkerBackend::Sanitized launch = backend_->sanitize(it, i);
+      results.push_back(std::move(launch.result));
+      sticky = launch.sticky;
+    }
     exiting_ = sticky;
     reply({{"reply", "sanitized"}, {"results", results}, {"exiting", sticky}});
   }

@@ -19,7 +19,7 @@ class HalvingStrategy final : public WrappingStrategy {
   }
   void record(RunContext& ctx) const override {
     inner_->record(ctx);
-    ctx.search = ctx.search == "exhaustive" ? "halving" : ctx.search + "+halving";
+    ctx.search = with_halving(ctx.search);
   }
   [[nodiscard]] DeviceRunner::Options profile() const override {
     DeviceRunner::Options o = inner_->profile();

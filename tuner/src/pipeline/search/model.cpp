@@ -66,7 +66,7 @@ class ModelStrategy final : public SearchStrategy {
 
   void record(RunContext& ctx) const override {
     if (initial_) initial_->record(ctx);
-    ctx.search = initial_ ? "warm+model" : "model";
+    ctx.search = initial_ ? SearchLabel::kWarmModel : SearchLabel::kModel;
     ctx.model_library = "xgboost " + Surrogate::library_version();
     ctx.model_initial = initial_count_;
     ctx.model_rounds = rounds_;

@@ -31,7 +31,7 @@ class RandomStrategy final : public SearchStrategy {
 
   void record(RunContext& ctx) const override {
     if (!sampled_) return;
-    ctx.search = "random";
+    ctx.search = SearchLabel::kRandom;
     ctx.budget = budget_;
     if (!draws_) return;
     ctx.valid_configs = -1;  // not counted: the space was sampled, not enumerated

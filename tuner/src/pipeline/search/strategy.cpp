@@ -13,7 +13,7 @@ namespace tune {
 StrategyPtr make_search_strategy(const TuneOptions& o) {
   // The model and the refine rounds run the pipeline in passes, which a halving round, a
   // compile-only run and a shard of one shape's variants do not allow.
-  const bool passes_fit = !o.compile_only && o.search != SearchMode::kHalving && !(o.shard && o.shard->split == "variants");
+  const bool passes_fit = !o.compile_only && o.search != SearchMode::kHalving && !(o.shard && o.shard->split == ShardSplit::kVariants);
   const bool model = o.search == SearchMode::kModel;
   if (model && !passes_fit)
     throw InputError(o.compile_only ? "--search model with --compile-only: the model learns from timings; drop one"

@@ -27,7 +27,7 @@ class WarmStrategy final : public SearchStrategy {
   }
 
   void record(RunContext& ctx) const override {
-    ctx.search = "warm";
+    ctx.search = SearchLabel::kWarm;
     ctx.warm_files.insert(ctx.warm_files.end(), files_.begin(), files_.end());
     ctx.warm_keep = keep_;
     ctx.warm_promising = promising_;
