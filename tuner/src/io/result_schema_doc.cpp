@@ -1,4 +1,6 @@
 // The results format's table (result_schema.hpp) as the markdown table of docs/results-format.md.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "io/result_schema.hpp"
@@ -72,6 +74,16 @@ std::string values_of(const Field& f) {
   }
 }
 
+// The minor version a field dates from: its own, or its parent's where that is later (the fields of
+// `torch` came with it, in 7).
+int since_of(const Field& f) {
+  const auto dot = f.path.ends_with("[]") ? f.path.size() - 2 : f.path.rfind('.');
+  if (dot == std::string_view::npos) return f.since;
+  for (const Field& p : fields())
+    if (p.path == f.path.substr(0, dot)) return std::max(f.since, since_of(p));
+  return f.since;
+}
+
 }  // namespace
 
 std::string markdown() {
@@ -79,7 +91,7 @@ std::string markdown() {
       "| Field | Type | Required | Minor | Values | About |\n"
       "|---|---|---|---|---|---|\n";
   for (const Field& f : fields())
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", f.path, type_of(f), f.required ? "yes" : "", f.since,
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", f.path, type_of(f), f.required ? "yes" : "", since_of(f),
                        values_of(f), f.about);
   return out;
 }
