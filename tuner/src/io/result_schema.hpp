@@ -15,8 +15,8 @@
 namespace tune::result_schema {
 
 enum class Kind {
-  kObject,       // its fields are the entries under its path (or under `like`'s)
-  kArray,        // its items are the entry `<path>[]`
+  kObject,  // its fields are the entries under its path (or under `like`'s)
+  kArray,   // its items are the entry `<path>[]`
   kString,
   kBoolean,
   kInteger,      // in [lo, hi], read wide
@@ -42,12 +42,12 @@ struct Field {
   std::int64_t hi = INT_MAX;
   validate_fields::Range range = validate_fields::Range::kNonNegative;
   std::string_view values = {};  // kEnum: the allowed values; kRule: the value
-  std::string_view noun = {};     // kEnum, kDtype: refused as "is not a <noun> (<values>)", else "is not one of"
-  std::string_view below = {};    // kInteger: at most this sibling's value minus 1
-  std::size_t size = 0;           // kArray: exactly this many items (0: any)
-  bool ranked = false;            // a ranked variant's (passed, unsafe): at least 1; a positive number, not null
-  bool apart = false;             // its contents are validated on their own (a variant, the torch record)
-  std::string_view like = {};     // kObject: the fields of another entry's object
+  std::string_view noun = {};    // kEnum, kDtype: refused as "is not a <noun> (<values>)", else "is not one of"
+  std::string_view below = {};   // kInteger: at most this sibling's value minus 1
+  std::size_t size = 0;          // kArray: exactly this many items (0: any)
+  bool ranked = false;           // a ranked variant's (passed, unsafe): at least 1; a positive number, not null
+  bool apart = false;            // its contents are validated on their own (a variant, the torch record)
+  std::string_view like = {};    // kObject: the fields of another entry's object
   std::string_view about = {};
 };
 
@@ -57,8 +57,8 @@ std::span<const Field> fields();
 // The structural checks of the table on `node`, the value of the entry `path` ("" for the
 // file's top level, "variants[]" for a variant, "torch"), at the JSON path `at`. `ranked`: the node
 // is a ranked variant's record (the entries marked ranked check the stricter bound).
-void walk(const validate_fields::Check& c, const validate_fields::Json& node, std::string_view path,
-          const std::string& at, bool ranked = false);
+void walk(const validate_fields::Check& c, const validate_fields::Json& node, std::string_view path, const std::string& at,
+          bool ranked = false);
 
 // The table as markdown, as docs/results-format.md holds it.
 std::string markdown();

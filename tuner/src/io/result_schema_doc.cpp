@@ -20,20 +20,42 @@ std::string bound(std::int64_t n) {
 std::string type_of(const Field& f) {
   std::string t;
   switch (f.kind) {
-    case Kind::kObject: t = f.like.empty() ? "object" : fmt::format("object as `{}`", f.like); break;
-    case Kind::kArray: t = f.size ? fmt::format("array of {}", f.size) : "array"; break;
-    case Kind::kString: t = f.non_empty ? "string, not empty" : "string"; break;
-    case Kind::kBoolean: t = "true/false"; break;
+    case Kind::kObject:
+      t = f.like.empty() ? "object" : fmt::format("object as `{}`", f.like);
+      break;
+    case Kind::kArray:
+      t = f.size ? fmt::format("array of {}", f.size) : "array";
+      break;
+    case Kind::kString:
+      t = f.non_empty ? "string, not empty" : "string";
+      break;
+    case Kind::kBoolean:
+      t = "true/false";
+      break;
     case Kind::kInteger:
     case Kind::kSeed:
-    case Kind::kSize: t = "integer"; break;
-    case Kind::kNumber: t = "number"; break;
+    case Kind::kSize:
+      t = "integer";
+      break;
+    case Kind::kNumber:
+      t = "number";
+      break;
     case Kind::kEnum:
-    case Kind::kDtype: t = "string"; break;
-    case Kind::kScalar: t = "string, number or true/false"; break;
-    case Kind::kDimension: t = "integer, or a dtype's name"; break;
-    case Kind::kVariantName: t = "a variant's name"; break;
-    case Kind::kRule: t = "constant"; break;
+    case Kind::kDtype:
+      t = "string";
+      break;
+    case Kind::kScalar:
+      t = "string, number or true/false";
+      break;
+    case Kind::kDimension:
+      t = "integer, or a dtype's name";
+      break;
+    case Kind::kVariantName:
+      t = "a variant's name";
+      break;
+    case Kind::kRule:
+      t = "constant";
+      break;
   }
   return f.nullable || f.kind == Kind::kVariantName ? t + " or null" : t;
 }
@@ -62,15 +84,23 @@ std::string values_of(const Field& f) {
       const std::string r = f.hi == INT64_MAX ? fmt::format(">= {}", f.lo) : fmt::format("{} to {}", bound(f.lo), hi);
       return f.ranked ? r + "; >= 1 when ranked" : r;
     }
-    case Kind::kNumber: return number_range(f);
+    case Kind::kNumber:
+      return number_range(f);
     case Kind::kEnum:
-    case Kind::kRule: return names(f.values);
-    case Kind::kDtype: return names(dtype_choices());
-    case Kind::kSeed: return "0 to 2^64-1";
-    case Kind::kDimension: return ">= 1, or a dtype's name";
-    case Kind::kSize: return ">= 0";
-    case Kind::kVariantName: return "one of `variants`";
-    default: return "";
+    case Kind::kRule:
+      return names(f.values);
+    case Kind::kDtype:
+      return names(dtype_choices());
+    case Kind::kSeed:
+      return "0 to 2^64-1";
+    case Kind::kDimension:
+      return ">= 1, or a dtype's name";
+    case Kind::kSize:
+      return ">= 0";
+    case Kind::kVariantName:
+      return "one of `variants`";
+    default:
+      return "";
   }
 }
 

@@ -44,8 +44,10 @@ Index build_index() {
     const auto dot = f.path.rfind('.');
     const std::string_view parent = dot == std::string_view::npos ? std::string_view() : f.path.substr(0, dot);
     const std::string_view key = dot == std::string_view::npos ? f.path : f.path.substr(dot + 1);
-    if (key == "*") index[parent].members = &f;
-    else index[parent].fields.push_back({&f, std::string(key)});
+    if (key == "*")
+      index[parent].members = &f;
+    else
+      index[parent].fields.push_back({&f, std::string(key)});
   }
   return index;
 }
@@ -146,14 +148,18 @@ void value(const Check& c, const Json& v, const Json& parent, const Field& f, co
     case Kind::kArray:
       if (!v.is_array()) c.fail(at, fmt::format("{} is not an array", brief(v)));
       return array_items(c, v, f, at, ranked);
-    case Kind::kString: return text(c, v, f, at);
+    case Kind::kString:
+      return text(c, v, f, at);
     case Kind::kBoolean:
       if (!v.is_boolean()) c.fail(at, fmt::format("{} is not true or false", brief(v)));
       return;
-    case Kind::kInteger: return integer(c, v, parent, f, at, ranked);
-    case Kind::kNumber: return number(c, v, f, at, ranked);
+    case Kind::kInteger:
+      return integer(c, v, parent, f, at, ranked);
+    case Kind::kNumber:
+      return number(c, v, f, at, ranked);
     case Kind::kEnum:
-    case Kind::kDtype: return name_in(c, v, f, at, known_name(v, f));
+    case Kind::kDtype:
+      return name_in(c, v, f, at, known_name(v, f));
     case Kind::kSeed:
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
         c.fail(at, fmt::format("{} is not an integer from 0 to 2^64-1", brief(v)));
@@ -162,7 +168,8 @@ void value(const Check& c, const Json& v, const Json& parent, const Field& f, co
       if (!v.is_string() && !v.is_number() && !v.is_boolean())
         c.fail(at, fmt::format("{} is not a string, number or true/false", brief(v)));
       return;
-    case Kind::kDimension: return dimension(c, v, at);
+    case Kind::kDimension:
+      return dimension(c, v, at);
     case Kind::kSize:
       if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
         c.fail(at, fmt::format("{} is not a size (an integer >= 0)", brief(v)));
@@ -170,7 +177,8 @@ void value(const Check& c, const Json& v, const Json& parent, const Field& f, co
     case Kind::kVariantName:
       if (!v.is_null() && !v.is_string()) c.fail(at, fmt::format("{} is not a variant name or null", brief(v)));
       return;
-    case Kind::kRule: return;
+    case Kind::kRule:
+      return;
   }
 }
 
