@@ -127,6 +127,31 @@ TEST(ResultsJson, AFolderTakesJsonGzAndPassesOverOtherJson) {
   expect_error_output(bad, (dir / "gpu" / "contact" / "b.json.gz").string() + ": " + table["mutations"][0]["field"].get<std::string>());
 }
 
+// The format's doc table is the table the validator walks: `tune results --schema-doc` prints it, and
+// docs/results-format.md holds it between its markers, so the two cannot drift.
+TEST(ResultsJson, TheDocPagesTableIsTheSchemaValidationWalks) {
+  const Result r = run("results --schema-doc");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("| Field | Type | Required | Minor | Values | About |\n", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("| `variants[].timing.median_us` |"), std::string::npos) << r.output;
+  const std::string page = slurp(fs::path(TUNE_REPO_DIR) / "docs" / "results-format.md");
+  const std::string begin = "<!-- schema table: tune results --schema-doc -->\n", end = "<!-- end schema table -->";
+  const auto from = page.find(begin), to = page.find(end);
+  ASSERT_NE(from, std::string::npos) << "docs/results-format.md has no " << begin;
+  ASSERT_NE(to, std::string::npos);
+  EXPECT_EQ(page.substr(from + begin.size(), to - from - begin.size()), r.output)
+      << "docs/results-format.md's table differs from the schema: paste `tune results --schema-doc` between its markers";
+}
+
+TEST(ResultsJson, WithoutPathsOrSchemaDocIsOneLineAndExit2) {
+  const Result r = run("results");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "tune: paths is required (tune results --help lists the options)");
+  const Result both = run("results --schema-doc " + (kFixtures / "results").string());
+  EXPECT_EQ(both.code, 2) << both.output;
+  expect_error_output(both, "excludes");
+}
+
 TEST(ResultsJson, AMissingPathIsOneLineAndExit2) {
   const Result r = run("results --json /nonexistent/results");
   EXPECT_EQ(r.code, 2) << r.output;

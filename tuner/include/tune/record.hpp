@@ -432,7 +432,8 @@ HarnessFloor harness_floor_from_json(const nlohmann::ordered_json& json);
 RunRecord run_from_json(const nlohmann::ordered_json& json);
 
 // The one validation of a results file, for every reader of one (src/io/validate.cpp; issue 22,
-// item 11): the schema version; every field the readers use typed and in range (shape dims
+// item 11): the schema version; every field typed and in range as the format's table holds it
+// (src/io/result_schema.cpp, issue 38) (shape dims
 // positive integers, the problem's dims where the problem is found); each record's status borne
 // out by its record (passed and unsafe: a passing parity check and a timing with a positive,
 // finite median; a gate's verdict is its status); variant names unique; the summary's baseline the
@@ -445,5 +446,8 @@ void validate_result_json(const nlohmann::ordered_json& json);
 // A torch record (a results file's "torch", a cached one), `at` its JSON path.
 void validate_torch_record(const nlohmann::ordered_json& json, const std::string& at = "torch");
 void validate_variant_json(const nlohmann::ordered_json& json, const std::string& at, const std::string& remedy);
+// The results format's table (each field's path, type, whether required, the minor version that
+// added it, its values, what it is) as the markdown table of docs/results-format.md.
+std::string result_schema_doc();
 
 }  // namespace tune

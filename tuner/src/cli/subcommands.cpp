@@ -269,14 +269,24 @@ class ResultsCommand final : public Subcommand {
   explicit ResultsCommand(CLI::App& root) {
     app_ = root.add_subcommand("results", "read result files as tune reads them: each validated, refused in one line "
                                           "(exit 2) when not valid; --json prints the records for other readers");
-    app_->add_option("paths", inputs_, "results folders (<gpu>/<problem>/<shape>.json or .json.gz) or results files")
-        ->required();
+    // Required unless --schema-doc: checked in run(), as CLI11 words it.
+    app_->add_option("paths", inputs_, "results folders (<gpu>/<problem>/<shape>.json or .json.gz) or results files");
     app_->add_flag("--json", json_,
                    "print the validated records as JSON on stdout, with device_slug, shape_tag, the shape with its dtype "
                    "defaults and measured_on_gpu computed (docs/results-format.md)");
+    app_->add_flag("--schema-doc", schema_doc_,
+                   "print the results format's table (each field, its type and values), the one the validator walks, "
+                   "as markdown (docs/results-format.md holds it)")
+        ->excludes("paths")
+        ->excludes("--json");
   }
 
   int run(const Log&) override {
+    if (schema_doc_) {
+      fmt::print("{}", result_schema_doc());
+      return 0;
+    }
+    if (inputs_.empty()) throw InputError("paths is required (tune results --help lists the options)");
     const auto listing = results_listing(paths(inputs_));
     if (json_) {
       fmt::print("{}\n", listing.dump());
@@ -293,6 +303,7 @@ class ResultsCommand final : public Subcommand {
  private:
   std::vector<std::string> inputs_;
   bool json_ = false;
+  bool schema_doc_ = false;
 };
 
 // One shape of --problem from the shape options a `tune problem` subcommand was given (--B 3 ...):
