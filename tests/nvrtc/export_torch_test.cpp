@@ -15,6 +15,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -83,7 +84,8 @@ std::vector<char> bytes_of(const std::filesystem::path& file) {
 // A CUBIN with the names NVRTC gives a header's internal-linkage entities (ln_linear_gelu's
 // namespace-scope constexpr kLnEps: _INTERNAL_00000000_10_kernel_cuh_e2fe9ade_9106) blanked: their
 // uniquifier differs from one compile to the next, in the symbol table only (the machine code, its
-// size and every other byte are the same). Each name's length is the Itanium mangling's before it.
+// size and every other byte are the same, in one working directory). Each name's length is the
+// Itanium mangling's before it.
 std::vector<char> without_internal_uniquifiers(std::vector<char> cubin) {
   static const std::string kMark = "_INTERNAL_";
   for (auto at = std::search(cubin.begin(), cubin.end(), kMark.begin(), kMark.end()); at != cubin.end();
@@ -174,8 +176,14 @@ TEST(TorchExport, TheExtensionEmbedsTheCubinTuneCompiledForTheRecordsWinner) {
     SCOPED_TRACE(problem);
     const auto file = std::filesystem::path(TUNE_REPO_DIR) / "results/h200" / problem / name;
     const auto dir = test_dir("export_torch_test", true);
-    (void)export_torch({file}, dir, TorchExportOptions{});
-    const auto csrc = dir / "tune_ops/csrc" / problem;
+    // A compile cache of its own: an entry another process stored has that process's working
+    // directory in its line table (-lineinfo), where this one compiles with this test's.
+    const char* given = std::getenv("XDG_CACHE_HOME");
+    const std::optional<std::string> before = given ? std::optional<std::string>(given) : std::nullopt;
+    ASSERT_EQ(setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1), 0);
+    (void)export_torch({file}, dir / "export", TorchExportOptions{});
+    ASSERT_EQ(before ? setenv("XDG_CACHE_HOME", before->c_str(), 1) : unsetenv("XDG_CACHE_HOME"), 0);
+    const auto csrc = dir / "export/tune_ops/csrc" / problem;
     build_dispatch(dir, csrc / ("launch_" + problem + ".cpp"), fmt::format(R"(#include <cstdio>
 extern "C" const char* tune_{0}_cubin(int, unsigned long long*);
 int main(int, char** argv) {{
