@@ -112,7 +112,8 @@ std::vector<GatedCode> gated_code(const ExportedProblem& p, const Space& space, 
     check_context(e, file, sources_now, nvrtc_now);
     CompileResult compiled = compile_winner(e, file, nvrtc_now);
     check_resources(e, file, compiled);
-    out.push_back({fmt::format("{} {}: winner {}", e.run->device->name, e.run->shape.tag(), e.winner.record->name),
+    out.push_back({fmt::format("{} {}: winner {}{}", e.run->device->name, e.run->shape.tag(), e.winner.record->name,
+                               e.synthetic ? " (SYNTHETIC: checked only on what its record holds)" : ""),
                    std::move(compiled.cubin), std::move(compiled.lowered_names)});
   }
   return out;

@@ -63,6 +63,38 @@ const char* tune_{ns}_launch(int entry, void* const* buffers, cudaStream_t strea
                      fmt::arg("ns", p.ns));
 }
 
+// The launcher's loading of an entry's CUBIN: once per process, on its first launch.
+std::string loader_source() {
+  return R"CPP(// An entry's kernels by their lowered names, from its CUBIN loaded once per process on its first
+// launch (cudaLibraryLoadData: into every device's context, thread-safe); or why they could not be.
+struct Loaded {
+  std::once_flag once;
+  cudaKernel_t kernels[t::kMaxLaunches] = {};
+  std::string error;
+};
+
+const Loaded& loaded(int entry) {
+  static Loaded all[t::kEntryCount];
+  Loaded& l = all[entry];
+  std::call_once(l.once, [&] {
+    cudaLibrary_t library = nullptr;
+    cudaError_t e = cudaLibraryLoadData(&library, kEntryCode[entry].cubin, nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e != cudaSuccess) {
+      l.error = std::string("loading the tuned CUBIN (cudaLibraryLoadData): ") + cudaGetErrorString(e);
+      return;
+    }
+    for (int k = 0; k < t::kEntries[entry].winner.launch_count && e == cudaSuccess; ++k) {
+      e = cudaLibraryGetKernel(&l.kernels[k], library, kEntryCode[entry].kernels[k]);
+      if (e != cudaSuccess)
+        l.error = std::string("cudaLibraryGetKernel(") + kEntryCode[entry].kernels[k] + "): " + cudaGetErrorString(e);
+    }
+    if (e != cudaSuccess) static_cast<void>(cudaLibraryUnload(library));
+  });
+  return l;
+}
+)CPP";
+}
+
 // The C++ of a tensor shape expression over the dims (long long locals named after them).
 std::string dim_expression(const ExportedProblem& p, const std::string& text) {
   const auto resolve = [&](const std::string& name) -> std::optional<std::string> {
@@ -236,34 +268,7 @@ namespace t = tune_tuned::{header_ns};
 
 #include "cubins.inc"
 
-// An entry's kernels by their lowered names, from its CUBIN loaded once per process on its first
-// launch (cudaLibraryLoadData: into every device's context, thread-safe); or why they could not be.
-struct Loaded {{
-  std::once_flag once;
-  cudaKernel_t kernels[t::kMaxLaunches] = {{}};
-  std::string error;
-}};
-
-const Loaded& loaded(int entry) {{
-  static Loaded all[t::kEntryCount];
-  Loaded& l = all[entry];
-  std::call_once(l.once, [&] {{
-    cudaLibrary_t library = nullptr;
-    cudaError_t e = cudaLibraryLoadData(&library, kEntryCode[entry].cubin, nullptr, nullptr, 0, nullptr, nullptr, 0);
-    if (e != cudaSuccess) {{
-      l.error = std::string("loading the tuned CUBIN (cudaLibraryLoadData): ") + cudaGetErrorString(e);
-      return;
-    }}
-    for (int k = 0; k < t::kEntries[entry].winner.launch_count && e == cudaSuccess; ++k) {{
-      e = cudaLibraryGetKernel(&l.kernels[k], library, kEntryCode[entry].kernels[k]);
-      if (e != cudaSuccess)
-        l.error = std::string("cudaLibraryGetKernel(") + kEntryCode[entry].kernels[k] + "): " + cudaGetErrorString(e);
-    }}
-    if (e != cudaSuccess) static_cast<void>(cudaLibraryUnload(library));
-  }});
-  return l;
-}}
-
+{loader}
 // Bytes per element of a dtype by tune's number; a header without dtypes holds float32 buffers.
 constexpr long long bytes_of(int dtype) {{
   switch (dtype) {{
@@ -295,7 +300,7 @@ long long tune_{ns}_buffer_bytes(int entry, int buffer) {{
 }}
 
 )CPP",
-                     fmt::arg("version", tool_version()), fmt::arg("name", p.name),
+                     fmt::arg("version", tool_version()), fmt::arg("name", p.name), fmt::arg("loader", loader_source()),
                      fmt::arg("ns", p.ns), fmt::arg("header_ns", p.header_ns),
                      fmt::arg("shape", fmt::join(shape_args, ", ")), fmt::arg("sizes", fmt::join(sizes, "\n"))) +
          launch_function(p);
