@@ -7,7 +7,7 @@
 // Layout of the output folder:
 //   setup.py, pyproject.toml, README.md
 //   <package>/__init__.py      load(): the built extension, else a JIT build of csrc/
-//   <package>/_build.py        sources and nvcc flags (read by setup.py and load())
+//   <package>/_build.py        sources and flags (read by setup.py and load())
 //   <package>/<problem>.py     ModelNew, PARAMETERS, INPUTS, TUNED
 //   <package>/csrc/binding.cpp the ops: checks, shapes, allocation, the current stream (torch)
 //   <package>/csrc/<problem>/  tuned.hpp (the merged header), cubins.inc (the winners' CUBINs),
