@@ -111,6 +111,24 @@ TEST(Outputs, AnExportOntoAFileIsOneLineAndExitCode2) {
   EXPECT_EQ(slurp(file), "x");
 }
 
+// Issue 36: the export ships the code the record gated, or nothing: a record whose sources or NVRTC
+// are not this tune's is one line naming the file and the field, exit 2, and no folder is written.
+TEST(Outputs, AnExportOfARecordWhoseCodeIsNotTodaysIsOneLineAndExitCode2) {
+  const fs::path dir = scratch("export_identity");
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> cases = {
+      {"context.source_hash 00000000deadbeef is not the hash of the problem's sources now", {"source_hash", "00000000deadbeef"}},
+      {"context.nvrtc_version 11.8 is not this tune's NVRTC", {"nvrtc_version", "11.8"}}};
+  for (const auto& [needle, field] : cases) {
+    Json j = Json::parse(std::ifstream(kContactResult));
+    j["context"][field.first] = field.second;
+    const auto file = dir / "B4_N64_C64_H32.json";
+    std::ofstream(file) << j.dump(1);
+    expect_refused("export torch " + file.string() + " --allow-synthetic -o " + (dir / "e").string(),
+                   file.string() + ": " + needle);
+    EXPECT_FALSE(fs::exists(dir / "e"));
+  }
+}
+
 // #26: a second export into a folder left the first one's files, importable and shipped by setup.py.
 TEST(Outputs, AnExportReplacesAnEarlierExportAndRefusesAFolderOfOtherFiles) {
   const fs::path dir = scratch("export_again");
@@ -168,16 +186,17 @@ TEST(Outputs, ExportNamesThatCannotBeImportedOrThatClashAreRefused) {
 
 // Issue 38: export_torch.cpp was split by what each part writes (the extension's C++, its Python
 // modules, its build files); what it writes stays byte for byte what tests/fixtures/export holds (made
-// by tune before the split). The merged header and the kernel templates have goldens of their own (the
-// headers of record) and follow the kernels; the rest is the export's own text. A deliberate change
-// of that text updates the golden with it.
+// by tune before the split). The merged header has goldens of its own (the headers of record) and the
+// CUBINs (cubins.inc) follow the kernels and NVRTC; the rest is the export's own text. A deliberate
+// change of that text updates the golden with it (issue 36: a .cpp launcher of embedded CUBINs, no
+// nvcc flags).
 TEST(Outputs, AnExportsOwnFilesAreByteForByteTheGolden) {
   const fs::path dir = scratch("export_golden");
   const Result r = run("export torch " + kContactResult + " --allow-synthetic -o " + (dir / "e").string());
   ASSERT_EQ(r.code, 0) << r.output;
   const fs::path golden = fs::path(TUNE_FIXTURES) / "export";
   for (const char* file : {"README.md", "pyproject.toml", "setup.py", "tune_ops/__init__.py", "tune_ops/_build.py",
-                           "tune_ops/contact.py", "tune_ops/csrc/binding.cpp", "tune_ops/csrc/contact/launch_contact.cu"}) {
+                           "tune_ops/contact.py", "tune_ops/csrc/binding.cpp", "tune_ops/csrc/contact/launch_contact.cpp"}) {
     SCOPED_TRACE(file);
     ASSERT_TRUE(fs::exists(golden / file));
     EXPECT_EQ(slurp(dir / "e" / file), slurp(golden / file));

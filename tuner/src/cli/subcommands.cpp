@@ -142,7 +142,8 @@ class ExportTorchCommand final : public Subcommand {
     group_->require_subcommand(1);
     app_ = group_->add_subcommand(
         "torch", "write a PyTorch extension project from results of one arch: one op per problem dispatching on (device, "
-                 "shape) to the tuned kernels, a ModelNew per problem, setup.py and a JIT load()");
+                 "shape) to the CUBINs the tune gated (compiled again and checked against each record), a ModelNew per "
+                 "problem, setup.py and a JIT load()");
     app_->add_option("results", inputs_, "results JSON files written by tune (any problems, one arch)")->required();
     app_->add_option("-o,--out", out_, "the folder to write the project into")->required();
     app_->add_option("--name", opt_.package, "the Python package and torch.ops namespace")->capture_default_str();

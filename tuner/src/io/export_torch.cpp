@@ -1,16 +1,17 @@
 // `tune export torch`: results of record as a buildable PyTorch extension. One op per problem
-// (TORCH_LIBRARY), dispatching on (device, shape) to the tuned instantiations compiled by nvcc, a
+// (TORCH_LIBRARY), dispatching on (device, shape) to the CUBIN of the entry's winner, the bytes the
+// tune gated and timed (compiled again by tune's NVRTC path and checked against the record), a
 // drop-in ModelNew per problem built from the user's Model instance, and the build files
 // (setup.py for `pip install`, torch.utils.cpp_extension.load for a JIT build).
 //
 // Layout of the output folder:
 //   setup.py, pyproject.toml, README.md
 //   <package>/__init__.py      load(): the built extension, else a JIT build of csrc/
-//   <package>/_build.py        sources and nvcc flags (read by setup.py and load())
+//   <package>/_build.py        sources and flags (read by setup.py and load())
 //   <package>/<problem>.py     ModelNew, PARAMETERS, INPUTS, TUNED
 //   <package>/csrc/binding.cpp the ops: checks, shapes, allocation, the current stream (torch)
-//   <package>/csrc/<problem>/  tuned.hpp (the merged header), kernels/ (the template files),
-//                              launch_<problem>.cu (dispatch and launches, no torch; a name of
+//   <package>/csrc/<problem>/  tuned.hpp (the merged header), cubins.inc (the winners' CUBINs),
+//                              launch_<problem>.cpp (dispatch and launches, no torch; a name of
 //                              its own, since torch.utils.cpp_extension.load names objects by
 //                              the sources' file names)
 #include <algorithm>
@@ -22,7 +23,6 @@
 #include "io/export_torch_parts.hpp"
 #include "io/header_text.hpp"
 #include "io/json_file.hpp"
-#include "space/sources.hpp"
 #include "tune/dtype.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -196,19 +196,18 @@ std::map<std::string, std::vector<NamedResult>> results_by_problem(const std::ve
   return by_problem;
 }
 
-// A problem's files: its merged header, kernel templates, launcher (added to `sources`) and module.
+// A problem's files: its merged header, the CUBINs of its winners, its launcher (added to `sources`)
+// and its module.
 void add_problem_files(ExportFiles& files_out, std::vector<std::string>& sources, const ExportedProblem& p,
                        const TorchExportOptions& options) {
   const std::filesystem::path pkg = options.package, csrc = pkg / "csrc";
   const Space space = load_space(problem_spec_of(p.results.front().run), options.config);
   files_out.emplace_back(csrc / p.ns / "tuned.hpp", generate_merged_header(p.results, space, options.allow_synthetic));
-  const auto sources_of = space.sources();
-  if (!sources_of) throw InputError(fmt::format("problem {}: its kernel template was not found", p.name));
-  files_out.emplace_back(csrc / p.ns / "kernels" / sources_of->main_name, sources_of->main);
-  for (std::size_t h = 0; h < sources_of->headers.size(); ++h)
-    files_out.emplace_back(csrc / p.ns / "kernels" / sources_of->headers[h].first, header_for_nvcc(*sources_of, h));
-  const std::string launcher = "launch_" + p.ns + ".cu";
-  files_out.emplace_back(csrc / p.ns / launcher, torch_export::launch_source(p, sources_of->main_name));
+  if (!space.sources()) throw InputError(fmt::format("problem {}: its kernel template was not found", p.name));
+  files_out.emplace_back(csrc / p.ns / "cubins.inc",
+                         torch_export::cubin_source(torch_export::gated_code(p, space, options.allow_synthetic)));
+  const std::string launcher = "launch_" + p.ns + ".cpp";
+  files_out.emplace_back(csrc / p.ns / launcher, torch_export::launch_source(p));
   sources.push_back("csrc/" + p.ns + "/" + launcher);
   files_out.emplace_back(pkg / (p.ns + ".py"), torch_export::problem_module(p));
 }

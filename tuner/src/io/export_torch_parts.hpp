@@ -9,6 +9,8 @@
 #include "tune/dtype.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "io/header_parts.hpp"
 
 namespace tune::torch_export {
 
@@ -35,9 +37,22 @@ struct ExportedProblem {
   std::vector<DTypeVariable> dtype_vars;  // in the results' Shape order (the header's Shape fields)
 };
 
-// <package>/csrc/<problem>/launch_<problem>.cu: the entry for a device and shape, and the launches,
-// with the CUDA runtime only. `main_template`: the file name of the problem's kernel template.
-std::string launch_source(const ExportedProblem& p, const std::string& main_template);
+// One entry's winner as the export ships it: the CUBIN tune compiles for it, checked to be its record's.
+struct GatedCode {
+  std::string what;                  // "NVIDIA H200 B4_N64_C64_H32: winner ...", for the comment
+  std::vector<char> cubin;
+  std::vector<std::string> kernels;  // the lowered (mangled) name of each launch's kernel
+};
+// Each entry's code, in the merged header's kEntries order (export_torch_cubin.cpp). Throws
+// InputError naming the record and the field when it is not the code the record gated: another
+// source hash, NVRTC version or arch, or other ptxas resources.
+std::vector<GatedCode> gated_code(const ExportedProblem& p, const Space& space, bool allow_synthetic);
+// <package>/csrc/<problem>/cubins.inc: the CUBINs as byte arrays, and each entry's kernel names.
+std::string cubin_source(const std::vector<GatedCode>& code);
+
+// <package>/csrc/<problem>/launch_<problem>.cpp: the entry for a device and shape, and the launches
+// of its CUBIN (cubins.inc) with the CUDA runtime's library API only.
+std::string launch_source(const ExportedProblem& p);
 // <package>/csrc/binding.cpp: the ops (checks, shapes, allocation, the current stream). Throws
 // InputError for a problem whose tensors do not tell its dims or dtypes.
 std::string binding_source(const std::vector<ExportedProblem>& problems, const std::string& package);
@@ -49,8 +64,6 @@ std::string init_module(const std::vector<ExportedProblem>& problems, const std:
 // A Python list literal of strings.
 std::string python_list(const std::vector<std::string>& items);
 
-// The nvcc flags of the tuned kernels for `arch`.
-std::vector<std::string> nvcc_flags(int arch);
 // <package>/_build.py: the sources (relative to the package) and flags setup.py and load() build.
 std::string build_module(const std::vector<std::string>& sources, int arch);
 std::string setup_py(const std::string& package);

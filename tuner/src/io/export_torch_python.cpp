@@ -140,7 +140,8 @@ std::string init_module(const std::vector<ExportedProblem>& problems, const std:
 torch.ops.{package}, and a ModelNew per problem ({modules}).
 
 load() loads the extension built by `pip install .` (setup.py), else builds it once with
-torch.utils.cpp_extension.load (nvcc; cached by PyTorch) and returns torch.ops.{package}.
+torch.utils.cpp_extension.load (the host compiler and the CUDA runtime; the kernels are the embedded
+CUBINs tune gated; cached by PyTorch) and returns torch.ops.{package}.
 '''
 import glob
 import os
@@ -162,7 +163,7 @@ def load(verbose=False):
         else:
             from torch.utils.cpp_extension import load as build
             build(name="{package}_C", sources=[os.path.join(_HERE, s) for s in _build.SOURCES],
-                  extra_cflags=_build.CXX_FLAGS, extra_cuda_cflags=_build.NVCC_FLAGS, is_python_module=False,
+                  extra_cflags=_build.CXX_FLAGS, with_cuda=True, is_python_module=False,
                   verbose=verbose)
         _ops = getattr(torch.ops, "{package}")
     return _ops
