@@ -1,5 +1,5 @@
 """Reading tune result files for the report scripts, through tune itself: `tune results --json`
-validates each file with tune's one reader (tuner/src/io/validate.cpp) and hands the records over
+validates each file with tune's one reader (tuner/src/record/validate.cpp) and hands the records over
 with the fields readers need computed (device_slug, shape_tag, the shape with its dtype defaults,
 measured_on_gpu). A hand-edited file is refused the same way by every reader, in tune's words.
 The formats only Python writes (report/torch_baseline.py's files, --peaks) are validated here.
@@ -243,7 +243,7 @@ def parse(text):
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int)
 
 
-# The most bytes a JSON file may hold, decompressed, as tune's readers take it (io/json_file.hpp):
+# The most bytes a JSON file may hold, decompressed, as tune's readers take it (core/json_file.hpp):
 # a gzip bomb is refused before it fills the memory.
 MAX_BYTES = 256 << 20
 

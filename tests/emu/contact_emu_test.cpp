@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emu/contact_kernels.hpp"
-#include "problems/init.hpp"
+#include "problem/init.hpp"
 #include "tune/dtype.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"

@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "space/expr.hpp"
+#include "core/expr.hpp"
 #include "space/expr_cpp.hpp"
 #include "support/test_dir.hpp"
 #include "tune/errors.hpp"

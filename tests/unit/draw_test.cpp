@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "problems/init.hpp"
+#include "problem/init.hpp"
 #include "tune/problem.hpp"
 #include "tune/rng.hpp"
 

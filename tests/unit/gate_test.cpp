@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "pipeline/worker_backend.hpp"
+#include "worker/backend.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "io/result_schema.hpp"
+#include "record/result_schema.hpp"
 #include "tune/errors.hpp"
 #include "tune/record.hpp"
 

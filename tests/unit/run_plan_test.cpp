@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/pass_run.hpp"
+#include "run/pass_run.hpp"
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
 #include "tune/run_plan.hpp"
@@ -91,7 +91,7 @@ TEST(RunPlan, ResolvesTheShapeOnceAndRefusesBadDimensions) {
   EXPECT_EQ(std::string(at.problem->name()), "contact");
 }
 
-// Issue 38: the outputs of a pass are a type of their own (Outputs, pipeline/pass_run.hpp), passed
+// Issue 38: the outputs of a pass are a type of their own (Outputs, run/pass_run.hpp), passed
 // the record they write: the journal keeps each record appended, a resumed run takes it back, and
 // the results replace the snapshot and the journal when the run ends.
 TEST(Outputs, JournalResumeAndReplaceOfTheRecordPassedIn) {

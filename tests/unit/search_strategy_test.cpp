@@ -1,4 +1,4 @@
-// The search strategies behind one interface (pipeline/search/strategy.hpp, issue 23): the factory
+// The search strategies behind one interface (search/strategy.hpp, issue 23): the factory
 // builds the strategy the options ask for, each one proposes what it should for a fixed seed, and
 // the record (context.search) names what was done. No GPU: the measurements are made up.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "pipeline/search/strategy.hpp"
+#include "search/strategy.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // What a tune records: versioned, self-describing, a status on every variant. The JSON
-// converters for all of these live in one file (src/io/json.cpp).
+// converters for all of these live in one file (src/record/json.cpp).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -431,9 +431,9 @@ HarnessFloor harness_floor_from_json(const nlohmann::ordered_json& json);
 // Validates (validate_result_json), then reads. Throws InputError naming what is wrong.
 RunRecord run_from_json(const nlohmann::ordered_json& json);
 
-// The one validation of a results file, for every reader of one (src/io/validate.cpp; issue 22,
+// The one validation of a results file, for every reader of one (src/record/validate.cpp; issue 22,
 // item 11): the schema version; every field typed and in range as the format's table holds it
-// (src/io/result_schema.cpp, issue 38) (shape dims
+// (src/record/result_schema.cpp, issue 38) (shape dims
 // positive integers, the problem's dims where the problem is found); each record's status borne
 // out by its record (passed and unsafe: a passing parity check and a timing with a positive,
 // finite median; a gate's verdict is its status); variant names unique; the summary's baseline the

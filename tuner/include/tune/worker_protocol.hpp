@@ -2,7 +2,7 @@
 // What both sides of the worker share: the orchestrator's client (tune/worker_client.hpp) and the
 // worker process's server (tune/worker_server.hpp). The worker is `tune __worker`, the same binary;
 // it reads one JSON request per line on its stdin (each followed by the raw bytes of the CUBINs it
-// announces) and answers one JSON object per line on its reply pipe. pipeline/worker_codec.hpp
+// announces) and answers one JSON object per line on its reply pipe. worker/codec.hpp
 // turns the requests' launches and options into JSON and back.
 //
 // Requests: init {problem, shape, seed, device}, floor, evaluate {items, options},

@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
-#include "io/json_file.hpp"
-#include "problems/dtype_vars.hpp"
-#include "problems/json_check.hpp"
-#include "space/expr.hpp"
+#include "core/json_file.hpp"
+#include "problem/dtype_vars.hpp"
+#include "problem/json_check.hpp"
+#include "core/expr.hpp"
 #include "space/kernel_scan.hpp"
 #include "space/sources.hpp"
 #include "space/space_impl.hpp"

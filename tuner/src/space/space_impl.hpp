@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "problems/dtype_vars.hpp"
-#include "space/expr.hpp"
+#include "problem/dtype_vars.hpp"
+#include "core/expr.hpp"
 #include "space/sources.hpp"
 #include "tune/errors.hpp"
 #include "tune/space.hpp"

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "io/json_file.hpp"
-#include "problems/json_check.hpp"
+#include "core/json_file.hpp"
+#include "problem/json_check.hpp"
 #include "space/kernel_scan.hpp"
 #include "space/space_impl.hpp"
 #include "tune/journal.hpp"

@@ -1,0 +1,76 @@
+// Gate verdicts on disk (tune/verdict_cache.hpp): the compile cache's key, atomic write and bounded read.
+#include "tune/verdict_cache.hpp"
+
+#include <fmt/format.h>
+
+#include "core/json_file.hpp"
+#include "tune/compile_cache.hpp"
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+
+namespace tune {
+
+namespace {
+// v1: issue 37. Raise it when what a stored verdict means changes (a new check, another tool option).
+// v2: issue 36: a v1 output verdict may have launched a further input on the previous input's freed
+// buffers (the runner bound kernel arguments by a buffer set's address), so an `incorrect` of v1
+// may be the harness's.
+constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v2";
+}  // namespace
+
+VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec)
+    throw InputError(fmt::format("cannot create the verdict cache {} ({}); pass --cache-dir or --no-cache", dir_.string(),
+                                 ec.message()));
+}
+
+std::vector<std::string> VerdictCache::variant_fields(const CompileResult& compiled, const Lowered& lowered) {
+  std::vector<std::string> f{std::to_string(compiled.cubin.size()), CompileCache::content_hash(compiled.cubin),
+                             std::to_string(lowered.launches.size())};
+  for (const KernelLaunch& l : lowered.launches) {
+    f.push_back(l.name_expression);
+    f.push_back(fmt::format("grid {} block {} smem {}", fmt::join(l.grid, ","), fmt::join(l.block, ","), l.dynamic_smem));
+    f.push_back(fmt::format("{}", fmt::join(l.args, ",")));
+  }
+  f.push_back(std::to_string(lowered.scratch.size()));
+  for (const TensorSpec& s : lowered.scratch) f.push_back(fmt::format("{} [{}] {} B", s.name, fmt::join(s.shape, ","), s.bytes()));
+  return f;
+}
+
+std::string VerdictCache::key(const std::string& check, const std::vector<std::string>& variant,
+                              const std::vector<std::string>& context) {
+  std::vector<std::string> fields{kVerdictCacheVersion, check, std::to_string(variant.size())};
+  fields.insert(fields.end(), variant.begin(), variant.end());
+  fields.push_back(std::to_string(context.size()));
+  fields.insert(fields.end(), context.begin(), context.end());
+  return cache_key(fields);
+}
+
+std::optional<nlohmann::ordered_json> VerdictCache::load(const std::string& key) const {
+  const auto file = dir_ / (key + ".json");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return std::nullopt;
+  try {
+    nlohmann::ordered_json entry = json_file::read(file);
+    // Another key's entry (a copied file) or one without its verdict is a miss, replaced by the store.
+    if (!entry.is_object() || entry.value("key", "") != key || !entry.contains("verdict")) return std::nullopt;
+    return entry;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string VerdictCache::store(const std::string& key, const nlohmann::ordered_json& entry) const {
+  try {
+    nlohmann::ordered_json out{{"key", key}};
+    out.update(entry);
+    write_file_atomic(dir_ / (key + ".json"), out.dump());
+    return {};
+  } catch (const std::exception& e) {  // read-only, full, gone: the verdict itself stands
+    return e.what();
+  }
+}
+
+}  // namespace tune

@@ -1,0 +1,301 @@
+// Readers of result and golden files, validated with one-line errors that name the file.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include "core/json_file.hpp"
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/problem_space.hpp"
+
+namespace tune {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json read_json(const std::filesystem::path& file) { return json_file::read(file); }
+
+void brief_into(const Json& v, std::string& out, std::size_t max) {
+  const auto text = [](const std::string& s, std::size_t n) {
+    return Json(s.substr(0, n)).dump(-1, ' ', false, Json::error_handler_t::replace);
+  };
+  if (v.is_array() || v.is_object()) {
+    out += v.is_array() ? '[' : '{';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end() && out.size() <= max; ++it, first = false) {
+      if (!first) out += ',';
+      if (v.is_object()) out += text(it.key(), max) + ':';
+      brief_into(*it, out, max);
+    }
+    if (out.size() <= max) out += v.is_array() ? ']' : '}';
+  } else if (v.is_string()) {
+    out += text(v.get_ref<const std::string&>(), max + 1);
+  } else {
+    out += v.dump();
+  }
+}
+
+// A golden entry's "dtype" (absent in older files: float32) must be the tensor's at the golden's shape.
+void check_golden_dtype(const Json& j, DType want, const std::string& where, bool output) {
+  const Json given = j.contains("dtype") ? j.at("dtype") : Json("float32");
+  const auto dtype = given.is_string() ? parse_dtype(given.get_ref<const std::string&>()) : std::nullopt;
+  if (!dtype) throw InputError(fmt::format("{}.dtype {} is not a dtype ({})", where, given.dump(), dtype_choices()));
+  if (*dtype == want || (output && *dtype == DType::kFloat64)) return;  // the output's data is the float64 reference's
+  throw InputError(fmt::format("{} is {}{}, the problem's tensor is {} at this shape; remake the golden with "
+                               "scripts/make_goldens.py",
+                               where, dtype_name(*dtype), j.contains("dtype") ? "" : " (no 'dtype': float32)",
+                               dtype_name(want)));
+}
+
+// `exact`: every value must be one the tensor's dtype holds (parameters and inputs: the data a kernel gets).
+HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string& where, bool exact = false) {
+  if (!j.is_object() || !j.contains("shape") || !j.contains("data"))
+    throw InputError(where + " needs 'shape' and 'data'");
+  check_golden_dtype(j, spec.dtype, where, !exact);
+  std::vector<std::int64_t> shape;
+  for (const Json& d : j.at("shape")) {
+    if (!d.is_number_integer()) throw InputError(where + " shape must list integers");
+    shape.push_back(d.get<std::int64_t>());
+  }
+  if (shape != spec.shape)
+    throw InputError(fmt::format("{} has shape [{}], the problem expects [{}]", where, fmt::join(shape, ", "),
+                                 fmt::join(spec.shape, ", ")));
+  const Json& data = j.at("data");
+  if (!data.is_array() || static_cast<std::int64_t>(data.size()) != spec.elements())
+    throw InputError(fmt::format("{} has {} values, its shape needs {}", where, data.is_array() ? data.size() : 0,
+                                 spec.elements()));
+  HostTensor t{spec, {}};
+  t.data.reserve(data.size());
+  for (const Json& v : data) {
+    if (!v.is_number()) throw InputError(where + " data must be numbers");
+    const double x = v.get<double>();
+    if (exact && !representable(spec.dtype, x))
+      throw InputError(fmt::format("{}.data[{}]: {} is not exactly a {} value (it would become {}); a golden holds "
+                                   "the values the kernel gets: remake it with scripts/make_goldens.py",
+                                   where, t.data.size(), v.dump(), dtype_name(spec.dtype), round_to(spec.dtype, x)));
+    t.data.push_back(round_to(spec.dtype, x));
+  }
+  return t;
+}
+
+// The golden's shape: its dims, and each dtype variable by name ("T": "bfloat16"; absent: its default).
+Shape golden_shape(const Json& j, const Problem& problem) {
+  Shape shape;
+  for (const auto& d : problem.dims()) {
+    if (!j.contains(d)) throw InputError(fmt::format("'shape' has no '{}'", d));
+    shape.set(d, j.at(d).get<std::int64_t>());
+  }
+  for (const auto& var : problem.dtype_variables()) {
+    if (!j.contains(var.name)) continue;
+    const Json& v = j.at(var.name);
+    const auto dtype = v.is_string() ? parse_dtype(v.get_ref<const std::string&>()) : std::nullopt;
+    if (!dtype) throw InputError(fmt::format("shape.{}: {} is not a dtype ({})", var.name, v.dump(), dtype_choices()));
+    shape.set_dtype(var.name, *dtype);
+  }
+  problem.add_dtype_defaults(shape);
+  return shape;
+}
+
+}  // namespace
+
+namespace json_file {
+
+std::string read_text(const std::filesystem::path& file) {
+  const std::string limit = fmt::format("more than {} MiB", kMaxBytes >> 20);
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw InputError(fmt::format("{}: is a folder; pass a JSON file", file.string()));
+  if (std::filesystem::is_regular_file(file, ec) && std::filesystem::file_size(file, ec) > kMaxBytes && !ec)
+    throw InputError(fmt::format("{}: holds {}; tune's JSON files are far smaller: is it the right file?", file.string(), limit));
+  gzFile in = gzopen(file.c_str(), "rb");  // reads a file that is not gzip as it is
+  if (!in) throw InputError(file.string() + ": cannot be read (does it exist?)");
+  std::string text;
+  char buffer[1 << 16];
+  int n = 0;
+  while (text.size() <= kMaxBytes && (n = gzread(in, buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
+  int code = Z_OK;
+  const std::string error = n < 0 ? gzerror(in, &code) : "";
+  gzclose(in);
+  if (text.size() > kMaxBytes)  // a gzip bomb, /dev/zero: stopped before it fills the memory
+    throw InputError(fmt::format("{}: holds {} (decompressed); tune's JSON files are far smaller: is it the right file?",
+                                 file.string(), limit));
+  if (n < 0) throw InputError(fmt::format("{}: cannot be read ({})", file.string(), code == Z_ERRNO ? "a read error" : error));
+  return text;
+}
+
+Json parse_line(const std::string& text, const std::string& name) {
+  struct TooDeep {};
+  // The parser and the destructor do not recurse, but copies, comparisons and dump() do.
+  const Json::parser_callback_t depth_cap = [](int depth, Json::parse_event_t event, Json&) {
+    if (depth >= kMaxDepth && (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start))
+      throw TooDeep{};
+    return true;
+  };
+  try {
+    return Json::parse(text, depth_cap);
+  } catch (const TooDeep&) {
+    throw InputError(fmt::format("{}: JSON nested deeper than {} levels; tune's files nest a few: is it the right file?",
+                                 name, kMaxDepth));
+  }
+}
+
+Json parse(const std::string& text, const std::string& name) {
+  try {
+    return parse_line(text, name);
+  } catch (const Json::exception& e) {  // syntax, and numbers out of range
+    throw InputError(fmt::format("{}: not valid JSON ({})", name, e.what()));
+  }
+}
+
+Json read(const std::filesystem::path& file) { return parse(read_text(file), file.string()); }
+
+std::string brief(const Json& v, std::size_t max) {
+  std::string out;
+  brief_into(v, out, max);
+  return out.size() > max ? out.substr(0, max > 3 ? max - 3 : 0) + "..." : out;
+}
+
+}  // namespace json_file
+
+RunRecord read_result(const std::filesystem::path& file) {
+  try {
+    return run_from_json(read_json(file));
+  } catch (const Json::exception& e) {
+    throw InputError(fmt::format("{}: malformed results file ({})", file.string(), e.what()));
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    if (what.rfind(file.string(), 0) == 0) throw;
+    throw InputError(file.string() + ": " + what);
+  }
+}
+
+RunRecord read_problem_result(const std::filesystem::path& file) {
+  RunRecord run = read_result(file);
+  find_problem(problem_spec_of(run)).add_dtype_defaults(run.shape);
+  return run;
+}
+
+std::filesystem::path compressed_result_path(const std::filesystem::path& json) {
+  return std::filesystem::path(json.string() + ".gz");
+}
+
+std::optional<std::filesystem::path> find_result_file(const std::filesystem::path& json) {
+  std::error_code ec;
+  const auto gz = compressed_result_path(json);
+  const bool plain = std::filesystem::exists(json, ec), compressed = std::filesystem::exists(gz, ec);
+  if (plain && compressed)
+    throw InputError(fmt::format("{} and {}: two results files of one shape; keep one (a tune run that replaces the "
+                                 ".json.gz removes it)",
+                                 json.string(), gz.filename().string()));
+  if (plain) return json;
+  if (compressed) return gz;
+  return std::nullopt;
+}
+
+std::vector<ReportResult> read_report_results(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  using It = std::filesystem::recursive_directory_iterator;
+  for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It(); it.increment(ec)) {
+    if (it.depth() < 2) continue;
+    it.disable_recursion_pending();
+    const std::string name = it->path().filename().string();
+    if ((name.ends_with(".json") || name.ends_with(".json.gz")) && it->is_regular_file(ec)) files.push_back(it->path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files)  // <stem>.json sorts before <stem>.json.gz
+    if (f.extension() == ".json" && std::binary_search(files.begin(), files.end(), compressed_result_path(f)))
+      (void)find_result_file(f);  // refuses the pair in one line
+  std::vector<ReportResult> out;
+  for (const auto& f : files) {
+    Json j = read_json(f);
+    if (!j.is_object() || j.value("kind", Json()) != "tune.result") continue;
+    try {
+      RunRecord run = run_from_json(j);
+      out.push_back({f, std::move(j), std::move(run)});
+    } catch (const InputError& e) {
+      throw InputError(f.string() + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+std::string golden_problem(const std::filesystem::path& golden, const std::string& name) {
+  std::error_code ec;
+  const auto file = std::filesystem::absolute(golden, ec).parent_path().parent_path() / "problem.json";
+  if (std::filesystem::is_regular_file(file, ec)) {
+    try {
+      if (find_problem(file.string()).name() == name) return file.string();
+    } catch (const InputError&) {  // not a problem of this name: look it up by name
+    }
+  }
+  return name;
+}
+
+GoldenCase read_golden(const std::filesystem::path& file) {
+  const Json j = read_json(file);
+  const std::string f = file.string();
+  try {
+    if (!j.is_object()) throw InputError("the top level must be a JSON object");
+    for (const char* key : {"problem", "shape", "params", "inputs", "output"})
+      if (!j.contains(key)) throw InputError(fmt::format("has no '{}'", key));
+    GoldenCase g;
+    g.problem = j.at("problem").get<std::string>();
+    const Problem& problem = find_problem(golden_problem(file, g.problem));
+    g.shape = golden_shape(j.at("shape"), problem);
+    problem.check_shape(g.shape);
+    for (const auto& spec : problem.param_specs(g.shape)) {
+      if (!j.at("params").contains(spec.name)) throw InputError(fmt::format("'params' has no '{}'", spec.name));
+      g.data.params.push_back(tensor_from(j.at("params").at(spec.name), spec, "params." + spec.name, true));
+    }
+    for (const auto& spec : problem.input_specs(g.shape)) {
+      if (!j.at("inputs").contains(spec.name)) throw InputError(fmt::format("'inputs' has no '{}'", spec.name));
+      g.data.inputs.push_back(tensor_from(j.at("inputs").at(spec.name), spec, "inputs." + spec.name, true));
+    }
+    const HostTensor out = tensor_from(j.at("output"), problem.output_spec(g.shape), "output");
+    const Json& raw = j.at("output").at("data");
+    g.output.reserve(raw.size());
+    for (const Json& v : raw) g.output.push_back(v.get<double>());  // full float64 precision
+    (void)out;
+    return g;
+  } catch (const Json::exception& e) {
+    throw InputError(fmt::format("{}: malformed golden file ({})", f, e.what()));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", f, e.what()));
+  }
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  // A name of its own per writer: two runs (or two devices' compile threads) may write one path at
+  // once; each writes whole and the last rename wins.
+  static std::atomic<std::uint64_t> serial{0};
+  const auto tmp = fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError(fmt::format("cannot write {}; check the directory's permissions", tmp));
+    f << text;
+    f.flush();
+    if (!f) {
+      f.close();
+      std::filesystem::remove(tmp, ec);
+      throw InputError(fmt::format("writing {} failed (disk full?)", tmp));
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw InputError(fmt::format("cannot move {} to {} ({})", tmp, path.string(), ec.message()));
+  }
+}
+
+}  // namespace tune

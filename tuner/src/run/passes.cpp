@@ -1,0 +1,199 @@
+// What the passes of a run share: the run's identity, the configurations a pass times, whether
+// a finished run's results replace the earlier ones.
+#include "run/pass_run.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ranges>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <cuda.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tune/compile.hpp"
+#include "tune/compile_cache.hpp"
+#include "tune/compile_pool.hpp"
+#include "tune/device.hpp"
+#include "tune/errors.hpp"
+#include "tune/gate.hpp"
+#include "tune/io.hpp"
+#include "tune/journal.hpp"
+#include "tune/measure.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "tune/sweep.hpp"
+#include "tune/worker_client.hpp"
+#include "tune/worker_protocol.hpp"
+#include "core/enum_names.hpp"
+#include "search/progress_log.hpp"
+#include "run/run_common.hpp"
+#include "search/strategy.hpp"
+#include "tune/run_plan.hpp"
+
+namespace tune {
+
+nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, const Space& space) {
+  return {{"tool_version", run.context.tool_version},
+          {"git_commit", run.context.git_commit},
+          {"device", run.device ? run.device->name : "none (compile only)"},
+          {"device_index", o.device},
+          {"device_uuid", run.device ? run.device->uuid : ""},
+          {"problem", run.problem},
+          {"shape", run.shape.tag()},
+          {"seed", o.seed},
+          {"source_hash", sources_hash(space, find_problem(o.problem))},
+          {"reference", run.context.reference_identity},
+          {"compile_options", run.context.compile_options},
+          {"budget", o.budget},
+          {"search", to_string(o.search)},
+          {"keep_spills", o.keep_spills}};
+}
+
+nlohmann::ordered_json across_cards(nlohmann::ordered_json identity) {
+  if (identity.is_object()) {
+    identity.erase("device_index");
+    identity.erase("device_uuid");
+  }
+  return identity;
+}
+
+std::string identity_difference(const nlohmann::ordered_json& mine, const nlohmann::ordered_json& theirs) {
+  if (!theirs.is_object()) return "identity (none recorded)";
+  for (const auto& [key, value] : mine.items())
+    if (!theirs.contains(key) || theirs.at(key) != value) return key;
+  for (const auto& [key, value] : theirs.items())
+    if (!mine.contains(key)) return key;
+  return "";
+}
+
+std::vector<Config> in_order(const std::vector<Config>& all, const std::set<Config>& chosen) {
+  std::vector<Config> out;
+  for (const Config& c : all)
+    if (chosen.contains(c)) out.push_back(c);
+  return out;
+}
+
+std::vector<Config> with_baseline(const std::vector<Config>& all, const std::vector<Config>& configs, const Config& base) {
+  std::set<Config> chosen(configs.begin(), configs.end());
+  if (std::find(all.begin(), all.end(), base) != all.end()) chosen.insert(base);
+  return in_order(all, chosen);
+}
+
+void fill_pass(Pass& pass, const Space& space, const std::vector<Config>& all, std::vector<Config> chosen) {
+  pass.all = all;
+  pass.baseline = space.baseline();
+  pass.names.clear();
+  for (const Config& c : all) pass.names.push_back(space.name(c));
+  if (pass.defer_baseline) std::erase(chosen, space.baseline());
+  pass.configs = std::move(chosen);
+}
+
+Chosen later_pass_configs(const Space& space, RunContext& ctx, const Pass& pass, const SearchStrategy& strategy) {
+  strategy.record(ctx);
+  ctx.valid_configs = static_cast<std::int64_t>(pass.all.size());
+  std::vector<Config> configs = pass.configs;
+  if (!pass.search_only && pass.defer_baseline) configs = with_baseline(pass.all, configs, space.baseline());
+  SearchRounds rounds;
+  strategy.rounds(rounds);
+  return {configs, fmt::format("{} of {} valid configurations: the {}, {} model round(s) and {} refine round(s)",
+                               configs.size(), pass.all.size(), rounds.first, rounds.model, rounds.refine)};
+}
+
+Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
+                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass,
+                      SearchStrategy& strategy) {
+  ctx.space_configurations = space.size();
+  if (pass && !pass->configs.empty()) return later_pass_configs(space, ctx, *pass, strategy);
+  const SearchSetting setting{o, problem, space, shape, limits, log, pass && pass->defer_baseline};
+  FirstBatch batch = strategy.first(setting, ctx);
+  if (pass) {
+    fill_pass(*pass, space, batch.all, std::move(batch.configs));
+    batch.configs = pass->configs;
+  }
+  strategy.record(ctx);
+  return {std::move(batch.configs), std::move(batch.how)};
+}
+
+std::pair<int, std::size_t> results_worth(const RunRecord& r) {
+  if (r.complete && !r.context.interrupted) return {r.timed && !r.winner ? 1 : 2, 0};
+  return {0, static_cast<std::size_t>(std::count_if(r.variants.begin(), r.variants.end(), [](const VariantRecord& v) {
+            return v.status != Status::kPending && v.status != Status::kSkipped;
+          }))};
+}
+
+std::filesystem::path earlier_result(const std::filesystem::path& json) {
+  std::error_code ec;
+  return std::filesystem::exists(json, ec) ? json : compressed_result_path(json);
+}
+
+void move_unreadable_aside(const std::filesystem::path& json, const RunRecord& run,
+                           const std::function<void(const std::string&)>& log) {
+  std::error_code ec;
+  const auto path = earlier_result(json);
+  if (results_worth(run).first < 2 || !std::filesystem::exists(path, ec)) return;
+  try {
+    (void)read_result(path);
+    return;
+  } catch (const InputError& e) {
+    std::string stamp = now_iso8601();
+    std::erase_if(stamp, [](char c) { return c == '-' || c == ':'; });
+    const std::filesystem::path aside = path.string() + ".unreadable-" + stamp;
+    std::filesystem::rename(path, aside, ec);
+    if (ec) return;  // reason_to_keep keeps it then, and says why
+    if (log) log(fmt::format("moved the earlier results {} aside to {}: they cannot be read ({})", path.string(),
+                             aside.filename().string(), e.what()));
+  }
+}
+
+std::string reason_to_keep(const std::filesystem::path& json, const RunRecord& run) {
+  std::error_code ec;
+  const auto path = earlier_result(json);
+  if (!std::filesystem::exists(path, ec)) return "";
+  RunRecord earlier;
+  try {
+    earlier = read_result(path);
+  } catch (const InputError& e) {
+    return fmt::format("it cannot be read ({}); move it away for a run to replace it", e.what());
+  }
+  const auto mine = results_worth(run), theirs = results_worth(earlier);
+  if (mine >= theirs) return "";
+  const std::string what = mine.first == 0 ? "this run was interrupted" : "no variant of this run passed";
+  if (theirs.first == 0)
+    return fmt::format("{}, and they record more variants of an interrupted run ({}, this run {})", what, theirs.second,
+                       mine.second);
+  return earlier.winner ? fmt::format("{}, and they name a winner ({})", what, *earlier.winner)
+                        : fmt::format("{}, and they are of a run that finished", what);
+}
+
+std::vector<TensorRecord> tensor_records(const Problem& problem, const Shape& shape) {
+  std::vector<TensorRecord> out;
+  auto add = [&](const std::vector<TensorSpec>& specs, const char* role) {
+    for (const auto& s : specs) out.push_back({s.name, role, std::string(dtype_name(s.dtype)), s.shape});
+  };
+  add(problem.param_specs(shape), "parameter");
+  add(problem.input_specs(shape), "input");
+  add({problem.output_spec(shape)}, "output");
+  return out;
+}
+
+}  // namespace tune

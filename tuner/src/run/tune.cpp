@@ -1,0 +1,277 @@
+#include "tune/tune.hpp"
+#include "run/pass_run.hpp"
+
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ranges>
+#include <climits>
+#include <cmath>
+#include <csignal>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <cuda.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tune/compile.hpp"
+#include "tune/compile_cache.hpp"
+#include "tune/compile_pool.hpp"
+#include "tune/device.hpp"
+#include "tune/errors.hpp"
+#include "tune/gate.hpp"
+#include "tune/io.hpp"
+#include "tune/journal.hpp"
+#include "tune/measure.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+#include "tune/sweep.hpp"
+#include "tune/worker_client.hpp"
+#include "tune/worker_protocol.hpp"
+#include "core/enum_names.hpp"
+#include "search/progress_log.hpp"
+#include "run/run_common.hpp"
+#include "search/strategy.hpp"
+#include "tune/run_plan.hpp"
+
+namespace tune {
+
+ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string& remedy)
+    : path_(std::filesystem::path(results).replace_extension(".lock")) {
+  for (;;) {
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw InputError(fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(),
+                                   std::strerror(errno)));
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      char buf[32] = {};
+      const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
+      close(fd_);
+      fd_ = -1;
+      const std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
+      throw InputError(fmt::format("another tune (pid {}) is writing {}; {}", holder.substr(0, holder.find('\n')),
+                                   results.string(), remedy));
+    }
+    // The file may have been removed by a holder that just finished: lock the one on disk.
+    struct stat held{}, now{};
+    if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+      break;
+    close(fd_);
+  }
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+    // The lock holds without the pid; the message then says "pid ?".
+  }
+}
+
+ResultsLock::~ResultsLock() {
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);  // still holding the lock: a newcomer retries on the new file
+  close(fd_);
+}
+
+std::filesystem::path partial_results_path(const std::filesystem::path& json_path) {
+  return std::filesystem::path(json_path.string() + ".partial");
+}
+
+std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail,
+                     const std::string& tail, std::size_t width) {
+  const std::string whole = prefix + name + detail + tail;
+  if (width == 0 || whole.size() <= width) return whole;
+  constexpr std::string_view kCut = "...";
+  constexpr std::size_t kFewestNameColumns = 20;
+  // The name cut to `room` columns, "..." included.
+  auto cut = [&](std::size_t room) { return name.substr(0, room - kCut.size()) + std::string(kCut); };
+  const std::size_t with_detail = prefix.size() + detail.size() + tail.size();
+  if (with_detail + std::min(kFewestNameColumns, name.size()) <= width)
+    return prefix + (name.size() + with_detail <= width ? name : cut(width - with_detail)) + detail + tail;
+  const std::size_t without = prefix.size() + tail.size();
+  if (name.size() + without <= width) return prefix + name + tail;
+  if (without + kCut.size() < width) return prefix + cut(width - without) + tail;
+  return whole.substr(0, width);
+}
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
+
+CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
+  if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
+  CompileRequest req{lowered.sources->main, lowered.template_name, {}, std::move(options),
+                     with_cuda_headers(lowered.sources->main, lowered.sources->headers)};
+  for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
+  return req;
+}
+
+namespace {
+constexpr EnumName<SearchMode> kSearchModeNames[] = {
+    {SearchMode::kExhaustive, "exhaustive"}, {SearchMode::kHalving, "halving"}, {SearchMode::kModel, "model"}};
+}  // namespace
+
+std::string to_string(SearchMode mode) {
+  return std::string(enum_name(kSearchModeNames, mode).value_or("exhaustive"));
+}
+
+SearchMode search_mode_from_string(const std::string& text) {
+  if (const auto mode = enum_value(kSearchModeNames, text)) return *mode;
+  throw InputError(fmt::format("--search {}: expected {}", text, fmt::join(search_mode_names(), ", ")));
+}
+
+std::vector<std::string> search_mode_names() {
+  std::vector<std::string> out;
+  for (const auto& [m, name] : kSearchModeNames) out.emplace_back(name);
+  return out;
+}
+
+TuneOutcome run_pass(const RunPlan& plan, const TuneOptions& o, Pass* pass, SearchStrategy& strategy,
+                     std::optional<IsolatedRunner>& gpu) {
+  PassRun r(plan, o, pass, strategy, gpu);
+  r.open_device();
+  r.choose_variants();
+  r.open_outputs();
+  if (auto earlier = r.finished_earlier()) return std::move(*earlier);
+  r.lower_variants();
+  r.open_journal();
+  r.start_worker();
+  r.start_compiles();
+  r.prepare_search();
+  r.search();
+  if (pass && pass->search_only) return r.end_search_pass();
+  int gate_exit_code = 0;
+  if (r.run.timed) {
+    Finalists finalists = r.finalists();
+    finalists.second_round(strategy, r.outputs);
+    const std::vector<std::size_t> chosen = finalists.strict_remeasure();
+    if (!chosen.empty() && !r.stop_asked()) finalists.run_gate(chosen);
+    r.tally.measure_busy += finalists.measure_s();
+    gate_exit_code = finalists.gate_exit_code();
+  }
+  r.time_torch();
+  return r.write_outputs(gate_exit_code);
+}
+
+
+namespace {
+
+// A run in passes (run_tune): the options of the later ones (taking the journal), the passes'
+// shared state, the latest pass's outcome, the configurations chosen so far, and the worker.
+struct Passes {
+  const RunPlan& plan;
+  const TuneOptions& o;
+  std::optional<IsolatedRunner>& gpu;
+  SearchStrategy& strategy;
+  TuneOptions resumed;
+  Pass pass;
+  TuneOutcome out;
+  std::set<Config> have;  // chosen so far, and the baseline while its compile is deferred
+
+  void log(const std::string& line) const {
+    if (o.log) o.log(line);
+  }
+  // A stop asked for after a pass's last variant still ends the passes: the last one records it.
+  bool going() const { return !out.run.context.interrupted && out.run.timed && !stop_requested(); }
+  // A pass over `have` (the baseline aside while deferred), after what the earlier passes spent.
+  void next(bool search_only) {
+    pass.configs = in_order(pass.all, have);
+    if (pass.defer_baseline) std::erase(pass.configs, pass.baseline);
+    pass.compile_wall_s = out.run.wall.compile_wall_s;
+    pass.measure_wall_s = out.run.wall.measure_wall_s;
+    pass.search_only = search_only;
+    ++pass.passes_done;
+    out = run_pass(plan, resumed, &pass, strategy, gpu);
+  }
+  Measured measured() const;
+};
+
+// What the passes so far measured, over pass.all, for the strategy's next batch.
+Measured Passes::measured() const {
+  std::map<std::string, const VariantRecord*> by_name;
+  for (const auto& v : out.run.variants) by_name[v.name] = &v;
+  const std::size_t n = pass.all.size();
+  Measured m{pass.all, std::vector<std::optional<double>>(n), std::vector<char>(n, 0), std::vector<char>(n, 0),
+             std::vector<char>(n, 0)};
+  for (std::size_t i = 0; i < n; ++i) {
+    m.excluded[i] = pass.defer_baseline && pass.all[i] == pass.baseline;
+    m.chosen[i] = have.contains(pass.all[i]);
+    const auto it = by_name.find(pass.names[i]);
+    if (it == by_name.end()) continue;
+    const VariantRecord& v = *it->second;
+    if (v.status == Status::kPassed && v.timing) m.median_us[i] = v.timing->median_us;
+    m.settled[i] = v.status != Status::kPending;
+  }
+  return m;
+}
+
+// The strategy's batches after the first, a search pass each, until it is done or the run stops.
+void search_rounds(Passes& p) {
+  const SearchLog log = [&p](const std::string& line) { p.log(line); };
+  while (p.going()) {
+    const std::vector<std::size_t> more = p.strategy.next(p.measured(), log);
+    if (more.empty()) break;
+    for (const std::size_t i : more) p.have.insert(p.pass.all[i]);
+    p.next(true);
+  }
+  p.strategy.finish(p.out.run.timed, log);
+}
+
+}  // namespace
+
+std::optional<CompileRequest> baseline_request(const RunPlan& plan) {
+  try {
+    if (!plan.space.violated_constraint(plan.space.baseline(), plan.shape, plan.limits).empty()) return std::nullopt;
+    return compile_request(plan.space.lower(plan.space.baseline(), plan.shape, plan.limits), default_options(plan.cc));
+  } catch (const std::exception&) {  // the run reports it in its turn
+    return std::nullopt;
+  }
+}
+
+std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
+  try {
+    return baseline_request(plan_run(o, nullptr));
+  } catch (const std::exception&) {  // the run reports it in its turn
+    return std::nullopt;
+  }
+}
+
+TuneOutcome run_tune(const TuneOptions& o) {
+  const StopScope stop_scope;  // over every pass: a stop asked for in one is not forgotten by the next
+  std::optional<IsolatedRunner> gpu;  // one worker for every pass
+  const StrategyPtr strategy = make_search_strategy(o);
+  const RunPlan plan = plan_run(o, o.log);
+  if (!strategy->adaptive()) return run_pass(plan, o, nullptr, *strategy, gpu);
+  // The strategy's first choice, timed; then its further batches, a search pass each; then the
+  // strict re-measure, the gate and the outputs over all of them. Each pass takes the earlier ones'
+  // records from the journal (as --resume does), so nothing is compiled or measured twice.
+  Passes p{plan, o, gpu, *strategy, o, {}, {}, {}};
+  p.resumed.resume = true;
+  p.pass.defer_baseline = !o.no_cache;  // without a cache the early compile would be lost
+  p.out = run_pass(plan, o, &p.pass, *strategy, gpu);
+  if (p.out.already_complete) return p.out;
+  p.have.insert(p.pass.configs.begin(), p.pass.configs.end());
+  if (p.pass.defer_baseline) p.have.insert(p.pass.baseline);
+  search_rounds(p);
+  p.next(false);
+  return p.out;
+}
+
+}  // namespace tune

@@ -1,0 +1,92 @@
+#include "search/strategy.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "search/progress_log.hpp"
+#include "tune/compile.hpp"
+#include "tune/errors.hpp"
+
+namespace tune {
+
+StrategyPtr make_search_strategy(const TuneOptions& o) {
+  // The model and the refine rounds run the pipeline in passes, which a halving round, a
+  // compile-only run and a shard of one shape's variants do not allow.
+  const bool passes_fit = !o.compile_only && o.search != SearchMode::kHalving && !(o.shard && o.shard->split == ShardSplit::kVariants);
+  const bool model = o.search == SearchMode::kModel;
+  if (model && !passes_fit)
+    throw InputError(o.compile_only ? "--search model with --compile-only: the model learns from timings; drop one"
+                                    : "--search model with --shard K/N of a single shape's variants: shard a sweep's "
+                                      "shapes instead, or drop --search model");
+  const bool warm = !o.warm_start.empty();
+  StrategyPtr s = warm ? make_warm_strategy() : model ? nullptr : o.budget > 0 ? make_random_strategy() : make_exhaustive_strategy();
+  if (model) s = make_model_strategy(std::move(s));
+  if ((model || warm) && o.warm_refine > 0 && o.warm_refine_rounds > 0 && passes_fit) s = make_refine_strategy(std::move(s));
+  if (o.search == SearchMode::kHalving) s = make_halving_strategy(std::move(s));
+  return s;
+}
+
+bool enumerable(const TuneOptions& o, const Space& space) {
+  const std::uint64_t size = space.size();
+  if (size <= o.max_space) return true;
+  if (o.budget <= 0)
+    throw InputError(fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
+                                 "--max-space {}; pass --budget N to time a random sample of N valid ones (drawn without "
+                                 "enumerating the space), restrict the parameters' values, or raise --max-space",
+                                 space.source_name(), describe_count(size), o.max_space));
+  if (static_cast<std::uint64_t>(o.budget) > o.max_space)
+    throw InputError(fmt::format("--budget {} is more than --max-space {}: a sample that large is no smaller than the "
+                                 "enumeration it replaces; lower --budget or raise --max-space", o.budget, o.max_space));
+  return false;
+}
+
+void require_enumerated(const SearchSetting& s, const std::string& what) {
+  const TuneOptions& o = s.options;
+  const bool enumerate = enumerable(o, s.space);
+  if (o.budget <= 0 && enumerate) return;
+  throw InputError(o.budget > 0 ? what + " and --budget: both choose the variants to time; pass one of them"
+                                : fmt::format("{}: the space has {} configurations, more than --max-space {}, "
+                                              "and is not enumerated; restrict the space or raise --max-space",
+                                              what, describe_count(s.space.size()), o.max_space));
+}
+
+std::string rejections(const Enumeration& e) {
+  std::string out;
+  for (const auto& [c, n] : e.rejected_by) out += fmt::format("; '{}' rejected {}", c, n);
+  return out;
+}
+
+FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx) {
+  ProgressLog progress(s.log, "space: configurations checked against the constraints");
+  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
+  const Enumeration all = s.space.enumerate(s.shape, s.limits, s.options.max_space, on_progress);
+  if (all.configs.empty())
+    throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", s.space.source_name(),
+                                 s.shape.describe(), arch_name(s.limits.compute_capability), rejections(all)));
+  ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
+  FirstBatch out;
+  out.all = all.configs;
+  out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
+  return out;
+}
+
+std::vector<Config> without_deferred(const SearchSetting& s, std::vector<Config> configs) {
+  if (s.defer_baseline) std::erase(configs, s.space.baseline());
+  return configs;
+}
+
+std::vector<std::pair<std::size_t, double>> fastest_measured(const Measured& m, std::size_t keep) {
+  std::vector<std::size_t> passed;
+  std::vector<double> medians;
+  for (std::size_t i = 0; i < m.median_us.size(); ++i)
+    if (m.median_us[i]) {
+      passed.push_back(i);
+      medians.push_back(*m.median_us[i]);
+    }
+  std::vector<std::pair<std::size_t, double>> top;
+  for (const std::size_t k : best_by_median(medians, keep)) top.emplace_back(passed[k], medians[k]);
+  return top;
+}
+
+}  // namespace tune

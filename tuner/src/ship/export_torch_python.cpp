@@ -1,0 +1,178 @@
+// The Python of `tune export torch`'s package: a module per problem (ModelNew, PARAMETERS, INPUTS,
+// TUNED) and the package's __init__ (load(): the built extension, else a JIT build).
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ship/export_torch_parts.hpp"
+#include "tune/dtype.hpp"
+#include "tune/io.hpp"
+
+namespace tune::torch_export {
+namespace {
+
+// TUNED of a problem's module: each result exported, with its device, shape and winner.
+nlohmann::ordered_json tuned_records(const ExportedProblem& p) {
+  nlohmann::ordered_json tuned = nlohmann::ordered_json::array();
+  for (const auto& r : p.results) {
+    const VariantRecord* w = r.run.winner ? r.run.find(*r.run.winner) : nullptr;
+    nlohmann::ordered_json shape = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : r.run.shape.dims()) shape[k] = v;
+    for (const auto& [k, v] : r.run.shape.dtypes()) shape[k] = std::string(dtype_name(v));
+    tuned.push_back({{"device", r.run.device ? r.run.device->name : ""},
+                     {"arch", r.run.device ? r.run.device->compute_capability() : 0},
+                     {"shape", shape},
+                     {"variant", w ? w->name : ""},
+                     {"median_us", w && w->timing ? w->timing->median_us : 0.0},
+                     {"synthetic", !measured_on_gpu(r.run)},
+                     {"file", std::filesystem::path(r.file).filename().string()}});
+  }
+  return tuned;
+}
+
+// A problem's module after its constants: variant(), and ModelNew, which calls the op.
+std::string module_code(const ExportedProblem& p) {
+  return fmt::format(R"PY(def _dtype_code(value):
+    """tune's number of a dtype given by name ("bfloat16") or as a torch.dtype."""
+    name = value if isinstance(value, str) else str(value).replace("torch.", "")
+    if name not in DTYPE_CODES:
+        raise ValueError(f"{{value!r}} is not a dtype (one of {{', '.join(DTYPE_CODES)}})")
+    return DTYPE_CODES[name]
+
+
+def variant(device, dims):
+    """The tuned variant the op runs on `device` (a torch.device or index) for `dims` ({{dim: size}}, and
+    {{dtype variable: dtype name or torch.dtype}} for each of DTYPE_VARIABLES), or ''."""
+    props = torch.cuda.get_device_properties(device)
+    # Shared memory per block opt-in where this torch reports it; 0: the arch's.
+    return load().{ns}_variant(props.name, props.major * 10 + props.minor, props.multi_processor_count,
+                                int(getattr(props, "shared_memory_per_block_optin", 0)),
+                                [int(dims[d]) for d in DIMS] + [_dtype_code(dims[v]) for v in DTYPE_VARIABLES])
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        named = dict(model.named_parameters())
+        named.update(dict(model.named_buffers()))
+        missing = [n for n in PARAMETERS if n not in named]
+        if missing:
+            raise ValueError(f"ModelNew({name}): the module has no {{missing}}; pass an instance of the problem's Model")
+        self._parameters_in_order = [named[n] for n in PARAMETERS]
+        self._warned = set()
+        self.last_call_tuned = False
+
+    def forward(self, *inputs):
+        if len(inputs) != len(INPUTS):
+            raise TypeError(f"ModelNew({name}) takes {{len(INPUTS)}} inputs ({{', '.join(INPUTS)}}), not {{len(inputs)}}")
+        out = load().{ns}(list(self._parameters_in_order) + list(inputs))
+        self.last_call_tuned = out is not None
+        if out is None:
+            key = (str(inputs[0].device), tuple(tuple(x.shape) for x in inputs))
+            if key not in self._warned:
+                self._warned.add(key)
+                name = torch.cuda.get_device_name(inputs[0].device) if inputs[0].is_cuda else str(inputs[0].device)
+                warnings.warn(f"tune: no tuned {name} kernel for {{name}} at input shapes {{key[1]}}; running the "
+                              "reference module (tune that shape, re-export)", RuntimeWarning, stacklevel=2)
+            return self.model(*inputs)
+        return out
+)PY",
+                     fmt::arg("name", p.name), fmt::arg("ns", p.ns));
+}
+
+}  // namespace
+
+std::string python_list(const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  for (const auto& s : items) quoted.push_back(nlohmann::json(s).dump());
+  return fmt::format("[{}]", fmt::join(quoted, ", "));
+}
+
+std::string problem_module(const ExportedProblem& p) {
+  std::vector<std::string> params, inputs, dtype_var_names;
+  for (const auto& v : p.dtype_vars) dtype_var_names.push_back(v.name);
+  nlohmann::ordered_json dtype_codes = nlohmann::ordered_json::object();
+  for (const DType t : all_dtypes()) dtype_codes[std::string(dtype_name(t))] = static_cast<int>(t);
+  for (std::size_t i = 0; i < p.tensors.size(); ++i) (i < p.parameter_count ? params : inputs).push_back(p.tensors[i].name);
+  const nlohmann::ordered_json tuned = tuned_records(p);
+  return fmt::format(R"PY('''Problem {name} with tune's tuned kernels (generated by `tune export torch`, tune {version}).
+
+ModelNew(model) runs the problem's PyTorch module `model` (an instance of its Model, on a CUDA
+device, its tensors in the dtypes problem.json gives them) with the tuned kernel of the device, shape
+and dtypes when the export has one (a tensor of another dtype: a clear error), and the
+module itself otherwise (a warning, once per device and shape, says so). It uses the module's
+parameters, not copies: load weights into `model`, then call ModelNew. Inference only: the op has
+no backward.
+'''
+import json
+import warnings
+
+import torch
+
+from . import load
+
+PROBLEM = {name_json}
+DIMS = {dims}
+# The dtype variables (a dtype the op reads from the tensors), and tune's number of each dtype.
+DTYPE_VARIABLES = {dtype_vars}
+DTYPE_CODES = {dtype_codes}
+# The op's arguments: the module's parameters (state_dict names), then the forward's inputs.
+PARAMETERS = {params}
+INPUTS = {inputs}
+# The results exported: device, arch, shape, winner and its cold median as tune measured it.
+TUNED = json.loads({tuned})
+
+
+)PY",
+                     fmt::arg("name", p.name), fmt::arg("version", tool_version()), fmt::arg("name_json", nlohmann::json(p.name).dump()),
+                     fmt::arg("dims", python_list(p.dims)), fmt::arg("params", python_list(params)),
+                     fmt::arg("inputs", python_list(inputs)), fmt::arg("tuned", nlohmann::json(tuned.dump()).dump()),
+                     fmt::arg("dtype_vars", python_list(dtype_var_names)), fmt::arg("dtype_codes", dtype_codes.dump())) +
+         module_code(p);
+}
+
+std::string init_module(const std::vector<ExportedProblem>& problems, const std::string& package) {
+  std::vector<std::string> modules;
+  for (const auto& p : problems) modules.push_back(p.ns);
+  return fmt::format(R"PY('''Tuned kernels exported by tune (`tune export torch`, tune {version}): one op per problem in
+torch.ops.{package}, and a ModelNew per problem ({modules}).
+
+load() loads the extension built by `pip install .` (setup.py), else builds it once with
+torch.utils.cpp_extension.load (the host compiler and the CUDA runtime; the kernels are the embedded
+CUBINs tune gated; cached by PyTorch) and returns torch.ops.{package}.
+'''
+import glob
+import os
+
+import torch
+
+from . import _build
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ops = None
+
+
+def load(verbose=False):
+    global _ops
+    if _ops is None:
+        built = sorted(glob.glob(os.path.join(_HERE, "_C*.so")))
+        if built:
+            torch.ops.load_library(built[0])
+        else:
+            from torch.utils.cpp_extension import load as build
+            build(name="{package}_C", sources=[os.path.join(_HERE, s) for s in _build.SOURCES],
+                  extra_cflags=_build.CXX_FLAGS, with_cuda=True, is_python_module=False,
+                  verbose=verbose)
+        _ops = getattr(torch.ops, "{package}")
+    return _ops
+
+
+from . import {imports}  # noqa: E402
+)PY",
+                     fmt::arg("version", tool_version()), fmt::arg("package", package),
+                     fmt::arg("modules", fmt::join(modules, ", ")), fmt::arg("imports", fmt::join(modules, ", ")));
+}
+
+}  // namespace tune::torch_export

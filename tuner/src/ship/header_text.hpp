@@ -1,0 +1,91 @@
+#pragma once
+// Text for generated C++ headers: names, comments and string literals from data.
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "core/expr.hpp"
+#include "tune/space.hpp"
+
+namespace tune {
+
+namespace header_text {
+
+// "tile_i" -> "kTileI"
+inline std::string constant_name(const std::string& name) {
+  std::string out = "k";
+  bool upper = true;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      upper = true;
+      continue;
+    }
+    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out;
+}
+
+// Words a generated name may not be: C++ and Python keywords (the names become namespaces, struct
+// members, Python modules and torch ops); the one list is space::keyword_kind's, which problem
+// files are checked against.
+inline bool reserved_word(const std::string& s) { return !space::keyword_kind(s).empty(); }
+
+// A C++ (and Python) identifier of a name: every character that is not a letter or digit becomes
+// '_'; a name that starts with a digit gets "p_" before it, a keyword '_' after it (2mm: p_2mm,
+// class: class_). Distinct names may meet (a-b, a_b): a caller emitting several checks that.
+inline std::string identifier(const std::string& name) {
+  std::string out;
+  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out.front()))) out = "p_" + out;
+  if (reserved_word(out)) out += '_';
+  return out;
+}
+
+// Text for a // or /* */ comment: it cannot end the comment, start a new line, or continue the line
+// onto the next one (a backslash before the line break), and holds no control characters.
+inline std::string comment_safe(std::string s) {
+  for (std::size_t p = 0; (p = s.find("*/", p)) != std::string::npos;) s.replace(p, 2, "* /");
+  for (std::size_t p = 0; (p = s.find("?\?/", p)) != std::string::npos;) s.replace(p, 3, "?\? /");  // a trigraph backslash
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  if (!s.empty() && s.back() == '\\') s += '.';  // a backslash then the line break would splice the next line in
+  return s;
+}
+
+// A C++ string literal of s: quotes and backslashes escaped, line breaks made spaces, every other
+// control character (NUL included) an octal escape of three digits (so a digit after it stays a
+// character of its own), and "??" written "?\?" (no trigraph).
+inline std::string c_string(const std::string& s) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += '\\';
+      out += static_cast<char>('0' + ((c >> 6) & 7));
+      out += static_cast<char>('0' + ((c >> 3) & 7));
+      out += static_cast<char>('0' + (c & 7));
+    } else {
+      if (c == '?' && i > 0 && s[i - 1] == '?') out += '\\';
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace header_text
+
+// The prelude, the Limits, LaunchGeometry and Geometry types and `constexpr Geometry
+// geometry(const Shape&, const Params&, const Limits&)` of a merged header, generated from the
+// space's expressions (Shape and Params must be declared before it; with dtype variables, also DType
+// and dtype_bytes: a variable is its dtype's number, <variable>_bytes its size). Throws InputError
+// when an expression has no constexpr translation.
+std::string geometry_code(const Space& space, const std::vector<std::string>& dtype_variables = {});
+
+}  // namespace tune
