@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tune/hash.hpp"
 #include "tune/record.hpp"
 
 namespace tune {
@@ -45,9 +46,5 @@ class Journal {
   std::filesystem::path path_;
   int fd_ = -1;
 };
-
-// XXH3-64 of the texts, length-prefixed, as 16 hex digits: the identity's hash of the template
-// source and the search space.
-std::string content_hash(const std::vector<std::string>& texts);
 
 }  // namespace tune

@@ -25,7 +25,7 @@
 #include "gate/gate_common.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
-#include "tune/journal.hpp"
+#include "tune/hash.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/worker_protocol.hpp"

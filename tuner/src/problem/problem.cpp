@@ -25,7 +25,7 @@
 #include "problem/python_reference.hpp"
 #include "core/expr.hpp"
 #include "tune/errors.hpp"
-#include "tune/journal.hpp"
+#include "tune/hash.hpp"
 #include "tune/problem.hpp"
 #include "tune/rng.hpp"
 #include "problem/problem_impl.hpp"

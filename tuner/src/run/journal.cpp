@@ -1,6 +1,4 @@
 // The run journal (tune/journal.hpp): JSON Lines, one fsync per record.
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include "tune/journal.hpp"
 
@@ -45,12 +43,6 @@ void check_identity(const std::filesystem::path& path, const Json& first, const 
 }
 
 }  // namespace
-
-std::string content_hash(const std::vector<std::string>& texts) {
-  std::string blob;
-  for (const auto& t : texts) blob += std::to_string(t.size()) + ':' + t;
-  return fmt::format("{:016x}", XXH3_64bits(blob.data(), blob.size()));
-}
 
 std::filesystem::path Journal::path_for(const std::filesystem::path& json_path) {
   auto p = json_path;

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "tune/errors.hpp"
-#include "tune/journal.hpp"
+#include "tune/hash.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
 #include "tune/space.hpp"

@@ -19,7 +19,7 @@
 #include "space/sources.hpp"
 #include "space/space_impl.hpp"
 #include "tune/errors.hpp"
-#include "tune/journal.hpp"
+#include "tune/hash.hpp"
 
 namespace tune {
 

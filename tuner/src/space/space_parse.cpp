@@ -10,7 +10,7 @@
 #include "problem/json_check.hpp"
 #include "space/kernel_scan.hpp"
 #include "space/space_impl.hpp"
-#include "tune/journal.hpp"
+#include "tune/hash.hpp"
 
 namespace tune {
 
