@@ -29,24 +29,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tune/compile.hpp"
-#include "tune/compile_cache.hpp"
-#include "tune/compile_pool.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
-#include "tune/gate.hpp"
-#include "tune/io.hpp"
-#include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/record.hpp"
 #include "tune/space.hpp"
-#include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 
 namespace tune {
 
