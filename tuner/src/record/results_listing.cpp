@@ -10,7 +10,9 @@
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
-#include "tune/tune.hpp"
+#include "tune/problem_space.hpp"
+#include "tune/record.hpp"
+#include "tune/winner.hpp"
 
 namespace tune {
 namespace {
