@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "search/progress_log.hpp"
 #include "tune/tune.hpp"
 
 namespace tune {

@@ -107,40 +107,12 @@ std::string fit_line(const std::string& prefix, const std::string& name, const s
   return whole.substr(0, width);
 }
 
-std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = static_cast<long long>(std::llround(seconds));
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
-  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
-}
-
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
   if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
   CompileRequest req{lowered.sources->main, lowered.template_name, {}, std::move(options),
                      with_cuda_headers(lowered.sources->main, lowered.sources->headers)};
   for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
   return req;
-}
-
-namespace {
-constexpr EnumName<SearchMode> kSearchModeNames[] = {
-    {SearchMode::kExhaustive, "exhaustive"}, {SearchMode::kHalving, "halving"}, {SearchMode::kModel, "model"}};
-}  // namespace
-
-std::string to_string(SearchMode mode) {
-  return std::string(enum_name(kSearchModeNames, mode).value_or("exhaustive"));
-}
-
-SearchMode search_mode_from_string(const std::string& text) {
-  if (const auto mode = enum_value(kSearchModeNames, text)) return *mode;
-  throw InputError(fmt::format("--search {}: expected {}", text, fmt::join(search_mode_names(), ", ")));
-}
-
-std::vector<std::string> search_mode_names() {
-  std::vector<std::string> out;
-  for (const auto& [m, name] : kSearchModeNames) out.emplace_back(name);
-  return out;
 }
 
 TuneOutcome run_pass(const RunPlan& plan, const TuneOptions& o, Pass* pass, SearchStrategy& strategy,

@@ -3,6 +3,7 @@
 // says nothing). Shared by the pass (lowering the variants) and the search strategies (the space).
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -11,9 +12,16 @@
 
 #include <fmt/format.h>
 
-#include "tune/tune.hpp"
-
 namespace tune {
+
+// "12s", "3m05s", "1h02m"; "?" for a negative or non-finite number.
+inline std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+}
 
 class ProgressLog {
  public:

@@ -4,11 +4,32 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.hpp"
 #include "search/progress_log.hpp"
 #include "tune/compile.hpp"
 #include "tune/errors.hpp"
 
 namespace tune {
+
+namespace {
+constexpr EnumName<SearchMode> kSearchModeNames[] = {
+    {SearchMode::kExhaustive, "exhaustive"}, {SearchMode::kHalving, "halving"}, {SearchMode::kModel, "model"}};
+}  // namespace
+
+std::string to_string(SearchMode mode) {
+  return std::string(enum_name(kSearchModeNames, mode).value_or("exhaustive"));
+}
+
+SearchMode search_mode_from_string(const std::string& text) {
+  if (const auto mode = enum_value(kSearchModeNames, text)) return *mode;
+  throw InputError(fmt::format("--search {}: expected {}", text, fmt::join(search_mode_names(), ", ")));
+}
+
+std::vector<std::string> search_mode_names() {
+  std::vector<std::string> out;
+  for (const auto& [m, name] : kSearchModeNames) out.emplace_back(name);
+  return out;
+}
 
 StrategyPtr make_search_strategy(const TuneOptions& o) {
   // The model and the refine rounds run the pipeline in passes, which a halving round, a

@@ -19,8 +19,10 @@
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
+#include "tune/run_options.hpp"
+#include "tune/sampling.hpp"
 #include "tune/space.hpp"
-#include "tune/tune.hpp"
+#include "tune/winner.hpp"
 
 namespace tune {
 
