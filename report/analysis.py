@@ -110,14 +110,16 @@ def passed(run):
 
 
 def load_torch(root, extra):
-    """Torch baseline files keyed by GPU slug: RESULTS_DIR/<gpu>/torch_baseline.json plus extra."""
+    """Torch baseline files keyed by GPU slug: RESULTS_DIR/<gpu>/torch_baseline.json plus extra. Several
+    files of one GPU add up, entry by entry (problem and shape); a later file's entry replaces an
+    earlier one's; "path" and "doc" are the last file's."""
     files = sorted(pathlib.Path(root).glob("*/torch_baseline.json")) + [pathlib.Path(p) for p in extra]
     out = {}
     for path in files:
         doc = results.read_checked(path, results.validate_torch_baseline)
-        out[results.device_slug(doc["device"]["name"])] = {
-            "path": str(path), "doc": doc,
-            "entries": {(e["problem"], shape_tag(e["shape"])): e for e in doc.get("entries") or []}}
+        slot = out.setdefault(results.device_slug(doc["device"]["name"]), {"entries": {}})
+        slot.update({"path": str(path), "doc": doc})
+        slot["entries"].update({(e["problem"], shape_tag(e["shape"])): e for e in doc.get("entries") or []})
     return out
 
 

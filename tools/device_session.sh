@@ -7,6 +7,8 @@
 #                                       median-check[:<args separated by :>]
 # modelnew: tune export torch of the committed contact, scene_graph and ln_linear_gelu (examples/) results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
+# (the export embeds each record's CUBIN and refuses a record tuned from other kernel sources than
+# today's: re-tune it, or name only current records with modelnew=LABEL:...)
 # (report/torch_baseline.py --export), TF32 off then on: $OUT/torch_modelnew{,_tf32}.json.
 # modelnew=LABEL:<record>:<record>...: the same for the named results files only (e.g. the bfloat16
 # records and an example's), TF32 off, into $OUT/torch_modelnew_LABEL.json.

@@ -96,6 +96,27 @@ class Report(unittest.TestCase):
         self.assertIn("| Synthetic GPU A | torch_baseline.py | 3250.00 | — | — | failed: synthetic failure | — | — |",
                       self.md)
 
+    def test_several_torch_files_of_one_gpu_add_up_entry_by_entry(self):
+        # GPU A's two entries in two files (its folder's torch_baseline.json and one --torch file):
+        # both shapes keep their torch comparison (the second file used to replace the first).
+        src = OUT / "two_torch_files"
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(FIX / "synthetic", src)
+        doc = json.loads((src / A / "torch_baseline.json").read_text())
+        first, second = dict(doc), dict(doc)
+        first["entries"] = [e for e in doc["entries"] if e["shape"] == S1]
+        second["entries"] = [e for e in doc["entries"] if e["shape"] == S2]
+        self.assertEqual((len(first["entries"]), len(second["entries"])), (1, 1))
+        (src / A / "torch_baseline.json").write_text(json.dumps(first))
+        extra = OUT / "two_torch_files_s2.json"
+        extra.write_text(json.dumps(second))
+        r = tune("report", str(src), "-o", str(OUT / "two_torch_files_out"), "--torch", str(extra))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        groups = {json.dumps(g["shape"]): g for g in json.loads((OUT / "two_torch_files_out" / "report.json").read_text())["groups"]}
+        for shape in (S1, S2):
+            self.assertEqual(groups[json.dumps(shape)]["gpus"][A]["torch"],
+                             self.group(shape)["gpus"][A]["torch"], shape)
+
     def test_the_results_files_own_torch_record_is_graph_against_graph_and_comes_first(self):
         t = self.group(S2)["gpus"][B]["torch"]
         self.assertEqual(t["source"], "results")
