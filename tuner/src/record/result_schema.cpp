@@ -3,6 +3,12 @@
 // fields, and no second format needs its own reader and validator.
 #include "record/result_schema.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tune/dtype.hpp"
+#include "tune/record.hpp"
+
 namespace tune::result_schema {
 namespace {
 
@@ -12,8 +18,6 @@ constexpr std::int64_t kI64 = INT64_MAX;
 constexpr std::int64_t kU32 = UINT32_MAX;
 constexpr std::string_view kStatuses =
     "passed, incorrect, unsafe, compile_failed, launch_failed, crashed, timeout, skipped, compiled, pending";
-constexpr std::string_view kStrategies =
-    "exhaustive, random, halving, random+halving, warm, warm+halving, model, warm+model";
 
 constexpr Field kFields[] = {
     {.path = "kind", .kind = K::kRule, .required = true, .values = "tune.result", .about = "what the file is"},
@@ -60,7 +64,7 @@ constexpr Field kFields[] = {
     {.path = "context.tensors[].shape", .kind = K::kArray, .required = true, .about = "its extents"},
     {.path = "context.tensors[].shape[]", .kind = K::kSize, .about = "an extent"},
     {.path = "context.search", .kind = K::kObject, .about = "the search strategy and its settings"},
-    {.path = "context.search.strategy", .kind = K::kEnum, .values = kStrategies, .about = "the strategy"},
+    {.path = "context.search.strategy", .kind = K::kEnum, .names = search_label_names, .about = "the strategy"},
     {.path = "context.search.budget", .kind = K::kInteger, .about = "variants the strategy may measure"},
     {.path = "context.search.valid_configurations",
      .kind = K::kInteger,
@@ -115,7 +119,7 @@ constexpr Field kFields[] = {
     {.path = "context.shard.split",
      .kind = K::kEnum,
      .required = true,
-     .values = "items, variants",
+     .names = shard_split_names,
      .about = "what is split"},
     {.path = "context.shard.items", .kind = K::kInteger, .required = true, .lo = 1, .hi = kI64, .about = "shapes"},
     {.path = "context.shard.item", .kind = K::kInteger, .required = true, .below = "items", .about = "this shape"},
@@ -408,7 +412,7 @@ constexpr Field kFields[] = {
     {.path = "variants[].gate.verdict",
      .kind = K::kEnum,
      .required = true,
-     .values = "safe, unsafe, incorrect, unchecked",
+     .names = gate_verdict_names,
      .about = "its verdict"},
     {.path = "variants[].gate.reason", .kind = K::kString, .about = "why"},
     {.path = "variants[].gate.tools", .kind = K::kArray, .about = "the tools run"},
@@ -452,5 +456,10 @@ constexpr Field kFields[] = {
 }  // namespace
 
 std::span<const Field> fields() { return kFields; }
+
+std::string allowed(const Field& f) {
+  if (f.kind == Kind::kDtype) return dtype_choices();
+  return f.names ? fmt::format("{}", fmt::join(f.names(), ", ")) : std::string(f.values);
+}
 
 }  // namespace tune::result_schema

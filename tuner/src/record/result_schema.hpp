@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "record/validate_fields.hpp"
 
@@ -42,6 +43,7 @@ struct Field {
   std::int64_t hi = INT_MAX;
   validate_fields::Range range = validate_fields::Range::kNonNegative;
   std::string_view values = {};  // kEnum: the allowed values; kRule: the value
+  std::vector<std::string> (*names)() = nullptr;  // kEnum: the allowed values, an enum's name table instead
   std::string_view noun = {};    // kEnum, kDtype: refused as "is not a <noun> (<values>)", else "is not one of"
   std::string_view below = {};   // kInteger: at most this sibling's value minus 1
   std::size_t size = 0;          // kArray: exactly this many items (0: any)
@@ -53,6 +55,8 @@ struct Field {
 
 // The table, parents before their fields, in the order the validator checks them.
 std::span<const Field> fields();
+// A kEnum's or kDtype's allowed values, ", "-separated (names, values or the dtypes); kRule's value.
+std::string allowed(const Field& f);
 
 // The structural checks of the table on `node`, the value of the entry `path` ("" for the
 // file's top level, "variants[]" for a variant, "torch"), at the JSON path `at`. `ranked`: the node

@@ -88,9 +88,8 @@ std::string values_of(const Field& f) {
       return number_range(f);
     case Kind::kEnum:
     case Kind::kRule:
-      return names(f.values);
     case Kind::kDtype:
-      return names(dtype_choices());
+      return names(allowed(f));
     case Kind::kSeed:
       return "0 to 2^64-1";
     case Kind::kDimension:

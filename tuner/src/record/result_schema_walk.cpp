@@ -103,10 +103,10 @@ void integer(const Check& c, const Json& v, const Json& parent, const Field& f, 
 void name_in(const Check& c, const Json& v, const Field& f, const std::string& at, bool known) {
   if (!v.is_string()) c.fail(at, fmt::format("{} is not a string", brief(v)));
   if (known) return;
-  const std::string allowed = f.kind == Kind::kDtype ? dtype_choices() : std::string(f.values);
+  const std::string choices = allowed(f);
   const auto& s = v.get_ref<const std::string&>();
-  c.fail(at, f.noun.empty() ? fmt::format("\"{}\" is not one of {}", s, allowed)
-                            : fmt::format("\"{}\" is not a {} ({})", s, f.noun, allowed));
+  c.fail(at, f.noun.empty() ? fmt::format("\"{}\" is not one of {}", s, choices)
+                            : fmt::format("\"{}\" is not a {} ({})", s, f.noun, choices));
 }
 
 bool among(std::string_view values, const std::string& s) {
@@ -121,7 +121,7 @@ bool among(std::string_view values, const std::string& s) {
 bool known_name(const Json& v, const Field& f) {
   if (!v.is_string()) return false;
   const auto& s = v.get_ref<const std::string&>();
-  return f.kind == Kind::kDtype ? parse_dtype(s).has_value() : among(f.values, s);
+  return f.kind == Kind::kDtype ? parse_dtype(s).has_value() : among(allowed(f), s);
 }
 
 void text(const Check& c, const Json& v, const Field& f, const std::string& at) {
