@@ -79,12 +79,11 @@ import os
 import pathlib
 import socket
 import sys
-import time
 
 import results
 from results import device_slug, dtypes
 import tune_problem as tp  # tuner/python/, on sys.path through results
-from torch_timing import copy_bandwidth, flush_buffer, method_record, time_events, time_graph
+from torch_timing import copy_bandwidth, first_line, flush_buffer, method_record, time_events, time_graph, time_modes
 
 HERE = pathlib.Path(__file__).resolve().parent
 BUILTIN_PROBLEMS = HERE.parent / "configs"
@@ -268,42 +267,8 @@ def module_parity(torch, module, inputs, module_dtype):
     return rec
 
 
-def first_line(e):
-    text = f"{type(e).__name__}: {e}".strip()
-    return text.splitlines()[0][:300]
-
-
-def time_modes(torch, module, inputs, modes, a, flush, log=lambda mode, rec: None):
-    """{mode: {"events": TIMES, "graph": TIMES, "error", "compile_seconds" (compile)}} of the module
-    (on the GPU, eval, under no_grad) called on inputs, for each of modes ("eager", "compile")."""
-    out = {}
-    for mode in modes:
-        rec = {"events": None, "graph": None, "error": None}
-        try:
-            fn_module = module
-            if mode == "compile":
-                fn_module = torch.compile(module, dynamic=False)
-                t0 = time.perf_counter()
-                fn_module(*inputs)
-                torch.cuda.synchronize()
-                rec["compile_seconds"] = time.perf_counter() - t0
-
-            def call(m=fn_module):
-                return m(*inputs)
-            rec["events"] = time_events(torch, call, flush, a.samples, a.max_seconds)
-            try:
-                rec["graph"] = time_graph(torch, call, a.graph_calls, a.samples, a.max_seconds)
-            except Exception as e:  # capture can fail for reasons of PyTorch's own; keep the events
-                rec["error"] = "graph: " + first_line(e)
-        except Exception as e:
-            rec["error"] = first_line(e)
-        torch.cuda.synchronize()
-        out[mode] = rec
-        log(mode, rec)
-    return out
-
-
-def time_module(torch, problem, shape, modes, a, flush, data=None, override=None, log=lambda mode, rec: None):
+def time_module(torch, problem, shape, modes, a, flush, data=None, override=None, log=lambda mode, rec: None,
+                hold=None):
     """The module of `problem` (a Problem) at `shape` (dims and dtype variables) in its dtypes, timed
     by time_modes: (module, inputs, dtype plan, tune's facts, {mode: record}). data: tune's inputs
     ({tensor: array}) or None (tune's timing draw at seed 0); override: --dtype."""
@@ -311,7 +276,7 @@ def time_module(torch, problem, shape, modes, a, flush, data=None, override=None
     module, inputs, plan, facts = build(torch, problem, shape, override, data)
     module = module.cuda().eval()
     with torch.no_grad():
-        return module, inputs, plan, facts, time_modes(torch, module, inputs, modes, a, flush, log)
+        return module, inputs, plan, facts, time_modes(torch, module, inputs, modes, a, flush, log, hold)
 
 
 def measure(problems, torch, problem, shape, a, flush, log, export=None):
@@ -476,7 +441,9 @@ def run_one(folder):
                                    graph_calls=int(req.get("graph_calls", 20)))
             l2, flush = flush_buffer(torch)
             _, _, (_, of, module_dtype), _, times = time_module(torch, problem, req["shape"], req["modes"], a, flush,
-                                                                data)
+                                                                data, hold=req.get("hold"))
+            if "held_s" in times:
+                res["held_s"] = times.pop("held_s")
             res.update(status="measured", device=torch.cuda.get_device_name(), module_dtype=module_dtype, dtypes=of,
                        tf32=torch.backends.cuda.matmul.allow_tf32, method=method_record(a, l2), **times)
     except ImportError as e:

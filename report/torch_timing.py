@@ -1,6 +1,8 @@
 """How report/torch_baseline.py times a PyTorch module (its docstring's "Methods"): CUDA events around
 one call with L2 flushed before it, CUDA-graph replay, each the median of its samples, and the
 device-to-device copy peak. Needs torch only when called (each function is given the module)."""
+import os
+import pathlib
 import statistics
 import time
 
@@ -80,3 +82,62 @@ def method_record(a, l2):
                       "call; median",
             "graph": "graph_calls calls captured in one CUDA graph, replayed; per call; median",
             "samples": a.samples, "max_seconds": a.max_seconds, "graph_calls": a.graph_calls, "flush_bytes": 2 * l2}
+
+
+def first_line(e):
+    text = f"{type(e).__name__}: {e}".strip()
+    return text.splitlines()[0][:300]
+
+
+def time_modes(torch, module, inputs, modes, a, flush, log=lambda mode, rec: None, hold=None):
+    """{mode: {"events": TIMES, "graph": TIMES, "error", "compile_seconds" (compile)}} of the module
+    (on the GPU, eval, under no_grad) called on inputs, for each of modes ("eager", "compile"). hold:
+    a file to wait for between the preparation (torch.compile's compile and first call) and the
+    timing (tune --torch beside the gate); then "held_s", the seconds waited, is in the dict too."""
+    out, ready = {}, []
+    for mode in modes:
+        rec = {"events": None, "graph": None, "error": None}
+        out[mode] = rec
+        try:
+            fn_module = module
+            if mode == "compile":
+                fn_module = torch.compile(module, dynamic=False)
+                t0 = time.perf_counter()
+                fn_module(*inputs)
+                torch.cuda.synchronize()
+                rec["compile_seconds"] = time.perf_counter() - t0
+            ready.append((mode, fn_module))
+        except Exception as e:
+            rec["error"] = first_line(e)
+    if hold:
+        out["held_s"] = wait_for(hold)
+    for mode in modes:
+        fn = dict(ready).get(mode)
+        rec = out[mode]
+        if fn is not None:
+            try:
+                def call(m=fn):
+                    return m(*inputs)
+                rec["events"] = time_events(torch, call, flush, a.samples, a.max_seconds)
+                try:
+                    rec["graph"] = time_graph(torch, call, a.graph_calls, a.samples, a.max_seconds)
+                except Exception as e:  # capture can fail for reasons of PyTorch's own; keep the events
+                    rec["error"] = "graph: " + first_line(e)
+            except Exception as e:
+                rec["error"] = first_line(e)
+        torch.cuda.synchronize()
+        log(mode, rec)
+    return out
+
+
+def wait_for(path):
+    """Seconds until the file `path` exists (tune creates it when the device is the module's), after
+    writing `path`.ready (the preparation is done: nothing of the module runs until then); exits
+    when the process that started this one is gone, so no harness is left waiting."""
+    parent, t0 = os.getppid(), time.perf_counter()
+    pathlib.Path(path + ".ready").write_text("ready\n")  # tune's TorchBeside.quiet() waits for it
+    while not os.path.exists(path):
+        if os.getppid() != parent:
+            raise SystemExit("torch_baseline: the tune that held this harness is gone")
+        time.sleep(0.01)
+    return time.perf_counter() - t0

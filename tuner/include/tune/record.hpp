@@ -337,6 +337,9 @@ struct RunContext {
     int gated = 0, unsafe = 0, incorrect = 0, unchecked = 0;
     double wall_s = 0;            // wall time of the gate
     double share = 0;             // wall_s / the run's total wall time
+    // The wall the gate added to the run: wall_s, less what the PyTorch module's preparation beside it
+    // (TorchBeside) covered; and its share of the run.
+    double added_s = 0, added_share = 0;
     // The verdict cache (issue 37): its folder, or "off (...)"; fresh: none read (--fresh).
     std::string cache = "off";
     bool fresh = false;
@@ -379,6 +382,7 @@ struct TorchRecord {
   nlohmann::ordered_json method = nlohmann::ordered_json::object();  // the harness's settings
   std::optional<TorchModeRecord> eager, compile;
   double seconds = 0;  // wall time of the harness (0 when cached or skipped)
+  double held_s = -1;  // not recorded: how long it waited for TorchBeside::release (-1: it did not wait)
 };
 
 struct RunRecord {

@@ -60,9 +60,15 @@ std::string describe_gate(const RunContext::Gate& gate) {
   if (starts > 0) parts += fmt::format(" (of these, {:.1f} s starting workers)", starts);
   const std::string cached =
       gate.cache.starts_with("off") ? "verdict cache off" : fmt::format("{} cached", gate.cache_hits);
-  return fmt::format("gate {:.1f} s: {} finalist(s), {} checks ({}), {}{}", gate.wall_s, gate.finalist_s.size(),
+  // A tune's (not tune check's) gate beside the PyTorch module's preparation: what it added.
+  const std::string added = gate.share > 0 && gate.added_s < gate.wall_s - 0.05
+                                ? fmt::format("; beside the PyTorch module's preparation, it added {:.1f} s to the run",
+                                              gate.added_s)
+                                : "";
+  return fmt::format("gate {:.1f} s: {} finalist(s), {} checks ({}), {}{}{}", gate.wall_s, gate.finalist_s.size(),
                      gate.checks, cached, parts,
-                     gate.jobs > 0 && !gate.tool_s.empty() ? fmt::format("; {} sanitizer processes at once", gate.jobs) : "");
+                     gate.jobs > 0 && !gate.tool_s.empty() ? fmt::format("; {} sanitizer processes at once", gate.jobs) : "",
+                     added);
 }
 
 int gate_jobs() {

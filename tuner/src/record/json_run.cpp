@@ -114,7 +114,8 @@ Json gate_context_json(const RunContext::Gate& g) {
               {"launches", g.launches}, {"rounds", g.rounds}, {"gated", g.gated},
               {"unsafe", g.unsafe}, {"incorrect", g.incorrect},
               {"unchecked", g.unchecked}, {"wall_s", number(g.wall_s)},
-              {"share_of_run", number(g.share)}, {"cache", g.cache},
+              {"share_of_run", number(g.share)}, {"added_s", number(g.added_s)},
+              {"added_share_of_run", number(g.added_share)}, {"cache", g.cache},
               {"fresh", g.fresh}, {"checks", g.checks}, {"cache_hits", g.cache_hits},
               {"cache_misses", g.cache_misses}, {"jobs", g.jobs},
               {"outputs_s", number(g.outputs_s)}, {"reference_s", number(g.reference_s)},
@@ -212,6 +213,9 @@ RunContext::Gate gate_context_from(const Json& g) {
   gate.incorrect = g.value("incorrect", 0);
   gate.wall_s = read_number(g, "wall_s");
   gate.share = read_number(g, "share_of_run");
+  // Files before issue 37's overlap with the module: the gate added all of its wall.
+  gate.added_s = g.contains("added_s") ? read_number(g, "added_s") : gate.wall_s;
+  gate.added_share = g.contains("added_share_of_run") ? read_number(g, "added_share_of_run") : gate.share;
   gate.cache = g.value("cache", "off");
   gate.fresh = g.value("fresh", false);
   gate.checks = g.value("checks", 0);

@@ -132,7 +132,7 @@ std::vector<std::size_t> Finalists::strict_remeasure() {
   return order;
 }
 
-void Finalists::run_gate(const std::vector<std::size_t>& finalists) {
+void Finalists::run_gate(const std::vector<std::size_t>& finalists, const std::function<void()>& quiet) {
   const auto t_gate = Clock::now();
   RunContext& ctx = run_.context;
   GateSettings settings;
@@ -165,6 +165,7 @@ void Finalists::run_gate(const std::vector<std::size_t>& finalists) {
       if (!out_checked_[i] && upcoming.size() < want) upcoming.push_back(i);
     log_(fmt::format("gate: round {}: no gated finalist may win; re-measuring the next {} strictly and gating them",
                      round + 1, upcoming.size()));
+    if (quiet) quiet();
     remeasure_strictly(upcoming);
     batch = upcoming;
   }

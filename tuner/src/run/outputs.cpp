@@ -213,14 +213,34 @@ void Outputs::save(RunRecord& run, bool force) {
   last_save_ = Clock::now();
 }
 
-// The problem's PyTorch module at this shape (issue 36), after every kernel was timed and gated, so
-// the two never share the device; never for a run cut short or a part of one (tune merge's).
-void PassRun::time_torch() {
-  if (!run.timed || !run.device || ctx.interrupted || stop_asked() || (o.shard && o.shard->split == ShardSplit::kVariants)) return;
-  run.torch = time_torch_module(problem, shape, *run.device,
-                                TorchCompare{.modes = o.torch, .device = o.device, .seed = o.seed,
-                                             .cache_dir = torch_cache_for(o.no_cache, o.cache_dir), .fake_device = fake},
-                                log);
+bool PassRun::torch_wanted() {
+  return run.timed && run.device && !ctx.interrupted && !stop_asked() &&
+         !(o.shard && o.shard->split == ShardSplit::kVariants);
+}
+
+TorchCompare PassRun::torch_options() const {
+  return TorchCompare{.modes = o.torch, .device = o.device, .seed = o.seed,
+                      .cache_dir = torch_cache_for(o.no_cache, o.cache_dir), .fake_device = fake};
+}
+
+std::unique_ptr<TorchBeside> PassRun::torch_beside_gate() {
+  if (o.torch == TorchModes::kOff || !torch_wanted()) return nullptr;
+  return std::make_unique<TorchBeside>(problem, shape, *run.device, torch_options(), log);
+}
+
+// The wall the gate added to the run: its own, less what the module's preparation covered (the
+// harness's wait for the gate's end, when it waited; else all of it).
+void PassRun::time_torch(std::unique_ptr<TorchBeside> beside) {
+  ctx.gate.added_s = ctx.gate.wall_s;
+  if (beside) {
+    const bool wanted = torch_wanted();  // as the gate ended: a Ctrl-C after it is the harness's to record
+    TorchRecord rec = beside->wait();
+    if (rec.held_s >= 0) ctx.gate.added_s = std::min(ctx.gate.wall_s, rec.held_s);
+    if (wanted) run.torch = std::move(rec);
+    return;
+  }
+  if (!torch_wanted()) return;
+  run.torch = time_torch_module(problem, shape, *run.device, torch_options(), log);
 }
 
 // The record complete, then the results and their header (Outputs::replace); the worker let go.
@@ -229,6 +249,7 @@ TuneOutcome PassRun::write_outputs(int gate_exit_code) {
   run.complete = true;
   run.wall.total_wall_s = seconds_since(t_start);
   ctx.gate.share = run.wall.total_wall_s > 0 ? ctx.gate.wall_s / run.wall.total_wall_s : 0;
+  ctx.gate.added_share = run.wall.total_wall_s > 0 ? ctx.gate.added_s / run.wall.total_wall_s : 0;
   run.context.finished_at = now_iso8601();
   save();
   // No header from a search cut short by hand, nor from a part of one (tune merge writes it). It is

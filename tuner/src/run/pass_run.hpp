@@ -39,6 +39,7 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/torch_compare.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
@@ -263,7 +264,8 @@ class Finalists {
   // The correctness gate (tune/gate.hpp): the finalists' outputs on more inputs and over many
   // launches, then the sanitizers; a finalist that fails never wins, and when every gated one has
   // failed the next few are re-measured strictly and gated in turn.
-  void run_gate(const std::vector<std::size_t>& finalists);
+  // quiet: called before a later round re-measures (the device left to the timing alone).
+  void run_gate(const std::vector<std::size_t>& finalists, const std::function<void()>& quiet = {});
 
   // settle_unchecked: the gate could not run and nothing unchecked may win (2 or 3), else 0.
   [[nodiscard]] int gate_exit_code() const { return gate_exit_code_; }
@@ -450,9 +452,14 @@ struct PassRun {
   // The second round, the strict re-measure and the gate, over this pass's record and worker.
   Finalists finalists();
 
-  // The problem's PyTorch module at this shape (issue 36), after every kernel was timed and gated, so
-  // the two never share the device; never for a run cut short or a part of one (tune merge's).
-  void time_torch();
+  // The problem's PyTorch module at this shape (issue 36), timed after every kernel was timed and
+  // gated, so the two never share the device while anything is timed; never for a run cut short or a
+  // part of one (tune merge's). torch_beside_gate starts its harness before the gate: it prepares
+  // (imports, compiles) while the gate runs, and times once time_torch releases it (issue 37).
+  std::unique_ptr<TorchBeside> torch_beside_gate();
+  void time_torch(std::unique_ptr<TorchBeside> beside = nullptr);
+  bool torch_wanted();
+  [[nodiscard]] TorchCompare torch_options() const;
 
   // The record complete, then the results and their header, unless the earlier ones are worth more
   // (Outputs::replace); gate_exit_code: Finalists::gate_exit_code.

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -98,15 +100,37 @@ std::string child_failure(const ChildResult& r, const Harness& h, double deadlin
                      said.empty() ? fmt::format("exit code {}, no output", r.exit_code) : said);
 }
 
-ChildResult run_harness(const Harness& h, const std::vector<std::string>& args, double deadline_s, const LogFn& log) {
+// hold: a held harness (TorchBeside) has its deadline from the moment it is released (the go file
+// appears): the gate it waits for has deadlines of its own. Then a run past it is kTimedOut too.
+ChildResult run_harness(const Harness& h, const std::vector<std::string>& args, double deadline_s, const LogFn& log,
+                        const std::filesystem::path& hold = {}) {
   ChildOptions o;
   o.argv = {h.python, h.script.string()};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.deadline_s = deadline_s;
+  o.deadline_s = hold.empty() ? deadline_s : 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double released_at = -1;  // seconds after the start
+  bool past_deadline = false;
   o.progress_every_s = std::max(1.0, std::min(30.0, std::floor(deadline_s / 4)));
-  o.on_progress = [&](double s) { log(fmt::format("torch: still timing the module ({:.0f} s of {:g} s)", s, deadline_s)); };
-  o.stop_when = [] { return stop_requested(); };  // a Ctrl-C does not wait for torch.compile
-  return run_child(o);
+  o.on_progress = [&](double s) {  // held: silent while it waits (the gate says what runs)
+    if (!hold.empty() && released_at < 0) return;
+    log(fmt::format("torch: still timing the module ({:.0f} s of {:g} s)", s - std::max(0.0, released_at), deadline_s));
+  };
+  o.stop_when = [&] {  // a Ctrl-C does not wait for torch.compile
+    if (stop_requested()) return true;
+    if (hold.empty()) return false;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::error_code ec;
+    if (released_at < 0 && std::filesystem::exists(hold, ec)) released_at = s;
+    past_deadline = released_at >= 0 && s > released_at + deadline_s;
+    return past_deadline;
+  };
+  ChildResult r = run_child(o);
+  if (past_deadline) {
+    r.stopped = false;
+    r.end = ChildEnd::kTimedOut;
+  }
+  return r;
 }
 
 // The cache's key: everything that decides the module's times.
@@ -127,6 +151,7 @@ void write_request(const std::filesystem::path& dir, const Problem& problem, con
                {"shape", shape_to_json(shape)}, {"modes", mode_list(o.modes)}, {"device", o.device}, {"tf32", false},
                {"samples", kSamples}, {"max_seconds", kMaxSeconds}, {"graph_calls", kGraphCalls},
                {"seed", o.seed}, {"problem_show", problem_facts(problem, shape)}, {"tensors", Json::array()}};
+  if (!o.hold.empty()) request["hold"] = o.hold.string();
   std::size_t n = 0;
   for (const auto* group : {&data.params, &data.inputs})
     for (const HostTensor& t : *group) {
@@ -178,7 +203,7 @@ TorchRecord measure(const Problem& problem, const Shape& shape, const TorchCompa
   const double deadline_s = harness_timeout_s();
   log(fmt::format("torch: timing {}'s PyTorch module at {} ({}), on the run's inputs", problem.name(),
                   shape.describe(), fmt::join(mode_list(o.modes), " and ")));
-  const ChildResult r = run_harness(h, {"--one", dir.path().string()}, deadline_s, log);
+  const ChildResult r = run_harness(h, {"--one", dir.path().string()}, deadline_s, log, o.hold);
   TorchRecord rec;
   rec.modes = mode_list(o.modes);
   rec.seconds = r.seconds;
@@ -187,8 +212,10 @@ TorchRecord measure(const Problem& problem, const Shape& shape, const TorchCompa
     why = fmt::format("{} exited 0 without writing its result.json", h.script.filename().string());
   if (why.empty()) {
     try {
-      rec = record_of(json_file::read(dir.path() / "result.json"), o);
+      const Json result = json_file::read(dir.path() / "result.json");
+      rec = record_of(result, o);
       rec.seconds = r.seconds;
+      if (const auto held = result.find("held_s"); held != result.end() && held->is_number()) rec.held_s = held->get<double>();
       validate_torch_record(to_json(rec));
       return rec;
     } catch (const std::exception& e) {
@@ -295,6 +322,51 @@ TorchRecord time_torch_module(const Problem& problem, const Shape& shape, const 
     log(fmt::format("torch: {}: {}", rec.status, rec.reason));
   return rec;
 }
+
+TorchBeside::TorchBeside(const Problem& problem, const Shape& shape, const DeviceInfo& device, TorchCompare options,
+                         std::function<void(const std::string&)> log) {
+  if (options.modes == TorchModes::kOff) {
+    record_ = skipped({}, "--torch off");
+    released_ = true;
+    return;
+  }
+  // A name of its own in the temporary folder: the harness polls for it (and gives up when this
+  // process is gone), so no pipe is held open across the gate's processes.
+  go_ = std::filesystem::temp_directory_path() / fmt::format("tune-torch-go-{}-{}", getpid(),
+                                                               reinterpret_cast<std::uintptr_t>(this));
+  std::error_code ec;
+  std::filesystem::remove(go_, ec);
+  options.hold = go_;
+  thread_ = std::jthread([this, &problem, shape, device, options, log = std::move(log)] {
+    record_ = time_torch_module(problem, shape, device, options, log);
+    done_ = true;
+  });
+}
+
+void TorchBeside::quiet() {
+  std::error_code ec;
+  while (!released_ && !done_ && !std::filesystem::exists(go_.string() + ".ready", ec))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+void TorchBeside::release() {
+  if (released_) return;
+  released_ = true;
+  std::ofstream(go_) << "go\n";
+}
+
+TorchRecord TorchBeside::wait() {
+  release();
+  if (thread_.joinable()) thread_.join();
+  std::error_code ec;
+  if (!go_.empty()) {
+    std::filesystem::remove(go_, ec);
+    std::filesystem::remove(go_.string() + ".ready", ec);
+  }
+  return record_;
+}
+
+TorchBeside::~TorchBeside() { (void)wait(); }
 
 std::string torch_comparison(const RunRecord& run) {
   const VariantRecord* w = run.winner ? run.find(*run.winner) : nullptr;

@@ -130,15 +130,21 @@ TuneOutcome run_pass(const RunPlan& plan, const TuneOptions& o, Pass* pass, Sear
   r.search();
   if (pass && pass->search_only) return r.end_search_pass();
   int gate_exit_code = 0;
+  std::unique_ptr<TorchBeside> torch;
   if (r.run.timed) {
     Finalists finalists = r.finalists();
     finalists.second_round(strategy, r.outputs);
     const std::vector<std::size_t> chosen = finalists.strict_remeasure();
-    if (!chosen.empty() && !r.stop_asked()) finalists.run_gate(chosen);
+    if (!chosen.empty() && !r.stop_asked()) {
+      torch = r.torch_beside_gate();  // nothing is timed from here until it is released
+      finalists.run_gate(chosen, [&] {
+        if (torch) torch->quiet();
+      });
+    }
     r.tally.measure_busy += finalists.measure_s();
     gate_exit_code = finalists.gate_exit_code();
   }
-  r.time_torch();
+  r.time_torch(std::move(torch));
   return r.write_outputs(gate_exit_code);
 }
 
