@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tune/record.hpp"
+#include "tune/sanitize_mode.hpp"
 #include "tune/shape.hpp"
 #include "tune/verdict_cache.hpp"
 #include "tune/worker_client.hpp"
@@ -35,13 +36,6 @@ namespace tune {
 
 // Lines of a sanitizer report kept in the record (the rest are counted).
 inline constexpr std::size_t kSanitizerReportLines = 12;
-
-// --sanitize: which finalists run under the sanitizers (the output checks run on every finalist).
-enum class SanitizeMode { kOff, kWinner, kFinalists };
-// Throws InputError naming the choices.
-SanitizeMode sanitize_mode_from_string(const std::string& text);
-std::string to_string(SanitizeMode mode);
-std::vector<std::string> sanitize_mode_names();  // in table order: --sanitize's choices
 
 inline constexpr const char* kSanitizerTools[] = {"memcheck", "racecheck", "synccheck", "initcheck"};
 
