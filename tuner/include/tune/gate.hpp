@@ -206,7 +206,7 @@ struct CheckOptions {
   std::vector<std::string> variants;  // by name; empty: the winner (or the finalists with all_finalists)
   bool all_finalists = false;         // every variant re-measured strictly, and the baseline
   bool write = false;                 // write the verdicts (and a new winner) back into the file and its header
-  std::string sanitize = "finalists";
+  SanitizeMode sanitize = SanitizeMode::kFinalists;
   int device = 0;
   bool fresh = false;  // --fresh: no verdict read from the cache (the new ones are stored)
   std::function<void(const std::string&)> log;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tune/record.hpp"
+#include "tune/sanitize_mode.hpp"
 #include "tune/space.hpp"
 #include "tune/torch_compare.hpp"
 
@@ -97,9 +98,9 @@ struct TuneOptions {
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;  // neither the compile cache nor the gate's verdict cache (issue 37)
   bool fresh_verdicts = false;  // --fresh-verdicts: gate every finalist again (new verdicts are stored)
-  // The correctness gate's sanitizers (tune/gate.hpp): "off", "winner" or "finalists". The output
-  // checks (more inputs, determinism) run on every finalist whatever this says.
-  std::string sanitize = "winner";
+  // The correctness gate's sanitizers (tune/gate.hpp): off, on the would-be winner, or on every
+  // finalist. The output checks (more inputs, determinism) run on every finalist whatever this says.
+  SanitizeMode sanitize = SanitizeMode::kWinner;
   // --allow-unchecked: a finalist the gate could not check in full (`unchecked`) may win. Without
   // it, a run whose gate could not run names no winner and exits 2 or 3 (TuneOutcome::gate_exit_code).
   bool allow_unchecked = false;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/sanitize_mode.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
 
@@ -22,8 +23,8 @@ struct VerifyOptions {
   bool gate_all = false;
   int device = 0;
   // The correctness gate (tune/gate.hpp) on the variants whose golden parity passed: its sanitizer
-  // runs ("off", "winner", "finalists": every variant checked).
-  std::string sanitize = "finalists";
+  // runs (off, winner, or finalists: every variant checked).
+  SanitizeMode sanitize = SanitizeMode::kFinalists;
   // The variants compile as a tune's do: on --jobs threads (0: one per hardware thread), through
   // the compile cache (--cache-dir, default CompileCache::default_dir(); --no-cache: none).
   int jobs = 0;

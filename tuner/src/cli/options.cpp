@@ -6,7 +6,6 @@
 #include <fmt/ranges.h>
 
 #include "tune/errors.hpp"
-#include "tune/gate.hpp"
 
 namespace tune::cli {
 
@@ -22,7 +21,13 @@ void check_device_ordinal(int device) {
   if (device < 0) throw InputError(fmt::format("--device {}: expected a CUDA device ordinal, 0 or more", device));
 }
 
-CLI::Validator sanitize_modes() { return CLI::IsMember(sanitize_mode_names()); }
+CLI::Option* add_sanitize_option(CLI::App& app, SanitizeMode& mode, const std::string& description) {
+  return app
+      .add_option_function<std::string>(
+          "--sanitize", [&mode](const std::string& text) { mode = sanitize_mode_from_string(text); }, description)
+      ->check(CLI::IsMember(sanitize_mode_names()))
+      ->default_str(to_string(mode));
+}
 
 std::string usage_error_line(const CLI::App* app, const CLI::Error& e) {
   std::string command = "tune";

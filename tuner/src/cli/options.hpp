@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tune/sanitize_mode.hpp"
+
 namespace tune::cli {
 
 // Where a command's progress lines go: stderr, one per line.
@@ -19,8 +21,10 @@ CLI::Option* add_device_option(CLI::App& app, int& device);
 // Refuses a negative --device in one line (exit 2): CLI11 takes -1 as an int.
 void check_device_ordinal(int device);
 
-// --sanitize's values: where the correctness gate runs compute-sanitizer.
-CLI::Validator sanitize_modes();
+// --sanitize MODE (tune, verify, check): where the correctness gate runs compute-sanitizer, parsed
+// into `mode` here (its default is the one --help shows); a value not among the modes is CLI11's
+// one usage line, before any run.
+CLI::Option* add_sanitize_option(CLI::App& app, SanitizeMode& mode, const std::string& description);
 
 // Shape dimensions are the problem's, so the main command allows extras; a subcommand falls through
 // to the main options (tune list --problem-path DIR) and refuses what is left over.

@@ -58,10 +58,9 @@ class VerifyCommand final : public Subcommand {
                      "compile cache directory, shared with tune (default: $XDG_CACHE_HOME/tune or ~/.cache/tune)");
     app_->add_flag("--no-cache", opt_.no_cache, "compile everything, neither reading nor writing the compile cache");
     add_limits();
-    app_->add_option("--sanitize", opt_.sanitize,
-                     "the correctness gate's compute-sanitizer runs on the variants gated: finalists (all of them), winner, off")
-        ->check(sanitize_modes())
-        ->capture_default_str();
+    add_sanitize_option(*app_, opt_.sanitize,
+                        "the correctness gate's compute-sanitizer runs on the variants gated: finalists (all of them), "
+                        "winner, off");
   }
 
   int run(const Log& log) override {
@@ -245,9 +244,7 @@ class CheckCommand final : public Subcommand {
     app_->add_flag("--all-finalists", opt_.all_finalists, "every variant re-measured strictly, and the baseline");
     app_->add_flag("--write", opt_.write, "write the verdicts (and a new winner) into the results file and its header");
     app_->add_flag("--fresh", opt_.fresh, "run every check again instead of reusing a cached verdict (issue 37)");
-    app_->add_option("--sanitize", opt_.sanitize, "compute-sanitizer runs: finalists (every variant checked), winner, off")
-        ->check(sanitize_modes())
-        ->capture_default_str();
+    add_sanitize_option(*app_, opt_.sanitize, "compute-sanitizer runs: finalists (every variant checked), winner, off");
     add_device_option(*app_, opt_.device);
   }
 

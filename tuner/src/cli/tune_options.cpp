@@ -139,12 +139,10 @@ void add_run_options(CLI::App& app, TuneArgs& args) {
                "compile and gate everything, neither reading nor writing the compile cache or the gate's verdicts");
   app.add_flag("--fresh-verdicts", opt.fresh_verdicts,
                "run every gate check again instead of reusing a cached verdict (the new verdicts are stored)");
-  app.add_option("--sanitize", opt.sanitize,
-                 "the correctness gate's compute-sanitizer runs (memcheck, racecheck, synccheck, initcheck): on every "
-                 "finalist, on the would-be winner only (and the next when it fails), or off; the finalists' outputs "
-                 "are checked on more inputs and over many launches either way")
-      ->check(sanitize_modes())
-      ->capture_default_str();
+  add_sanitize_option(app, opt.sanitize,
+                      "the correctness gate's compute-sanitizer runs (memcheck, racecheck, synccheck, initcheck): on "
+                      "every finalist, on the would-be winner only (and the next when it fails), or off; the "
+                      "finalists' outputs are checked on more inputs and over many launches either way");
   app.add_option_function<std::string>(
          "--torch", [&opt](const std::string& modes) { opt.torch = torch_modes_from_string(modes); },
          "time the problem's PyTorch module (make_model of its reference.py) at the shape on the run's inputs, after "

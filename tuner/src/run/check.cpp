@@ -225,7 +225,7 @@ bool run_check(const CheckOptions& o) {
 
   RunContext::Gate ctx;
   GateSettings settings;
-  settings.mode = sanitize_mode_from_string(o.sanitize);
+  settings.mode = o.sanitize;
   settings.fake = fake;
   settings.log = log;
   settings.verdict_cache = verdict_cache_for(false, std::nullopt);  // tune check uses the default caches

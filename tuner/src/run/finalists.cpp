@@ -136,7 +136,7 @@ void Finalists::run_gate(const std::vector<std::size_t>& finalists, const std::f
   const auto t_gate = Clock::now();
   RunContext& ctx = run_.context;
   GateSettings settings;
-  settings.mode = sanitize_mode_from_string(o_.sanitize);
+  settings.mode = o_.sanitize;
   settings.problem = plan_.problem->file().string();
   settings.shape = plan_.shape;
   settings.seed = o_.seed;

@@ -201,7 +201,7 @@ class GoldenCheck {
   void gate(std::vector<GateVariant>& passed, const std::string& problem_spec) {
     RunContext::Gate ctx;
     GateSettings settings;
-    settings.mode = sanitize_mode_from_string(o_.sanitize);
+    settings.mode = o_.sanitize;
     settings.log = log_;
     settings.problem = problem_spec;
     settings.shape = g_.shape;
