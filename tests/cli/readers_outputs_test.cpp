@@ -205,11 +205,16 @@ TEST(Outputs, AnExportsOwnFilesAreByteForByteTheGolden) {
 
 // #28: CLI11's own errors printed two lines without "tune:" ("Run with --help for more
 // information."); `export onnx` did not name the subcommands; a missing --problem-path listed
-// nothing, silently; --max-space -1 wrapped to 2^64 - 1.
+// nothing, silently; --max-space -1 wrapped to 2^64 - 1. Issue 38: --sanitize is parsed at the
+// command line of tune, check and verify alike, before anything runs.
 TEST(Cli, EveryUsageErrorIsOneTuneLineAndExitCode2) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {kSmallTune + " --search bogus", "tune: --search: bogus not in {"},
-      {kSmallTune + " --sanitize bogus", "tune: --sanitize: bogus not in {"},
+      {kSmallTune + " --sanitize bogus", "tune: --sanitize: bogus not in {off,winner,finalists} (tune --help"},
+      {"check " + kContactResult + " --sanitize bogus",
+       "tune: --sanitize: bogus not in {off,winner,finalists} (tune check --help"},
+      {"verify " + kContactResult + " --sanitize all",
+       "tune: --sanitize: all not in {off,winner,finalists} (tune verify --help"},
       {kSmallTune + " --budget x", "tune: --budget"},
       {kSmallTune + " --warm-keep 0.5", "tune: --warm-keep"},
       {"verify", "tune: golden is required (tune verify --help lists the options)"},
