@@ -4,9 +4,9 @@
 // runtime, and beside each tune's NVRTC build of the same instantiation through the driver API. Manual time from CUDA events around the launches; L2 flushed before every iteration
 // by writing twice its size, as tune's own cold samples do.
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -35,7 +35,9 @@ void check(cudaError_t e, const char* what);
 // A device allocation that frees itself.
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { TUNE_BENCH_CUDA(cudaMalloc(&ptr_, std::max<std::size_t>(bytes, 16))); }
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    TUNE_BENCH_CUDA(cudaMalloc(&ptr_, std::max<std::size_t>(bytes, 16)));
+  }
   DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -97,8 +99,8 @@ Workspace& workspace(const Variant& v) {
     for (int b = 0; b < v.buffer_count; ++b) {
       const auto data = seeded_data(v.buffers[b].name, v.buffers[b].elements, 1234u + static_cast<unsigned>(b));
       fresh->buffers.emplace_back(data.size() * sizeof(float));
-      TUNE_BENCH_CUDA(cudaMemcpy(fresh->buffers.back().get(), data.data(), data.size() * sizeof(float),
-                                 cudaMemcpyHostToDevice));
+      TUNE_BENCH_CUDA(
+          cudaMemcpy(fresh->buffers.back().get(), data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice));
       fresh->pointers.push_back(fresh->buffers.back().get());
     }
     // A pageable cudaMemcpy returns with its last staged chunk possibly still in flight on the
@@ -153,7 +155,8 @@ template <class Variant>
 void poison_outputs(const Variant& v, const std::vector<void*>& pointers, cudaStream_t stream) {
   for (int b = 0; b < v.buffer_count; ++b)
     if (std::string(v.buffers[b].name) == "out")
-      TUNE_BENCH_CUDA(cudaMemsetAsync(pointers[b], 0xFF, static_cast<std::size_t>(v.buffers[b].elements) * sizeof(float), stream));
+      TUNE_BENCH_CUDA(
+          cudaMemsetAsync(pointers[b], 0xFF, static_cast<std::size_t>(v.buffers[b].elements) * sizeof(float), stream));
 }
 
 // The output must be finite: a wrong instantiation or a launch that skips work shows here, not as a fast time.
@@ -243,8 +246,7 @@ std::vector<PairRow>& pair_rows();
 void print_pair_table();
 
 // tune's NVRTC programs of the bench, compiled all at once (in parallel) before the benchmarks run.
-RtcProgram& new_program(const RtcSources& sources, std::vector<std::string> expressions,
-                        std::vector<std::string> options);
+RtcProgram& new_program(const RtcSources& sources, std::vector<std::string> expressions, std::vector<std::string> options);
 void compile_programs();  // prints one line per program and what failed
 // The NVRTC build's kernels of a program, loaded on first use (twin: from a second module of the
 // same CUBIN); throws what failed.
@@ -311,8 +313,10 @@ void register_problem(const char* problem, const Entry (&entries)[kEntries],
                                      } else {
                                        median = time_variant(s, v, Kernels{nvcc, nullptr});
                                      }
-                                     if (is_winner) *winner_median = median;
-                                     else if (median > 0 && *winner_median > 0) s.counters["speedup"] = median / *winner_median;
+                                     if (is_winner)
+                                       *winner_median = median;
+                                     else if (median > 0 && *winner_median > 0)
+                                       s.counters["speedup"] = median / *winner_median;
                                      pair_rows()[row].nvcc_us = median;
                                    })
           ->UseManualTime()
@@ -356,10 +360,12 @@ void time_interleaved(benchmark::State& state, const Finalist* finalists, int co
     std::vector<std::vector<std::vector<void*>>> args(count);
     for (int f = 0; f < count; ++f) {
       if (finalists[f].launch_count != baseline.launch_count)
-        throw std::runtime_error(std::string("finalist ") + finalists[f].name + " has another launch count than the baseline");
+        throw std::runtime_error(std::string("finalist ") + finalists[f].name +
+                                 " has another launch count than the baseline");
       args[f].resize(finalists[f].launch_count);
       for (int l = 0; l < finalists[f].launch_count; ++l) {
-        for (int a = 0; a < baseline.launches[l].arg_count; ++a) args[f][l].push_back(&pointers[baseline.launches[l].args[a]]);
+        for (int a = 0; a < baseline.launches[l].arg_count; ++a)
+          args[f][l].push_back(&pointers[baseline.launches[l].args[a]]);
         allow_smem(kernels[f], l, finalists[f].launches[l]);
       }
     }
@@ -368,7 +374,8 @@ void time_interleaved(benchmark::State& state, const Finalist* finalists, int co
     cudaStream_t stream = timer.stream();
     cudaEvent_t start = timer.start(), stop = timer.stop();
     const auto launch_all = [&](int f) {
-      for (int l = 0; l < finalists[f].launch_count; ++l) launch(kernels[f], l, finalists[f].launches[l], args[f][l].data(), stream);
+      for (int l = 0; l < finalists[f].launch_count; ++l)
+        launch(kernels[f], l, finalists[f].launches[l], args[f][l].data(), stream);
     };
     const auto cold_sample = [&](int f) {
       TUNE_BENCH_CUDA(cudaMemsetAsync(flush.get(), 0, flush.bytes(), stream));
@@ -410,8 +417,7 @@ void time_interleaved(benchmark::State& state, const Finalist* finalists, int co
 // lists finalists (bench/CMakeLists.txt: TUNE_BENCH_INTERLEAVE) and has an entry of this GPU's arch.
 template <class Entry, int kEntries, class Record, int kRecords, class NvccKernel, int kNvcc>
 void register_interleave(const char* problem, const Entry (&entries)[kEntries], const Record (&records)[kRecords],
-                         const NvccKernel (&nvcc_kernels)[kNvcc], int nvcc_count,
-                         const RtcSources& sources) {
+                         const NvccKernel (&nvcc_kernels)[kNvcc], int nvcc_count, const RtcSources& sources) {
   for (const Record& r : records) {
     if (r.finalist_count < 2) continue;
     const Entry* entry = nullptr;
@@ -430,7 +436,8 @@ void register_interleave(const char* problem, const Entry (&entries)[kEntries], 
       for (int l = 0; l < r.finalists[f].launch_count; ++l) {
         const void* k = nullptr;
         for (int n = 0; n < nvcc_count; ++n)
-          if (std::string(nvcc_kernels[n].name_expression) == r.finalists[f].launches[l].name_expression) k = nvcc_kernels[n].kernel;
+          if (std::string(nvcc_kernels[n].name_expression) == r.finalists[f].launches[l].name_expression)
+            k = nvcc_kernels[n].kernel;
         all = all && k;
         nvcc->back().push_back(k);
       }
@@ -445,21 +452,24 @@ void register_interleave(const char* problem, const Entry (&entries)[kEntries], 
     for (const bool interleave : {false, true})
       for (const bool use_nvrtc : {false, true}) {
         const std::string name = base + (interleave ? "interleaved/" : "alone/") + (use_nvrtc ? "nvrtc" : "nvcc");
-        benchmark::RegisterBenchmark(name.c_str(), [&r, entry, focus, interleave, use_nvrtc, nvcc, all, rtc](benchmark::State& s) {
-          std::vector<Kernels> k;
-          try {
-            for (int f = 0; f < r.finalist_count; ++f)
-              k.push_back(use_nvrtc ? Kernels{nullptr, program_functions(*rtc[f])} : Kernels{(*nvcc)[f].data(), nullptr});
-          } catch (const std::exception& ex) {
-            s.SkipWithError(ex.what());
-            return;
-          }
-          if (!use_nvrtc && !all) {
-            s.SkipWithError("a finalist has no nvcc instantiation");
-            return;
-          }
-          time_interleaved(s, r.finalists, r.finalist_count, focus, interleave, entry->baseline, k);
-        })
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&r, entry, focus, interleave, use_nvrtc, nvcc, all, rtc](benchmark::State& s) {
+                                       std::vector<Kernels> k;
+                                       try {
+                                         for (int f = 0; f < r.finalist_count; ++f)
+                                           k.push_back(use_nvrtc ? Kernels{nullptr, program_functions(*rtc[f])}
+                                                                 : Kernels{(*nvcc)[f].data(), nullptr});
+                                       } catch (const std::exception& ex) {
+                                         s.SkipWithError(ex.what());
+                                         return;
+                                       }
+                                       if (!use_nvrtc && !all) {
+                                         s.SkipWithError("a finalist has no nvcc instantiation");
+                                         return;
+                                       }
+                                       time_interleaved(s, r.finalists, r.finalist_count, focus, interleave, entry->baseline,
+                                                        k);
+                                     })
             ->UseManualTime()
             ->Unit(benchmark::kMicrosecond);
       }

@@ -20,8 +20,8 @@ constexpr int B = 4, N = 64, C = 64, H = 32;
 
 #define CHECK(x) PHASES_CHECK(x)
 
-using Kernel = void (*)(const float*, const float*, const float*, const float*, const float*, const float*,
-                        const float*, const float*, const float*, float*);
+using Kernel = void (*)(const float*, const float*, const float*, const float*, const float*, const float*, const float*,
+                        const float*, const float*, float*);
 
 struct Variant {
   const char* name;
@@ -30,13 +30,13 @@ struct Variant {
 };
 
 // SmemLayout gives the bytes; the grid follows configs/contact/problem.json.
-template <int STRATEGY, int MAPPING, int BLOCK, int TI, int TJ, int SMEM_W, int PAIRS, int NSPLIT, int PREC,
-          int LNROW = 0>
+template <int STRATEGY, int MAPPING, int BLOCK, int TI, int TJ, int SMEM_W, int PAIRS, int NSPLIT, int PREC, int LNROW = 0>
 Variant make(const char* name) {
   using L = tune_kernels::contact::SmemLayout<float, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS>;
   constexpr int T = (N + TI - 1) / TI, tiles = B * T * (T + 1) / 2;
   const int grid = MAPPING == 2 ? (tiles + BLOCK / 32 * PAIRS - 1) / (BLOCK / 32 * PAIRS) : tiles;
-  return {name, contact_kernel<float, B, N, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS, 1, 1, NSPLIT, PREC, LNROW>,
+  return {name,
+          contact_kernel<float, B, N, C, H, STRATEGY, MAPPING, BLOCK, TI, TJ, 1, SMEM_W, PAIRS, 1, 1, NSPLIT, PREC, LNROW>,
           grid, BLOCK, L::kBytes};
 }
 
@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&flush, flush_bytes));
 
   std::printf("%-48s %8s %6s | %-26s | %-26s | %-26s | %-26s | %s\n", "variant", "cold us", "grid",
-              "load cycles q10/q50/q90", "LN cycles q10/q50/q90", "MLP cycles q10/q50/q90",
-              "warp start ns q50/q90/max", "warp end ns q10/q50/max");
+              "load cycles q10/q50/q90", "LN cycles q10/q50/q90", "MLP cycles q10/q50/q90", "warp start ns q50/q90/max",
+              "warp end ns q10/q50/max");
   for (const Variant& v : variants) {
     CHECK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
     unsigned long long* marks = nullptr;

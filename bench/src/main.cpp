@@ -15,7 +15,8 @@ Gpu g_gpu;
 const Gpu& gpu() { return g_gpu; }
 
 void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
 std::vector<float> seeded_data(const std::string& name, long long elements, std::uint64_t seed) {
@@ -50,8 +51,7 @@ std::deque<RtcProgram>& programs() {
 }
 }  // namespace
 
-RtcProgram& new_program(const RtcSources& sources, std::vector<std::string> expressions,
-                        std::vector<std::string> options) {
+RtcProgram& new_program(const RtcSources& sources, std::vector<std::string> expressions, std::vector<std::string> options) {
   RtcProgram& p = programs().emplace_back();
   p.sources = sources;
   p.name_expressions = std::move(expressions);
@@ -121,12 +121,16 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(g.l2_bytes));
     benchmark::AddCustomContext("cuda_driver", std::to_string(driver));
     benchmark::AddCustomContext("cuda_runtime", std::to_string(runtime));
-    benchmark::AddCustomContext("timing", "CUDA events around the launches; L2 flushed (2x its size) before every iteration");
-    benchmark::AddCustomContext("builds", "nvcc: the header's instantiations compiled ahead of time (cudaLaunchKernel); nvrtc: "
-                                          "the same name expressions compiled at start-up by " + tune_bench::nvrtc_version() +
-                                          " with the results file's context.compile_options (cuModuleLoadData, cuLaunchKernel)" +
-                                          (tune_bench::aa_mode() ? "; TUNE_BENCH_AA: the nvcc column is a second module of "
-                                                                   "the NVRTC build's CUBIN (an A/A comparison)" : ""));
+    benchmark::AddCustomContext("timing",
+                                "CUDA events around the launches; L2 flushed (2x its size) before every iteration");
+    benchmark::AddCustomContext("builds",
+                                "nvcc: the header's instantiations compiled ahead of time (cudaLaunchKernel); nvrtc: "
+                                "the same name expressions compiled at start-up by " +
+                                    tune_bench::nvrtc_version() +
+                                    " with the results file's context.compile_options (cuModuleLoadData, cuLaunchKernel)" +
+                                    (tune_bench::aa_mode() ? "; TUNE_BENCH_AA: the nvcc column is a second module of "
+                                                             "the NVRTC build's CUBIN (an A/A comparison)"
+                                                           : ""));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tune_bench: no usable CUDA device: %s\n", e.what());
     return 3;

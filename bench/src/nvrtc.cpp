@@ -23,9 +23,7 @@ namespace {
 void compile_one(RtcProgram& p) {
   const auto t0 = std::chrono::steady_clock::now();
   nvrtcProgram prog = nullptr;
-  const auto fail = [&](nvrtcResult r, const char* what) {
-    p.error = std::string(what) + ": " + nvrtcGetErrorString(r);
-  };
+  const auto fail = [&](nvrtcResult r, const char* what) { p.error = std::string(what) + ": " + nvrtcGetErrorString(r); };
   nvrtcResult r = nvrtcCreateProgram(&prog, p.sources.source, p.sources.name, p.sources.header_count,
                                      p.sources.header_sources, p.sources.header_names);
   if (r != NVRTC_SUCCESS) return fail(r, "nvrtcCreateProgram");
@@ -68,7 +66,8 @@ void compile_one(RtcProgram& p) {
 
 void nvrtc_compile(std::vector<RtcProgram*>& programs) {
   std::atomic<std::size_t> next{0};
-  const unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(programs.size())));
+  const unsigned n =
+      std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(programs.size())));
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < n; ++t)
     threads.emplace_back([&] {

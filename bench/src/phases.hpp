@@ -8,13 +8,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define PHASES_CHECK(x)                                                                            \
-  do {                                                                                             \
-    cudaError_t e = (x);                                                                           \
-    if (e != cudaSuccess) {                                                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e));                                 \
-      std::exit(1);                                                                                \
-    }                                                                                              \
+#define PHASES_CHECK(x)                                            \
+  do {                                                             \
+    cudaError_t e = (x);                                           \
+    if (e != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); \
+      std::exit(1);                                                \
+    }                                                              \
   } while (0)
 
 // [warp][mark][2]: %globaltimer and %clock64 of each warp's lane 0 at each mark; null: no marks.

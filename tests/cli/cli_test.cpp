@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <csignal>
 #include <cstdio>
@@ -15,7 +16,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <tuple>
 #include <vector>
 
@@ -25,8 +25,8 @@
 #include "support/cli_run.hpp"
 #include "support/paths.hpp"
 #include "tune/compile.hpp"
-#include "tune/io.hpp"
 #include "tune/device.hpp"
+#include "tune/io.hpp"
 
 namespace {
 
@@ -107,13 +107,15 @@ TEST(Cli, OptionValuesOutsideTheirRangeAreOneLineAndExitCode2) {
       EXPECT_FALSE(std::filesystem::exists(out)) << option << ": nothing runs\n" << r.output;
     }
   }
-  expect_error("--problem contact --B 2 --N 8 --compile-only --out " + out + " --config ''", "--config is given an empty value");
+  expect_error("--problem contact --B 2 --N 8 --compile-only --out " + out + " --config ''",
+               "--config is given an empty value");
   expect_error(base + " --out ''", "--out is given an empty value");
   expect_error("merge " + out + " --out ''", "--out is given an empty value");
   expect_error("verify " + tune::test::golden_file("contact_B3_N5_C8_H4.json").string() + " --device=-1",
                "--device -1: expected a CUDA device ordinal");
   // The ends of the ranges are taken.
-  const Result r = run(base + " --out " + out + " --seed 18446744073709551615 --jobs 1 --top 0 --cache-dir " + out + "/cache");
+  const Result r =
+      run(base + " --out " + out + " --seed 18446744073709551615 --jobs 1 --top 0 --cache-dir " + out + "/cache");
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
@@ -193,7 +195,8 @@ TEST(Cli, ACompileCacheThatCannotBeWrittenIsOneWarningAndTheCompilesStand) {
       EXPECT_EQ(v.at("compile_cached"), false) << v.dump();
     }
   }
-  if (geteuid() != 0) std::filesystem::permissions(std::filesystem::path(out) / "read_only", std::filesystem::perms::owner_all);
+  if (geteuid() != 0)
+    std::filesystem::permissions(std::filesystem::path(out) / "read_only", std::filesystem::perms::owner_all);
 }
 
 // What two runs of the same work share: every variant's name, status, resources and launches, in order.
@@ -203,7 +206,9 @@ nlohmann::ordered_json comparable(const std::filesystem::path& file) {
     v.erase("compile_seconds");
     v.erase("compile_cached");
   }
-  return nlohmann::ordered_json{{"shape", j.at("shape")}, {"summary", j.at("summary")}, {"variants", j.at("variants")},
+  return nlohmann::ordered_json{{"shape", j.at("shape")},
+                                {"summary", j.at("summary")},
+                                {"variants", j.at("variants")},
                                 {"shard", j.at("context").value("shard", nlohmann::ordered_json())}};
 }
 
@@ -216,7 +221,9 @@ TEST(CliSweep, TransferTunesTheCheapShapesFirstAndEachLaterOneFromTheirResults) 
   const Result r = run_with("TUNE_WORKER_FAKE=1", base + " --out " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("transfer: 3 shapes, cheapest first per problem: contact B=1 N=16; contact B=2 N=16; "
-                          "contact B=4 N=16"), std::string::npos) << r.output;
+                          "contact B=4 N=16"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("sweep: 3 of 3 items run in "), std::string::npos) << r.output;
   const auto dir = std::filesystem::path(out) / "fake-gpu" / "contact";
   std::vector<std::string> taught;
@@ -232,9 +239,10 @@ TEST(CliSweep, TransferTunesTheCheapShapesFirstAndEachLaterOneFromTheirResults) 
     }
     taught.push_back(file.string());
   }
-  for (const auto& [extra, clash] : std::vector<std::pair<std::string, std::string>>{
-           {"--budget 2", "--budget (the warm start chooses the variants)"},
-           {"--shard 0/2", "--shard (a shard does not see the others' results)"}}) {
+  for (const auto& [extra, clash] :
+       std::vector<std::pair<std::string, std::string>>{{"--budget 2", "--budget (the warm start chooses the variants)"},
+                                                        {"--shard 0/2",
+                                                         "--shard (a shard does not see the others' results)"}}) {
     const Result bad = run_with("TUNE_WORKER_FAKE=1", base + " " + extra + " --out " + out + "/bad");
     EXPECT_EQ(bad.code, 2) << bad.output;
     expect_error_output(bad, "--transfer tunes the sweep's shapes in one sequence; leave out " + clash);
@@ -308,7 +316,9 @@ Result run_fake(const std::string& env, const std::string& args) {
 nlohmann::ordered_json same_work(const std::filesystem::path& file) {
   auto j = comparable(file);
   for (auto& v : j.at("variants")) {
-    for (const char* k : {"timing", "search_timing", "throughput", "load_seconds", "first_launch_ms", "evaluate_ms", "parity_ms", "unload_ms"}) v.erase(k);
+    for (const char* k : {"timing", "search_timing", "throughput", "load_seconds", "first_launch_ms", "evaluate_ms",
+                          "parity_ms", "unload_ms"})
+      v.erase(k);
     if (v.contains("gate") && v.at("gate").is_object()) v.at("gate").erase("seconds");  // wall time
   }
   return j;
@@ -320,14 +330,15 @@ TEST(CliDevices, ASweepOnTwoDevicesSpreadsItsShapesAndMatchesTheSerialRun) {
   const std::string out = out_dir("devices_all");
   const Result serial = multi::run_fake("", multi::sweep(out) + " --out " + out + "/serial");
   ASSERT_EQ(serial.code, 0) << serial.output;
-  const Result r = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2", multi::sweep(out) + " --devices all --out " + out + "/multi");
+  const Result r =
+      multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2", multi::sweep(out) + " --devices all --out " + out + "/multi");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("sweep: 4 items run on 2 devices"), std::string::npos) << r.output;
   std::map<std::string, int> per_device;
   for (const auto& tag : multi::kTags) {
     int found = 0;
-    for (const auto& [dir, uuid, ordinal] : {std::tuple{"fake-gpu-fa4e0000", multi::kDevice0, 0},
-                                             std::tuple{"fake-gpu-fa4e0001", multi::kDevice1, 1}}) {
+    for (const auto& [dir, uuid, ordinal] :
+         {std::tuple{"fake-gpu-fa4e0000", multi::kDevice0, 0}, std::tuple{"fake-gpu-fa4e0001", multi::kDevice1, 1}}) {
       const auto file = std::filesystem::path(out) / "multi" / dir / "contact" / (tag + ".json");
       if (!std::filesystem::exists(file)) continue;
       ++found;
@@ -362,8 +373,8 @@ TEST(CliDevices, AFailingDeviceHandsItsWorkToTheOther) {
   // beside the results while it goes).
   for (const auto& tag : multi::kTags)
     for (const char* ext : {".json", ".json.partial", ".journal.jsonl"})
-      EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "multi" / "fake-gpu-fa4e0001" / "contact" /
-                                           (tag + ext)))
+      EXPECT_FALSE(
+          std::filesystem::exists(std::filesystem::path(out) / "multi" / "fake-gpu-fa4e0001" / "contact" / (tag + ext)))
           << tag << ext;
 
   // Every device failing: one error line, a non-zero exit.
@@ -375,15 +386,18 @@ TEST(CliDevices, AFailingDeviceHandsItsWorkToTheOther) {
 
 TEST(CliDevices, ReplicateRunsEveryShapeOnEveryDevice) {
   const std::string out = out_dir("devices_replicate");
-  const Result r = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2",
-                                   "--problem contact --B 1,2 --N 16 --config " + std::string(TUNE_FIXTURES) +
-                                       "/contact_sweep_space.json --cache-dir " + out + "/cache --devices 0,1 "
-                                       "--replicate --out " + out);
+  const Result r = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2", "--problem contact --B 1,2 --N 16 --config " +
+                                                                     std::string(TUNE_FIXTURES) +
+                                                                     "/contact_sweep_space.json --cache-dir " + out +
+                                                                     "/cache --devices 0,1 "
+                                                                     "--replicate --out " +
+                                                                     out);
   ASSERT_EQ(r.code, 0) << r.output;
   for (const char* dir : {"fake-gpu-fa4e0000", "fake-gpu-fa4e0001"})
     for (const char* tag : {"B1_N16_C64_H32", "B2_N16_C64_H32"})
       EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / dir / "contact" / (std::string(tag) + ".json")))
-          << dir << "/" << tag << "\n" << r.output;
+          << dir << "/" << tag << "\n"
+          << r.output;
 }
 
 TEST(CliDevices, UnknownDevicesAreOneLineAndExitCode2) {
@@ -414,10 +428,12 @@ TEST(Cli, WithoutAGpuTheFirstLineSaysWhatTheCompileOnlySweepWillDoAndHowLong) {
   EXPECT_EQ(first.rfind("no CUDA device (", 0), 0u) << r.output;
   EXPECT_NE(first.find("): a compile-only sweep for sm_90 instead: every variant compiled, nothing timed; pass --budget "
                        "50 to compile a sample"),
-            std::string::npos) << r.output;
-  const std::regex plan("compile-only sweep: (\\d+) variants for sm_90 on 2 compile job\\(s\\), about \\S+ \\(1\\.5 s a "
-                        "compile a job; less from the compile cache\\), results into " +
-                        out + "/file/compile-only-sm_90/contact/(; --budget 50 compiles a sample)?\n");
+            std::string::npos)
+      << r.output;
+  const std::regex plan(
+      "compile-only sweep: (\\d+) variants for sm_90 on 2 compile job\\(s\\), about \\S+ \\(1\\.5 s a "
+      "compile a job; less from the compile cache\\), results into " +
+      out + "/file/compile-only-sm_90/contact/(; --budget 50 compiles a sample)?\n");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, plan)) << r.output;
   EXPECT_EQ(m[2].matched, std::stoi(m[1]) > 50) << r.output;
@@ -436,7 +452,8 @@ TEST(Cli, HelpTextsNameOnlyTheProductsOwnPaths) {
     const Result r = run(sub + " --help");
     EXPECT_EQ(r.code, 0) << sub << "\n" << r.output;
     for (const std::string outside : {"shared/", "PROBLEMS.md", "MEASURE.md", "STYLE.md"})
-      EXPECT_EQ(r.output.find(outside), std::string::npos) << "tune " << sub << " --help names " << outside << "\n" << r.output;
+      EXPECT_EQ(r.output.find(outside), std::string::npos) << "tune " << sub << " --help names " << outside << "\n"
+                                                           << r.output;
   }
   EXPECT_NE(run("verify --help").output.find("<problem folder>/golden/*.json"), std::string::npos);
 }
@@ -448,7 +465,8 @@ TEST(CliDevices, AllWithoutAGpuIsTheCompileOnlySweepOnce) {
                        "/contact_sweep_space.json --cache-dir " + out + "/cache --devices all --out " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("sweep: 2 of 2 items run"), std::string::npos) << r.output;
-  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N16_C64_H32.json"));
+  EXPECT_TRUE(
+      std::filesystem::exists(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N16_C64_H32.json"));
 }
 
 TEST(CliSweep, BadSweepInputIsOneLineAndExitCode2) {
@@ -498,8 +516,8 @@ TEST(Cli, TheFirstCtrlCFinishesTheVariantInHandAndWritesAValidPartialResult) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     std::freopen(log.c_str(), "w", stderr);
-    execl(TUNE_EXE, TUNE_EXE, "--problem", "contact", "--B", "4", "--N", "64", "--compile-only", "--no-cache",
-          "--out", out.c_str(), static_cast<char*>(nullptr));
+    execl(TUNE_EXE, TUNE_EXE, "--problem", "contact", "--B", "4", "--N", "64", "--compile-only", "--no-cache", "--out",
+          out.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   const auto json_path = std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B4_N64_C64_H32.json";
@@ -526,8 +544,9 @@ TEST(Cli, TheFirstCtrlCFinishesTheVariantInHandAndWritesAValidPartialResult) {
 }
 
 TEST(Cli, VerifyChecksTheCpuReferenceAgainstGoldenFiles) {
-  const Result r = run("verify " + tune::test::golden_file("contact_B3_N5_C8_H4.json").string() + " " +
-                       tune::test::golden_file("scene_graph_B2_N6_D16_H2_P4.json").string() + " --results " + out_dir("verify"));
+  const Result r =
+      run("verify " + tune::test::golden_file("contact_B3_N5_C8_H4.json").string() + " " +
+          tune::test::golden_file("scene_graph_B2_N6_D16_H2_P4.json").string() + " --results " + out_dir("verify"));
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("CPU reference vs golden: max abs error"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("all checks passed"), std::string::npos) << r.output;
@@ -617,7 +636,8 @@ TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
   // is generated from it.
   const std::string out = out_dir("merged_header_null_median");
   std::filesystem::create_directories(out);
-  for (const auto& [tag, median] : {std::pair{"null", nlohmann::ordered_json(nullptr)}, std::pair{"zero", nlohmann::ordered_json(0.0)}}) {
+  for (const auto& [tag, median] :
+       {std::pair{"null", nlohmann::ordered_json(nullptr)}, std::pair{"zero", nlohmann::ordered_json(0.0)}}) {
     auto j = nlohmann::ordered_json::parse(std::ifstream(merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json")));
     const std::string winner = j.at("summary").at("winner").get<std::string>();
     for (auto& v : j.at("variants"))
@@ -625,7 +645,8 @@ TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
     const std::string file = out + "/" + tag + ".json";
     std::ofstream(file) << j.dump();
     expect_error("header " + file + " --allow-synthetic -o " + out + "/" + tag + ".hpp",
-                 file + ": variants[1].timing.median_us: " + (median.is_null() ? "null is not a number" : "0.0 is not a positive number"));
+                 file + ": variants[1].timing.median_us: " +
+                     (median.is_null() ? "null is not a number" : "0.0 is not a positive number"));
     EXPECT_FALSE(std::filesystem::exists(out + "/" + tag + ".hpp"));
   }
 }
@@ -641,7 +662,8 @@ TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   // The space gains a parameter after the run (as contact gains async_copy): the merge still works.
   const std::string out = out_dir("merged_header_new_parameter");
   std::filesystem::create_directories(out);
-  auto space = nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/../../configs/contact/problem.json"));
+  auto space =
+      nlohmann::ordered_json::parse(std::ifstream(std::string(TUNE_FIXTURES) + "/../../configs/contact/problem.json"));
   space["parameters"].push_back({{"name", "added_later"}, {"values", {false, true}}});
   space["baseline"]["added_later"] = false;
   space["include_dirs"] = {common_kernels_dir()};
@@ -737,15 +759,17 @@ TEST(Cli, AHugeSpaceIsRefusedInOneLineBeforeAnythingRuns) {
     const Result r = run_command(env + " timeout -s KILL 60 " + std::string(TUNE_EXE) + " " + kSmallShape + " --config " +
                                  space + " --out " + out + (env.empty() ? " --compile-only" : ""));
     EXPECT_EQ(r.code, 2) << r.output;
-    expect_error_output(r, "space.json: the space has 138240000000000 (1.4e+14) configurations (the product of its "
-                           "parameters' values), more than --max-space 4000000; pass --budget N");
+    expect_error_output(r,
+                        "space.json: the space has 138240000000000 (1.4e+14) configurations (the product of its "
+                        "parameters' values), more than --max-space 4000000; pass --budget N");
     EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
   }
   // The limit is an option; a budget larger than it is refused too.
   expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + std::string(TUNE_FIXTURES) +
                    "/contact_small_space.json --max-space 100",
                "the space has 13824 configurations (the product of its parameters' values), more than --max-space 100");
-  expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + space + " --budget 20 --max-space 10",
+  expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + space +
+                   " --budget 20 --max-space 10",
                "--budget 20 is more than --max-space 10");
   expect_error(std::string(kSmallShape) + " --compile-only --out " + out + " --config " + space + " --max-space 0",
                "--max-space 0: expected at least 1");
@@ -770,14 +794,18 @@ TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) 
     if (v.status == tune::Status::kPassed && v.timing->median_us <= 1.02 * best) promising.insert(v.name);
   ASSERT_GE(promising.size(), 1u);
   const std::string out = out_dir("warm_start");
-  const Result r = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} {} --warm-keep 1.02 "
-                                                              "--warm-explore 2 --warm-refine 0 --sanitize off --out {} --cache-dir {}/cache",
-                                                              record.string(), other.string(), out, out));
+  const Result r = run_with("TUNE_WORKER_FAKE=1",
+                            fmt::format("--problem contact --B 4 --N 32 --warm-start {} {} --warm-keep 1.02 "
+                                        "--warm-explore 2 --warm-refine 0 --sanitize off --out {} --cache-dir {}/cache",
+                                        record.string(), other.string(), out, out));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find(fmt::format("warm start: {} configurations within 1.02x of the best at the nearest shape of 2 "
-                                      "file(s), 2 others at random (seed 42)", promising.size())),
-            std::string::npos) << r.output;
-  const auto j = nlohmann::ordered_json::parse(std::ifstream(std::filesystem::path(out) / "fake-gpu/contact/B4_N32_C64_H32.json"));
+                                      "file(s), 2 others at random (seed 42)",
+                                      promising.size())),
+            std::string::npos)
+      << r.output;
+  const auto j =
+      nlohmann::ordered_json::parse(std::ifstream(std::filesystem::path(out) / "fake-gpu/contact/B4_N32_C64_H32.json"));
   const auto& search = j.at("context").at("search");
   EXPECT_EQ(search.at("strategy"), "warm");
   EXPECT_EQ(search.at("warm_start").at("promising"), promising.size());
@@ -788,8 +816,10 @@ TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) 
   std::set<std::string> names;
   for (const auto& v : j.at("variants")) {
     names.insert(v.at("name").get<std::string>());
-    if (v.at("baseline") == true) ++baselines;
-    else if (!promising.contains(v.at("name").get<std::string>())) ++others;
+    if (v.at("baseline") == true)
+      ++baselines;
+    else if (!promising.contains(v.at("name").get<std::string>()))
+      ++others;
   }
   EXPECT_EQ(baselines, 1u);
   EXPECT_EQ(others, 2u) << "the exploration";
@@ -798,10 +828,11 @@ TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) 
   // --warm-refine 1: the same choice, then the configurations one parameter away from the fastest
   // of it, each compiled and measured once (the later passes take the earlier ones' records).
   const std::string refined = out_dir("warm_start_refine");
-  const Result rr = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} {} --warm-keep 1.02 "
-                                                               "--warm-explore 2 --warm-refine 1 --sanitize off --out {} "
-                                                               "--cache-dir {}/cache",
-                                                               record.string(), other.string(), refined, refined));
+  const Result rr =
+      run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} {} --warm-keep 1.02 "
+                                                 "--warm-explore 2 --warm-refine 1 --sanitize off --out {} "
+                                                 "--cache-dir {}/cache",
+                                                 record.string(), other.string(), refined, refined));
   ASSERT_EQ(rr.code, 0) << rr.output;
   const auto rj =
       nlohmann::ordered_json::parse(std::ifstream(std::filesystem::path(refined) / "fake-gpu/contact/B4_N32_C64_H32.json"));
@@ -841,17 +872,21 @@ TEST(Cli, AWarmStartTimesThePromisingConfigurationsOfANearbyShapeAndAFewOthers) 
   EXPECT_EQ(rj.at("variants").size(), names.size() + refine.at("added").get<std::size_t>());
   // The last pass measures the baseline alone: the search passes leave it to a compile of its own.
   EXPECT_NE(rr.output.find(fmt::format("{} of {} variants measured by the earlier passes", names.size() + added - 1,
-                                       names.size() + added)), std::string::npos) << rr.output;
+                                       names.size() + added)),
+            std::string::npos)
+      << rr.output;
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(refined) / "fake-gpu/contact/B4_N32_C64_H32.journal.jsonl"));
   // Bad input: a result of another problem, and --budget beside it.
-  const Result wrong = run_with("TUNE_WORKER_FAKE=1",
-                                fmt::format("--problem contact --B 4 --N 32 --warm-start {} --out {}",
-                                            (tune::test::repo_dir() / "results/h200/scene_graph/B16_N64_D256_heads8_P32.json.gz").string(),
-                                            out_dir("warm_start_wrong")));
+  const Result wrong =
+      run_with("TUNE_WORKER_FAKE=1",
+               fmt::format("--problem contact --B 4 --N 32 --warm-start {} --out {}",
+                           (tune::test::repo_dir() / "results/h200/scene_graph/B16_N64_D256_heads8_P32.json.gz").string(),
+                           out_dir("warm_start_wrong")));
   EXPECT_EQ(wrong.code, 2) << wrong.output;
   expect_error_output(wrong, "--warm-start: a result of problem scene_graph, not contact");
-  const Result both = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} --budget 5 --out {}",
-                                                                 record.string(), out_dir("warm_start_budget")));
+  const Result both =
+      run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 4 --N 32 --warm-start {} --budget 5 --out {}",
+                                                 record.string(), out_dir("warm_start_budget")));
   EXPECT_EQ(both.code, 2) << both.output;
   expect_error_output(both, "--warm-start and --budget: both choose the variants to time; pass one of them");
 }
@@ -867,7 +902,8 @@ TEST(Cli, AModelSearchTimesItsInitialDesignAndItsProposalsOnceEachAndTheBaseline
                                         out, out));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("model search: an initial design of "), std::string::npos) << r.output;
-  const auto j = nlohmann::ordered_json::parse(std::ifstream(std::filesystem::path(out) / "fake-gpu/contact/B2_N16_C64_H32.json"));
+  const auto j =
+      nlohmann::ordered_json::parse(std::ifstream(std::filesystem::path(out) / "fake-gpu/contact/B2_N16_C64_H32.json"));
   const auto& search = j.at("context").at("search");
   EXPECT_EQ(search.at("strategy"), "model");
   const auto& model = search.at("model");
@@ -896,28 +932,33 @@ TEST(Cli, AModelSearchTimesItsInitialDesignAndItsProposalsOnceEachAndTheBaseline
   }
   EXPECT_EQ(baselines, 1u);
   EXPECT_TRUE(j.at("summary").at("speedup_over_baseline").is_number()) << j.at("summary");
-  EXPECT_NE(r.output.find(fmt::format("{} of {} variants measured by the earlier passes", initial + added, initial + added + 1)),
-            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(
+                fmt::format("{} of {} variants measured by the earlier passes", initial + added, initial + added + 1)),
+            std::string::npos)
+      << r.output;
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "fake-gpu/contact/B2_N16_C64_H32.journal.jsonl"));
-  const Result only_compile = run_with("", fmt::format("--problem contact --B 2 --N 16 --search model --compile-only --out {}",
-                                                       out_dir("model_compile_only")));
+  const Result only_compile =
+      run_with("", fmt::format("--problem contact --B 2 --N 16 --search model --compile-only --out {}",
+                               out_dir("model_compile_only")));
   EXPECT_EQ(only_compile.code, 2) << only_compile.output;
   expect_error_output(only_compile, "--search model with --compile-only: the model learns from timings; drop one");
-  const Result budget = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem contact --B 2 --N 16 --search model --budget 5 --out {}",
-                                                                   out_dir("model_budget")));
+  const Result budget =
+      run_with("TUNE_WORKER_FAKE=1",
+               fmt::format("--problem contact --B 2 --N 16 --search model --budget 5 --out {}", out_dir("model_budget")));
   EXPECT_EQ(budget.code, 2) << budget.output;
   expect_error_output(budget, "--search model and --budget: both choose the variants to time; pass one of them");
 }
 
 TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
   const std::string out = out_dir("huge_space_sampled");
-  const std::string args = std::string(kSmallShape) + " --config " + huge_space() + " --out " + out + " --cache-dir " +
-                           out + "/cache --compile-only --budget 3";
+  const std::string args = std::string(kSmallShape) + " --config " + huge_space() + " --out " + out + " --cache-dir " + out +
+                           "/cache --compile-only --budget 3";
   const Result r = run_command("timeout -s KILL 120 " + std::string(TUNE_EXE) + " " + args);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("the space has 138240000000000 (1.4e+14) configurations, more than --max-space 4000000: "
                           "drawing 3 valid ones at random without enumerating it (seed 42"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   const auto j = nlohmann::ordered_json::parse(
       std::ifstream(std::filesystem::path(out) / "compile-only-sm_90" / "contact" / "B2_N8_C16_H8.json"));
   const auto& search = j.at("context").at("search");
@@ -942,9 +983,9 @@ TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
     EXPECT_EQ(k.at("variants")[i].at("name"), j.at("variants")[i].at("name"));
   // Timed (on the fake device), the record of a sampled space is written and read back as valid:
   // valid_configurations -1 is "not counted", not an out-of-range count.
-  const Result timed = run_command("TUNE_WORKER_FAKE=1 timeout -s KILL 120 " + std::string(TUNE_EXE) + " " +
-                                   std::string(kSmallShape) + " --config " + huge_space() + " --out " + out +
-                                   "/timed --cache-dir " + out + "/cache --budget 3");
+  const Result timed =
+      run_command("TUNE_WORKER_FAKE=1 timeout -s KILL 120 " + std::string(TUNE_EXE) + " " + std::string(kSmallShape) +
+                  " --config " + huge_space() + " --out " + out + "/timed --cache-dir " + out + "/cache --budget 3");
   ASSERT_EQ(timed.code, 0) << timed.output;
   const auto t = nlohmann::ordered_json::parse(
       std::ifstream(std::filesystem::path(out) / "timed" / "fake-gpu" / "contact" / "B2_N8_C16_H8.json"));
@@ -962,8 +1003,10 @@ TEST(Cli, ARunOfMoreVariantsThanTheLimitIsRefusedInOneLine) {
   for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
     const Result r = run_with(env, base + " --max-variants 5");
     EXPECT_EQ(r.code, 2) << r.output;
-    expect_error_output(r, "tune: contact B=2 N=8 C=16 H=8 T=float32: 6 variants (6 of 13824 configurations pass the constraints) "
-                           "are more than --max-variants 5 a run compiles and times");
+    expect_error_output(
+        r,
+        "tune: contact B=2 N=8 C=16 H=8 T=float32: 6 variants (6 of 13824 configurations pass the constraints) "
+        "are more than --max-variants 5 a run compiles and times");
     EXPECT_NE(r.output.find("pass --budget N"), std::string::npos) << r.output;
     EXPECT_FALSE(std::filesystem::exists(out)) << "nothing written: " << r.output;
   }

@@ -29,7 +29,8 @@ TEST(DtypeCli, ACommaListSweepsTheDtypeOneFilePerDtype) {
   EXPECT_EQ(j.at("schema_minor_version"), tune::kResultSchemaMinorVersion);
   const auto& tensors = j.at("context").at("tensors");
   ASSERT_EQ(tensors.size(), 3u) << tensors.dump();
-  EXPECT_EQ(tensors[0], nlohmann::ordered_json::parse(R"({"name": "x", "role": "input", "dtype": "bfloat16", "shape": [64]})"));
+  EXPECT_EQ(tensors[0],
+            nlohmann::ordered_json::parse(R"({"name": "x", "role": "input", "dtype": "bfloat16", "shape": [64]})"));
   EXPECT_EQ(tensors[1].at("dtype"), "int64");
   EXPECT_EQ(tensors[2].at("role"), "output");
   EXPECT_EQ(tensors[2].at("dtype"), "bfloat16");
@@ -45,7 +46,8 @@ TEST(DtypeCli, TheDefaultDtypeIsUsedWithoutTheFlag) {
   const std::string out = out_dir("dtype_default");
   const Result r = run("--problem " + kProblem + " --M 64 --compile-only --out " + out + " --cache-dir " + out + "/cache");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / "compile-only-sm_90" / "dtype_problem" / "M64.json")) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / "compile-only-sm_90" / "dtype_problem" / "M64.json"))
+      << r.output;
 }
 
 TEST(DtypeCli, ABadDtypeIsOneLineNamingTheChoices) {

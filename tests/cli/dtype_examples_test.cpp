@@ -49,7 +49,8 @@ std::map<std::string, Json> tensors_of(const Json& results) {
 TEST(DtypeExamples, RmsnormOutsideTheRepoCompilesForThreeDtypesInOneRun) {
   const fs::path dir = copy_example("rmsnorm");
   const std::string out = out_dir("dtype_examples_rmsnorm");
-  const Result r = run("--problem " + dir.string() + " --M 64 --K 256 --T float32,bfloat16,float16 --compile-only --no-cache --out " + out);
+  const Result r = run("--problem " + dir.string() +
+                       " --M 64 --K 256 --T float32,bfloat16,float16 --compile-only --no-cache --out " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   struct Expected {
     std::string tag, dtype, cuda_type;
@@ -80,8 +81,9 @@ TEST(DtypeExamples, RmsnormOutsideTheRepoCompilesForThreeDtypesInOneRun) {
 TEST(DtypeExamples, EmbeddingBagOutsideTheRepoRecordsInt64IndicesOnTheFakeWorker) {
   const fs::path dir = copy_example("embedding_bag");
   const std::string out = out_dir("dtype_examples_embedding_bag");
-  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() +
-                                                      " --B 5 --L 3 --N 50 --D 32 --T float32,bfloat16 --budget 3 --no-cache --out " + out);
+  const Result r = run_with("TUNE_WORKER_FAKE=1",
+                            "--problem " + dir.string() +
+                                " --B 5 --L 3 --N 50 --D 32 --T float32,bfloat16 --budget 3 --no-cache --out " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   for (const std::string dtype : {"float32", "bfloat16"}) {
     SCOPED_TRACE(dtype);

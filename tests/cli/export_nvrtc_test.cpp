@@ -78,7 +78,8 @@ TEST(ExportNvrtc, PrintsTheSourcesAsNvrtcGetsThemAndEachRecordsFinalists) {
   EXPECT_EQ(names(out["records"], "shape_name"),
             (std::vector<std::string>{"fixture_h200_R256_L64", "fixture_h200_R64_L64", "fixture_h200_R64_L64_bfloat16"}));
   const Json& rec = out["records"][1];
-  EXPECT_EQ(rec["compile_options"], Json::parse(slurp(kResults / "fixture_h200_R64_L64.json"))["context"]["compile_options"]);
+  EXPECT_EQ(rec["compile_options"],
+            Json::parse(slurp(kResults / "fixture_h200_R64_L64.json"))["context"]["compile_options"]);
   EXPECT_EQ(names(rec["finalists"], "name"), (std::vector<std::string>{"block=64,per_thread=4", "block=128,per_thread=4",
                                                                        "block=128,per_thread=2", "block=128,per_thread=1"}));
   const Json& first = rec["finalists"][0];
@@ -114,7 +115,8 @@ TEST(ExportNvrtc, NamesTheKernelsOfARecordOlderThanADtypeVariableWithItsDefault)
     }
   const fs::path file = fs::path(out_dir("export_nvrtc_older_results")) / "fixture_h200_R64_L64.json";
   write(file, old.dump(1));
-  const Result now = run("export nvrtc --problem " + problem.string() + " " + (kResults / "fixture_h200_R64_L64.json").string());
+  const Result now =
+      run("export nvrtc --problem " + problem.string() + " " + (kResults / "fixture_h200_R64_L64.json").string());
   const Result before = run("export nvrtc --problem " + problem.string() + " " + file.string());
   ASSERT_EQ(now.code, 0) << now.output;
   ASSERT_EQ(before.code, 0) << before.output;
@@ -190,21 +192,25 @@ TEST(ExportNvrtc, RefusesABadResultsFileAnotherProblemAndNothingToRead) {
 TEST(ExportNvrtc, EmbedScriptWritesTheBenchHeaderFromTunesExport) {
   const fs::path problem = typed_problem("embed");
   const fs::path out = fs::path(out_dir("export_nvrtc_embed_out")) / "affine_typed_nvrtc.hpp";
-  const std::string script = python() + " " + (fs::path(TUNE_REPO_DIR) / "bench" / "embed_nvrtc.py").string() +
-                             " --tune " + TUNE_EXE + " --problem " + problem.string() + " --out " + out.string();
+  const std::string script = python() + " " + (fs::path(TUNE_REPO_DIR) / "bench" / "embed_nvrtc.py").string() + " --tune " +
+                             TUNE_EXE + " --problem " + problem.string() + " --out " + out.string();
   Result r = run_command(script + " --depfile " + out.string() + ".d --interleave fixture_h200_R64_L64" + results_args());
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string h = slurp(out);
   EXPECT_NE(h.find("inline constexpr const char* kHeaderNames[2] = {\"detail/convert.cuh\", \"detail/types.cuh\"};"),
-            std::string::npos) << h;
+            std::string::npos)
+      << h;
   EXPECT_NE(h.find("  {\"fixture_h200_R64_L64\", 4, {\"-arch=sm_90\", \"-std=c++17\", \"--ptxas-options=-v\", "
                    "\"-lineinfo\"}, 4, {\n    {\"block=64,per_thread=4\", false, 20.1000, 20.1000, 1, "
                    "{{\"affine_kernel<float,64,64,64,4>\", {16, 1, 1}, {64, 1, 1}, 0}}},"),
-            std::string::npos) << h;
+            std::string::npos)
+      << h;
   EXPECT_NE(h.find("  {\"fixture_h200_R256_L64\", 4, {\"-arch=sm_90\", \"-std=c++17\", \"--ptxas-options=-v\", "
                    "\"-lineinfo\"}, 0, {\n}}"),
-            std::string::npos) << h;  // not interleaved: no finalists
-  EXPECT_NE(slurp(out.string() + ".d").find(fs::weakly_canonical(problem / "detail" / "types.cuh").string()), std::string::npos);
+            std::string::npos)
+      << h;  // not interleaved: no finalists
+  EXPECT_NE(slurp(out.string() + ".d").find(fs::weakly_canonical(problem / "detail" / "types.cuh").string()),
+            std::string::npos);
 
   r = run_command(script + " " + (kFixtures / "results" / "contact_B4_N64_C64_H32.json").string());
   EXPECT_EQ(r.code, 2) << r.output;

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <vector>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,7 +49,8 @@ fs::path typed_folder(const std::string& name) {
                                                       "init": {"kind": "integers", "low": -5, "high": 5}})"));
   tensors.insert(tensors.begin() + 3, Json::parse(R"({"name": "mask", "role": "input", "shape": ["M"], "dtype": "bool",
                                                       "init": {"kind": "bernoulli", "p": 0.5}})"));
-  j["edits"] = Json::parse(R"([{"tensor": "x", "index": ["1"], "value": "0.1"}, {"tensor": "k", "index": ["0"], "value": "-3"}])");
+  j["edits"] =
+      Json::parse(R"([{"tensor": "x", "index": ["1"], "value": "0.1"}, {"tensor": "k", "index": ["0"], "value": "-3"}])");
   write_json(dir / "problem.json", j);
   return dir;
 }
@@ -60,7 +61,8 @@ Result make_golden(const fs::path& dir, const std::string& shape, const fs::path
 }
 
 Result verify(const fs::path& golden, const std::string& name) {
-  return run_with("CUDA_VISIBLE_DEVICES=", "verify " + golden.string() + " --results " + out_dir("golden_dtype_res_" + name));
+  return run_with("CUDA_VISIBLE_DEVICES=",
+                  "verify " + golden.string() + " --results " + out_dir("golden_dtype_res_" + name));
 }
 
 TEST(GoldenDtype, MakeGoldensWritesEachDtypeAndTuneVerifiesIt) {
@@ -114,18 +116,27 @@ TEST(GoldenDtype, AValueOrDtypeTheProblemDoesNotHoldIsRefusedInOneLine) {
     EXPECT_EQ(r.code, 2) << name << "\n" << r.output;
     expect_error_output(r, file.string() + ": " + needle);
   };
-  plant("not_bf16", [](Json& b) { b["inputs"]["x"]["data"][3] = 0.1; },
-        "inputs.x.data[3]: 0.1 is not exactly a bfloat16 value (it would become 0.10009765625)");
-  plant("dtype_name", [](Json& b) { b["inputs"]["x"]["dtype"] = "bf16"; }, "inputs.x.dtype \"bf16\" is not a dtype (float16,");
-  plant("half_index", [](Json& b) { b["inputs"]["idx"]["data"][2] = 0.5; }, "inputs.idx.data[2]: 0.5 is not exactly a int64 value");
-  plant("int8_range", [](Json& b) { b["inputs"]["k"]["data"][0] = 300; }, "inputs.k.data[0]: 300 is not exactly a int8 value");
-  plant("other_dtype", [](Json& b) { b["inputs"]["x"]["dtype"] = "float16"; },
-        "inputs.x is float16, the problem's tensor is bfloat16 at this shape");
-  plant("older", [](Json& b) { b["inputs"]["x"].erase("dtype"); },
-        "inputs.x is float32 (no 'dtype': float32), the problem's tensor is bfloat16 at this shape");
-  plant("shape_dtype", [](Json& b) { b["shape"]["T"] = "bfloat17"; }, "shape.T: \"bfloat17\" is not a dtype");
-  plant("not_a_value", [](Json& b) { b["shape"]["T"] = "float64"; },
-        "--T float64 is not a dtype problem dtype_problem takes (--T: float32, bfloat16, float16)");
+  plant(
+      "not_bf16", [](Json& b) { b["inputs"]["x"]["data"][3] = 0.1; },
+      "inputs.x.data[3]: 0.1 is not exactly a bfloat16 value (it would become 0.10009765625)");
+  plant(
+      "dtype_name", [](Json& b) { b["inputs"]["x"]["dtype"] = "bf16"; }, "inputs.x.dtype \"bf16\" is not a dtype (float16,");
+  plant(
+      "half_index", [](Json& b) { b["inputs"]["idx"]["data"][2] = 0.5; },
+      "inputs.idx.data[2]: 0.5 is not exactly a int64 value");
+  plant(
+      "int8_range", [](Json& b) { b["inputs"]["k"]["data"][0] = 300; }, "inputs.k.data[0]: 300 is not exactly a int8 value");
+  plant(
+      "other_dtype", [](Json& b) { b["inputs"]["x"]["dtype"] = "float16"; },
+      "inputs.x is float16, the problem's tensor is bfloat16 at this shape");
+  plant(
+      "older", [](Json& b) { b["inputs"]["x"].erase("dtype"); },
+      "inputs.x is float32 (no 'dtype': float32), the problem's tensor is bfloat16 at this shape");
+  plant(
+      "shape_dtype", [](Json& b) { b["shape"]["T"] = "bfloat17"; }, "shape.T: \"bfloat17\" is not a dtype");
+  plant(
+      "not_a_value", [](Json& b) { b["shape"]["T"] = "float64"; },
+      "--T float64 is not a dtype problem dtype_problem takes (--T: float32, bfloat16, float16)");
 }
 
 // make_goldens.py (through tune problem draw) writes the very data tune draws at that
@@ -143,7 +154,8 @@ TEST(GoldenDtype, TheScriptDrawsTheDataTuneDraws) {
                                 {typed, "M=40,T=bfloat16", {{"M", 40}}},
                                 {typed, "M=40,T=float16", {{"M", 40}}},
                                 {repo / "examples" / "rmsnorm", "M=3,K=64,T=bfloat16", {{"M", 3}, {"K", 64}}},
-                                {repo / "examples" / "embedding_bag", "B=3,L=4,N=10,D=8,T=bfloat16",
+                                {repo / "examples" / "embedding_bag",
+                                 "B=3,L=4,N=10,D=8,T=bfloat16",
                                  {{"B", 3}, {"L", 4}, {"N", 10}, {"D", 8}}},
                                 {repo / "configs" / "contact", "B=1,N=5,C=8,H=4", {{"B", 1}, {"N", 5}, {"C", 8}, {"H", 4}}}};
   int n = 0;
@@ -164,7 +176,8 @@ TEST(GoldenDtype, TheScriptDrawsTheDataTuneDraws) {
         ASSERT_EQ(got.size(), t.data.size()) << c.shape << " " << t.spec.name;
         std::size_t differ = 0;
         for (std::size_t i = 0; i < t.data.size(); ++i) differ += got[i].get<double>() != t.data[i] ? 1 : 0;
-        EXPECT_EQ(differ, 0u) << c.shape << " " << group << "." << t.spec.name << ": first " << got[0] << " vs " << t.data[0];
+        EXPECT_EQ(differ, 0u) << c.shape << " " << group << "." << t.spec.name << ": first " << got[0] << " vs "
+                              << t.data[0];
       }
     }
   }

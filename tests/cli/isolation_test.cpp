@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -20,7 +21,6 @@
 #include <regex>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -107,8 +107,7 @@ std::size_t journal_records(const std::filesystem::path& p) {
   while (std::getline(in, line)) {
     try {
       if (Json::parse(line).contains("record")) ++n;
-    } catch (const Json::parse_error&) {
-    }
+    } catch (const Json::parse_error&) {}
   }
   return n;
 }
@@ -180,8 +179,8 @@ TEST(Isolation, CrashedAndHungVariantsAreRecordedAndTheWinnerStands) {
   for (const auto& n : order)
     if (n != winner && n != baseline && n != runner_up) victims.push_back(n);
   ASSERT_GE(victims.size(), 3u);
-  const std::string faults = "TUNE_WORKER_FAULT='" + victims[0] + "=segv;" + victims[1] + "=hang;" + victims[2] +
-                             "=cuda;" + runner_up + "=abort@remeasure'";
+  const std::string faults = "TUNE_WORKER_FAULT='" + victims[0] + "=segv;" + victims[1] + "=hang;" + victims[2] + "=cuda;" +
+                             runner_up + "=abort@remeasure'";
 
   const std::string faulty = fresh_dir("faulty");
   const Result b = run(std::string(kFake) + " " + faults, small_run_args(faulty) + " --variant-timeout 1");
@@ -241,7 +240,8 @@ TEST(Isolation, ATimedRunInWhichNothingPassedSaysSoAndExits5) {
   EXPECT_EQ(count_of(r.output, "tune: "), 1u) << r.output;
   EXPECT_NE(r.output.find("tune: no variant of contact B=2 N=8 C=16 H=8 T=float32 passed ("), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" crashed): no winner, no header; the results are in " + result_path(out).string()),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   const Json got = read_json(result_path(out));
   EXPECT_EQ(got.at("complete"), true);
   EXPECT_TRUE(got.at("summary").at("winner").is_null());
@@ -255,7 +255,9 @@ TEST(Isolation, ATimedRunInWhichNothingPassedSaysSoAndExits5) {
     const std::string dir = fresh_dir("nothing_passed_shard" + std::to_string(k));
     const Result s = run(std::string(kFake) + " " + faults, small_run_args(dir) + " --shard " + std::to_string(k) + "/2");
     EXPECT_EQ(s.code, 0) << s.output;
-    EXPECT_NE(s.output.find("(a --shard part exits 0: tune merge exits 5 if the merged run has no winner)"), std::string::npos) << s.output;
+    EXPECT_NE(s.output.find("(a --shard part exits 0: tune merge exits 5 if the merged run has no winner)"),
+              std::string::npos)
+        << s.output;
     shards += " " + dir;
   }
   const std::string merged = fresh_dir("nothing_passed_merged");
@@ -277,8 +279,8 @@ TEST(Isolation, ADeadlineThatHasPassedIsATimeoutNeverAnEndlessWait) {
   const std::string out = fresh_dir("expired_deadline");
   const std::string faults = std::string("TUNE_WORKER_FAULT='") + kEveryVariant + "=hang'";
   // `timeout` ends a hung run (exit 124) instead of the test's own timeout.
-  const Result r = run(std::string(kFake) + " " + faults + " timeout -s KILL 60",
-                       small_run_args(out) + " --variant-timeout 0.0001");
+  const Result r =
+      run(std::string(kFake) + " " + faults + " timeout -s KILL 60", small_run_args(out) + " --variant-timeout 0.0001");
   ASSERT_EQ(r.code, 5) << "every variant times out, none hangs the run\n" << r.output;
   const Json got = read_json(result_path(out));
   for (const auto& v : got.at("variants")) {
@@ -305,8 +307,7 @@ TEST(Isolation, ResumeAfterKillMeasuresOnlyWhatTheJournalLacks) {
       try {
         const Json j = Json::parse(line);
         if (j.contains("record")) journaled[j.at("record").at("name").get<std::string>()] = j.at("record");
-      } catch (const Json::parse_error&) {
-      }
+      } catch (const Json::parse_error&) {}
     }
   }
   const std::size_t n = ref.at("variants").size();
@@ -381,7 +382,7 @@ TEST(Isolation, CtrlCToTheProcessGroupFinishesTheVariantInHandAndTheJournalResum
   EXPECT_EQ(partial.at("context").at("search").at("interrupted"), true);
   for (const auto& v : partial.at("variants")) {
     EXPECT_TRUE(v.at("status") == "passed" || v.at("status") == "skipped") << "the worker must not see the Ctrl-C\n"
-                                                                            << v.dump();
+                                                                           << v.dump();
   }
   ASSERT_TRUE(std::filesystem::exists(journal_path(out))) << "an interrupted run keeps its journal";
   const Result r = run(kFake, small_run_args(out) + " --resume");
@@ -490,7 +491,8 @@ TEST(Isolation, ResumeTakesOnlyFinalRecordsOfThisRunsVariants) {
   const Json got = read_json(result_path(out));
   EXPECT_EQ(variant(got, pending_name).at("status"), "passed") << "measured again";
   EXPECT_TRUE(variant(got, pending_name).at("timing").is_object());
-  EXPECT_NE(variant(got, forged_name).at("baseline"), forged.at("record").at("baseline")) << "the run's own flag, measured again";
+  EXPECT_NE(variant(got, forged_name).at("baseline"), forged.at("record").at("baseline"))
+      << "the run's own flag, measured again";
   EXPECT_EQ(variant(got, forged_name).at("status"), "passed");
   for (const auto& v : got.at("variants")) EXPECT_NE(v.at("name"), "strategy=none");
 }
@@ -648,9 +650,9 @@ TEST(Gate, AnOutputThatChangesIsUnsafeAndAFailedEdgeCaseIsIncorrect) {
   const Clean& c = clean_gated_run();
   std::string second = c.order[1] == c.baseline ? c.order[2] : c.order[1];
   const std::string out = fresh_dir("gate_flaky");
-  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=flaky;" +
-                           second + "=edge'",
-                       small_run_args(out));
+  const Result r =
+      run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=flaky;" + second + "=edge'",
+          small_run_args(out));
   ASSERT_EQ(r.code, 0) << r.output;
   const Json got = read_json(result_path(out));
   const Json& w = variant(got, c.winner);
@@ -707,7 +709,8 @@ TEST(Gate, AMissingSanitizerLeavesTheFinalistsUncheckedUnlessConsentedTo) {
   EXPECT_NE(g.at("note").get<std::string>().find("no compute-sanitizer"), std::string::npos);
   EXPECT_NE(g.at("could_not_run").get<std::string>().find("no compute-sanitizer"), std::string::npos);
   EXPECT_GE(g.at("unchecked").get<int>(), 1);
-  EXPECT_FALSE(got.at("summary").contains("winner") && got.at("summary").at("winner").is_string()) << got.at("summary").dump();
+  EXPECT_FALSE(got.at("summary").contains("winner") && got.at("summary").at("winner").is_string())
+      << got.at("summary").dump();
   for (const Json& v : got.at("variants")) {
     if (v.contains("gate") && v.at("gate").is_object()) {
       EXPECT_NE(v.at("gate").at("verdict"), "safe") << v.dump();
@@ -721,7 +724,10 @@ TEST(Gate, AMissingSanitizerLeavesTheFinalistsUncheckedUnlessConsentedTo) {
   EXPECT_EQ(variant(cj, cj.at("summary").at("winner").get<std::string>()).at("gate").at("verdict"), "unchecked");
 
   const std::string off = fresh_dir("gate_missing_off");
-  const Result o = run(env, [&] { std::string a = small_run_args(off); return a.replace(a.find("--sanitize finalists"), 20, "--sanitize off"); }());
+  const Result o = run(env, [&] {
+    std::string a = small_run_args(off);
+    return a.replace(a.find("--sanitize finalists"), 20, "--sanitize off");
+  }());
   ASSERT_EQ(o.code, 0) << o.output;
   const Json oj = read_json(result_path(off));
   EXPECT_EQ(variant(oj, oj.at("summary").at("winner").get<std::string>()).at("gate").at("verdict"), "safe");
@@ -734,7 +740,8 @@ TEST(Gate, SanitizeWinnerRunsTheToolsOnTheWouldBeWinnerOnly) {
   const std::string out = fresh_dir("gate_winner");
   std::string args = small_run_args(out);
   args.erase(args.find(" --sanitize finalists"), std::string(" --sanitize finalists").size());  // the default
-  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=synccheck'", args);
+  const Result r =
+      run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=synccheck'", args);
   ASSERT_EQ(r.code, 0) << r.output;
   const Json got = read_json(result_path(out));
   EXPECT_EQ(got.at("context").at("gate").at("mode"), "winner");
@@ -770,7 +777,8 @@ TEST(Gate, CheckGatesAResultOfRecordAndWritesOnlyWhenAsked) {
   EXPECT_NE(got.at("summary").at("winner"), c.winner);
   EXPECT_TRUE(variant(got, got.at("summary").at("winner").get<std::string>()).at("gate").is_object())
       << "a new winner is gated before it is written";
-  EXPECT_NE(read_text(std::filesystem::path(file).replace_extension(".hpp")).find(got.at("summary").at("winner").get<std::string>()),
+  EXPECT_NE(read_text(std::filesystem::path(file).replace_extension(".hpp"))
+                .find(got.at("summary").at("winner").get<std::string>()),
             std::string::npos);
   const Result unknown = run(std::string(kFake), "check " + file.string() + " --variant no-such-variant");
   EXPECT_EQ(unknown.code, 2) << unknown.output;
@@ -822,7 +830,8 @@ TEST(VerdictCache, AWarmCacheGatesNothingAgainAndEachPartOfTheKeyRunsTheGateAgai
   EXPECT_EQ(c.misses, c.checks);
   EXPECT_EQ(cold.at("context").at("gate").at("cache"), (std::filesystem::path(cache) / "verdicts").string());
   EXPECT_NE(cold_out.find("gate "), std::string::npos) << cold_out;
-  EXPECT_NE(cold_out.find(" checks (0 cached)"), std::string::npos) << "the run's last lines say the gate's parts\n" << cold_out;
+  EXPECT_NE(cold_out.find(" checks (0 cached)"), std::string::npos) << "the run's last lines say the gate's parts\n"
+                                                                    << cold_out;
   // Where the seconds went: the output checks' worker start, draws and launches, and each tool's
   // workers' start apart from their runs (each part a number, the tools' parts within their seconds).
   const Json& parts = cold.at("context").at("gate").at("parts_s");
@@ -830,7 +839,8 @@ TEST(VerdictCache, AWarmCacheGatesNothingAgainAndEachPartOfTheKeyRunsTheGateAgai
     EXPECT_TRUE(parts.contains(part) && parts.at(part).is_number()) << part << " " << parts.dump();
   for (const auto& [tool, s] : cold.at("context").at("gate").at("tool_s").items()) {
     ASSERT_TRUE(parts.contains(tool + " start") && parts.contains(tool + " run")) << tool << " " << parts.dump();
-    EXPECT_NEAR(parts.at(tool + " start").get<double>() + parts.at(tool + " run").get<double>(), s.get<double>(), 1e-6) << tool;
+    EXPECT_NEAR(parts.at(tool + " start").get<double>() + parts.at(tool + " run").get<double>(), s.get<double>(), 1e-6)
+        << tool;
   }
   EXPECT_NE(cold_out.find("s starting workers)"), std::string::npos) << cold_out;
 
@@ -1108,7 +1118,8 @@ TEST(Check, MergeOutAndCheckWriteRefuseWhileATuneHoldsTheResultsLock) {
     const HeldLock held(merged);
     const Result m = run("", "merge " + out + "/s0 " + out + "/s1 --out " + out + "/merged");
     EXPECT_EQ(m.code, 2) << m.output;
-    EXPECT_NE(m.output.find("another tune (pid " + std::to_string(getpid()) + ") is writing"), std::string::npos) << m.output;
+    EXPECT_NE(m.output.find("another tune (pid " + std::to_string(getpid()) + ") is writing"), std::string::npos)
+        << m.output;
     EXPECT_FALSE(std::filesystem::exists(merged)) << "nothing written under the lock";
   }
   ASSERT_EQ(run("", "merge " + out + "/s0 " + out + "/s1 --out " + out + "/merged").code, 0);
@@ -1180,7 +1191,8 @@ TEST(Isolation, AReRunInterruptedOrInWhichNothingPassedKeepsTheEarlierResults) {
   EXPECT_EQ(crashed.code, 5) << crashed.output;
   EXPECT_NE(crashed.output.find("kept the earlier results " + result_path(out).string() +
                                 " and its header: no variant of this run passed, and they name a winner ("),
-            std::string::npos) << crashed.output;
+            std::string::npos)
+      << crashed.output;
   EXPECT_NE(crashed.output.find("the results are in " + partial_path(out).string()), std::string::npos) << crashed.output;
   EXPECT_EQ(read_text(result_path(out)), earlier.json);
   EXPECT_EQ(read_text(header_path(out)), earlier.header);
@@ -1194,7 +1206,8 @@ TEST(Isolation, AReRunInterruptedOrInWhichNothingPassedKeepsTheEarlierResults) {
   ASSERT_TRUE(WIFEXITED(status)) << read_text(out + ".log");
   EXPECT_EQ(WEXITSTATUS(status), 130) << read_text(out + ".log");
   EXPECT_NE(read_text(out + ".log").find("and its header: this run was interrupted, and they name a winner"),
-            std::string::npos) << read_text(out + ".log");
+            std::string::npos)
+      << read_text(out + ".log");
   EXPECT_EQ(read_text(result_path(out)), earlier.json);
   EXPECT_EQ(read_text(header_path(out)), earlier.header);
   EXPECT_EQ(read_json(partial_path(out)).at("context").at("search").at("interrupted"), true);
@@ -1219,7 +1232,8 @@ TEST(Isolation, AReRunReadsAResultKeptAsJsonGzAndReplacesItWithJson) {
   EXPECT_EQ(crashed.code, 5) << crashed.output;
   EXPECT_NE(crashed.output.find("kept the earlier results " + gz.string() +
                                 " and its header: no variant of this run passed, and they name a winner ("),
-            std::string::npos) << crashed.output;
+            std::string::npos)
+      << crashed.output;
   EXPECT_EQ(read_text(gz), gz_bytes) << "the .json.gz, byte for byte";
   EXPECT_FALSE(std::filesystem::exists(result_path(out))) << "no second file of the shape";
   EXPECT_EQ(read_text(header_path(out)), earlier.header);
@@ -1228,7 +1242,8 @@ TEST(Isolation, AReRunReadsAResultKeptAsJsonGzAndReplacesItWithJson) {
   const Result both = run("", "report " + out + " -o " + out + "/report");
   EXPECT_EQ(both.code, 2) << both.output;
   EXPECT_NE(both.output.find(result_path(out).string() + " and B2_N8_C16_H8.json.gz: two results files of one shape"),
-            std::string::npos) << both.output;
+            std::string::npos)
+      << both.output;
   std::filesystem::remove(result_path(out));
   // A run that finishes with a winner writes <shape>.json and removes the .json.gz it replaces.
   const Result again = run(kFake, small_run_args(out));
@@ -1289,8 +1304,8 @@ TEST(Verify, ASecondVerifyAllTakesEveryVariantFromTheCompileCache) {
   ASSERT_EQ(run(kFake, small_run_args(out)).code, 0);
   const std::size_t variants = read_json(result_path(out)).at("variants").size();
   const std::string golden = std::string(TUNE_REPO_DIR) + "/configs/contact/golden/contact_B2_N8_C16_H8.json";
-  const std::string args = "verify " + golden + " --results " + out + " --all --sanitize off --jobs 2 --cache-dir " + out +
-                           "/verify_cache";
+  const std::string args =
+      "verify " + golden + " --results " + out + " --all --sanitize off --jobs 2 --cache-dir " + out + "/verify_cache";
   const Result first = run(kFake, args);
   ASSERT_EQ(first.code, 0) << first.output;
   ASSERT_EQ(verify_compiles(first.output), (std::vector<std::pair<int, int>>{{static_cast<int>(variants), 0}}))
@@ -1329,8 +1344,8 @@ TEST(Verify, AllGatesOnlyTheBaselineAndTheWinnerUnlessGateAll) {
   const std::size_t variants = result.at("variants").size();
   const std::string winner = result.at("summary").at("winner"), baseline = result.at("summary").at("baseline");
   const std::string golden = std::string(TUNE_REPO_DIR) + "/configs/contact/golden/contact_B2_N8_C16_H8.json";
-  const std::string args = "verify " + golden + " --results " + out + " --all --cache-dir " + TUNE_BINARY_DIR +
-                           "/isolation_out/cache";
+  const std::string args =
+      "verify " + golden + " --results " + out + " --all --cache-dir " + TUNE_BINARY_DIR + "/isolation_out/cache";
   const std::string env = std::string(kFake) + " " + fake_sanitizer();
   const Result two = run(env, args);
   ASSERT_EQ(two.code, 0) << two.output;
@@ -1344,7 +1359,8 @@ TEST(Verify, AllGatesOnlyTheBaselineAndTheWinnerUnlessGateAll) {
   EXPECT_TRUE(sanitized) << two.output;
   EXPECT_NE(two.output.find("the gate runs on the baseline and the winner (" + std::to_string(want.size()) + " of " +
                             std::to_string(variants) + " variants whose parity passed); --gate-all gates every one"),
-            std::string::npos) << two.output;
+            std::string::npos)
+      << two.output;
   const Result every = run(env, args + " --gate-all");
   ASSERT_EQ(every.code, 0) << every.output;
   EXPECT_EQ(verify_gated(every.output, &sanitized).size(), variants) << every.output;
@@ -1382,7 +1398,8 @@ TEST(Progress, EachLineSaysTheElapsedTimeAndAnEtaAndAPipeGetsWholeNames) {
   for (const auto& v : got.at("variants")) {
     const std::string name = "  " + v.at("name").get<std::string>() + "   (checked";
     EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [&](const auto& l) { return l.find(name) != std::string::npos; }), 1)
-        << name << "\n" << r.output;
+        << name << "\n"
+        << r.output;
   }
 }
 

@@ -128,20 +128,22 @@ void expect_records_lowered_for_their_device(const std::vector<Json>& records, c
 // does not fit, tune's lowering elsewhere.
 void expect_header_agrees(const std::filesystem::path& dir, const std::vector<Json>& records, const tune::Space& space,
                           const tune::Shape& shape) {
-  std::string src = "#include <cstdio>\n#include \"tuned.hpp\"\nnamespace t = tune_tuned::contact;\n"
-                    "constexpr t::Shape kShape{1, 256, 64, 32};\n"
-                    "void print(const t::Geometry& g) {\n  if (!g.ok) { std::printf(\"refused\\n\"); return; }\n"
-                    "  const t::LaunchGeometry& l = g.launches[0];\n"
-                    "  std::printf(\"%u,%u,%u %u,%u,%u %u\\n\", l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], "
-                    "l.block[2], l.dynamic_smem_bytes);\n}\nint main() {\n";
+  std::string src =
+      "#include <cstdio>\n#include \"tuned.hpp\"\nnamespace t = tune_tuned::contact;\n"
+      "constexpr t::Shape kShape{1, 256, 64, 32};\n"
+      "void print(const t::Geometry& g) {\n  if (!g.ok) { std::printf(\"refused\\n\"); return; }\n"
+      "  const t::LaunchGeometry& l = g.launches[0];\n"
+      "  std::printf(\"%u,%u,%u %u,%u,%u %u\\n\", l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], "
+      "l.block[2], l.dynamic_smem_bytes);\n}\nint main() {\n";
   std::vector<std::string> want;
   const Json& all = records[1];  // the card with the most shared memory: every variant
   for (std::size_t k = 0; k < kCards.size(); ++k) {
     const auto& [sms, smem] = kCards[k];
-    src += fmt::format("  {{\n    const t::Selection s = t::select(t::Device{{\"Fake GPU\", 90, {}, {}}}, kShape);\n"
-                       "    std::printf(\"%d %s \", static_cast<int>(s.match), s.index < 0 ? \"-\" : "
-                       "t::kEntries[s.index].winner.name);\n    print(s.geometry);\n  }}\n",
-                       sms, smem);
+    src += fmt::format(
+        "  {{\n    const t::Selection s = t::select(t::Device{{\"Fake GPU\", 90, {}, {}}}, kShape);\n"
+        "    std::printf(\"%d %s \", static_cast<int>(s.match), s.index < 0 ? \"-\" : "
+        "t::kEntries[s.index].winner.name);\n    print(s.geometry);\n  }}\n",
+        sms, smem);
     const std::string winner = records[k].at("summary").at("winner").get<std::string>();
     for (const auto& v : records[k].at("variants"))
       if (v.at("name") == winner) want.push_back("0 " + winner + " " + geometry_text(v.at("launches")[0]));
@@ -171,8 +173,8 @@ void expect_header_agrees(const std::filesystem::path& dir, const std::vector<Js
 TEST(DeviceLimits, FakeDevicesOfOtherLimitsTuneLowerAndShipTheirOwnVariants) {
   const std::string out = out_dir("device_limits");
   const Result r = run_with(fake_hooks(), "--problem contact --B 1 --N 256 --config " + space_file() +
-                                              " --budget 16 --sanitize off --devices all --replicate --cache-dir " +
-                                              out + "/cache --out " + out);
+                                              " --budget 16 --sanitize off --devices all --replicate --cache-dir " + out +
+                                              "/cache --out " + out);
   ASSERT_EQ(r.code, 0) << r.output;
   std::vector<Json> records;
   std::vector<std::string> files;
@@ -180,7 +182,8 @@ TEST(DeviceLimits, FakeDevicesOfOtherLimitsTuneLowerAndShipTheirOwnVariants) {
     files.push_back(fmt::format("{}/fake-gpu-fa4e{:04x}/contact/{}.json", out, k, kShapeTag));
     records.push_back(read_json(files.back()));
   }
-  const tune::Space space = tune::Space::load(space_file(), {std::filesystem::path(TUNE_REPO_DIR) / "kernel_templates/contact"});
+  const tune::Space space =
+      tune::Space::load(space_file(), {std::filesystem::path(TUNE_REPO_DIR) / "kernel_templates/contact"});
   const tune::Shape shape({{"B", 1}, {"N", 256}, {"C", 64}, {"H", 32}});
   expect_records_lowered_for_their_device(records, space, shape);
 
@@ -196,11 +199,13 @@ TEST(DeviceLimits, FakeDevicesOfOtherLimitsTuneLowerAndShipTheirOwnVariants) {
   for (auto& v : stale.at("variants"))
     if (v.at("name") == stale.at("summary").at("winner")) {
       auto& grid = v.at("launches")[0].at("grid")[0];
-      const unsigned sm90 = space.lower(space.from_json(v.at("params")), shape, tune::DeviceLimits::for_arch(90)).launches[0].grid[0];
+      const unsigned sm90 =
+          space.lower(space.from_json(v.at("params")), shape, tune::DeviceLimits::for_arch(90)).launches[0].grid[0];
       grid = sm90 != grid.get<unsigned>() ? sm90 : grid.get<unsigned>() + 1;
     }
   std::ofstream(dir / "stale.json") << stale.dump(2);
-  const Result refused = run(fmt::format("header {}/stale.json --allow-synthetic -o {}/stale.hpp", dir.string(), dir.string()));
+  const Result refused =
+      run(fmt::format("header {}/stale.json --allow-synthetic -o {}/stale.hpp", dir.string(), dir.string()));
   EXPECT_EQ(refused.code, 2) << refused.output;
   expect_error_output(refused, "re-tune with this tune");
 }
@@ -229,8 +234,9 @@ TEST(DeviceLimits, TheFakeWorkerRefusesALaunchOfMoreSharedMemoryThanItsDeviceHas
   const std::string body = "  static_assert(PERSIST == 0 || MAPPING == 2, \"PERSIST: the warp_tile mapping\");\n";
   ASSERT_NE(text.find(body), std::string::npos);
   text.replace(text.find(body), body.size(),
-               body + "  __shared__ float pad[4096];\n  pad[threadIdx.x] = pair_repr[threadIdx.x];\n  __syncthreads();\n"
-                      "  out[threadIdx.x] = pad[(threadIdx.x + 1) % 32];\n");
+               body +
+                   "  __shared__ float pad[4096];\n  pad[threadIdx.x] = pair_repr[threadIdx.x];\n  __syncthreads();\n"
+                   "  out[threadIdx.x] = pad[(threadIdx.x + 1) % 32];\n");
   std::ofstream(out / "static_smem.cuh") << text;
   const long long smem = 50000;
   const Result r = run_with(fmt::format("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_SMEM={}", smem),

@@ -28,7 +28,8 @@ std::string slurp(const fs::path& file) {
 std::vector<double> npy_f4(const fs::path& file) {
   const std::string b = slurp(file);
   EXPECT_EQ(b.compare(0, 6, "\x93NUMPY"), 0) << file;
-  const std::size_t header = static_cast<unsigned char>(b[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(b[9])) << 8);
+  const std::size_t header =
+      static_cast<unsigned char>(b[8]) | (static_cast<std::size_t>(static_cast<unsigned char>(b[9])) << 8);
   EXPECT_NE(b.substr(10, header).find("'descr': '<f4'"), std::string::npos) << b.substr(10, header);
   std::vector<double> out;
   for (std::size_t at = 10 + header; at + 4 <= b.size(); at += 4) {

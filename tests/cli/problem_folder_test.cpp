@@ -4,8 +4,8 @@
 // (numpy), and its templates are part of the compile-cache key.
 #include <unistd.h>
 
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -50,7 +50,8 @@ Json read_json(const fs::path& file) { return Json::parse(std::ifstream(file)); 
 
 // Refused at load, before anything compiles: exit 2, one line with `needle`.
 void expect_refused(const fs::path& dir, const std::string& needle, const std::string& extra = "") {
-  const std::string args = "--problem " + dir.string() + " --R 8 --compile-only --no-cache --out " + out_dir("refused") + extra;
+  const std::string args =
+      "--problem " + dir.string() + " --R 8 --compile-only --no-cache --out " + out_dir("refused") + extra;
   expect_error(args, needle);
   EXPECT_EQ(run(args).code, 2) << args;
 }
@@ -123,7 +124,8 @@ TEST(ProblemFolder, ListShowsWhereEachProblemComesFromWithItsDims) {
 
 TEST(ProblemFolder, EveryBadFolderIsRefusedAtLoadWithItsPath) {
   expect_refused(third_party("key", [](Json& j) { j["tensorz"] = Json::array(); }), "unknown key 'tensorz'");
-  expect_refused(third_party("nested", [](Json& j) { j["tensors"][0]["iniit"] = "normal"; }), "unknown key 'tensors[0].iniit'");
+  expect_refused(third_party("nested", [](Json& j) { j["tensors"][0]["iniit"] = "normal"; }),
+                 "unknown key 'tensors[0].iniit'");
   expect_refused(third_party("launch_key", [](Json& j) { j["launches"][0]["gird"] = Json::array({"1"}); }),
                  "unknown key 'launches[0].gird'");
   expect_refused(third_party("arg_name", [](Json& j) { j["launches"][0]["args"][0] = "xx"; }),
@@ -132,11 +134,17 @@ TEST(ProblemFolder, EveryBadFolderIsRefusedAtLoadWithItsPath) {
                  "launch 'affine_kernel' passes 3 args but the kernel takes 4 parameters");
   expect_refused(third_party("kernel", [](Json& j) { j["launches"][0]["kernel"] = "affine_kernal"; }),
                  "no __global__ function 'affine_kernal'");
-  expect_refused(third_party("template", [](Json& j) { j["template"] = "missing.cuh"; }), "'template': missing.cuh not found");
+  expect_refused(third_party("template", [](Json& j) { j["template"] = "missing.cuh"; }),
+                 "'template': missing.cuh not found");
   expect_refused(third_party("targ", [](Json& j) { j["launches"][0]["template_args"][0] = "nope"; }),
                  "template argument \"nope\" is not a dimension, dtype variable, parameter or derived value");
-  expect_refused(third_party("init", [](Json& j) { j["tensors"][2]["init"] = "gaussian"; }), "tensors[2].init.kind 'gaussian'");
-  expect_refused(third_party("outputs", [](Json& j) { j["tensors"][2]["role"] = "output"; j["tensors"][2].erase("init"); }),
+  expect_refused(third_party("init", [](Json& j) { j["tensors"][2]["init"] = "gaussian"; }),
+                 "tensors[2].init.kind 'gaussian'");
+  expect_refused(third_party("outputs",
+                             [](Json& j) {
+                               j["tensors"][2]["role"] = "output";
+                               j["tensors"][2].erase("init");
+                             }),
                  "exactly one output");
   expect_refused(third_party("dtype", [](Json& j) { j["tensors"][0]["dtype"] = "float17"; }), "dtype 'float17' of tensor");
   expect_refused(third_party("reference", [](Json& j) { j["reference"]["python"] = "ref.py"; }), "does not exist");
@@ -146,21 +154,31 @@ TEST(ProblemFolder, EveryBadFolderIsRefusedAtLoadWithItsPath) {
   expect_refused(third_party("tolerance", [](Json& j) { j["tolerance"]["atol"] = -1; }), "tolerance.atol");
   expect_refused(third_party("name", [](Json& j) { j["problem"] = "my op"; }), "must be letters, digits");
   // A template argument that is not an integer is refused when the configuration is lowered.
-  expect_refused(third_party("fraction", [](Json& j) {
-                   j["derived"].push_back({{"name", "half"}, {"expr", "block / 3"}});
-                   j["launches"][0]["template_args"][2] = "half";
-                 }),
+  expect_refused(third_party("fraction",
+                             [](Json& j) {
+                               j["derived"].push_back({{"name", "half"}, {"expr", "block / 3"}});
+                               j["launches"][0]["template_args"][2] = "half";
+                             }),
                  "template argument 'half' is 21.3");
 }
 
 // Issue 35: the tolerance per dtype, the module rule and the rule; a bad key or value is refused at
 // load with its path (exit 2).
 TEST(ProblemFolder, BadToleranceKeysAndValuesAreRefusedWithTheirPath) {
-  expect_refused(third_party("tol_dtype", [](Json& j) { j["tolerance"]["bfloat17"] = {{"atol", 1e-5}}; }),
+  expect_refused(third_party("tol_dtype",
+                             [](Json& j) {
+                               j["tolerance"]["bfloat17"] = {{"atol", 1e-5}};
+                             }),
                  "unknown key 'tolerance.bfloat17'");
-  expect_refused(third_party("tol_value", [](Json& j) { j["tolerance"]["bfloat16"] = {{"rtol", "2e-2"}}; }),
+  expect_refused(third_party("tol_value",
+                             [](Json& j) {
+                               j["tolerance"]["bfloat16"] = {{"rtol", "2e-2"}};
+                             }),
                  "tolerance.bfloat16.rtol must be a finite number >= 0");
-  expect_refused(third_party("tol_module", [](Json& j) { j["tolerance"]["module"] = {{"kk", 2}}; }),
+  expect_refused(third_party("tol_module",
+                             [](Json& j) {
+                               j["tolerance"]["module"] = {{"kk", 2}};
+                             }),
                  "unknown key 'tolerance.module.kk'");
   expect_refused(third_party("tol_rule", [](Json& j) { j["tolerance"]["rule"] = "either"; }),
                  "tolerance.rule must be \"both\", \"tolerance\" or \"module\"");
@@ -177,14 +195,16 @@ TEST(ProblemFolder, TheReferenceRunsOutOfProcessAndItsFailuresAreOneLine) {
   const fs::path shaped = third_party("shaped");
   write(shaped / "reference.py",
         "import numpy as np\ndef reference(shape, params, inputs):\n    return np.zeros((shape['R'], 3))\n");
-  const Result s = run_with("TUNE_WORKER_FAKE=1", "--problem " + shaped.string() + " --R 5 --no-cache --out " + out_dir("shaped"));
+  const Result s =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + shaped.string() + " --R 5 --no-cache --out " + out_dir("shaped"));
   EXPECT_EQ(s.code, 2) << s.output;
   EXPECT_NE(s.output.find("the reference returned shape (5, 3), the output 'out' has shape (5, 64)"), std::string::npos)
       << s.output;
 
   const fs::path nan = third_party("nan");
-  write(nan / "reference.py",
-        "import numpy as np\ndef reference(shape, params, inputs):\n    y = inputs['x'] * 1.0\n    y[1, 2] = np.nan\n    return y\n");
+  write(
+      nan / "reference.py",
+      "import numpy as np\ndef reference(shape, params, inputs):\n    y = inputs['x'] * 1.0\n    y[1, 2] = np.nan\n    return y\n");
   const Result n = run_with("TUNE_WORKER_FAKE=1", "--problem " + nan.string() + " --R 5 --no-cache --out " + out_dir("nan"));
   EXPECT_EQ(n.code, 2) << n.output;
   EXPECT_NE(n.output.find("is nan at element 66"), std::string::npos) << n.output;
@@ -203,8 +223,9 @@ TEST(ProblemFolder, MakeGoldensTakesASiblingImportAndFloat32EditsAndTuneVerifies
     j["edits"].push_back({{"tensor", "x"}, {"index", Json::array({"1", "2"})}, {"value", "0.1"}});
   });
   write(dir / "affine_math.py", "def affine(x, scale, shift):\n    return x * scale[None, :] + shift[None, :]\n");
-  write(dir / "reference.py", "from affine_math import affine\n\n\ndef reference(shape, params, inputs):\n"
-                              "    return affine(inputs['x'], params['scale'], params['shift'])\n");
+  write(dir / "reference.py",
+        "from affine_math import affine\n\n\ndef reference(shape, params, inputs):\n"
+        "    return affine(inputs['x'], params['scale'], params['shift'])\n");
   const char* python = std::getenv("TUNE_PYTHON");
   const fs::path golden = dir / "golden" / "affine_R3_L8.json";
   const Result made = run_command(std::string(python && *python ? python : "python3") + " " + TUNE_REPO_DIR +
@@ -248,7 +269,8 @@ struct UserResult {
 UserResult user_result(const std::string& name) {
   const fs::path dir = third_party(name);
   const std::string out = out_dir(name);
-  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 37 --budget 2 --sanitize off --out " + out);
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 37 --budget 2 --sanitize off --out " + out);
   EXPECT_EQ(r.code, 0) << r.output;
   return {dir, fs::path(out) / "fake-gpu" / "affine" / "R37_L64.json"};
 }
@@ -259,10 +281,12 @@ TEST(ProblemFolder, CheckWithProblemPathGatesAUserFolderThatMoved) {
   const fs::path moved = u.dir.parent_path() / "moved";
   fs::create_directories(moved);
   fs::rename(u.dir, moved / "affine");  // the path the results recorded is gone
-  const Result r = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --sanitize off --problem-path " + moved.string());
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --sanitize off --problem-path " + moved.string());
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("check: 1 of 1 safe"), std::string::npos) << r.output;
-  const Result w = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --write --sanitize off --problem-path " + moved.string());
+  const Result w = run_with("TUNE_WORKER_FAKE=1",
+                            "check " + u.file.string() + " --write --sanitize off --problem-path " + moved.string());
   EXPECT_EQ(w.code, 0) << w.output;
   EXPECT_EQ(read_json(u.file).at("context").at("gate").at("gated"), 1) << "the verdict written is a valid record";
 }
@@ -301,19 +325,22 @@ TEST(ProblemFolder, Issue34_DimensionsNamedLikeTunesOptionsAreRefusedAtLoad) {
 // Issue 34 #16, #17, #24: a parameter named like a keyword, a scratch buffer named like a tensor,
 // a dimension's value past int64.
 TEST(ProblemFolder, Issue34_NamesAndValuesThatWouldBreakLaterAreRefusedInOneLine) {
-  expect_refused(third_party("keyword", [](Json& j) {
-                   j["parameters"][1]["name"] = "default";
-                   j["launches"][0]["template_args"][3] = "default";
-                   j["derived"][0]["expr"] = "cdiv(R * L, block * default)";
-                   j["baseline"] = {{"block", 128}, {"default", 1}};
-                 }),
+  expect_refused(third_party("keyword",
+                             [](Json& j) {
+                               j["parameters"][1]["name"] = "default";
+                               j["launches"][0]["template_args"][3] = "default";
+                               j["derived"][0]["expr"] = "cdiv(R * L, block * default)";
+                               j["baseline"] = {{"block", 128}, {"default", 1}};
+                             }),
                  "'default' is a C++ keyword");
   expect_refused(third_party("scratch", [](Json& j) { j["scratch"] = Json::parse(R"([{"name": "x", "elements": "R"}])"); }),
                  "scratch buffer 'x' has the name of a tensor of problem affine");
-  expect_refused(third_party("scratch_out", [](Json& j) { j["scratch"] = Json::parse(R"([{"name": "out", "elements": "R"}])"); }),
+  expect_refused(third_party("scratch_out",
+                             [](Json& j) { j["scratch"] = Json::parse(R"([{"name": "out", "elements": "R"}])"); }),
                  "scratch buffer 'out' has the name of the output ('out')");
   const fs::path dir = third_party("too_large");
-  expect_error("--problem " + dir.string() + " --R 99999999999999999999 --compile-only", "'99999999999999999999' is too large");
+  expect_error("--problem " + dir.string() + " --R 99999999999999999999 --compile-only",
+               "'99999999999999999999' is too large");
   EXPECT_EQ(run("--problem " + dir.string() + " --R 99999999999999999999 --compile-only").code, 2);
 }
 
@@ -369,8 +396,11 @@ std::string forking_reference(const fs::path& dir, const std::string& tail) {
          "    a = subprocess.Popen(['sleep', '300'])\n"
          "    b = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
          "    c = subprocess.run(['sh', '-c', 'setsid sleep 300 > /dev/null 2>&1 & echo $!'], capture_output=True, text=True)\n"
-         "    with open('" + (dir / "pids").string() + "', 'w') as f:\n"
-         "        f.write(f'{os.getpid()} {a.pid} {b.pid} {c.stdout.strip()}\\n')\n" + tail;
+         "    with open('" +
+         (dir / "pids").string() +
+         "', 'w') as f:\n"
+         "        f.write(f'{os.getpid()} {a.pid} {b.pid} {c.stdout.strip()}\\n')\n" +
+         tail;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -383,8 +413,9 @@ TEST(ReferenceProcess, AReferenceThatNeverReturnsIsStoppedAtItsDeadlineWithItsPr
   const fs::path tmp = dir.parent_path() / "tmp";
   fs::create_directories(tmp);
   const auto t0 = std::chrono::steady_clock::now();
-  const Result r = run_with("TUNE_WORKER_FAKE=1 TMPDIR=" + tmp.string(),
-                            "--problem " + dir.string() + " --R 5 --no-cache --reference-timeout 3 --out " + out_dir("hang"));
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1 TMPDIR=" + tmp.string(),
+               "--problem " + dir.string() + " --R 5 --no-cache --reference-timeout 3 --out " + out_dir("hang"));
   EXPECT_LT(seconds_since(t0), 60.0);
   EXPECT_EQ(r.code, 2) << r.output;  // the user's reference, not a device problem
   expect_error_output(r, (dir / "reference.py").string() + " did not return within 3 s");
@@ -403,7 +434,8 @@ TEST(ReferenceProcess, AReferenceThatNeverReturnsIsStoppedAtItsDeadlineWithItsPr
   golden["output"] = {{"shape", {1, 64}}, {"dtype", "float64"}, {"data", std::vector<double>(64, 0.5)}};
   write(dir / "golden" / "g.json", golden.dump());
   fs::remove(dir / "pids");
-  const Result v = run_with("TMPDIR=" + tmp.string(), "verify " + (dir / "golden" / "g.json").string() + " --reference-timeout 2");
+  const Result v =
+      run_with("TMPDIR=" + tmp.string(), "verify " + (dir / "golden" / "g.json").string() + " --reference-timeout 2");
   EXPECT_EQ(v.code, 2) << v.output;
   expect_error_output(v, "reference.py did not return within 2 s");
   expect_pids_gone(dir);
@@ -412,14 +444,17 @@ TEST(ReferenceProcess, AReferenceThatNeverReturnsIsStoppedAtItsDeadlineWithItsPr
 
 TEST(ReferenceProcess, WhatAReferenceStartedEndsWhenItReturnsAlsoInASessionOfItsOwn) {
   const fs::path dir = third_party("forks");
-  write(dir / "reference.py", forking_reference(dir, "    return inputs['x'] * params['scale'][None, :] + params['shift'][None, :]\n"));
-  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("forks"));
+  write(dir / "reference.py",
+        forking_reference(dir, "    return inputs['x'] * params['scale'][None, :] + params['shift'][None, :]\n"));
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("forks"));
   EXPECT_EQ(r.code, 0) << r.output;
   expect_pids_gone(dir);
 }
 
 TEST(ReferenceProcess, ABadDeadlineIsRefusedInOneLine) {
-  const std::string args = "--problem " + third_party("deadline").string() + " --R 5 --no-cache --out " + out_dir("deadline");
+  const std::string args =
+      "--problem " + third_party("deadline").string() + " --R 5 --no-cache --out " + out_dir("deadline");
   for (const char* bad : {"0", "-1", "nan", "1e9"}) {
     const Result r = run(args + " --reference-timeout " + bad);
     EXPECT_EQ(r.code, 2) << r.output;
@@ -438,7 +473,8 @@ TEST(ReferenceProcess, MegabytesOfOutputGiveOneShortLine) {
         "    sys.stdout.write('y' * 5000000 + '\\n')\n"
         "    sys.stderr.write('z' * 3000000 + '\\n')\n"
         "    raise ValueError('x' * 2000000)\n");
-  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("chatty"));
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("chatty"));
   EXPECT_EQ(r.code, 2) << r.output.substr(0, 2000);
   EXPECT_LT(r.output.size(), 20000u) << r.output.substr(0, 2000);
   expect_error_output(r, "reference.py failed: ...xxxx");
@@ -456,14 +492,17 @@ TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
   };
   for (const auto& [name, c] : cases) {
     const fs::path dir = third_party("result_" + name);
-    write(dir / "reference.py", "import os, sys\nimport numpy as np\ndef reference(shape, params, inputs):\n    return " + c.first + "\n");
-    const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir(name));
+    write(dir / "reference.py",
+          "import os, sys\nimport numpy as np\ndef reference(shape, params, inputs):\n    return " + c.first + "\n");
+    const Result r =
+        run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir(name));
     EXPECT_EQ(r.code, 2) << name << ": " << r.output;
     SCOPED_TRACE(name);
     expect_error_output(r, c.second);
     EXPECT_EQ(r.output.find("out.npy"), std::string::npos) << r.output;
   }
-  expect_refused(third_party("ref_folder", [](Json& j) { j["reference"]["python"] = "."; }), "is a folder; name the Python file");
+  expect_refused(third_party("ref_folder", [](Json& j) { j["reference"]["python"] = "."; }),
+                 "is a folder; name the Python file");
 }
 
 // Issue 34 #3: NVRTC reads only the headers tune passes and hashes. A header outside the folder is
@@ -514,8 +553,7 @@ TEST(ProblemFolder, BomsBadBytesSymlinksAndAnIncludeDirOfRootAreHandledAtLoad) {
   const Result b = run("--problem " + bom.string() + " --R 8 --budget 1 --compile-only --no-cache --out " + out);
   ASSERT_EQ(b.code, 0) << b.output;
   const Json compiled = read_json(fs::path(out) / "compile-only-sm_90" / "affine" / "R8_L64.json");
-  for (const auto& v : compiled.at("variants"))
-    EXPECT_EQ(v.at("status"), "compiled") << v.dump();
+  for (const auto& v : compiled.at("variants")) EXPECT_EQ(v.at("status"), "compiled") << v.dump();
 
   const fs::path ff = third_party("ff");
   write(ff / "common.cuh", slurp(ff / "common.cuh") + "// \xFF\n");

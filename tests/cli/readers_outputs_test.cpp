@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 const std::string kContactResult = std::string(TUNE_FIXTURES) + "/merge/contact/synthetic_gpu_a_B4_N64_C64_H32.json";
-const std::string kSmallTune = "--problem contact --B 2 --N 8 --C 16 --H 8 --config " + std::string(TUNE_FIXTURES) +
-                               "/contact_small_space.json";
+const std::string kSmallTune =
+    "--problem contact --B 2 --N 8 --C 16 --H 8 --config " + std::string(TUNE_FIXTURES) + "/contact_small_space.json";
 
 fs::path scratch(const std::string& name) {
   const auto dir = fs::path(TUNE_BINARY_DIR) / "readers_outputs" / name;
@@ -81,8 +81,8 @@ TEST(Readers, JsonNestedTooDeepIsRefusedInOneLineNamingTheFile) {
   std::ofstream(result) << text;
   const std::string needle = ": JSON nested deeper than 512 levels";
   expect_refused("header " + result.string() + " -o " + (dir / "x.hpp").string(), result.string() + needle);
-  expect_refused(kSmallTune + " --out " + (dir / "o").string() + " --warm-start " + result.string(), result.string() + needle,
-                 "TUNE_WORKER_FAKE=1");
+  expect_refused(kSmallTune + " --out " + (dir / "o").string() + " --warm-start " + result.string(),
+                 result.string() + needle, "TUNE_WORKER_FAKE=1");
 
   const auto problems = dir / "problems";
   fs::create_directories(problems);
@@ -115,9 +115,10 @@ TEST(Outputs, AnExportOntoAFileIsOneLineAndExitCode2) {
 // are not this tune's is one line naming the file and the field, exit 2, and no folder is written.
 TEST(Outputs, AnExportOfARecordWhoseCodeIsNotTodaysIsOneLineAndExitCode2) {
   const fs::path dir = scratch("export_identity");
-  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> cases = {
-      {"context.source_hash 00000000deadbeef is not the hash of the problem's sources now", {"source_hash", "00000000deadbeef"}},
-      {"context.nvrtc_version 11.8 is not this tune's NVRTC", {"nvrtc_version", "11.8"}}};
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> cases =
+      {{"context.source_hash 00000000deadbeef is not the hash of the problem's sources now",
+        {"source_hash", "00000000deadbeef"}},
+       {"context.nvrtc_version 11.8 is not this tune's NVRTC", {"nvrtc_version", "11.8"}}};
   for (const auto& [needle, field] : cases) {
     Json j = Json::parse(std::ifstream(kContactResult));
     j["context"][field.first] = field.second;
@@ -173,7 +174,8 @@ TEST(Outputs, ExportNamesThatCannotBeImportedOrThatClashAreRefused) {
     Json j = Json::parse(std::ifstream(folder / "problem.json"));
     j["problem"] = name;
     std::ofstream(folder / "problem.json") << j.dump(1);
-    const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + folder.string() + " --R 8 --budget 1 --sanitize off --no-cache --out " +
+    const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + folder.string() +
+                                                        " --R 8 --budget 1 --sanitize off --no-cache --out " +
                                                         (dir / "results").string());
     ASSERT_EQ(r.code, 0) << r.output;
     results += ' ';

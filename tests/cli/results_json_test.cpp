@@ -49,8 +49,10 @@ std::string edited(const Json& m, const std::string& base) {
   for (const auto& path : remove) {
     const Json::json_pointer p(path.get<std::string>());
     Json& parent = doc[p.parent_pointer()];
-    if (parent.is_array()) parent.erase(std::stoul(p.back()));
-    else parent.erase(p.back());
+    if (parent.is_array())
+      parent.erase(std::stoul(p.back()));
+    else
+      parent.erase(p.back());
   }
   for (const auto& [path, value] : append.items()) {
     Json item = value;
@@ -121,10 +123,13 @@ TEST(ResultsJson, AFolderTakesJsonGzAndPassesOverOtherJson) {
   EXPECT_EQ(out["records"][0]["run"], Json::parse(slurp(base)));
   std::ofstream(dir / "edit.json") << edited(table["mutations"][0], slurp(base));
   ASSERT_EQ(run_command("gzip -f " + (dir / "edit.json").string() + " && mv " + (dir / "edit.json.gz").string() + " " +
-                        (dir / "gpu" / "contact" / "b.json.gz").string()).code, 0);
+                        (dir / "gpu" / "contact" / "b.json.gz").string())
+                .code,
+            0);
   const Result bad = run("results --json " + dir.string());
   EXPECT_EQ(bad.code, 2) << bad.output;
-  expect_error_output(bad, (dir / "gpu" / "contact" / "b.json.gz").string() + ": " + table["mutations"][0]["field"].get<std::string>());
+  expect_error_output(bad, (dir / "gpu" / "contact" / "b.json.gz").string() + ": " +
+                               table["mutations"][0]["field"].get<std::string>());
 }
 
 // The format's doc table is the table the validator walks: `tune results --schema-doc` prints it, and

@@ -157,7 +157,8 @@ TEST(Resume, AResumedSweepSkipsTheShapesItFinishedAndEndsAsAnUnbrokenRun) {
   const Result r = run_with("TUNE_WORKER_FAKE=1", args + " --resume");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("R32_L64: already complete in " + (dir / "R32_L64.json").string() + "; skipped"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(r.output.find("no journal at"), std::string::npos) << r.output;
   EXPECT_EQ(slurp(dir / "R32_L64.json"), finished) << "the finished shape is neither measured nor written again";
   EXPECT_NE(r.output.find("--resume: "), std::string::npos) << r.output;
@@ -195,12 +196,13 @@ TEST(Resume, AShapeResumedOnAnotherDeviceTakesItsJournalFromTheFirstDevicesFolde
   ASSERT_EQ(wait_exit(pid), -SIGKILL);
 
   // The first device fails whenever it takes the shape: the other one runs it.
-  const Result r = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2 TUNE_WORKER_FAKE_FAIL_DEVICE=" +
-                                std::to_string(first),
-                            args + " --resume");
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2 TUNE_WORKER_FAKE_FAIL_DEVICE=" + std::to_string(first),
+               args + " --resume");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find(" records of R32_L64 moved from " + (dirs[first] / "R32_L64.journal.jsonl").string()),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   const fs::path result = dirs[1 - first] / "R32_L64.json";
   const Json j = read_json(result);
   EXPECT_EQ(j.at("complete"), true);

@@ -30,7 +30,7 @@ const std::string kHarness = std::string(TUNE_FIXTURES) + "/torch/fake_torch_har
 
 struct TorchRun {
   Result r;
-  Json results;  // the results file, null when there is none
+  Json results;   // the results file, null when there is none
   int calls = 0;  // --one calls of the harness
 };
 
@@ -65,7 +65,8 @@ std::string last_line_of(const std::string& out) {
 
 TEST(TorchCompare, TheModuleIsTimedOnTheRunsInputsRecordedAndComparedGraphAgainstGraph) {
   const fs::path dir = fresh("measured");
-  const TorchRun t = tune_with(dir, "TUNE_TORCH_HARNESS=" + kHarness + " FAKE_TORCH_REQUEST=" + (dir / "request.json").string());
+  const TorchRun t =
+      tune_with(dir, "TUNE_TORCH_HARNESS=" + kHarness + " FAKE_TORCH_REQUEST=" + (dir / "request.json").string());
   ASSERT_EQ(t.r.code, 0) << t.r.output;
   ASSERT_TRUE(t.results.is_object()) << t.r.output;
   EXPECT_EQ(t.calls, 1);
@@ -88,14 +89,15 @@ TEST(TorchCompare, TheModuleIsTimedOnTheRunsInputsRecordedAndComparedGraphAgains
   EXPECT_EQ(request.at("problem_show").at("shape"), t.results.at("shape"));
   EXPECT_EQ(request.at("problem_show").at("tensors").size(), t.results.at("context").at("tensors").size());
   // The last line: the winner's graph time against the module's graph median.
-  const Json& winner = *std::find_if(t.results.at("variants").begin(), t.results.at("variants").end(), [&](const Json& v) {
-    return v.at("name") == t.results.at("summary").at("winner");
-  });
+  const Json& winner = *std::find_if(t.results.at("variants").begin(), t.results.at("variants").end(),
+                                     [&](const Json& v) { return v.at("name") == t.results.at("summary").at("winner"); });
   const double graph = winner.at("timing").at("graph_mean_us").get<double>();
   const std::string last = last_line_of(t.r.output);
   EXPECT_EQ(last.rfind("winner ", 0), 0u) << t.r.output;
-  EXPECT_NE(last.find(fmt::format("{:.2f}x over torch.compile (graph 25.00 us against the winner's {:.2f} us)",
-                                  25.0 / graph, graph)), std::string::npos) << last;
+  EXPECT_NE(last.find(fmt::format("{:.2f}x over torch.compile (graph 25.00 us against the winner's {:.2f} us)", 25.0 / graph,
+                                  graph)),
+            std::string::npos)
+      << last;
   EXPECT_NE(last.find(fmt::format("{:.2f}x over PyTorch eager (graph 50.00 us", 50.0 / graph)), std::string::npos) << last;
   EXPECT_TRUE(has(t.r, "torch: eager graph 50.00 us, torch.compile graph 25.00 us (torch 0.0.0+fixture, Fixture GPU)"))
       << t.r.output;
@@ -120,10 +122,11 @@ TEST(TorchCompare, ARetuneTakesTheCachedTimesAndNoCacheTimesAgain) {
 }
 
 TEST(TorchCompare, WithoutTorchOneLineSaysItWasSkippedAndTheRunGoesOn) {
-  for (const auto& [behaviour, why] : std::vector<std::pair<std::string, std::string>>{
-           {"no-torch", "PyTorch is not installed for "},
-           {"no-make-model", "defines no make_model(shape): not a PyTorch module"},
-           {"no-cuda", "no CUDA device is available to PyTorch"}}) {
+  for (const auto& [behaviour, why] :
+       std::vector<std::pair<std::string, std::string>>{{"no-torch", "PyTorch is not installed for "},
+                                                        {"no-make-model",
+                                                         "defines no make_model(shape): not a PyTorch module"},
+                                                        {"no-cuda", "no CUDA device is available to PyTorch"}}) {
     SCOPED_TRACE(behaviour);
     const fs::path dir = fresh("skip_" + behaviour);
     const TorchRun t = tune_with(dir, "TUNE_TORCH_HARNESS=" + kHarness + " FAKE_TORCH_BEHAVIOUR=" + behaviour);
@@ -137,7 +140,8 @@ TEST(TorchCompare, WithoutTorchOneLineSaysItWasSkippedAndTheRunGoesOn) {
   }
   // The real harness (report/torch_baseline.py) on this machine without a GPU: skipped, whichever the
   // reason (no torch for TUNE_PYTHON, or torch without CUDA).
-  const TorchRun real = tune_with(fresh("skip_real"), "TUNE_TORCH_HARNESS=" + std::string(TUNE_REPO_DIR) + "/report/torch_baseline.py");
+  const TorchRun real =
+      tune_with(fresh("skip_real"), "TUNE_TORCH_HARNESS=" + std::string(TUNE_REPO_DIR) + "/report/torch_baseline.py");
   ASSERT_EQ(real.r.code, 0) << real.r.output;
   EXPECT_TRUE(has(real.r, "torch: skipped: ")) << real.r.output;
   EXPECT_EQ(real.results.at("torch").at("status"), "skipped");
@@ -173,14 +177,14 @@ TEST(TorchCompare, ACtrlCStopsTheHarnessAtOnceAndTheResultsStand) {
   if (pid == 0) {
     std::freopen((dir / "log").c_str(), "w", stderr);
     std::freopen((dir / "out.log").c_str(), "w", stdout);
-    for (const auto& [k, v] : {std::pair{"TUNE_WORKER_FAKE", std::string("1")}, std::pair{"TUNE_TORCH_HARNESS", kHarness},
-                               std::pair{"FAKE_TORCH_BEHAVIOUR", std::string("hang")},
-                               std::pair{"FAKE_TORCH_CALLS", calls.string()}})
+    for (const auto& [k, v] :
+         {std::pair{"TUNE_WORKER_FAKE", std::string("1")}, std::pair{"TUNE_TORCH_HARNESS", kHarness},
+          std::pair{"FAKE_TORCH_BEHAVIOUR", std::string("hang")}, std::pair{"FAKE_TORCH_CALLS", calls.string()}})
       setenv(k, v.c_str(), 1);
     const std::string config = std::string(TUNE_FIXTURES) + "/contact_small_space.json";
     const std::string out = (dir / "out").string(), cache = (dir / "cache").string();
-    execl(TUNE_EXE, TUNE_EXE, "--problem", "contact", "--B", "2", "--N", "8", "--C", "16", "--H", "8", "--sanitize",
-          "off", "--config", config.c_str(), "--out", out.c_str(), "--cache-dir", cache.c_str(), static_cast<char*>(nullptr));
+    execl(TUNE_EXE, TUNE_EXE, "--problem", "contact", "--B", "2", "--N", "8", "--C", "16", "--H", "8", "--sanitize", "off",
+          "--config", config.c_str(), "--out", out.c_str(), "--cache-dir", cache.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   for (int i = 0; i < 600 && !fs::exists(calls); ++i) usleep(50 * 1000);  // the harness is running --one
@@ -284,8 +288,9 @@ TEST(TorchCompare, AGateShorterThanTheModulesPreparationAddsLittleAndTheLineSays
   EXPECT_LT(gate.at("added_s").get<double>(), 1.0) << gate.dump(1);
   EXPECT_TRUE(has(t.r, "beside the PyTorch module's preparation, it added")) << t.r.output;
   // Without the module (--torch off) the gate adds all of its wall.
-  const TorchRun off = tune_with(fresh("beside_off"), "TUNE_SANITIZER=" + std::string(TUNE_REPO_DIR) +
-                                                          "/tests/support/fake-compute-sanitizer TUNE_TEST_SANITIZER_SLEEP_S=1",
+  const TorchRun off = tune_with(fresh("beside_off"),
+                                 "TUNE_SANITIZER=" + std::string(TUNE_REPO_DIR) +
+                                     "/tests/support/fake-compute-sanitizer TUNE_TEST_SANITIZER_SLEEP_S=1",
                                  "--torch off", "winner");
   ASSERT_EQ(off.r.code, 0) << off.r.output;
   const Json& g = off.results.at("context").at("gate");

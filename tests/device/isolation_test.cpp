@@ -3,13 +3,13 @@
 // winner. Without a CUDA device every test skips and says why.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
@@ -36,8 +36,8 @@ TEST(DeviceIsolation, ARealCudaFaultAndASegfaultAreRecordedAndTheRunGoesOn) {
   const std::string segv_victim = "strategy=thread,mapping=linear,block=64,tile_i=1,tile_j=1,stage_t=false,smem_w=false,";
   const std::string cmd = "TUNE_WORKER_FAULT='" + cuda_victim + "=cuda;" + segv_victim + "=segv' " +
                           from_env("TUNE_EXE", TUNE_EXE) + " --problem contact --B 2 --N 8 --C 16 --H 8 --config " +
-                          from_env("TUNE_FIXTURES", TUNE_FIXTURES) +
-                          "/contact_small_space.json --out " + out.string() + " --no-cache 2>&1";
+                          from_env("TUNE_FIXTURES", TUNE_FIXTURES) + "/contact_small_space.json --out " + out.string() +
+                          " --no-cache 2>&1";
   std::string output;
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <map>
 
+#include "support/compile_all.hpp"
+#include "support/paths.hpp"
+#include "support/sample.hpp"
 #include "tune/compile.hpp"
 #include "tune/device.hpp"
 #include "tune/io.hpp"
@@ -13,9 +16,6 @@
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
-#include "support/compile_all.hpp"
-#include "support/paths.hpp"
-#include "support/sample.hpp"
 
 namespace tune {
 namespace {
@@ -83,8 +83,7 @@ TEST(Device, FreshSeededInputsAtAnOddShape) {
   std::string why;
   const auto device = device_or_skip_reason(&why);
   if (!device) GTEST_SKIP() << "no CUDA device: " << why;
-  for (const auto& [problem, dims] :
-       std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::int64_t>>>>{
+  for (const auto& [problem, dims] : std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::int64_t>>>>{
            {"contact", {{"B", 3}, {"N", 37}}}, {"scene_graph", {{"B", 3}, {"N", 13}}}}) {
     const Problem& p = find_problem(problem);
     const Shape shape = resolve_shape(p, load_space(problem, std::nullopt), dims);

@@ -5,13 +5,13 @@
 // or compute-sanitizer the test skips and says why.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
@@ -56,7 +56,8 @@ TEST(DevicePlants, ThePlantedRaceNeverWinsAndItsFinalistsAreUnsafeWithTheRaceche
                           (root / "out").string() + " --no-cache";
   const auto [code, output] = shell(cmd);
   ASSERT_TRUE(code == 0 || code == 5) << cmd << "\n" << output;  // 5: nothing safe passed
-  const Json j = Json::parse(std::ifstream(root / "out" / device->slug() / "contact_copy_wait_race" / "B4_N64_C64_H32.json"));
+  const Json j =
+      Json::parse(std::ifstream(root / "out" / device->slug() / "contact_copy_wait_race" / "B4_N64_C64_H32.json"));
   int unsafe = 0;
   for (const auto& v : j.at("variants")) {
     if (v.at("status") != "unsafe") continue;

@@ -99,8 +99,8 @@ TEST(DeviceProblemFolder, AFolderWithADtypeVariableTunesInThreeDtypesInOneRun) {
   const fs::path dir = outside_copy(fs::path(from_env("TUNE_REPO_DIR", TUNE_REPO_DIR)) / "examples" / "rmsnorm");
   const fs::path out = fs::path(TUNE_BINARY_DIR) / "device_rmsnorm_out";
   // One run, three results files: the first tune_folder call runs it, the others read its files.
-  const Json f32 = tune_folder(*device, "--problem " + dir.string() + " --M 97 --K 512 --T float32,bfloat16,float16",
-                               out, "rmsnorm", "M97_K512");
+  const Json f32 = tune_folder(*device, "--problem " + dir.string() + " --M 97 --K 512 --T float32,bfloat16,float16", out,
+                               "rmsnorm", "M97_K512");
   expect_every_variant_correct(f32);
   for (const std::string dtype : {"bfloat16", "float16"}) {
     const auto file = out / device->slug() / "rmsnorm" / ("M97_K512_" + dtype + ".json");

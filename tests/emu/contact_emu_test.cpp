@@ -39,9 +39,20 @@ struct Case {
 
 Json params(const char* strategy, const char* mapping, int block, int ti, int tj, bool smem_w, int pairs, bool sym,
             bool async, int nsplit, const char* precision, const char* ln, bool persist) {
-  return Json{{"strategy", strategy}, {"mapping", mapping}, {"block", block}, {"tile_i", ti}, {"tile_j", tj},
-              {"stage_t", std::string(mapping) != "linear"}, {"smem_w", smem_w}, {"pairs", pairs}, {"sym", sym},
-              {"async_copy", async}, {"nsplit", nsplit}, {"precision", precision}, {"ln", ln}, {"persist", persist}};
+  return Json{{"strategy", strategy},
+              {"mapping", mapping},
+              {"block", block},
+              {"tile_i", ti},
+              {"tile_j", tj},
+              {"stage_t", std::string(mapping) != "linear"},
+              {"smem_w", smem_w},
+              {"pairs", pairs},
+              {"sym", sym},
+              {"async_copy", async},
+              {"nsplit", nsplit},
+              {"precision", precision},
+              {"ln", ln},
+              {"persist", persist}};
 }
 
 // The configurations contact_kernels.cpp instantiates, for both shapes (plus two for the first).
@@ -85,12 +96,14 @@ void check_run(const Case& c, const ProblemData& data, const std::vector<double>
   ASSERT_TRUE(emu::run_contact(launch.name_expression, grid, launch.block[0], args.data(), out.data(), smem_after,
                                launch.dynamic_smem / 4))
       << what << ": no emulated kernel " << launch.name_expression << " (contact_kernels.cpp lists them)";
-  for (float v : smem_after) ASSERT_EQ(v, 1.0e30f) << what << ": wrote shared memory past " << launch.dynamic_smem << " bytes";
+  for (float v : smem_after)
+    ASSERT_EQ(v, 1.0e30f) << what << ": wrote shared memory past " << launch.dynamic_smem << " bytes";
   const std::int64_t B = c.shape.at("B"), N = c.shape.at("N");
   double worst = 0;
   for (std::size_t e = 0; e < ref.size(); ++e) {
     const double err = std::fabs(static_cast<double>(out[e]) - ref[e]);
-    ASSERT_TRUE(err <= 1e-4 + 1e-4 * std::fabs(ref[e])) << what << ": element " << e << " is " << out[e] << ", reference " << ref[e];
+    ASSERT_TRUE(err <= 1e-4 + 1e-4 * std::fabs(ref[e]))
+        << what << ": element " << e << " is " << out[e] << ", reference " << ref[e];
     worst = std::max(worst, err);
   }
   for (std::int64_t bb = 0; bb < B; ++bb)
@@ -173,7 +186,11 @@ HostTensor bf16_tensor(std::mt19937& rng, const char* name, std::vector<std::int
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(-1.0 / std::sqrt(fan_in), 1.0 / std::sqrt(fan_in));
   std::vector<double> v(static_cast<std::size_t>(t.spec.elements()));
-  for (double& x : v) x = round_to(DType::kBFloat16, kind == 0 ? normal(rng) : kind == 1 ? 1.0 + 0.1 * normal(rng) : kind == 2 ? 0.1 * normal(rng) : uniform(rng));
+  for (double& x : v)
+    x = round_to(DType::kBFloat16, kind == 0   ? normal(rng)
+                                   : kind == 1 ? 1.0 + 0.1 * normal(rng)
+                                   : kind == 2 ? 0.1 * normal(rng)
+                                               : uniform(rng));
   t.data.assign(v.begin(), v.end());
   return t;
 }
@@ -190,18 +207,17 @@ std::vector<std::uint16_t> bf16_bits(const HostTensor& t) {
 
 void check_bf16(std::int64_t B, std::int64_t N, std::int64_t C, std::int64_t H, const Bf16Config& k) {
   std::ostringstream name;
-  name << "contact_kernel<__nv_bfloat16," << B << ',' << N << ',' << C << ',' << H << ',' << k.strategy << ','
-       << k.mapping << ',' << k.block << ',' << k.tile_i << ',' << k.tile_j << ',' << k.stage_t << ',' << k.smem_w << ','
-       << k.pairs << ',' << k.sym << ',' << k.async << ',' << k.nsplit << ',' << k.precision << ',' << k.ln << ','
-       << k.persist << '>';
+  name << "contact_kernel<__nv_bfloat16," << B << ',' << N << ',' << C << ',' << H << ',' << k.strategy << ',' << k.mapping
+       << ',' << k.block << ',' << k.tile_i << ',' << k.tile_j << ',' << k.stage_t << ',' << k.smem_w << ',' << k.pairs
+       << ',' << k.sym << ',' << k.async << ',' << k.nsplit << ',' << k.precision << ',' << k.ln << ',' << k.persist << '>';
   const std::string what = name.str();
   std::mt19937 rng(static_cast<unsigned>(35 + N + C));
   ProblemData data;
   const double c = static_cast<double>(C), h = static_cast<double>(H);
   data.params = {bf16_tensor(rng, "layer_norm.weight", {C}, 1, 1), bf16_tensor(rng, "layer_norm.bias", {C}, 2, 1),
-                 bf16_tensor(rng, "mlp.0.weight", {H, C}, 3, c),  bf16_tensor(rng, "mlp.0.bias", {H}, 3, c),
-                 bf16_tensor(rng, "mlp.2.weight", {H, H}, 3, h),  bf16_tensor(rng, "mlp.2.bias", {H}, 3, h),
-                 bf16_tensor(rng, "mlp.4.weight", {1, H}, 3, h),  bf16_tensor(rng, "mlp.4.bias", {1}, 3, h)};
+                 bf16_tensor(rng, "mlp.0.weight", {H, C}, 3, c),   bf16_tensor(rng, "mlp.0.bias", {H}, 3, c),
+                 bf16_tensor(rng, "mlp.2.weight", {H, H}, 3, h),   bf16_tensor(rng, "mlp.2.bias", {H}, 3, h),
+                 bf16_tensor(rng, "mlp.4.weight", {1, H}, 3, h),   bf16_tensor(rng, "mlp.4.bias", {1}, 3, h)};
   data.inputs = {bf16_tensor(rng, "pair_repr", {B, N, N, C}, 0, 1)};
   const Shape shape({{"B", B}, {"N", N}, {"C", C}, {"H", H}});
   const std::vector<double> ref = contact_reference(shape, data);
@@ -214,8 +230,8 @@ void check_bf16(std::int64_t B, std::int64_t N, std::int64_t C, std::int64_t H, 
   std::vector<float> smem_after;
   const int smem = emu::contact_smem_bytes(what);
   ASSERT_GE(smem, 0) << "no emulated kernel " << what << " (contact_kernels.cpp lists them)";
-  ASSERT_TRUE(emu::run_contact(what, bf16_grid(k, B, N), static_cast<unsigned>(k.block), args.data(), out.data(),
-                               smem_after, static_cast<std::size_t>(smem) / 4));
+  ASSERT_TRUE(emu::run_contact(what, bf16_grid(k, B, N), static_cast<unsigned>(k.block), args.data(), out.data(), smem_after,
+                               static_cast<std::size_t>(smem) / 4));
   for (float v : smem_after) ASSERT_EQ(v, 1.0e30f) << what << ": wrote shared memory past " << smem << " bytes";
   double worst = 0;
   for (std::size_t e = 0; e < ref.size(); ++e) {
@@ -225,13 +241,15 @@ void check_bf16(std::int64_t B, std::int64_t N, std::int64_t C, std::int64_t H, 
     const double err = std::fabs(got - ref[e]);
     // The contract's bfloat16 tolerance (atol 1e-5, rtol 1.6e-2): rounding s, the hidden activation
     // (MMAs) and the output to bfloat16 stays well inside it.
-    ASSERT_TRUE(err <= 1e-5 + 1.6e-2 * std::fabs(ref[e])) << what << ": element " << e << " is " << got << ", reference " << ref[e];
+    ASSERT_TRUE(err <= 1e-5 + 1.6e-2 * std::fabs(ref[e]))
+        << what << ": element " << e << " is " << got << ", reference " << ref[e];
     worst = std::max(worst, err);
   }
   for (std::int64_t bb = 0; bb < B; ++bb)
     for (std::int64_t i = 0; i < N; ++i)
       for (std::int64_t j = 0; j < N; ++j)
-        ASSERT_EQ(out[(bb * N + i) * N + j], out[(bb * N + j) * N + i]) << what << ": out[" << i << "," << j << "] != out[" << j << "," << i << "]";
+        ASSERT_EQ(out[(bb * N + i) * N + j], out[(bb * N + j) * N + i])
+            << what << ": out[" << i << "," << j << "] != out[" << j << "," << i << "]";
   ::testing::Test::RecordProperty(what, std::to_string(worst));
 }
 

@@ -48,22 +48,22 @@ constexpr int smem_bytes() {
 
 #define TUNE_EMU_CAT2(a, b) a##b
 #define TUNE_EMU_CAT(a, b) TUNE_EMU_CAT2(a, b)
-#define TUNE_EMU_KERNEL_(...)                                                                                  \
-  const Register TUNE_EMU_CAT(reg_, __COUNTER__)("contact_kernel<" #__VA_ARGS__ ">",                           \
+#define TUNE_EMU_KERNEL_(...)                                                        \
+  const Register TUNE_EMU_CAT(reg_, __COUNTER__)("contact_kernel<" #__VA_ARGS__ ">", \
                                                  Entry{entry<__VA_ARGS__>().launch, smem_bytes<__VA_ARGS__>()});
 #define TUNE_EMU_KERNEL(...) TUNE_EMU_KERNEL_(__VA_ARGS__)
 
 // Template arguments after the type and the shape: STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, STAGE_T, SMEM_W,
 // PAIRS, SYM, ASYNC, NSPLIT, PREC, LNROW, PERSIST (configs/contact/problem.json's template_args).
-#define TUNE_EMU_CONFIGS(...)                                     \
-  TUNE_EMU_KERNEL(__VA_ARGS__, 0, 0, 128, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0)  \
-  TUNE_EMU_KERNEL(__VA_ARGS__, 0, 1, 64, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0)   \
-  TUNE_EMU_KERNEL(__VA_ARGS__, 1, 1, 128, 4, 8, 1, 1, 1, 0, 1, 1, 0, 0, 0)  \
-  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 128, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0)  \
-  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 128, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1, 0)  \
-  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 64, 4, 8, 1, 1, 1, 0, 1, 1, 0, 0, 0)   \
-  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 2, 64, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0)   \
-  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 2, 64, 4, 4, 1, 1, 2, 1, 1, 1, 0, 1, 1)   \
+#define TUNE_EMU_CONFIGS(...)                                              \
+  TUNE_EMU_KERNEL(__VA_ARGS__, 0, 0, 128, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0) \
+  TUNE_EMU_KERNEL(__VA_ARGS__, 0, 1, 64, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0)  \
+  TUNE_EMU_KERNEL(__VA_ARGS__, 1, 1, 128, 4, 8, 1, 1, 1, 0, 1, 1, 0, 0, 0) \
+  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 128, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0) \
+  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 128, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1, 0) \
+  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 64, 4, 8, 1, 1, 1, 0, 1, 1, 0, 0, 0)  \
+  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 2, 64, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0)  \
+  TUNE_EMU_KERNEL(__VA_ARGS__, 2, 2, 64, 4, 4, 1, 1, 2, 1, 1, 1, 0, 1, 1)  \
   TUNE_EMU_KERNEL(__VA_ARGS__, 2, 2, 32, 8, 8, 1, 1, 1, 1, 1, 1, 1, 0, 1)
 
 // Two shapes with ragged tiles (N % 8 != 0); the second pads H to 40 for the tensor cores. The
@@ -81,11 +81,11 @@ TUNE_EMU_KERNEL(float, 3, 37, 64, 32, 2, 1, 128, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0
 // T = bfloat16 (issue 35): every strategy and mapping, the mma strategy in bfloat16 MMAs (PREC 2),
 // at C % 16 == 0 (B2 N13 C32 H16: H a whole k-step, so also the global-weight warp_tile; B1 N9 C48
 // H36: H padded to 48) and the thread and warp strategies at C = 24 (16-byte rows, no padding).
-#define TUNE_EMU_BF16_PLAIN(...)                                          \
+#define TUNE_EMU_BF16_PLAIN(...)                                           \
   TUNE_EMU_KERNEL(__VA_ARGS__, 0, 0, 128, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0) \
   TUNE_EMU_KERNEL(__VA_ARGS__, 0, 1, 64, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0)  \
   TUNE_EMU_KERNEL(__VA_ARGS__, 1, 1, 128, 4, 8, 1, 1, 1, 0, 1, 1, 0, 0, 0)
-#define TUNE_EMU_BF16_MMA(...)                                            \
+#define TUNE_EMU_BF16_MMA(...)                                             \
   TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 128, 8, 8, 1, 1, 1, 1, 1, 1, 2, 0, 0) \
   TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 128, 8, 8, 1, 1, 1, 1, 1, 1, 2, 1, 0) \
   TUNE_EMU_KERNEL(__VA_ARGS__, 2, 1, 64, 4, 8, 1, 1, 1, 0, 0, 1, 2, 0, 0)  \

@@ -25,16 +25,32 @@
 #define __shared__
 #define __launch_bounds__(x)
 
-struct alignas(16) float4 { float x, y, z, w; };
-struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 inline float2 make_float2(float a, float b) { return {a, b}; }
-struct alignas(16) uint4 { unsigned x, y, z, w; };
-struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
 inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
-inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 // bfloat16: the high half of a float; rounding to nearest even (NaN stays a quiet NaN).
 inline unsigned short emu_bf16_bits(float f) {
   const unsigned u = __float_as_uint(f);
@@ -49,7 +65,9 @@ struct __nv_bfloat16 {
 inline float __bfloat162float(__nv_bfloat16 h) { return __uint_as_float(static_cast<unsigned>(h.x) << 16); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.x; }
-struct Dim3 { unsigned x = 0, y = 0, z = 0; };
+struct Dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
 inline thread_local Dim3 threadIdx;
 inline Dim3 blockIdx;
 inline Dim3 gridDim;
@@ -63,15 +81,24 @@ struct EmuBlock {
 inline EmuBlock* g_emu = nullptr;
 
 inline void check_align(const void* p) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) { std::fprintf(stderr, "misaligned float4 access\n"); std::abort(); }
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) {
+    std::fprintf(stderr, "misaligned float4 access\n");
+    std::abort();
+  }
 }
 inline float __ldg(const float* p) { return *p; }
-inline float4 __ldg(const float4* p) { check_align(p); return *p; }
+inline float4 __ldg(const float4* p) {
+  check_align(p);
+  return *p;
+}
 inline float2 __ldg(const float2* p) { return *p; }
 inline __nv_bfloat16 __ldg(const __nv_bfloat16* p) { return *p; }
 inline unsigned __ldg(const unsigned* p) { return *p; }
 inline uint2 __ldg(const uint2* p) { return *p; }
-inline uint4 __ldg(const uint4* p) { check_align(p); return *p; }
+inline uint4 __ldg(const uint4* p) {
+  check_align(p);
+  return *p;
+}
 inline void __syncthreads() { g_emu->block_bar->arrive_and_wait(); }
 inline void __syncwarp() { g_emu->warp_bar[threadIdx.x / 32]->arrive_and_wait(); }
 inline float __shfl_xor_sync(unsigned mask, float v, int off) {
@@ -85,7 +112,8 @@ inline float __shfl_xor_sync(unsigned mask, float v, int off) {
 }
 inline float expf(float v) { return std::exp(v); }
 inline float sqrtf(float v) { return std::sqrt(v); }
-using std::fmaf; using std::fmaxf;
+using std::fmaf;
+using std::fmaxf;
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
 // Dynamic shared memory: big static array; the harness checks the bytes past the config's size.
@@ -108,7 +136,11 @@ void emu_launch(unsigned grid, unsigned block, F kernel) {
     eb.mx.assign(block * 10, 0.f);  // per lane: mma_tf32's 6 floats, or mma_bf16's 6 words (bit copies)
     g_emu = &eb;
     std::vector<std::thread> ts;
-    for (unsigned t = 0; t < block; ++t) ts.emplace_back([t, &kernel] { threadIdx.x = t; kernel(); });
+    for (unsigned t = 0; t < block; ++t)
+      ts.emplace_back([t, &kernel] {
+        threadIdx.x = t;
+        kernel();
+      });
     for (auto& th : ts) th.join();
   }
 }

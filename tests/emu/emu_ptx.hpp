@@ -6,18 +6,40 @@
 // d_q = (row g + 8*(q>>1), col 2t + (q&1)).
 #include <cstring>
 namespace tune_kernels {
-float tf32_trunc(float x) { std::uint32_t u; std::memcpy(&u, &x, 4); u &= ~0x1fffu; float r; std::memcpy(&r, &u, 4); return r; }
-float to_tf32(float x) { std::uint32_t u; std::memcpy(&u, &x, 4); u += 0x1000u; u &= ~0x1fffu; float r; std::memcpy(&r, &u, 4); return r; }
+float tf32_trunc(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u &= ~0x1fffu;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+float to_tf32(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u += 0x1000u;
+  u &= ~0x1fffu;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
 float tf32_round(float x) { return to_tf32(x); }
 void mma_tf32(float (&d)[4], const float (&a)[4], float b0, float b1) {
   const unsigned t = threadIdx.x, w = t / 32, l = t % 32;
   float* X = g_emu->mx.data();
   float* me = X + t * 10;
   for (int i = 0; i < 4; ++i) me[i] = a[i];
-  me[4] = b0; me[5] = b1;
+  me[4] = b0;
+  me[5] = b1;
   g_emu->warp_bar[w]->arrive_and_wait();
-  auto A = [&](int m, int k) { unsigned src = w * 32 + (m % 8) * 4 + (k % 4); return tf32_trunc(X[src * 10 + (m >= 8) + 2 * (k >= 4)]); };
-  auto Bm = [&](int k, int n) { unsigned src = w * 32 + n * 4 + (k % 4); return tf32_trunc(X[src * 10 + 4 + (k >= 4)]); };
+  auto A = [&](int m, int k) {
+    unsigned src = w * 32 + (m % 8) * 4 + (k % 4);
+    return tf32_trunc(X[src * 10 + (m >= 8) + 2 * (k >= 4)]);
+  };
+  auto Bm = [&](int k, int n) {
+    unsigned src = w * 32 + n * 4 + (k % 4);
+    return tf32_trunc(X[src * 10 + 4 + (k >= 4)]);
+  };
   const int g = l >> 2, tq = l & 3;
   float r[4];
   for (int q = 0; q < 4; ++q) {
@@ -61,32 +83,53 @@ void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
 unsigned pack_bf16x2(float lo, float hi) {
   return static_cast<unsigned>(emu_bf16_bits(lo)) | (static_cast<unsigned>(emu_bf16_bits(hi)) << 16);
 }
-}
+}  // namespace tune_kernels
 namespace tune_kernels {
 int opaque_zero(int) { return 0; }
-}
+}  // namespace tune_kernels
 namespace tune_kernels {
 // cp.async emulation: copies stay pending (per thread) until a wait retires their group, so a
 // read before the wait sees the old (canary) contents.
-struct EmuCopy { void* dst; const void* src; int bytes; bool valid; };
+struct EmuCopy {
+  void* dst;
+  const void* src;
+  int bytes;
+  bool valid;
+};
 inline thread_local std::vector<EmuCopy> g_open;
 inline thread_local std::vector<std::vector<EmuCopy>> g_groups;
 inline void emu_retire(std::vector<EmuCopy>& g) {
-  for (auto& c : g) { if (c.valid) std::memcpy(c.dst, c.src, c.bytes); else std::memset(c.dst, 0, c.bytes); }
+  for (auto& c : g) {
+    if (c.valid)
+      std::memcpy(c.dst, c.src, c.bytes);
+    else
+      std::memset(c.dst, 0, c.bytes);
+  }
   g.clear();
 }
 template <int BYTES, class E>
-void copy_async(E* dst, const E* src, bool valid) { g_open.push_back({dst, src, BYTES, valid}); }
-void copy_commit() { g_groups.push_back(std::move(g_open)); g_open.clear(); }
+void copy_async(E* dst, const E* src, bool valid) {
+  g_open.push_back({dst, src, BYTES, valid});
+}
+void copy_commit() {
+  g_groups.push_back(std::move(g_open));
+  g_open.clear();
+}
 template <int PENDING>
 void copy_wait() {
-  while ((int)g_groups.size() > PENDING) { emu_retire(g_groups.front()); g_groups.erase(g_groups.begin()); }
+  while ((int)g_groups.size() > PENDING) {
+    emu_retire(g_groups.front());
+    g_groups.erase(g_groups.begin());
+  }
 }
-void copy_wait_all() { copy_commit(); copy_wait<0>(); }
+void copy_wait_all() {
+  copy_commit();
+  copy_wait<0>();
 }
+}  // namespace tune_kernels
 namespace tune_kernels {
 void assume(bool) {}
-}
+}  // namespace tune_kernels
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -103,4 +146,4 @@ void named_barrier(int id, int threads) {
   }
   b->arrive_and_wait();
 }
-}
+}  // namespace tune_kernels

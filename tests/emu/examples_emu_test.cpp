@@ -28,30 +28,38 @@ float value(__half v) { return __half2float(v); }
 
 template <class T>
 T round_to(double v) {
-  if constexpr (std::is_same_v<T, float>) return static_cast<float>(v);
-  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(v));
-  else return __float2bfloat16_rn(static_cast<float>(v));
+  if constexpr (std::is_same_v<T, float>)
+    return static_cast<float>(v);
+  else if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(static_cast<float>(v));
+  else
+    return __float2bfloat16_rn(static_cast<float>(v));
 }
 
 // Half a unit in the last place, relative: one rounding to T.
 template <class T>
 double unit_roundoff() {
-  if constexpr (std::is_same_v<T, float>) return 0.0;
-  else if constexpr (std::is_same_v<T, __half>) return std::ldexp(1.0, -11);
-  else return std::ldexp(1.0, -8);
+  if constexpr (std::is_same_v<T, float>)
+    return 0.0;
+  else if constexpr (std::is_same_v<T, __half>)
+    return std::ldexp(1.0, -11);
+  else
+    return std::ldexp(1.0, -8);
 }
 
 template <class T, int M, int K, int BLOCK, int VEC, int ROWS>
 void check_rmsnorm(double scale) {
-  SCOPED_TRACE("rmsnorm_kernel<" + std::to_string(sizeof(T)) + "-byte T, M " + std::to_string(M) + ", K " + std::to_string(K) +
-               ", BLOCK " + std::to_string(BLOCK) + ", VEC " + std::to_string(VEC) + ", ROWS " + std::to_string(ROWS) + ">");
+  SCOPED_TRACE("rmsnorm_kernel<" + std::to_string(sizeof(T)) + "-byte T, M " + std::to_string(M) + ", K " +
+               std::to_string(K) + ", BLOCK " + std::to_string(BLOCK) + ", VEC " + std::to_string(VEC) + ", ROWS " +
+               std::to_string(ROWS) + ">");
   std::mt19937 gen(M * 131 + K);
   std::normal_distribution<double> normal;
   std::vector<T> x(M * K), w(K), out(M * K, round_to<T>(-99.0));
   for (auto& v : x) v = round_to<T>(scale * normal(gen));
   for (auto& v : w) v = round_to<T>(1 + 0.2 * normal(gen));
   for (int k = 0; k < K; ++k) x[k] = round_to<T>(0.0);  // a row of zeros: the eps keeps it finite
-  emu::launch((M + ROWS - 1) / ROWS, 1, BLOCK, [&] { rmsnorm_kernel<T, M, K, BLOCK, VEC, ROWS>(x.data(), w.data(), out.data()); });
+  emu::launch((M + ROWS - 1) / ROWS, 1, BLOCK,
+              [&] { rmsnorm_kernel<T, M, K, BLOCK, VEC, ROWS>(x.data(), w.data(), out.data()); });
   for (int m = 0; m < M; ++m) {
     double ss = 0;
     for (int k = 0; k < K; ++k) ss += double{value(x[m * K + k])} * value(x[m * K + k]);
@@ -66,10 +74,10 @@ void check_rmsnorm(double scale) {
 
 template <class T, int B, int L, int N, int D, int BLOCK, int BAGS, int VEC, int DSPLIT, int UNROLL, int WLOAD>
 void check_embedding_bag() {
-  SCOPED_TRACE("embedding_bag_kernel<" + std::to_string(sizeof(T)) + "-byte T, B " + std::to_string(B) + ", L " + std::to_string(L) +
-               ", D " + std::to_string(D) + ", BLOCK " + std::to_string(BLOCK) + ", BAGS " + std::to_string(BAGS) + ", VEC " +
-               std::to_string(VEC) + ", DSPLIT " + std::to_string(DSPLIT) + ", UNROLL " + std::to_string(UNROLL) + ", WLOAD " +
-               std::to_string(WLOAD) + ">");
+  SCOPED_TRACE("embedding_bag_kernel<" + std::to_string(sizeof(T)) + "-byte T, B " + std::to_string(B) + ", L " +
+               std::to_string(L) + ", D " + std::to_string(D) + ", BLOCK " + std::to_string(BLOCK) + ", BAGS " +
+               std::to_string(BAGS) + ", VEC " + std::to_string(VEC) + ", DSPLIT " + std::to_string(DSPLIT) + ", UNROLL " +
+               std::to_string(UNROLL) + ", WLOAD " + std::to_string(WLOAD) + ">");
   std::mt19937 gen(B * 131 + D);
   std::normal_distribution<double> normal;
   std::uniform_int_distribution<long long> index(0, N - 1);

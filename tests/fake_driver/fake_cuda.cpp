@@ -48,8 +48,8 @@ struct FakeModule {
 
 std::mutex m;
 std::map<CUdeviceptr, Allocation*> allocations;
-std::vector<Allocation*> freed;  // kept, so that no later allocation takes a freed address
-std::vector<PendingCopy> pending;             // DMA in flight on the legacy stream
+std::vector<Allocation*> freed;             // kept, so that no later allocation takes a freed address
+std::vector<PendingCopy> pending;           // DMA in flight on the legacy stream
 std::vector<std::function<void()>> queued;  // work of the non-blocking streams, in issue order
 
 void land_pending() {
@@ -279,9 +279,7 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent, CUevent) {
 }
 CUresult CUDAAPI cuStreamBeginCapture(CUstream, CUstreamCaptureMode) { return CUDA_ERROR_NOT_SUPPORTED; }
 CUresult CUDAAPI cuStreamEndCapture(CUstream, CUgraph*) { return CUDA_ERROR_NOT_SUPPORTED; }
-CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long) { return CUDA_ERROR_NOT_SUPPORTED; }
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec, CUstream) { return CUDA_ERROR_NOT_SUPPORTED; }
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuGraphDestroy(CUgraph) { return CUDA_SUCCESS; }

@@ -5,8 +5,8 @@
 // not: DeviceRunner::check's kernels read the last 1280 or 2816 bytes of the contact input at B3
 // N37 (1 MiB + 2816 bytes) as zeros, so out[2,36,36] came out as the MLP of a constant row,
 // 0.028 from the reference, in every strategy (Device.FreshSeededInputsAtAnOddShape).
-#include <gtest/gtest.h>
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>

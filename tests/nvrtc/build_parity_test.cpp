@@ -33,10 +33,28 @@ namespace fs = std::filesystem;
 
 // The bytes of section ".text.<kernel>" of a CUBIN (ELF64): the kernel's machine code.
 std::string kernel_text(const std::vector<char>& elf, const std::string& kernel) {
-  const auto u16 = [&](std::size_t at) { std::uint16_t v; std::memcpy(&v, elf.data() + at, 2); return v; };
-  const auto u32 = [&](std::size_t at) { std::uint32_t v; std::memcpy(&v, elf.data() + at, 4); return v; };
-  const auto u64 = [&](std::size_t at) { std::uint64_t v; std::memcpy(&v, elf.data() + at, 8); return v; };
-  if (elf.size() < 64 || std::memcmp(elf.data(), "\x7f" "ELF", 4) != 0 || elf[4] != 2) return {};
+  const auto u16 = [&](std::size_t at) {
+    std::uint16_t v;
+    std::memcpy(&v, elf.data() + at, 2);
+    return v;
+  };
+  const auto u32 = [&](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, elf.data() + at, 4);
+    return v;
+  };
+  const auto u64 = [&](std::size_t at) {
+    std::uint64_t v;
+    std::memcpy(&v, elf.data() + at, 8);
+    return v;
+  };
+  if (elf.size() < 64 ||
+      std::memcmp(elf.data(),
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      elf[4] != 2)
+    return {};
   const std::uint64_t shoff = u64(0x28);
   const std::uint16_t shentsize = u16(0x3A), shnum = u16(0x3C), shstrndx = u16(0x3E);
   const auto header = [&](int i) { return shoff + static_cast<std::uint64_t>(i) * shentsize; };
@@ -91,9 +109,8 @@ Builds build_baseline_both_ways(const std::vector<std::pair<std::string, std::in
                      << "const void* const tune_kernel = reinterpret_cast<const void*>(&::"
                      << lowered.launches.at(0).name_expression << ");\n";
   const std::string cmd = std::string(TUNE_NVCC) + " -cubin -arch=sm_90 -O3 -DNDEBUG -std=c++17 " +
-                          TUNE_KERNELS_NVCC_OPTIONS + " -Xptxas -v -I " +
-                          include.string() + " " + src.string() + " -o " + cubin.string() + " > " + log.string() +
-                          " 2>&1";
+                          TUNE_KERNELS_NVCC_OPTIONS + " -Xptxas -v -I " + include.string() + " " + src.string() + " -o " +
+                          cubin.string() + " > " + log.string() + " 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream in(log);
     ADD_FAILURE() << cmd << "\n" << std::string(std::istreambuf_iterator<char>(in), {});

@@ -9,13 +9,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "support/compile_all.hpp"
+#include "support/sample.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
-#include "support/compile_all.hpp"
-#include "support/sample.hpp"
 
 namespace tune {
 namespace {
@@ -59,9 +59,9 @@ TEST(Nvrtc, LnLinearGeluTensorCoreSpaceRefusesWhatDoesNotFitAndCompilesWithoutSp
   };
   const Shape shape = at(1000, 260, 300);
   const auto mma = [&](const nlohmann::ordered_json& edits) {
-    nlohmann::ordered_json j = {{"bm", 64},  {"bn", 64},     {"tm", 1},        {"tn", 1},       {"vec", 1},
-                                {"w_stage", "ldg"}, {"bk", 32}, {"algo", "mma"}, {"wm", 32},     {"wn", 32},
-                                {"stages", 4}, {"group_m", 8}, {"ln", "separate"}};
+    nlohmann::ordered_json j = {{"bm", 64},         {"bn", 64},     {"tm", 1},         {"tn", 1},  {"vec", 1},
+                                {"w_stage", "ldg"}, {"bk", 32},     {"algo", "mma"},   {"wm", 32}, {"wn", 32},
+                                {"stages", 4},      {"group_m", 8}, {"ln", "separate"}};
     if (edits.is_object()) j.update(edits);  // {} is null
     return space.from_json(j);
   };
@@ -83,7 +83,7 @@ TEST(Nvrtc, LnLinearGeluTensorCoreSpaceRefusesWhatDoesNotFitAndCompilesWithoutSp
   ASSERT_EQ(separate.launches.size(), 2u);
   EXPECT_EQ(separate.launches[0].name_expression, "ln_rows_kernel<1000,260>");
   EXPECT_EQ(separate.launches[1].name_expression, "ln_linear_gelu_mma_kernel<1000,260,300,64,64,32,32,32,4,8,0>");
-  EXPECT_EQ(separate.launches[1].grid[0], 16u * 5u);  // cdiv(1000, 64) x cdiv(300, 64) tiles
+  EXPECT_EQ(separate.launches[1].grid[0], 16u * 5u);                   // cdiv(1000, 64) x cdiv(300, 64) tiles
   EXPECT_EQ(separate.launches[1].dynamic_smem, 4u * 4u * 128u * 40u);  // stages (bm + bn) (bk + 8) floats
   ASSERT_EQ(separate.scratch.size(), 1u);
   EXPECT_EQ(separate.scratch[0].elements(), 1000 * 260);
@@ -123,7 +123,9 @@ TEST(Nvrtc, LnLinearGeluSplitKAndNarrowWarpTilesCompileWithoutSpills) {
   const std::string dir = (std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu").string();
   const Space space = load_space(dir, std::nullopt);
   const DeviceLimits limits = DeviceLimits::for_arch(90);
-  const auto at = [&](std::int64_t n) { return resolve_shape(find_problem(dir), space, {{"M", 1000}, {"K", 260}, {"N", n}}); };
+  const auto at = [&](std::int64_t n) {
+    return resolve_shape(find_problem(dir), space, {{"M", 1000}, {"K", 260}, {"N", n}});
+  };
   const auto mma = [&](const nlohmann::ordered_json& edits) {
     nlohmann::ordered_json j = space.to_json(space.baseline());
     j.update({{"bm", 64}, {"bn", 64}, {"bk", 16}, {"algo", "mma"}, {"stages", 4}, {"group_m", 8}, {"split_k", 2}});
@@ -135,12 +137,11 @@ TEST(Nvrtc, LnLinearGeluSplitKAndNarrowWarpTilesCompileWithoutSpills) {
     Shape shape;
     bool valid;
   };
-  const std::vector<Case> cases = {
-      {mma({{"split_k", 2}}), at(300), true},
-      {mma({{"split_k", 4}, {"bm", 128}, {"wm", 64}, {"group_m", 1}}), at(300), true},
-      {mma({{"bm", 32}, {"wm", 16}, {"wn", 16}, {"stages", 3}}), at(301), true},
-      {mma({{"wm", 16}, {"wn", 32}, {"split_k", 1}}), at(301), true},
-      {mma({{"ln", "fused"}, {"wn", 64}}), at(301), false}};
+  const std::vector<Case> cases = {{mma({{"split_k", 2}}), at(300), true},
+                                   {mma({{"split_k", 4}, {"bm", 128}, {"wm", 64}, {"group_m", 1}}), at(300), true},
+                                   {mma({{"bm", 32}, {"wm", 16}, {"wn", 16}, {"stages", 3}}), at(301), true},
+                                   {mma({{"wm", 16}, {"wn", 32}, {"split_k", 1}}), at(301), true},
+                                   {mma({{"ln", "fused"}, {"wn", 64}}), at(301), false}};
   std::vector<Lowered> lowered;
   for (const Case& c : cases) {
     EXPECT_EQ(space.violated_constraint(c.config, c.shape, limits).empty(), c.valid) << space.name(c.config);
@@ -175,9 +176,9 @@ TEST(Nvrtc, SceneGraphRepresentativeSubsetCompilesForSm90) { compile_subset("sce
 // compiles, and the ptxas report says it does not spill.
 TEST(Nvrtc, SceneGraphOutbflyAndAttnquadCompileAtWideShapes) {
   const Space space = load_space("scene_graph", std::nullopt);
-  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes = {
-      {{"B", 2}, {"N", 16}, {"D", 256}, {"heads", 8}, {"P", 16}},   // 4 outputs per warp
-      {{"B", 2}, {"N", 16}, {"D", 128}, {"heads", 2}, {"P", 16}}};  // 16 columns per quarter
+  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes =
+      {{{"B", 2}, {"N", 16}, {"D", 256}, {"heads", 8}, {"P", 16}},   // 4 outputs per warp
+       {{"B", 2}, {"N", 16}, {"D", 128}, {"heads", 2}, {"P", 16}}};  // 16 columns per quarter
   for (const auto& dims : shapes) {
     const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
     std::optional<Config> pick;
@@ -203,13 +204,13 @@ TEST(Nvrtc, SceneGraphOutbflyAndAttnquadCompileAtWideShapes) {
 // For every cluster variant of several shapes, a static_assert in one NVRTC compile: no GPU.
 TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
   const Space space = load_space("scene_graph", std::nullopt);
-  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes = {
-      {{"B", 4}, {"N", 24}},
-      {{"B", 3}, {"N", 13}},
-      {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}},
-      {{"B", 1}, {"N", 12}, {"D", 32}, {"heads", 4}, {"P", 8}},
-      {{"B", 2}, {"N", 5}, {"D", 16}, {"heads", 2}, {"P", 8}},
-      {{"B", 2}, {"N", 40}, {"D", 64}, {"heads", 2}, {"P", 12}}};
+  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes =
+      {{{"B", 4}, {"N", 24}},
+       {{"B", 3}, {"N", 13}},
+       {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}},
+       {{"B", 1}, {"N", 12}, {"D", 32}, {"heads", 4}, {"P", 8}},
+       {{"B", 2}, {"N", 5}, {"D", 16}, {"heads", 2}, {"P", 8}},
+       {{"B", 2}, {"N", 40}, {"D", 64}, {"heads", 2}, {"P", 12}}};
   std::string source = space.sources()->main + "\n";
   std::set<std::string> checks;
   for (const auto& dims : shapes) {
@@ -226,9 +227,10 @@ TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
         at = end + 1;
       }
       ASSERT_GE(a.size(), 9u) << k.name_expression;
-      checks.insert(fmt::format("static_assert(tune_kernels::SgClusterLayout<{}, {}, {}, {}, {}, {}>::kBytes == {}u, "
-                                "\"cl_smem of {}\");\n",
-                                a[1], a[2], a[3], a[4], a[5], a[8], k.dynamic_smem, k.name_expression));
+      checks.insert(
+          fmt::format("static_assert(tune_kernels::SgClusterLayout<{}, {}, {}, {}, {}, {}>::kBytes == {}u, "
+                      "\"cl_smem of {}\");\n",
+                      a[1], a[2], a[3], a[4], a[5], a[8], k.dynamic_smem, k.name_expression));
     }
   }
   ASSERT_GT(checks.size(), 10u);
@@ -269,11 +271,11 @@ std::vector<Config> tc_configs(const Space& space, const Shape& shape, int arch 
 TEST(Nvrtc, SceneGraphTcVariantsCompileWithTheirKernelsSharedMemory) {
   const Space space = load_space("scene_graph", std::nullopt);
   EXPECT_LE(space.size(), kDefaultMaxSpace);
-  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes = {
-      {{"B", 16}, {"N", 64}, {"D", 256}, {"heads", 8}, {"P", 32}},
-      {{"B", 4}, {"N", 24}},
-      {{"B", 3}, {"N", 13}, {"D", 40}, {"heads", 5}, {"P", 12}},
-      {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}}};
+  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes =
+      {{{"B", 16}, {"N", 64}, {"D", 256}, {"heads", 8}, {"P", 32}},
+       {{"B", 4}, {"N", 24}},
+       {{"B", 3}, {"N", 13}, {"D", 40}, {"heads", 5}, {"P", 12}},
+       {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}}};
   std::string source = space.sources()->main + "\n";
   std::vector<Config> record_picks;
   for (const auto& dims : shapes) {
@@ -302,12 +304,12 @@ TEST(Nvrtc, SceneGraphTcVariantsCompileWithTheirKernelsSharedMemory) {
         for (int k = 0; k < i; ++k) at = a.find(',', at) + 1;
         return a.substr(at, a.find(',', at) - at);
       };
-      source += fmt::format("static_assert(tune_kernels::sg_tc_gemm_smem_bytes({}, {}, {}) == {}u, \"{}\");\n",
-                            nth(a0, 2), nth(a0, 4), nth(a0, 5), l[0].dynamic_smem, l[0].name_expression);
+      source += fmt::format("static_assert(tune_kernels::sg_tc_gemm_smem_bytes({}, {}, {}) == {}u, \"{}\");\n", nth(a0, 2),
+                            nth(a0, 4), nth(a0, 5), l[0].dynamic_smem, l[0].name_expression);
       source += fmt::format("static_assert(tune_kernels::sg_tc_attention_smem_bytes({}, {}, {}, {}) == {}u, \"{}\");\n",
                             nth(a2, 1), nth(a2, 2), nth(a2, 3), nth(a2, 4), l[2].dynamic_smem, l[2].name_expression);
-      source += fmt::format("static_assert(tune_kernels::sg_tc_gemm_smem_bytes({}, {}, {}) == {}u, \"{}\");\n",
-                            nth(a3, 2), nth(a3, 3), nth(a3, 4), l[3].dynamic_smem, l[3].name_expression);
+      source += fmt::format("static_assert(tune_kernels::sg_tc_gemm_smem_bytes({}, {}, {}) == {}u, \"{}\");\n", nth(a3, 2),
+                            nth(a3, 3), nth(a3, 4), l[3].dynamic_smem, l[3].name_expression);
       const std::int64_t tiles = space.numeric(c, "block") * 2 + space.numeric(c, "ilp");
       if (dims.size() == 5 && dims[0].second == 16 && blocks.insert(tiles).second) {
         record_picks.push_back(c);
@@ -336,23 +338,26 @@ TEST(Nvrtc, SceneGraphTcVariantsCompileWithTheirKernelsSharedMemory) {
 TEST(Nvrtc, SceneGraphTcIsRefusedWhereItsKernelsCannotRun) {
   const Space space = load_space("scene_graph", std::nullopt);
   // D % 8 != 0: the GEMMs take k-steps of 8 (D = 12 passes the shape's own D % 4 check).
-  const Shape d12 = resolve_shape(find_problem("scene_graph"), space,
-                                  {{"B", 2}, {"N", 6}, {"D", 12}, {"heads", 3}, {"P", 4}});
+  const Shape d12 =
+      resolve_shape(find_problem("scene_graph"), space, {{"B", 2}, {"N", 6}, {"D", 12}, {"heads", 3}, {"P", 4}});
   EXPECT_TRUE(tc_configs(space, d12).empty());
-  const Shape n6 = resolve_shape(find_problem("scene_graph"), space, {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}});
+  const Shape n6 =
+      resolve_shape(find_problem("scene_graph"), space, {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}});
   auto json = space.to_json(space.baseline());
   json["strategy"] = "tc";
   json["mapping"] = "head";
   json["block"] = 128;
   json["qrows"] = 4;
   EXPECT_EQ(space.violated_constraint(space.from_json(json), n6, DeviceLimits::for_arch(90)), "");
-  for (const auto& [name, value] : std::vector<std::pair<std::string, nlohmann::ordered_json>>{
-           {"qrows", 8}, {"block", 512}, {"mapping", "batch"}, {"l1pf", true}}) {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, nlohmann::ordered_json>>{{"qrows", 8},
+                                                                                               {"block", 512},
+                                                                                               {"mapping", "batch"},
+                                                                                               {"l1pf", true}}) {
     auto bad = json;
     bad[name] = value;
     EXPECT_NE(space.violated_constraint(space.from_json(bad), n6, DeviceLimits::for_arch(90)), "") << name;
   }
-  EXPECT_TRUE(tc_configs(space, n6, 75).empty());  // sm_75: no TF32 tensor cores
+  EXPECT_TRUE(tc_configs(space, n6, 75).empty());                // sm_75: no TF32 tensor cores
   EXPECT_EQ(tc_configs(space, n6).size(), (3u + 2u) * 3u * 2u);  // blocks 64-256 (ilp 128-256), qrows 1-4, smem_w
 }
 
@@ -383,15 +388,17 @@ TEST(Nvrtc, PtxasReportIsParsed) {
 
 // Issue 35: NVRTC of CUDA 13 has no <cuda_bf16.h>; tune passes the toolkit's (with_cuda_headers).
 TEST(Nvrtc, Bfloat16HeadersAreGivenToNvrtc) {
-  const std::string source = "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"
-                             "template <typename T> __global__ void k(T* out) { out[0] = __float2bfloat16(1.5f) + T(out[1]); }\n";
+  const std::string source =
+      "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"
+      "template <typename T> __global__ void k(T* out) { out[0] = __float2bfloat16(1.5f) + T(out[1]); }\n";
   EXPECT_TRUE(with_cuda_headers("__global__ void k() {}", {}).empty());
   const auto headers = with_cuda_headers(source, {});
   ASSERT_EQ(headers.size(), 4u);
   CompileRequest req{source, "bf16.cu", {"k<__nv_bfloat16>"}, default_options(90), headers};
   const CompileResult r = compile(req);
   EXPECT_TRUE(r.ok) << r.log;
-  EXPECT_NE(CompileCache::key(req, "v"), CompileCache::key(CompileRequest{source, "bf16.cu", {"k<float>"}, default_options(90), headers}, "v"));
+  EXPECT_NE(CompileCache::key(req, "v"),
+            CompileCache::key(CompileRequest{source, "bf16.cu", {"k<float>"}, default_options(90), headers}, "v"));
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ bool is_result_file(const std::filesystem::path& f) {
 std::vector<std::filesystem::path> example_results() {
   set_problem_path({std::filesystem::path(TUNE_REPO_DIR) / "examples"});
   std::vector<std::filesystem::path> files;
-  for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results/h200/ln_linear_gelu"))
+  for (const auto& f :
+       std::filesystem::directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results/h200/ln_linear_gelu"))
     if (is_result_file(f.path())) files.push_back(f.path());
   std::sort(files.begin(), files.end());
   return files;
@@ -59,13 +60,13 @@ std::string winner_of(const std::filesystem::path& file) { return read_result(fi
 // by the host compiler with the CUDA runtime's headers (no nvcc, no torch), warnings as errors, and
 // linked with `main` (a C++ file written into dir) and the CUDA runtime into dir/dispatch.
 void build_dispatch(const std::filesystem::path& dir, const std::filesystem::path& launcher, const std::string& main) {
-  const std::string compile = fmt::format("{} -std=c++17 -O1 -Wall -Wextra -Werror -isystem {} -c -o {}/launch.o {}", TUNE_CXX_COMPILER,
-                                          TUNE_CUDA_INCLUDE, dir.string(), launcher.string());
+  const std::string compile = fmt::format("{} -std=c++17 -O1 -Wall -Wextra -Werror -isystem {} -c -o {}/launch.o {}",
+                                          TUNE_CXX_COMPILER, TUNE_CUDA_INCLUDE, dir.string(), launcher.string());
   ASSERT_EQ(run(compile), 0) << compile;
   std::ofstream(dir / "dispatch.cpp") << main;
   // nvcc only links here: it adds the CUDA runtime, as the extension's build does.
-  const std::string link = fmt::format("{} -o {}/dispatch {}/dispatch.cpp {}/launch.o", TUNE_NVCC, dir.string(), dir.string(),
-                                       dir.string());
+  const std::string link =
+      fmt::format("{} -o {}/dispatch {}/dispatch.cpp {}/launch.o", TUNE_NVCC, dir.string(), dir.string(), dir.string());
   ASSERT_EQ(run(link), 0) << link;
 }
 
@@ -91,9 +92,11 @@ std::vector<char> without_internal_uniquifiers(std::vector<char> cubin) {
   for (auto at = std::search(cubin.begin(), cubin.end(), kMark.begin(), kMark.end()); at != cubin.end();
        at = std::search(at + 1, cubin.end(), kMark.begin(), kMark.end())) {
     std::size_t length = 0, scale = 1;
-    for (auto d = at; d != cubin.begin() && std::isdigit(static_cast<unsigned char>(*(d - 1))) && scale <= 1000; --d, scale *= 10)
+    for (auto d = at; d != cubin.begin() && std::isdigit(static_cast<unsigned char>(*(d - 1))) && scale <= 1000;
+         --d, scale *= 10)
       length += static_cast<std::size_t>(*(d - 1) - '0') * scale;
-    const auto end = at + static_cast<std::ptrdiff_t>(std::min<std::size_t>(length, static_cast<std::size_t>(cubin.end() - at)));
+    const auto end =
+        at + static_cast<std::ptrdiff_t>(std::min<std::size_t>(length, static_cast<std::size_t>(cubin.end() - at)));
     std::fill(at, end, '#');
   }
   return cubin;
@@ -107,7 +110,8 @@ TEST(TorchExport, TheLauncherDispatchesEachDeviceAndShapeToItsEntry) {
   options.package = "tuned_test";
   const auto written = export_torch(files, dir, options);
   for (const char* f : {"setup.py", "pyproject.toml", "README.md", "tuned_test/__init__.py", "tuned_test/_build.py",
-                        "tuned_test/ln_linear_gelu.py", "tuned_test/csrc/binding.cpp", "tuned_test/csrc/ln_linear_gelu/launch_ln_linear_gelu.cpp",
+                        "tuned_test/ln_linear_gelu.py", "tuned_test/csrc/binding.cpp",
+                        "tuned_test/csrc/ln_linear_gelu/launch_ln_linear_gelu.cpp",
                         "tuned_test/csrc/ln_linear_gelu/tuned.hpp", "tuned_test/csrc/ln_linear_gelu/cubins.inc"})
     EXPECT_TRUE(std::filesystem::is_regular_file(dir / f)) << f;
   EXPECT_EQ(written.size(), 10u);  // no kernel templates: the kernels are the CUBINs of cubins.inc
@@ -184,7 +188,8 @@ TEST(TorchExport, TheExtensionEmbedsTheCubinTuneCompiledForTheRecordsWinner) {
     (void)export_torch({file}, dir / "export", TorchExportOptions{});
     ASSERT_EQ(before ? setenv("XDG_CACHE_HOME", before->c_str(), 1) : unsetenv("XDG_CACHE_HOME"), 0);
     const auto csrc = dir / "export/tune_ops/csrc" / problem;
-    build_dispatch(dir, csrc / ("launch_" + problem + ".cpp"), fmt::format(R"(#include <cstdio>
+    build_dispatch(dir, csrc / ("launch_" + problem + ".cpp"),
+                   fmt::format(R"(#include <cstdio>
 extern "C" const char* tune_{0}_cubin(int, unsigned long long*);
 int main(int, char** argv) {{
   unsigned long long bytes = 0;
@@ -193,14 +198,15 @@ int main(int, char** argv) {{
   return f && std::fwrite(cubin, 1, bytes, f) == bytes && std::fclose(f) == 0 ? 0 : 1;
 }}
 )",
-                                                                           problem));
+                               problem));
     if (HasFatalFailure()) return;
     ASSERT_EQ(run(fmt::format("{0}/dispatch {0}/embedded.cubin", dir.string())), 0);
     const RunRecord record = read_problem_result(file);
     const Space space = load_space(problem_spec_of(record), std::nullopt);
     const VariantRecord& winner = *record.find(record.winner.value());
-    const CompileResult direct = compile(
-        compile_request(space.lower(space.from_json(winner.params), record.shape, record.limits()), record.context.compile_options));
+    const CompileResult direct =
+        compile(compile_request(space.lower(space.from_json(winner.params), record.shape, record.limits()),
+                                record.context.compile_options));
     ASSERT_TRUE(direct.ok) << direct.log;
     const std::vector<char> embedded = bytes_of(dir / "embedded.cubin");
     ASSERT_EQ(embedded.size(), direct.cubin.size());
@@ -231,7 +237,8 @@ TEST(TorchExport, ARecordWhoseCodeIsNotTheGatedCodeIsRefusedInOneLine) {
       {"context.source_hash is missing", [](RunRecord& r) { r.context.source_hash.clear(); }},
       {"context.nvrtc_version 12.4 is not this tune's NVRTC", [](RunRecord& r) { r.context.nvrtc_version = "12.4"; }},
       {"hold no -arch=sm_90", [](RunRecord& r) { r.context.compile_options.front() = "-arch=sm_80"; }},
-      {"resources.registers is ", [](RunRecord& r) {
+      {"resources.registers is ",
+       [](RunRecord& r) {
          auto& resources = r.variants[static_cast<std::size_t>(r.find(*r.winner) - r.variants.data())].resources;
          ASSERT_FALSE(resources.empty());
          resources.begin()->second.registers += 2;
@@ -265,7 +272,8 @@ TEST(TorchExport, EverySourceOfAPackageOfSeveralProblemsHasANameOfItsOwn) {
   const auto dir = test_dir("export_torch_test", true);
   auto files = example_results();
   for (const char* problem : {"embedding_bag"})
-    for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results/h200" / problem))
+    for (const auto& f :
+         std::filesystem::directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results/h200" / problem))
       if (is_result_file(f.path())) files.push_back(f.path());
   ASSERT_GE(files.size(), 4u);
   TorchExportOptions options;
@@ -279,7 +287,8 @@ TEST(TorchExport, EverySourceOfAPackageOfSeveralProblemsHasANameOfItsOwn) {
   std::set<std::string> names;
   for (const auto& s : list) {
     EXPECT_TRUE(std::filesystem::is_regular_file(dir / "tune_ops" / s.get<std::string>())) << s;
-    EXPECT_TRUE(names.insert(std::filesystem::path(s.get<std::string>()).stem().string()).second) << "two sources named like " << s;
+    EXPECT_TRUE(names.insert(std::filesystem::path(s.get<std::string>()).stem().string()).second)
+        << "two sources named like " << s;
   }
 }
 
@@ -288,8 +297,8 @@ TEST(TorchExport, TheBindingCompilesAgainstPyTorchsHeaders) {
   if (const char* env = std::getenv("TUNE_TORCH_INCLUDE"); env && *env) {
     include = env;
   } else {
-    const std::string probe = fmt::format("{} -c \"import torch.utils.cpp_extension as c; print(c.include_paths()[0])\" 2>/dev/null",
-                                          TUNE_PYTHON);
+    const std::string probe =
+        fmt::format("{} -c \"import torch.utils.cpp_extension as c; print(c.include_paths()[0])\" 2>/dev/null", TUNE_PYTHON);
     if (FILE* p = popen(probe.c_str(), "r")) {
       char buf[4096] = {};
       if (std::fgets(buf, sizeof buf, p)) include = buf;
@@ -298,9 +307,10 @@ TEST(TorchExport, TheBindingCompilesAgainstPyTorchsHeaders) {
     }
   }
   if (include.empty() || !std::filesystem::is_directory(include))
-    GTEST_SKIP() << "no PyTorch headers: set TUNE_TORCH_INCLUDE to torch/include (.ci/run unpacks them from the torch wheel), "
-                    "or install torch for "
-                 << TUNE_PYTHON;
+    GTEST_SKIP()
+        << "no PyTorch headers: set TUNE_TORCH_INCLUDE to torch/include (.ci/run unpacks them from the torch wheel), "
+           "or install torch for "
+        << TUNE_PYTHON;
   const auto dir = test_dir("export_torch_test", true);
   TorchExportOptions options;
   (void)export_torch(example_results(), dir, options);
@@ -317,8 +327,8 @@ std::string torch_include() {
   if (const char* env = std::getenv("TUNE_TORCH_INCLUDE"); env && *env) {
     include = env;
   } else {
-    const std::string probe = fmt::format("{} -c \"import torch.utils.cpp_extension as c; print(c.include_paths()[0])\" 2>/dev/null",
-                                          TUNE_PYTHON);
+    const std::string probe =
+        fmt::format("{} -c \"import torch.utils.cpp_extension as c; print(c.include_paths()[0])\" 2>/dev/null", TUNE_PYTHON);
     if (FILE* p = popen(probe.c_str(), "r")) {
       char buf[4096] = {};
       if (std::fgets(buf, sizeof buf, p)) include = buf;
@@ -402,10 +412,14 @@ int main() {
     std::ifstream in(dir / "typed_ops/csrc/binding.cpp");
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }();
-  EXPECT_NE(binding.find("TORCH_CHECK(t[0].scalar_type() == at::kFloat, \"typed_ops::affine_typed: scale must be float32, not \""),
-            std::string::npos) << binding;
-  EXPECT_NE(binding.find("t[2].scalar_type() == at::kFloat || t[2].scalar_type() == at::kBFloat16, \"typed_ops::affine_typed: x is "),
-            std::string::npos) << binding;
+  EXPECT_NE(binding.find(
+                "TORCH_CHECK(t[0].scalar_type() == at::kFloat, \"typed_ops::affine_typed: scale must be float32, not \""),
+            std::string::npos)
+      << binding;
+  EXPECT_NE(binding.find(
+                "t[2].scalar_type() == at::kFloat || t[2].scalar_type() == at::kBFloat16, \"typed_ops::affine_typed: x is "),
+            std::string::npos)
+      << binding;
   EXPECT_NE(binding.find("t[0].options().dtype(t[2].scalar_type())"), std::string::npos) << binding;
   const std::string include = torch_include();
   if (include.empty())

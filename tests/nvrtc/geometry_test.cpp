@@ -18,8 +18,8 @@
 #include "core/expr.hpp"
 #include "space/expr_cpp.hpp"
 #include "support/test_dir.hpp"
-#include "tune/errors.hpp"
 #include "tune/dtype.hpp"
+#include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
@@ -44,13 +44,46 @@ std::string compile_and_run(const std::filesystem::path& dir, const std::string&
 bool same_double(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
 TEST(ExpressionToCpp, AgreesWithMuParserBitwise) {
-  const std::vector<std::string> expressions = {
-      "!a*b", "-a^2", "2^3^2", "a - b - c", "a / b / c", "a % b", "-a % b", "a ? b : c ? 1 : 2", "a < b == c", "!a + b",
-      "a && b || c", "a || b && c", "cdiv(a, b)", "floor(a / b)", "min(a, b, c)", "max(a, b)", "abs(a - b)",
-      "sign(a - b)", "rint(a / 4)", "ispow2(a)", "a == 1 ? 2 : 3 * b", "1e3 * a + .5", "sum(a, b, c)", "avg(a, b)",
-      "-(-a)", "a^-1", "!(a == b) && c", "a >= b != c <= a", "a * -b", "cdiv(a, 0)", "a / 0 > 1", "(a + b) % (c - 1)",
-      "a - -b", "!(!a)", "true + false * a", "a % 3 == 0 ? a / 3 : cdiv(a, 3) * 3", "max(1, min(floor(2048 / a), b))",
-      "a ^ 2 ^ 2", "- a ^ 3", "c ? a : b ? c : a"};
+  const std::vector<std::string> expressions = {"!a*b",
+                                                "-a^2",
+                                                "2^3^2",
+                                                "a - b - c",
+                                                "a / b / c",
+                                                "a % b",
+                                                "-a % b",
+                                                "a ? b : c ? 1 : 2",
+                                                "a < b == c",
+                                                "!a + b",
+                                                "a && b || c",
+                                                "a || b && c",
+                                                "cdiv(a, b)",
+                                                "floor(a / b)",
+                                                "min(a, b, c)",
+                                                "max(a, b)",
+                                                "abs(a - b)",
+                                                "sign(a - b)",
+                                                "rint(a / 4)",
+                                                "ispow2(a)",
+                                                "a == 1 ? 2 : 3 * b",
+                                                "1e3 * a + .5",
+                                                "sum(a, b, c)",
+                                                "avg(a, b)",
+                                                "-(-a)",
+                                                "a^-1",
+                                                "!(a == b) && c",
+                                                "a >= b != c <= a",
+                                                "a * -b",
+                                                "cdiv(a, 0)",
+                                                "a / 0 > 1",
+                                                "(a + b) % (c - 1)",
+                                                "a - -b",
+                                                "!(!a)",
+                                                "true + false * a",
+                                                "a % 3 == 0 ? a / 3 : cdiv(a, 3) * 3",
+                                                "max(1, min(floor(2048 / a), b))",
+                                                "a ^ 2 ^ 2",
+                                                "- a ^ 3",
+                                                "c ? a : b ? c : a"};
   const std::vector<double> values = {-3, -1, 0, 0.5, 1, 2, 7, 64};
   space::VariableTable table;
   const std::size_t a = table.declare("a"), b = table.declare("b"), c = table.declare("c");
@@ -60,16 +93,18 @@ TEST(ExpressionToCpp, AgreesWithMuParserBitwise) {
   };
   std::string src = "#include <cstdio>\nnamespace gen {\n" + space::cpp_expression_prelude();
   for (std::size_t i = 0; i < expressions.size(); ++i) {
-    src += fmt::format("constexpr double e{}(double v_a, double v_b, double v_c) {{\n  (void)v_a, (void)v_b, (void)v_c;\n"
-                       "  return {};\n}}\n",
-                       i, space::expression_to_cpp(expressions[i], resolve));
+    src += fmt::format(
+        "constexpr double e{}(double v_a, double v_b, double v_c) {{\n  (void)v_a, (void)v_b, (void)v_c;\n"
+        "  return {};\n}}\n",
+        i, space::expression_to_cpp(expressions[i], resolve));
     // Constant evaluation at one point: the translation is a constant expression.
     src += fmt::format("constexpr double k{} = e{}(2.0, 3.0, 5.0);\n", i, i);
   }
   src += "}  // namespace gen\nint main() {\n  const double v[] = {";
   for (double x : values) src += fmt::format("{}, ", x);
   src += "};\n  for (double a : v) for (double b : v) for (double c : v) {\n";
-  for (std::size_t i = 0; i < expressions.size(); ++i) src += fmt::format("    std::printf(\"%a\\n\", gen::e{}(a, b, c));\n", i);
+  for (std::size_t i = 0; i < expressions.size(); ++i)
+    src += fmt::format("    std::printf(\"%a\\n\", gen::e{}(a, b, c));\n", i);
   src += "  }\n}\n";
   std::istringstream out(compile_and_run(test_dir("geometry_test"), src));
 
@@ -86,8 +121,8 @@ TEST(ExpressionToCpp, AgreesWithMuParserBitwise) {
           // a ^ b is repeated multiplication: exact while the value is an integer below 2^53 (as
           // geometry is); beyond, std::pow's rounding may differ in the last bit.
           if (expressions[i].find('^') != std::string::npos && std::fabs(want) > 9007199254740992.0) continue;
-          EXPECT_TRUE(same_double(got, want)) << expressions[i] << " at a=" << x << " b=" << y << " c=" << z << ": C++ "
-                                              << got << ", muParser " << want;
+          EXPECT_TRUE(same_double(got, want))
+              << expressions[i] << " at a=" << x << " b=" << y << " c=" << z << ": C++ " << got << ", muParser " << want;
         }
       }
 }
@@ -148,7 +183,8 @@ std::string shape_init(const Shape& shape) {
   std::vector<std::string> v;
   for (const auto& d : shape.dims()) v.push_back(std::to_string(d.second));
   for (const auto& d : shape.dtypes())
-    v.push_back("t::DType::" + std::string(dtype_name(d.second)) + (d.second == DType::kBool ? "_" : ""));  // bool_: a keyword
+    v.push_back("t::DType::" + std::string(dtype_name(d.second)) +
+                (d.second == DType::kBool ? "_" : ""));  // bool_: a keyword
   return fmt::format("{{{}}}", fmt::join(v, ", "));
 }
 
@@ -195,8 +231,7 @@ void expect_geometry_matches_lowering(const std::string& problem) {
           for (const auto& launch : low.launches) want += " " + launch_text(launch, shape);
           ++valid;
           for (const auto& [name, dtype] : shape.dtypes()) ++valid_by_dtype[name + "=" + std::string(dtype_name(dtype))];
-        } catch (const ConfigError&) {
-        }
+        } catch (const ConfigError&) {}
       }
       std::vector<std::int64_t> params;
       for (const auto& p : space.parameters()) params.push_back(space.numeric(config, p.name));
@@ -208,7 +243,8 @@ void expect_geometry_matches_lowering(const std::string& problem) {
   }
   const std::string ns = "tune_tuned::" + problem;
   std::string src = "#include <cstdio>\n#include \"tuned.hpp\"\nnamespace t = " + ns + ";\n";
-  src += "struct Case {\n  t::Shape shape;\n  t::Params params;\n  t::Limits limits;\n};\nconst Case kCases[] = {\n" + cases + "};\n";
+  src += "struct Case {\n  t::Shape shape;\n  t::Params params;\n  t::Limits limits;\n};\nconst Case kCases[] = {\n" +
+         cases + "};\n";
   src += R"(int main() {
   for (const Case& c : kCases) {
     const t::Geometry g = t::geometry(c.shape, c.params, c.limits);
@@ -240,7 +276,8 @@ void expect_geometry_matches_lowering(const std::string& problem) {
   // Every value of every dtype variable is lowered validly somewhere (contact: T=float32 and T=bfloat16).
   for (const DTypeVariable& v : find_problem(problem).dtype_variables())
     for (const DType t : v.values)
-      EXPECT_GT(valid_by_dtype[v.name + "=" + std::string(dtype_name(t))], 5) << problem << " " << v.name << "=" << dtype_name(t);
+      EXPECT_GT(valid_by_dtype[v.name + "=" + std::string(dtype_name(t))], 5)
+          << problem << " " << v.name << "=" << dtype_name(t);
 }
 
 // contact has a dtype variable T (float32, bfloat16): its shapes alternate T, and the fixtures, which

@@ -25,8 +25,8 @@ std::vector<std::filesystem::path> fixtures(const std::string& folder) {
 
 // The fixtures of `folder` (synthetic ones allowed) as <problem>_tuned.hpp.
 void write_merged(const std::filesystem::path& dir, const std::string& problem, const std::string& folder = "") {
-  std::ofstream(dir / (problem + "_tuned.hpp")) << merge_result_files(fixtures(folder.empty() ? problem : folder),
-                                                                       std::nullopt, /*allow_synthetic=*/true);
+  std::ofstream(dir / (problem + "_tuned.hpp"))
+      << merge_result_files(fixtures(folder.empty() ? problem : folder), std::nullopt, /*allow_synthetic=*/true);
 }
 
 int run(const std::string& cmd) { return std::system(cmd.c_str()); }

@@ -52,13 +52,16 @@ TEST(Header, HostileTextAndNamesCompileIncludedTwice) {
   for (auto& v : run.variants) {
     v.launches.clear();
     for (const KernelLaunch& k : space.lower(space.from_json(v.params), run.shape, run.limits()).launches)
-      v.launches.push_back({{"kernel", k.name_expression}, {"grid", k.grid}, {"block", k.block},
-                            {"dynamic_smem_bytes", k.dynamic_smem}});
+      v.launches.push_back(
+          {{"kernel", k.name_expression}, {"grid", k.grid}, {"block", k.block}, {"dynamic_smem_bytes", k.dynamic_smem}});
   }
   run.context.command_line = "tune --problem contact --B 4 \\";
   run.context.compile_options.push_back("-DX=\\  ");
   run.context.finished_at = "2026\\\n#error spliced";
-  run.device->name = std::string("X\0" "1Y?\?/\x7f", 8);
+  run.device->name = std::string(
+      "X\0"
+      "1Y?\?/\x7f",
+      8);
   // The merged header is of the problem the space describes (contact); the single one takes any name.
   // Its records bind contact's T, as read_problem_result reads one older than T (issue 35).
   run.shape.set_dtype("T", DType::kFloat32);

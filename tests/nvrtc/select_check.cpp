@@ -43,7 +43,8 @@ static_assert(picks(kA100, kB4N64, 2, t::Match::kNearestArch), "A100: the sm_90 
 // the portable configuration or the baseline, whose geometry is bfloat16's.
 static_assert(t::kEntries[0].shape.T == t::DType::float32 && t::kEntries[3].shape.T == t::DType::float32, "T's default");
 constexpr auto kBf16 = t::select(kH200, t::DType::bfloat16, kB4N64);
-static_assert(kBf16.index == -1 && (kBf16.match == t::Match::kPortable || kBf16.match == t::Match::kDefault), "no float32 entry");
+static_assert(kBf16.index == -1 && (kBf16.match == t::Match::kPortable || kBf16.match == t::Match::kDefault),
+              "no float32 entry");
 static_assert(kBf16.geometry.ok && kBf16.geometry.launches[0].template_args[0] == static_cast<long long>(t::DType::bfloat16),
               "bfloat16's geometry");
 static_assert(t::select(90, t::DType::bfloat16, {2, 512, 64, 32, t::DType::float32}).index == -1, "nor at another shape");
@@ -59,9 +60,12 @@ static_assert(kOdd.geometry.launch_count == 1 && kOdd.geometry.launches[0].grid[
 constexpr auto kExact = t::select(kH200, kB4N64);
 static_assert(kExact.geometry.launches[0].grid[0] == t::kEntries[3].winner.launches[0].grid[0], "grid");
 static_assert(kExact.geometry.launches[0].block[0] == t::kEntries[3].winner.launches[0].block[0], "block");
-static_assert(kExact.geometry.launches[0].dynamic_smem_bytes == t::kEntries[3].winner.launches[0].dynamic_smem_bytes, "smem");
+static_assert(kExact.geometry.launches[0].dynamic_smem_bytes == t::kEntries[3].winner.launches[0].dynamic_smem_bytes,
+              "smem");
 // 7. nothing valid: a shape no configuration supports.
-static_assert(t::select(kH200, {0, 0, 0, 0, t::DType::float32}).match == t::Match::kNone && !t::select(kH200, {0, 0, 0, 0, t::DType::float32}).geometry.ok, "none");
+static_assert(t::select(kH200, {0, 0, 0, 0, t::DType::float32}).match == t::Match::kNone &&
+                  !t::select(kH200, {0, 0, 0, 0, t::DType::float32}).geometry.ok,
+              "none");
 // The tuned values as template arguments for a shape known at compile time.
 template <int Block, int Strategy>
 struct Instantiation {

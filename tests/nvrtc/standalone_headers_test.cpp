@@ -84,8 +84,9 @@ TEST(StandaloneHeaders, EveryKernelHeaderOfEveryProblemCompilesAlone) {
 TEST(StandaloneHeaders, APieceThatReliesOnItsIncludersOrderIsNamed) {
   KernelSources s;
   s.main_name = "kernel.cuh";
-  s.main = "#pragma once\n#include \"a.cuh\"\n#include \"parts/b.cuh\"\n"
-           "template <int N> __global__ void k(float* out) { out[0] = b_value<N>(A{}); }\n";
+  s.main =
+      "#pragma once\n#include \"a.cuh\"\n#include \"parts/b.cuh\"\n"
+      "template <int N> __global__ void k(float* out) { out[0] = b_value<N>(A{}); }\n";
   s.headers = {{"a.cuh", "#pragma once\nstruct A { float value = 1.0f; };\n"},
                {"parts/b.cuh",
                 "#pragma once\ntemplate <int N> __device__ float b_value(const A& a) { return N * a.value; }\n"}};

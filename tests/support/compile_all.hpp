@@ -18,7 +18,8 @@ inline std::vector<CompileResult> compile_all(const std::vector<Lowered>& lowere
   std::vector<std::jthread> pool;
   for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) {
     pool.emplace_back([&] {
-      for (std::size_t i = next++; i < lowered.size(); i = next++) results[i] = compile(compile_request(lowered[i], options));
+      for (std::size_t i = next++; i < lowered.size(); i = next++)
+        results[i] = compile(compile_request(lowered[i], options));
     });
   }
   pool.clear();  // joins

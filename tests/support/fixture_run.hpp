@@ -67,5 +67,4 @@ inline RunRecord fixture_run() {
   return run;
 }
 
-
 }  // namespace tune

@@ -9,7 +9,8 @@ namespace tune {
 
 // <TUNE_BINARY_DIR>/<group>/<test name>, emptied first when `fresh`.
 inline std::filesystem::path test_dir(const std::string& group, bool fresh = false) {
-  const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / group / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const auto dir =
+      std::filesystem::path(TUNE_BINARY_DIR) / group / ::testing::UnitTest::GetInstance()->current_test_info()->name();
   if (fresh) std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

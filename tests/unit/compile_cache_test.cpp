@@ -55,8 +55,9 @@ TEST(CompileCache, StoresHitsAndTreatsDamagedEntriesAsMisses) {
   r.ok = true;
   r.cubin = {'\x7f', 'E', 'L', 'F', '\0', '\1'};
   r.lowered_names = {"_Z1kILi1EEvv"};
-  r.log = "ptxas info    : Compiling entry function '_Z1kILi1EEvv' for 'sm_90'\n"
-          "ptxas info    : Used 12 registers, used 0 barriers, 360 bytes cmem[0]\n";
+  r.log =
+      "ptxas info    : Compiling entry function '_Z1kILi1EEvv' for 'sm_90'\n"
+      "ptxas info    : Used 12 registers, used 0 barriers, 360 bytes cmem[0]\n";
   r.seconds = 4.2;
   EXPECT_EQ(cache.store(key, r), "");
   const auto hit = cache.load(key);

@@ -60,8 +60,7 @@ TEST(CompileSlots, ConcurrentHoldersNeverExceedTheLimit) {
           const tune::CompileSlots::Slot slot(slots);
           const int now = ++held;
           int p = peak.load();
-          while (now > p && !peak.compare_exchange_weak(p, now)) {
-          }
+          while (now > p && !peak.compare_exchange_weak(p, now)) {}
           std::this_thread::yield();
           --held;
         }

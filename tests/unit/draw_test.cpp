@@ -75,12 +75,15 @@ TEST(Draw, Issue37_TheDrawnDataAreBitForBitThoseOfTheSerialDraw) {
 // tensors anywhere (a Box-Muller pair split across two chunks, a spare carried across tensors).
 TEST(Draw, Issue37_ParallelChunksDrawWhatTheSerialDrawDraws) {
   using Kind = init::Draw::Kind;
-  const std::vector<init::Draw> draws = {
-      {Kind::kNormal, DType::kFloat32, 0.5, 2},   {Kind::kUniform, DType::kFloat16, -3, 4},
-      init::layernorm_weight_draw(DType::kBFloat16), {Kind::kConstant, DType::kFloat32, 0.3},
-      init::layernorm_bias_draw(DType::kFloat32),    {Kind::kIndex, DType::kInt32, 17},
-      {Kind::kIntegers, DType::kInt32, -5, 9},    {Kind::kBernoulli, DType::kFloat32, 0.25},
-      {Kind::kNormal, DType::kFloat32, 0, 1}};
+  const std::vector<init::Draw> draws = {{Kind::kNormal, DType::kFloat32, 0.5, 2},
+                                         {Kind::kUniform, DType::kFloat16, -3, 4},
+                                         init::layernorm_weight_draw(DType::kBFloat16),
+                                         {Kind::kConstant, DType::kFloat32, 0.3},
+                                         init::layernorm_bias_draw(DType::kFloat32),
+                                         {Kind::kIndex, DType::kInt32, 17},
+                                         {Kind::kIntegers, DType::kInt32, -5, 9},
+                                         {Kind::kBernoulli, DType::kFloat32, 0.25},
+                                         {Kind::kNormal, DType::kFloat32, 0, 1}};
   const std::vector<std::size_t> sizes = {1001, 37, 513, 4, 9, 200, 77, 301, 1999};
   std::vector<std::vector<double>> serial(draws.size());
   Rng rng(1234);

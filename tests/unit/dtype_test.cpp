@@ -33,10 +33,10 @@ TEST(DType, Float16RoundsSubnormalsAndOverflow) {
   EXPECT_EQ(round_to(DType::kFloat16, 65504.0), 65504.0);
   EXPECT_EQ(round_to(DType::kFloat16, 65519.0), 65504.0);
   EXPECT_TRUE(std::isinf(round_to(DType::kFloat16, 65520.0)));
-  EXPECT_EQ(round_to(DType::kFloat16, std::ldexp(1.0, -24)), std::ldexp(1.0, -24));    // smallest subnormal
-  EXPECT_EQ(round_to(DType::kFloat16, std::ldexp(1.0, -25)), 0.0);                     // tie to even: 0
-  EXPECT_EQ(round_to(DType::kFloat16, std::ldexp(3.0, -26)), std::ldexp(1.0, -24));    // above the tie
-  EXPECT_EQ(round_to(DType::kFloat16, 1.0 + std::ldexp(1.0, -11)), 1.0);               // tie to even
+  EXPECT_EQ(round_to(DType::kFloat16, std::ldexp(1.0, -24)), std::ldexp(1.0, -24));  // smallest subnormal
+  EXPECT_EQ(round_to(DType::kFloat16, std::ldexp(1.0, -25)), 0.0);                   // tie to even: 0
+  EXPECT_EQ(round_to(DType::kFloat16, std::ldexp(3.0, -26)), std::ldexp(1.0, -24));  // above the tie
+  EXPECT_EQ(round_to(DType::kFloat16, 1.0 + std::ldexp(1.0, -11)), 1.0);             // tie to even
   EXPECT_EQ(round_to(DType::kFloat16, -2.0 - std::ldexp(3.0, -11)), -2.0 - std::ldexp(1.0, -9));
 }
 

@@ -2,17 +2,17 @@
 // its `deterministic` flag: the file checks at load, the data they make, and the shipped problems'.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "support/paths.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
-#include "support/paths.hpp"
 
 namespace tune {
 namespace {
@@ -85,8 +85,9 @@ TEST(EdgeCases, BadDeclarationsAreRefusedInOneLineWithTheirPath) {
   expect_refused(R"("edge_cases": [{"set": {"x": {"fill": 0}}}])", "edge_cases[0] needs 'name', a string");
   expect_refused(R"("edge_cases": [{"name": "a"}])",
                  R"(edge_cases[0] changes nothing: give 'set' ({"<tensor>": {"scale": 100}}) or 'edits')");
-  expect_refused(R"("edge_cases": [{"name": "a", "edits": [{"tensor": "mask", "index": ["0"], "value": "1", "purpose": "parity"}]}])",
-                 "unknown key 'edge_cases[0].edits[0].purpose' (known there: tensor, for, index, value, when)");
+  expect_refused(
+      R"("edge_cases": [{"name": "a", "edits": [{"tensor": "mask", "index": ["0"], "value": "1", "purpose": "parity"}]}])",
+      "unknown key 'edge_cases[0].edits[0].purpose' (known there: tensor, for, index, value, when)");
   expect_refused(R"("edge_cases": [{"name": "a", "edits": [{"tensor": "out", "index": ["0"], "value": "1"}]}])",
                  "edge_cases[0].edits[0].tensor 'out' is not a parameter or input of the problem");
   expect_refused(R"("edge_cases": [{"name": "a", "when": "M >", "set": {"x": {"fill": 0}}}])",
@@ -121,7 +122,7 @@ TEST(EdgeCases, EachCaseIsTheParityDataWithItsSetOpsThenItsEdits) {
     }
   };
   expect_case("scaled", [](const std::string& t, std::size_t, float v) {
-    return t == "x" ? static_cast<float>(static_cast<double>(v) * 3)
+    return t == "x"   ? static_cast<float>(static_cast<double>(v) * 3)
            : t == "w" ? static_cast<float>(static_cast<double>(v) - 0.5)
                       : v;
   });
@@ -193,12 +194,15 @@ TEST(EdgeCases, TheShippedProblemsEdgeCasesMakeFiniteDataAndAFiniteReference) {
     Shape shape;
     std::vector<std::string> cases;
   };
-  const std::vector<Shipped> shipped = {
-      {"contact", Shape({{"B", 2}, {"N", 5}, {"C", 8}, {"H", 4}}), {"large magnitudes", "all-equal rows"}},
-      {"scene_graph", Shape({{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}}),
-       {"large node features", "strong relation bias", "all edges", "self edges only"}},
-      {(test::repo_dir() / "examples" / "ln_linear_gelu").string(), Shape({{"M", 3}, {"K", 8}, {"N", 5}}),
-       {"large magnitudes", "all-equal rows"}}};
+  const std::vector<Shipped> shipped = {{"contact",
+                                         Shape({{"B", 2}, {"N", 5}, {"C", 8}, {"H", 4}}),
+                                         {"large magnitudes", "all-equal rows"}},
+                                        {"scene_graph",
+                                         Shape({{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}}),
+                                         {"large node features", "strong relation bias", "all edges", "self edges only"}},
+                                        {(test::repo_dir() / "examples" / "ln_linear_gelu").string(),
+                                         Shape({{"M", 3}, {"K", 8}, {"N", 5}}),
+                                         {"large magnitudes", "all-equal rows"}}};
   for (const auto& [name, shape, cases] : shipped) {
     const Problem& p = find_problem(name);
     EXPECT_TRUE(p.deterministic()) << name;
@@ -219,7 +223,8 @@ TEST(EdgeCases, TheShippedProblemsEdgeCasesMakeFiniteDataAndAFiniteReference) {
       if (!p.has_builtin_reference()) continue;
       const auto python = p.reference(shape, d, ReferenceBackend::kPython);
       double worst = 0;
-      for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(ref[i] - python[i]) / (1.0 + std::abs(ref[i])));
+      for (std::size_t i = 0; i < ref.size(); ++i)
+        worst = std::max(worst, std::abs(ref[i] - python[i]) / (1.0 + std::abs(ref[i])));
       EXPECT_LT(worst, 1e-12) << name << ", " << c;
     }
   }

@@ -36,14 +36,20 @@ std::string slurp(const std::filesystem::path& p) {
 std::string mutate_text(std::string s, std::mt19937_64& rng) {
   if (s.empty()) return s;
   switch (rng() % 5) {
-    case 0: s[rng() % s.size()] = static_cast<char>(rng() % 128); break;
-    case 1: s.insert(rng() % s.size(), 1, "{}[],:\"0-e."[rng() % 11]); break;
+    case 0:
+      s[rng() % s.size()] = static_cast<char>(rng() % 128);
+      break;
+    case 1:
+      s.insert(rng() % s.size(), 1, "{}[],:\"0-e."[rng() % 11]);
+      break;
     case 2: {
       const std::size_t a = rng() % s.size();
       s.erase(a, 1 + rng() % 16);
       break;
     }
-    case 3: s.resize(rng() % s.size()); break;
+    case 3:
+      s.resize(rng() % s.size());
+      break;
     default: {
       const std::size_t a = rng() % s.size();
       s.insert(rng() % s.size(), s.substr(a, 1 + rng() % 32));
@@ -54,13 +60,20 @@ std::string mutate_text(std::string s, std::mt19937_64& rng) {
 
 Json random_value(std::mt19937_64& rng) {
   switch (rng() % 7) {
-    case 0: return nullptr;
-    case 1: return -1;
-    case 2: return 1e300;
-    case 3: return "x";
-    case 4: return Json::array({1, "a"});
-    case 5: return Json::object();
-    default: return true;
+    case 0:
+      return nullptr;
+    case 1:
+      return -1;
+    case 2:
+      return 1e300;
+    case 3:
+      return "x";
+    case 4:
+      return Json::array({1, "a"});
+    case 5:
+      return Json::object();
+    default:
+      return true;
   }
 }
 
@@ -123,7 +136,8 @@ TEST(Fuzz, SearchSpaceFiles) {
   for (const std::string problem : {"contact", "scene_graph"}) {
     const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / problem / "problem.json";
     // The mutated file lies in /tmp: its template is found in the problem's template folder.
-    const std::vector<std::filesystem::path> templates{std::filesystem::path(TUNE_SOURCE_DIR) / "kernel_templates" / problem};
+    const std::vector<std::filesystem::path> templates{std::filesystem::path(TUNE_SOURCE_DIR) / "kernel_templates" /
+                                                       problem};
     fuzz(file.string(), slurp(file),
          from_file("tune_fuzz_space.json", [&](const auto& p) { (void)Space::load(p, templates); }), 1500);
   }
@@ -136,7 +150,8 @@ TEST(Fuzz, ProblemFiles) {
   const auto source = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / "scene_graph";
   const auto dir = std::filesystem::temp_directory_path() / "tune_fuzz_problem";
   std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(source / "reference.py", dir / "reference.py", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(source / "reference.py", dir / "reference.py",
+                             std::filesystem::copy_options::overwrite_existing);
   const Shape shape({{"B", 2}, {"N", 3}, {"D", 8}, {"heads", 2}, {"P", 4}});
   // Outside configs/ a folder whose tensors differ from scene_graph's may not name its built-in
   // reference (issue 34 #9): without it, a mutated tensor reaches the data draws, not that refusal.
@@ -164,15 +179,16 @@ TEST(Fuzz, ProblemFiles) {
 
 TEST(Fuzz, ResultFiles) {
   // The result of record is kept as .json.gz (issue 23): its text as tune wrote it (to_json round-trips).
-  const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "results" / "h200" / "scene_graph" / "B4_N24_D96_heads4_P16.json.gz";
-  fuzz(file.string(), to_json(read_result(file)).dump(2) + "\n", from_file("tune_fuzz_result.json", [](const auto& p) { (void)read_result(p); }),
-       600);
+  const auto file =
+      std::filesystem::path(TUNE_SOURCE_DIR) / "results" / "h200" / "scene_graph" / "B4_N24_D96_heads4_P16.json.gz";
+  fuzz(file.string(), to_json(read_result(file)).dump(2) + "\n",
+       from_file("tune_fuzz_result.json", [](const auto& p) { (void)read_result(p); }), 600);
 }
 
 TEST(Fuzz, GoldenFiles) {
-  const auto file = std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / "scene_graph" / "golden" / "scene_graph_B2_N6_D16_H2_P4.json";
-  fuzz(file.string(), slurp(file), from_file("tune_fuzz_golden.json", [](const auto& p) { (void)read_golden(p); }),
-       1500);
+  const auto file =
+      std::filesystem::path(TUNE_SOURCE_DIR) / "configs" / "scene_graph" / "golden" / "scene_graph_B2_N6_D16_H2_P4.json";
+  fuzz(file.string(), slurp(file), from_file("tune_fuzz_golden.json", [](const auto& p) { (void)read_golden(p); }), 1500);
 }
 
 }  // namespace

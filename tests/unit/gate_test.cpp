@@ -9,13 +9,13 @@
 #include <type_traits>
 #include <utility>
 
-#include "worker/backend.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
 #include "tune/tune.hpp"
 #include "tune/verdict_cache.hpp"
 #include "tune/worker_client.hpp"
+#include "worker/backend.hpp"
 
 namespace tune {
 namespace {
@@ -26,16 +26,18 @@ std::optional<std::string> picked_name(const tune::RunRecord& run) {
   return picked ? std::optional<std::string>(picked->name) : std::nullopt;
 }
 
-
 constexpr const char* kKernel = "_Z14contact_kernelILi4ELi64EEvPKfPf";
 constexpr const char* kOther = "_Z14contact_kernelILi8ELi64EEvPKfPf";
 
 // memcheck as compute-sanitizer writes it with --demangle no: the report, its host backtrace, the
 // host-side consequence ("Program hit"), the summary.
-const std::string kMemcheckLog = std::string() +
+const std::string kMemcheckLog =
+    std::string() +
     "========= COMPUTE-SANITIZER\n"
     "========= Invalid __global__ read of size 4 bytes\n"
-    "=========     at " + kKernel + "+0x70 in contact.cuh:120\n"
+    "=========     at " +
+    kKernel +
+    "+0x70 in contact.cuh:120\n"
     "=========     by thread (0,0,0) in block (5,0,0)\n"
     "=========     Address 0x7f1c3e000400 is out of bounds\n"
     "=========     and is 1 bytes after the nearest allocation at 0x7f1c3e000000 of size 1023 bytes\n"
@@ -67,14 +69,22 @@ TEST(SanitizerLog, AMemcheckReportIsReadWithItsKernelAndTheHostSideLinesAreNotRe
 
 TEST(SanitizerLog, RacecheckReportsAreReadOneByOneAndAFileWithoutOnesReadsEmpty) {
   const std::string log = std::string() +
-      "========= COMPUTE-SANITIZER\n"
-      "========= Error: Race reported between Write access at " + kKernel + "+0x1f0 in contact.cuh:412\n"
-      "=========     and Read access at " + kKernel + "+0x2a0 in contact.cuh:398 [1024 hazards]\n"
-      "=========\n"
-      "========= Warning: Race reported between Read access at " + kOther + "+0x10 in contact.cuh:12\n"
-      "=========     and Write access at " + kOther + "+0x20 in contact.cuh:14 [2 hazards]\n"
-      "=========\n"
-      "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n";
+                          "========= COMPUTE-SANITIZER\n"
+                          "========= Error: Race reported between Write access at " +
+                          kKernel +
+                          "+0x1f0 in contact.cuh:412\n"
+                          "=========     and Read access at " +
+                          kKernel +
+                          "+0x2a0 in contact.cuh:398 [1024 hazards]\n"
+                          "=========\n"
+                          "========= Warning: Race reported between Read access at " +
+                          kOther +
+                          "+0x10 in contact.cuh:12\n"
+                          "=========     and Write access at " +
+                          kOther +
+                          "+0x20 in contact.cuh:14 [2 hazards]\n"
+                          "=========\n"
+                          "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n";
   const auto reports = parse_sanitizer_log("racecheck", log);
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_EQ(reports[0].finding.kind.rfind("Error: Race reported between Write access at void contact_kernel<4, 64>", 0), 0u)
@@ -83,7 +93,8 @@ TEST(SanitizerLog, RacecheckReportsAreReadOneByOneAndAFileWithoutOnesReadsEmpty)
   EXPECT_EQ(reports[1].kernels, std::vector<std::string>{kOther});
   EXPECT_EQ(reports[1].finding.report.size(), 2u);
   int summary = 7;
-  EXPECT_TRUE(parse_sanitizer_log("racecheck", "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n", &summary).empty());
+  EXPECT_TRUE(parse_sanitizer_log("racecheck", "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n", &summary)
+                  .empty());
   EXPECT_EQ(summary, 0);
   EXPECT_TRUE(parse_sanitizer_log("synccheck", "", &summary).empty());
   EXPECT_EQ(summary, -1);
@@ -250,15 +261,19 @@ TEST(VerdictCache, EveryPartOfWhatDecidesAVerdictChangesTheKey) {
   EXPECT_EQ(k.size(), 32u);
   EXPECT_EQ(key_of(a_variant()), k) << "the same variant, the same key";
   std::vector<std::function<void(Gated&)>> changes = {
-      [](Gated& g) { g.compiled.cubin[5] ^= 1; },                       // one bit of the CUBIN
-      [](Gated& g) { g.compiled.cubin.push_back(0); },                  // its length
+      [](Gated& g) { g.compiled.cubin[5] ^= 1; },       // one bit of the CUBIN
+      [](Gated& g) { g.compiled.cubin.push_back(0); },  // its length
       [](Gated& g) { g.lowered.launches[0].name_expression = "contact_kernel<8,64>"; },
       [](Gated& g) { g.lowered.launches[0].grid[1] = 2; },
       [](Gated& g) { g.lowered.launches[0].block[0] = 256; },
       [](Gated& g) { g.lowered.launches[0].dynamic_smem = 8192; },
-      [](Gated& g) { g.lowered.launches[0].args = {"out", "x"}; },
+      [](Gated& g) {
+        g.lowered.launches[0].args = {"out", "x"};
+      },
       [](Gated& g) { g.lowered.launches.push_back(g.lowered.launches[0]); },  // a second launch
-      [](Gated& g) { g.lowered.scratch[0].shape = {16, 65}; },
+      [](Gated& g) {
+        g.lowered.scratch[0].shape = {16, 65};
+      },
       [](Gated& g) { g.lowered.scratch.clear(); },
   };
   std::set<std::string> keys{k};

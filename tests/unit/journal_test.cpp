@@ -12,10 +12,10 @@
 
 #include <unistd.h>
 
+#include "support/fixture_run.hpp"
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
 #include "tune/worker_client.hpp"
-#include "support/fixture_run.hpp"
 
 namespace tune {
 namespace {
@@ -61,8 +61,7 @@ TEST(Journal, ALineNestedTooDeepIsRefusedNamingTheLine) {
     (void)Journal::read(path, kIdentity);
     FAIL() << "read a journal line nested 100000 deep";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(path.string() + ": line 3: JSON nested deeper than 512 levels"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find(path.string() + ": line 3: JSON nested deeper than 512 levels"), std::string::npos)
         << e.what();
   }
 }

@@ -8,9 +8,9 @@ namespace tune::cuda {
 namespace {
 
 template <typename T>
-constexpr bool kMoveOnlyOwner = std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T> &&
-                                std::is_nothrow_destructible_v<T> && !std::is_copy_constructible_v<T> &&
-                                !std::is_copy_assignable_v<T>;
+constexpr bool kMoveOnlyOwner =
+    std::is_nothrow_move_constructible_v<T>&& std::is_nothrow_move_assignable_v<T>&& std::is_nothrow_destructible_v<T> &&
+    !std::is_copy_constructible_v<T> && !std::is_copy_assignable_v<T>;
 
 static_assert(kMoveOnlyOwner<Context>);
 static_assert(kMoveOnlyOwner<Module>);

@@ -125,7 +125,8 @@ TEST(Parity, TheModuleRuleIsNotAppliedToFloat32OrWithoutTheModulesOutput) {
 TEST(Parity, TheToleranceObjectPerDtypeModuleAndRule) {
   const TolerancePolicy p = parse_tolerance(Json::parse(R"({"atol": 2e-4, "rtol": 3e-4,
       "bfloat16": {"rtol": 2e-2}, "int32": {"atol": 1},
-      "module": {"k": 3, "atol": 1e-3}, "rule": "module"})"), "p.json");
+      "module": {"k": 3, "atol": 1e-3}, "rule": "module"})"),
+                                            "p.json");
   EXPECT_EQ(p.of(DType::kFloat32).atol, 2e-4);
   EXPECT_EQ(p.of(DType::kFloat32).rtol, 3e-4);
   EXPECT_EQ(p.of(DType::kBFloat16).atol, 1e-5);  // its default where the file gives none

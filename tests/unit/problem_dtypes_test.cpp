@@ -3,11 +3,11 @@
 // variables in expressions (`T == bfloat16`, `T_bytes`) and in a launch's template arguments.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -21,14 +21,15 @@ namespace {
 // A problem folder with `tensors` (the JSON list's text) and `extra` top-level keys.
 std::filesystem::path write_problem(const std::string& tensors, const std::string& extra = "") {
   static int count = 0;
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("tune_dtypes_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tune_dtypes_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "reference.py") << "def reference(shape, params, inputs):\n    raise NotImplementedError\n";
   std::ofstream(dir / "problem.json") << R"({"problem": "dt", "reference": {"python": "reference.py"},
   "shape": {"dims": ["M", "N"], "defaults": {"M": 8, "N": 16}},
   "dtypes": {"T": {"values": ["float32", "bfloat16"], "default": "float32"}},
-  "tensors": )" << tensors << (extra.empty() ? "" : ",\n  " + extra) << "\n}\n";
+  "tensors": )" << tensors << (extra.empty() ? "" : ",\n  " + extra)
+                                      << "\n}\n";
   return dir / "problem.json";
 }
 
@@ -94,23 +95,33 @@ TEST(ProblemDtypes, Float32DataUnchangedByTheDtypeKeys) {
 
 TEST(ProblemDtypes, BadDtypesRefusedInOneLine) {
   expect_refused(R"([{"name": "x", "role": "input", "shape": ["M"], "dtype": "float", "init": "normal"},
-    {"name": "out", "role": "output", "shape": ["M"]}])", "", "tensors[0].dtype 'float' of tensor 'x' is not a dtype (float16, bfloat16");
-  expect_refused(R"([{"name": "i", "role": "input", "shape": ["M"], "dtype": "int64", "init": {"kind": "index", "high": "7"}},
-    {"name": "out", "role": "output", "shape": ["M"]}])", "", "names no dimension");
+    {"name": "out", "role": "output", "shape": ["M"]}])",
+                 "", "tensors[0].dtype 'float' of tensor 'x' is not a dtype (float16, bfloat16");
+  expect_refused(
+      R"([{"name": "i", "role": "input", "shape": ["M"], "dtype": "int64", "init": {"kind": "index", "high": "7"}},
+    {"name": "out", "role": "output", "shape": ["M"]}])",
+      "", "names no dimension");
   expect_refused(R"([{"name": "i", "role": "input", "shape": ["M"], "dtype": "int64", "init": "normal"},
-    {"name": "out", "role": "output", "shape": ["M"]}])", "", "tensor 'i' is int64, an integer type, but its init draws real numbers");
-  expect_refused(R"([{"name": "x", "role": "input", "shape": ["M"], "dtype": "T", "init": {"kind": "integers", "low": 0, "high": 3}},
-    {"name": "out", "role": "output", "shape": ["M"]}])", "", "tensor 'x' is float32, but an integers init draws integers");
-  expect_refused(R"([{"name": "b", "role": "input", "shape": ["M"], "dtype": "int8", "init": {"kind": "integers", "low": 0, "high": 300}},
-    {"name": "out", "role": "output", "shape": ["M"]}])", "", "do not fit int8");
-  const char* ok = R"([{"name": "x", "role": "input", "shape": ["M"], "dtype": "int32", "init": {"kind": "integers", "low": 0, "high": 3}},
+    {"name": "out", "role": "output", "shape": ["M"]}])",
+                 "", "tensor 'i' is int64, an integer type, but its init draws real numbers");
+  expect_refused(
+      R"([{"name": "x", "role": "input", "shape": ["M"], "dtype": "T", "init": {"kind": "integers", "low": 0, "high": 3}},
+    {"name": "out", "role": "output", "shape": ["M"]}])",
+      "", "tensor 'x' is float32, but an integers init draws integers");
+  expect_refused(
+      R"([{"name": "b", "role": "input", "shape": ["M"], "dtype": "int8", "init": {"kind": "integers", "low": 0, "high": 300}},
+    {"name": "out", "role": "output", "shape": ["M"]}])",
+      "", "do not fit int8");
+  const char* ok =
+      R"([{"name": "x", "role": "input", "shape": ["M"], "dtype": "int32", "init": {"kind": "integers", "low": 0, "high": 3}},
     {"name": "out", "role": "output", "shape": ["M"]}])";
   expect_refused(ok, R"("edits": [{"tensor": "x", "index": ["0"], "value": "0.5"}])", "tensor 'x' (int32) cannot hold");
   expect_refused(ok, R"("edits": [{"tensor": "x", "index": ["0"], "value": "5e9"}])", "tensor 'x' (int32) cannot hold");
 }
 
 TEST(ProblemDtypes, DtypeVariableClashesRefused) {
-  const char* t = R"([{"name": "x", "role": "input", "shape": ["M"], "init": "normal"}, {"name": "out", "role": "output", "shape": ["M"]}])";
+  const char* t =
+      R"([{"name": "x", "role": "input", "shape": ["M"], "init": "normal"}, {"name": "out", "role": "output", "shape": ["M"]}])";
   auto with = [&](const std::string& dtypes) {
     const auto file = write_problem(t);
     std::string text;
@@ -130,9 +141,11 @@ TEST(ProblemDtypes, DtypeVariableClashesRefused) {
     }
   };
   EXPECT_NE(with(R"("dtypes": {"M": {"values": ["float32"]}},)").find("already a dimension"), std::string::npos);
-  EXPECT_NE(with(R"("dtypes": {"N_bytes": {"values": ["float32"]}, "N": {"values": ["float32"]}},)").find("dtypes.N"), std::string::npos);
+  EXPECT_NE(with(R"("dtypes": {"N_bytes": {"values": ["float32"]}, "N": {"values": ["float32"]}},)").find("dtypes.N"),
+            std::string::npos);
   EXPECT_NE(with(R"("dtypes": {"int": {"values": ["float32"]}},)").find("C++ keyword"), std::string::npos);
-  EXPECT_NE(with(R"("dtypes": {"T": {"values": ["float33"]}},)").find("\"float33\" is not a dtype (one of float16"), std::string::npos);
+  EXPECT_NE(with(R"("dtypes": {"T": {"values": ["float33"]}},)").find("\"float33\" is not a dtype (one of float16"),
+            std::string::npos);
   EXPECT_NE(with(R"("dtypes": {"T": {"values": ["float32"], "default": "bfloat16"}},)").find("is not one of its values"),
             std::string::npos);
 }

@@ -9,12 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/paths.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/rng.hpp"
 #include "tune/space.hpp"
-#include "support/paths.hpp"
 
 namespace tune {
 namespace {
@@ -85,29 +85,18 @@ TEST(Problems, GenerationFollowsTheSpecDistributions) {
 // became folders (checksums recorded from them at 0cfdab0): the same seed gives the same data
 // across versions, and every winner of record was checked on it.
 TEST(Problems, TheProblemFilesDrawTheDataTheCppClassesDrew) {
-  const std::vector<std::pair<std::string, double>> timing = {
-      {"layer_norm.weight", 7.5912732282280926},
-      {"layer_norm.bias", 0.598474732529372},
-      {"mlp.0.weight", 0.017824817632324991},
-      {"mlp.0.bias", -0.72294617669284333},
-      {"mlp.2.weight", 0.095484774939715855},
-      {"mlp.2.bias", -0.65557407076656826},
-      {"mlp.4.weight", 0.44310567971318959},
-      {"mlp.4.bias", 0.31537362933158875},
-      {"pair_repr", -15.819471645503551},
-      {"norm.weight", 7.3031021112799639},
-      {"norm.bias", -0.67435536789894091},
-      {"q_proj.weight", 1.514625460972544},
-      {"k_proj.weight", 2.7732527788764574},
-      {"v_proj.weight", -2.7290335624609132},
-      {"rel_mlp.0.weight", -0.86227521520107986},
-      {"rel_mlp.0.bias", 0.25794189432263381},
-      {"rel_mlp.2.weight", -0.5487388066910206},
-      {"rel_mlp.2.bias", -0.13978261229395861},
-      {"out_proj.weight", 2.6621828300319605},
-      {"nodes", -11.170955293010923},
-      {"pair_feats", 14.889006795173744},
-      {"edge_mask", 60.110999999999983}};
+  const std::vector<std::pair<std::string, double>> timing =
+      {{"layer_norm.weight", 7.5912732282280926},  {"layer_norm.bias", 0.598474732529372},
+       {"mlp.0.weight", 0.017824817632324991},     {"mlp.0.bias", -0.72294617669284333},
+       {"mlp.2.weight", 0.095484774939715855},     {"mlp.2.bias", -0.65557407076656826},
+       {"mlp.4.weight", 0.44310567971318959},      {"mlp.4.bias", 0.31537362933158875},
+       {"pair_repr", -15.819471645503551},         {"norm.weight", 7.3031021112799639},
+       {"norm.bias", -0.67435536789894091},        {"q_proj.weight", 1.514625460972544},
+       {"k_proj.weight", 2.7732527788764574},      {"v_proj.weight", -2.7290335624609132},
+       {"rel_mlp.0.weight", -0.86227521520107986}, {"rel_mlp.0.bias", 0.25794189432263381},
+       {"rel_mlp.2.weight", -0.5487388066910206},  {"rel_mlp.2.bias", -0.13978261229395861},
+       {"out_proj.weight", 2.6621828300319605},    {"nodes", -11.170955293010923},
+       {"pair_feats", 14.889006795173744},         {"edge_mask", 60.110999999999983}};
   const std::vector<std::pair<std::string, double>> parity_mask = {{"edge_mask", 27.040000000000003}};
   std::vector<std::pair<std::string, double>> got[2];
   for (int purpose = 0; purpose < 2; ++purpose) {
@@ -136,9 +125,10 @@ TEST(Problems, TheProblemFilesDrawTheDataTheCppClassesDrew) {
 // The C++ fast paths and the problem folders' reference.py (numpy, run out of process through the
 // .npy protocol) compute the same function.
 TEST(Problems, TheBuiltinReferencesAgreeWithThePythonReferences) {
-  const std::vector<std::pair<std::string, Shape>> cases = {
-      {"contact", Shape({{"B", 2}, {"N", 5}, {"C", 8}, {"H", 4}})},
-      {"scene_graph", Shape({{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}})}};
+  const std::vector<std::pair<std::string, Shape>> cases = {{"contact", Shape({{"B", 2}, {"N", 5}, {"C", 8}, {"H", 4}})},
+                                                            {"scene_graph",
+                                                             Shape(
+                                                                 {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}})}};
   for (const auto& [name, shape] : cases) {
     const Problem& p = find_problem(name);
     ASSERT_TRUE(p.has_builtin_reference()) << name;
@@ -214,7 +204,6 @@ TEST(Problems, WorkCountsFollowTheSpec) {
   EXPECT_GT(w.bytes, 4.0 * 4 * 64 * 64 * 64);
 }
 
-
 // Issue 34: problem folders under attack. pf/tiny of the adversarial report (one dimension N;
 // w[1], x[N], out[N]), its problem.json changed by `edit`; load-only, the reference never runs.
 using Json = nlohmann::ordered_json;
@@ -257,15 +246,22 @@ TEST(Problems, Issue34_AnEditThatLoopsMoreOftenThanItsTensorHasElementsIsRefused
   const auto one = Problem::load(tiny_folder("loop", [](Json& j) {
     j["edits"] = parse(R"([{"tensor": "x", "for": {"i": "1000000000000"}, "index": ["0"], "value": "1"}])");
   }));
-  expect_refused<ConfigError>([&] { one->check_shape(Shape({{"N", 1000}})); },
-                              "edits[0].for: the loops run 1000000000000 times at this shape, more than the 1000 "
-                              "elements of tensor 'x'");
+  expect_refused<ConfigError>(
+      [&] {
+        one->check_shape(Shape({{"N", 1000}}));
+      },
+      "edits[0].for: the loops run 1000000000000 times at this shape, more than the 1000 "
+      "elements of tensor 'x'");
   // Two loops, each within the tensor, their product not; an edge case's edit the same.
   const auto two = Problem::load(tiny_folder("loops", [](Json& j) {
     j["edge_cases"] = parse(R"([{"name": "e", "edits": [{"tensor": "x", "for": {"i": "N", "k": "N"}, "index": ["i"],
                                   "value": "k"}]}])");
   }));
-  expect_refused<ConfigError>([&] { two->check_shape(Shape({{"N", 100}})); }, "edge_cases[0].edits[0].for: the loops run 10000 times");
+  expect_refused<ConfigError>(
+      [&] {
+        two->check_shape(Shape({{"N", 100}}));
+      },
+      "edge_cases[0].edits[0].for: the loops run 10000 times");
   // A loop as long as its tensor is what edits are for.
   const auto row = Problem::load(tiny_folder("row", [](Json& j) {
     j["edits"] = parse(R"([{"tensor": "x", "for": {"i": "N"}, "index": ["i"], "value": "i"}])");
@@ -280,42 +276,65 @@ TEST(Problems, Issue34_TensorSizesAreBoundedWhenTheShapeIsBound) {
     j["tensors"][2]["shape"] = parse(R"(["N", "N"])");
   }));
   // 3037000500^2 overflows int64.
-  expect_refused<ShapeError>([&] { square->check_shape(Shape({{"N", 3037000500}})); },
-                             "tensor 'x' (shape [N, N]) has more than 2^40 elements");
+  expect_refused<ShapeError>(
+      [&] {
+        square->check_shape(Shape({{"N", 3037000500}}));
+      },
+      "tensor 'x' (shape [N, N]) has more than 2^40 elements");
   // 10^12 elements: 16 TB of data and float64 copies.
-  expect_refused<ShapeError>([&] { (void)square->make_data(Shape({{"N", 1000000}}), 1, DataPurpose::kTiming); },
-                             "GB of host memory (their data and the reference's float64 copies, 16 bytes an element; the largest is 'x'");
+  expect_refused<ShapeError>(
+      [&] {
+        (void)square->make_data(Shape({{"N", 1000000}}), 1, DataPurpose::kTiming);
+      },
+      "GB of host memory (their data and the reference's float64 copies, 16 bytes an element; the largest is 'x'");
   // A dimension past what the expressions' doubles hold exactly (#24: "too large", not "not an integer").
-  expect_refused<ShapeError>([&] { square->check_shape(Shape({{"N", 9007199254740993}})); },
-                             "--N 9007199254740993 is too large");
+  expect_refused<ShapeError>(
+      [&] {
+        square->check_shape(Shape({{"N", 9007199254740993}}));
+      },
+      "--N 9007199254740993 is too large");
 }
 
 // #14 (load part): work counts and the values edits and edge cases write.
 TEST(Problems, Issue34_WorkCountsAndEditedValuesAreCheckedAtLoadOrWhenTheShapeIsBound) {
-  expect_load_refused("flop", [](Json& j) { j["work"] = parse(R"({"flop": "0/0"})"); }, "work.flop '0/0' gives");
-  expect_load_refused("bytes", [](Json& j) { j["work"] = parse(R"({"bytes": "-5"})"); },
-                      "work.bytes '-5' gives -5; a work count must be finite and >= 0");
+  expect_load_refused(
+      "flop", [](Json& j) { j["work"] = parse(R"({"flop": "0/0"})"); }, "work.flop '0/0' gives");
+  expect_load_refused(
+      "bytes", [](Json& j) { j["work"] = parse(R"({"bytes": "-5"})"); },
+      "work.bytes '-5' gives -5; a work count must be finite and >= 0");
   const auto work = Problem::load(tiny_folder("work", [](Json& j) { j["work"] = parse(R"({"bytes": "1000 - N"})"); }));
-  expect_refused<ConfigError>([&] { work->check_shape(Shape({{"N", 2000}})); },
-                              "work.bytes '1000 - N' gives -1000 at shape N=2000");
+  expect_refused<ConfigError>(
+      [&] {
+        work->check_shape(Shape({{"N", 2000}}));
+      },
+      "work.bytes '1000 - N' gives -1000 at shape N=2000");
   // #24: an edit that makes an input non-finite says so, not that the reference is NaN.
   for (const char* value : {"0/0", "1e39"})
-    expect_load_refused("edit_value", [&](Json& j) {
-      j["edits"] = Json::array({{{"tensor", "x"}, {"index", {"0"}}, {"value", value}}});
-    }, "which would make tensor 'x' non-finite in float32");
+    expect_load_refused(
+        "edit_value",
+        [&](Json& j) {
+          j["edits"] = Json::array({{{"tensor", "x"}, {"index", {"0"}}, {"value", value}}});
+        },
+        "which would make tensor 'x' non-finite in float32");
   const auto shaped = Problem::load(tiny_folder("edit_shape", [](Json& j) {
     j["edits"] = parse(R"([{"tensor": "x", "index": ["0"], "value": "N * 1e36"}])");
   }));
-  expect_refused<ConfigError>([&] { shaped->check_shape(Shape({{"N", 1000}})); },
-                              "at element 0, which makes tensor 'x' non-finite in float32");
+  expect_refused<ConfigError>(
+      [&] {
+        shaped->check_shape(Shape({{"N", 1000}}));
+      },
+      "at element 0, which makes tensor 'x' non-finite in float32");
   // An edge case that scales normal data past float32, refused before the gate runs it.
-  const auto scaled = Problem::load(tiny_folder("scale", [](Json& j) {
-    j["edge_cases"] = parse(R"([{"name": "big", "set": {"x": {"scale": 1e38}}}])");
-  }));
-  expect_refused<ConfigError>([&] { scaled->check_shape(Shape({{"N", 1000}})); },
-                              "edge_cases[0].set.x: scale 1e+38 and offset 0 take the values of tensor 'x'");
-  expect_load_refused("fill", [](Json& j) { j["edge_cases"] = parse(R"([{"name": "f", "set": {"x": {"fill": 1e38, "scale": 10}}}])"); },
-                      "edge_cases[0].set.x: fill 1e+38 x scale 10 + offset 0 is 1e+39, beyond float32");
+  const auto scaled = Problem::load(
+      tiny_folder("scale", [](Json& j) { j["edge_cases"] = parse(R"([{"name": "big", "set": {"x": {"scale": 1e38}}}])"); }));
+  expect_refused<ConfigError>(
+      [&] {
+        scaled->check_shape(Shape({{"N", 1000}}));
+      },
+      "edge_cases[0].set.x: scale 1e+38 and offset 0 take the values of tensor 'x'");
+  expect_load_refused(
+      "fill", [](Json& j) { j["edge_cases"] = parse(R"([{"name": "f", "set": {"x": {"fill": 1e38, "scale": 10}}}])"); },
+      "edge_cases[0].set.x: fill 1e+38 x scale 10 + offset 0 is 1e+39, beyond float32");
 }
 
 // #30: a `when` that is NaN is false, as a constraint's is.
@@ -331,27 +350,39 @@ TEST(Problems, Issue34_AWhenThatIsNaNDoesNotHold) {
 
 // #36, #9, #17, #16, #24: what later breaks, refused when the folder loads.
 TEST(Problems, Issue34_FoldersThatWouldBreakLaterAreRefusedAtLoad) {
-  expect_load_refused("scalar_out", [](Json& j) { j["tensors"][2]["shape"] = Json::array(); },
-                      "tensors[2]: the output 'out' has shape [] (0-d)");
-  expect_load_refused("builtin", [](Json& j) { j["reference"] = parse(R"({"builtin": "contact"})"); },
-                      "reference.builtin 'contact' is the C++ reference of the built-in problem contact, but this "
-                      "folder's dims differ from it");
-  expect_load_refused("param_out", [](Json& j) {
-    j["tensors"][0]["name"] = "out";
-    j["tensors"][2]["name"] = "y";
-  }, "tensors[0]: only the output may be named 'out'");
-  expect_load_refused("digit", [](Json& j) { j["problem"] = "2mm"; }, "problem name '2mm' must be letters, digits, '_' and '-', not starting with a digit");
-  expect_load_refused("class", [](Json& j) { j["problem"] = "class"; }, "problem name 'class' is a C++ keyword");
-  expect_load_refused("none", [](Json& j) { j["problem"] = "None"; }, "problem name 'None' is a Python keyword");
-  expect_load_refused("new", [](Json& j) { j["shape"]["dims"] = parse(R"(["N", "new"])"); },
-                      "'shape.dims': 'new' is a C++ keyword");
-  expect_load_refused("lambda", [](Json& j) {
-    j["edits"] = parse(R"([{"tensor": "x", "for": {"lambda": "N"}, "index": ["lambda"], "value": "1"}])");
-  }, "'lambda' is a Python keyword");
-  expect_load_refused("python_dot", [](Json& j) { j["reference"] = parse(R"({"python": "."})"); },
-                      "is a folder; name the Python file (reference.py)");
-  expect_load_refused("unknown_dim", [](Json& j) { j["tensors"][1]["shape"] = parse(R"(["M"])"); },
-                      "tensors[1].shape[0] of tensor 'x': 'M' uses 'M', which is not a dimension (dims: N)");
+  expect_load_refused(
+      "scalar_out", [](Json& j) { j["tensors"][2]["shape"] = Json::array(); },
+      "tensors[2]: the output 'out' has shape [] (0-d)");
+  expect_load_refused(
+      "builtin", [](Json& j) { j["reference"] = parse(R"({"builtin": "contact"})"); },
+      "reference.builtin 'contact' is the C++ reference of the built-in problem contact, but this "
+      "folder's dims differ from it");
+  expect_load_refused(
+      "param_out",
+      [](Json& j) {
+        j["tensors"][0]["name"] = "out";
+        j["tensors"][2]["name"] = "y";
+      },
+      "tensors[0]: only the output may be named 'out'");
+  expect_load_refused(
+      "digit", [](Json& j) { j["problem"] = "2mm"; },
+      "problem name '2mm' must be letters, digits, '_' and '-', not starting with a digit");
+  expect_load_refused(
+      "class", [](Json& j) { j["problem"] = "class"; }, "problem name 'class' is a C++ keyword");
+  expect_load_refused(
+      "none", [](Json& j) { j["problem"] = "None"; }, "problem name 'None' is a Python keyword");
+  expect_load_refused(
+      "new", [](Json& j) { j["shape"]["dims"] = parse(R"(["N", "new"])"); }, "'shape.dims': 'new' is a C++ keyword");
+  expect_load_refused(
+      "lambda",
+      [](Json& j) { j["edits"] = parse(R"([{"tensor": "x", "for": {"lambda": "N"}, "index": ["lambda"], "value": "1"}])"); },
+      "'lambda' is a Python keyword");
+  expect_load_refused(
+      "python_dot", [](Json& j) { j["reference"] = parse(R"({"python": "."})"); },
+      "is a folder; name the Python file (reference.py)");
+  expect_load_refused(
+      "unknown_dim", [](Json& j) { j["tensors"][1]["shape"] = parse(R"(["M"])"); },
+      "tensors[1].shape[0] of tensor 'x': 'M' uses 'M', which is not a dimension (dims: N)");
 }
 
 // #9: outside configs/, a folder may name a built-in reference only as an unchanged copy of that
@@ -410,7 +441,8 @@ TEST(ReferenceIdentity, NamesTheBackendAndTheReferenceFilesBytes) {
 
   const auto dir = std::filesystem::temp_directory_path() / ("tune_reference_identity_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
-  std::filesystem::copy(test::repo_dir() / "tests" / "fixtures" / "problems" / "affine", dir, std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test::repo_dir() / "tests" / "fixtures" / "problems" / "affine", dir,
+                        std::filesystem::copy_options::recursive);
   unsetenv("TUNE_REFERENCE_BACKEND");
   const std::string before = Problem::load(dir / "problem.json")->reference_identity(ReferenceBackend::kAuto);
   EXPECT_EQ(before.rfind("reference.py xxh3:", 0), 0u) << before;

@@ -21,10 +21,10 @@ TEST(Progress, DurationsReadAsSecondsMinutesAndHours) {
 }
 
 TEST(Progress, TheNameIsCutSoThatTheLineFitsTheWidth) {
-  const std::string prefix = "[  3/12] compiled   0.6s  passed   ";           // 35 columns
+  const std::string prefix = "[  3/12] compiled   0.6s  passed   ";                   // 35 columns
   const std::string name = "strategy=warp,mapping=tile,block=128,tile_i=4,tile_j=8";  // 54
-  const std::string detail = "   (checked 3, passed 3, best 7.94 us)";      // 38
-  const std::string tail = "  5s elapsed, eta 20s";                          // 21
+  const std::string detail = "   (checked 3, passed 3, best 7.94 us)";                // 38
+  const std::string tail = "  5s elapsed, eta 20s";                                   // 21
   const std::string whole = prefix + name + detail + tail;
   EXPECT_EQ(fit_line(prefix, name, detail, tail, 0), whole) << "no width: whole lines";
   EXPECT_EQ(fit_line(prefix, name, detail, tail, whole.size()), whole);

@@ -10,12 +10,12 @@
 
 #include <fmt/format.h>
 
+#include "support/fixture_run.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
 #include "tune/tune.hpp"
-#include "support/fixture_run.hpp"
 
 namespace tune {
 namespace {
@@ -25,7 +25,6 @@ std::optional<std::string> picked_name(const tune::RunRecord& run) {
   const auto picked = tune::pick_winner(run);
   return picked ? std::optional<std::string>(picked->name) : std::nullopt;
 }
-
 
 // Issue 34: a record's variants are lowered again (header, check) with the limits they were lowered
 // with: the device's as recorded, or a compile-only run's target arch; never a hidden sm_90.
@@ -148,7 +147,8 @@ TEST(Records, TheTorchRecordRoundTripsAndComparesGraphAgainstGraph) {
   const double g = w->timing->graph_mean_us;
   EXPECT_EQ(torch_comparison(run),
             fmt::format("{:.2f}x over torch.compile (graph 25.00 us against the winner's {:.2f} us), {:.2f}x over "
-                        "PyTorch eager (graph 50.00 us against the winner's {:.2f} us)", 25.0 / g, g, 50.0 / g, g));
+                        "PyTorch eager (graph 50.00 us against the winner's {:.2f} us)",
+                        25.0 / g, g, 50.0 / g, g));
   auto j = to_json(t);
   j["eager"]["graph"]["median_us"] = 0;
   EXPECT_THROW(validate_torch_record(j), InputError);
@@ -196,18 +196,30 @@ TEST(Records, AHandEditedRecordIsRefusedNamingItsJsonPath) {
   const std::vector<std::pair<std::function<void(Json&)>, std::string>> edits = {
       {[](Json& j) { j["shape"]["N"] = 0; }, "shape.N: 0 is below 1"},
       {[](Json& j) { j["shape"].erase("H"); }, "shape: has the dimensions B, N, C, but problem contact has B, N, C, H"},
-      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = -30.0; }, "variants[0].timing.median_us: -30.0 is not a positive number"},
-      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = "30"; }, "variants[0].timing.median_us: \"30\" is not a number"},
-      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = nullptr; }, "variants[0].timing.median_us: null is not a number"},
-      {[](Json& j) { j["variants"][0]["status"] = "crashed"; }, "summary.winner: \"" + fixture_run().variants[0].name + "\" has status crashed"},
-      {[](Json& j) { j["variants"].push_back(j["variants"][0]); j["variants"][2]["timing"]["median_us"] = 29.5; },
-       "variants[2].name: \"" + fixture_run().variants[0].name + "\" is also the name of variants[0], with different contents"},
-      {[](Json& j) { j["summary"]["speedup_over_baseline"] = 3.0; }, "summary.speedup_over_baseline: 3 is not the baseline's median over the winner's (1)"},
-      {[](Json& j) { j["device"]["compute_capability"] = "99999999999.0"; }, "device.compute_capability: \"99999999999.0\" does not look like 9.0"},
+      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = -30.0; },
+       "variants[0].timing.median_us: -30.0 is not a positive number"},
+      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = "30"; },
+       "variants[0].timing.median_us: \"30\" is not a number"},
+      {[](Json& j) { j["variants"][0]["timing"]["median_us"] = nullptr; },
+       "variants[0].timing.median_us: null is not a number"},
+      {[](Json& j) { j["variants"][0]["status"] = "crashed"; },
+       "summary.winner: \"" + fixture_run().variants[0].name + "\" has status crashed"},
+      {[](Json& j) {
+         j["variants"].push_back(j["variants"][0]);
+         j["variants"][2]["timing"]["median_us"] = 29.5;
+       },
+       "variants[2].name: \"" + fixture_run().variants[0].name +
+           "\" is also the name of variants[0], with different contents"},
+      {[](Json& j) { j["summary"]["speedup_over_baseline"] = 3.0; },
+       "summary.speedup_over_baseline: 3 is not the baseline's median over the winner's (1)"},
+      {[](Json& j) { j["device"]["compute_capability"] = "99999999999.0"; },
+       "device.compute_capability: \"99999999999.0\" does not look like 9.0"},
       {[](Json& j) { j["context"]["jobs"] = 4294967297LL; }, "context.jobs: 4294967297 is outside 1 to 2147483647"},
       {[](Json& j) { j["context"]["gate"]["tool_s"]["memcheck"] = -1.0; }, "context.gate.tool_s.memcheck: -1.0 is negative"},
       {[](Json& j) { j["context"]["gate"]["cache_hits"] = -2; }, "context.gate.cache_hits: -2 is outside 0 to 2147483647"},
-      {[](Json& j) { j["variants"][0]["gate"] = {{"verdict", "safe"}, {"cached", "outputs"}}; },
+      {[](Json& j) {
+         j["variants"][0]["gate"] = {{"verdict", "safe"}, {"cached", "outputs"}};
+       },
        "variants[0].gate.cached: \"outputs\" is not an array"},
   };
   for (const auto& [edit, expected] : edits) {
@@ -262,8 +274,9 @@ TEST(Records, AResultFileIsTheJsonOrTheJsonGzNeverBoth) {
     (void)find_result_file(json);
     ADD_FAILURE() << "two files of one shape were taken";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), json.string() + " and B4_N64_C64_H32.json.gz: two results files of one shape; keep "
-                                                      "one (a tune run that replaces the .json.gz removes it)");
+    EXPECT_EQ(std::string(e.what()), json.string() +
+                                         " and B4_N64_C64_H32.json.gz: two results files of one shape; keep "
+                                         "one (a tune run that replaces the .json.gz removes it)");
   }
   std::filesystem::remove(compressed_result_path(json));
   EXPECT_EQ(find_result_file(json), json);
@@ -297,14 +310,15 @@ TEST(Header, HoldsTheWinnerAsConstexprValuesWithProvenance) {
   EXPECT_NE(h.find("inline constexpr int kBlock = 128;"), std::string::npos) << h;
   EXPECT_NE(h.find("Fixture GPU 9000"), std::string::npos);
   EXPECT_NE(h.find("Command: tune --problem contact --B 4 --N 64 /* fixture * /"), std::string::npos) << h;
-  EXPECT_EQ(generate_header(run, space), h);  // deterministic
+  EXPECT_EQ(generate_header(run, space), h);                // deterministic
   EXPECT_EQ(h.find("against PyTorch"), std::string::npos);  // no torch record
   RunRecord with_torch = run;
   for (auto& v : with_torch.variants)
     if (v.name == *run.winner) v.timing->graph_mean_us = 10;
-  with_torch.torch = TorchRecord{.status = "measured", .compile = TorchModeRecord{TorchTimes{20, 40.0, 39, 41, 38, 40}, {}, "", {}}};
-  EXPECT_NE(generate_header(with_torch, space).find(
-                "//   against PyTorch: 4.00x over torch.compile (graph 40.00 us against the winner's 10.00 us)\n"),
+  with_torch.torch =
+      TorchRecord{.status = "measured", .compile = TorchModeRecord{TorchTimes{20, 40.0, 39, 41, 38, 40}, {}, "", {}}};
+  EXPECT_NE(generate_header(with_torch, space)
+                .find("//   against PyTorch: 4.00x over torch.compile (graph 40.00 us against the winner's 10.00 us)\n"),
             std::string::npos)
       << generate_header(with_torch, space);
   RunRecord untimed = run;
@@ -349,7 +363,7 @@ TEST(Winner, ATieGoesToFewerRegistersAndUnknownRegistersComeLast) {
   known.name = "z-known";
   VariantRecord unknown = known;
   unknown.name = "a-unknown";
-  unknown.resources.clear();  // no report: max_registers() == -1
+  unknown.resources.clear();         // no report: max_registers() == -1
   unknown.timing->median_us = 29.9;  // fastest, but within the 0.5 % tie band
   run.variants = {known, unknown};
   EXPECT_EQ(picked_name(run), "z-known");
@@ -417,7 +431,7 @@ TEST(Winner, NonFiniteOrNonPositiveMediansNeverWinTieOrGiveASpeedup) {
   good.baseline = false;
   for (const double bad_median : {std::nan(""), std::numeric_limits<double>::infinity(), 0.0, -5.0}) {
     VariantRecord bad = good;
-    bad.name = "a-bad";                   // the smaller name wins a tie
+    bad.name = "a-bad";                           // the smaller name wins a tie
     bad.resources.begin()->second.registers = 8;  // and so do fewer registers
     bad.timing->median_us = bad_median;
     for (const bool bad_first : {true, false}) {

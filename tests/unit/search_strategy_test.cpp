@@ -184,8 +184,7 @@ TEST(SearchStrategy, TheModelProposesUnchosenConfigurationsTheSameForASeedAndSto
   const auto proposals = [&] {
     const StrategyPtr s = make_search_strategy(o);
     const FirstPass fp = first_pass(f, o, *s, true);
-    EXPECT_EQ(std::count(fp.batch.configs.begin(), fp.batch.configs.end(), f.space.baseline()) +
-                  fp.ctx.model_initial,
+    EXPECT_EQ(std::count(fp.batch.configs.begin(), fp.batch.configs.end(), f.space.baseline()) + fp.ctx.model_initial,
               static_cast<std::int64_t>(fp.batch.configs.size()))
         << "the initial design counts what the passes time, the deferred baseline aside";
     std::set<Config> chosen(fp.batch.configs.begin(), fp.batch.configs.end());

@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "space/kernel_scan.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
-#include "space/kernel_scan.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
 
@@ -266,7 +266,8 @@ TEST(Space, ASpaceLargerThanTheLimitIsRefusedBeforeEnumerating) {
     EXPECT_NE(what.find("--max-space 4000000"), std::string::npos) << what;
     EXPECT_NE(what.find("--budget N"), std::string::npos) << what;
   }
-  EXPECT_THROW((void)Space::parse(small_space(), "toy.json").enumerate(shape(2, 8), DeviceLimits::for_arch(90), 15), InputError);
+  EXPECT_THROW((void)Space::parse(small_space(), "toy.json").enumerate(shape(2, 8), DeviceLimits::for_arch(90), 15),
+               InputError);
   // Progress comes every 65536 configurations checked.
   std::vector<SpaceProgress> seen;
   const Enumeration e = Space::parse(wide_space(2, 128), "w.json")
@@ -306,8 +307,7 @@ TEST(Space, ASampleDrawsDistinctValidConfigsWithoutEnumerating) {
 }
 
 TEST(Space, TheShippedSpacesParseAndTheirBaselinesAreValid) {
-  for (const auto& [problem, dims] :
-       std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::int64_t>>>>{
+  for (const auto& [problem, dims] : std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::int64_t>>>>{
            {"contact", {{"B", 4}, {"N", 64}}}, {"scene_graph", {{"B", 4}, {"N", 24}}}}) {
     const Space s = load_space(problem, std::nullopt);
     const Shape sh = resolve_shape(find_problem(problem), s, dims);
@@ -342,7 +342,8 @@ TEST(Sample, ABudgetDrawsThatManyDistinctConfigsInEnumerationOrderPlusTheBaselin
   ASSERT_GE(a.size(), 10u);
   ASSERT_LE(a.size(), 11u);
   EXPECT_NE(std::find(a.begin(), a.end(), baseline), a.end());
-  for (std::size_t i = 1; i < a.size(); ++i) EXPECT_LT(a[i - 1].choice.at(0), a[i].choice.at(0)) << "order of `all`, no repeats";
+  for (std::size_t i = 1; i < a.size(); ++i)
+    EXPECT_LT(a[i - 1].choice.at(0), a[i].choice.at(0)) << "order of `all`, no repeats";
   EXPECT_EQ(a, sample_configs(all, baseline, 10, 42)) << "the same seed draws the same sample";
   EXPECT_NE(a, sample_configs(all, baseline, 10, 43)) << "another seed draws another sample";
 }
@@ -370,14 +371,15 @@ namespace {
 // whatever its attributes, with template-argument commas, comments and strings left out.
 TEST(KernelScan, CountsTheParametersOfTheNamedGlobalFunction) {
   KernelSources s;
-  s.main = "// __global__ void k(int a);  a comment is not a declaration\n"
-           "const char* text = \"__global__ void k(int, int, int)\";\n"
-           "template <int B, int N>\n"
-           "__global__ void __launch_bounds__(B, 1) __maxnreg__(N > 2 ? 128 : 255)\n"
-           "    k(const float* __restrict__ x, Pair<int, float> p, /* int ignored, */ float* out) {}\n"
-           "__global__ void empty() {}\n"
-           "__global__ void v(void);\n"
-           "__device__ void helper(int a, int b);\n";
+  s.main =
+      "// __global__ void k(int a);  a comment is not a declaration\n"
+      "const char* text = \"__global__ void k(int, int, int)\";\n"
+      "template <int B, int N>\n"
+      "__global__ void __launch_bounds__(B, 1) __maxnreg__(N > 2 ? 128 : 255)\n"
+      "    k(const float* __restrict__ x, Pair<int, float> p, /* int ignored, */ float* out) {}\n"
+      "__global__ void empty() {}\n"
+      "__global__ void v(void);\n"
+      "__device__ void helper(int a, int b);\n";
   s.headers = {{"more.cuh", "__global__ void in_header(int a,\n int b) {}\n"}};
   const auto stripped = stripped_sources(s);
   EXPECT_EQ(kernel_parameter_count(stripped, "k"), 3);
@@ -441,12 +443,14 @@ TEST(KernelSources, AnIncludeOutsideTheFoldersIsRefusedWithTheIncludeDirsAdvice)
     }
   }
   const fs::path absolute = toy_folder("");
-  std::ofstream(absolute / "toy.cuh", std::ios::app) << "#include \"" << (absolute.parent_path() / "none.cuh").string() << "\"\n";
+  std::ofstream(absolute / "toy.cuh", std::ios::app)
+      << "#include \"" << (absolute.parent_path() / "none.cuh").string() << "\"\n";
   EXPECT_THROW((void)load_toy(absolute), ConfigError);
   // A computed include cannot be checked.
   EXPECT_THROW((void)load_toy(toy_folder("#define H \"x.cuh\"\n#include H")), ConfigError);
   // In a comment or a string it is no include.
-  EXPECT_NO_THROW((void)load_toy(toy_folder("// #include \"/etc/passwd\"\nconst char* s = \"#include </x>\";\n/*\n#include \"/y\"\n*/")));
+  EXPECT_NO_THROW((void)load_toy(
+      toy_folder("// #include \"/etc/passwd\"\nconst char* s = \"#include </x>\";\n/*\n#include \"/y\"\n*/")));
 }
 
 // A relative include resolves against the including file (as a C preprocessor's does), then the
@@ -462,7 +466,8 @@ TEST(KernelSources, ARelativeIncludeResolvesAgainstTheIncludingFileNotTheWorking
   const Space s = load_toy(dir);
   const auto src = s.sources();
   EXPECT_NE(src->main.find("#include \"sub/a.cuh\"\n#include \"val.cuh\""), std::string::npos) << src->main;
-  const auto a = std::find_if(src->headers.begin(), src->headers.end(), [](const auto& h) { return h.first == "sub/a.cuh"; });
+  const auto a =
+      std::find_if(src->headers.begin(), src->headers.end(), [](const auto& h) { return h.first == "sub/a.cuh"; });
   ASSERT_NE(a, src->headers.end());
   EXPECT_EQ(a->second, "#include \"sub/b.cuh\"\n#include \"c.cuh\"\n");
   // For nvcc (tune export torch writes the headers under their names), relative to the header again.
@@ -483,7 +488,8 @@ TEST(KernelSources, ASymlinkHeaderIsPassedWhenItResolvesInsideTheFolders) {
   const fs::path in = toy_folder("#include \"link.h\"", {{"toy/sub/real.h", "#define R 1\n"}});
   fs::create_symlink("sub/real.h", in / "link.h");
   const auto headers = load_toy(in).sources()->headers;
-  EXPECT_TRUE(std::any_of(headers.begin(), headers.end(), [](const auto& h) { return h.first == "link.h" && h.second == "#define R 1\n"; }));
+  EXPECT_TRUE(std::any_of(headers.begin(), headers.end(),
+                          [](const auto& h) { return h.first == "link.h" && h.second == "#define R 1\n"; }));
 
   const fs::path out = toy_folder("#include \"secret.h\"", {{"outside/secret.h", "#define S 1\n"}});
   fs::create_symlink("../outside/secret.h", out / "secret.h");
@@ -529,8 +535,9 @@ TEST(KernelSources, AnIncludeDirThatIsTheWholeFileSystemIsRefused) {
 }
 
 TEST(KernelSources, IncludeDirectivesAreFoundWithTheirLines) {
-  const auto d = include_directives("#include \"a.cuh\"\n  #  include <b.h> // c\n#include_next \"n\"\n#define X \"#include\"\n"
-                                    "/* #include \"no\" */ #include \"c.cuh\"\n#include MACRO \n");
+  const auto d = include_directives(
+      "#include \"a.cuh\"\n  #  include <b.h> // c\n#include_next \"n\"\n#define X \"#include\"\n"
+      "/* #include \"no\" */ #include \"c.cuh\"\n#include MACRO \n");
   ASSERT_EQ(d.size(), 4u);
   EXPECT_EQ(d[0].name, "a.cuh");
   EXPECT_EQ(d[0].delimiter, '"');
@@ -543,7 +550,6 @@ TEST(KernelSources, IncludeDirectivesAreFoundWithTheirLines) {
   EXPECT_EQ(d[3].name, "MACRO");
 }
 
-
 // examples/ln_linear_gelu's split-K (issue 36): split_k 2 lowers to the LayerNorm, the split GEMM
 // (a grid of tiles x splits into the scratch `partial`, split_k x M x N floats) and the epilogue that
 // sums the slices; split_k 1 (absent from older records) lowers the H200 winner of record to the very
@@ -551,7 +557,8 @@ TEST(KernelSources, IncludeDirectivesAreFoundWithTheirLines) {
 TEST(LnLinearGeluSpace, SplitKAddsAnEpilogueLaunchAndTheWinnerOfRecordLowersAsRecorded) {
   const std::filesystem::path dir = std::filesystem::path(TUNE_REPO_DIR) / "examples" / "ln_linear_gelu";
   const Space space = load_space(dir.string(), std::nullopt);
-  const RunRecord run = read_result(std::filesystem::path(TUNE_REPO_DIR) / "results/h200/ln_linear_gelu/M1024_K1024_N1024.json.gz");
+  const RunRecord run =
+      read_result(std::filesystem::path(TUNE_REPO_DIR) / "results/h200/ln_linear_gelu/M1024_K1024_N1024.json.gz");
   ASSERT_TRUE(run.winner.has_value());
   const VariantRecord* winner = run.find(*run.winner);
   ASSERT_NE(winner, nullptr);
@@ -680,7 +687,8 @@ TEST(LnLinearGeluSpace, Bf16CorrectionIsItsOwnKernelWithTheTf32Geometry) {
   EXPECT_EQ(space.violated_constraint(space.from_json(j), shape, limits), "corr == tf32 || (algo == mma && split_k == 1)");
   nlohmann::ordered_json simt = space.to_json(space.baseline());
   simt["corr"] = "bf16";
-  EXPECT_EQ(space.violated_constraint(space.from_json(simt), shape, limits), "corr == tf32 || (algo == mma && split_k == 1)");
+  EXPECT_EQ(space.violated_constraint(space.from_json(simt), shape, limits),
+            "corr == tf32 || (algo == mma && split_k == 1)");
   nlohmann::ordered_json old = space.to_json(space.baseline());
   old.erase("corr");  // a record from before corr
   EXPECT_EQ(space.to_json(space.from_json(old)).at("corr"), "tf32");

@@ -65,16 +65,16 @@ TEST(Strategy, ARandomThirdFindsAConfigWithinFivePercentAsOftenAsAUniformDrawSho
   }
   // Probability that a random third holds one of the near-best configs, and a 3-sigma lower bound
   // over 20 seeds: the sample must behave like a uniform draw without replacement.
-  const auto near = static_cast<std::size_t>(
-      std::count_if(s.cost.begin(), s.cost.end(), [&](double c) { return c <= 1.05 * best; }));
+  const auto near =
+      static_cast<std::size_t>(std::count_if(s.cost.begin(), s.cost.end(), [&](double c) { return c <= 1.05 * best; }));
   const auto total = static_cast<double>(s.all.size());
   double miss = 1.0;
   for (std::size_t j = 0; j < near; ++j)
     miss *= (total - budget - static_cast<double>(j)) / (total - static_cast<double>(j));
   const double p = 1.0 - miss;
   const double bound = 20.0 * p - 3.0 * std::sqrt(20.0 * p * (1.0 - p));
-  EXPECT_GE(found, static_cast<int>(std::floor(bound))) << "within 5 % of the best in " << found
-                                                          << " of 20 random thirds; expected about " << 20.0 * p;
+  EXPECT_GE(found, static_cast<int>(std::floor(bound)))
+      << "within 5 % of the best in " << found << " of 20 random thirds; expected about " << 20.0 * p;
   EXPECT_GT(p, 0.6) << "the synthetic space makes a random third useless";
 }
 
@@ -137,8 +137,8 @@ TEST(Strategy, AWarmStartChoosesThePromisingFewAndTimesTheWholeSpaceOnceTheyAreH
   // An exploration of half the space tips it too; one config short of that does not.
   const int half = static_cast<int>((all.size() + 1) / 2);
   EXPECT_TRUE(warm_configs(all, space.baseline(), space, "contact", shape, files, 1.02, half, 42).whole_space);
-  const WarmChoice under = warm_configs(all, space.baseline(), space, "contact", shape, files, 1.02,
-                                        half - few.promising - 2, 42);
+  const WarmChoice under =
+      warm_configs(all, space.baseline(), space, "contact", shape, files, 1.02, half - few.promising - 2, 42);
   EXPECT_FALSE(under.whole_space);
   EXPECT_LT(2 * under.configs.size(), all.size());
 }
@@ -198,8 +198,7 @@ TEST(Strategy, TheModelRefusesRaggedInputAndStopsWhenNothingPassedOrNothingIsLef
   const std::size_t n = s.all.size();
   std::vector<std::optional<double>> log_time(n);
   std::vector<char> failed(n, 0), excluded(n, 0);
-  EXPECT_THROW((void)model_step(s.all, std::vector<std::optional<double>>(3), failed, excluded, {}),
-               std::invalid_argument);
+  EXPECT_THROW((void)model_step(s.all, std::vector<std::optional<double>>(3), failed, excluded, {}), std::invalid_argument);
   failed[3] = 1;
   const ModelStep none = model_step(s.all, log_time, failed, excluded, {});
   EXPECT_TRUE(none.stop);

@@ -124,9 +124,13 @@ TEST(Subprocess, TheDeadlineKillsTheChildAndEverythingItStarted) {
   const std::string pids = (dir / "pids").string();
   // Ignores SIGTERM and SIGINT; one child in its group, one in a session of its own, one orphaned
   // (its parent exits); then waits.
-  const std::string script = "trap '' TERM INT; sleep 300 & a=$!; setsid sleep 300 & b=$!; "
-                             "sh -c 'setsid sleep 300 & echo $! > " + pids + ".orphan' & wait $!; "
-                             "echo $$ $a $b $(cat " + pids + ".orphan) > " + pids + "; sleep 300";
+  const std::string script =
+      "trap '' TERM INT; sleep 300 & a=$!; setsid sleep 300 & b=$!; "
+      "sh -c 'setsid sleep 300 & echo $! > " +
+      pids +
+      ".orphan' & wait $!; "
+      "echo $$ $a $b $(cat " +
+      pids + ".orphan) > " + pids + "; sleep 300";
   const auto t0 = std::chrono::steady_clock::now();
   const ChildResult r = sh(script, 1.5);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -180,8 +184,10 @@ SanitizerLocation sanitizer_at(const fs::path& path) {
   const std::string saved = old ? old : "";
   setenv("TUNE_SANITIZER", path.c_str(), 1);
   SanitizerLocation s = find_sanitizer(true);
-  if (old) setenv("TUNE_SANITIZER", saved.c_str(), 1);
-  else unsetenv("TUNE_SANITIZER");
+  if (old)
+    setenv("TUNE_SANITIZER", saved.c_str(), 1);
+  else
+    unsetenv("TUNE_SANITIZER");
   return s;
 }
 
@@ -193,7 +199,8 @@ fs::path copy_of_fake_sanitizer(const fs::path& to) {
 
 TEST(SanitizerVersion, APathWithQuotesAndShellCommandsIsRunAsItselfNeverThroughAShell) {
   const fs::path dir = test_dir();
-  for (const std::string& folder : std::vector<std::string>{"o'q", "x';touch " + (dir / "PWNED").string() + ";'", "$(touch PWNED2)", "a\"b;touch PWNED3"}) {
+  for (const std::string& folder : std::vector<std::string>{"o'q", "x';touch " + (dir / "PWNED").string() + ";'",
+                                                            "$(touch PWNED2)", "a\"b;touch PWNED3"}) {
     const SanitizerLocation s = sanitizer_at(copy_of_fake_sanitizer(dir / folder / "compute-sanitizer"));
     EXPECT_EQ(s.version, "2099.1.0 (a fake: tests/support/fake-compute-sanitizer)") << folder;
     EXPECT_EQ(s.version_note, "") << folder;

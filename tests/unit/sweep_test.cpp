@@ -9,11 +9,11 @@
 
 #include <unistd.h>
 
+#include "support/fixture_run.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/sweep.hpp"
-#include "support/fixture_run.hpp"
 
 namespace tune {
 namespace {
@@ -177,7 +177,8 @@ std::vector<RunRecord> timed_shards(int count, const std::vector<double>& median
   std::vector<RunRecord> shards;
   for (int k = 0; k < count; ++k) {
     RunRecord r = proto;
-    const auto [part, s] = shard_configs(configs, space.baseline(), ShardRecord{k, count, ShardSplit::kVariants, 1, 0, "key"});
+    const auto [part, s] =
+        shard_configs(configs, space.baseline(), ShardRecord{k, count, ShardSplit::kVariants, 1, 0, "key"});
     for (const Config& c : part) {
       const auto i = static_cast<std::size_t>(std::find(configs.begin(), configs.end(), c) - configs.begin());
       VariantRecord v = fixture_run().variants.front();
@@ -187,8 +188,8 @@ std::vector<RunRecord> timed_shards(int count, const std::vector<double>& median
       set_median(*v.timing, medians[i] + (v.baseline ? k * 0.001 : 0));  // each shard times the baseline itself
       v.launches.clear();
       for (const auto& l : space.lower(c, proto.shape, proto.limits()).launches)
-        v.launches.push_back({{"kernel", l.name_expression}, {"grid", l.grid}, {"block", l.block},
-                              {"dynamic_smem_bytes", l.dynamic_smem}});
+        v.launches.push_back(
+            {{"kernel", l.name_expression}, {"grid", l.grid}, {"block", l.block}, {"dynamic_smem_bytes", l.dynamic_smem}});
       r.variants.push_back(v);
     }
     r.context.shard = s;
@@ -218,9 +219,8 @@ TEST(Merge, TimedShardsGiveTheUnshardedOrderTheWinnerAcrossShardsAndAHeader) {
   EXPECT_EQ(written[1].extension(), ".hpp");
   const RunRecord merged = read_result(written[0]);
   ASSERT_EQ(merged.variants.size(), medians.size());
-  for (std::size_t i = 0; i < medians.size(); ++i)
-    EXPECT_NEAR(merged.variants[i].timing->median_us, medians[i], 0.01) << i;
-  EXPECT_EQ(merged.winner, merged.variants[3].name);  // shard 0's, the fastest of all shards
+  for (std::size_t i = 0; i < medians.size(); ++i) EXPECT_NEAR(merged.variants[i].timing->median_us, medians[i], 0.01) << i;
+  EXPECT_EQ(merged.winner, merged.variants[3].name);               // shard 0's, the fastest of all shards
   EXPECT_DOUBLE_EQ(merged.variants[1].timing->median_us, 40.001);  // the baseline's owner is shard 1
   EXPECT_NEAR(*merged.speedup, 40.001 / 12, 1e-9);
   EXPECT_FALSE(merged.context.shard.has_value());
@@ -247,40 +247,45 @@ TEST(Merge, RefusesShardsOfOtherRunsAndIncompleteSets) {
   const auto dir = scratch("refuse");
   const std::vector<double> medians = {50, 40, 30, 12};
   auto shards = timed_shards(2, medians, 0);
-  EXPECT_NE(message_of([&] { merge_shards(write_all({shards[0]}, dir / "a"), dir / "o", std::nullopt, {}); })
-                .find("incomplete set of shards: shard(s) 1 of 2 are missing"),
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all({shards[0]}, dir / "a"), dir / "o", std::nullopt, {});
+            }).find("incomplete set of shards: shard(s) 1 of 2 are missing"),
             std::string::npos);
   auto other = shards;
   other[1].device->name = "Another GPU";
-  EXPECT_NE(message_of([&] { merge_shards(write_all(other, dir / "b"), dir / "o", std::nullopt, {}); })
-                .find("differ in device model (Fixture GPU 9000 vs Another GPU)"),
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all(other, dir / "b"), dir / "o", std::nullopt, {});
+            }).find("differ in device model (Fixture GPU 9000 vs Another GPU)"),
             std::string::npos);
   other = shards;
   other[1].context.git_commit = "elsewhere";
-  EXPECT_NE(message_of([&] { merge_shards(write_all(other, dir / "c"), dir / "o", std::nullopt, {}); })
-                .find("differ in git commit"),
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all(other, dir / "c"), dir / "o", std::nullopt, {});
+            }).find("differ in git commit"),
             std::string::npos);
   other = shards;
   other[1].context.shard->run_key = "other";
-  EXPECT_NE(message_of([&] { merge_shards(write_all(other, dir / "d"), dir / "o", std::nullopt, {}); })
-                .find("run key"),
+  EXPECT_NE(message_of([&] { merge_shards(write_all(other, dir / "d"), dir / "o", std::nullopt, {}); }).find("run key"),
             std::string::npos);
   other = shards;
   other[1].complete = false;
-  EXPECT_NE(message_of([&] { merge_shards(write_all(other, dir / "e"), dir / "o", std::nullopt, {}); })
-                .find("did not finish"),
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all(other, dir / "e"), dir / "o", std::nullopt, {});
+            }).find("did not finish"),
             std::string::npos);
   other = shards;
   other[1].variants.pop_back();
   other[1].winner.reset();
   other[1].speedup.reset();
-  EXPECT_NE(message_of([&] { merge_shards(write_all(other, dir / "f"), dir / "o", std::nullopt, {}); })
-                .find("pass unchanged shard results"),
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all(other, dir / "f"), dir / "o", std::nullopt, {});
+            }).find("pass unchanged shard results"),
             std::string::npos);
   other = shards;
   other[1].context.shard.reset();
-  EXPECT_NE(message_of([&] { merge_shards(write_all(other, dir / "g"), dir / "o", std::nullopt, {}); })
-                .find("not a shard's result"),
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all(other, dir / "g"), dir / "o", std::nullopt, {});
+            }).find("not a shard's result"),
             std::string::npos);
   EXPECT_NE(message_of([&] { merge_shards({dir / "nothing"}, dir / "o", std::nullopt, {}); }).find("no such file or folder"),
             std::string::npos);

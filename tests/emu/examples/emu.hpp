@@ -49,10 +49,11 @@ void launch(unsigned grid_x, unsigned grid_y, int block, F kernel) {
       for (int w = 0; w < (block + 31) / 32; ++w) b.warps.push_back(std::make_unique<std::barrier<>>(32));
       current = &b;
       std::vector<std::thread> threads;
-      for (int t = 0; t < block; ++t) threads.emplace_back([&, t] {
-        threadIdx = {static_cast<unsigned>(t), 0, 0};
-        kernel();
-      });
+      for (int t = 0; t < block; ++t)
+        threads.emplace_back([&, t] {
+          threadIdx = {static_cast<unsigned>(t), 0, 0};
+          kernel();
+        });
       for (auto& t : threads) t.join();
     }
 }

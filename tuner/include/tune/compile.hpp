@@ -25,9 +25,9 @@ struct Resources {
 
 struct CompileRequest {
   std::string source;
-  std::string source_name;                    // shown in the log, e.g. "contact.cuh"
-  std::vector<std::string> name_expressions;  // e.g. "contact_kernel<4,64,...>"
-  std::vector<std::string> options;           // one option per entry, never space-joined
+  std::string source_name;                                   // shown in the log, e.g. "contact.cuh"
+  std::vector<std::string> name_expressions;                 // e.g. "contact_kernel<4,64,...>"
+  std::vector<std::string> options;                          // one option per entry, never space-joined
   std::vector<std::pair<std::string, std::string>> headers;  // include name and text of each header
 };
 
@@ -42,7 +42,7 @@ struct CompileResult {
   bool ok = false;
   std::vector<char> cubin;
   std::string log;
-  std::vector<std::string> lowered_names;     // in name_expressions order
+  std::vector<std::string> lowered_names;      // in name_expressions order
   std::map<std::string, Resources> resources;  // by lowered (mangled) name
   double seconds = 0;
 };

@@ -35,10 +35,11 @@ class CompileCache {
   // when it succeeded; a store that fails leaves its reason in *store_failure (else it is empty).
   // One compile per entry at a time in a process: a request for an entry another thread is
   // compiling waits for that compile and gets its result (*cached = true, seconds 0).
-  [[nodiscard]] CompileResult get_or_compile(const CompileRequest& request, const std::string& nvrtc_version,
-                                             bool* cached, std::string* store_failure,
-                                             const std::function<CompileResult(const CompileRequest&)>& compiler =
-                                                 [](const CompileRequest& r) { return compile(r); }) const;
+  [[nodiscard]] CompileResult get_or_compile(
+      const CompileRequest& request, const std::string& nvrtc_version, bool* cached, std::string* store_failure,
+      const std::function<CompileResult(const CompileRequest&)>& compiler = [](const CompileRequest& r) {
+        return compile(r);
+      }) const;
   // 16 hex digits: XXH3-64 of the CUBIN, kept in the entry's metadata and checked on load.
   static std::string content_hash(const std::vector<char>& cubin);
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }

@@ -43,7 +43,7 @@ std::optional<DeviceInfo> query_device(int ordinal, std::string* why);
 struct ClockSample {
   bool available = false;
   int sm_mhz = 0;
-  std::uint64_t reasons = 0;         // NVML clocks-event reason bits
+  std::uint64_t reasons = 0;             // NVML clocks-event reason bits
   [[nodiscard]] bool throttled() const;  // power, thermal or hardware slowdown
   [[nodiscard]] std::vector<std::string> reason_names() const;
 };

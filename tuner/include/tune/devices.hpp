@@ -40,9 +40,9 @@ std::vector<SweepDevice> resolve_devices(const DeviceSelection& selection, int a
 std::vector<std::string> device_dirs(const std::vector<DeviceInfo>& devices);
 
 struct DeviceSweepResult {
-  std::size_t ran = 0;             // items (replicas) run to the end
-  std::vector<int> failed;         // ordinals of the devices that failed
-  std::size_t not_run = 0;         // items no device was left to run
+  std::size_t ran = 0;      // items (replicas) run to the end
+  std::vector<int> failed;  // ordinals of the devices that failed
+  std::size_t not_run = 0;  // items no device was left to run
   bool interrupted = false;
 };
 
@@ -54,8 +54,8 @@ struct DeviceSweepResult {
 // interrupted one. Another exception from run_tune stops every device and is rethrown. Throws
 // DeviceError, one line, when every device failed with work left; results already written stay.
 DeviceSweepResult run_sweep_on_devices(
-    const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices,
-    bool replicate, const std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>& on_done);
+    const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices, bool replicate,
+    const std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>& on_done);
 
 // "device 1 (NVIDIA H200, GPU-3f2a9c01-...)".
 std::string describe_device(const DeviceInfo& device);

@@ -40,10 +40,10 @@ inline constexpr std::size_t kSanitizerReportLines = 12;
 inline constexpr const char* kSanitizerTools[] = {"memcheck", "racecheck", "synccheck", "initcheck"};
 
 struct SanitizerLocation {
-  std::string path;     // empty: none found
-  std::string version;  // "2025.3.0", from --version; "unknown" when it does not say
+  std::string path;          // empty: none found
+  std::string version;       // "2025.3.0", from --version; "unknown" when it does not say
   std::string version_note;  // why the version is unknown ("" when it is known)
-  std::string why_not;  // when none was found: what was looked at
+  std::string why_not;       // when none was found: what was looked at
 };
 // $TUNE_SANITIZER (a path), else compute-sanitizer on $PATH, in $CUDA_HOME/bin, /usr/local/cuda/bin.
 // With `fake` (TUNE_WORKER_FAKE) only $TUNE_SANITIZER counts: a fake run never depends on the machine.
@@ -171,7 +171,7 @@ class Gate {
   std::vector<std::uint64_t> seeds_;
   std::atomic<int> logs_{0};
   bool could_not_run_input_ = false;
-  bool sanitizer_failed_ = false;  // a tool could not run: later rounds do not wait for it again
+  bool sanitizer_failed_ = false;   // a tool could not run: later rounds do not wait for it again
   bool sanitizer_missing_ = false;  // wanted, not found: no tool runs, the finalists are unchecked
   std::optional<VerdictCache> cache_;
   std::vector<std::string> outputs_context_, tool_context_;  // the key parts beyond the variant

@@ -114,7 +114,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
 struct TorchExportOptions {
   std::string package = "tune_ops";
   bool allow_synthetic = false;
-  std::optional<int> arch;                       // needed when the results span several archs
+  std::optional<int> arch;                      // needed when the results span several archs
   std::optional<std::filesystem::path> config;  // the search space (default: the problem's)
 };
 std::vector<std::filesystem::path> export_torch(const std::vector<std::filesystem::path>& files,

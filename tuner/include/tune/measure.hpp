@@ -21,12 +21,12 @@ struct StopRule {
   std::string profile;
   int min_samples = 10;
   int max_samples = 100000;
-  double max_noise = 0.02;       // stop once stddev/mean is at most this
-  double min_gpu_seconds = 0;    // or once this much GPU time was sampled (0: not a criterion)
-  double wall_cap_seconds = 0.1; // stop regardless after this much wall time
-  static StopRule search();  // >= 10 samples, noise <= 2 %, 0.1 s cap
-  static StopRule strict();  // >= 10 samples, >= 0.5 s GPU time or noise <= 0.5 %, 2 s cap
-  static StopRule screen();  // --search halving's first round: >= 5 samples, noise <= 5 %, 0.02 s cap
+  double max_noise = 0.02;        // stop once stddev/mean is at most this
+  double min_gpu_seconds = 0;     // or once this much GPU time was sampled (0: not a criterion)
+  double wall_cap_seconds = 0.1;  // stop regardless after this much wall time
+  static StopRule search();       // >= 10 samples, noise <= 2 %, 0.1 s cap
+  static StopRule strict();       // >= 10 samples, >= 0.5 s GPU time or noise <= 0.5 %, 2 s cap
+  static StopRule screen();       // --search halving's first round: >= 5 samples, noise <= 5 %, 0.02 s cap
 };
 
 // Incremental statistics of one variant's samples, and the rule's verdict.
@@ -105,7 +105,7 @@ class DeviceRunner {
   // the first pass as search_timing.
   static constexpr int kStrictBlock = 8;
   void remeasure_in_rounds(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
-                             const std::vector<VariantRecord*>& records, const Options& options);
+                           const std::vector<VariantRecord*>& records, const Options& options);
   // The gate's checks (issue 20) on variants that passed: parity on each further input (`inputs`,
   // each with its float64 reference), and the output on the parity data over `rounds` rounds of one
   // launch of each variant in turn, the L2 flushed before each: bitwise identical to the first round

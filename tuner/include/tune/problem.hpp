@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -120,8 +120,7 @@ class Problem {
   // make_model and torch imports; else left empty. A built-in C++ reference keeps its float64 output
   // and takes the module's from reference.py (run for the module alone).
   [[nodiscard]] std::vector<double> reference(const Shape& shape, const ProblemData& data,
-                                              ReferenceBackend backend = ReferenceBackend::kAuto,
-                                              std::string* how = nullptr,
+                                              ReferenceBackend backend = ReferenceBackend::kAuto, std::string* how = nullptr,
                                               std::vector<double>* module_output = nullptr) const;
   [[nodiscard]] WorkCounts counts(const Shape& shape) const;
   // The tolerance of the output's dtype at this shape (a dtype variable binds it).

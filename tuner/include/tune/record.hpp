@@ -50,8 +50,8 @@ Status status_from_string(const std::string& s);  // throws InputError
 struct ParityRecord {
   double max_abs_error = 0;
   double max_rel_error = 0;
-  std::int64_t worst_index = -1;  // the element furthest beyond the tolerance (or closest to it)
-  std::optional<double> worst_value;     // null when NaN/Inf
+  std::int64_t worst_index = -1;      // the element furthest beyond the tolerance (or closest to it)
+  std::optional<double> worst_value;  // null when NaN/Inf
   double worst_reference = 0;
   std::int64_t mismatches = 0;  // elements outside tolerance (NaN and Inf included)
   std::int64_t non_finite = 0;
@@ -66,8 +66,8 @@ struct ParityRecord {
   std::optional<double> module_max_abs_error;
   double module_k = 2.0, module_atol = 1e-4;
   std::string rule = "both";
-  bool tolerance_passed = false;       // every element within atol + rtol * |ref|
-  std::optional<bool> module_passed;   // null when the module rule could not be applied
+  bool tolerance_passed = false;      // every element within atol + rtol * |ref|
+  std::optional<bool> module_passed;  // null when the module rule could not be applied
   std::uint64_t seed = 0;
   // XXH3-64 of the output's bytes (16 hex digits; empty when unknown): the gate compares the bits a
   // fresh context gives with these.
@@ -76,8 +76,8 @@ struct ParityRecord {
 
 // One report of a compute-sanitizer tool on a variant.
 struct SanitizerFinding {
-  std::string tool;  // memcheck, racecheck, synccheck, initcheck
-  std::string kind;  // the report's first line: "Error: Race reported between Write access at ...", ...
+  std::string tool;                 // memcheck, racecheck, synccheck, initcheck
+  std::string kind;                 // the report's first line: "Error: Race reported between Write access at ...", ...
   std::vector<std::string> report;  // its first lines, as the tool wrote them (names demangled)
 };
 
@@ -99,22 +99,22 @@ std::vector<std::string> gate_verdict_names();
 struct GateRecord {
   // An unchecked variant wins only with --allow-unchecked (context.gate.allow_unchecked).
   GateVerdict verdict = GateVerdict::kNone;
-  std::string reason;   // one line: what was found, or what was checked
+  std::string reason;              // one line: what was found, or what was checked
   std::vector<std::string> tools;  // the sanitizer tools that ran on it
   // The checks asked for that could not run on it: "outputs", or a sanitizer tool's name.
   std::vector<std::string> not_run;
   std::vector<SanitizerFinding> findings;  // the first few of each tool
-  int findings_left_out = 0;                // reports beyond those (a kernel may have hundreds)
+  int findings_left_out = 0;               // reports beyond those (a kernel may have hundreds)
   struct Input {
     std::string name;  // "seed 2", "large magnitudes", ...
     ParityRecord parity;
   };
   std::vector<Input> inputs;
-  int launches = 0;          // launches compared for determinism (fresh context included)
-  bool deterministic = true; // false: the bits (or, for a problem that declares itself non-deterministic,
-                             // the values beyond tolerance) changed between launches
-  std::string determinism;   // what was compared, or what changed
-  double seconds = 0;        // wall time of this variant's checks (sanitizer runs shared with others)
+  int launches = 0;           // launches compared for determinism (fresh context included)
+  bool deterministic = true;  // false: the bits (or, for a problem that declares itself non-deterministic,
+                              // the values beyond tolerance) changed between launches
+  std::string determinism;    // what was compared, or what changed
+  double seconds = 0;         // wall time of this variant's checks (sanitizer runs shared with others)
   // The checks ("outputs", a tool's name) whose verdict came from the verdict cache (issue 37).
   std::vector<std::string> cached;
 };
@@ -186,13 +186,13 @@ struct VariantRecord {
   double first_launch_ms = 0;
   // Wall time of the whole evaluation as the orchestrator saw it (worker round trip included).
   double evaluate_ms = 0;
-  double parity_ms = 0;  // the parity check: poison, launch, download, compare
-  double unload_ms = 0;  // unloading the module after the evaluation
+  double parity_ms = 0;                          // the parity check: poison, launch, download, compare
+  double unload_ms = 0;                          // unloading the module after the evaluation
   std::vector<nlohmann::ordered_json> launches;  // kernel, grid, block, dynamic smem
   std::map<std::string, Resources> resources;    // per kernel (lowered name)
   std::string log_excerpt;
   std::optional<ParityRecord> parity;
-  std::optional<TimingRecord> timing;  // the ranking measurement (strict when re-measured)
+  std::optional<TimingRecord> timing;         // the ranking measurement (strict when re-measured)
   std::optional<TimingRecord> search_timing;  // the cheap first pass, when a strict one followed
   // Throughput from the problem's counts at the median cold time.
   std::optional<double> gbytes_per_s, gflop_per_s;
@@ -218,10 +218,10 @@ struct ShardRecord {
   int index = 0;
   int count = 1;
   ShardSplit split = ShardSplit::kItems;
-  std::int64_t items = 1;     // work items in the whole sweep
-  std::int64_t item = 0;      // this result's item
-  std::string run_key;        // sweep_run_key: equal for all shards of one run
-  std::int64_t variants = 0;  // split "variants": the unsharded variant count
+  std::int64_t items = 1;            // work items in the whole sweep
+  std::int64_t item = 0;             // this result's item
+  std::string run_key;               // sweep_run_key: equal for all shards of one run
+  std::int64_t variants = 0;         // split "variants": the unsharded variant count
   std::int64_t baseline_index = -1;  // split "variants": the baseline's unsharded index (-1: none)
 };
 
@@ -277,13 +277,13 @@ struct RunContext {
   std::string compile_cache;  // its directory, or "off"
   int jobs = 1;
   SearchLabel search = SearchLabel::kExhaustive;  // how the variants were chosen
-  int budget = 0;                   // random: the sample size asked for
+  int budget = 0;                                 // random: the sample size asked for
   // Configurations that pass the constraints at this shape; -1: not counted (a space larger than
   // --max-space, sampled by drawing configurations instead of enumerating it).
   std::int64_t valid_configs = 0;
   std::uint64_t space_configurations = 0;  // the product of the parameters' values (minor version 4)
-  std::uint64_t draws = 0;  // configurations drawn when the space was sampled, not enumerated (4)
-  double time_budget_s = 0;        // --time-budget (0: none)
+  std::uint64_t draws = 0;                 // configurations drawn when the space was sampled, not enumerated (4)
+  double time_budget_s = 0;                // --time-budget (0: none)
   // "warm": --warm-start's files, its keep ratio, how many configurations were promising there
   // (and are valid here), and how many others were explored (empty: no warm start; an optional
   // object, so no new minor version).
@@ -307,46 +307,46 @@ struct RunContext {
   bool interrupted = false;  // the first Ctrl-C (SIGINT) ended the search early
   // Loading, parity and timing run in a worker process (empty in a compile-only run).
   struct Isolation {
-    std::string worker;  // "process", or "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)"
+    std::string worker;                  // "process", or "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)"
     double first_variant_timeout_s = 0;  // the deadline of each variant before the baseline is timed
     double variant_timeout_s = 0;        // the deadline used after it
     std::string timeout_rule;
     int worker_starts = 0;
     std::vector<std::string> test_hooks;  // TUNE_WORKER_* variables in effect
   } isolation;
-  std::string journal;         // the journal file of this run
-  int resumed_variants = 0;    // records taken from the journal by --resume
+  std::string journal;       // the journal file of this run
+  int resumed_variants = 0;  // records taken from the journal by --resume
   // The journal's first line: what --resume matches. A finished run keeps it here once its journal
   // is gone, so a resumed sweep skips the shape (context.journal.identity; null in older files).
   nlohmann::ordered_json run_identity;
   std::optional<ShardRecord> shard;  // null: not a shard
   // The correctness gate (issue 20): which checks ran on the finalists and what they cost.
   struct Gate {
-    std::string mode = "off";     // off, winner, finalists
-    std::string sanitizer;        // the compute-sanitizer that ran, or "" when none did
+    std::string mode = "off";  // off, winner, finalists
+    std::string sanitizer;     // the compute-sanitizer that ran, or "" when none did
     std::string sanitizer_version;
     std::vector<std::string> tools;  // sanitizer tools run
-    std::string note;             // why a part did not run (no compute-sanitizer, ...), or ""
+    std::string note;                // why a part did not run (no compute-sanitizer, ...), or ""
     // The first check the gate could not run (a sanitizer that did not start the worker, an output
     // check whose worker failed), or "": the finalists it left out are `unchecked`.
     std::string could_not_run;
-    bool allow_unchecked = false;  // --allow-unchecked: an unchecked finalist may win
+    bool allow_unchecked = false;     // --allow-unchecked: an unchecked finalist may win
     std::vector<std::string> inputs;  // extra parity inputs: seeds and the problem's edge cases
-    int launches = 0;             // launches per finalist compared for determinism
-    int rounds = 0;               // a round gates the next finalists when every gated one failed
+    int launches = 0;                 // launches per finalist compared for determinism
+    int rounds = 0;                   // a round gates the next finalists when every gated one failed
     int gated = 0, unsafe = 0, incorrect = 0, unchecked = 0;
-    double wall_s = 0;            // wall time of the gate
-    double share = 0;             // wall_s / the run's total wall time
+    double wall_s = 0;  // wall time of the gate
+    double share = 0;   // wall_s / the run's total wall time
     // The wall the gate added to the run: wall_s, less what the PyTorch module's preparation beside it
     // (TorchBeside) covered; and its share of the run.
     double added_s = 0, added_share = 0;
     // The verdict cache (issue 37): its folder, or "off (...)"; fresh: none read (--fresh).
     std::string cache = "off";
     bool fresh = false;
-    int checks = 0, cache_hits = 0, cache_misses = 0;  // one check: a finalist's outputs, or one tool on it
-    int jobs = 0;                 // sanitizer processes at once
-    double outputs_s = 0;         // wall of the output checks' workers
-    double reference_s = 0;       // wall of the further inputs' float64 references (side by side)
+    int checks = 0, cache_hits = 0, cache_misses = 0;        // one check: a finalist's outputs, or one tool on it
+    int jobs = 0;                                            // sanitizer processes at once
+    double outputs_s = 0;                                    // wall of the output checks' workers
+    double reference_s = 0;                                  // wall of the further inputs' float64 references (side by side)
     std::vector<std::pair<std::string, double>> tool_s;      // per tool: the seconds of its processes
     std::vector<std::pair<std::string, double>> finalist_s;  // per gated variant: its checks' seconds
     // Where the seconds went (summed over processes): "outputs start" (the output checks' worker
@@ -355,7 +355,7 @@ struct RunContext {
     // compute-sanitizer's start, the CUDA context under it, the data drawn), "<tool> run" (the
     // launches under it, the report read).
     std::vector<std::pair<std::string, double>> parts_s;
-    std::string baseline_rule;    // how the baseline is gated
+    std::string baseline_rule;  // how the baseline is gated
   } gate;
 };
 
@@ -366,9 +366,9 @@ struct TorchTimes {
 };
 // One way of running the module (eager, torch.compile): both methods' times, or why not.
 struct TorchModeRecord {
-  std::optional<TorchTimes> graph;   // CUDA graph of graph_calls calls, replayed; per call
-  std::optional<TorchTimes> events;  // L2 flushed, CUDA events around one call
-  std::string error;                 // empty: both measured
+  std::optional<TorchTimes> graph;        // CUDA graph of graph_calls calls, replayed; per call
+  std::optional<TorchTimes> events;       // L2 flushed, CUDA events around one call
+  std::string error;                      // empty: both measured
   std::optional<double> compile_seconds;  // torch.compile's first call
 };
 // The problem's PyTorch module (make_model of its reference.py) timed at the run's shape on the
@@ -377,8 +377,8 @@ struct TorchRecord {
   std::string status;  // "measured", "cached" (an earlier measurement), "skipped", "failed"
   std::string reason;  // why skipped or failed
   std::string torch_version, cuda_version, device, module_dtype;
-  std::vector<std::string> modes;  // asked for: "eager", "compile"
-  bool tf32 = false;               // TF32 allowed in matmul and cuDNN
+  std::vector<std::string> modes;                                    // asked for: "eager", "compile"
+  bool tf32 = false;                                                 // TF32 allowed in matmul and cuDNN
   nlohmann::ordered_json method = nlohmann::ordered_json::object();  // the harness's settings
   std::optional<TorchModeRecord> eager, compile;
   double seconds = 0;  // wall time of the harness (0 when cached or skipped)
@@ -395,14 +395,14 @@ struct RunRecord {
   std::uint64_t seed = 0;
   bool timed = false;  // false: compile-only, nothing measured
   std::string untimed_reason;
-  double flop = 0, bytes = 0;  // per call, from the problem's counts
+  double flop = 0, bytes = 0;                 // per call, from the problem's counts
   std::optional<HarnessFloor> harness_floor;  // measured at the start of a timed run
   std::vector<VariantRecord> variants;
   std::optional<std::string> winner;  // variant name
   std::string winner_rule;
   std::optional<std::string> baseline;
-  std::optional<double> speedup;  // baseline median / winner median
-  bool complete = false;           // false while running or when interrupted
+  std::optional<double> speedup;     // baseline median / winner median
+  bool complete = false;             // false while running or when interrupted
   std::optional<TorchRecord> torch;  // null: not asked for (--torch off, untimed or interrupted run)
   struct Timings {
     double compile_wall_s = 0, measure_wall_s = 0, total_wall_s = 0;

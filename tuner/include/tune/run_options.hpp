@@ -96,8 +96,8 @@ struct TuneOptions {
   // another card of the same model; a journal found there moves into this device's folder.
   std::vector<std::string> resume_dirs;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
-  bool no_cache = false;  // neither the compile cache nor the gate's verdict cache (issue 37)
-  bool fresh_verdicts = false;  // --fresh-verdicts: gate every finalist again (new verdicts are stored)
+  bool no_cache = false;                           // neither the compile cache nor the gate's verdict cache (issue 37)
+  bool fresh_verdicts = false;                     // --fresh-verdicts: gate every finalist again (new verdicts are stored)
   // The correctness gate's sanitizers (tune/gate.hpp): off, on the would-be winner, or on every
   // finalist. The output checks (more inputs, determinism) run on every finalist whatever this says.
   SanitizeMode sanitize = SanitizeMode::kWinner;

@@ -11,8 +11,8 @@
 #include "tune/device.hpp"
 #include "tune/problem.hpp"
 #include "tune/problem_space.hpp"
-#include "tune/space.hpp"
 #include "tune/shape.hpp"
+#include "tune/space.hpp"
 #include "tune/tune.hpp"
 
 namespace tune {
@@ -25,8 +25,8 @@ struct RunPlan {
   // The device: the one timed on, a fake one (TUNE_WORKER_FAKE), or none (compile-only).
   std::optional<DeviceInfo> device;
   bool compile_only = false, fake = false;
-  int cc = 0;           // the compute capability compiled for
-  DeviceLimits limits;  // the device's own, or --arch's without one: what every variant is lowered for
+  int cc = 0;                  // the compute capability compiled for
+  DeviceLimits limits;         // the device's own, or --arch's without one: what every variant is lowered for
   std::string untimed_reason;  // why nothing is timed ("" in a timed run)
   std::string device_note;     // the line that says what the device is, when it is not a plain one
   // <out>/<gpu dir>/<problem>/<shape stem>.json and its snapshot (<shape stem>.json.partial).

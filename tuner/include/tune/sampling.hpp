@@ -18,8 +18,7 @@ std::vector<std::size_t> best_by_median(const std::vector<double>& medians, std:
 // The configurations a run with --budget times: `budget` of `all` drawn without replacement by a
 // partial Fisher-Yates shuffle on mt19937_64(seed) (portable: no library distribution), plus the
 // baseline when it is valid and was not drawn, in the order of `all`. budget <= 0 or >= size: all.
-std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
-                                   std::uint64_t seed);
+std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget, std::uint64_t seed);
 
 // The configurations a run with --warm-start times (issue 24), in the order of `all`: those whose
 // variant timed within `keep` x the best at the nearest shape (sum of |log2| of the dimensions'
@@ -33,7 +32,7 @@ struct WarmChoice {
   bool whole_space = false;
 };
 WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
-                        const std::string& problem, const Shape& shape,
-                        const std::vector<std::filesystem::path>& files, double keep, int explore, std::uint64_t seed);
+                        const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files,
+                        double keep, int explore, std::uint64_t seed);
 
 }  // namespace tune

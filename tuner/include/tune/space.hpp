@@ -66,10 +66,10 @@ struct KernelSources {
 };
 
 struct Lowered {
-  std::string template_name;         // e.g. "contact.cuh"
+  std::string template_name;                     // e.g. "contact.cuh"
   std::shared_ptr<const KernelSources> sources;  // null for a space parsed without its files
-  std::vector<KernelLaunch> launches;  // run in order; timed as one call
-  std::vector<TensorSpec> scratch;     // device buffers the launches share
+  std::vector<KernelLaunch> launches;            // run in order; timed as one call
+  std::vector<TensorSpec> scratch;               // device buffers the launches share
 };
 
 // The expressions of a space as written (muParser syntax), for code generators: the generated
@@ -85,16 +85,16 @@ struct SpaceExpressions {
     std::string dynamic_smem;
   };
   std::vector<std::string> dims;
-  std::vector<Named> derived;            // in evaluation order
-  std::vector<Named> shape_rules;        // name: the message a failing rule gives
-  std::vector<std::string> constraints;  // in file order
-  std::vector<LaunchText> launches;      // in file order
+  std::vector<Named> derived;               // in evaluation order
+  std::vector<Named> shape_rules;           // name: the message a failing rule gives
+  std::vector<std::string> constraints;     // in file order
+  std::vector<LaunchText> launches;         // in file order
   std::map<std::string, double> constants;  // the string values of parameters: their index
 };
 
 struct Enumeration {
-  std::vector<Config> configs;                     // the valid ones, in enumeration order
-  std::size_t total = 0;                           // size of the Cartesian product
+  std::vector<Config> configs;                                   // the valid ones, in enumeration order
+  std::size_t total = 0;                                         // size of the Cartesian product
   std::vector<std::pair<std::string, std::size_t>> rejected_by;  // first failing constraint -> count
   std::uint64_t draws = 0;  // Space::sample: configurations drawn (repeats included); 0 when enumerated
 };
@@ -163,8 +163,7 @@ class Space {
   [[nodiscard]] Enumeration sample(const Shape& shape, const DeviceLimits& limits, std::size_t count, std::uint64_t seed,
                                    std::uint64_t max_draws, const SpaceProgressFn& progress = {}) const;
   // Empty when valid, else the text of the first failing constraint.
-  [[nodiscard]] std::string violated_constraint(const Config& config, const Shape& shape,
-                                                const DeviceLimits& limits) const;
+  [[nodiscard]] std::string violated_constraint(const Config& config, const Shape& shape, const DeviceLimits& limits) const;
   // The launches on a device of these limits (a grid may depend on dev_sm_count): always the
   // device's own, so that the variant timed is the variant the header ships for it.
   [[nodiscard]] Lowered lower(const Config& config, const Shape& shape, const DeviceLimits& limits) const;

@@ -74,7 +74,6 @@ struct ModelOptions {
 };
 
 ModelStep model_step(const std::vector<Config>& all, const std::vector<std::optional<double>>& log_time,
-                     const std::vector<char>& failed, const std::vector<char>& excluded,
-                     const ModelOptions& options);
+                     const std::vector<char>& failed, const std::vector<char>& excluded, const ModelOptions& options);
 
 }  // namespace tune

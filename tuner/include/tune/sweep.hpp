@@ -56,8 +56,7 @@ struct SweepWork {
 
 // The items of `shard` (all of them when shard.count is 1). `run_key` identifies the run (see
 // sweep_run_key) and goes into every shard record. Throws InputError for repeated items.
-std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const ShardSpec& shard,
-                                  const std::string& run_key);
+std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const ShardSpec& shard, const std::string& run_key);
 
 // A fingerprint of everything that must be equal for shards to belong to one run: the tool, the
 // options that decide the variants and their measurement, the search spaces and the whole item

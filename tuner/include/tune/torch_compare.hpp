@@ -30,8 +30,8 @@ std::vector<std::string> torch_mode_names();                  // off, eager, com
 
 struct TorchCompare {
   TorchModes modes = TorchModes::kAll;
-  int device = 0;          // the run's device ordinal (CUDA's order, as the worker's)
-  std::uint64_t seed = 0;  // the run's seed: its timing draw is what the module is fed
+  int device = 0;                   // the run's device ordinal (CUDA's order, as the worker's)
+  std::uint64_t seed = 0;           // the run's seed: its timing draw is what the module is fed
   std::filesystem::path cache_dir;  // empty: no cache (--no-cache)
   bool fake_device = false;         // TUNE_WORKER_FAKE: PyTorch is not run unless a harness is named
   // Where a file appears when the module may be timed (TorchBeside), or empty: timed at once. The
@@ -63,9 +63,9 @@ class TorchBeside {
   ~TorchBeside();  // released and joined: never a harness left waiting
   TorchBeside(const TorchBeside&) = delete;
   TorchBeside& operator=(const TorchBeside&) = delete;
-  void quiet();         // returns once the harness waits (its preparation done) or has ended
-  void release();       // the device is the module's now
-  TorchRecord wait();   // released first
+  void quiet();        // returns once the harness waits (its preparation done) or has ended
+  void release();      // the device is the module's now
+  TorchRecord wait();  // released first
 
  private:
   std::filesystem::path go_;

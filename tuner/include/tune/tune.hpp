@@ -12,14 +12,14 @@
 #include "tune/compile.hpp"
 #include "tune/io.hpp"
 #include "tune/problem_space.hpp"
-#include "tune/sampling.hpp"
-#include "tune/stop.hpp"
-#include "tune/winner.hpp"
 #include "tune/record.hpp"
 #include "tune/run_options.hpp"
-#include "tune/space.hpp"
+#include "tune/sampling.hpp"
 #include "tune/shape.hpp"
+#include "tune/space.hpp"
+#include "tune/stop.hpp"
 #include "tune/torch_compare.hpp"
+#include "tune/winner.hpp"
 
 namespace tune {
 
@@ -68,7 +68,6 @@ class ResultsLock {
 // launch order, and the options.
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options);
 
-
 // `tune header`: reads the result files (one problem) and returns the merged header
 // (generate_merged_header) against the given or the embedded space. Throws InputError.
 // Synthetic results (measured_on_gpu false) are refused unless allow_synthetic.
@@ -78,8 +77,8 @@ std::string merge_result_files(const std::vector<std::filesystem::path>& files,
 // prefix + name + detail + tail in at most `width` columns (0: no limit), for a terminal: the name
 // is cut first (ending in "...", to no fewer than 20 columns), then the detail is left out and the
 // name cut to what is left; a line whose prefix and tail alone do not fit is cut at the width.
-std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail,
-                     const std::string& tail, std::size_t width);
+std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail, const std::string& tail,
+                     std::size_t width);
 // Where a run keeps its snapshot while it goes (<shape>.json.partial beside <shape>.json): the
 // results file and its header are replaced only when the run ends with a record at least as good
 // as theirs (a winner beats no variant passed, which beats an interrupted run; of two interrupted

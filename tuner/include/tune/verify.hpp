@@ -1,7 +1,7 @@
 #pragma once
 // tune verify: the CPU reference, and on a GPU the tuned variants, against golden files.
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>

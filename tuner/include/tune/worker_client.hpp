@@ -4,10 +4,10 @@
 // tune/worker_server.hpp), which answers the requests of tune/worker_protocol.hpp. A variant that
 // segfaults, aborts, poisons its context or hangs costs its own record (crashed / timeout), never
 // the run.
+#include <sys/types.h>
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>

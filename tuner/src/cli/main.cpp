@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/options.hpp"
 #include "cli/subcommands.hpp"
@@ -30,8 +30,10 @@ std::string joined_command_line(int argc, char** argv) {
 int run_parsed(const CLI::App& app, tune::cli::TuneArgs& tune_args, const tune::cli::Subcommands& subs, const Log& log) {
   tune::cli::check_no_empty_values(app);
   tune::set_problem_path({tune_args.problem_path.begin(), tune_args.problem_path.end()});
-  if (app.count("--reference-timeout") > 0) tune::set_reference_timeout(tune_args.reference_timeout_s);
-  else (void)tune::reference_timeout_s();  // a bad $TUNE_REFERENCE_TIMEOUT is refused before anything runs
+  if (app.count("--reference-timeout") > 0)
+    tune::set_reference_timeout(tune_args.reference_timeout_s);
+  else
+    (void)tune::reference_timeout_s();  // a bad $TUNE_REFERENCE_TIMEOUT is refused before anything runs
   for (const auto* sub : subs.checked) tune::cli::check_no_extras(app, sub->app());
   for (auto* sub : subs.dispatched)
     if (sub->app().parsed()) return sub->run(log);

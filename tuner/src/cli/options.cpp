@@ -61,7 +61,8 @@ CLI::Validator finite_value() {
   return CLI::Validator(
       [](std::string& v) {
         double x = 0;
-        return CLI::detail::lexical_cast(v, x) && std::isfinite(x) ? std::string() : fmt::format("{} is not a finite number", v);
+        return CLI::detail::lexical_cast(v, x) && std::isfinite(x) ? std::string()
+                                                                   : fmt::format("{} is not a finite number", v);
       },
       "NUMBER");
 }

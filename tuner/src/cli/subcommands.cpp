@@ -44,7 +44,8 @@ class VerifyCommand final : public Subcommand {
                      "golden JSON files (<problem folder>/golden/*.json: docs/problem-format.md, scripts/make_goldens.py)")
         ->required()
         ->check(CLI::ExistingFile);
-    app_->add_option("--results", opt_.results_dir, "results folder to find the matching tune results in")->capture_default_str();
+    app_->add_option("--results", opt_.results_dir, "results folder to find the matching tune results in")
+        ->capture_default_str();
     app_->add_flag("--all", opt_.all,
                    "golden parity on every variant of the matching results file, not just baseline and winner "
                    "(the gate still takes only those two)");
@@ -78,7 +79,8 @@ class VerifyCommand final : public Subcommand {
         ->check(count_value())
         ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
         ->capture_default_str();
-    app_->add_option("--max-variants", opt_.max_variants, "--all without a results file: the most valid configurations checked")
+    app_->add_option("--max-variants", opt_.max_variants,
+                     "--all without a results file: the most valid configurations checked")
         ->check(count_value())
         ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
         ->capture_default_str();
@@ -92,8 +94,9 @@ class VerifyCommand final : public Subcommand {
 class ReportCommand final : public Subcommand {
  public:
   explicit ReportCommand(CLI::App& root) {
-    app_ = root.add_subcommand("report", "write report.md, report.html and charts comparing GPUs, shapes, "
-                                         "baselines and floors (runs report/report.py)");
+    app_ = root.add_subcommand("report",
+                               "write report.md, report.html and charts comparing GPUs, shapes, "
+                               "baselines and floors (runs report/report.py)");
     app_->add_option("results", opt_.results_dir, "results folder (<gpu>/<problem>/<shape>.json)")->required();
     app_->add_option("-o,--out", opt_.out_dir, "output folder")->required();
     app_->add_option("--peaks", opt_.peaks, "device peaks, JSON keyed by GPU slug (copy_gb_per_s, fp32_gflop_per_s)");
@@ -136,13 +139,15 @@ class HeaderCommand final : public Subcommand {
 class ExportTorchCommand final : public Subcommand {
  public:
   explicit ExportTorchCommand(CLI::App& root) {
-    group_ = root.add_subcommand("export", "ship results where their users live (export torch: a PyTorch extension; "
-                                           "export nvrtc: what an NVRTC build of the finalists needs)");
+    group_ = root.add_subcommand("export",
+                                 "ship results where their users live (export torch: a PyTorch extension; "
+                                 "export nvrtc: what an NVRTC build of the finalists needs)");
     group_->require_subcommand(1);
     app_ = group_->add_subcommand(
-        "torch", "write a PyTorch extension project from results of one arch: one op per problem dispatching on (device, "
-                 "shape) to the CUBINs the tune gated (compiled again and checked against each record), a ModelNew per "
-                 "problem, setup.py and a JIT load()");
+        "torch",
+        "write a PyTorch extension project from results of one arch: one op per problem dispatching on (device, "
+        "shape) to the CUBINs the tune gated (compiled again and checked against each record), a ModelNew per "
+        "problem, setup.py and a JIT load()");
     app_->add_option("results", inputs_, "results JSON files written by tune (any problems, one arch)")->required();
     app_->add_option("-o,--out", out_, "the folder to write the project into")->required();
     app_->add_option("--name", opt_.package, "the Python package and torch.ops namespace")->capture_default_str();
@@ -178,11 +183,13 @@ class ExportNvrtcCommand final : public Subcommand {
  public:
   ExportNvrtcCommand(CLI::App& group, const TuneOptions& main_options) : main_options_(main_options) {
     app_ = group.add_subcommand(
-        "nvrtc", "print as JSON what an NVRTC build of tuned kernels needs: the template and its headers as tune hands "
-                 "them to NVRTC, each results file's compile options and finalists with their launches and medians, "
-                 "and the files read (for a depfile)");
-    app_->add_option("results", inputs_, "results JSON files written by tune (one problem; none: the sources only, "
-                                         "of --problem)");
+        "nvrtc",
+        "print as JSON what an NVRTC build of tuned kernels needs: the template and its headers as tune hands "
+        "them to NVRTC, each results file's compile options and finalists with their launches and medians, "
+        "and the files read (for a depfile)");
+    app_->add_option("results", inputs_,
+                     "results JSON files written by tune (one problem; none: the sources only, "
+                     "of --problem)");
     app_->add_option("-o,--out", out_, "write the JSON to this file instead of stdout");
     app_->add_flag("--all-variants", all_variants_,
                    "also list every variant of each results file with its status and its kernels' name expressions "
@@ -211,8 +218,9 @@ class ExportNvrtcCommand final : public Subcommand {
 class MergeCommand final : public Subcommand {
  public:
   explicit MergeCommand(CLI::App& root) {
-    app_ = root.add_subcommand("merge", "combine the results of a --shard run's shards into the files the "
-                                        "unsharded run writes (results JSON, header of a timed run)");
+    app_ = root.add_subcommand("merge",
+                               "combine the results of a --shard run's shards into the files the "
+                               "unsharded run writes (results JSON, header of a timed run)");
     app_->add_option("shards", inputs_, "the shards' result files or --out folders")->required();
     app_->add_option("--out", out_, "results folder to write (<gpu>/<problem>/<shape>.json)")->capture_default_str();
     app_->add_option("--config", config_, "search-space file for the header (default: the one the run used)");
@@ -237,8 +245,9 @@ class MergeCommand final : public Subcommand {
 class CheckCommand final : public Subcommand {
  public:
   explicit CheckCommand(CLI::App& root) {
-    app_ = root.add_subcommand("check", "run the correctness gate (more inputs, determinism, compute-sanitizer) on "
-                                        "variants of a result of record; exit 1 when one is unsafe or incorrect");
+    app_ = root.add_subcommand("check",
+                               "run the correctness gate (more inputs, determinism, compute-sanitizer) on "
+                               "variants of a result of record; exit 1 when one is unsafe or incorrect");
     app_->add_option("results", results_, "a results JSON written by tune")->required()->check(CLI::ExistingFile);
     app_->add_option("--variant", opt_.variants, "a variant by name (repeatable; default: the winner)");
     app_->add_flag("--all-finalists", opt_.all_finalists, "every variant re-measured strictly, and the baseline");
@@ -265,8 +274,9 @@ class CheckCommand final : public Subcommand {
 class ResultsCommand final : public Subcommand {
  public:
   explicit ResultsCommand(CLI::App& root) {
-    app_ = root.add_subcommand("results", "read result files as tune reads them: each validated, refused in one line "
-                                          "(exit 2) when not valid; --json prints the records for other readers");
+    app_ = root.add_subcommand("results",
+                               "read result files as tune reads them: each validated, refused in one line "
+                               "(exit 2) when not valid; --json prints the records for other readers");
     // Required unless --schema-doc: checked in run(), as CLI11 words it.
     app_->add_option("paths", inputs_, "results folders (<gpu>/<problem>/<shape>.json or .json.gz) or results files");
     app_->add_flag("--json", json_,
@@ -328,17 +338,20 @@ ProblemAtShape problem_at_shape(const CLI::App& root, const CLI::App& app, const
 class ProblemDrawCommand final : public Subcommand {
  public:
   ProblemDrawCommand(CLI::App& root, const TuneOptions& main_options) : root_(root), main_options_(main_options) {
-    group_ = root.add_subcommand("problem", "work with a problem folder (problem draw: the data tune draws; problem "
-                                            "show: the problem as tune reads it at a shape)");
+    group_ = root.add_subcommand("problem",
+                                 "work with a problem folder (problem draw: the data tune draws; problem "
+                                 "show: the problem as tune reads it at a shape)");
     group_->require_subcommand(1);
-    app_ = group_->add_subcommand("draw", "write the tensors tune draws for --problem at a shape (--B 3 ...) as .npy "
-                                          "files with index.json, for goldens and the torch baseline");
+    app_ = group_->add_subcommand("draw",
+                                  "write the tensors tune draws for --problem at a shape (--B 3 ...) as .npy "
+                                  "files with index.json, for goldens and the torch baseline");
     app_->add_option("--seed", seed_text_, "seed of the draw")->capture_default_str();
     app_->add_option("--purpose", purpose_, "parity (with the problem's parity edits) or timing (plain inputs)")
         ->check(CLI::IsMember({"parity", "timing"}))
         ->capture_default_str();
-    app_->add_option("--edge-case", request_.edge_case, "draw this edge case of the problem instead (its names: "
-                                                        "problem.json's edge cases)");
+    app_->add_option("--edge-case", request_.edge_case,
+                     "draw this edge case of the problem instead (its names: "
+                     "problem.json's edge cases)");
     app_->add_option("--out", out_, "folder to write index.json and the .npy files into")->required();
   }
   [[nodiscard]] CLI::App* group() const { return group_; }
@@ -347,8 +360,8 @@ class ProblemDrawCommand final : public Subcommand {
     if (main_options_.problem.empty()) throw InputError("tune problem draw: --problem is required (a name or a folder)");
     const auto r = std::from_chars(seed_text_.data(), seed_text_.data() + seed_text_.size(), request_.seed);
     if (seed_text_.empty() || r.ec != std::errc() || r.ptr != seed_text_.data() + seed_text_.size())
-      throw InputError(fmt::format("--seed {}: expected an integer from 0 to {}", seed_text_,
-                                   std::numeric_limits<std::uint64_t>::max()));
+      throw InputError(
+          fmt::format("--seed {}: expected an integer from 0 to {}", seed_text_, std::numeric_limits<std::uint64_t>::max()));
     request_.purpose = purpose_ == "timing" ? DataPurpose::kTiming : DataPurpose::kParity;
     const ProblemAtShape at = problem_at_shape(root_, *app_, main_options_, "tune problem draw");
     const auto index = draw_problem_data(at.problem, at.shape, request_, out_);
@@ -370,8 +383,9 @@ class ProblemShowCommand final : public Subcommand {
  public:
   ProblemShowCommand(CLI::App& root, CLI::App& group, const TuneOptions& main_options)
       : root_(root), main_options_(main_options) {
-    app_ = group.add_subcommand("show", "print --problem at a shape (--B 3 ...) as tune reads it: its folder, "
-                                        "reference, tensors with their dtypes and shapes, edge cases, tolerances");
+    app_ = group.add_subcommand("show",
+                                "print --problem at a shape (--B 3 ...) as tune reads it: its folder, "
+                                "reference, tensors with their dtypes and shapes, edge cases, tolerances");
     app_->add_flag("--json", json_, "print it as one JSON object (docs/cli.md) for other readers");
   }
 
@@ -383,8 +397,8 @@ class ProblemShowCommand final : public Subcommand {
       return 0;
     }
     fmt::print("{} at {} ({})\n", at.problem.name(), at.shape.describe(), facts.at("folder").get<std::string>());
-    fmt::print("  reference: {}\n", facts.at("reference").is_null() ? std::string("built-in only")
-                                                                       : facts.at("reference").get<std::string>());
+    fmt::print("  reference: {}\n",
+               facts.at("reference").is_null() ? std::string("built-in only") : facts.at("reference").get<std::string>());
     for (const auto& t : facts.at("tensors"))
       fmt::print("  {} {} {} [{}]\n", t.at("name").get<std::string>(), t.at("role").get<std::string>(),
                  t.at("dtype").get<std::string>(), fmt::join(t.at("shape").get<std::vector<std::int64_t>>(), ", "));
@@ -402,16 +416,18 @@ class ProblemShowCommand final : public Subcommand {
 class ListCommand final : public Subcommand {
  public:
   explicit ListCommand(CLI::App& root) : root_(root) {
-    app_ = root.add_subcommand("list", "list the problems found (--problem-path, $TUNE_PROBLEM_PATH, built-in): "
-                                       "where each comes from, its dims and defaults");
+    app_ = root.add_subcommand("list",
+                               "list the problems found (--problem-path, $TUNE_PROBLEM_PATH, built-in): "
+                               "where each comes from, its dims and defaults");
   }
 
   int run(const Log&) override {
     check_problem_path();
     const auto found = list_problems();
     if (found.empty())
-      fmt::print("no problems found (pass --problem-path DIR or set TUNE_PROBLEM_PATH; an installed tune has the built-in "
-                 "ones in <prefix>/share/tune/configs)\n");
+      fmt::print(
+          "no problems found (pass --problem-path DIR or set TUNE_PROBLEM_PATH; an installed tune has the built-in "
+          "ones in <prefix>/share/tune/configs)\n");
     for (const auto& l : found) {
       fmt::print("{}  ({}: {})\n", l.name, l.origin, l.file.parent_path().string());
       print_problem(l.name, l.file.string());
@@ -426,8 +442,10 @@ class ListCommand final : public Subcommand {
       const Problem& p = find_problem(file);
       // --problem NAME finds a folder by its name and refuses it when the file names another problem.
       if (p.name() != folder) {
-        fmt::print("    not usable by name: names problem '{}' but its folder is '{}' (make the two agree, or pass the "
-                   "folder as --problem)\n", p.name(), folder);
+        fmt::print(
+            "    not usable by name: names problem '{}' but its folder is '{}' (make the two agree, or pass the "
+            "folder as --problem)\n",
+            p.name(), folder);
         return;
       }
       const Space space = load_space(file, std::nullopt);

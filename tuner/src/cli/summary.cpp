@@ -69,7 +69,8 @@ int interrupted_exit_code() {
 bool say_nothing_passed(const RunRecord& run, const std::filesystem::path& json_path) {
   if (!run.timed || run.winner || run.context.interrupted) return false;
   if (const auto& gate = run.context.gate; !gate.could_not_run.empty() && !gate.allow_unchecked) {
-    fmt::print(stderr, "tune: the gate of {} {} could not run ({}): {} finalist(s) unchecked, no winner, no header; the "
+    fmt::print(stderr,
+               "tune: the gate of {} {} could not run ({}): {} finalist(s) unchecked, no winner, no header; the "
                "results are in {}; fix that, or pass --allow-unchecked to let an unchecked finalist win\n",
                run.problem, run.shape.describe(), gate.could_not_run, gate.unchecked, json_path.string());
     return true;

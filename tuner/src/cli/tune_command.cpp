@@ -38,11 +38,13 @@ static std::vector<std::int64_t> shape_values(const std::string& name, const std
     }
     const auto r = std::from_chars(item.data(), item.data() + item.size(), v);
     if (r.ec == std::errc::result_out_of_range && r.ptr == item.data() + item.size())
-      throw InputError(fmt::format("--{} {}: '{}' is too large (a dimension is at most 9000000000000000)", name, text, item));
+      throw InputError(
+          fmt::format("--{} {}: '{}' is too large (a dimension is at most 9000000000000000)", name, text, item));
     if (item.empty() || r.ec != std::errc() || r.ptr != item.data() + item.size())
-      throw InputError(fmt::format("--{} {}: '{}' is not an integer nor a dtype ({}) (an unknown option? tune --help "
-                                   "lists them; the problem's dimensions and dtype variables are shape options)",
-                                   name, text, item, dtype_choices()));
+      throw InputError(
+          fmt::format("--{} {}: '{}' is not an integer nor a dtype ({}) (an unknown option? tune --help "
+                      "lists them; the problem's dimensions and dtype variables are shape options)",
+                      name, text, item, dtype_choices()));
     values.push_back(v);
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -77,25 +79,27 @@ ShapeLists shape_lists(const std::vector<std::string>& extras) {
 
 namespace {
 
-
 // A tune's options that parse but cannot be run: refused in one line (exit 2) before anything runs.
 void check_options(const CLI::App& app, TuneOptions& opt, const std::string& seed_text) {
   if (app.count("--arch") > 0) check_arch(opt.arch, fmt::format("--arch {}", opt.arch));
   // Parsed here: CLI11 wraps -1 and values past 2^64 - 1 into a seed.
   const auto r = std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), opt.seed);
   if (seed_text.empty() || r.ec != std::errc() || r.ptr != seed_text.data() + seed_text.size())
-    throw InputError(fmt::format("--seed {}: expected an integer from 0 to {}", seed_text,
-                                 std::numeric_limits<std::uint64_t>::max()));
+    throw InputError(
+        fmt::format("--seed {}: expected an integer from 0 to {}", seed_text, std::numeric_limits<std::uint64_t>::max()));
   constexpr int kMaxJobs = 1024;  // threads of NVRTC compiles; far more than any machine's cores
   if (app.count("--jobs") > 0 && (opt.jobs < 1 || opt.jobs > kMaxJobs))
-    throw InputError(fmt::format("--jobs {}: expected 1 to {} parallel compiles (leave it out for one per hardware "
-                                 "thread)", opt.jobs, kMaxJobs));
+    throw InputError(
+        fmt::format("--jobs {}: expected 1 to {} parallel compiles (leave it out for one per hardware "
+                    "thread)",
+                    opt.jobs, kMaxJobs));
   if (app.count("--max-space") > 0 && opt.max_space < 1)
     throw InputError("--max-space 0: expected at least 1 configuration to enumerate");
   if (opt.top_k < 0)
     throw InputError(fmt::format("--top {}: expected 0 or more variants to re-measure strictly", opt.top_k));
   check_device_ordinal(opt.device);
-  for (const auto& [name, seconds] : {std::pair{"--time-budget", opt.time_budget_s}, std::pair{"--variant-timeout", opt.variant_timeout_s}})
+  for (const auto& [name, seconds] :
+       {std::pair{"--time-budget", opt.time_budget_s}, std::pair{"--variant-timeout", opt.variant_timeout_s}})
     if (app.count(name) > 0 && !(std::isfinite(seconds) && seconds > 0))
       throw InputError(fmt::format("{} {}: expected a positive number of seconds", name, seconds));
 }
@@ -136,12 +140,16 @@ std::vector<SweepDevice> sweep_devices(const TuneArgs& args, const Log& log) {
   std::vector<SweepDevice> devices;
   if (args.devices_text.empty()) return devices;
   const DeviceSelection selection = parse_devices(args.devices_text);
-  if (args.opt.compile_only) log("--compile-only: nothing is timed, so the sweep runs once, not per device");
-  else devices = resolve_devices(selection, args.opt.arch);
+  if (args.opt.compile_only)
+    log("--compile-only: nothing is timed, so the sweep runs once, not per device");
+  else
+    devices = resolve_devices(selection, args.opt.arch);
   if (devices.empty() && !args.opt.compile_only) log("--devices all: no CUDA device; running the compile-only sweep once");
   if (args.opt.header && devices.size() > 1)
-    throw InputError(fmt::format("--header names one file, but {} devices write results; leave it out (each header is "
-                                 "written beside its results)", devices.size()));
+    throw InputError(
+        fmt::format("--header names one file, but {} devices write results; leave it out (each header is "
+                    "written beside its results)",
+                    devices.size()));
   return devices;
 }
 
@@ -158,8 +166,8 @@ int run_one_shape(TuneOptions& opt, const SweepItem& item) {
 std::vector<SweepItem> transfer_order(const TuneArgs& args, const std::vector<SweepItem>& items, const ShardSpec& shard,
                                       bool on_devices, const Log& log) {
   // Each shape learns from the ones before it: one sequence, on one device, choosing its variants itself.
-  const char* clash = on_devices        ? "--devices (the shapes run side by side there)"
-                      : shard.count > 1 ? "--shard (a shard does not see the others' results)"
+  const char* clash = on_devices            ? "--devices (the shapes run side by side there)"
+                      : shard.count > 1     ? "--shard (a shard does not see the others' results)"
                       : args.opt.budget > 0 ? "--budget (the warm start chooses the variants)"
                                             : nullptr;
   if (clash) throw InputError(fmt::format("--transfer tunes the sweep's shapes in one sequence; leave out {}", clash));
@@ -175,13 +183,13 @@ int run_on_devices(const TuneArgs& args, const std::vector<SweepWork>& work, std
   for (const auto& d : devices) log(fmt::format("{} -> {}/{}/", describe_device(d.info), args.out_dir, d.dir));
   int code = 0;  // the first item's that did not end well
   const auto t0 = std::chrono::steady_clock::now();
-  const auto result = run_sweep_on_devices(
-      work, args.opt, devices, args.replicate,
-      [&](const SweepWork& w, const SweepDevice& d, const TuneOutcome& outcome) {
-        fmt::print("\n== sweep item {} of {} on device {}: {}", w.index + 1, item_count, d.info.ordinal, w.item.describe());
-        const int item_code = print_summary(outcome);
-        if (code == 0) code = item_code;
-      });
+  const auto result = run_sweep_on_devices(work, args.opt, devices, args.replicate,
+                                           [&](const SweepWork& w, const SweepDevice& d, const TuneOutcome& outcome) {
+                                             fmt::print("\n== sweep item {} of {} on device {}: {}", w.index + 1, item_count,
+                                                        d.info.ordinal, w.item.describe());
+                                             const int item_code = print_summary(outcome);
+                                             if (code == 0) code = item_code;
+                                           });
   fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", result.ran, args.replicate ? "item runs" : "items",
              devices.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
              result.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(result.failed, ", ")),
@@ -218,8 +226,10 @@ int run_in_sequence(const TuneArgs& args, const std::vector<SweepWork>& work, st
 int run_sweep_command(const TuneArgs& args, std::vector<SweepItem> items, const ShardSpec& shard,
                       const std::vector<SweepDevice>& devices, const Log& log) {
   if (args.opt.header && items.size() > 1)
-    throw InputError(fmt::format("--header names one file, but the sweep has {} shapes; leave it out (each header is "
-                                 "written beside its results)", items.size()));
+    throw InputError(
+        fmt::format("--header names one file, but the sweep has {} shapes; leave it out (each header is "
+                    "written beside its results)",
+                    items.size()));
   if (items.size() > 1) validate_sweep(items, args.opt.config);
   if (args.transfer) items = transfer_order(args, items, shard, !devices.empty(), log);
   const auto work = plan_sweep(items, shard, sweep_run_key(args.opt, items));

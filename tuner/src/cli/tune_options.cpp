@@ -16,8 +16,9 @@ void add_problem_options(CLI::App& app, TuneArgs& args) {
                  "--B 4 --N 64, a comma list sweeps (--N 64,256)");
   app.add_option("--problem-path", args.problem_path,
                  "folder of problem folders, searched before $TUNE_PROBLEM_PATH and the built-in problems (repeatable)");
-  app.add_option("--sweep", args.sweep_file,
-                 R"(sweep file: {"items": [{"problem": "contact", "B": [1, 4], "N": [64, 256]}, ...]}, instead of --problem)");
+  app.add_option(
+      "--sweep", args.sweep_file,
+      R"(sweep file: {"items": [{"problem": "contact", "B": [1, 4], "N": [64, 256]}, ...]}, instead of --problem)");
   app.add_option("--shard", args.shard_text,
                  "K/N: run part K of N (whole shapes of a sweep, or the variants of a single shape); "
                  "tune merge puts the parts together");
@@ -41,14 +42,17 @@ void add_device_options(CLI::App& app, TuneArgs& args) {
                "the results of the earlier ones (and any --warm-start files); the first is tuned without");
   app.add_flag("--replicate", args.replicate,
                "with --devices: run every shape on every device (card-to-card comparisons; tune report shows the spread)");
-  app.add_option("--arch", args.opt.arch, "compute capability to compile for when there is no device, e.g. 90; the variants are lowered for its "
+  app.add_option("--arch", args.opt.arch,
+                 "compute capability to compile for when there is no device, e.g. 90; the variants are lowered for its "
                  "limits (90: an H200's 132 SMs and 227 KiB)")
       ->capture_default_str();
 }
 
 // Which variants are timed: the strict re-measure, sampling, the warm start and the limits.
 void add_sampling_options(CLI::App& app, TuneOptions& opt) {
-  app.add_option("--top", opt.top_k, "variants re-measured strictly (in rounds of a block of samples each) before naming the winner")->capture_default_str();
+  app.add_option("--top", opt.top_k,
+                 "variants re-measured strictly (in rounds of a block of samples each) before naming the winner")
+      ->capture_default_str();
   app.add_option("--budget", opt.budget,
                  "time a random sample of N valid configurations (drawn from --seed) plus the baseline, not all")
       ->check(CLI::Range(0, 1 << 30));

@@ -22,8 +22,8 @@ CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec)
-    throw InputError(fmt::format("cannot create the compile cache {} ({}); pass --cache-dir or --no-cache", dir_.string(),
-                                 ec.message()));
+    throw InputError(
+        fmt::format("cannot create the compile cache {} ({}); pass --cache-dir or --no-cache", dir_.string(), ec.message()));
 }
 
 std::filesystem::path CompileCache::default_dir() {

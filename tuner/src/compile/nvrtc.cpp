@@ -31,18 +31,18 @@ class NvrtcError : public std::runtime_error {
   nvrtcResult code_;
 };
 
-#define TUNE_NVRTC(call)                                                    \
-  do {                                                                      \
-    const nvrtcResult tune_nvrtc_result_ = (call);                          \
-    if (tune_nvrtc_result_ != NVRTC_SUCCESS)                                \
-      throw NvrtcError(tune_nvrtc_result_, #call, __FILE__, __LINE__);      \
+#define TUNE_NVRTC(call)                                                                                      \
+  do {                                                                                                        \
+    const nvrtcResult tune_nvrtc_result_ = (call);                                                            \
+    if (tune_nvrtc_result_ != NVRTC_SUCCESS) throw NvrtcError(tune_nvrtc_result_, #call, __FILE__, __LINE__); \
   } while (false)
 
 // Move-only owner of an NVRTC program.
 class Program {
  public:
   // `headers`: include name and text of every header the source may include.
-  Program(const std::string& source, const std::string& name, const std::vector<std::pair<std::string, std::string>>& headers) {
+  Program(const std::string& source, const std::string& name,
+          const std::vector<std::pair<std::string, std::string>>& headers) {
     std::vector<const char*> texts, names;
     for (const auto& [n, t] : headers) {
       names.push_back(n.c_str());
@@ -131,8 +131,8 @@ std::map<std::string, Resources> parse_ptxas_report(std::string_view log) {
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> with_cuda_headers(const std::string& source,
-                                                                   std::vector<std::pair<std::string, std::string>> headers) {
+std::vector<std::pair<std::string, std::string>> with_cuda_headers(
+    const std::string& source, std::vector<std::pair<std::string, std::string>> headers) {
   static const char* const kNames[] = {"cuda_fp16.h", "cuda_fp16.hpp", "cuda_bf16.h", "cuda_bf16.hpp"};
   auto mentions = [](const std::string& text) {
     return text.find("cuda_bf16.h") != std::string::npos || text.find("cuda_fp16.h") != std::string::npos;

@@ -9,10 +9,7 @@
 namespace tune {
 
 CompilePool::CompilePool(std::optional<CompileCache> cache, int jobs, std::function<void(const std::string&)> log)
-    : cache_(std::move(cache)),
-      jobs_(jobs_for(jobs)),
-      nvrtc_version_(nvrtc_version()),
-      log_(std::move(log)) {
+    : cache_(std::move(cache)), jobs_(jobs_for(jobs)), nvrtc_version_(nvrtc_version()), log_(std::move(log)) {
   CompileSlots::shared().ensure(jobs_);
 }
 
@@ -31,8 +28,10 @@ CompileResult CompilePool::compile(const CompileRequest& request, bool* cached) 
     std::string failed;
     CompileResult r = cache_->get_or_compile(request, nvrtc_version_, cached, &failed, in_a_slot);
     if (!failed.empty() && !warned_.exchange(true) && log_)
-      log_(fmt::format("warning: the compile cache {} cannot be written ({}); the run goes on without storing "
-                       "(--cache-dir chooses another)", cache_->dir().string(), failed));
+      log_(
+          fmt::format("warning: the compile cache {} cannot be written ({}); the run goes on without storing "
+                      "(--cache-dir chooses another)",
+                      cache_->dir().string(), failed));
     return r;
   } catch (const std::exception& e) {
     CompileResult r;

@@ -108,8 +108,7 @@ void Rng::skip_normals(std::uint64_t n) {
     --n;
   }
   for (; n >= 2; n -= 2) {  // a pair: u1 (drawn again while 0, as normal() does) and u2, no spare left
-    while (uniform01() <= 0.0) {
-    }
+    while (uniform01() <= 0.0) {}
     (void)uniform01();
   }
   if (n == 1) (void)normal();  // the first of a pair; its second is the spare, as after normal()

@@ -50,8 +50,8 @@ std::uint16_t f16_bits(double v) {
   const std::uint16_t sign = std::signbit(v) ? 0x8000 : 0;
   if (std::isnan(v)) return 0x7E00;
   const double a = std::fabs(v);
-  if (a >= 65520.0) return sign | 0x7C00;  // 65504 + half an ulp rounds to inf
-  if (a < std::ldexp(1.0, -14)) {           // subnormal: multiples of 2^-24
+  if (a >= 65520.0) return sign | 0x7C00;                      // 65504 + half an ulp rounds to inf
+  if (a < std::ldexp(1.0, -14)) {                              // subnormal: multiples of 2^-24
     const double q = std::nearbyint(a * std::ldexp(1.0, 24));  // ties to even (default mode)
     return sign | static_cast<std::uint16_t>(q);
   }
@@ -72,9 +72,12 @@ double f16_value(std::uint16_t h) {
   const int exp_field = (h >> 10) & 0x1F;
   const int frac = h & 0x3FF;
   double v = 0;
-  if (exp_field == 0) v = std::ldexp(frac, -24);
-  else if (exp_field == 31) v = frac ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else v = std::ldexp(1024 + frac, exp_field - 25);
+  if (exp_field == 0)
+    v = std::ldexp(frac, -24);
+  else if (exp_field == 31)
+    v = frac ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else
+    v = std::ldexp(1024 + frac, exp_field - 25);
   return neg ? -v : v;
 }
 
@@ -141,61 +144,93 @@ std::string_view dtype_npy_descr(DType t) { return info(t).npy; }
 
 double dtype_max(DType t) {
   switch (t) {
-    case DType::kFloat16: return 65504.0;
-    case DType::kBFloat16: return bf16_value(0x7F7F);
-    case DType::kFloat32: return std::numeric_limits<float>::max();
-    case DType::kFloat64: return std::numeric_limits<double>::max();
-    case DType::kInt8: return 127;
-    case DType::kInt32: return std::numeric_limits<std::int32_t>::max();
-    case DType::kInt64: return 9007199254740992.0;  // 2^53: host data holds int64 as doubles
-    case DType::kUInt8: return 255;
-    case DType::kBool: return 1;
+    case DType::kFloat16:
+      return 65504.0;
+    case DType::kBFloat16:
+      return bf16_value(0x7F7F);
+    case DType::kFloat32:
+      return std::numeric_limits<float>::max();
+    case DType::kFloat64:
+      return std::numeric_limits<double>::max();
+    case DType::kInt8:
+      return 127;
+    case DType::kInt32:
+      return std::numeric_limits<std::int32_t>::max();
+    case DType::kInt64:
+      return 9007199254740992.0;  // 2^53: host data holds int64 as doubles
+    case DType::kUInt8:
+      return 255;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
 
 double dtype_lowest(DType t) {
   switch (t) {
-    case DType::kInt8: return -128;
-    case DType::kInt32: return std::numeric_limits<std::int32_t>::min();
-    case DType::kInt64: return -9007199254740992.0;
+    case DType::kInt8:
+      return -128;
+    case DType::kInt32:
+      return std::numeric_limits<std::int32_t>::min();
+    case DType::kInt64:
+      return -9007199254740992.0;
     case DType::kUInt8:
-    case DType::kBool: return 0;
-    default: return -dtype_max(t);
+    case DType::kBool:
+      return 0;
+    default:
+      return -dtype_max(t);
   }
 }
 
 double dtype_min_normal(DType t) {
   switch (t) {
-    case DType::kFloat16: return std::ldexp(1.0, -14);
+    case DType::kFloat16:
+      return std::ldexp(1.0, -14);
     case DType::kBFloat16:
-    case DType::kFloat32: return std::ldexp(1.0, -126);
-    case DType::kFloat64: return std::numeric_limits<double>::min();
-    default: return 0;
+    case DType::kFloat32:
+      return std::ldexp(1.0, -126);
+    case DType::kFloat64:
+      return std::numeric_limits<double>::min();
+    default:
+      return 0;
   }
 }
 
 double dtype_epsilon(DType t) {
   switch (t) {
-    case DType::kFloat16: return std::ldexp(1.0, -10);
-    case DType::kBFloat16: return std::ldexp(1.0, -7);
-    case DType::kFloat32: return std::ldexp(1.0, -23);
-    case DType::kFloat64: return std::ldexp(1.0, -52);
-    default: return 0;
+    case DType::kFloat16:
+      return std::ldexp(1.0, -10);
+    case DType::kBFloat16:
+      return std::ldexp(1.0, -7);
+    case DType::kFloat32:
+      return std::ldexp(1.0, -23);
+    case DType::kFloat64:
+      return std::ldexp(1.0, -52);
+    default:
+      return 0;
   }
 }
 
 double round_to(DType t, double v) {
   switch (t) {
-    case DType::kFloat16: return f16_value(f16_bits(v));
-    case DType::kBFloat16: return bf16_value(bf16_bits_from_double(v));
-    case DType::kFloat32: return static_cast<double>(static_cast<float>(v));
-    case DType::kFloat64: return v;
-    case DType::kInt8: return wrap_int<std::int8_t>(v);
-    case DType::kInt32: return wrap_int<std::int32_t>(v);
-    case DType::kInt64: return std::isfinite(v) ? std::trunc(v) : 0;
-    case DType::kUInt8: return wrap_int<std::uint8_t>(v);
-    case DType::kBool: return v != 0 ? 1 : 0;
+    case DType::kFloat16:
+      return f16_value(f16_bits(v));
+    case DType::kBFloat16:
+      return bf16_value(bf16_bits_from_double(v));
+    case DType::kFloat32:
+      return static_cast<double>(static_cast<float>(v));
+    case DType::kFloat64:
+      return v;
+    case DType::kInt8:
+      return wrap_int<std::int8_t>(v);
+    case DType::kInt32:
+      return wrap_int<std::int32_t>(v);
+    case DType::kInt64:
+      return std::isfinite(v) ? std::trunc(v) : 0;
+    case DType::kUInt8:
+      return wrap_int<std::uint8_t>(v);
+    case DType::kBool:
+      return v != 0 ? 1 : 0;
   }
   return v;
 }
@@ -204,29 +239,56 @@ bool representable(DType t, double v) { return std::isfinite(v) && round_to(t, v
 
 void encode(DType t, double v, std::byte* out) {
   switch (t) {
-    case DType::kFloat16: put(f16_bits(v), out); break;
-    case DType::kBFloat16: put(bf16_bits_from_double(v), out); break;
-    case DType::kFloat32: put(static_cast<float>(v), out); break;
-    case DType::kFloat64: put(v, out); break;
-    case DType::kInt8: put(static_cast<std::int8_t>(round_to(t, v)), out); break;
-    case DType::kInt32: put(static_cast<std::int32_t>(round_to(t, v)), out); break;
-    case DType::kInt64: put(static_cast<std::int64_t>(round_to(t, v)), out); break;
-    case DType::kUInt8: put(static_cast<std::uint8_t>(round_to(t, v)), out); break;
-    case DType::kBool: put(static_cast<std::uint8_t>(v != 0 ? 1 : 0), out); break;
+    case DType::kFloat16:
+      put(f16_bits(v), out);
+      break;
+    case DType::kBFloat16:
+      put(bf16_bits_from_double(v), out);
+      break;
+    case DType::kFloat32:
+      put(static_cast<float>(v), out);
+      break;
+    case DType::kFloat64:
+      put(v, out);
+      break;
+    case DType::kInt8:
+      put(static_cast<std::int8_t>(round_to(t, v)), out);
+      break;
+    case DType::kInt32:
+      put(static_cast<std::int32_t>(round_to(t, v)), out);
+      break;
+    case DType::kInt64:
+      put(static_cast<std::int64_t>(round_to(t, v)), out);
+      break;
+    case DType::kUInt8:
+      put(static_cast<std::uint8_t>(round_to(t, v)), out);
+      break;
+    case DType::kBool:
+      put(static_cast<std::uint8_t>(v != 0 ? 1 : 0), out);
+      break;
   }
 }
 
 double decode(DType t, const std::byte* in) {
   switch (t) {
-    case DType::kFloat16: return f16_value(get<std::uint16_t>(in));
-    case DType::kBFloat16: return bf16_value(get<std::uint16_t>(in));
-    case DType::kFloat32: return get<float>(in);
-    case DType::kFloat64: return get<double>(in);
-    case DType::kInt8: return get<std::int8_t>(in);
-    case DType::kInt32: return get<std::int32_t>(in);
-    case DType::kInt64: return static_cast<double>(get<std::int64_t>(in));
-    case DType::kUInt8: return get<std::uint8_t>(in);
-    case DType::kBool: return get<std::uint8_t>(in) != 0 ? 1 : 0;
+    case DType::kFloat16:
+      return f16_value(get<std::uint16_t>(in));
+    case DType::kBFloat16:
+      return bf16_value(get<std::uint16_t>(in));
+    case DType::kFloat32:
+      return get<float>(in);
+    case DType::kFloat64:
+      return get<double>(in);
+    case DType::kInt8:
+      return get<std::int8_t>(in);
+    case DType::kInt32:
+      return get<std::int32_t>(in);
+    case DType::kInt64:
+      return static_cast<double>(get<std::int64_t>(in));
+    case DType::kUInt8:
+      return get<std::uint8_t>(in);
+    case DType::kBool:
+      return get<std::uint8_t>(in) != 0 ? 1 : 0;
   }
   return 0;
 }

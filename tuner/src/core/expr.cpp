@@ -49,35 +49,43 @@ void check_name(const std::string& name) {
     for (const auto& [n, v] : p.GetConst()) out.insert(n);
     return out;
   }();
-  const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                          name.find_first_not_of("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") ==
-                              std::string::npos;
+  const bool identifier =
+      !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+      name.find_first_not_of("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string::npos;
   if (!identifier)
-    throw std::invalid_argument(fmt::format("'{}' is not a name expressions can use (letters, digits and _, not "
-                                            "starting with a digit); rename it", name));
+    throw std::invalid_argument(
+        fmt::format("'{}' is not a name expressions can use (letters, digits and _, not "
+                    "starting with a digit); rename it",
+                    name));
   if (constants.count(name))
-    throw std::invalid_argument(fmt::format("'{}' is a built-in constant of expressions ({}); rename it", name,
-                                            fmt::join(constants, ", ")));
+    throw std::invalid_argument(
+        fmt::format("'{}' is a built-in constant of expressions ({}); rename it", name, fmt::join(constants, ", ")));
 }
 
 }  // namespace
 
 std::string keyword_kind(const std::string& name) {
   // C++20's keywords and alternative tokens, and Python 3's hard keywords (None, True, False among them).
-  static const std::set<std::string> cpp{
-      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char",
-      "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit",
-      "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double",
-      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if",
-      "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or",
-      "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed",
-      "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw",
-      "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
-      "wchar_t", "while", "xor", "xor_eq"};
-  static const std::set<std::string> python{
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
-      "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
-      "pass", "raise", "return", "try", "while", "with", "yield"};
+  static const std::set<std::string>
+      cpp{"alignas",     "alignof",   "and",        "and_eq",    "asm",      "auto",         "bitand",
+          "bitor",       "bool",      "break",      "case",      "catch",    "char",         "char8_t",
+          "char16_t",    "char32_t",  "class",      "compl",     "concept",  "const",        "consteval",
+          "constexpr",   "constinit", "const_cast", "continue",  "co_await", "co_return",    "co_yield",
+          "decltype",    "default",   "delete",     "do",        "double",   "dynamic_cast", "else",
+          "enum",        "explicit",  "export",     "extern",    "false",    "float",        "for",
+          "friend",      "goto",      "if",         "inline",    "int",      "long",         "mutable",
+          "namespace",   "new",       "noexcept",   "not",       "not_eq",   "nullptr",      "operator",
+          "or",          "or_eq",     "private",    "protected", "public",   "register",     "reinterpret_cast",
+          "requires",    "return",    "short",      "signed",    "sizeof",   "static",       "static_assert",
+          "static_cast", "struct",    "switch",     "template",  "this",     "thread_local", "throw",
+          "true",        "try",       "typedef",    "typeid",    "typename", "union",        "unsigned",
+          "using",       "virtual",   "void",       "volatile",  "wchar_t",  "while",        "xor",
+          "xor_eq"};
+  static const std::set<std::string> python{"False",  "None",   "True",    "and",      "as",       "assert", "async",
+                                            "await",  "break",  "class",   "continue", "def",      "del",    "elif",
+                                            "else",   "except", "finally", "for",      "from",     "global", "if",
+                                            "import", "in",     "is",      "lambda",   "nonlocal", "not",    "or",
+                                            "pass",   "raise",  "return",  "try",      "while",    "with",   "yield"};
   if (cpp.count(name)) return "a C++ keyword";
   if (python.count(name)) return "a Python keyword";
   return {};
@@ -93,7 +101,8 @@ std::vector<std::string> unknown_names(const std::string& text, const std::funct
       // A number's digits and exponent (1e5) are not names.
       if (std::isdigit(c) || c == '.')
         while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-      else ++i;
+      else
+        ++i;
       continue;
     }
     std::size_t end = i;
@@ -101,8 +110,7 @@ std::vector<std::string> unknown_names(const std::string& text, const std::funct
     const std::string name = text.substr(i, end - i);
     std::size_t next = text.find_first_not_of(" \t", end);
     const bool call = next != std::string::npos && text[next] == '(';
-    const bool known = known_name(name) || p.GetConst().count(name) ||
-                       (call && p.GetFunDef().count(name));
+    const bool known = known_name(name) || p.GetConst().count(name) || (call && p.GetFunDef().count(name));
     if (!known && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
     i = end;
   }
@@ -112,13 +120,17 @@ std::vector<std::string> unknown_names(const std::string& text, const std::funct
 std::size_t VariableTable::declare(const std::string& name) {
   check_name(name);
   if (const std::string kind = keyword_kind(name); !kind.empty())
-    throw std::invalid_argument(fmt::format("'{}' is {}, which the generated headers and packages cannot use as a name; "
-                                            "rename it", name, kind));
+    throw std::invalid_argument(
+        fmt::format("'{}' is {}, which the generated headers and packages cannot use as a name; "
+                    "rename it",
+                    name, kind));
   if (slots_.count(name) || constants_.count(name)) throw std::invalid_argument("'" + name + "' is defined twice");
   const std::size_t slot = slots_.size();
   if (slot >= values_->size())
-    throw std::invalid_argument(fmt::format("more than {} names (dimensions, parameters, derived values and the device's "
-                                            "limits together)", values_->size()));
+    throw std::invalid_argument(
+        fmt::format("more than {} names (dimensions, parameters, derived values and the device's "
+                    "limits together)",
+                    values_->size()));
   slots_.emplace(name, slot);
   return slot;
 }
@@ -143,8 +155,7 @@ struct Expression::Impl {
   mu::Parser parser;
 };
 
-Expression::Expression(const std::string& text, const VariableTable& table)
-    : text_(text), impl_(std::make_unique<Impl>()) {
+Expression::Expression(const std::string& text, const VariableTable& table) : text_(text), impl_(std::make_unique<Impl>()) {
   try {
     auto& p = impl_->parser;
     define_builtins(p);

@@ -224,8 +224,7 @@ class Child {
     }
     kill(-pid_, SIGKILL);  // what is left of its process group
     int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
     read_some(0);  // what it wrote last (a process that left its group may hold the pipes: no waiting)
     for (const int fd : fds_)
       if (fd >= 0) close(fd);
@@ -304,8 +303,7 @@ ChildResult run_child(const ChildOptions& options) {
   int exec_error = 0;
   ssize_t got = -1;
   if (pid > 0)
-    while ((got = read(status[0], &exec_error, sizeof(exec_error))) < 0 && errno == EINTR) {
-    }
+    while ((got = read(status[0], &exec_error, sizeof(exec_error))) < 0 && errno == EINTR) {}
   if (status[0] >= 0) close(status[0]);
   if (pid < 0 || got > 0) {  // not started (no fork, or exec failed: reap the child that could not)
     if (pid > 0) waitpid(pid, nullptr, 0);

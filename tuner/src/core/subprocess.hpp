@@ -31,8 +31,8 @@ class TempDir {
 };
 
 struct ChildOptions {
-  std::vector<std::string> argv;  // argv[0]: a path, or a name looked up on $PATH
-  double deadline_s = 0;          // 0: no deadline
+  std::vector<std::string> argv;       // argv[0]: a path, or a name looked up on $PATH
+  double deadline_s = 0;               // 0: no deadline
   std::size_t keep_bytes = 64 * 1024;  // of stdout, and of stderr: the last ones
   // Called every progress_every_s seconds while the child runs, with the seconds it has run.
   double progress_every_s = 0;
@@ -46,9 +46,9 @@ enum class ChildEnd { kExited, kSignaled, kTimedOut, kNotStarted };
 
 struct ChildResult {
   ChildEnd end = ChildEnd::kNotStarted;
-  int exit_code = -1;  // kExited
-  int signal = 0;      // kSignaled
-  int error = 0;       // kNotStarted: the errno of the start (ENOENT: no such program, EACCES, ...)
+  int exit_code = -1;                          // kExited
+  int signal = 0;                              // kSignaled
+  int error = 0;                               // kNotStarted: the errno of the start (ENOENT: no such program, EACCES, ...)
   std::string out, err;                        // the last keep_bytes of each
   std::uint64_t out_bytes = 0, err_bytes = 0;  // all it wrote
   double seconds = 0;

@@ -69,8 +69,9 @@ std::optional<DeviceInfo> query_device(int ordinal, std::string* why) {
     CUuuid uuid{};
     TUNE_CU(cuDeviceGetUuid(&uuid, dev));
     const auto* u = reinterpret_cast<const unsigned char*>(uuid.bytes);
-    d.uuid = fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
-                         u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    d.uuid = fmt::format(
+        "GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}", u[0],
+        u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
     auto attr = [&](CUdevice_attribute a) {
       int v = 0;
       TUNE_CU(cuDeviceGetAttribute(&v, a, dev));
@@ -139,10 +140,15 @@ const Nvml& nvml() {
 }
 
 // nvml.h clocks-event reason bits.
-constexpr std::pair<std::uint64_t, const char*> kReasons[] = {
-    {0x1, "gpu_idle"},          {0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"},
-    {0x8, "hw_slowdown"},       {0x10, "sync_boost"},                 {0x20, "sw_thermal_slowdown"},
-    {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"}, {0x100, "display_clock_setting"}};
+constexpr std::pair<std::uint64_t, const char*> kReasons[] = {{0x1, "gpu_idle"},
+                                                              {0x2, "applications_clocks_setting"},
+                                                              {0x4, "sw_power_cap"},
+                                                              {0x8, "hw_slowdown"},
+                                                              {0x10, "sync_boost"},
+                                                              {0x20, "sw_thermal_slowdown"},
+                                                              {0x40, "hw_thermal_slowdown"},
+                                                              {0x80, "hw_power_brake_slowdown"},
+                                                              {0x100, "display_clock_setting"}};
 constexpr std::uint64_t kThrottleBits = 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
 // The NVML handle of a UUID, looked up once (the lookup walks the devices); null without NVML.

@@ -29,14 +29,14 @@ Loaded load() {
   // cuCtxSynchronize on driver 580: a crash).
 #define TUNE_CU_STR2(x) #x
 #define TUNE_CU_STR(x) TUNE_CU_STR2(x)
-#define TUNE_CU_FN(fn)                                                                      \
-  {                                                                                         \
-    void* p = dlsym(lib, TUNE_CU_STR(fn));                                                  \
-    if (p == nullptr) {                                                                     \
-      out.error = "the CUDA driver lacks " TUNE_CU_STR(fn) "; update the driver";          \
-      return out;                                                                           \
-    }                                                                                       \
-    out.api.fn = reinterpret_cast<decltype(out.api.fn)>(p);                                 \
+#define TUNE_CU_FN(fn)                                                            \
+  {                                                                               \
+    void* p = dlsym(lib, TUNE_CU_STR(fn));                                        \
+    if (p == nullptr) {                                                           \
+      out.error = "the CUDA driver lacks " TUNE_CU_STR(fn) "; update the driver"; \
+      return out;                                                                 \
+    }                                                                             \
+    out.api.fn = reinterpret_cast<decltype(out.api.fn)>(p);                       \
   }
 #include "cuda/driver_functions.inc"
 #undef TUNE_CU_FN
@@ -114,8 +114,8 @@ void throw_error(CUresult code, const char* expr, const char* file, int line) {
   const char* text = nullptr;
   if (l.error.empty()) l.api.cuGetErrorString(code, &text);
   const std::string name = error_name(code);
-  throw CudaError(code, name, fmt::format("{} failed with {} ({}) at {}:{}", expr, name,
-                                          text ? text : "no description", file, line));
+  throw CudaError(code, name,
+                  fmt::format("{} failed with {} ({}) at {}:{}", expr, name, text ? text : "no description", file, line));
 }
 
 }  // namespace tune::cuda

@@ -43,9 +43,8 @@ inline void check_nothrow(CUresult) noexcept {}
 
 }  // namespace tune::cuda
 
-#define TUNE_CU(call)                                                                  \
-  do {                                                                                 \
-    const CUresult tune_cu_result_ = (::tune::cuda::api().call);                       \
-    if (tune_cu_result_ != CUDA_SUCCESS)                                               \
-      ::tune::cuda::throw_error(tune_cu_result_, #call, __FILE__, __LINE__);           \
+#define TUNE_CU(call)                                                                                           \
+  do {                                                                                                          \
+    const CUresult tune_cu_result_ = (::tune::cuda::api().call);                                                \
+    if (tune_cu_result_ != CUDA_SUCCESS) ::tune::cuda::throw_error(tune_cu_result_, #call, __FILE__, __LINE__); \
   } while (false)

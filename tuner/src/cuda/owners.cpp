@@ -92,9 +92,7 @@ float Event::elapsed_ms(const Event& start, const Event& stop) {
   return ms;
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  TUNE_CU(cuMemAlloc(&ptr_, bytes == 0 ? 4 : bytes));
-}
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) { TUNE_CU(cuMemAlloc(&ptr_, bytes == 0 ? 4 : bytes)); }
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {

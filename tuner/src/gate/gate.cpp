@@ -58,13 +58,12 @@ std::string describe_gate(const RunContext::Gate& gate) {
   for (const auto& [part, s] : gate.parts_s)
     if (part.ends_with(" start")) starts += s;
   if (starts > 0) parts += fmt::format(" (of these, {:.1f} s starting workers)", starts);
-  const std::string cached =
-      gate.cache.starts_with("off") ? "verdict cache off" : fmt::format("{} cached", gate.cache_hits);
+  const std::string cached = gate.cache.starts_with("off") ? "verdict cache off" : fmt::format("{} cached", gate.cache_hits);
   // A tune's (not tune check's) gate beside the PyTorch module's preparation: what it added.
-  const std::string added = gate.share > 0 && gate.added_s < gate.wall_s - 0.05
-                                ? fmt::format("; beside the PyTorch module's preparation, it added {:.1f} s to the run",
-                                              gate.added_s)
-                                : "";
+  const std::string added =
+      gate.share > 0 && gate.added_s < gate.wall_s - 0.05
+          ? fmt::format("; beside the PyTorch module's preparation, it added {:.1f} s to the run", gate.added_s)
+          : "";
   return fmt::format("gate {:.1f} s: {} finalist(s), {} checks ({}), {}{}{}", gate.wall_s, gate.finalist_s.size(),
                      gate.checks, cached, parts,
                      gate.jobs > 0 && !gate.tool_s.empty() ? fmt::format("; {} sanitizer processes at once", gate.jobs) : "",
@@ -78,7 +77,8 @@ int gate_jobs() {
   char* end = nullptr;
   const long n = std::strtol(env, &end, 10);
   if (!end || *end != '\0' || n < 1 || n > kMost)
-    throw InputError(fmt::format("TUNE_GATE_JOBS={}: expected a whole number of sanitizer processes from 1 to {}", env, kMost));
+    throw InputError(
+        fmt::format("TUNE_GATE_JOBS={}: expected a whole number of sanitizer processes from 1 to {}", env, kMost));
   return static_cast<int>(n);
 }
 
@@ -100,8 +100,7 @@ void Gate::open_cache() {
   }
   try {
     const Problem& problem = find_problem(settings_.problem);
-    const std::string data =
-        content_hash({problem.json().dump(), problem.reference_identity(reference_backend_from_env())});
+    const std::string data = content_hash({problem.json().dump(), problem.reference_identity(reference_backend_from_env())});
     const std::string hooks = fmt::format("{}", fmt::join(worker_test_hooks(), ";"));
     outputs_context_ = {settings_.shape.tag(), data, fmt::format("{}", fmt::join(seeds_, ",")),
                         std::to_string(settings_.rounds), hooks};
@@ -146,13 +145,13 @@ void Gate::store(const std::string& check, const WorkerItem& item, const GateRec
   if (key.empty()) return;
   GateRecord v = verdict;
   v.cached.clear();
-  const std::string failure = cache_->store(key, {{"check", check}, {"variant", item.record->name}, {"verdict", to_json(v)}});
+  const std::string failure =
+      cache_->store(key, {{"check", check}, {"variant", item.record->name}, {"verdict", to_json(v)}});
   if (!failure.empty() && ctx_.note.find("verdict cache") == std::string::npos) {
     ctx_.note += (ctx_.note.empty() ? "" : "; ") + fmt::format("the verdict cache could not be written ({})", failure);
     if (settings_.log) settings_.log("gate: the verdict cache could not be written: " + failure);
   }
 }
-
 
 void Gate::add_seconds(const std::string& name, double s) { add_to(ctx_.finalist_s, name, s); }
 
@@ -171,13 +170,15 @@ void Gate::find_tools() {
     // a sanitizer that is wanted and missing leaves the finalists unchecked, never safe.
     const char* named = std::getenv("TUNE_SANITIZER");
     sanitizer_missing_ = !settings_.fake || (named && *named);
-    ctx_.note = fmt::format("no compute-sanitizer ({}): the finalists' outputs are checked (more inputs, determinism) "
-                            "but no sanitizer runs{}",
-                            sanitizer_.why_not, sanitizer_missing_ ? ": they are unchecked" : "");
+    ctx_.note = fmt::format(
+        "no compute-sanitizer ({}): the finalists' outputs are checked (more inputs, determinism) "
+        "but no sanitizer runs{}",
+        sanitizer_.why_not, sanitizer_missing_ ? ": they are unchecked" : "");
     if (settings_.log)
-      settings_.log(fmt::format("gate: {}; install the CUDA toolkit's compute-sanitizer or set TUNE_SANITIZER, or pass "
-                                "--sanitize off to say so",
-                                ctx_.note));
+      settings_.log(
+          fmt::format("gate: {}; install the CUDA toolkit's compute-sanitizer or set TUNE_SANITIZER, or pass "
+                      "--sanitize off to say so",
+                      ctx_.note));
     return;
   }
   ctx_.sanitizer = sanitizer_.path;
@@ -321,10 +322,11 @@ void Gate::apply_verdict(VariantRecord& rec) {
   } else if (!g.not_run.empty()) {
     // Nothing found, but not everything asked for was checked: never `safe` (issue 34).
     g.verdict = GateVerdict::kUnchecked;
-    g.reason = fmt::format("{} could not run (context.gate.could_not_run says why); {} further input(s) passed; "
-                           "sanitizers: {}",
-                           fmt::join(g.not_run, ", "), g.inputs.size(),
-                           g.tools.empty() ? "none ran" : fmt::format("{} clean", fmt::join(g.tools, ", ")));
+    g.reason = fmt::format(
+        "{} could not run (context.gate.could_not_run says why); {} further input(s) passed; "
+        "sanitizers: {}",
+        fmt::join(g.not_run, ", "), g.inputs.size(),
+        g.tools.empty() ? "none ran" : fmt::format("{} clean", fmt::join(g.tools, ", ")));
   } else {
     g.verdict = GateVerdict::kSafe;
     g.reason = fmt::format("{} further input(s) passed; {}; sanitizers: {}", g.inputs.size(),

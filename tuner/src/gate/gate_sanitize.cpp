@@ -54,7 +54,7 @@ struct ToolRun {
 
 // What one sanitized worker process over some of the items ended with.
 struct SanitizedRun : WorkerAnswer<Json> {
-  int code = -1;        // the worker's exit code, after a reply
+  int code = -1;         // the worker's exit code, after a reply
   std::string log_text;  // the sanitizer's log
 };
 
@@ -67,8 +67,13 @@ class ToolPass {
 
   ToolPass(std::string tool, const std::vector<WorkerItem>& items, const GateSettings& settings,
            const std::string& sanitizer, std::atomic<int>& logs, std::atomic<int>& state)
-      : runs(items.size()), tool_(std::move(tool)), items_(items), settings_(settings), sanitizer_(sanitizer),
-        logs_(logs), state_(state) {}
+      : runs(items.size()),
+        tool_(std::move(tool)),
+        items_(items),
+        settings_(settings),
+        sanitizer_(sanitizer),
+        logs_(logs),
+        state_(state) {}
 
   void run_all() {
     std::vector<std::size_t> every(items_.size());
@@ -108,9 +113,19 @@ class ToolPass {
   WorkerInit init_for(const std::filesystem::path& log_file) const {
     WorkerInit init{settings_.problem, settings_.shape, settings_.seed, settings_.device};
     init.reference = false;
-    init.launcher = {sanitizer_, "--tool", tool_, "--log-file", log_file.string(), "--demangle", "no",
-                     "--print-limit", "100", "--error-exitcode", std::to_string(kSanitizerErrorExit),
-                     "--target-processes", "application-only"};
+    init.launcher = {sanitizer_,
+                     "--tool",
+                     tool_,
+                     "--log-file",
+                     log_file.string(),
+                     "--demangle",
+                     "no",
+                     "--print-limit",
+                     "100",
+                     "--error-exitcode",
+                     std::to_string(kSanitizerErrorExit),
+                     "--target-processes",
+                     "application-only"};
     // memcheck sees a read past the end of a buffer only outside every allocation: a padding buffer
     // after each one makes the bytes behind it no other buffer's.
     if (tool_ == "memcheck") init.launcher.insert(init.launcher.end(), {"--padding", "65536"});
@@ -121,8 +136,8 @@ class ToolPass {
 
   // The subset in one sanitized worker; nullopt (and `failure` set) when the worker did not start.
   std::optional<SanitizedRun> launch(const std::vector<std::size_t>& subset) {
-    const auto log_file = std::filesystem::temp_directory_path() /
-                          fmt::format("tune-gate-{}-{}-{}.log", getpid(), tool_, logs_++);
+    const auto log_file =
+        std::filesystem::temp_directory_path() / fmt::format("tune-gate-{}-{}-{}.log", getpid(), tool_, logs_++);
     std::vector<WorkerItem> sub;
     for (const std::size_t k : subset) sub.push_back(items_[k]);
     SanitizedRun run;
@@ -170,9 +185,12 @@ class ToolPass {
                         [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); }))
           hits.push_back(k);
       }
-      if (hits.size() == 1) found[hits[0]].push_back(r.finding);
-      else if (subset.size() == 1) found[0].push_back(r.finding);
-      else unpinned = true;
+      if (hits.size() == 1)
+        found[hits[0]].push_back(r.finding);
+      else if (subset.size() == 1)
+        found[0].push_back(r.finding);
+      else
+        unpinned = true;
     }
     if (reports.empty() && (summary > 0 || run.code == kSanitizerErrorExit)) {
       if (subset.size() != 1) return true;
@@ -180,8 +198,10 @@ class ToolPass {
       std::istringstream lines(run.log_text);
       for (std::string l; std::getline(lines, l);) tail.push_back(l);
       if (tail.size() > kSanitizerReportLines) tail.erase(tail.begin(), tail.end() - kSanitizerReportLines);
-      found[0].push_back({tool_, fmt::format("{} reported {} error(s) in a form tune does not read (exit code {})", tool_,
-                                             summary, run.code), tail});
+      found[0].push_back(
+          {tool_,
+           fmt::format("{} reported {} error(s) in a form tune does not read (exit code {})", tool_, summary, run.code),
+           tail});
     }
     return unpinned;
   }
@@ -206,9 +226,11 @@ class ToolPass {
     const Json& results = run.reply->at("results");
     for (std::size_t k = 0; k < subset.size(); ++k) {
       const Json& r = results.at(k);
-      if (r.contains("not_run")) again.push_back(k);
+      if (r.contains("not_run"))
+        again.push_back(k);
       else if (r.contains("error") && found[k].empty())
-        found[k].push_back({tool_, fmt::format("the launch failed under {}: {}", tool_, r.at("error").get<std::string>()), {}});
+        found[k].push_back(
+            {tool_, fmt::format("the launch failed under {}: {}", tool_, r.at("error").get<std::string>()), {}});
     }
     return false;
   }
@@ -227,8 +249,8 @@ void run_pass(ToolPass& pass, std::atomic<bool>& start_failed) {
   const auto t = Clock::now();
   if (start_failed) {
     pass.skipped = true;
-    pass.failure = fmt::format("compute-sanitizer --tool {} was not started: it could not start a worker before",
-                               pass.tool());
+    pass.failure =
+        fmt::format("compute-sanitizer --tool {} was not started: it could not start a worker before", pass.tool());
     return;
   }
   try {
@@ -266,8 +288,9 @@ void run_tool_passes(std::vector<ToolPass>& passes, std::vector<std::atomic<int>
       if (states[u] == ToolPass::kStarting || states[u] == ToolPass::kRunning)
         (states[u] == ToolPass::kRunning ? running : starting).push_back(labels[u]);
     settings.log(fmt::format("gate: {:.0f} s under compute-sanitizer: {}{}", seconds_since(t0),
-                             starting.empty() ? "" : fmt::format("{} waiting for the worker to start (at most {:.0f} s); ",
-                                                                 fmt::join(starting, ", "), sanitizer_start_deadline_s()),
+                             starting.empty() ? ""
+                                              : fmt::format("{} waiting for the worker to start (at most {:.0f} s); ",
+                                                            fmt::join(starting, ", "), sanitizer_start_deadline_s()),
                              running.empty() ? "none running" : fmt::format("{} running", fmt::join(running, ", "))));
   }
 }
@@ -426,8 +449,10 @@ void Gate::merge_tool(std::size_t t, const std::vector<WorkerItem>& items, std::
     GateRecord verdict;  // what this tool found on it, for the cache
     auto& found = r.findings;
     for (std::size_t f = 0; f < found.size(); ++f) {
-      if (f < kFindingsPerTool) verdict.findings.push_back(std::move(found[f]));
-      else ++verdict.findings_left_out;
+      if (f < kFindingsPerTool)
+        verdict.findings.push_back(std::move(found[f]));
+      else
+        ++verdict.findings_left_out;
     }
     store(tool, items[k], verdict);
     g.tools.push_back(tool);

@@ -41,9 +41,11 @@ std::pair<std::string, std::string> sanitizer_version(const std::string& path) {
   for (std::string line; std::getline(lines, line);)
     if (const auto at = line.find("Version "); at != std::string::npos && r.end != ChildEnd::kTimedOut)
       return {line.substr(at + 8), ""};
-  return {"unknown", r.end == ChildEnd::kTimedOut ? fmt::format("{} --version gave no answer within {:.0f} s (killed)", path, kVersionDeadlineS)
-          : r.end == ChildEnd::kNotStarted ? fmt::format("{} --version could not start ({})", path, std::strerror(r.error))
-                                           : fmt::format("{} --version printed no \"Version\" line", path)};
+  return {"unknown", r.end == ChildEnd::kTimedOut
+                         ? fmt::format("{} --version gave no answer within {:.0f} s (killed)", path, kVersionDeadlineS)
+                     : r.end == ChildEnd::kNotStarted
+                         ? fmt::format("{} --version could not start ({})", path, std::strerror(r.error))
+                         : fmt::format("{} --version printed no \"Version\" line", path)};
 }
 
 const std::regex& mangled_name() {
@@ -54,8 +56,9 @@ const std::regex& mangled_name() {
 }  // namespace
 
 namespace {
-constexpr EnumName<SanitizeMode> kSanitizeModeNames[] = {
-    {SanitizeMode::kOff, "off"}, {SanitizeMode::kWinner, "winner"}, {SanitizeMode::kFinalists, "finalists"}};
+constexpr EnumName<SanitizeMode> kSanitizeModeNames[] = {{SanitizeMode::kOff, "off"},
+                                                         {SanitizeMode::kWinner, "winner"},
+                                                         {SanitizeMode::kFinalists, "finalists"}};
 }  // namespace
 
 SanitizeMode sanitize_mode_from_string(const std::string& text) {
@@ -74,8 +77,10 @@ std::vector<std::string> sanitize_mode_names() {
 SanitizerLocation find_sanitizer(bool fake) {
   SanitizerLocation s;
   if (const char* env = std::getenv("TUNE_SANITIZER"); env && *env) {
-    if (executable(env)) s.path = env;
-    else s.why_not = fmt::format("TUNE_SANITIZER={} is not an executable file", env);
+    if (executable(env))
+      s.path = env;
+    else
+      s.why_not = fmt::format("TUNE_SANITIZER={} is not an executable file", env);
   } else if (fake) {
     s.why_not = "a fake run (TUNE_WORKER_FAKE) runs only the compute-sanitizer $TUNE_SANITIZER names";
   } else {
@@ -118,8 +123,9 @@ std::string demangle_names(const std::string& text) {
 std::vector<SanitizerReport> parse_sanitizer_log(const std::string& tool, const std::string& text, int* summary_errors) {
   static constexpr std::string_view kPrefix = "=========";
   // Unindented lines that are not reports.
-  static constexpr std::string_view kNotReports[] = {"COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY",
-                                                     "LEAK SUMMARY", "Target application returned", "Program hit",
+  static constexpr std::string_view kNotReports[] = {"COMPUTE-SANITIZER",           "ERROR SUMMARY",
+                                                     "RACECHECK SUMMARY",           "LEAK SUMMARY",
+                                                     "Target application returned", "Program hit",
                                                      "This tool is deprecated"};
   if (summary_errors) *summary_errors = -1;
   std::vector<SanitizerReport> out;
@@ -160,8 +166,8 @@ std::vector<SanitizerReport> parse_sanitizer_log(const std::string& tool, const 
     }
     close();
     if (body.starts_with("ERROR SUMMARY:") && summary_errors) *summary_errors = std::atoi(body.c_str() + 14);
-    const bool report =
-        std::none_of(std::begin(kNotReports), std::end(kNotReports), [&](std::string_view p) { return body.starts_with(p); });
+    const bool report = std::none_of(std::begin(kNotReports), std::end(kNotReports),
+                                     [&](std::string_view p) { return body.starts_with(p); });
     if (report) {
       in_report = true;
       raw.push_back(body);

@@ -22,8 +22,8 @@ VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec)
-    throw InputError(fmt::format("cannot create the verdict cache {} ({}); pass --cache-dir or --no-cache", dir_.string(),
-                                 ec.message()));
+    throw InputError(
+        fmt::format("cannot create the verdict cache {} ({}); pass --cache-dir or --no-cache", dir_.string(), ec.message()));
 }
 
 std::vector<std::string> VerdictCache::variant_fields(const CompileResult& compiled, const Lowered& lowered) {
@@ -35,7 +35,8 @@ std::vector<std::string> VerdictCache::variant_fields(const CompileResult& compi
     f.push_back(fmt::format("{}", fmt::join(l.args, ",")));
   }
   f.push_back(std::to_string(lowered.scratch.size()));
-  for (const TensorSpec& s : lowered.scratch) f.push_back(fmt::format("{} [{}] {} B", s.name, fmt::join(s.shape, ","), s.bytes()));
+  for (const TensorSpec& s : lowered.scratch)
+    f.push_back(fmt::format("{} [{}] {} B", s.name, fmt::join(s.shape, ","), s.bytes()));
   return f;
 }
 

@@ -38,9 +38,10 @@ BoundArgs& LoadedVariant::bind(const BufferSet& set) const {
         values.push_back(t->second.get());
       } else {
         bound.erase(it);
-        throw InputError(fmt::format("launch '{}' names buffer '{}', which is neither a parameter, an input, "
-                                     "'out' nor a scratch buffer of this configuration",
-                                     l.kernel, name));
+        throw InputError(
+            fmt::format("launch '{}' names buffer '{}', which is neither a parameter, an input, "
+                        "'out' nor a scratch buffer of this configuration",
+                        l.kernel, name));
       }
     }
   }

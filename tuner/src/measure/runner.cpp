@@ -13,8 +13,8 @@
 
 #include "cuda/driver.hpp"
 #include "cuda/owners.hpp"
-#include "tune/errors.hpp"
 #include "measure/loaded_variant.hpp"
+#include "tune/errors.hpp"
 #include "tune/measure.hpp"
 
 namespace tune {
@@ -71,8 +71,16 @@ struct DeviceRunner::Impl {
 
   Impl(const DeviceInfo& d, const Problem& p, const Shape& s, ProblemData t, ProblemData par, std::vector<double> ref,
        std::uint64_t seed, std::optional<double> module_err)
-      : device(d), problem(p), shape(s), timing_data(std::move(t)), parity_data(std::move(par)),
-        parity_reference(std::move(ref)), parity_seed(seed), parity_module_error(module_err), out_spec(p.output_spec(s)), ctx(d.ordinal) {
+      : device(d),
+        problem(p),
+        shape(s),
+        timing_data(std::move(t)),
+        parity_data(std::move(par)),
+        parity_reference(std::move(ref)),
+        parity_seed(seed),
+        parity_module_error(module_err),
+        out_spec(p.output_spec(s)),
+        ctx(d.ordinal) {
     // In this context, before anything is allocated: one context per worker (under a sanitizer a
     // context takes seconds to create; a probe context of its own doubled that, issue 37).
     std::size_t free_bytes = 0, total = 0;
@@ -147,8 +155,10 @@ struct DeviceRunner::Impl {
     // The output poisoned in its dtype: float32 a quiet NaN; other dtypes every byte 0xFF (NaN in
     // bfloat16, float16 and float64, -1 or 255 in integers).
     const CUdeviceptr out = set.buffers.at(out_spec.name).get();
-    if (out_spec.dtype == DType::kFloat32) TUNE_CU(cuMemsetD32Async(out, kNanBits, set.out_elements, stream->get()));
-    else TUNE_CU(cuMemsetD8Async(out, 0xFF, set.out_elements * dtype_size(out_spec.dtype), stream->get()));
+    if (out_spec.dtype == DType::kFloat32)
+      TUNE_CU(cuMemsetD32Async(out, kNanBits, set.out_elements, stream->get()));
+    else
+      TUNE_CU(cuMemsetD8Async(out, 0xFF, set.out_elements * dtype_size(out_spec.dtype), stream->get()));
     for (const auto& [name, b] : v.scratch) TUNE_CU(cuMemsetD32Async(b.get(), kNanBits, b.bytes() / 4, stream->get()));
   }
 
@@ -297,7 +307,9 @@ struct DeviceRunner::Impl {
 
   // The harness's own floor: an empty kernel through the same cold, batch and graph methods.
   HarnessFloor measure_floor() {
-    CompileRequest req{"template <int I> __global__ void tune_empty() {}", "tune_empty.cu", {"tune_empty<0>"},
+    CompileRequest req{"template <int I> __global__ void tune_empty() {}",
+                       "tune_empty.cu",
+                       {"tune_empty<0>"},
                        default_options(device.compute_capability())};
     const CompileResult compiled = compile(req);
     if (!compiled.ok) throw std::runtime_error("the empty calibration kernel did not compile: " + compiled.log);
@@ -324,8 +336,8 @@ DeviceRunner::DeviceRunner(const DeviceInfo& device, const Problem& problem, con
                            const ProblemData& timing_data, const ProblemData& parity_data,
                            std::vector<double> parity_reference, std::uint64_t parity_seed,
                            std::optional<double> parity_module_error) {
-  impl_ = std::make_unique<Impl>(device, problem, shape, timing_data, parity_data, std::move(parity_reference),
-                                 parity_seed, parity_module_error);
+  impl_ = std::make_unique<Impl>(device, problem, shape, timing_data, parity_data, std::move(parity_reference), parity_seed,
+                                 parity_module_error);
 }
 
 DeviceRunner::~DeviceRunner() = default;
@@ -373,8 +385,8 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
     }
     if (options.check_parity || !record.parity) {
       const auto tp = Clock::now();
-      record.parity = s.run_parity(v, s.parity_set, s.parity_reference, s.parity_seed, s.parity_module_error,
-                                   &record.first_launch_ms);
+      record.parity =
+          s.run_parity(v, s.parity_set, s.parity_reference, s.parity_seed, s.parity_module_error, &record.first_launch_ms);
       record.parity_ms = seconds_since(tp) * 1e3;
     }
     if (!parity_passed(*record.parity)) {
@@ -403,8 +415,8 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
 }
 
 void DeviceRunner::remeasure_in_rounds(const std::vector<const CompileResult*>& compiled,
-                                         const std::vector<Lowered>& lowered,
-                                         const std::vector<VariantRecord*>& records, const Options& options) {
+                                       const std::vector<Lowered>& lowered, const std::vector<VariantRecord*>& records,
+                                       const Options& options) {
   Impl& s = *impl_;
   std::vector<LoadedVariant> loaded;
   std::vector<SampleSet> sets(records.size());
@@ -474,7 +486,8 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
   for (const GateInput& in : inputs) {
     BufferSet set = upload(*in.data, s.out_spec);
     for (std::size_t i = 0; i < loaded.size(); ++i) {
-      gates[i]->inputs.push_back({in.name, s.parity_of(s.launch_once(loaded[i], set, false), *in.reference, in.seed, in.module_error)});
+      gates[i]->inputs.push_back(
+          {in.name, s.parity_of(s.launch_once(loaded[i], set, false), *in.reference, in.seed, in.module_error)});
       loaded[i].unbind(set);
     }
   }
@@ -510,20 +523,21 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
         const Tolerance tol = s.problem.tolerance(s.out_spec.dtype);
         const ParityRecord p = compare_output(out.values, first[i].values, tol.atol, tol.rtol);
         if (p.mismatches > 0)
-          changed[i] = fmt::format("launch {} of {} moved {} of {} output elements beyond atol={:g} rtol={:g} of the first "
-                                   "launch (max abs change {:.3g})",
-                                   r + 1, rounds, p.mismatches, p.elements, tol.atol, tol.rtol, p.max_abs_error);
+          changed[i] = fmt::format(
+              "launch {} of {} moved {} of {} output elements beyond atol={:g} rtol={:g} of the first "
+              "launch (max abs change {:.3g})",
+              r + 1, rounds, p.mismatches, p.elements, tol.atol, tol.rtol, p.max_abs_error);
       }
     }
   for (std::size_t i = 0; i < loaded.size(); ++i) {
     gates[i]->launches = rounds + 1;  // and the search's launch in its own context
     gates[i]->deterministic = changed[i].empty();
     gates[i]->determinism =
-        changed[i].empty()
-            ? fmt::format("{} over {} launches (L2 flushed, the other finalists launched between) and the search's "
-                          "context",
-                          deterministic ? "bitwise identical" : "within tolerance", rounds)
-            : changed[i];
+        changed[i].empty() ? fmt::format(
+                                 "{} over {} launches (L2 flushed, the other finalists launched between) and the search's "
+                                 "context",
+                                 deterministic ? "bitwise identical" : "within tolerance", rounds)
+                           : changed[i];
   }
 }
 

@@ -14,7 +14,9 @@ StopRule StopRule::strict() { return {"strict", 10, 1000000, 0.005, 0.5, 2.0}; }
 
 namespace {
 
-double mean_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+double mean_of(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
 
 double stddev_of(const std::vector<double>& v, double mean) {
   if (v.size() < 2) return 0;
@@ -50,8 +52,7 @@ std::string SampleSet::stop_reason(const StopRule& rule, double wall_seconds) co
   // every sample would make a strict 3 s measurement quadratic.
   if (n >= rule.min_samples && (n < 64 || n % (n / 32) == 0)) {
     const double noise = robust_noise_of(samples_);
-    if (noise <= rule.max_noise)
-      return fmt::format("robust noise {:.2f} % <= {:.2f} %", noise * 100, rule.max_noise * 100);
+    if (noise <= rule.max_noise) return fmt::format("robust noise {:.2f} % <= {:.2f} %", noise * 100, rule.max_noise * 100);
   }
   const double gpu_s = sum_ * 1e-6;
   if (n >= rule.min_samples && rule.min_gpu_seconds > 0 && gpu_s >= rule.min_gpu_seconds)

@@ -55,8 +55,10 @@ std::vector<std::size_t> declare(const std::vector<DTypeVariable>& vars, space::
   for (const DType t : all_dtypes()) {
     const std::string name(dtype_name(t));
     if (table.has(name))
-      fail(fmt::format("'{}' is a dtype's name, a constant of expressions once the file declares 'dtypes'; rename the "
-                       "dimension", name));
+      fail(
+          fmt::format("'{}' is a dtype's name, a constant of expressions once the file declares 'dtypes'; rename the "
+                      "dimension",
+                      name));
     try {
       table.define_constant(name, code(t));
     } catch (const std::invalid_argument& e) {

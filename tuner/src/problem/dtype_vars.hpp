@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "problem/json_check.hpp"
 #include "core/expr.hpp"
+#include "problem/json_check.hpp"
 #include "tune/problem.hpp"
 
 namespace tune::dtype_vars {

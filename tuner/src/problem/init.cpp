@@ -92,22 +92,16 @@ HostTensor drawn(const TensorSpec& spec, const Draw& d, Rng& rng) {
 
 }  // namespace
 
-HostTensor normal(const TensorSpec& spec, Rng& rng) {
-  return drawn(spec, {Draw::Kind::kNormal, spec.dtype, 0.0, 1.0}, rng);
-}
+HostTensor normal(const TensorSpec& spec, Rng& rng) { return drawn(spec, {Draw::Kind::kNormal, spec.dtype, 0.0, 1.0}, rng); }
 
 HostTensor linear(const TensorSpec& spec, std::int64_t fan_in, Rng& rng) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
   return drawn(spec, {Draw::Kind::kUniform, spec.dtype, -bound, bound}, rng);
 }
 
-HostTensor layernorm_weight(const TensorSpec& spec, Rng& rng) {
-  return drawn(spec, layernorm_weight_draw(spec.dtype), rng);
-}
+HostTensor layernorm_weight(const TensorSpec& spec, Rng& rng) { return drawn(spec, layernorm_weight_draw(spec.dtype), rng); }
 
-HostTensor layernorm_bias(const TensorSpec& spec, Rng& rng) {
-  return drawn(spec, layernorm_bias_draw(spec.dtype), rng);
-}
+HostTensor layernorm_bias(const TensorSpec& spec, Rng& rng) { return drawn(spec, layernorm_bias_draw(spec.dtype), rng); }
 
 void layernorm_row(const double* x, const double* gamma, const double* beta, std::int64_t n, double* out) {
   double mean = 0;

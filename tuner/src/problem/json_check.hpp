@@ -30,10 +30,11 @@ inline void keys(const nlohmann::ordered_json& obj, std::initializer_list<const 
 // Every top-level key of a problem file (problem keys and search-space keys): a space file given
 // with --config may hold any of them.
 inline const std::set<std::string>& problem_file_keys() {
-  static const std::set<std::string> keys{
-      "schema_version", "problem",  "description", "template",   "include_dirs",  "reference",  "golden",
-      "tolerance",      "shape",    "tensors",     "edits",      "edge_cases",    "deterministic", "work",
-      "parameters",     "derived",  "constraints", "launches",   "scratch",       "baseline",   "dtypes"};
+  static const std::set<std::string> keys{"schema_version", "problem",     "description",   "template", "include_dirs",
+                                          "reference",      "golden",      "tolerance",     "shape",    "tensors",
+                                          "edits",          "edge_cases",  "deterministic", "work",     "parameters",
+                                          "derived",        "constraints", "launches",      "scratch",  "baseline",
+                                          "dtypes"};
   return keys;
 }
 

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <functional>
-#include <map>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <ranges>
@@ -18,17 +18,17 @@
 
 #include <fmt/format.h>
 
+#include "core/expr.hpp"
 #include "core/json_file.hpp"
 #include "problem/dtype_vars.hpp"
 #include "problem/init.hpp"
 #include "problem/json_check.hpp"
+#include "problem/problem_impl.hpp"
 #include "problem/python_reference.hpp"
-#include "core/expr.hpp"
 #include "tune/errors.hpp"
 #include "tune/hash.hpp"
 #include "tune/problem.hpp"
 #include "tune/rng.hpp"
-#include "problem/problem_impl.hpp"
 
 namespace tune {
 
@@ -69,7 +69,8 @@ void Problem::Impl::read(const std::filesystem::path& problem_file) {
   std::error_code ec;
   file = std::filesystem::weakly_canonical(std::filesystem::absolute(problem_file), ec);
   if (ec) file = std::filesystem::absolute(problem_file);
-  if (!std::ifstream(file)) throw ConfigError(file.string() + ": cannot be read (pass --problem a folder with a problem.json)");
+  if (!std::ifstream(file))
+    throw ConfigError(file.string() + ": cannot be read (pass --problem a folder with a problem.json)");
   try {
     json = json_file::read(file);  // bounded in size and depth
   } catch (const InputError& e) {
@@ -83,7 +84,8 @@ void Problem::Impl::read(const std::filesystem::path& problem_file) {
 
 void Problem::Impl::parse_dims() {
   const Json& j = json;
-  if (!j.contains("shape") || !j.at("shape").is_object() || !j.at("shape").contains("dims") || !j.at("shape").at("dims").is_array())
+  if (!j.contains("shape") || !j.at("shape").is_object() || !j.at("shape").contains("dims") ||
+      !j.at("shape").at("dims").is_array())
     fail("'shape.dims' must list the dimension names");
   for (const Json& d : j.at("shape").at("dims")) {
     if (!d.is_string()) fail("'shape.dims' must list names");
@@ -190,7 +192,8 @@ std::string builtin_mismatch(const Json& j, const std::optional<std::filesystem:
       return "problem.json (the built-in one cannot be read)";
     }
     if (!o.is_object()) return "problem.json (the built-in one cannot be read)";
-    if (!o.contains("shape") || !j.contains("shape") || o.at("shape").value("dims", Json()) != j.at("shape").value("dims", Json()))
+    if (!o.contains("shape") || !j.contains("shape") ||
+        o.at("shape").value("dims", Json()) != j.at("shape").value("dims", Json()))
       return "dims";
     if (o.value("tensors", Json()) != j.value("tensors", Json())) return "tensors";
     const Json ref = o.value("reference", Json::object());
@@ -225,9 +228,10 @@ void Problem::Impl::parse_reference() {
     // tensors or another reference.py would be checked against the wrong function (issue 34 #9).
     if (!in_builtin_folder(p.file))
       if (const std::string what = builtin_mismatch(j, p.python, p.builtin); !what.empty())
-        p.fail(fmt::format("reference.builtin '{0}' is the C++ reference of the built-in problem {0}, but this folder's {1} "
-                           "differ from it; remove reference.builtin (the folder's reference.py then runs)",
-                           p.builtin, what));
+        p.fail(
+            fmt::format("reference.builtin '{0}' is the C++ reference of the built-in problem {0}, but this folder's {1} "
+                        "differ from it; remove reference.builtin (the folder's reference.py then runs)",
+                        p.builtin, what));
     if (!builtin_reference(p.builtin))
       p.fail(fmt::format("reference.builtin '{}' is not a reference built into this tune ({})", p.builtin,
                          fmt::join(builtin_reference_names(), ", ")));
@@ -237,10 +241,13 @@ void Problem::Impl::parse_reference() {
 
 // The name names the results folder, the header's namespace and the exported Python module.
 void Problem::Impl::check_name() const {
-  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos ||
+  if (name.empty() ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos ||
       std::isdigit(static_cast<unsigned char>(name.front())))
-    fail(fmt::format("problem name '{}' must be letters, digits, '_' and '-', not starting with a digit (it names the "
-                     "results folder and the generated code's namespace)", name));
+    fail(
+        fmt::format("problem name '{}' must be letters, digits, '_' and '-', not starting with a digit (it names the "
+                    "results folder and the generated code's namespace)",
+                    name));
   if (const std::string kind = space::keyword_kind(name); !kind.empty())
     fail(fmt::format("problem name '{}' is {}, which the generated headers and packages cannot use; rename it", name, kind));
 }
@@ -318,7 +325,8 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
       const HostTensor* t = data.find(s.name);
       if (!t || t->data.size() != static_cast<std::size_t>(s.elements()))
         throw InputError(fmt::format("{}: tensor '{}' {} for shape {}; make the data for the same shape as the reference",
-                                     p.name, s.name, t ? fmt::format("has {} elements, not {}", t->data.size(), s.elements()) : "is missing",
+                                     p.name, s.name,
+                                     t ? fmt::format("has {} elements, not {}", t->data.size(), s.elements()) : "is missing",
                                      shape.describe()));
     }
   std::vector<double> ref;
@@ -328,19 +336,21 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
   if (uses_builtin(backend)) {
     ref = builtin_reference(p.builtin)(shape, data);
     if (how) *how = "built-in C++ (" + p.builtin + ")";
-    if (module_run) (void)run_python_reference(*p.python, p.name, shape, data, out, nullptr, ModuleRun::kOnly, module_output);
+    if (module_run)
+      (void)run_python_reference(*p.python, p.name, shape, data, out, nullptr, ModuleRun::kOnly, module_output);
   } else {
     if (!p.python) throw ConfigError(p.file.string() + ": no Python reference to run (reference.python)");
     ref = run_python_reference(*p.python, p.name, shape, data, out, how, module_run ? ModuleRun::kAlso : ModuleRun::kNo,
                                module_run ? module_output : nullptr);
   }
   if (ref.size() != static_cast<std::size_t>(out.elements()))
-    throw InputError(fmt::format("{}: the reference returned {} values, the output '{}' has {}", p.name, ref.size(), out.name,
-                                 out.elements()));
+    throw InputError(fmt::format("{}: the reference returned {} values, the output '{}' has {}", p.name, ref.size(),
+                                 out.name, out.elements()));
   for (std::size_t i = 0; i < ref.size(); ++i)
     if (!std::isfinite(ref[i]))
-      throw InputError(fmt::format("{}: the reference output '{}' is {} at element {} for shape {}; a reference must be finite",
-                                   p.name, out.name, ref[i], i, shape.describe()));
+      throw InputError(
+          fmt::format("{}: the reference output '{}' is {} at element {} for shape {}; a reference must be finite", p.name,
+                      out.name, ref[i], i, shape.describe()));
   return ref;
 }
 

@@ -26,21 +26,29 @@ std::int64_t Problem::Impl::elements(const TensorDef& t, const Shape& shape) con
     over = over || __builtin_mul_overflow(n, d, &n) || n > kMaxElements;
   }
   if (over)
-    throw ShapeError(fmt::format("shape {}: tensor '{}' (shape [{}]) has more than 2^40 elements (4 TiB of float32); "
-                                 "pass a smaller shape", shape.describe(), t.name,
-                                 fmt::join(t.shape | std::views::transform([](const auto& e) { return e.text(); }), ", ")));
+    throw ShapeError(
+        fmt::format("shape {}: tensor '{}' (shape [{}]) has more than 2^40 elements (4 TiB of float32); "
+                    "pass a smaller shape",
+                    shape.describe(), t.name,
+                    fmt::join(t.shape | std::views::transform([](const auto& e) { return e.text(); }), ", ")));
   return n;
 }
 
 double Problem::Impl::init_bound(const Init& init) {
   constexpr double kNormal = 8.58;  // Box-Muller's largest |x|: sqrt(-2 ln 2^-53)
   switch (init.kind) {
-    case InitKind::kNormal: return std::abs(init.a) + kNormal * std::abs(init.b);
-    case InitKind::kUniform: return std::max(std::abs(init.a), std::abs(init.b));
-    case InitKind::kConstant: return std::abs(init.a);
-    case InitKind::kLayerNormWeight: return 1 + 0.2 * kNormal;
-    case InitKind::kLayerNormBias: return 0.2 * kNormal;
-    default: return 1;  // linear: 1/sqrt(fan_in); bernoulli: 0 or 1
+    case InitKind::kNormal:
+      return std::abs(init.a) + kNormal * std::abs(init.b);
+    case InitKind::kUniform:
+      return std::max(std::abs(init.a), std::abs(init.b));
+    case InitKind::kConstant:
+      return std::abs(init.a);
+    case InitKind::kLayerNormWeight:
+      return 1 + 0.2 * kNormal;
+    case InitKind::kLayerNormBias:
+      return 0.2 * kNormal;
+    default:
+      return 1;  // linear: 1/sqrt(fan_in); bernoulli: 0 or 1
   }
 }
 
@@ -53,8 +61,8 @@ void Problem::Impl::check_work(const Shape& shape) const {
     if (!*w) continue;
     const double v = (*w)->eval();
     if (!std::isfinite(v) || v < 0)
-      fail(fmt::format("work.{} '{}' gives {} at shape {}; a work count must be finite and >= 0", w == &flop ? "flop" : "bytes",
-                       (*w)->text(), v, shape.describe()));
+      fail(fmt::format("work.{} '{}' gives {} at shape {}; a work count must be finite and >= 0",
+                       w == &flop ? "flop" : "bytes", (*w)->text(), v, shape.describe()));
   }
 }
 
@@ -65,8 +73,9 @@ void Problem::Impl::check_data(const Shape& shape) const {
   std::vector<double> bound;
   for (const TensorDef& t : tensors) {
     shapes.push_back(spec(t).shape);
-    bound.push_back(t.role == Role::kOutput ? 0 : t.init.kind == InitKind::kIndex ? static_cast<double>(index_high(t) - 1)
-                                                                                   : init_bound(t.init));
+    bound.push_back(t.role == Role::kOutput           ? 0
+                    : t.init.kind == InitKind::kIndex ? static_cast<double>(index_high(t) - 1)
+                                                      : init_bound(t.init));
   }
   for (const Edit& e : edits)
     for_each_write(e, shapes[e.tensor], tensors[e.tensor].name, dtype_of(tensors[e.tensor]),
@@ -77,9 +86,11 @@ void Problem::Impl::check_data(const Shape& shape) const {
       const double v = (set.fill ? std::abs(*set.fill) : bound[set.tensor]) * std::abs(set.scale) + std::abs(set.offset);
       const DType d = dtype_of(tensors[set.tensor]);
       if (!(v <= dtype_max(d)))
-        fail(fmt::format("{}: scale {} and offset {} take the values of tensor '{}' (up to {:.3g} at shape {}) to {:.3g}, "
-                         "beyond {}; choose a smaller scale or offset", set.where, set.scale, set.offset,
-                         tensors[set.tensor].name, bound[set.tensor], shape.describe(), v, dtype_name(d)));
+        fail(
+            fmt::format("{}: scale {} and offset {} take the values of tensor '{}' (up to {:.3g} at shape {}) to {:.3g}, "
+                        "beyond {}; choose a smaller scale or offset",
+                        set.where, set.scale, set.offset, tensors[set.tensor].name, bound[set.tensor], shape.describe(), v,
+                        dtype_name(d)));
       for (const double x : {set.fill.value_or(0), set.scale, set.offset})
         if (!is_floating(d) && x != std::floor(x))
           fail(fmt::format("{}: {} is not an integer, and tensor '{}' is {}; give integers", set.where, x,
@@ -116,8 +127,8 @@ void Problem::check_shape(const Shape& shape) const {
     const auto t = dtype_vars::value(v, shape);
     if (!t) throw ShapeError(fmt::format("the shape needs --{} (a dtype: {})", v.name, allowed));
     if (std::find(v.values.begin(), v.values.end(), *t) == v.values.end())
-      throw ShapeError(fmt::format("--{} {} is not a dtype problem {} takes (--{}: {})", v.name, dtype_name(*t), name(), v.name,
-                                   allowed));
+      throw ShapeError(fmt::format("--{} {} is not a dtype problem {} takes (--{}: {})", v.name, dtype_name(*t), name(),
+                                   v.name, allowed));
   }
   impl_->check_bound(shape);
 }
@@ -140,11 +151,12 @@ void Problem::check_host_memory(const Shape& shape) const {
   if (pages <= 0 || page <= 0) return;  // unknown: the allocation itself will tell
   const auto have = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
   if (need > have)
-    throw ShapeError(fmt::format("shape {}: the tensors of problem {} take {:.3g} GB of host memory (their data and the "
-                                 "reference's float64 copies, 16 bytes an element; the largest is '{}', {} elements), more than this machine's "
-                                 "{:.3g} GB; pass a smaller shape",
-                                 shape.describe(), name(), static_cast<double>(need) / 1e9, largest.second, largest.first,
-                                 static_cast<double>(have) / 1e9));
+    throw ShapeError(fmt::format(
+        "shape {}: the tensors of problem {} take {:.3g} GB of host memory (their data and the "
+        "reference's float64 copies, 16 bytes an element; the largest is '{}', {} elements), more than this machine's "
+        "{:.3g} GB; pass a smaller shape",
+        shape.describe(), name(), static_cast<double>(need) / 1e9, largest.second, largest.first,
+        static_cast<double>(have) / 1e9));
 }
 
 }  // namespace tune

@@ -23,8 +23,10 @@ void Problem::Impl::parse_edits(const std::vector<std::string>& loop_names) {
 Edit Problem::Impl::parse_edit(const Json& j, const std::string& where, const std::vector<std::string>& loop_names,
                                bool top_level) {
   auto f = [&](const std::string& m) { fail(m); };
-  if (top_level) json_check::keys(j, {"tensor", "for", "index", "value", "when", "purpose"}, where, f);
-  else json_check::keys(j, {"tensor", "for", "index", "value", "when"}, where, f);
+  if (top_level)
+    json_check::keys(j, {"tensor", "for", "index", "value", "when", "purpose"}, where, f);
+  else
+    json_check::keys(j, {"tensor", "for", "index", "value", "when"}, where, f);
   Edit e;
   e.where = where;
   const std::string target = json_check::string(j, "tensor", where, f);
@@ -33,13 +35,15 @@ Edit Problem::Impl::parse_edit(const Json& j, const std::string& where, const st
     fail(fmt::format("{}.tensor '{}' is not a parameter or input of the problem", where, target));
   e.tensor = static_cast<std::size_t>(it - tensors.begin());
   const std::string purpose = j.contains("purpose") ? json_check::string(j, "purpose", where, f) : "always";
-  if (purpose != "always" && purpose != "parity") fail(fmt::format("{}.purpose '{}' is not always or parity", where, purpose));
+  if (purpose != "always" && purpose != "parity")
+    fail(fmt::format("{}.purpose '{}' is not always or parity", where, purpose));
   e.parity_only = purpose == "parity";
   if (j.contains("when")) e.when = expression(j.at("when"), where + ".when");
   if (j.contains("for")) {
     if (!j.at("for").is_object()) fail(where + ".for must map loop variables to their bounds");
     for (const auto& [var, bound] : j.at("for").items()) {
-      if (std::find(loop_names.begin(), loop_names.end(), var) == loop_names.end()) fail(where + ".for: bad variable " + var);
+      if (std::find(loop_names.begin(), loop_names.end(), var) == loop_names.end())
+        fail(where + ".for: bad variable " + var);
       e.loops.emplace_back(table.slot(var), expression(bound, where + ".for." + var));
     }
   }
@@ -47,7 +51,8 @@ Edit Problem::Impl::parse_edit(const Json& j, const std::string& where, const st
   for (std::size_t d = 0; d < j.at("index").size(); ++d)
     e.index.push_back(expression(j.at("index")[d], fmt::format("{}.index[{}]", where, d)));
   if (e.index.size() != it->shape.size())
-    fail(fmt::format("{}.index has {} entries but tensor '{}' has {} dimensions", where, e.index.size(), target, it->shape.size()));
+    fail(fmt::format("{}.index has {} entries but tensor '{}' has {} dimensions", where, e.index.size(), target,
+                     it->shape.size()));
   if (!j.contains("value")) fail(where + " needs 'value', an expression");
   e.value = expression(j.at("value"), where + ".value");
   if (e.value->is_constant())
@@ -77,7 +82,8 @@ void Problem::Impl::parse_edge_case(const Json& j, std::size_t i, const std::vec
       s.where = where + ".set." + target;
       const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const TensorDef& t) { return t.name == target; });
       if (it == tensors.end()) fail(s.where + ": no parameter or input of the problem has that name");
-      if (it->role == Role::kOutput) fail(s.where + ": '" + target + "' is the output; only parameters and inputs can be set");
+      if (it->role == Role::kOutput)
+        fail(s.where + ": '" + target + "' is the output; only parameters and inputs can be set");
       s.tensor = static_cast<std::size_t>(it - tensors.begin());
       json_check::keys(ops, {"fill", "scale", "offset"}, s.where, f);
       if (!ops.contains("fill") && !ops.contains("scale") && !ops.contains("offset"))
@@ -126,9 +132,10 @@ void Problem::Impl::for_each_write(const Edit& e, const std::vector<std::int64_t
     iterations *= static_cast<double>(bounds.back());
   }
   if (iterations > static_cast<double>(std::max<std::int64_t>(elements, 1)))
-    fail(fmt::format("{}.for: the loops run {:.0f} times at this shape, more than the {} elements of tensor '{}' (each "
-                     "iteration writes one); bound them by the tensor's dims",
-                     e.where, iterations, elements, what));
+    fail(
+        fmt::format("{}.for: the loops run {:.0f} times at this shape, more than the {} elements of tensor '{}' (each "
+                    "iteration writes one); bound them by the tensor's dims",
+                    e.where, iterations, elements, what));
   if (iterations == 0) return;
   std::vector<std::int64_t> at(bounds.size(), 0);
   for (;;) {

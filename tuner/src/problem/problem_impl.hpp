@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
+#include "core/expr.hpp"
 #include "problem/dtype_vars.hpp"
 #include "problem/init.hpp"
-#include "core/expr.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
 
@@ -26,11 +26,22 @@ using Json = nlohmann::ordered_json;
 
 enum class Role { kParameter, kInput, kOutput };
 
-enum class InitKind { kNone, kNormal, kUniform, kLinear, kLayerNormWeight, kLayerNormBias, kConstant, kBernoulli, kIndex, kIntegers };
+enum class InitKind {
+  kNone,
+  kNormal,
+  kUniform,
+  kLinear,
+  kLayerNormWeight,
+  kLayerNormBias,
+  kConstant,
+  kBernoulli,
+  kIndex,
+  kIntegers
+};
 
 struct Init {
   InitKind kind = InitKind::kNone;
-  double a = 0, b = 1;  // normal: mean, std; uniform, integers: low, high; constant: a; bernoulli: p = a
+  double a = 0, b = 1;                      // normal: mean, std; uniform, integers: low, high; constant: a; bernoulli: p = a
   std::optional<space::Expression> fan_in;  // linear; index: its `high`
 };
 
@@ -49,7 +60,8 @@ inline std::string beyond(DType d, double v, const std::string& tensor) {
     return fmt::format("makes tensor '{}' non-finite in {}; give a finite value within {}", tensor, n, n);
   }
   if (v == std::floor(v) && v >= dtype_lowest(d) && v <= dtype_max(d)) return {};
-  return fmt::format("tensor '{}' ({}) cannot hold; give an integer within [{}, {}]", tensor, n, dtype_lowest(d), dtype_max(d));
+  return fmt::format("tensor '{}' ({}) cannot hold; give an integer within [{}, {}]", tensor, n, dtype_lowest(d),
+                     dtype_max(d));
 }
 
 struct TensorDef {
@@ -105,7 +117,7 @@ struct Problem::Impl {
   std::vector<std::string> dims;
   std::vector<std::size_t> dim_slots;
   std::vector<DTypeVariable> dtype_vars;
-  std::vector<std::size_t> dtype_slots;  // variable, <variable>_bytes: two per dtype variable
+  std::vector<std::size_t> dtype_slots;     // variable, <variable>_bytes: two per dtype variable
   mutable std::vector<DType> bound_dtypes;  // each dtype variable's value at the bound shape (under mutex)
   TolerancePolicy tolerance;
   std::vector<TensorDef> tensors;
@@ -119,7 +131,7 @@ struct Problem::Impl {
   std::optional<std::filesystem::path> python;
   std::filesystem::path golden;
   mutable space::VariableTable table;
-  mutable std::mutex mutex;  // one variable table for every expression
+  mutable std::mutex mutex;                    // one variable table for every expression
   mutable std::set<std::string> bound_shapes;  // shapes check_bound passed (under mutex)
 
   [[noreturn]] void fail(const std::string& what) const { throw ConfigError(file.string() + ": " + what); }
@@ -145,7 +157,8 @@ struct Problem::Impl {
 
   // A dtype variable or its `_bytes`: known in every expression.
   bool is_dtype_name(const std::string& n) const {
-    return std::any_of(dtype_vars.begin(), dtype_vars.end(), [&](const DTypeVariable& v) { return n == v.name || n == v.name + "_bytes"; });
+    return std::any_of(dtype_vars.begin(), dtype_vars.end(),
+                       [&](const DTypeVariable& v) { return n == v.name || n == v.name + "_bytes"; });
   }
 
   // A `when`: NaN is false, as a constraint's is (docs/problem-format.md).

@@ -27,14 +27,20 @@ void Problem::Impl::parse_tensors() {
 
 namespace {
 
-Init parse_init(const Json& j, const std::string& where, const std::function<space::Expression(const Json&, const std::string&)>& expr,
+Init parse_init(const Json& j, const std::string& where,
+                const std::function<space::Expression(const Json&, const std::string&)>& expr,
                 const std::function<void(const std::string&)>& fail) {
-  static const std::map<std::string, InitKind> kinds{
-      {"normal", InitKind::kNormal},   {"uniform", InitKind::kUniform},
-      {"linear", InitKind::kLinear},   {"layernorm_weight", InitKind::kLayerNormWeight},
-      {"layernorm_bias", InitKind::kLayerNormBias}, {"constant", InitKind::kConstant},
-      {"bernoulli", InitKind::kBernoulli}, {"index", InitKind::kIndex}, {"integers", InitKind::kIntegers}};
-  const std::string names = "normal, uniform, linear, layernorm_weight, layernorm_bias, constant, bernoulli, index, integers";
+  static const std::map<std::string, InitKind> kinds{{"normal", InitKind::kNormal},
+                                                     {"uniform", InitKind::kUniform},
+                                                     {"linear", InitKind::kLinear},
+                                                     {"layernorm_weight", InitKind::kLayerNormWeight},
+                                                     {"layernorm_bias", InitKind::kLayerNormBias},
+                                                     {"constant", InitKind::kConstant},
+                                                     {"bernoulli", InitKind::kBernoulli},
+                                                     {"index", InitKind::kIndex},
+                                                     {"integers", InitKind::kIntegers}};
+  const std::string names =
+      "normal, uniform, linear, layernorm_weight, layernorm_bias, constant, bernoulli, index, integers";
   Init init;
   const Json spec = j.is_string() ? Json{{"kind", j}} : j;
   if (!spec.is_object() || !spec.contains("kind") || !spec.at("kind").is_string())
@@ -78,12 +84,14 @@ Init parse_init(const Json& j, const std::string& where, const std::function<spa
       break;
     case InitKind::kIndex:
       json_check::keys(spec, {"kind", "high"}, where, fail);
-      if (!spec.contains("high")) fail(where + " (index) needs 'high', an expression over the dims (\"N\": indices in [0, N))");
+      if (!spec.contains("high"))
+        fail(where + " (index) needs 'high', an expression over the dims (\"N\": indices in [0, N))");
       init.fan_in = expr(spec.at("high"), where + ".high");
       break;
     case InitKind::kIntegers:
       json_check::keys(spec, {"kind", "low", "high"}, where, fail);
-      if (!spec.contains("low") || !spec.contains("high")) fail(where + " (integers) needs 'low' and 'high' (integers in [low, high))");
+      if (!spec.contains("low") || !spec.contains("high"))
+        fail(where + " (integers) needs 'low' and 'high' (integers in [low, high))");
       init.a = number("low", 0);
       init.b = number("high", 1);
       if (init.a != std::floor(init.a) || init.b != std::floor(init.b) || !(init.a < init.b) || std::abs(init.a) > 9.0e15 ||
@@ -108,27 +116,34 @@ void Problem::Impl::parse_tensor(const Json& j, std::size_t i) {
   for (const auto& other : tensors)
     if (other.name == t.name) fail(fmt::format("{}: tensor '{}' is declared twice", where, t.name));
   const std::string role = json_check::string(j, "role", where, f);
-  if (role == "parameter") t.role = Role::kParameter;
-  else if (role == "input") t.role = Role::kInput;
-  else if (role == "output") t.role = Role::kOutput;
-  else fail(fmt::format("{}.role '{}' is not parameter, input or output", where, role));
+  if (role == "parameter")
+    t.role = Role::kParameter;
+  else if (role == "input")
+    t.role = Role::kInput;
+  else if (role == "output")
+    t.role = Role::kOutput;
+  else
+    fail(fmt::format("{}.role '{}' is not parameter, input or output", where, role));
   // A launch's args name the output 'out' whatever its name: a parameter or input of that name would
   // take its place (issue 34 #17).
   if (t.name == "out" && t.role != Role::kOutput)
-    fail(fmt::format("{}: only the output may be named 'out' (launch args call the output 'out'); rename this {}", where, role));
+    fail(fmt::format("{}: only the output may be named 'out' (launch args call the output 'out'); rename this {}", where,
+                     role));
   parse_dtype_of(j, where, t);
   if (!j.contains("shape") || !j.at("shape").is_array()) fail(where + ".shape must be a list of expressions over the dims");
   for (std::size_t d = 0; d < j.at("shape").size(); ++d)
     t.shape.push_back(expression(j.at("shape")[d], fmt::format("{}.shape[{}] of tensor '{}'", where, d, t.name), true));
   if (t.role == Role::kOutput && t.shape.empty())
-    fail(fmt::format("{}: the output '{}' has shape [] (0-d), which the reference and the kernels cannot share; give it "
-                     "shape [\"1\"]", where, t.name));
+    fail(
+        fmt::format("{}: the output '{}' has shape [] (0-d), which the reference and the kernels cannot share; give it "
+                    "shape [\"1\"]",
+                    where, t.name));
   if (t.role == Role::kOutput) {
     if (j.contains("init")) fail(where + ": an output has no 'init'");
   } else {
     if (!j.contains("init")) fail(fmt::format("{} ('{}') needs 'init' (normal, uniform, linear, ...)", where, t.name));
-    t.init = parse_init(j.at("init"), where + ".init",
-                        [&](const Json& e, const std::string& w) { return expression(e, w, true); }, f);
+    t.init = parse_init(
+        j.at("init"), where + ".init", [&](const Json& e, const std::string& w) { return expression(e, w, true); }, f);
     check_init(t, where + ".init");
   }
   tensors.push_back(std::move(t));
@@ -160,23 +175,31 @@ void Problem::Impl::check_init(const TensorDef& t, const std::string& where) con
   for (const DType d : possible_dtypes(t)) {
     const std::string dn(dtype_name(d));
     if (float_init(k) && !is_floating(d))
-      fail(fmt::format("{}: tensor '{}' is {}, an integer type, but its init draws real numbers; give it index, integers, "
-                       "{} instead", where, t.name, dn, d == DType::kBool ? "bernoulli or constant" : "index, integers, constant or bernoulli"));
+      fail(
+          fmt::format("{}: tensor '{}' is {}, an integer type, but its init draws real numbers; give it index, integers, "
+                      "{} instead",
+                      where, t.name, dn,
+                      d == DType::kBool ? "bernoulli or constant" : "index, integers, constant or bernoulli"));
     if ((k == InitKind::kIndex || k == InitKind::kIntegers) && (is_floating(d) || d == DType::kBool))
-      fail(fmt::format("{}: tensor '{}' is {}, but an {} init draws integers; use it on an int8/int32/int64/uint8 tensor, or "
-                       "give a float init (normal, uniform, ...)", where, t.name, dn, k == InitKind::kIndex ? "index" : "integers"));
+      fail(
+          fmt::format("{}: tensor '{}' is {}, but an {} init draws integers; use it on an int8/int32/int64/uint8 tensor, or "
+                      "give a float init (normal, uniform, ...)",
+                      where, t.name, dn, k == InitKind::kIndex ? "index" : "integers"));
     if (k == InitKind::kConstant && !is_floating(d) && !representable(d, t.init.a))
       fail(fmt::format("{}: constant {} is not a value of {} (tensor '{}')", where, t.init.a, dn, t.name));
     if (k == InitKind::kIntegers && (t.init.a < dtype_lowest(d) || t.init.b - 1 > dtype_max(d)))
-      fail(fmt::format("{}: integers in [{}, {}) do not fit {} (tensor '{}', [{}, {}])", where, t.init.a, t.init.b, dn, t.name,
-                       dtype_lowest(d), dtype_max(d)));
+      fail(fmt::format("{}: integers in [{}, {}) do not fit {} (tensor '{}', [{}, {}])", where, t.init.a, t.init.b, dn,
+                       t.name, dtype_lowest(d), dtype_max(d)));
   }
   if (k == InitKind::kIndex) {
     const std::string& text = t.init.fan_in->text();
     const auto names = space::unknown_names(text, [](const std::string&) { return false; });
-    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return std::find(dims.begin(), dims.end(), n) != dims.end(); }))
-      fail(fmt::format("{}.high '{}' of tensor '{}' names no dimension; an index init's bound is a dimension (\"N\") or an "
-                       "expression over the dims (use integers for fixed bounds)", where, text, t.name));
+    if (std::none_of(names.begin(), names.end(),
+                     [&](const std::string& n) { return std::find(dims.begin(), dims.end(), n) != dims.end(); }))
+      fail(
+          fmt::format("{}.high '{}' of tensor '{}' names no dimension; an index init's bound is a dimension (\"N\") or an "
+                      "expression over the dims (use integers for fixed bounds)",
+                      where, text, t.name));
   }
 }
 
@@ -191,14 +214,22 @@ init::Draw Problem::Impl::draw_of(const TensorDef& t) const {
       const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
       return {Kind::kUniform, dtype, -bound, bound};
     }
-    case InitKind::kLayerNormWeight: return init::layernorm_weight_draw(dtype);
-    case InitKind::kLayerNormBias: return init::layernorm_bias_draw(dtype);
-    case InitKind::kNormal: return {Kind::kNormal, dtype, in.a, in.b};
-    case InitKind::kUniform: return {Kind::kUniform, dtype, in.a, in.b};
-    case InitKind::kIndex: return {Kind::kIndex, dtype, static_cast<double>(index_high(t))};
-    case InitKind::kIntegers: return {Kind::kIntegers, dtype, in.a, in.b};
-    case InitKind::kBernoulli: return {Kind::kBernoulli, dtype, in.a};
-    default: return {Kind::kConstant, dtype, in.a};  // kConstant (outputs are never drawn)
+    case InitKind::kLayerNormWeight:
+      return init::layernorm_weight_draw(dtype);
+    case InitKind::kLayerNormBias:
+      return init::layernorm_bias_draw(dtype);
+    case InitKind::kNormal:
+      return {Kind::kNormal, dtype, in.a, in.b};
+    case InitKind::kUniform:
+      return {Kind::kUniform, dtype, in.a, in.b};
+    case InitKind::kIndex:
+      return {Kind::kIndex, dtype, static_cast<double>(index_high(t))};
+    case InitKind::kIntegers:
+      return {Kind::kIntegers, dtype, in.a, in.b};
+    case InitKind::kBernoulli:
+      return {Kind::kBernoulli, dtype, in.a};
+    default:
+      return {Kind::kConstant, dtype, in.a};  // kConstant (outputs are never drawn)
   }
 }
 
@@ -208,8 +239,8 @@ std::int64_t Problem::Impl::index_high(const TensorDef& t) const {
     fail(fmt::format("tensor '{}': index init high '{}' gives {} at this shape; it must be at least 1", t.name,
                      t.init.fan_in->text(), high));
   if (static_cast<double>(high - 1) > dtype_max(dtype_of(t)))
-    fail(fmt::format("tensor '{}': index init high '{}' gives {}, beyond {} ({} at most)", t.name, t.init.fan_in->text(), high,
-                     dtype_name(dtype_of(t)), dtype_max(dtype_of(t))));
+    fail(fmt::format("tensor '{}': index init high '{}' gives {}, beyond {} ({} at most)", t.name, t.init.fan_in->text(),
+                     high, dtype_name(dtype_of(t)), dtype_max(dtype_of(t))));
   return high;
 }
 
@@ -244,8 +275,10 @@ std::vector<HostTensor> Problem::Impl::draw_all(const Shape& shape, std::uint64_
 ProblemData Problem::Impl::pack(std::vector<HostTensor> drawn) const {
   ProblemData data;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].role == Role::kParameter) data.params.push_back(std::move(drawn[i]));
-    else if (tensors[i].role == Role::kInput) data.inputs.push_back(std::move(drawn[i]));
+    if (tensors[i].role == Role::kParameter)
+      data.params.push_back(std::move(drawn[i]));
+    else if (tensors[i].role == Role::kInput)
+      data.inputs.push_back(std::move(drawn[i]));
   }
   return data;
 }

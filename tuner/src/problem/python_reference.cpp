@@ -17,9 +17,9 @@
 
 #include "core/subprocess.hpp"
 #include "tune/errors.hpp"
+#include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
-#include "tune/io.hpp"
 
 namespace tune {
 namespace {
@@ -42,9 +42,11 @@ double checked_timeout(double s, const std::string& what) {
 // A note for an error when the disk of the temporary folder is full (or nearly), else "".
 std::string disk_full_note(const std::filesystem::path& dir, const std::string& said = "") {
   struct statvfs st {};
-  const bool full = said.find("No space left on device") != std::string::npos ||
-                    (statvfs(dir.c_str(), &st) == 0 && static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize) < 1 << 20);
-  return full ? fmt::format(" (the disk of {} is full: free some space, or set TMPDIR to a folder with room)", dir.parent_path().string())
+  const bool full =
+      said.find("No space left on device") != std::string::npos ||
+      (statvfs(dir.c_str(), &st) == 0 && static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize) < 1 << 20);
+  return full ? fmt::format(" (the disk of {} is full: free some space, or set TMPDIR to a folder with room)",
+                            dir.parent_path().string())
               : "";
 }
 
@@ -55,16 +57,18 @@ std::string failure(const ChildResult& r, const std::string& problem, const std:
   if (said.empty()) said = last_line(r.out);
   switch (r.end) {
     case ChildEnd::kTimedOut:
-      return fmt::format("{}: {} did not return within {:g} s and was stopped, with every process it started; make it "
-                         "faster, or give it longer with --reference-timeout SECONDS (or TUNE_REFERENCE_TIMEOUT)",
-                         problem, module.string(), deadline_s);
+      return fmt::format(
+          "{}: {} did not return within {:g} s and was stopped, with every process it started; make it "
+          "faster, or give it longer with --reference-timeout SECONDS (or TUNE_REFERENCE_TIMEOUT)",
+          problem, module.string(), deadline_s);
     case ChildEnd::kNotStarted:
       return fmt::format("{}: cannot run the Python reference with '{}' ({}); set TUNE_PYTHON to a python3", problem, python,
                          std::strerror(r.error));
     case ChildEnd::kSignaled:
       return fmt::format("{}: {} was killed by signal {} ({}){}", problem, module.string(), r.signal, strsignal(r.signal),
                          said.empty() ? "" : ": " + said);
-    case ChildEnd::kExited: break;
+    case ChildEnd::kExited:
+      break;
   }
   return fmt::format("{}: {} failed: {}", problem, module.string(),
                      said.empty() ? fmt::format("exit code {}, no output", r.exit_code) : said);
@@ -136,7 +140,9 @@ void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t
 
 std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std::int64_t>* shape) {
   const std::string bytes = slurp(file);
-  auto bad = [&](const std::string& why) { return InputError(fmt::format("{}: not a .npy file tune reads ({})", file.string(), why)); };
+  auto bad = [&](const std::string& why) {
+    return InputError(fmt::format("{}: not a .npy file tune reads ({})", file.string(), why));
+  };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw bad("no NUMPY magic");
   const int major = static_cast<unsigned char>(bytes[6]);
   std::size_t len = 0, start = 0;
@@ -174,7 +180,8 @@ std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std:
   }
   const std::size_t width = f8 ? 8 : 4;
   const std::size_t data_start = start + len;
-  if (count < 0 || bytes.size() - data_start != static_cast<std::size_t>(count) * width) throw bad("data size differs from its shape");
+  if (count < 0 || bytes.size() - data_start != static_cast<std::size_t>(count) * width)
+    throw bad("data size differs from its shape");
   std::vector<double> out(static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (f8) {
@@ -189,7 +196,9 @@ std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std:
   return out;
 }
 
-void set_reference_timeout(double seconds) { g_reference_timeout_s = checked_timeout(seconds, fmt::format("--reference-timeout {}", seconds)); }
+void set_reference_timeout(double seconds) {
+  g_reference_timeout_s = checked_timeout(seconds, fmt::format("--reference-timeout {}", seconds));
+}
 
 double reference_timeout_s() {
   if (const double set = g_reference_timeout_s.load(); set > 0) return set;
@@ -200,16 +209,16 @@ double reference_timeout_s() {
   return checked_timeout(*end ? -1 : s, fmt::format("TUNE_REFERENCE_TIMEOUT={}", env));
 }
 
-std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem,
-                                         const Shape& shape, const ProblemData& data, const TensorSpec& output,
-                                         std::string* backend, ModuleRun module_run,
-                                         std::vector<double>* module_output) {
+std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem, const Shape& shape,
+                                         const ProblemData& data, const TensorSpec& output, std::string* backend,
+                                         ModuleRun module_run, std::vector<double>* module_output) {
   const double deadline_s = reference_timeout_s();
   const TempDir dir("reference");
   try {
     write_request(dir.path(), problem, shape, data, output, module_run);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: cannot write the reference's input: {}{}", problem, e.what(), disk_full_note(dir.path())));
+    throw InputError(
+        fmt::format("{}: cannot write the reference's input: {}{}", problem, e.what(), disk_full_note(dir.path())));
   }
   const char* env = std::getenv("TUNE_PYTHON");
   const std::string python = env && *env ? env : "python3";
@@ -231,15 +240,18 @@ std::vector<double> run_python_reference(const std::filesystem::path& module, co
       std::vector<std::int64_t> got;
       *module_output = read_npy(dir.path() / "module_out.npy", &got);
       if (got != output.shape)
-        throw InputError(fmt::format("{}: {}'s module returned shape ({}) in the tensors' dtypes, the output '{}' has "
-                                     "shape ({})", problem, module.string(), fmt::join(got, ", "), output.name,
-                                     fmt::join(output.shape, ", ")));
+        throw InputError(
+            fmt::format("{}: {}'s module returned shape ({}) in the tensors' dtypes, the output '{}' has "
+                        "shape ({})",
+                        problem, module.string(), fmt::join(got, ", "), output.name, fmt::join(output.shape, ", ")));
     }
   }
   if (module_run == ModuleRun::kOnly) return {};
   if (!std::filesystem::exists(dir.path() / "out.npy"))
-    throw InputError(fmt::format("{}: {} ended (exit code 0) without returning a result; does it call sys.exit() or "
-                                 "os._exit()? reference() must return the output", problem, module.string()));
+    throw InputError(
+        fmt::format("{}: {} ended (exit code 0) without returning a result; does it call sys.exit() or "
+                    "os._exit()? reference() must return the output",
+                    problem, module.string()));
   std::vector<std::int64_t> got;
   std::vector<double> out = read_npy(dir.path() / "out.npy", &got);
   if (backend) *backend = backend_of(dir.path(), module);

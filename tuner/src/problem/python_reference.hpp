@@ -22,9 +22,9 @@ enum class ModuleRun {
 // Throws InputError with the reference's last line of stderr when it fails. *module_output: the
 // module run's output as float64 values, empty when it did not run (no make_model, no torch, no
 // low-precision tensor).
-std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem,
-                                         const Shape& shape, const ProblemData& data, const TensorSpec& output,
-                                         std::string* backend = nullptr, ModuleRun module_run = ModuleRun::kNo,
+std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem, const Shape& shape,
+                                         const ProblemData& data, const TensorSpec& output, std::string* backend = nullptr,
+                                         ModuleRun module_run = ModuleRun::kNo,
                                          std::vector<double>* module_output = nullptr);
 
 // NumPy's .npy format, version 1.0, C order: written in the dtype's descr (bfloat16 as '<f4', which

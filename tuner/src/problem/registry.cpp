@@ -95,8 +95,9 @@ const Problem& find_problem(std::string_view name_or_path) {
     const auto file = file_of(spec);
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file, ec))
-      throw InputError(fmt::format("no problem at {} (a problem is a folder with a problem.json; see docs/problem-format.md)",
-                                   file.string()));
+      throw InputError(
+          fmt::format("no problem at {} (a problem is a folder with a problem.json; see docs/problem-format.md)",
+                      file.string()));
     return load_file(file);
   }
   std::vector<std::string> searched;
@@ -106,8 +107,8 @@ const Problem& find_problem(std::string_view name_or_path) {
     if (std::filesystem::is_regular_file(file, ec)) {
       const Problem& p = load_file(file);
       if (p.name() != spec)
-        throw ConfigError(fmt::format("{}: names problem '{}' but its folder is '{}'; make the two agree", file.string(),
-                                      p.name(), spec));
+        throw ConfigError(
+            fmt::format("{}: names problem '{}' but its folder is '{}'; make the two agree", file.string(), p.name(), spec));
       return p;
     }
     searched.push_back(dir.string());
@@ -116,9 +117,10 @@ const Problem& find_problem(std::string_view name_or_path) {
   if (std::error_code ec; std::filesystem::is_regular_file(std::filesystem::path(spec) / "problem.json", ec))
     return load_file(std::filesystem::path(spec) / "problem.json");
   std::vector<std::string> names = problem_names();
-  throw InputError(fmt::format("unknown problem '{}'; known problems: {} (searched {}; pass a folder, or --problem-path DIR)",
-                               spec, names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")),
-                               searched.empty() ? "no folder" : fmt::format("{}", fmt::join(searched, ", "))));
+  throw InputError(
+      fmt::format("unknown problem '{}'; known problems: {} (searched {}; pass a folder, or --problem-path DIR)", spec,
+                  names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")),
+                  searched.empty() ? "no folder" : fmt::format("{}", fmt::join(searched, ", "))));
 }
 
 std::vector<ProblemLocation> list_problems() {

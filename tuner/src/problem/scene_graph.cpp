@@ -21,9 +21,7 @@ struct Dims {
   std::int64_t B, N, D, heads, P;
 };
 
-Dims dims_of(const Shape& shape) {
-  return {shape.at("B"), shape.at("N"), shape.at("D"), shape.at("heads"), shape.at("P")};
-}
+Dims dims_of(const Shape& shape) { return {shape.at("B"), shape.at("N"), shape.at("D"), shape.at("heads"), shape.at("P")}; }
 
 std::size_t size(std::int64_t n) { return static_cast<std::size_t>(n); }
 

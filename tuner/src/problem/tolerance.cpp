@@ -15,11 +15,16 @@ namespace {
 // torch.testing.assert_close's; integers and bool exact.
 std::pair<double, double> default_tolerance(DType t) {
   switch (t) {
-    case DType::kFloat32: return {1e-4, 1e-4};
-    case DType::kFloat64: return {1e-7, 1e-7};
-    case DType::kBFloat16: return {1e-5, 1.6e-2};
-    case DType::kFloat16: return {1e-5, 1e-3};
-    default: return {0, 0};
+    case DType::kFloat32:
+      return {1e-4, 1e-4};
+    case DType::kFloat64:
+      return {1e-7, 1e-7};
+    case DType::kBFloat16:
+      return {1e-5, 1.6e-2};
+    case DType::kFloat16:
+      return {1e-5, 1e-3};
+    default:
+      return {0, 0};
   }
 }
 

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <zlib.h>
+#include <nlohmann/json.hpp>
 
 #include "core/json_file.hpp"
 #include "tune/errors.hpp"
@@ -47,16 +47,15 @@ void check_golden_dtype(const Json& j, DType want, const std::string& where, boo
   const auto dtype = given.is_string() ? parse_dtype(given.get_ref<const std::string&>()) : std::nullopt;
   if (!dtype) throw InputError(fmt::format("{}.dtype {} is not a dtype ({})", where, given.dump(), dtype_choices()));
   if (*dtype == want || (output && *dtype == DType::kFloat64)) return;  // the output's data is the float64 reference's
-  throw InputError(fmt::format("{} is {}{}, the problem's tensor is {} at this shape; remake the golden with "
-                               "scripts/make_goldens.py",
-                               where, dtype_name(*dtype), j.contains("dtype") ? "" : " (no 'dtype': float32)",
-                               dtype_name(want)));
+  throw InputError(
+      fmt::format("{} is {}{}, the problem's tensor is {} at this shape; remake the golden with "
+                  "scripts/make_goldens.py",
+                  where, dtype_name(*dtype), j.contains("dtype") ? "" : " (no 'dtype': float32)", dtype_name(want)));
 }
 
 // `exact`: every value must be one the tensor's dtype holds (parameters and inputs: the data a kernel gets).
 HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string& where, bool exact = false) {
-  if (!j.is_object() || !j.contains("shape") || !j.contains("data"))
-    throw InputError(where + " needs 'shape' and 'data'");
+  if (!j.is_object() || !j.contains("shape") || !j.contains("data")) throw InputError(where + " needs 'shape' and 'data'");
   check_golden_dtype(j, spec.dtype, where, !exact);
   std::vector<std::int64_t> shape;
   for (const Json& d : j.at("shape")) {
@@ -68,17 +67,18 @@ HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string&
                                  fmt::join(spec.shape, ", ")));
   const Json& data = j.at("data");
   if (!data.is_array() || static_cast<std::int64_t>(data.size()) != spec.elements())
-    throw InputError(fmt::format("{} has {} values, its shape needs {}", where, data.is_array() ? data.size() : 0,
-                                 spec.elements()));
+    throw InputError(
+        fmt::format("{} has {} values, its shape needs {}", where, data.is_array() ? data.size() : 0, spec.elements()));
   HostTensor t{spec, {}};
   t.data.reserve(data.size());
   for (const Json& v : data) {
     if (!v.is_number()) throw InputError(where + " data must be numbers");
     const double x = v.get<double>();
     if (exact && !representable(spec.dtype, x))
-      throw InputError(fmt::format("{}.data[{}]: {} is not exactly a {} value (it would become {}); a golden holds "
-                                   "the values the kernel gets: remake it with scripts/make_goldens.py",
-                                   where, t.data.size(), v.dump(), dtype_name(spec.dtype), round_to(spec.dtype, x)));
+      throw InputError(
+          fmt::format("{}.data[{}]: {} is not exactly a {} value (it would become {}); a golden holds "
+                      "the values the kernel gets: remake it with scripts/make_goldens.py",
+                      where, t.data.size(), v.dump(), dtype_name(spec.dtype), round_to(spec.dtype, x)));
     t.data.push_back(round_to(spec.dtype, x));
   }
   return t;
@@ -112,7 +112,8 @@ std::string read_text(const std::filesystem::path& file) {
   if (std::filesystem::is_directory(file, ec))
     throw InputError(fmt::format("{}: is a folder; pass a JSON file", file.string()));
   if (std::filesystem::is_regular_file(file, ec) && std::filesystem::file_size(file, ec) > kMaxBytes && !ec)
-    throw InputError(fmt::format("{}: holds {}; tune's JSON files are far smaller: is it the right file?", file.string(), limit));
+    throw InputError(
+        fmt::format("{}: holds {}; tune's JSON files are far smaller: is it the right file?", file.string(), limit));
   gzFile in = gzopen(file.c_str(), "rb");  // reads a file that is not gzip as it is
   if (!in) throw InputError(file.string() + ": cannot be read (does it exist?)");
   std::string text;
@@ -126,7 +127,8 @@ std::string read_text(const std::filesystem::path& file) {
   if (text.size() > kMaxBytes)  // a gzip bomb, /dev/zero: stopped before it fills the memory
     throw InputError(fmt::format("{}: holds {} (decompressed); tune's JSON files are far smaller: is it the right file?",
                                  file.string(), limit));
-  if (n < 0) throw InputError(fmt::format("{}: cannot be read ({})", file.string(), code == Z_ERRNO ? "a read error" : error));
+  if (n < 0)
+    throw InputError(fmt::format("{}: cannot be read ({})", file.string(), code == Z_ERRNO ? "a read error" : error));
   return text;
 }
 
@@ -191,9 +193,10 @@ std::optional<std::filesystem::path> find_result_file(const std::filesystem::pat
   const auto gz = compressed_result_path(json);
   const bool plain = std::filesystem::exists(json, ec), compressed = std::filesystem::exists(gz, ec);
   if (plain && compressed)
-    throw InputError(fmt::format("{} and {}: two results files of one shape; keep one (a tune run that replaces the "
-                                 ".json.gz removes it)",
-                                 json.string(), gz.filename().string()));
+    throw InputError(
+        fmt::format("{} and {}: two results files of one shape; keep one (a tune run that replaces the "
+                    ".json.gz removes it)",
+                    json.string(), gz.filename().string()));
   if (plain) return json;
   if (compressed) return gz;
   return std::nullopt;

@@ -23,17 +23,25 @@ using json_values::read_number;
 using json_values::read_optional;
 using json_values::variant_from;
 
-constexpr EnumName<Status> kStatusNames[] = {
-    {Status::kPending, "pending"},           {Status::kCompiled, "compiled"},
-    {Status::kPassed, "passed"},             {Status::kIncorrect, "incorrect"},
-    {Status::kCompileFailed, "compile_failed"}, {Status::kLaunchFailed, "launch_failed"},
-    {Status::kCrashed, "crashed"},           {Status::kTimeout, "timeout"},
-    {Status::kSkipped, "skipped"},           {Status::kUnsafe, "unsafe"}};
+constexpr EnumName<Status> kStatusNames[] = {{Status::kPending, "pending"},
+                                             {Status::kCompiled, "compiled"},
+                                             {Status::kPassed, "passed"},
+                                             {Status::kIncorrect, "incorrect"},
+                                             {Status::kCompileFailed, "compile_failed"},
+                                             {Status::kLaunchFailed, "launch_failed"},
+                                             {Status::kCrashed, "crashed"},
+                                             {Status::kTimeout, "timeout"},
+                                             {Status::kSkipped, "skipped"},
+                                             {Status::kUnsafe, "unsafe"}};
 
 Json resources_json(const Resources& r) {
-  return Json{{"registers", r.registers},         {"spill_store_bytes", r.spill_store_bytes},
-              {"spill_load_bytes", r.spill_load_bytes}, {"stack_frame_bytes", r.stack_frame_bytes},
-              {"static_smem_bytes", r.static_smem_bytes}, {"barriers", r.barriers}, {"source", r.source}};
+  return Json{{"registers", r.registers},
+              {"spill_store_bytes", r.spill_store_bytes},
+              {"spill_load_bytes", r.spill_load_bytes},
+              {"stack_frame_bytes", r.stack_frame_bytes},
+              {"static_smem_bytes", r.static_smem_bytes},
+              {"barriers", r.barriers},
+              {"source", r.source}};
 }
 Resources resources_from(const Json& j) {
   Resources r;
@@ -98,11 +106,15 @@ Json gate_json(const GateRecord& g) {
   for (const auto& f : g.findings) findings.push_back({{"tool", f.tool}, {"kind", f.kind}, {"report", f.report}});
   Json inputs = Json::array();
   for (const auto& i : g.inputs) inputs.push_back({{"name", i.name}, {"parity", parity_json(i.parity)}});
-  Json out{{"verdict", to_string(g.verdict)},   {"reason", g.reason},
-           {"tools", g.tools},       {"findings", findings},
+  Json out{{"verdict", to_string(g.verdict)},
+           {"reason", g.reason},
+           {"tools", g.tools},
+           {"findings", findings},
            {"findings_left_out", g.findings_left_out},
-           {"inputs", inputs},       {"launches", g.launches},
-           {"deterministic", g.deterministic}, {"determinism", g.determinism},
+           {"inputs", inputs},
+           {"launches", g.launches},
+           {"deterministic", g.deterministic},
+           {"determinism", g.determinism},
            {"seconds", number(g.seconds)}};
   if (!g.not_run.empty()) out["not_run"] = g.not_run;
   if (!g.cached.empty()) out["cached"] = g.cached;
@@ -115,7 +127,8 @@ GateRecord gate_from(const Json& j) {
   g.tools = j.value("tools", std::vector<std::string>{});
   g.not_run = j.value("not_run", std::vector<std::string>{});
   for (const auto& f : j.value("findings", Json::array()))
-    g.findings.push_back({f.at("tool").get<std::string>(), f.value("kind", ""), f.value("report", std::vector<std::string>{})});
+    g.findings.push_back(
+        {f.at("tool").get<std::string>(), f.value("kind", ""), f.value("report", std::vector<std::string>{})});
   for (const auto& i : j.value("inputs", Json::array()))
     g.inputs.push_back({i.at("name").get<std::string>(), parity_from(i.at("parity"))});
   g.findings_left_out = j.value("findings_left_out", 0);
@@ -199,7 +212,7 @@ TimingRecord timing_from(const Json& j) {
 
 Json fault_json(const FaultRecord& f) {
   return Json{{"kind", to_string(f.kind)}, {"signal", f.signal},       {"cuda_error", f.cuda_error},
-              {"phase", f.phase},       {"exit_code", f.exit_code}, {"deadline_s", number(f.deadline_s)},
+              {"phase", f.phase},          {"exit_code", f.exit_code}, {"deadline_s", number(f.deadline_s)},
               {"message", f.message}};
 }
 FaultRecord fault_from(const Json& j) {
@@ -288,7 +301,7 @@ Status status_from_string(const std::string& s) {
 
 namespace {
 constexpr EnumName<FaultKind> kFaultKindNames[] = {
-    {FaultKind::kSignal, "signal"}, {FaultKind::kExit, "exit"},   {FaultKind::kCudaError, "cuda_error"},
+    {FaultKind::kSignal, "signal"},   {FaultKind::kExit, "exit"},   {FaultKind::kCudaError, "cuda_error"},
     {FaultKind::kTimeout, "timeout"}, {FaultKind::kError, "error"},
 };
 }  // namespace
@@ -302,15 +315,19 @@ FaultKind fault_kind_from_string(const std::string& s) {
 
 namespace {
 constexpr EnumName<GateVerdict> kGateVerdictNames[] = {
-    {GateVerdict::kSafe, "safe"},           {GateVerdict::kUnsafe, "unsafe"},   {GateVerdict::kIncorrect, "incorrect"},
+    {GateVerdict::kSafe, "safe"},           {GateVerdict::kUnsafe, "unsafe"}, {GateVerdict::kIncorrect, "incorrect"},
     {GateVerdict::kUnchecked, "unchecked"}, {GateVerdict::kNone, ""},
 };
 constexpr EnumName<ShardSplit> kShardSplitNames[] = {{ShardSplit::kItems, "items"}, {ShardSplit::kVariants, "variants"}};
 constexpr EnumName<SearchLabel> kSearchLabelNames[] = {
-    {SearchLabel::kExhaustive, "exhaustive"}, {SearchLabel::kRandom, "random"},
-    {SearchLabel::kHalving, "halving"},       {SearchLabel::kRandomHalving, "random+halving"},
-    {SearchLabel::kWarm, "warm"},             {SearchLabel::kWarmHalving, "warm+halving"},
-    {SearchLabel::kModel, "model"},           {SearchLabel::kWarmModel, "warm+model"},
+    {SearchLabel::kExhaustive, "exhaustive"},
+    {SearchLabel::kRandom, "random"},
+    {SearchLabel::kHalving, "halving"},
+    {SearchLabel::kRandomHalving, "random+halving"},
+    {SearchLabel::kWarm, "warm"},
+    {SearchLabel::kWarmHalving, "warm+halving"},
+    {SearchLabel::kModel, "model"},
+    {SearchLabel::kWarmModel, "warm+model"},
 };
 
 template <typename E, std::size_t N>
@@ -351,10 +368,14 @@ std::vector<std::string> search_label_names() { return names_of(kSearchLabelName
 
 SearchLabel with_halving(SearchLabel choice) {
   switch (choice) {
-    case SearchLabel::kExhaustive: return SearchLabel::kHalving;
-    case SearchLabel::kRandom: return SearchLabel::kRandomHalving;
-    case SearchLabel::kWarm: return SearchLabel::kWarmHalving;
-    default: return choice;  // halved already, or the model (make_search_strategy never halves it)
+    case SearchLabel::kExhaustive:
+      return SearchLabel::kHalving;
+    case SearchLabel::kRandom:
+      return SearchLabel::kRandomHalving;
+    case SearchLabel::kWarm:
+      return SearchLabel::kWarmHalving;
+    default:
+      return choice;  // halved already, or the model (make_search_strategy never halves it)
   }
 }
 
@@ -412,8 +433,8 @@ Shape shape_from_json(const Json& json) {
     } else if (const auto t = v.is_string() ? parse_dtype(v.get_ref<const std::string&>()) : std::nullopt) {
       shape.set_dtype(k, *t);
     } else {
-      throw InputError(fmt::format("shape.{}: {} is neither an integer dimension nor a dtype ({})", k, v.dump(),
-                                   dtype_choices()));
+      throw InputError(
+          fmt::format("shape.{}: {} is neither an integer dimension nor a dtype ({})", k, v.dump(), dtype_choices()));
     }
   }
   return shape;
@@ -423,14 +444,14 @@ namespace {
 
 Json torch_times_json(const std::optional<TorchTimes>& t) {
   if (!t) return nullptr;
-  return Json{{"samples", t->samples},      {"median_us", number(t->median_us)}, {"q1_us", number(t->q1_us)},
-              {"q3_us", number(t->q3_us)},  {"min_us", number(t->min_us)},       {"mean_us", number(t->mean_us)}};
+  return Json{{"samples", t->samples},     {"median_us", number(t->median_us)}, {"q1_us", number(t->q1_us)},
+              {"q3_us", number(t->q3_us)}, {"min_us", number(t->min_us)},       {"mean_us", number(t->mean_us)}};
 }
 
 std::optional<TorchTimes> torch_times_from(const Json& j) {
   if (j.is_null()) return std::nullopt;
-  return TorchTimes{j.value("samples", 0), read_number(j, "median_us"), read_number(j, "q1_us"),
-                    read_number(j, "q3_us"), read_number(j, "min_us"), read_number(j, "mean_us")};
+  return TorchTimes{j.value("samples", 0),   read_number(j, "median_us"), read_number(j, "q1_us"),
+                    read_number(j, "q3_us"), read_number(j, "min_us"),    read_number(j, "mean_us")};
 }
 
 Json torch_mode_json(const std::optional<TorchModeRecord>& m) {
@@ -475,7 +496,8 @@ TorchRecord torch_from_json(const Json& j) {
   t.status = j.at("status").get<std::string>();
   t.reason = j.value("reason", "");
   t.torch_version = j.value("torch_version", "");
-  t.cuda_version = j.contains("cuda_version") && j.at("cuda_version").is_string() ? j.at("cuda_version").get<std::string>() : "";
+  t.cuda_version =
+      j.contains("cuda_version") && j.at("cuda_version").is_string() ? j.at("cuda_version").get<std::string>() : "";
   t.device = j.value("device", "");
   t.module_dtype = j.value("module_dtype", "");
   t.modes = j.value("modes", std::vector<std::string>{});

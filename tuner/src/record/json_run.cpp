@@ -22,8 +22,8 @@ using json_values::read_optional;
 using json_values::variant_from;
 
 Json shard_json(const ShardRecord& r) {
-  Json j{{"index", r.index}, {"count", r.count}, {"split", to_string(r.split)}, {"items", r.items}, {"item", r.item},
-         {"run_key", r.run_key}};
+  Json j{{"index", r.index}, {"count", r.count}, {"split", to_string(r.split)},
+         {"items", r.items}, {"item", r.item},   {"run_key", r.run_key}};
   if (r.split == ShardSplit::kVariants) {
     j["variants"] = r.variants;
     j["baseline_index"] = r.baseline_index;
@@ -89,38 +89,63 @@ Json seconds_by_name(const std::vector<std::pair<std::string, double>>& list) {
 // context.search, with the warm start and the model where there are; the local search after the warm
 // choice or the model is recorded under warm_start when there is one.
 Json search_json(const RunContext& c) {
-  Json search{{"strategy", to_string(c.search)}, {"budget", c.budget}, {"valid_configurations", c.valid_configs},
-              {"space_configurations", c.space_configurations}, {"draws", c.draws},
-              {"time_budget_s", c.time_budget_s}, {"stopped_by_time_budget", c.stopped_by_time_budget},
+  Json search{{"strategy", to_string(c.search)},
+              {"budget", c.budget},
+              {"valid_configurations", c.valid_configs},
+              {"space_configurations", c.space_configurations},
+              {"draws", c.draws},
+              {"time_budget_s", c.time_budget_s},
+              {"stopped_by_time_budget", c.stopped_by_time_budget},
               {"interrupted", c.interrupted}};
   const Json refine = {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds}, {"added", c.warm_refine_added}};
   if (!c.warm_files.empty())
-    search["warm_start"] = {{"files", c.warm_files}, {"keep", c.warm_keep},
-                            {"promising", c.warm_promising}, {"explored", c.warm_explored},
+    search["warm_start"] = {{"files", c.warm_files},
+                            {"keep", c.warm_keep},
+                            {"promising", c.warm_promising},
+                            {"explored", c.warm_explored},
                             {"refine", refine}};
   if (!c.model_library.empty()) {
-    search["model"] = {{"library", c.model_library}, {"initial", c.model_initial},
-                       {"rounds", c.model_rounds}, {"added", c.model_added}, {"stop", c.model_stop}};
+    search["model"] = {{"library", c.model_library},
+                       {"initial", c.model_initial},
+                       {"rounds", c.model_rounds},
+                       {"added", c.model_added},
+                       {"stop", c.model_stop}};
     if (c.warm_files.empty()) search["model"]["refine"] = refine;
   }
   return search;
 }
 
 Json gate_context_json(const RunContext::Gate& g) {
-  return Json{{"mode", g.mode}, {"sanitizer", g.sanitizer},
-              {"sanitizer_version", g.sanitizer_version}, {"tools", g.tools},
-              {"note", g.note}, {"could_not_run", g.could_not_run},
-              {"allow_unchecked", g.allow_unchecked}, {"inputs", g.inputs},
-              {"launches", g.launches}, {"rounds", g.rounds}, {"gated", g.gated},
-              {"unsafe", g.unsafe}, {"incorrect", g.incorrect},
-              {"unchecked", g.unchecked}, {"wall_s", number(g.wall_s)},
-              {"share_of_run", number(g.share)}, {"added_s", number(g.added_s)},
-              {"added_share_of_run", number(g.added_share)}, {"cache", g.cache},
-              {"fresh", g.fresh}, {"checks", g.checks}, {"cache_hits", g.cache_hits},
-              {"cache_misses", g.cache_misses}, {"jobs", g.jobs},
-              {"outputs_s", number(g.outputs_s)}, {"reference_s", number(g.reference_s)},
-              {"tool_s", seconds_by_name(g.tool_s)}, {"finalist_s", seconds_by_name(g.finalist_s)},
-              {"parts_s", seconds_by_name(g.parts_s)}, {"baseline_rule", g.baseline_rule}};
+  return Json{{"mode", g.mode},
+              {"sanitizer", g.sanitizer},
+              {"sanitizer_version", g.sanitizer_version},
+              {"tools", g.tools},
+              {"note", g.note},
+              {"could_not_run", g.could_not_run},
+              {"allow_unchecked", g.allow_unchecked},
+              {"inputs", g.inputs},
+              {"launches", g.launches},
+              {"rounds", g.rounds},
+              {"gated", g.gated},
+              {"unsafe", g.unsafe},
+              {"incorrect", g.incorrect},
+              {"unchecked", g.unchecked},
+              {"wall_s", number(g.wall_s)},
+              {"share_of_run", number(g.share)},
+              {"added_s", number(g.added_s)},
+              {"added_share_of_run", number(g.added_share)},
+              {"cache", g.cache},
+              {"fresh", g.fresh},
+              {"checks", g.checks},
+              {"cache_hits", g.cache_hits},
+              {"cache_misses", g.cache_misses},
+              {"jobs", g.jobs},
+              {"outputs_s", number(g.outputs_s)},
+              {"reference_s", number(g.reference_s)},
+              {"tool_s", seconds_by_name(g.tool_s)},
+              {"finalist_s", seconds_by_name(g.finalist_s)},
+              {"parts_s", seconds_by_name(g.parts_s)},
+              {"baseline_rule", g.baseline_rule}};
 }
 
 Json context_json(const RunContext& c) {
@@ -144,9 +169,13 @@ Json context_json(const RunContext& c) {
                {"compile_cache", c.compile_cache},
                {"jobs", c.jobs},
                {"search", search_json(c)},
-               {"isolation", {{"worker", iso.worker}, {"first_variant_timeout_s", number(iso.first_variant_timeout_s)},
-                              {"variant_timeout_s", number(iso.variant_timeout_s)}, {"timeout_rule", iso.timeout_rule},
-                              {"worker_starts", iso.worker_starts}, {"test_hooks", iso.test_hooks}}},
+               {"isolation",
+                {{"worker", iso.worker},
+                 {"first_variant_timeout_s", number(iso.first_variant_timeout_s)},
+                 {"variant_timeout_s", number(iso.variant_timeout_s)},
+                 {"timeout_rule", iso.timeout_rule},
+                 {"worker_starts", iso.worker_starts},
+                 {"test_hooks", iso.test_hooks}}},
                {"journal", journal},
                {"gate", gate_context_json(c.gate)}};
   if (c.shard) context["shard"] = shard_json(*c.shard);

@@ -42,14 +42,14 @@ struct Field {
   std::int64_t lo = 0;
   std::int64_t hi = INT_MAX;
   validate_fields::Range range = validate_fields::Range::kNonNegative;
-  std::string_view values = {};  // kEnum: the allowed values; kRule: the value
+  std::string_view values = {};                   // kEnum: the allowed values; kRule: the value
   std::vector<std::string> (*names)() = nullptr;  // kEnum: the allowed values, an enum's name table instead
-  std::string_view noun = {};    // kEnum, kDtype: refused as "is not a <noun> (<values>)", else "is not one of"
-  std::string_view below = {};   // kInteger: at most this sibling's value minus 1
-  std::size_t size = 0;          // kArray: exactly this many items (0: any)
-  bool ranked = false;           // a ranked variant's (passed, unsafe): at least 1; a positive number, not null
-  bool apart = false;            // its contents are validated on their own (a variant, the torch record)
-  std::string_view like = {};    // kObject: the fields of another entry's object
+  std::string_view noun = {};   // kEnum, kDtype: refused as "is not a <noun> (<values>)", else "is not one of"
+  std::string_view below = {};  // kInteger: at most this sibling's value minus 1
+  std::size_t size = 0;         // kArray: exactly this many items (0: any)
+  bool ranked = false;          // a ranked variant's (passed, unsafe): at least 1; a positive number, not null
+  bool apart = false;           // its contents are validated on their own (a variant, the torch record)
+  std::string_view like = {};   // kObject: the fields of another entry's object
   std::string_view about = {};
 };
 

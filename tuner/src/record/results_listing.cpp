@@ -79,9 +79,10 @@ Json results_listing(const std::vector<std::filesystem::path>& paths) {
     } else if (std::filesystem::is_regular_file(p, ec)) {
       records.push_back(listing_entry(read_listed(p)));
     } else {
-      throw InputError(fmt::format("{}: no such file or folder; pass a results folder (<gpu>/<problem>/<shape>.json) or "
-                                   "a results file",
-                                   p.string()));
+      throw InputError(
+          fmt::format("{}: no such file or folder; pass a results folder (<gpu>/<problem>/<shape>.json) or "
+                      "a results file",
+                      p.string()));
     }
   }
   Json out = Json::object();

@@ -16,8 +16,8 @@
 #include "record/validate_fields.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
-#include "tune/record.hpp"
 #include "tune/problem_space.hpp"
+#include "tune/record.hpp"
 #include "tune/winner.hpp"
 
 namespace tune {
@@ -95,8 +95,9 @@ bool run_fields(const Check& c, const Json& j) {
   // Read wide: an int would take 4294967297 for 1.
   const Json& sv = *field(c, j, "", "schema_version", true);
   if (!is_int64(sv) || sv.get<std::int64_t>() != kResultSchemaVersion)
-    Check{"regenerate the file with this tune"}.fail(
-        "schema_version", fmt::format("{} is not supported (this tune reads {})", brief(sv), kResultSchemaVersion));
+    Check{"regenerate the file with this tune"}.fail("schema_version",
+                                                     fmt::format("{} is not supported (this tune reads {})", brief(sv),
+                                                                 kResultSchemaVersion));
   result_schema::walk(c, j, "", "");
   shape_rules(c, j);
   const bool timed = j.at("timed").get<bool>();
@@ -191,8 +192,9 @@ void validate_result_json(const Json& j) {
   const Json* winner = named("winner");
   const Json* base = named("baseline");
   if (base != marked.baseline)
-    c.fail("summary.baseline", marked.baseline ? fmt::format("does not name {} (the variant marked baseline)", marked.baseline_at)
-                                        : "names a variant that is not marked baseline");
+    c.fail("summary.baseline", marked.baseline
+                                   ? fmt::format("does not name {} (the variant marked baseline)", marked.baseline_at)
+                                   : "names a variant that is not marked baseline");
   if (winner) check_winner(c, j, variants, winner, timed);
   if (const auto sp = s.find("speedup_over_baseline"); sp != s.end() && !sp->is_null()) {
     const double speedup = sp->get<double>();

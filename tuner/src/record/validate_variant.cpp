@@ -74,7 +74,8 @@ void variant_rules(const Check& c, const Json& v, const std::string& at, bool me
   if (t) timing_order(c, *t, member(at, "timing"));
   if (const Json* s = present(v, "search_timing")) timing_order(c, *s, member(at, "search_timing"));
   if (g && g->at("verdict") == "unchecked" && g->value("not_run", Json::array()).empty())
-    c.fail(member(member(at, "gate"), "not_run"), "empty, but the verdict is unchecked (it names the checks that could not run)");
+    c.fail(member(member(at, "gate"), "not_run"),
+           "empty, but the verdict is unchecked (it names the checks that could not run)");
   if (measured) {
     if (!t) c.fail(member(at, "timing"), fmt::format("missing, but the status is {} (a timed variant)", status));
     if (!p) c.fail(member(at, "parity"), fmt::format("missing, but the status is {} (parity passed)", status));

@@ -16,7 +16,8 @@ bool has_usable_timing(const VariantRecord& v) {
 }
 
 bool may_win(const VariantRecord& v, const RunRecord& run) {
-  return has_usable_timing(v) && !(v.gate && v.gate->verdict == GateVerdict::kUnchecked && !run.context.gate.allow_unchecked);
+  return has_usable_timing(v) &&
+         !(v.gate && v.gate->verdict == GateVerdict::kUnchecked && !run.context.gate.allow_unchecked);
 }
 
 std::optional<PickedWinner> pick_winner(const RunRecord& run) {
@@ -47,8 +48,9 @@ std::optional<PickedWinner> pick_winner(const RunRecord& run) {
     auto regs = [](const VariantRecord& r) { return r.max_registers() < 0 ? INT_MAX : r.max_registers(); };
     if (std::make_pair(regs(v), v.name) < std::make_pair(regs(*pick), pick->name)) pick = &v;
   }
-  const char* rule = "smallest cold median (of the strictly re-measured variants, when any may win); variants within max(0.5 %, the two medians' notch half-widths 1.57 IQR/sqrt(n) added, "
-          "capped at 5 %) of it tie, and a tie goes to fewer registers, then the smaller name";
+  const char* rule =
+      "smallest cold median (of the strictly re-measured variants, when any may win); variants within max(0.5 %, the two medians' notch half-widths 1.57 IQR/sqrt(n) added, "
+      "capped at 5 %) of it tie, and a tie goes to fewer registers, then the smaller name";
   return PickedWinner{pick->name, rule};
 }
 

@@ -20,8 +20,8 @@
 
 namespace tune {
 
-std::vector<GateVariant> gate_records(const std::string& problem, const Space& space, const Shape& shape,
-                                      std::uint64_t seed, int device, int arch, const DeviceLimits& limits,
+std::vector<GateVariant> gate_records(const std::string& problem, const Space& space, const Shape& shape, std::uint64_t seed,
+                                      int device, int arch, const DeviceLimits& limits,
                                       const std::vector<VariantRecord>& records, GateSettings settings,
                                       RunContext::Gate& ctx, int* could_not_run_exit) {
   std::vector<GateVariant> out;
@@ -40,8 +40,8 @@ std::vector<GateVariant> gate_records(const std::string& problem, const Space& s
     if (v.record.status == Status::kUnsafe || (v.record.gate && v.record.status == Status::kIncorrect))
       v.record.status = Status::kPassed;
     if (v.record.status != Status::kPassed)
-      throw InputError(fmt::format("{} did not pass in that run ({}): only variants that passed are gated", r.name,
-                                   to_string(r.status)));
+      throw InputError(
+          fmt::format("{} did not pass in that run ({}): only variants that passed are gated", r.name, to_string(r.status)));
     v.record.gate.reset();
     out.push_back(std::move(v));
   }
@@ -90,8 +90,9 @@ std::vector<VariantRecord> records_to_check(const CheckOptions& o, const RunReco
   std::vector<VariantRecord> records;
   for (const auto& name : names) {
     const VariantRecord* v = run.find(name);
-    if (!v) throw InputError(fmt::format("{}: no variant named '{}' (tune check --variant takes a name from its 'variants')",
-                                         o.results.string(), name));
+    if (!v)
+      throw InputError(fmt::format("{}: no variant named '{}' (tune check --variant takes a name from its 'variants')",
+                                   o.results.string(), name));
     records.push_back(*v);
   }
   if (records.empty()) throw InputError(fmt::format("{}: no finalist to check", o.results.string()));
@@ -108,8 +109,9 @@ bool report_verdicts(const std::vector<GateVariant>& gated, const RunContext::Ga
       for (const auto& line : f.report) log("      " + line);
     all_safe = all_safe && g.verdict == GateVerdict::kSafe;
   }
-  log(fmt::format("check: {} of {} safe; tools: {}; {:.1f} s{}", std::count_if(gated.begin(), gated.end(),
-                                                                          [](const auto& v) { return v.record.gate->verdict == GateVerdict::kSafe; }),
+  log(fmt::format("check: {} of {} safe; tools: {}; {:.1f} s{}",
+                  std::count_if(gated.begin(), gated.end(),
+                                [](const auto& v) { return v.record.gate->verdict == GateVerdict::kSafe; }),
                   gated.size(), ctx.tools.empty() ? "none" : fmt::format("{}", fmt::join(ctx.tools, ", ")), ctx.wall_s,
                   ctx.note.empty() ? "" : " (" + ctx.note + ")"));
   return all_safe;
@@ -119,8 +121,8 @@ bool report_verdicts(const std::vector<GateVariant>& gated, const RunContext::Ga
 // at fault, 3 when the sanitizer or the device is; nothing is written.
 void refuse_unrun(int could_not_run_exit, const RunContext::Gate& ctx, const std::filesystem::path& results) {
   if (could_not_run_exit == 0) return;
-  const std::string what = fmt::format("check {}: the gate could not run ({}); no verdict, nothing written",
-                                       results.string(), ctx.could_not_run);
+  const std::string what =
+      fmt::format("check {}: the gate could not run ({}); no verdict, nothing written", results.string(), ctx.could_not_run);
   if (could_not_run_exit == 2) throw InputError(what);
   throw DeviceError(what);
 }
@@ -133,8 +135,9 @@ void compare_sources(const CheckOptions& o, const RunRecord& run, const Space& s
   const std::string& recorded = run.context.source_hash;
   const std::string now = sources_hash(space, find_problem(problem_spec));
   if (recorded.empty() || recorded == now) return;
-  const std::string what = fmt::format("the kernel sources of problem {} changed since {} was tuned (source hash {}, now {})",
-                                       run.problem, o.results.string(), recorded, now);
+  const std::string what =
+      fmt::format("the kernel sources of problem {} changed since {} was tuned (source hash {}, now {})", run.problem,
+                  o.results.string(), recorded, now);
   if (o.write)
     throw InputError(what + "; --write would store today's verdicts in that record: re-tune, or check without --write");
   log("note: " + what + ": today's kernels are checked");
@@ -168,7 +171,8 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
     int could_not_run = 0;
     const auto next = gate_records(g.problem_spec, g.space, run.shape, run.seed, g.device, g.arch, g.limits,
                                    {*run.find(*run.winner)}, g.settings, g.ctx, &could_not_run);
-    log(fmt::format("  {} {}: {}", to_string(next[0].record.gate->verdict), next[0].record.name, next[0].record.gate->reason));
+    log(fmt::format("  {} {}: {}", to_string(next[0].record.gate->verdict), next[0].record.name,
+                    next[0].record.gate->reason));
     refuse_unrun(could_not_run, g.ctx, results);
     merge(next);
     name_winner(run);
@@ -189,7 +193,8 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
   log(fmt::format("wrote the verdicts into {}", results.string()));
   if (rewrite_header) {
     write_file_atomic(header, header_text);
-    if (before != run.winner) log(fmt::format("the winner is now {} (was {}); rewrote {}", *run.winner, before.value_or("none"), header.string()));
+    if (before != run.winner)
+      log(fmt::format("the winner is now {} (was {}); rewrote {}", *run.winner, before.value_or("none"), header.string()));
   } else if (!run.winner) {
     log("no variant is left to win: the header is left as it was; rerun the tune");
   }
@@ -202,14 +207,18 @@ bool run_check(const CheckOptions& o) {
     if (o.log) o.log(s);
   };
   if (o.write && o.results.extension() == ".gz")
-    throw InputError(fmt::format("{}: --write would replace a compressed file with text; gunzip it, then check the "
-                                 ".json with --write", o.results.string()));
+    throw InputError(
+        fmt::format("{}: --write would replace a compressed file with text; gunzip it, then check the "
+                    ".json with --write",
+                    o.results.string()));
   // --write replaces the file: not while a tune writes it, and what it read stays what it replaces
   // (issue 34 #25).
   std::optional<ResultsLock> lock;
   if (o.write) lock.emplace(o.results, "wait for it to finish, then check again");
   RunRecord run = read_result(o.results);
-  if (!run.timed) throw InputError(fmt::format("{}: a compile-only result; tune check gates the variants of a timed run", o.results.string()));
+  if (!run.timed)
+    throw InputError(
+        fmt::format("{}: a compile-only result; tune check gates the variants of a timed run", o.results.string()));
   const std::string problem_spec = problem_spec_of(run);
   const Space space = load_run_space(run);
   compare_sources(o, run, space, problem_spec, log);
@@ -231,8 +240,8 @@ bool run_check(const CheckOptions& o) {
   settings.verdict_cache = verdict_cache_for(false, std::nullopt);  // tune check uses the default caches
   settings.fresh = o.fresh;
   int could_not_run = 0;
-  auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(),
-                            run.limits(), records, settings, ctx, &could_not_run);
+  auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(), run.limits(),
+                            records, settings, ctx, &could_not_run);
   refuse_unrun(could_not_run, ctx, o.results);
   if (const std::string line = describe_gate(ctx); !line.empty()) log(line);
   const bool all_safe = report_verdicts(gated, ctx, log);

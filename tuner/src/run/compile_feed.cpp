@@ -7,28 +7,32 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "run/run_common.hpp"
+#include "search/progress_log.hpp"
+#include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
@@ -39,15 +43,11 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 
 namespace tune {
 
@@ -66,8 +66,7 @@ void PassRun::start_compiles() {
   if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
     const auto t_wait = Clock::now();
     pass->baseline_compile.join();  // the baseline, compiled into the cache while the search passes ran
-    if (seconds_since(t_wait) > 0.5)
-      log(fmt::format("waited {:.1f} s for the baseline's compile", seconds_since(t_wait)));
+    if (seconds_since(t_wait) > 0.5) log(fmt::format("waited {:.1f} s for the baseline's compile", seconds_since(t_wait)));
   }
   for (int t = 0; t < ctx.jobs; ++t)
     feed.pool.emplace_back([this] {

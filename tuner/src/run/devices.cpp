@@ -88,9 +88,11 @@ std::vector<SweepDevice> resolve_devices(const DeviceSelection& selection, int a
   for (const int d : ordinals) {
     if (d >= count)
       throw InputError(count == 0 ? fmt::format("--devices: device {} does not exist, this machine has no CUDA device ({}); "
-                                                "leave out --devices to run the compile-only sweep", d, why)
+                                                "leave out --devices to run the compile-only sweep",
+                                                d, why)
                                   : fmt::format("--devices: device {} does not exist (this machine has {}: 0 to {}); "
-                                                "pass --devices all or ordinals below {}", d, count, count - 1, count));
+                                                "pass --devices all or ordinals below {}",
+                                                d, count, count - 1, count));
     if (fake) {
       infos.push_back(fake_device(arch, d));
     } else {
@@ -138,7 +140,11 @@ class DeviceSweep {
   using OnDone = std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>;
   DeviceSweep(const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices,
               bool replicate, const OnDone& on_done)
-      : work_(work), base_(base), devices_(devices), replicate_(replicate), on_done_(on_done),
+      : work_(work),
+        base_(base),
+        devices_(devices),
+        replicate_(replicate),
+        on_done_(on_done),
         queues_(replicate ? devices.size() : 1, std::deque<SweepWork>(work.begin(), work.end())) {}
 
   DeviceSweepResult run() {
@@ -152,10 +158,11 @@ class DeviceSweep {
     if (!replicate_ && !result_.interrupted) result_.not_run += queues_[0].size();
     std::sort(result_.failed.begin(), result_.failed.end());
     if (result_.failed.size() == devices_.size() && (result_.not_run > 0 || result_.ran == 0))
-      throw DeviceError(fmt::format("every device failed ({} of {}), {} of {} items not run (results already written "
-                                    "stay); last: {}",
-                                    devices_.size(), devices_.size(), result_.not_run,
-                                    work_.size() * (replicate_ ? devices_.size() : 1), last_failure_));
+      throw DeviceError(
+          fmt::format("every device failed ({} of {}), {} of {} items not run (results already written "
+                      "stay); last: {}",
+                      devices_.size(), devices_.size(), result_.not_run, work_.size() * (replicate_ ? devices_.size() : 1),
+                      last_failure_));
     return result_;
   }
 
@@ -234,12 +241,15 @@ class DeviceSweep {
     last_failure_ = fmt::format("{} failed: {}", describe_device(device.info), what);
     const bool others = result_.failed.size() < devices_.size();
     const std::string described = w.item.describe();
-    if (replicate_) ++dropped_;
-    else queue.push_front(std::move(w));
+    if (replicate_)
+      ++dropped_;
+    else
+      queue.push_front(std::move(w));
     log(fmt::format("{} failed: {}; {}", describe_device(device.info), what,
                     !others      ? "no device is left to run its work"
                     : replicate_ ? fmt::format("its replica of {} and the rest of its items are not run", described)
-                                 : "its work goes to the others") + removed);
+                                 : "its work goes to the others") +
+        removed);
     if (replicate_) dropped_ += queue.size();
     changed_.notify_all();
   }
@@ -262,8 +272,8 @@ class DeviceSweep {
 }  // namespace
 
 DeviceSweepResult run_sweep_on_devices(
-    const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices,
-    bool replicate, const std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>& on_done) {
+    const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices, bool replicate,
+    const std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>& on_done) {
   return DeviceSweep(work, base, devices, replicate, on_done).run();
 }
 

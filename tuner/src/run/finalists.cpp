@@ -7,28 +7,32 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "run/run_common.hpp"
+#include "search/progress_log.hpp"
+#include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
@@ -39,15 +43,11 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 
 namespace tune {
 
@@ -84,8 +84,9 @@ std::vector<WorkerItem> PassRun::items_of(const std::vector<std::size_t>& idx) {
 }
 
 Finalists PassRun::finalists() {
-  return Finalists(plan, o, log, run, *gpu, [this](const std::vector<std::size_t>& idx) { return items_of(idx); },
-                   [this] { return stop_asked(); }, baseline_index);
+  return Finalists(
+      plan, o, log, run, *gpu, [this](const std::vector<std::size_t>& idx) { return items_of(idx); },
+      [this] { return stop_asked(); }, baseline_index);
 }
 
 void Finalists::second_round(const SearchStrategy& strategy, Outputs& outputs) {
@@ -203,8 +204,8 @@ void Finalists::check_outputs_with_winner(Gate& gate, const std::vector<std::siz
   if (!gate.sanitizing() || gate.mode() != SanitizeMode::kWinner || !w || sanitized_[*w] ||
       std::find(outputs.begin(), outputs.end(), *w) == outputs.end())
     return gate.check_outputs(items_of_(outputs));
-  log_(fmt::format("gate: the would-be winner {} under compute-sanitizer, beside the output checks",
-                   run_.variants[*w].name));
+  log_(
+      fmt::format("gate: the would-be winner {} under compute-sanitizer, beside the output checks", run_.variants[*w].name));
   sanitized_[*w] = gate.check_outputs_while_sanitizing(items_of_(outputs), items_of_({*w}), [&] {
     name_winner(run_);
     return !gate_stopped(gate) && run_.winner && index_of(*run_.winner) == *w;

@@ -7,28 +7,32 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "run/run_common.hpp"
+#include "search/progress_log.hpp"
+#include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
@@ -39,15 +43,11 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 
 namespace tune {
 
@@ -101,12 +101,12 @@ std::optional<TuneOutcome> Outputs::finished_earlier(const RunRecord& run, const
       continue;  // the run replaces it, or keeps it (reason_to_keep), as without --resume
     }
     if (!earlier.complete || earlier.context.interrupted) continue;
-    const std::string differs = json == json_path
-        ? identity_difference(identity, earlier.context.run_identity)
-        : identity_difference(across_cards(identity), across_cards(earlier.context.run_identity));
+    const std::string differs =
+        json == json_path ? identity_difference(identity, earlier.context.run_identity)
+                          : identity_difference(across_cards(identity), across_cards(earlier.context.run_identity));
     if (!differs.empty()) {
-      log_(fmt::format("--resume: {} is complete, but not for this run (its {} differs); {} is tuned again",
-                       file.string(), differs, plan_.shape.tag()));
+      log_(fmt::format("--resume: {} is complete, but not for this run (its {} differs); {} is tuned again", file.string(),
+                       differs, plan_.shape.tag()));
       continue;
     }
     log_(fmt::format("{}: already complete in {}; skipped", plan_.shape.tag(), file.string()));
@@ -163,17 +163,20 @@ void Outputs::open_journal(RunRecord& run, const Pass* pass) {
       log_(fmt::format("writing the {} of {} variants measured before the stop (journal {})", ctx.resumed_variants, n,
                        journal_path_.string()));
     } else if (pass && pass->passes_done > 0) {  // a later pass: resumed by run_tune, not by the user
-      log_(fmt::format("pass {}: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
-                       "measure", pass->passes_done + 1, ctx.resumed_variants, n, journal_path_.string(),
-                       n - static_cast<std::size_t>(ctx.resumed_variants)));
+      log_(
+          fmt::format("pass {}: {} of {} variants measured by the earlier passes (journal {}); {} to compile and "
+                      "measure",
+                      pass->passes_done + 1, ctx.resumed_variants, n, journal_path_.string(),
+                      n - static_cast<std::size_t>(ctx.resumed_variants)));
     } else {
-      log_(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured",
-                       ctx.resumed_variants, n, journal_path_.string()) +
+      log_(fmt::format("--resume: {} of {} variants taken from {}; the rest are compiled and measured", ctx.resumed_variants,
+                       n, journal_path_.string()) +
            (refused ? fmt::format(" ({} journal records not taken: not final, or not this run's variants)", refused) : ""));
     }
     journal_.emplace(Journal::append_to(journal_path_));
   } else {
-    if (o_.resume) log_(fmt::format("--resume: no journal at {}; starting a fresh run", journal_path_.string()));
+    if (o_.resume)
+      log_(fmt::format("--resume: no journal at {}; starting a fresh run", journal_path_.string()));
     else if (std::filesystem::exists(journal_path_))
       log_(fmt::format("replacing the journal of an earlier run, {} (--resume continues one)", journal_path_.string()));
     journal_.emplace(Journal::create(journal_path_, identity));
@@ -193,8 +196,8 @@ std::size_t Outputs::take_journal(RunRecord& run, const nlohmann::ordered_json& 
     }
     const VariantRecord& mine = run.variants[it->second];
     const Status st = e.record.status;
-    const bool final_status = st != Status::kPending && st != Status::kUnsafe &&
-                              !(run.timed && st == Status::kCompiled) && (st != Status::kPassed || e.record.timing);
+    const bool final_status = st != Status::kPending && st != Status::kUnsafe && !(run.timed && st == Status::kCompiled) &&
+                              (st != Status::kPassed || e.record.timing);
     const bool halving_ok = e.stage != kSecondRoundStage || (st == Status::kPassed && journaled_[it->second]);
     if (!final_status || !halving_ok || e.record.params != mine.params || e.record.baseline != mine.baseline) {
       ++refused;
@@ -219,8 +222,11 @@ bool PassRun::torch_wanted() {
 }
 
 TorchCompare PassRun::torch_options() const {
-  return TorchCompare{.modes = o.torch, .device = o.device, .seed = o.seed,
-                      .cache_dir = torch_cache_for(o.no_cache, o.cache_dir), .fake_device = fake};
+  return TorchCompare{.modes = o.torch,
+                      .device = o.device,
+                      .seed = o.seed,
+                      .cache_dir = torch_cache_for(o.no_cache, o.cache_dir),
+                      .fake_device = fake};
 }
 
 std::unique_ptr<TorchBeside> PassRun::torch_beside_gate() {

@@ -6,22 +6,22 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -29,6 +29,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "run/run_common.hpp"
+#include "search/progress_log.hpp"
+#include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
@@ -39,16 +43,12 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
-#include "tune/torch_compare.hpp"
+#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
+#include "tune/torch_compare.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 #include "worker/isolated_runner.hpp"
 
 namespace tune {
@@ -84,7 +84,7 @@ struct Pass {
   bool defer_baseline = false;
   std::jthread baseline_compile;
   bool search_only = true;
-  int passes_done = 0;  // the passes before this one
+  int passes_done = 0;                // the passes before this one
   std::optional<HarnessFloor> floor;  // the first pass's
   Clock::time_point started = Clock::now();
   double compile_wall_s = 0, measure_wall_s = 0;  // spent by the earlier passes
@@ -107,8 +107,7 @@ Chosen later_pass_configs(const Space& space, RunContext& ctx, const Pass& pass,
 // or in a later pass of an adaptive one the run so far. The first pass of an adaptive search
 // fills `pass`.
 Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
-                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass,
-                      SearchStrategy& strategy);
+                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass, SearchStrategy& strategy);
 
 // How much a record is worth keeping, compared in order: 2 a run that ended with a ranking (a
 // winner, or a compile-only run), 1 a timed run that ended with no variant passed, 0 an interrupted
@@ -250,8 +249,14 @@ class Finalists {
 
   Finalists(const RunPlan& plan, const TuneOptions& o, LogFn log, RunRecord& run, IsolatedRunner& gpu, ItemsOf items_of,
             std::function<bool()> stop_asked, std::optional<std::size_t> baseline_index)
-      : plan_(plan), o_(o), log_(std::move(log)), run_(run), gpu_(gpu), items_of_(std::move(items_of)),
-        stop_asked_(std::move(stop_asked)), baseline_index_(baseline_index) {}
+      : plan_(plan),
+        o_(o),
+        log_(std::move(log)),
+        run_(run),
+        gpu_(gpu),
+        items_of_(std::move(items_of)),
+        stop_asked_(std::move(stop_asked)),
+        baseline_index_(baseline_index) {}
 
   // The strategy's second round (successive halving): the best of the screened variants timed again
   // with the search profile (parity already passed); the others keep their screening time.
@@ -344,7 +349,11 @@ struct PassRun {
   SearchTally tally;
 
   PassRun(const RunPlan& run_plan, const TuneOptions& options, Pass* p, SearchStrategy& s, std::optional<IsolatedRunner>& g)
-      : o(options), pass(p), strategy(s), gpu(g), t_start(p ? p->started : Clock::now()),
+      : o(options),
+        pass(p),
+        strategy(s),
+        gpu(g),
+        t_start(p ? p->started : Clock::now()),
         log([&options](const std::string& line) {
           if (options.log) options.log(line);
         }),

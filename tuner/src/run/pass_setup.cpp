@@ -7,28 +7,32 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "run/run_common.hpp"
+#include "search/progress_log.hpp"
+#include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
@@ -39,15 +43,11 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 
 namespace tune {
 
@@ -73,12 +73,13 @@ void PassRun::choose_variants() {
     log(fmt::format("shard {}/{}: {} of {} variants", o.shard->index, o.shard->count, chosen.size(), ctx.shard->variants));
   }
   if (chosen.size() > o.max_variants)
-    throw InputError(fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
-                                 "keeps its record in memory; at {:.1f} s a compile, {} of one core); pass --budget N to "
-                                 "time a random sample, restrict the space, split it with --shard, or raise "
-                                 "--max-variants",
-                                 o.problem, shape.describe(), chosen.size(), chosen_how, o.max_variants,
-                                 kSecondsPerCompile, format_duration(kSecondsPerCompile * static_cast<double>(chosen.size()))));
+    throw InputError(
+        fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
+                    "keeps its record in memory; at {:.1f} s a compile, {} of one core); pass --budget N to "
+                    "time a random sample, restrict the space, split it with --shard, or raise "
+                    "--max-variants",
+                    o.problem, shape.describe(), chosen.size(), chosen_how, o.max_variants, kSecondsPerCompile,
+                    format_duration(kSecondsPerCompile * static_cast<double>(chosen.size()))));
   if (compile_only) say_compile_only();
 }
 
@@ -89,7 +90,8 @@ void PassRun::say_compile_only() const {
   const double seconds = kSecondsPerCompile * static_cast<double>(chosen.size()) / jobs;
   const auto dir = o.out_dir / ("compile-only-" + arch_name(cc)) / run.problem;
   const bool sample = o.budget <= 0 && chosen.size() > kSuggestedSample;
-  log(fmt::format("compile-only sweep: {} variants for {} on {} compile job(s), about {} ({:.1f} s a compile a job; "
+  log(
+      fmt::format("compile-only sweep: {} variants for {} on {} compile job(s), about {} ({:.1f} s a compile a job; "
                   "less from the compile cache), results into {}/{}",
                   chosen.size(), arch_name(cc), jobs, format_duration(seconds), kSecondsPerCompile, dir.string(),
                   sample ? fmt::format("; --budget {} compiles a sample", kSuggestedSample) : std::string()));
@@ -106,10 +108,8 @@ void PassRun::lower_variants() {
     r.baseline = c == space.baseline();
     Lowered l = space.lower(c, shape, limits);
     for (const auto& k : l.launches)
-      r.launches.push_back({{"kernel", k.name_expression},
-                            {"grid", k.grid},
-                            {"block", k.block},
-                            {"dynamic_smem_bytes", k.dynamic_smem}});
+      r.launches.push_back(
+          {{"kernel", k.name_expression}, {"grid", k.grid}, {"block", k.block}, {"dynamic_smem_bytes", k.dynamic_smem}});
     run.variants.push_back(std::move(r));
     lowered.push_back(std::move(l));
   }
@@ -129,9 +129,9 @@ void PassRun::find_baseline() {
   } else if (pass && pass->defer_baseline && pass->search_only) {
     if (!pass->baseline_compile.joinable() &&
         std::find(pass->all.begin(), pass->all.end(), space.baseline()) != pass->all.end())
-      pass->baseline_compile = std::jthread(
-          [request = compile_request(space.lower(space.baseline(), shape, limits), ctx.compile_options),
-           cache = compile_cache_for(o.no_cache, o.cache_dir), jobs = o.jobs] {
+      pass->baseline_compile =
+          std::jthread([request = compile_request(space.lower(space.baseline(), shape, limits), ctx.compile_options),
+                        cache = compile_cache_for(o.no_cache, o.cache_dir), jobs = o.jobs] {
             const CompilePool baseline_pool(cache, jobs, nullptr);
             bool cached = false;
             (void)baseline_pool.compile(request, &cached);

@@ -8,28 +8,32 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "run/run_common.hpp"
+#include "search/progress_log.hpp"
+#include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
@@ -40,15 +44,11 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 
 namespace tune {
 
@@ -120,8 +120,7 @@ Chosen later_pass_configs(const Space& space, RunContext& ctx, const Pass& pass,
 }
 
 Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
-                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass,
-                      SearchStrategy& strategy) {
+                      const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass, SearchStrategy& strategy) {
   ctx.space_configurations = space.size();
   if (pass && !pass->configs.empty()) return later_pass_configs(space, ctx, *pass, strategy);
   const SearchSetting setting{o, problem, space, shape, limits, log, pass && pass->defer_baseline};
@@ -160,8 +159,9 @@ void move_unreadable_aside(const std::filesystem::path& json, const RunRecord& r
     const std::filesystem::path aside = path.string() + ".unreadable-" + stamp;
     std::filesystem::rename(path, aside, ec);
     if (ec) return;  // reason_to_keep keeps it then, and says why
-    if (log) log(fmt::format("moved the earlier results {} aside to {}: they cannot be read ({})", path.string(),
-                             aside.filename().string(), e.what()));
+    if (log)
+      log(fmt::format("moved the earlier results {} aside to {}: they cannot be read ({})", path.string(),
+                      aside.filename().string(), e.what()));
   }
 }
 

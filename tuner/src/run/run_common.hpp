@@ -23,7 +23,6 @@ constexpr double kSecondsPerCompile = 1.5;
 // The sample `--budget` a compile-only sweep that fell back from a missing GPU suggests.
 constexpr std::size_t kSuggestedSample = 50;
 
-
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -49,7 +48,9 @@ inline std::string excerpt(const std::string& log, std::size_t limit = 2000) {
 inline void check_writable(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw InputError(fmt::format("cannot create output directory {} ({}); pass --out to choose another", dir.string(), ec.message()));
+  if (ec)
+    throw InputError(
+        fmt::format("cannot create output directory {} ({}); pass --out to choose another", dir.string(), ec.message()));
   const auto probe = dir / ".tune-write-test";
   {
     std::ofstream f(probe);

@@ -3,12 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "run/run_common.hpp"
 #include "tune/compile.hpp"
 #include "tune/errors.hpp"
 #include "tune/measure.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_protocol.hpp"
-#include "run/run_common.hpp"
 
 namespace tune {
 namespace {
@@ -24,9 +24,10 @@ void open_device(const TuneOptions& o, RunPlan& plan, const std::function<void(c
   } else if (!plan.compile_only) {
     plan.device = query_device(o.device, &why);
     if (!plan.device) {  // said first; how many variants and how long once they are counted (say_compile_only)
-      plan.device_note = fmt::format(
-          "no CUDA device ({}): a compile-only sweep for {} instead: every variant compiled, nothing timed{}", why,
-          arch_name(o.arch), o.budget > 0 ? "" : fmt::format("; pass --budget {} to compile a sample", kSuggestedSample));
+      plan.device_note =
+          fmt::format("no CUDA device ({}): a compile-only sweep for {} instead: every variant compiled, nothing timed{}",
+                      why, arch_name(o.arch),
+                      o.budget > 0 ? "" : fmt::format("; pass --budget {} to compile a sample", kSuggestedSample));
       plan.compile_only = true;
       plan.untimed_reason = "no CUDA device: " + why;
     }
@@ -41,13 +42,13 @@ void open_device(const TuneOptions& o, RunPlan& plan, const std::function<void(c
 // cannot target (it would fail every variant).
 void check_device(const TuneOptions& o, RunPlan& plan) {
   if (plan.device && !plan.fake) {
-    const std::string shortfall = DeviceRunner::memory_shortfall(*plan.problem, plan.shape, *plan.device,
-                                                                 device_free_bytes(*plan.device));
+    const std::string shortfall =
+        DeviceRunner::memory_shortfall(*plan.problem, plan.shape, *plan.device, device_free_bytes(*plan.device));
     if (!shortfall.empty()) throw ShapeError(shortfall);
   }
   plan.cc = plan.device ? plan.device->compute_capability() : o.arch;
-  check_arch(plan.cc, plan.device ? fmt::format("device {} ({})", o.device, plan.device->name)
-                                  : fmt::format("--arch {}", plan.cc));
+  check_arch(plan.cc,
+             plan.device ? fmt::format("device {} ({})", o.device, plan.device->name) : fmt::format("--arch {}", plan.cc));
   plan.limits = plan.device ? plan.device->limits() : DeviceLimits::for_arch(plan.cc);
 }
 
@@ -66,7 +67,7 @@ RunPlan plan_run(const TuneOptions& o, const std::function<void(const std::strin
   plan.counts = plan.problem->counts(plan.shape);
   open_device(o, plan, log);
   check_device(o, plan);
-  const std::string gpu_dir = !plan.device            ? "compile-only-" + arch_name(plan.cc)
+  const std::string gpu_dir = !plan.device           ? "compile-only-" + arch_name(plan.cc)
                               : o.device_dir.empty() ? plan.device->slug()
                                                      : o.device_dir;
   plan.json_path = results_path(o, std::string(plan.problem->name()), plan.shape, gpu_dir);

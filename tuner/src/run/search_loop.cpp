@@ -7,28 +7,32 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "run/run_common.hpp"
+#include "search/progress_log.hpp"
+#include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
@@ -39,15 +43,11 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 
 namespace tune {
 
@@ -76,7 +76,8 @@ void PassRun::search() {
       ctx.interrupted = true;
       feed.next = n;
       log(fmt::format("interrupted by {}: {} of {} variants done; writing what was measured ({} again to stop at once)",
-                      signal_name(interrupt_signal()), done, n, interrupt_signal() == SIGINT ? "Ctrl-C" : signal_name(interrupt_signal())));
+                      signal_name(interrupt_signal()), done, n,
+                      interrupt_signal() == SIGINT ? "Ctrl-C" : signal_name(interrupt_signal())));
       break;
     }
     if (!ctx.stopped_by_time_budget && o.time_budget_s > 0 && seconds_since(t_start) > o.time_budget_s)
@@ -102,8 +103,8 @@ void PassRun::stop_for_time_budget(std::size_t done) {
   const std::size_t taken = feed.next.exchange(n);
   if (taken == 0 && !feed.compile_order.empty() && baseline_index && feed.compile_order[0] == *baseline_index)
     compile_and_queue(*baseline_index);
-  log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}",
-                  o.time_budget_s, done, n, baseline_pending() ? " (the baseline still runs)" : ""));
+  log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}", o.time_budget_s,
+                  done, n, baseline_pending() ? " (the baseline still runs)" : ""));
 }
 
 // A compiled variant's record: failed, compiled (no device), pruned for its spills, or evaluated
@@ -122,8 +123,8 @@ void PassRun::measure(std::size_t i) {
     rec.status = Status::kCompiled;
   } else if (!o.keep_spills && !rec.baseline && rec.spill_bytes() > 0) {
     rec.status = Status::kSkipped;
-    rec.reason = fmt::format("pruned before timing: spills {} bytes to local memory (--keep-spills measures it)",
-                             rec.spill_bytes());
+    rec.reason =
+        fmt::format("pruned before timing: spills {} bytes to local memory (--keep-spills measures it)", rec.spill_bytes());
   } else {
     if (!tally.floor_measured) measure_floor();
     const auto t = Clock::now();
@@ -146,8 +147,7 @@ void PassRun::measure_floor() {
   tally.floor_measured = true;
   if (pass) pass->floor = run.harness_floor;
   log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",
-                  run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us,
-                  run.harness_floor->empty_graph_us));
+                  run.harness_floor->empty_cold_us, run.harness_floor->empty_batch_us, run.harness_floor->empty_graph_us));
 }
 
 // Elapsed time and the search's remaining time at this run's pace so far (resumed records took
@@ -166,8 +166,9 @@ void PassRun::log_progress(std::size_t done, std::size_t i) {
                                        tally.best ? fmt::format("{:.2f} us", *tally.best) : "-")
                          : std::string(),
                fmt::format("  {} elapsed{}", format_duration(elapsed),
-                           ctx.stopped_by_time_budget ? std::string()
-                                                      : ", eta " + format_duration(pace * static_cast<double>(n - done - 1))),
+                           ctx.stopped_by_time_budget
+                               ? std::string()
+                               : ", eta " + format_duration(pace * static_cast<double>(n - done - 1))),
                o.line_width));
 }
 
@@ -179,8 +180,9 @@ void PassRun::end_search() {
     for (auto& v : run.variants)
       if (v.status == Status::kPending) {
         v.status = Status::kSkipped;
-        v.reason = ctx.interrupted ? fmt::format("not reached: the run was interrupted ({})", signal_name(interrupt_signal()))
-                                   : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
+        v.reason = ctx.interrupted
+                       ? fmt::format("not reached: the run was interrupted ({})", signal_name(interrupt_signal()))
+                       : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
       }
   }
   run.wall.compile_wall_s = feed.compile_wall + (pass ? pass->compile_wall_s : 0);
@@ -195,8 +197,6 @@ TuneOutcome PassRun::end_search_pass() {
   return {run, plan.json_path, std::nullopt};
 }
 
-bool PassRun::baseline_pending() const {
-  return baseline_index && run.variants[*baseline_index].status == Status::kPending;
-}
+bool PassRun::baseline_pending() const { return baseline_index && run.variants[*baseline_index].status == Status::kPending; }
 
 }  // namespace tune

@@ -33,7 +33,8 @@ std::vector<std::filesystem::path> collect(const std::vector<std::filesystem::pa
     } else if (std::filesystem::is_regular_file(p, ec)) {
       files.push_back(p);
     } else {
-      throw InputError(fmt::format("{}: no such file or folder; pass the shards' result files or --out folders", p.string()));
+      throw InputError(
+          fmt::format("{}: no such file or folder; pass the shards' result files or --out folders", p.string()));
     }
   }
   if (files.empty())
@@ -113,8 +114,9 @@ RunRecord merge_variants(const std::vector<const Input*>& shards) {
     const ShardRecord& s = in->shard();
     if (s.variants != s0.variants || s.baseline_index != s0.baseline_index || in->run.shape != first.shape ||
         in->run.problem != first.problem)
-      throw InputError(fmt::format("{}: a different variant list than {} (shape or space differs); merge shards of one run only",
-                                   in->file, shards.front()->file));
+      throw InputError(
+          fmt::format("{}: a different variant list than {} (shape or space differs); merge shards of one run only",
+                      in->file, shards.front()->file));
     const auto k = static_cast<std::size_t>(s.index);
     // The baseline runs in every shard; the record kept is its owner's (index mod count).
     const bool owns_baseline = s.baseline_index >= 0 && static_cast<std::size_t>(s.baseline_index) % count == k;
@@ -165,14 +167,15 @@ std::vector<std::filesystem::path> merge_shards(const std::vector<std::filesyste
   for (const auto& f : collect(inputs)) {
     Input in{f.string(), read_result(f)};
     if (!in.run.context.shard)
-      throw InputError(fmt::format("{}: not a shard's result (no context.shard); merge takes the results of --shard runs",
-                                   in.file));
+      throw InputError(
+          fmt::format("{}: not a shard's result (no context.shard); merge takes the results of --shard runs", in.file));
     if (!in.run.complete || in.run.context.interrupted)
       throw InputError(fmt::format("{}: shard {}/{} did not finish (interrupted or still running); run it again, then merge",
                                    in.file, in.shard().index, in.shard().count));
     if (const std::string d = run_difference(all.empty() ? in.run : all.front().run, in.run); !d.empty())
-      throw InputError(fmt::format("{} and {} are shards of different runs (they differ in {}); merge the shards of one run only",
-                                   all.front().file, in.file, d));
+      throw InputError(
+          fmt::format("{} and {} are shards of different runs (they differ in {}); merge the shards of one run only",
+                      all.front().file, in.file, d));
     all.push_back(std::move(in));
   }
   const ShardRecord& s0 = all.front().shard();
@@ -200,9 +203,10 @@ std::vector<std::filesystem::path> merge_shards(const std::vector<std::filesyste
           missing_shards.push_back(i % s0.count);
       }
     if (!missing.empty())
-      throw InputError(fmt::format("incomplete set of shards: items {} of the {}-item sweep are missing (from shard(s) {} "
-                                   "of {}); pass every shard's results",
-                                   list_missing(missing), s0.items, list_missing(missing_shards), s0.count));
+      throw InputError(
+          fmt::format("incomplete set of shards: items {} of the {}-item sweep are missing (from shard(s) {} "
+                      "of {}); pass every shard's results",
+                      list_missing(missing), s0.items, list_missing(missing_shards), s0.count));
     for (const auto& [i, in] : by_item) {
       for (auto& p : write_merged(in->run, *in, out_dir, config)) written.push_back(std::move(p));
       note(fmt::format("item {}: {} {} -> {}", i, in->run.problem, in->run.shape.describe(), written.back().string()));

@@ -9,7 +9,6 @@
 namespace tune {
 namespace {
 
-
 // The first SIGINT (Ctrl-C) or SIGTERM (kill, Slurm's scancel) asks the run to stop after the
 // variant in hand; the handler then gives both back their default action, so a second one ends
 // the process at once (the results file on disk is always a complete, atomically written snapshot).

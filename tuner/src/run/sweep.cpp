@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
-#include <thread>
 #include <charconv>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #define XXH_INLINE_ALL
@@ -63,7 +63,8 @@ std::vector<SweepItem> expand_dims(const std::string& problem,
     return static_cast<std::size_t>(std::find(order.begin(), order.end(), d) - order.begin());
   };
   auto sorted = lists;
-  std::stable_sort(sorted.begin(), sorted.end(), [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
   for (const auto& [d, values] : sorted) {
     if (values.empty()) throw InputError(fmt::format("--{} has no values; give one or more, e.g. --{} 64,256", d, d));
     const std::set<std::int64_t> unique(values.begin(), values.end());
@@ -88,7 +89,8 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
   using Json = nlohmann::ordered_json;
   const std::string name = file.string();
   const std::string example = R"(e.g. {"items": [{"problem": "contact", "B": [1, 4], "N": 64}]})";
-  if (!std::ifstream(file)) throw InputError(fmt::format("{}: cannot be read; pass an existing sweep file with --sweep", name));
+  if (!std::ifstream(file))
+    throw InputError(fmt::format("{}: cannot be read; pass an existing sweep file with --sweep", name));
   const Json j = json_file::read(file);  // bounded in size and depth
   if (!j.is_object() || !j.contains("items") || !j.at("items").is_array() || j.at("items").empty())
     throw InputError(fmt::format("{}: needs \"items\", a non-empty list of shapes, {}", name, example));
@@ -111,8 +113,8 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
     for (const auto& [k, v] : e.items()) {
       if (k == "problem") continue;
       if (std::find(dims.begin(), dims.end(), k) == dims.end())
-        throw InputError(fmt::format("{}.{}: not a dimension of problem {} (it takes {})", where, k, problem,
-                                     fmt::join(dims, ", ")));
+        throw InputError(
+            fmt::format("{}.{}: not a dimension of problem {} (it takes {})", where, k, problem, fmt::join(dims, ", ")));
       std::vector<std::int64_t> values;
       for (const Json& x : v.is_array() ? v : Json::array({v})) {
         const auto t = x.is_string() ? parse_dtype(x.get<std::string>()) : std::nullopt;  // a dtype variable's
@@ -131,13 +133,12 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
   return items;
 }
 
-std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const ShardSpec& shard,
-                                  const std::string& run_key) {
+std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const ShardSpec& shard, const std::string& run_key) {
   std::map<std::string, std::size_t> seen;
   for (std::size_t i = 0; i < items.size(); ++i)
     if (const auto [it, fresh] = seen.emplace(items[i].describe(), i); !fresh)
-      throw InputError(fmt::format("sweep item {} ({}) repeats item {}; list each shape once", i, items[i].describe(),
-                                   it->second));
+      throw InputError(
+          fmt::format("sweep item {} ({}) repeats item {}; list each shape once", i, items[i].describe(), it->second));
   std::vector<SweepWork> work;
   for (std::size_t i = 0; i < items.size(); ++i) {
     SweepWork w{i, items[i], std::nullopt};
@@ -149,7 +150,8 @@ std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const Sha
       r.items = static_cast<std::int64_t>(items.size());
       r.item = static_cast<std::int64_t>(i);
       r.run_key = run_key;
-      if (r.split == ShardSplit::kItems && static_cast<int>(i % static_cast<std::size_t>(shard.count)) != shard.index) continue;
+      if (r.split == ShardSplit::kItems && static_cast<int>(i % static_cast<std::size_t>(shard.count)) != shard.index)
+        continue;
       w.shard = r;
     }
     work.push_back(std::move(w));
@@ -240,13 +242,15 @@ std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
     if (transfer) {
       const auto& earlier = taught[w.item.problem];
       o.warm_start.insert(o.warm_start.end(), earlier.begin(), earlier.end());
-      if (!earlier.empty() && o.search == SearchMode::kModel) o.search = SearchMode::kExhaustive;  // the earlier results teach it
+      if (!earlier.empty() && o.search == SearchMode::kModel)
+        o.search = SearchMode::kExhaustive;  // the earlier results teach it
       if (base.log)
         base.log(o.warm_start.empty()
                      ? fmt::format("transfer: {} is the first shape of {} in the sweep; it is tuned without a warm start",
                                    w.item.describe(), w.item.problem)
-                     : fmt::format("transfer: {} starts from {} result(s) of the sweep's earlier shapes{}", w.item.describe(),
-                                   earlier.size(), base.warm_start.empty() ? "" : " and the --warm-start files"));
+                     : fmt::format("transfer: {} starts from {} result(s) of the sweep's earlier shapes{}",
+                                   w.item.describe(), earlier.size(),
+                                   base.warm_start.empty() ? "" : " and the --warm-start files"));
     }
     const TuneOutcome outcome = run_tune(o);
     if (transfer && outcome.run.winner && outcome.json_path.extension() == ".json")
@@ -314,7 +318,8 @@ ShardPart shard_configs(const std::vector<Config>& chosen, const Config& baselin
 }
 
 std::string result_stem(const Shape& shape, const std::optional<ShardRecord>& shard) {
-  if (shard && shard->split == ShardSplit::kVariants) return fmt::format("{}.shard-{}-of-{}", shape.tag(), shard->index, shard->count);
+  if (shard && shard->split == ShardSplit::kVariants)
+    return fmt::format("{}.shard-{}-of-{}", shape.tag(), shard->index, shard->count);
   return shape.tag();
 }
 

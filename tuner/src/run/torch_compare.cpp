@@ -17,16 +17,15 @@
 #include <nlohmann/json.hpp>
 
 #include "core/enum_names.hpp"
+#include "core/json_file.hpp"
 #include "core/layout.hpp"
 #include "core/subprocess.hpp"
-#include "core/json_file.hpp"
 #include "problem/python_reference.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/journal.hpp"
 #include "tune/problem.hpp"
-#include "tune/io.hpp"
 #include "tune/stop.hpp"
 
 namespace tune {
@@ -36,8 +35,10 @@ namespace {
 using Json = nlohmann::ordered_json;
 using LogFn = std::function<void(const std::string&)>;
 
-constexpr EnumName<TorchModes> kModeNames[] = {
-    {TorchModes::kOff, "off"}, {TorchModes::kEager, "eager"}, {TorchModes::kCompile, "compile"}, {TorchModes::kAll, "all"}};
+constexpr EnumName<TorchModes> kModeNames[] = {{TorchModes::kOff, "off"},
+                                               {TorchModes::kEager, "eager"},
+                                               {TorchModes::kCompile, "compile"},
+                                               {TorchModes::kAll, "all"}};
 
 // v1: issue 36. Raise it when what a stored measurement means changes.
 constexpr const char* kTorchCacheVersion = "tune-torch-cache-v1";
@@ -69,8 +70,10 @@ struct Harness {
 std::optional<Harness> find_harness() {
   const char* py = std::getenv("TUNE_PYTHON");
   Harness h{py && *py ? py : "python3", {}};
-  if (const char* env = std::getenv("TUNE_TORCH_HARNESS"); env && *env) h.script = env;
-  else if (const auto dir = own_data_dir()) h.script = *dir / "report" / "torch_baseline.py";
+  if (const char* env = std::getenv("TUNE_TORCH_HARNESS"); env && *env)
+    h.script = env;
+  else if (const auto dir = own_data_dir())
+    h.script = *dir / "report" / "torch_baseline.py";
   std::error_code ec;
   if (h.script.empty() || !std::filesystem::is_regular_file(h.script, ec)) return std::nullopt;
   return h;
@@ -88,12 +91,19 @@ double harness_timeout_s() {
 std::string child_failure(const ChildResult& r, const Harness& h, double deadline_s) {
   std::string said = last_line(r.err);
   if (said.empty()) said = last_line(r.out);
-  if (r.stopped) return fmt::format("stopped: the run was asked to stop (SIGINT or SIGTERM) while {} ran", h.script.filename().string());
+  if (r.stopped)
+    return fmt::format("stopped: the run was asked to stop (SIGINT or SIGTERM) while {} ran", h.script.filename().string());
   switch (r.end) {
-    case ChildEnd::kTimedOut: return fmt::format("{} did not finish within {:g} s and was stopped (TUNE_TORCH_TIMEOUT)", h.script.filename().string(), deadline_s);
-    case ChildEnd::kNotStarted: return fmt::format("cannot run '{}' ({}); set TUNE_PYTHON to a python3", h.python, std::strerror(r.error));
-    case ChildEnd::kSignaled: return fmt::format("{} was killed by signal {}{}", h.script.filename().string(), r.signal, said.empty() ? "" : ": " + said);
-    case ChildEnd::kExited: break;
+    case ChildEnd::kTimedOut:
+      return fmt::format("{} did not finish within {:g} s and was stopped (TUNE_TORCH_TIMEOUT)",
+                         h.script.filename().string(), deadline_s);
+    case ChildEnd::kNotStarted:
+      return fmt::format("cannot run '{}' ({}); set TUNE_PYTHON to a python3", h.python, std::strerror(r.error));
+    case ChildEnd::kSignaled:
+      return fmt::format("{} was killed by signal {}{}", h.script.filename().string(), r.signal,
+                         said.empty() ? "" : ": " + said);
+    case ChildEnd::kExited:
+      break;
   }
   if (r.exit_code == 0) return {};
   return fmt::format("{} failed: {}", h.script.filename().string(),
@@ -139,18 +149,27 @@ std::string cache_key_of(const Problem& problem, const Shape& shape, const Devic
   return cache_key({kTorchCacheVersion, device.name, std::to_string(device.compute_capability()), torch_version,
                     std::string(problem.name()),
                     content_hash({problem.json().dump(), problem.reference_identity(ReferenceBackend::kPython)}),
-                    shape_to_json(shape).dump(), std::to_string(o.seed), fmt::format("{}", fmt::join(mode_list(o.modes), ",")),
-                    "tf32 off", fmt::format("{} {} {}", kSamples, kMaxSeconds, kGraphCalls), content_hash({slurp(h.script)})});
+                    shape_to_json(shape).dump(), std::to_string(o.seed),
+                    fmt::format("{}", fmt::join(mode_list(o.modes), ",")), "tf32 off",
+                    fmt::format("{} {} {}", kSamples, kMaxSeconds, kGraphCalls), content_hash({slurp(h.script)})});
 }
 
 // request.json and the run's timing draw, each tensor a .npy file, for torch_baseline.py --one; the
 // problem as tune reads it at the shape (problem_facts) rides along, so the harness runs no tune.
 void write_request(const std::filesystem::path& dir, const Problem& problem, const Shape& shape, const TorchCompare& o) {
   const ProblemData data = problem.make_data(shape, o.seed, DataPurpose::kTiming);
-  Json request{{"problem", std::string(problem.name())}, {"folder", problem.dir().string()},
-               {"shape", shape_to_json(shape)}, {"modes", mode_list(o.modes)}, {"device", o.device}, {"tf32", false},
-               {"samples", kSamples}, {"max_seconds", kMaxSeconds}, {"graph_calls", kGraphCalls},
-               {"seed", o.seed}, {"problem_show", problem_facts(problem, shape)}, {"tensors", Json::array()}};
+  Json request{{"problem", std::string(problem.name())},
+               {"folder", problem.dir().string()},
+               {"shape", shape_to_json(shape)},
+               {"modes", mode_list(o.modes)},
+               {"device", o.device},
+               {"tf32", false},
+               {"samples", kSamples},
+               {"max_seconds", kMaxSeconds},
+               {"graph_calls", kGraphCalls},
+               {"seed", o.seed},
+               {"problem_show", problem_facts(problem, shape)},
+               {"tensors", Json::array()}};
   if (!o.hold.empty()) request["hold"] = o.hold.string();
   std::size_t n = 0;
   for (const auto* group : {&data.params, &data.inputs})
@@ -167,8 +186,8 @@ TorchRecord record_of(const Json& result, const TorchCompare& o) {
   Json j{{"status", result.value("status", "skipped")},
          {"reason", result.value("reason", "")},
          {"torch_version", result.value("torch_version", "")},
-         {"cuda_version", result.contains("cuda_version") && result.at("cuda_version").is_string()
-                              ? result.at("cuda_version") : Json("")},
+         {"cuda_version",
+          result.contains("cuda_version") && result.at("cuda_version").is_string() ? result.at("cuda_version") : Json("")},
          {"device", result.value("device", "")},
          {"module_dtype", result.value("module_dtype", "")},
          {"modes", mode_list(o.modes)},
@@ -190,7 +209,8 @@ std::string times_text(const TorchRecord& r) {
   for (const auto& [label, m] : {std::pair{"eager", &r.eager}, std::pair{"torch.compile", &r.compile}}) {
     if (!*m) continue;
     parts += parts.empty() ? "" : ", ";
-    parts += (*m)->graph ? fmt::format("{} graph {:.2f} us", label, (*m)->graph->median_us) : fmt::format("{} not timed", label);
+    parts +=
+        (*m)->graph ? fmt::format("{} graph {:.2f} us", label, (*m)->graph->median_us) : fmt::format("{} not timed", label);
     if (!(*m)->error.empty()) parts += fmt::format(" ({})", (*m)->error);
   }
   return fmt::format("{} (torch {}, {})", parts, r.torch_version, r.device);
@@ -201,8 +221,8 @@ TorchRecord measure(const Problem& problem, const Shape& shape, const TorchCompa
   const TempDir dir("torch");
   write_request(dir.path(), problem, shape, o);
   const double deadline_s = harness_timeout_s();
-  log(fmt::format("torch: timing {}'s PyTorch module at {} ({}), on the run's inputs", problem.name(),
-                  shape.describe(), fmt::join(mode_list(o.modes), " and ")));
+  log(fmt::format("torch: timing {}'s PyTorch module at {} ({}), on the run's inputs", problem.name(), shape.describe(),
+                  fmt::join(mode_list(o.modes), " and ")));
   const ChildResult r = run_harness(h, {"--one", dir.path().string()}, deadline_s, log, o.hold);
   TorchRecord rec;
   rec.modes = mode_list(o.modes);
@@ -215,7 +235,8 @@ TorchRecord measure(const Problem& problem, const Shape& shape, const TorchCompa
       const Json result = json_file::read(dir.path() / "result.json");
       rec = record_of(result, o);
       rec.seconds = r.seconds;
-      if (const auto held = result.find("held_s"); held != result.end() && held->is_number()) rec.held_s = held->get<double>();
+      if (const auto held = result.find("held_s"); held != result.end() && held->is_number())
+        rec.held_s = held->get<double>();
       validate_torch_record(to_json(rec));
       return rec;
     } catch (const std::exception& e) {
@@ -332,8 +353,8 @@ TorchBeside::TorchBeside(const Problem& problem, const Shape& shape, const Devic
   }
   // A name of its own in the temporary folder: the harness polls for it (and gives up when this
   // process is gone), so no pipe is held open across the gate's processes.
-  go_ = std::filesystem::temp_directory_path() / fmt::format("tune-torch-go-{}-{}", getpid(),
-                                                               reinterpret_cast<std::uintptr_t>(this));
+  go_ = std::filesystem::temp_directory_path() /
+        fmt::format("tune-torch-go-{}-{}", getpid(), reinterpret_cast<std::uintptr_t>(this));
   std::error_code ec;
   std::filesystem::remove(go_, ec);
   options.hold = go_;
@@ -372,7 +393,8 @@ std::string torch_comparison(const RunRecord& run) {
   const VariantRecord* w = run.winner ? run.find(*run.winner) : nullptr;
   if (!run.torch || !w || !w->timing || !(w->timing->graph_mean_us > 0)) return {};
   std::vector<std::string> out;
-  for (const auto& [label, m] : {std::pair{"torch.compile", &run.torch->compile}, std::pair{"PyTorch eager", &run.torch->eager}})
+  for (const auto& [label, m] :
+       {std::pair{"torch.compile", &run.torch->compile}, std::pair{"PyTorch eager", &run.torch->eager}})
     if (*m && (*m)->graph && (*m)->graph->median_us > 0)
       out.push_back(fmt::format("{:.2f}x over {} (graph {:.2f} us against the winner's {:.2f} us)",
                                 (*m)->graph->median_us / w->timing->graph_mean_us, label, (*m)->graph->median_us,

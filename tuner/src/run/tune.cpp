@@ -1,35 +1,38 @@
 #include "tune/tune.hpp"
 #include "run/pass_run.hpp"
 
-
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "run/run_common.hpp"
+#include "search/progress_log.hpp"
+#include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
@@ -40,15 +43,11 @@
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
+#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
-#include "core/enum_names.hpp"
-#include "search/progress_log.hpp"
-#include "run/run_common.hpp"
-#include "search/strategy.hpp"
-#include "tune/run_plan.hpp"
 
 namespace tune {
 
@@ -57,8 +56,8 @@ ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string
   for (;;) {
     fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
-      throw InputError(fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(),
-                                   std::strerror(errno)));
+      throw InputError(
+          fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(), std::strerror(errno)));
     if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       char buf[32] = {};
       const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
@@ -69,7 +68,8 @@ ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string
                                    results.string(), remedy));
     }
     // The file may have been removed by a holder that just finished: lock the one on disk.
-    struct stat held{}, now{};
+    struct stat held {
+    }, now{};
     if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino && held.st_dev == now.st_dev)
       break;
     close(fd_);
@@ -90,8 +90,8 @@ std::filesystem::path partial_results_path(const std::filesystem::path& json_pat
   return std::filesystem::path(json_path.string() + ".partial");
 }
 
-std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail,
-                     const std::string& tail, std::size_t width) {
+std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail, const std::string& tail,
+                     std::size_t width) {
   const std::string whole = prefix + name + detail + tail;
   if (width == 0 || whole.size() <= width) return whole;
   constexpr std::string_view kCut = "...";
@@ -109,7 +109,10 @@ std::string fit_line(const std::string& prefix, const std::string& name, const s
 
 CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
   if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
-  CompileRequest req{lowered.sources->main, lowered.template_name, {}, std::move(options),
+  CompileRequest req{lowered.sources->main,
+                     lowered.template_name,
+                     {},
+                     std::move(options),
                      with_cuda_headers(lowered.sources->main, lowered.sources->headers)};
   for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
   return req;
@@ -147,7 +150,6 @@ TuneOutcome run_pass(const RunPlan& plan, const TuneOptions& o, Pass* pass, Sear
   r.time_torch(std::move(torch));
   return r.write_outputs(gate_exit_code);
 }
-
 
 namespace {
 
@@ -232,7 +234,7 @@ std::optional<CompileRequest> baseline_request(const TuneOptions& o) {
 }
 
 TuneOutcome run_tune(const TuneOptions& o) {
-  const StopScope stop_scope;  // over every pass: a stop asked for in one is not forgotten by the next
+  const StopScope stop_scope;         // over every pass: a stop asked for in one is not forgotten by the next
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
   const StrategyPtr strategy = make_search_strategy(o);
   const RunPlan plan = plan_run(o, o.log);

@@ -52,8 +52,8 @@ bool reference_matches(const std::string& file, const GoldenCase& g, const Probl
 // as a tune's), their golden parity on the device, then the gate on those that passed.
 class GoldenCheck {
  public:
-  GoldenCheck(const VerifyOptions& o, const Log& log, const std::string& file, const GoldenCase& g,
-              const DeviceInfo& device, const CompilePool& compiler, bool fake)
+  GoldenCheck(const VerifyOptions& o, const Log& log, const std::string& file, const GoldenCase& g, const DeviceInfo& device,
+              const CompilePool& compiler, bool fake)
       : o_(o), log_(log), file_(file), g_(g), device_(device), compiler_(compiler), fake_(fake) {}
 
   // Whether every check passed (a shape the space does not take is skipped, and passes).
@@ -95,16 +95,18 @@ class GoldenCheck {
     }
     if (o_.all) {
       if (space.size() > o_.max_space)
-        throw InputError(fmt::format("{}: tune verify --all: the space of {} has {} configurations, more than "
-                                     "--max-space {}; tune the shape first (its results file's variants are checked), "
-                                     "or raise --max-space", file_, space.source_name(), describe_count(space.size()),
-                                     o_.max_space));
+        throw InputError(
+            fmt::format("{}: tune verify --all: the space of {} has {} configurations, more than "
+                        "--max-space {}; tune the shape first (its results file's variants are checked), "
+                        "or raise --max-space",
+                        file_, space.source_name(), describe_count(space.size()), o_.max_space));
       const Enumeration all = space.enumerate(g_.shape, device_.limits(), o_.max_space);
       if (all.configs.size() > o_.max_variants)
-        throw InputError(fmt::format("{}: tune verify --all: {} configurations of {} are valid at this shape, more than "
-                                     "--max-variants {}; tune the shape first (its results file's variants are "
-                                     "checked), or raise --max-variants",
-                                     file_, all.configs.size(), space.source_name(), o_.max_variants));
+        throw InputError(
+            fmt::format("{}: tune verify --all: {} configurations of {} are valid at this shape, more than "
+                        "--max-variants {}; tune the shape first (its results file's variants are "
+                        "checked), or raise --max-variants",
+                        file_, all.configs.size(), space.source_name(), o_.max_variants));
       for (const Config& c : all.configs) configs.push_back({c == space.baseline() ? "baseline" : "variant", c});
     } else {
       configs.push_back({"baseline", space.baseline()});
@@ -146,8 +148,10 @@ class GoldenCheck {
     for (std::size_t i = 0; i < passed.size(); ++i)
       if (passed_why_[i] != "variant") gated.push_back(std::move(passed[i]));
     if (gated.size() < passed.size())
-      log_(fmt::format("{}: the gate runs on the baseline and the winner ({} of {} variants whose parity passed); "
-                       "--gate-all gates every one", file_, gated.size(), passed.size()));
+      log_(
+          fmt::format("{}: the gate runs on the baseline and the winner ({} of {} variants whose parity passed); "
+                      "--gate-all gates every one",
+                      file_, gated.size(), passed.size()));
     return gated;
   }
 
@@ -165,8 +169,10 @@ class GoldenCheck {
       }
       try {
         ParityRecord p;
-        if (runner) p = runner->check(compiled_[i], lowered_[i], g_.data, g_.output, 0);
-        else p.elements = static_cast<std::int64_t>(g_.output.size());
+        if (runner)
+          p = runner->check(compiled_[i], lowered_[i], g_.data, g_.output, 0);
+        else
+          p.elements = static_cast<std::int64_t>(g_.output.size());
         const bool pass = parity_passed(p);
         if (!runner)
           log_(fmt::format("  {} {}: golden parity not run (TUNE_WORKER_FAKE)", why, name));

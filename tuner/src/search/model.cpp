@@ -37,12 +37,13 @@ class ModelStrategy final : public SearchStrategy {
       return batch;
     }
     FirstBatch batch = enumerate_valid(s, ctx);
-    batch.configs = sample_configs(batch.all, s.space.baseline(), static_cast<int>(model_initial_size(*o_, batch.all.size())),
-                                   o_->seed);
+    batch.configs =
+        sample_configs(batch.all, s.space.baseline(), static_cast<int>(model_initial_size(*o_, batch.all.size())), o_->seed);
     initial_count_ = static_cast<int>(without_deferred(s, batch.configs).size());
-    s.log(fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
-                      "rounds of the surrogate's proposals (xgboost {})",
-                      initial_count_, batch.all.size(), o_->seed, Surrogate::library_version()));
+    s.log(
+        fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
+                    "rounds of the surrogate's proposals (xgboost {})",
+                    initial_count_, batch.all.size(), o_->seed, Surrogate::library_version()));
     return batch;
   }
 
@@ -87,8 +88,10 @@ class ModelStrategy final : public SearchStrategy {
     std::vector<std::optional<double>> log_time(n);
     std::vector<char> failed(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
-      if (m.median_us[i] && *m.median_us[i] > 0) log_time[i] = std::log(*m.median_us[i]);
-      else if (m.settled[i]) failed[i] = 1;
+      if (m.median_us[i] && *m.median_us[i] > 0)
+        log_time[i] = std::log(*m.median_us[i]);
+      else if (m.settled[i])
+        failed[i] = 1;
     }
     ModelOptions mo;
     mo.batch = model_batch_of(*o_);

@@ -3,8 +3,8 @@
 // says nothing). Shared by the pass (lowering the variants) and the search strategies (the space).
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -25,7 +25,8 @@ inline std::string format_duration(double seconds) {
 
 class ProgressLog {
  public:
-  ProgressLog(std::function<void(const std::string&)> log, std::string what) : log_(std::move(log)), what_(std::move(what)) {}
+  ProgressLog(std::function<void(const std::string&)> log, std::string what)
+      : log_(std::move(log)), what_(std::move(what)) {}
   void tick(std::uint64_t done, std::uint64_t of, const std::string& more) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (s < 1 || s - last_ < 2) return;

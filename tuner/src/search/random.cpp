@@ -48,32 +48,40 @@ class RandomStrategy final : public SearchStrategy {
     const auto budget = static_cast<std::size_t>(o.budget);
     // Enough draws for a space whose constraints pass 1 in 100, never fewer than a million (a few
     // seconds) nor more than ten million (under a minute).
-    const std::uint64_t max_draws = std::clamp<std::uint64_t>(100 * static_cast<std::uint64_t>(budget), 1'000'000, 10'000'000);
-    s.log(fmt::format("the space has {} configurations, more than --max-space {}: drawing {} valid ones at random without "
-                      "enumerating it (seed {}, at most {} draws)", describe_count(size), o.max_space, budget, o.seed, max_draws));
+    const std::uint64_t max_draws =
+        std::clamp<std::uint64_t>(100 * static_cast<std::uint64_t>(budget), 1'000'000, 10'000'000);
+    s.log(
+        fmt::format("the space has {} configurations, more than --max-space {}: drawing {} valid ones at random without "
+                    "enumerating it (seed {}, at most {} draws)",
+                    describe_count(size), o.max_space, budget, o.seed, max_draws));
     ProgressLog progress(s.log, "space: configurations drawn and checked");
-    const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
+    const auto on_progress = [&](const SpaceProgress& p) {
+      progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid));
+    };
     const Enumeration drawn = s.space.sample(s.shape, s.limits, budget, o.seed, max_draws, on_progress);
     if (drawn.configs.empty())
-      throw ShapeError(fmt::format("no configuration of {} drawn at random ({} draws of its {}) accepts shape {} on {}{}; "
-                                   "restrict the parameters' values to those the constraints allow, or raise --max-space "
-                                   "to enumerate the space",
-                                   s.space.source_name(), drawn.draws, describe_count(size), s.shape.describe(),
-                                   arch_name(s.limits.compute_capability), rejections(drawn)));
+      throw ShapeError(
+          fmt::format("no configuration of {} drawn at random ({} draws of its {}) accepts shape {} on {}{}; "
+                      "restrict the parameters' values to those the constraints allow, or raise --max-space "
+                      "to enumerate the space",
+                      s.space.source_name(), drawn.draws, describe_count(size), s.shape.describe(),
+                      arch_name(s.limits.compute_capability), rejections(drawn)));
     sampled_ = true;
     budget_ = o.budget;
     draws_ = drawn.draws;
     s.log(fmt::format("random search: {} valid configurations drawn (seed {}) in {} draws{}, the baseline included",
                       drawn.configs.size(), o.seed, drawn.draws,
                       drawn.configs.size() < budget ? fmt::format(" (the draws ran out before --budget {})", budget) : ""));
-    return {{}, with_valid_baseline(s, drawn.configs),
+    return {{},
+            with_valid_baseline(s, drawn.configs),
             fmt::format("{} drawn at random of {} configurations", drawn.configs.size(), describe_count(size))};
   }
 
   // The drawn configurations (in enumeration order) with the baseline where it is valid.
   static std::vector<Config> with_valid_baseline(const SearchSetting& s, std::vector<Config> configs) {
     const Config& base = s.space.baseline();
-    if (s.space.violated_constraint(base, s.shape, s.limits).empty() && !std::binary_search(configs.begin(), configs.end(), base))
+    if (s.space.violated_constraint(base, s.shape, s.limits).empty() &&
+        !std::binary_search(configs.begin(), configs.end(), base))
       configs.insert(std::lower_bound(configs.begin(), configs.end(), base), base);
     return configs;
   }

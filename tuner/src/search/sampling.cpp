@@ -34,8 +34,7 @@ void draw_to_front(std::vector<std::size_t>& pool, std::size_t k, std::uint64_t 
 
 }  // namespace
 
-std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget,
-                                   std::uint64_t seed) {
+std::vector<Config> sample_configs(const std::vector<Config>& all, const Config& baseline, int budget, std::uint64_t seed) {
   if (budget <= 0 || static_cast<std::size_t>(budget) >= all.size()) return all;
   std::vector<std::size_t> order(all.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -55,8 +54,8 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
 }
 
 WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
-                        const std::string& problem, const Shape& shape,
-                        const std::vector<std::filesystem::path>& files, double keep, int explore, std::uint64_t seed) {
+                        const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files,
+                        double keep, int explore, std::uint64_t seed) {
   // Each variant's time relative to its run's best, from the nearest shape that timed it.
   struct Prior {
     double distance;

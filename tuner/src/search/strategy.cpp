@@ -12,13 +12,12 @@
 namespace tune {
 
 namespace {
-constexpr EnumName<SearchMode> kSearchModeNames[] = {
-    {SearchMode::kExhaustive, "exhaustive"}, {SearchMode::kHalving, "halving"}, {SearchMode::kModel, "model"}};
+constexpr EnumName<SearchMode> kSearchModeNames[] = {{SearchMode::kExhaustive, "exhaustive"},
+                                                     {SearchMode::kHalving, "halving"},
+                                                     {SearchMode::kModel, "model"}};
 }  // namespace
 
-std::string to_string(SearchMode mode) {
-  return std::string(enum_name(kSearchModeNames, mode).value_or("exhaustive"));
-}
+std::string to_string(SearchMode mode) { return std::string(enum_name(kSearchModeNames, mode).value_or("exhaustive")); }
 
 SearchMode search_mode_from_string(const std::string& text) {
   if (const auto mode = enum_value(kSearchModeNames, text)) return *mode;
@@ -34,14 +33,18 @@ std::vector<std::string> search_mode_names() {
 StrategyPtr make_search_strategy(const TuneOptions& o) {
   // The model and the refine rounds run the pipeline in passes, which a halving round, a
   // compile-only run and a shard of one shape's variants do not allow.
-  const bool passes_fit = !o.compile_only && o.search != SearchMode::kHalving && !(o.shard && o.shard->split == ShardSplit::kVariants);
+  const bool passes_fit =
+      !o.compile_only && o.search != SearchMode::kHalving && !(o.shard && o.shard->split == ShardSplit::kVariants);
   const bool model = o.search == SearchMode::kModel;
   if (model && !passes_fit)
     throw InputError(o.compile_only ? "--search model with --compile-only: the model learns from timings; drop one"
                                     : "--search model with --shard K/N of a single shape's variants: shard a sweep's "
                                       "shapes instead, or drop --search model");
   const bool warm = !o.warm_start.empty();
-  StrategyPtr s = warm ? make_warm_strategy() : model ? nullptr : o.budget > 0 ? make_random_strategy() : make_exhaustive_strategy();
+  StrategyPtr s = warm           ? make_warm_strategy()
+                  : model        ? nullptr
+                  : o.budget > 0 ? make_random_strategy()
+                                 : make_exhaustive_strategy();
   if (model) s = make_model_strategy(std::move(s));
   if ((model || warm) && o.warm_refine > 0 && o.warm_refine_rounds > 0 && passes_fit) s = make_refine_strategy(std::move(s));
   if (o.search == SearchMode::kHalving) s = make_halving_strategy(std::move(s));
@@ -52,13 +55,16 @@ bool enumerable(const TuneOptions& o, const Space& space) {
   const std::uint64_t size = space.size();
   if (size <= o.max_space) return true;
   if (o.budget <= 0)
-    throw InputError(fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
-                                 "--max-space {}; pass --budget N to time a random sample of N valid ones (drawn without "
-                                 "enumerating the space), restrict the parameters' values, or raise --max-space",
-                                 space.source_name(), describe_count(size), o.max_space));
+    throw InputError(
+        fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
+                    "--max-space {}; pass --budget N to time a random sample of N valid ones (drawn without "
+                    "enumerating the space), restrict the parameters' values, or raise --max-space",
+                    space.source_name(), describe_count(size), o.max_space));
   if (static_cast<std::uint64_t>(o.budget) > o.max_space)
-    throw InputError(fmt::format("--budget {} is more than --max-space {}: a sample that large is no smaller than the "
-                                 "enumeration it replaces; lower --budget or raise --max-space", o.budget, o.max_space));
+    throw InputError(
+        fmt::format("--budget {} is more than --max-space {}: a sample that large is no smaller than the "
+                    "enumeration it replaces; lower --budget or raise --max-space",
+                    o.budget, o.max_space));
   return false;
 }
 
@@ -80,7 +86,9 @@ std::string rejections(const Enumeration& e) {
 
 FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx) {
   ProgressLog progress(s.log, "space: configurations checked against the constraints");
-  const auto on_progress = [&](const SpaceProgress& p) { progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid)); };
+  const auto on_progress = [&](const SpaceProgress& p) {
+    progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid));
+  };
   const Enumeration all = s.space.enumerate(s.shape, s.limits, s.options.max_space, on_progress);
   if (all.configs.empty())
     throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", s.space.source_name(),

@@ -53,9 +53,9 @@ struct FirstBatch {
 struct Measured {
   const std::vector<Config>& all;
   std::vector<std::optional<double>> median_us;  // those passed with a timing
-  std::vector<char> settled;   // a record with a final status (passed or not)
-  std::vector<char> excluded;  // never to be proposed (the baseline, timed apart)
-  std::vector<char> chosen;    // chosen already (timed, or to be)
+  std::vector<char> settled;                     // a record with a final status (passed or not)
+  std::vector<char> excluded;                    // never to be proposed (the baseline, timed apart)
+  std::vector<char> chosen;                      // chosen already (timed, or to be)
 };
 
 // For the log of a later pass: what the first choice was, and the rounds that followed.

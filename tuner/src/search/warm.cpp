@@ -39,14 +39,16 @@ class WarmStrategy final : public SearchStrategy {
  private:
   static void log_choice(const SearchSetting& s, const WarmChoice& warm, std::size_t timed, std::size_t valid) {
     const TuneOptions& o = s.options;
-    s.log(fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
-                      "others at random (seed {}), the baseline: {} of {} valid configurations",
-                      warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, timed, valid));
+    s.log(
+        fmt::format("warm start: {} configurations within {:g}x of the best at the nearest shape of {} file(s), {} "
+                    "others at random (seed {}), the baseline: {} of {} valid configurations",
+                    warm.promising, o.warm_keep, o.warm_start.size(), warm.explored, o.seed, timed, valid));
     if (warm.whole_space)
       s.log("warm start: that is half the space or more, so every valid configuration is timed");
     else if (warm.promising == 0)
-      s.log("warm start: no configuration of those files is promising here (another space, or nothing timed there): "
-            "only the random exploration and the baseline are timed");
+      s.log(
+          "warm start: no configuration of those files is promising here (another space, or nothing timed there): "
+          "only the random exploration and the baseline are timed");
   }
 
   std::vector<std::string> files_;

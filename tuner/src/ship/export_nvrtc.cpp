@@ -40,9 +40,10 @@ std::string absolute_path(const fs::path& p) {
 Json launches_json(const VariantRecord& v, const RunRecord& run, const Space& space, const fs::path& file) {
   const Lowered lowered = space.lower(space.from_json(v.params), run.shape, run.limits());
   if (lowered.launches.size() != v.launches.size())
-    throw InputError(fmt::format("{}: variant {} records {} launches, {} lowers it to {}; pass results of this problem "
-                                 "folder",
-                                 file.string(), v.name, v.launches.size(), space.source_name(), lowered.launches.size()));
+    throw InputError(
+        fmt::format("{}: variant {} records {} launches, {} lowers it to {}; pass results of this problem "
+                    "folder",
+                    file.string(), v.name, v.launches.size(), space.source_name(), lowered.launches.size()));
   Json out = Json::array();
   for (std::size_t l = 0; l < v.launches.size(); ++l) {
     const Json& launch = v.launches[l];
@@ -111,8 +112,9 @@ Json sources_json(const KernelSources& sources) {
 
 Json export_nvrtc(const std::vector<fs::path>& results, const std::string& problem_spec, bool all_variants) {
   if (results.empty() && problem_spec.empty())
-    throw InputError("tune export nvrtc: no results files and no --problem; pass results JSON files of one problem, or "
-                     "--problem for its sources alone");
+    throw InputError(
+        "tune export nvrtc: no results files and no --problem; pass results JSON files of one problem, or "
+        "--problem for its sources alone");
   const std::string spec = problem_spec.empty() ? problem_spec_of(read_result(results.front())) : problem_spec;
   const Problem& problem = find_problem(spec);
   const Space space = load_space(spec, std::nullopt);
@@ -120,7 +122,8 @@ Json export_nvrtc(const std::vector<fs::path>& results, const std::string& probl
   if (!sources) throw std::logic_error("export_nvrtc: the problem's space was parsed without its template files");
 
   std::vector<fs::path> files = results;
-  std::stable_sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) { return shape_stem(a) < shape_stem(b); });
+  std::stable_sort(files.begin(), files.end(),
+                   [](const fs::path& a, const fs::path& b) { return shape_stem(a) < shape_stem(b); });
   Json records = Json::array();
   for (const auto& f : files) records.push_back(record_json(f, problem, space, all_variants));
 

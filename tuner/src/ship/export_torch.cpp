@@ -20,9 +20,9 @@
 
 #include <fmt/format.h>
 
+#include "core/json_file.hpp"
 #include "ship/export_torch_parts.hpp"
 #include "ship/header_text.hpp"
-#include "core/json_file.hpp"
 #include "tune/dtype.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -78,9 +78,10 @@ void prepare_out(const std::filesystem::path& out) {
   }
   if (std::filesystem::is_empty(out, ec)) return;
   if (!std::filesystem::exists(out / kManifest, ec))
-    throw InputError(fmt::format("-o {}: a folder that holds other files than an earlier tune export; pass a new or empty "
-                                 "folder",
-                                 out.string()));
+    throw InputError(
+        fmt::format("-o {}: a folder that holds other files than an earlier tune export; pass a new or empty "
+                    "folder",
+                    out.string()));
   std::set<std::filesystem::path> dirs;
   for (const auto& f : earlier_export(out)) {
     std::filesystem::remove(out / f, ec);
@@ -112,20 +113,29 @@ std::vector<std::filesystem::path> write_export(const std::filesystem::path& out
 // package's own imports would then get instead (torch, json, list).
 void check_package_name(const std::string& package) {
   if (package.empty() || identifier(package) != package)
-    throw InputError(fmt::format("--name {}: not a Python identifier, or a Python or C++ keyword; use letters, digits and _, "
-                                 "not a digit first, as in tune_ops",
-                                 package));
-  static const std::set<std::string> kShadowed = {
-      "torch", "numpy", "setuptools", "pkg_resources", "json", "glob", "os", "sys", "warnings", "runpy", "math",
-      "re", "io", "abc", "types", "typing", "copy", "time", "random", "string", "collections", "functools",
-      "itertools", "pathlib", "subprocess", "site", "builtins", "importlib", "test", "tune", "list", "dict", "set",
-      "str", "bytes", "tuple", "object", "type", "len", "print", "open", "input", "range", "map", "filter", "zip",
-      "min", "max", "sum", "abs", "all", "any", "id", "iter", "next", "super", "property", "format", "hash", "vars",
-      "dir", "help", "exit", "quit", "compile", "eval", "exec"};
+    throw InputError(
+        fmt::format("--name {}: not a Python identifier, or a Python or C++ keyword; use letters, digits and _, "
+                    "not a digit first, as in tune_ops",
+                    package));
+  static const std::set<std::string> kShadowed = {"torch",       "numpy",     "setuptools", "pkg_resources", "json",
+                                                  "glob",        "os",        "sys",        "warnings",      "runpy",
+                                                  "math",        "re",        "io",         "abc",           "types",
+                                                  "typing",      "copy",      "time",       "random",        "string",
+                                                  "collections", "functools", "itertools",  "pathlib",       "subprocess",
+                                                  "site",        "builtins",  "importlib",  "test",          "tune",
+                                                  "list",        "dict",      "set",        "str",           "bytes",
+                                                  "tuple",       "object",    "type",       "len",           "print",
+                                                  "open",        "input",     "range",      "map",           "filter",
+                                                  "zip",         "min",       "max",        "sum",           "abs",
+                                                  "all",         "any",       "id",         "iter",          "next",
+                                                  "super",       "property",  "format",     "hash",          "vars",
+                                                  "dir",         "help",      "exit",       "quit",          "compile",
+                                                  "eval",        "exec"};
   if (kShadowed.count(package))
-    throw InputError(fmt::format("--name {}: the name of a Python module or builtin the package would shadow; choose "
-                                 "another, such as tune_ops",
-                                 package));
+    throw InputError(
+        fmt::format("--name {}: the name of a Python module or builtin the package would shadow; choose "
+                    "another, such as tune_ops",
+                    package));
 }
 
 // The dtype variables of p (issue 35): their values, and the tensor the op reads each from.
@@ -139,16 +149,19 @@ void describe_dtypes(ExportedProblem& p) {
     for (std::size_t i = 0; i < p.tensors.size() && v.tensor == p.tensors.size(); ++i)
       if (p.tensors[i].dtype == var) v.tensor = i;
     if (v.tensor == p.tensors.size())
-      throw InputError(fmt::format("problem {}: dtype variable {} is the dtype of no parameter or input; the op cannot tell "
-                                   "it from the tensors",
-                                   p.name, var));
+      throw InputError(
+          fmt::format("problem {}: dtype variable {} is the dtype of no parameter or input; the op cannot tell "
+                      "it from the tensors",
+                      p.name, var));
     p.dtype_vars.push_back(std::move(v));
   }
   for (const auto* t : {&p.output}) {
-    const bool variable = std::any_of(p.dtype_vars.begin(), p.dtype_vars.end(), [&](const auto& v) { return v.name == t->dtype; });
+    const bool variable =
+        std::any_of(p.dtype_vars.begin(), p.dtype_vars.end(), [&](const auto& v) { return v.name == t->dtype; });
     if (!variable && !parse_dtype(t->dtype))
-      throw InputError(fmt::format("problem {}: output {} has dtype {}, neither a dtype ({}) nor a dtype variable of its results",
-                                   p.name, t->name, t->dtype, dtype_choices()));
+      throw InputError(
+          fmt::format("problem {}: output {} has dtype {}, neither a dtype ({}) nor a dtype variable of its results", p.name,
+                      t->name, t->dtype, dtype_choices()));
   }
 }
 
@@ -164,7 +177,9 @@ ExportedProblem describe(const std::string& name, std::vector<NamedResult> resul
   for (const auto& d : p.results.front().run.shape.dims()) p.dims.push_back(d.first);
   std::vector<ExportedProblem::Tensor> inputs;
   for (const auto& t : p.problem->json().at("tensors")) {
-    ExportedProblem::Tensor x{t.at("name").get<std::string>(), {}, t.value("dtype", std::string(dtype_name(DType::kFloat32)))};
+    ExportedProblem::Tensor x{t.at("name").get<std::string>(),
+                              {},
+                              t.value("dtype", std::string(dtype_name(DType::kFloat32)))};
     for (const auto& s : t.at("shape")) x.shape.push_back(s.is_string() ? s.get<std::string>() : s.dump());
     const std::string role = t.value("role", "");
     if (role == "parameter") p.tensors.push_back(x);
@@ -229,9 +244,10 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
     const ExportedProblem& p = problems.back();
     for (std::size_t i = 0; i + 1 < problems.size(); ++i)
       if (problems[i].ns == p.ns)
-        throw InputError(fmt::format("problems {} and {} both export as {} (module {}.{}, op torch.ops.{}.{}); export them "
-                                     "in two packages (--name), or rename one",
-                                     problems[i].name, p.name, p.ns, package, p.ns, package, p.ns));
+        throw InputError(
+            fmt::format("problems {} and {} both export as {} (module {}.{}, op torch.ops.{}.{}); export them "
+                        "in two packages (--name), or rename one",
+                        problems[i].name, p.name, p.ns, package, p.ns, package, p.ns));
     add_problem_files(files_out, sources, p, options);
   }
   const std::filesystem::path pkg = package;

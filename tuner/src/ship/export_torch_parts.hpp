@@ -6,17 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "ship/header_parts.hpp"
 #include "tune/dtype.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
-#include "ship/header_parts.hpp"
 
 namespace tune::torch_export {
 
 // What the export needs of one problem.
 struct ExportedProblem {
-  std::string name, ns;  // the problem's name; its Python module and op (and C symbols)
+  std::string name, ns;   // the problem's name; its Python module and op (and C symbols)
   std::string header_ns;  // its namespace in the merged header
   const Problem* problem = nullptr;
   std::vector<NamedResult> results;
@@ -39,7 +39,7 @@ struct ExportedProblem {
 
 // One entry's winner as the export ships it: the CUBIN tune compiles for it, checked to be its record's.
 struct GatedCode {
-  std::string what;                  // "NVIDIA H200 B4_N64_C64_H32: winner ...", for the comment
+  std::string what;  // "NVIDIA H200 B4_N64_C64_H32: winner ...", for the comment
   std::vector<char> cubin;
   std::vector<std::string> kernels;  // the lowered (mangled) name of each launch's kernel
 };

@@ -126,9 +126,10 @@ TUNED = json.loads({tuned})
 
 
 )PY",
-                     fmt::arg("name", p.name), fmt::arg("version", tool_version()), fmt::arg("name_json", nlohmann::json(p.name).dump()),
-                     fmt::arg("dims", python_list(p.dims)), fmt::arg("params", python_list(params)),
-                     fmt::arg("inputs", python_list(inputs)), fmt::arg("tuned", nlohmann::json(tuned.dump()).dump()),
+                     fmt::arg("name", p.name), fmt::arg("version", tool_version()),
+                     fmt::arg("name_json", nlohmann::json(p.name).dump()), fmt::arg("dims", python_list(p.dims)),
+                     fmt::arg("params", python_list(params)), fmt::arg("inputs", python_list(inputs)),
+                     fmt::arg("tuned", nlohmann::json(tuned.dump()).dump()),
                      fmt::arg("dtype_vars", python_list(dtype_var_names)), fmt::arg("dtype_codes", dtype_codes.dump())) +
          module_code(p);
 }

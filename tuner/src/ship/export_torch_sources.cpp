@@ -98,7 +98,8 @@ const Loaded& loaded(int entry) {
 // The C++ of a tensor shape expression over the dims (long long locals named after them).
 std::string dim_expression(const ExportedProblem& p, const std::string& text) {
   const auto resolve = [&](const std::string& name) -> std::optional<std::string> {
-    if (std::find(p.dims.begin(), p.dims.end(), name) != p.dims.end()) return "static_cast<double>(d_" + identifier(name) + ")";
+    if (std::find(p.dims.begin(), p.dims.end(), name) != p.dims.end())
+      return "static_cast<double>(d_" + identifier(name) + ")";
     return std::nullopt;
   };
   try {
@@ -125,11 +126,13 @@ std::string dtype_checks(const ExportedProblem& p, const std::string& op) {
     if (v == p.dtype_vars.end()) {
       const auto t = parse_dtype(x.dtype);
       if (!t)
-        throw InputError(fmt::format("problem {}: tensor {} has dtype {}, neither a dtype ({}) nor a dtype variable of its "
-                                     "results",
-                                     p.name, x.name, x.dtype, dtype_choices()));
-      s += fmt::format("  TORCH_CHECK(t[{0}].scalar_type() == {1}, \"{2}: {3} must be {4}, not \", dtype_name(t[{0}].scalar_type()));\n",
-                       i, dtype_torch_scalar(*t), op, x.name, dtype_name(*t));
+        throw InputError(
+            fmt::format("problem {}: tensor {} has dtype {}, neither a dtype ({}) nor a dtype variable of its "
+                        "results",
+                        p.name, x.name, x.dtype, dtype_choices()));
+      s += fmt::format(
+          "  TORCH_CHECK(t[{0}].scalar_type() == {1}, \"{2}: {3} must be {4}, not \", dtype_name(t[{0}].scalar_type()));\n",
+          i, dtype_torch_scalar(*t), op, x.name, dtype_name(*t));
     } else if (v->tensor == i) {
       std::vector<std::string> allowed, names;
       for (const DType d : v->values) {
@@ -140,26 +143,19 @@ std::string dtype_checks(const ExportedProblem& p, const std::string& op) {
       s += fmt::format("  TORCH_CHECK({}, \"{}: {} is \", dtype_name(t[{}].scalar_type()), \"; its dtype {} takes {}\");\n",
                        fmt::join(allowed, " || "), op, x.name, i, v->name, fmt::join(names, ", "));
     } else {
-      s += fmt::format("  TORCH_CHECK(t[{0}].scalar_type() == t[{1}].scalar_type(), \"{2}: {3} must be \", dtype_name(t[{1}].scalar_type()), "
-                       "\" as {4} is (both {5}), not \", dtype_name(t[{0}].scalar_type()));\n",
-                       i, v->tensor, op, x.name, p.tensors[v->tensor].name, v->name);
+      s += fmt::format(
+          "  TORCH_CHECK(t[{0}].scalar_type() == t[{1}].scalar_type(), \"{2}: {3} must be \", dtype_name(t[{1}].scalar_type()), "
+          "\" as {4} is (both {5}), not \", dtype_name(t[{0}].scalar_type()));\n",
+          i, v->tensor, op, x.name, p.tensors[v->tensor].name, v->name);
     }
   }
   return s;
 }
 
-// The op of one problem in binding.cpp: checks, the shape from the tensors, dispatch, launch.
-std::string op_source(const ExportedProblem& p, const std::string& package) {
-  const std::string op = package + "::" + p.ns;
+// {ns}_dims of binding.cpp: the dims of the problem from its tensors, every tensor's shape and dtype
+// checked against them.
+std::string dims_function(const ExportedProblem& p, const std::string& op) {
   std::string s;
-  s += fmt::format("extern \"C\" {{\nint tune_{0}_entry(const char*, int, int, long long, const long long*);\nconst char* tune_{0}_variant(int);\n"
-                   "int tune_{0}_buffer_count(int);\nlong long tune_{0}_buffer_elements(int, int);\n"
-                   "long long tune_{0}_buffer_bytes(int, int);\n"
-                   "const char* tune_{0}_launch(int, void* const*, cudaStream_t);\n}}\n\n",
-                   p.ns);
-  std::vector<std::string> names;
-  for (const auto& t : p.tensors) names.push_back(c_string(t.name));
-  s += fmt::format("const char* const k{}Tensors[] = {{{}}};\n\n", p.ns, fmt::join(names, ", "));
   s += fmt::format("// The dims of problem {} from its tensors; every tensor's shape checked against them.\n", p.name);
   s += fmt::format("std::vector<long long> {}_dims(const std::vector<at::Tensor>& t) {{\n", p.ns);
   s += fmt::format("  check_tensors(\"{}\", t, k{}Tensors, {});\n", op, p.ns, p.tensors.size());
@@ -171,9 +167,11 @@ std::string op_source(const ExportedProblem& p, const std::string& package) {
           s += fmt::format("  const long long d_{} = t[{}].dim() > {} ? t[{}].size({}) : -1;\n", identifier(d), i, a, i, a);
           found = true;
         }
-    if (!found) throw InputError(fmt::format("problem {}: dimension {} is no tensor's dimension of its own; the op cannot tell it "
-                                             "from the tensors",
-                                             p.name, d));
+    if (!found)
+      throw InputError(
+          fmt::format("problem {}: dimension {} is no tensor's dimension of its own; the op cannot tell it "
+                      "from the tensors",
+                      p.name, d));
   }
   for (std::size_t i = 0; i < p.tensors.size(); ++i) {
     const auto& x = p.tensors[i];
@@ -191,6 +189,23 @@ std::string op_source(const ExportedProblem& p, const std::string& package) {
   for (const auto& d : p.dims) dims.push_back("d_" + identifier(d));
   for (const auto& v : p.dtype_vars) dims.push_back(fmt::format("dtype_code(t[{}].scalar_type())", v.tensor));
   s += fmt::format("  return {{{}}};\n}}\n\n", fmt::join(dims, ", "));
+  return s;
+}
+
+// The op of one problem in binding.cpp: checks, the shape from the tensors, dispatch, launch.
+std::string op_source(const ExportedProblem& p, const std::string& package) {
+  const std::string op = package + "::" + p.ns;
+  std::string s;
+  s += fmt::format(
+      "extern \"C\" {{\nint tune_{0}_entry(const char*, int, int, long long, const long long*);\nconst char* tune_{0}_variant(int);\n"
+      "int tune_{0}_buffer_count(int);\nlong long tune_{0}_buffer_elements(int, int);\n"
+      "long long tune_{0}_buffer_bytes(int, int);\n"
+      "const char* tune_{0}_launch(int, void* const*, cudaStream_t);\n}}\n\n",
+      p.ns);
+  std::vector<std::string> names;
+  for (const auto& t : p.tensors) names.push_back(c_string(t.name));
+  s += fmt::format("const char* const k{}Tensors[] = {{{}}};\n\n", p.ns, fmt::join(names, ", "));
+  s += dims_function(p, op);
 
   std::vector<std::string> out_shape;
   for (const auto& e : p.output.shape) out_shape.push_back(dim_expression(p, e));
@@ -200,30 +215,36 @@ std::string op_source(const ExportedProblem& p, const std::string& package) {
   for (std::size_t d = 0; d < p.dims.size(); ++d)
     s += fmt::format("  const long long d_{0} = dims[{1}];\n  static_cast<void>(d_{0});\n", identifier(p.dims[d]), d);
   s += "  const c10::cuda::CUDAGuard guard(t[0].device());\n  const DeviceKey& device = device_key(t[0].get_device());\n";
-  s += fmt::format("  const int entry = tune_{}_entry(device.name.c_str(), device.arch, device.sm_count, device.max_smem, dims.data());\n", p.ns);
+  s += fmt::format(
+      "  const int entry = tune_{}_entry(device.name.c_str(), device.arch, device.sm_count, device.max_smem, dims.data());\n",
+      p.ns);
   s += "  if (entry < 0) return c10::nullopt;\n";
   s += fmt::format("  at::Tensor out = at::empty({{{}}}, t[0].options().dtype({}));\n", fmt::join(out_shape, ", "),
                    scalar_of(p, p.output.dtype));
   s += "  std::vector<void*> buffers;\n  for (const at::Tensor& x : t) buffers.push_back(x.data_ptr());\n"
        "  buffers.push_back(out.data_ptr());\n";
   s += fmt::format("  const int count = tune_{}_buffer_count(entry);\n", p.ns);
-  s += fmt::format("  TORCH_CHECK(tune_{0}_buffer_elements(entry, {1}) == out.numel(), \"{2}: the tuned entry's output has \", "
-                   "tune_{0}_buffer_elements(entry, {1}), \" elements, not \", out.numel(), \"; re-export\");\n",
-                   p.ns, p.tensors.size(), op);
+  s += fmt::format(
+      "  TORCH_CHECK(tune_{0}_buffer_elements(entry, {1}) == out.numel(), \"{2}: the tuned entry's output has \", "
+      "tune_{0}_buffer_elements(entry, {1}), \" elements, not \", out.numel(), \"; re-export\");\n",
+      p.ns, p.tensors.size(), op);
   s += "  std::vector<at::Tensor> scratch;\n";
-  s += fmt::format("  for (int b = static_cast<int>(buffers.size()); b < count; ++b) {{\n"
-                   "    scratch.push_back(at::empty({{tune_{}_buffer_bytes(entry, b)}}, t[0].options().dtype(at::kByte)));\n"
-                   "    buffers.push_back(scratch.back().data_ptr());\n  }}\n",
-                   p.ns);
-  s += fmt::format("  const char* error = tune_{}_launch(entry, buffers.data(), c10::cuda::getCurrentCUDAStream().stream());\n", p.ns);
+  s += fmt::format(
+      "  for (int b = static_cast<int>(buffers.size()); b < count; ++b) {{\n"
+      "    scratch.push_back(at::empty({{tune_{}_buffer_bytes(entry, b)}}, t[0].options().dtype(at::kByte)));\n"
+      "    buffers.push_back(scratch.back().data_ptr());\n  }}\n",
+      p.ns);
+  s += fmt::format(
+      "  const char* error = tune_{}_launch(entry, buffers.data(), c10::cuda::getCurrentCUDAStream().stream());\n", p.ns);
   s += fmt::format("  TORCH_CHECK(error == nullptr, \"{}: the launch failed: \", error);\n  return out;\n}}\n\n", op);
-  s += fmt::format("// The tuned variant that would run for a device and dims, or \"\" for none.\n"
-                   "std::string {0}_variant(std::string device, int64_t arch, int64_t sm_count, int64_t max_smem, std::vector<int64_t> dims) {{\n"
-                   "  TORCH_CHECK(dims.size() == {1}, \"{2}_variant: expected {1} dims (the dims, then the dtype variables' numbers)\");\n"
-                   "  const std::vector<long long> d(dims.begin(), dims.end());\n"
-                   "  const int entry = tune_{0}_entry(device.c_str(), static_cast<int>(arch), static_cast<int>(sm_count), max_smem, d.data());\n"
-                   "  return entry < 0 ? std::string() : std::string(tune_{0}_variant(entry));\n}}\n\n",
-                   p.ns, p.dims.size() + p.dtype_vars.size(), op);
+  s += fmt::format(
+      "// The tuned variant that would run for a device and dims, or \"\" for none.\n"
+      "std::string {0}_variant(std::string device, int64_t arch, int64_t sm_count, int64_t max_smem, std::vector<int64_t> dims) {{\n"
+      "  TORCH_CHECK(dims.size() == {1}, \"{2}_variant: expected {1} dims (the dims, then the dtype variables' numbers)\");\n"
+      "  const std::vector<long long> d(dims.begin(), dims.end());\n"
+      "  const int entry = tune_{0}_entry(device.c_str(), static_cast<int>(arch), static_cast<int>(sm_count), max_smem, d.data());\n"
+      "  return entry < 0 ? std::string() : std::string(tune_{0}_variant(entry));\n}}\n\n",
+      p.ns, p.dims.size() + p.dtype_vars.size(), op);
   return s;
 }
 
@@ -251,8 +272,10 @@ std::string launch_source(const ExportedProblem& p) {
   for (std::size_t v = 0; v < p.dtype_vars.size(); ++v)
     shape_args.push_back(fmt::format("static_cast<t::DType>(dims[{}])", p.dims.size() + v));
   std::vector<std::string> sizes;
-  for (const DType t : all_dtypes()) sizes.push_back(fmt::format("    case {}: return {};", static_cast<int>(t), dtype_size(t)));
-  return fmt::format(R"CPP(// Generated by `tune export torch` (tune {version}): the tuned kernels of problem {name} as the CUBIN
+  for (const DType t : all_dtypes())
+    sizes.push_back(fmt::format("    case {}: return {};", static_cast<int>(t), dtype_size(t)));
+  return fmt::format(
+             R"CPP(// Generated by `tune export torch` (tune {version}): the tuned kernels of problem {name} as the CUBIN
 // bytes tune compiled, gated and timed (cubins.inc), dispatched and launched with the CUDA runtime's
 // library API (CUDA 12.0 or later): no nvcc, no kernel templates. binding.cpp holds the torch side.
 // Do not edit.
@@ -300,9 +323,9 @@ long long tune_{ns}_buffer_bytes(int entry, int buffer) {{
 }}
 
 )CPP",
-                     fmt::arg("version", tool_version()), fmt::arg("name", p.name), fmt::arg("loader", loader_source()),
-                     fmt::arg("ns", p.ns), fmt::arg("header_ns", p.header_ns),
-                     fmt::arg("shape", fmt::join(shape_args, ", ")), fmt::arg("sizes", fmt::join(sizes, "\n"))) +
+             fmt::arg("version", tool_version()), fmt::arg("name", p.name), fmt::arg("loader", loader_source()),
+             fmt::arg("ns", p.ns), fmt::arg("header_ns", p.header_ns), fmt::arg("shape", fmt::join(shape_args, ", ")),
+             fmt::arg("sizes", fmt::join(sizes, "\n"))) +
          launch_function(p);
 }
 
@@ -369,7 +392,9 @@ void check_tensors(const char* op, const std::vector<at::Tensor>& t, const char*
   s += fmt::format("TORCH_LIBRARY({}, m) {{\n", package);
   for (const auto& p : problems) {
     s += fmt::format("  m.def(\"{}(Tensor[] tensors) -> Tensor?\");\n", p.ns);
-    s += fmt::format("  m.def(\"{0}_variant(str device, int arch, int sm_count, int max_smem, int[] dims) -> str\", &{0}_variant);\n", p.ns);
+    s += fmt::format(
+        "  m.def(\"{0}_variant(str device, int arch, int sm_count, int max_smem, int[] dims) -> str\", &{0}_variant);\n",
+        p.ns);
   }
   s += "}\n\n";
   s += fmt::format("TORCH_LIBRARY_IMPL({}, CUDA, m) {{\n", package);

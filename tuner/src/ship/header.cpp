@@ -73,8 +73,8 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   h += fmt::format("// Winner: {}\n", comment_safe(w->name));
   h += fmt::format("//   {}, batch mean {:.3f} us per call\n", timing_summary(*w->timing), w->timing->batch_mean_us);
   if (b && has_usable_timing(*b) && run.speedup && std::isfinite(*run.speedup))
-    h += fmt::format("//   baseline {} cold median {:.3f} us: speedup {:.2f}x\n", comment_safe(b->name), b->timing->median_us,
-                     *run.speedup);
+    h += fmt::format("//   baseline {} cold median {:.3f} us: speedup {:.2f}x\n", comment_safe(b->name),
+                     b->timing->median_us, *run.speedup);
   if (const std::string torch = torch_comparison(run); !torch.empty())  // issue 36: graph against graph
     h += fmt::format("//   against PyTorch: {}\n", comment_safe(torch));
   h += fmt::format("// Winner rule: {}\n", comment_safe(run.winner_rule));
@@ -84,7 +84,8 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   h += "#pragma once\n\n";
   h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", identifier(run.problem));
   h += "// The shape this configuration was tuned for.\n";
-  for (const auto& [k, v] : run.shape.dims()) h += fmt::format("inline constexpr long long {} = {};\n", constant_name("shape_" + k), v);
+  for (const auto& [k, v] : run.shape.dims())
+    h += fmt::format("inline constexpr long long {} = {};\n", constant_name("shape_" + k), v);
   // Its dtype variables (issue 35), by PyTorch's name and as the type the kernel template received.
   for (const auto& [k, t] : run.shape.dtypes())
     h += fmt::format("inline constexpr const char {}[] = \"{}\";  // {}\n", constant_name("shape_" + k), dtype_name(t),
@@ -93,8 +94,9 @@ std::string generate_header(const RunRecord& run, const Space& space) {
                    c_string(run.device->name));
   h += fmt::format("inline constexpr int kComputeCapability = {};\ninline constexpr int kSmCount = {};\n",
                    run.device->compute_capability(), run.device->sm_count);
-  h += fmt::format("// Whether the timings are made up (a fake GPU): nothing was measured.\ninline constexpr bool kSynthetic = {};\n\n",
-                   synthetic ? "true" : "false");
+  h += fmt::format(
+      "// Whether the timings are made up (a fake GPU): nothing was measured.\ninline constexpr bool kSynthetic = {};\n\n",
+      synthetic ? "true" : "false");
   h += "// The winning parameters, as the kernel template takes them (strings: index in the space's list).\n";
   for (const auto& p : space.parameters()) {
     const auto& value = w->params.at(p.name);
@@ -106,8 +108,9 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   h += "inline constexpr const char* kKernels[] = {\n";
   for (const auto& l : lowered.launches) h += fmt::format("    {},\n", c_string(l.name_expression));
   h += "};\n";
-  h += fmt::format("\n// Measured cold median of this configuration, microseconds.\ninline constexpr double kMedianMicroseconds = {:.4f};\n",
-                   w->timing->median_us);
+  h += fmt::format(
+      "\n// Measured cold median of this configuration, microseconds.\ninline constexpr double kMedianMicroseconds = {:.4f};\n",
+      w->timing->median_us);
   h += fmt::format("\n}}  // namespace {}\n}}  // namespace tune_tuned\n", identifier(run.problem));
   return h;
 }

@@ -37,17 +37,19 @@ void check_recorded_geometry(const RunRecord& run, const VariantRecord& v, const
     const auto& rec = v.launches[l];
     const KernelLaunch& k = lowered.launches[l];
     const auto dim3 = [](const std::array<unsigned, 3>& d) { return nlohmann::ordered_json(d); };
-    if (rec.value("grid", nlohmann::ordered_json()) == dim3(k.grid) && rec.value("block", nlohmann::ordered_json()) == dim3(k.block) &&
+    if (rec.value("grid", nlohmann::ordered_json()) == dim3(k.grid) &&
+        rec.value("block", nlohmann::ordered_json()) == dim3(k.block) &&
         rec.value("dynamic_smem_bytes", 0u) == k.dynamic_smem)
       continue;
     const DeviceLimits d = run.limits();
-    throw InputError(fmt::format("{}: variant {} launch {} recorded grid {} block {} and {} bytes of shared memory, but {} "
-                                 "lowers it on {} ({} SMs, {} bytes of shared memory per block) to grid {} block {} and "
-                                 "{} bytes; re-tune with this tune",
-                                 file, v.name, l, rec.value("grid", nlohmann::ordered_json()).dump(),
-                                 rec.value("block", nlohmann::ordered_json()).dump(), rec.value("dynamic_smem_bytes", 0u),
-                                 space.source_name(), run.device ? run.device->name : run.context.arch, d.sm_count,
-                                 d.max_smem_per_block, dim3(k.grid).dump(), dim3(k.block).dump(), k.dynamic_smem));
+    throw InputError(
+        fmt::format("{}: variant {} launch {} recorded grid {} block {} and {} bytes of shared memory, but {} "
+                    "lowers it on {} ({} SMs, {} bytes of shared memory per block) to grid {} block {} and "
+                    "{} bytes; re-tune with this tune",
+                    file, v.name, l, rec.value("grid", nlohmann::ordered_json()).dump(),
+                    rec.value("block", nlohmann::ordered_json()).dump(), rec.value("dynamic_smem_bytes", 0u),
+                    space.source_name(), run.device ? run.device->name : run.context.arch, d.sm_count, d.max_smem_per_block,
+                    dim3(k.grid).dump(), dim3(k.block).dump(), k.dynamic_smem));
   }
 }
 
@@ -62,8 +64,8 @@ MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const
   }
   m.lowered = space.lower(m.config, run.shape, run.limits());
   if (m.lowered.launches.size() != v.launches.size())
-    throw InputError(fmt::format("{}: variant {} recorded {} launches but {} lowers it to {}; re-tune with this tune",
-                                 file, v.name, v.launches.size(), space.source_name(), m.lowered.launches.size()));
+    throw InputError(fmt::format("{}: variant {} recorded {} launches but {} lowers it to {}; re-tune with this tune", file,
+                                 v.name, v.launches.size(), space.source_name(), m.lowered.launches.size()));
   for (std::size_t l = 0; l < v.launches.size(); ++l)
     if (v.launches[l].value("kernel", "").rfind(m.lowered.launches[l].kernel + "<", 0) != 0)
       throw InputError(fmt::format("{}: variant {} launch {} ran {}, but {} lowers it to {}; re-tune with this tune", file,
@@ -93,17 +95,19 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
     std::string why;
     const bool synthetic = !measured_on_gpu(run, &why);
     if (synthetic && !allow_synthetic)
-      throw InputError(fmt::format("{}: {}; pass --allow-synthetic to merge it anyway (it is marked synthetic, and select() "
-                                   "takes it only for the device it names)",
-                                   r.file, why));
+      throw InputError(
+          fmt::format("{}: {}; pass --allow-synthetic to merge it anyway (it is marked synthetic, and select() "
+                      "takes it only for the device it names)",
+                      r.file, why));
     const VariantRecord* w = run.find(*run.winner);
     const VariantRecord* b = run.baseline ? run.find(*run.baseline) : nullptr;
-    if (!b || !b->timing) throw InputError(fmt::format("{}: the baseline was not timed; re-tune to compare against it", r.file));
+    if (!b || !b->timing)
+      throw InputError(fmt::format("{}: the baseline was not timed; re-tune to compare against it", r.file));
     if (!std::isfinite(b->timing->median_us) || b->timing->median_us <= 0)
-      throw InputError(fmt::format("{}: the baseline {} has no usable cold median (not a positive number); re-tune", r.file,
-                                   b->name));
-    entries.push_back({&run, merged_variant(run, *w, space, problem, r.file), merged_variant(run, *b, space, problem, r.file),
-                       synthetic});
+      throw InputError(
+          fmt::format("{}: the baseline {} has no usable cold median (not a positive number); re-tune", r.file, b->name));
+    entries.push_back(
+        {&run, merged_variant(run, *w, space, problem, r.file), merged_variant(run, *b, space, problem, r.file), synthetic});
   }
   // The same inputs in any order give the same bytes.
   const auto key = [](const MergedEntry& e) {
@@ -184,10 +188,11 @@ void check_dtype_variables(const std::vector<NamedResult>& out) {
   };
   for (const auto& r : out)
     if (names(r.run.shape) != names(out.front().run.shape))
-      throw InputError(fmt::format("{} has dtype variables [{}] but {} has [{}]; merge results of one problem definition "
-                                   "(re-tune the older one, or give the variable a default in problem.json)",
-                                   r.file, fmt::join(names(r.run.shape), ", "), out.front().file,
-                                   fmt::join(names(out.front().run.shape), ", ")));
+      throw InputError(
+          fmt::format("{} has dtype variables [{}] but {} has [{}]; merge results of one problem definition "
+                      "(re-tune the older one, or give the variable a default in problem.json)",
+                      r.file, fmt::join(names(r.run.shape), ", "), out.front().file,
+                      fmt::join(names(out.front().run.shape), ", ")));
 }
 
 }  // namespace tune::header_parts

@@ -27,7 +27,8 @@ std::string double_literal(double v) {
 // The header's fixed part before geometry()'s body: the expression prelude, Limits and
 // limits_for_arch, the launch and geometry records, detail:: helpers and geometry()'s signature.
 std::string geometry_prelude(std::size_t max_args, std::size_t launches) {
-  const DeviceLimits sm80 = DeviceLimits::for_arch(80), sm90 = DeviceLimits::for_arch(90), older = DeviceLimits::for_arch(70);
+  const DeviceLimits sm80 = DeviceLimits::for_arch(80), sm90 = DeviceLimits::for_arch(90),
+                     older = DeviceLimits::for_arch(70);
   std::string h;
   h += space::cpp_expression_prelude();
   h += "\n// The device limits a configuration is checked and lowered against (dev_max_threads, dev_max_smem,\n"
@@ -42,8 +43,8 @@ std::string geometry_prelude(std::size_t max_args, std::size_t launches) {
       "                    : (arch >= 80 ? Limits{{{}, {}, {}, arch}} : Limits{{{}, {}, {}, arch}});\n}}\n\n",
       sm90.max_threads_per_block, sm90.max_smem_per_block, sm90.sm_count, sm80.max_threads_per_block,
       sm80.max_smem_per_block, sm80.sm_count, older.max_threads_per_block, older.max_smem_per_block, older.sm_count);
-  h += fmt::format("inline constexpr int kMaxTemplateArgs = {};\ninline constexpr int kMaxGeometryLaunches = {};\n\n", max_args,
-                   launches);
+  h += fmt::format("inline constexpr int kMaxTemplateArgs = {};\ninline constexpr int kMaxGeometryLaunches = {};\n\n",
+                   max_args, launches);
   h += "// One launch of a configuration at a shape: the kernel, its template arguments (the name\n"
        "// expression is kernel<args...>), grid, block and dynamic shared memory.\n"
        "struct LaunchGeometry {\n  const char* kernel;\n  int template_arg_count;\n"
@@ -53,13 +54,14 @@ std::string geometry_prelude(std::size_t max_args, std::size_t launches) {
        "// launch lowers); else why names the first failure.\n"
        "struct Geometry {\n  bool ok;\n  const char* why;\n  int launch_count;\n"
        "  LaunchGeometry launches[kMaxGeometryLaunches];\n};\n\n";
-  h += "namespace detail {\n"
-       "// A rule holds when it is neither zero nor NaN (as tune checks constraints).\n"
-       "constexpr bool holds(double x) { return x != 0.0 && x == x; }\n"
-       "constexpr Geometry refuse(Geometry g, const char* why) {\n  g.ok = false;\n  g.why = why;\n  return g;\n}\n"
-       "// A grid, block or shared-memory value: a whole number in [low, high].\n"
-       "constexpr bool whole(double x, double low, double high) { return x == x && x >= low && x <= high && x == floor_(x); }\n"
-       "}  // namespace detail\n\n";
+  h +=
+      "namespace detail {\n"
+      "// A rule holds when it is neither zero nor NaN (as tune checks constraints).\n"
+      "constexpr bool holds(double x) { return x != 0.0 && x == x; }\n"
+      "constexpr Geometry refuse(Geometry g, const char* why) {\n  g.ok = false;\n  g.why = why;\n  return g;\n}\n"
+      "// A grid, block or shared-memory value: a whole number in [low, high].\n"
+      "constexpr bool whole(double x, double low, double high) { return x == x && x >= low && x <= high && x == floor_(x); }\n"
+      "}  // namespace detail\n\n";
   h += "// The configuration `p` at shape `s` on a device with limits `l`, as tune lowers it.\n";
   h += "constexpr Geometry geometry(const Shape& s, const Params& p, const Limits& l) {\n  Geometry g{};\n";
   return h;
@@ -74,18 +76,20 @@ std::string launch_code(const SpaceExpressions::LaunchText& l, const std::map<st
   std::string h;
   h += fmt::format("  if (detail::holds({})) {{\n", cpp(l.when, "launch " + l.kernel + " 'when'"));
   h += "    LaunchGeometry& x = g.launches[g.launch_count++];\n";
-  h += fmt::format("    x.kernel = {};\n    x.template_arg_count = {};\n", header_text::c_string(l.kernel), l.template_args.size());
+  h += fmt::format("    x.kernel = {};\n    x.template_arg_count = {};\n", header_text::c_string(l.kernel),
+                   l.template_args.size());
   for (std::size_t a = 0; a < l.template_args.size(); ++a) {
     const std::string& v = locals.at(l.template_args[a]);
     h += fmt::format("    if (!detail::whole({}, -2147483648.0, 2147483647.0)) return detail::refuse(g, {});\n", v,
-                     header_text::c_string(fmt::format("launch {}: template argument {} is not an int", l.kernel,
-                                                       l.template_args[a])));
+                     header_text::c_string(
+                         fmt::format("launch {}: template argument {} is not an int", l.kernel, l.template_args[a])));
     h += fmt::format("    x.template_args[{}] = static_cast<long long>({});\n", a, v);
   }
   const auto dim = [&](const std::string& field, const std::string& text, const std::string& where, double high) {
     h += fmt::format("    {{\n      const double d = {};\n", cpp(text, where));
-    h += fmt::format("      if (!detail::whole(d, {}, {})) return detail::refuse(g, {});\n", field == "dynamic_smem_bytes" ? "0.0" : "1.0",
-                     double_literal(high), header_text::c_string(fmt::format("launch {}: {} is out of range", l.kernel, where)));
+    h += fmt::format("      if (!detail::whole(d, {}, {})) return detail::refuse(g, {});\n",
+                     field == "dynamic_smem_bytes" ? "0.0" : "1.0", double_literal(high),
+                     header_text::c_string(fmt::format("launch {}: {} is out of range", l.kernel, where)));
     h += fmt::format("      x.{} = static_cast<unsigned>(d);\n    }}\n", field);
   };
   for (std::size_t i = 0; i < 3; ++i)
@@ -105,7 +109,8 @@ std::string geometry_code(const Space& space, const std::vector<std::string>& dt
   std::map<std::string, std::string> locals;
   for (const auto& d : e.dims) locals[d] = "v_" + header_text::identifier(d);
   for (const auto& p : space.parameters()) locals[p.name] = "v_" + header_text::identifier(p.name);
-  for (const char* dev : {"dev_max_threads", "dev_max_smem", "dev_sm_count", "dev_cc"}) locals[dev] = std::string("v_") + dev;
+  for (const char* dev : {"dev_max_threads", "dev_max_smem", "dev_sm_count", "dev_cc"})
+    locals[dev] = std::string("v_") + dev;
   // A dtype variable T is its dtype's number (DType), T_bytes its size; the dtype names are constants.
   std::map<std::string, std::string> dtype_locals, dtype_constants;
   // <variable>_bytes, unless the space derives it itself (then its expression gives it).
@@ -141,9 +146,11 @@ std::string geometry_code(const Space& space, const std::vector<std::string>& dt
     return std::find(dtype_variables.begin(), dtype_variables.end(), d) != dtype_variables.end();
   };
   for (const auto& d : e.dims)
-    if (!is_dtype(d)) h += fmt::format("  const double {} = static_cast<double>(s.{});\n", locals[d], header_text::identifier(d));
+    if (!is_dtype(d))
+      h += fmt::format("  const double {} = static_cast<double>(s.{});\n", locals[d], header_text::identifier(d));
   for (const auto& v : dtype_variables) {
-    h += fmt::format("  const double {} = static_cast<double>(static_cast<int>(s.{}));\n", locals[v], header_text::identifier(v));
+    h += fmt::format("  const double {} = static_cast<double>(static_cast<int>(s.{}));\n", locals[v],
+                     header_text::identifier(v));
     if (!derived(v + "_bytes"))
       h += fmt::format("  const double {} = static_cast<double>(dtype_bytes(s.{}));\n", locals[v + "_bytes"],
                        header_text::identifier(v));
@@ -161,8 +168,8 @@ std::string geometry_code(const Space& space, const std::vector<std::string>& dt
                      header_text::c_string("shape: " + rule.name));
   for (const auto& d : e.derived) {
     locals[d.name] = "v_" + header_text::identifier(d.name);
-    h += fmt::format("  const double {} = {};\n  static_cast<void>({});\n", locals[d.name], cpp(d.text, "derived value " + d.name),
-                     locals[d.name]);
+    h += fmt::format("  const double {} = {};\n  static_cast<void>({});\n", locals[d.name],
+                     cpp(d.text, "derived value " + d.name), locals[d.name]);
   }
   for (const auto& c : e.constraints)
     h += fmt::format("  if (!detail::holds({})) return detail::refuse(g, {});\n", cpp(c, "constraint"),

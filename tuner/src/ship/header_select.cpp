@@ -14,7 +14,8 @@ namespace {
 using header_text::comment_safe;
 using header_text::identifier;
 
-constexpr const char* kSelectCode = R"(// The device select() chooses for: name as cudaDeviceProp::name (nullptr: any measured device of the
+constexpr const char* kSelectCode =
+    R"(// The device select() chooses for: name as cudaDeviceProp::name (nullptr: any measured device of the
 // arch), arch = major * 10 + minor, sm_count = multiProcessorCount (0: any), max_smem =
 // sharedMemPerBlockOptin (0: the arch's, limits_for_arch).
 struct Device {
@@ -128,20 +129,23 @@ constexpr Selection select(int arch, const Shape& shape) { return select(Device{
 std::string select_code(const Shape& shape0) {
   std::string code = kSelectCode;
   if (shape0.dtypes().empty()) return code;
-  const std::string step3 = "      if (!device_ok) continue;\n      const Geometry g = geometry(shape, e.winner.params, limits);\n"
-                            "      if (!g.ok) continue;\n      if (best >= 0) {";
+  const std::string step3 =
+      "      if (!device_ok) continue;\n      const Geometry g = geometry(shape, e.winner.params, limits);\n"
+      "      if (!g.ok) continue;\n      if (best >= 0) {";
   const auto at = code.find(step3);
   if (at == std::string::npos) throw std::logic_error("select_code: step 3 of kSelectCode not found");
-  code.replace(at, std::string("      if (!device_ok) continue;").size(), "      if (!device_ok || !same_dtypes(e.shape, shape)) continue;");
+  code.replace(at, std::string("      if (!device_ok) continue;").size(),
+               "      if (!device_ok || !same_dtypes(e.shape, shape)) continue;");
   if (shape0.dtypes().size() == 1) {
     const std::string var = identifier(shape0.dtypes().front().first);
-    code += fmt::format("// select(device, dtype, shape): the shape with its dtype variable {0} = dtype, as in\n"
-                        "// select(Device{{\"NVIDIA H200\", 90, 132}}, DType::bfloat16, Shape{{...}}).\n"
-                        "constexpr Selection select(const Device& d, DType dtype, Shape shape) {{\n"
-                        "  shape.{1} = dtype;\n  return select(d, shape);\n}}\n\n"
-                        "constexpr Selection select(int arch, DType dtype, Shape shape) {{\n"
-                        "  shape.{1} = dtype;\n  return select(arch, shape);\n}}\n\n",
-                        comment_safe(shape0.dtypes().front().first), var);
+    code += fmt::format(
+        "// select(device, dtype, shape): the shape with its dtype variable {0} = dtype, as in\n"
+        "// select(Device{{\"NVIDIA H200\", 90, 132}}, DType::bfloat16, Shape{{...}}).\n"
+        "constexpr Selection select(const Device& d, DType dtype, Shape shape) {{\n"
+        "  shape.{1} = dtype;\n  return select(d, shape);\n}}\n\n"
+        "constexpr Selection select(int arch, DType dtype, Shape shape) {{\n"
+        "  shape.{1} = dtype;\n  return select(arch, shape);\n}}\n\n",
+        comment_safe(shape0.dtypes().front().first), var);
   }
   return code;
 }

@@ -15,9 +15,10 @@ std::string merge_result_files(const std::vector<std::filesystem::path>& files,
     results.push_back({f.string(), read_problem_result(f)});
     const auto& shard = results.back().run.context.shard;
     if (shard && shard->split == ShardSplit::kVariants)
-      throw InputError(fmt::format("{}: one shard of a shape's variants (tune --shard); combine the shards with tune merge "
-                                   "and pass its output",
-                                   f.string()));
+      throw InputError(
+          fmt::format("{}: one shard of a shape's variants (tune --shard); combine the shards with tune merge "
+                      "and pass its output",
+                      f.string()));
   }
   return generate_merged_header(results, load_space(problem_spec_of(results.front().run), config), allow_synthetic);
 }

@@ -24,7 +24,8 @@ ProblemData draw(const Problem& problem, const Shape& shape, const DrawRequest& 
   const auto names = problem.edge_cases(shape);
   if (std::find(names.begin(), names.end(), r.edge_case) == names.end())
     throw InputError(fmt::format("--edge-case {}: not an edge case of {} at this shape; it has: {}", r.edge_case,
-                                 problem.name(), names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+                                 problem.name(),
+                                 names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
   return problem.make_edge_case(shape, r.seed, r.edge_case);
 }
 
@@ -46,8 +47,11 @@ Json tolerances_json(const Problem& problem) {
   Json out = Json::object();
   for (const DType d : all_dtypes()) {
     const Tolerance t = problem.tolerance(d);
-    out[std::string(dtype_name(d))] = {{"atol", t.atol}, {"rtol", t.rtol}, {"module_k", t.module_k},
-                                       {"module_atol", t.module_atol}, {"rule", t.rule}};
+    out[std::string(dtype_name(d))] = {{"atol", t.atol},
+                                       {"rtol", t.rtol},
+                                       {"module_k", t.module_k},
+                                       {"module_atol", t.module_atol},
+                                       {"rule", t.rule}};
   }
   return out;
 }
@@ -56,9 +60,14 @@ Json tolerances_json(const Problem& problem) {
 
 nlohmann::ordered_json problem_facts(const Problem& problem, const Shape& shape) {
   const auto reference = problem.python_reference();
-  Json facts{{"kind", "tune.problem_show"}, {"schema_version", 1}, {"problem", std::string(problem.name())},
-             {"folder", problem.dir().string()}, {"reference", reference ? Json(reference->string()) : Json(nullptr)},
-             {"shape", shape_to_json(shape)}, {"dtypes", dtype_variables_json(problem)}, {"tensors", Json::array()}};
+  Json facts{{"kind", "tune.problem_show"},
+             {"schema_version", 1},
+             {"problem", std::string(problem.name())},
+             {"folder", problem.dir().string()},
+             {"reference", reference ? Json(reference->string()) : Json(nullptr)},
+             {"shape", shape_to_json(shape)},
+             {"dtypes", dtype_variables_json(problem)},
+             {"tensors", Json::array()}};
   for (const TensorSpec& t : problem.param_specs(shape)) facts["tensors"].push_back(tensor_json(t, "parameter"));
   for (const TensorSpec& t : problem.input_specs(shape)) facts["tensors"].push_back(tensor_json(t, "input"));
   facts["tensors"].push_back(tensor_json(problem.output_spec(shape), "output"));
@@ -71,17 +80,24 @@ std::filesystem::path draw_problem_data(const Problem& problem, const Shape& sha
                                         const std::filesystem::path& out) {
   const ProblemData data = draw(problem, shape, r);
   std::filesystem::create_directories(out);
-  Json index{{"kind", "tune.problem_draw"}, {"schema_version", 1}, {"problem", std::string(problem.name())},
-             {"shape", shape_to_json(shape)}, {"seed", r.seed},
+  Json index{{"kind", "tune.problem_draw"},
+             {"schema_version", 1},
+             {"problem", std::string(problem.name())},
+             {"shape", shape_to_json(shape)},
+             {"seed", r.seed},
              {"purpose", r.purpose == DataPurpose::kParity ? "parity" : "timing"},
-             {"edge_case", r.edge_case.empty() ? Json(nullptr) : Json(r.edge_case)}, {"tensors", Json::array()}};
+             {"edge_case", r.edge_case.empty() ? Json(nullptr) : Json(r.edge_case)},
+             {"tensors", Json::array()}};
   std::size_t n = 0;
   for (const auto& [group, role] : {std::pair{&data.params, "parameter"}, std::pair{&data.inputs, "input"}})
     for (const HostTensor& t : *group) {
       const std::string file = fmt::format("t{}.npy", n++);
       write_npy(out / file, t.spec.shape, t.spec.dtype, t.data);
-      index["tensors"].push_back({{"name", t.spec.name}, {"role", role}, {"dtype", dtype_name(t.spec.dtype)},
-                                  {"shape", t.spec.shape}, {"file", file}});
+      index["tensors"].push_back({{"name", t.spec.name},
+                                  {"role", role},
+                                  {"dtype", dtype_name(t.spec.dtype)},
+                                  {"shape", t.spec.shape},
+                                  {"file", file}});
     }
   const auto file = out / "index.json";
   write_file_atomic(file, index.dump(1) + "\n");

@@ -1,10 +1,10 @@
 #include "tune/report.hpp"
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include "core/layout.hpp"
 #include "tune/errors.hpp"
@@ -20,8 +20,9 @@ std::filesystem::path report_script() {
   if (const char* env = std::getenv("TUNE_REPORT_SCRIPT")) return env;
   const auto dir = own_data_dir();
   if (!dir)
-    throw InputError("report: no <prefix>/share/tune beside this tune, so no report/report.py; install tune (cmake --install) "
-                     "or set TUNE_REPORT_SCRIPT to report/report.py of a checkout");
+    throw InputError(
+        "report: no <prefix>/share/tune beside this tune, so no report/report.py; install tune (cmake --install) "
+        "or set TUNE_REPORT_SCRIPT to report/report.py of a checkout");
   return *dir / "report" / "report.py";
 }
 

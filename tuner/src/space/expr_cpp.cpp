@@ -17,10 +17,9 @@ struct BinaryOp {
   int precedence;
   bool right;
 };
-constexpr BinaryOp kBinary[] = {{"||", 1, false}, {"&&", 2, false}, {"<=", 4, false}, {">=", 4, false},
-                                {"!=", 4, false}, {"==", 4, false}, {"<", 4, false},  {">", 4, false},
-                                {"+", 5, false},  {"-", 5, false},  {"*", 6, false},  {"/", 6, false},
-                                {"%", 6, false},  {"^", 7, true}};
+constexpr BinaryOp kBinary[] = {{"||", 1, false}, {"&&", 2, false}, {"<=", 4, false}, {">=", 4, false}, {"!=", 4, false},
+                                {"==", 4, false}, {"<", 4, false},  {">", 4, false},  {"+", 5, false},  {"-", 5, false},
+                                {"*", 6, false},  {"/", 6, false},  {"%", 6, false},  {"^", 7, true}};
 constexpr int kPowerPrecedence = 7;
 
 // Functions with a constexpr translation: name, arguments (-1: one or more), C++ helper.
@@ -29,11 +28,11 @@ struct Function {
   int arity;
   const char* cpp;
 };
-constexpr Function kFunctions[] = {{"cdiv", 2, "detail::cdiv"}, {"floor", 1, "detail::floor_"},
+constexpr Function kFunctions[] = {{"cdiv", 2, "detail::cdiv"},     {"floor", 1, "detail::floor_"},
                                    {"ispow2", 1, "detail::ispow2"}, {"abs", 1, "detail::abs_"},
-                                   {"sign", 1, "detail::sign"},    {"rint", 1, "detail::rint"},
-                                   {"min", -1, "detail::min_"},    {"max", -1, "detail::max_"},
-                                   {"sum", -1, "detail::sum"},     {"avg", -1, "detail::avg"}};
+                                   {"sign", 1, "detail::sign"},     {"rint", 1, "detail::rint"},
+                                   {"min", -1, "detail::min_"},     {"max", -1, "detail::max_"},
+                                   {"sum", -1, "detail::sum"},      {"avg", -1, "detail::avg"}};
 
 class Translator {
  public:

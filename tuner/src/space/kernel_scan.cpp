@@ -21,8 +21,10 @@ std::optional<int> count_in(const std::string& text, const std::string& kernel) 
       bool any = false;
       for (std::size_t i = open + 1; i < text.size(); ++i) {
         const char c = text[i];
-        if (c == '(' || c == '<' || c == '[' || c == '{') ++depth;
-        else if ((c == ')' || c == '>' || c == ']' || c == '}') && depth > 0) --depth;
+        if (c == '(' || c == '<' || c == '[' || c == '{')
+          ++depth;
+        else if ((c == ')' || c == '>' || c == ']' || c == '}') && depth > 0)
+          --depth;
         else if (c == ')') {
           const std::string inside = text.substr(open + 1, i - open - 1);
           const auto first = inside.find_first_not_of(" \t\r\n");
@@ -30,7 +32,8 @@ std::optional<int> count_in(const std::string& text, const std::string& kernel) 
                        inside.find_first_not_of(" \t\r\n", first + 4) == std::string::npos))
             return 0;
           return commas + 1;
-        } else if (c == ',' && depth == 0) ++commas;
+        } else if (c == ',' && depth == 0)
+          ++commas;
         if (!std::isspace(static_cast<unsigned char>(c))) any = true;
       }
       return std::nullopt;

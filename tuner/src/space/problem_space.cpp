@@ -43,9 +43,10 @@ std::string problem_spec_of(const std::string& problem, const std::string& f) {
     // The recorded file must still describe the recorded problem (issue 34 #20): a results file
     // whose config_file names another problem's folder would be checked against that one.
     if (const std::string name(find_problem(file).name()); name != problem)
-      throw InputError(fmt::format("the results are problem {} but {} describes {}; pass --problem-path with the folder "
-                                   "that holds problem {}",
-                                   problem, file, name, problem));
+      throw InputError(
+          fmt::format("the results are problem {} but {} describes {}; pass --problem-path with the folder "
+                      "that holds problem {}",
+                      problem, file, name, problem));
     return file;
   }
 }
@@ -71,9 +72,10 @@ void check_launch_args(const Problem& problem, const Space& space) {
   for (const auto& [kernel, args] : space.launch_args())
     for (const auto& a : args)
       if (std::find(known.begin(), known.end(), a) == known.end())
-        throw ConfigError(fmt::format("{}: launch '{}' argument '{}' is not a tensor of problem {}, 'out' or a scratch "
-                                      "buffer (known: {})",
-                                      space.source_name(), kernel, a, problem.name(), fmt::join(known, ", ")));
+        throw ConfigError(
+            fmt::format("{}: launch '{}' argument '{}' is not a tensor of problem {}, 'out' or a scratch "
+                        "buffer (known: {})",
+                        space.source_name(), kernel, a, problem.name(), fmt::join(known, ", ")));
 }
 
 namespace {
@@ -102,12 +104,14 @@ Shape resolve_shape(const Problem& problem, const Space& space,
   for (const auto& v : problem.dtype_variables()) names.push_back(v.name);
   for (const auto& [k, v] : dims)
     if (std::find(names.begin(), names.end(), k) == names.end())
-      throw ShapeError(fmt::format("--{} is not a dimension of problem {} (it takes {})", k, problem.name(), fmt::join(names, ", ")));
+      throw ShapeError(
+          fmt::format("--{} is not a dimension of problem {} (it takes {})", k, problem.name(), fmt::join(names, ", ")));
   Shape shape = resolve_dtypes(problem, dims);
   for (const auto& d : problem.dims()) {
     auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& p) { return p.first == d; });
     if (it != dims.end() && dtype_of_flag_value(it->second))
-      throw ShapeError(fmt::format("--{} {}: a dimension is a positive integer", d, dtype_name(*dtype_of_flag_value(it->second))));
+      throw ShapeError(
+          fmt::format("--{} {}: a dimension is a positive integer", d, dtype_name(*dtype_of_flag_value(it->second))));
     if (it != dims.end()) {
       shape.set(d, it->second);
     } else if (auto def = space.default_dims().find(d); def != space.default_dims().end()) {

@@ -63,9 +63,10 @@ using NotPassed = std::map<fs::path, std::string>;
 std::vector<fs::path> headers_under(const fs::path& root, const std::vector<fs::path>& allowed, NotPassed* not_passed,
                                     const SourceFail& fail) {
   auto too_big = [&] {
-    fail(fmt::format("the folder {} holds more than {} headers, {} entries or 64 MiB; give the kernel a folder of its own "
-                     "and list only the folders it includes from in 'include_dirs'",
-                     root.string(), kMaxHeaders, kMaxEntries));
+    fail(
+        fmt::format("the folder {} holds more than {} headers, {} entries or 64 MiB; give the kernel a folder of its own "
+                    "and list only the folders it includes from in 'include_dirs'",
+                    root.string(), kMaxHeaders, kMaxEntries));
   };
   std::vector<fs::path> found;
   std::size_t entries = 0;
@@ -109,8 +110,8 @@ fs::path find_template(const SourceFolders& f, const SourceFail& fail) {
 }
 
 struct IncludeContext {
-  std::vector<fs::path> roots;         // the template's folder, then include_dirs
-  std::vector<fs::path> allowed;       // the same, canonical
+  std::vector<fs::path> roots;              // the template's folder, then include_dirs
+  std::vector<fs::path> allowed;            // the same, canonical
   std::map<fs::path, std::string> by_path;  // canonical path -> the header's name for NVRTC
   NotPassed not_passed;
   const SourceFail* fail = nullptr;
@@ -122,8 +123,9 @@ struct IncludeContext {
 std::optional<std::string> include_target(const IncludeDirective& d, const fs::path& including, const std::string& where,
                                           const IncludeContext& c) {
   const SourceFail& fail = *c.fail;
-  const std::string outside = "outside the template's folder and include_dirs; NVRTC is given only those folders' headers: add "
-                              "its folder to 'include_dirs' in the problem file and include it by its name there";
+  const std::string outside =
+      "outside the template's folder and include_dirs; NVRTC is given only those folders' headers: add "
+      "its folder to 'include_dirs' in the problem file and include it by its name there";
   if (d.delimiter == 0)
     fail(fmt::format("{}: '#include {}' names no file; write the file's name in quotes, so tune can check what NVRTC reads",
                      where, d.name));
@@ -139,10 +141,12 @@ std::optional<std::string> include_target(const IncludeDirective& d, const fs::p
     if (!fs::exists(p, ec)) continue;
     const fs::path real = canonical_or_self(p);
     if (const auto h = c.by_path.find(real); h != c.by_path.end()) return h->second;
-    if (!inside(real, c.allowed)) fail(fmt::format("{}: #include \"{}\" reads {}, {}", where, d.name, real.string(), outside));
-    fail(fmt::format("{}: #include \"{}\" reads {}, which is not passed to NVRTC (only .cuh, .h, .hpp, .inc and .cu files "
-                     "are); rename it",
-                     where, d.name, real.string()));
+    if (!inside(real, c.allowed))
+      fail(fmt::format("{}: #include \"{}\" reads {}, {}", where, d.name, real.string(), outside));
+    fail(
+        fmt::format("{}: #include \"{}\" reads {}, which is not passed to NVRTC (only .cuh, .h, .hpp, .inc and .cu files "
+                    "are); rename it",
+                    where, d.name, real.string()));
   }
   return std::nullopt;
 }
@@ -151,7 +155,8 @@ std::optional<std::string> include_target(const IncludeDirective& d, const fs::p
 // relative to the including file to the header's name, so NVRTC, which matches names literally,
 // reads the file a C preprocessor would.
 void resolve_includes(KernelSources& s, IncludeContext& c) {
-  for (std::size_t i = 0; i < s.headers.size(); ++i) c.by_path.emplace(canonical_or_self(s.files[i + 1]), s.headers[i].first);
+  for (std::size_t i = 0; i < s.headers.size(); ++i)
+    c.by_path.emplace(canonical_or_self(s.files[i + 1]), s.headers[i].first);
   for (std::size_t i = 0; i <= s.headers.size(); ++i) {
     std::string& text = i == 0 ? s.main : s.headers[i - 1].second;
     const std::vector<IncludeDirective> directives = include_directives(text);
@@ -205,8 +210,8 @@ std::vector<IncludeDirective> include_directives(const std::string& t) {
       i = std::min(t.find('\n', i), t.size());
     } else if (t.compare(i, 2, "/*") == 0) {
       const std::size_t stop = std::min(t.find("*/", i + 2), t.size() - 2) + 2;
-      line += static_cast<std::size_t>(std::count(t.begin() + static_cast<std::ptrdiff_t>(i),
-                                                  t.begin() + static_cast<std::ptrdiff_t>(stop), '\n'));
+      line += static_cast<std::size_t>(
+          std::count(t.begin() + static_cast<std::ptrdiff_t>(i), t.begin() + static_cast<std::ptrdiff_t>(stop), '\n'));
       i = stop;
     } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
       ++i;
@@ -235,7 +240,8 @@ std::string header_for_nvcc(const KernelSources& sources, std::size_t index) {
   if (dir.empty()) return text;
   const std::vector<IncludeDirective> directives = include_directives(text);
   for (auto d = directives.rbegin(); d != directives.rend(); ++d) {
-    const bool header = std::any_of(sources.headers.begin(), sources.headers.end(), [&](const auto& h) { return h.first == d->name; });
+    const bool header =
+        std::any_of(sources.headers.begin(), sources.headers.end(), [&](const auto& h) { return h.first == d->name; });
     if (d->delimiter == '"' && header)
       text.replace(d->begin + 1, d->end - d->begin - 2, fs::path(d->name).lexically_relative(dir).generic_string());
   }
@@ -264,15 +270,17 @@ std::shared_ptr<KernelSources> load_kernel_sources(const SourceFolders& f, const
       const std::string name = file.lexically_relative(root).generic_string();
       if (canonical_or_self(file) == main) continue;
       if (std::any_of(out->headers.begin(), out->headers.end(), [&](const auto& h) { return h.first == name; })) {
-        c.not_passed[file.lexically_normal()] = fmt::format("{} is shadowed by the header of that name in an earlier folder", name);
+        c.not_passed[file.lexically_normal()] =
+            fmt::format("{} is shadowed by the header of that name in an earlier folder", name);
         continue;
       }
       out->headers.emplace_back(name, read_source(file, fail));
       out->files.push_back(file);
       bytes += out->headers.back().second.size();
       if (bytes > kMaxBytes)
-        fail(fmt::format("the folder {} holds more than {} headers, {} entries or 64 MiB; give the kernel a folder of its own",
-                         root.string(), kMaxHeaders, kMaxEntries));
+        fail(fmt::format(
+            "the folder {} holds more than {} headers, {} entries or 64 MiB; give the kernel a folder of its own",
+            root.string(), kMaxHeaders, kMaxEntries));
     }
   }
   resolve_includes(*out, c);

@@ -17,10 +17,10 @@ namespace tune {
 using SourceFail = std::function<void(const std::string&)>;
 
 struct SourceFolders {
-  std::filesystem::path base;                         // the problem file's folder
-  std::string template_name;                          // relative to base
-  std::vector<std::filesystem::path> template_dirs;   // where else the template may be
-  std::vector<std::string> include_dirs;              // relative to base
+  std::filesystem::path base;                        // the problem file's folder
+  std::string template_name;                         // relative to base
+  std::vector<std::filesystem::path> template_dirs;  // where else the template may be
+  std::vector<std::string> include_dirs;             // relative to base
 };
 
 // The template and every header of its folder and of include_dirs (at most 256 headers and

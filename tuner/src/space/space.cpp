@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
+#include "core/expr.hpp"
 #include "core/json_file.hpp"
 #include "problem/dtype_vars.hpp"
 #include "problem/json_check.hpp"
-#include "core/expr.hpp"
 #include "space/kernel_scan.hpp"
 #include "space/sources.hpp"
 #include "space/space_impl.hpp"
@@ -79,7 +79,8 @@ void Space::check_shape(const Shape& shape) const {
   dtype_vars::bind(s.dtype_vars, s.dtype_slots, shape, s.table);
   for (const ShapeRule& r : s.shape_rules) {
     const double v = r.expr.eval();
-    if (!(v != 0) || std::isnan(v)) throw ShapeError(fmt::format("shape {} is not supported: {}", shape.describe(), r.message));
+    if (!(v != 0) || std::isnan(v))
+      throw ShapeError(fmt::format("shape {} is not supported: {}", shape.describe(), r.message));
   }
 }
 
@@ -107,8 +108,10 @@ class Tally {
  public:
   Tally(Enumeration& out, const SpaceProgressFn& progress, std::uint64_t of) : out_(out), progress_(progress), of_(of) {}
   void add(const Config& c, const std::string& violated) {
-    if (violated.empty()) out_.configs.push_back(c);
-    else if (rejected_[violated]++ == 0) order_.push_back(violated);
+    if (violated.empty())
+      out_.configs.push_back(c);
+    else if (rejected_[violated]++ == 0)
+      order_.push_back(violated);
     if (progress_ && (++checked_ & 0xffff) == 0) progress_({checked_, of_, out_.configs.size()});
   }
   ~Tally() {
@@ -131,10 +134,11 @@ Enumeration Space::enumerate(const Shape& shape, const DeviceLimits& limits, std
                              const SpaceProgressFn& progress) const {
   const std::uint64_t count = size();
   if (count > max_configurations)
-    throw InputError(fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
-                                 "--max-space {} allows to enumerate; restrict the parameters' values, sample it with "
-                                 "--budget N, or raise --max-space",
-                                 impl_->source_name, describe_count(count), max_configurations));
+    throw InputError(
+        fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
+                    "--max-space {} allows to enumerate; restrict the parameters' values, sample it with "
+                    "--budget N, or raise --max-space",
+                    impl_->source_name, describe_count(count), max_configurations));
   std::lock_guard lock(impl_->mutex);
   const Impl& s = *impl_;
   Enumeration out;
@@ -220,8 +224,10 @@ Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimit
     if (!holds(b.when)) continue;
     const std::int64_t n = s.integer(b.elements, "scratch '" + b.name + "' elements");
     if (n > kMaxScratchElements)
-      s.fail(fmt::format("scratch '{}' elements '{}' gives {}, more than 2^40 (4 TiB of float32); constrain the shape or "
-                         "the parameters", b.name, b.elements.text(), n));
+      s.fail(
+          fmt::format("scratch '{}' elements '{}' gives {}, more than 2^40 (4 TiB of float32); constrain the shape or "
+                      "the parameters",
+                      b.name, b.elements.text(), n));
     out.scratch.push_back({b.name, {n}});
   }
   if (out.launches.empty()) s.fail("no launch applies to configuration " + name(config));
@@ -276,16 +282,14 @@ std::string Space::name(const Config& config) const {
   std::string out;
   for (std::size_t p = 0; p < impl_->parameters.size(); ++p) {
     const auto& v = impl_->parameters[p].values.at(config.choice.at(p));
-    out += fmt::format("{}{}={}", p ? "," : "", impl_->parameters[p].name,
-                       v.is_string() ? v.get<std::string>() : v.dump());
+    out += fmt::format("{}{}={}", p ? "," : "", impl_->parameters[p].name, v.is_string() ? v.get<std::string>() : v.dump());
   }
   return out;
 }
 
 std::int64_t Space::numeric(const Config& config, const std::string& parameter) const {
   for (std::size_t p = 0; p < impl_->parameters.size(); ++p)
-    if (impl_->parameters[p].name == parameter)
-      return static_cast<std::int64_t>(impl_->value_of(p, config.choice.at(p)));
+    if (impl_->parameters[p].name == parameter) return static_cast<std::int64_t>(impl_->value_of(p, config.choice.at(p)));
   throw InputError("unknown parameter '" + parameter + "'");
 }
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "problem/dtype_vars.hpp"
 #include "core/expr.hpp"
+#include "problem/dtype_vars.hpp"
 #include "space/sources.hpp"
 #include "tune/errors.hpp"
 #include "tune/space.hpp"
@@ -51,7 +51,6 @@ struct Scratch {
   space::Expression when;
 };
 
-
 }  // namespace space_file
 
 struct Space::Impl {
@@ -84,10 +83,11 @@ struct Space::Impl {
   space::Expression expression(const Json& j, const std::string& where) const {
     if (!j.is_string() && !j.is_number() && !j.is_boolean()) fail(where + " must be an expression string");
     // One initialisation, not an assignment after it: GCC 12's -Wrestrict misreads the latter at -O3.
-    const std::string text =
-        j.is_boolean() ? std::string(j.get<bool>() ? "1" : "0") : j.is_string() ? j.get<std::string>() : j.dump();
-    const auto unknown = space::unknown_names(
-        text, [&](const std::string& n) { return table.has(n) || table.constants().count(n) > 0; });
+    const std::string text = j.is_boolean()  ? std::string(j.get<bool>() ? "1" : "0")
+                             : j.is_string() ? j.get<std::string>()
+                                             : j.dump();
+    const auto unknown =
+        space::unknown_names(text, [&](const std::string& n) { return table.has(n) || table.constants().count(n) > 0; });
     if (!unknown.empty())
       fail(fmt::format("{} '{}' uses '{}', which is not a dimension, parameter or derived value declared before it", where,
                        text, unknown.front()));
@@ -131,9 +131,10 @@ struct Space::Impl {
   std::int64_t arg_value(const std::string& kernel, const std::string& name) const {
     const double v = table.get(table.slot(name));
     if (!std::isfinite(v) || v != std::floor(v) || v < -2147483648.0 || v > 2147483647.0)
-      fail(fmt::format("launch '{}' template argument '{}' is {}, not an integer that fits an int; make it an integer "
-                       "expression (cdiv, floor) or constrain it",
-                       kernel, name, v));
+      fail(
+          fmt::format("launch '{}' template argument '{}' is {}, not an integer that fits an int; make it an integer "
+                      "expression (cdiv, floor) or constrain it",
+                      kernel, name, v));
     return static_cast<std::int64_t>(v);
   }
 
@@ -149,7 +150,8 @@ struct Space::Impl {
   unsigned geometry(const space::Expression& e, const std::string& where, std::int64_t limit) const {
     const std::int64_t v = integer(e, where);
     if (v < 1 || v > limit)
-      fail(fmt::format("{} '{}' gives {}, outside [1, {}]; constrain the shape or the parameters", where, e.text(), v, limit));
+      fail(fmt::format("{} '{}' gives {}, outside [1, {}]; constrain the shape or the parameters", where, e.text(), v,
+                       limit));
     return static_cast<unsigned>(v);
   }
 

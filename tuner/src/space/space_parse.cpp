@@ -34,7 +34,8 @@ Space Space::load(const std::filesystem::path& file, const std::vector<std::file
   } catch (const InputError& e) {
     throw ConfigError(e.what());
   }
-  return parse(json, file.string(), file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path(), template_dirs);
+  return parse(json, file.string(), file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path(),
+               template_dirs);
 }
 
 const Json& Space::Impl::need(const Json& obj, const char* key, Json::value_t type, const std::string& where) const {
@@ -68,7 +69,8 @@ const Json& Space::Impl::parse_shape(const Json& json) {
   if (shape.contains("defaults")) {
     for (const auto& [k, v] : shape.at("defaults").items()) {
       if (std::find(dims.begin(), dims.end(), k) == dims.end()) fail("'shape.defaults' names unknown dimension '" + k + "'");
-      if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) fail("'shape.defaults." + k + "' must be a positive integer");
+      if (!v.is_number_integer() || v.get<std::int64_t>() <= 0)
+        fail("'shape.defaults." + k + "' must be a positive integer");
       defaults[k] = v.get<std::int64_t>();
     }
   }
@@ -95,8 +97,10 @@ void Space::Impl::parse_parameter_value(const Json& v, std::size_t i, const std:
     numeric.push_back(static_cast<double>(i));
     // A string value is a constant of every expression: it may not take a device limit's name.
     if (v.get<std::string>().starts_with("dev_"))
-      fail(fmt::format("{} value {}: names starting with dev_ are the device's limits (dev_max_threads, "
-                       "dev_max_smem, dev_sm_count, dev_cc); rename it", where, v.dump()));
+      fail(
+          fmt::format("{} value {}: names starting with dev_ are the device's limits (dev_max_threads, "
+                      "dev_max_smem, dev_sm_count, dev_cc); rename it",
+                      where, v.dump()));
     try {
       table.define_constant(v.get<std::string>(), static_cast<double>(i));
     } catch (const std::invalid_argument& e) {
@@ -140,9 +144,12 @@ void Space::Impl::parse_parameters(const Json& json) {
       param.absent = p.at("absent");
     }
     if (param.name.starts_with("dev_"))
-      fail(fmt::format("{}: names starting with dev_ are the device's limits (dev_max_threads, dev_max_smem, "
-                       "dev_sm_count, dev_cc); rename it", where));
-    param_slots.push_back(declare_name(param.name, where, where + " is defined twice (or shares its name with a dimension)"));
+      fail(
+          fmt::format("{}: names starting with dev_ are the device's limits (dev_max_threads, dev_max_smem, "
+                      "dev_sm_count, dev_cc); rename it",
+                      where));
+    param_slots.push_back(
+        declare_name(param.name, where, where + " is defined twice (or shares its name with a dimension)"));
     parameters.push_back(std::move(param));
   }
   dev_threads = table.declare("dev_max_threads");
@@ -163,8 +170,10 @@ void Space::Impl::parse_derived(const Json& json) {
       const auto name = need(d, "name", Json::value_t::string, "a derived value").get<std::string>();
       if (!d.contains("expr")) fail("derived value '" + name + "' has no 'expr'");
       if (name.starts_with("dev_"))
-        fail(fmt::format("derived value '{}': names starting with dev_ are the device's limits (dev_max_threads, "
-                         "dev_max_smem, dev_sm_count, dev_cc); rename it", name));
+        fail(
+            fmt::format("derived value '{}': names starting with dev_ are the device's limits (dev_max_threads, "
+                        "dev_max_smem, dev_sm_count, dev_cc); rename it",
+                        name));
       declare_name(name, "derived value '" + name + "'",
                    "derived value '" + name + "' is defined twice (or shares a parameter's name)");
       derived_src.emplace_back(name, d.at("expr"));
@@ -225,8 +234,7 @@ void Space::Impl::parse_launches(const Json& json) {
     if (!l.contains("grid") || !l.contains("block")) fail(where + " needs 'grid' and 'block'");
     launches.push_back(Launch{kernel, expression(l.value("when", Json("1")), where + " 'when'"), std::move(targs),
                               dims3(l.at("grid"), where + " 'grid'"), dims3(l.at("block"), where + " 'block'"),
-                              expression(l.value("dynamic_smem", Json("0")), where + " 'dynamic_smem'"),
-                              std::move(args)});
+                              expression(l.value("dynamic_smem", Json("0")), where + " 'dynamic_smem'"), std::move(args)});
   }
 }
 

@@ -80,10 +80,10 @@ std::vector<float> flatten(const std::vector<std::vector<float>>& x, std::size_t
 // trees per member, whose bootstraps agree more, stopped early and missed in 2 of 10. Two threads:
 // the compile pool has the cores.
 constexpr int kRounds = 1;
-constexpr std::pair<const char*, const char*> kParams[] = {
-    {"objective", "reg:squarederror"}, {"max_depth", "10"}, {"eta", "1"}, {"lambda", "0"},
-    {"min_child_weight", "1"},         {"colsample_bynode", "0.8"}, {"nthread", "2"}, {"verbosity", "0"},
-    {"tree_method", "exact"}};
+constexpr std::pair<const char*, const char*> kParams[] =
+    {{"objective", "reg:squarederror"}, {"max_depth", "10"},         {"eta", "1"},     {"lambda", "0"},
+     {"min_child_weight", "1"},         {"colsample_bynode", "0.8"}, {"nthread", "2"}, {"verbosity", "0"},
+     {"tree_method", "exact"}};
 
 }  // namespace
 
@@ -115,7 +115,8 @@ void Surrogate::fit(const std::vector<std::vector<float>>& x, const std::vector<
     TUNE_XGB(XGDMatrixSetFloatInfo(train.get(), "weight", weight.data(), weight.size()));
     Booster b(train);
     for (const auto& [k, v] : kParams) TUNE_XGB(XGBoosterSetParam(b.get(), k, v));
-    TUNE_XGB(XGBoosterSetParam(b.get(), "seed", std::to_string((seed_ + static_cast<std::uint64_t>(m)) % 2147483647).c_str()));
+    TUNE_XGB(
+        XGBoosterSetParam(b.get(), "seed", std::to_string((seed_ + static_cast<std::uint64_t>(m)) % 2147483647).c_str()));
     for (int round = 0; round < kRounds; ++round) TUNE_XGB(XGBoosterUpdateOneIter(b.get(), round, train.get()));
     members_->boosters.push_back(std::move(b));
   }
@@ -152,8 +153,7 @@ std::string Surrogate::library_version() {
 }
 
 ModelStep model_step(const std::vector<Config>& all, const std::vector<std::optional<double>>& log_time,
-                     const std::vector<char>& failed, const std::vector<char>& excluded,
-                     const ModelOptions& options) {
+                     const std::vector<char>& failed, const std::vector<char>& excluded, const ModelOptions& options) {
   if (log_time.size() != all.size() || failed.size() != all.size() || excluded.size() != all.size())
     throw std::invalid_argument("model_step: one observation slot per configuration");
   auto row = [&](std::size_t i) {
@@ -196,7 +196,8 @@ ModelStep model_step(const std::vector<Config>& all, const std::vector<std::opti
     return step;
   }
   if (x.size() < 2) {  // too little to fit: the next ones in order
-    for (std::size_t k = 0; k < std::min(options.batch, candidate_index.size()); ++k) step.next.push_back(candidate_index[k]);
+    for (std::size_t k = 0; k < std::min(options.batch, candidate_index.size()); ++k)
+      step.next.push_back(candidate_index[k]);
     return step;
   }
   Surrogate model(options.members, options.seed);
@@ -210,9 +211,10 @@ ModelStep model_step(const std::vector<Config>& all, const std::vector<std::opti
   step.best_bound_ratio = std::exp(bound[order.front()] - best);
   if (step.best_bound_ratio > 1.0 - options.min_gain) {
     step.stop = true;
-    step.why = fmt::format("no configuration left is predicted (mean - {:g} x spread) to beat the best by {:g} %: the "
-                           "most promising one's bound is {:.3f}x the best",
-                           options.kappa, 100 * options.min_gain, step.best_bound_ratio);
+    step.why = fmt::format(
+        "no configuration left is predicted (mean - {:g} x spread) to beat the best by {:g} %: the "
+        "most promising one's bound is {:.3f}x the best",
+        options.kappa, 100 * options.min_gain, step.best_bound_ratio);
     return step;
   }
   for (std::size_t k = 0; k < order.size() && step.next.size() < options.batch; ++k)

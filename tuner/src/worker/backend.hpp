@@ -23,17 +23,28 @@ namespace tune {
 // TUNE_WORKER_FAULT's kinds (docs/testing.md): how a fault injected into a variant strikes. A
 // sanitizer's name makes the fake sanitizer report the variant under that tool.
 enum class InjectedFault {
-  kSegv, kAbort, kHang, kCuda, kTrap, kSpin, kEdge, kFlaky, kMemcheck, kRacecheck, kSynccheck, kInitcheck,
+  kSegv,
+  kAbort,
+  kHang,
+  kCuda,
+  kTrap,
+  kSpin,
+  kEdge,
+  kFlaky,
+  kMemcheck,
+  kRacecheck,
+  kSynccheck,
+  kInitcheck,
   kGateError
 };
-inline constexpr EnumName<InjectedFault> kInjectedFaultNames[] = {
-    {InjectedFault::kSegv, "segv"},           {InjectedFault::kAbort, "abort"},
-    {InjectedFault::kHang, "hang"},           {InjectedFault::kCuda, "cuda"},
-    {InjectedFault::kTrap, "trap"},           {InjectedFault::kSpin, "spin"},
-    {InjectedFault::kEdge, "edge"},           {InjectedFault::kFlaky, "flaky"},
-    {InjectedFault::kMemcheck, "memcheck"},   {InjectedFault::kRacecheck, "racecheck"},
-    {InjectedFault::kSynccheck, "synccheck"}, {InjectedFault::kInitcheck, "initcheck"},
-    {InjectedFault::kGateError, "gate_error"}};
+inline constexpr EnumName<InjectedFault> kInjectedFaultNames[] =
+    {{InjectedFault::kSegv, "segv"},           {InjectedFault::kAbort, "abort"},
+     {InjectedFault::kHang, "hang"},           {InjectedFault::kCuda, "cuda"},
+     {InjectedFault::kTrap, "trap"},           {InjectedFault::kSpin, "spin"},
+     {InjectedFault::kEdge, "edge"},           {InjectedFault::kFlaky, "flaky"},
+     {InjectedFault::kMemcheck, "memcheck"},   {InjectedFault::kRacecheck, "racecheck"},
+     {InjectedFault::kSynccheck, "synccheck"}, {InjectedFault::kInitcheck, "initcheck"},
+     {InjectedFault::kGateError, "gate_error"}};
 
 // What an init request sets up.
 struct WorkerSetup {
@@ -58,7 +69,7 @@ struct WorkerGateInput {
   std::uint64_t seed;
   ProblemData data;
   std::vector<double> reference;
-  double reference_s = 0;  // wall of its float64 reference (the inputs' run side by side)
+  double reference_s = 0;              // wall of its float64 reference (the inputs' run side by side)
   std::optional<double> module_error;  // the module's own error in the output's dtype (module rule)
 };
 

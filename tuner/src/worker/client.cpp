@@ -16,9 +16,9 @@
 
 #include <fmt/format.h>
 
-#include "worker/codec.hpp"
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
+#include "worker/codec.hpp"
 
 extern char** environ;
 
@@ -50,16 +50,26 @@ std::string self_exe() {
 
 std::string signal_name(int signal) {
   switch (signal) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGTRAP: return "SIGTRAP";
-    default: return "signal " + std::to_string(signal);
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGTRAP:
+      return "SIGTRAP";
+    default:
+      return "signal " + std::to_string(signal);
   }
 }
 
@@ -108,8 +118,8 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
     close(reply_fd_);
     throw DeviceError(fmt::format("cannot start the worker process ({})", std::strerror(rc)));
   }
-  Json request{{"op", "init"}, {"problem", problem}, {"shape", shape_to_json(init.shape)}, {"seed", init.seed}, {"device", init.device},
-               {"reference_timeout_s", reference_timeout_s()}};
+  Json request{{"op", "init"},      {"problem", problem},    {"shape", shape_to_json(init.shape)},
+               {"seed", init.seed}, {"device", init.device}, {"reference_timeout_s", reference_timeout_s()}};
   if (!init.reference) request["reference"] = false;
   if (!init.sanitizer_tool.empty()) {
     request["sanitizer_tool"] = init.sanitizer_tool;
@@ -205,9 +215,11 @@ WorkerAnswer<Json> WorkerProcess::receive(double deadline_s) {
 std::string WorkerProcess::wait_ready(double deadline_s) {
   const auto [r, fault, culprit] = receive(deadline_s);
   if (!r)
-    throw DeviceError(fault.kind == FaultKind::kTimeout ? fmt::format("the worker process did not start within {} s", deadline_s)
-                      : fault.kind == FaultKind::kSignal ? "the worker process was killed by " + fault.signal + " while starting"
-                                               : fmt::format("the worker process exited with code {} while starting", fault.exit_code));
+    throw DeviceError(fault.kind == FaultKind::kTimeout
+                          ? fmt::format("the worker process did not start within {} s", deadline_s)
+                      : fault.kind == FaultKind::kSignal
+                          ? "the worker process was killed by " + fault.signal + " while starting"
+                          : fmt::format("the worker process exited with code {} while starting", fault.exit_code));
   if (r->value("reply", "") != "ready") {
     const std::string message = r->value("message", "the worker process could not start");
     if (r->value("input_error", false)) throw InputError(message);

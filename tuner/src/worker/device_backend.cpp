@@ -5,9 +5,9 @@
 #include <stdexcept>
 
 #include "cuda/driver.hpp"
-#include "worker/backend.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
+#include "worker/backend.hpp"
 
 namespace tune {
 
@@ -38,7 +38,8 @@ class DeviceBackend final : public WorkerBackend {
     // timing data are drawn beside the parity data and their reference (issue 37).
     std::future<ProblemData> timing_draw;
     if (s.with_reference)
-      timing_draw = std::async(std::launch::async, [&] { return problem_->make_data(shape_, s.seed, DataPurpose::kTiming); });
+      timing_draw =
+          std::async(std::launch::async, [&] { return problem_->make_data(shape_, s.seed, DataPurpose::kTiming); });
     const ProblemData parity = problem_->make_data(shape_, s.parity_seed, DataPurpose::kParity);
     std::vector<double> reference, module;
     if (s.with_reference) reference = problem_->reference(shape_, parity, reference_, &how, &module);
@@ -121,8 +122,11 @@ class DeviceBackend final : public WorkerBackend {
                        : kind == InjectedFault::kSpin ? "while (*(volatile int*)&tune_spin_flag == I) __nanosleep(1000);"
                                                       : "*(volatile int*)8 = I;";
     const CompileRequest req{std::string("__device__ int tune_spin_flag = 1;\n"
-                                         "template <int I> __global__ void tune_fault() { ") + body + " }",
-                             "tune_fault.cu", {"tune_fault<1>"}, default_options(device_cc_)};
+                                         "template <int I> __global__ void tune_fault() { ") +
+                                 body + " }",
+                             "tune_fault.cu",
+                             {"tune_fault<1>"},
+                             default_options(device_cc_)};
     CompileResult c = compile(req);
     if (!c.ok) throw std::runtime_error("the fault-injection kernel did not compile: " + c.log);
     c.lowered_names.assign(it.lowered[i].launches.size(), c.lowered_names.at(0));

@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
-#include "worker/backend.hpp"
-#include "worker/codec.hpp"
 #include "tune/errors.hpp"
 #include "tune/worker_protocol.hpp"
+#include "worker/backend.hpp"
+#include "worker/codec.hpp"
 
 namespace tune {
 
@@ -74,7 +74,8 @@ class FakeBackend final : public WorkerBackend {
     if (s.with_reference) {
       std::vector<double> module;
       const std::vector<double> ref =
-          problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend, &how, &module);
+          problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend, &how,
+                              &module);
       module_error_ = module_error(module, ref);
     }
     return how;
@@ -261,9 +262,8 @@ bool worker_fake_mode() {
 
 std::vector<std::string> worker_test_hooks() {
   std::vector<std::string> out;
-  for (const char* name : {"TUNE_WORKER_FAKE", "TUNE_WORKER_FAKE_DELAY_MS", "TUNE_WORKER_FAULT",
-                           "TUNE_WORKER_FAKE_DEVICES", "TUNE_WORKER_FAKE_FAIL_DEVICE", "TUNE_WORKER_FAKE_SMS",
-                           "TUNE_WORKER_FAKE_SMEM"})
+  for (const char* name : {"TUNE_WORKER_FAKE", "TUNE_WORKER_FAKE_DELAY_MS", "TUNE_WORKER_FAULT", "TUNE_WORKER_FAKE_DEVICES",
+                           "TUNE_WORKER_FAKE_FAIL_DEVICE", "TUNE_WORKER_FAKE_SMS", "TUNE_WORKER_FAKE_SMEM"})
     if (const char* v = worker_env(name)) out.push_back(std::string(name) + "=" + v);
   return out;
 }

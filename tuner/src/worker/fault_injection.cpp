@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "tune/errors.hpp"
 #include "worker/backend.hpp"
 #include "worker/codec.hpp"
-#include "tune/errors.hpp"
 
 namespace tune {
 
@@ -23,8 +23,8 @@ namespace {
 // The faults each request stages in the backend.
 constexpr InjectedFault kKernelFaults[] = {InjectedFault::kCuda, InjectedFault::kTrap, InjectedFault::kSpin};
 constexpr InjectedFault kGateFaults[] = {InjectedFault::kEdge, InjectedFault::kFlaky};
-constexpr InjectedFault kSanitizerFaults[] = {InjectedFault::kMemcheck, InjectedFault::kRacecheck,
-                                              InjectedFault::kSynccheck, InjectedFault::kInitcheck};
+constexpr InjectedFault kSanitizerFaults[] = {InjectedFault::kMemcheck, InjectedFault::kRacecheck, InjectedFault::kSynccheck,
+                                              InjectedFault::kInitcheck};
 
 struct Fault {
   std::string substring;

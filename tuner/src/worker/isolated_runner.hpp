@@ -6,22 +6,22 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ranges>
-#include <climits>
-#include <cmath>
-#include <csignal>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <condition_variable>
-#include <ctime>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <ranges>
+#include <set>
 #include <thread>
 
 #include <cuda.h>
@@ -60,14 +60,18 @@ inline void record_loss(VariantRecord& rec, const FaultRecord& f, const std::str
 class IsolatedRunner {
  public:
   IsolatedRunner(WorkerInit init, double timeout_override_s, RunContext& ctx, std::function<void(const std::string&)> log)
-      : init_(std::move(init)), override_s_(timeout_override_s), iso_(&ctx.isolation), reference_(&ctx.reference),
+      : init_(std::move(init)),
+        override_s_(timeout_override_s),
+        iso_(&ctx.isolation),
+        reference_(&ctx.reference),
         log_(std::move(log)) {
     iso_->first_variant_timeout_s = override_s_ > 0 ? override_s_ : kFirstDeadlineS;
     iso_->variant_timeout_s = iso_->first_variant_timeout_s;
-    iso_->timeout_rule = override_s_ > 0
-        ? "--variant-timeout for each variant (times the variant count for the strict re-measure)"
-        : "10 s until the baseline is timed; then max(5 s, 2 s + 2 x the stop rule's wall cap + 50 x the launches of "
-          "one evaluation x the baseline's median), times the variant count for the strict re-measure";
+    iso_->timeout_rule =
+        override_s_ > 0
+            ? "--variant-timeout for each variant (times the variant count for the strict re-measure)"
+            : "10 s until the baseline is timed; then max(5 s, 2 s + 2 x the stop rule's wall cap + 50 x the launches of "
+              "one evaluation x the baseline's median), times the variant count for the strict re-measure";
   }
 
   // The next pass of the same run (an adaptive search strategy) keeps this worker, its data and its

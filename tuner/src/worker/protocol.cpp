@@ -15,9 +15,7 @@ namespace {
 
 using Clock = PipeReader::Clock;
 
-double remaining_s(Clock::time_point deadline) {
-  return std::chrono::duration<double>(deadline - Clock::now()).count();
-}
+double remaining_s(Clock::time_point deadline) { return std::chrono::duration<double>(deadline - Clock::now()).count(); }
 
 }  // namespace
 

@@ -16,10 +16,10 @@
 
 #include <fmt/format.h>
 
-#include "worker/backend.hpp"
-#include "worker/codec.hpp"
 #include "tune/errors.hpp"
 #include "tune/worker_protocol.hpp"
+#include "worker/backend.hpp"
+#include "worker/codec.hpp"
 
 namespace tune {
 
@@ -30,7 +30,8 @@ namespace {
 class Worker {
  public:
   explicit Worker(int reply_fd)
-      : reply_fd_(reply_fd), backend_(with_injected_faults(worker_fake_mode() ? make_fake_backend() : make_device_backend())) {
+      : reply_fd_(reply_fd),
+        backend_(with_injected_faults(worker_fake_mode() ? make_fake_backend() : make_device_backend())) {
     backend_->on_phase([this](const std::string& phase, int item) { reply({{"phase", phase}, {"item", item}}); });
   }
 
@@ -53,12 +54,18 @@ class Worker {
           backend_->quit();
           return 0;
         }
-        if (op == "init") init(request);
-        else if (op == "floor") floor();
-        else if (op == "evaluate" || op == "remeasure") measure(op, request);
-        else if (op == "gate") gate(request);
-        else if (op == "sanitize") sanitize(request);
-        else throw InputError("unknown request '" + op + "'");
+        if (op == "init")
+          init(request);
+        else if (op == "floor")
+          floor();
+        else if (op == "evaluate" || op == "remeasure")
+          measure(op, request);
+        else if (op == "gate")
+          gate(request);
+        else if (op == "sanitize")
+          sanitize(request);
+        else
+          throw InputError("unknown request '" + op + "'");
       } catch (const InputError& e) {  // the user's to fix (a failing reference, ...): exit 2 in tune
         reply({{"reply", "error"}, {"message", e.what()}, {"input_error", true}});
       } catch (const std::exception& e) {
@@ -137,9 +144,11 @@ class Worker {
     const std::vector<std::string> edge_cases = problem_->edge_cases(shape_);
     std::vector<std::future<ProblemData>> drawing;
     for (const auto seed : seeds)
-      drawing.push_back(std::async(std::launch::async, [this, seed] { return problem_->make_data(shape_, seed, DataPurpose::kParity); }));
+      drawing.push_back(
+          std::async(std::launch::async, [this, seed] { return problem_->make_data(shape_, seed, DataPurpose::kParity); }));
     if (!edge_cases.empty())  // the parity data, drawn once for every edge case
-      drawing.push_back(std::async(std::launch::async, [this] { return problem_->make_data(shape_, parity_seed_, DataPurpose::kParity); }));
+      drawing.push_back(std::async(std::launch::async,
+                                   [this] { return problem_->make_data(shape_, parity_seed_, DataPurpose::kParity); }));
     std::vector<ProblemData> drawn;
     for (auto& d : drawing) drawn.push_back(d.get());  // every draw ends before a failure is thrown on
     std::vector<WorkerGateInput> inputs;
@@ -170,8 +179,12 @@ class Worker {
     }
     double reference_s = 0;  // side by side: the slowest one's
     for (const auto& in : inputs) reference_s = std::max(reference_s, in.reference_s);
-    reply({{"reply", "records"}, {"records", list}, {"reference_s", reference_s}, {"draw_s", draw_s},
-           {"launches_s", std::max(0.0, gate_s - reference_s)}, {"exiting", false}});
+    reply({{"reply", "records"},
+           {"records", list},
+           {"reference_s", reference_s},
+           {"draw_s", draw_s},
+           {"launches_s", std::max(0.0, gate_s - reference_s)},
+           {"exiting", false}});
   }
 
   // Under compute-sanitizer: one launch of each item on the parity data, nothing measured. A sticky
