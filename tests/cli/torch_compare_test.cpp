@@ -20,6 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "tune/device.hpp"
+#include "tune/problem.hpp"
+#include "tune/torch_compare.hpp"
 
 namespace {
 
@@ -295,6 +298,28 @@ TEST(TorchCompare, AGateShorterThanTheModulesPreparationAddsLittleAndTheLineSays
   ASSERT_EQ(off.r.code, 0) << off.r.output;
   const Json& g = off.results.at("context").at("gate");
   EXPECT_EQ(g.at("added_s"), g.at("wall_s"));
+}
+
+// A TorchBeside dropped without wait() (the gate threw: the run ends otherwise) stops its harness
+// while it waits: nothing is timed, no harness is left waiting. In process, on the fake harness.
+TEST(TorchCompare, AHarnessBesideAGateThatThrowsIsStoppedUntimed) {
+  const fs::path dir = fresh("beside_dropped");
+  setenv("TUNE_TORCH_HARNESS", kHarness.c_str(), 1);
+  setenv("FAKE_TORCH_TIMELINE", (dir / "timeline").c_str(), 1);
+  setenv("FAKE_TORCH_CALLS", (dir / "calls").c_str(), 1);
+  tune::DeviceInfo device;
+  device.name = "Fixture GPU";
+  device.cc_major = 9;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    tune::TorchBeside beside(tune::find_problem("contact"), tune::Shape({{"B", 2}, {"N", 8}, {"C", 16}, {"H", 8}}), device,
+                             tune::TorchCompare{.seed = 7, .fake_device = true}, [](const std::string&) {});
+    beside.quiet();  // prepared: the harness waits for its release
+    ASSERT_TRUE(fs::exists(dir / "calls")) << "the harness never ran --one";
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  EXPECT_FALSE(fs::exists(dir / "timeline")) << "the dropped harness was released and timed the module";
+  for (const char* v : {"TUNE_TORCH_HARNESS", "FAKE_TORCH_TIMELINE", "FAKE_TORCH_CALLS"}) unsetenv(v);
 }
 
 }  // namespace

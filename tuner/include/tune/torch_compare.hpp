@@ -37,6 +37,9 @@ struct TorchCompare {
   // Where a file appears when the module may be timed (TorchBeside), or empty: timed at once. The
   // harness prepares first (imports, builds, torch.compile's compile and first call), then waits.
   std::filesystem::path hold;
+  // Set: the harness is stopped, nothing timed (a TorchBeside dropped without wait(): the run ends
+  // otherwise, as when the gate throws).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // The cache's folder inside a compile cache's; empty with no_cache.
@@ -60,7 +63,7 @@ class TorchBeside {
  public:
   TorchBeside(const Problem& problem, const Shape& shape, const DeviceInfo& device, TorchCompare options,
               std::function<void(const std::string&)> log);
-  ~TorchBeside();  // released and joined: never a harness left waiting
+  ~TorchBeside();  // without wait(): the harness stopped and joined, never left waiting, nothing timed
   TorchBeside(const TorchBeside&) = delete;
   TorchBeside& operator=(const TorchBeside&) = delete;
   void quiet();        // returns once the harness waits (its preparation done) or has ended
@@ -71,6 +74,7 @@ class TorchBeside {
   std::filesystem::path go_;
   TorchRecord record_;
   std::atomic<bool> done_{false};
+  std::atomic<bool> cancelled_{false};
   std::jthread thread_;
   bool released_ = false;
 };

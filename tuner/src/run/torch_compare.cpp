@@ -113,7 +113,7 @@ std::string child_failure(const ChildResult& r, const Harness& h, double deadlin
 // hold: a held harness (TorchBeside) has its deadline from the moment it is released (the go file
 // appears): the gate it waits for has deadlines of its own. Then a run past it is kTimedOut too.
 ChildResult run_harness(const Harness& h, const std::vector<std::string>& args, double deadline_s, const LogFn& log,
-                        const std::filesystem::path& hold = {}) {
+                        const TorchCompare& c, const std::filesystem::path& hold = {}) {
   ChildOptions o;
   o.argv = {h.python, h.script.string()};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
@@ -127,7 +127,7 @@ ChildResult run_harness(const Harness& h, const std::vector<std::string>& args, 
     log(fmt::format("torch: still timing the module ({:.0f} s of {:g} s)", s - std::max(0.0, released_at), deadline_s));
   };
   o.stop_when = [&] {  // a Ctrl-C does not wait for torch.compile
-    if (stop_requested()) return true;
+    if (stop_requested() || (c.cancel && *c.cancel)) return true;
     if (hold.empty()) return false;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::error_code ec;
@@ -223,7 +223,7 @@ TorchRecord measure(const Problem& problem, const Shape& shape, const TorchCompa
   const double deadline_s = harness_timeout_s();
   log(fmt::format("torch: timing {}'s PyTorch module at {} ({}), on the run's inputs", problem.name(), shape.describe(),
                   fmt::join(mode_list(o.modes), " and ")));
-  const ChildResult r = run_harness(h, {"--one", dir.path().string()}, deadline_s, log, o.hold);
+  const ChildResult r = run_harness(h, {"--one", dir.path().string()}, deadline_s, log, o, o.hold);
   TorchRecord rec;
   rec.modes = mode_list(o.modes);
   rec.seconds = r.seconds;
@@ -293,7 +293,7 @@ TorchRecord compare(const Problem& problem, const Shape& shape, const DeviceInfo
   const std::vector<std::string> modes = mode_list(o.modes);
   const std::optional<Harness> h = find_harness();
   if (const std::string why = skip_reason(problem, o, h); !why.empty()) return skipped(modes, why);
-  const ChildResult r = run_harness(*h, {"--probe", problem.python_reference()->string()}, kProbeTimeoutS, log);
+  const ChildResult r = run_harness(*h, {"--probe", problem.python_reference()->string()}, kProbeTimeoutS, log, o);
   std::string why = child_failure(r, *h, kProbeTimeoutS);
   Json probe;
   try {
@@ -358,6 +358,7 @@ TorchBeside::TorchBeside(const Problem& problem, const Shape& shape, const Devic
   std::error_code ec;
   std::filesystem::remove(go_, ec);
   options.hold = go_;
+  options.cancel = &cancelled_;
   thread_ = std::jthread([this, &problem, shape, device, options, log = std::move(log)] {
     record_ = time_torch_module(problem, shape, device, options, log);
     done_ = true;
@@ -377,7 +378,7 @@ void TorchBeside::release() {
 }
 
 TorchRecord TorchBeside::wait() {
-  release();
+  if (!cancelled_) release();
   if (thread_.joinable()) thread_.join();
   std::error_code ec;
   if (!go_.empty()) {
@@ -387,7 +388,10 @@ TorchRecord TorchBeside::wait() {
   return record_;
 }
 
-TorchBeside::~TorchBeside() { (void)wait(); }
+TorchBeside::~TorchBeside() {
+  if (!released_) cancelled_ = true;
+  (void)wait();
+}
 
 std::string torch_comparison(const RunRecord& run) {
   const VariantRecord* w = run.winner ? run.find(*run.winner) : nullptr;
