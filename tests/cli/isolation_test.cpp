@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include <iterator>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -984,6 +986,29 @@ TEST(VerdictCache, Issue37_TheWinnersSanitizersRunBesideTheOutputChecks) {
   const std::string winner = fell.at("summary").at("winner").get<std::string>();
   EXPECT_NE(winner, c.order.front());
   EXPECT_EQ(variant(fell, winner).at("gate").at("tools").size(), 4u) << "the next one is sanitized";
+}
+
+// Issue 37: racecheck's run on the would-be winner is the gate's long pole; the output checks and
+// the three other tools, which finish well before it, run at niceness 10 beside it (studies/gate/
+// README.md, round 6) while the search's worker and racecheck's keep the tune's own.
+TEST(Gate, Issue37_TheOutputChecksAndTheShortToolsYieldTheCpusToRacecheck) {
+  const int base = getpriority(PRIO_PROCESS, 0);
+  if (base >= 10) GTEST_SKIP() << "the tests run at niceness " << base << ": nothing can yield below it";
+  const std::string out = fresh_dir("gate_nice");
+  const std::string log = out + "/nice.log";
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAKE_NICE_LOG=" + log,
+                       cached_run_args(out, fresh_dir("gate_nice_cache")));
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::map<std::string, std::set<int>> seen;  // role -> the niceness of each of its workers
+  std::istringstream lines(read_text(log));
+  for (std::string role; lines >> role;) {
+    int nice = 0;
+    lines >> nice;
+    seen[role].insert(nice);
+  }
+  const std::map<std::string, std::set<int>> want = {{"search", {base}}, {"racecheck", {base}}, {"outputs", {10}},
+                                                     {"memcheck", {10}}, {"synccheck", {10}},   {"initcheck", {10}}};
+  EXPECT_EQ(seen, want) << read_text(log);
 }
 
 // ---- The gate never fails open (issue 34) ------------------------------------------------------

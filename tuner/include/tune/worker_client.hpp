@@ -32,6 +32,8 @@ struct WorkerInit {
   std::vector<std::string> launcher;
   // Under a sanitizer: the tool and its log file (a fake worker writes its planted reports there).
   std::string sanitizer_tool, sanitizer_log;
+  // > 0: the process (and its launcher) runs at this niceness: gate work beside its longest part.
+  int nice = 0;
 };
 
 // One variant sent to the worker: its CUBIN, its launches and the record to fill.

@@ -22,6 +22,12 @@ constexpr double kInitDeadlineS = 300, kGateDeadlineS = 300, kSanitizeDeadlineS 
 // Reports of one tool kept per variant (the rest are counted: a kernel with a defect in every block
 // can have hundreds); kSanitizerReportLines of each.
 constexpr std::size_t kFindingsPerTool = 8;
+// The gate's long pole is racecheck's run on the would-be winner (6 to 24 s on the H200's shapes
+// of record, the other tools under 1 s: studies/gate/README.md). Its worker keeps the CPUs it
+// needs to start (drawing the parity data, the context under the tool); the output checks and the
+// other tools, which finish well before it, run at this niceness beside it.
+constexpr const char* kLongPoleTool = "racecheck";
+constexpr int kBesideLongPoleNice = 10;
 
 inline std::string describe_loss(const FaultRecord& f) {
   const std::string phase = f.phase.empty() ? "" : " during " + f.phase;

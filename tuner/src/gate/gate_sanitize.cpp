@@ -131,6 +131,7 @@ class ToolPass {
     if (tool_ == "memcheck") init.launcher.insert(init.launcher.end(), {"--padding", "65536"});
     init.sanitizer_tool = tool_;
     init.sanitizer_log = log_file.string();
+    if (tool_ != kLongPoleTool) init.nice = kBesideLongPoleNice;
     return init;
   }
 

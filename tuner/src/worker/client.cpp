@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,6 +119,9 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
     close(reply_fd_);
     throw DeviceError(fmt::format("cannot start the worker process ({})", std::strerror(rc)));
   }
+  // posix_spawn returns once the child has exec'd; its main thread takes the niceness before it
+  // starts threads or the worker (a launcher's child inherits it; exec keeps the pid).
+  if (init.nice > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(pid_), init.nice);
   Json request{{"op", "init"},      {"problem", problem},    {"shape", shape_to_json(init.shape)},
                {"seed", init.seed}, {"device", init.device}, {"reference_timeout_s", reference_timeout_s()}};
   if (!init.reference) request["reference"] = false;

@@ -1,6 +1,8 @@
 // TUNE_WORKER_FAKE's backend: no kernel runs; every variant passes parity with a synthetic timing
 // drawn from its name, and injected faults (TUNE_WORKER_FAULT) turn into the records and
 // sanitizer reports a device would have produced. docs/testing.md lists the hooks.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -65,6 +67,7 @@ class FakeBackend final : public WorkerBackend {
     const ReferenceBackend backend = reference_backend_from_env();
     sanitizer_tool_ = s.sanitizer_tool;
     sanitizer_log_ = s.sanitizer_log;
+    log_niceness(s);
     std::string how;
     // A fake sanitizer's worker prepares nothing. Otherwise no kernel runs, but the data and the
     // reference do: a problem whose reference fails (a Python error, a wrong output shape, a
@@ -246,6 +249,15 @@ class FakeBackend final : public WorkerBackend {
   Shape shape_;
   std::uint64_t parity_seed_ = 0;
   std::int64_t max_smem_ = INT64_MAX;
+  // TUNE_WORKER_FAKE_NICE_LOG=FILE: each worker appends its role (the search's, the gate's output
+  // checks', or its sanitizer tool) and the niceness it was started at.
+  static void log_niceness(const WorkerSetup& s) {
+    const char* file = worker_env("TUNE_WORKER_FAKE_NICE_LOG");
+    if (!file) return;
+    const std::string role = !s.sanitizer_tool.empty() ? s.sanitizer_tool : s.with_reference ? "search" : "outputs";
+    std::ofstream(file, std::ios::app) << role << ' ' << getpriority(PRIO_PROCESS, 0) << '\n';
+  }
+
   std::string sanitizer_tool_, sanitizer_log_;
   int fake_reports_ = 0;
   Injected injected_;
@@ -262,8 +274,9 @@ bool worker_fake_mode() {
 
 std::vector<std::string> worker_test_hooks() {
   std::vector<std::string> out;
-  for (const char* name : {"TUNE_WORKER_FAKE", "TUNE_WORKER_FAKE_DELAY_MS", "TUNE_WORKER_FAULT", "TUNE_WORKER_FAKE_DEVICES",
-                           "TUNE_WORKER_FAKE_FAIL_DEVICE", "TUNE_WORKER_FAKE_SMS", "TUNE_WORKER_FAKE_SMEM"})
+  for (const char* name :
+       {"TUNE_WORKER_FAKE", "TUNE_WORKER_FAKE_DELAY_MS", "TUNE_WORKER_FAULT", "TUNE_WORKER_FAKE_DEVICES",
+        "TUNE_WORKER_FAKE_FAIL_DEVICE", "TUNE_WORKER_FAKE_SMS", "TUNE_WORKER_FAKE_SMEM", "TUNE_WORKER_FAKE_NICE_LOG"})
     if (const char* v = worker_env(name)) out.push_back(std::string(name) + "=" + v);
   return out;
 }
