@@ -219,7 +219,6 @@ void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
     // No reference of the search's input (the determinism check compares bits) and no timing data.
     WorkerInit init{settings_.problem, settings_.shape, settings_.seed, settings_.device};
     init.reference = false;
-    init.nice = kBesideLongPoleNice;
     const auto t_start = Clock::now();
     WorkerProcess worker(init);
     (void)worker.wait_ready(kInitDeadlineS);
