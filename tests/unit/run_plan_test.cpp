@@ -59,7 +59,7 @@ Config persist_config(const Space& space) {
 
 TEST(RunPlan, LowersForTheDevicesLimitsNotSm90s) {
   const FakeDeviceEnv env("100");
-  const RunPlan plan = plan_run(contact_options(), nullptr);
+  const RunPlan plan = plan_run(contact_options(), resolve_item("contact", std::nullopt, contact_options().dims), nullptr);
   ASSERT_TRUE(plan.device && plan.fake);
   EXPECT_FALSE(plan.device_note.empty());
   EXPECT_EQ(plan.limits.sm_count, 100);
@@ -85,7 +85,7 @@ TEST(RunPlan, ResolvesTheShapeOnceAndRefusesBadDimensions) {
   const FakeDeviceEnv env("132");
   TuneOptions o = contact_options();
   o.dims.push_back({"Q", 3});
-  EXPECT_THROW((void)plan_run(o, nullptr), ShapeError);
+  EXPECT_THROW((void)plan_run(o, resolve_item(o.problem, o.config, o.dims), nullptr), ShapeError);
   const ProblemShape at = resolve_problem_shape("contact", std::nullopt, {{"B", 4}, {"N", 64}});
   EXPECT_EQ(at.shape.tag(), "B4_N64_C64_H32");
   EXPECT_EQ(std::string(at.problem->name()), "contact");
@@ -99,7 +99,7 @@ TEST(Outputs, JournalResumeAndReplaceOfTheRecordPassedIn) {
   TuneOptions o = contact_options();
   o.out_dir = std::filesystem::temp_directory_path() / ("tune-outputs-test-" + std::to_string(::getpid()));
   std::filesystem::remove_all(o.out_dir);
-  const RunPlan plan = plan_run(o, nullptr);
+  const RunPlan plan = plan_run(o, resolve_item(o.problem, o.config, o.dims), nullptr);
   const auto blank_run = [&] {
     RunRecord run;
     run.problem = std::string(plan.problem->name());

@@ -56,11 +56,11 @@ TEST(Sweep, TransferOrdersEachProblemsShapesCheapestFirst) {
   const std::vector<SweepItem> given{item("contact", 4, 64), item("scene_graph", 8, 24), item("contact", 1, 1024),
                                      item("contact", 4, 24), item("scene_graph", 4, 24), item("contact", 2, 512)};
   std::vector<std::string> order;
-  for (const auto& i : order_for_transfer(given, std::nullopt)) order.push_back(i.describe());
+  for (const auto& w : order_for_transfer(resolve_items(given, std::nullopt))) order.push_back(w.item.describe());
   EXPECT_EQ(order, (std::vector<std::string>{"contact B=4 N=24", "contact B=4 N=64", "contact B=2 N=512",
                                              "contact B=1 N=1024", "scene_graph B=4 N=24", "scene_graph B=8 N=24"}));
   try {
-    (void)order_for_transfer({item("contact", 4, 64), item("contact", 0, 64)}, std::nullopt);
+    (void)order_for_transfer(resolve_items({item("contact", 4, 64), item("contact", 0, 64)}, std::nullopt));
     ADD_FAILURE() << "a shape the problem refuses was ordered";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("sweep item 1 (contact B=0 N=64): ", 0), 0u) << e.what();
@@ -116,18 +116,22 @@ TEST(Sweep, ASweepFileExpandsEachEntryAndNamesTheFieldItRefuses) {
 
 TEST(Sweep, ShardsOfASweepTakeEveryNthItemAndOneShapeSplitsItsVariants) {
   const auto items = expand_dims("contact", {{"B", {1, 2, 3, 4, 5}}, {"N", {64}}});
-  const auto part = plan_sweep(items, {1, 3}, "key");
+  const auto part = plan_sweep(resolve_items(items, std::nullopt), {1, 3}, "key");
   ASSERT_EQ(part.size(), 2u);
   EXPECT_EQ(part[0].index, 1u);
   EXPECT_EQ(part[1].index, 4u);
   EXPECT_EQ(part[1].shard->split, ShardSplit::kItems);
   EXPECT_EQ(part[1].shard->items, 5);
   EXPECT_EQ(part[1].shard->run_key, "key");
-  EXPECT_FALSE(plan_sweep(items, {0, 1}, "key").front().shard.has_value());  // 0/1: an ordinary run
-  const auto one = plan_sweep({items[0]}, {2, 3}, "key");
+  EXPECT_FALSE(
+      plan_sweep(resolve_items(items, std::nullopt), {0, 1}, "key").front().shard.has_value());  // 0/1: an ordinary run
+  const auto one = plan_sweep(resolve_items({items[0]}, std::nullopt), {2, 3}, "key");
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].shard->split, ShardSplit::kVariants);
-  EXPECT_NE(message_of([&] { plan_sweep({items[0], items[0]}, {0, 1}, "k"); }).find("repeats item 0"), std::string::npos);
+  EXPECT_NE(message_of([&] {
+              plan_sweep(resolve_items({items[0], items[0]}, std::nullopt), {0, 1}, "k");
+            }).find("repeats item 0"),
+            std::string::npos);
 }
 
 TEST(Sweep, VariantShardsCoverTheListOnceAndEachHasTheBaseline) {
@@ -149,14 +153,14 @@ TEST(Sweep, VariantShardsCoverTheListOnceAndEachHasTheBaseline) {
 
 TEST(Sweep, TheRunKeyChangesWithWhatDecidesTheVariants) {
   TuneOptions o;
-  const auto items = expand_dims("contact", {{"B", {1}}, {"N", {64}}});
+  const auto items = resolve_items(expand_dims("contact", {{"B", {1}}, {"N", {64}}}), std::nullopt);
   const std::string key = sweep_run_key(o, items);
   EXPECT_EQ(key.size(), 16u);
   EXPECT_EQ(sweep_run_key(o, items), key);
   TuneOptions seeded = o;
   seeded.seed = 7;
   EXPECT_NE(sweep_run_key(seeded, items), key);
-  EXPECT_NE(sweep_run_key(o, expand_dims("contact", {{"B", {2}}, {"N", {64}}})), key);
+  EXPECT_NE(sweep_run_key(o, resolve_items(expand_dims("contact", {{"B", {2}}, {"N", {64}}}), std::nullopt)), key);
   TuneOptions elsewhere = o;
   elsewhere.out_dir = "other";
   elsewhere.device = 3;

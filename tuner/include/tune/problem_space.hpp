@@ -2,7 +2,9 @@
 // A problem's space and a run's shape, resolved from what the user gave: the problem (a name or
 // a folder), an optional space file, the shape options.
 #include <cstdint>
+#include <exception>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,5 +51,19 @@ struct ProblemShape {
 };
 ProblemShape resolve_problem_shape(const std::string& problem, const std::optional<std::filesystem::path>& config,
                                    const std::vector<std::pair<std::string, std::int64_t>>& dims);
+
+// A shape to run, resolved once when the tune is planned (resolve_item) and shared by everything
+// that runs it: its run, the devices' queue, the baseline's early compile. A resolution that failed
+// keeps its error, which the shape's run reports in its turn (after the checks that come first).
+struct ShapeResolution {
+  std::shared_ptr<const ProblemShape> at;
+  std::exception_ptr error;
+  // The resolved shape; rethrows the resolution's error.
+  [[nodiscard]] const ProblemShape& get() const;
+  [[nodiscard]] bool resolved() const { return at != nullptr; }
+};
+// resolve_problem_shape, its error kept rather than thrown.
+ShapeResolution resolve_item(const std::string& problem, const std::optional<std::filesystem::path>& config,
+                             const std::vector<std::pair<std::string, std::int64_t>>& dims);
 
 }  // namespace tune

@@ -1,10 +1,12 @@
 #pragma once
-// A run's plan (issue 38): what a run of one shape is, resolved once from its options and passed by
-// const& to every phase, to the sweep's and the devices' bookkeeping and to the baseline's early
-// compile: the problem, its space, the shape (dtypes bound), the device and the limits lowering
-// uses, and where the results go. Nothing downstream looks the problem or the shape up again.
+// A run's plan (issue 38): what a run of one shape is, built once from its options and the shape's
+// resolution (the tune's plan resolved it, tune/sweep_plan.hpp) and passed by const& to every phase
+// and to the baseline's early compile: the problem, its space, the shape (dtypes bound), the device
+// and the limits lowering uses, and where the results go. Nothing downstream looks the problem or
+// the shape up again.
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -18,9 +20,10 @@
 namespace tune {
 
 struct RunPlan {
-  const Problem* problem = nullptr;  // owned by the problem registry
-  Space space;
-  Shape shape;
+  std::shared_ptr<const ProblemShape> at;  // the shape's resolution (resolve_item), shared with its sweep
+  const Problem* problem = nullptr;        // owned by the problem registry
+  const Space& space;
+  const Shape& shape;
   WorkCounts counts;
   // The device: the one timed on, a fake one (TUNE_WORKER_FAKE), or none (compile-only).
   std::optional<DeviceInfo> device;
@@ -37,14 +40,16 @@ struct RunPlan {
 std::filesystem::path results_path(const TuneOptions& o, const std::string& problem, const Shape& shape,
                                    const std::string& gpu_dir);
 
-// The plan of o's run: the problem, space and shape resolved (check_shape), the host memory the
-// shape's tensors need checked, the device queried (a fake one under TUNE_WORKER_FAKE, none with
+// The plan of o's run of `item` (resolved once, when the tune was planned; its error is thrown
+// here): the host memory the shape's tensors need checked, the device queried (a fake one under TUNE_WORKER_FAKE, none with
 // --compile-only or when none answers: then a compile-only sweep), the shape's device memory and the
 // arch checked, the limits and the results path. `log` gets the device note as it is found.
 // Throws InputError / ConfigError / ShapeError / DeviceError.
-RunPlan plan_run(const TuneOptions& o, const std::function<void(const std::string&)>& log);
+RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::function<void(const std::string&)>& log);
 
-// The compile request of the plan's baseline, lowered for the plan's limits (baseline_request(o)).
+// The compile request of the plan's baseline, lowered for the plan's limits, for a sweep to compile
+// ahead of its turn into the compile cache; nullopt when the baseline is not valid there (the run
+// itself says why).
 std::optional<CompileRequest> baseline_request(const RunPlan& plan);
 
 }  // namespace tune

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "tune/problem_space.hpp"
 #include "tune/record.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
@@ -46,22 +47,38 @@ std::vector<SweepItem> expand_dims(const std::string& problem,
 // expand_dims, in file order. Throws InputError "<file>: items[i].<field>: <reason>".
 std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file);
 
-// A unit of work of this shard: the item, its index in the whole sweep, and what its results
-// record in context.shard (nullopt for an unsharded run).
+// A unit of work: the item, its index in the whole sweep, its problem, space and shape resolved
+// once (resolve_item; a failed resolution keeps its error), and what its results record in
+// context.shard (nullopt for an unsharded run).
 struct SweepWork {
   std::size_t index = 0;
   SweepItem item;
   std::optional<ShardRecord> shard;
+  ShapeResolution shape;
 };
+
+// The items, in order, each resolved once with `config` (the space file, --config). Throws nothing:
+// an item that does not resolve keeps its error (validate_sweep, or its run, reports it).
+std::vector<SweepWork> resolve_items(const std::vector<SweepItem>& items,
+                                     const std::optional<std::filesystem::path>& config);
+
+// Checks every item's problem, space and shape before anything runs. Throws InputError naming the item.
+void validate_sweep(const std::vector<SweepWork>& work);
+
+// The sweep's items for --transfer: each problem's items together (in the order the problems first
+// appear), cheapest first by the problem's work counts at the shape (flop, then bytes; ties keep
+// their order), so that the cheap shapes teach the expensive ones; renumbered in that order.
+// Throws InputError naming an item that did not resolve.
+std::vector<SweepWork> order_for_transfer(std::vector<SweepWork> work);
 
 // The items of `shard` (all of them when shard.count is 1). `run_key` identifies the run (see
 // sweep_run_key) and goes into every shard record. Throws InputError for repeated items.
-std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const ShardSpec& shard, const std::string& run_key);
+std::vector<SweepWork> plan_sweep(const std::vector<SweepWork>& work, const ShardSpec& shard, const std::string& run_key);
 
 // A fingerprint of everything that must be equal for shards to belong to one run: the tool, the
 // options that decide the variants and their measurement, the search spaces and the whole item
 // list. 16 hex digits.
-std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>& items);
+std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>& work);
 
 // Runs the work in order on one device: options_for(base, work) through run_tune, then on_done.
 // Stops after an interrupted item. Returns the number of items run. Several devices:
@@ -72,15 +89,8 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>&
 std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
                       const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer = false);
 
-// The sweep's items for --transfer: each problem's items together (in the order the problems first
-// appear), cheapest first by the problem's work counts at the shape (flop, then bytes; ties keep
-// their order), so that the cheap shapes teach the expensive ones. Throws InputError naming an item.
-std::vector<SweepItem> order_for_transfer(const std::vector<SweepItem>& items,
-                                          const std::optional<std::filesystem::path>& config);
+// base with the work's problem, dimensions and shard record (what its results record).
 TuneOptions options_for(const TuneOptions& base, const SweepWork& work);
-
-// Checks every item's problem, space and shape before anything runs. Throws InputError naming the item.
-void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std::filesystem::path>& config);
 
 // For run_tune: the configurations of a variant-split shard (the baseline always included), and
 // its record: `shard` with the unsharded variant count and the baseline's unsharded index.

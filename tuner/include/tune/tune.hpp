@@ -35,15 +35,12 @@ struct TuneOutcome {
   bool already_complete = false;
 };
 
-// The compile request of the baseline of o's problem and shape (lowered for o's device, or
-// --arch without one), for a sweep to compile ahead of its turn into the compile cache; nullopt when
-// the baseline is not valid there or the shape is refused (the run itself says why).
-std::optional<CompileRequest> baseline_request(const TuneOptions& o);
-
 // Throws InputError / ConfigError / ShapeError / DeviceError for what a user must fix,
 // before anything is measured where possible. The first SIGINT or SIGTERM during a run stops it
 // after the variant in hand (context.interrupted); a second one ends the process.
-TuneOutcome run_tune(const TuneOptions& options);
+// `shape` is the run's problem, space and shape, resolved once when the tune was planned
+// (resolve_item): options.problem, .config and .dims are not looked up again.
+TuneOutcome run_tune(const TuneOptions& options, const ShapeResolution& shape);
 
 // One writer per results file. Two runs of one shape on one --out would truncate each other's
 // journal and results, and tune merge --out or tune check --write would be overwritten by a running

@@ -1,25 +1,23 @@
-// The main command's run: checks the options, resolves the shapes and devices, then tunes one shape
-// or runs the sweep (on one device in sequence, or on several side by side).
+// The main command's run: checks the options, hands the shapes, shard and devices as given to the
+// library's one entry (run_tune_request: plans them once, runs them), and prints each shape's
+// summary as it ends and the sweep's last line.
 #include "cli/tune_command.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <ranges>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "cli/summary.hpp"
 #include "tune/compile.hpp"
-#include "tune/devices.hpp"
 #include "tune/errors.hpp"
-#include "tune/sweep.hpp"
+#include "tune/sweep_plan.hpp"
 
 namespace tune::cli {
 
@@ -111,17 +109,6 @@ std::size_t terminal_width(int fd) {
   return w.ws_col > 0 ? w.ws_col : 80;
 }
 
-// The shapes to tune: the sweep file's, or --problem's with the shape options' lists expanded.
-std::vector<SweepItem> sweep_items(const TuneArgs& args, const ShapeLists& lists) {
-  if (!args.sweep_file.empty()) {
-    if (!args.opt.problem.empty() || !lists.empty())
-      throw InputError("--sweep lists the problems and shapes; leave out --problem and the dimension options");
-    return load_sweep_file(args.sweep_file);
-  }
-  if (args.opt.problem.empty()) throw InputError("--problem is required (try: tune --problem contact --B 4 --N 64)");
-  return expand_dims(args.opt.problem, lists);
-}
-
 // The checked strings into TuneOptions: where the results, header, space and cache are, the log.
 void set_outputs(TuneArgs& args, const Log& log) {
   TuneOptions& opt = args.opt;
@@ -133,123 +120,50 @@ void set_outputs(TuneArgs& args, const Log& log) {
   opt.line_width = terminal_width(STDERR_FILENO);
 }
 
-// --devices resolved (none without it, and none for a compile-only sweep, which runs once).
-std::vector<SweepDevice> sweep_devices(const TuneArgs& args, const Log& log) {
-  if (args.replicate && args.devices_text.empty())
-    throw InputError("--replicate runs each shape on every device of --devices; add --devices all or a list");
-  std::vector<SweepDevice> devices;
-  if (args.devices_text.empty()) return devices;
-  const DeviceSelection selection = parse_devices(args.devices_text);
-  if (args.opt.compile_only)
-    log("--compile-only: nothing is timed, so the sweep runs once, not per device");
+// Each shape's summary as its run ends; in a sweep, under a line that names it.
+void print_item(const ItemDone& d) {
+  if (d.plan.single()) return;
+  if (d.device)
+    fmt::print("\n== sweep item {} of {} on device {}: {}", d.work.index + 1, d.plan.items, d.device->info.ordinal,
+               d.work.item.describe());
   else
-    devices = resolve_devices(selection, args.opt.arch);
-  if (devices.empty() && !args.opt.compile_only) log("--devices all: no CUDA device; running the compile-only sweep once");
-  if (args.opt.header && devices.size() > 1)
-    throw InputError(
-        fmt::format("--header names one file, but {} devices write results; leave it out (each header is "
-                    "written beside its results)",
-                    devices.size()));
-  return devices;
+    fmt::print("\n== sweep item {} of {}: {}", d.work.index + 1, d.plan.items, d.work.item.describe());
 }
 
-int run_one_shape(TuneOptions& opt, const SweepItem& item) {
-  opt.problem = item.problem;
-  opt.dims = item.dims;
-  const TuneOutcome outcome = run_tune(opt);
-  const int code = print_summary(outcome);
-  if (outcome.run.context.interrupted) return interrupted_exit_code();
-  return code;
-}
-
-// --transfer: the sweep's shapes in one sequence, cheapest first per problem.
-std::vector<SweepItem> transfer_order(const TuneArgs& args, const std::vector<SweepItem>& items, const ShardSpec& shard,
-                                      bool on_devices, const Log& log) {
-  // Each shape learns from the ones before it: one sequence, on one device, choosing its variants itself.
-  const char* clash = on_devices            ? "--devices (the shapes run side by side there)"
-                      : shard.count > 1     ? "--shard (a shard does not see the others' results)"
-                      : args.opt.budget > 0 ? "--budget (the warm start chooses the variants)"
-                                            : nullptr;
-  if (clash) throw InputError(fmt::format("--transfer tunes the sweep's shapes in one sequence; leave out {}", clash));
-  auto ordered = order_for_transfer(items, args.opt.config);
-  log(fmt::format("transfer: {} shapes, cheapest first per problem: {}", ordered.size(),
-                  fmt::join(ordered | std::views::transform([](const SweepItem& i) { return i.describe(); }), "; ")));
-  return ordered;
-}
-
-// The sweep's items side by side on --devices, one worker each.
-int run_on_devices(const TuneArgs& args, const std::vector<SweepWork>& work, std::size_t item_count,
-                   const std::vector<SweepDevice>& devices, const Log& log) {
-  for (const auto& d : devices) log(fmt::format("{} -> {}/{}/", describe_device(d.info), args.out_dir, d.dir));
-  int code = 0;  // the first item's that did not end well
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto result = run_sweep_on_devices(work, args.opt, devices, args.replicate,
-                                           [&](const SweepWork& w, const SweepDevice& d, const TuneOutcome& outcome) {
-                                             fmt::print("\n== sweep item {} of {} on device {}: {}", w.index + 1, item_count,
-                                                        d.info.ordinal, w.item.describe());
-                                             const int item_code = print_summary(outcome);
-                                             if (code == 0) code = item_code;
-                                           });
-  fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", result.ran, args.replicate ? "item runs" : "items",
-             devices.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-             result.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(result.failed, ", ")),
-             result.not_run ? fmt::format("; {} not run", result.not_run) : std::string());
-  return result.interrupted ? interrupted_exit_code() : code;
-}
-
-// The sweep's items one after the other, in this process.
-int run_in_sequence(const TuneArgs& args, const std::vector<SweepWork>& work, std::size_t item_count,
-                    const ShardSpec& shard) {
-  bool interrupted = false;
-  int code = 0;  // the first item's that did not end well
-  const auto t_sweep = std::chrono::steady_clock::now();
-  const std::size_t ran = run_sweep(
-      work, args.opt,
-      [&](const SweepWork& w, const TuneOutcome& outcome) {
-        fmt::print("\n== sweep item {} of {}: {}", w.index + 1, item_count, w.item.describe());
-        const int item_code = print_summary(outcome);
-        if (code == 0) code = item_code;
-        interrupted = interrupted || outcome.run.context.interrupted;
-      },
-      args.transfer);
-  // A stop asked for between two shapes: the shapes after it were not run.
-  interrupted = interrupted || (ran < work.size() && interrupt_signal() != 0);
-  fmt::print("\nsweep: {} of {} items run in {:.1f} s{}{}\n", ran, item_count,
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sweep).count(),
-             args.transfer ? " (with --transfer)" : "",
-             shard.count > 1 ? fmt::format(" by shard {}/{}; combine the shards with tune merge", shard.index, shard.count)
-                             : std::string());
-  return interrupted ? interrupted_exit_code() : code;
-}
-
-// Several shapes, a shard or several devices: the sweep's plan, then its run.
-int run_sweep_command(const TuneArgs& args, std::vector<SweepItem> items, const ShardSpec& shard,
-                      const std::vector<SweepDevice>& devices, const Log& log) {
-  if (args.opt.header && items.size() > 1)
-    throw InputError(
-        fmt::format("--header names one file, but the sweep has {} shapes; leave it out (each header is "
-                    "written beside its results)",
-                    items.size()));
-  if (items.size() > 1) validate_sweep(items, args.opt.config);
-  if (args.transfer) items = transfer_order(args, items, shard, !devices.empty(), log);
-  const auto work = plan_sweep(items, shard, sweep_run_key(args.opt, items));
-  if (shard.count > 1)
-    log(fmt::format("shard {}/{}: {} of the sweep's {} items{}", shard.index, shard.count, work.size(), items.size(),
-                    items.size() == 1 ? " (one shape: its variants are split)" : ""));
-  if (!devices.empty()) return run_on_devices(args, work, items.size(), devices, log);
-  return run_in_sequence(args, work, items.size(), shard);
+// The sweep's last line: how many shapes ran, and how long it took.
+void print_sweep_line(const TuneSweepOutcome& out) {
+  const SweepPlan& p = out.plan;
+  if (p.single()) return;
+  if (!p.devices.empty()) {
+    fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", out.ran, p.replicate ? "item runs" : "items",
+               p.devices.size(), out.seconds,
+               out.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(out.failed, ", ")),
+               out.not_run ? fmt::format("; {} not run", out.not_run) : std::string());
+    return;
+  }
+  fmt::print("\nsweep: {} of {} items run in {:.1f} s{}{}\n", out.ran, p.items, out.seconds,
+             p.transfer ? " (with --transfer)" : "",
+             p.shard.count > 1
+                 ? fmt::format(" by shard {}/{}; combine the shards with tune merge", p.shard.index, p.shard.count)
+                 : std::string());
 }
 
 }  // namespace
 
 int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
   check_options(app, args.opt, args.seed_text);
-  const std::vector<SweepItem> items = sweep_items(args, shape_lists(app.remaining()));
-  const ShardSpec shard = args.shard_text.empty() ? ShardSpec{} : parse_shard(args.shard_text);
+  TuneRequest request{
+      {}, args.sweep_file, shape_lists(app.remaining()), args.shard_text, args.devices_text, args.replicate, args.transfer};
   set_outputs(args, log);
-  const std::vector<SweepDevice> devices = sweep_devices(args, log);
-  if (items.size() == 1 && shard.count == 1 && devices.empty()) return run_one_shape(args.opt, items.front());
-  return run_sweep_command(args, items, shard, devices, log);
+  request.base = args.opt;
+  int code = 0;  // the first shape's that did not end well
+  const TuneSweepOutcome out = run_tune_request(request, [&code](const ItemDone& d) {
+    print_item(d);
+    const int item_code = print_summary(d.outcome);
+    if (code == 0) code = item_code;
+  });
+  print_sweep_line(out);
+  return out.interrupted ? interrupted_exit_code() : code;
 }
 
 }  // namespace tune::cli

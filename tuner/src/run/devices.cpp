@@ -113,10 +113,10 @@ namespace {
 // journal: the item runs again on another device, so the failed card's folder keeps no half-run
 // file (results it finished earlier stay). Returns a note for the log ("" when there was none).
 // Under --resume both stay: the device that takes the item next continues from them (issue 34 #8).
-std::string remove_incomplete(const TuneOptions& o, const std::string& dir) {
+std::string remove_incomplete(const TuneOptions& o, const ShapeResolution& shape, const std::string& dir) {
   if (o.resume) return "";
   try {
-    const ProblemShape at = resolve_problem_shape(o.problem, o.config, o.dims);
+    const ProblemShape& at = shape.get();
     const auto results = results_path(o, std::string(at.problem->name()), at.shape, dir);
     const auto json = partial_results_path(results);
     std::ifstream in(json);
@@ -208,7 +208,7 @@ class DeviceSweep {
       }
       TuneOptions item = options_for(o, w);
       try {
-        const TuneOutcome outcome = run_tune(item);
+        const TuneOutcome outcome = run_tune(item, w.shape);
         const std::lock_guard lock(mutex_);
         --in_flight_;
         ++result_.ran;
@@ -219,7 +219,8 @@ class DeviceSweep {
         }
         changed_.notify_all();
       } catch (const DeviceError& e) {
-        device_failed(device, queue, std::move(w), remove_incomplete(item, device.dir), e.what());
+        std::string removed = remove_incomplete(item, w.shape, device.dir);  // before w moves back to the queue
+        device_failed(device, queue, std::move(w), removed, e.what());
         return;
       } catch (...) {
         const std::lock_guard lock(mutex_);

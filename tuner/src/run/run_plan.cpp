@@ -59,11 +59,11 @@ std::filesystem::path results_path(const TuneOptions& o, const std::string& prob
   return o.out_dir / gpu_dir / problem / (result_stem(shape, o.shard) + ".json");
 }
 
-RunPlan plan_run(const TuneOptions& o, const std::function<void(const std::string&)>& log) {
-  ProblemShape at = resolve_problem_shape(o.problem, o.config, o.dims);
+RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::function<void(const std::string&)>& log) {
+  const ProblemShape& at = item.get();
   // The data is drawn in the worker; a shape whose tensors cannot fit is refused before it starts.
   if (!o.compile_only) at.problem->check_host_memory(at.shape);
-  RunPlan plan{at.problem, std::move(at.space), std::move(at.shape)};
+  RunPlan plan{item.at, at.problem, at.space, at.shape};
   plan.counts = plan.problem->counts(plan.shape);
   open_device(o, plan, log);
   check_device(o, plan);

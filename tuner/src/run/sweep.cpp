@@ -24,6 +24,7 @@
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
+#include "tune/run_plan.hpp"
 
 namespace tune {
 
@@ -133,21 +134,30 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
   return items;
 }
 
-std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const ShardSpec& shard, const std::string& run_key) {
-  std::map<std::string, std::size_t> seen;
-  for (std::size_t i = 0; i < items.size(); ++i)
-    if (const auto [it, fresh] = seen.emplace(items[i].describe(), i); !fresh)
-      throw InputError(
-          fmt::format("sweep item {} ({}) repeats item {}; list each shape once", i, items[i].describe(), it->second));
+std::vector<SweepWork> resolve_items(const std::vector<SweepItem>& items,
+                                     const std::optional<std::filesystem::path>& config) {
   std::vector<SweepWork> work;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    SweepWork w{i, items[i], std::nullopt};
+  for (std::size_t i = 0; i < items.size(); ++i)
+    work.push_back({i, items[i], std::nullopt, resolve_item(items[i].problem, config, items[i].dims)});
+  return work;
+}
+
+std::vector<SweepWork> plan_sweep(const std::vector<SweepWork>& all, const ShardSpec& shard, const std::string& run_key) {
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (const auto [it, fresh] = seen.emplace(all[i].item.describe(), i); !fresh)
+      throw InputError(
+          fmt::format("sweep item {} ({}) repeats item {}; list each shape once", i, all[i].item.describe(), it->second));
+  std::vector<SweepWork> work;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    SweepWork w = all[i];
+    w.index = i;
     if (shard.count > 1) {
       ShardRecord r;
       r.index = shard.index;
       r.count = shard.count;
-      r.split = items.size() == 1 ? ShardSplit::kVariants : ShardSplit::kItems;
-      r.items = static_cast<std::int64_t>(items.size());
+      r.split = all.size() == 1 ? ShardSplit::kVariants : ShardSplit::kItems;
+      r.items = static_cast<std::int64_t>(all.size());
       r.item = static_cast<std::int64_t>(i);
       r.run_key = run_key;
       if (r.split == ShardSplit::kItems && static_cast<int>(i % static_cast<std::size_t>(shard.count)) != shard.index)
@@ -159,7 +169,7 @@ std::vector<SweepWork> plan_sweep(const std::vector<SweepItem>& items, const Sha
   return work;
 }
 
-std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>& items) {
+std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>& work) {
   nlohmann::ordered_json j{{"tool", tool_version()},
                            {"commit", tool_git_commit()},
                            {"seed", base.seed},
@@ -172,22 +182,17 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepItem>&
                            {"search", to_string(base.search)},
                            {"keep_spills", base.keep_spills},
                            {"time_budget_s", base.time_budget_s}};
-  std::set<std::string> problems;
-  for (const auto& item : items) {
-    j["items"].push_back(item.describe());
-    problems.insert(item.problem);
-  }
   // The spaces by content (problem files and templates): two shards given different files of one
-  // name are different runs.
+  // name are different runs. An item that did not resolve is reported when it is checked.
+  std::map<std::string, std::string> sources;
+  for (const auto& w : work) {
+    j["items"].push_back(w.item.describe());
+    if (w.shape.resolved()) sources.emplace(w.item.problem, w.shape.at->space.source_hash());
+  }
   if (base.config) {
     j["config"] = json_file::read_text(*base.config);
   }
-  for (const auto& p : problems) {
-    try {
-      j["sources"][p] = load_space(p, base.config).source_hash();
-    } catch (const std::exception&) {  // an unknown problem is reported when the item is checked
-    }
-  }
+  for (const auto& [problem, hash] : sources) j["sources"][problem] = hash;
   const std::string text = j.dump();
   return fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()));
 }
@@ -214,8 +219,11 @@ std::vector<std::jthread> compile_baselines_ahead(const std::vector<SweepWork>& 
     std::optional<CompilePool> pool;
   };
   auto shared = std::make_shared<Shared>();
-  for (std::size_t i = 1; i < work.size(); ++i)
-    if (auto r = baseline_request(options_for(base, work[i]))) shared->requests.push_back(std::move(*r));
+  for (std::size_t i = 1; i < work.size(); ++i) try {
+      const RunPlan plan = plan_run(options_for(base, work[i]), work[i].shape, nullptr);
+      if (auto r = baseline_request(plan)) shared->requests.push_back(std::move(*r));
+    } catch (const std::exception&) {  // the run reports it in its turn
+    }
   shared->pool.emplace(compile_cache_for(base.no_cache, base.cache_dir), base.jobs, nullptr);
   std::vector<std::jthread> threads;
   for (int t = 0; t < 2; ++t)
@@ -252,7 +260,7 @@ std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
                                    w.item.describe(), earlier.size(),
                                    base.warm_start.empty() ? "" : " and the --warm-start files"));
     }
-    const TuneOutcome outcome = run_tune(o);
+    const TuneOutcome outcome = run_tune(o, w.shape);
     if (transfer && outcome.run.winner && outcome.json_path.extension() == ".json")
       taught[w.item.problem].push_back(outcome.json_path);
     ++ran;
@@ -262,8 +270,20 @@ std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
   return ran;
 }
 
-std::vector<SweepItem> order_for_transfer(const std::vector<SweepItem>& items,
-                                          const std::optional<std::filesystem::path>& config) {
+namespace {
+
+// The work's resolved problem, space and shape; its error names the item.
+const ProblemShape& resolved(const SweepWork& w) {
+  try {
+    return w.shape.get();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("sweep item {} ({}): {}", w.index, w.item.describe(), e.what()));
+  }
+}
+
+}  // namespace
+
+std::vector<SweepWork> order_for_transfer(std::vector<SweepWork> work) {
   struct Keyed {
     std::size_t group;
     double flop, bytes;
@@ -271,37 +291,31 @@ std::vector<SweepItem> order_for_transfer(const std::vector<SweepItem>& items,
   };
   std::map<std::string, std::size_t> groups;
   std::vector<Keyed> keys;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const SweepItem& item = items[i];
-    try {
-      const ProblemShape at = resolve_problem_shape(item.problem, config, item.dims);
-      const WorkCounts w = at.problem->counts(at.shape);
-      const auto [g, fresh] = groups.emplace(item.problem, groups.size());
-      keys.push_back({g->second, w.flop, w.bytes, i});
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("sweep item {} ({}): {}", i, item.describe(), e.what()));
-    }
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const ProblemShape& at = resolved(work[i]);
+    const WorkCounts w = at.problem->counts(at.shape);
+    const auto [g, fresh] = groups.emplace(work[i].item.problem, groups.size());
+    keys.push_back({g->second, w.flop, w.bytes, i});
   }
   std::stable_sort(keys.begin(), keys.end(), [](const Keyed& a, const Keyed& b) {
     return std::tie(a.group, a.flop, a.bytes) < std::tie(b.group, b.flop, b.bytes);
   });
-  std::vector<SweepItem> out;
-  for (const Keyed& k : keys) out.push_back(items[k.index]);
+  std::vector<SweepWork> out;
+  for (const Keyed& k : keys) {
+    out.push_back(std::move(work[k.index]));
+    out.back().index = out.size() - 1;
+  }
   return out;
 }
 
-void validate_sweep(const std::vector<SweepItem>& items, const std::optional<std::filesystem::path>& config) {
+void validate_sweep(const std::vector<SweepWork>& work) {
   std::map<std::string, std::size_t> shapes;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const SweepItem& item = items[i];
-    try {
-      const ProblemShape at = resolve_problem_shape(item.problem, config, item.dims);
-      const std::string key = std::string(at.problem->name()) + "/" + at.shape.tag();
-      if (const auto [it, fresh] = shapes.emplace(key, i); !fresh)
-        throw InputError(fmt::format("is the same shape as item {} ({}); list each shape once", it->second, key));
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("sweep item {} ({}): {}", i, item.describe(), e.what()));
-    }
+  for (const SweepWork& w : work) {
+    const ProblemShape& at = resolved(w);
+    const std::string key = std::string(at.problem->name()) + "/" + at.shape.tag();
+    if (const auto [it, fresh] = shapes.emplace(key, w.index); !fresh)
+      throw InputError(fmt::format("sweep item {} ({}): is the same shape as item {} ({}); list each shape once", w.index,
+                                   w.item.describe(), it->second, key));
   }
 }
 

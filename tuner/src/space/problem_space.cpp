@@ -137,4 +137,18 @@ ProblemShape resolve_problem_shape(const std::string& problem, const std::option
   return {&p, std::move(space), std::move(shape)};
 }
 
+const ProblemShape& ShapeResolution::get() const {
+  if (error) std::rethrow_exception(error);
+  return *at;
+}
+
+ShapeResolution resolve_item(const std::string& problem, const std::optional<std::filesystem::path>& config,
+                             const std::vector<std::pair<std::string, std::int64_t>>& dims) {
+  try {
+    return {std::make_shared<const ProblemShape>(resolve_problem_shape(problem, config, dims)), nullptr};
+  } catch (...) {  // reported by the shape's run in its turn, or by the sweep's check of its items
+    return {nullptr, std::current_exception()};
+  }
+}
+
 }  // namespace tune
