@@ -54,7 +54,7 @@ RATE_DIVISORS = {"tf32x3_tensor": 3.0}
 
 def uses_tensor_cores(params):
     """Whether a variant's parameters choose tensor cores: a parameter whose name or string value names
-    MMA or tensor cores ("strategy": "mma", "strategy": "tc", "use_wmma": true, "outmma": 1); false, 0
+    MMA or tensor cores ("strategy": "mma", "strategy": "tc", "use_wmma": true, "out": "mma"); false, 0
     and "none" do not."""
     words = ("mma", "tensor")
     for k, v in (params or {}).items():

@@ -14,8 +14,8 @@
 //                       `heads` blocks per (batch, query row), a block per head (sm_90).
 //                       Mapping "cluster": sg_cluster, a cluster of heads x rsplit blocks per
 //                       batch, a block per (head, row split), 3xTF32 tensor cores (sm_90);
-//                       parameters ksplit, stasync, ntile, overlap, outmma, outbfly,
-//                       attnquad: see sg_cluster.
+//                       parameters ksplit, stasync, ntile, overlap, out (fma, mma,
+//                       butterfly), attnquad: see sg_cluster.
 //   split               sg_pair_bias (scratch bias) + sg_split_attention (as sg_fused, bias
 //                       read from scratch); or, mapping "head": sg_pair_bias + sg_head_attention
 //                       (block per (batch, head), scratch ctx) + sg_out_proj.

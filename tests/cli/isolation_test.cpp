@@ -1098,6 +1098,32 @@ TEST(Check, ACheckThatCannotRunIsAnErrorAndWriteLeavesTheFileAsItWas) {
   EXPECT_EQ(read_text(file), before);
 }
 
+// A record tuned with a space whose knob has since been renamed (as scene_graph's outmma and outbfly
+// became out): tune check says in one line which variant no longer fits which space, exit 2, and
+// leaves the file as it was (with --write it refuses earlier: the sources' hash changed).
+TEST(Check, AVariantThatNoLongerFitsTheSpaceIsOneLineAndExit2) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("check_old_space");
+  const std::string space = out + "/space.json";
+  std::ofstream(space) << std::regex_replace(read_text(std::string(TUNE_FIXTURES) + "/contact_small_space.json"),
+                                             std::regex("\\.\\./\\.\\./kernel_templates"),
+                                             std::string(TUNE_REPO_DIR) + "/kernel_templates");
+  std::string args = small_run_args(out);
+  args.replace(args.find(std::string(TUNE_FIXTURES) + "/contact_small_space.json"),
+               std::string(TUNE_FIXTURES).size() + std::string("/contact_small_space.json").size(), space);
+  ASSERT_EQ(run(std::string(kFake) + " " + fake_sanitizer(), args).code, 0);
+  const std::string renamed = std::regex_replace(read_text(space), std::regex("\\bsym\\b"), "symmetric");
+  std::ofstream(space) << renamed;
+  const auto file = result_path(out);
+  const std::string before = read_text(file);
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer(), "check " + file.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(count_of(r.output, "tune: "), 1u) << r.output;
+  EXPECT_NE(r.output.find(c.winner + ": does not fit " + space), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'symmetric'"), std::string::npos) << r.output;
+  EXPECT_EQ(read_text(file), before);
+}
+
 TEST(Isolation, AFinishedRunMovesAnUnreadableResultsFileAsideAndWritesItsOwn) {
   const std::string out = fresh_dir("unreadable_earlier");
   const auto file = result_path(out);

@@ -169,12 +169,12 @@ TEST(Nvrtc, SceneGraphRepresentativeSubsetCompilesForSm90) { compile_subset("sce
 
 // sg_cluster does not check its dynamic shared memory at run time (the check cost a constant-cache
 // miss before the first load), so the config's cl_smem must be exactly the kernel's layout size.
-// The branches of outbfly and attnquad that the B4 N24 subset above never takes: outbfly keeps
+// The branches of out butterfly and attnquad that the B4 N24 subset above never takes: it keeps
 // 8 outputs per warp while 8 cdiv(D, 32) weights fit a lane's registers, else 4 (D = 256); attnquad
 // ends with a transposed butterfly while a column quarter has at most 8 columns, else with a
 // plain one (64-wide heads). For each, the first valid cluster variant with both and overlap
 // compiles, and the ptxas report says it does not spill.
-TEST(Nvrtc, SceneGraphOutbflyAndAttnquadCompileAtWideShapes) {
+TEST(Nvrtc, SceneGraphOutButterflyAndAttnquadCompileAtWideShapes) {
   const Space space = load_space("scene_graph", std::nullopt);
   const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes =
       {{{"B", 2}, {"N", 16}, {"D", 256}, {"heads", 8}, {"P", 16}},   // 4 outputs per warp
@@ -183,12 +183,12 @@ TEST(Nvrtc, SceneGraphOutbflyAndAttnquadCompileAtWideShapes) {
     const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
     std::optional<Config> pick;
     for (const auto& c : space.enumerate(shape, DeviceLimits::for_arch(90)).configs) {
-      if (space.numeric(c, "outbfly") == 1 && space.numeric(c, "attnquad") == 1 && space.numeric(c, "overlap") == 1) {
+      if (space.to_json(c).at("out") == "butterfly" && space.numeric(c, "attnquad") == 1 && space.numeric(c, "overlap") == 1) {
         pick = c;
         break;
       }
     }
-    ASSERT_TRUE(pick.has_value()) << "no cluster variant with outbfly, attnquad and overlap at D " << dims[2].second;
+    ASSERT_TRUE(pick.has_value()) << "no cluster variant with out butterfly, attnquad and overlap at D " << dims[2].second;
     const Lowered lowered = space.lower(*pick, shape, DeviceLimits::for_arch(90));
     ASSERT_EQ(lowered.launches.size(), 1u);
     EXPECT_NE(lowered.launches.front().name_expression.find(",2,2>"), std::string::npos)

@@ -518,7 +518,8 @@ class Dtypes(unittest.TestCase):
         self.assertEqual(r.compute_rate(bf16, {"strategy": "mma"}), "bf16_tensor")
         self.assertEqual(r.compute_rate(bf16, {"strategy": "warp"}), "fp32")
         self.assertEqual(r.compute_rate(f32, {"use_wmma": True}), "tf32_tensor")
-        self.assertEqual(r.compute_rate(f32, {"outmma": False, "block": 64}), "fp32")
+        self.assertEqual(r.compute_rate(f32, {"out": "fma", "block": 64}), "fp32")
+        self.assertEqual(r.compute_rate(f32, {"out": "mma", "block": 64}), "tf32_tensor")
         self.assertEqual(r.compute_rate(f64, {}), "fp64")
         # scene_graph's strategy "tc" is tensor cores; a float32 winner that says 3xTF32 runs three MMAs
         # per product: a third of the TF32 rate (contact's precision=tf32x3).

@@ -40,8 +40,8 @@
 //      ctx rows of the H blocks of row split r (ATTN 0: a lane per key; 2 (attnquad): a lane per
 //      key and quarter of the head's columns);  [exchange 2]
 //   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1
-//      (OUT 0: FP32 FMAs, KLO lanes per output; 1 (outmma): 3xTF32 MMAs, four warps per row
-//      tile, a k-range each; 2 (outbfly): FP32 FMAs, a lane per k, the sums meeting in a
+//      (OUT 0, out fma: FP32 FMAs, KLO lanes per output; 1, out mma: 3xTF32 MMAs, four warps per
+//      row tile, a k-range each; 2, out butterfly: FP32 FMAs, a lane per k, the sums meeting in a
 //      transposed butterfly).
 // An exchange is a cluster barrier (ASYNC == 0: plain remote stores, then barrier.cluster with
 // release/acquire), or (ASYNC == 1) remote st.async stores that complete bytes on the receiving

@@ -28,7 +28,13 @@ std::vector<GateVariant> gate_records(const std::string& problem, const Space& s
   const CompileCache cache(CompileCache::default_dir());
   const std::string nvrtc = nvrtc_version();
   for (const VariantRecord& r : records) {
-    const Config config = space.from_json(r.params);
+    Config config;
+    try {
+      config = space.from_json(r.params);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: does not fit {} now: {}; re-tune the shape (its space has changed)", r.name,
+                                   space.source_name(), e.what()));
+    }
     GateVariant v;
     v.lowered = space.lower(config, shape, limits);
     bool cached = false;

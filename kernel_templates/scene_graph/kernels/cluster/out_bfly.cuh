@@ -1,5 +1,5 @@
 #pragma once
-// sg_cluster, step 5 with OUT 2 (outbfly): out = nodes + ctx · Woutᵀ with FP32 FMAs, a warp per
+// sg_cluster, step 5 with OUT 2 (out butterfly): out = nodes + ctx · Woutᵀ with FP32 FMAs, a warp per
 // (OPW outputs, RPW rows) among the last W5 warps, Wout from registers (wt, loaded in step 1 by
 // sg_cluster_load_wout), the warp's 32 sums meeting in a transposed butterfly (SgClusterPlan says
 // how). Shared memory: reads ctx and the node rows xs (the residual); nothing of its own.

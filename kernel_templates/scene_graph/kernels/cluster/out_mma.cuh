@@ -1,5 +1,5 @@
 #pragma once
-// sg_cluster, step 5 with OUT 1 (outmma): out = nodes + ctx · Woutᵀ on the tensor cores (3xTF32),
+// sg_cluster, step 5 with OUT 1 (out mma): out = nodes + ctx · Woutᵀ on the tensor cores (3xTF32),
 // KW warps per 16-row tile, a k-range each with its Wout B fragments in registers (wof, loaded in
 // step 1 by sg_cluster_load_wout); the partial fragments meet at named barrier kOutBar through the
 // LayerNorm buffer xh (free by then: MT (KW - 1) NT 128 floats <= 2 RN S) and the tile's last warp

@@ -1,8 +1,8 @@
 #pragma once
 // sg_cluster, step 5: out[i0 + i][h HD + oo] = nodes + ctx[i] · Wout[h HD + oo] for the block's
 // rows i and head h's columns, Wout from the registers loaded in step 1 (kernels/cluster.cuh).
-// OUT 0: sg_cluster_out_plain (OUT 1 outmma: kernels/cluster/out_mma.cuh; OUT 2 outbfly:
-// kernels/cluster/out_bfly.cuh). Part of the scene_graph template (scene_graph.cuh).
+// OUT 0, out fma: sg_cluster_out_plain (OUT 1, out mma: kernels/cluster/out_mma.cuh; OUT 2, out
+// butterfly: kernels/cluster/out_bfly.cuh). Part of the scene_graph template (scene_graph.cuh).
 
 #include "tune_common.cuh"
 #include "../../reductions.cuh"
