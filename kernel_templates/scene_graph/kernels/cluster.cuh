@@ -2,7 +2,7 @@
 // strategy fused, mapping cluster: sg_cluster, composed of its phases (kernels/cluster/*.cuh; its
 // shared-memory layout SgClusterLayout and constants SgClusterPlan in kernels/cluster/plan.cuh).
 // Part of the scene_graph template (scene_graph.cuh).
-// A phase function declares the extern __shared__ array itself and finds its buffers from
+// A phase function finds its buffers in the one dynamic shared-memory array (smem.cuh) from
 // SgClusterLayout (a shared-memory pointer handed from the kernel changes the machine code);
 // the lane coordinates (g, t4, v5) come from the kernel (recomputed in a phase, they did).
 

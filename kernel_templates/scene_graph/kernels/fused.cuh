@@ -12,6 +12,7 @@
 #include "../layernorm.cuh"
 #include "../ptx.cuh"
 #include "../sizes.cuh"
+#include "../smem.cuh"
 
 namespace tune_kernels {
 
@@ -43,7 +44,7 @@ __device__ __forceinline__ void sg_attention_block(const float* __restrict__ nod
   static_assert(D % H == 0 && D % 4 == 0, "D must be a multiple of heads and of 4");
   using L = SgAttentionLayout<N, D, H, QT>;
   constexpr int NT = cdiv(N, QT);
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_attention_smem_bytes(N, D, H, QT, SMEM_W))) {
     return;
   }

@@ -12,6 +12,7 @@
 #include "../ptx.cuh"
 #include "../rows.cuh"
 #include "../sizes.cuh"
+#include "../smem.cuh"
 
 namespace tune_kernels {
 
@@ -47,7 +48,7 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
   constexpr int S = k::sg_row_stride(D);
   static_assert(D % H == 0 && HD % 4 == 0 && D % 4 == 0, "needs D / heads a multiple of 4");
   static_assert(H >= 1 && H <= 8, "a portable cluster has at most 8 blocks");
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK || k::sg_dynamic_smem_size() < static_cast<unsigned>(k::sg_fused_head_smem_bytes(N, D, H))) {
     return;
   }

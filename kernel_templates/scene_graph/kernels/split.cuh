@@ -12,6 +12,7 @@
 #include "../ptx.cuh"
 #include "../rows.cuh"
 #include "../sizes.cuh"
+#include "../smem.cuh"
 
 namespace tune_kernels {
 
@@ -39,7 +40,7 @@ __global__ void __launch_bounds__(BLOCK, 1)
     sg_pair_bias(const float* __restrict__ pair_feats, const float* __restrict__ w0, const float* __restrict__ b0,
                  const float* __restrict__ w2, const float* __restrict__ b2, float* __restrict__ bias) {
   using namespace tune_kernels;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK) return;
   if constexpr (SMEM_W != 0) {
     if (sg_dynamic_smem_size() < static_cast<unsigned>(sg_pair_bias_smem_bytes(H, P, SMEM_W))) return;
@@ -74,7 +75,7 @@ __global__ void __launch_bounds__(BLOCK, 1)
   static_assert(D % H == 0 && D % 4 == 0, "D must be a multiple of heads and of 4");
   using L = SgHeadLayout<N, D, H, SMEM_W>;
   constexpr int S = L::S;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_head_smem_bytes(N, D, H, SMEM_W))) {
     return;
   }
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(BLOCK, 1)
   using namespace tune_kernels;
   constexpr int S = sg_row_stride(D);
   constexpr int M = B * N;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_out_proj_smem_bytes(D, ROWS))) {
     return;
   }

@@ -18,6 +18,7 @@
 #include "../ptx.cuh"
 #include "../rows.cuh"
 #include "../sizes.cuh"
+#include "../smem.cuh"
 
 namespace tune_kernels {
 
@@ -94,7 +95,7 @@ __global__ void __launch_bounds__(BLOCK)
   using namespace tune_kernels;
   static_assert(D % 8 == 0 && D % H == 0, "D must be a multiple of 8 and of heads");
   constexpr int S = sg_row_stride(D), M = B * N, O = 3 * D;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_tc_gemm_smem_bytes(D, BM, BN))) return;
   float* xs = reinterpret_cast<float*>(sg_smem);
   float* ws = xs + BM * S;
@@ -126,7 +127,7 @@ __global__ void __launch_bounds__(BLOCK)
                     const float* __restrict__ edge_mask, float* __restrict__ ctx) {
   using namespace tune_kernels;
   constexpr int HD = D / H, HS = sg_odd_stride(HD), M = B * N, TILES = cdiv(N, QR);
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_tc_attention_smem_bytes(N, D, H, QR))) {
     return;
   }
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(BLOCK)
   using namespace tune_kernels;
   static_assert(D % 8 == 0, "D must be a multiple of 8");
   constexpr int S = sg_row_stride(D), M = B * N;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_tc_gemm_smem_bytes(D, BM, BN))) return;
   float* xs = reinterpret_cast<float*>(sg_smem);
   float* ws = xs + BM * S;

@@ -8,6 +8,7 @@
 #include "tune_common.cuh"
 #include "exchange.cuh"
 #include "../../reductions.cuh"
+#include "../../smem.cuh"
 
 // Columns tq HQ + 2 u2, + 1 of a row (the quarter tq of a head's HQ-column quarters; 0 past HQ).
 template <int HQ>
@@ -131,7 +132,7 @@ __device__ __forceinline__ void sg_cluster_attention_quad(int h, int r, int rank
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, RN = C::RN, NW = C::NW, MQ = k::cdiv(N, 8);
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* cx = sm + L::kCtx;    // RN x S: ctx rows, a head from each block of the row split
   float* qs = sm + L::kQ;      // RN x HS: scale · q_h
@@ -154,7 +155,7 @@ __device__ __forceinline__ void sg_cluster_attention_lanes(int h, int r, int ran
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, H = C::kH, R = C::kR, HD = C::HD, S = C::S, HS = C::HS, RN = C::RN, NW = C::NW;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* cx = sm + L::kCtx;    // RN x S: ctx rows, a head from each block of the row split
   float* qs = sm + L::kQ;      // RN x HS: scale · q_h

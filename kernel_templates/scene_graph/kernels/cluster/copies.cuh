@@ -5,6 +5,7 @@
 #include "tune_common.cuh"
 #include "../../ptx.cuh"
 #include "../../rows.cuh"
+#include "../../smem.cuh"
 
 // Step 1. Group 0: what step 2 needs; then the q/k/v weights (group 1, or the bulk copies).
 // A warp per row; each copy starts on the warp after the previous one's last row.
@@ -22,7 +23,7 @@ __device__ __forceinline__ void sg_cluster_copy_inputs(
   constexpr int N = C::kN, D = C::kD, H = C::kH, P = C::kP, BLOCK = C::kBlock, BULK = C::kBulk;
   constexpr int HD = C::HD, S = C::S, RN = C::RN, PS = C::PS, JC = C::JC, NW = C::NW, PW = C::PW;
   constexpr bool kOv = C::kOv;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* xs = sm + L::kX;      // RN x S: own node rows
   float* ws = sm + L::kW;      // 3 HD x S: rows h HD + t of Wq, Wk, Wv

@@ -6,6 +6,7 @@
 // sent. Part of the scene_graph template (scene_graph.cuh).
 
 #include "../../ptx.cuh"
+#include "../../smem.cuh"
 
 // ASYNC: thread 0 sets up the two exchange mbarriers with the bytes the other blocks send: bias
 // RN x N and k, v N x HD; ctx rows x D (`rows`: the block's rows inside the batch).
@@ -14,7 +15,7 @@ __device__ __forceinline__ void sg_cluster_expect_exchanges(int h, int rows, int
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, D = C::kD, HD = C::HD, RN = C::RN, JC = C::JC;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* const bar_x1 = sm + L::kBar + 2;
   float* const bar_x2 = sm + L::kBar + 4;
@@ -35,7 +36,7 @@ __device__ __forceinline__ void sg_cluster_expect_exchanges(int h, int rows, int
 template <class C, int X>
 __device__ __forceinline__ void sg_cluster_exchange_wait() {
   namespace k = tune_kernels;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const xbar = reinterpret_cast<float*>(sg_smem) + C::L::kBar + 2 * X;  // bar_x1, bar_x2
   if constexpr (C::kAsync != 0) {
     if constexpr (X == 2) __syncthreads();  // this block's own head of ctx
@@ -51,7 +52,7 @@ __device__ __forceinline__ void sg_cluster_exchange_wait() {
 template <class C, int X>
 __device__ __forceinline__ void sg_cluster_put(float* p, int to, float v, int rank) {
   namespace k = tune_kernels;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const xbar = reinterpret_cast<float*>(sg_smem) + C::L::kBar + 2 * X;  // bar_x1, bar_x2
   if constexpr (C::kAsync != 0) {
     if (to == rank) {

@@ -6,6 +6,7 @@
 #include "tune_common.cuh"
 #include "../../mma.cuh"
 #include "../../reductions.cuh"
+#include "../../smem.cuh"
 
 // The first LNW warps, a warp per row and the row in registers: rows warp + LNW q, all of a
 // warp's rows at once (independent shuffles).
@@ -14,7 +15,7 @@ __device__ __forceinline__ void sg_cluster_layernorm(int warp, int lane) {
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int D = C::kD, S = C::S, RN = C::RN, LNW = C::LNW;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* xs = sm + L::kX;                               // RN x S: own node rows
   float2* xh = reinterpret_cast<float2*>(sm + L::kXh);  // RN x S: their LayerNorm, TF32 (hi, lo)

@@ -6,6 +6,7 @@
 // Part of the scene_graph template (scene_graph.cuh).
 
 #include "../../reductions.cuh"
+#include "../../smem.cuh"
 
 // v5: this warp's index among the last W5 (negative: not one of them), from the kernel.
 template <class C>
@@ -15,7 +16,7 @@ __device__ __forceinline__ void sg_cluster_out_bfly(const float (&wt)[C::OPW][C:
   using L = typename C::L;
   constexpr int N = C::kN, D = C::kD, HD = C::HD, S = C::S, RN = C::RN;
   constexpr int KS5 = C::KS5, OPW = C::OPW, RPW = C::RPW, NOG = C::NOG, NRG = C::NRG, RGW = C::RGW;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* xs = sm + L::kX;    // RN x S: own node rows (the residual)
   float* cx = sm + L::kCtx;  // RN x S: ctx rows, all heads

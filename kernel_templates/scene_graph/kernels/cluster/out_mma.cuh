@@ -7,6 +7,7 @@
 // Part of the scene_graph template (scene_graph.cuh).
 
 #include "../../mma.cuh"
+#include "../../smem.cuh"
 
 template <class C>
 __device__ __forceinline__ void sg_cluster_out_mma(const float (&wof)[C::NT][C::KSW][2], float* __restrict__ out, int b,
@@ -15,7 +16,7 @@ __device__ __forceinline__ void sg_cluster_out_mma(const float (&wof)[C::NT][C::
   using L = typename C::L;
   constexpr int N = C::kN, D = C::kD, HD = C::HD, S = C::S, RN = C::RN;
   constexpr int NT = C::NT, MT = C::MT, KW = C::KW, KSW = C::KSW, kOutBar = C::kOutBar;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* xs = sm + L::kX;                               // RN x S: own node rows (the residual)
   float2* xh = reinterpret_cast<float2*>(sm + L::kXh);  // the partial fragments

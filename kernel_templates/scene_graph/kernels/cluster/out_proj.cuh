@@ -6,6 +6,7 @@
 
 #include "tune_common.cuh"
 #include "../../reductions.cuh"
+#include "../../smem.cuh"
 
 // Step 1's loads of head h's Wout rows into registers for step 5: wof (OUT 1, the B fragments of
 // the first MT KW warps), wt (OUT 2, the last W5 warps), else wor (threads from warp OW0 on).
@@ -64,7 +65,7 @@ __device__ __forceinline__ void sg_cluster_out_plain(const float4 (&wor)[C::WO4]
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, D = C::kD, HD = C::HD, S = C::S, RN = C::RN;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* xs = sm + L::kX;      // RN x S: own node rows (the residual)
   float* cx = sm + L::kCtx;    // RN x S: ctx rows, all heads

@@ -10,6 +10,7 @@
 #include "exchange.cuh"
 #include "../../mma.cuh"
 #include "../../ptx.cuh"
+#include "../../smem.cuh"
 
 // kOv: the LayerNorm warps (the projection warps among them, which wait for their weight copies)
 // meet at the projection barrier, then run the projections while the MLP warps go on.
@@ -17,7 +18,7 @@ template <class C>
 __device__ __forceinline__ void sg_cluster_projection_warps_meet(int warp) {
   namespace k = tune_kernels;
   constexpr int BULK = C::kBulk, PW = C::PW, LNW = C::LNW, kProjBar = C::kProjBar;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* bar = sm + C::L::kBar;  // mbarrier 0: the BULK weight copies
   if constexpr (C::kOv) {
@@ -37,7 +38,7 @@ template <class C>
 __device__ __forceinline__ void sg_cluster_weights_wait() {
   namespace k = tune_kernels;
   constexpr int BULK = C::kBulk;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* bar = sm + C::L::kBar;  // mbarrier 0: the BULK weight copies
   if constexpr (!C::kOv) {
@@ -61,7 +62,7 @@ template <class C>
 __device__ __forceinline__ void sg_cluster_project_deliver(int m, int li, int o, float y, int h, int rank, int i0) {
   using L = typename C::L;
   constexpr int N = C::kN, R = C::kR, HD = C::HD, HS = C::HS;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* qs = sm + L::kQ;      // RN x HS: scale · q_h
   float* ks = sm + L::kK;      // N x HS: k_h of all rows, from the R blocks of head h
@@ -85,7 +86,7 @@ __device__ __forceinline__ void sg_cluster_project_deliver2(int m, int li, int o
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, R = C::kR, ASYNC = C::kAsync, HD = C::HD, HS = C::HS;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* qs = sm + L::kQ;      // RN x HS: scale · q_h
   float* ks = sm + L::kK;      // N x HS: k_h of all rows, from the R blocks of head h
@@ -124,7 +125,7 @@ __device__ __forceinline__ bool sg_cluster_project_group_sum(float (&y)[C::NB][4
                                                              int lane) {
   using L = typename C::L;
   constexpr int KSPLIT = C::kKsplit, NT = C::NT, MT = C::MT, NB = C::NB;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* part = sm + L::kPart; // KSPLIT > 1: KSPLIT - 1 MMA fragments per tile
   const int group = warp / KSPLIT;
@@ -176,7 +177,7 @@ __device__ __forceinline__ void sg_cluster_project_tile(int m, int mt, int ng, i
   using L = typename C::L;
   constexpr int KSPLIT = C::kKsplit, HD = C::HD, S = C::S, RN = C::RN, NT = C::NT, KST = C::KST, NB = C::NB;
   constexpr bool kGroupSum = sg_cluster_group_sum<C>;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float2* xh = reinterpret_cast<float2*>(sm + L::kXh);  // RN x S: LayerNorm rows, TF32 (hi, lo)
   float* ws = sm + L::kW;      // 3 HD x S: rows h HD + t of Wq, Wk, Wv
@@ -249,7 +250,7 @@ __device__ __forceinline__ void sg_cluster_project_sum_parts(int h, int rank, in
   using L = typename C::L;
   constexpr int BLOCK = C::kBlock, KSPLIT = C::kKsplit, HD = C::HD, RN = C::RN, PW = C::PW, kProjBar = C::kProjBar;
   constexpr bool kOv = C::kOv;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* part = sm + L::kPart; // KSPLIT x 3 x RN x HD
   constexpr int PT = kOv ? PW * 32 : BLOCK;  // threads of the partial sums

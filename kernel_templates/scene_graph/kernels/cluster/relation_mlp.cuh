@@ -11,6 +11,7 @@
 #include "../../mma.cuh"
 #include "../../ptx.cuh"
 #include "../../reductions.cuh"
+#include "../../smem.cuh"
 
 // hidden = pf · W0ᵀ on the tensor cores for 16 pairs (tile u) and hidden tiles nt0 .. nt0 +
 // NTH - 1; lane (g, t) finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and
@@ -111,7 +112,7 @@ __device__ __forceinline__ void sg_cluster_relation_mlp_mma(int h, int r, int ra
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int H = C::kH, P = C::kP, NW = C::NW, UT = C::UT;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* bs = sm + L::kBias;   // RN x N: bias of head h, from the H blocks of row split r
   float* mw0 = sm + L::kW0;    // P x PS
@@ -144,7 +145,7 @@ __device__ __forceinline__ void sg_cluster_relation_mlp_fp32(const float4 (&pf)[
   using L = typename C::L;
   constexpr int N = C::kN, H = C::kH, P = C::kP, R = C::kR, BLOCK = C::kBlock, PS = C::PS, JC = C::JC;
   constexpr int PAIRS = C::PAIRS, PPT = C::PPT;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float* bs = sm + L::kBias;   // RN x N: bias of head h, from the H blocks of row split r
   float* mw0 = sm + L::kW0;    // P x PS

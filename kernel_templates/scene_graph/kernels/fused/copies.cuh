@@ -6,6 +6,7 @@
 #include "../../ptx.cuh"
 #include "../../rows.cuh"
 #include "../../sizes.cuh"
+#include "../../smem.cuh"
 
 namespace tune_kernels {
 
@@ -33,7 +34,7 @@ __device__ __forceinline__ void sg_attention_copy_inputs(const float* __restrict
                                                          const float* __restrict__ bias, int b, int i0, int tid) {
   using L = SgAttentionLayout<N, D, H, QT>;
   constexpr int S = L::S;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;
   float* msk = reinterpret_cast<float*>(sg_smem) + L::kMsk;

@@ -5,6 +5,7 @@
 #include "copies.cuh"
 #include "../../pair_bias.cuh"
 #include "../../sizes.cuh"
+#include "../../smem.cuh"
 
 namespace tune_kernels {
 
@@ -17,7 +18,7 @@ __device__ __forceinline__ void sg_attention_pair_bias(const float* __restrict__
                                                        const float* __restrict__ b0, const float* __restrict__ w2,
                                                        const float* __restrict__ b2, int b, int i0, int tid) {
   using L = SgAttentionLayout<N, D, H, QT>;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;
   const auto row_of = [&](int r) { return i0 + r < N ? i0 + r : N - 1; };
   constexpr int PAIRS = QT * N;

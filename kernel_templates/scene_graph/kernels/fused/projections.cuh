@@ -5,6 +5,7 @@
 
 #include "copies.cuh"
 #include "../../rows.cuh"
+#include "../../smem.cuh"
 
 namespace tune_kernels {
 
@@ -13,7 +14,7 @@ template <int N, int D, int H, int QT, int BLOCK, int SMEM_W>
 __device__ __forceinline__ void sg_attention_query(const float* __restrict__ w_q, int i0) {
   using L = SgAttentionLayout<N, D, H, QT>;
   constexpr int S = L::S, HD = D / H, WS = SMEM_W ? S : D;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* qc = reinterpret_cast<float*>(sg_smem) + L::kQc;
   const auto row_of = [&](int r) { return i0 + r < N ? i0 + r : N - 1; };
@@ -28,7 +29,7 @@ template <int N, int D, int H, int QT, int BLOCK, int SMEM_W, int ILP>
 __device__ __forceinline__ void sg_attention_fold_keys(const float* __restrict__ w_k) {
   using L = SgAttentionLayout<N, D, H, QT>;
   constexpr int S = L::S, HD = D / H, WS = SMEM_W ? S : D;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* qc = reinterpret_cast<float*>(sg_smem) + L::kQc;
   float* qk = reinterpret_cast<float*>(sg_smem) + L::kQk;
   const auto mload = [&](int h, int t, int c4) { return sg_load4<SMEM_W>(w_k + (h * HD + t) * WS + 4 * c4); };
@@ -46,7 +47,7 @@ template <int N, int D, int H, int QT, int BLOCK, int SMEM_W>
 __device__ __forceinline__ void sg_attention_context(const float* __restrict__ w_v) {
   using L = SgAttentionLayout<N, D, H, QT>;
   constexpr int S = L::S, HD = D / H, WS = SMEM_W ? S : D;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* qc = reinterpret_cast<float*>(sg_smem) + L::kQc;
   float* qk = reinterpret_cast<float*>(sg_smem) + L::kQk;
   sg_rows_dot<QT, D, D, BLOCK>([&](int o, int c4) { return sg_load4<SMEM_W>(w_v + o * WS + 4 * c4); },
@@ -60,7 +61,7 @@ __device__ __forceinline__ void sg_attention_out(const float* __restrict__ w_o, 
                                                  float* __restrict__ out, int b, int i0) {
   using L = SgAttentionLayout<N, D, H, QT>;
   constexpr int S = L::S, WS = SMEM_W ? S : D;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* qc = reinterpret_cast<float*>(sg_smem) + L::kQc;
   sg_rows_dot<QT, D, D, BLOCK>([&](int o, int c4) { return sg_load4<SMEM_W>(w_o + o * WS + 4 * c4); },
                                [&](int r, int, int c4) { return *reinterpret_cast<const float4*>(qc + r * S + 4 * c4); },

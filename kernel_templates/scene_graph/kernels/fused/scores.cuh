@@ -8,6 +8,7 @@
 #include "../../reductions.cuh"
 #include "../../rows.cuh"
 #include "../../sizes.cuh"
+#include "../../smem.cuh"
 
 namespace tune_kernels {
 
@@ -16,7 +17,7 @@ template <int N, int D, int H, int QT, int BLOCK, int ILP>
 __device__ __forceinline__ void sg_attention_scores(int tid) {
   using L = SgAttentionLayout<N, D, H, QT>;
   constexpr int S = L::S;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* qk = reinterpret_cast<float*>(sg_smem) + L::kQk;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;
@@ -60,7 +61,7 @@ template <int N, int D, int H, int QT, int BLOCK, int ILP>
 __device__ __forceinline__ void sg_attention_weighted_rows() {
   using L = SgAttentionLayout<N, D, H, QT>;
   constexpr int S = L::S;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* qk = reinterpret_cast<float*>(sg_smem) + L::kQk;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;

@@ -5,6 +5,7 @@
 #include "inputs.cuh"
 #include "../../reductions.cuh"
 #include "../../rows.cuh"
+#include "../../smem.cuh"
 
 // Step 4. q_h[t] = scale · hn[i]·Wq[h·HD + t]: reads hn, writes qh.
 template <int N, int D, int H, int BLOCK>
@@ -12,7 +13,7 @@ __device__ __forceinline__ void sg_fused_head_query(const float* __restrict__ wq
   namespace k = tune_kernels;
   using L = SgFusedHeadLayout<N, D, H>;
   constexpr int HD = L::HD, S = L::S;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* qh = reinterpret_cast<float*>(sg_smem) + L::kQh;
   const float scale = 1.0f / sqrtf(static_cast<float>(HD));
@@ -28,7 +29,7 @@ __device__ __forceinline__ void sg_fused_head_fold_key(const float* __restrict__
   namespace k = tune_kernels;
   using L = SgFusedHeadLayout<N, D, H>;
   constexpr int HD = L::HD;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* qh = reinterpret_cast<float*>(sg_smem) + L::kQh;
   float* u = reinterpret_cast<float*>(sg_smem) + L::kU;
   k::sg_cols_accum<1, 1, D / 4, HD, BLOCK>(
@@ -43,7 +44,7 @@ __device__ __forceinline__ void sg_fused_head_scores(int tid) {
   namespace k = tune_kernels;
   using L = SgFusedHeadLayout<N, D, H>;
   constexpr int S = L::S;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* u = reinterpret_cast<float*>(sg_smem) + L::kU;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;
@@ -62,7 +63,7 @@ __device__ __forceinline__ void sg_fused_head_weighted_rows() {
   namespace k = tune_kernels;
   using L = SgFusedHeadLayout<N, D, H>;
   constexpr int S = L::S;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* u = reinterpret_cast<float*>(sg_smem) + L::kU;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;
@@ -78,7 +79,7 @@ __device__ __forceinline__ void sg_fused_head_context(const float* __restrict__ 
   namespace k = tune_kernels;
   using L = SgFusedHeadLayout<N, D, H>;
   constexpr int HD = L::HD;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* ctx = reinterpret_cast<float*>(sg_smem) + L::kCtx;
   float* u = reinterpret_cast<float*>(sg_smem) + L::kU;
   k::sg_rows_dot<1, HD, D, BLOCK>(

@@ -7,6 +7,7 @@
 #include "../../pair_bias.cuh"
 #include "../../ptx.cuh"
 #include "../../sizes.cuh"
+#include "../../smem.cuh"
 
 // Offsets (floats) of sg_fused_head's dynamic shared memory, sizes as sg_fused_head_smem_bytes.
 template <int N, int D, int H>
@@ -43,7 +44,7 @@ __device__ __forceinline__ void sg_fused_head_pair_bias(const float* __restrict_
                                                         const float* __restrict__ b2, int b, int i, int h, int tid) {
   namespace k = tune_kernels;
   using L = SgFusedHeadLayout<N, D, H>;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;
   constexpr int LPP = k::sg_pair_lanes(N, P, BLOCK);
   for (int base = 0; base < N * LPP; base += BLOCK) {

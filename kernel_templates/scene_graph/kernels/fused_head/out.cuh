@@ -5,6 +5,7 @@
 #include "inputs.cuh"
 #include "../../ptx.cuh"
 #include "../../rows.cuh"
+#include "../../smem.cuh"
 
 // Step 9a. part[o] = Σ_t Wout[o][h·HD + t] ctx_h[t]: reads ctx, writes part (this head's share).
 template <int N, int D, int H, int BLOCK>
@@ -12,7 +13,7 @@ __device__ __forceinline__ void sg_fused_head_out_share(const float* __restrict_
   namespace k = tune_kernels;
   using L = SgFusedHeadLayout<N, D, H>;
   constexpr int HD = L::HD;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* ctx = reinterpret_cast<float*>(sg_smem) + L::kCtx;
   float* part = reinterpret_cast<float*>(sg_smem) + L::kPart;
   k::sg_rows_dot<1, D, HD, BLOCK>(
@@ -29,7 +30,7 @@ __device__ __forceinline__ void sg_fused_head_out_sum(const float* __restrict__ 
   namespace k = tune_kernels;
   using L = SgFusedHeadLayout<N, D, H>;
   constexpr int HD = L::HD;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* part = reinterpret_cast<float*>(sg_smem) + L::kPart;
   for (int t = tid; t < HD; t += BLOCK) {
     const int o = h * HD + t;

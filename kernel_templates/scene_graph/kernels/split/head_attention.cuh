@@ -4,6 +4,7 @@
 
 #include "head_inputs.cuh"
 #include "../../rows.cuh"
+#include "../../smem.cuh"
 
 // Step 3. q_h (scaled), k_h, v_h of all N rows, output o = m*HD + t: reads hn and (SMEM_W) sw,
 // writes qkv.
@@ -13,7 +14,7 @@ __device__ __forceinline__ void sg_head_project(const float* __restrict__ wq, co
   using namespace tune_kernels;
   using L = SgHeadLayout<N, D, H, SMEM_W>;
   constexpr int HD = L::HD, S = L::S, HS = L::HS, WS = SMEM_W ? S : D;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* sw = reinterpret_cast<float*>(sg_smem) + L::kSw;
   float* qkv = reinterpret_cast<float*>(sg_smem) + L::kQkv;
@@ -57,7 +58,7 @@ __device__ __forceinline__ void sg_head_context(float* __restrict__ ctx, int b, 
   using namespace tune_kernels;
   using L = SgHeadLayout<N, D, H, SMEM_W>;
   constexpr int HD = L::HD, HS = L::HS;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* qkv = reinterpret_cast<float*>(sg_smem) + L::kQkv;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;
   const float* v = qkv + 2 * N * HS;

@@ -6,6 +6,7 @@
 #include "../../ptx.cuh"
 #include "../../rows.cuh"
 #include "../../sizes.cuh"
+#include "../../smem.cuh"
 
 // Offsets (floats) of sg_head_attention's dynamic shared memory, sizes as sg_head_smem_bytes.
 template <int N, int D, int H, int SMEM_W>
@@ -29,7 +30,7 @@ __device__ __forceinline__ void sg_head_copy_inputs(const float* __restrict__ no
   using namespace tune_kernels;
   using L = SgHeadLayout<N, D, H, SMEM_W>;
   constexpr int HD = L::HD, S = L::S;
-  extern __shared__ float4 sg_smem[];
+  using tune_kernels::sg_smem;
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;
   float* sw = reinterpret_cast<float*>(sg_smem) + L::kSw;
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;
