@@ -582,7 +582,8 @@ struct Clean {
 };
 const Clean& clean_gated_run() {
   static const Clean c = [] {
-    const std::string out = fresh_dir("gate_clean");
+    // A folder of this process's: ctest runs the tests that share this run side by side.
+    const std::string out = fresh_dir("gate_clean_" + std::to_string(getpid()));
     const Result r = run(std::string(kFake) + " " + fake_sanitizer(), small_run_args(out));
     EXPECT_EQ(r.code, 0) << r.output;
     Clean x;
@@ -690,6 +691,24 @@ TEST(Gate, WhenEveryFinalistFailsTheNextAreGatedInTurnAndNothingUnsafeWins) {
     }
   }
   EXPECT_NE(r.output.find("no gated finalist may win"), std::string::npos) << r.output;
+}
+
+// The baseline is re-measured strictly for its speedup, not to win: when every finalist fails, a
+// passed variant faster than the baseline that the search timed takes the next round, not the
+// safe baseline (on the H200 a planted race at contact B4 N64 crowned the baseline, 1.8x slower
+// than untried variants, and the record failed its own winner rule: exit 2).
+TEST(Gate, WhenTheFinalistsFailTheBaselineDoesNotWinOverFasterUngatedVariants) {
+  const Clean& c = clean_gated_run();
+  const auto at = std::find(c.order.begin(), c.order.end(), c.baseline);
+  ASSERT_GE(at - c.order.begin(), 2) << "the fixture has two variants faster than its baseline";
+  const std::string out = fresh_dir("gate_baseline_not_winner");
+  const Result r = run(std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.order[0] + "=memcheck'",
+                       small_run_args(out) + " --top 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(got.at("summary").at("winner"), c.order[1]) << r.output;
+  EXPECT_EQ(variant(got, c.order[0]).at("status"), "unsafe");
+  EXPECT_EQ(got.at("context").at("gate").at("rounds"), 2) << r.output;
 }
 
 // A sanitizer that is named but missing runs no tool: the finalists are unchecked, never safe

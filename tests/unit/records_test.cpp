@@ -381,9 +381,11 @@ TEST(Winner, StrictlyReMeasuredFinalistsAreComparedOnlyWithEachOther) {
   run.variants.resize(1);
   VariantRecord finalist = run.variants[0];  // passed, 30 us, 40 registers
   finalist.name = "z-finalist";
+  finalist.baseline = false;
   finalist.search_timing = finalist.timing;
   VariantRecord searched = run.variants[0];
   searched.name = "a-searched";
+  searched.baseline = false;
   searched.resources.begin()->second.registers = 8;
   for (const double median : {29.95, 25.0}) {  // within the tie band, and clearly faster by the search's method
     searched.timing->median_us = median;
@@ -393,6 +395,20 @@ TEST(Winner, StrictlyReMeasuredFinalistsAreComparedOnlyWithEachOther) {
   EXPECT_NE(pick_winner(run)->rule.find("strictly re-measured"), std::string::npos);
   run.variants[0].status = Status::kUnsafe;  // the gate failed the only strict one
   EXPECT_EQ(picked_name(run), "a-searched");
+  // The baseline, strict for its speedup, does not keep the rule alone: once the finalist failed,
+  // the faster variant the search timed is the would-be winner (the gate gates it next), and a
+  // slower one leaves the baseline the winner.
+  VariantRecord baseline = finalist;
+  baseline.name = "m-baseline";
+  baseline.baseline = true;
+  baseline.timing->median_us = baseline.search_timing->median_us = 28.0;
+  run.variants.push_back(baseline);
+  EXPECT_EQ(picked_name(run), "a-searched");
+  run.variants[1].timing->median_us = 35.0;
+  EXPECT_EQ(picked_name(run), "m-baseline");
+  run.variants[0].status = Status::kPassed;  // with a finalist that may win, strict medians only
+  run.variants[1].timing->median_us = 25.0;
+  EXPECT_EQ(picked_name(run), "m-baseline") << "28 us strict against the finalist's 30 us strict";
 }
 
 // The tie band is the uncertainty of the medians (their notches), not the samples' spread: 2.9 %

@@ -23,9 +23,12 @@ bool may_win(const VariantRecord& v, const RunRecord& run) {
 std::optional<PickedWinner> pick_winner(const RunRecord& run) {
   // One method: once variants were re-measured strictly, only they are compared (a search median
   // set beside a strict one made an unchecked runner-up tie and called another gate round); the
-  // others take part again only when none of those may win (every gated one failed).
+  // others take part again only when none of those may win (every gated one failed). The baseline
+  // is re-measured strictly for its speedup: alone it does not make the rule apply, else a safe
+  // baseline would win over faster variants the search timed once the finalists had failed (the
+  // gate's next round re-measures and gates those instead).
   const bool strict = std::any_of(run.variants.begin(), run.variants.end(),
-                                  [&](const VariantRecord& v) { return may_win(v, run) && v.search_timing; });
+                                  [&](const VariantRecord& v) { return may_win(v, run) && v.search_timing && !v.baseline; });
   auto candidate = [&](const VariantRecord& v) { return may_win(v, run) && (!strict || v.search_timing); };
   const VariantRecord* best = nullptr;
   for (const auto& v : run.variants)
