@@ -183,7 +183,8 @@ TEST(Nvrtc, SceneGraphOutButterflyAndAttnquadCompileAtWideShapes) {
     const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
     std::optional<Config> pick;
     for (const auto& c : space.enumerate(shape, DeviceLimits::for_arch(90)).configs) {
-      if (space.to_json(c).at("out") == "butterfly" && space.numeric(c, "attnquad") == 1 && space.numeric(c, "overlap") == 1) {
+      if (space.to_json(c).at("out") == "butterfly" && space.numeric(c, "attnquad") == 1 &&
+          space.numeric(c, "overlap") == 1) {
         pick = c;
         break;
       }
