@@ -2,12 +2,12 @@
 // request, every shape resolved once, then the shapes run in sequence or on the devices.
 #include "tune/sweep_plan.hpp"
 
-#include <chrono>
 #include <ranges>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "run/run_common.hpp"
 #include "tune/errors.hpp"
 #include "tune/stop.hpp"
 
@@ -81,16 +81,12 @@ void plan_sweep_work(SweepPlan& p, std::vector<SweepWork> all) {
                                  p.items, p.items == 1 ? " (one shape: its variants are split)" : ""));
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // The sweep's shapes side by side on the devices, one worker each.
 void run_on_devices(TuneSweepOutcome& out, const std::function<void(const ItemDone&)>& on_done) {
   const SweepPlan& p = out.plan;
   for (const auto& d : p.devices)
     log_line(p.base, fmt::format("{} -> {}/{}/", describe_device(d.info), p.base.out_dir.string(), d.dir));
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   const auto result = run_sweep_on_devices(p.work, p.base, p.devices, p.replicate,
                                            [&](const SweepWork& w, const SweepDevice& d, const TuneOutcome& outcome) {
                                              if (on_done) on_done({p, w, &d, outcome});
@@ -105,7 +101,7 @@ void run_on_devices(TuneSweepOutcome& out, const std::function<void(const ItemDo
 // The sweep's shapes one after the other, in this process (a lone shape: its plain run).
 void run_in_sequence(TuneSweepOutcome& out, const std::function<void(const ItemDone&)>& on_done) {
   const SweepPlan& p = out.plan;
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   auto done = [&](const SweepWork& w, const TuneOutcome& outcome) {
     if (on_done) on_done({p, w, nullptr, outcome});
     out.interrupted = out.interrupted || outcome.run.context.interrupted;
