@@ -1,5 +1,6 @@
 #pragma once
-// The kernel's whole dynamic shared memory, from the sizes each piece states beside its code.
+// The kernel's whole dynamic shared memory, from the sizes each piece states beside its code, and
+// its one declaration.
 // Part of the contact template (contact.cuh).
 
 #include "staging.cuh"
@@ -28,6 +29,11 @@ struct SmemLayout {
   static constexpr int kScratchFloats = STRATEGY == 1 ? (BLOCK / 32) * PAIRS * kScratchPair : 0;
   static constexpr int kBytes = static_cast<int>(sizeof(E)) * kScratch + 4 * kScratchFloats;
 };
+
+// The kernel's dynamic shared memory (16-byte aligned), declared once: the mappings find their
+// regions in it at SmemLayout's offsets. The array itself, not a pointer to it: a pointer returned
+// by an inlined function changed the machine code (34 of 48 kernels, tools/cubin_identity.py).
+extern __shared__ float4 tune_contact_smem[];
 
 }  // namespace contact
 }  // namespace tune_kernels

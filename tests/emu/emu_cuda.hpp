@@ -117,7 +117,7 @@ using std::fmaxf;
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
 // Dynamic shared memory: big static array; the harness checks the bytes past the config's size.
-// The template's mappings declare it (extern __shared__) inside their namespace.
+// The template declares it (extern __shared__, smem_layout.cuh) inside its namespace.
 inline constexpr std::size_t kEmuSmemFloats = 80 * 1024;
 namespace tune_kernels::contact {
 alignas(16) inline float4 tune_contact_smem[kEmuSmemFloats / 4];

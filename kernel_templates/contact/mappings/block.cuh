@@ -126,8 +126,7 @@ __device__ __forceinline__ void plain_block(const Tensors<T>& tensors, const Til
 template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int SMEM_W,
           int PAIRS, int SYM, int ASYNC, int NSPLIT, int PREC, int LNROW, class Layout, class T>
 __device__ __forceinline__ void block_mapping(const Tensors<T>& tensors) {
-  extern __shared__ float4 tune_contact_smem[];  // the kernel's dynamic shared memory (SmemLayout)
-  T* smem = reinterpret_cast<T*>(tune_contact_smem);
+  T* smem = reinterpret_cast<T*>(tune_contact_smem);  // the kernel's dynamic shared memory (SmemLayout)
   TileOrigin tile{0, 0, 0, false};
   if constexpr (MAPPING == 1) {
     tile = tile_origin<N, TILE_I, TILE_J, SYM>();

@@ -24,8 +24,7 @@ namespace contact {
 template <int B, int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int SMEM_W, int PAIRS, int SYM, int PREC,
           int LNROW, int PERSIST, class Layout, class T>
 __device__ __forceinline__ void warp_tile_mapping(const Tensors<T>& tensors) {
-  extern __shared__ float4 tune_contact_smem[];  // the kernel's dynamic shared memory (SmemLayout)
-  T* smem = reinterpret_cast<T*>(tune_contact_smem);
+  T* smem = reinterpret_cast<T*>(tune_contact_smem);  // the kernel's dynamic shared memory (SmemLayout)
   constexpr int kWarps = BLOCK / 32, kTilesI = cdiv(N, TILE_I), kUnits = B * kTilesI * (kTilesI + 1) / 2;
   constexpr bool kSmemW = SMEM_W != 0;
   using MmaLayout = MmaWeightLayout<T, C, H>;
