@@ -4,7 +4,8 @@
     tools/cubin_identity.py [--before REV|DIR] [--after DIR] [--problem contact --problem scene_graph]
                               [--results results/h200] [--sample-results DIR]... [--sample 6] [--kernel K]... [--seed 23]
                               [--shape 'B=4,N=24,P=12']... [--no-extra-shapes]
-                              [--jobs 2] [--tune build/tuner/tune] [--cache DIR] [--json F] [--verbose]
+                              [--rename-before PATTERN REPLACEMENT]... [--jobs 2] [--tune build/tuner/tune]
+                              [--cache DIR] [--json F] [--verbose]
 
 "Before" is a git revision (default: the merge-base of HEAD and main), exported with `git archive`
 (its configs/, examples/ and kernel_templates/), or a folder holding such a tree; "after" is a tree
@@ -33,6 +34,11 @@ The variants compiled, per problem:
       --kernel, also require the launch "when" of one of those kernels; the variants are those
       the run's results file lists, lowered by that tune (needs a tune binary, as (a)).
 
+A template argument renumbered between the trees (issue 38: sg_cluster's ATTN, 2 for attnquad
+before the knob attention, 1 for attention quad after) is compiled in the before tree as
+--rename-before rewrites the name expression (re.sub, in order; e.g. --rename-before
+'^(sg_cluster<.*),1>$' '\\1,2>'): its kernel's mangled name differs, its machine code must not.
+
 Compared per kernel: the bytes of its .text section (the machine code), and the resources ptxas
 reports (registers, stack, spills, static shared memory). Not compared: the line tables and the
 rest of the ELF: -lineinfo records file names and line numbers, which change whenever code moves
@@ -50,6 +56,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -318,6 +325,9 @@ def main():
                     help="an extra shape to sample --sample variants at, drawn by tune (repeatable; "
                          "e.g. 'B=4,N=24,D=96,heads=4,P=12'; default: EXTRA_SHAPES of the problem)")
     ap.add_argument("--no-extra-shapes", action="store_true", help="sample no extra shapes (without --shape)")
+    ap.add_argument("--rename-before", nargs=2, action="append", default=[], metavar=("PATTERN", "REPLACEMENT"),
+                    help="rewrite each name expression so (Python re.sub) before compiling it in the before tree "
+                         "(repeatable): a template argument renumbered between the trees")
     ap.add_argument("--jobs", "-j", type=int, default=2)
     ap.add_argument("--tune", default=None, help="tune binary for `tune header` (default: build/tuner/tune, else PATH)")
     ap.add_argument("--cache", default=os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
@@ -370,11 +380,17 @@ def main():
     # types from cuda_bf16.h, not its fallback, as in tune's build.
     toolkit = [f"--include-path={pathlib.Path(home, 'include')}"] if home else []
 
+    def exprs_of(side, exprs):
+        for pattern, replacement in (args.rename_before if side == "before" else []):
+            exprs = [re.sub(pattern, replacement, e) for e in exprs]
+        return exprs
+
     def run(job):
         got = {}
         for side in ("before", "after"):
             try:
-                got[side] = compile_cached(nvrtc, cache, job["srcs"][side], job["exprs"], job["options"] + toolkit)
+                got[side] = compile_cached(nvrtc, cache, job["srcs"][side], exprs_of(side, job["exprs"]),
+                                           job["options"] + toolkit)
             except RuntimeError as e:
                 return job, None, f"{side}: {str(e)[:2000]}"
         return job, got, None

@@ -15,7 +15,7 @@
 //                       Mapping "cluster": sg_cluster, a cluster of heads x rsplit blocks per
 //                       batch, a block per (head, row split), 3xTF32 tensor cores (sm_90);
 //                       parameters ksplit, stasync, ntile, overlap, out (fma, mma,
-//                       butterfly), attnquad: see sg_cluster.
+//                       butterfly), attention (lanes, quad): see sg_cluster.
 //   split               sg_pair_bias (scratch bias) + sg_split_attention (as sg_fused, bias
 //                       read from scratch); or, mapping "head": sg_pair_bias + sg_head_attention
 //                       (block per (batch, head), scratch ctx) + sg_out_proj.

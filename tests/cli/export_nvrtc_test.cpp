@@ -187,6 +187,24 @@ TEST(ExportNvrtc, RefusesABadResultsFileAnotherProblemAndNothingToRead) {
   expect_error_output(r, "no results files and no --problem");
 }
 
+// A record of an older space, whose parameter has since been renamed (as scene_graph's outmma and
+// outbfly became out): one line naming the file, the variant and the space, exit 2, with or without
+// --all-variants; nothing is lowered under another configuration.
+TEST(ExportNvrtc, RefusesARecordWhoseVariantsNoLongerFitTheSpaceInOneLine) {
+  const fs::path problem = typed_problem("old_space");
+  std::string space = slurp(problem / "problem.json");
+  for (std::size_t at = space.find("per_thread"); at != std::string::npos; at = space.find("per_thread", at))
+    space.replace(at, std::string("per_thread").size(), "lanes_per");
+  write(problem / "problem.json", space);
+  const std::string file = (kResults / "fixture_h200_R64_L64.json").string();
+  for (const std::string extra : {"", " --all-variants"}) {
+    const Result r = run("export nvrtc" + extra + " --problem " + problem.string() + " " + file);
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, file + ": variant block=64,per_thread=4 does not fit " + (problem / "problem.json").string() +
+                               ": parameter 'lanes_per' is missing");
+  }
+}
+
 // bench/embed_nvrtc.py writes the header from tune's export: the finalists of the stems it is told
 // to interleave, the depfile from the files tune read; tune's refusal passes through (exit 2).
 TEST(ExportNvrtc, EmbedScriptWritesTheBenchHeaderFromTunesExport) {

@@ -1119,7 +1119,8 @@ TEST(Check, ACheckThatCannotRunIsAnErrorAndWriteLeavesTheFileAsItWas) {
 
 // A record tuned with a space whose knob has since been renamed (as scene_graph's outmma and outbfly
 // became out): tune check says in one line which variant no longer fits which space, exit 2, and
-// leaves the file as it was (with --write it refuses earlier: the sources' hash changed).
+// leaves the file as it was (with --write it refuses earlier: the sources' hash changed); tune
+// verify, which checks the record's baseline and winner, says so too, naming the file.
 TEST(Check, AVariantThatNoLongerFitsTheSpaceIsOneLineAndExit2) {
   const Clean& c = clean_gated_run();
   const std::string out = fresh_dir("check_old_space");
@@ -1141,6 +1142,12 @@ TEST(Check, AVariantThatNoLongerFitsTheSpaceIsOneLineAndExit2) {
   EXPECT_NE(r.output.find(c.winner + ": does not fit " + space), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("'symmetric'"), std::string::npos) << r.output;
   EXPECT_EQ(read_text(file), before);
+  const std::string golden = std::string(TUNE_REPO_DIR) + "/configs/contact/golden/contact_B2_N8_C16_H8.json";
+  const Result v = run(kFake, "verify " + golden + " --results " + out + " --sanitize off");
+  EXPECT_EQ(v.code, 2) << v.output;
+  EXPECT_EQ(count_of(v.output, "tune: "), 1u) << v.output;
+  EXPECT_NE(v.output.find("tune: " + file.string() + ": variant "), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find(" does not fit " + space + ": parameter 'symmetric' is missing"), std::string::npos) << v.output;
 }
 
 TEST(Isolation, AFinishedRunMovesAnUnreadableResultsFileAsideAndWritesItsOwn) {

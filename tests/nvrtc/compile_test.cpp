@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -169,12 +170,12 @@ TEST(Nvrtc, SceneGraphRepresentativeSubsetCompilesForSm90) { compile_subset("sce
 
 // sg_cluster does not check its dynamic shared memory at run time (the check cost a constant-cache
 // miss before the first load), so the config's cl_smem must be exactly the kernel's layout size.
-// The branches of out butterfly and attnquad that the B4 N24 subset above never takes: it keeps
-// 8 outputs per warp while 8 cdiv(D, 32) weights fit a lane's registers, else 4 (D = 256); attnquad
-// ends with a transposed butterfly while a column quarter has at most 8 columns, else with a
-// plain one (64-wide heads). For each, the first valid cluster variant with both and overlap
-// compiles, and the ptxas report says it does not spill.
-TEST(Nvrtc, SceneGraphOutButterflyAndAttnquadCompileAtWideShapes) {
+// The branches of out butterfly and attention quad that the B4 N24 subset above never takes: the
+// first keeps 8 outputs per warp while 8 cdiv(D, 32) weights fit a lane's registers, else 4
+// (D = 256); the second ends with a transposed butterfly while a column quarter has at most 8
+// columns, else with a plain one (64-wide heads). For each, the first valid cluster variant with
+// both and overlap compiles, and the ptxas report says it does not spill.
+TEST(Nvrtc, SceneGraphOutButterflyAndAttentionQuadCompileAtWideShapes) {
   const Space space = load_space("scene_graph", std::nullopt);
   const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes =
       {{{"B", 2}, {"N", 16}, {"D", 256}, {"heads", 8}, {"P", 16}},   // 4 outputs per warp
@@ -183,17 +184,18 @@ TEST(Nvrtc, SceneGraphOutButterflyAndAttnquadCompileAtWideShapes) {
     const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
     std::optional<Config> pick;
     for (const auto& c : space.enumerate(shape, DeviceLimits::for_arch(90)).configs) {
-      if (space.to_json(c).at("out") == "butterfly" && space.numeric(c, "attnquad") == 1 &&
-          space.numeric(c, "overlap") == 1) {
+      const auto json = space.to_json(c);
+      if (json.at("out") == "butterfly" && json.at("attention") == "quad" && json.at("overlap") == true) {
         pick = c;
         break;
       }
     }
-    ASSERT_TRUE(pick.has_value()) << "no cluster variant with out butterfly, attnquad and overlap at D " << dims[2].second;
+    ASSERT_TRUE(pick.has_value()) << "no cluster variant with out butterfly, attention quad and overlap at D "
+                                  << dims[2].second;
     const Lowered lowered = space.lower(*pick, shape, DeviceLimits::for_arch(90));
     ASSERT_EQ(lowered.launches.size(), 1u);
-    EXPECT_NE(lowered.launches.front().name_expression.find(",2,2>"), std::string::npos)
-        << lowered.launches.front().name_expression;  // OUT = 2, ATTN = 2
+    EXPECT_NE(lowered.launches.front().name_expression.find(",2,1>"), std::string::npos)
+        << lowered.launches.front().name_expression;  // OUT = 2, ATTN = 1
     const CompileResult r = compile(compile_request(lowered, default_options(90)));
     ASSERT_TRUE(r.ok) << space.name(*pick) << ":\n" << r.log;
     const auto it = r.resources.find(r.lowered_names.front());
@@ -202,43 +204,120 @@ TEST(Nvrtc, SceneGraphOutButterflyAndAttnquadCompileAtWideShapes) {
   }
 }
 
-// For every cluster variant of several shapes, a static_assert in one NVRTC compile: no GPU.
-TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
-  const Space space = load_space("scene_graph", std::nullopt);
-  const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes =
+// The shapes whose cluster variants the static_assert checks below take: the shape of record,
+// odd N, narrow heads, P % 8 != 0, and N past attention quad's 64.
+const std::vector<std::vector<std::pair<std::string, std::int64_t>>>& cluster_check_shapes() {
+  static const std::vector<std::vector<std::pair<std::string, std::int64_t>>> shapes =
       {{{"B", 4}, {"N", 24}},
        {{"B", 3}, {"N", 13}},
        {{"B", 2}, {"N", 6}, {"D", 16}, {"heads", 2}, {"P", 4}},
        {{"B", 1}, {"N", 12}, {"D", 32}, {"heads", 4}, {"P", 8}},
        {{"B", 2}, {"N", 5}, {"D", 16}, {"heads", 2}, {"P", 8}},
        {{"B", 2}, {"N", 40}, {"D", 64}, {"heads", 2}, {"P", 12}}};
-  std::string source = space.sources()->main + "\n";
-  std::set<std::string> checks;
-  for (const auto& dims : shapes) {
+  return shapes;
+}
+
+// sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUT, ATTN>: its arguments.
+std::vector<std::string> cluster_args(const KernelLaunch& k) {
+  std::vector<std::string> a;
+  const std::string e = k.name_expression.substr(k.name_expression.find('<') + 1);
+  for (std::size_t at = 0; at < e.size();) {
+    const std::size_t end = e.find_first_of(",>", at);
+    a.push_back(e.substr(at, end - at));
+    at = end + 1;
+  }
+  return a;
+}
+
+// One line per valid cluster variant of the shapes above, made by `line` from its launch and
+// arguments (one line per distinct text).
+std::set<std::string> cluster_lines(
+    const Space& space, const std::function<std::string(const KernelLaunch&, const std::vector<std::string>&)>& line) {
+  std::set<std::string> out;
+  for (const auto& dims : cluster_check_shapes()) {
     const Shape shape = resolve_shape(find_problem("scene_graph"), space, dims);
     for (const auto& c : space.enumerate(shape, DeviceLimits::for_arch(90)).configs) {
       const KernelLaunch k = space.lower(c, shape, DeviceLimits::for_arch(90)).launches.front();
       if (k.kernel != "sg_cluster") continue;
-      // sg_cluster<B, N, D, H, P, R, BLOCK, BULK, KSPLIT, ...>: the layout's N, D, H, P, R, KSPLIT
-      std::vector<std::string> a;
-      std::string e = k.name_expression.substr(k.name_expression.find('<') + 1);
-      for (std::size_t at = 0; at < e.size();) {
-        const std::size_t end = e.find_first_of(",>", at);
-        a.push_back(e.substr(at, end - at));
-        at = end + 1;
-      }
-      ASSERT_GE(a.size(), 9u) << k.name_expression;
-      checks.insert(
-          fmt::format("static_assert(tune_kernels::SgClusterLayout<{}, {}, {}, {}, {}, {}>::kBytes == {}u, "
-                      "\"cl_smem of {}\");\n",
-                      a[1], a[2], a[3], a[4], a[5], a[8], k.dynamic_smem, k.name_expression));
+      const std::vector<std::string> a = cluster_args(k);
+      EXPECT_EQ(a.size(), 14u) << k.name_expression;
+      if (a.size() == 14u) out.insert(line(k, a));
     }
   }
+  return out;
+}
+
+// The template source with these lines after it, compiled by NVRTC (no kernel instantiated) in
+// programs of at most 200 lines: NVRTC's time grows faster than the lines (944 plans in one
+// program took 16 times as long as 200). The first program that fails, else the last.
+CompileResult compile_checks(const Space& space, const std::set<std::string>& lines, const std::string& name) {
+  constexpr std::size_t kLinesPerProgram = 200;
+  CompileResult r;
+  auto it = lines.begin();
+  do {
+    std::string source = space.sources()->main + "\n";
+    for (std::size_t n = 0; n < kLinesPerProgram && it != lines.end(); ++n, ++it) source += *it;
+    r = compile(CompileRequest{source, name, {}, default_options(90), space.sources()->headers});
+  } while (r.ok && it != lines.end());
+  return r;
+}
+
+// For every cluster variant of several shapes, a static_assert compiled by NVRTC: no GPU.
+TEST(Nvrtc, SceneGraphClusterSharedMemoryIsTheKernelLayoutSize) {
+  const Space space = load_space("scene_graph", std::nullopt);
+  const std::set<std::string> checks = cluster_lines(space, [](const KernelLaunch& k, const std::vector<std::string>& a) {
+    // the layout's N, D, H, P, R, KSPLIT
+    return fmt::format(
+        "static_assert(tune_kernels::SgClusterLayout<{}, {}, {}, {}, {}, {}>::kBytes == {}u, "
+        "\"cl_smem of {}\");\n",
+        a[1], a[2], a[3], a[4], a[5], a[8], k.dynamic_smem, k.name_expression);
+  });
   ASSERT_GT(checks.size(), 10u);
-  for (const auto& line : checks) source += line;
-  const CompileResult r =
-      compile(CompileRequest{source, "sg_cluster_layout_check.cu", {}, default_options(90), space.sources()->headers});
+  const CompileResult r = compile_checks(space, checks, "sg_cluster_layout_check.cu");
   EXPECT_TRUE(r.ok) << r.log;
+}
+
+// SgClusterPlan<N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUT, ATTN> of these
+// arguments, explicitly instantiated: its static_asserts are checked.
+std::string plan_of(const std::vector<std::string>& a) {
+  return fmt::format("template struct tune_kernels::SgClusterPlan<{}>;\n",
+                     fmt::join(std::vector<std::string>(a.begin() + 1, a.end()), ", "));
+}
+
+// sg_cluster refuses at compile time what the constraints of out, attention and overlap refuse,
+// instead of running another variant under the name (issue 38): the plan of every valid cluster
+// variant of several shapes compiles (NVRTC, no GPU), and a variant that one of those
+// constraints refuses, lowered all the same, does not, with the static_assert's words.
+TEST(Nvrtc, SceneGraphClusterRefusesWhatTheSpaceRefuses) {
+  const Space space = load_space("scene_graph", std::nullopt);
+  const std::set<std::string> plans =
+      cluster_lines(space, [](const KernelLaunch&, const std::vector<std::string>& a) { return plan_of(a); });
+  ASSERT_GT(plans.size(), 100u);
+  const CompileResult all = compile_checks(space, plans, "sg_cluster_plan_check.cu");
+  EXPECT_TRUE(all.ok) << all.log;
+
+  struct Refused {
+    std::vector<std::pair<std::string, std::int64_t>> dims;
+    nlohmann::ordered_json knobs;
+    std::string constraint, assertion;
+  };
+  const std::vector<Refused> refused =
+      {{{{"B", 4}, {"N", 24}}, {{"block", 256}, {"overlap", true}}, "!overlap ||", "overlap needs"},
+       {{{"B", 1}, {"N", 72}}, {{"attention", "quad"}}, "attention != quad ||", "attention quad needs"},
+       {{{"B", 4}, {"N", 24}, {"D", 48}}, {{"out", "mma"}}, "out != mma ||", "out mma needs"}};
+  for (const Refused& x : refused) {
+    const Shape shape = resolve_shape(find_problem("scene_graph"), space, x.dims);
+    nlohmann::ordered_json json = space.to_json(space.baseline());
+    json.update({{"strategy", "fused"}, {"mapping", "cluster"}, {"rsplit", 2}, {"block", 512}, {"ksplit", 3}, {"ntile", 4}});
+    json.update(x.knobs);
+    const Config c = space.from_json(json);
+    EXPECT_EQ(space.violated_constraint(c, shape, DeviceLimits::for_arch(90)).rfind(x.constraint, 0), 0u)
+        << space.name(c) << ": " << space.violated_constraint(c, shape, DeviceLimits::for_arch(90));
+    const std::vector<std::string> a = cluster_args(space.lower(c, shape, DeviceLimits::for_arch(90)).launches.front());
+    const CompileResult r = compile_checks(space, {plan_of(a)}, "sg_cluster_refused.cu");
+    EXPECT_FALSE(r.ok) << space.name(c);
+    EXPECT_NE(r.log.find(x.assertion), std::string::npos) << space.name(c) << ":\n" << r.log;
+  }
 }
 
 // strategy tc (issue 36): the tc variants of the sizes where the constraints admit them, their four

@@ -37,8 +37,8 @@
 //      k-range split over KSPLIT warps (partial sums added in a fixed order), k_h and v_h stored
 //      into the R blocks of head h;  [exchange 1]
 //   4. a warp per query row: scores, masked softmax and ctx_h in registers, ctx_h stored into the
-//      ctx rows of the H blocks of row split r (ATTN 0: a lane per key; 2 (attnquad): a lane per
-//      key and quarter of the head's columns);  [exchange 2]
+//      ctx rows of the H blocks of row split r (ATTN 0, attention lanes: a lane per key; 1,
+//      attention quad: a lane per key and quarter of the head's columns);  [exchange 2]
 //   5. out[rows][h HD, (h+1) HD) = nodes + ctx · Woutᵀ, Wout from the registers of step 1
 //      (OUT 0, out fma: FP32 FMAs, KLO lanes per output; 1, out mma: 3xTF32 MMAs, four warps per
 //      row tile, a k-range each; 2, out butterfly: FP32 FMAs, a lane per k, the sums meeting in a
@@ -114,7 +114,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   sg_cluster_exchange_wait<C, 1>();  // exchange 1: bias, k, v (kernels/cluster/exchange.cuh)
 
   // Step 4. Attention of the own rows, head h (kernels/cluster/attention.cuh).
-  if constexpr (ATTN == 2 && C::HD % 4 == 0 && N <= 64) {
+  if constexpr (ATTN == 1) {
     sg_cluster_attention_quad<C>(h, r, rank, i0, warp, lane);
   } else {
     sg_cluster_attention_lanes<C>(h, r, rank, i0, warp, lane);

@@ -87,8 +87,9 @@ class GoldenCheck {
     if (record) {
       for (const auto& v : record->variants) {
         const bool is_winner = record->winner && *record->winner == v.name;
-        if (o_.all || v.baseline || is_winner)
-          configs.push_back({v.baseline ? "baseline" : is_winner ? "winner" : "variant", space.from_json(v.params)});
+        if (!o_.all && !v.baseline && !is_winner) continue;
+        const char* role = v.baseline ? "baseline" : is_winner ? "winner" : "variant";
+        configs.push_back({role, space.from_record(v.params, results.string(), v.name)});
       }
       log_(fmt::format("{}: checking {} variant(s) of {}", file_, configs.size(), results.string()));
       return configs;

@@ -38,7 +38,7 @@ std::string absolute_path(const fs::path& p) {
 // lowered again (as the header does), so a record older than the problem's dtype variables names
 // each variable's default type (issue 35); grid, block and shared memory as recorded.
 Json launches_json(const VariantRecord& v, const RunRecord& run, const Space& space, const fs::path& file) {
-  const Lowered lowered = space.lower(space.from_json(v.params), run.shape, run.limits());
+  const Lowered lowered = space.lower(space.from_record(v.params, file.string(), v.name), run.shape, run.limits());
   if (lowered.launches.size() != v.launches.size())
     throw InputError(
         fmt::format("{}: variant {} records {} launches, {} lowers it to {}; pass results of this problem "

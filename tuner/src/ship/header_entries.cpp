@@ -17,8 +17,9 @@ namespace {
 
 // The recorded parameters; a parameter the space gained after the run takes the baseline's value
 // (the template's default is the baseline's, so the measured kernel is the one named), listed in
-// *assumed. Throws InputError for a value the space does not have.
-Config recorded_config(const VariantRecord& v, const Space& space, std::vector<std::string>* assumed) {
+// *assumed. Throws InputError for a parameter or value the space does not have (Space::from_record).
+Config recorded_config(const VariantRecord& v, const Space& space, const std::string& file,
+                       std::vector<std::string>* assumed) {
   nlohmann::ordered_json params = v.params;
   const nlohmann::ordered_json base = space.to_json(space.baseline());
   for (const auto& p : space.parameters())
@@ -26,7 +27,7 @@ Config recorded_config(const VariantRecord& v, const Space& space, std::vector<s
       params[p.name] = base.at(p.name);
       if (assumed) assumed->push_back(p.name);
     }
-  return space.from_json(params);
+  return space.from_record(params, file, v.name);
 }
 
 // The header ships an entry's recorded launches for its device and geometry() computes them for any
@@ -57,11 +58,7 @@ MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const
                              const std::string& file) {
   MergedVariant m;
   m.record = &v;
-  try {
-    m.config = recorded_config(v, space, &m.assumed);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: variant {} does not fit {}: {}", file, v.name, space.source_name(), e.what()));
-  }
+  m.config = recorded_config(v, space, file, &m.assumed);
   m.lowered = space.lower(m.config, run.shape, run.limits());
   if (m.lowered.launches.size() != v.launches.size())
     throw InputError(fmt::format("{}: variant {} recorded {} launches but {} lowers it to {}; re-tune with this tune", file,
@@ -166,7 +163,7 @@ Portable portable_config(const std::vector<MergedEntry>& entries, const Space& s
     if (!everywhere || (out.config && std::tie(worst, mean) >= std::tie(best_worst, best_mean))) continue;
     const VariantRecord* v = first->run->find(name);
     try {
-      out.config = recorded_config(*v, space, nullptr);
+      out.config = recorded_config(*v, space, "", nullptr);
     } catch (const InputError&) {
       continue;  // recorded by an older space: not a configuration of this one
     }

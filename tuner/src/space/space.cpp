@@ -278,6 +278,14 @@ Config Space::from_json(const nlohmann::ordered_json& params) const {
   return c;
 }
 
+Config Space::from_record(const nlohmann::ordered_json& params, const std::string& where, const std::string& variant) const {
+  try {
+    return from_json(params);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: variant {} does not fit {}: {}", where, variant, source_name(), e.what()));
+  }
+}
+
 std::string Space::name(const Config& config) const {
   std::string out;
   for (std::size_t p = 0; p < impl_->parameters.size(); ++p) {

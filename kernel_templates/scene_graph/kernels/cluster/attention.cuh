@@ -120,11 +120,12 @@ __device__ __forceinline__ void sg_quad_context(const float (&sc)[MQ], float inv
 }
 
 // Step 4. A warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
-// ATTN == 2: a warp per query row, lane (tq, jg) = (lane / 8, lane % 8) takes the keys jg + 8 m
-// and the quarter tq of the head's columns: each lane reads HQ = HD / 4 columns of its keys' k
-// and v rows and of q (8-byte loads, conflict-free), the quarters' partial scores meet in two
-// shuffles, the softmax reductions run over the 8 key lanes (three), and the partial sums over v
-// meet in a transposed butterfly over the key lanes (lane jg ends with column tq HQ + jg).
+// ATTN == 1 (attention quad): a warp per query row, lane (tq, jg) = (lane / 8, lane % 8) takes
+// the keys jg + 8 m and the quarter tq of the head's columns: each lane reads HQ = HD / 4 columns
+// of its keys' k and v rows and of q (8-byte loads, conflict-free), the quarters' partial scores
+// meet in two shuffles, the softmax reductions run over the 8 key lanes (three), and the partial
+// sums over v meet in a transposed butterfly over the key lanes (lane jg ends with column
+// tq HQ + jg).
 // About 40 % fewer shared-memory wavefronts than a lane per key with q broadcast (a 16-byte
 // load costs four wavefronts whatever the lanes share), and shorter reductions.
 template <class C>
@@ -149,7 +150,8 @@ __device__ __forceinline__ void sg_cluster_attention_quad(int h, int r, int rank
   }
 }
 
-// ATTN 0: a warp per query row i0 + i: lane j % 32 holds score j; lanes over t for ctx_h.
+// ATTN 0 (attention lanes): a warp per query row i0 + i: lane j % 32 holds score j; lanes over t
+// for ctx_h.
 template <class C>
 __device__ __forceinline__ void sg_cluster_attention_lanes(int h, int r, int rank, int i0, int warp, int lane) {
   namespace k = tune_kernels;

@@ -52,10 +52,15 @@ struct SgClusterLayout {
 
 // The constants of one sg_cluster variant, shared by its phase functions (kernels/cluster/*.cuh):
 // the kernel's template parameters (kN .. kAttn) and what follows from them. The comments at
-// their uses in the phases say what each is.
+// their uses in the phases say what each is. OUT is the knob out (problem.json cl_out: 0 fma,
+// 1 mma, 2 butterfly), ATTN the knob attention (cl_attn: 0 lanes, 1 quad); a variant that
+// problem.json refuses does not compile (static_assert) instead of running another one.
 template <int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT, int ASYNC, int NTILE, int OVERLAP, int OUT,
           int ATTN>
 struct SgClusterPlan {
+  static_assert(OUT >= 0 && OUT <= 2, "OUT is 0 (out fma), 1 (out mma) or 2 (out butterfly)");
+  static_assert(ATTN == 0 || ATTN == 1, "ATTN is 0 (attention lanes) or 1 (attention quad)");
+  static_assert(ATTN == 0 || ((D / H) % 4 == 0 && N <= 64), "attention quad needs D / heads a multiple of 4 and N <= 64");
   using L = SgClusterLayout<N, D, H, P, R, KSPLIT>;
   static constexpr int kN = N, kD = D, kH = H, kP = P, kR = R, kBlock = BLOCK, kBulk = BULK, kKsplit = KSPLIT;
   static constexpr int kAsync = ASYNC, kNtile = NTILE, kOverlap = OVERLAP, kOut = OUT, kAttn = ATTN;
@@ -76,7 +81,9 @@ struct SgClusterPlan {
   // OVERLAP: the first PW warps take one projection task each and the weight copies; the first
   // LNW warps (see below) take the LayerNorm and meet at a named barrier of their own; the last
   // UT warps run the MLP meanwhile (those among the LayerNorm warps after it).
-  static constexpr bool kOv = OVERLAP != 0 && L::kMlpMma && PW + UT <= NW;
+  static_assert(OVERLAP == 0 || (L::kMlpMma && PW + UT <= NW),
+                "overlap needs the relation MLP on the tensor cores (P % 8 == 0) and a warp per projection task and MLP tile");
+  static constexpr bool kOv = OVERLAP != 0;
   static constexpr bool kMlpHalves = !kOv && L::kMlpHalves && 2 * UT <= NW && UT <= 13;
   static constexpr int MW = L::kMlpMma ? sg_min(kMlpHalves ? 2 * UT : UT, NW) : 0;
   // With kOv the LayerNorm takes the first max(RN, PW) warps (a row each when RN <= NW), which
@@ -88,7 +95,9 @@ struct SgClusterPlan {
   // each with its Wout fragments in registers; the partial fragments meet at named barrier 14
   // (through the LayerNorm buffer, free by then) and the tile's last warp adds them in k order.
   static constexpr int KW = 4, KSW = D / 8 / KW, kOutBar = 14;
-  static constexpr bool kOutMma = OUT == 1 && (D / 8) % KW == 0 && MT * KW <= NW && MT * (KW - 1) * NT * 128 <= 2 * RN * S;
+  static_assert(OUT != 1 || ((D / 8) % KW == 0 && MT * KW <= NW && MT * (KW - 1) * NT * 128 <= 2 * RN * S),
+                "out mma needs D % 32 == 0, KW warps per row tile and the partial tiles in the LayerNorm buffer");
+  static constexpr bool kOutMma = OUT == 1;
   // OUT == 2: out = ctx · Woutᵀ with FP32 FMAs, a warp per (OPW outputs, RPW = 32 / OPW rows):
   // lane l keeps Wout[o][l + 32 s] (s < KS) of its OPW outputs in registers (coalesced loads),
   // reads ctx[i][l + 32 s] (4-byte loads, no broadcast), and the warp's 32 sums (row OPW + o) over
