@@ -40,6 +40,7 @@ mkdir -p "$out"
 export TUNE_REPO_DIR=$PWD
 export LD_LIBRARY_PATH=$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 tune=$PWD/.device/bin/tune
+export TUNE_BIN=$tune  # report/torch_baseline.py runs tune problem draw
 results=$PWD/results-device
 status=0
 step_timeout=${STEP_TIMEOUT:-300}
