@@ -89,6 +89,31 @@ TEST(RunPlan, ResolvesTheShapeOnceAndRefusesBadDimensions) {
   const ProblemShape at = resolve_problem_shape("contact", std::nullopt, {{"B", 4}, {"N", 64}});
   EXPECT_EQ(at.shape.tag(), "B4_N64_C64_H32");
   EXPECT_EQ(std::string(at.problem->name()), "contact");
+  // The work counts come with the resolution: the transfer order and the run's floors read them.
+  const WorkCounts counted = at.problem->counts(at.shape);
+  EXPECT_GT(at.counts.flop, 0.0);
+  EXPECT_EQ(at.counts.flop, counted.flop);
+  EXPECT_EQ(at.counts.bytes, counted.bytes);
+}
+
+// A sweep's early baseline compiles open the device once (open_run_device) and plan each later
+// shape on it: the same plan as a run's own, without a device query per shape.
+TEST(RunPlan, ADeviceOpenedOnceGivesTheSamePlanAsTheRunsOwn) {
+  const FakeDeviceEnv env("100");
+  const TuneOptions o = contact_options();
+  const ShapeResolution item = resolve_item(o.problem, o.config, o.dims);
+  const RunDevice device = open_run_device(o);
+  ASSERT_TRUE(device.device && device.fake);
+  const RunPlan given = plan_run(o, item, device);
+  const RunPlan own = plan_run(o, item, nullptr);
+  EXPECT_EQ(given.at, own.at);
+  EXPECT_EQ(&given.counts, &item.at->counts);
+  EXPECT_EQ(given.limits.sm_count, 100);
+  EXPECT_EQ(given.cc, own.cc);
+  EXPECT_EQ(given.json_path, own.json_path);
+  EXPECT_EQ(given.device_note, own.device_note);
+  ASSERT_TRUE(baseline_request(given).has_value());
+  EXPECT_EQ(baseline_request(given)->name_expressions, baseline_request(own)->name_expressions);
 }
 
 // Issue 38: the outputs of a pass are a type of their own (Outputs, run/pass_run.hpp), passed

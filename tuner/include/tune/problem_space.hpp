@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "tune/problem.hpp"
 #include "tune/shape.hpp"
 #include "tune/space.hpp"
 
@@ -48,6 +49,7 @@ struct ProblemShape {
   const Problem* problem = nullptr;  // owned by the problem registry
   Space space;
   Shape shape;
+  WorkCounts counts;  // problem->counts(shape): the sweep's transfer order and the run's floors
 };
 ProblemShape resolve_problem_shape(const std::string& problem, const std::optional<std::filesystem::path>& config,
                                    const std::vector<std::pair<std::string, std::int64_t>>& dims);

@@ -19,19 +19,25 @@
 
 namespace tune {
 
-struct RunPlan {
+// The device a run times on, a fake one (TUNE_WORKER_FAKE), or none (compile-only): opened once
+// per run, or once for a sweep's early baseline compiles.
+struct RunDevice {
+  std::optional<DeviceInfo> device;
+  bool compile_only = false, fake = false;
+  std::string untimed_reason;  // why nothing is timed ("" in a timed run)
+  std::string device_note;     // the line that says what the device is, when it is not a plain one
+};
+// o's device (--device, --arch, --compile-only), or the compile-only sweep when none answers.
+RunDevice open_run_device(const TuneOptions& o);
+
+struct RunPlan : RunDevice {
   std::shared_ptr<const ProblemShape> at;  // the shape's resolution (resolve_item), shared with its sweep
   const Problem* problem = nullptr;        // owned by the problem registry
   const Space& space;
   const Shape& shape;
-  WorkCounts counts;
-  // The device: the one timed on, a fake one (TUNE_WORKER_FAKE), or none (compile-only).
-  std::optional<DeviceInfo> device;
-  bool compile_only = false, fake = false;
-  int cc = 0;                  // the compute capability compiled for
-  DeviceLimits limits;         // the device's own, or --arch's without one: what every variant is lowered for
-  std::string untimed_reason;  // why nothing is timed ("" in a timed run)
-  std::string device_note;     // the line that says what the device is, when it is not a plain one
+  const WorkCounts& counts;  // the shape's flop and bytes, counted with its resolution
+  int cc = 0;                // the compute capability compiled for
+  DeviceLimits limits;       // the device's own, or --arch's without one: what every variant is lowered for
   // <out>/<gpu dir>/<problem>/<shape stem>.json and its snapshot (<shape stem>.json.partial).
   std::filesystem::path json_path, partial_path;
 };
@@ -46,6 +52,8 @@ std::filesystem::path results_path(const TuneOptions& o, const std::string& prob
 // arch checked, the limits and the results path. `log` gets the device note as it is found.
 // Throws InputError / ConfigError / ShapeError / DeviceError.
 RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::function<void(const std::string&)>& log);
+// The same with the device already opened (open_run_device; its note is not logged again).
+RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, RunDevice device);
 
 // The compile request of the plan's baseline, lowered for the plan's limits, for a sweep to compile
 // ahead of its turn into the compile cache; nullopt when the baseline is not valid there (the run

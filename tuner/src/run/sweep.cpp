@@ -219,8 +219,9 @@ std::vector<std::jthread> compile_baselines_ahead(const std::vector<SweepWork>& 
     std::optional<CompilePool> pool;
   };
   auto shared = std::make_shared<Shared>();
+  const RunDevice device = open_run_device(base);  // once: every item of a sweep runs on base's device
   for (std::size_t i = 1; i < work.size(); ++i) try {
-      const RunPlan plan = plan_run(options_for(base, work[i]), work[i].shape, nullptr);
+      const RunPlan plan = plan_run(options_for(base, work[i]), work[i].shape, device);
       if (auto r = baseline_request(plan)) shared->requests.push_back(std::move(*r));
     } catch (const std::exception&) {  // the run reports it in its turn
     }
@@ -292,8 +293,7 @@ std::vector<SweepWork> order_for_transfer(std::vector<SweepWork> work) {
   std::map<std::string, std::size_t> groups;
   std::vector<Keyed> keys;
   for (std::size_t i = 0; i < work.size(); ++i) {
-    const ProblemShape& at = resolved(work[i]);
-    const WorkCounts w = at.problem->counts(at.shape);
+    const WorkCounts& w = resolved(work[i]).counts;
     const auto [g, fresh] = groups.emplace(work[i].item.problem, groups.size());
     keys.push_back({g->second, w.flop, w.bytes, i});
   }

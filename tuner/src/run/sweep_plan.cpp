@@ -128,8 +128,10 @@ SweepPlan plan_tune(const TuneRequest& request) {
   const std::vector<SweepItem> items = sweep_items(request);
   p.items = items.size();
   if (!request.shard_text.empty()) p.shard = parse_shard(request.shard_text);
+  // The one resolution of each shape (problem, space, shape, work counts; an error is kept for the
+  // shape's turn), then the devices it runs on.
+  std::vector<SweepWork> all = resolve_items(items, p.base.config);
   p.devices = sweep_devices(request);
-  std::vector<SweepWork> all = resolve_items(items, p.base.config);  // the one resolution of each shape
   if (p.single())
     p.work = std::move(all);
   else

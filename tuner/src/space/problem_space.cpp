@@ -134,7 +134,8 @@ ProblemShape resolve_problem_shape(const std::string& problem, const std::option
   const Problem& p = find_problem(problem);
   Space space = load_space(problem, config);
   Shape shape = resolve_shape(p, space, dims);
-  return {&p, std::move(space), std::move(shape)};
+  const WorkCounts counts = p.counts(shape);
+  return {&p, std::move(space), std::move(shape), counts};
 }
 
 const ProblemShape& ShapeResolution::get() const {
