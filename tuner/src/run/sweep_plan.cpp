@@ -1,17 +1,251 @@
 // A tune's plan and its one entry (tune/sweep_plan.hpp): shapes, shard and devices from the
-// request, every shape resolved once, then the shapes run in sequence or on the devices.
+// request (the sweep file, the shape lists, --shard), every shape resolved once, the sweep checked,
+// ordered (--transfer) and cut to this shard; then the shapes run in sequence or on the devices.
 #include "tune/sweep_plan.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <ranges>
+#include <set>
+#include <tuple>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
+#include "core/json_file.hpp"
 #include "run/run_common.hpp"
 #include "tune/errors.hpp"
+#include "tune/io.hpp"
+#include "tune/problem.hpp"
 #include "tune/stop.hpp"
+#include "tune/sweep.hpp"
 
 namespace tune {
+
+std::string SweepItem::describe() const {
+  std::string s = problem;
+  for (const auto& [k, v] : dims) {
+    const auto t = dtype_of_flag_value(v);  // a dtype variable's value
+    s += t ? fmt::format(" {}={}", k, dtype_name(*t)) : fmt::format(" {}={}", k, v);
+  }
+  return s;
+}
+
+ShardSpec parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  ShardSpec s;
+  auto number = [&](std::string_view part, int* out) {
+    const auto r = std::from_chars(part.data(), part.data() + part.size(), *out);
+    return r.ec == std::errc() && r.ptr == part.data() + part.size();
+  };
+  const std::string_view t(text);
+  if (slash == std::string::npos || !number(t.substr(0, slash), &s.index) || !number(t.substr(slash + 1), &s.count) ||
+      s.count < 1 || s.index < 0 || s.index >= s.count)
+    throw InputError(fmt::format("--shard {}: expected K/N with 0 <= K < N, e.g. --shard 0/4", text));
+  return s;
+}
+
+std::vector<SweepItem> expand_dims(const std::string& problem,
+                                   const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& lists) {
+  // The problem's own order, so the item order does not depend on how the lists were given.
+  std::vector<std::string> order;
+  try {
+    order = find_problem(problem).dims();
+    for (const auto& v : find_problem(problem).dtype_variables()) order.push_back(v.name);
+  } catch (const InputError&) {  // an unknown problem is reported by the caller with its context
+  }
+  auto rank = [&](const std::string& d) {
+    return static_cast<std::size_t>(std::find(order.begin(), order.end(), d) - order.begin());
+  };
+  auto sorted = lists;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
+  for (const auto& [d, values] : sorted) {
+    if (values.empty()) throw InputError(fmt::format("--{} has no values; give one or more, e.g. --{} 64,256", d, d));
+    const std::set<std::int64_t> unique(values.begin(), values.end());
+    if (unique.size() != values.size())
+      throw InputError(fmt::format("--{} repeats a value ({}); list each value once", d, fmt::join(values, ",")));
+  }
+  std::vector<SweepItem> items{{problem, {}}};
+  for (const auto& [d, values] : sorted) {
+    std::vector<SweepItem> next;
+    for (const auto& item : items)
+      for (const std::int64_t v : values) {
+        SweepItem i = item;
+        i.dims.emplace_back(d, v);
+        next.push_back(std::move(i));
+      }
+    items = std::move(next);
+  }
+  return items;
+}
+
+std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
+  using Json = nlohmann::ordered_json;
+  const std::string name = file.string();
+  const std::string example = R"(e.g. {"items": [{"problem": "contact", "B": [1, 4], "N": 64}]})";
+  if (!std::ifstream(file))
+    throw InputError(fmt::format("{}: cannot be read; pass an existing sweep file with --sweep", name));
+  const Json j = json_file::read(file);  // bounded in size and depth
+  if (!j.is_object() || !j.contains("items") || !j.at("items").is_array() || j.at("items").empty())
+    throw InputError(fmt::format("{}: needs \"items\", a non-empty list of shapes, {}", name, example));
+  std::vector<SweepItem> items;
+  for (std::size_t i = 0; i < j.at("items").size(); ++i) {
+    const Json& e = j.at("items").at(i);
+    const std::string where = fmt::format("{}: items[{}]", name, i);
+    if (!e.is_object()) throw InputError(fmt::format("{}: must be an object, {}", where, example));
+    if (!e.contains("problem") || !e.at("problem").is_string())
+      throw InputError(fmt::format("{}.problem: must be a string naming the problem, {}", where, example));
+    const std::string problem = e.at("problem").get<std::string>();
+    std::vector<std::string> dims;
+    try {
+      dims = find_problem(problem).dims();
+      for (const auto& v : find_problem(problem).dtype_variables()) dims.push_back(v.name);
+    } catch (const InputError& err) {
+      throw InputError(fmt::format("{}.problem: {}", where, err.what()));
+    }
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> lists;
+    for (const auto& [k, v] : e.items()) {
+      if (k == "problem") continue;
+      if (std::find(dims.begin(), dims.end(), k) == dims.end())
+        throw InputError(
+            fmt::format("{}.{}: not a dimension of problem {} (it takes {})", where, k, problem, fmt::join(dims, ", ")));
+      std::vector<std::int64_t> values;
+      for (const Json& x : v.is_array() ? v : Json::array({v})) {
+        const auto t = x.is_string() ? parse_dtype(x.get<std::string>()) : std::nullopt;  // a dtype variable's
+        if (!x.is_number_integer() && !t)
+          throw InputError(fmt::format("{}.{}: must be an integer, a dtype or a list of them", where, k));
+        values.push_back(t ? dtype_flag_value(*t) : x.get<std::int64_t>());
+      }
+      lists.emplace_back(k, std::move(values));
+    }
+    try {
+      for (auto& item : expand_dims(problem, lists)) items.push_back(std::move(item));
+    } catch (const InputError& err) {
+      throw InputError(fmt::format("{}: {}", where, err.what()));
+    }
+  }
+  return items;
+}
+
+std::vector<SweepWork> resolve_items(const std::vector<SweepItem>& items,
+                                     const std::optional<std::filesystem::path>& config) {
+  std::vector<SweepWork> work;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    work.push_back({i, items[i], std::nullopt, resolve_item(items[i].problem, config, items[i].dims)});
+  return work;
+}
+
+std::vector<SweepWork> plan_sweep(const std::vector<SweepWork>& all, const ShardSpec& shard, const std::string& run_key) {
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (const auto [it, fresh] = seen.emplace(all[i].item.describe(), i); !fresh)
+      throw InputError(
+          fmt::format("sweep item {} ({}) repeats item {}; list each shape once", i, all[i].item.describe(), it->second));
+  std::vector<SweepWork> work;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    SweepWork w = all[i];
+    w.index = i;
+    if (shard.count > 1) {
+      ShardRecord r;
+      r.index = shard.index;
+      r.count = shard.count;
+      r.split = all.size() == 1 ? ShardSplit::kVariants : ShardSplit::kItems;
+      r.items = static_cast<std::int64_t>(all.size());
+      r.item = static_cast<std::int64_t>(i);
+      r.run_key = run_key;
+      if (r.split == ShardSplit::kItems && static_cast<int>(i % static_cast<std::size_t>(shard.count)) != shard.index)
+        continue;
+      w.shard = r;
+    }
+    work.push_back(std::move(w));
+  }
+  return work;
+}
+
+std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>& work) {
+  nlohmann::ordered_json j{{"tool", tool_version()},
+                           {"commit", tool_git_commit()},
+                           {"seed", base.seed},
+                           {"compile_only", base.compile_only},
+                           {"arch", base.arch},
+                           {"top_k", base.top_k},
+                           {"budget", base.budget},
+                           {"max_space", base.max_space},
+                           {"max_variants", base.max_variants},
+                           {"search", to_string(base.search)},
+                           {"keep_spills", base.keep_spills},
+                           {"time_budget_s", base.time_budget_s}};
+  // The spaces by content (problem files and templates): two shards given different files of one
+  // name are different runs. An item that did not resolve is reported when it is checked.
+  std::map<std::string, std::string> sources;
+  for (const auto& w : work) {
+    j["items"].push_back(w.item.describe());
+    if (w.shape.resolved()) sources.emplace(w.item.problem, w.shape.at->space.source_hash());
+  }
+  if (base.config) {
+    j["config"] = json_file::read_text(*base.config);
+  }
+  for (const auto& [problem, hash] : sources) j["sources"][problem] = hash;
+  const std::string text = j.dump();
+  return fmt::format("{:016x}", XXH3_64bits(text.data(), text.size()));
+}
+
+namespace {
+
+// The work's resolved problem, space and shape; its error names the item.
+const ProblemShape& resolved(const SweepWork& w) {
+  try {
+    return w.shape.get();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("sweep item {} ({}): {}", w.index, w.item.describe(), e.what()));
+  }
+}
+
+}  // namespace
+
+std::vector<SweepWork> order_for_transfer(std::vector<SweepWork> work) {
+  struct Keyed {
+    std::size_t group;
+    double flop, bytes;
+    std::size_t index;
+  };
+  std::map<std::string, std::size_t> groups;
+  std::vector<Keyed> keys;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const WorkCounts& w = resolved(work[i]).counts;
+    const auto [g, fresh] = groups.emplace(work[i].item.problem, groups.size());
+    keys.push_back({g->second, w.flop, w.bytes, i});
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const Keyed& a, const Keyed& b) {
+    return std::tie(a.group, a.flop, a.bytes) < std::tie(b.group, b.flop, b.bytes);
+  });
+  std::vector<SweepWork> out;
+  for (const Keyed& k : keys) {
+    out.push_back(std::move(work[k.index]));
+    out.back().index = out.size() - 1;
+  }
+  return out;
+}
+
+void validate_sweep(const std::vector<SweepWork>& work) {
+  std::map<std::string, std::size_t> shapes;
+  for (const SweepWork& w : work) {
+    const ProblemShape& at = resolved(w);
+    const std::string key = std::string(at.problem->name()) + "/" + at.shape.tag();
+    if (const auto [it, fresh] = shapes.emplace(key, w.index); !fresh)
+      throw InputError(fmt::format("sweep item {} ({}): is the same shape as item {} ({}); list each shape once", w.index,
+                                   w.item.describe(), it->second, key));
+  }
+}
+
 namespace {
 
 void log_line(const TuneOptions& base, const std::string& line) {
