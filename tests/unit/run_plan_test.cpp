@@ -104,7 +104,7 @@ TEST(RunPlan, ADeviceOpenedOnceGivesTheSamePlanAsTheRunsOwn) {
   const ShapeResolution item = resolve_item(o.problem, o.config, o.dims);
   const RunDevice device = open_run_device(o);
   ASSERT_TRUE(device.device && device.fake);
-  const RunPlan given = plan_run(o, item, device);
+  const RunPlan given = plan_run(o, item, nullptr, &device);
   const RunPlan own = plan_run(o, item, nullptr);
   EXPECT_EQ(given.at, own.at);
   EXPECT_EQ(&given.counts, &item.at->counts);

@@ -51,9 +51,10 @@ std::filesystem::path results_path(const TuneOptions& o, const std::string& prob
 // --compile-only or when none answers: then a compile-only sweep), the shape's device memory and the
 // arch checked, the limits and the results path. `log` gets the device note as it is found.
 // Throws InputError / ConfigError / ShapeError / DeviceError.
-RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::function<void(const std::string&)>& log);
-// The same with the device already opened (open_run_device; its note is not logged again).
-RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, RunDevice device);
+// `device`: the device already opened for this run (a sweep opens it once for all its shapes);
+// nullptr opens o's.
+RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::function<void(const std::string&)>& log,
+                 const RunDevice* device = nullptr);
 
 // The compile request of the plan's baseline, lowered for the plan's limits, for a sweep to compile
 // ahead of its turn into the compile cache; nullopt when the baseline is not valid there (the run

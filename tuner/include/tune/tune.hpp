@@ -23,6 +23,8 @@
 
 namespace tune {
 
+struct RunDevice;  // tune/run_plan.hpp
+
 struct TuneOutcome {
   RunRecord run;
   std::filesystem::path json_path;
@@ -39,8 +41,10 @@ struct TuneOutcome {
 // before anything is measured where possible. The first SIGINT or SIGTERM during a run stops it
 // after the variant in hand (context.interrupted); a second one ends the process.
 // `shape` is the run's problem, space and shape, resolved once when the tune was planned
-// (resolve_item): options.problem, .config and .dims are not looked up again.
-TuneOutcome run_tune(const TuneOptions& options, const ShapeResolution& shape);
+// (resolve_item): options.problem, .config and .dims are not looked up again. `device`: the device
+// a sweep opened once for all its shapes (open_run_device, tune/run_plan.hpp); nullptr opens
+// options.device.
+TuneOutcome run_tune(const TuneOptions& options, const ShapeResolution& shape, const RunDevice* device = nullptr);
 
 // One writer per results file. Two runs of one shape on one --out would truncate each other's
 // journal and results, and tune merge --out or tune check --write would be overwritten by a running

@@ -194,6 +194,7 @@ class DeviceSweep {
     const SweepDevice& device = devices_[k];
     std::deque<SweepWork>& queue = queues_[replicate_ ? k : 0];
     const TuneOptions o = options_of(k);
+    const RunDevice opened = open_run_device(o);  // once for every item this device runs
     for (;;) {
       SweepWork w;
       {
@@ -208,7 +209,7 @@ class DeviceSweep {
       }
       TuneOptions item = options_for(o, w);
       try {
-        const TuneOutcome outcome = run_tune(item, w.shape);
+        const TuneOutcome outcome = run_tune(item, w.shape, &opened);
         const std::lock_guard lock(mutex_);
         --in_flight_;
         ++result_.ran;

@@ -58,13 +58,6 @@ void check_device(const TuneOptions& o, RunPlan& plan) {
   plan.limits = plan.device ? plan.device->limits() : DeviceLimits::for_arch(plan.cc);
 }
 
-// The data is drawn in the worker; a shape whose tensors cannot fit is refused before it starts.
-const ProblemShape& check_host(const TuneOptions& o, const ShapeResolution& item) {
-  const ProblemShape& at = item.get();
-  if (!o.compile_only) at.problem->check_host_memory(at.shape);
-  return at;
-}
-
 RunPlan plan_on(const TuneOptions& o, const ShapeResolution& item, const ProblemShape& at, RunDevice device) {
   RunPlan plan{std::move(device), item.at, at.problem, at.space, at.shape, at.counts};
   check_device(o, plan);
@@ -78,15 +71,14 @@ RunPlan plan_on(const TuneOptions& o, const ShapeResolution& item, const Problem
 
 }  // namespace
 
-RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::function<void(const std::string&)>& log) {
-  const ProblemShape& at = check_host(o, item);
-  RunDevice device = open_run_device(o);
-  if (!device.device_note.empty() && log) log(device.device_note);
-  return plan_on(o, item, at, std::move(device));
-}
-
-RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, RunDevice device) {
-  return plan_on(o, item, check_host(o, item), std::move(device));
+RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::function<void(const std::string&)>& log,
+                 const RunDevice* device) {
+  const ProblemShape& at = item.get();
+  // The data is drawn in the worker; a shape whose tensors cannot fit is refused before it starts.
+  if (!o.compile_only) at.problem->check_host_memory(at.shape);
+  RunDevice opened = device ? *device : open_run_device(o);
+  if (!opened.device_note.empty() && log) log(opened.device_note);
+  return plan_on(o, item, at, std::move(opened));
 }
 
 }  // namespace tune

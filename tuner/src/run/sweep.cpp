@@ -31,7 +31,8 @@ namespace {
 // first items run: a baseline's compile (8 to 16 s for contact's seed design, one core) is the
 // longest of a short tune, and no result decides it. Without a cache there is nothing to keep. The
 // threads stop taking requests when the sweep ends (an interrupt); one compile in hand finishes.
-std::vector<std::jthread> compile_baselines_ahead(const std::vector<SweepWork>& work, const TuneOptions& base) {
+std::vector<std::jthread> compile_baselines_ahead(const std::vector<SweepWork>& work, const TuneOptions& base,
+                                                  const RunDevice& device) {
   if (base.no_cache || base.compile_only || work.size() < 2) return {};
   struct Shared {
     std::vector<CompileRequest> requests;
@@ -39,9 +40,8 @@ std::vector<std::jthread> compile_baselines_ahead(const std::vector<SweepWork>& 
     std::optional<CompilePool> pool;
   };
   auto shared = std::make_shared<Shared>();
-  const RunDevice device = open_run_device(base);  // once: every item of a sweep runs on base's device
   for (std::size_t i = 1; i < work.size(); ++i) try {
-      const RunPlan plan = plan_run(options_for(base, work[i]), work[i].shape, device);
+      const RunPlan plan = plan_run(options_for(base, work[i]), work[i].shape, nullptr, &device);
       if (auto r = baseline_request(plan)) shared->requests.push_back(std::move(*r));
     } catch (const std::exception&) {  // the run reports it in its turn
     }
@@ -64,7 +64,8 @@ std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
   const StopScope stop_scope;  // over every shape: a stop asked for in one shape ends the sweep
   std::size_t ran = 0;
   std::map<std::string, std::vector<std::filesystem::path>> taught;  // problem -> results of its earlier items
-  const std::vector<std::jthread> baselines = compile_baselines_ahead(work, base);
+  const RunDevice device = open_run_device(base);                    // once: every item of the sweep runs on base's device
+  const std::vector<std::jthread> baselines = compile_baselines_ahead(work, base, device);
   for (const SweepWork& w : work) {
     if (stop_requested()) break;  // asked for after the shape before had recorded its last variant
     TuneOptions o = options_for(base, w);
@@ -81,7 +82,7 @@ std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
                                    w.item.describe(), earlier.size(),
                                    base.warm_start.empty() ? "" : " and the --warm-start files"));
     }
-    const TuneOutcome outcome = run_tune(o, w.shape);
+    const TuneOutcome outcome = run_tune(o, w.shape, &device);
     if (transfer && outcome.run.winner && outcome.json_path.extension() == ".json")
       taught[w.item.problem].push_back(outcome.json_path);
     ++ran;

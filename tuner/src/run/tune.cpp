@@ -225,11 +225,11 @@ std::optional<CompileRequest> baseline_request(const RunPlan& plan) {
   }
 }
 
-TuneOutcome run_tune(const TuneOptions& o, const ShapeResolution& shape) {
+TuneOutcome run_tune(const TuneOptions& o, const ShapeResolution& shape, const RunDevice* device) {
   const StopScope stop_scope;         // over every pass: a stop asked for in one is not forgotten by the next
   std::optional<IsolatedRunner> gpu;  // one worker for every pass
   const StrategyPtr strategy = make_search_strategy(o);
-  const RunPlan plan = plan_run(o, shape, o.log);
+  const RunPlan plan = plan_run(o, shape, o.log, device);
   if (!strategy->adaptive()) return run_pass(plan, o, nullptr, *strategy, gpu);
   // The strategy's first choice, timed; then its further batches, a search pass each; then the
   // strict re-measure, the gate and the outputs over all of them. Each pass takes the earlier ones'
