@@ -58,17 +58,6 @@ void check_device(const TuneOptions& o, RunPlan& plan) {
   plan.limits = plan.device ? plan.device->limits() : DeviceLimits::for_arch(plan.cc);
 }
 
-RunPlan plan_on(const TuneOptions& o, const ShapeResolution& item, const ProblemShape& at, RunDevice device) {
-  RunPlan plan{std::move(device), item.at, at.problem, at.space, at.shape, at.counts};
-  check_device(o, plan);
-  const std::string gpu_dir = !plan.device           ? "compile-only-" + arch_name(plan.cc)
-                              : o.device_dir.empty() ? plan.device->slug()
-                                                     : o.device_dir;
-  plan.json_path = results_path(o, std::string(plan.problem->name()), plan.shape, gpu_dir);
-  plan.partial_path = partial_results_path(plan.json_path);
-  return plan;
-}
-
 }  // namespace
 
 RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::function<void(const std::string&)>& log,
@@ -76,9 +65,15 @@ RunPlan plan_run(const TuneOptions& o, const ShapeResolution& item, const std::f
   const ProblemShape& at = item.get();
   // The data is drawn in the worker; a shape whose tensors cannot fit is refused before it starts.
   if (!o.compile_only) at.problem->check_host_memory(at.shape);
-  RunDevice opened = device ? *device : open_run_device(o);
-  if (!opened.device_note.empty() && log) log(opened.device_note);
-  return plan_on(o, item, at, std::move(opened));
+  RunPlan plan{device ? *device : open_run_device(o), item.at, at.problem, at.space, at.shape, at.counts};
+  if (!plan.device_note.empty() && log) log(plan.device_note);
+  check_device(o, plan);
+  const std::string gpu_dir = !plan.device           ? "compile-only-" + arch_name(plan.cc)
+                              : o.device_dir.empty() ? plan.device->slug()
+                                                     : o.device_dir;
+  plan.json_path = results_path(o, std::string(plan.problem->name()), plan.shape, gpu_dir);
+  plan.partial_path = partial_results_path(plan.json_path);
+  return plan;
 }
 
 }  // namespace tune
