@@ -1118,7 +1118,8 @@ TEST(Check, ACheckThatCannotRunIsAnErrorAndWriteLeavesTheFileAsItWas) {
 }
 
 // A record tuned with a space whose knob has since been renamed (as scene_graph's outmma and outbfly
-// became out): tune check says in one line which variant no longer fits which space, exit 2, and
+// became out): tune check says in one line (Space::from_record's, as every reader of records says
+// it) which variant of which file no longer fits which space, exit 2, and
 // leaves the file as it was (with --write it refuses earlier: the sources' hash changed); tune
 // verify, which checks the record's baseline and winner, says so too, naming the file.
 TEST(Check, AVariantThatNoLongerFitsTheSpaceIsOneLineAndExit2) {
@@ -1139,7 +1140,9 @@ TEST(Check, AVariantThatNoLongerFitsTheSpaceIsOneLineAndExit2) {
   const Result r = run(std::string(kFake) + " " + fake_sanitizer(), "check " + file.string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_EQ(count_of(r.output, "tune: "), 1u) << r.output;
-  EXPECT_NE(r.output.find(c.winner + ": does not fit " + space), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tune: " + file.string() + ": variant " + c.winner + " does not fit " + space), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("re-tune the shape"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("'symmetric'"), std::string::npos) << r.output;
   EXPECT_EQ(read_text(file), before);
   const std::string golden = std::string(TUNE_REPO_DIR) + "/configs/contact/golden/contact_B2_N8_C16_H8.json";

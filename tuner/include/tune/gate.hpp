@@ -191,13 +191,11 @@ struct GateVariant {
 // Returns Gate::could_not_run_exit_code: 0 when every check ran, else 2 or 3 (ctx.could_not_run
 // says why; the variants it left out are `unchecked`).
 int gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx);
-// Compiles the configurations of `space` named by the records (their params) at `shape` for `arch`
-// (the compile cache is used), lowered with `limits` (the run's: as its tune lowered them), and
-// gates them; returns them with their records filled. Throws InputError for a configuration that
-// is not valid at this shape or does not compile. *could_not_run_exit: gate_variants' return.
-std::vector<GateVariant> gate_records(const std::string& problem, const class Space& space, const Shape& shape,
-                                      std::uint64_t seed, int device, int arch, const DeviceLimits& limits,
-                                      const std::vector<VariantRecord>& records, GateSettings settings,
+// Compiles the variants (lowered from their records; the compile cache is used) for `arch` and
+// gates them; returns them with their records filled. Throws InputError for a variant that does
+// not compile. *could_not_run_exit: gate_variants' return.
+std::vector<GateVariant> gate_records(const std::string& problem, const Shape& shape, std::uint64_t seed, int device,
+                                      int arch, std::vector<GateVariant> variants, GateSettings settings,
                                       RunContext::Gate& ctx, int* could_not_run_exit = nullptr);
 
 // tune check RESULTS.json: the gate on variants of a result of record.

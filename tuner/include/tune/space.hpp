@@ -173,8 +173,8 @@ class Space {
   // Throws InputError for unknown parameters or values.
   [[nodiscard]] Config from_json(const nlohmann::ordered_json& params) const;
   // from_json for a variant of a results file (`where`: the file), as every reader of records says
-  // it: InputError "<where>: variant <variant> does not fit <space file>: <why>" when the space has
-  // changed since the run (a parameter renamed, a value removed).
+  // it: InputError "<where>: variant <variant> does not fit <space file>: <why>; re-tune ..." when
+  // the space has changed since the run (a parameter renamed, a value removed).
   [[nodiscard]] Config from_record(const nlohmann::ordered_json& params, const std::string& where,
                                    const std::string& variant) const;
   // "strategy=warp,block=128,...": stable, derived from the parameters.

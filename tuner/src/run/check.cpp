@@ -20,44 +20,25 @@
 
 namespace tune {
 
-std::vector<GateVariant> gate_records(const std::string& problem, const Space& space, const Shape& shape, std::uint64_t seed,
-                                      int device, int arch, const DeviceLimits& limits,
-                                      const std::vector<VariantRecord>& records, GateSettings settings,
+std::vector<GateVariant> gate_records(const std::string& problem, const Shape& shape, std::uint64_t seed, int device,
+                                      int arch, std::vector<GateVariant> variants, GateSettings settings,
                                       RunContext::Gate& ctx, int* could_not_run_exit) {
-  std::vector<GateVariant> out;
   const CompileCache cache(CompileCache::default_dir());
   const std::string nvrtc = nvrtc_version();
-  for (const VariantRecord& r : records) {
-    Config config;
-    try {
-      config = space.from_json(r.params);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: does not fit {} now: {}; re-tune the shape (its space has changed)", r.name,
-                                   space.source_name(), e.what()));
-    }
-    GateVariant v;
-    v.lowered = space.lower(config, shape, limits);
+  for (GateVariant& v : variants) {
     bool cached = false;
     std::string store_failure;  // a cache that cannot be written costs nothing here
     v.compiled = cache.get_or_compile(compile_request(v.lowered, default_options(arch)), nvrtc, &cached, &store_failure);
-    if (!v.compiled.ok) throw InputError(fmt::format("{}: does not compile now: {}", r.name, v.compiled.log.substr(0, 400)));
-    v.record = r;
-    // Gated afresh: a verdict of an earlier check does not stand.
-    if (v.record.status == Status::kUnsafe || (v.record.gate && v.record.status == Status::kIncorrect))
-      v.record.status = Status::kPassed;
-    if (v.record.status != Status::kPassed)
-      throw InputError(
-          fmt::format("{} did not pass in that run ({}): only variants that passed are gated", r.name, to_string(r.status)));
-    v.record.gate.reset();
-    out.push_back(std::move(v));
+    if (!v.compiled.ok)
+      throw InputError(fmt::format("{}: does not compile now: {}", v.record.name, v.compiled.log.substr(0, 400)));
   }
   settings.problem = problem;
   settings.shape = shape;
   settings.seed = seed;
   settings.device = device;
-  const int code = gate_variants(out, settings, ctx);
+  const int code = gate_variants(variants, settings, ctx);
   if (could_not_run_exit) *could_not_run_exit = code;
-  return out;
+  return variants;
 }
 
 int gate_variants(std::vector<GateVariant>& variants, GateSettings settings, RunContext::Gate& ctx) {
@@ -79,9 +60,25 @@ namespace {
 
 using Log = std::function<void(const std::string&)>;
 
+// A variant of the record as its space reads it now (one line, exit 2, when it no longer fits),
+// lowered as the tune lowered it (the run's limits), its earlier verdict cleared: gated afresh.
+GateVariant variant_to_gate(const Space& space, const RunRecord& run, const VariantRecord& r,
+                            const std::filesystem::path& results) {
+  GateVariant v;
+  v.record = r;
+  if (v.record.status == Status::kUnsafe || (v.record.gate && v.record.status == Status::kIncorrect))
+    v.record.status = Status::kPassed;
+  if (v.record.status != Status::kPassed)
+    throw InputError(
+        fmt::format("{} did not pass in that run ({}): only variants that passed are gated", r.name, to_string(r.status)));
+  v.record.gate.reset();
+  v.lowered = space.lower(space.from_record(r.params, results.string(), r.name), run.shape, run.limits());
+  return v;
+}
+
 // The variants to check: --variant's; with --all-finalists the baseline, the gated and the strictly
 // re-measured that passed (or a gate failed); else the winner.
-std::vector<VariantRecord> records_to_check(const CheckOptions& o, const RunRecord& run) {
+std::vector<GateVariant> variants_to_check(const CheckOptions& o, const RunRecord& run, const Space& space) {
   std::vector<std::string> names = o.variants;
   if (names.empty() && o.all_finalists) {
     for (const auto& v : run.variants)
@@ -93,16 +90,16 @@ std::vector<VariantRecord> records_to_check(const CheckOptions& o, const RunReco
       throw InputError(fmt::format("{} names no winner; pass --variant NAME or --all-finalists", o.results.string()));
     names.push_back(*run.winner);
   }
-  std::vector<VariantRecord> records;
+  std::vector<GateVariant> variants;
   for (const auto& name : names) {
     const VariantRecord* v = run.find(name);
     if (!v)
       throw InputError(fmt::format("{}: no variant named '{}' (tune check --variant takes a name from its 'variants')",
                                    o.results.string(), name));
-    records.push_back(*v);
+    variants.push_back(variant_to_gate(space, run, *v, o.results));
   }
-  if (records.empty()) throw InputError(fmt::format("{}: no finalist to check", o.results.string()));
-  return records;
+  if (variants.empty()) throw InputError(fmt::format("{}: no finalist to check", o.results.string()));
+  return variants;
 }
 
 // Each verdict (with its sanitizer reports), then one line for all; whether every one is safe.
@@ -155,7 +152,6 @@ struct Regate {
   const Space& space;
   int device;
   int arch;
-  DeviceLimits limits;  // the run's (RunRecord::limits): its variants are lowered as the tune lowered them
   const GateSettings& settings;
   RunContext::Gate& ctx;
 };
@@ -175,8 +171,9 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
   while (run.winner && !run.find(*run.winner)->gate) {
     log(fmt::format("the winner would now be {} (not gated yet): gating it", *run.winner));
     int could_not_run = 0;
-    const auto next = gate_records(g.problem_spec, g.space, run.shape, run.seed, g.device, g.arch, g.limits,
-                                   {*run.find(*run.winner)}, g.settings, g.ctx, &could_not_run);
+    const auto next =
+        gate_records(g.problem_spec, run.shape, run.seed, g.device, g.arch,
+                     {variant_to_gate(g.space, run, *run.find(*run.winner), results)}, g.settings, g.ctx, &could_not_run);
     log(fmt::format("  {} {}: {}", to_string(next[0].record.gate->verdict), next[0].record.name,
                     next[0].record.gate->reason));
     refuse_unrun(could_not_run, g.ctx, results);
@@ -228,7 +225,7 @@ bool run_check(const CheckOptions& o) {
   const std::string problem_spec = problem_spec_of(run);
   const Space space = load_run_space(run);
   compare_sources(o, run, space, problem_spec, log);
-  const std::vector<VariantRecord> records = records_to_check(o, run);
+  std::vector<GateVariant> variants = variants_to_check(o, run, space);
 
   const bool fake = worker_fake_mode();
   std::string why;
@@ -236,7 +233,8 @@ bool run_check(const CheckOptions& o) {
   if (!device) throw DeviceError(fmt::format("tune check needs a CUDA device ({})", why));
   if (run.device && run.device->name != device->name)
     log(fmt::format("note: {} was measured on {}; checking on {}", o.results.string(), run.device->name, device->name));
-  log(fmt::format("checking {} variant(s) of {} {} on {}", records.size(), run.problem, run.shape.describe(), device->name));
+  log(fmt::format("checking {} variant(s) of {} {} on {}", variants.size(), run.problem, run.shape.describe(),
+                  device->name));
 
   RunContext::Gate ctx;
   GateSettings settings;
@@ -246,14 +244,14 @@ bool run_check(const CheckOptions& o) {
   settings.verdict_cache = verdict_cache_for(false, std::nullopt);  // tune check uses the default caches
   settings.fresh = o.fresh;
   int could_not_run = 0;
-  auto gated = gate_records(problem_spec, space, run.shape, run.seed, o.device, device->compute_capability(), run.limits(),
-                            records, settings, ctx, &could_not_run);
+  auto gated = gate_records(problem_spec, run.shape, run.seed, o.device, device->compute_capability(), std::move(variants),
+                            settings, ctx, &could_not_run);
   refuse_unrun(could_not_run, ctx, o.results);
   if (const std::string line = describe_gate(ctx); !line.empty()) log(line);
   const bool all_safe = report_verdicts(gated, ctx, log);
   if (o.write)
     write_verdicts(o.results, run, std::move(gated),
-                   {problem_spec, space, o.device, device->compute_capability(), run.limits(), settings, ctx}, log);
+                   {problem_spec, space, o.device, device->compute_capability(), settings, ctx}, log);
   return all_safe;
 }
 

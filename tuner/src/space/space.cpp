@@ -282,7 +282,8 @@ Config Space::from_record(const nlohmann::ordered_json& params, const std::strin
   try {
     return from_json(params);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: variant {} does not fit {}: {}", where, variant, source_name(), e.what()));
+    throw InputError(fmt::format("{}: variant {} does not fit {}: {}; re-tune the shape (its space has changed since)",
+                                 where, variant, source_name(), e.what()));
   }
 }
 
