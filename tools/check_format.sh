@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The host code's C++/CUDA against the root .clang-format (issue 38): clang-format --dry-run --Werror
-# over the tracked sources of tuner/, bench/ and tests/ (not tests/fixtures/). Kernel sources
-# (kernel_templates/, examples/, the fixtures' templates) are left as written: their bytes are part
-# of every record's identity (context.source_hash, which `tune export torch` and `tune check --write`
-# compare), so formatting them would orphan every results file of record until it is re-tuned.
+# The C++/CUDA of the product and its tests against the root .clang-format (issue 38): clang-format
+# --dry-run --Werror over the tracked sources of tuner/, kernel_templates/, examples/, configs/,
+# bench/ and tests/ (not tests/fixtures/, whose templates are test data as written). A kernel
+# source's bytes are part of every record's identity (context.source_hash, which `tune export torch`
+# and `tune check --write` compare): formatting a kernel changes no machine code
+# (tools/cubin_identity.py) but asks for its records to be re-tuned.
 #   tools/check_format.sh [--list] [--fix]
 # Exit 0 when every file is formatted, 1 when one is not (each named, or only their count and
 # names with --list), 2 when clang-format is missing. --fix formats them in place (clang-format -i).
@@ -20,7 +21,7 @@ for a in "$@"; do
     *) echo "check_format: unknown option $a (use --list or --fix)"; exit 2 ;;
   esac
 done
-mapfile -t files < <(git ls-files -- 'tuner/*' 'bench/*' 'tests/*' | grep -v '^tests/fixtures/' |
+mapfile -t files < <(git ls-files -- 'tuner/*' 'kernel_templates/*' 'examples/*' 'configs/*' 'bench/*' 'tests/*' | grep -v '^tests/fixtures/' |
   grep -E '\.(cpp|hpp|h|cc|cu|cuh|inc)$')
 if [ "$mode" = fix ]; then
   "$clang_format" -i "${files[@]}"

@@ -34,9 +34,13 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162f
 template <typename T>
 __device__ __forceinline__ T from_float(float v);
 template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 // VEC elements moved as one aligned load or store.
 template <typename T, int VEC>
@@ -45,11 +49,24 @@ struct alignas(sizeof(T) * VEC) Pack {
 };
 
 // The unsigned type of a load of BYTES bytes: the cache-hint intrinsics take these.
-template <int BYTES> struct Raw;
-template <> struct Raw<2> { using type = unsigned short; };
-template <> struct Raw<4> { using type = unsigned int; };
-template <> struct Raw<8> { using type = uint2; };
-template <> struct Raw<16> { using type = uint4; };
+template <int BYTES>
+struct Raw;
+template <>
+struct Raw<2> {
+  using type = unsigned short;
+};
+template <>
+struct Raw<4> {
+  using type = unsigned int;
+};
+template <>
+struct Raw<8> {
+  using type = uint2;
+};
+template <>
+struct Raw<16> {
+  using type = uint4;
+};
 
 template <int WLOAD, typename P>
 __device__ __forceinline__ P load(const P* p) {
@@ -96,8 +113,8 @@ __global__ void __launch_bounds__(BLOCK)
   namespace k = tune_kernels::embedding_bag;
   using P = k::Pack<T, VEC>;
   constexpr int kTeam = BLOCK / BAGS;
-  constexpr int kCols = D / DSPLIT;                     // columns of a block
-  constexpr int kVectors = kCols / VEC;                 // vectors of a block's columns
+  constexpr int kCols = D / DSPLIT;                       // columns of a block
+  constexpr int kVectors = kCols / VEC;                   // vectors of a block's columns
   constexpr int kIters = (kVectors + kTeam - 1) / kTeam;  // vectors per thread
   constexpr bool kRagged = kVectors % kTeam != 0;
   static_assert(B >= 1 && L >= 1 && D >= 1, "empty shape");

@@ -58,8 +58,8 @@ struct Vec<4> {
     return (a * a + b * b) + (c * c + d * d);
   }
   static __device__ __forceinline__ T norm(T v, float mean, float rstd, T g, T b) {
-    return make_float4((v.x - mean) * rstd * g.x + b.x, (v.y - mean) * rstd * g.y + b.y,
-                       (v.z - mean) * rstd * g.z + b.z, (v.w - mean) * rstd * g.w + b.w);
+    return make_float4((v.x - mean) * rstd * g.x + b.x, (v.y - mean) * rstd * g.y + b.y, (v.z - mean) * rstd * g.z + b.z,
+                       (v.w - mean) * rstd * g.w + b.w);
   }
   static __device__ __forceinline__ float fma_dot(T a, T b, float acc) {
     acc = fmaf(a.x, b.x, acc);
@@ -90,8 +90,8 @@ __device__ __forceinline__ void layernorm_rows(const float* __restrict__ x, cons
                                                const float* __restrict__ beta, float* xs, int m0) {
   using V = Vec<VEC>;
   constexpr int kWarps = THREADS / 32;
-  constexpr int kUnits = K / VEC;               // VEC-float units of a row
-  constexpr int kPerLane = cdiv(kUnits, 32);    // units of a lane (the last ones guarded)
+  constexpr int kUnits = K / VEC;             // VEC-float units of a row
+  constexpr int kPerLane = cdiv(kUnits, 32);  // units of a lane (the last ones guarded)
   constexpr bool kExact = kUnits % 32 == 0;
   constexpr int kUnroll = kPerLane <= 8 ? kPerLane : 4;
   const int lane = threadIdx.x & 31;
@@ -125,8 +125,7 @@ __device__ __forceinline__ void layernorm_rows(const float* __restrict__ x, cons
     for (int i = 0; i < kPerLane; ++i) {
       if (kExact || lane + 32 * i < kUnits) {
         const int k = (lane + 32 * i) * VEC;
-        V::sts(srow + 32 * VEC * i,
-               V::norm(V::lds(srow + 32 * VEC * i), mean, rstd, V::ldg(gamma + k), V::ldg(beta + k)));
+        V::sts(srow + 32 * VEC * i, V::norm(V::lds(srow + 32 * VEC * i), mean, rstd, V::ldg(gamma + k), V::ldg(beta + k)));
       }
     }
   }
@@ -167,8 +166,8 @@ __device__ __forceinline__ void mac(float (&acc)[TM][TN], const float* a, const 
 // outputs are never stored).
 template <int K, int N, int BN, int THREADS, int VEC, int WS, int LEN>
 __device__ __forceinline__ void stage_w(const float* __restrict__ w, float* ws, int n0, int k0) {
-  constexpr int kQ = LEN / 4;                        // float4 per row
-  constexpr int kIters = cdiv(BN * kQ, THREADS);     // float4 per thread (the last ones guarded)
+  constexpr int kQ = LEN / 4;                     // float4 per row
+  constexpr int kIters = cdiv(BN * kQ, THREADS);  // float4 per thread (the last ones guarded)
   constexpr bool kExact = (BN * kQ) % THREADS == 0;
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {

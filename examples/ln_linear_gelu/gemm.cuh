@@ -191,8 +191,8 @@ __device__ __forceinline__ void warp_mma_stage(float (&acc)[MT][NT][4], const fl
     }
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
-      float2 r0 = *reinterpret_cast<const float2*>(pa + 16 * i * S + kk);          // row g
-      float2 r1 = *reinterpret_cast<const float2*>(pa + (16 * i + 8) * S + kk);    // row g + 8
+      float2 r0 = *reinterpret_cast<const float2*>(pa + 16 * i * S + kk);        // row g
+      float2 r1 = *reinterpret_cast<const float2*>(pa + (16 * i + 8) * S + kk);  // row g + 8
       if constexpr (NORM) {
         r0 = make_float2((r0.x - mean[i][0]) * rstd[i][0] * gk.x + bk.x, (r0.y - mean[i][0]) * rstd[i][0] * gk.y + bk.y);
         r1 = make_float2((r1.x - mean[i][1]) * rstd[i][1] * gk.x + bk.x, (r1.y - mean[i][1]) * rstd[i][1] * gk.y + bk.y);

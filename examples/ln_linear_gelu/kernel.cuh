@@ -33,9 +33,8 @@
 // target in about a tenth of the variants, and tune skips variants that spill.
 template <int M, int K, int N, int BM, int BN, int TM, int TN, int VEC, int WSTAGE, int BK>
 __global__ void __maxnreg__((BM / TM) * (BN / TN) > 256 ? 128 : 255)
-    ln_linear_gelu_kernel(const float* __restrict__ x, const float* __restrict__ norm_w,
-                          const float* __restrict__ norm_b, const float* __restrict__ fc_w,
-                          const float* __restrict__ fc_b, float* __restrict__ out) {
+    ln_linear_gelu_kernel(const float* __restrict__ x, const float* __restrict__ norm_w, const float* __restrict__ norm_b,
+                          const float* __restrict__ fc_w, const float* __restrict__ fc_b, float* __restrict__ out) {
   namespace k = tune_kernels::ln_linear_gelu;
   constexpr int kTX = BN / TN;  // threads along n
   constexpr int kTY = BM / TM;  // threads along m
@@ -217,14 +216,14 @@ __device__ __forceinline__ void mma_gemm_block(const float* __restrict__ a_src, 
 #pragma unroll 1
   for (int kt = 0; kt < kKT; ++kt) {
     k::cp_async_wait<STAGES - 2>();
-    __syncthreads();  // tile kt is visible to all; every warp is done with tile kt - 1's slot
+    __syncthreads();            // tile kt is visible to all; every warp is done with tile kt - 1's slot
     if (kt + STAGES - 1 < kKT)  // into the slot of tile kt - 1
       k::copy_stage<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, a_src, fc_w, m0, n0, kt + STAGES - 1);
     k::cp_async_commit();
     const float* st = smem + (kt % STAGES) * L::kStage;
     if constexpr (LN_FUSED) {
       k::warp_mma_stage<BK, MT, NT, true, CORR>(acc, st, st + L::kA, wm0, wn0, ln + kt * BK, ln + F::kPadK + kt * BK,
-                                          ln + F::kMean, ln + F::kRstd);
+                                                ln + F::kMean, ln + F::kRstd);
     } else {
       k::warp_mma_stage<BK, MT, NT, false, CORR>(acc, st, st + L::kA, wm0, wn0, nullptr, nullptr, nullptr, nullptr);
     }
@@ -257,10 +256,9 @@ __device__ __forceinline__ void mma_gemm_block(const float* __restrict__ a_src, 
 }
 
 template <int M, int K, int N, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int LN_FUSED>
-__global__ void __maxnreg__(255)
-    ln_linear_gelu_mma_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
-                              const float* __restrict__ norm_b, const float* __restrict__ fc_w,
-                              const float* __restrict__ fc_b, float* __restrict__ out) {
+__global__ void __maxnreg__(255) ln_linear_gelu_mma_kernel(const float* __restrict__ a_src, const float* __restrict__ norm_w,
+                                                           const float* __restrict__ norm_b, const float* __restrict__ fc_w,
+                                                           const float* __restrict__ fc_b, float* __restrict__ out) {
   mma_gemm_block<M, K, N, BM, BN, BK, WM, WN, STAGES, GROUP_M, LN_FUSED, 0>(a_src, norm_w, norm_b, fc_w, fc_b, out);
 }
 
@@ -312,7 +310,7 @@ __global__ void __maxnreg__(255)
   const int m0 = tm * BM, n0 = tn * BN;
   const int warp = threadIdx.x >> 5;
   const int wm0 = (warp / kWarpsN) * WM, wn0 = (warp % kWarpsN) * WN;
-  const int kt0 = blockIdx.y * kPerSplit;                      // the range's first k-tile
+  const int kt0 = blockIdx.y * kPerSplit;                         // the range's first k-tile
   const int nkt = kKT - kt0 < kPerSplit ? kKT - kt0 : kPerSplit;  // its k-tiles (<= 0: none)
 
   float acc[MT][NT][4];
@@ -335,7 +333,7 @@ __global__ void __maxnreg__(255)
     __syncthreads();  // tile i is visible to all; every warp is done with tile i - 1's slot
     if (i + STAGES - 1 < nkt)
       k::copy_stage_to<BM, BN, BK, STAGES, M, K, N, kThreads>(smem, (i + STAGES - 1) % STAGES, a_src, fc_w, m0, n0,
-                                                               kt0 + i + STAGES - 1);
+                                                              kt0 + i + STAGES - 1);
     k::cp_async_commit();
     const float* st = smem + (i % STAGES) * L::kStage;
     const int kc = (kt0 + i) * BK;
@@ -356,9 +354,9 @@ __global__ void __maxnreg__(255)
 // per 4 elements (float4: N % 4 == 0 keeps every slice and row 16-byte aligned), else per element.
 // Launch: grid cdiv(M * N, N % 4 == 0 ? 1024 : 256) (problem.json's epi_grid), block 256.
 template <int M, int N, int SPLIT>
-__global__ void __launch_bounds__(256) ln_linear_gelu_splitk_epilogue(const float* __restrict__ partial,
-                                                                      const float* __restrict__ fc_b,
-                                                                      float* __restrict__ out) {
+__global__ void __launch_bounds__(256)
+    ln_linear_gelu_splitk_epilogue(const float* __restrict__ partial, const float* __restrict__ fc_b,
+                                   float* __restrict__ out) {
   namespace k = tune_kernels::ln_linear_gelu;
   constexpr long long kSlice = static_cast<long long>(M) * N;
   const long long u = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;

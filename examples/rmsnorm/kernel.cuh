@@ -31,11 +31,17 @@ __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 template <typename T>
 __device__ __forceinline__ T from_float(float v);
 template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
 template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 
 // VEC elements moved as one aligned load or store (ld.global.v4 for 16 bytes).
 template <typename T, int VEC>
@@ -70,8 +76,8 @@ __global__ void __launch_bounds__(BLOCK)
   namespace k = tune_kernels::rmsnorm;
   using P = k::Pack<T, VEC>;
   constexpr int kTeam = BLOCK / ROWS;
-  constexpr int kVectors = K / VEC;                         // per row
-  constexpr int kIters = (kVectors + kTeam - 1) / kTeam;     // per thread
+  constexpr int kVectors = K / VEC;                       // per row
+  constexpr int kIters = (kVectors + kTeam - 1) / kTeam;  // per thread
   constexpr bool kRagged = kVectors % kTeam != 0;
   static_assert(M >= 1 && K >= 1, "empty shape");
   static_assert(K % VEC == 0, "K must be a multiple of VEC");

@@ -70,14 +70,13 @@
 #include "smem_layout.cuh"
 #include "tensors.cuh"
 
-template <typename T, int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J,
-          int STAGE_T, int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1, int PREC = 0,
-          int LNROW = 0, int PERSIST = 0>
+template <typename T, int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T,
+          int SMEM_W, int PAIRS = 1, int SYM = 0, int ASYNC = 0, int NSPLIT = 1, int PREC = 0, int LNROW = 0,
+          int PERSIST = 0>
 __global__ void __launch_bounds__(BLOCK)
     contact_kernel(const T* __restrict__ pair_repr, const T* __restrict__ ln_w, const T* __restrict__ ln_b,
-                   const T* __restrict__ w0, const T* __restrict__ b0, const T* __restrict__ w2,
-                   const T* __restrict__ b2, const T* __restrict__ w4, const T* __restrict__ b4,
-                   T* __restrict__ out) {
+                   const T* __restrict__ w0, const T* __restrict__ b0, const T* __restrict__ w2, const T* __restrict__ b2,
+                   const T* __restrict__ w4, const T* __restrict__ b4, T* __restrict__ out) {
   namespace k = tune_kernels::contact;
   static_assert(B >= 1 && N >= 1 && C >= 1 && H >= 1, "empty shape");
   static_assert(STRATEGY >= 0 && STRATEGY <= 2, "STRATEGY: 0 thread, 1 warp, 2 mma");
@@ -106,7 +105,7 @@ __global__ void __launch_bounds__(BLOCK)
   if constexpr (MAPPING == 2) {
     k::warp_tile_mapping<B, N, C, H, BLOCK, TILE_I, TILE_J, SMEM_W, PAIRS, SYM, PREC, LNROW, PERSIST, Layout>(tensors);
   } else {
-    k::block_mapping<B, N, C, H, STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, SMEM_W, PAIRS, SYM, ASYNC, NSPLIT, PREC,
-                     LNROW, Layout>(tensors);
+    k::block_mapping<B, N, C, H, STRATEGY, MAPPING, BLOCK, TILE_I, TILE_J, SMEM_W, PAIRS, SYM, ASYNC, NSPLIT, PREC, LNROW,
+                     Layout>(tensors);
   }
 }

@@ -87,8 +87,8 @@ __device__ __forceinline__ void store_result(E* __restrict__ out, const PairSlot
 // and g + 8 (registers 2, 3) of each n-tile of D2. lo, hi = w4 . relu(D2) of rows g and g + 8 of
 // 16-pair tile p over the NT n-tiles given, summed over the quad's four lanes.
 template <int NT, int P>
-__device__ __forceinline__ void fragment_logits(const float (&d2)[NT][P][4], const float (&w4v)[NT][2], int p,
-                                                float& lo, float& hi) {
+__device__ __forceinline__ void fragment_logits(const float (&d2)[NT][P][4], const float (&w4v)[NT][2], int p, float& lo,
+                                                float& hi) {
   lo = 0.0f;
   hi = 0.0f;
 #pragma unroll
@@ -123,9 +123,8 @@ __device__ __forceinline__ void fragment_rows(const E* tiles, int grp, int g, in
 // The epilogue of the tensor-core strategies: the P 16-pair tiles of warp group grp, whose D2 the
 // lane (g, t) holds; out = sigmoid(logit + b4) of row g stored by lane t = 0, of row g + 8 by t = 1.
 template <int N, int TILE_I, int TILE_J, int SYM, int NT, int P, class E>
-__device__ __forceinline__ void store_fragment_logits(E* __restrict__ out, const TileOrigin& tile, int grp, int g,
-                                                      int t, const float (&d2)[NT][P][4],
-                                                      const float (&w4v)[NT][2], float bias4) {
+__device__ __forceinline__ void store_fragment_logits(E* __restrict__ out, const TileOrigin& tile, int grp, int g, int t,
+                                                      const float (&d2)[NT][P][4], const float (&w4v)[NT][2], float bias4) {
 #pragma unroll
   for (int p = 0; p < P; ++p) {
     float logit_lo, logit_hi;  // rows g and g + 8

@@ -15,8 +15,8 @@ namespace contact {
 // warp_tile: [weights][per warp, PAIRS x (tile A, tile T)]. Weights and tiles are elements of E (the
 // tensors' type: offsets kWeights, kTileA, kScratch count them), the warp strategy's scratch floats
 // (from byte sizeof(E) * kScratch, 16-byte aligned: every region before it is).
-template <class E, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T,
-          int SMEM_W, int PAIRS>
+template <class E, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int STAGE_T, int SMEM_W,
+          int PAIRS>
 struct SmemLayout {
   static constexpr bool kStaged = (MAPPING == 1 || MAPPING == 2) && STAGE_T != 0;
   static constexpr int kWeights = 0;

@@ -3,8 +3,8 @@
 // shared-memory size of one staged pair of tiles (StagedTiles::kElems).
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "pairs.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {
@@ -46,15 +46,17 @@ __device__ __forceinline__ void stage_tiles(const E* __restrict__ x, int b, int 
   constexpr int kElems = 2 * kRows * kPerRow;
   constexpr int kIters = cdiv(kElems, BLOCK);
   if constexpr (ASYNC) {
-    block_for<2 * kRows, kPerRow, BLOCK>([&](int row, int q) {
-      if (skip_t && row >= kRows) return;
-      const int c = q * V;
-      int gi, gj;
-      staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
-      const bool inside = (N % TILE_I == 0 && N % TILE_J == 0) || (gi < N && gj < N);
-      copy_elems<static_cast<int>(sizeof(E)) * V>(tiles + row * RS + c, x + (inside ? row_offset(N, C, b, gi, gj) + c : 0),
-                                                  inside);
-    }, tid);
+    block_for<2 * kRows, kPerRow, BLOCK>(
+        [&](int row, int q) {
+          if (skip_t && row >= kRows) return;
+          const int c = q * V;
+          int gi, gj;
+          staged_row_source<TILE_I, TILE_J>(row, i0, j0, gi, gj);
+          const bool inside = (N % TILE_I == 0 && N % TILE_J == 0) || (gi < N && gj < N);
+          copy_elems<static_cast<int>(sizeof(E)) * V>(tiles + row * RS + c,
+                                                      x + (inside ? row_offset(N, C, b, gi, gj) + c : 0), inside);
+        },
+        tid);
     return;
   }
   constexpr int kBatch = kIters < 8 ? kIters : 8;  // loads in flight per thread before stores

@@ -27,9 +27,9 @@ struct WeightLayout {
 
 template <int C, int H, int BLOCK, bool ASYNC, class E>
 __device__ __forceinline__ void copy_weights(const E* __restrict__ ln_w, const E* __restrict__ ln_b,
-                                             const E* __restrict__ w0, const E* __restrict__ b0,
-                                             const E* __restrict__ w2, const E* __restrict__ b2,
-                                             const E* __restrict__ w4, const E* __restrict__ b4, E* sw) {
+                                             const E* __restrict__ w0, const E* __restrict__ b0, const E* __restrict__ w2,
+                                             const E* __restrict__ b2, const E* __restrict__ w4, const E* __restrict__ b4,
+                                             E* sw) {
   using L = WeightLayout<E, C, H>;
   copy_rows<H, C, L::kW0Stride, BLOCK, ASYNC>(w0, sw + L::kW0);
   copy_rows<H, H, L::kW2Stride, BLOCK, ASYNC>(w2, sw + L::kW2);

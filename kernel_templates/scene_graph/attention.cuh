@@ -2,8 +2,8 @@
 // Masked softmax of score rows, a warp per row.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "reductions.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 

@@ -14,8 +14,7 @@ __device__ __forceinline__ void sg_split_tf32(float x, float& hi, float& lo) {
 }
 // The A fragments (g, t), (g+8, t), (g, t+4), (g+8, t+4) of a k-step from rows xa (g) and xb
 // (g + 8) at column k, split into TF32 (hi, lo).
-__device__ __forceinline__ void sg_split_a(float (&ah)[4], float (&al)[4], const float* xa, const float* xb, int k,
-                                           int t) {
+__device__ __forceinline__ void sg_split_a(float (&ah)[4], float (&al)[4], const float* xa, const float* xb, int k, int t) {
   sg_split_tf32(xa[k + t], ah[0], al[0]);
   sg_split_tf32(xb[k + t], ah[1], al[1]);
   sg_split_tf32(xa[k + t + 4], ah[2], al[2]);
@@ -46,8 +45,8 @@ __device__ __forceinline__ void sg_mma_3xtf32_step(float (&hh)[4], float (&hl)[4
   sg_mma_3xtf32_b(hh, hl, lh, ah, al, wrow, k, t);
 }
 // The A fragments of rows xa, xb (already split into TF32 (hi, lo) pairs) at k-step k.
-__device__ __forceinline__ void sg_load_split_a(float (&ah)[4], float (&al)[4], const float2* xa, const float2* xb,
-                                                int k, int t) {
+__device__ __forceinline__ void sg_load_split_a(float (&ah)[4], float (&al)[4], const float2* xa, const float2* xb, int k,
+                                                int t) {
   const float2 a0 = xa[k + t], a1 = xb[k + t], a2 = xa[k + t + 4], a3 = xb[k + t + 4];
   ah[0] = a0.x, ah[1] = a1.x, ah[2] = a2.x, ah[3] = a3.x;
   al[0] = a0.y, al[1] = a1.y, al[2] = a2.y, al[3] = a3.y;

@@ -21,12 +21,8 @@ __device__ __forceinline__ void sg_copy16(float* dst, const float* src) {
 __device__ __forceinline__ void sg_copy4(float* dst, const float* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sg_smem_address(dst)), "l"(src) : "memory");
 }
-__device__ __forceinline__ void sg_prefetch_l2(const float* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-__device__ __forceinline__ void sg_prefetch_l1(const float* p) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-}
+__device__ __forceinline__ void sg_prefetch_l2(const float* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+__device__ __forceinline__ void sg_prefetch_l1(const float* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 // Thread-block clusters (sm_90): this block's rank, a barrier over the cluster's blocks (it also
 // orders their shared-memory writes before the reads that follow), and a load from the shared
 // memory of block `rank` at the offset of `p` in this block's.
@@ -72,8 +68,10 @@ __device__ __forceinline__ void sg_mbar_expect_bytes(void* bar, unsigned bytes) 
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sg_smem_address(bar)), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void sg_bulk_copy(float* dst, const float* src, unsigned bytes, void* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-               ::"r"(sg_smem_address(dst)), "l"(src), "r"(bytes), "r"(sg_smem_address(bar)) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   sg_smem_address(dst)),
+               "l"(src), "r"(bytes), "r"(sg_smem_address(bar))
+               : "memory");
 }
 // Waits until the mbarrier's phase `phase` has completed. CLUSTER: acquire semantics at cluster
 // scope, so the data other blocks of the cluster delivered with sg_st_async in that phase is
@@ -83,11 +81,16 @@ __device__ __forceinline__ void sg_mbar_wait(void* bar, unsigned phase) {
   unsigned done = 0;
   while (!done) {
     if constexpr (CLUSTER) {
-      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                   : "=r"(done) : "r"(sg_smem_address(bar)), "r"(phase) : "memory");
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+          : "=r"(done)
+          : "r"(sg_smem_address(bar)), "r"(phase)
+          : "memory");
     } else {
       asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                   : "=r"(done) : "r"(sg_smem_address(bar)), "r"(phase) : "memory");
+                   : "=r"(done)
+                   : "r"(sg_smem_address(bar)), "r"(phase)
+                   : "memory");
     }
   }
 }
@@ -95,16 +98,17 @@ __device__ __forceinline__ void sg_mbar_wait(void* bar, unsigned phase) {
 // block's, that completes 4 bytes of the transaction count of that block's mbarrier at the offset
 // of `bar` (sm_90 st.async): no fence and no cluster barrier; the receiver waits on its mbarrier.
 __device__ __forceinline__ void sg_st_async(float* p, unsigned rank, float v, void* bar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];"
-               ::"r"(sg_cluster_address(p, rank)), "r"(__float_as_uint(v)), "r"(sg_cluster_address(bar, rank))
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   sg_cluster_address(p, rank)),
+               "r"(__float_as_uint(v)), "r"(sg_cluster_address(bar, rank))
                : "memory");
 }
 
 // As sg_st_async, two floats at an 8-byte aligned p (8 bytes of the transaction count).
 __device__ __forceinline__ void sg_st_async2(float* p, unsigned rank, float v0, float v1, void* bar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];"
-               ::"r"(sg_cluster_address(p, rank)), "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)),
-               "r"(sg_cluster_address(bar, rank))
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(
+                   sg_cluster_address(p, rank)),
+               "r"(__float_as_uint(v0)), "r"(__float_as_uint(v1)), "r"(sg_cluster_address(bar, rank))
                : "memory");
 }
 

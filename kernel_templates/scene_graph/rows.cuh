@@ -3,10 +3,10 @@
 // read-only cache, and the register-blocked products (sg_rows_dot, sg_cols_accum[_split]).
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "ptx.cuh"
 #include "reductions.cuh"
 #include "sizes.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 

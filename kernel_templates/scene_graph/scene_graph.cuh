@@ -42,9 +42,9 @@
 // The kernels, a header per strategy and mapping; each piece includes what it uses (by its path
 // relative to the including file, or "tune_common.cuh", the helpers the templates share, by its
 // name in problem.json's "include_dirs"), so every header compiles alone.
+#include "kernels/cluster.cuh"
 #include "kernels/fused.cuh"
 #include "kernels/fused_head.cuh"
-#include "kernels/cluster.cuh"
 #include "kernels/split.cuh"
 #include "kernels/tc.cuh"
 #include "kernels/unfused.cuh"

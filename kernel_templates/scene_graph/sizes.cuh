@@ -16,9 +16,7 @@ __host__ __device__ constexpr int sg_row_stride(int d) { return d % 8 == 0 ? d +
 __host__ __device__ constexpr int sg_odd_stride(int d) { return d % 2 == 0 ? d + 1 : d; }
 // Lanes that share one dot product of K4 float4s (a power of two dividing K4, at most 8):
 // 8 lanes read 128 contiguous bytes of a weight row.
-__host__ __device__ constexpr int sg_k_lanes(int k4) {
-  return k4 % 8 == 0 ? 8 : (k4 % 4 == 0 ? 4 : (k4 % 2 == 0 ? 2 : 1));
-}
+__host__ __device__ constexpr int sg_k_lanes(int k4) { return k4 % 8 == 0 ? 8 : (k4 % 4 == 0 ? 4 : (k4 % 2 == 0 ? 2 : 1)); }
 // Largest power of two that divides p and is at most cap.
 __host__ __device__ constexpr int sg_pow2_divisor(int p, int cap) {
   int l = 1;

@@ -69,8 +69,8 @@ __device__ __forceinline__ void load_group_chunks(const E* gamma, const E* beta,
 // One pair of layernorm_tile_groups: the G lanes of the pair normalise rows ra and rt (the
 // lane's chunks k0 + m G) and, when owner, store s into ra.
 template <int C, class E, int kPerLane>
-__device__ __forceinline__ void group_layernorm_pair(E* ra, const E* rt, int k0, bool owner,
-                                                     const float (&g)[kPerLane][4], const float (&be)[kPerLane][4]) {
+__device__ __forceinline__ void group_layernorm_pair(E* ra, const E* rt, int k0, bool owner, const float (&g)[kPerLane][4],
+                                                     const float (&be)[kPerLane][4]) {
   constexpr int G = ln_group(C), kChunks = C / 4;
   float a[kPerLane][4], t[kPerLane][4];
   float sa = 0.0f, st = 0.0f;
@@ -148,8 +148,7 @@ __device__ __forceinline__ void layernorm_tile_groups(E* tiles, const E* gamma, 
 // t_row0: the first tile T row (kRows; 0 for a diagonal tile staged with skip_t).
 template <int C, int TILE_I, int TILE_J, int BLOCK, bool SMEM_W, class E>
 __device__ __forceinline__ void layernorm_tile(E* tiles, const E* gamma, const E* beta,
-                                               int warp = static_cast<int>(threadIdx.x >> 5),
-                                               int t_row0 = TILE_I * TILE_J) {
+                                               int warp = static_cast<int>(threadIdx.x >> 5), int t_row0 = TILE_I * TILE_J) {
   if constexpr (ln_group(C) == 0) {
     layernorm_tile_warps<C, TILE_I, TILE_J, BLOCK, SMEM_W>(tiles, gamma, beta, warp, t_row0);
   } else {

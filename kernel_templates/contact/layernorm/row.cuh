@@ -3,8 +3,8 @@
 // into the block's copy of layer 1.
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "../strategies/mma_weights.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {

@@ -4,7 +4,6 @@
 // normalises the staged rows, then runs the strategy. Shared memory: SmemLayout.
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "../layernorm/group.cuh"
 #include "../layernorm/row.cuh"
 #include "../pairs.cuh"
@@ -19,6 +18,7 @@
 #include "../strategies/warp.cuh"
 #include "../tensors.cuh"
 #include "../weights.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {
@@ -50,8 +50,8 @@ __device__ __forceinline__ void stage_block(const Tensors<T>& tensors, const Til
     copy_mma_weights<C, H, BLOCK, kAsync>(tensors.ln_w, tensors.ln_b, tensors.w0, tensors.b0, tensors.w2, tensors.b2,
                                           tensors.w4, tensors.b4, smem_weights);
   } else if constexpr (SMEM_W != 0) {
-    copy_weights<C, H, BLOCK, kAsync>(tensors.ln_w, tensors.ln_b, tensors.w0, tensors.b0, tensors.w2, tensors.b2,
-                                      tensors.w4, tensors.b4, smem_weights);
+    copy_weights<C, H, BLOCK, kAsync>(tensors.ln_w, tensors.ln_b, tensors.w0, tensors.b0, tensors.w2, tensors.b2, tensors.w4,
+                                      tensors.b4, smem_weights);
   }
   if constexpr (kAsync && LNROW == 0) copy_wait_all();
   if constexpr (SMEM_W != 0 || kStaged) __syncthreads();
@@ -84,18 +84,17 @@ __device__ __forceinline__ void mma_block(const Tensors<T>& tensors, const TileO
                                                                               weights);
   } else if constexpr (NSPLIT > 1) {
     static_assert(PAIRS == 1 && kSmemW, "NSPLIT > 1 takes one 16-pair tile per warp group, weights in shared memory");
-    mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM, PREC>(tensors.out, tile, smem + Layout::kTileA,
-                                                                       weights);
+    mma_pairs_split<N, C, H, BLOCK, TILE_I, TILE_J, NSPLIT, SYM, PREC>(tensors.out, tile, smem + Layout::kTileA, weights);
   } else {
     mma_pairs<N, C, H, BLOCK, TILE_I, TILE_J, PAIRS, SYM, kSmemW, PREC, LNROW>(tensors.out, tile, smem + Layout::kTileA,
-                                                                              weights);
+                                                                               weights);
   }
   TUNE_CONTACT_MARK(3);
 }
 
 // STRATEGY 0 (thread) and 1 (warp): the LayerNorm of the staged rows, if staged, then the MLP.
-template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int SMEM_W,
-          int PAIRS, int SYM, class Layout, class T>
+template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int SMEM_W, int PAIRS,
+          int SYM, class Layout, class T>
 __device__ __forceinline__ void plain_block(const Tensors<T>& tensors, const TileOrigin& tile, T* smem) {
   constexpr bool kStaged = Layout::kStaged, kSmemW = SMEM_W != 0;
   T* smem_weights = smem + Layout::kWeights;
@@ -113,18 +112,21 @@ __device__ __forceinline__ void plain_block(const Tensors<T>& tensors, const Til
     __syncthreads();
   }
   if constexpr (STRATEGY == 0) {
-    thread_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(
-        tensors.pair_repr, gamma, beta, w0, b0, w2, b2, w4, b4, tensors.out, tile, smem + Layout::kTileA);
+    thread_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(tensors.pair_repr, gamma, beta, w0,
+                                                                                          b0, w2, b2, w4, b4, tensors.out,
+                                                                                          tile, smem + Layout::kTileA);
   } else {
-    warp_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(
-        tensors.pair_repr, gamma, beta, w0, b0, w2, b2, w4, b4, tensors.out, tile, smem + Layout::kTileA,
-        reinterpret_cast<float*>(smem + Layout::kScratch));
+    warp_pairs<B, N, C, H, MAPPING, BLOCK, TILE_I, TILE_J, kStaged, kSmemW, PAIRS, SYM>(tensors.pair_repr, gamma, beta, w0,
+                                                                                        b0, w2, b2, w4, b4, tensors.out,
+                                                                                        tile, smem + Layout::kTileA,
+                                                                                        reinterpret_cast<float*>(
+                                                                                            smem + Layout::kScratch));
   }
 }
 
 // The block's work: its tile (MAPPING 1) or pairs (0), staged (stage_block), then the strategy.
-template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int SMEM_W,
-          int PAIRS, int SYM, int ASYNC, int NSPLIT, int PREC, int LNROW, class Layout, class T>
+template <int B, int N, int C, int H, int STRATEGY, int MAPPING, int BLOCK, int TILE_I, int TILE_J, int SMEM_W, int PAIRS,
+          int SYM, int ASYNC, int NSPLIT, int PREC, int LNROW, class Layout, class T>
 __device__ __forceinline__ void block_mapping(const Tensors<T>& tensors) {
   T* smem = reinterpret_cast<T*>(tune_contact_smem);  // the kernel's dynamic shared memory (SmemLayout)
   TileOrigin tile{0, 0, 0, false};

@@ -5,7 +5,6 @@
 // after the weight copy (SMEM_W). Shared memory: SmemLayout (per warp, PAIRS staged tiles).
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "../layernorm/group.cuh"
 #include "../layernorm/row.cuh"
 #include "../pairs.cuh"
@@ -17,12 +16,13 @@
 #include "../strategies/mma_weights.cuh"
 #include "../tensors.cuh"
 #include "../weights.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {
 
-template <int B, int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int SMEM_W, int PAIRS, int SYM, int PREC,
-          int LNROW, int PERSIST, class Layout, class T>
+template <int B, int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int SMEM_W, int PAIRS, int SYM, int PREC, int LNROW,
+          int PERSIST, class Layout, class T>
 __device__ __forceinline__ void warp_tile_mapping(const Tensors<T>& tensors) {
   T* smem = reinterpret_cast<T*>(tune_contact_smem);  // the kernel's dynamic shared memory (SmemLayout)
   constexpr int kWarps = BLOCK / 32, kTilesI = cdiv(N, TILE_I), kUnits = B * kTilesI * (kTilesI + 1) / 2;
@@ -36,7 +36,7 @@ __device__ __forceinline__ void warp_tile_mapping(const Tensors<T>& tensors) {
   const int first = PERSIST ? grid_warp : grid_warp * PAIRS;
   const int stride = PERSIST ? static_cast<int>(gridDim.x) * kWarps : 1;
   const int last = PERSIST ? kUnits : (first + PAIRS < kUnits ? first + PAIRS : kUnits);  // exclusive
-  T* tiles = smem + Layout::kTileA + warp * PAIRS * Layout::kTileElems;  // a ring of PAIRS buffers
+  T* tiles = smem + Layout::kTileA + warp * PAIRS * Layout::kTileElems;                   // a ring of PAIRS buffers
   // LNROW: a diagonal tile (not mirrored) is staged once, its tile T rows being its tile A rows
   // (the rows are normalised in place before any is read as a T row; the group LayerNorm
   // overwrites A rows with s while others still read them, so it keeps both copies).
@@ -87,8 +87,7 @@ __device__ __forceinline__ void warp_tile_mapping(const Tensors<T>& tensors) {
     if constexpr (PREC == 2) {
       mma_pairs_bf16<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, LNROW>(tensors.out, tile, tile_rows, weights, 0, t_row0);
     } else {
-      mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(tensors.out, tile, tile_rows, weights, 0,
-                                                                         t_row0);
+      mma_pairs<N, C, H, 32, TILE_I, TILE_J, 1, SYM, kSmemW, PREC, LNROW>(tensors.out, tile, tile_rows, weights, 0, t_row0);
     }
     __syncwarp();  // every lane is done with the buffer before it is refilled
     const int next = unit + PAIRS * stride;

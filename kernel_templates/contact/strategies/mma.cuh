@@ -4,9 +4,9 @@
 // (mma_weights.cuh) only.
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "../pairs.cuh"
 #include "mma_weights.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {
@@ -116,12 +116,10 @@ __device__ __forceinline__ void mma_layer2(float (&d2)[NT][P][4], const float (&
 // warp in [0, BLOCK / 32): the warps share the 16-pair tiles (BLOCK = 32: one warp does all).
 // LNROW: the rows hold u (normalize_rows), and the A operand of pair (ii,jj) is row A(ii,jj) plus
 // row T(jj,ii).
-template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED, int PREC,
-          int LNROW = 0>
+template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED, int PREC, int LNROW = 0>
 __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOrigin& tile, const float* tiles,
                                           const MmaWeights<float, C, H, SHARED>& W,
-                                          int warp = static_cast<int>(threadIdx.x >> 5),
-                                          int t_row0 = TILE_I * TILE_J) {
+                                          int warp = static_cast<int>(threadIdx.x >> 5), int t_row0 = TILE_I * TILE_J) {
   using L = MmaWeights<float, C, H, SHARED>;
   constexpr int HP = MmaWeightLayout<float, C, H>::HP, NT = HP / 8;
   constexpr int RS = row_stride(C), kRows = TILE_I * TILE_J, kMTiles = cdiv(kRows, 16), NW = BLOCK / 32;
@@ -145,27 +143,27 @@ __device__ __forceinline__ void mma_pairs(float* __restrict__ out, const TileOri
     // the kernels that read the weights from global memory (SMEM_W 0; tools/cubin_identity.py).
     float d1[NT][P][4];
     {
-    float acc1[NT][3][P][4];
+      float acc1[NT][3][P][4];
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_init<P>(acc1[nt], bias0[nt]);
+      for (int nt = 0; nt < NT; ++nt) mma_3xtf32_init<P>(acc1[nt], bias0[nt]);
 #pragma unroll
-    for (int k0 = 0; k0 < C; k0 += 8) {
-      float ahi[P][4], alo[P][4];
+      for (int k0 = 0; k0 < C; k0 += 8) {
+        float ahi[P][4], alo[P][4];
 #pragma unroll
-      for (int p = 0; p < P; ++p) {
-        split_operand<PREC>(lane_a<LNROW>(row_lo, trow_lo, p, k0), ahi[p][0], alo[p][0]);
-        split_operand<PREC>(lane_a<LNROW>(row_hi, trow_hi, p, k0), ahi[p][1], alo[p][1]);
-        split_operand<PREC>(lane_a<LNROW>(row_lo, trow_lo, p, k0 + 4), ahi[p][2], alo[p][2]);
-        split_operand<PREC>(lane_a<LNROW>(row_hi, trow_hi, p, k0 + 4), ahi[p][3], alo[p][3]);
+        for (int p = 0; p < P; ++p) {
+          split_operand<PREC>(lane_a<LNROW>(row_lo, trow_lo, p, k0), ahi[p][0], alo[p][0]);
+          split_operand<PREC>(lane_a<LNROW>(row_hi, trow_hi, p, k0), ahi[p][1], alo[p][1]);
+          split_operand<PREC>(lane_a<LNROW>(row_lo, trow_lo, p, k0 + 4), ahi[p][2], alo[p][2]);
+          split_operand<PREC>(lane_a<LNROW>(row_hi, trow_hi, p, k0 + 4), ahi[p][3], alo[p][3]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const float* w = w0_lane + nt * 8 * L::kW0Stride + k0;
+          mma_3xtf32<P, PREC>(acc1[nt], ahi, alo, load1<SHARED>(w), load1<SHARED>(w + 4));
+        }
       }
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const float* w = w0_lane + nt * 8 * L::kW0Stride + k0;
-        mma_3xtf32<P, PREC>(acc1[nt], ahi, alo, load1<SHARED>(w), load1<SHARED>(w + 4));
-      }
-    }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P, PREC>(d1[nt], acc1[nt]);
+      for (int nt = 0; nt < NT; ++nt) mma_3xtf32_sum<P, PREC>(d1[nt], acc1[nt]);
     }
     float d2[NT][P][4];
     mma_layer2<NT, P, SHARED, PREC, L::kW2Stride>(d2, d1, w2_lane, bias2);

@@ -8,9 +8,9 @@
 // tiles and the weights, both bfloat16 (MmaWeightLayout<__nv_bfloat16, ...>).
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "../pairs.cuh"
 #include "mma_weights.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {
@@ -18,8 +18,8 @@ namespace contact {
 // Elements k, k+1 of the lane's row p as one A register: s (LNROW 0), or u(i,j) + u(j,i) (rows r
 // and tile T rows tr).
 template <int LNROW, int P>
-__device__ __forceinline__ unsigned lane_a_word(const __nv_bfloat16* const (&r)[P],
-                                                const __nv_bfloat16* const (&tr)[P], int p, int k) {
+__device__ __forceinline__ unsigned lane_a_word(const __nv_bfloat16* const (&r)[P], const __nv_bfloat16* const (&tr)[P],
+                                                int p, int k) {
   const unsigned a = load_word<true>(r[p] + k);
   if constexpr (LNROW != 0) {
     const unsigned b = load_word<true>(tr[p] + k);
@@ -47,10 +47,8 @@ __device__ __forceinline__ void init_bias_fragments(float (&d)[NT][P][4], const 
 // of 16 by the layout).
 template <int N, int C, int H, int BLOCK, int TILE_I, int TILE_J, int P, int SYM, bool SHARED, int LNROW = 0>
 __device__ __forceinline__ void mma_pairs_bf16(__nv_bfloat16* __restrict__ out, const TileOrigin& tile,
-                                               const __nv_bfloat16* tiles,
-                                               const MmaWeights<__nv_bfloat16, C, H, SHARED>& W,
-                                               int warp = static_cast<int>(threadIdx.x >> 5),
-                                               int t_row0 = TILE_I * TILE_J) {
+                                               const __nv_bfloat16* tiles, const MmaWeights<__nv_bfloat16, C, H, SHARED>& W,
+                                               int warp = static_cast<int>(threadIdx.x >> 5), int t_row0 = TILE_I * TILE_J) {
   using E = __nv_bfloat16;
   using L = MmaWeights<E, C, H, SHARED>;
   constexpr int HP = MmaWeightLayout<E, C, H>::HP, NT = HP / 8, KS2 = HP / 16;

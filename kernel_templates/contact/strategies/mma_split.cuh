@@ -3,10 +3,10 @@
 // units; relu(D1) and the partial logits meet in the tile T rows of that tile.
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "../pairs.cuh"
 #include "mma.cuh"
 #include "mma_weights.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {
@@ -78,15 +78,14 @@ __device__ __forceinline__ void mma_pairs_split(float* __restrict__ out, const T
 #pragma unroll
     for (int n = 0; n < NTW; ++n) {
       const int col = (nt0 + n) * 8 + 2 * t;
-      *reinterpret_cast<float2*>(scratch + g * RS + col) =
-          make_float2(fmaxf(d1[n][0][0], 0.0f), fmaxf(d1[n][0][1], 0.0f));
+      *reinterpret_cast<float2*>(scratch + g * RS + col) = make_float2(fmaxf(d1[n][0][0], 0.0f), fmaxf(d1[n][0][1], 0.0f));
       *reinterpret_cast<float2*>(scratch + (g + 8) * RS + col) =
           make_float2(fmaxf(d1[n][0][2], 0.0f), fmaxf(d1[n][0][3], 0.0f));
     }
     named_barrier(1 + slot, NSPLIT * 32);
     float d2[NTW][1][4];
     mma_rows_layer<NTW, HP, L::kW2Stride, PREC>(d2, bias2, scratch + g * RS + t, scratch + (g + 8) * RS + t,
-                                          W.w2 + (nt0 * 8 + g) * L::kW2Stride + t);
+                                                W.w2 + (nt0 * 8 + g) * L::kW2Stride + t);
     float logit_lo, logit_hi;  // rows g and g + 8, this warp's hidden units
     fragment_logits<NTW, 1>(d2, w4v, 0, logit_lo, logit_hi);
     if (t == 0) {

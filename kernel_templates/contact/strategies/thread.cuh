@@ -3,8 +3,8 @@
 // broadcasts. Shared memory: none of its own (weights.cuh, staging.cuh).
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "../pairs.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {

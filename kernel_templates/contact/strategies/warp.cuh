@@ -4,9 +4,9 @@
 // shared memory (WarpScratch).
 // Part of the contact template (contact.cuh).
 
-#include "tune_common.cuh"
 #include "../layernorm/warp_rows.cuh"
 #include "../pairs.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 namespace contact {
@@ -30,8 +30,8 @@ struct LaneWeights {
 
 // E: the weights' element type (float or __nv_bfloat16); the registers hold floats.
 template <int C, int H, bool SMEM_W, class E>
-__device__ __forceinline__ void load_lane_weights(LaneWeights<C, H>& lw, const E* w0, const E* b0, const E* w2,
-                                                  const E* b2, const E* w4, const E* b4) {
+__device__ __forceinline__ void load_lane_weights(LaneWeights<C, H>& lw, const E* w0, const E* b0, const E* w2, const E* b2,
+                                                  const E* w4, const E* b4) {
   constexpr int HR = LaneWeights<C, H>::HR;
   constexpr int VC = vec_width_of<E>(C), VH = vec_width_of<E>(H);
   constexpr int W0S = SMEM_W ? row_stride_of<E>(C) : C, W2S = SMEM_W ? row_stride_of<E>(H) : H;
@@ -66,8 +66,8 @@ __device__ __forceinline__ void load_lane_weights(LaneWeights<C, H>& lw, const E
 // Returns the logits' sigmoid in every lane. S: the s rows' element type (float scratch, or staged
 // rows of the tensors' type).
 template <int C, int H, int P, class S>
-__device__ __forceinline__ void warp_mlp(const LaneWeights<C, H>& lw, const S* const (&srow)[P],
-                                         float* const (&hbuf)[P], float (&o)[P]) {
+__device__ __forceinline__ void warp_mlp(const LaneWeights<C, H>& lw, const S* const (&srow)[P], float* const (&hbuf)[P],
+                                         float (&o)[P]) {
   constexpr int HR = LaneWeights<C, H>::HR;
   constexpr int VC = vec_width_of<S>(C), VH = vec_width(H);
   const int lane = threadIdx.x & 31;
@@ -129,9 +129,9 @@ __device__ __forceinline__ void warp_mlp(const LaneWeights<C, H>& lw, const S* c
 // x, the weights, the staged tiles and out are E (float or __nv_bfloat16); the scratch rows are float.
 template <int B, int N, int C, int H, int MAPPING, int BLOCK, int TILE_I, int TILE_J, bool STAGED, bool SMEM_W, int P,
           int SYM, class E>
-__device__ __forceinline__ void warp_pairs(const E* __restrict__ x, const E* gamma, const E* beta, const E* w0,
-                                           const E* b0, const E* w2, const E* b2, const E* w4, const E* b4,
-                                           E* __restrict__ out, const TileOrigin& tile, E* tiles, float* scratch) {
+__device__ __forceinline__ void warp_pairs(const E* __restrict__ x, const E* gamma, const E* beta, const E* w0, const E* b0,
+                                           const E* w2, const E* b2, const E* w4, const E* b4, E* __restrict__ out,
+                                           const TileOrigin& tile, E* tiles, float* scratch) {
   constexpr int CR = cdiv(C, 32), RS = row_stride_of<E>(C), NW = BLOCK / 32;
   using Scratch = WarpScratch<C, H, STAGED>;
   constexpr int kScratchS = Scratch::kS;

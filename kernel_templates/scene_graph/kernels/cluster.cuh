@@ -6,7 +6,7 @@
 // SgClusterLayout (a shared-memory pointer handed from the kernel changes the machine code);
 // the lane coordinates (g, t4, v5) come from the kernel (recomputed in a phase, they did).
 
-#include "tune_common.cuh"
+#include "../ptx.cuh"
 #include "cluster/attention.cuh"
 #include "cluster/copies.cuh"
 #include "cluster/exchange.cuh"
@@ -17,7 +17,7 @@
 #include "cluster/plan.cuh"
 #include "cluster/projections.cuh"
 #include "cluster/relation_mlp.cuh"
-#include "../ptx.cuh"
+#include "tune_common.cuh"
 
 // strategy fused, mapping cluster: one launch, grid B * H * R in clusters of H * R blocks, a
 // cluster per batch. Block (h, r) (rank h * R + r) owns head h and the RN = cdiv(N, R) rows
@@ -54,12 +54,12 @@
 // would race with the readers after the wait).
 template <int B, int N, int D, int H, int P, int R, int BLOCK, int BULK, int KSPLIT = 1, int ASYNC = 0, int NTILE = 1,
           int OVERLAP = 0, int OUT = 0, int ATTN = 0>
-__global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
-    sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
-               const float* __restrict__ edge_mask, const float* __restrict__ gamma, const float* __restrict__ beta,
-               const float* __restrict__ wq, const float* __restrict__ wk, const float* __restrict__ wv,
-               const float* __restrict__ w0, const float* __restrict__ b0, const float* __restrict__ w2,
-               const float* __restrict__ b2, const float* __restrict__ wo, float* __restrict__ out) {
+__global__ void __cluster_dims__(H* R, 1, 1) __launch_bounds__(BLOCK, 1)
+    sg_cluster(const float* __restrict__ nodes, const float* __restrict__ pair_feats, const float* __restrict__ edge_mask,
+               const float* __restrict__ gamma, const float* __restrict__ beta, const float* __restrict__ wq,
+               const float* __restrict__ wk, const float* __restrict__ wv, const float* __restrict__ w0,
+               const float* __restrict__ b0, const float* __restrict__ w2, const float* __restrict__ b2,
+               const float* __restrict__ wo, float* __restrict__ out) {
   namespace k = tune_kernels;
   using C = k::SgClusterPlan<N, D, H, P, R, BLOCK, BULK, KSPLIT, ASYNC, NTILE, OVERLAP, OUT, ATTN>;
   using L = typename C::L;
@@ -79,19 +79,20 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
   const int rows = N - i0 < RN ? (N - i0 > 0 ? N - i0 : 0) : RN;  // own rows inside the batch
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t4 = lane % 4;  // mma lane coordinates
-  const int v5 = warp - (C::NW - C::W5);   // OUT 2: this warp's index among the last W5
+  const int v5 = warp - (C::NW - C::W5);  // OUT 2: this warp's index among the last W5
 
   sg_cluster_expect_exchanges<C>(h, rows, tid);  // ASYNC: the exchanges' mbarriers
   k::sg_cluster_arrive_relaxed();
   // Step 1 (kernels/cluster/copies.cuh).
-  sg_cluster_copy_inputs<C>(nodes, pair_feats, edge_mask, gamma, beta, wq, wk, wv, w0, b0, w2, b2, b, h, i0, tid, warp, lane);
+  sg_cluster_copy_inputs<C>(nodes, pair_feats, edge_mask, gamma, beta, wq, wk, wv, w0, b0, w2, b2, b, h, i0, tid, warp,
+                            lane);
   // FP32 relation MLP: the pair features of pairs tid + BLOCK q into registers.
   float4 pf[L::kMlpMma ? 1 : PPT][P / 4];
   sg_cluster_load_pair_features<C>(pf, pair_feats, b, h, i0, tid);
   // Head h's Wout rows in registers for step 5 (kernels/cluster/out_proj.cuh): wor (OUT 0, threads
   // from warp OW0 on, row group rg, column oo, lane ol: float4s ol + KLO s of row h HD + oo).
   float4 wor[kOutMma || kOutBfly ? 1 : WO4];
-  float wt[kOutBfly ? OPW : 1][kOutBfly ? KS5 : 1];  // kOutBfly: Wout[h HD + og OPW + o][lane + 32 s]
+  float wt[kOutBfly ? OPW : 1][kOutBfly ? KS5 : 1];   // kOutBfly: Wout[h HD + og OPW + o][lane + 32 s]
   float wof[kOutMma ? NT : 1][kOutMma ? KSW : 1][2];  // kOutMma: B fragments (column tile, k-step)
   sg_cluster_load_wout<C>(wof, wt, wor, wo, h, tid, warp, lane);
 
@@ -110,7 +111,7 @@ __global__ void __cluster_dims__(H * R, 1, 1) __launch_bounds__(BLOCK, 1)
 
   // Step 3. q_h, k_h, v_h of the own rows (kernels/cluster/projections.cuh).
   sg_cluster_project<C>(h, rank, i0, tid, warp, lane, g, t4);
-  __syncthreads();  // qs, block-wide
+  __syncthreads();                   // qs, block-wide
   sg_cluster_exchange_wait<C, 1>();  // exchange 1: bias, k, v (kernels/cluster/exchange.cuh)
 
   // Step 4. Attention of the own rows, head h (kernels/cluster/attention.cuh).

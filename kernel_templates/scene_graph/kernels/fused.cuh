@@ -3,27 +3,27 @@
 // sg_split_attention, one body (sg_attention_block), and their shared-memory size.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../attention.cuh"
-#include "fused/copies.cuh"
-#include "fused/pair_bias.cuh"
-#include "fused/projections.cuh"
-#include "fused/scores.cuh"
 #include "../layernorm.cuh"
 #include "../ptx.cuh"
 #include "../sizes.cuh"
 #include "../smem.cuh"
+#include "fused/copies.cuh"
+#include "fused/pair_bias.cuh"
+#include "fused/projections.cuh"
+#include "fused/scores.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 
 // Dynamic shared memory (bytes) of sg_fused / sg_split_attention; configs/scene_graph.json
 // derives the same number as `attn_smem`.
 __host__ __device__ constexpr int sg_attention_smem_bytes(int N, int D, int H, int QT, int SMEM_W) {
-  return 4 * (N * sg_row_stride(D)                      // hn: LayerNorm of all N rows
-              + QT * sg_row_stride(D)                   // q, later ctx
-              + QT * H * sg_row_stride(D)               // Wk_hᵀ q_h, later Σ_j a hn[j]
-              + round4(H * QT * N)                   // bias, scores, attention
-              + round4(QT * N)                       // edge mask rows
+  return 4 * (N * sg_row_stride(D)                                 // hn: LayerNorm of all N rows
+              + QT * sg_row_stride(D)                              // q, later ctx
+              + QT * H * sg_row_stride(D)                          // Wk_hᵀ q_h, later Σ_j a hn[j]
+              + round4(H * QT * N)                                 // bias, scores, attention
+              + round4(QT * N)                                     // edge mask rows
               + (SMEM_W ? 2 * D + 4 * D * sg_row_stride(D) : 0));  // gamma, beta, Wq Wk Wv Wout
 }
 
@@ -57,8 +57,8 @@ __device__ __forceinline__ void sg_attention_block(const float* __restrict__ nod
   const int tid = static_cast<int>(threadIdx.x);
 
   // Step 1 (kernels/fused/copies.cuh): cp.async groups 0 (inputs), then Wq, Wk, Wv, Wout (SMEM_W).
-  sg_attention_copy_inputs<N, D, H, QT, BLOCK, SMEM_W, BIAS_IN, L1PF>(nodes, edge_mask, gamma, beta, wq, wk, wv, wo, bias,
-                                                                       b, i0, tid);
+  sg_attention_copy_inputs<N, D, H, QT, BLOCK, SMEM_W, BIAS_IN, L1PF>(nodes, edge_mask, gamma, beta, wq, wk, wv, wo, bias, b,
+                                                                      i0, tid);
   // Where the weights are read: shared memory (SMEM_W, row stride S) or global memory.
   constexpr int S = L::S;
   const float* const g_gamma = SMEM_W ? sw : gamma;
@@ -113,18 +113,18 @@ __global__ void __launch_bounds__(BLOCK, 1)
              const float* __restrict__ wk, const float* __restrict__ wv, const float* __restrict__ w0,
              const float* __restrict__ b0, const float* __restrict__ w2, const float* __restrict__ b2,
              const float* __restrict__ wo, float* __restrict__ out) {
-  tune_kernels::sg_attention_block<B, N, D, H, P, QT, BLOCK, SMEM_W, 0, ILP, L1PF>(nodes, pair_feats, edge_mask, gamma, beta, wq,
-                                                                        wk, wv, w0, b0, w2, b2, wo, nullptr, out);
+  tune_kernels::sg_attention_block<B, N, D, H, P, QT, BLOCK, SMEM_W, 0, ILP, L1PF>(nodes, pair_feats, edge_mask, gamma, beta,
+                                                                                   wq, wk, wv, w0, b0, w2, b2, wo, nullptr,
+                                                                                   out);
 }
 
 // strategy split, mapping batch/qtile, second launch: as sg_fused with the bias from scratch.
 template <int B, int N, int D, int H, int QT, int BLOCK, int SMEM_W>
 __global__ void __launch_bounds__(BLOCK, 1)
-    sg_split_attention(const float* __restrict__ nodes, const float* __restrict__ bias,
-                       const float* __restrict__ edge_mask, const float* __restrict__ gamma,
-                       const float* __restrict__ beta, const float* __restrict__ wq, const float* __restrict__ wk,
-                       const float* __restrict__ wv, const float* __restrict__ wo, float* __restrict__ out) {
-  tune_kernels::sg_attention_block<B, N, D, H, 1, QT, BLOCK, SMEM_W, 1>(nodes, nullptr, edge_mask, gamma, beta, wq, wk,
-                                                                        wv, nullptr, nullptr, nullptr, nullptr, wo,
-                                                                        bias, out);
+    sg_split_attention(const float* __restrict__ nodes, const float* __restrict__ bias, const float* __restrict__ edge_mask,
+                       const float* __restrict__ gamma, const float* __restrict__ beta, const float* __restrict__ wq,
+                       const float* __restrict__ wk, const float* __restrict__ wv, const float* __restrict__ wo,
+                       float* __restrict__ out) {
+  tune_kernels::sg_attention_block<B, N, D, H, 1, QT, BLOCK, SMEM_W, 1>(nodes, nullptr, edge_mask, gamma, beta, wq, wk, wv,
+                                                                        nullptr, nullptr, nullptr, nullptr, wo, bias, out);
 }

@@ -3,26 +3,26 @@
 // shared-memory size.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../attention.cuh"
-#include "fused_head/attention.cuh"
-#include "fused_head/inputs.cuh"
-#include "fused_head/out.cuh"
 #include "../layernorm.cuh"
 #include "../ptx.cuh"
 #include "../rows.cuh"
 #include "../sizes.cuh"
 #include "../smem.cuh"
+#include "fused_head/attention.cuh"
+#include "fused_head/inputs.cuh"
+#include "fused_head/out.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 
 // Dynamic shared memory (bytes) of sg_fused_head (config: `fh_smem`).
 __host__ __device__ constexpr int sg_fused_head_smem_bytes(int N, int D, int H) {
-  return 4 * (N * sg_row_stride(D)        // hn
-              + round4(D / H) * 2      // q_h, ctx_h
-              + sg_row_stride(D)          // Wk_hᵀ q_h, later Σ_j a hn[j]
-              + 2 * round4(N)          // bias/scores/attention, mask row
-              + round4(D));            // this head's share of the output row, read by the cluster
+  return 4 * (N * sg_row_stride(D)  // hn
+              + round4(D / H) * 2   // q_h, ctx_h
+              + sg_row_stride(D)    // Wk_hᵀ q_h, later Σ_j a hn[j]
+              + 2 * round4(N)       // bias/scores/attention, mask row
+              + round4(D));         // this head's share of the output row, read by the cluster
 }
 
 }  // namespace tune_kernels
@@ -37,12 +37,11 @@ __host__ __device__ constexpr int sg_fused_head_smem_bytes(int N, int D, int H) 
 // none leaves a cluster barrier waiting.
 template <int B, int N, int D, int H, int P, int BLOCK>
 __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
-    sg_fused_head(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
-                  const float* __restrict__ edge_mask, const float* __restrict__ gamma,
-                  const float* __restrict__ beta, const float* __restrict__ wq, const float* __restrict__ wk,
-                  const float* __restrict__ wv, const float* __restrict__ w0, const float* __restrict__ b0,
-                  const float* __restrict__ w2, const float* __restrict__ b2, const float* __restrict__ wo,
-                  float* __restrict__ out) {
+    sg_fused_head(const float* __restrict__ nodes, const float* __restrict__ pair_feats, const float* __restrict__ edge_mask,
+                  const float* __restrict__ gamma, const float* __restrict__ beta, const float* __restrict__ wq,
+                  const float* __restrict__ wk, const float* __restrict__ wv, const float* __restrict__ w0,
+                  const float* __restrict__ b0, const float* __restrict__ w2, const float* __restrict__ b2,
+                  const float* __restrict__ wo, float* __restrict__ out) {
   namespace k = tune_kernels;
   constexpr int HD = D / H;
   constexpr int S = k::sg_row_stride(D);
@@ -52,7 +51,7 @@ __global__ void __cluster_dims__(H, 1, 1) __launch_bounds__(BLOCK)
   if (blockDim.x != BLOCK || k::sg_dynamic_smem_size() < static_cast<unsigned>(k::sg_fused_head_smem_bytes(N, D, H))) {
     return;
   }
-  using L = SgFusedHeadLayout<N, D, H>;  // kernels/fused_head/inputs.cuh
+  using L = SgFusedHeadLayout<N, D, H>;                      // kernels/fused_head/inputs.cuh
   float* hn = reinterpret_cast<float*>(sg_smem) + L::kHn;    // N x S
   float* sc = reinterpret_cast<float*>(sg_smem) + L::kSc;    // N: bias, scores, attention
   float* msk = reinterpret_cast<float*>(sg_smem) + L::kMsk;  // N: edge mask row i

@@ -3,25 +3,25 @@
 // sg_out_proj, with their shared-memory sizes.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../attention.cuh"
-#include "split/head_attention.cuh"
-#include "split/head_inputs.cuh"
 #include "../layernorm.cuh"
 #include "../pair_bias.cuh"
 #include "../ptx.cuh"
 #include "../rows.cuh"
 #include "../sizes.cuh"
 #include "../smem.cuh"
+#include "split/head_attention.cuh"
+#include "split/head_inputs.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 
 // Dynamic shared memory (bytes) of sg_head_attention (config: `head_smem`).
 __host__ __device__ constexpr int sg_head_smem_bytes(int N, int D, int H, int SMEM_W) {
-  return 4 * (N * sg_row_stride(D)                                         // hn
-              + (SMEM_W ? 2 * D + 3 * (D / H) * sg_row_stride(D) : 0)      // gamma, beta, head rows of Wq Wk Wv
-              + round4(3 * N * sg_odd_stride(D / H))                    // q_h, k_h, v_h
-              + 2 * round4(N * N));                                     // bias/scores, mask
+  return 4 * (N * sg_row_stride(D)                                     // hn
+              + (SMEM_W ? 2 * D + 3 * (D / H) * sg_row_stride(D) : 0)  // gamma, beta, head rows of Wq Wk Wv
+              + round4(3 * N * sg_odd_stride(D / H))                   // q_h, k_h, v_h
+              + 2 * round4(N * N));                                    // bias/scores, mask
 }
 
 // Dynamic shared memory (bytes) of sg_out_proj (config: `op_smem`).
@@ -67,10 +67,9 @@ __global__ void __launch_bounds__(BLOCK, 1)
 // scratch. Grid B*H; dynamic smem head_smem.
 template <int B, int N, int D, int H, int BLOCK, int SMEM_W>
 __global__ void __launch_bounds__(BLOCK, 1)
-    sg_head_attention(const float* __restrict__ nodes, const float* __restrict__ bias,
-                      const float* __restrict__ edge_mask, const float* __restrict__ gamma,
-                      const float* __restrict__ beta, const float* __restrict__ wq, const float* __restrict__ wk,
-                      const float* __restrict__ wv, float* __restrict__ ctx) {
+    sg_head_attention(const float* __restrict__ nodes, const float* __restrict__ bias, const float* __restrict__ edge_mask,
+                      const float* __restrict__ gamma, const float* __restrict__ beta, const float* __restrict__ wq,
+                      const float* __restrict__ wk, const float* __restrict__ wv, float* __restrict__ ctx) {
   using namespace tune_kernels;
   static_assert(D % H == 0 && D % 4 == 0, "D must be a multiple of heads and of 4");
   using L = SgHeadLayout<N, D, H, SMEM_W>;
@@ -110,9 +109,8 @@ __global__ void __launch_bounds__(BLOCK, 1)
 // Wout is always read through the cache (whatever smem_w): each block uses a COLS x D slice
 // once, reused ROWS times from registers, and a whole D x D Wout would not fit at D = 256.
 template <int B, int N, int D, int ROWS, int COLS, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 1)
-    sg_out_proj(const float* __restrict__ ctx, const float* __restrict__ wo, const float* __restrict__ nodes,
-                float* __restrict__ out) {
+__global__ void __launch_bounds__(BLOCK, 1) sg_out_proj(const float* __restrict__ ctx, const float* __restrict__ wo,
+                                                        const float* __restrict__ nodes, float* __restrict__ out) {
   using namespace tune_kernels;
   constexpr int S = sg_row_stride(D);
   constexpr int M = B * N;

@@ -11,7 +11,6 @@
 // operands from L2 fewer times and give each warp more independent MMAs.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../attention.cuh"
 #include "../layernorm.cuh"
 #include "../mma.cuh"
@@ -19,14 +18,13 @@
 #include "../rows.cuh"
 #include "../sizes.cuh"
 #include "../smem.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 
 // Dynamic shared memory (bytes) of sg_tc_qkv and sg_tc_out_proj (config: tc_qsmem, tc_osmem):
 // BM input rows and BN weight rows of stride sg_row_stride(D).
-__host__ __device__ constexpr int sg_tc_gemm_smem_bytes(int D, int BM, int BN) {
-  return 4 * (BM + BN) * sg_row_stride(D);
-}
+__host__ __device__ constexpr int sg_tc_gemm_smem_bytes(int D, int BM, int BN) { return 4 * (BM + BN) * sg_row_stride(D); }
 // Dynamic shared memory (bytes) of sg_tc_attention (config: tc_asmem): q of QR rows, k and v of
 // N rows (odd stride), scores QR x N.
 __host__ __device__ constexpr int sg_tc_attention_smem_bytes(int N, int D, int H, int QR) {
@@ -122,18 +120,17 @@ __global__ void __launch_bounds__(BLOCK)
 // masked softmax (a row without edges gives attention 0), ctx[b, i, head·HD ..] = a·v.
 // Grid B*H*cdiv(N, QR); dynamic smem tc_asmem.
 template <int B, int N, int D, int H, int QR, int BLOCK>
-__global__ void __launch_bounds__(BLOCK)
-    sg_tc_attention(const float* __restrict__ qkv, const float* __restrict__ bias,
-                    const float* __restrict__ edge_mask, float* __restrict__ ctx) {
+__global__ void __launch_bounds__(BLOCK) sg_tc_attention(const float* __restrict__ qkv, const float* __restrict__ bias,
+                                                         const float* __restrict__ edge_mask, float* __restrict__ ctx) {
   using namespace tune_kernels;
   constexpr int HD = D / H, HS = sg_odd_stride(HD), M = B * N, TILES = cdiv(N, QR);
   using tune_kernels::sg_smem;
   if (blockDim.x != BLOCK || sg_dynamic_smem_size() < static_cast<unsigned>(sg_tc_attention_smem_bytes(N, D, H, QR))) {
     return;
   }
-  float* qs = reinterpret_cast<float*>(sg_smem);  // QR x HS
-  float* ks = qs + QR * HS;                        // N x HS
-  float* vs = ks + N * HS;                         // N x HS
+  float* qs = reinterpret_cast<float*>(sg_smem);                              // QR x HS
+  float* ks = qs + QR * HS;                                                   // N x HS
+  float* vs = ks + N * HS;                                                    // N x HS
   float* sc = reinterpret_cast<float*>(sg_smem) + round4((QR + 2 * N) * HS);  // QR x N
   const int tile = static_cast<int>(blockIdx.x) % TILES, bh = static_cast<int>(blockIdx.x) / TILES;
   const int b = bh / H, head = bh % H, i0 = tile * QR, tid = static_cast<int>(threadIdx.x);
@@ -170,9 +167,8 @@ __global__ void __launch_bounds__(BLOCK)
 // strategy tc, fourth launch: out = nodes + ctx·Woutᵀ for a tile of BM rows and BN columns.
 // Grid (cdiv(B*N, BM), cdiv(D, BN)); dynamic smem tc_osmem.
 template <int B, int N, int D, int BM, int BN, int BLOCK>
-__global__ void __launch_bounds__(BLOCK)
-    sg_tc_out_proj(const float* __restrict__ ctx, const float* __restrict__ wo, const float* __restrict__ nodes,
-                   float* __restrict__ out) {
+__global__ void __launch_bounds__(BLOCK) sg_tc_out_proj(const float* __restrict__ ctx, const float* __restrict__ wo,
+                                                        const float* __restrict__ nodes, float* __restrict__ out) {
   using namespace tune_kernels;
   static_assert(D % 8 == 0, "D must be a multiple of 8");
   constexpr int S = sg_row_stride(D), M = B * N;

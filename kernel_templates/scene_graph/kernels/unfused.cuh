@@ -38,9 +38,8 @@ __global__ void __launch_bounds__(BLOCK, 1)
 
 // bias[b, h, i, j]: one thread per element, each recomputing the hidden layer of its pair.
 template <int B, int N, int H, int P, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 1)
-    sg_naive_pair_bias(const float* pair_feats, const float* w0, const float* b0, const float* w2, const float* b2,
-                       float* bias) {
+__global__ void __launch_bounds__(BLOCK, 1) sg_naive_pair_bias(const float* pair_feats, const float* w0, const float* b0,
+                                                               const float* w2, const float* b2, float* bias) {
   const int e = static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
   if (blockDim.x != BLOCK || e >= B * H * N * N) return;
   const int b = e / (H * N * N), h = (e / (N * N)) % H, ij = e % (N * N);
@@ -57,9 +56,8 @@ __global__ void __launch_bounds__(BLOCK, 1)
 // ctx[b, i, c] = Σ_j softmax_j(q·k/sqrt(hd) + bias, masked)[head of c] v[b, j, c]: one thread
 // per element; two passes over j (maximum, then exponentials and sums).
 template <int B, int N, int D, int H, int BLOCK>
-__global__ void __launch_bounds__(BLOCK, 1)
-    sg_naive_attention(const float* q, const float* k, const float* v, const float* bias, const float* edge_mask,
-                       float* ctx) {
+__global__ void __launch_bounds__(BLOCK, 1) sg_naive_attention(const float* q, const float* k, const float* v,
+                                                               const float* bias, const float* edge_mask, float* ctx) {
   constexpr int HD = D / H;
   const int e = static_cast<int>(blockIdx.x) * BLOCK + static_cast<int>(threadIdx.x);
   if (blockDim.x != BLOCK || e >= B * N * D) return;

@@ -5,10 +5,10 @@
 // columns in every block of the row split) of SgClusterLayout.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
-#include "exchange.cuh"
 #include "../../reductions.cuh"
 #include "../../smem.cuh"
+#include "exchange.cuh"
+#include "tune_common.cuh"
 
 // Columns tq HQ + 2 u2, + 1 of a row (the quarter tq of a head's HQ-column quarters; 0 past HQ).
 template <int HQ>
@@ -24,8 +24,7 @@ __device__ __forceinline__ float2 sg_quad_row2(const float* base, int tq, int u2
 // the lane's quarter tq of the columns; the quarters' partial scores summed, every lane of a key
 // gets the same sum.
 template <class C, int MQ>
-__device__ __forceinline__ void sg_quad_scores(float (&sc)[MQ], const float* qs, const float* ks, int i, int jg,
-                                               int tq) {
+__device__ __forceinline__ void sg_quad_scores(float (&sc)[MQ], const float* qs, const float* ks, int i, int jg, int tq) {
   namespace k = tune_kernels;
   constexpr int N = C::kN, HS = C::HS, HQ = C::HD / 4, H2 = k::cdiv(HQ, 2);
   float2 q[H2];
@@ -78,8 +77,8 @@ __device__ __forceinline__ float sg_quad_softmax(float (&sc)[MQ], const float* b
 // ctx_h of query row i: the weights sc times the lane's keys' v rows, the partial sums met over the
 // key lanes, stored (times inv_sum) into the ctx rows cx of the H blocks of row split r.
 template <class C, int MQ>
-__device__ __forceinline__ void sg_quad_context(const float (&sc)[MQ], float inv_sum, const float* vs, float* cx,
-                                                int h, int r, int rank, int i, int lane) {
+__device__ __forceinline__ void sg_quad_context(const float (&sc)[MQ], float inv_sum, const float* vs, float* cx, int h,
+                                                int r, int rank, int i, int lane) {
   namespace k = tune_kernels;
   constexpr int N = C::kN, H = C::kH, R = C::kR, HD = C::HD, S = C::S, HS = C::HS;
   constexpr int HQ = HD / 4, CV = HQ <= 8 ? 8 : HQ, H2 = k::cdiv(HQ, 2);

@@ -2,22 +2,23 @@
 // sg_cluster, step 1: the copies into shared memory (kernels/cluster.cuh).
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../../ptx.cuh"
 #include "../../rows.cuh"
 #include "../../smem.cuh"
+#include "tune_common.cuh"
 
 // Step 1. Group 0: what step 2 needs; then the q/k/v weights (group 1, or the bulk copies).
 // A warp per row; each copy starts on the warp after the previous one's last row.
 // Into shared memory (SgClusterLayout): the own node rows and mask rows, gamma and beta, the
 // relation MLP, the pair features (kMlpMma) and head h's rows of Wq, Wk, Wv.
 template <class C>
-__device__ __forceinline__ void sg_cluster_copy_inputs(
-    const float* __restrict__ nodes, const float* __restrict__ pair_feats, const float* __restrict__ edge_mask,
-    const float* __restrict__ gamma, const float* __restrict__ beta, const float* __restrict__ wq,
-    const float* __restrict__ wk, const float* __restrict__ wv, const float* __restrict__ w0,
-    const float* __restrict__ b0, const float* __restrict__ w2, const float* __restrict__ b2, int b, int h, int i0,
-    int tid, int warp, int lane) {
+__device__ __forceinline__ void sg_cluster_copy_inputs(const float* __restrict__ nodes, const float* __restrict__ pair_feats,
+                                                       const float* __restrict__ edge_mask, const float* __restrict__ gamma,
+                                                       const float* __restrict__ beta, const float* __restrict__ wq,
+                                                       const float* __restrict__ wk, const float* __restrict__ wv,
+                                                       const float* __restrict__ w0, const float* __restrict__ b0,
+                                                       const float* __restrict__ w2, const float* __restrict__ b2, int b,
+                                                       int h, int i0, int tid, int warp, int lane) {
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, D = C::kD, H = C::kH, P = C::kP, BLOCK = C::kBlock, BULK = C::kBulk;
@@ -51,7 +52,8 @@ __device__ __forceinline__ void sg_cluster_copy_inputs(
   if constexpr (N % 4 == 0) {
     k::sg_copy_rows_warp<RN, N, N, BLOCK, F_MSK>(msk, [&](int i) { return edge_mask + (b * N + row_of(i)) * N; });
   } else {
-    for (int idx = tid; idx < RN * N; idx += BLOCK) k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
+    for (int idx = tid; idx < RN * N; idx += BLOCK)
+      k::sg_copy4(msk + idx, edge_mask + (b * N + row_of(idx / N)) * N + idx % N);
   }
   if constexpr (L::kMlpMma) {
     // own row i: its JC pairs (P floats each, clamped to column N - 1) into rows of stride PS

@@ -3,10 +3,10 @@
 // TF32 (hi, lo) pairs for the projections (step 3). Shared memory: reads xs (RN x S node rows)
 // and gb (gamma, beta), writes xh (RN x S float2) of SgClusterLayout. Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../../mma.cuh"
 #include "../../reductions.cuh"
 #include "../../smem.cuh"
+#include "tune_common.cuh"
 
 // The first LNW warps, a warp per row and the row in registers: rows warp + LNW q, all of a
 // warp's rows at once (independent shuffles).

@@ -4,9 +4,9 @@
 // OUT 0, out fma: sg_cluster_out_plain (OUT 1, out mma: kernels/cluster/out_mma.cuh; OUT 2, out
 // butterfly: kernels/cluster/out_bfly.cuh). Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../../reductions.cuh"
 #include "../../smem.cuh"
+#include "tune_common.cuh"
 
 // Step 1's loads of head h's Wout rows into registers for step 5: wof (OUT 1, the B fragments of
 // the first MT KW warps), wt (OUT 2, the last W5 warps), else wor (threads from warp OW0 on).
@@ -60,15 +60,15 @@ __device__ __forceinline__ void sg_cluster_load_wout(float (&wof)[C::kOutMma ? C
 // OUT == 0: FP32 FMAs, KLO lanes per output: threads from warp OW0 on, row group rg, column oo
 // of head h, lane ol, holding wor[s] = float4 ol + KLO s of Wout row h HD + oo.
 template <class C>
-__device__ __forceinline__ void sg_cluster_out_plain(const float4 (&wor)[C::WO4], float* __restrict__ out, int b,
-                                                     int h, int i0, int tid, int warp) {
+__device__ __forceinline__ void sg_cluster_out_plain(const float4 (&wor)[C::WO4], float* __restrict__ out, int b, int h,
+                                                     int i0, int tid, int warp) {
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, D = C::kD, HD = C::HD, S = C::S, RN = C::RN;
   using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* xs = sm + L::kX;      // RN x S: own node rows (the residual)
-  float* cx = sm + L::kCtx;    // RN x S: ctx rows, all heads
+  float* xs = sm + L::kX;    // RN x S: own node rows (the residual)
+  float* cx = sm + L::kCtx;  // RN x S: ctx rows, all heads
   constexpr int KLO = C::KLO, WO4 = C::WO4, RGO = C::RGO, OW0 = C::OW0;
   const int ot = tid - OW0 * 32;
   const int rg = ot / (HD * KLO), oo = ot % (HD * KLO) / KLO, ol = ot % KLO;
@@ -98,7 +98,8 @@ __device__ __forceinline__ void sg_cluster_out_plain(const float4 (&wor)[C::WO4]
 #pragma unroll
         for (int rr = 0; rr < RC5; ++rr) {
           const int i = rg + RGO * (c0 + rr);
-          if (rr % KLO == ol && i < RN && i0 + i < N) out[(b * N + i0 + i) * D + h * HD + oo] = xs[i * S + h * HD + oo] + acc[rr];
+          if (rr % KLO == ol && i < RN && i0 + i < N)
+            out[(b * N + i0 + i) * D + h * HD + oo] = xs[i * S + h * HD + oo] + acc[rr];
         }
       }
     }

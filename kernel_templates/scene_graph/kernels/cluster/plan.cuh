@@ -3,8 +3,8 @@
 // the constants of a variant (SgClusterPlan).
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../../sizes.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 
@@ -19,34 +19,34 @@ struct SgClusterLayout {
   // float4s of 8 rows at once, conflict-free), else an odd number of floats.
   static constexpr int HD = D / H;
   static constexpr int HS = HD % 4 == 0 ? ((HD / 4) % 2 == 1 ? HD : HD + 4) : sg_odd_stride(HD);
-  static constexpr int JC = cdiv(N, H);        // pair columns of one block's relation MLP share
-  static constexpr bool kMlpMma = P % 8 == 0;      // relation MLP on the tensor cores
-  static constexpr int PS = kMlpMma ? P + 4 : P;   // row stride of W0 and of the staged pair features
-  static constexpr int kX = 0;                                 // RN x S own node rows (also the residual)
-  static constexpr int kXh = kX + RN * S;                      // RN x S float2: LayerNorm rows, TF32 (hi, lo)
-  static constexpr int kW = kXh + 2 * RN * S;                  // 3 HD x S
-  static constexpr int kCtx = kW + 3 * (D / H) * S;            // RN x S
-  static constexpr int kQ = kCtx + RN * S;                     // RN x HS
-  static constexpr int kK = kQ + round4(RN * HS);           // N x HS
-  static constexpr int kV = kK + round4(N * HS);            // N x HS
-  static constexpr int kBias = kV + round4(N * HS);         // RN x N
-  static constexpr int kMask = kBias + round4(RN * N);      // RN x N
-  static constexpr int kPart = kMask + round4(RN * N);      // KSPLIT > 1: KSPLIT x 3 x RN x HD partial projections
+  static constexpr int JC = cdiv(N, H);                 // pair columns of one block's relation MLP share
+  static constexpr bool kMlpMma = P % 8 == 0;           // relation MLP on the tensor cores
+  static constexpr int PS = kMlpMma ? P + 4 : P;        // row stride of W0 and of the staged pair features
+  static constexpr int kX = 0;                          // RN x S own node rows (also the residual)
+  static constexpr int kXh = kX + RN * S;               // RN x S float2: LayerNorm rows, TF32 (hi, lo)
+  static constexpr int kW = kXh + 2 * RN * S;           // 3 HD x S
+  static constexpr int kCtx = kW + 3 * (D / H) * S;     // RN x S
+  static constexpr int kQ = kCtx + RN * S;              // RN x HS
+  static constexpr int kK = kQ + round4(RN * HS);       // N x HS
+  static constexpr int kV = kK + round4(N * HS);        // N x HS
+  static constexpr int kBias = kV + round4(N * HS);     // RN x N
+  static constexpr int kMask = kBias + round4(RN * N);  // RN x N
+  static constexpr int kPart = kMask + round4(RN * N);  // KSPLIT > 1: KSPLIT x 3 x RN x HD partial projections
   // (or, as MMA fragments, KSPLIT - 1 partial tiles of 16 x 8 per (matrix, row tile, column tile))
   static constexpr int kPartSize = round4(KSPLIT * 3 * RN * HD) > (KSPLIT - 1) * 3 * cdiv(RN, 16) * cdiv(HD, 8) * 128
                                        ? round4(KSPLIT * 3 * RN * HD)
                                        : (KSPLIT - 1) * 3 * cdiv(RN, 16) * cdiv(HD, 8) * 128;
   static constexpr int kW0 = kPart + (KSPLIT > 1 ? kPartSize : 0);  // P x PS
-  static constexpr int kB0 = kW0 + round4(P * PS);          // P
-  static constexpr int kW2 = kB0 + round4(P);               // H x P, then b2 (H)
-  static constexpr int kGB = kW2 + round4(H * P + H);       // 2 D
-  static constexpr int kPF = kGB + 2 * round4(D);           // kMlpMma: RN JC x PS pair features
+  static constexpr int kB0 = kW0 + round4(P * PS);                  // P
+  static constexpr int kW2 = kB0 + round4(P);                       // H x P, then b2 (H)
+  static constexpr int kGB = kW2 + round4(H * P + H);               // 2 D
+  static constexpr int kPF = kGB + 2 * round4(D);                   // kMlpMma: RN JC x PS pair features
   // Relation MLP tiles (16 pairs) shared by two warps, half the hidden units each (the partner's
   // sums pass through kMx, the tile's named barrier is 1 + tile): needs P / 8 even and at most 15 tiles.
   static constexpr int kMlpTiles = cdiv(RN * JC, 16);
   static constexpr bool kMlpHalves = kMlpMma && (P / 8) % 2 == 0 && kMlpTiles <= 15;
-  static constexpr int kMx = kPF + (kMlpMma ? round4(RN * JC * PS) : 0);      // kMlpHalves: tiles x 16 x H
-  static constexpr int kBar = kMx + (kMlpHalves ? kMlpTiles * 16 * H : 0);        // 3 mbarriers (8 bytes each)
+  static constexpr int kMx = kPF + (kMlpMma ? round4(RN * JC * PS) : 0);    // kMlpHalves: tiles x 16 x H
+  static constexpr int kBar = kMx + (kMlpHalves ? kMlpTiles * 16 * H : 0);  // 3 mbarriers (8 bytes each)
   static constexpr int kBytes = 4 * (kBar + 8);
 };
 
@@ -68,10 +68,10 @@ struct SgClusterPlan {
   static constexpr int S = L::S, HS = L::HS, RN = L::RN, PS = L::PS, JC = L::JC;
   static constexpr int NW = BLOCK / 32;
   static constexpr int KLO = sg_reg_lanes(HD, D, BLOCK);
-  static constexpr int WO4 = D / 4 / KLO;  // Wout float4s a thread holds
+  static constexpr int WO4 = D / 4 / KLO;                          // Wout float4s a thread holds
   static constexpr int PAIRS = RN * JC, PPT = cdiv(PAIRS, BLOCK);  // pairs, pairs per thread
-  static constexpr int NT = cdiv(HD, 8), MT = cdiv(RN, 16);          // mma tiles of the projections
-  static constexpr int KST = D / 8 / KSPLIT;                          // k-steps of one projection task
+  static constexpr int NT = cdiv(HD, 8), MT = cdiv(RN, 16);        // mma tiles of the projections
+  static constexpr int KST = D / 8 / KSPLIT;                       // k-steps of one projection task
   // Relation MLP tiles of 16 pairs on the last MW warps (with kMlpHalves two warps per tile, half
   // the hidden units each); the LayerNorm rows on the first LNW warps (all when no warp is free).
   // Projection tasks: NB column tiles of one matrix, one row tile, one k-range each (the A
@@ -81,8 +81,9 @@ struct SgClusterPlan {
   // OVERLAP: the first PW warps take one projection task each and the weight copies; the first
   // LNW warps (see below) take the LayerNorm and meet at a named barrier of their own; the last
   // UT warps run the MLP meanwhile (those among the LayerNorm warps after it).
-  static_assert(OVERLAP == 0 || (L::kMlpMma && PW + UT <= NW),
-                "overlap needs the relation MLP on the tensor cores (P % 8 == 0) and a warp per projection task and MLP tile");
+  static_assert(
+      OVERLAP == 0 || (L::kMlpMma && PW + UT <= NW),
+      "overlap needs the relation MLP on the tensor cores (P % 8 == 0) and a warp per projection task and MLP tile");
   static constexpr bool kOv = OVERLAP != 0;
   static constexpr bool kMlpHalves = !kOv && L::kMlpHalves && 2 * UT <= NW && UT <= 13;
   static constexpr int MW = L::kMlpMma ? sg_min(kMlpHalves ? 2 * UT : UT, NW) : 0;

@@ -6,11 +6,11 @@
 // of the R blocks of head h (exchange 1) of SgClusterLayout.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
-#include "exchange.cuh"
 #include "../../mma.cuh"
 #include "../../ptx.cuh"
 #include "../../smem.cuh"
+#include "exchange.cuh"
+#include "tune_common.cuh"
 
 // kOv: the LayerNorm warps (the projection warps among them, which wait for their weight copies)
 // meet at the projection barrier, then run the projections while the MLP warps go on.
@@ -54,7 +54,7 @@ __device__ __forceinline__ void sg_cluster_weights_wait() {
 // kGroupSum of sg_cluster_project: the KSPLIT warps of one (matrix, row tile, column group) are
 // consecutive and meet at the group's named barrier (1 + group) (ids 1 .. 13, 13 for kEvenBar).
 template <class C>
-constexpr bool sg_cluster_group_sum = C::kKsplit > 1 && C::kOv && C::PW / C::kKsplit <= 12;
+constexpr bool sg_cluster_group_sum = C::kKsplit > 1 && C::kOv&& C::PW / C::kKsplit <= 12;
 
 // Step 3, one value: y of matrix m (0 q, 1 k, 2 v), own row li, column o. Writes qs (scale · q_h,
 // own block) or k_h, v_h (ks, vs) in the R blocks of head h (exchange 1).
@@ -64,9 +64,9 @@ __device__ __forceinline__ void sg_cluster_project_deliver(int m, int li, int o,
   constexpr int N = C::kN, R = C::kR, HD = C::HD, HS = C::HS;
   using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* qs = sm + L::kQ;      // RN x HS: scale · q_h
-  float* ks = sm + L::kK;      // N x HS: k_h of all rows, from the R blocks of head h
-  float* vs = sm + L::kV;      // N x HS
+  float* qs = sm + L::kQ;  // RN x HS: scale · q_h
+  float* ks = sm + L::kK;  // N x HS: k_h of all rows, from the R blocks of head h
+  float* vs = sm + L::kV;  // N x HS
   const float scale = 1.0f / sqrtf(static_cast<float>(HD));
   if (i0 + li >= N) return;
   if (m == 0) {
@@ -82,15 +82,16 @@ __device__ __forceinline__ void sg_cluster_project_deliver(int m, int li, int o,
 // Step 3, columns o, o + 1 of row li (o even): one 8-byte remote store per block when rows of
 // q/k/v are 8-byte aligned (ASYNC), else two sg_cluster_project_deliver. Writes qs, ks, vs.
 template <class C>
-__device__ __forceinline__ void sg_cluster_project_deliver2(int m, int li, int o, float y0, float y1, int h, int rank, int i0) {
+__device__ __forceinline__ void sg_cluster_project_deliver2(int m, int li, int o, float y0, float y1, int h, int rank,
+                                                            int i0) {
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, R = C::kR, ASYNC = C::kAsync, HD = C::HD, HS = C::HS;
   using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* qs = sm + L::kQ;      // RN x HS: scale · q_h
-  float* ks = sm + L::kK;      // N x HS: k_h of all rows, from the R blocks of head h
-  float* vs = sm + L::kV;      // N x HS
+  float* qs = sm + L::kQ;  // RN x HS: scale · q_h
+  float* ks = sm + L::kK;  // N x HS: k_h of all rows, from the R blocks of head h
+  float* vs = sm + L::kV;  // N x HS
   float* const bar_x1 = sm + L::kBar + 2;
   const float scale = 1.0f / sqrtf(static_cast<float>(HD));
   if constexpr (ASYNC != 0 && HS % 2 == 0 && HD % 2 == 0) {
@@ -127,7 +128,7 @@ __device__ __forceinline__ bool sg_cluster_project_group_sum(float (&y)[C::NB][4
   constexpr int KSPLIT = C::kKsplit, NT = C::NT, MT = C::MT, NB = C::NB;
   using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* part = sm + L::kPart; // KSPLIT > 1: KSPLIT - 1 MMA fragments per tile
+  float* part = sm + L::kPart;  // KSPLIT > 1: KSPLIT - 1 MMA fragments per tile
   const int group = warp / KSPLIT;
   // fragment of (slot, matrix, row tile, column tile): 32 lanes x 4 floats; warp kq's sums of
   // tile n sit in slot kq, or kq - 1 past the tile's owner n % KSPLIT
@@ -180,8 +181,8 @@ __device__ __forceinline__ void sg_cluster_project_tile(int m, int mt, int ng, i
   using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
   float2* xh = reinterpret_cast<float2*>(sm + L::kXh);  // RN x S: LayerNorm rows, TF32 (hi, lo)
-  float* ws = sm + L::kW;      // 3 HD x S: rows h HD + t of Wq, Wk, Wv
-  float* part = sm + L::kPart; // KSPLIT > 1: KSPLIT x 3 x RN x HD
+  float* ws = sm + L::kW;                               // 3 HD x S: rows h HD + t of Wq, Wk, Wv
+  float* part = sm + L::kPart;                          // KSPLIT > 1: KSPLIT x 3 x RN x HD
   const int la = 16 * mt + g, lb = la + 8;
   const float2* xa = xh + (la < RN ? la : RN - 1) * S;
   const float2* xb = xh + (lb < RN ? lb : RN - 1) * S;
@@ -209,7 +210,8 @@ __device__ __forceinline__ void sg_cluster_project_tile(int m, int mt, int ng, i
       k::sg_load_split_a(ah, al, xa, xb, k0 + 8 * c, t4);
 #pragma unroll
       for (int n = 0; n < NB; ++n) {
-        if (NT % NB == 0 || ng * NB + n < NT) k::sg_mma_3xtf32_b(hh[c][n], hl[c][n], lh[c][n], ah, al, wrow[n], k0 + 8 * c, t4);
+        if (NT % NB == 0 || ng * NB + n < NT)
+          k::sg_mma_3xtf32_b(hh[c][n], hl[c][n], lh[c][n], ah, al, wrow[n], k0 + 8 * c, t4);
       }
     }
   }
@@ -252,7 +254,7 @@ __device__ __forceinline__ void sg_cluster_project_sum_parts(int h, int rank, in
   constexpr bool kOv = C::kOv;
   using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* part = sm + L::kPart; // KSPLIT x 3 x RN x HD
+  float* part = sm + L::kPart;               // KSPLIT x 3 x RN x HD
   constexpr int PT = kOv ? PW * 32 : BLOCK;  // threads of the partial sums
   if (!kOv || warp < PW) {
     if constexpr (kOv) {
@@ -281,8 +283,8 @@ __device__ __forceinline__ void sg_cluster_project(int h, int rank, int i0, int 
   // task u: k-range fastest, then column group, row tile, matrix (k and v, the remote ones, first)
   if (!kOv || warp < PW) {
     for (int u = warp; u < PW; u += NW) {
-      sg_cluster_project_tile<C>((u / (MT * NG * KSPLIT) + 1) % 3, u / (NG * KSPLIT) % MT, u / KSPLIT % NG, u % KSPLIT, h, rank,
-                                 i0, warp, lane, g, t4);
+      sg_cluster_project_tile<C>((u / (MT * NG * KSPLIT) + 1) % 3, u / (NG * KSPLIT) % MT, u / KSPLIT % NG, u % KSPLIT, h,
+                                 rank, i0, warp, lane, g, t4);
     }
   }
   if constexpr (KSPLIT > 1 && !sg_cluster_group_sum<C>) sg_cluster_project_sum_parts<C>(h, rank, i0, tid, warp);

@@ -7,11 +7,11 @@
 // (tiles x 16 x H) of SgClusterLayout; writes the bias rows (RN x N) of the H blocks of row split r.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "exchange.cuh"
 #include "../../mma.cuh"
 #include "../../ptx.cuh"
 #include "../../reductions.cuh"
 #include "../../smem.cuh"
+#include "exchange.cuh"
 
 // hidden = pf · W0ᵀ on the tensor cores for 16 pairs (tile u) and hidden tiles nt0 .. nt0 +
 // NTH - 1; lane (g, t) finishes hidden units 2t, 2t+1 of each 8-unit tile for pairs g and
@@ -114,11 +114,11 @@ __device__ __forceinline__ void sg_cluster_relation_mlp_mma(int h, int r, int ra
   constexpr int H = C::kH, P = C::kP, NW = C::NW, UT = C::UT;
   using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* bs = sm + L::kBias;   // RN x N: bias of head h, from the H blocks of row split r
-  float* mw0 = sm + L::kW0;    // P x PS
-  float* mb0 = sm + L::kB0;    // P
-  float* mw2 = sm + L::kW2;    // H x P, then b2
-  float* pfs = sm + L::kPF;    // pair features, PAIRS x PS
+  float* bs = sm + L::kBias;  // RN x N: bias of head h, from the H blocks of row split r
+  float* mw0 = sm + L::kW0;   // P x PS
+  float* mb0 = sm + L::kB0;   // P
+  float* mw2 = sm + L::kW2;   // H x P, then b2
+  float* pfs = sm + L::kPF;   // pair features, PAIRS x PS
   const int v = NW - 1 - warp;
   if constexpr (C::kMlpHalves) {
     sg_mlp_halves<C>(v, h, r, rank, g, t4, pfs, mw0, mb0, mw2, bs, sm + L::kMx);
@@ -139,18 +139,18 @@ __device__ __forceinline__ void sg_cluster_relation_mlp_mma(int h, int r, int ra
 // P % 8 != 0: FP32, a thread per pair (tid + BLOCK q), its pair features in registers (pf,
 // loaded in step 1 by sg_cluster_load_pair_features).
 template <class C>
-__device__ __forceinline__ void sg_cluster_relation_mlp_fp32(const float4 (&pf)[C::L::kMlpMma ? 1 : C::PPT][C::kP / 4], int h,
-                                                             int r, int rank, int tid) {
+__device__ __forceinline__ void sg_cluster_relation_mlp_fp32(const float4 (&pf)[C::L::kMlpMma ? 1 : C::PPT][C::kP / 4],
+                                                             int h, int r, int rank, int tid) {
   namespace k = tune_kernels;
   using L = typename C::L;
   constexpr int N = C::kN, H = C::kH, P = C::kP, R = C::kR, BLOCK = C::kBlock, PS = C::PS, JC = C::JC;
   constexpr int PAIRS = C::PAIRS, PPT = C::PPT;
   using tune_kernels::sg_smem;
   float* const sm = reinterpret_cast<float*>(sg_smem);
-  float* bs = sm + L::kBias;   // RN x N: bias of head h, from the H blocks of row split r
-  float* mw0 = sm + L::kW0;    // P x PS
-  float* mb0 = sm + L::kB0;    // P
-  float* mw2 = sm + L::kW2;    // H x P, then b2
+  float* bs = sm + L::kBias;  // RN x N: bias of head h, from the H blocks of row split r
+  float* mw0 = sm + L::kW0;   // P x PS
+  float* mb0 = sm + L::kB0;   // P
+  float* mw2 = sm + L::kW2;   // H x P, then b2
   const auto put1 = [&](float* p, int to, float v) { sg_cluster_put<C, 1>(p, to, v, rank); };
   k::sg_cluster_wait();
 #pragma unroll

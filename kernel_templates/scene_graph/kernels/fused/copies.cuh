@@ -2,11 +2,11 @@
 // sg_attention_block (kernels/fused.cuh), step 1: its shared-memory layout and the copies into it.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../../ptx.cuh"
 #include "../../rows.cuh"
 #include "../../sizes.cuh"
 #include "../../smem.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 
@@ -14,10 +14,10 @@ namespace tune_kernels {
 template <int N, int D, int H, int QT>
 struct SgAttentionLayout {
   static constexpr int S = sg_row_stride(D);
-  static constexpr int kHn = 0;                       // N x S: LayerNorm of all N rows
-  static constexpr int kQc = kHn + N * S;             // QT x S: q, later ctx
-  static constexpr int kQk = kQc + QT * S;            // (QT x H) x S: Wk_hᵀ q_h, later Σ_j a hn[j]
-  static constexpr int kSc = kQk + QT * H * S;        // (H x QT) x N: bias, scores, attention
+  static constexpr int kHn = 0;                          // N x S: LayerNorm of all N rows
+  static constexpr int kQc = kHn + N * S;                // QT x S: q, later ctx
+  static constexpr int kQk = kQc + QT * S;               // (QT x H) x S: Wk_hᵀ q_h, later Σ_j a hn[j]
+  static constexpr int kSc = kQk + QT * H * S;           // (H x QT) x N: bias, scores, attention
   static constexpr int kMsk = kSc + round4(H * QT * N);  // QT x N: edge mask rows
   static constexpr int kSw = kMsk + round4(QT * N);      // SMEM_W: gamma, beta, Wq, Wk, Wv, Wout
 };
@@ -27,7 +27,8 @@ struct SgAttentionLayout {
 // Writes hn (the node rows, LayerNorm'd in step 3), msk, sc (BIAS_IN: the bias tile) and
 // (SMEM_W) sw: gamma, beta, Wq, Wk, Wv, Wout.
 template <int N, int D, int H, int QT, int BLOCK, int SMEM_W, int BIAS_IN, int L1PF>
-__device__ __forceinline__ void sg_attention_copy_inputs(const float* __restrict__ nodes, const float* __restrict__ edge_mask,
+__device__ __forceinline__ void sg_attention_copy_inputs(const float* __restrict__ nodes,
+                                                         const float* __restrict__ edge_mask,
                                                          const float* __restrict__ gamma, const float* __restrict__ beta,
                                                          const float* __restrict__ wq, const float* __restrict__ wk,
                                                          const float* __restrict__ wv, const float* __restrict__ wo,

@@ -2,10 +2,10 @@
 // sg_attention_block (kernels/fused.cuh), step 2 (BIAS_IN = 0): the pair bias of the block's rows.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "copies.cuh"
 #include "../../pair_bias.cuh"
 #include "../../sizes.cuh"
 #include "../../smem.cuh"
+#include "copies.cuh"
 
 namespace tune_kernels {
 

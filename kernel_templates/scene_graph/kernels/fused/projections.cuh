@@ -3,9 +3,9 @@
 // Part of the scene_graph template (scene_graph.cuh).
 // w_q, w_k, w_v, w_o: the weights where they are read (SMEM_W: sw, row stride S; else global).
 
-#include "copies.cuh"
 #include "../../rows.cuh"
 #include "../../smem.cuh"
+#include "copies.cuh"
 
 namespace tune_kernels {
 
@@ -20,7 +20,9 @@ __device__ __forceinline__ void sg_attention_query(const float* __restrict__ w_q
   const auto row_of = [&](int r) { return i0 + r < N ? i0 + r : N - 1; };
   const float scale = 1.0f / sqrtf(static_cast<float>(HD));
   sg_rows_dot<QT, D, D, BLOCK>([&](int o, int c4) { return sg_load4<SMEM_W>(w_q + o * WS + 4 * c4); },
-                               [&](int r, int, int c4) { return *reinterpret_cast<const float4*>(hn + row_of(r) * S + 4 * c4); },
+                               [&](int r, int, int c4) {
+                                 return *reinterpret_cast<const float4*>(hn + row_of(r) * S + 4 * c4);
+                               },
                                [&](int r, int o, float y) { qc[r * S + o] = y * scale; });
 }
 
@@ -51,7 +53,9 @@ __device__ __forceinline__ void sg_attention_context(const float* __restrict__ w
   float* qc = reinterpret_cast<float*>(sg_smem) + L::kQc;
   float* qk = reinterpret_cast<float*>(sg_smem) + L::kQk;
   sg_rows_dot<QT, D, D, BLOCK>([&](int o, int c4) { return sg_load4<SMEM_W>(w_v + o * WS + 4 * c4); },
-                               [&](int r, int o, int c4) { return *reinterpret_cast<const float4*>(qk + (r * H + o / HD) * S + 4 * c4); },
+                               [&](int r, int o, int c4) {
+                                 return *reinterpret_cast<const float4*>(qk + (r * H + o / HD) * S + 4 * c4);
+                               },
                                [&](int r, int o, float y) { qc[r * S + o] = y; });
 }
 

@@ -3,12 +3,12 @@
 // sum of the LayerNorm'd rows.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
-#include "copies.cuh"
 #include "../../reductions.cuh"
 #include "../../rows.cuh"
 #include "../../sizes.cuh"
 #include "../../smem.cuh"
+#include "copies.cuh"
+#include "tune_common.cuh"
 
 namespace tune_kernels {
 

@@ -3,11 +3,11 @@
 // L2 prefetch and the pair bias of head h.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../../pair_bias.cuh"
 #include "../../ptx.cuh"
 #include "../../sizes.cuh"
 #include "../../smem.cuh"
+#include "tune_common.cuh"
 
 // Offsets (floats) of sg_fused_head's dynamic shared memory, sizes as sg_fused_head_smem_bytes.
 template <int N, int D, int H>

@@ -2,9 +2,9 @@
 // sg_head_attention (kernels/split.cuh), steps 3 to 5: head's projections and attention.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "head_inputs.cuh"
 #include "../../rows.cuh"
 #include "../../smem.cuh"
+#include "head_inputs.cuh"
 
 // Step 3. q_h (scaled), k_h, v_h of all N rows, output o = m*HD + t: reads hn and (SMEM_W) sw,
 // writes qkv.

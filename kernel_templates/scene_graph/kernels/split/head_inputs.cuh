@@ -2,21 +2,21 @@
 // sg_head_attention (kernels/split.cuh), step 1: its shared-memory layout and the copies into it.
 // Part of the scene_graph template (scene_graph.cuh).
 
-#include "tune_common.cuh"
 #include "../../ptx.cuh"
 #include "../../rows.cuh"
 #include "../../sizes.cuh"
 #include "../../smem.cuh"
+#include "tune_common.cuh"
 
 // Offsets (floats) of sg_head_attention's dynamic shared memory, sizes as sg_head_smem_bytes.
 template <int N, int D, int H, int SMEM_W>
 struct SgHeadLayout {
   static constexpr int HD = D / H, S = tune_kernels::sg_row_stride(D), HS = tune_kernels::sg_odd_stride(HD);
-  static constexpr int kHn = 0;                                            // N x S
-  static constexpr int kSw = kHn + N * S;                                  // SMEM_W: gamma, beta, 3 x HD x S
-  static constexpr int kQkv = kSw + (SMEM_W ? 2 * D + 3 * HD * S : 0);     // 3 x N x HS: q_h, k_h, v_h
-  static constexpr int kSc = kQkv + tune_kernels::round4(3 * N * HS);      // N x N: bias, scores, attention
-  static constexpr int kMsk = kSc + tune_kernels::round4(N * N);           // N x N: edge mask
+  static constexpr int kHn = 0;                                         // N x S
+  static constexpr int kSw = kHn + N * S;                               // SMEM_W: gamma, beta, 3 x HD x S
+  static constexpr int kQkv = kSw + (SMEM_W ? 2 * D + 3 * HD * S : 0);  // 3 x N x HS: q_h, k_h, v_h
+  static constexpr int kSc = kQkv + tune_kernels::round4(3 * N * HS);   // N x N: bias, scores, attention
+  static constexpr int kMsk = kSc + tune_kernels::round4(N * N);        // N x N: edge mask
 };
 
 // Step 1. Group 0: the N node rows into hn, the mask into msk and head's bias into sc; with
