@@ -186,7 +186,7 @@ struct GateVariant {
   Lowered lowered;
   VariantRecord record;
 };
-// Gates the variants once (outputs, then every sanitizer) at settings' problem, shape, seed and
+// Gates the variants once (the output checks, every sanitizer beside them) at settings' problem, shape, seed and
 // device, the search's own parity input included; fills their records and counts them into ctx.
 // Returns Gate::could_not_run_exit_code: 0 when every check ran, else 2 or 3 (ctx.could_not_run
 // says why; the variants it left out are `unchecked`).
