@@ -20,7 +20,7 @@
 
 namespace tune_bench {
 
-// The device the bench runs on, read once in main.
+// The device the bench runs on, read once by open_gpu at start-up.
 struct Gpu {
   int ordinal = 0;
   int arch = 0;  // major * 10 + minor
@@ -28,6 +28,7 @@ struct Gpu {
   std::size_t l2_bytes = 0;
 };
 const Gpu& gpu();
+int open_gpu();  // 0, or 3 when there is no usable CUDA device (said on stderr)
 
 void check(cudaError_t e, const char* what);
 #define TUNE_BENCH_CUDA(call) ::tune_bench::check((call), #call)
