@@ -127,4 +127,30 @@ std::string tool_git_commit();
 // Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 
+// One writer per results file. Two runs of one shape on one --out would truncate each other's
+// journal and results, and tune merge --out or tune check --write would be overwritten by a running
+// tune (issue 34 #25); the second is refused in one line that names the first. The lock is flock(2)
+// on "<shape>.lock" beside the results (released by the kernel however the holder ends), the
+// holder's pid in it; the file is removed when the holder ends. Throws InputError
+// "another tune (pid N) is writing FILE; <remedy>".
+class ResultsLock {
+ public:
+  explicit ResultsLock(const std::filesystem::path& results,
+                       const std::string& remedy = "wait for it to finish, or pass another --out");
+  ~ResultsLock();
+  ResultsLock(const ResultsLock&) = delete;
+  ResultsLock& operator=(const ResultsLock&) = delete;
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+// Where a run keeps its snapshot while it goes (<shape>.json.partial beside <shape>.json): the
+// results file and its header are replaced only when the run ends with a record at least as good
+// as theirs (a winner beats no variant passed, which beats an interrupted run; of two interrupted
+// runs, the one that recorded more variants), so a re-run that dies or is cut short leaves the
+// earlier pair as it was, and its own record here.
+std::filesystem::path partial_results_path(const std::filesystem::path& json_path);
+
 }  // namespace tune

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tune/compile.hpp"
 #include "tune/shape.hpp"
 #include "tune/tensor.hpp"
 
@@ -71,6 +72,10 @@ struct Lowered {
   std::vector<KernelLaunch> launches;            // run in order; timed as one call
   std::vector<TensorSpec> scratch;               // device buffers the launches share
 };
+
+// The compile request of a lowered variant: its template and headers, its name expressions in
+// launch order, and the options.
+CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options);
 
 // The expressions of a space as written (muParser syntax), for code generators: the generated
 // headers compute a configuration's validity and launches for any shape from these.

@@ -51,6 +51,23 @@
 
 namespace tune {
 
+std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail, const std::string& tail,
+                     std::size_t width) {
+  const std::string whole = prefix + name + detail + tail;
+  if (width == 0 || whole.size() <= width) return whole;
+  constexpr std::string_view kCut = "...";
+  constexpr std::size_t kFewestNameColumns = 20;
+  // The name cut to `room` columns, "..." included.
+  auto cut = [&](std::size_t room) { return name.substr(0, room - kCut.size()) + std::string(kCut); };
+  const std::size_t with_detail = prefix.size() + detail.size() + tail.size();
+  if (with_detail + std::min(kFewestNameColumns, name.size()) <= width)
+    return prefix + (name.size() + with_detail <= width ? name : cut(width - with_detail)) + detail + tail;
+  const std::size_t without = prefix.size() + tail.size();
+  if (name.size() + without <= width) return prefix + name + tail;
+  if (without + kCut.size() < width) return prefix + cut(width - without) + tail;
+  return whole.substr(0, width);
+}
+
 // The search pass's profile, the strategy's (batch and graph means of 20 launches; the top few
 // and the baseline get 100 in the strict re-measure, whose figures the report shows), and the
 // counts of the records taken from the journal, which count as done.

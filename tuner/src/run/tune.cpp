@@ -1,122 +1,22 @@
+// run_tune: a run in passes, each pass's stages in order (run_pass; the stages are PassRun's,
+// run/pass_run.hpp).
 #include "tune/tune.hpp"
-#include "run/pass_run.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <climits>
-#include <cmath>
-#include <condition_variable>
-#include <csignal>
-#include <cstring>
-#include <ctime>
-#include <deque>
-#include <fstream>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <random>
-#include <ranges>
-#include <set>
-#include <thread>
-
-#include <cuda.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
+#include "run/pass_run.hpp"
 #include "run/run_common.hpp"
-#include "search/progress_log.hpp"
 #include "search/strategy.hpp"
-#include "tune/compile.hpp"
-#include "tune/compile_cache.hpp"
-#include "tune/compile_pool.hpp"
-#include "tune/device.hpp"
 #include "tune/errors.hpp"
-#include "tune/gate.hpp"
-#include "tune/io.hpp"
-#include "tune/journal.hpp"
-#include "tune/measure.hpp"
-#include "tune/problem.hpp"
 #include "tune/run_plan.hpp"
-#include "tune/space.hpp"
-#include "tune/sweep.hpp"
-#include "tune/worker_client.hpp"
-#include "tune/worker_protocol.hpp"
 
 namespace tune {
-
-ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string& remedy)
-    : path_(std::filesystem::path(results).replace_extension(".lock")) {
-  for (;;) {
-    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      throw InputError(
-          fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(), std::strerror(errno)));
-    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      char buf[32] = {};
-      const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
-      close(fd_);
-      fd_ = -1;
-      const std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
-      throw InputError(fmt::format("another tune (pid {}) is writing {}; {}", holder.substr(0, holder.find('\n')),
-                                   results.string(), remedy));
-    }
-    // The file may have been removed by a holder that just finished: lock the one on disk.
-    struct stat held {
-    }, now{};
-    if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino && held.st_dev == now.st_dev)
-      break;
-    close(fd_);
-  }
-  const std::string pid = std::to_string(getpid()) + "\n";
-  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
-    // The lock holds without the pid; the message then says "pid ?".
-  }
-}
-
-ResultsLock::~ResultsLock() {
-  std::error_code ec;
-  std::filesystem::remove(path_, ec);  // still holding the lock: a newcomer retries on the new file
-  close(fd_);
-}
-
-std::filesystem::path partial_results_path(const std::filesystem::path& json_path) {
-  return std::filesystem::path(json_path.string() + ".partial");
-}
-
-std::string fit_line(const std::string& prefix, const std::string& name, const std::string& detail, const std::string& tail,
-                     std::size_t width) {
-  const std::string whole = prefix + name + detail + tail;
-  if (width == 0 || whole.size() <= width) return whole;
-  constexpr std::string_view kCut = "...";
-  constexpr std::size_t kFewestNameColumns = 20;
-  // The name cut to `room` columns, "..." included.
-  auto cut = [&](std::size_t room) { return name.substr(0, room - kCut.size()) + std::string(kCut); };
-  const std::size_t with_detail = prefix.size() + detail.size() + tail.size();
-  if (with_detail + std::min(kFewestNameColumns, name.size()) <= width)
-    return prefix + (name.size() + with_detail <= width ? name : cut(width - with_detail)) + detail + tail;
-  const std::size_t without = prefix.size() + tail.size();
-  if (name.size() + without <= width) return prefix + name + tail;
-  if (without + kCut.size() < width) return prefix + cut(width - without) + tail;
-  return whole.substr(0, width);
-}
-
-CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
-  if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
-  CompileRequest req{lowered.sources->main,
-                     lowered.template_name,
-                     {},
-                     std::move(options),
-                     with_cuda_headers(lowered.sources->main, lowered.sources->headers)};
-  for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
-  return req;
-}
 
 TuneOutcome run_pass(const RunPlan& plan, const TuneOptions& o, Pass* pass, SearchStrategy& strategy,
                      std::optional<IsolatedRunner>& gpu) {

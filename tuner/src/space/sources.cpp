@@ -8,7 +8,23 @@
 
 #include <fmt/format.h>
 
+#include "tune/compile.hpp"
+#include "tune/errors.hpp"
+#include "tune/space.hpp"
+
 namespace tune {
+
+// A lowered variant as NVRTC compiles it (tune/space.hpp).
+CompileRequest compile_request(const Lowered& lowered, std::vector<std::string> options) {
+  if (!lowered.sources) throw InputError("the search space was read without its template files; load it from a file");
+  CompileRequest req{lowered.sources->main,
+                     lowered.template_name,
+                     {},
+                     std::move(options),
+                     with_cuda_headers(lowered.sources->main, lowered.sources->headers)};
+  for (const auto& k : lowered.launches) req.name_expressions.push_back(k.name_expression);
+  return req;
+}
 namespace {
 
 namespace fs = std::filesystem;

@@ -1,0 +1,59 @@
+// One writer per results file (ResultsLock, tune/io.hpp), and where a run keeps its snapshot while
+// it goes (partial_results_path).
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "tune/errors.hpp"
+#include "tune/io.hpp"
+
+namespace tune {
+
+ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string& remedy)
+    : path_(std::filesystem::path(results).replace_extension(".lock")) {
+  for (;;) {
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw InputError(
+          fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(), std::strerror(errno)));
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      char buf[32] = {};
+      const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
+      close(fd_);
+      fd_ = -1;
+      const std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
+      throw InputError(fmt::format("another tune (pid {}) is writing {}; {}", holder.substr(0, holder.find('\n')),
+                                   results.string(), remedy));
+    }
+    // The file may have been removed by a holder that just finished: lock the one on disk.
+    struct stat held {
+    }, now{};
+    if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+      break;
+    close(fd_);
+  }
+  const std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+    // The lock holds without the pid; the message then says "pid ?".
+  }
+}
+
+ResultsLock::~ResultsLock() {
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);  // still holding the lock: a newcomer retries on the new file
+  close(fd_);
+}
+
+std::filesystem::path partial_results_path(const std::filesystem::path& json_path) {
+  return std::filesystem::path(json_path.string() + ".partial");
+}
+
+}  // namespace tune
