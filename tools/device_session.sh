@@ -4,7 +4,8 @@
 #                                       torch[:<args separated by :>], check:<results file>[:<args>],
 #                                       plant=NAME:<tune args separated by :>, probe, modelnew,
 #                                       bench-compare, bench-shuffled, bench-aa, study[=exhaustive|warm|sweep],
-#                                       median-check[:<args separated by :>]
+#                                       median-check[:<args separated by :>],
+#                                       racecheck-workers:<results file>:<N>...
 # modelnew: tune export torch of the committed contact, scene_graph and ln_linear_gelu (examples/) results, built on the GPU
 # machine (torch.utils.cpp_extension), and ModelNew timed beside Model eager and torch.compile
 # (the export embeds each record's CUBIN and refuses a record tuned from other kernel sources than
@@ -56,6 +57,19 @@ for step in "$@"; do
       start=$(date +%s%N)
       timeout "$step_timeout" "$tune" check ${args//:/ } 2>&1 | tee -a "$out/check.log" | tail -2
       echo "exit ${PIPESTATUS[0]}; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/check.log" ;;
+    racecheck-workers:*)
+      # racecheck-workers:<results file>:<N>...: tune check --fresh of the file's winner with
+      # racecheck's CPU analysis threads set to each N in turn (0: automatic) through
+      # tools/sanitizer/racecheck_workers.sh, each line into $OUT/racecheck_workers.log as it comes
+      # (a step cut short by $STEP_TIMEOUT still leaves what it printed).
+      rest=${step#racecheck-workers:}; file=${rest%%:*}; counts=${rest#*:}
+      for n in ${counts//:/ }; do
+        echo "== racecheck workers $n: tune check $file --fresh" >>"$out/racecheck_workers.log"
+        start=$(date +%s%N)
+        RACECHECK_WORKERS=$n TUNE_SANITIZER=$PWD/tools/sanitizer/racecheck_workers.sh \
+          timeout "$step_timeout" "$tune" check "$file" --fresh >>"$out/racecheck_workers.log" 2>&1
+        echo "exit $?; wall $(( ($(date +%s%N) - start) / 1000000 )) ms" >>"$out/racecheck_workers.log"
+      done ;;
     modelnew=*)
       label=${step#modelnew=}; label=${label%%:*}; records=${step#modelnew=*:}
       exp=$PWD/export-device-$label stage=$PWD/modelnew-$label
