@@ -1,5 +1,5 @@
 #pragma once
-// One pass of a run (run_tune): its phases, by job, over one RunPlan. Internal to pipeline/.
+// One pass of a run (run_tune): its phases, by job, over one RunPlan. Internal to run/.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
