@@ -1,43 +1,27 @@
 #pragma once
 // One pass of a run (run_tune): its phases, by job, over one RunPlan. Internal to run/.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <climits>
-#include <cmath>
 #include <condition_variable>
-#include <csignal>
-#include <cstring>
-#include <ctime>
+#include <cstddef>
 #include <deque>
-#include <fstream>
-#include <iterator>
-#include <map>
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
-#include <random>
-#include <ranges>
+#include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
-#include <cuda.h>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
 #include "run/run_common.hpp"
-#include "search/progress_log.hpp"
 #include "search/strategy.hpp"
 #include "tune/compile.hpp"
-#include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
 #include "tune/device.hpp"
-#include "tune/errors.hpp"
 #include "tune/gate.hpp"
 #include "tune/io.hpp"
 #include "tune/journal.hpp"
@@ -45,10 +29,8 @@
 #include "tune/problem.hpp"
 #include "tune/run_plan.hpp"
 #include "tune/space.hpp"
-#include "tune/sweep.hpp"
 #include "tune/torch_compare.hpp"
 #include "tune/worker_client.hpp"
-#include "tune/worker_protocol.hpp"
 #include "worker/isolated_runner.hpp"
 
 namespace tune {
