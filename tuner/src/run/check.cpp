@@ -61,17 +61,22 @@ namespace {
 
 using Log = std::function<void(const std::string&)>;
 
+// Whether the variant passed its run before any gate judged it: a gate's unsafe or incorrect
+// verdict does not stand when the variant is gated afresh.
+bool passed_before_its_gate(const VariantRecord& v) {
+  return v.status == Status::kPassed || v.status == Status::kUnsafe || (v.gate && v.status == Status::kIncorrect);
+}
+
 // A variant of the record as its space reads it now (one line, exit 2, when it no longer fits),
 // lowered as the tune lowered it (the run's limits), its earlier verdict cleared: gated afresh.
 GateVariant variant_to_gate(const Space& space, const RunRecord& run, const VariantRecord& r,
                             const std::filesystem::path& results) {
   GateVariant v;
   v.record = r;
-  if (v.record.status == Status::kUnsafe || (v.record.gate && v.record.status == Status::kIncorrect))
-    v.record.status = Status::kPassed;
-  if (v.record.status != Status::kPassed)
+  if (!passed_before_its_gate(r))
     throw InputError(
         fmt::format("{} did not pass in that run ({}): only variants that passed are gated", r.name, to_string(r.status)));
+  v.record.status = Status::kPassed;
   v.record.gate.reset();
   v.lowered = space.lower(space.from_record(r.params, results.string(), r.name), run.shape, run.limits());
   return v;
@@ -83,8 +88,7 @@ std::vector<GateVariant> variants_to_check(const CheckOptions& o, const RunRecor
   std::vector<std::string> names = o.variants;
   if (names.empty() && o.all_finalists) {
     for (const auto& v : run.variants)
-      if ((v.baseline || v.gate || (v.timing && v.timing->profile.starts_with("strict"))) &&
-          (v.status == Status::kPassed || v.status == Status::kUnsafe || (v.gate && v.status == Status::kIncorrect)))
+      if ((v.baseline || v.gate || (v.timing && v.timing->profile.starts_with("strict"))) && passed_before_its_gate(v))
         names.push_back(v.name);
   } else if (names.empty()) {
     if (!run.winner)
