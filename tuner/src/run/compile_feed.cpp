@@ -1,114 +1,89 @@
-// The compile feed of a pass (PassRun): the compile threads, their queue, the next compiled variant.
+// The compile feed of a pass: the compile threads, their queue, the next compiled variant; and
+// PassRun::start_compiles, which sets it going.
 #include "run/pass_run.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <climits>
-#include <cmath>
-#include <condition_variable>
-#include <csignal>
-#include <cstring>
-#include <ctime>
-#include <deque>
-#include <fstream>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <random>
-#include <ranges>
-#include <set>
-#include <thread>
+#include <utility>
 
-#include <cuda.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
 #include "run/run_common.hpp"
-#include "search/progress_log.hpp"
-#include "search/strategy.hpp"
 #include "tune/compile.hpp"
-#include "tune/compile_cache.hpp"
-#include "tune/compile_pool.hpp"
-#include "tune/device.hpp"
-#include "tune/errors.hpp"
-#include "tune/gate.hpp"
-#include "tune/io.hpp"
-#include "tune/journal.hpp"
-#include "tune/measure.hpp"
-#include "tune/problem.hpp"
-#include "tune/run_plan.hpp"
 #include "tune/space.hpp"
-#include "tune/sweep.hpp"
-#include "tune/worker_client.hpp"
-#include "tune/worker_protocol.hpp"
+#include "tune/stop.hpp"
 
 namespace tune {
+
+void CompileFeed::plan(const std::vector<Lowered>& lowered, std::vector<std::string> options,
+                       std::vector<std::size_t> order) {
+  lowered_ = &lowered;
+  options_ = std::move(options);
+  order_ = std::move(order);
+  results_.assign(lowered.size(), CompileResult{});
+  from_cache_.assign(lowered.size(), 0);
+  t_start_ = Clock::now();
+}
+
+void CompileFeed::start(int jobs) {
+  for (int t = 0; t < jobs; ++t)
+    pool_.emplace_back([this] {
+      for (std::size_t k = next_++; k < order_.size(); k = next_++) compile_and_queue(order_[k]);
+    });
+}
+
+std::pair<CompileResult, bool> CompileFeed::compile_one(std::size_t i) const {
+  bool cached = false;
+  CompileResult r = compiler_->compile(compile_request((*lowered_)[i], options_), &cached);
+  return {std::move(r), cached};
+}
+
+void CompileFeed::compile_and_queue(std::size_t i) {
+  auto [r, cached] = compile_one(i);
+  std::lock_guard lock(mutex_);
+  results_[i] = std::move(r);
+  from_cache_[i] = cached;
+  queue_.push_back(i);
+  if (++compiled_ == order_.size()) wall_ = elapsed_s();
+  ready_.notify_one();
+}
+
+void CompileFeed::ensure(std::size_t i) {
+  if (!results_[i].ok && results_[i].cubin.empty()) results_[i] = compile_one(i).first;
+}
+
+std::size_t CompileFeed::take(std::optional<std::size_t> only) {
+  std::unique_lock lock(mutex_);
+  if (only) {
+    auto has = [&] { return std::find(queue_.begin(), queue_.end(), *only); };
+    ready_.wait(lock, [&] { return has() != queue_.end(); });
+    queue_.erase(has());
+    return *only;
+  }
+  ready_.wait(lock, [&] { return !queue_.empty(); });
+  const std::size_t i = queue_.front();
+  queue_.pop_front();
+  return i;
+}
+
+double CompileFeed::elapsed_s() const { return seconds_since(t_start_); }
 
 // The compile threads. The baseline compiles (and so is measured) first: a run cut short still has
 // its speedup. Variants the journal already holds are not compiled (unless the strict re-measure
 // needs them).
 void PassRun::start_compiles() {
-  feed.results.resize(n);
-  feed.from_cache.assign(n, 0);
-  if (baseline_index && !outputs.journaled(*baseline_index)) feed.compile_order.push_back(*baseline_index);
+  std::vector<std::size_t> order;
+  if (baseline_index && !outputs.journaled(*baseline_index)) order.push_back(*baseline_index);
   for (std::size_t i = 0; i < n; ++i)
-    if (!outputs.journaled(i) && !run.variants[i].baseline) feed.compile_order.push_back(i);
+    if (!outputs.journaled(i) && !run.variants[i].baseline) order.push_back(i);
   ctx.time_budget_s = o.time_budget_s;
-  feed.t_compile = Clock::now();
+  feed.plan(lowered, ctx.compile_options, std::move(order));
   if (stop_requested()) return;  // the search loop stops at its first step: nothing is compiled
   if (pass && !pass->search_only && pass->baseline_compile.joinable()) {
     const auto t_wait = Clock::now();
     pass->baseline_compile.join();  // the baseline, compiled into the cache while the search passes ran
     if (seconds_since(t_wait) > 0.5) log(fmt::format("waited {:.1f} s for the baseline's compile", seconds_since(t_wait)));
   }
-  for (int t = 0; t < ctx.jobs; ++t)
-    feed.pool.emplace_back([this] {
-      for (std::size_t k = feed.next++; k < feed.compile_order.size(); k = feed.next++)
-        compile_and_queue(feed.compile_order[k]);
-    });
-}
-
-std::pair<CompileResult, bool> PassRun::compile_one(std::size_t i) {
-  bool cached = false;
-  CompileResult r = feed.compiler->compile(compile_request(lowered[i], ctx.compile_options), &cached);
-  return {std::move(r), cached};
-}
-
-void PassRun::compile_and_queue(std::size_t i) {
-  auto [r, cached] = compile_one(i);
-  std::lock_guard lock(feed.mutex);
-  feed.results[i] = std::move(r);
-  feed.from_cache[i] = cached;
-  feed.compiled_queue.push_back(i);
-  if (++feed.compiled_count == feed.compile_order.size()) feed.compile_wall = seconds_since(feed.t_compile);
-  feed.ready.notify_one();
-}
-
-// A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
-void PassRun::ensure_compiled(std::size_t i) {
-  if (!feed.results[i].ok && feed.results[i].cubin.empty() && outputs.journaled(i)) feed.results[i] = compile_one(i).first;
-}
-
-// The next compiled variant (only the baseline, once the time budget is spent).
-std::size_t PassRun::take_compiled(bool only_baseline) {
-  std::unique_lock lock(feed.mutex);
-  if (only_baseline) {
-    auto has = [&] { return std::find(feed.compiled_queue.begin(), feed.compiled_queue.end(), *baseline_index); };
-    feed.ready.wait(lock, [&] { return has() != feed.compiled_queue.end(); });
-    feed.compiled_queue.erase(has());
-    return *baseline_index;
-  }
-  feed.ready.wait(lock, [&] { return !feed.compiled_queue.empty(); });
-  const std::size_t i = feed.compiled_queue.front();
-  feed.compiled_queue.pop_front();
-  return i;
+  feed.start(ctx.jobs);
 }
 
 }  // namespace tune

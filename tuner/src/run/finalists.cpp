@@ -1,51 +1,19 @@
 // The finalists of a run (PassRun): the second round, the strict re-measure and the gate's rounds.
 #include "run/pass_run.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <climits>
-#include <cmath>
-#include <condition_variable>
-#include <csignal>
-#include <cstring>
-#include <ctime>
-#include <deque>
-#include <fstream>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <random>
-#include <ranges>
-#include <set>
-#include <thread>
 
-#include <cuda.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
 #include "run/run_common.hpp"
-#include "search/progress_log.hpp"
 #include "search/strategy.hpp"
 #include "tune/compile.hpp"
-#include "tune/compile_cache.hpp"
-#include "tune/compile_pool.hpp"
-#include "tune/device.hpp"
-#include "tune/errors.hpp"
 #include "tune/gate.hpp"
-#include "tune/io.hpp"
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/run_plan.hpp"
 #include "tune/space.hpp"
-#include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
 
@@ -77,8 +45,8 @@ bool PassRun::stop_asked() {
 std::vector<WorkerItem> PassRun::items_of(const std::vector<std::size_t>& idx) {
   std::vector<WorkerItem> items;
   for (const std::size_t i : idx) {
-    ensure_compiled(i);
-    items.push_back({&feed.results[i], &lowered[i], &run.variants[i]});
+    if (outputs.journaled(i)) feed.ensure(i);  // the strict re-measure needs it: from the compile cache
+    items.push_back({&feed.result(i), &lowered[i], &run.variants[i]});
   }
   return items;
 }

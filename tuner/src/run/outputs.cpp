@@ -1,42 +1,18 @@
 // The outputs of a pass (PassRun): the results' place and lock, the journal, the snapshot, the results replaced.
 #include "run/pass_run.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <climits>
-#include <cmath>
-#include <condition_variable>
-#include <csignal>
-#include <cstring>
-#include <ctime>
-#include <deque>
-#include <fstream>
-#include <iterator>
 #include <map>
-#include <mutex>
-#include <random>
-#include <ranges>
-#include <set>
-#include <thread>
 
 #include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
 #include "run/run_common.hpp"
-#include "search/progress_log.hpp"
 #include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
-#include "tune/device.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
 #include "tune/io.hpp"
@@ -45,7 +21,6 @@
 #include "tune/problem.hpp"
 #include "tune/run_plan.hpp"
 #include "tune/space.hpp"
-#include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
 
@@ -74,9 +49,9 @@ void PassRun::open_outputs() {
   ctx.tensors = tensor_records(problem, shape);
   ctx.reference_identity = run.device ? problem.reference_identity(reference_backend_from_env()) : "none (compile only)";
   ctx.gate.jobs = gate_jobs();  // a bad TUNE_GATE_JOBS is refused before anything is measured
-  feed.compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
-  ctx.jobs = feed.compiler->jobs();
-  ctx.compile_cache = feed.compiler->cache_description();
+  feed.open(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
+  ctx.jobs = feed.compiler().jobs();
+  ctx.compile_cache = feed.compiler().cache_description();
 }
 
 std::filesystem::path Outputs::in_folder(const RunRecord& run, const std::string& dir) const {
@@ -88,7 +63,7 @@ std::optional<TuneOutcome> Outputs::finished_earlier(const RunRecord& run, const
   const auto& json_path = plan_.json_path;
   if (!o_.resume || (pass && pass->passes_done > 0) || std::filesystem::exists(Journal::path_for(json_path), ec))
     return std::nullopt;
-  const auto identity = run_identity(o_, run, plan_.space);
+  const auto identity = run_identity(o_, run);
   std::vector<std::filesystem::path> candidates{json_path};
   for (const auto& dir : o_.resume_dirs) candidates.push_back(in_folder(run, dir));
   for (const auto& json : candidates) {
@@ -151,7 +126,7 @@ void Outputs::open_journal(RunRecord& run, const Pass* pass) {
   const std::size_t n = run.variants.size();
   journal_path_ = Journal::path_for(plan_.json_path);
   ctx.journal = journal_path_.string();
-  const auto identity = run_identity(o_, run, plan_.space);
+  const auto identity = run_identity(o_, run);
   ctx.run_identity = identity;
   journaled_.assign(n, 0);
   halved_.assign(n, 0);

@@ -35,8 +35,9 @@
 
 namespace tune {
 
-// The journal's first line: what must match for --resume to continue a run.
-nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, const Space& space);
+// The journal's first line: what must match for --resume to continue a run (the run's context
+// filled: its sources' hash, reference and compile options).
+nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run);
 
 // The identity without the card (its index and UUID): a sweep on several devices may run a shape on
 // any of them, and cards of one model (the identity's device name) continue each other's runs.
@@ -125,21 +126,65 @@ inline constexpr const char* kSecondRoundStage = "halving";
 // outputs. gpu: the worker, kept from pass to pass. The members are in the order they are made:
 // they are destroyed in reverse (the compile threads before what they fill, the journal and the
 // results lock last but the stop scope).
-// The compile feed of a pass (compile_feed.cpp): the compile threads, the variants they compile, and
-// the queue that hands each compiled one to the search loop.
-struct CompileFeed {
-  std::optional<CompilePool> compiler;  // first: destroyed after the threads that use it
-  std::mutex mutex;
-  std::condition_variable ready;
-  std::deque<std::size_t> compiled_queue;
-  std::vector<CompileResult> results;
-  std::vector<char> from_cache;
-  std::atomic<std::size_t> next{0};
-  std::size_t compiled_count = 0;
-  std::vector<std::size_t> compile_order;  // the variants to compile, baseline first; fixed once the threads start
-  Clock::time_point t_compile;
-  double compile_wall = 0;
-  std::vector<std::jthread> pool;
+// The compile feed of a pass (compile_feed.cpp): compile threads on all cores over a fixed order of
+// the pass's variants, each compiled one handed to the search loop through a queue. The search loop
+// takes them one at a time (take); the finalists ask for a variant the journal held (ensure).
+class CompileFeed {
+ public:
+  // The compiler (the compile cache and --jobs), made with the run's context (open_outputs).
+  void open(std::optional<CompileCache> cache, int jobs, std::function<void(const std::string&)> log) {
+    compiler_.emplace(std::move(cache), jobs, std::move(log));
+  }
+  [[nodiscard]] const CompilePool& compiler() const { return *compiler_; }
+
+  // What the threads will compile: `order` (indices into `lowered`, the baseline first), with `options`.
+  // Nothing starts yet; the clock of the compile wall does.
+  void plan(const std::vector<Lowered>& lowered, std::vector<std::string> options, std::vector<std::size_t> order);
+  // `jobs` threads, each taking the next variant of the order until none is left or stop_taking().
+  void start(int jobs);
+
+  // Variant i compiled on this thread (from the compile cache where it is there), and whether it
+  // came from the cache.
+  [[nodiscard]] std::pair<CompileResult, bool> compile_one(std::size_t i) const;
+  // Variant i compiled on this thread and queued for the search loop.
+  void compile_and_queue(std::size_t i);
+  // A variant with no compile result (the journal held its record) compiled now, from the cache.
+  void ensure(std::size_t i);
+
+  // The next compiled variant; with `only`, that one (waiting for it), the rest left queued.
+  std::size_t take(std::optional<std::size_t> only = std::nullopt);
+  // The threads take no new variant (those in flight finish); how many of the order they had taken.
+  std::size_t stop_taking() { return next_.exchange(order_.size()); }
+  // The threads joined (each finishes the variant it holds).
+  void join() { pool_.clear(); }
+
+  [[nodiscard]] const CompileResult& result(std::size_t i) const { return results_[i]; }
+  [[nodiscard]] bool from_cache(std::size_t i) const { return from_cache_[i] != 0; }
+  [[nodiscard]] const std::vector<std::size_t>& order() const { return order_; }
+  // Seconds since plan().
+  [[nodiscard]] double elapsed_s() const;
+  // The compile wall: from plan() to the last of the order compiled; 0 until then.
+  [[nodiscard]] double wall_s() const { return wall_; }
+  // A pass cut short (a stop, the time budget): its compile wall ends now, where it has not ended.
+  void end_wall() {
+    if (wall_ == 0) wall_ = elapsed_s();
+  }
+
+ private:
+  std::optional<CompilePool> compiler_;  // first: destroyed after the threads that use it
+  const std::vector<Lowered>* lowered_ = nullptr;
+  std::vector<std::string> options_;
+  std::vector<std::size_t> order_;  // fixed once the threads start
+  std::vector<CompileResult> results_;
+  std::vector<char> from_cache_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::size_t> queue_;
+  std::atomic<std::size_t> next_{0};
+  std::size_t compiled_ = 0;
+  Clock::time_point t_start_;
+  double wall_ = 0;
+  std::vector<std::jthread> pool_;  // last: joined first
 };
 
 // What the search loop (search_loop.cpp) measured so far: its timing profile, the GPU's busy time,
@@ -350,7 +395,7 @@ struct PassRun {
   PassRun& operator=(const PassRun&) = delete;
 
   // Variants the journal held at the start: not compiled or measured again.
-  [[nodiscard]] std::size_t journaled_count() const { return n - feed.compile_order.size(); }
+  [[nodiscard]] std::size_t journaled_count() const { return n - feed.order().size(); }
 
   // The plan's device (plan_run said what it is; a later pass says it again).
   void open_device();
@@ -391,14 +436,6 @@ struct PassRun {
   // needs them).
   void start_compiles();
 
-  // Variant i compiled (from the compile cache where it is there), and whether it came from the cache.
-  std::pair<CompileResult, bool> compile_one(std::size_t i);
-
-  void compile_and_queue(std::size_t i);
-
-  // A journaled variant the strict re-measure needs comes from the compile cache (or compiles again).
-  void ensure_compiled(std::size_t i);
-
   // The search pass's profile, the strategy's (batch and graph means of 20 launches; the top few
   // and the baseline get 100 in the strict re-measure, whose figures the report shows), and the
   // counts of the records taken from the journal, which count as done.
@@ -413,9 +450,6 @@ struct PassRun {
   // the baseline (a loaded machine, a large space to lower) compiles it here, else the wait for it
   // would never end.
   void stop_for_time_budget(std::size_t done);
-
-  // The next compiled variant (only the baseline, once the time budget is spent).
-  std::size_t take_compiled(bool only_baseline);
 
   // A compiled variant's record: failed, compiled (no device), pruned for its spills, or evaluated
   // by the worker (the harness floor first, once a run).

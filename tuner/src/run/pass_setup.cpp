@@ -1,35 +1,11 @@
 // The start of a pass (PassRun): the plan's device, the variants chosen and lowered, the worker.
 #include "run/pass_run.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <climits>
-#include <cmath>
-#include <condition_variable>
-#include <csignal>
-#include <cstring>
-#include <ctime>
-#include <deque>
-#include <fstream>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <random>
-#include <ranges>
-#include <set>
 #include <thread>
 
-#include <cuda.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
 #include "run/run_common.hpp"
 #include "search/progress_log.hpp"
 #include "search/strategy.hpp"
@@ -38,10 +14,6 @@
 #include "tune/compile_pool.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
-#include "tune/gate.hpp"
-#include "tune/io.hpp"
-#include "tune/journal.hpp"
-#include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/run_plan.hpp"
 #include "tune/space.hpp"

@@ -2,57 +2,30 @@
 // a finished run's results replace the earlier ones.
 #include "run/pass_run.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <climits>
-#include <cmath>
-#include <condition_variable>
-#include <csignal>
-#include <cstring>
-#include <ctime>
-#include <deque>
-#include <fstream>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <random>
-#include <ranges>
 #include <set>
-#include <thread>
 
-#include <cuda.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
 #include "run/run_common.hpp"
-#include "search/progress_log.hpp"
 #include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
-#include "tune/gate.hpp"
 #include "tune/io.hpp"
 #include "tune/journal.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/run_plan.hpp"
 #include "tune/space.hpp"
-#include "tune/sweep.hpp"
 #include "tune/worker_client.hpp"
-#include "tune/worker_protocol.hpp"
 
 namespace tune {
 
-nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, const Space& space) {
+nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run) {
   return {{"tool_version", run.context.tool_version},
           {"git_commit", run.context.git_commit},
           {"device", run.device ? run.device->name : "none (compile only)"},
@@ -61,7 +34,7 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run, 
           {"problem", run.problem},
           {"shape", run.shape.tag()},
           {"seed", o.seed},
-          {"source_hash", sources_hash(space, find_problem(o.problem))},
+          {"source_hash", run.context.source_hash},
           {"reference", run.context.reference_identity},
           {"compile_options", run.context.compile_options},
           {"budget", o.budget},

@@ -1,53 +1,17 @@
 // The search loop of a pass (PassRun): each compiled variant measured, logged and journaled, within the budget.
 #include "run/pass_run.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <climits>
-#include <cmath>
-#include <condition_variable>
 #include <csignal>
-#include <cstring>
-#include <ctime>
-#include <deque>
-#include <fstream>
-#include <iterator>
-#include <map>
-#include <mutex>
-#include <random>
-#include <ranges>
-#include <set>
-#include <thread>
+#include <string>
+#include <string_view>
 
-#include <cuda.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "core/enum_names.hpp"
 #include "run/run_common.hpp"
 #include "search/progress_log.hpp"
 #include "search/strategy.hpp"
-#include "tune/compile.hpp"
-#include "tune/compile_cache.hpp"
-#include "tune/compile_pool.hpp"
-#include "tune/device.hpp"
-#include "tune/errors.hpp"
-#include "tune/gate.hpp"
-#include "tune/io.hpp"
-#include "tune/journal.hpp"
-#include "tune/measure.hpp"
-#include "tune/problem.hpp"
-#include "tune/run_plan.hpp"
-#include "tune/space.hpp"
-#include "tune/sweep.hpp"
-#include "tune/worker_client.hpp"
-#include "tune/worker_protocol.hpp"
+#include "tune/stop.hpp"
 
 namespace tune {
 
@@ -91,7 +55,7 @@ void PassRun::search() {
   for (std::size_t done = journaled_count(); done < n; ++done) {
     if (stop_requested()) {
       ctx.interrupted = true;
-      feed.next = n;
+      (void)feed.stop_taking();
       log(fmt::format("interrupted by {}: {} of {} variants done; writing what was measured ({} again to stop at once)",
                       signal_name(interrupt_signal()), done, n,
                       interrupt_signal() == SIGINT ? "Ctrl-C" : signal_name(interrupt_signal())));
@@ -102,10 +66,10 @@ void PassRun::search() {
     // Once stopped, only the baseline is still taken (it compiles first, so it is seldom waited for).
     const bool only_baseline = ctx.stopped_by_time_budget;
     if (only_baseline && !baseline_pending()) break;
-    const std::size_t i = take_compiled(only_baseline);
+    const std::size_t i = only_baseline ? feed.take(*baseline_index) : feed.take();
     measure(i);
     log_progress(done, i);
-    run.wall.compile_wall_s = feed.compile_wall > 0 ? feed.compile_wall : seconds_since(feed.t_compile);
+    run.wall.compile_wall_s = feed.wall_s() > 0 ? feed.wall_s() : feed.elapsed_s();
     outputs.append("search", run.variants[i]);
     save(false);
   }
@@ -117,9 +81,9 @@ void PassRun::search() {
 // would never end.
 void PassRun::stop_for_time_budget(std::size_t done) {
   ctx.stopped_by_time_budget = true;
-  const std::size_t taken = feed.next.exchange(n);
-  if (taken == 0 && !feed.compile_order.empty() && baseline_index && feed.compile_order[0] == *baseline_index)
-    compile_and_queue(*baseline_index);
+  const std::size_t taken = feed.stop_taking();
+  if (taken == 0 && !feed.order().empty() && baseline_index && feed.order()[0] == *baseline_index)
+    feed.compile_and_queue(*baseline_index);
   log(fmt::format("time budget of {} s reached: {} of {} variants done, the rest recorded as skipped{}", o.time_budget_s,
                   done, n, baseline_pending() ? " (the baseline still runs)" : ""));
 }
@@ -128,9 +92,9 @@ void PassRun::stop_for_time_budget(std::size_t done) {
 // by the worker (the harness floor first, once a run).
 void PassRun::measure(std::size_t i) {
   VariantRecord& rec = run.variants[i];
-  const CompileResult& cr = feed.results[i];
+  const CompileResult& cr = feed.result(i);
   rec.compile_seconds = cr.seconds;
-  rec.compile_cached = feed.from_cache[i] != 0;
+  rec.compile_cached = feed.from_cache(i);
   rec.resources = cr.resources;
   if (!cr.ok) {
     rec.status = Status::kCompileFailed;
@@ -172,10 +136,10 @@ void PassRun::measure_floor() {
 void PassRun::log_progress(std::size_t done, std::size_t i) {
   const VariantRecord& rec = run.variants[i];
   const double elapsed = seconds_since(t_start);
-  const double pace = seconds_since(feed.t_compile) / static_cast<double>(done + 1 - journaled_count());
+  const double pace = feed.elapsed_s() / static_cast<double>(done + 1 - journaled_count());
   log(fit_line(fmt::format("[{:>3}/{}] {}  {:<14} {}", done + 1, n,
                            rec.compile_cached ? std::string("from cache    ")
-                                              : fmt::format("compiled {:5.1f}s", feed.results[i].seconds),
+                                              : fmt::format("compiled {:5.1f}s", feed.result(i).seconds),
                            to_string(rec.status),
                            rec.timing ? fmt::format("{:9.2f} us  ", rec.timing->median_us) : std::string(13, ' ')),
                rec.name,
@@ -191,9 +155,9 @@ void PassRun::log_progress(std::size_t done, std::size_t i) {
 
 // The compile threads joined; what the search never reached is recorded as skipped.
 void PassRun::end_search() {
-  feed.pool.clear();
+  feed.join();
   if (ctx.stopped_by_time_budget || ctx.interrupted) {
-    if (feed.compile_wall == 0) feed.compile_wall = seconds_since(feed.t_compile);
+    feed.end_wall();
     for (auto& v : run.variants)
       if (v.status == Status::kPending) {
         v.status = Status::kSkipped;
@@ -202,7 +166,7 @@ void PassRun::end_search() {
                        : fmt::format("not reached: the --time-budget of {} s ran out", o.time_budget_s);
       }
   }
-  run.wall.compile_wall_s = feed.compile_wall + (pass ? pass->compile_wall_s : 0);
+  run.wall.compile_wall_s = feed.wall_s() + (pass ? pass->compile_wall_s : 0);
 }
 
 // A search pass ends here: the records are in the journal; the next pass takes them and run_tune
