@@ -269,6 +269,29 @@ TEST(Problems, Issue34_AnEditThatLoopsMoreOftenThanItsTensorHasElementsIsRefused
   EXPECT_EQ(row->make_data(Shape({{"N", 5}}), 1, DataPurpose::kTiming).get("x").data[4], 4.0f);
 }
 
+// Loop variables have values only inside their own edit's loops: a `when` or a loop bound that named
+// one, or an index naming another edit's, read a stale value, so the edit silently wrote nothing or
+// everything (adversarial round 3).
+TEST(Problems, AnEditThatNamesALoopVariableWhereItHasNoValueIsRefusedAtLoad) {
+  expect_load_refused(
+      "loop_when",
+      [](Json& j) {
+        j["edits"] = parse(R"([{"tensor": "x", "for": {"i": "N"}, "when": "i < 2", "index": ["i"], "value": "7"}])");
+      },
+      "edits[0].when 'i < 2' names loop variable 'i', which has no value there");
+  expect_load_refused(
+      "loop_bound",
+      [](Json& j) { j["edits"] = parse(R"([{"tensor": "x", "for": {"i": "N", "j": "i"}, "index": ["j"], "value": "7"}])"); },
+      "edits[0].for.j 'i' names loop variable 'i', which has no value there");
+  expect_load_refused(
+      "loop_other",
+      [](Json& j) {
+        j["edits"] = parse(R"([{"tensor": "x", "for": {"i": "N"}, "index": ["i"], "value": "1"},
+                               {"tensor": "x", "for": {"k": "N"}, "index": ["i"], "value": "k"}])");
+      },
+      "edits[1].index[0] 'i' names loop variable 'i', which is not one of this edit's 'for'");
+}
+
 // #13: element counts without overflow, and the data against the host's memory.
 TEST(Problems, Issue34_TensorSizesAreBoundedWhenTheShapeIsBound) {
   const auto square = Problem::load(tiny_folder("square", [](Json& j) {

@@ -165,6 +165,18 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["parameters"][0]["values"] = Json::array({"thread", "dev_cc"});
   expect_config_error(j, "parameter 'strategy' value \"dev_cc\": names starting with dev_ are the device's limits");
+  // A dtype variable is a name of every expression too: dev_ escaped as an internal error (exit 4).
+  j = small_space();
+  j["dtypes"] = Json{{"dev_max_threads", Json{{"values", {"float32", "bfloat16"}}, {"default", "float32"}}}};
+  expect_config_error(j, "dtypes.dev_max_threads: names starting with dev_ are the device's limits");
+  // Derived values are computed in order: one that names itself or a later one read the value left
+  // from the configuration evaluated before (grids that grew from one configuration to the next).
+  j = small_space();
+  j["derived"] = Json::array({Json{{"name", "d"}, {"expr", "d + 1"}}});
+  expect_config_error(j, "derived value 'd' uses 'd', itself; a derived value may use only");
+  j = small_space();
+  j["derived"] = Json::array({Json{{"name", "d"}, {"expr", "e + 1"}}, Json{{"name", "e"}, {"expr", "block"}}});
+  expect_config_error(j, "derived value 'd' uses 'e', which is declared after it; a derived value may use only");
   j = small_space();
   for (int i = 0; i < 300; ++i) {
     char name[16];
@@ -446,6 +458,24 @@ TEST(KernelSources, AnIncludeOutsideTheFoldersIsRefusedWithTheIncludeDirsAdvice)
   std::ofstream(absolute / "toy.cuh", std::ios::app)
       << "#include \"" << (absolute.parent_path() / "none.cuh").string() << "\"\n";
   EXPECT_THROW((void)load_toy(absolute), ConfigError);
+  // Other spellings of an include, which a preprocessor reads as one (%: is #; comments and line
+  // continuations go before directives are read), and #include_next / #import, are refused as
+  // written: they got an absolute path past the check into NVRTC and out of the cache key.
+  const std::string val = (absolute.parent_path() / "none.cuh").string();
+  for (const std::string& head :
+       {"%:include \"" + val + "\"", "# /**/ include \"" + val + "\"", "#\\\ninclude \"" + val + "\"",
+        "#inc\\\nlude \"" + val + "\"", "#include_next \"" + val + "\"", "#import \"" + val + "\"",
+        std::string("%:include \"sub.cuh\"")}) {
+    try {
+      (void)load_toy(toy_folder(head, {{"toy/sub.cuh", "#define S 1\n"}}));
+      ADD_FAILURE() << head << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("toy.cuh:1: "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("write it as #include \"file\""), std::string::npos) << e.what();
+    }
+  }
+  // A comment after the file's name is an #include like any other.
+  EXPECT_NO_THROW((void)load_toy(toy_folder("#include \"sub.cuh\"  /* S */ // S", {{"toy/sub.cuh", "#define S 1\n"}})));
   // A computed include cannot be checked.
   EXPECT_THROW((void)load_toy(toy_folder("#define H \"x.cuh\"\n#include H")), ConfigError);
   // In a comment or a string it is no include.
@@ -538,16 +568,20 @@ TEST(KernelSources, IncludeDirectivesAreFoundWithTheirLines) {
   const auto d = include_directives(
       "#include \"a.cuh\"\n  #  include <b.h> // c\n#include_next \"n\"\n#define X \"#include\"\n"
       "/* #include \"no\" */ #include \"c.cuh\"\n#include MACRO \n");
-  ASSERT_EQ(d.size(), 4u);
+  ASSERT_EQ(d.size(), 5u);
   EXPECT_EQ(d[0].name, "a.cuh");
   EXPECT_EQ(d[0].delimiter, '"');
+  EXPECT_TRUE(d[0].refused.empty());
   EXPECT_EQ(d[1].name, "b.h");
   EXPECT_EQ(d[1].line, 2u);
   EXPECT_EQ(d[1].delimiter, '<');
-  EXPECT_EQ(d[2].name, "c.cuh");
-  EXPECT_EQ(d[2].line, 5u);
-  EXPECT_EQ(d[3].delimiter, 0);
-  EXPECT_EQ(d[3].name, "MACRO");
+  EXPECT_EQ(d[2].line, 3u);  // #include_next: found, and refused as written
+  EXPECT_NE(d[2].refused.find("#include_next is not taken"), std::string::npos) << d[2].refused;
+  EXPECT_EQ(d[3].name, "c.cuh");
+  EXPECT_EQ(d[3].line, 5u);
+  EXPECT_TRUE(d[3].refused.empty());
+  EXPECT_EQ(d[4].delimiter, 0);
+  EXPECT_EQ(d[4].name, "MACRO");
 }
 
 // examples/ln_linear_gelu's split-K (issue 36): split_k 2 lowers to the LayerNorm, the split GEMM

@@ -174,6 +174,12 @@ Expression::~Expression() = default;
 
 bool Expression::is_constant() const { return impl_->parser.GetUsedVar().empty(); }
 
+std::vector<std::string> Expression::variables() const {
+  std::vector<std::string> names;
+  for (const auto& [name, address] : impl_->parser.GetUsedVar()) names.push_back(name);
+  return names;
+}
+
 double Expression::eval() const {
   try {
     return impl_->parser.Eval();

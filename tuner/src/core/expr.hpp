@@ -48,6 +48,8 @@ class Expression {
   [[nodiscard]] const std::string& text() const { return text_; }
   // True when it names no variable (its value is known before any shape is bound).
   [[nodiscard]] bool is_constant() const;
+  // The variables it names.
+  [[nodiscard]] std::vector<std::string> variables() const;
 
  private:
   struct Impl;

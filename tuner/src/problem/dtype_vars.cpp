@@ -66,6 +66,11 @@ std::vector<std::size_t> declare(const std::vector<DTypeVariable>& vars, space::
     }
   }
   for (const DTypeVariable& v : vars) {
+    if (v.name.starts_with("dev_"))
+      fail(
+          fmt::format("dtypes.{}: names starting with dev_ are the device's limits (dev_max_threads, dev_max_smem, "
+                      "dev_sm_count, dev_cc); rename it",
+                      v.name));
     if (reserved_dimension_names().count(v.name))
       fail(fmt::format("dtypes.{0}: '{0}' is an option of tune (--{0}), so --{0} could not give the dtype; rename it",
                        v.name));

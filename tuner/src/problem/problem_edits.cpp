@@ -38,23 +38,41 @@ Edit Problem::Impl::parse_edit(const Json& j, const std::string& where, const st
   if (purpose != "always" && purpose != "parity")
     fail(fmt::format("{}.purpose '{}' is not always or parity", where, purpose));
   e.parity_only = purpose == "parity";
-  if (j.contains("when")) e.when = expression(j.at("when"), where + ".when");
+  // Loop variables have values only while their own edit's loops run: a `when` or a loop bound that
+  // names one, or an index or value that names another edit's, would read a value left from before.
+  std::vector<std::string> mine;
+  auto no_stale_loop = [&](const space::Expression& x, const std::string& what) {
+    for (const auto& v : x.variables())
+      if (std::find(loop_names.begin(), loop_names.end(), v) != loop_names.end() &&
+          std::find(mine.begin(), mine.end(), v) == mine.end())
+        fail(fmt::format("{} '{}' names loop variable '{}', {}", what, x.text(), v,
+                         mine.empty() ? "which has no value there: a when and the loop bounds are over the dims"
+                                      : "which is not one of this edit's 'for'"));
+  };
+  if (j.contains("when")) {
+    e.when = expression(j.at("when"), where + ".when");
+    no_stale_loop(*e.when, where + ".when");
+  }
   if (j.contains("for")) {
     if (!j.at("for").is_object()) fail(where + ".for must map loop variables to their bounds");
     for (const auto& [var, bound] : j.at("for").items()) {
       if (std::find(loop_names.begin(), loop_names.end(), var) == loop_names.end())
         fail(where + ".for: bad variable " + var);
       e.loops.emplace_back(table.slot(var), expression(bound, where + ".for." + var));
+      no_stale_loop(e.loops.back().second, where + ".for." + var);
     }
+    for (const auto& [var, bound] : j.at("for").items()) mine.push_back(var);
   }
   if (!j.contains("index") || !j.at("index").is_array()) fail(where + ".index must list one expression per dimension");
   for (std::size_t d = 0; d < j.at("index").size(); ++d)
     e.index.push_back(expression(j.at("index")[d], fmt::format("{}.index[{}]", where, d)));
+  for (std::size_t d = 0; d < e.index.size(); ++d) no_stale_loop(e.index[d], fmt::format("{}.index[{}]", where, d));
   if (e.index.size() != it->shape.size())
     fail(fmt::format("{}.index has {} entries but tensor '{}' has {} dimensions", where, e.index.size(), target,
                      it->shape.size()));
   if (!j.contains("value")) fail(where + " needs 'value', an expression");
   e.value = expression(j.at("value"), where + ".value");
+  no_stale_loop(*e.value, where + ".value");
   if (e.value->is_constant())
     for (const DType d : possible_dtypes(*it))
       if (const std::string why = beyond(d, e.value->eval(), target); !why.empty())

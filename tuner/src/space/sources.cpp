@@ -139,6 +139,7 @@ struct IncludeContext {
 std::optional<std::string> include_target(const IncludeDirective& d, const fs::path& including, const std::string& where,
                                           const IncludeContext& c) {
   const SourceFail& fail = *c.fail;
+  if (!d.refused.empty()) fail(fmt::format("{}: {}", where, d.refused));
   const std::string outside =
       "outside the template's folder and include_dirs; NVRTC is given only those folders' headers: add "
       "its folder to 'include_dirs' in the problem file and include it by its name there";
@@ -183,19 +184,61 @@ void resolve_includes(KernelSources& s, IncludeContext& c) {
   }
 }
 
-// `#` at `at` begins a directive; an #include's name and where it is, if it is one.
-std::optional<IncludeDirective> directive_at(const std::string& t, std::size_t at, std::size_t line) {
+// The directive's name as a preprocessor reads it from `at` (just past `#` or `%:`): line
+// continuations spliced and comments skipped; whether either came before the name.
+std::pair<std::string, bool> logical_directive_name(const std::string& t, std::size_t j) {
+  std::string name;
+  bool odd = false;
+  while (j < t.size()) {
+    if (t[j] == '\\' && (t.compare(j + 1, 1, "\n") == 0 || t.compare(j + 1, 2, "\r\n") == 0)) {
+      j += t[j + 1] == '\r' ? 3 : 2;
+      odd = true;
+    } else if (t.compare(j, 2, "/*") == 0) {
+      j = std::min(t.find("*/", j + 2), t.size() - 2) + 2;
+      odd = true;
+      if (!name.empty()) break;
+    } else if (std::isalnum(static_cast<unsigned char>(t[j])) || t[j] == '_') {
+      name += t[j++];
+    } else if (name.empty() && (t[j] == ' ' || t[j] == '\t')) {
+      ++j;
+    } else {
+      break;
+    }
+  }
+  return {name, odd};
+}
+
+// `#` (or `%:`, `digraph`) at `at` begins a directive; an #include's name and where it is, if it
+// is one (IncludeDirective::refused says why one is not taken as written).
+std::optional<IncludeDirective> directive_at(const std::string& t, std::size_t at, std::size_t line, bool digraph) {
   auto skip_blanks = [&](std::size_t j) {
     while (j < t.size() && (t[j] == ' ' || t[j] == '\t')) ++j;
     return j;
   };
-  std::size_t j = skip_blanks(at + 1);
-  if (t.compare(j, 7, "include") != 0) return std::nullopt;
-  j += 7;
-  if (j < t.size() && (std::isalnum(static_cast<unsigned char>(t[j])) || t[j] == '_')) return std::nullopt;  // include_next
+  const std::size_t after = at + (digraph ? 2 : 1);
+  const auto [word, odd] = logical_directive_name(t, after);
+  if (word != "include" && word != "include_next" && word != "import") return std::nullopt;
+  const std::size_t eol = std::min(t.find('\n', after), t.size());
+  if (word != "include")
+    return IncludeDirective{line,
+                            after,
+                            eol,
+                            0,
+                            word,
+                            fmt::format("#{} is not taken in a kernel template (NVRTC is given the problem's headers by "
+                                        "name); write it as #include \"file\"",
+                                        word)};
+  if (digraph || odd)
+    return IncludeDirective{line,
+                            after,
+                            eol,
+                            0,
+                            word,
+                            "an #include written with %:, a comment or a line continuation before its file's name; "
+                            "write it as #include \"file\" on one line, so tune can check what NVRTC reads"};
+  std::size_t j = skip_blanks(after) + 7;
   j = skip_blanks(j);
-  const std::size_t eol = std::min(t.find('\n', j), t.size());
-  IncludeDirective d{line, j, eol, 0, {}};
+  IncludeDirective d{line, j, eol, 0, {}, {}};
   if (j < eol && (t[j] == '"' || t[j] == '<')) {
     const std::size_t close = t.find(t[j] == '"' ? '"' : '>', j + 1);
     if (close < eol) {
@@ -231,9 +274,9 @@ std::vector<IncludeDirective> include_directives(const std::string& t) {
       i = stop;
     } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
       ++i;
-    } else if (c == '#' && line_start) {
+    } else if ((c == '#' || t.compare(i, 2, "%:") == 0) && line_start) {
       line_start = false;
-      const auto d = directive_at(t, i, line);
+      const auto d = directive_at(t, i, line, c == '%');
       if (d) out.push_back(*d);
       i = d ? d->end : i + 1;
     } else if (c == '"' || c == '\'') {

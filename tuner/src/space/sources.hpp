@@ -40,6 +40,10 @@ struct IncludeDirective {
   std::size_t end = 0;    // one past the closing " or >
   char delimiter = 0;     // '"', '<', or 0 for a computed include (#include MACRO)
   std::string name;       // between the delimiters; the rest of the line for a computed include
+  // Why tune refuses the directive as written ("" for a plain #include): #include_next or #import,
+  // or an #include spelled with %:, a comment or a line continuation before its file's name, which
+  // a preprocessor reads as an #include and a plain scan would not.
+  std::string refused;
 };
 std::vector<IncludeDirective> include_directives(const std::string& text);
 

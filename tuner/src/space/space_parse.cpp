@@ -179,8 +179,21 @@ void Space::Impl::parse_derived(const Json& json) {
       derived_src.emplace_back(name, d.at("expr"));
     }
   }
-  for (const auto& [name, expr] : derived_src)
-    derived.push_back({name, table.slot(name), expression(expr, "derived value '" + name + "'")});
+  // Each is computed in order: one that names itself or a later one would read a value left from the
+  // configuration evaluated before (refused here, as a constraint naming a later value is).
+  for (std::size_t k = 0; k < derived_src.size(); ++k) {
+    const auto& [name, expr] = derived_src[k];
+    const std::string where = "derived value '" + name + "'";
+    space::Expression e = expression(expr, where);
+    for (const auto& v : e.variables())
+      for (std::size_t later = k; later < derived_src.size(); ++later)
+        if (derived_src[later].first == v)
+          fail(
+              fmt::format("{} uses '{}', {}; a derived value may use only the dimensions, parameters and the "
+                          "derived values declared before it: reorder 'derived'",
+                          where, v, later == k ? "itself" : "which is declared after it"));
+    derived.push_back({name, table.slot(name), std::move(e)});
+  }
 }
 
 void Space::Impl::parse_constraints(const Json& json, const Json& shape) {
