@@ -151,7 +151,10 @@ def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
         g["cards"][card] = str(path)
         s = run["summary"]
         by = {v["name"]: v for v in run["variants"]}
-        win = by.get(s.get("winner") or "")
+        # An interrupted run names the best it had timed, which its gate may not have checked: no winner here
+        # (tune header and tune export refuse it too) until --resume finishes the run.
+        interrupted = (run["context"].get("search") or {}).get("interrupted")
+        win = None if interrupted else by.get(s.get("winner") or "")
         base = by.get(s.get("baseline") or "")
         fl = floors(run, peaks.get(slug), win["params"] if win else None)
         t = torch.get(slug, {}).get("entries", {}).get((run["problem"], shape_tag(run["shape"])))

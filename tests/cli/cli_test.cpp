@@ -651,6 +651,22 @@ TEST(CliHeader, AWinnerWithoutAUsableMedianIsRefused) {
   }
 }
 
+// An interrupted run names the best variant it had timed, which may never have been gated nor
+// strictly re-measured: tune writes no header from it, and neither header nor export torch ships it
+// (adversarial round 3: both did, exit 0).
+TEST(CliHeader, AnInterruptedRunIsNotShipped) {
+  const std::string out = out_dir("header_interrupted");
+  std::filesystem::create_directories(out);
+  auto j = nlohmann::ordered_json::parse(std::ifstream(merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json")));
+  j["context"]["search"]["interrupted"] = true;
+  const std::string file = out + "/interrupted.json";
+  std::ofstream(file) << j.dump();
+  const std::string why = file + ": the run was interrupted (context.search.interrupted), so its best variant was not gated";
+  expect_error("header " + file + " --allow-synthetic -o " + out + "/h.hpp", why);
+  expect_error("export torch " + file + " --allow-synthetic -o " + out + "/exp", why);
+  EXPECT_FALSE(std::filesystem::exists(out + "/h.hpp"));
+}
+
 namespace {
 // The helpers the kernel templates share (a problem's include_dirs), for a space written elsewhere.
 std::string common_kernels_dir() {

@@ -270,6 +270,20 @@ class Report(unittest.TestCase):
         md = (OUT / "optional_fields_out" / "report.md").read_text()
         self.assertIn("| Synthetic GPU A | `strategy=warp, block=64` | 400.00 | — % | — | 360.00 |", md)
 
+    def test_an_interrupted_run_names_no_winner(self):
+        # Its best variant may never have been gated: no winner in the tables (the row's dashes), as
+        # tune header and tune export refuse it, until --resume finishes the run.
+        src = OUT / "interrupted"
+        shutil.copytree(FIX / "synthetic", src)
+        f = src / A / "contact" / "B1_N64_C64_H32.json"
+        run = json.loads(f.read_text())
+        run["context"].setdefault("search", {})["interrupted"] = True
+        f.write_text(json.dumps(run))
+        r = tune("report", str(src), "-o", str(OUT / "interrupted_out"), "--peaks", str(FIX / "synthetic_peaks.json"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (OUT / "interrupted_out" / "report.md").read_text()
+        self.assertNotIn("| Synthetic GPU A | `strategy=warp, block=64` | 400.00 |", md)
+
     def test_two_files_of_one_card_and_shape_are_refused(self):
         # A copy beside the file would stand in for it in every table: refused, naming both.
         src = OUT / "two_files"

@@ -88,6 +88,13 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
     const RunRecord& run = r.run;
     if (!run.timed || !run.winner || !run.device)
       throw InputError(fmt::format("{}: no winner (a compile-only or interrupted run); tune it on a GPU first", r.file));
+    // An interrupted run names the best it had timed, not a winner: the strict re-measure and the
+    // gate may not have run (the run itself writes no header from it).
+    if (run.context.interrupted)
+      throw InputError(
+          fmt::format("{}: the run was interrupted (context.search.interrupted), so its best variant was not gated; "
+                      "finish it with the same tune command and --resume, then ship that",
+                      r.file));
     check_record(run, r.file);
     std::string why;
     const bool synthetic = !measured_on_gpu(run, &why);
