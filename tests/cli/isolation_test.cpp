@@ -912,6 +912,33 @@ TEST(VerdictCache, AWarmCacheGatesNothingAgainAndEachPartOfTheKeyRunsTheGateAgai
     EXPECT_NE(planted.at("summary").at("winner"), w_name) << name;
   }
 
+  // Hand-edited entries (adversarial round 3): an output verdict whose inputs were emptied, and an
+  // entry relabelled as another check, are damaged: misses, checked again and stored anew.
+  {
+    const std::string edited = fresh_dir("verdicts_edited_cache");
+    const std::string out0 = fresh_dir("verdicts_edited_0");
+    ASSERT_EQ(run(env, cached_run_args(out0, edited)).code, 0);
+    int outputs_entries = 0, relabelled = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(edited) / "verdicts")) {
+      Json entry = Json::parse(read_text(e.path().string()));
+      if (entry.at("check") == "outputs") {
+        entry["verdict"]["inputs"] = Json::array();
+        ++outputs_entries;
+      } else if (relabelled++ == 0) {
+        entry["check"] = "outputs";
+      }
+      std::ofstream(e.path()) << entry.dump();
+    }
+    ASSERT_GT(outputs_entries, 0);
+    const std::string out1 = fresh_dir("verdicts_edited_1");
+    const Result r = run(env, cached_run_args(out1, edited));
+    ASSERT_EQ(r.code, 0) << r.output;
+    const Json again = read_json(result_path(out1));
+    EXPECT_EQ(gate_counts(again).misses, outputs_entries + 1) << "each edited entry checked again";
+    const Json& win = variant(again, again.at("summary").at("winner").get<std::string>());
+    EXPECT_FALSE(win.at("gate").at("inputs").empty()) << win.at("gate").dump();
+  }
+
   // --no-cache: neither read nor written.
   const Json none = tune("verdicts_none", "", " --no-cache").first;
   EXPECT_EQ(gate_counts(none).hits, 0);

@@ -128,9 +128,17 @@ std::optional<GateRecord> Gate::lookup(const std::string& check, const WorkerIte
   if (key.empty()) return std::nullopt;
   std::optional<nlohmann::ordered_json> entry;
   if (!settings_.fresh) entry = cache_->load(key);
+  // An entry of another check under this key, or an output verdict that does not name every seeded
+  // input, is damaged: a miss, replaced by the store (a verdict that stopped short is checked again).
+  if (entry && entry->value("check", "") != check) entry.reset();
   if (entry) {
     try {
       GateRecord v = gate_from_json(entry->at("verdict"));
+      if (check == "outputs")
+        for (const auto seed : seeds_)
+          if (std::none_of(v.inputs.begin(), v.inputs.end(),
+                           [&](const GateRecord::Input& in) { return in.name == fmt::format("seed {}", seed); }))
+            throw std::invalid_argument("an output verdict without its seeded inputs");
       ++ctx_.cache_hits;
       return v;
     } catch (const std::exception&) {  // an entry of another shape: a miss, replaced by the store
