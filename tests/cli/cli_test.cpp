@@ -290,6 +290,15 @@ TEST(CliSweep, ShardsOfASweepAndOfOneShapeMergeIntoTheUnshardedFiles) {
   const Result seeded = run(one + " --seed 7 --shard 2/3 --out " + out + "/seeded");
   ASSERT_EQ(seeded.code, 0) << seeded.output;
   expect_error("merge " + out + "/v0 " + out + "/v1 " + out + "/seeded --out " + out + "/x", "differ in seed (42 vs 7)");
+  // Timed shards gated otherwise: the merged winner would be one that the merged record's gate never
+  // checked (adversarial round 3: merged, exit 0).
+  const std::string fake =
+      std::string("TUNE_WORKER_FAKE=1 TUNE_SANITIZER=") + TUNE_REPO_DIR + "/tests/support/fake-compute-sanitizer";
+  const std::string timed = "--problem contact --B 2 --N 16 --torch off --config " + std::string(TUNE_FIXTURES) +
+                            "/contact_sweep_space.json --cache-dir " + out + "/cache";
+  ASSERT_EQ(run_with(fake, timed + " --shard 0/2 --out " + out + "/g0").code, 0);
+  ASSERT_EQ(run_with(fake, timed + " --shard 1/2 --sanitize off --out " + out + "/g1").code, 0);
+  expect_error("merge " + out + "/g0 " + out + "/g1 --out " + out + "/x", "differ in gate (--sanitize) (winner vs off)");
   // A part of a shape's variants is no result to build a header or a report from.
   const auto part = std::filesystem::path(out) / "v0" / dir / "B2_N16_C64_H32.shard-0-of-3.json";
   expect_error("header " + part.string() + " -o " + out + "/x.hpp", "combine the shards with tune merge");

@@ -59,6 +59,9 @@ std::string run_difference(const RunRecord& a, const RunRecord& b) {
       {"search", to_string(a.context.search), to_string(b.context.search)},
       {"budget", std::to_string(a.context.budget), std::to_string(b.context.budget)},
       {"device model", a.timed ? dev(a) : "", b.timed ? dev(b) : ""},
+      // The merged winner is one shard's finalist: every shard gated as the merged record says.
+      {"gate (--sanitize)", a.context.gate.mode, b.context.gate.mode},
+      {"--allow-unchecked", a.context.gate.allow_unchecked ? "on" : "off", b.context.gate.allow_unchecked ? "on" : "off"},
       {"shard count", std::to_string(sa.count), std::to_string(sb.count)},
       {"split", to_string(sa.split), to_string(sb.split)},
       {"sweep size", std::to_string(sa.items), std::to_string(sb.items)},
