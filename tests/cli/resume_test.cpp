@@ -176,6 +176,31 @@ TEST(Resume, AResumedSweepSkipsTheShapesItFinishedAndEndsAsAnUnbrokenRun) {
   EXPECT_EQ(read_json(dir / "R32_L64.json").at("seed"), 8);
 }
 
+// A run that its --time-budget stopped left variants unreached: it keeps its journal, and --resume
+// (here without the budget) measures the rest instead of skipping the shape as complete
+// (adversarial round 3: "already complete; skipped", the rest never measured).
+TEST(Resume, ARunStoppedByItsTimeBudgetIsContinuedByResume) {
+  const std::string out = out_dir("resume_time_budget");
+  const std::string args = affine_args(out + "/t") + " --R 32";
+  const fs::path dir = fs::path(out) / "t" / "fake-gpu" / "affine";
+  const Result cut = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=100", args + " --time-budget 0.5");
+  ASSERT_EQ(cut.code, 0) << cut.output;
+  const Json first = read_json(dir / "R32_L64.json");
+  ASSERT_TRUE(first.at("context").at("search").at("stopped_by_time_budget").get<bool>());
+  const auto skipped = [](const Json& run) {
+    const Json& by = run.at("summary").at("by_status");
+    return by.contains("skipped") ? by.at("skipped").get<int>() : 0;
+  };
+  ASSERT_GT(skipped(first), 0) << first.at("summary").dump();
+  EXPECT_TRUE(fs::exists(dir / "R32_L64.journal.jsonl"));
+  const Result resumed = run_with("TUNE_WORKER_FAKE=1", args + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_EQ(resumed.output.find("already complete"), std::string::npos) << resumed.output;
+  const Json after = read_json(dir / "R32_L64.json");
+  EXPECT_EQ(skipped(after), 0) << after.at("summary").dump();
+  EXPECT_GE(after.at("context").at("journal").at("resumed_variants").get<int>(), 1);
+}
+
 // #8: a shape killed on one of two devices and resumed on the other (the first one fails at once)
 // continues from the journal in the first device's folder, which keeps nothing of it afterwards.
 TEST(Resume, AShapeResumedOnAnotherDeviceTakesItsJournalFromTheFirstDevicesFolder) {

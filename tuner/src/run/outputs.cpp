@@ -75,7 +75,8 @@ std::optional<TuneOutcome> Outputs::finished_earlier(const RunRecord& run, const
     } catch (const InputError&) {
       continue;  // the run replaces it, or keeps it (reason_to_keep), as without --resume
     }
-    if (!earlier.complete || earlier.context.interrupted) continue;
+    // A run its --time-budget stopped left variants unreached: --resume continues it from its journal.
+    if (!earlier.complete || earlier.context.interrupted || earlier.context.stopped_by_time_budget) continue;
     const std::string differs =
         json == json_path ? identity_difference(identity, earlier.context.run_identity)
                           : identity_difference(across_cards(identity), across_cards(earlier.context.run_identity));
@@ -254,9 +255,10 @@ TuneOutcome Outputs::replace(const RunRecord& run, const std::optional<std::stri
   } else {
     replace_results(run, header, out);
   }
-  // A finished run needs no journal (its results hold every record); an interrupted one keeps it.
+  // A finished run needs no journal (its results hold every record); an interrupted one keeps it,
+  // and so does one its --time-budget stopped, for --resume to reach the rest.
   journal_.reset();
-  if (!run.context.interrupted) std::filesystem::remove(journal_path_);
+  if (!run.context.interrupted && !run.context.stopped_by_time_budget) std::filesystem::remove(journal_path_);
   return out;
 }
 
