@@ -292,6 +292,27 @@ TEST(Problems, AnEditThatNamesALoopVariableWhereItHasNoValueIsRefusedAtLoad) {
       "edits[1].index[0] 'i' names loop variable 'i', which is not one of this edit's 'for'");
 }
 
+// A constant init must be a value of its dtype: int64's 2^63 - 1 reads as 2^63 in a double and
+// wrapped to its lowest value; float16's 70000 became inf and was blamed on the reference.
+TEST(Problems, AConstantOutsideItsDtypeIsRefusedAtLoad) {
+  expect_load_refused(
+      "const_i64",
+      [](Json& j) {
+        j["tensors"][1]["dtype"] = "int64";
+        j["tensors"][1]["init"] = parse(R"({"kind": "constant", "value": 9223372036854775807})");
+      },
+      "is not a value of int64 (tensor 'x')");
+  expect_load_refused(
+      "const_f16",
+      [](Json& j) {
+        j["tensors"][1]["dtype"] = "float16";
+        j["tensors"][1]["init"] = parse(R"({"kind": "constant", "value": 70000})");
+      },
+      "constant 70000 makes tensor 'x' non-finite in float16");
+  EXPECT_TRUE(representable(DType::kInt64, -0x1p63));
+  EXPECT_FALSE(representable(DType::kInt64, 0x1p63));
+}
+
 // #13: element counts without overflow, and the data against the host's memory.
 TEST(Problems, Issue34_TensorSizesAreBoundedWhenTheShapeIsBound) {
   const auto square = Problem::load(tiny_folder("square", [](Json& j) {

@@ -235,7 +235,11 @@ double round_to(DType t, double v) {
   return v;
 }
 
-bool representable(DType t, double v) { return std::isfinite(v) && round_to(t, v) == v; }
+bool representable(DType t, double v) {
+  // int64's range ends one below 2^63, which a double reads 9223372036854775807 as (rounding up).
+  if (t == DType::kInt64 && !(v >= -0x1p63 && v < 0x1p63)) return false;
+  return std::isfinite(v) && round_to(t, v) == v;
+}
 
 void encode(DType t, double v, std::byte* out) {
   switch (t) {

@@ -74,7 +74,10 @@ HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string&
   for (const Json& v : data) {
     if (!v.is_number()) throw InputError(where + " data must be numbers");
     const double x = v.get<double>();
-    if (exact && !representable(spec.dtype, x))
+    // An integer tensor's value written as a number no 64-bit integer holds (read as a float, e.g.
+    // -9223372036854775809) rounds into range as a double: refused as written.
+    const bool integer_as_written = v.is_number_integer() || is_floating(spec.dtype);
+    if (exact && (!integer_as_written || !representable(spec.dtype, x)))
       throw InputError(
           fmt::format("{}.data[{}]: {} is not exactly a {} value (it would become {}); a golden holds "
                       "the values the kernel gets: remake it with scripts/make_goldens.py",
