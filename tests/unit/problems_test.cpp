@@ -379,6 +379,19 @@ TEST(Problems, Issue34_WorkCountsAndEditedValuesAreCheckedAtLoadOrWhenTheShapeIs
   expect_load_refused(
       "fill", [](Json& j) { j["edge_cases"] = parse(R"([{"name": "f", "set": {"x": {"fill": 1e38, "scale": 10}}}])"); },
       "edge_cases[0].set.x: fill 1e+38 x scale 10 + offset 0 is 1e+39, beyond float32");
+  // An integer tensor's range, both ends: uint8 integers in [0, 5) offset by -1 reach -1, and int8's
+  // [-128, 127) negated reaches 128 (both were found only when the gate drew that edge case, by seed).
+  for (const auto& [dtype, init, op, needle] :
+       {std::tuple{"uint8", R"({"kind": "integers", "low": 0, "high": 5})", R"({"offset": -1})", "to [-1, 3], beyond uint8"},
+        std::tuple{"int8", R"({"kind": "integers", "low": -128, "high": 127})", R"({"scale": -1})",
+                   "to [-126, 128], beyond int8"}}) {
+    const auto ints = Problem::load(tiny_folder(std::string("ints_") + dtype, [&](Json& j) {
+      j["tensors"][1]["dtype"] = dtype;
+      j["tensors"][1]["init"] = parse(init);
+      j["edge_cases"] = Json::array({Json{{"name", "e"}, {"set", Json{{"x", parse(op)}}}}});
+    }));
+    expect_refused<ConfigError>([&] { ints->check_shape(Shape({{"N", 100}})); }, needle);
+  }
 }
 
 // #30: a `when` that is NaN is false, as a constraint's is.

@@ -34,21 +34,25 @@ std::int64_t Problem::Impl::elements(const TensorDef& t, const Shape& shape) con
   return n;
 }
 
-double Problem::Impl::init_bound(const Init& init) {
+std::pair<double, double> Problem::Impl::init_range(const Init& init) {
   constexpr double kNormal = 8.58;  // Box-Muller's largest |x|: sqrt(-2 ln 2^-53)
   switch (init.kind) {
     case InitKind::kNormal:
-      return std::abs(init.a) + kNormal * std::abs(init.b);
+      return {init.a - kNormal * std::abs(init.b), init.a + kNormal * std::abs(init.b)};
     case InitKind::kUniform:
-      return std::max(std::abs(init.a), std::abs(init.b));
+      return {std::min(init.a, init.b), std::max(init.a, init.b)};
     case InitKind::kConstant:
-      return std::abs(init.a);
+      return {init.a, init.a};
     case InitKind::kLayerNormWeight:
-      return 1 + 0.2 * kNormal;
+      return {1 - 0.2 * kNormal, 1 + 0.2 * kNormal};
     case InitKind::kLayerNormBias:
-      return 0.2 * kNormal;
+      return {-0.2 * kNormal, 0.2 * kNormal};
+    case InitKind::kIntegers:
+      return {init.a, init.b - 1};
+    case InitKind::kBernoulli:
+      return {0, 1};
     default:
-      return 1;  // linear: 1/sqrt(fan_in); bernoulli: 0 or 1
+      return {-1, 1};  // linear: within 1/sqrt(fan_in)
   }
 }
 
@@ -70,26 +74,31 @@ void Problem::Impl::check_work(const Shape& shape) const {
 // that would make an input non-finite is refused now, not when the gate runs it (issue 34 #14).
 void Problem::Impl::check_data(const Shape& shape) const {
   std::vector<std::vector<std::int64_t>> shapes;
-  std::vector<double> bound;
+  std::vector<std::pair<double, double>> range;  // the values each tensor may hold, lowest and highest
   for (const TensorDef& t : tensors) {
     shapes.push_back(spec(t).shape);
-    bound.push_back(t.role == Role::kOutput           ? 0
-                    : t.init.kind == InitKind::kIndex ? static_cast<double>(index_high(t) - 1)
-                                                      : init_bound(t.init));
+    range.push_back(t.role == Role::kOutput           ? std::pair<double, double>{0, 0}
+                    : t.init.kind == InitKind::kIndex ? std::pair<double, double>{0, static_cast<double>(index_high(t) - 1)}
+                                                      : init_range(t.init));
   }
   for (const Edit& e : edits)
-    for_each_write(e, shapes[e.tensor], tensors[e.tensor].name, dtype_of(tensors[e.tensor]),
-                   [&](std::int64_t, double v) { bound[e.tensor] = std::max(bound[e.tensor], std::abs(v)); });
+    for_each_write(e, shapes[e.tensor], tensors[e.tensor].name, dtype_of(tensors[e.tensor]), [&](std::int64_t, double v) {
+      range[e.tensor] = {std::min(range[e.tensor].first, v), std::max(range[e.tensor].second, v)};
+    });
   for (const EdgeCase& c : edge_cases) {
     if (c.when && !holds(*c.when)) continue;
     for (const TensorSet& set : c.sets) {
-      const double v = (set.fill ? std::abs(*set.fill) : bound[set.tensor]) * std::abs(set.scale) + std::abs(set.offset);
+      const auto [lo, hi] = set.fill ? std::pair<double, double>{*set.fill, *set.fill} : range[set.tensor];
+      const double a = lo * set.scale + set.offset, b = hi * set.scale + set.offset;
+      const double low = std::min(a, b), high = std::max(a, b);
       const DType d = dtype_of(tensors[set.tensor]);
-      if (!(v <= dtype_max(d)))
+      const bool fits = is_floating(d) ? std::max(std::abs(low), std::abs(high)) <= dtype_max(d)
+                                       : low >= dtype_lowest(d) && high <= dtype_max(d);
+      if (!fits)
         fail(
-            fmt::format("{}: scale {} and offset {} take the values of tensor '{}' (up to {:.3g} at shape {}) to {:.3g}, "
-                        "beyond {}; choose a smaller scale or offset",
-                        set.where, set.scale, set.offset, tensors[set.tensor].name, bound[set.tensor], shape.describe(), v,
+            fmt::format("{}: scale {} and offset {} take the values of tensor '{}' ([{:.3g}, {:.3g}] at shape {}) to "
+                        "[{:.3g}, {:.3g}], beyond {}; choose a smaller scale or offset",
+                        set.where, set.scale, set.offset, tensors[set.tensor].name, lo, hi, shape.describe(), low, high,
                         dtype_name(d)));
       for (const double x : {set.fill.value_or(0), set.scale, set.offset})
         if (!is_floating(d) && x != std::floor(x))

@@ -217,7 +217,8 @@ struct Problem::Impl {
   // The elements of tensor t at the bound shape; throws ShapeError past kMaxElements.
   std::int64_t elements(const TensorDef& t, const Shape& shape) const;
   // The largest magnitude the tensor's init can draw (before edits).
-  static double init_bound(const Init& init);
+  // The lowest and highest value an init draws (an index init: its caller, from the shape).
+  static std::pair<double, double> init_range(const Init& init);
   // Each element an edit writes, with its value (checked finite and within float32), at the bound
   // shape; `what` names the tensor for messages.
   void for_each_write(const Edit& e, const std::vector<std::int64_t>& shape, const std::string& what, DType dtype,
