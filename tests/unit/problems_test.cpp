@@ -313,6 +313,19 @@ TEST(Problems, AConstantOutsideItsDtypeIsRefusedAtLoad) {
   EXPECT_FALSE(representable(DType::kInt64, 0x1p63));
 }
 
+// An output of no elements at the shape: parity over nothing failed every variant as "0 of 0 outputs".
+TEST(Problems, AnOutputWithNoElementsIsRefusedWhenTheShapeIsBound) {
+  const auto empty = Problem::load(tiny_folder("zero_out", [](Json& j) {
+    j["tensors"][1]["shape"] = parse(R"(["N", "0"])");
+    j["tensors"][2]["shape"] = parse(R"(["N", "0"])");
+  }));
+  expect_refused<ConfigError>(
+      [&] {
+        empty->check_shape(Shape({{"N", 100}}));
+      },
+      "shape N=100: the output 'out' (shape [N, 0]) has no elements");
+}
+
 // #13: element counts without overflow, and the data against the host's memory.
 TEST(Problems, Issue34_TensorSizesAreBoundedWhenTheShapeIsBound) {
   const auto square = Problem::load(tiny_folder("square", [](Json& j) {

@@ -83,6 +83,12 @@ TEST(Sweep, ListsExpandInTheProblemsDimensionOrderLastFastest) {
   EXPECT_EQ(items[3].describe(), "contact B=4 N=256");
   EXPECT_EQ(expand_dims("contact", {}).size(), 1u);
   EXPECT_NE(message_of([] { expand_dims("contact", {{"N", {64, 64}}}); }).find("--N repeats a value"), std::string::npos);
+  // A dtype variable's values by their names, not the codes they travel as.
+  const std::int64_t f32 = dtype_flag_value(DType::kFloat32), bf16 = dtype_flag_value(DType::kBFloat16);
+  EXPECT_NE(message_of([&] {
+              expand_dims("contact", {{"T", {f32, bf16, f32}}});
+            }).find("--T repeats a value (float32,bfloat16,float32)"),
+            std::string::npos);
 }
 
 TEST(Sweep, ASweepFileExpandsEachEntryAndNamesTheFieldItRefuses) {

@@ -57,7 +57,13 @@ std::pair<double, double> Problem::Impl::init_range(const Init& init) {
 }
 
 void Problem::Impl::check_sizes(const Shape& shape) const {
-  for (const TensorDef& t : tensors) (void)elements(t, shape);
+  for (const TensorDef& t : tensors)
+    if (elements(t, shape) == 0 && t.role == Role::kOutput)  // parity over no element would pass anything
+      fail(
+          fmt::format("shape {}: the output '{}' (shape [{}]) has no elements; give a shape where every output "
+                      "dimension is at least 1",
+                      shape.describe(), t.name,
+                      fmt::join(t.shape | std::views::transform([](const auto& e) { return e.text(); }), ", ")));
 }
 
 void Problem::Impl::check_work(const Shape& shape) const {

@@ -70,8 +70,12 @@ std::vector<SweepItem> expand_dims(const std::string& problem,
   for (const auto& [d, values] : sorted) {
     if (values.empty()) throw InputError(fmt::format("--{} has no values; give one or more, e.g. --{} 64,256", d, d));
     const std::set<std::int64_t> unique(values.begin(), values.end());
-    if (unique.size() != values.size())
-      throw InputError(fmt::format("--{} repeats a value ({}); list each value once", d, fmt::join(values, ",")));
+    if (unique.size() != values.size()) {
+      std::vector<std::string> shown;  // a dtype variable's values by their names, not their codes
+      for (const std::int64_t v : values)
+        shown.push_back(dtype_of_flag_value(v) ? std::string(dtype_name(*dtype_of_flag_value(v))) : std::to_string(v));
+      throw InputError(fmt::format("--{} repeats a value ({}); list each value once", d, fmt::join(shown, ",")));
+    }
   }
   std::vector<SweepItem> items{{problem, {}}};
   for (const auto& [d, values] : sorted) {
