@@ -699,6 +699,22 @@ TEST(CliHeader, AResultThatPredatesAParameterTakesTheBaselinesValueAndSaysSo) {
   const std::string text = read_text(out + "/contact.hpp");
   EXPECT_NE(text.find("added_later: the baseline's value is assumed"), std::string::npos) << text;
   EXPECT_NE(text.find("  int added_later;"), std::string::npos);
+  // A parameter that declares what older records ran (`absent`) takes that value, not the
+  // baseline's, and needs no assumption (adversarial round 3: the baseline's was taken).
+  space["parameters"].push_back({{"name", "with_absent"}, {"values", {0, 1}}, {"absent", 1}});
+  space["baseline"]["with_absent"] = 0;
+  std::ofstream(out + "/space2.json") << space.dump(1);
+  const Result r2 = run("header " + merge_fixture("contact/synthetic_gpu_a_B4_N64_C64_H32.json") + " --config " + out +
+                        "/space2.json --allow-synthetic -o " + out + "/contact2.hpp");
+  ASSERT_EQ(r2.code, 0) << r2.output;
+  const std::string text2 = read_text(out + "/contact2.hpp");
+  EXPECT_EQ(text2.find("with_absent: the baseline's value is assumed"), std::string::npos) << text2;
+  EXPECT_EQ(text2.find("added_later, with_absent"), std::string::npos) << text2;
+  // The entry's params, in the space's order: with_absent, the last, is 1 (its absent value).
+  const std::size_t params_at = text2.find('{', text2.find("{\"strategy=mma", text2.find("kEntries[kEntryCount]")) + 2);
+  ASSERT_NE(params_at, std::string::npos) << text2;
+  const std::string params = text2.substr(params_at, text2.find('}', params_at) - params_at + 1);
+  EXPECT_TRUE(params.ends_with(", 1}")) << params;
 }
 
 // ---- Issue 22 (reliability, round 2): names, huge spaces ---------------------------------------

@@ -15,15 +15,16 @@
 namespace tune::header_parts {
 namespace {
 
-// The recorded parameters; a parameter the space gained after the run takes the baseline's value
-// (the template's default is the baseline's, so the measured kernel is the one named), listed in
-// *assumed. Throws InputError for a parameter or value the space does not have (Space::from_record).
+// The recorded parameters; a parameter the space gained after the run takes its declared `absent`
+// value (what the space says an older record ran), else the baseline's (the template's default is
+// the baseline's, so the measured kernel is the one named), listed in *assumed. Throws InputError
+// for a parameter or value the space does not have (Space::from_record).
 Config recorded_config(const VariantRecord& v, const Space& space, const std::string& file,
                        std::vector<std::string>* assumed) {
   nlohmann::ordered_json params = v.params;
   const nlohmann::ordered_json base = space.to_json(space.baseline());
   for (const auto& p : space.parameters())
-    if (!params.contains(p.name)) {
+    if (!params.contains(p.name) && !p.absent) {
       params[p.name] = base.at(p.name);
       if (assumed) assumed->push_back(p.name);
     }
