@@ -194,3 +194,26 @@ TEST(ProblemDtypes, TemplateArgumentNamesTheCudaType) {
 
 }  // namespace
 }  // namespace tune
+
+namespace tune {
+namespace {
+
+// A record without a dtype variable (it predates it) is of the dtype its tensors ran in
+// (context.tensors), not the variable's default: float32 timings were relabelled bfloat16 by a
+// folder whose new variable defaults to bfloat16 (adversarial round 3).
+TEST(ProblemDtypes, ARecordThatPredatesADtypeVariableKeepsTheDtypeItRan) {
+  const auto p = Problem::load(write_problem(kTensors));
+  Shape plain({{"M", 8}, {"N", 16}});
+  p->add_dtype_defaults(plain, {{"x", "bfloat16"}, {"out", "bfloat16"}, {"idx", "int64"}});
+  ASSERT_TRUE(plain.has_dtype("T"));
+  EXPECT_EQ(plain.dtype("T"), DType::kBFloat16) << "the dtype the record's tensors ran in";
+  Shape none({{"M", 8}, {"N", 16}});
+  p->add_dtype_defaults(none, {});
+  EXPECT_EQ(none.dtype("T"), DType::kFloat32) << "no tensors recorded: the default";
+  Shape other({{"M", 8}, {"N", 16}});
+  p->add_dtype_defaults(other, {{"x", "float16"}});
+  EXPECT_EQ(other.dtype("T"), DType::kFloat32) << "a dtype the variable does not take: the default";
+}
+
+}  // namespace
+}  // namespace tune

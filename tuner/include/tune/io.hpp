@@ -2,6 +2,7 @@
 // Readers and writers of files users hand around: results, golden cases, generated headers.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,10 +20,13 @@ namespace tune {
 RunRecord read_result(const std::filesystem::path& file);
 // A results file read as a record of its problem (problem_spec_of: by name, else the problem file
 // it records), for the readers that interpret its shape against today's problem (tune header, tune
-// export torch): read_result, then each dtype variable its shape lacks set to the variable's default
-// (a record older than the variable was tuned in the default, issue 35; without a default it stays
-// unset). Throws InputError as read_result, or when the problem is not found.
+// export torch): read_result, then each dtype variable its shape lacks set to the dtype its tensors
+// ran in (context.tensors: a record older than the variable), else the variable's default (issue
+// 35; without a default it stays unset). Throws InputError as read_result, or when the problem is
+// not found.
 RunRecord read_problem_result(const std::filesystem::path& file);
+// A record's tensors and their dtypes as bound (context.tensors), for Problem::add_dtype_defaults.
+std::map<std::string, std::string> recorded_dtypes(const RunRecord& run);
 // The tune results of a report folder, <root>/<gpu>/<problem>/<shape>.json or .json.gz in path order,
 // each read once and validated as read_result validates it: the file, its JSON as written and its
 // record. Other JSON files there are passed over, as report.py passes them. <shape>.json beside

@@ -5,6 +5,7 @@
 // a problem never knows about variants.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -86,8 +87,10 @@ class Problem {
   // The file's dtype variables, in its order (empty without `dtypes`).
   [[nodiscard]] const std::vector<DTypeVariable>& dtype_variables() const;
   // Gives each dtype variable the shape lacks its default (one without default stays absent, for
-  // check_shape to refuse).
-  void add_dtype_defaults(Shape& shape) const;
+  // check_shape to refuse). `recorded`: a results file's tensors as bound (context.tensors, tensor
+  // name to dtype name): a record that predates a dtype variable ran its tensors in the dtypes it
+  // lists, so the variable takes that dtype rather than its default.
+  void add_dtype_defaults(Shape& shape, const std::map<std::string, std::string>& recorded = {}) const;
   // Throws ShapeError (one line, naming the dimension or tensor) for a dimension that is missing, not
   // positive or too large, a dtype variable missing (without default) or not one of its values, a
   // tensor past 2^40 elements; ConfigError for what the shape makes of the

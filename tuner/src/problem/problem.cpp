@@ -277,9 +277,19 @@ const nlohmann::ordered_json& Problem::json() const { return impl_->json; }
 std::vector<std::string> Problem::dims() const { return impl_->dims; }
 const std::vector<DTypeVariable>& Problem::dtype_variables() const { return impl_->dtype_vars; }
 
-void Problem::add_dtype_defaults(Shape& shape) const {
-  for (const DTypeVariable& v : impl_->dtype_vars)
-    if (!shape.has_dtype(v.name) && v.default_value) shape.set_dtype(v.name, *v.default_value);
+void Problem::add_dtype_defaults(Shape& shape, const std::map<std::string, std::string>& recorded) const {
+  for (std::size_t k = 0; k < impl_->dtype_vars.size(); ++k) {
+    const DTypeVariable& v = impl_->dtype_vars[k];
+    if (shape.has_dtype(v.name)) continue;
+    std::optional<DType> ran;  // the dtype a record's tensors of this variable were bound to
+    for (const auto& t : impl_->tensors)
+      if (t.dtype_var == k)
+        if (const auto it = recorded.find(t.name); it != recorded.end() && !ran) ran = parse_dtype(it->second);
+    if (ran && std::find(v.values.begin(), v.values.end(), *ran) != v.values.end())
+      shape.set_dtype(v.name, *ran);
+    else if (v.default_value)
+      shape.set_dtype(v.name, *v.default_value);
+  }
 }
 Tolerance Problem::tolerance(const Shape& shape) const { return tolerance(output_spec(shape).dtype); }
 Tolerance Problem::tolerance(DType output_dtype) const { return impl_->tolerance.of(output_dtype); }

@@ -181,9 +181,15 @@ RunRecord read_result(const std::filesystem::path& file) {
   }
 }
 
+std::map<std::string, std::string> recorded_dtypes(const RunRecord& run) {
+  std::map<std::string, std::string> out;
+  for (const TensorRecord& t : run.context.tensors) out.emplace(t.name, t.dtype);
+  return out;
+}
+
 RunRecord read_problem_result(const std::filesystem::path& file) {
   RunRecord run = read_result(file);
-  find_problem(problem_spec_of(run)).add_dtype_defaults(run.shape);
+  find_problem(problem_spec_of(run)).add_dtype_defaults(run.shape, recorded_dtypes(run));
   return run;
 }
 

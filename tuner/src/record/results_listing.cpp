@@ -50,7 +50,7 @@ Json listing_entry(const ReportResult& r) {
   Shape shape = run.shape;  // dtype variables the record lacks at their defaults, as read_problem_result
   bool problem_found = true;
   try {
-    find_problem(problem_spec_of(run)).add_dtype_defaults(shape);
+    find_problem(problem_spec_of(run)).add_dtype_defaults(shape, recorded_dtypes(run));
   } catch (const InputError&) {
     problem_found = false;  // a problem not on this machine: the shape as recorded
   }
