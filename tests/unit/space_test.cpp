@@ -87,6 +87,25 @@ TEST(Space, LowersToLaunchesWithShapesAndParametersBakedIn) {
   EXPECT_TRUE(base.scratch.empty());
 }
 
+// A launch that passes a scratch buffer whose `when` does not hold for a configuration would launch
+// with no buffer there: refused when that configuration is lowered (adversarial round 3).
+TEST(Space, ALaunchTakingAScratchBufferAbsentFromTheConfigurationIsRefused) {
+  Json j = small_space();
+  j["launches"][0]["args"] = Json::array({"x", "out", "tmp"});
+  const Space s = Space::parse(j, "toy.json");
+  EXPECT_NO_THROW((void)s.lower(s.from_json(Json{{"strategy", "warp"}, {"block", 64}, {"smem", false}}), shape(3, 8),
+                                DeviceLimits::for_arch(90)));
+  try {
+    (void)s.lower(s.baseline(), shape(3, 8), DeviceLimits::for_arch(90));
+    ADD_FAILURE() << "lowered";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("launch 'k1' takes scratch buffer 'tmp', whose when 'strategy == warp' does "
+                                         "not hold for configuration strategy=thread"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Space, ConfigJsonRoundTripsAndRejectsUnknownValues) {
   const Space s = Space::parse(small_space(), "toy.json");
   const Config c = s.baseline();
@@ -177,6 +196,11 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["derived"] = Json::array({Json{{"name", "d"}, {"expr", "e + 1"}}, Json{{"name", "e"}, {"expr", "block"}}});
   expect_config_error(j, "derived value 'd' uses 'e', which is declared after it; a derived value may use only");
+  // The generated header computes the geometry in constexpr C++: a muParser function it cannot
+  // translate is refused at load, not when a tuned record is shipped.
+  j = small_space();
+  j["launches"][1]["grid"] = "B + rint(sqrt(4))";
+  expect_config_error(j, "function 'sqrt' has no constexpr C++ translation");
   j = small_space();
   for (int i = 0; i < 300; ++i) {
     char name[16];

@@ -73,6 +73,7 @@ MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const
   for (const auto& t : problem.param_specs(run.shape)) m.buffers.push_back(t);
   for (const auto& t : problem.input_specs(run.shape)) m.buffers.push_back(t);
   TensorSpec out = problem.output_spec(run.shape);
+  m.output_name = out.name;
   out.name = "out";
   m.buffers.push_back(out);
   for (const auto& t : m.lowered.scratch) m.buffers.push_back(t);

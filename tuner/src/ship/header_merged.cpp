@@ -52,7 +52,8 @@ std::string variant_init(const MergedVariant& m, const Space& space, const std::
     const auto& low = m.lowered.launches[l];
     std::vector<int> args;
     for (const auto& a : low.args) {
-      auto it = std::find_if(m.buffers.begin(), m.buffers.end(), [&](const TensorSpec& t) { return t.name == a; });
+      const std::string& name = a == m.output_name ? std::string("out") : a;  // the output by its own name
+      auto it = std::find_if(m.buffers.begin(), m.buffers.end(), [&](const TensorSpec& t) { return t.name == name; });
       if (it == m.buffers.end())
         throw InputError(fmt::format("launch {} takes '{}', which is no buffer of the problem", low.kernel, a));
       args.push_back(static_cast<int>(it - m.buffers.begin()));

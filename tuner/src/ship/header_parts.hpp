@@ -29,6 +29,7 @@ struct MergedVariant {
   std::vector<std::string> assumed;  // parameters the result predates: the baseline's value is used
   Lowered lowered;                   // for the arguments and scratch buffers
   std::vector<TensorSpec> buffers;   // params, inputs, "out", scratch: what the arguments index
+  std::string output_name;           // the output's own name, which launch args may use for "out"
 };
 
 struct MergedEntry {

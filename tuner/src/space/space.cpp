@@ -231,6 +231,18 @@ Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimit
     out.scratch.push_back({b.name, {n}});
   }
   if (out.launches.empty()) s.fail("no launch applies to configuration " + name(config));
+  // A launch that passes a scratch buffer absent from this configuration (its `when` false) would
+  // launch with no buffer there.
+  for (const KernelLaunch& k : out.launches)
+    for (const auto& a : k.args)
+      for (const Scratch& b : s.scratch)
+        if (b.name == a &&
+            std::none_of(out.scratch.begin(), out.scratch.end(), [&](const TensorSpec& t) { return t.name == a; }))
+          s.fail(
+              fmt::format("launch '{}' takes scratch buffer '{}', whose when '{}' does not hold for configuration {}; "
+                          "give the launch a when that implies it, or the scratch buffer one that holds wherever "
+                          "the launch runs",
+                          k.kernel, a, b.when.text(), name(config)));
   return out;
 }
 

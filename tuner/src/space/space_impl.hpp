@@ -11,6 +11,7 @@
 
 #include "core/expr.hpp"
 #include "problem/dtype_vars.hpp"
+#include "space/expr_cpp.hpp"
 #include "space/sources.hpp"
 #include "tune/errors.hpp"
 #include "tune/space.hpp"
@@ -91,11 +92,21 @@ struct Space::Impl {
     if (!unknown.empty())
       fail(fmt::format("{} '{}' uses '{}', which is not a dimension, parameter or derived value declared before it", where,
                        text, unknown.front()));
+    space::Expression e = [&] {
+      try {
+        return space::Expression(text, table);
+      } catch (const std::invalid_argument& err) {
+        fail(fmt::format("{} '{}': {}", where, text, err.what()));
+      }
+    }();
+    // The generated header computes these in constexpr C++: a function it has no translation for
+    // (muParser's sqrt, rint, ...) is refused here, not when a tuned record is shipped.
     try {
-      return space::Expression(text, table);
-    } catch (const std::invalid_argument& e) {
-      fail(fmt::format("{} '{}': {}", where, text, e.what()));
+      (void)space::expression_to_cpp(text, [](const std::string& n) -> std::optional<std::string> { return n; });
+    } catch (const std::invalid_argument& err) {
+      fail(fmt::format("{} {}", where, err.what()));  // the message quotes the expression
     }
+    return e;
   }
 
   double value_of(std::size_t p, std::size_t choice) const { return numeric[numeric_offset[p] + choice]; }
