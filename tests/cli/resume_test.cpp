@@ -237,4 +237,32 @@ TEST(Resume, AShapeResumedOnAnotherDeviceTakesItsJournalFromTheFirstDevicesFolde
   EXPECT_FALSE(fs::exists(dirs[1 - first] / "R32_L64.journal.jsonl")) << "a finished run removes its journal";
 }
 
+// A card's folder name depends on the cards beside it (fake-gpu alone, fake-gpu-fa4e0000 beside a
+// second of its model): a shape finished by a run on one card is found by a --resume on two, and
+// one finished on two by a --resume on one (adversarial round 3: tuned again, and then two files of
+// one card and shape made tune report refuse the folder).
+TEST(Resume, AFinishedShapeIsFoundUnderEachOfItsCardsFolderNames) {
+  const std::string out = out_dir("resume_folder_names");
+  const fs::path alone = fs::path(out) / "a" / "fake-gpu" / "affine";
+  const Result one = run_with("TUNE_WORKER_FAKE=1", affine_args(out + "/a") + " --R 32");
+  ASSERT_EQ(one.code, 0) << one.output;
+  const Result two =
+      run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2", affine_args(out + "/a") + " --R 32 --devices all --resume");
+  ASSERT_EQ(two.code, 0) << two.output;
+  EXPECT_NE(two.output.find("R32_L64: already complete in " + (alone / "R32_L64.json").string()), std::string::npos)
+      << two.output;
+  for (const char* card : {"fake-gpu-fa4e0000", "fake-gpu-fa4e0001"})
+    EXPECT_FALSE(fs::exists(fs::path(out) / "a" / card / "affine" / "R32_L64.json")) << card;
+
+  const fs::path beside = fs::path(out) / "b" / "fake-gpu-fa4e0000" / "affine";
+  const Result pair = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2",
+                               affine_args(out + "/b") + " --R 32 --devices all --replicate");
+  ASSERT_EQ(pair.code, 0) << pair.output;
+  ASSERT_TRUE(fs::exists(beside / "R32_L64.json")) << pair.output;
+  const Result single = run_with("TUNE_WORKER_FAKE=1", affine_args(out + "/b") + " --R 32 --resume");
+  ASSERT_EQ(single.code, 0) << single.output;
+  EXPECT_NE(single.output.find("already complete in " + (beside / "R32_L64.json").string()), std::string::npos)
+      << single.output;
+}
+
 }  // namespace

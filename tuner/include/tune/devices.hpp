@@ -38,6 +38,10 @@ std::vector<SweepDevice> resolve_devices(const DeviceSelection& selection, int a
 // The results folder of each device: its slug when no other device in the list shares it, else
 // "<slug>-<first 8 hex digits of its UUID>" ("<slug>-<ordinal>" should those collide too).
 std::vector<std::string> device_dirs(const std::vector<DeviceInfo>& devices);
+// Every folder name a card's results may have (device_dirs gives one of them, depending on the
+// cards beside it): its model's slug, the slug with its UUID's first 8 digits, the slug with its
+// ordinal. --resume looks in each for the card's finished results and journals.
+std::vector<std::string> device_folder_names(const DeviceInfo& device);
 
 struct DeviceSweepResult {
   std::size_t ran = 0;      // items (replicas) run to the end

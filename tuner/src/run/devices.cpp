@@ -52,19 +52,30 @@ std::string describe_device(const DeviceInfo& device) {
   return fmt::format("device {} ({}, {})", device.ordinal, device.name, device.uuid);
 }
 
+namespace {
+// A UUID's first 8 hex digits ("" when it has none).
+std::string uuid8(const std::string& uuid) {
+  std::string hex;
+  const std::string body = uuid.rfind("GPU-", 0) == 0 ? uuid.substr(4) : uuid;
+  for (const char c : body) {
+    if (hex.size() == 8 || c == '-') break;
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return std::string();
+    hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return hex.size() == 8 ? hex : std::string();
+}
+}  // namespace
+
+std::vector<std::string> device_folder_names(const DeviceInfo& device) {
+  std::vector<std::string> names{device.slug()};
+  if (!uuid8(device.uuid).empty()) names.push_back(device.slug() + "-" + uuid8(device.uuid));
+  names.push_back(fmt::format("{}-{}", device.slug(), device.ordinal));
+  return names;
+}
+
 std::vector<std::string> device_dirs(const std::vector<DeviceInfo>& devices) {
   std::map<std::string, int> slugs;
   for (const auto& d : devices) ++slugs[d.slug()];
-  auto uuid8 = [](const std::string& uuid) {
-    std::string hex;
-    const std::string body = uuid.rfind("GPU-", 0) == 0 ? uuid.substr(4) : uuid;
-    for (const char c : body) {
-      if (hex.size() == 8 || c == '-') break;
-      if (!std::isxdigit(static_cast<unsigned char>(c))) return std::string();
-      hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    return hex.size() == 8 ? hex : std::string();
-  };
   std::vector<std::string> dirs;
   for (const auto& d : devices)
     dirs.push_back(slugs[d.slug()] == 1 || uuid8(d.uuid).empty() ? d.slug() : d.slug() + "-" + uuid8(d.uuid));

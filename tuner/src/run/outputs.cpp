@@ -13,6 +13,7 @@
 #include "tune/compile.hpp"
 #include "tune/compile_cache.hpp"
 #include "tune/compile_pool.hpp"
+#include "tune/devices.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
 #include "tune/io.hpp"
@@ -54,6 +55,18 @@ void PassRun::open_outputs() {
   ctx.compile_cache = feed.compiler().cache_description();
 }
 
+std::vector<std::string> Outputs::other_folders() const {
+  std::vector<std::string> dirs = o_.resume_dirs;
+  // This card's results under another of its folder names: run alone (its model's slug) or beside
+  // another card of its model (the slug with its UUID or ordinal).
+  if (plan_.device)
+    for (const auto& name : device_folder_names(*plan_.device))
+      if (plan_.json_path.parent_path().parent_path().filename() != name &&
+          std::find(dirs.begin(), dirs.end(), name) == dirs.end())
+        dirs.push_back(name);
+  return dirs;
+}
+
 std::filesystem::path Outputs::in_folder(const RunRecord& run, const std::string& dir) const {
   return o_.out_dir / dir / run.problem / plan_.json_path.filename();
 }
@@ -65,7 +78,7 @@ std::optional<TuneOutcome> Outputs::finished_earlier(const RunRecord& run, const
     return std::nullopt;
   const auto identity = run_identity(o_, run);
   std::vector<std::filesystem::path> candidates{json_path};
-  for (const auto& dir : o_.resume_dirs) candidates.push_back(in_folder(run, dir));
+  for (const auto& dir : other_folders()) candidates.push_back(in_folder(run, dir));
   for (const auto& json : candidates) {
     const auto file = earlier_result(json);
     RunRecord earlier;
@@ -97,7 +110,7 @@ std::optional<TuneOutcome> Outputs::finished_earlier(const RunRecord& run, const
 
 void Outputs::adopt_journal(const RunRecord& run, const nlohmann::ordered_json& identity) {
   std::error_code ec;
-  for (const auto& dir : o_.resume_dirs) {
+  for (const auto& dir : other_folders()) {
     const auto other_json = in_folder(run, dir);
     const auto other = Journal::path_for(other_json);
     if (other_json == plan_.json_path || !std::filesystem::exists(other, ec)) continue;
