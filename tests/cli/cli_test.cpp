@@ -121,6 +121,18 @@ TEST(Cli, OptionValuesOutsideTheirRangeAreOneLineAndExitCode2) {
 
 TEST(Cli, AnUnwritableOutputDirectoryIsReportedBeforeTheTune) {
   expect_error("--problem contact --B 1 --N 8 --compile-only --out /proc/tune-results", "--out");
+  // A --header under a file names --header (it said --out), and a written file under a file or onto
+  // a folder names the path given and why (it named a temporary file, or said "permissions").
+  const std::string out = out_dir("unwritable_places");
+  std::filesystem::create_directories(out);
+  std::ofstream(out + "/afile") << "x";
+  expect_error("--problem contact --B 1 --N 8 --compile-only --out " + out + "/r --header " + out + "/afile/h.hpp",
+               "cannot create output directory " + out + "/afile (Not a directory); pass --header to choose another");
+  const std::string contact = std::string(TUNE_FIXTURES) + "/merge/contact/synthetic_gpu_a_B4_N64_C64_H32.json";
+  expect_error("header " + contact + " --allow-synthetic -o " + out + "/afile/x.hpp",
+               "cannot write " + out + "/afile/x.hpp: " + out + "/afile is not a folder");
+  expect_error("header " + contact + " --allow-synthetic -o " + out,
+               "cannot write " + out + ": it is a folder; name a file");
 }
 
 TEST(Cli, CompileOnlySweepRecordsResourcesAndWritesNoHeader) {

@@ -287,13 +287,21 @@ GoldenCase read_golden(const std::filesystem::path& file) {
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  // What is wrong with the place, in the words of the path the user gave (not of the temporary file).
+  if (path.has_parent_path() && !std::filesystem::is_directory(path.parent_path()))
+    throw InputError(fmt::format("cannot write {}: {} is not a folder{}", path.string(), path.parent_path().string(),
+                                 ec ? " (" + ec.message() + ")" : std::string()));
+  if (std::filesystem::is_directory(path))
+    throw InputError(fmt::format("cannot write {}: it is a folder; name a file", path.string()));
   // A name of its own per writer: two runs (or two devices' compile threads) may write one path at
   // once; each writes whole and the last rename wins.
   static std::atomic<std::uint64_t> serial{0};
   const auto tmp = fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw InputError(fmt::format("cannot write {}; check the directory's permissions", tmp));
+    if (!f)
+      throw InputError(fmt::format("cannot write {} (in {}: check its permissions)", path.string(),
+                                   path.has_parent_path() ? path.parent_path().string() : std::string(".")));
     f << text;
     f.flush();
     if (!f) {

@@ -29,7 +29,7 @@ namespace tune {
 
 void Outputs::lock() {
   check_writable(plan_.json_path.parent_path());
-  if (o_.header && o_.header->has_parent_path()) check_writable(o_.header->parent_path());
+  if (o_.header && o_.header->has_parent_path()) check_writable(o_.header->parent_path(), "--header");
   lock_.emplace(plan_.json_path);
 }
 

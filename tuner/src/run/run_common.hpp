@@ -45,16 +45,18 @@ inline std::string excerpt(const std::string& log, std::size_t limit = 2000) {
   return log.substr(0, limit) + "\n[... " + std::to_string(log.size() - limit) + " more bytes]";
 }
 
-inline void check_writable(const std::filesystem::path& dir) {
+// `option`: the option that chose the folder, named in the message ("--out", "--header").
+inline void check_writable(const std::filesystem::path& dir, const char* option = "--out") {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
-    throw InputError(
-        fmt::format("cannot create output directory {} ({}); pass --out to choose another", dir.string(), ec.message()));
+    throw InputError(fmt::format("cannot create output directory {} ({}); pass {} to choose another", dir.string(),
+                                 ec.message(), option));
   const auto probe = dir / ".tune-write-test";
   {
     std::ofstream f(probe);
-    if (!f) throw InputError(fmt::format("output directory {} is not writable; pass --out to choose another", dir.string()));
+    if (!f)
+      throw InputError(fmt::format("output directory {} is not writable; pass {} to choose another", dir.string(), option));
   }
   std::filesystem::remove(probe, ec);
 }
