@@ -201,6 +201,11 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["launches"][1]["grid"] = "B + rint(sqrt(4))";
   expect_config_error(j, "function 'sqrt' has no constexpr C++ translation");
+  // A name longer than expressions take (it was refused as "Identifier too long" in a `when` that
+  // the file never wrote).
+  j = small_space();
+  j["parameters"].push_back(Json{{"name", std::string(120, 'p')}, {"values", {1}}});
+  expect_config_error(j, "is 120 characters long, more than the 100 a name of expressions may have");
   j = small_space();
   for (int i = 0; i < 300; ++i) {
     char name[16];
@@ -424,6 +429,22 @@ TEST(KernelScan, CountsTheParametersOfTheNamedGlobalFunction) {
   EXPECT_EQ(kernel_parameter_count(stripped, "in_header"), 2);
   EXPECT_EQ(kernel_parameter_count(stripped, "helper"), std::nullopt);  // not a kernel
   EXPECT_EQ(kernel_parameter_count(stripped, "kk"), std::nullopt);
+}
+
+// A declaration under `#if 0` is not the kernel compiled, and a parameter list written as one macro
+// cannot be counted at load (both refused a valid folder: adversarial round 3).
+TEST(KernelScan, SkipsIfZeroBlocksAndLeavesAMacroParameterListUncounted) {
+  KernelSources s;
+  s.main =
+      "#if 0\n__global__ void k(int a);\n#  if X\n__global__ void k(int a, int b);\n#  endif\n#else\n"
+      "__global__ void other(int a);\n#endif\n"
+      "__global__ void k(const float* w, const float* x, float* out) {}\n"
+      "#define ARGS const float* w, const float* x, float* out\n"
+      "__global__ void m(ARGS) {}\n";
+  const auto stripped = stripped_sources(s);
+  EXPECT_EQ(kernel_parameter_count(stripped, "k"), 3);
+  EXPECT_EQ(kernel_parameter_count(stripped, "other"), 1) << "an #else of #if 0 is compiled";
+  EXPECT_EQ(kernel_parameter_count(stripped, "m"), kUncounted);
 }
 
 }  // namespace

@@ -60,6 +60,12 @@ void check_name(const std::string& name) {
   if (constants.count(name))
     throw std::invalid_argument(
         fmt::format("'{}' is a built-in constant of expressions ({}); rename it", name, fmt::join(constants, ", ")));
+  constexpr std::size_t kLongestName = 100;  // muParser's MaxLenIdentifier: a longer name is refused in use
+  if (name.size() > kLongestName)
+    throw std::invalid_argument(
+        fmt::format("'{}...' is {} characters long, more than the {} a name of expressions may "
+                    "have; shorten it",
+                    name.substr(0, 20), name.size(), kLongestName));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "space/kernel_scan.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 namespace tune {
@@ -31,6 +32,12 @@ std::optional<int> count_in(const std::string& text, const std::string& kernel) 
           if (!any || (first != std::string::npos && inside.compare(first, 4, "void") == 0 &&
                        inside.find_first_not_of(" \t\r\n", first + 4) == std::string::npos))
             return 0;
+          // One bare name is no parameter (a type and a name): a macro that holds the list, which a
+          // load cannot count (kUncounted).
+          const auto last = inside.find_last_not_of(" \t\r\n");
+          if (commas == 0 && std::all_of(inside.begin() + static_cast<std::ptrdiff_t>(first),
+                                         inside.begin() + static_cast<std::ptrdiff_t>(last) + 1, ident_char))
+            return kUncounted;
           return commas + 1;
         } else if (c == ',' && depth == 0)
           ++commas;
@@ -71,9 +78,39 @@ std::string strip_comments(const std::string& text) {
   return out;
 }
 
+// The text without its `#if 0` blocks (up to their #else or #endif, nested #if counted): a kernel
+// declared there is not the one compiled.
+static std::string without_if0(const std::string& text) {
+  std::string out;
+  int skipping = 0;  // depth within an #if 0 block; 0: not in one
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t eol = std::min(text.find('\n', at), text.size());
+    std::string line = text.substr(at, eol - at);
+    std::string directive;  // "#if 0" written as "if0", "#ifdef X" as "ifdefX"...
+    for (const char c : line)
+      if (!std::isspace(static_cast<unsigned char>(c))) directive += c;
+    const bool hash = directive.starts_with("#");
+    if (skipping == 0 && hash && directive == "#if0") {
+      skipping = 1;
+    } else if (skipping > 0 && hash) {
+      if (directive.starts_with("#if"))
+        ++skipping;
+      else if (directive.starts_with("#endif"))
+        --skipping;
+      else if (skipping == 1 && (directive.starts_with("#else") || directive.starts_with("#elif")))
+        skipping = 0;
+    } else if (skipping == 0) {
+      out += line;
+    }
+    out += '\n';
+    at = eol + 1;
+  }
+  return out;
+}
+
 std::vector<std::string> stripped_sources(const KernelSources& sources) {
-  std::vector<std::string> out{strip_comments(sources.main)};
-  for (const auto& [name, text] : sources.headers) out.push_back(strip_comments(text));
+  std::vector<std::string> out{without_if0(strip_comments(sources.main))};
+  for (const auto& [name, text] : sources.headers) out.push_back(without_if0(strip_comments(text)));
   return out;
 }
 

@@ -278,7 +278,7 @@ void Space::Impl::check_kernels() {
       fail(fmt::format("launch '{}': no __global__ function '{}' in the template files ({})", l.kernel, l.kernel,
                        fmt::join(files, ", ")));
     }
-    if (*count != static_cast<int>(l.args.size()))
+    if (*count != kUncounted && *count != static_cast<int>(l.args.size()))
       fail(fmt::format("launch '{}' passes {} args but the kernel takes {} parameters", l.kernel, l.args.size(), *count));
   }
 }
