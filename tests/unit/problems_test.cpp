@@ -295,20 +295,16 @@ TEST(Problems, AnEditThatNamesALoopVariableWhereItHasNoValueIsRefusedAtLoad) {
 // A constant init must be a value of its dtype: int64's 2^63 - 1 reads as 2^63 in a double and
 // wrapped to its lowest value; float16's 70000 became inf and was blamed on the reference.
 TEST(Problems, AConstantOutsideItsDtypeIsRefusedAtLoad) {
-  expect_load_refused(
-      "const_i64",
-      [](Json& j) {
-        j["tensors"][1]["dtype"] = "int64";
-        j["tensors"][1]["init"] = parse(R"({"kind": "constant", "value": 9223372036854775807})");
-      },
-      "is not a value of int64 (tensor 'x')");
-  expect_load_refused(
-      "const_f16",
-      [](Json& j) {
-        j["tensors"][1]["dtype"] = "float16";
-        j["tensors"][1]["init"] = parse(R"({"kind": "constant", "value": 70000})");
-      },
-      "constant 70000 makes tensor 'x' non-finite in float16");
+  for (const auto& [dtype, value, needle] :
+       {std::tuple{"int64", "9223372036854775807", "is not a value of int64 (tensor 'x')"},
+        std::tuple{"float16", "70000", "constant 70000 makes tensor 'x' non-finite in float16"}})
+    expect_load_refused(
+        std::string("const_") + dtype,
+        [&](Json& j) {
+          j["tensors"][1]["dtype"] = dtype;
+          j["tensors"][1]["init"] = parse((std::string(R"({"kind": "constant", "value": )") + value + "}").c_str());
+        },
+        needle);
   EXPECT_TRUE(representable(DType::kInt64, -0x1p63));
   EXPECT_FALSE(representable(DType::kInt64, 0x1p63));
 }
