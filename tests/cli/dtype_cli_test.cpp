@@ -42,6 +42,24 @@ TEST(DtypeCli, ACommaListSweepsTheDtypeOneFilePerDtype) {
   for (const auto& v : j.at("variants")) EXPECT_EQ(v.at("status"), "compiled") << v.dump();
 }
 
+// A results file whose dtype variable holds a dtype the problem does not take is refused by tune's
+// reader, naming the field (it read as valid, and tune header then blamed the problem file).
+TEST(DtypeCli, ARecordOfADtypeTheVariableDoesNotTakeIsRefusedNamingTheField) {
+  const std::string out = out_dir("dtype_record_float64");
+  ASSERT_EQ(run("--problem " + kProblem + " --M 64 --T bfloat16 --compile-only --out " + out + " --cache-dir " + out +
+                "/cache")
+                .code,
+            0);
+  const auto file = std::filesystem::path(out) / "compile-only-sm_90" / "dtype_problem" / "M64_bfloat16.json";
+  auto j = nlohmann::ordered_json::parse(std::ifstream(file));
+  j["shape"]["T"] = "float64";
+  std::ofstream(file) << j.dump();
+  const Result r = run("results " + file.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r,
+                      file.string() + ": shape.T: float64 is not a dtype problem dtype_problem takes (float32, bfloat16)");
+}
+
 TEST(DtypeCli, TheDefaultDtypeIsUsedWithoutTheFlag) {
   const std::string out = out_dir("dtype_default");
   const Result r = run("--problem " + kProblem + " --M 64 --compile-only --out " + out + " --cache-dir " + out + "/cache");

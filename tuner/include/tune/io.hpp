@@ -27,6 +27,8 @@ RunRecord read_result(const std::filesystem::path& file);
 RunRecord read_problem_result(const std::filesystem::path& file);
 // A record's tensors and their dtypes as bound (context.tensors), for Problem::add_dtype_defaults.
 std::map<std::string, std::string> recorded_dtypes(const RunRecord& run);
+// Throws InputError "<file>: shape.T: ..." for a dtype variable's value the problem does not take.
+void check_recorded_dtypes(const Problem& problem, const Shape& shape, const std::filesystem::path& file);
 // The tune results of a report folder, <root>/<gpu>/<problem>/<shape>.json or .json.gz in path order,
 // each read once and validated as read_result validates it: the file, its JSON as written and its
 // record. Other JSON files there are passed over, as report.py passes them. <shape>.json beside

@@ -181,6 +181,16 @@ RunRecord read_result(const std::filesystem::path& file) {
   }
 }
 
+void check_recorded_dtypes(const Problem& problem, const Shape& shape, const std::filesystem::path& file) {
+  for (const DTypeVariable& v : problem.dtype_variables())
+    if (shape.has_dtype(v.name) && std::find(v.values.begin(), v.values.end(), shape.dtype(v.name)) == v.values.end())
+      throw InputError(
+          fmt::format("{}: shape.{}: {} is not a dtype problem {} takes ({}); restore what tune wrote, or "
+                      "re-tune",
+                      file.string(), v.name, dtype_name(shape.dtype(v.name)), problem.name(),
+                      fmt::join(v.values | std::views::transform(dtype_name), ", ")));
+}
+
 std::map<std::string, std::string> recorded_dtypes(const RunRecord& run) {
   std::map<std::string, std::string> out;
   for (const TensorRecord& t : run.context.tensors) out.emplace(t.name, t.dtype);
@@ -189,7 +199,9 @@ std::map<std::string, std::string> recorded_dtypes(const RunRecord& run) {
 
 RunRecord read_problem_result(const std::filesystem::path& file) {
   RunRecord run = read_result(file);
-  find_problem(problem_spec_of(run)).add_dtype_defaults(run.shape, recorded_dtypes(run));
+  const Problem& problem = find_problem(problem_spec_of(run));
+  problem.add_dtype_defaults(run.shape, recorded_dtypes(run));
+  check_recorded_dtypes(problem, run.shape, file);
   return run;
 }
 

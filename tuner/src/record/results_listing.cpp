@@ -48,11 +48,15 @@ Json listing_entry(const ReportResult& r) {
   const Json& raw = r.raw;
   const RunRecord& run = r.run;
   Shape shape = run.shape;  // dtype variables the record lacks at their defaults, as read_problem_result
-  bool problem_found = true;
+  const Problem* problem = nullptr;
   try {
-    find_problem(problem_spec_of(run)).add_dtype_defaults(shape, recorded_dtypes(run));
-  } catch (const InputError&) {
-    problem_found = false;  // a problem not on this machine: the shape as recorded
+    problem = &find_problem(problem_spec_of(run));
+  } catch (const InputError&) {  // a problem not on this machine: the shape as recorded
+  }
+  const bool problem_found = problem != nullptr;
+  if (problem) {
+    problem->add_dtype_defaults(shape, recorded_dtypes(run));
+    check_recorded_dtypes(*problem, shape, file);
   }
   std::string why;
   const bool measured = measured_on_gpu(run, &why);
