@@ -67,6 +67,19 @@ TEST(Sweep, TransferOrdersEachProblemsShapesCheapestFirst) {
   }
 }
 
+// A plan loads each problem's space once for all its shapes (a sweep file of 100,000 shapes held a
+// space per shape: gigabytes before the first tune, adversarial round 3).
+TEST(Sweep, TheShapesOfOneProblemShareOneLoadedSpace) {
+  const auto work = resolve_items({SweepItem{"contact", {{"B", 4}, {"N", 64}}}, SweepItem{"contact", {{"B", 2}, {"N", 512}}},
+                                   SweepItem{"scene_graph", {{"B", 4}, {"N", 24}}}},
+                                  std::nullopt);
+  ASSERT_EQ(work.size(), 3u);
+  EXPECT_EQ(work[0].shape.get().shared_space, work[1].shape.get().shared_space);
+  EXPECT_NE(work[0].shape.get().shared_space, work[2].shape.get().shared_space);
+  EXPECT_EQ(&work[1].shape.get().space, work[1].shape.get().shared_space.get());
+  EXPECT_EQ(work[1].shape.get().shape.at("N"), 512);
+}
+
 TEST(Sweep, ShardTextIsKOverN) {
   EXPECT_EQ(parse_shard("2/4").index, 2);
   EXPECT_EQ(parse_shard("2/4").count, 4);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,13 +47,18 @@ Shape resolve_shape(const class Problem& problem, const class Space& space,
 // A problem, its space and a shape of it, resolved once (load_space, resolve_shape): what a run,
 // a sweep's bookkeeping and the devices' queue need of an item before a device is involved.
 struct ProblemShape {
-  const Problem* problem = nullptr;  // owned by the problem registry
-  Space space;
+  const Problem* problem = nullptr;           // owned by the problem registry
+  std::shared_ptr<const Space> shared_space;  // one for the shapes of a sweep that load the same space
+  const Space& space;                         // *shared_space
   Shape shape;
   WorkCounts counts;  // problem->counts(shape): the sweep's transfer order and the run's floors
 };
+// The spaces a plan has loaded, by problem and --config: a sweep of thousands of shapes loads each
+// space once (a space per shape held hundreds of kilobytes and its files read again).
+using SpaceCache = std::map<std::string, std::shared_ptr<const Space>>;
 ProblemShape resolve_problem_shape(const std::string& problem, const std::optional<std::filesystem::path>& config,
-                                   const std::vector<std::pair<std::string, std::int64_t>>& dims);
+                                   const std::vector<std::pair<std::string, std::int64_t>>& dims,
+                                   SpaceCache* cache = nullptr);
 
 // A shape to run, resolved once when the tune is planned (resolve_item) and shared by everything
 // that runs it: its run, the devices' queue, the baseline's early compile. A resolution that failed
@@ -66,6 +72,6 @@ struct ShapeResolution {
 };
 // resolve_problem_shape, its error kept rather than thrown.
 ShapeResolution resolve_item(const std::string& problem, const std::optional<std::filesystem::path>& config,
-                             const std::vector<std::pair<std::string, std::int64_t>>& dims);
+                             const std::vector<std::pair<std::string, std::int64_t>>& dims, SpaceCache* cache = nullptr);
 
 }  // namespace tune

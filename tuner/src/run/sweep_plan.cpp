@@ -142,8 +142,9 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
 std::vector<SweepWork> resolve_items(const std::vector<SweepItem>& items,
                                      const std::optional<std::filesystem::path>& config) {
   std::vector<SweepWork> work;
+  SpaceCache spaces;
   for (std::size_t i = 0; i < items.size(); ++i)
-    work.push_back({i, items[i], std::nullopt, resolve_item(items[i].problem, config, items[i].dims)});
+    work.push_back({i, items[i], std::nullopt, resolve_item(items[i].problem, config, items[i].dims, &spaces)});
   return work;
 }
 

@@ -130,12 +130,19 @@ std::string sources_hash(const Space& space, const Problem& problem) {
 }
 
 ProblemShape resolve_problem_shape(const std::string& problem, const std::optional<std::filesystem::path>& config,
-                                   const std::vector<std::pair<std::string, std::int64_t>>& dims) {
+                                   const std::vector<std::pair<std::string, std::int64_t>>& dims, SpaceCache* cache) {
   const Problem& p = find_problem(problem);
-  Space space = load_space(problem, config);
-  Shape shape = resolve_shape(p, space, dims);
+  const std::string key = problem + '\n' + (config ? config->string() : std::string());
+  std::shared_ptr<const Space> space;
+  if (cache)
+    if (const auto it = cache->find(key); it != cache->end()) space = it->second;
+  if (!space) {
+    space = std::make_shared<const Space>(load_space(problem, config));
+    if (cache) cache->emplace(key, space);
+  }
+  Shape shape = resolve_shape(p, *space, dims);
   const WorkCounts counts = p.counts(shape);
-  return {&p, std::move(space), std::move(shape), counts};
+  return {&p, space, *space, std::move(shape), counts};
 }
 
 const ProblemShape& ShapeResolution::get() const {
@@ -144,9 +151,9 @@ const ProblemShape& ShapeResolution::get() const {
 }
 
 ShapeResolution resolve_item(const std::string& problem, const std::optional<std::filesystem::path>& config,
-                             const std::vector<std::pair<std::string, std::int64_t>>& dims) {
+                             const std::vector<std::pair<std::string, std::int64_t>>& dims, SpaceCache* cache) {
   try {
-    return {std::make_shared<const ProblemShape>(resolve_problem_shape(problem, config, dims)), nullptr};
+    return {std::make_shared<const ProblemShape>(resolve_problem_shape(problem, config, dims, cache)), nullptr};
   } catch (...) {  // reported by the shape's run in its turn, or by the sweep's check of its items
     return {nullptr, std::current_exception()};
   }
