@@ -2,7 +2,6 @@
 // Readers and writers of files users hand around: results, golden cases, generated headers.
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,10 +24,10 @@ RunRecord read_result(const std::filesystem::path& file);
 // 35; without a default it stays unset). Throws InputError as read_result, or when the problem is
 // not found.
 RunRecord read_problem_result(const std::filesystem::path& file);
-// A record's tensors and their dtypes as bound (context.tensors), for Problem::add_dtype_defaults.
-std::map<std::string, std::string> recorded_dtypes(const RunRecord& run);
-// Throws InputError "<file>: shape.T: ..." for a dtype variable's value the problem does not take.
-void check_recorded_dtypes(const Problem& problem, const Shape& shape, const std::filesystem::path& file);
+// `shape` (a record's, of `problem`) with each dtype variable it lacks set as read_problem_result
+// says (the dtype the record's tensors ran in, else the default); throws InputError "<file>:
+// shape.T: ..." for a dtype variable's value the problem does not take.
+void bind_recorded_dtypes(const Problem& problem, const RunRecord& run, Shape& shape, const std::filesystem::path& file);
 // The tune results of a report folder, <root>/<gpu>/<problem>/<shape>.json or .json.gz in path order,
 // each read once and validated as read_result validates it: the file, its JSON as written and its
 // record. Other JSON files there are passed over, as report.py passes them. <shape>.json beside

@@ -216,7 +216,6 @@ struct Problem::Impl {
   void check_data(const Shape& shape) const;
   // The elements of tensor t at the bound shape; throws ShapeError past kMaxElements.
   std::int64_t elements(const TensorDef& t, const Shape& shape) const;
-  // The largest magnitude the tensor's init can draw (before edits).
   // The lowest and highest value an init draws (an index init: its caller, from the shape).
   static std::pair<double, double> init_range(const Init& init);
   // Each element an edit writes, with its value (checked finite and within float32), at the bound

@@ -187,8 +187,9 @@ void Problem::Impl::check_init(const TensorDef& t, const std::string& where) con
                       where, t.name, dn, k == InitKind::kIndex ? "index" : "integers"));
     if (k == InitKind::kConstant && !is_floating(d) && !representable(d, t.init.a))
       fail(fmt::format("{}: constant {} is not a value of {} (tensor '{}')", where, t.init.a, dn, t.name));
-    if (k == InitKind::kConstant && is_floating(d) && !beyond(d, t.init.a, t.name).empty())
-      fail(fmt::format("{}: constant {} {}", where, t.init.a, beyond(d, t.init.a, t.name)));
+    if (k == InitKind::kConstant && is_floating(d))
+      if (const std::string why = beyond(d, t.init.a, t.name); !why.empty())
+        fail(fmt::format("{}: constant {} {}", where, t.init.a, why));
     if (k == InitKind::kIntegers && (t.init.a < dtype_lowest(d) || t.init.b - 1 > dtype_max(d)))
       fail(fmt::format("{}: integers in [{}, {}) do not fit {} (tensor '{}', [{}, {}])", where, t.init.a, t.init.b, dn,
                        t.name, dtype_lowest(d), dtype_max(d)));

@@ -181,7 +181,10 @@ RunRecord read_result(const std::filesystem::path& file) {
   }
 }
 
-void check_recorded_dtypes(const Problem& problem, const Shape& shape, const std::filesystem::path& file) {
+void bind_recorded_dtypes(const Problem& problem, const RunRecord& run, Shape& shape, const std::filesystem::path& file) {
+  std::map<std::string, std::string> recorded;  // context.tensors: each tensor's dtype as bound
+  for (const TensorRecord& t : run.context.tensors) recorded.emplace(t.name, t.dtype);
+  problem.add_dtype_defaults(shape, recorded);
   for (const DTypeVariable& v : problem.dtype_variables())
     if (shape.has_dtype(v.name) && std::find(v.values.begin(), v.values.end(), shape.dtype(v.name)) == v.values.end())
       throw InputError(
@@ -191,17 +194,9 @@ void check_recorded_dtypes(const Problem& problem, const Shape& shape, const std
                       fmt::join(v.values | std::views::transform(dtype_name), ", ")));
 }
 
-std::map<std::string, std::string> recorded_dtypes(const RunRecord& run) {
-  std::map<std::string, std::string> out;
-  for (const TensorRecord& t : run.context.tensors) out.emplace(t.name, t.dtype);
-  return out;
-}
-
 RunRecord read_problem_result(const std::filesystem::path& file) {
   RunRecord run = read_result(file);
-  const Problem& problem = find_problem(problem_spec_of(run));
-  problem.add_dtype_defaults(run.shape, recorded_dtypes(run));
-  check_recorded_dtypes(problem, run.shape, file);
+  bind_recorded_dtypes(find_problem(problem_spec_of(run)), run, run.shape, file);
   return run;
 }
 

@@ -54,10 +54,7 @@ Json listing_entry(const ReportResult& r) {
   } catch (const InputError&) {  // a problem not on this machine: the shape as recorded
   }
   const bool problem_found = problem != nullptr;
-  if (problem) {
-    problem->add_dtype_defaults(shape, recorded_dtypes(run));
-    check_recorded_dtypes(*problem, shape, file);
-  }
+  if (problem) bind_recorded_dtypes(*problem, run, shape, file);
   std::string why;
   const bool measured = measured_on_gpu(run, &why);
   Json e = Json::object();

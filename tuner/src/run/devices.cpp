@@ -68,7 +68,7 @@ std::string uuid8(const std::string& uuid) {
 
 std::vector<std::string> device_folder_names(const DeviceInfo& device) {
   std::vector<std::string> names{device.slug()};
-  if (!uuid8(device.uuid).empty()) names.push_back(device.slug() + "-" + uuid8(device.uuid));
+  if (const std::string hex = uuid8(device.uuid); !hex.empty()) names.push_back(device.slug() + "-" + hex);
   names.push_back(fmt::format("{}-{}", device.slug(), device.ordinal));
   return names;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
 
 namespace tune {
 namespace {
@@ -85,11 +86,13 @@ static std::string without_if0(const std::string& text) {
   int skipping = 0;  // depth within an #if 0 block; 0: not in one
   for (std::size_t at = 0; at < text.size();) {
     const std::size_t eol = std::min(text.find('\n', at), text.size());
-    std::string line = text.substr(at, eol - at);
-    std::string directive;  // "#if 0" written as "if0", "#ifdef X" as "ifdefX"...
-    for (const char c : line)
-      if (!std::isspace(static_cast<unsigned char>(c))) directive += c;
-    const bool hash = directive.starts_with("#");
+    const std::string_view line(text.data() + at, eol - at);
+    const std::size_t first = line.find_first_not_of(" \t\r");
+    const bool hash = first != std::string_view::npos && line[first] == '#';
+    std::string directive;  // a directive's text without blanks: "#if 0" is "#if0"
+    if (hash)
+      for (const char c : line)
+        if (!std::isspace(static_cast<unsigned char>(c))) directive += c;
     if (skipping == 0 && hash && directive == "#if0") {
       skipping = 1;
     } else if (skipping > 0 && hash) {
