@@ -265,4 +265,30 @@ TEST(Resume, AFinishedShapeIsFoundUnderEachOfItsCardsFolderNames) {
       << single.output;
 }
 
+// A shape finished by a card the resumed run no longer includes is found in that card's folder
+// (adversarial round 3, left open then: tuned again). Here only the second card finished it, the
+// first failing; a --resume on the first card alone skips it. A replica takes only its own card's.
+TEST(Resume, AShapeFinishedByACardNoLongerInTheRunIsNotTunedAgain) {
+  const std::string out = out_dir("resume_other_card");
+  const fs::path second = fs::path(out) / "fake-gpu-fa4e0001" / "affine";
+  const Result pair = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2 TUNE_WORKER_FAKE_FAIL_DEVICE=0",
+                               affine_args(out) + " --R 32 --devices all --replicate");
+  ASSERT_TRUE(fs::exists(second / "R32_L64.json")) << pair.output;
+  ASSERT_FALSE(fs::exists(fs::path(out) / "fake-gpu-fa4e0000" / "affine" / "R32_L64.json")) << pair.output;
+
+  const Result replica = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2",
+                                  affine_args(out) + " --R 32 --devices all --replicate --resume");
+  ASSERT_EQ(replica.code, 0) << replica.output;
+  EXPECT_TRUE(fs::exists(fs::path(out) / "fake-gpu-fa4e0000" / "affine" / "R32_L64.json"))
+      << "the first card's replica is its own\n"
+      << replica.output;
+  fs::remove_all(fs::path(out) / "fake-gpu-fa4e0000");
+
+  const Result single = run_with("TUNE_WORKER_FAKE=1", affine_args(out) + " --R 32 --resume");
+  ASSERT_EQ(single.code, 0) << single.output;
+  EXPECT_NE(single.output.find("R32_L64: already complete in " + (second / "R32_L64.json").string()), std::string::npos)
+      << single.output;
+  EXPECT_FALSE(fs::exists(fs::path(out) / "fake-gpu" / "affine" / "R32_L64.json")) << single.output;
+}
+
 }  // namespace

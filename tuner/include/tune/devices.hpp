@@ -42,6 +42,10 @@ std::vector<std::string> device_dirs(const std::vector<DeviceInfo>& devices);
 // cards beside it): its model's slug, the slug with its UUID's first 8 digits, the slug with its
 // ordinal. --resume looks in each for the card's finished results and journals.
 std::vector<std::string> device_folder_names(const DeviceInfo& device);
+// Whether a folder under --out is named as device_dirs names a card of this model (its slug, alone,
+// with 8 lowercase hex digits or with an ordinal): --resume outside --replicate looks in each for a
+// shape finished by a card the run no longer includes.
+bool is_model_folder(const std::string& name, const std::string& slug);
 
 struct DeviceSweepResult {
   std::size_t ran = 0;      // items (replicas) run to the end

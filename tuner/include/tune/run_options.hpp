@@ -95,6 +95,10 @@ struct TuneOptions {
   // looks there too for the shape's complete results or journal, as a resumed shape may land on
   // another card of the same model; a journal found there moves into this device's folder.
   std::vector<std::string> resume_dirs;
+  // One card's replica in a --replicate sweep: --resume takes only this card's own results. Outside
+  // one it also takes a shape's results finished by another card of this model under --out
+  // (is_model_folder), a card the resumed run may no longer include.
+  bool replica = false;
   std::optional<std::filesystem::path> cache_dir;  // default: CompileCache::default_dir()
   bool no_cache = false;                           // neither the compile cache nor the gate's verdict cache (issue 37)
   bool fresh_verdicts = false;                     // --fresh-verdicts: gate every finalist again (new verdicts are stored)

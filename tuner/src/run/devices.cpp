@@ -73,6 +73,15 @@ std::vector<std::string> device_folder_names(const DeviceInfo& device) {
   return names;
 }
 
+bool is_model_folder(const std::string& name, const std::string& slug) {
+  if (name == slug) return true;
+  if (name.size() <= slug.size() + 1 || name.compare(0, slug.size() + 1, slug + "-") != 0) return false;
+  const std::string tail = name.substr(slug.size() + 1);
+  const bool ordinal =
+      std::all_of(tail.begin(), tail.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  return ordinal || (tail.size() == 8 && uuid8(tail) == tail);
+}
+
 std::vector<std::string> device_dirs(const std::vector<DeviceInfo>& devices) {
   std::map<std::string, int> slugs;
   for (const auto& d : devices) ++slugs[d.slug()];
@@ -189,6 +198,7 @@ class DeviceSweep {
     o.device_dir = devices_[k].dir;
     // A resumed item may land on another card than before: its results or journal may be in any
     // device's folder (with replicate each device runs every item in its own).
+    o.replica = replicate_;
     if (!replicate_)
       for (const auto& d : devices_)
         if (d.dir != o.device_dir) o.resume_dirs.push_back(d.dir);

@@ -64,6 +64,20 @@ std::vector<std::string> Outputs::other_folders() const {
       if (plan_.json_path.parent_path().parent_path().filename() != name &&
           std::find(dirs.begin(), dirs.end(), name) == dirs.end())
         dirs.push_back(name);
+  // Outside a replica, a shape finished by another card of this model that the run no longer includes.
+  std::error_code ec;
+  if (plan_.device && !o_.replica && std::filesystem::is_directory(o_.out_dir, ec)) {
+    std::vector<std::string> more;
+    for (const auto& entry : std::filesystem::directory_iterator(o_.out_dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory(ec) && is_model_folder(name, plan_.device->slug()) &&
+          plan_.json_path.parent_path().parent_path().filename() != name &&
+          std::find(dirs.begin(), dirs.end(), name) == dirs.end())
+        more.push_back(name);
+    }
+    std::sort(more.begin(), more.end());
+    dirs.insert(dirs.end(), more.begin(), more.end());
+  }
   return dirs;
 }
 

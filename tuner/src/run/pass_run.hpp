@@ -238,8 +238,9 @@ class Outputs {
   TuneOutcome replace(const RunRecord& run, const std::optional<std::string>& header, int gate_exit_code);
 
  private:
-  // The folders --resume also looks in: the sweep's other devices' (TuneOptions::resume_dirs), and
-  // this card's own under its other folder names (device_folder_names).
+  // The folders --resume also looks in: the sweep's other devices' (TuneOptions::resume_dirs), this
+  // card's own under its other folder names (device_folder_names), and outside a replica every other
+  // folder of its model under --out (is_model_folder), in name order.
   [[nodiscard]] std::vector<std::string> other_folders() const;
 
   // This shape's results file in another device's folder of the sweep (TuneOptions::resume_dirs).
