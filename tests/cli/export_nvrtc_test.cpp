@@ -201,7 +201,44 @@ TEST(ExportNvrtc, RefusesARecordWhoseVariantsNoLongerFitTheSpaceInOneLine) {
     const Result r = run("export nvrtc" + extra + " --problem " + problem.string() + " " + file);
     EXPECT_EQ(r.code, 2) << r.output;
     expect_error_output(r, file + ": variant block=64,per_thread=4 does not fit " + (problem / "problem.json").string() +
-                               ": parameter 'lanes_per' is missing");
+                               ": unknown parameter 'per_thread'");
+  }
+}
+
+// Adversarial round 4: export nvrtc checked less than tune header: a finalist's hand-edited grid
+// was exported (and launched by bench/), and so was a record whose shape the problem now refuses.
+// Both readers refuse both, in one line naming the file (exit 2).
+TEST(ExportNvrtc, RefusesAFinalistsEditedGeometryAndAShapeTheProblemRefusesAsTuneHeaderDoes) {
+  const fs::path problem = typed_problem("geometry");
+  const fs::path dir = out_dir("export_nvrtc_geometry_records");
+  Json record = Json::parse(slurp(kResults / "fixture_h200_R64_L64.json"));
+  const std::string winner = record.at("summary").at("winner").get<std::string>();
+  for (Json& v : record.at("variants"))
+    if (v.at("name") == winner) v.at("launches").at(0).at("grid") = Json::array({999, 1, 1});
+  const fs::path edited = dir / "edited" / "fixture_h200_R64_L64.json";
+  write(edited, record.dump());
+  for (const std::string& command :
+       {"export nvrtc --problem " + problem.string(),
+        "header --config " + (problem / "problem.json").string() + " -o " + (dir / "edited.hpp").string()}) {
+    const Result r = run_with("TUNE_PROBLEM_PATH=" + problem.parent_path().string(), command + " " + edited.string());
+    EXPECT_EQ(r.code, 2) << command << "\n" << r.output;
+    expect_error_output(r, edited.string() + ": variant " + winner + " launch 0 recorded grid [999,1,1]");
+  }
+
+  std::string text = slurp(problem / "problem.json");
+  const std::string limit = R"J({"expr": "R <= 32", "message": "R must be at most 32 (pass --R 32 or less)"}, )J";
+  text.insert(text.find('{', text.find("\"constraints\"")), limit);
+  write(problem / "problem.json", text);
+  const std::string file = (kResults / "fixture_h200_R64_L64.json").string();
+  for (const std::string& command :
+       {"export nvrtc --problem " + problem.string(),
+        "header --config " + (problem / "problem.json").string() + " -o " + (dir / "limit.hpp").string()}) {
+    const Result r = run_with("TUNE_PROBLEM_PATH=" + problem.parent_path().string(), command + " " + file);
+    EXPECT_EQ(r.code, 2) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find("R must be at most 32"), std::string::npos) << command << "\n" << r.output;
+    EXPECT_NE(r.output.find("the record does not fit " + (problem / "problem.json").string()), std::string::npos)
+        << command << "\n"
+        << r.output;
   }
 }
 

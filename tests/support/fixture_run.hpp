@@ -51,8 +51,12 @@ inline RunRecord fixture_run() {
   base.timing->noise = 0.01;
   base.timing->samples = 10;
   base.launches.push_back({{"kernel", "contact_kernel<1>"}, {"grid", {1, 1, 1}}, {"block", {128, 1, 1}}});
+  base.gate = GateRecord{};  // a finished run's winner went through the gate
+  base.gate->verdict = GateVerdict::kSafe;
+  base.gate->reason = "fixture";
   run.variants.push_back(base);
   VariantRecord bad = base;
+  bad.gate.reset();
   bad.params["block"] = 64;
   bad.name = space.name(space.from_json(bad.params));
   bad.baseline = false;

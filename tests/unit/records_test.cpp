@@ -120,6 +120,38 @@ TEST(Records, AnOlderRecordReadsAsItsProblemsRecordWithTheDtypeDefault) {
   std::filesystem::remove(path);
 }
 
+// An interrupted run names the best variant it had timed, before any gate: its record is valid
+// (tune header refuses to ship it); a finished run's winner without a verdict is not.
+TEST(Records, OnlyAnInterruptedRunNamesAWinnerTheGateNeverSaw) {
+  RunRecord run = fixture_run();
+  run.variants[0].gate.reset();
+  run.variants[0].timing->profile = "search";
+  EXPECT_THROW((void)run_from_json(to_json(run)), InputError);
+  run.context.interrupted = true;
+  EXPECT_EQ(run_from_json(to_json(run)).winner, run.winner);
+}
+
+// Adversarial round 4: a record whose shape names a dtype its tensors did not run in (float32
+// tensors, shape.T bfloat16) is no record of the bfloat16 kernels, and was shipped as one.
+TEST(Records, AShapeDtypeThatItsTensorsDidNotRunInIsRefused) {
+  const auto path = std::filesystem::temp_directory_path() / "tune_dtype_conflict_record.json";
+  RunRecord run = fixture_run();
+  run.context.tensors = {{"pair_repr", "input", "float32", {4, 64, 64, 64}}};
+  std::ofstream(path) << to_json(run).dump();
+  EXPECT_EQ(read_problem_result(path).shape.dtype("T"), DType::kFloat32);  // the default, as its tensors ran
+  run.shape.set_dtype("T", DType::kBFloat16);
+  std::ofstream(path) << to_json(run).dump();
+  try {
+    (void)read_problem_result(path);
+    ADD_FAILURE() << "a float32 record labelled bfloat16 was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("shape.T is bfloat16, but context.tensors records pair_repr as float32"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
 // Issue 36: the torch record round-trips, and the winner is set against it graph against graph.
 TEST(Records, TheTorchRecordRoundTripsAndComparesGraphAgainstGraph) {
   RunRecord run = fixture_run();
@@ -221,6 +253,14 @@ TEST(Records, AHandEditedRecordIsRefusedNamingItsJsonPath) {
          j["variants"][0]["gate"] = {{"verdict", "safe"}, {"cached", "outputs"}};
        },
        "variants[0].gate.cached: \"outputs\" is not an array"},
+      // Adversarial round 4: a winner the gate or the strict re-measure never saw, and a NaN output
+      // called passed, were shipped.
+      {[](Json& j) { j["variants"][0]["gate"] = nullptr; },
+       "summary.winner: \"" + fixture_run().variants[0].name + "\" has no gate verdict"},
+      {[](Json& j) { j["variants"][0]["timing"]["profile"] = "search"; },
+       "summary.winner: \"" + fixture_run().variants[0].name + "\" was not timed by the strict re-measure"},
+      {[](Json& j) { j["variants"][0]["parity"]["non_finite"] = 5; },
+       "variants[0].parity: 5 of 10 outputs are not finite, but the status is passed"},
   };
   for (const auto& [edit, expected] : edits) {
     Json j = good;

@@ -91,6 +91,11 @@ class Problem {
   // name to dtype name): a record that predates a dtype variable ran its tensors in the dtypes it
   // lists, so the variable takes that dtype rather than its default.
   void add_dtype_defaults(Shape& shape, const std::map<std::string, std::string>& recorded = {}) const;
+  // A tensor of a dtype variable that `recorded` (context.tensors) lists in another dtype than the
+  // variable has in `shape`: "shape.T is bfloat16, but context.tensors records x as float32", or ""
+  // when every one agrees.
+  [[nodiscard]] std::string recorded_dtype_conflict(const Shape& shape,
+                                                    const std::map<std::string, std::string>& recorded) const;
   // Throws ShapeError (one line, naming the dimension or tensor) for a dimension that is missing, not
   // positive or too large, a dtype variable missing (without default) or not one of its values, a
   // tensor past 2^40 elements; ConfigError for what the shape makes of the

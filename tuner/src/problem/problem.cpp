@@ -291,6 +291,18 @@ void Problem::add_dtype_defaults(Shape& shape, const std::map<std::string, std::
       shape.set_dtype(v.name, *v.default_value);
   }
 }
+std::string Problem::recorded_dtype_conflict(const Shape& shape, const std::map<std::string, std::string>& recorded) const {
+  for (const auto& t : impl_->tensors) {
+    if (!t.dtype_var) continue;
+    const DTypeVariable& v = impl_->dtype_vars[*t.dtype_var];
+    const auto it = recorded.find(t.name);
+    if (it != recorded.end() && shape.has_dtype(v.name) && it->second != dtype_name(shape.dtype(v.name)))
+      return fmt::format("shape.{} is {}, but context.tensors records {} as {}", v.name, dtype_name(shape.dtype(v.name)),
+                         t.name, it->second);
+  }
+  return {};
+}
+
 Tolerance Problem::tolerance(const Shape& shape) const { return tolerance(output_spec(shape).dtype); }
 Tolerance Problem::tolerance(DType output_dtype) const { return impl_->tolerance.of(output_dtype); }
 bool Problem::has_builtin_reference() const { return !impl_->builtin.empty(); }

@@ -192,6 +192,9 @@ void bind_recorded_dtypes(const Problem& problem, const RunRecord& run, Shape& s
                       "re-tune",
                       file.string(), v.name, dtype_name(shape.dtype(v.name)), problem.name(),
                       fmt::join(v.values | std::views::transform(dtype_name), ", ")));
+  // The kernels of the record ran in its tensors' dtypes: a shape that names another is no record of them.
+  if (const std::string why = problem.recorded_dtype_conflict(shape, recorded); !why.empty())
+    throw InputError(fmt::format("{}: {}; restore what tune wrote, or re-tune", file.string(), why));
 }
 
 RunRecord read_problem_result(const std::filesystem::path& file) {

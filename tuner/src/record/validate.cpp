@@ -135,6 +135,25 @@ VariantIndex variant_index(const Check& c, const Json& variants) {
 double median(const Json* v) { return v->at("timing").at("median_us").get<double>(); }
 
 // summary.winner: a passed variant of a timed run, the one the winner rule picks (within its tie band).
+// A run that went through its gate (context.gate, minor 3 on) and was not cut short names a
+// winner the gate gave a verdict and the strict re-measure timed: no other variant wins such a run.
+void winner_was_gated(const Check& c, const Json& j, const Json& winner) {
+  const Json& ctx = j.at("context");
+  const Json search = ctx.value("search", Json::object());
+  if (!ctx.contains("gate") || search.value("interrupted", false) == true) return;
+  const std::string& name = winner.at("name").get_ref<const std::string&>();
+  const Json gate = winner.value("gate", Json());
+  if (!gate.is_object())
+    c.fail("summary.winner", fmt::format("\"{}\" has no gate verdict; a finished run's winner went through the "
+                                         "correctness gate",
+                                         name));
+  const Json timing = winner.value("timing", Json());
+  if (!timing.is_object() || !timing.at("profile").get_ref<const std::string&>().starts_with("strict"))
+    c.fail("summary.winner", fmt::format("\"{}\" was not timed by the strict re-measure (timing.profile {}); a "
+                                         "finished run's winner was",
+                                         name, timing.is_object() ? timing.at("profile").dump() : "missing"));
+}
+
 void check_winner(const Check& c, const Json& j, const Json& variants, const Json* winner, bool timed) {
   const std::string& name = winner->at("name").get_ref<const std::string&>();
   if (!timed) c.fail("summary.winner", fmt::format("\"{}\" in an untimed (compile-only) result", name));
@@ -154,6 +173,7 @@ void check_winner(const Check& c, const Json& j, const Json& variants, const Jso
     c.fail("summary.winner", fmt::format("\"{}\" is unchecked by the gate, but context.gate.allow_unchecked is not "
                                          "true (an unchecked variant wins only with --allow-unchecked)",
                                          name));
+  winner_was_gated(c, j, *winner);
   for (const Json& v : variants)
     if (v.at("status") == "passed" && (allow_unchecked || !unchecked(v)) && median(&v) < fastest) {
       fastest = median(&v);

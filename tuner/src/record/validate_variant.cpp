@@ -18,14 +18,18 @@ namespace {
 using namespace validate_fields;
 
 // Why a parity record does not pass the rules it names (empty when it does), as parity_passed
-// judges: the elementwise rule unless the rule is "module" and the module rule was applied; the
-// module rule when applied and the rule is not "tolerance".
+// judges: nothing compared or a non-finite output never passes; the elementwise rule unless the
+// rule is "module" and the module rule was applied; the module rule when applied and the rule is
+// not "tolerance".
 std::string parity_failed(const Json& p) {
   const auto mismatches = p.at("mismatches").get<std::int64_t>();
   const auto elements = p.at("elements").get<std::int64_t>();
   const std::string rule = p.value("rule", "both");
   const bool module_applies = p.contains("module_passed") && p.at("module_passed").is_boolean() && rule != "tolerance";
   if (elements <= 0) return fmt::format("{} of {} outputs mismatched", mismatches, elements);
+  // A NaN or Inf never passes (parity_passed).
+  if (const auto non_finite = p.at("non_finite").get<std::int64_t>(); non_finite > 0)
+    return fmt::format("{} of {} outputs are not finite", non_finite, elements);
   if (module_applies && !p.at("module_passed").get<bool>())
     return fmt::format("the module rule failed (module_passed false, rule {})", rule);
   if (!(module_applies && rule == "module") && mismatches != 0)

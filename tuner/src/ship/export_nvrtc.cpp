@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ship/header_parts.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -34,11 +35,16 @@ std::string absolute_path(const fs::path& p) {
   return (ec ? fs::absolute(p).lexically_normal() : c).string();
 }
 
-// A finalist's launches with the name expressions tune compiles for it now: its configuration
-// lowered again (as the header does), so a record older than the problem's dtype variables names
-// each variable's default type (issue 35); grid, block and shared memory as recorded.
-Json launches_json(const VariantRecord& v, const RunRecord& run, const Space& space, const fs::path& file) {
-  const Lowered lowered = space.lower(space.from_record(v.params, file.string(), v.name), run.shape, run.limits());
+// A variant's launches with the name expressions tune compiles for it now: its configuration
+// lowered again, so a record older than the problem's dtype variables names each variable's default
+// type (issue 35); grid, block and shared memory as recorded. A finalist is lowered and checked as
+// the header's entries are (lower_recorded: its shape, constraints, kernels and geometry); any other
+// variant of --all-variants is only lowered.
+Json launches_json(const VariantRecord& v, const RunRecord& run, const Space& space, const Problem* finalist_of,
+                   const fs::path& file) {
+  const Lowered lowered = finalist_of
+                              ? header_parts::lower_recorded(run, v, space, *finalist_of, file.string())
+                              : space.lower(space.from_record(v.params, file.string(), v.name), run.shape, run.limits());
   if (lowered.launches.size() != v.launches.size())
     throw InputError(
         fmt::format("{}: variant {} records {} launches, {} lowers it to {}; pass results of this problem "
@@ -57,7 +63,7 @@ Json launches_json(const VariantRecord& v, const RunRecord& run, const Space& sp
 
 // The variants tune re-measured strictly, in the order it interleaves them: by search median,
 // stable on the variants' order (fastest_passed; the baseline, appended last, sorts in by its median).
-Json finalists_json(const RunRecord& run, const Space& space, const fs::path& file) {
+Json finalists_json(const RunRecord& run, const Space& space, const Problem& problem, const fs::path& file) {
   std::vector<const VariantRecord*> finalists;
   for (const VariantRecord& v : run.variants)
     if (v.search_timing && v.timing) finalists.push_back(&v);
@@ -70,7 +76,7 @@ Json finalists_json(const RunRecord& run, const Space& space, const fs::path& fi
                    {"baseline", v->baseline},
                    {"strict_median_us", v->timing->median_us},
                    {"search_median_us", v->search_timing->median_us},
-                   {"launches", launches_json(*v, run, space, file)}});
+                   {"launches", launches_json(*v, run, space, &problem, file)}});
   }
   return out;
 }
@@ -84,20 +90,21 @@ Json variants_json(const RunRecord& run, const Space& space, const fs::path& fil
                    {"baseline", v.baseline},
                    {"status", to_string(v.status)},
                    {"reason", v.reason},
-                   {"launches", v.launches.empty() ? Json::array() : launches_json(v, run, space, file)}});
+                   {"launches", v.launches.empty() ? Json::array() : launches_json(v, run, space, nullptr, file)}});
   }
   return out;
 }
 
 Json record_json(const fs::path& file, const Problem& problem, const Space& space, bool all_variants) {
-  const RunRecord run = read_result(file);
+  RunRecord run = read_result(file);
   if (run.problem != problem.name())
     throw InputError(fmt::format("{}: results of problem {}, not {}; pass results of {} (or --problem {})", file.string(),
                                  run.problem, problem.name(), problem.name(), run.problem));
+  bind_recorded_dtypes(problem, run, run.shape, file);  // as every reader of a problem's results
   Json out{{"file", file.string()},
            {"shape_name", shape_stem(file)},
            {"compile_options", run.context.compile_options},
-           {"finalists", finalists_json(run, space, file)}};
+           {"finalists", finalists_json(run, space, problem, file)}};
   if (all_variants) out["variants"] = variants_json(run, space, file);
   return out;
 }

@@ -40,6 +40,22 @@ void check_record(const RunRecord& run, const std::string& file) {
   }
 }
 
+void check_recorded_shape(const RunRecord& run, const VariantRecord& v, const Config& config, const Space& space,
+                          const Problem& problem, const std::string& file) {
+  try {
+    problem.check_shape(run.shape);
+    space.check_shape(run.shape);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}; the record does not fit {} as it stands (restore what tune wrote, or re-tune)",
+                                 file, e.what(), space.source_name()));
+  }
+  if (const std::string why = space.violated_constraint(config, run.shape, run.limits()); !why.empty())
+    throw InputError(
+        fmt::format("{}: variant {} at {}: {}; the record does not fit {} as it stands (restore what tune "
+                    "wrote, or re-tune)",
+                    file, v.name, run.shape.tag(), why, space.source_name()));
+}
+
 }  // namespace header_parts
 
 namespace {

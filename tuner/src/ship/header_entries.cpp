@@ -59,17 +59,7 @@ MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const
                              const std::string& file) {
   MergedVariant m;
   m.record = &v;
-  m.config = recorded_config(v, space, file, &m.assumed);
-  m.lowered = space.lower(m.config, run.shape, run.limits());
-  if (m.lowered.launches.size() != v.launches.size())
-    throw InputError(fmt::format("{}: variant {} recorded {} launches but {} lowers it to {}; re-tune with this tune", file,
-                                 v.name, v.launches.size(), space.source_name(), m.lowered.launches.size()));
-  for (std::size_t l = 0; l < v.launches.size(); ++l)
-    if (v.launches[l].value("kernel", "").rfind(m.lowered.launches[l].kernel + "<", 0) != 0)
-      throw InputError(fmt::format("{}: variant {} launch {} ran {}, but {} lowers it to {}; re-tune with this tune", file,
-                                   v.name, l, v.launches[l].value("kernel", "?"), space.source_name(),
-                                   m.lowered.launches[l].kernel));
-  check_recorded_geometry(run, v, m.lowered, space, file);
+  m.lowered = lower_recorded(run, v, space, problem, file, &m.config, &m.assumed);
   for (const auto& t : problem.param_specs(run.shape)) m.buffers.push_back(t);
   for (const auto& t : problem.input_specs(run.shape)) m.buffers.push_back(t);
   TensorSpec out = problem.output_spec(run.shape);
@@ -81,6 +71,24 @@ MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const
 }
 
 }  // namespace
+
+Lowered lower_recorded(const RunRecord& run, const VariantRecord& v, const Space& space, const Problem& problem,
+                       const std::string& file, Config* config, std::vector<std::string>* assumed) {
+  const Config c = recorded_config(v, space, file, assumed);
+  if (config) *config = c;
+  check_recorded_shape(run, v, c, space, problem, file);
+  Lowered lowered = space.lower(c, run.shape, run.limits());
+  if (lowered.launches.size() != v.launches.size())
+    throw InputError(fmt::format("{}: variant {} recorded {} launches but {} lowers it to {}; re-tune with this tune", file,
+                                 v.name, v.launches.size(), space.source_name(), lowered.launches.size()));
+  for (std::size_t l = 0; l < v.launches.size(); ++l)
+    if (v.launches[l].value("kernel", "").rfind(lowered.launches[l].kernel + "<", 0) != 0)
+      throw InputError(fmt::format("{}: variant {} launch {} ran {}, but {} lowers it to {}; re-tune with this tune", file,
+                                   v.name, l, v.launches[l].value("kernel", "?"), space.source_name(),
+                                   lowered.launches[l].kernel));
+  check_recorded_geometry(run, v, lowered, space, file);
+  return lowered;
+}
 
 // The results as table entries, validated, in table order: arch, device name, shape.
 std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results, const Space& space, const Problem& problem,

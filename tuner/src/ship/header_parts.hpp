@@ -21,6 +21,19 @@ std::string provenance(const RunRecord& run, const std::string& prefix);
 // A header is made only from a record that passes the one validation of results (its winner passed,
 // with a positive, finite median), in memory as from a file. Throws InputError "<file>: ...".
 void check_record(const RunRecord& run, const std::string& file);
+// A record's shape and a variant's configuration as the problem and its space take them now: the
+// shape's dimensions and constraints, the configuration's constraints at that shape on the record's
+// device. Throws InputError naming the file: shipping a kernel for a shape or configuration the
+// problem refuses would ship one tune never ran as that problem stands.
+void check_recorded_shape(const RunRecord& run, const VariantRecord& v, const Config& config, const Space& space,
+                          const Problem& problem, const std::string& file);
+
+// A recorded variant as tune lowers it now, for the record's device (recorded_config: a parameter
+// the space gained takes its `absent` or the baseline's value, listed in *assumed), checked against
+// its record: the shape and configuration (check_recorded_shape), the launch count, each launch's
+// kernel, grid, block and shared memory. Throws InputError naming the file and what differs.
+Lowered lower_recorded(const RunRecord& run, const VariantRecord& v, const Space& space, const Problem& problem,
+                       const std::string& file, Config* config = nullptr, std::vector<std::string>* assumed = nullptr);
 
 // One variant of a merged entry, with everything a build needs to launch it without NVRTC.
 struct MergedVariant {
