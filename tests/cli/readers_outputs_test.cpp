@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -203,6 +204,66 @@ TEST(Outputs, AnExportsOwnFilesAreByteForByteTheGolden) {
     ASSERT_TRUE(fs::exists(golden / file));
     EXPECT_EQ(slurp(dir / "e" / file), slurp(golden / file));
   }
+}
+
+std::string test_python() {
+  const char* py = std::getenv("TUNE_PYTHON");
+  return py && *py ? py : "python3";
+}
+
+// The scatter_given fixture (out[N, L] in dtype U: N and U are the output's alone) tuned on the fake
+// worker in float32 and float16 and exported; returns the package folder.
+fs::path export_given(const fs::path& dir) {
+  const std::string problem = std::string(TUNE_FIXTURES) + "/problems/scatter_given";
+  const Result tuned = run_with("TUNE_WORKER_FAKE=1", "--problem " + problem + " --R 16 --U float32,float16 --out " +
+                                                          (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+  EXPECT_EQ(tuned.code, 0) << tuned.output;
+  const fs::path results = dir / "r" / "fake-gpu" / "scatter_given";
+  const Result r = run("export torch " + (results / "R16_N8_L32.json").string() + " " +
+                       (results / "R16_N8_L32_float16.json").string() + " --allow-synthetic -o " + (dir / "e").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  return dir / "e" / "tune_ops";
+}
+
+// Adversarial round 4: a problem whose output alone has a dim (index_add's row count N) or a dtype
+// variable (a separate output dtype U) could not be exported ("the op cannot tell it from the
+// tensors"). The op now takes them as `int[] given`, checked (a dim at least 1, a dtype one of its
+// values), and ModelNew by keyword or from the module's attribute of that name.
+TEST(Outputs, AnExportIsGivenTheDimsAndDtypesOnlyItsOutputHas) {
+  const fs::path package = export_given(scratch("export_given"));
+  const std::string binding = slurp(package / "csrc" / "binding.cpp");
+  for (const char* line : {"m.def(\"scatter_given(Tensor[] tensors, int[] given) -> Tensor?\");",
+                           "const long long d_N = given[0];", "const long long g_U = given[1];",
+                           "TORCH_CHECK(g_U == 2 || g_U == 0, \"tune_ops::scatter_given: U is dtype number \"",
+                           "return {d_R, d_N, d_L, g_U};", "t[0].options().dtype(scalar_type_of(dims[3]))"})
+    EXPECT_NE(binding.find(line), std::string::npos) << line << "\n" << binding;
+  const fs::path module = package / "scatter_given.py";
+  const std::string text = slurp(module);
+  for (const char* line : {"GIVEN = [\"N\", \"U\"]", "def __init__(self, model, **given):",
+                           "out = load().scatter_given(list(self._parameters_in_order) + list(inputs), self._given)"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  EXPECT_EQ(run_command(test_python() + " -m py_compile " + module.string()).code, 0);
+}
+
+// The same export's binding.cpp compiled against PyTorch's headers (-fsyntax-only), where a Python
+// has torch (TUNE_TORCH_PYTHON, else TUNE_PYTHON; found, not imported: an import needs its CUDA
+// libraries). The GPU build of exports is tools/device_session.sh's modelnew.
+TEST(Outputs, AnExportGivenItsOutputsDimsCompilesAgainstTorchsHeaders) {
+  const fs::path dir = scratch("export_given_compiles");
+  const char* torch_py = std::getenv("TUNE_TORCH_PYTHON");
+  const std::string python = torch_py && *torch_py ? torch_py : test_python();
+  const fs::path flags = dir / "torch_flags.txt";
+  const std::string find_headers =
+      "import importlib.util as u, os; d = u.find_spec('torch').submodule_search_locations[0]; "
+      "p = [d + '/include', d + '/include/torch/csrc/api/include', os.environ.get('CUDA_HOME', '/usr/local/cuda') + "
+      "'/include']; open('" +
+      flags.string() + "', 'w').write(' '.join('-I' + x for x in p))";
+  if (run_command(python + " -c \"" + find_headers + "\"").code != 0)
+    GTEST_SKIP() << "no torch in " << python << " (set TUNE_TORCH_PYTHON to one that has it)";
+  const fs::path package = export_given(dir);
+  const Result compiled = run_command(std::string(TUNE_CXX_COMPILER) + " -std=c++20 -fsyntax-only " + slurp(flags) + " " +
+                                      (package / "csrc" / "binding.cpp").string());
+  EXPECT_EQ(compiled.code, 0) << compiled.output;
 }
 
 // #28: CLI11's own errors printed two lines without "tune:" ("Run with --help for more

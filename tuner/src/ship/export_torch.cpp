@@ -138,7 +138,8 @@ void check_package_name(const std::string& package) {
                     package));
 }
 
-// The dtype variables of p (issue 35): their values, and the tensor the op reads each from.
+// The dtype variables of p (issue 35): their values, and the tensor the op reads each from; then
+// what the op is given (ExportedProblem::given).
 void describe_dtypes(ExportedProblem& p) {
   const auto& declared = p.problem->json();
   for (const auto& [var, unused] : p.results.front().run.shape.dtypes()) {
@@ -148,13 +149,15 @@ void describe_dtypes(ExportedProblem& p) {
         if (auto t = parse_dtype(name.get<std::string>())) v.values.push_back(*t);
     for (std::size_t i = 0; i < p.tensors.size() && v.tensor == p.tensors.size(); ++i)
       if (p.tensors[i].dtype == var) v.tensor = i;
-    if (v.tensor == p.tensors.size())
-      throw InputError(
-          fmt::format("problem {}: dtype variable {} is the dtype of no parameter or input; the op cannot tell "
-                      "it from the tensors",
-                      p.name, var));
     p.dtype_vars.push_back(std::move(v));
   }
+  // What no parameter or input tells, the op is given (dims first, then dtype variables).
+  for (const auto& d : p.dims)
+    if (std::none_of(p.tensors.begin(), p.tensors.end(),
+                     [&](const auto& t) { return std::find(t.shape.begin(), t.shape.end(), d) != t.shape.end(); }))
+      p.given.push_back(d);
+  for (const auto& v : p.dtype_vars)
+    if (v.tensor == p.tensors.size()) p.given.push_back(v.name);
   for (const auto* t : {&p.output}) {
     const bool variable =
         std::any_of(p.dtype_vars.begin(), p.dtype_vars.end(), [&](const auto& v) { return v.name == t->dtype; });

@@ -2,6 +2,7 @@
 // The parts of `tune export torch` (export_torch.cpp): what the export knows of each problem, and the
 // text of each file it writes, made from that: the extension's C++ (export_torch_sources.cpp), its
 // Python modules (export_torch_python.cpp) and its build files (export_torch_build.cpp).
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -35,6 +36,14 @@ struct ExportedProblem {
     std::size_t tensor = 0;  // the first of `tensors` of that dtype: the op reads the value from it
   };
   std::vector<DTypeVariable> dtype_vars;  // in the results' Shape order (the header's Shape fields)
+  // The dims and dtype variables no parameter or input tells (only the output's, say: index_add's
+  // row count, a separate output dtype), dims first: the op takes their values as `int[] given`, and
+  // ModelNew by keyword or from the module's attribute of that name. A dtype variable's `tensor` is
+  // tensors.size() when it is given.
+  std::vector<std::string> given;
+  [[nodiscard]] bool is_given(const std::string& dim_or_dtype) const {
+    return std::find(given.begin(), given.end(), dim_or_dtype) != given.end();
+  }
 };
 
 // One entry's winner as the export ships it: the CUBIN tune compiles for it, checked to be its record's.

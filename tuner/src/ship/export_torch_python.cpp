@@ -31,6 +31,21 @@ nlohmann::ordered_json tuned_records(const ExportedProblem& p) {
   return tuned;
 }
 
+// ModelNew.__init__'s reading of GIVEN: each by keyword, else the module's attribute of that name.
+std::string given_init(const ExportedProblem& p) {
+  return fmt::format(R"PY(        unknown = sorted(set(given) - set(GIVEN))
+        if unknown:
+            raise TypeError(f"ModelNew({name}) takes {{', '.join(GIVEN)}} by keyword, not {{', '.join(unknown)}}")
+        values = {{k: given[k] if k in given else getattr(model, k, None) for k in GIVEN}}
+        missing = [k for k in GIVEN if values[k] is None]
+        if missing:
+            raise ValueError(f"ModelNew({name}): no parameter or input tells {{', '.join(missing)}}; give it, as in "
+                             f"ModelNew(model, {{missing[0]}}=...), or set the module's attribute of that name")
+        self._given = [_dtype_code(values[k]) if k in DTYPE_VARIABLES else int(values[k]) for k in GIVEN]
+)PY",
+                     fmt::arg("name", p.name));
+}
+
 // A problem's module after its constants: variant(), and ModelNew, which calls the op.
 std::string module_code(const ExportedProblem& p) {
   return fmt::format(R"PY(def _dtype_code(value):
@@ -52,7 +67,7 @@ def variant(device, dims):
 
 
 class ModelNew(torch.nn.Module):
-    def __init__(self, model):
+    def __init__(self, model{given_param}):
         super().__init__()
         self.model = model
         named = dict(model.named_parameters())
@@ -61,13 +76,13 @@ class ModelNew(torch.nn.Module):
         if missing:
             raise ValueError(f"ModelNew({name}): the module has no {{missing}}; pass an instance of the problem's Model")
         self._parameters_in_order = [named[n] for n in PARAMETERS]
-        self._warned = set()
+{given_init}        self._warned = set()
         self.last_call_tuned = False
 
     def forward(self, *inputs):
         if len(inputs) != len(INPUTS):
             raise TypeError(f"ModelNew({name}) takes {{len(INPUTS)}} inputs ({{', '.join(INPUTS)}}), not {{len(inputs)}}")
-        out = load().{ns}(list(self._parameters_in_order) + list(inputs))
+        out = load().{ns}(list(self._parameters_in_order) + list(inputs){given_arg})
         self.last_call_tuned = out is not None
         if out is None:
             key = (str(inputs[0].device), tuple(tuple(x.shape) for x in inputs))
@@ -79,7 +94,10 @@ class ModelNew(torch.nn.Module):
             return self.model(*inputs)
         return out
 )PY",
-                     fmt::arg("name", p.name), fmt::arg("ns", p.ns));
+                     fmt::arg("name", p.name), fmt::arg("ns", p.ns),
+                     fmt::arg("given_param", p.given.empty() ? "" : ", **given"),
+                     fmt::arg("given_init", p.given.empty() ? "" : given_init(p)),
+                     fmt::arg("given_arg", p.given.empty() ? "" : ", self._given"));
 }
 
 }  // namespace
@@ -121,7 +139,7 @@ DTYPE_CODES = {dtype_codes}
 # The op's arguments: the module's parameters (state_dict names), then the forward's inputs.
 PARAMETERS = {params}
 INPUTS = {inputs}
-# The results exported: device, arch, shape, winner and its cold median as tune measured it.
+{given_constant}# The results exported: device, arch, shape, winner and its cold median as tune measured it.
 TUNED = json.loads({tuned})
 
 
@@ -130,7 +148,12 @@ TUNED = json.loads({tuned})
                      fmt::arg("name_json", nlohmann::json(p.name).dump()), fmt::arg("dims", python_list(p.dims)),
                      fmt::arg("params", python_list(params)), fmt::arg("inputs", python_list(inputs)),
                      fmt::arg("tuned", nlohmann::json(tuned.dump()).dump()),
-                     fmt::arg("dtype_vars", python_list(dtype_var_names)), fmt::arg("dtype_codes", dtype_codes.dump())) +
+                     fmt::arg("dtype_vars", python_list(dtype_var_names)), fmt::arg("dtype_codes", dtype_codes.dump()),
+                     fmt::arg("given_constant",
+                              p.given.empty() ? std::string()
+                                              : "# What no parameter or input tells: ModelNew(model, NAME=...) gives each, "
+                                                "else the module's\n# attribute of that name.\nGIVEN = " +
+                                                    python_list(p.given) + "\n")) +
          module_code(p);
 }
 

@@ -111,8 +111,10 @@ std::string dim_expression(const ExportedProblem& p, const std::string& text) {
 
 // The at::ScalarType of a tensor dtype: a dtype's own, or that of the tensor its variable is read from.
 std::string scalar_of(const ExportedProblem& p, const std::string& dtype) {
-  for (const auto& v : p.dtype_vars)
-    if (v.name == dtype) return fmt::format("t[{}].scalar_type()", v.tensor);
+  for (std::size_t k = 0; k < p.dtype_vars.size(); ++k)
+    if (const auto& v = p.dtype_vars[k]; v.name == dtype)
+      return p.is_given(v.name) ? fmt::format("scalar_type_of(dims[{}])", p.dims.size() + k)
+                                : fmt::format("t[{}].scalar_type()", v.tensor);
   return std::string(dtype_torch_scalar(*parse_dtype(dtype)));
 }
 
@@ -152,14 +154,50 @@ std::string dtype_checks(const ExportedProblem& p, const std::string& op) {
   return s;
 }
 
+// The given values (ExportedProblem::given) as locals, checked: a dim at least 1, a dtype variable's
+// number one of its values.
+std::string given_values(const ExportedProblem& p, const std::string& op) {
+  std::string s;
+  for (std::size_t k = 0; k < p.given.size(); ++k) {
+    const std::string& name = p.given[k];
+    const auto v = std::find_if(p.dtype_vars.begin(), p.dtype_vars.end(), [&](const auto& d) { return d.name == name; });
+    if (v == p.dtype_vars.end()) {
+      s += fmt::format("  const long long d_{} = given[{}];\n", identifier(name), k);
+      s += fmt::format("  TORCH_CHECK(d_{0} >= 1, \"{1}: {2} must be at least 1, got \", d_{0});\n", identifier(name), op,
+                       name);
+      continue;
+    }
+    std::vector<std::string> allowed, names;
+    for (const DType d : v->values) {
+      allowed.push_back(fmt::format("g_{} == {}", identifier(name), static_cast<int>(d)));
+      names.push_back(std::string(dtype_name(d)));
+    }
+    s += fmt::format("  const long long g_{} = given[{}];\n", identifier(name), k);
+    if (!allowed.empty())
+      s += fmt::format("  TORCH_CHECK({}, \"{}: {} is dtype number \", g_{}, \"; it takes {}\");\n",
+                       fmt::join(allowed, " || "), op, name, identifier(name), fmt::join(names, ", "));
+  }
+  return s;
+}
+
 // {ns}_dims of binding.cpp: the dims of the problem from its tensors, every tensor's shape and dtype
 // checked against them.
 std::string dims_function(const ExportedProblem& p, const std::string& op) {
   std::string s;
   s += fmt::format("// The dims of problem {} from its tensors; every tensor's shape checked against them.\n", p.name);
-  s += fmt::format("std::vector<long long> {}_dims(const std::vector<at::Tensor>& t) {{\n", p.ns);
+  if (p.given.empty()) {
+    s += fmt::format("std::vector<long long> {}_dims(const std::vector<at::Tensor>& t) {{\n", p.ns);
+  } else {
+    s += fmt::format("// {} no parameter or input tells: given (ModelNew passes them).\n", fmt::join(p.given, ", "));
+    s += fmt::format(
+        "std::vector<long long> {}_dims(const std::vector<at::Tensor>& t, const std::vector<int64_t>& given) {{\n", p.ns);
+    s += fmt::format("  TORCH_CHECK(given.size() == {0}, \"{1}: expected {0} given values ({2}), got \", given.size());\n",
+                     p.given.size(), op, fmt::join(p.given, ", "));
+  }
   s += fmt::format("  check_tensors(\"{}\", t, k{}Tensors, {});\n", op, p.ns, p.tensors.size());
+  s += given_values(p, op);
   for (const auto& d : p.dims) {
+    if (p.is_given(d)) continue;
     bool found = false;
     for (std::size_t i = 0; i < p.tensors.size() && !found; ++i)
       for (std::size_t a = 0; a < p.tensors[i].shape.size() && !found; ++a)
@@ -187,7 +225,9 @@ std::string dims_function(const ExportedProblem& p, const std::string& op) {
   s += dtype_checks(p, op);
   std::vector<std::string> dims;
   for (const auto& d : p.dims) dims.push_back("d_" + identifier(d));
-  for (const auto& v : p.dtype_vars) dims.push_back(fmt::format("dtype_code(t[{}].scalar_type())", v.tensor));
+  for (const auto& v : p.dtype_vars)
+    dims.push_back(p.is_given(v.name) ? "g_" + identifier(v.name)
+                                      : fmt::format("dtype_code(t[{}].scalar_type())", v.tensor));
   s += fmt::format("  return {{{}}};\n}}\n\n", fmt::join(dims, ", "));
   return s;
 }
@@ -210,8 +250,13 @@ std::string op_source(const ExportedProblem& p, const std::string& package) {
   std::vector<std::string> out_shape;
   for (const auto& e : p.output.shape) out_shape.push_back(dim_expression(p, e));
   s += fmt::format("// {}: the output, or None when no tuned entry covers this device and shape.\n", op);
-  s += fmt::format("c10::optional<at::Tensor> {}_op(std::vector<at::Tensor> t) {{\n", p.ns);
-  s += fmt::format("  const std::vector<long long> dims = {}_dims(t);\n", p.ns);
+  if (p.given.empty()) {
+    s += fmt::format("c10::optional<at::Tensor> {}_op(std::vector<at::Tensor> t) {{\n", p.ns);
+    s += fmt::format("  const std::vector<long long> dims = {}_dims(t);\n", p.ns);
+  } else {
+    s += fmt::format("c10::optional<at::Tensor> {}_op(std::vector<at::Tensor> t, std::vector<int64_t> given) {{\n", p.ns);
+    s += fmt::format("  const std::vector<long long> dims = {}_dims(t, given);\n", p.ns);
+  }
   for (std::size_t d = 0; d < p.dims.size(); ++d)
     s += fmt::format("  const long long d_{0} = dims[{1}];\n  static_cast<void>(d_{0});\n", identifier(p.dims[d]), d);
   s += "  const c10::cuda::CUDAGuard guard(t[0].device());\n  const DeviceKey& device = device_key(t[0].get_device());\n";
@@ -250,15 +295,22 @@ std::string op_source(const ExportedProblem& p, const std::string& package) {
 
 // dtype_name(at::ScalarType): PyTorch's name as problem.json spells it; dtype_code: tune's number of
 // the dtype (the header's DType), -1 for a type no problem takes.
-std::string dtype_helpers() {
-  std::string names, codes;
+std::string dtype_helpers(bool scalar_types) {
+  std::string names, codes, scalars;
   for (const DType t : all_dtypes()) {
     names += fmt::format("    case {}: return \"{}\";\n", dtype_torch_scalar(t), dtype_name(t));
     codes += fmt::format("    case {}: return {};\n", dtype_torch_scalar(t), static_cast<int>(t));
+    scalars += fmt::format("    case {}: return {};\n", static_cast<int>(t), dtype_torch_scalar(t));
   }
-  return "const char* dtype_name(at::ScalarType s) {\n  switch (s) {\n" + names +
-         "    default: return c10::toString(s);\n  }\n}\n\nint dtype_code(at::ScalarType s) {\n  switch (s) {\n" + codes +
-         "    default: return -1;\n  }\n}\n";
+  std::string s = "const char* dtype_name(at::ScalarType s) {\n  switch (s) {\n" + names +
+                  "    default: return c10::toString(s);\n  }\n}\n\nint dtype_code(at::ScalarType s) {\n  switch (s) {\n" +
+                  codes + "    default: return -1;\n  }\n}\n";
+  // scalar_type_of: the at::ScalarType of tune's number of a dtype (a given dtype variable's).
+  if (scalar_types)
+    s +=
+        "\nat::ScalarType scalar_type_of(long long code) {\n  switch (code) {\n" + scalars +
+        "    default: break;\n  }\n  TORCH_CHECK(false, \"no dtype has number \", code);\n  return at::ScalarType::Undefined;\n}\n";
+  return s;
 }
 
 }  // namespace
@@ -330,6 +382,9 @@ long long tune_{ns}_buffer_bytes(int entry, int buffer) {{
 }
 
 std::string binding_source(const std::vector<ExportedProblem>& problems, const std::string& package) {
+  const bool given_dtypes = std::any_of(problems.begin(), problems.end(), [](const ExportedProblem& p) {
+    return std::any_of(p.dtype_vars.begin(), p.dtype_vars.end(), [&](const auto& v) { return p.is_given(v.name); });
+  });
   std::string s = fmt::format(R"CPP(// Generated by `tune export torch` (tune {}): the {} ops. Do not edit.
 // Each op takes the problem's parameters then its inputs (each in its dtype, CUDA, contiguous, 16-byte
 // aligned, one device), reads the shape from them, and launches the tuned kernels on the current
@@ -386,12 +441,12 @@ void check_tensors(const char* op, const std::vector<at::Tensor>& t, const char*
 }}
 
 )CPP",
-                              tool_version(), package, fmt::arg("dtype_helpers", dtype_helpers()));
+                              tool_version(), package, fmt::arg("dtype_helpers", dtype_helpers(given_dtypes)));
   for (const auto& p : problems) s += op_source(p, package);
   s += "}  // namespace\n\n";
   s += fmt::format("TORCH_LIBRARY({}, m) {{\n", package);
   for (const auto& p : problems) {
-    s += fmt::format("  m.def(\"{}(Tensor[] tensors) -> Tensor?\");\n", p.ns);
+    s += fmt::format("  m.def(\"{}(Tensor[] tensors{}) -> Tensor?\");\n", p.ns, p.given.empty() ? "" : ", int[] given");
     s += fmt::format(
         "  m.def(\"{0}_variant(str device, int arch, int sm_count, int max_smem, int[] dims) -> str\", &{0}_variant);\n",
         p.ns);
