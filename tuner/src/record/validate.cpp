@@ -135,12 +135,12 @@ VariantIndex variant_index(const Check& c, const Json& variants) {
 double median(const Json* v) { return v->at("timing").at("median_us").get<double>(); }
 
 // summary.winner: a passed variant of a timed run, the one the winner rule picks (within its tie band).
-// A run that went through its gate (context.gate, minor 3 on) and was not cut short names a
+// A run that went through its gate (schema minor 3 on: context.gate) and was not cut short names a
 // winner the gate gave a verdict and the strict re-measure timed: no other variant wins such a run.
 void winner_was_gated(const Check& c, const Json& j, const Json& winner) {
   const Json& ctx = j.at("context");
   const Json search = ctx.value("search", Json::object());
-  if (!ctx.contains("gate") || search.value("interrupted", false) == true) return;
+  if (j.value("schema_minor_version", 0) < 3 || search.value("interrupted", false) == true) return;
   const std::string& name = winner.at("name").get_ref<const std::string&>();
   const Json gate = winner.value("gate", Json());
   if (!gate.is_object())
