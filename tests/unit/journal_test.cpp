@@ -101,6 +101,16 @@ TEST(Journal, AnotherRunsJournalIsRefusedNamingTheField) {
   }
   std::ofstream(path) << "not a journal\n";
   EXPECT_THROW(Journal::read(path, kIdentity), InputError);
+  // A journal of another format version (adversarial round 4: read as this one's).
+  std::ofstream(path)
+      << nlohmann::ordered_json{{"kind", "tune.journal"}, {"schema_version", 2}, {"identity", kIdentity}}.dump() << "\n";
+  try {
+    Journal::read(path, kIdentity);
+    FAIL() << "a journal of schema_version 2 must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a journal of schema_version 2, which this tune does not read"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Journal, TheContentHashSeesEveryText) {

@@ -304,6 +304,26 @@ TEST(Merge, RefusesShardsOfOtherRunsAndIncompleteSets) {
               merge_shards(write_all(other, dir / "f"), dir / "o", std::nullopt, {});
             }).find("pass unchanged shard results"),
             std::string::npos);
+  // Adversarial round 4: shards of other kernel sources under one run key, and a shard holding a
+  // pending variant, were merged (into a record marked complete).
+  other = shards;
+  other[1].context.source_hash = "edited";
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all(other, dir / "h"), dir / "o", std::nullopt, {});
+            }).find("differ in kernel sources (context.source_hash)"),
+            std::string::npos);
+  other = shards;
+  for (VariantRecord& v : other[1].variants)
+    if (!v.baseline && v.name != other[1].winner) {
+      v.status = Status::kPending;
+      v.timing.reset();
+      v.gate.reset();
+      break;
+    }
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all(other, dir / "i"), dir / "o", std::nullopt, {});
+            }).find("is still pending, which no finished shard leaves"),
+            std::string::npos);
   other = shards;
   other[1].context.shard.reset();
   EXPECT_NE(message_of([&] {

@@ -33,6 +33,11 @@ void check_identity(const std::filesystem::path& path, const Json& first, const 
   if (!first.is_object() || first.value("kind", Json()) != kKind || !first.contains("identity") ||
       !first.at("identity").is_object())
     throw InputError(fmt::format("{}: not a tune journal; remove it or run without --resume", path.string()));
+  if (const Json version = first.value("schema_version", Json()); version != 1)
+    throw InputError(
+        fmt::format("{}: a journal of schema_version {}, which this tune does not read (it writes 1); run "
+                    "without --resume to start over",
+                    path.string(), brief(version)));
   const Json& theirs = first.at("identity");
   for (const auto& [key, mine] : identity.items()) {
     const Json other = theirs.contains(key) ? theirs.at(key) : Json(nullptr);

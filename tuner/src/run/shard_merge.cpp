@@ -56,6 +56,8 @@ std::string run_difference(const RunRecord& a, const RunRecord& b) {
       {"arch", a.context.arch, b.context.arch},
       {"compile options", opts(a), opts(b)},
       {"NVRTC version", a.context.nvrtc_version, b.context.nvrtc_version},
+      // The kernels themselves: a hand-edit or a re-run may keep the run key and change the sources.
+      {"kernel sources (context.source_hash)", a.context.source_hash, b.context.source_hash},
       {"search", to_string(a.context.search), to_string(b.context.search)},
       {"budget", std::to_string(a.context.budget), std::to_string(b.context.budget)},
       {"device model", a.timed ? dev(a) : "", b.timed ? dev(b) : ""},
@@ -175,6 +177,12 @@ std::vector<std::filesystem::path> merge_shards(const std::vector<std::filesyste
     if (!in.run.complete || in.run.context.interrupted)
       throw InputError(fmt::format("{}: shard {}/{} did not finish (interrupted or still running); run it again, then merge",
                                    in.file, in.shard().index, in.shard().count));
+    for (const VariantRecord& v : in.run.variants)
+      if (v.status == Status::kPending)
+        throw InputError(
+            fmt::format("{}: variant {} is still pending, which no finished shard leaves; pass unchanged "
+                        "shard results, or run shard {}/{} again",
+                        in.file, v.name, in.shard().index, in.shard().count));
     if (const std::string d = run_difference(all.empty() ? in.run : all.front().run, in.run); !d.empty())
       throw InputError(
           fmt::format("{} and {} are shards of different runs (they differ in {}); merge the shards of one run only",
