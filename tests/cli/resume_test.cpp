@@ -103,6 +103,11 @@ TEST(Resume, ACtrlCInTheFirstPassOfAModelSearchEndsTheRunWithNoLaterPass) {
   EXPECT_NE(log.find("interrupted by "), std::string::npos) << log;
   EXPECT_EQ(log.find("pass 2:"), std::string::npos) << "no pass after the interrupted one\n" << log;
   EXPECT_EQ(log.find("model round 1:"), std::string::npos) << log;
+  // Its best so far is no winner (adversarial round 4: it was printed as one).
+  EXPECT_EQ(log.find("[winner]"), std::string::npos) << log;
+  EXPECT_EQ(log.find("\nwinner "), std::string::npos) << log;
+  EXPECT_NE(log.find("  [best so far]"), std::string::npos) << log;
+  EXPECT_NE(log.find("\nbest so far "), std::string::npos) << log;
   const Json j = read_json(result);
   EXPECT_EQ(j.at("context").at("search").at("interrupted"), true);
   EXPECT_FALSE(fs::exists(fs::path(result).replace_extension(".hpp"))) << "no header from an interrupted run";

@@ -39,7 +39,10 @@ void print_ranking(const RunRecord& run) {
     const auto* v = ranked[i];
     fmt::print("{:>4}  {:>11.3f}  {:>9.3f}  {:>9.3f}  {:>6.2f}%  {:>5}  {}{}{}\n", i + 1, v->timing->median_us,
                v->timing->batch_mean_us, v->timing->graph_mean_us, v->timing->noise * 100, v->max_registers(), v->name,
-               v->baseline ? "  [baseline]" : "", run.winner && *run.winner == v->name ? "  [winner]" : "");
+               v->baseline ? "  [baseline]" : "",
+               !run.winner || *run.winner != v->name ? ""
+               : run.context.interrupted             ? "  [best so far]"
+                                                     : "  [winner]");
   }
 }
 
@@ -49,14 +52,19 @@ void print_baseline(const RunRecord& run) {
 }
 
 // The last line: the winner against the baseline config (cold median against cold median) and
-// against the problem's PyTorch module (graph against graph, issue 36).
+// against the problem's PyTorch module (graph against graph, issue 36); an interrupted run's best so far.
 void print_winner(const RunRecord& run) {
   const VariantRecord* w = run.winner ? run.find(*run.winner) : nullptr;
   if (!w || !w->timing) return;
   std::vector<std::string> over;
   if (run.speedup) over.push_back(fmt::format("{:.2f}x over the baseline config", *run.speedup));
   if (const std::string torch = torch_comparison(run); !torch.empty()) over.push_back(torch);
-  fmt::print("winner {:.3f} us{}{}\n", w->timing->median_us, over.empty() ? "" : ": ", fmt::join(over, ", "));
+  // An interrupted run names the best it had timed: neither gated nor re-measured, no winner.
+  if (run.context.interrupted)
+    fmt::print("best so far {:.3f} us (interrupted: not gated; the same command with --resume finishes the run){}{}\n",
+               w->timing->median_us, over.empty() ? "" : ": ", fmt::join(over, ", "));
+  else
+    fmt::print("winner {:.3f} us{}{}\n", w->timing->median_us, over.empty() ? "" : ": ", fmt::join(over, ", "));
 }
 
 }  // namespace
