@@ -181,7 +181,10 @@ constexpr Field kFields[] = {
     {.path = "seed", .kind = K::kSeed, .required = true, .about = "the inputs' seed"},
     {.path = "timed", .kind = K::kBoolean, .required = true, .about = "measured on a device (false: compile-only)"},
     {.path = "untimed_reason", .kind = K::kString, .about = "why not timed"},
-    {.path = "complete", .kind = K::kBoolean, .about = "every variant reached"},
+    {.path = "complete",
+     .kind = K::kBoolean,
+     .about = "the run ended, each variant with its final status (false: a snapshot); a run cut short says so in "
+              "context.search.interrupted and stopped_by_time_budget"},
     {.path = "device",
      .kind = K::kObject,
      .required = true,
