@@ -353,8 +353,9 @@ def measure_modelnew(torch, package_module, module, inputs, facts, shape, a, flu
     rec = {"events": None, "graph": None, "error": None, "tuned": False, "variant": "",
            "parity": None, "tune_cold_median_us": shape.get("_tune_median_us")}
     try:
-        new = package_module.ModelNew(module)
         dims = {k: v for k, v in shape.items() if not k.startswith("_")}
+        # What no parameter or input tells (the package's GIVEN), from the shape timed.
+        new = package_module.ModelNew(module, **{k: dims[k] for k in getattr(package_module, "GIVEN", [])})
         rec["variant"] = package_module.variant(inputs[0].device, dims)
         out = new(*inputs)
         rec["tuned"] = bool(new.last_call_tuned)
