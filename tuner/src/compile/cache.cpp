@@ -75,8 +75,10 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
     r.resources = parse_ptxas_report(r.log);
     r.ok = true;
     return r;
-  } catch (const nlohmann::json::exception&) {
-    return std::nullopt;  // a damaged entry is a miss; the store that follows replaces it
+  } catch (const std::exception&) {
+    // A damaged entry (its metadata no JSON, a field missing) or one that cannot be read (its
+    // CUBIN a folder, an I/O error) is a miss; the store that follows replaces it where it can.
+    return std::nullopt;
   }
 }
 
