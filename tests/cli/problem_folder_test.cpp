@@ -477,7 +477,21 @@ TEST(ReferenceProcess, MegabytesOfOutputGiveOneShortLine) {
       run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("chatty"));
   EXPECT_EQ(r.code, 2) << r.output.substr(0, 2000);
   EXPECT_LT(r.output.size(), 20000u) << r.output.substr(0, 2000);
-  expect_error_output(r, "reference.py failed: ...xxxx");
+  expect_error_output(r, "reference.py failed: reference failed: ValueError: xxxxx");
+  EXPECT_NE(r.output.find("xxxxx..."), std::string::npos) << r.output.substr(r.output.size() - 2000);
+}
+
+// An exception whose message has several lines is quoted by its type and first lines, on one line
+// (its last line alone says neither what was raised nor why).
+TEST(ReferenceProcess, AMultiLineExceptionIsQuotedByItsTypeAndFirstLines) {
+  const fs::path dir = third_party("multiline");
+  write(dir / "reference.py",
+        "def reference(shape, params, inputs):\n"
+        "    raise RuntimeError('the shapes do not match:\\n  left: (5, 64)\\n  right: (64, 5)\\n\\n  hint: a\\n  b')\n");
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("multiline"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "reference failed: RuntimeError: the shapes do not match: / left: (5, 64) / right: (64, 5) / ...");
 }
 
 TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {

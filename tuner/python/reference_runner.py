@@ -26,6 +26,17 @@ def fail(msg):
     sys.exit(1)
 
 
+def exception_line(e, lines=3, limit=200):
+    """The exception's type and the first lines of its message, on one line of at most about limit
+    characters: tune quotes the last line of stderr, which a message of several lines would leave
+    without its type and its first (usually telling) line."""
+    said = [line.strip() for line in str(e).splitlines() if line.strip()]
+    text = " / ".join(said[:lines]) + (" / ..." if len(said) > lines else "")
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
 def call(what, module_path, fn, *args):
     """Runs the module's code; a sys.exit() in it is a failure, not an exit without a result."""
     try:
@@ -258,6 +269,6 @@ if __name__ == "__main__":
     except BaseException as e:  # one line for tune, the traceback above it
         import traceback
         traceback.print_exc()
-        fail(f"reference failed: {type(e).__name__}: {e}")
+        fail(f"reference failed: {exception_line(e)}")
     finally:
         kill_leftovers()
