@@ -501,6 +501,7 @@ TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
       {"column", {"(inputs['x'] * 2).reshape(-1, 1).tolist()", "the reference returned shape (320, 1)"}},
       {"complex", {"inputs['x'] * (1 + 2j)", "the reference returned complex values (complex128)"}},
       {"objects", {"np.array([object()] * 320, dtype=object).reshape(5, 64)", "the reference returned an array of object"}},
+      {"none", {"None", "the reference returned None; return a float array of the output 'out', shape (5, 64)"}},
       {"exits", {"sys.exit(0)", "called sys.exit(0) in reference()"}},
       {"quits", {"os._exit(0)", "ended (exit code 0) without returning a result"}},
   };

@@ -95,6 +95,9 @@ def kill_leftovers():
 
 def real_output(out, module_path, name, want, np):
     """The reference's result as float64 of exactly the output's shape, or one line saying why not."""
+    if out is None:
+        fail(f"{module_path}: the reference returned None; return a float array of the output '{name}', "
+             f"shape {want}")
     if not isinstance(out, np.ndarray):
         try:
             out = np.asarray(out)
@@ -217,6 +220,8 @@ def check_state(model, state, module_path):
 def forward(model, args, module_path, torch):
     with torch.no_grad():
         out = call("forward", module_path, model, *args)
+    if out is None:
+        fail(f"{module_path}: the model's forward returned None; return the output as a tensor")
     if not isinstance(out, torch.Tensor):
         fail(f"{module_path}: the model returned {type(out).__name__}, not a tensor")
     if out.is_complex():
