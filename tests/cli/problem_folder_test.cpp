@@ -129,7 +129,8 @@ TEST(ProblemFolder, EveryBadFolderIsRefusedAtLoadWithItsPath) {
   expect_refused(third_party("launch_key", [](Json& j) { j["launches"][0]["gird"] = Json::array({"1"}); }),
                  "unknown key 'launches[0].gird'");
   expect_refused(third_party("arg_name", [](Json& j) { j["launches"][0]["args"][0] = "xx"; }),
-                 "launch 'affine_kernel' argument 'xx' is not a tensor of problem affine");
+                 "launch 'affine_kernel' argument 'xx' is not a tensor of problem affine, 'out' or a scratch buffer "
+                 "(known: out, scale, shift, x)");  // each name once: the output is named 'out' too
   expect_refused(third_party("arg_count", [](Json& j) { j["launches"][0]["args"].erase(3); }),
                  "launch 'affine_kernel' passes 3 args but the kernel takes 4 parameters");
   expect_refused(third_party("kernel", [](Json& j) { j["launches"][0]["kernel"] = "affine_kernal"; }),
