@@ -364,6 +364,21 @@ TEST(ProblemFolder, Issue34_ProblemPathIsAColonListAndListFlagsAMisnamedFolder) 
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
+// An unknown problem's line lists the names --problem takes: a folder whose file names another
+// problem is not one of them (it was listed as known, then refused by that name).
+TEST(ProblemFolder, AnUnknownProblemListsOnlyTheNamesThatWork) {
+  const fs::path root = fs::temp_directory_path() / ("tune_problem_" + std::to_string(getpid())) / "unknown_names";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  fs::copy(kFixture, root / "thresh", fs::copy_options::recursive);  // names problem 'affine'
+  fs::copy(kFixture, root / "affine", fs::copy_options::recursive);
+  const Result r = run("--problem threshold --problem-path " + root.string() + " --R 4 --compile-only");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "unknown problem 'threshold'; known problems: affine, contact, scene_graph (searched ");
+  expect_error_output(r, "; not usable by name: " + (root / "thresh").string() +
+                             " (names problem 'affine'; make the folder's name and the file's agree)");
+}
+
 // ---- Issue 34: reference.py has a deadline, its processes end with it, its output is capped ----
 
 // Whether a process is gone (a zombie waiting for init counts as gone), waiting up to 3 s.
