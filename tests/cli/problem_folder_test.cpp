@@ -468,6 +468,18 @@ TEST(ReferenceProcess, WhatAReferenceStartedEndsWhenItReturnsAlsoInASessionOfIts
   expect_pids_gone(dir);
 }
 
+// A reference that ends its process at once (os._exit) skips the runner's cleanup: what it started
+// in a session of its own outlived tune (reparented to init), until the runner ran it in a child.
+TEST(ReferenceProcess, WhatAReferenceStartedEndsAlsoWhenItEndsItsProcessAtOnce) {
+  const fs::path dir = third_party("os_exit");
+  write(dir / "reference.py", forking_reference(dir, "    os._exit(0)\n"));
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("os_exit"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "ended (exit code 0) without returning a result");
+  expect_pids_gone(dir);
+}
+
 TEST(ReferenceProcess, ABadDeadlineIsRefusedInOneLine) {
   const std::string args =
       "--problem " + third_party("deadline").string() + " --R 5 --no-cache --out " + out_dir("deadline");
