@@ -75,6 +75,31 @@ TEST(Cli, AnArchNvrtcCannotCompileForIsRefusedBeforeAnythingCompiles) {
   expect_error("--problem contact --B 1,2 --N 8 --devices all --arch 999", "--arch 999: NVRTC");
 }
 
+// --arch takes the forms NVRTC and nvcc users write (90, sm_90, sm90, compute_90), all meaning 90;
+// anything else is refused in one line that names the forms (it was "Could not convert").
+TEST(Cli, ArchTakesSm90AndItsOtherSpellings) {
+  const std::string base = "--problem contact --B 2 --N 8 --C 16 --H 8 --compile-only --budget 1 --no-cache --config " +
+                           std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  for (const std::string arch : {"90", "sm_90", "sm90", "compute_90"}) {
+    const std::string out = out_dir("arch_" + arch);
+    const Result r = run(base + " --out " + out + " --arch " + arch);
+    EXPECT_EQ(r.code, 0) << arch << "\n" << r.output;
+    EXPECT_TRUE(std::filesystem::exists(out + "/compile-only-sm_90/contact/B2_N8_C16_H8.json")) << arch << "\n" << r.output;
+  }
+  expect_error(base + " --arch sm_999", "--arch 999: NVRTC");
+  for (const std::string arch : {"hopper", "sm_9x", "sm_", "sm_90a", "9.0"}) {
+    const Result r = run(base + " --out " + out_dir("arch_bad") + " --arch " + arch);
+    EXPECT_EQ(r.code, 2) << arch << "\n" << r.output;
+    expect_error_output(r, "--arch: " + arch + " is not a compute capability; give it as 90, sm_90 or sm90");
+  }
+  // tune export torch takes the same forms: past the option, the missing file is what it refuses.
+  const Result e = run("export torch /nonexistent/r.json -o " + out_dir("arch_export") + " --arch sm_90");
+  EXPECT_EQ(e.code, 2) << e.output;
+  EXPECT_EQ(e.output.find("--arch"), std::string::npos) << e.output;
+  expect_error("export torch /nonexistent/r.json -o " + out_dir("arch_export") + " --arch hopper",
+               "--arch: hopper is not a compute capability");
+}
+
 TEST(Cli, OptionValuesOutsideTheirRangeAreOneLineAndExitCode2) {
   const std::string out = out_dir("bad_options");
   const std::string base = "--problem contact --B 2 --N 8 --C 16 --H 8 --compile-only --config " +

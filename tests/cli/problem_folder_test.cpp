@@ -129,7 +129,8 @@ TEST(ProblemFolder, EveryBadFolderIsRefusedAtLoadWithItsPath) {
   expect_refused(third_party("launch_key", [](Json& j) { j["launches"][0]["gird"] = Json::array({"1"}); }),
                  "unknown key 'launches[0].gird'");
   expect_refused(third_party("arg_name", [](Json& j) { j["launches"][0]["args"][0] = "xx"; }),
-                 "launch 'affine_kernel' argument 'xx' is not a tensor of problem affine");
+                 "launch 'affine_kernel' argument 'xx' is not a tensor of problem affine, 'out' or a scratch buffer "
+                 "(known: out, scale, shift, x)");  // each name once: the output is named 'out' too
   expect_refused(third_party("arg_count", [](Json& j) { j["launches"][0]["args"].erase(3); }),
                  "launch 'affine_kernel' passes 3 args but the kernel takes 4 parameters");
   expect_refused(third_party("kernel", [](Json& j) { j["launches"][0]["kernel"] = "affine_kernal"; }),
@@ -363,6 +364,21 @@ TEST(ProblemFolder, Issue34_ProblemPathIsAColonListAndListFlagsAMisnamedFolder) 
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
+// An unknown problem's line lists the names --problem takes: a folder whose file names another
+// problem is not one of them (it was listed as known, then refused by that name).
+TEST(ProblemFolder, AnUnknownProblemListsOnlyTheNamesThatWork) {
+  const fs::path root = fs::temp_directory_path() / ("tune_problem_" + std::to_string(getpid())) / "unknown_names";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  fs::copy(kFixture, root / "thresh", fs::copy_options::recursive);  // names problem 'affine'
+  fs::copy(kFixture, root / "affine", fs::copy_options::recursive);
+  const Result r = run("--problem threshold --problem-path " + root.string() + " --R 4 --compile-only");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "unknown problem 'threshold'; known problems: affine, contact, scene_graph (searched ");
+  expect_error_output(r, "; not usable by name: " + (root / "thresh").string() +
+                             " (names problem 'affine'; make the folder's name and the file's agree)");
+}
+
 // ---- Issue 34: reference.py has a deadline, its processes end with it, its output is capped ----
 
 // Whether a process is gone (a zombie waiting for init counts as gone), waiting up to 3 s.
@@ -452,6 +468,18 @@ TEST(ReferenceProcess, WhatAReferenceStartedEndsWhenItReturnsAlsoInASessionOfIts
   expect_pids_gone(dir);
 }
 
+// A reference that ends its process at once (os._exit) skips the runner's cleanup: what it started
+// in a session of its own outlived tune (reparented to init), until the runner ran it in a child.
+TEST(ReferenceProcess, WhatAReferenceStartedEndsAlsoWhenItEndsItsProcessAtOnce) {
+  const fs::path dir = third_party("os_exit");
+  write(dir / "reference.py", forking_reference(dir, "    os._exit(0)\n"));
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("os_exit"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "ended (exit code 0) without returning a result");
+  expect_pids_gone(dir);
+}
+
 TEST(ReferenceProcess, ABadDeadlineIsRefusedInOneLine) {
   const std::string args =
       "--problem " + third_party("deadline").string() + " --R 5 --no-cache --out " + out_dir("deadline");
@@ -477,7 +505,21 @@ TEST(ReferenceProcess, MegabytesOfOutputGiveOneShortLine) {
       run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("chatty"));
   EXPECT_EQ(r.code, 2) << r.output.substr(0, 2000);
   EXPECT_LT(r.output.size(), 20000u) << r.output.substr(0, 2000);
-  expect_error_output(r, "reference.py failed: ...xxxx");
+  expect_error_output(r, "reference.py failed: reference failed: ValueError: xxxxx");
+  EXPECT_NE(r.output.find("xxxxx..."), std::string::npos) << r.output.substr(r.output.size() - 2000);
+}
+
+// An exception whose message has several lines is quoted by its type and first lines, on one line
+// (its last line alone says neither what was raised nor why).
+TEST(ReferenceProcess, AMultiLineExceptionIsQuotedByItsTypeAndFirstLines) {
+  const fs::path dir = third_party("multiline");
+  write(dir / "reference.py",
+        "def reference(shape, params, inputs):\n"
+        "    raise RuntimeError('the shapes do not match:\\n  left: (5, 64)\\n  right: (64, 5)\\n\\n  hint: a\\n  b')\n");
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("multiline"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "reference failed: RuntimeError: the shapes do not match: / left: (5, 64) / right: (64, 5) / ...");
 }
 
 TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
@@ -487,6 +529,7 @@ TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
       {"column", {"(inputs['x'] * 2).reshape(-1, 1).tolist()", "the reference returned shape (320, 1)"}},
       {"complex", {"inputs['x'] * (1 + 2j)", "the reference returned complex values (complex128)"}},
       {"objects", {"np.array([object()] * 320, dtype=object).reshape(5, 64)", "the reference returned an array of object"}},
+      {"none", {"None", "the reference returned None; return a float array of the output 'out', shape (5, 64)"}},
       {"exits", {"sys.exit(0)", "called sys.exit(0) in reference()"}},
       {"quits", {"os._exit(0)", "ended (exit code 0) without returning a result"}},
   };

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,6 +170,68 @@ TEST(CompileCache, ACubinWhoseContentHashDiffersIsAMissAndIsOverwritten) {
   old.erase("cubin_xxh3_64");
   std::ofstream(dir / (key + ".json"), std::ios::trunc) << old.dump();
   EXPECT_FALSE(cache.load(key).has_value());
+}
+
+// An entry whose CUBIN cannot be read (its path a folder, an I/O error) is a miss like a damaged
+// one, never an exception: the variant is compiled again, and the store says why it cannot write.
+TEST(CompileCache, AnEntryWhoseCubinCannotBeReadIsAMiss) {
+  const auto dir = std::filesystem::temp_directory_path() / "tune_cache_unreadable_test";
+  std::filesystem::remove_all(dir);
+  const CompileCache cache(dir);
+  const std::string key = CompileCache::key(request(), "13.0");
+  CompileResult r;
+  r.ok = true;
+  r.cubin = {'\x7f', 'E', 'L', 'F'};
+  r.lowered_names = {"_Z1kILi1EEvv"};
+  ASSERT_EQ(cache.store(key, r), "");
+  std::filesystem::remove(dir / (key + ".cubin"));
+  std::filesystem::create_directory(dir / (key + ".cubin"));
+  std::optional<CompileResult> hit;
+  EXPECT_NO_THROW(hit = cache.load(key));
+  EXPECT_FALSE(hit.has_value());
+  bool cached = true;
+  std::string failure;
+  CompileResult got;
+  EXPECT_NO_THROW(got =
+                      cache.get_or_compile(request(), "13.0", &cached, &failure, [&](const CompileRequest&) { return r; }));
+  EXPECT_FALSE(cached);
+  EXPECT_TRUE(got.ok);
+  EXPECT_EQ(got.cubin, r.cubin);
+  EXPECT_FALSE(failure.empty());  // the folder stays where the CUBIN would go
+}
+
+// Each entry says what it was compiled for: two entries' files swapped (or copied over each
+// other) are misses, never one variant's kernel under another's name.
+TEST(CompileCache, EntriesSwappedBetweenKeysAreMisses) {
+  const auto dir = std::filesystem::temp_directory_path() / "tune_cache_swap_test";
+  std::filesystem::remove_all(dir);
+  const CompileCache cache(dir);
+  CompileRequest other = request();
+  other.name_expressions = {"k<2>"};
+  const std::string a = CompileCache::key(request(), "13.0"), b = CompileCache::key(other, "13.0");
+  CompileResult ra, rb;
+  ra.ok = rb.ok = true;
+  ra.cubin = {'\x7f', 'E', 'L', 'F', 'a'};
+  ra.lowered_names = {"_Z1kILi1EEvv"};
+  rb.cubin = {'\x7f', 'E', 'L', 'F', 'b'};
+  rb.lowered_names = {"_Z1kILi2EEvv"};
+  ASSERT_EQ(cache.store(a, ra), "");
+  ASSERT_EQ(cache.store(b, rb), "");
+  ASSERT_TRUE(cache.load(a).has_value());
+  for (const char* ext : {".cubin", ".json"}) {
+    std::filesystem::rename(dir / (a + ext), dir / "t");
+    std::filesystem::rename(dir / (b + ext), dir / (a + ext));
+    std::filesystem::rename(dir / "t", dir / (b + ext));
+  }
+  EXPECT_FALSE(cache.load(a).has_value());
+  EXPECT_FALSE(cache.load(b).has_value());
+  bool cached = true;
+  std::string failure;
+  const CompileResult got =
+      cache.get_or_compile(request(), "13.0", &cached, &failure, [&](const CompileRequest&) { return ra; });
+  EXPECT_FALSE(cached);
+  EXPECT_EQ(got.lowered_names, ra.lowered_names);
+  EXPECT_EQ(cache.load(a)->lowered_names, ra.lowered_names);  // overwritten with its own
 }
 
 // A cache that cannot be written (read-only, full, a folder where nothing can be created) is no

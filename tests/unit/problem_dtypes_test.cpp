@@ -119,6 +119,27 @@ TEST(ProblemDtypes, BadDtypesRefusedInOneLine) {
   expect_refused(ok, R"("edits": [{"tensor": "x", "index": ["0"], "value": "5e9"}])", "tensor 'x' (int32) cannot hold");
 }
 
+// An init the tensor's dtype does not take is refused with exactly the inits that dtype takes: bool
+// is no integer type and takes bernoulli or constant alone; an integer type lists each init once.
+TEST(ProblemDtypes, AnInitTheDtypeDoesNotTakeListsTheInitsItTakes) {
+  const auto tensor = [](const std::string& dtype, const std::string& init) {
+    return R"([{"name": "m", "role": "input", "shape": ["M"], "dtype": ")" + dtype + R"(", "init": )" + init +
+           R"(}, {"name": "out", "role": "output", "shape": ["M"]}])";
+  };
+  const std::string for_bool = "a bool tensor takes bernoulli or constant";
+  expect_refused(tensor("bool", R"("normal")"), "", "tensor 'm' is bool, but its init draws real numbers; " + for_bool);
+  expect_refused(tensor("bool", R"({"kind": "index", "high": "M"})"), "",
+                 "tensor 'm' is bool, but an index init draws integers; " + for_bool);
+  expect_refused(tensor("bool", R"({"kind": "integers", "low": 0, "high": 2})"), "",
+                 "tensor 'm' is bool, but an integers init draws integers; " + for_bool);
+  expect_refused(tensor("int8", R"("normal")"), "",
+                 "tensor 'm' is int8, an integer type, but its init draws real numbers; an int8 tensor takes index, "
+                 "integers, constant or bernoulli");
+  expect_refused(tensor("float16", R"({"kind": "index", "high": "M"})"), "",
+                 "tensor 'm' is float16, but an index init draws integers; a float16 tensor takes normal, uniform, "
+                 "linear, layernorm_weight, layernorm_bias, constant or bernoulli");
+}
+
 TEST(ProblemDtypes, DtypeVariableClashesRefused) {
   const char* t =
       R"([{"name": "x", "role": "input", "shape": ["M"], "init": "normal"}, {"name": "out", "role": "output", "shape": ["M"]}])";

@@ -170,6 +170,27 @@ TEST(Space, MalformedFilesGiveOneLineErrorsNamingFileAndReason) {
   j = small_space();
   j["parameters"].push_back(Json{{"name", "block"}, {"values", {1}}});
   expect_config_error(j, "parameter 'block' is defined twice");
+  // A name already taken says what holds it (a string value is a constant of every expression).
+  j = small_space();
+  j["derived"].push_back(Json{{"name", "warp"}, {"expr", "1"}});
+  expect_config_error(j,
+                      "derived value 'warp' has the name of a value of the parameter 'strategy' (\"warp\", a constant "
+                      "of expressions); rename it");
+  j = small_space();
+  j["derived"].push_back(Json{{"name", "block"}, {"expr", "1"}});
+  expect_config_error(j, "derived value 'block' has the name of the parameter 'block'; rename it");
+  j = small_space();
+  j["derived"].push_back(Json{{"name", "N"}, {"expr", "1"}});
+  expect_config_error(j, "derived value 'N' has the name of the dimension 'N'; rename it");
+  j = small_space();
+  j["derived"].push_back(Json{{"name", "bytes"}, {"expr", "1"}});
+  expect_config_error(j, "derived value 'bytes' is defined twice; rename one");
+  j = small_space();
+  j["parameters"].push_back(Json{{"name", "thread"}, {"values", {1}}});
+  expect_config_error(j, "parameter 'thread' has the name of a value of the parameter 'strategy'");
+  j = small_space();
+  j["parameters"].push_back(Json{{"name", "B"}, {"values", {1}}});
+  expect_config_error(j, "parameter 'B' has the name of the dimension 'B'; rename it");
 
   // A device limit's name is reserved (it escaped as an internal error), and the 256-name limit
   // says what it is (it was reported as "defined twice").

@@ -4,7 +4,8 @@ Usage (by tune, out of process): python3 reference_runner.py MODULE.py DIR
 DIR holds request.json and one .npy file per parameter and input (in its dtype; bfloat16 as float32,
 which holds it exactly); the runner writes DIR/out.npy (float64, the output tensor's shape) and
 DIR/result.json ({"backend": ...}). A result of another shape, or not real, is refused. Processes
-the reference leaves behind are killed.
+the reference leaves behind are killed, also when it ends its process at once (os._exit): the
+reference runs in a child of the runner, which waits for it and kills what is left.
 The module defines reference(shape, params, inputs) (numpy, float64 arrays) and/or make_model(shape)
 (PyTorch: float tensors in float64, integer and bool inputs in their own dtype);
 TUNE_REFERENCE_BACKEND=numpy|torch chooses, else PyTorch when it imports and numpy otherwise.
@@ -24,6 +25,17 @@ def fail(msg):
     sys.stdout.flush()  # the reference's own prints first: the last line of stderr is tune's message
     sys.stderr.write(msg.rstrip() + "\n")
     sys.exit(1)
+
+
+def exception_line(e, lines=3, limit=200):
+    """The exception's type and the first lines of its message, on one line of at most about limit
+    characters: tune quotes the last line of stderr, which a message of several lines would leave
+    without its type and its first (usually telling) line."""
+    said = [line.strip() for line in str(e).splitlines() if line.strip()]
+    text = " / ".join(said[:lines]) + (" / ..." if len(said) > lines else "")
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def call(what, module_path, fn, *args):
@@ -84,6 +96,9 @@ def kill_leftovers():
 
 def real_output(out, module_path, name, want, np):
     """The reference's result as float64 of exactly the output's shape, or one line saying why not."""
+    if out is None:
+        fail(f"{module_path}: the reference returned None; return a float array of the output '{name}', "
+             f"shape {want}")
     if not isinstance(out, np.ndarray):
         try:
             out = np.asarray(out)
@@ -206,6 +221,8 @@ def check_state(model, state, module_path):
 def forward(model, args, module_path, torch):
     with torch.no_grad():
         out = call("forward", module_path, model, *args)
+    if out is None:
+        fail(f"{module_path}: the model's forward returned None; return the output as a tensor")
     if not isinstance(out, torch.Tensor):
         fail(f"{module_path}: the model returned {type(out).__name__}, not a tensor")
     if out.is_complex():
@@ -250,7 +267,7 @@ def diff_keys(have, want):
     return sorted(want - have), sorted(have - want)
 
 
-if __name__ == "__main__":
+def run_main():
     try:
         main()
     except SystemExit:
@@ -258,6 +275,52 @@ if __name__ == "__main__":
     except BaseException as e:  # one line for tune, the traceback above it
         import traceback
         traceback.print_exc()
-        fail(f"reference failed: {type(e).__name__}: {e}")
+        fail(f"reference failed: {exception_line(e)}")
     finally:
         kill_leftovers()
+
+
+def die_with_parent():
+    """SIGKILL when the runner that waits for this child dies (PR_SET_PDEATHSIG), as the runner
+    itself dies with tune."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
+
+
+def run_in_child():
+    """Runs the reference in a child and waits for it. A reference that ends its process at once
+    (os._exit) skips the cleanup in run_main, and the processes it started would be orphans of a
+    subreaper that is gone: reparented to init, they would outlive tune. The runner, a subreaper
+    that outlives the child, takes them, kills them, and ends as the child ended."""
+    become_subreaper()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        die_with_parent()
+        if os.getppid() != parent:  # the runner died before the line above
+            os._exit(1)
+        run_main()
+        return
+    while True:
+        try:
+            status = os.waitpid(pid, 0)[1]
+            break
+        except InterruptedError:
+            continue
+    kill_leftovers()
+    if os.WIFSIGNALED(status):  # tune reports the signal: end by it too
+        import signal
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+if __name__ == "__main__":
+    run_in_child()

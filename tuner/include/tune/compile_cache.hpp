@@ -25,7 +25,8 @@ class CompileCache {
   static std::string key(const CompileRequest& request, const std::string& nvrtc_version);
 
   // A hit carries the CUBIN, log, lowered names and resources; seconds is 0. An entry whose CUBIN
-  // differs from its metadata (length or XXH3-64 content hash), or that cannot be read, is a miss.
+  // differs from its metadata (length or XXH3-64 content hash), whose metadata names another key
+  // (files swapped or copied between entries) or none, or that cannot be read, is a miss.
   [[nodiscard]] std::optional<CompileResult> load(const std::string& key) const;
   // Stores successful compiles only (a failure is cheap to reproduce and may be transient). Never
   // throws: returns why the entry could not be written (a read-only or full cache), else empty.

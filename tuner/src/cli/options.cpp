@@ -67,6 +67,27 @@ CLI::Validator finite_value() {
       "NUMBER");
 }
 
+CLI::Validator arch_value() {
+  return CLI::Validator(
+      [](std::string& v) {
+        std::string digits = v;
+        bool prefixed = false;
+        for (const std::string prefix : {"sm_", "compute_", "sm"})
+          if (digits.starts_with(prefix)) {
+            digits.erase(0, prefix.size());
+            prefixed = true;
+            break;
+          }
+        const std::size_t first = !prefixed && digits.starts_with('-') ? 1 : 0;
+        if (digits.size() <= first || digits.size() > first + 6 ||
+            digits.find_first_not_of("0123456789", first) != std::string::npos)
+          return fmt::format("{} is not a compute capability; give it as 90, sm_90 or sm90 (compute_90 also)", v);
+        v = digits;
+        return std::string();
+      },
+      "CC");
+}
+
 void check_no_extras(const CLI::App& root, const CLI::App& sub) {
   if (sub.parsed() && !root.remaining().empty())
     throw InputError(fmt::format("tune {}: unexpected argument '{}' (tune {} --help lists its options)", sub.get_name(),

@@ -43,6 +43,9 @@ std::string usage_error_line(const CLI::App* app, const CLI::Error& e);
 CLI::Validator count_value();
 // A finite number: CLI::Range lets NaN through.
 CLI::Validator finite_value();
+// A compute capability as --arch takes it: 90, sm_90, sm90 or compute_90, each turned into 90 (a
+// transform: add it with ->transform). A negative number passes, for check_arch to refuse.
+CLI::Validator arch_value();
 
 // An option given an empty value (--out '', --cache-dir '') means nothing, whatever the command:
 // refused in one line rather than taken for the default.

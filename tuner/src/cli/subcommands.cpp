@@ -151,7 +151,9 @@ class ExportTorchCommand final : public Subcommand {
     app_->add_option("results", inputs_, "results JSON files written by tune (any problems, one arch)")->required();
     app_->add_option("-o,--out", out_, "the folder to write the project into")->required();
     app_->add_option("--name", opt_.package, "the Python package and torch.ops namespace")->capture_default_str();
-    app_->add_option("--arch", arch_, "export only the results of this arch (needed when they span several)");
+    app_->add_option("--arch", arch_,
+                     "export only the results of this arch, e.g. 90 or sm_90 (needed when they span several)")
+        ->transform(arch_value());
     app_->add_option("--config", config_, "search-space file (default: each problem's own problem.json)");
     app_->add_flag("--allow-synthetic", opt_.allow_synthetic,
                    "export results not measured on a GPU (fake GPU), marked synthetic in the headers");

@@ -43,9 +43,10 @@ void add_device_options(CLI::App& app, TuneArgs& args) {
   app.add_flag("--replicate", args.replicate,
                "with --devices: run every shape on every device (card-to-card comparisons; tune report shows the spread)");
   app.add_option("--arch", args.opt.arch,
-                 "compute capability to compile for when there is no device, e.g. 90; the variants are lowered for its "
-                 "limits (90: an H200's 132 SMs and 227 KiB)")
-      ->capture_default_str();
+                 "compute capability to compile for when there is no device, e.g. 90 or sm_90; the variants are "
+                 "lowered for its limits (90: an H200's 132 SMs and 227 KiB)")
+      ->capture_default_str()
+      ->transform(arch_value());
 }
 
 // Which variants are timed: the strict re-measure, sampling, the warm start and the limits.

@@ -70,13 +70,18 @@ std::optional<CompileResult> CompileCache::load(const std::string& key) const {
     // Same length, other bytes (a flipped bit, another writer's file): a miss, compiled again and
     // overwritten. An entry without the hash (an older tune's) is a miss too.
     if (meta.at("cubin_xxh3_64").get<std::string>() != content_hash(r.cubin)) return std::nullopt;
+    // Another entry's files under this key (swapped, copied over): its kernel would run under this
+    // request's names. A miss, as is an entry without the key (an older tune's).
+    if (meta.at("key").get<std::string>() != key) return std::nullopt;
     r.log = meta.at("log").get<std::string>();
     r.lowered_names = meta.at("lowered_names").get<std::vector<std::string>>();
     r.resources = parse_ptxas_report(r.log);
     r.ok = true;
     return r;
-  } catch (const nlohmann::json::exception&) {
-    return std::nullopt;  // a damaged entry is a miss; the store that follows replaces it
+  } catch (const std::exception&) {
+    // A damaged entry (its metadata no JSON, a field missing) or one that cannot be read (its
+    // CUBIN a folder, an I/O error) is a miss; the store that follows replaces it where it can.
+    return std::nullopt;
   }
 }
 
@@ -148,7 +153,8 @@ std::string CompileCache::store(const std::string& key, const CompileResult& res
     // The CUBIN first, the metadata (which says how long the CUBIN is and its hash) last: a reader
     // that finds the metadata finds a whole CUBIN.
     write_file_atomic(dir_ / (key + ".cubin"), std::string(result.cubin.begin(), result.cubin.end()));
-    const nlohmann::json meta{{"cubin_bytes", result.cubin.size()},
+    const nlohmann::json meta{{"key", key},
+                              {"cubin_bytes", result.cubin.size()},
                               {"cubin_xxh3_64", content_hash(result.cubin)},
                               {"log", result.log},
                               {"lowered_names", result.lowered_names},

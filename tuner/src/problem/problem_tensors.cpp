@@ -168,6 +168,20 @@ void Problem::Impl::parse_dtype_of(const Json& j, const std::string& where, Tens
   t.dtype = *parsed;
 }
 
+namespace {
+
+// "a bool tensor takes bernoulli or constant": the inits check_init lets a tensor of `d` have.
+std::string inits_taken(DType d) {
+  const std::string n(dtype_name(d));
+  const char* article = n.front() == 'i' ? "an" : "a";  // an int8, a uint8
+  if (d == DType::kBool) return "a bool tensor takes bernoulli or constant";
+  if (!is_floating(d)) return fmt::format("{} {} tensor takes index, integers, constant or bernoulli", article, n);
+  return fmt::format("{} {} tensor takes normal, uniform, linear, layernorm_weight, layernorm_bias, constant or bernoulli",
+                     article, n);
+}
+
+}  // namespace
+
 // The init suits every dtype the tensor may have: real-valued draws need a floating tensor, index
 // and integers an integer one (not bool); an index's `high` names a dimension; a constant fits the dtype.
 void Problem::Impl::check_init(const TensorDef& t, const std::string& where) const {
@@ -175,16 +189,11 @@ void Problem::Impl::check_init(const TensorDef& t, const std::string& where) con
   for (const DType d : possible_dtypes(t)) {
     const std::string dn(dtype_name(d));
     if (float_init(k) && !is_floating(d))
-      fail(
-          fmt::format("{}: tensor '{}' is {}, an integer type, but its init draws real numbers; give it index, integers, "
-                      "{} instead",
-                      where, t.name, dn,
-                      d == DType::kBool ? "bernoulli or constant" : "index, integers, constant or bernoulli"));
+      fail(fmt::format("{}: tensor '{}' is {}{}, but its init draws real numbers; {}", where, t.name, dn,
+                       d == DType::kBool ? "" : ", an integer type", inits_taken(d)));
     if ((k == InitKind::kIndex || k == InitKind::kIntegers) && (is_floating(d) || d == DType::kBool))
-      fail(
-          fmt::format("{}: tensor '{}' is {}, but an {} init draws integers; use it on an int8/int32/int64/uint8 tensor, or "
-                      "give a float init (normal, uniform, ...)",
-                      where, t.name, dn, k == InitKind::kIndex ? "index" : "integers"));
+      fail(fmt::format("{}: tensor '{}' is {}, but an {} init draws integers; {}", where, t.name, dn,
+                       k == InitKind::kIndex ? "index" : "integers", inits_taken(d)));
     if (k == InitKind::kConstant && !is_floating(d) && !representable(d, t.init.a))
       fail(fmt::format("{}: constant {} is not a value of {} (tensor '{}')", where, t.init.a, dn, t.name));
     if (k == InitKind::kConstant && is_floating(d))

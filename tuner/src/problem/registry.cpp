@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_file.hpp"
 #include "core/layout.hpp"
 #include "problem/init.hpp"
 #include "tune/errors.hpp"
@@ -67,6 +68,35 @@ const Problem& load_file(const std::filesystem::path& file) {
   return ref;
 }
 
+// The problem a folder's problem.json names; "" when it cannot be read (--problem NAME finds the
+// folder and says what is wrong with its file).
+std::string named_problem(const std::filesystem::path& file) {
+  try {
+    const auto j = json_file::read(file);
+    return j.is_object() && j.contains("problem") && j.at("problem").is_string() ? j.at("problem").get<std::string>() : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// The line for a name no folder has: the names --problem takes, then the folders it cannot take by
+// their name (their file names another problem).
+std::string unknown_problem(const std::string& spec, const std::vector<std::string>& searched) {
+  std::vector<std::string> usable, misnamed;
+  for (const ProblemLocation& l : list_problems()) {
+    const std::string named = named_problem(l.file);
+    if (named.empty() || named == l.name)
+      usable.push_back(l.name);
+    else
+      misnamed.push_back(fmt::format("{} (names problem '{}'; make the folder's name and the file's agree)",
+                                     l.file.parent_path().string(), named));
+  }
+  return fmt::format("unknown problem '{}'; known problems: {} (searched {}; pass a folder, or --problem-path DIR){}", spec,
+                     usable.empty() ? "none" : fmt::format("{}", fmt::join(usable, ", ")),
+                     searched.empty() ? "no folder" : fmt::format("{}", fmt::join(searched, ", ")),
+                     misnamed.empty() ? "" : fmt::format("; not usable by name: {}", fmt::join(misnamed, ", ")));
+}
+
 }  // namespace
 
 void set_problem_path(std::vector<std::filesystem::path> dirs) {
@@ -116,11 +146,7 @@ const Problem& find_problem(std::string_view name_or_path) {
   // A folder in the current directory, named without a slash.
   if (std::error_code ec; std::filesystem::is_regular_file(std::filesystem::path(spec) / "problem.json", ec))
     return load_file(std::filesystem::path(spec) / "problem.json");
-  std::vector<std::string> names = problem_names();
-  throw InputError(
-      fmt::format("unknown problem '{}'; known problems: {} (searched {}; pass a folder, or --problem-path DIR)", spec,
-                  names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")),
-                  searched.empty() ? "no folder" : fmt::format("{}", fmt::join(searched, ", "))));
+  throw InputError(unknown_problem(spec, searched));
 }
 
 std::vector<ProblemLocation> list_problems() {

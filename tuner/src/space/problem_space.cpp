@@ -60,7 +60,9 @@ Space load_run_space(const RunRecord& run) {
 
 void check_launch_args(const Problem& problem, const Space& space) {
   std::vector<std::string> known{"out"};
-  for (const auto& t : problem.json().at("tensors")) known.push_back(t.at("name").get<std::string>());
+  for (const auto& t : problem.json().at("tensors"))  // an output named 'out' is listed once
+    if (const auto name = t.at("name").get<std::string>(); std::find(known.begin(), known.end(), name) == known.end())
+      known.push_back(name);
   // A launch arg resolves to the first buffer of its name: a scratch buffer named like a tensor (or
   // 'out', the output's name in launch args) would shadow it or be shadowed (issue 34 #17).
   for (const auto& b : space.scratch_names()) {

@@ -180,7 +180,8 @@ struct Space::Impl {
   const Json& parse_shape(const Json& json);
   void parse_parameters(const Json& json);
   void parse_parameter_value(const Json& v, std::size_t i, const std::string& where);
-  std::size_t declare_name(const std::string& name, const std::string& where, const std::string& twice);
+  std::string holder_of(const std::string& name) const;
+  std::size_t declare_name(const std::string& name, const std::string& where, const std::string& kind);
   void parse_derived(const Json& json);
   void parse_constraints(const Json& json, const Json& shape);
   std::vector<space::Expression> dims3(const Json& j, const std::string& where) const;

@@ -10,6 +10,7 @@
 #include "problem/json_check.hpp"
 #include "space/kernel_scan.hpp"
 #include "space/space_impl.hpp"
+#include "tune/dtype.hpp"
 #include "tune/hash.hpp"
 
 namespace tune {
@@ -111,12 +112,34 @@ void Space::Impl::parse_parameter_value(const Json& v, std::size_t i, const std:
   }
 }
 
-// A variable of the expressions, its slot; `twice` is the message when the name is taken.
-std::size_t Space::Impl::declare_name(const std::string& name, const std::string& where, const std::string& twice) {
+// What holds `name` in the expressions already, for a refusal ("the dimension 'N'"); "" when none
+// of the file's dims, dtype variables, parameters and their string values does.
+std::string Space::Impl::holder_of(const std::string& name) const {
+  if (std::find(dims.begin(), dims.end(), name) != dims.end()) return fmt::format("the dimension '{}'", name);
+  for (const DTypeVariable& v : dtype_vars)
+    if (v.name == name || v.name + "_bytes" == name)
+      return fmt::format("the dtype variable '{}'{}", v.name, v.name == name ? "" : "'s size in bytes");
+  if (!dtype_vars.empty() && parse_dtype(name))
+    return "a dtype's name (a constant of expressions once the file declares 'dtypes')";
+  for (const Parameter& p : parameters) {
+    if (p.name == name) return fmt::format("the parameter '{}'", name);
+    for (const Json& v : p.values)
+      if (v.is_string() && v.get<std::string>() == name)
+        return fmt::format("a value of the parameter '{}' ({}, a constant of expressions)", p.name, v.dump());
+  }
+  return "";
+}
+
+// A variable of the expressions, its slot. `where` names it ("derived value 'x'"), `kind` says
+// what it is ("derived value"): a name taken by another of its kind is defined twice.
+std::size_t Space::Impl::declare_name(const std::string& name, const std::string& where, const std::string& kind) {
   try {
     return table.declare(name);
   } catch (const std::invalid_argument& e) {
-    fail(std::string(e.what()).find("defined twice") != std::string::npos ? twice : fmt::format("{}: {}", where, e.what()));
+    if (std::string(e.what()).find("defined twice") == std::string::npos) fail(fmt::format("{}: {}", where, e.what()));
+    const std::string holder = holder_of(name);
+    if (holder.empty() || holder.starts_with("the " + kind + " '")) fail(where + " is defined twice; rename one");
+    fail(fmt::format("{} has the name of {}; rename it", where, holder));
   }
 }
 
@@ -148,8 +171,7 @@ void Space::Impl::parse_parameters(const Json& json) {
           fmt::format("{}: names starting with dev_ are the device's limits (dev_max_threads, dev_max_smem, "
                       "dev_sm_count, dev_cc); rename it",
                       where));
-    param_slots.push_back(
-        declare_name(param.name, where, where + " is defined twice (or shares its name with a dimension)"));
+    param_slots.push_back(declare_name(param.name, where, "parameter"));
     parameters.push_back(std::move(param));
   }
   dev_threads = table.declare("dev_max_threads");
@@ -174,8 +196,7 @@ void Space::Impl::parse_derived(const Json& json) {
             fmt::format("derived value '{}': names starting with dev_ are the device's limits (dev_max_threads, "
                         "dev_max_smem, dev_sm_count, dev_cc); rename it",
                         name));
-      declare_name(name, "derived value '" + name + "'",
-                   "derived value '" + name + "' is defined twice (or shares a parameter's name)");
+      declare_name(name, "derived value '" + name + "'", "derived value");
       derived_src.emplace_back(name, d.at("expr"));
     }
   }
