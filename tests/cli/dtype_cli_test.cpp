@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,33 @@ TEST(DtypeCli, ACommaListSweepsTheDtypeOneFilePerDtype) {
   EXPECT_EQ(back.context.tensors[1].dtype, "int64");
   EXPECT_EQ(back.shape.dtype("T"), tune::DType::kBFloat16);
   for (const auto& v : j.at("variants")) EXPECT_EQ(v.at("status"), "compiled") << v.dump();
+}
+
+// A shape's dtype variables are in the problem's order whichever the command line gave first: one
+// shape, one results file (adversarial round 4: `--U float16` and `--U float16 --V float32`, V's
+// default, wrote two files of one shape, which tune header then refused as two problem definitions).
+TEST(DtypeCli, ADtypeGivenOrDefaultedNamesOneFileInTheProblemsOrder) {
+  namespace fs = std::filesystem;
+  const fs::path out = out_dir("dtype_order");
+  const fs::path problem = out / "scatter_two";
+  fs::create_directories(problem);
+  fs::copy(fs::path(TUNE_FIXTURES) / "problems" / "scatter_given", problem, fs::copy_options::recursive);
+  auto json = nlohmann::ordered_json::parse(std::ifstream(problem / "problem.json"));
+  json["problem"] = "scatter_two";
+  json["dtypes"] = nlohmann::ordered_json::parse(
+      R"({"V": {"values": ["float32"], "default": "float32"}, "U": {"values": ["float32", "float16"], "default": "float32"}})");
+  for (auto& t : json["tensors"])
+    if (t["name"] == "x") t["dtype"] = "V";
+  std::ofstream(problem / "problem.json") << json.dump(1);
+  for (const std::string extra : {" --U float16", " --U float16 --V float32"}) {
+    const Result r = run("--problem " + problem.string() + " --R 8" + extra + " --compile-only --out " + out.string() +
+                         "/r --cache-dir " + out.string() + "/cache");
+    ASSERT_EQ(r.code, 0) << extra << "\n" << r.output;
+  }
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(out / "r" / "compile-only-sm_90" / "scatter_two"))
+    if (e.path().extension() == ".json") files.push_back(e.path().filename().string());
+  EXPECT_EQ(files, std::vector<std::string>{"R8_N8_L32_Vfloat32_Ufloat16.json"});
 }
 
 // A results file whose dtype variable holds a dtype the problem does not take is refused by tune's

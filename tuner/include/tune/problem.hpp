@@ -89,7 +89,8 @@ class Problem {
   // Gives each dtype variable the shape lacks its default (one without default stays absent, for
   // check_shape to refuse). `recorded`: a results file's tensors as bound (context.tensors, tensor
   // name to dtype name): a record that predates a dtype variable ran its tensors in the dtypes it
-  // lists, so the variable takes that dtype rather than its default.
+  // lists, so the variable takes that dtype rather than its default. The shape's dtype variables
+  // end in the file's order (Shape::order_dtypes).
   void add_dtype_defaults(Shape& shape, const std::map<std::string, std::string>& recorded = {}) const;
   // A tensor of a dtype variable that `recorded` (context.tensors) lists in another dtype than the
   // variable has in `shape`: "shape.T is bfloat16, but context.tensors records x as float32", or ""

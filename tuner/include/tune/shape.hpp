@@ -39,6 +39,9 @@ class Shape {
   [[nodiscard]] DType dtype(std::string_view name) const;
   [[nodiscard]] bool has_dtype(std::string_view name) const;
   void set_dtype(std::string_view name, DType value);
+  // The dtype variables in `order` (the problem's), any other after them: one shape, one tag and one
+  // equality, whichever were given on the command line first.
+  void order_dtypes(const std::vector<std::string>& order);
   [[nodiscard]] const std::vector<std::pair<std::string, DType>>& dtypes() const { return dtypes_; }
   // "B4_N64_C64_H32": the file stem of the shape's results. With one dtype variable its value
   // follows unless it is float32 ("B2_N512_C64_H32_bfloat16": every file of a float32 problem keeps

@@ -1,4 +1,5 @@
 // Small value types of the public API: Shape, TensorSpec, ProblemData, Rng.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -51,6 +52,14 @@ void Shape::set_dtype(std::string_view name, DType value) {
       return;
     }
   dtypes_.emplace_back(std::string(name), value);
+}
+
+void Shape::order_dtypes(const std::vector<std::string>& order) {
+  const auto rank = [&order](const std::string& name) {
+    return std::find(order.begin(), order.end(), name) - order.begin();
+  };
+  std::stable_sort(dtypes_.begin(), dtypes_.end(),
+                   [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
 }
 
 std::string Shape::tag() const {

@@ -290,6 +290,9 @@ void Problem::add_dtype_defaults(Shape& shape, const std::map<std::string, std::
     else if (v.default_value)
       shape.set_dtype(v.name, *v.default_value);
   }
+  std::vector<std::string> declared;
+  for (const DTypeVariable& v : impl_->dtype_vars) declared.push_back(v.name);
+  shape.order_dtypes(declared);
 }
 std::string Problem::recorded_dtype_conflict(const Shape& shape, const std::map<std::string, std::string>& recorded) const {
   for (const auto& t : impl_->tensors) {
