@@ -296,4 +296,38 @@ TEST(Resume, AShapeFinishedByACardNoLongerInTheRunIsNotTunedAgain) {
   EXPECT_FALSE(fs::exists(fs::path(out) / "fake-gpu" / "affine" / "R32_L64.json")) << single.output;
 }
 
+// A --replicate replica runs every shape on its own card: a result of another card, even under this
+// card's other folder name, is no result of it (adversarial round 4: both cards skipped the shape
+// that one card alone had finished, and the second card measured nothing).
+TEST(Resume, AReplicaTakesOnlyItsOwnCardsResults) {
+  const std::string out = out_dir("resume_replica");
+  const Result one = run_with("TUNE_WORKER_FAKE=1", affine_args(out) + " --R 32");
+  ASSERT_EQ(one.code, 0) << one.output;
+  const Result pair = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2",
+                               affine_args(out) + " --R 32 --devices all --replicate --resume");
+  ASSERT_EQ(pair.code, 0) << pair.output;
+  EXPECT_NE(pair.output.find("[gpu 0] R32_L64: already complete in "), std::string::npos) << pair.output;
+  EXPECT_EQ(pair.output.find("[gpu 1] R32_L64: already complete"), std::string::npos) << pair.output;
+  EXPECT_TRUE(fs::exists(fs::path(out) / "fake-gpu-fa4e0001" / "affine" / "R32_L64.json")) << pair.output;
+}
+
+// A finished result gated otherwise than this run asks (--sanitize, --allow-unchecked) is not this
+// run's: --resume tunes the shape again (adversarial round 4: it was taken, and a winner unchecked
+// by consent stood in a run that gave none).
+TEST(Resume, AResultGatedOtherwiseIsTunedAgain) {
+  const std::string out = out_dir("resume_gated_otherwise");
+  const Result off = run_with("TUNE_WORKER_FAKE=1", affine_args(out) + " --R 32 --sanitize off");
+  ASSERT_EQ(off.code, 0) << off.output;
+  const Result again = run_with("TUNE_WORKER_FAKE=1", affine_args(out) + " --R 32 --sanitize finalists --resume");
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("is complete, but gated otherwise (--sanitize off, this run's finalists); R32_L64 is "
+                              "tuned again"),
+            std::string::npos)
+      << again.output;
+  EXPECT_EQ(read_json(fs::path(out) / "fake-gpu" / "affine" / "R32_L64.json").at("context").at("gate").at("mode"),
+            "finalists");
+  const Result same = run_with("TUNE_WORKER_FAKE=1", affine_args(out) + " --R 32 --sanitize finalists --resume");
+  EXPECT_NE(same.output.find("R32_L64: already complete in "), std::string::npos) << same.output;
+}
+
 }  // namespace

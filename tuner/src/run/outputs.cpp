@@ -85,6 +85,15 @@ std::filesystem::path Outputs::in_folder(const RunRecord& run, const std::string
   return o_.out_dir / dir / run.problem / plan_.json_path.filename();
 }
 
+std::string Outputs::gated_otherwise(const RunContext::Gate& gate) const {
+  if (gate.mode != to_string(o_.sanitize))
+    return fmt::format("--sanitize {}, this run's {}", gate.mode, to_string(o_.sanitize));
+  if (gate.allow_unchecked != o_.allow_unchecked)
+    return fmt::format("{} --allow-unchecked, this run {}", gate.allow_unchecked ? "with" : "without",
+                       o_.allow_unchecked ? "with it" : "without it");
+  return {};
+}
+
 std::optional<TuneOutcome> Outputs::finished_earlier(const RunRecord& run, const Pass* pass) const {
   std::error_code ec;
   const auto& json_path = plan_.json_path;
@@ -104,12 +113,19 @@ std::optional<TuneOutcome> Outputs::finished_earlier(const RunRecord& run, const
     }
     // A run its --time-budget stopped left variants unreached: --resume continues it from its journal.
     if (!earlier.complete || earlier.context.interrupted || earlier.context.stopped_by_time_budget) continue;
-    const std::string differs =
-        json == json_path ? identity_difference(identity, earlier.context.run_identity)
-                          : identity_difference(across_cards(identity), across_cards(earlier.context.run_identity));
+    const std::string differs = json == json_path
+                                    ? identity_difference(identity, earlier.context.run_identity)
+                                    : identity_difference(across_cards(identity, o_.replica),
+                                                          across_cards(earlier.context.run_identity, o_.replica));
     if (!differs.empty()) {
       log_(fmt::format("--resume: {} is complete, but not for this run (its {} differs); {} is tuned again", file.string(),
                        differs, plan_.shape.tag()));
+      continue;
+    }
+    // Its winner was gated as this run asks (--sanitize, --allow-unchecked), or it is no result of this run.
+    if (const std::string gated = gated_otherwise(earlier.context.gate); !gated.empty()) {
+      log_(fmt::format("--resume: {} is complete, but gated otherwise ({}); {} is tuned again", file.string(), gated,
+                       plan_.shape.tag()));
       continue;
     }
     log_(fmt::format("{}: already complete in {}; skipped", plan_.shape.tag(), file.string()));
@@ -132,7 +148,7 @@ void Outputs::adopt_journal(const RunRecord& run, const nlohmann::ordered_json& 
     std::vector<Journal::Entry> entries;
     try {
       other_lock.emplace(other_json);
-      entries = Journal::read(other, across_cards(identity));
+      entries = Journal::read(other, across_cards(identity, o_.replica));
     } catch (const InputError& e) {
       log_(fmt::format("--resume: another device's journal is not taken: {}", e.what()));
       continue;

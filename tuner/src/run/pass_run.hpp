@@ -41,7 +41,9 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run);
 
 // The identity without the card (its index and UUID): a sweep on several devices may run a shape on
 // any of them, and cards of one model (the identity's device name) continue each other's runs.
-nlohmann::ordered_json across_cards(nlohmann::ordered_json identity);
+// same_card (a --replicate replica: each card runs every shape itself) keeps the UUID, so that only
+// the card's own results under its other folder names count.
+nlohmann::ordered_json across_cards(nlohmann::ordered_json identity, bool same_card = false);
 
 // The first field in which two identities differ ("" when they are of one run).
 std::string identity_difference(const nlohmann::ordered_json& mine, const nlohmann::ordered_json& theirs);
@@ -242,6 +244,9 @@ class Outputs {
   // card's own under its other folder names (device_folder_names), and outside a replica every other
   // folder of its model under --out (is_model_folder), in name order.
   [[nodiscard]] std::vector<std::string> other_folders() const;
+
+  // How an earlier record's gate differs from this run's (--sanitize, --allow-unchecked), or "".
+  [[nodiscard]] std::string gated_otherwise(const RunContext::Gate& gate) const;
 
   // This shape's results file in another device's folder of the sweep (TuneOptions::resume_dirs).
   [[nodiscard]] std::filesystem::path in_folder(const RunRecord& run, const std::string& dir) const;

@@ -42,10 +42,10 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run) 
           {"keep_spills", o.keep_spills}};
 }
 
-nlohmann::ordered_json across_cards(nlohmann::ordered_json identity) {
+nlohmann::ordered_json across_cards(nlohmann::ordered_json identity, bool same_card) {
   if (identity.is_object()) {
     identity.erase("device_index");
-    identity.erase("device_uuid");
+    if (!same_card) identity.erase("device_uuid");
   }
   return identity;
 }
