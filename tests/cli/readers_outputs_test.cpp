@@ -239,30 +239,25 @@ TEST(Outputs, AnExportIsGivenTheDimsAndDtypesOnlyItsOutputHas) {
     EXPECT_NE(binding.find(line), std::string::npos) << line << "\n" << binding;
   const fs::path module = package / "scatter_given.py";
   const std::string text = slurp(module);
-  for (const char* line : {"GIVEN = [\"N\", \"U\"]", "def __init__(self, model, **given):",
+  for (const char* line : {"GIVEN = [\"N\", \"U\"]", "def __init__(self, model, /, **given):",
                            "out = load().scatter_given(list(self._parameters_in_order) + list(inputs), self._given)"})
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   EXPECT_EQ(run_command(test_python() + " -m py_compile " + module.string()).code, 0);
 }
 
-// The same export's binding.cpp compiled against PyTorch's headers (-fsyntax-only), where a Python
-// has torch (TUNE_TORCH_PYTHON, else TUNE_PYTHON; found, not imported: an import needs its CUDA
-// libraries). The GPU build of exports is tools/device_session.sh's modelnew.
+// The same export's binding.cpp compiled against PyTorch's headers as TorchExport's binding is
+// (-Wall -Wextra -Werror), where $TUNE_TORCH_INCLUDE names them (.ci/run unpacks them from the torch
+// wheel). The GPU build of exports is tools/device_session.sh's modelnew.
 TEST(Outputs, AnExportGivenItsOutputsDimsCompilesAgainstTorchsHeaders) {
-  const fs::path dir = scratch("export_given_compiles");
-  const char* torch_py = std::getenv("TUNE_TORCH_PYTHON");
-  const std::string python = torch_py && *torch_py ? torch_py : test_python();
-  const fs::path flags = dir / "torch_flags.txt";
-  const std::string find_headers =
-      "import importlib.util as u, os; d = u.find_spec('torch').submodule_search_locations[0]; "
-      "p = [d + '/include', d + '/include/torch/csrc/api/include', os.environ.get('CUDA_HOME', '/usr/local/cuda') + "
-      "'/include']; open('" +
-      flags.string() + "', 'w').write(' '.join('-I' + x for x in p))";
-  if (run_command(python + " -c \"" + find_headers + "\"").code != 0)
-    GTEST_SKIP() << "no torch in " << python << " (set TUNE_TORCH_PYTHON to one that has it)";
-  const fs::path package = export_given(dir);
-  const Result compiled = run_command(std::string(TUNE_CXX_COMPILER) + " -std=c++20 -fsyntax-only " + slurp(flags) + " " +
-                                      (package / "csrc" / "binding.cpp").string());
+  const char* env = std::getenv("TUNE_TORCH_INCLUDE");
+  const std::string include = env ? env : "";
+  if (include.empty() || !fs::is_directory(include))
+    GTEST_SKIP() << "no PyTorch headers: set TUNE_TORCH_INCLUDE to torch/include (.ci/run unpacks them from the "
+                    "torch wheel)";
+  const fs::path package = export_given(scratch("export_given_compiles"));
+  const Result compiled = run_command(fmt::format(
+      "{} -std=c++20 -fsyntax-only -Wall -Wextra -Werror -isystem {} -isystem {}/torch/csrc/api/include -isystem {} {}",
+      TUNE_CXX_COMPILER, include, include, TUNE_CUDA_INCLUDE, (package / "csrc" / "binding.cpp").string()));
   EXPECT_EQ(compiled.code, 0) << compiled.output;
 }
 
@@ -286,6 +281,7 @@ TEST(Cli, EveryUsageErrorIsOneTuneLineAndExitCode2) {
       {"export", "tune: export needs a subcommand: torch, nvrtc (tune export torch --help)"},
       {"export onnx x.json -o d", "tune: export needs a subcommand: torch"},
       {"list --problem-path /nonexistent/problems", "tune: --problem-path /nonexistent/problems: no such folder"},
+      {kSmallTune + " --top 0", "tune: --top: Value 0 not in range 1 to 1048576"},
       {kSmallTune + " --max-space -1", "tune: --max-space: -1 is not a count"},
       {kSmallTune + " --max-variants -1", "tune: --max-variants: -1 is not a count"},
       {kSmallTune + " --max-space 0x10", "tune: --max-space: 0x10 is not a count"},

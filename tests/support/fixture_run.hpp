@@ -35,6 +35,8 @@ inline RunRecord fixture_run() {
   d.uuid = "GPU-00000000-0000-0000-0000-000000000000";
   d.cc_major = 9;
   d.sm_count = 132;
+  d.max_threads_per_block = 1024;  // the configurations' constraints read the device's limits
+  d.max_smem_per_block_optin = 232448;
   run.device = d;
   const Space space = load_space("contact", std::nullopt);
   VariantRecord base;

@@ -95,7 +95,7 @@ class ModelNew(torch.nn.Module):
         return out
 )PY",
                      fmt::arg("name", p.name), fmt::arg("ns", p.ns),
-                     fmt::arg("given_param", p.given.empty() ? "" : ", **given"),
+                     fmt::arg("given_param", p.given.empty() ? "" : ", /, **given"),
                      fmt::arg("given_init", p.given.empty() ? "" : given_init(p)),
                      fmt::arg("given_arg", p.given.empty() ? "" : ", self._given"));
 }
