@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "run/run_common.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/sweep.hpp"
@@ -93,9 +94,8 @@ std::vector<std::filesystem::path> write_merged(RunRecord run, const Input& from
   run.schema_minor_version = kResultSchemaMinorVersion;
   const auto dir = out_dir / device_dir(run) / run.problem;
   std::vector<std::filesystem::path> written{dir / (run.shape.tag() + ".json")};
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);  // for the lock; write_file_atomic says what fails
-  const ResultsLock lock(written.back());        // a tune writing this shape now is not overwritten
+  check_writable(dir);                     // for the lock: one line naming the folder and why
+  const ResultsLock lock(written.back());  // a tune writing this shape now is not overwritten
   write_file_atomic(written.back(), to_json(run).dump(2) + "\n");
   if (run.timed && run.winner && !run.context.interrupted) {
     written.push_back(dir / (run.shape.tag() + ".hpp"));
