@@ -261,6 +261,27 @@ TEST(Outputs, AnExportGivenItsOutputsDimsCompilesAgainstTorchsHeaders) {
   EXPECT_EQ(compiled.code, 0) << compiled.output;
 }
 
+// A shape the baseline configuration is invalid at (rmsnorm's team * vec <= K at K 64): the run
+// times no baseline and says so, names a winner and writes its header; tune header and tune export
+// torch take the record with the winner standing in for the baseline (adversarial round 4: "the
+// baseline was not timed; re-tune", which no re-tune could mend).
+TEST(Outputs, ARecordWhoseBaselineTheShapeRulesOutIsShipped) {
+  const fs::path dir = scratch("baseline_invalid");
+  const std::string problem = std::string(TUNE_REPO_DIR) + "/examples/rmsnorm";
+  const Result tuned = run_with("TUNE_WORKER_FAKE=1", "--problem " + problem + " --M 4 --K 64 --torch off --out " +
+                                                          (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+  ASSERT_EQ(tuned.code, 0) << tuned.output;
+  const std::string file = (dir / "r" / "fake-gpu" / "rmsnorm" / "M4_K64.json").string();
+  const Result header = run("header " + file + " --allow-synthetic -o " + (dir / "h.hpp").string());
+  ASSERT_EQ(header.code, 0) << header.output;
+  EXPECT_NE(slurp(dir / "h.hpp")
+                .find("baseline: none at this shape (the baseline configuration breaks team * vec <= "
+                      "K); the winner stands in"),
+            std::string::npos);
+  const Result exported = run("export torch " + file + " --allow-synthetic -o " + (dir / "e").string());
+  EXPECT_EQ(exported.code, 0) << exported.output;
+}
+
 // #28: CLI11's own errors printed two lines without "tune:" ("Run with --help for more
 // information."); `export onnx` did not name the subcommands; a missing --problem-path listed
 // nothing, silently; --max-space -1 wrapped to 2^64 - 1. Issue 38: --sanitize is parsed at the

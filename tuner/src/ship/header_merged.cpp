@@ -175,8 +175,14 @@ std::string merged_doc(const std::vector<MergedEntry>& entries, const Space& spa
                      e.synthetic ? "  SYNTHETIC: nothing was measured" : "");
     h += fmt::format("//     winner   {}: {}\n", comment_safe(e.winner.record->name),
                      timing_summary(*e.winner.record->timing));
-    h += fmt::format("//     baseline {}: {}\n", comment_safe(e.baseline.record->name),
-                     timing_summary(*e.baseline.record->timing));
+    if (e.baseline_invalid.empty())
+      h += fmt::format("//     baseline {}: {}\n", comment_safe(e.baseline.record->name),
+                       timing_summary(*e.baseline.record->timing));
+    else
+      h += fmt::format(
+          "//     baseline: none at this shape (the baseline configuration breaks {}); the winner stands "
+          "in\n",
+          comment_safe(e.baseline_invalid));
     if (run.speedup) h += fmt::format("//     speedup {:.2f}x\n", *run.speedup);
     for (const MergedVariant* m : {&e.winner, &e.baseline})
       if (!m->assumed.empty())

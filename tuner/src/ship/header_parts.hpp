@@ -49,6 +49,9 @@ struct MergedEntry {
   const RunRecord* run = nullptr;
   MergedVariant winner, baseline;
   bool synthetic = false;  // not measured on a GPU (measured_on_gpu)
+  // The baseline configuration breaks a constraint at this shape (the run timed none, as it says):
+  // the entry's baseline is its winner, and the header says so; the reason, else "".
+  std::string baseline_invalid;
 };
 
 // The results as table entries, validated, in table order: arch, device name, shape. Throws
