@@ -523,6 +523,11 @@ TEST(CliSweep, BadSweepInputIsOneLineAndExitCode2) {
   expect_error("--sweep /nonexistent/sweep.json", "/nonexistent/sweep.json: cannot be read");
   expect_error("--sweep /nonexistent/sweep.json --problem contact", "leave out --problem");
   expect_error("merge /nonexistent/shard", "no such file or folder");
+  // A key beside "items" (adversarial round 4: passed over in silence).
+  const std::string file = out_dir("sweep_extra_key") + "/sweep.json";
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  std::ofstream(file) << R"({"items": [{"problem": "contact", "B": 1, "N": 16}], "extra": 1})";
+  expect_error("--sweep " + file + " --compile-only", file + ": unknown key \"extra\" (a sweep file holds \"items\" alone)");
 }
 
 TEST(Cli, ATimeBudgetStopsTheSweepAndStillWritesACompleteResult) {

@@ -100,6 +100,9 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
   const Json j = json_file::read(file);  // bounded in size and depth
   if (!j.is_object() || !j.contains("items") || !j.at("items").is_array() || j.at("items").empty())
     throw InputError(fmt::format("{}: needs \"items\", a non-empty list of shapes, {}", name, example));
+  for (const auto& [k, unused] : j.items())
+    if (k != "items")
+      throw InputError(fmt::format("{}: unknown key \"{}\" (a sweep file holds \"items\" alone), {}", name, k, example));
   std::vector<SweepItem> items;
   for (std::size_t i = 0; i < j.at("items").size(); ++i) {
     const Json& e = j.at("items").at(i);
