@@ -37,18 +37,25 @@ from results import InputError
 # The document: blocks rendered as markdown and as HTML
 
 def cards_text(runs):
-    """How many GPUs the results come from, told apart by card (device UUID; the results folder for a
-    compile-only run, which has no device), and of which models: "2 GPUs (2 × NVIDIA H200)"."""
-    cards = {}
+    """How many GPUs the results come from, told apart by card (device UUID), and of which models:
+    "2 GPUs (2 × NVIDIA H200)"; compile-only results, which ran on none, are counted apart."""
+    cards, compile_only = {}, set()
     for path, run in runs:
         dev = run.get("device")
-        card = (dev["name"], dev["uuid"]) if dev and dev["uuid"] else (gpu_of(path, run)[1], path.parts[-3])
+        if not dev:
+            compile_only.add(path.parts[-3])
+            continue
+        card = (dev["name"], dev["uuid"]) if dev["uuid"] else (gpu_of(path, run)[1], path.parts[-3])
         cards[card] = card[0]
     models = {}
     for name in cards.values():
         models[name] = models.get(name, 0) + 1
-    return (count(len(cards), "GPU") + " (" +
-            ", ".join(f"{n} × {name}" if n > 1 else name for name, n in sorted(models.items())) + ")")
+    text = count(len(cards), "GPU")
+    if models:
+        text += " (" + ", ".join(f"{n} × {name}" if n > 1 else name for name, n in sorted(models.items())) + ")"
+    if compile_only:
+        text += f" and {count(len(compile_only), 'compile-only folder')}"
+    return text
 
 
 def baseline_spread_text(m):
