@@ -302,7 +302,6 @@ TEST(Cli, EveryUsageErrorIsOneTuneLineAndExitCode2) {
       {"export", "tune: export needs a subcommand: torch, nvrtc (tune export torch --help)"},
       {"export onnx x.json -o d", "tune: export needs a subcommand: torch"},
       {"list --problem-path /nonexistent/problems", "tune: --problem-path /nonexistent/problems: no such folder"},
-      {kSmallTune + " --top 0", "tune: --top: Value 0 not in range 1 to 1048576"},
       {kSmallTune + " --max-space -1", "tune: --max-space: -1 is not a count"},
       {kSmallTune + " --max-variants -1", "tune: --max-variants: -1 is not a count"},
       {kSmallTune + " --max-space 0x10", "tune: --max-space: 0x10 is not a count"},
