@@ -36,6 +36,8 @@ def parse_shape(text):
         name, sep, value = (p.strip() for p in item.partition("="))
         if not sep:
             raise tp.ProblemError(f"--shape: {item!r} is not DIM=VALUE")
+        if name in shape:
+            raise tp.ProblemError(f"--shape: {name} is given twice ({shape[name]} and {value}); give each once")
         shape[name] = value
     return shape
 

@@ -137,6 +137,10 @@ TEST(GoldenDtype, AValueOrDtypeTheProblemDoesNotHoldIsRefusedInOneLine) {
   plant(
       "not_a_value", [](Json& b) { b["shape"]["T"] = "float64"; },
       "--T float64 is not a dtype problem dtype_problem takes (--T: float32, bfloat16, float16)");
+  // The script itself: a dimension given twice (adversarial round 4: the last one kept, silently).
+  const Result twice = make_golden(dir, "M=16,M=32", dir / "golden" / "twice.json");
+  EXPECT_EQ(twice.code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("--shape: M is given twice (16 and 32); give each once"), std::string::npos) << twice.output;
 }
 
 // make_goldens.py (through tune problem draw) writes the very data tune draws at that
