@@ -115,15 +115,15 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
                       r.file, why));
     const VariantRecord* w = run.find(*run.winner);
     const VariantRecord* b = run.baseline ? run.find(*run.baseline) : nullptr;
-    // A baseline the shape rules out was never timed (the run said so): the winner stands in for it.
-    if (const std::string invalid = space.violated_constraint(space.baseline(), run.shape, run.limits());
-        (!b || !b->timing) && !invalid.empty()) {
+    if (!b || !b->timing) {
+      // A baseline the shape rules out was never timed (the run said so): the winner stands in for it.
+      const std::string invalid = space.violated_constraint(space.baseline(), run.shape, run.limits());
+      if (invalid.empty())
+        throw InputError(fmt::format("{}: the baseline was not timed; re-tune to compare against it", r.file));
       MergedVariant winner = merged_variant(run, *w, space, problem, r.file);
       entries.push_back({&run, winner, winner, synthetic, invalid});
       continue;
     }
-    if (!b || !b->timing)
-      throw InputError(fmt::format("{}: the baseline was not timed; re-tune to compare against it", r.file));
     if (!std::isfinite(b->timing->median_us) || b->timing->median_us <= 0)
       throw InputError(
           fmt::format("{}: the baseline {} has no usable cold median (not a positive number); re-tune", r.file, b->name));
