@@ -191,7 +191,7 @@ TEST(ProblemFolder, TheReferenceRunsOutOfProcessAndItsFailuresAreOneLine) {
   const std::string args = "--problem " + raising.string() + " --R 5 --no-cache --out " + out_dir("raising");
   const Result r = run_with("TUNE_WORKER_FAKE=1", args);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("reference failed: ValueError: no such op"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reference.py failed: ValueError: no such op"), std::string::npos) << r.output;
 
   const fs::path shaped = third_party("shaped");
   write(shaped / "reference.py",
@@ -505,7 +505,7 @@ TEST(ReferenceProcess, MegabytesOfOutputGiveOneShortLine) {
       run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("chatty"));
   EXPECT_EQ(r.code, 2) << r.output.substr(0, 2000);
   EXPECT_LT(r.output.size(), 20000u) << r.output.substr(0, 2000);
-  expect_error_output(r, "reference.py failed: reference failed: ValueError: xxxxx");
+  expect_error_output(r, "reference.py failed: ValueError: xxxxx");
   EXPECT_NE(r.output.find("xxxxx..."), std::string::npos) << r.output.substr(r.output.size() - 2000);
 }
 
@@ -519,7 +519,8 @@ TEST(ReferenceProcess, AMultiLineExceptionIsQuotedByItsTypeAndFirstLines) {
   const Result r =
       run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("multiline"));
   EXPECT_EQ(r.code, 2) << r.output;
-  expect_error_output(r, "reference failed: RuntimeError: the shapes do not match: / left: (5, 64) / right: (64, 5) / ...");
+  expect_error_output(r,
+                      "reference.py failed: RuntimeError: the shapes do not match: / left: (5, 64) / right: (64, 5) / ...");
 }
 
 TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
@@ -543,6 +544,9 @@ TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
     SCOPED_TRACE(name);
     expect_error_output(r, c.second);
     EXPECT_EQ(r.output.find("out.npy"), std::string::npos) << r.output;
+    // The module is named once (adversarial round 4: "<module> failed: <module>: the reference ...").
+    const std::string module = (dir / "reference.py").string();
+    EXPECT_EQ(r.output.find(module, r.output.find(module) + module.size()), std::string::npos) << r.output;
   }
   expect_refused(third_party("ref_folder", [](Json& j) { j["reference"]["python"] = "."; }),
                  "is a folder; name the Python file");

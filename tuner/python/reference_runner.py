@@ -275,7 +275,7 @@ def run_main():
     except BaseException as e:  # one line for tune, the traceback above it
         import traceback
         traceback.print_exc()
-        fail(f"reference failed: {exception_line(e)}")
+        fail(exception_line(e))  # tune says "<module> failed: " before it
     finally:
         kill_leftovers()
 

@@ -70,6 +70,8 @@ std::string failure(const ChildResult& r, const std::string& problem, const std:
     case ChildEnd::kExited:
       break;
   }
+  // The runner's line names the module itself where it can ("<module>: the reference returned None").
+  if (said.starts_with(module.string())) return fmt::format("{}: {}", problem, said);
   return fmt::format("{}: {} failed: {}", problem, module.string(),
                      said.empty() ? fmt::format("exit code {}, no output", r.exit_code) : said);
 }
