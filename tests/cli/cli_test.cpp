@@ -528,6 +528,12 @@ TEST(CliSweep, BadSweepInputIsOneLineAndExitCode2) {
   std::filesystem::create_directories(std::filesystem::path(file).parent_path());
   std::ofstream(file) << R"({"items": [{"problem": "contact", "B": 1, "N": 16}], "extra": 1})";
   expect_error("--sweep " + file + " --compile-only", file + ": unknown key \"extra\" (a sweep file holds \"items\" alone)");
+  // A dtype the problem does not take is named where the file gives it (it was named as --T).
+  std::ofstream(file) << R"({"items": [{"problem": ")" << TUNE_FIXTURES
+                      << R"(/problems/affine_typed", "R": 8, "T": "float64"}]})";
+  expect_error("--sweep " + file + " --compile-only", file + ": items[0].T: \"float64\" is not a dtype problem " +
+                                                          std::string(TUNE_FIXTURES) +
+                                                          "/problems/affine_typed takes (float32, bfloat16)");
 }
 
 TEST(Cli, ATimeBudgetStopsTheSweepAndStillWritesACompleteResult) {

@@ -124,11 +124,17 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
       if (std::find(dims.begin(), dims.end(), k) == dims.end())
         throw InputError(
             fmt::format("{}.{}: not a dimension of problem {} (it takes {})", where, k, problem, fmt::join(dims, ", ")));
+      const auto& vars = find_problem(problem).dtype_variables();
+      const auto var = std::find_if(vars.begin(), vars.end(), [&k](const DTypeVariable& d) { return d.name == k; });
       std::vector<std::int64_t> values;
       for (const Json& x : v.is_array() ? v : Json::array({v})) {
         const auto t = x.is_string() ? parse_dtype(x.get<std::string>()) : std::nullopt;  // a dtype variable's
         if (!x.is_number_integer() && !t)
           throw InputError(fmt::format("{}.{}: must be an integer, a dtype or a list of them", where, k));
+        // A dtype variable's value is named where the file gives it, not as the option --T would be.
+        if (var != vars.end() && (!t || std::find(var->values.begin(), var->values.end(), *t) == var->values.end()))
+          throw InputError(fmt::format("{}.{}: {} is not a dtype problem {} takes ({})", where, k, x.dump(), problem,
+                                       fmt::join(var->values | std::views::transform(dtype_name), ", ")));
         values.push_back(t ? dtype_flag_value(*t) : x.get<std::int64_t>());
       }
       lists.emplace_back(k, std::move(values));
