@@ -243,6 +243,10 @@ TEST(Outputs, AnExportIsGivenTheDimsAndDtypesOnlyItsOutputHas) {
                            "out = load().scatter_given(list(self._parameters_in_order) + list(inputs), self._given)"})
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   EXPECT_EQ(run_command(test_python() + " -m py_compile " + module.string()).code, 0);
+  EXPECT_NE(slurp(package.parent_path() / "README.md")
+                .find("fast = ModelNew(model, N=..., U=...)   # model: the problem's Model on the GPU; GIVEN: what no "
+                      "input tells"),
+            std::string::npos);
 }
 
 // The same export's binding.cpp compiled against PyTorch's headers as TorchExport's binding is

@@ -50,10 +50,14 @@ std::string readme(const std::vector<ExportedProblem>& problems, const std::stri
       "build of PyTorch, the CUDA toolkit's headers and runtime 12.0 or later), or import the package "
       "from this folder and let `{}.load()` build it once.\n\nUse:\n\n",
       package, package);
-  for (const auto& p : problems)
-    text +=
-        fmt::format("    from {}.{} import ModelNew\n    fast = ModelNew(model)   # model: the problem's Model on the GPU\n",
-                    package, p.ns);
+  for (const auto& p : problems) {
+    // What no parameter or input tells is given by keyword (GIVEN), else read from the module's attribute.
+    std::string given;
+    for (const auto& name : p.given) given += fmt::format(", {}=...", name);
+    text += fmt::format(
+        "    from {}.{} import ModelNew\n    fast = ModelNew(model{})   # model: the problem's Model on the GPU{}\n",
+        package, p.ns, given, given.empty() ? "" : "; GIVEN: what no input tells");
+  }
   text += fmt::format(
       "\nOps: `torch.ops.{}.<problem>(parameters + inputs)` returns None for a device and shape no tuned "
       "entry covers; ModelNew then runs the module (one warning per device and shape). The kernels are "
