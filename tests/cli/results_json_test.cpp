@@ -132,6 +132,20 @@ TEST(ResultsJson, AFolderTakesJsonGzAndPassesOverOtherJson) {
                                table["mutations"][0]["field"].get<std::string>());
 }
 
+// A link named as a results file that leads nowhere, or to itself, is refused in one line naming
+// it (adversarial round 4: passed over in silence, "0 valid files").
+TEST(ResultsJson, AResultsLinkToNothingIsOneLineAndExit2) {
+  const auto dir = scratch("dangling");
+  fs::create_directories(dir / "gpu" / "contact");
+  for (const std::string& target : {std::string("/nonexistent/r.json"), (dir / "gpu" / "contact" / "r.json").string()}) {
+    fs::remove(dir / "gpu" / "contact" / "r.json");
+    fs::create_symlink(target, dir / "gpu" / "contact" / "r.json");
+    const Result r = run("results " + dir.string());
+    EXPECT_EQ(r.code, 2) << target << "\n" << r.output;
+    expect_error_output(r, (dir / "gpu" / "contact" / "r.json").string() + ": a link to nothing (or a loop of links)");
+  }
+}
+
 // The format's doc table is the table the validator walks: `tune results --schema-doc` prints it, and
 // docs/results-format.md holds it between its markers, so the two cannot drift.
 TEST(ResultsJson, TheDocPagesTableIsTheSchemaValidationWalks) {

@@ -229,7 +229,15 @@ std::vector<ReportResult> read_report_results(const std::filesystem::path& root)
     if (it.depth() < 2) continue;
     it.disable_recursion_pending();
     const std::string name = it->path().filename().string();
-    if ((name.ends_with(".json") || name.ends_with(".json.gz")) && it->is_regular_file(ec)) files.push_back(it->path());
+    if (!name.ends_with(".json") && !name.ends_with(".json.gz")) continue;
+    std::error_code link;
+    if (it->is_regular_file(link)) {
+      files.push_back(it->path());
+    } else if (it->is_symlink(link) && !std::filesystem::exists(it->path(), link)) {
+      // A link to nothing, or to itself, is a results file the folder claims and cannot give.
+      throw InputError(fmt::format("{}: a link to nothing (or a loop of links); remove it, or point it at a results file",
+                                   it->path().string()));
+    }
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files)  // <stem>.json sorts before <stem>.json.gz
