@@ -455,6 +455,12 @@ TEST(CliDevices, UnknownDevicesAreOneLineAndExitCode2) {
   expect_error("--problem contact --B 1 --N 16 --devices 0,x", "expected all or a comma list");
   expect_error("--problem contact --B 1 --N 16 --devices 0,0", "device 0 is listed twice");
   expect_error("--problem contact --B 1 --N 16 --replicate", "--replicate runs each shape on every device");
+  // --device of an ordinal the machine lacks, as --devices (adversarial round 4: the fake worker ran
+  // as device 7 of 2; with GPUs, the run fell back to a compile-only sweep).
+  const Result one = multi::run_fake("TUNE_WORKER_FAKE_DEVICES=2", multi::sweep(out) + " --device 7 --out " + out);
+  EXPECT_EQ(one.code, 2) << one.output;
+  EXPECT_NE(one.output.find("tune: --device 7: this machine has 2 CUDA devices (ordinals 0 to 1)"), std::string::npos)
+      << one.output;
 }
 
 // The README's main job on a machine without a GPU: its first line says that it falls back to a

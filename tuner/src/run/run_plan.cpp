@@ -5,6 +5,7 @@
 
 #include "run/run_common.hpp"
 #include "tune/compile.hpp"
+#include "tune/device.hpp"
 #include "tune/errors.hpp"
 #include "tune/measure.hpp"
 #include "tune/sweep.hpp"
@@ -17,6 +18,13 @@ RunDevice open_run_device(const TuneOptions& o) {
   std::string why;
   d.compile_only = o.compile_only;
   d.fake = !d.compile_only && worker_fake_mode();
+  // An ordinal this machine lacks is a mistyped option, not a machine without a GPU (--devices refuses it too).
+  if (const int count = d.compile_only ? 0
+                        : d.fake       ? fake_device_count()
+                                       : device_count(&why);
+      count > 0 && o.device >= count)
+    throw InputError(fmt::format("--device {}: this machine has {} CUDA device{} (ordinals 0 to {}){}", o.device, count,
+                                 count == 1 ? "" : "s", count - 1, d.fake ? " (TUNE_WORKER_FAKE_DEVICES)" : ""));
   if (d.fake) {
     d.device = fake_device(o.arch, o.device);
     d.device_note = "TUNE_WORKER_FAKE: a synthetic device; the worker returns made-up results and measures nothing";
