@@ -138,20 +138,23 @@ double median(const Json* v) { return v->at("timing").at("median_us").get<double
 // A run that went through its gate (schema minor 3 on: context.gate) and was not cut short names a
 // winner the gate gave a verdict and the strict re-measure timed: no other variant wins such a run.
 void winner_was_gated(const Check& c, const Json& j, const Json& winner) {
-  const Json& ctx = j.at("context");
-  const Json search = ctx.value("search", Json::object());
-  if (j.value("schema_minor_version", 0) < 3 || search.value("interrupted", false) == true) return;
+  // Members looked up in place: a record's gate and timing objects are not copied for a test.
+  const auto member = [](const Json& o, const char* key) -> const Json* {
+    const auto it = o.find(key);
+    return it != o.end() && it->is_object() ? &*it : nullptr;
+  };
+  const Json* search = member(j.at("context"), "search");
+  if (j.value("schema_minor_version", 0) < 3 || (search && search->value("interrupted", false) == true)) return;
   const std::string& name = winner.at("name").get_ref<const std::string&>();
-  const Json gate = winner.value("gate", Json());
-  if (!gate.is_object())
+  if (!member(winner, "gate"))
     c.fail("summary.winner", fmt::format("\"{}\" has no gate verdict; a finished run's winner went through the "
                                          "correctness gate",
                                          name));
-  const Json timing = winner.value("timing", Json());
-  if (!timing.is_object() || !timing.at("profile").get_ref<const std::string&>().starts_with("strict"))
+  const Json* timing = member(winner, "timing");
+  if (!timing || !timing->at("profile").get_ref<const std::string&>().starts_with("strict"))
     c.fail("summary.winner", fmt::format("\"{}\" was not timed by the strict re-measure (timing.profile {}); a "
                                          "finished run's winner was",
-                                         name, timing.is_object() ? timing.at("profile").dump() : "missing"));
+                                         name, timing ? timing->at("profile").dump() : "missing"));
 }
 
 void check_winner(const Check& c, const Json& j, const Json& variants, const Json* winner, bool timed) {

@@ -111,20 +111,21 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
     if (!e.contains("problem") || !e.at("problem").is_string())
       throw InputError(fmt::format("{}.problem: must be a string naming the problem, {}", where, example));
     const std::string problem = e.at("problem").get<std::string>();
-    std::vector<std::string> dims;
+    const Problem* found = nullptr;
     try {
-      dims = find_problem(problem).dims();
-      for (const auto& v : find_problem(problem).dtype_variables()) dims.push_back(v.name);
+      found = &find_problem(problem);
     } catch (const InputError& err) {
       throw InputError(fmt::format("{}.problem: {}", where, err.what()));
     }
+    const auto& vars = found->dtype_variables();
+    std::vector<std::string> dims = found->dims();
+    for (const auto& v : vars) dims.push_back(v.name);
     std::vector<std::pair<std::string, std::vector<std::int64_t>>> lists;
     for (const auto& [k, v] : e.items()) {
       if (k == "problem") continue;
       if (std::find(dims.begin(), dims.end(), k) == dims.end())
         throw InputError(
             fmt::format("{}.{}: not a dimension of problem {} (it takes {})", where, k, problem, fmt::join(dims, ", ")));
-      const auto& vars = find_problem(problem).dtype_variables();
       const auto var = std::find_if(vars.begin(), vars.end(), [&k](const DTypeVariable& d) { return d.name == k; });
       std::vector<std::int64_t> values;
       for (const Json& x : v.is_array() ? v : Json::array({v})) {

@@ -198,18 +198,13 @@ std::string dims_function(const ExportedProblem& p, const std::string& op) {
   s += given_values(p, op);
   for (const auto& d : p.dims) {
     if (p.is_given(d)) continue;
-    bool found = false;
+    bool found = false;  // a dim not given is some tensor's own (describe_dtypes gives the others)
     for (std::size_t i = 0; i < p.tensors.size() && !found; ++i)
       for (std::size_t a = 0; a < p.tensors[i].shape.size() && !found; ++a)
         if (p.tensors[i].shape[a] == d) {
           s += fmt::format("  const long long d_{} = t[{}].dim() > {} ? t[{}].size({}) : -1;\n", identifier(d), i, a, i, a);
           found = true;
         }
-    if (!found)
-      throw InputError(
-          fmt::format("problem {}: dimension {} is no tensor's dimension of its own; the op cannot tell it "
-                      "from the tensors",
-                      p.name, d));
   }
   for (std::size_t i = 0; i < p.tensors.size(); ++i) {
     const auto& x = p.tensors[i];
