@@ -3,7 +3,8 @@
 in their own dtype (torch.int64), float ones in float64; numpy's reference() gets float64 arrays; a
 dtype variable's value in the shape (a string) is passed through; with request.json's
 "module_run": "also" or "only" and a low-precision tensor, the module runs in the tensors' dtypes
-and writes module_out.npy ("only": no out.npy). The torch parts are skipped, with the reason, where
+and writes module_out.npy ("only": no out.npy), its output stored in the output's declared dtype
+(a module that returns float32 where the kernel writes float16 is rounded as the kernel is). The torch parts are skipped, with the reason, where
 torch does not import.
 
     module_run_test.py REPO_ROOT
@@ -51,6 +52,23 @@ def make_model(shape):
 
     return Gather()
 '''
+
+# A module that ignores the output's dtype: float32 inputs, a float32 result, where the problem's
+# output (as the kernel writes it) is float16.
+WIDE_MODULE = '''
+def reference(shape, params, inputs):
+    return inputs["x"] * 3.0
+
+def make_model(shape):
+    import torch
+
+    class Triple(torch.nn.Module):
+        def forward(self, x):
+            return x * 3.0
+
+    return Triple()
+'''
+WIDE_X = np.array([0.1, 1.2345, -7.77, 1000.3], dtype=np.float32)
 
 results = []
 
@@ -140,10 +158,27 @@ def no_module_run_when_not_asked():
     assert len(seen) == 1 and not (d / "module_out.npy").exists(), seen
 
 
+def wide_module_output_is_stored_in_the_outputs_dtype():
+    if not HAVE_TORCH:
+        return "SKIP (torch does not import in " + sys.executable + ")"
+    d = pathlib.Path(tempfile.mkdtemp(prefix="tune_module_run_"))
+    (d / "reference.py").write_text(WIDE_MODULE)
+    np.save(d / "t0.npy", WIDE_X)
+    request = {"problem": "triple", "shape": {"N": 4, "U": "float16"}, "module_run": "only",
+               "tensors": [{"name": "x", "role": "input", "shape": [4], "dtype": "float32", "file": "t0.npy"}],
+               "output": {"name": "out", "shape": [4], "dtype": "float16", "file": "out.npy"}}
+    (d / "request.json").write_text(json.dumps(request))
+    run(d, "torch")
+    module = np.load(d / "module_out.npy")
+    want = (WIDE_X * np.float32(3.0)).astype(np.float16).astype(np.float64)
+    assert np.array_equal(module, want), f"{module} is not the float32 result stored in float16 ({want})"
+
+
 check("numpy's reference gets float64 arrays and the shape's dtype variable", numpy_reference_with_a_dtype_variable)
 check("module_run only writes module_out.npy and no out.npy", module_only_writes_no_reference)
 check("integer inputs reach make_model as int64, the module runs in bfloat16", integer_inputs_reach_the_module_as_int64)
 check("no module run unless asked", no_module_run_when_not_asked)
+check("a module's float32 result is stored in the float16 output's dtype", wide_module_output_is_stored_in_the_outputs_dtype)
 passed, failed, skipped = results.count(True), results.count(False), results.count(None)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)

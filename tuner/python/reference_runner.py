@@ -218,7 +218,9 @@ def check_state(model, state, module_path):
              f"only in the module: {', '.join(only_module) or 'none'})")
 
 
-def forward(model, args, module_path, torch):
+def forward(model, args, module_path, torch, store_as=None):
+    """The model's output as float64; with store_as, a floating output of another dtype stored in
+    that one first (the output tensor's declared dtype, as the kernel stores it)."""
     with torch.no_grad():
         out = call("forward", module_path, model, *args)
     if out is None:
@@ -227,12 +229,16 @@ def forward(model, args, module_path, torch):
         fail(f"{module_path}: the model returned {type(out).__name__}, not a tensor")
     if out.is_complex():
         fail(f"{module_path}: the model returned complex values ({out.dtype}); the output is real")
+    if store_as is not None and out.is_floating_point() and out.dtype != store_as:
+        out = out.to(store_as)
     return out.detach().cpu().double().numpy()
 
 
 def run_module_in_dtypes(module, module_path, shape, request, raw, dtypes):
     """The user's module as they run it in low precision: model.to(dtype) (its floating parameters),
-    each parameter then in its declared dtype, inputs cast to theirs; CUDA when available."""
+    each parameter then in its declared dtype, inputs cast to theirs; CUDA when available. Its
+    output is stored in the output's declared dtype: a module that returns float32 where the kernel
+    writes float16 is judged with the rounding the kernel cannot avoid."""
     import torch
     device = "cuda" if torch.cuda.is_available() else "cpu"
     out_dtype = dtypes[request["output"]["name"]]
@@ -253,7 +259,7 @@ def run_module_in_dtypes(module, module_path, shape, request, raw, dtypes):
     model.eval()
     args = [torch_input(raw[t["name"]], dtypes[t["name"]], dtypes[t["name"]], torch).to(device)
             for t in request["tensors"] if t["role"] == "input"]
-    return forward(model, args, module_path, torch)
+    return forward(model, args, module_path, torch, getattr(torch, TORCH_DTYPES[out_dtype]))
 
 
 def make_double(model, torch):
