@@ -1,6 +1,7 @@
 // Issue 34: what tune reads is bounded (a gzip bomb, /dev/zero, JSON nested 100 000 deep are one
 // line, exit 2, naming the file), what it writes is checked (an output path that is a file, a
 // folder of other files), export names cannot clash, and every usage error is one "tune:" line.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,6 +111,36 @@ TEST(Outputs, AnExportOntoAFileIsOneLineAndExitCode2) {
   expect_refused(args + file.string(), "-o " + file.string() + ": not a folder");
   expect_refused(args + (file / "exp").string(), "-o " + (file / "exp").string() + ": cannot create the folder");
   EXPECT_EQ(slurp(file), "x");
+}
+
+// Adversarial round 5: -o naming the command's own results file replaced the record of a GPU run
+// by its header (exit 0), and -o of a pipe or a device put a regular file where it was.
+TEST(Outputs, AHeaderOrExportOntoItsOwnInputIsRefusedAndAPipeIsWrittenThrough) {
+  const fs::path dir = scratch("own_input");
+  const fs::path record = dir / "B4_N64_C64_H32.json";
+  fs::copy_file(kContactResult, record);
+  const std::string before = slurp(record);
+  expect_refused("header " + record.string() + " --allow-synthetic -o " + record.string(),
+                 "tune header: -o " + record.string() + " is one of the results files it reads; name another file");
+  fs::create_symlink(record, dir / "link.json");
+  expect_refused("export nvrtc " + record.string() + " -o " + (dir / "link.json").string(),
+                 "tune export nvrtc: -o " + (dir / "link.json").string() + " is one of the results files it reads");
+  EXPECT_EQ(slurp(record), before);
+  // A link to another file is written through: the link stays a link.
+  std::ofstream(dir / "target.hpp") << "old";
+  fs::create_symlink(dir / "target.hpp", dir / "out.hpp");
+  Result r = run_command(std::string(TUNE_EXE) + " header " + record.string() + " --allow-synthetic -o " +
+                         (dir / "out.hpp").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(fs::is_symlink(dir / "out.hpp"));
+  EXPECT_NE(slurp(dir / "target.hpp").find("tune_tuned"), std::string::npos);
+  // A pipe: read while tune writes, and still a pipe afterwards.
+  const fs::path pipe = dir / "pipe";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0644), 0);
+  r = run_command("(cat " + pipe.string() + " > " + (dir / "from_pipe.hpp").string() + " &) ; " + std::string(TUNE_EXE) +
+                  " header " + record.string() + " --allow-synthetic -o " + pipe.string() + " && wait");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fs::status(pipe).type(), fs::file_type::fifo);
 }
 
 // Issue 36: the export ships the code the record gated, or nothing: a record whose sources or NVRTC
@@ -306,6 +337,12 @@ TEST(Cli, EveryUsageErrorIsOneTuneLineAndExitCode2) {
       {"export", "tune: export needs a subcommand: torch, nvrtc (tune export torch --help)"},
       {"export onnx x.json -o d", "tune: export needs a subcommand: torch"},
       {"list --problem-path /nonexistent/problems", "tune: --problem-path /nonexistent/problems: no such folder"},
+      // Adversarial round 5: a tune run's option fell through to the main command in silence.
+      {"export nvrtc " + kContactResult + " --config " + kContactResult,
+       "tune: tune export nvrtc does not take --config (an option of a tune run); leave it out"},
+      {"results " + kContactResult + " --top 3", "tune: tune results does not take --top"},
+      {"--jobs 2 header " + kContactResult + " -o /nonexistent/h.hpp", "tune: tune header does not take --jobs"},
+      {"list --problem contact", "tune: tune list does not take --problem"},
       {kSmallTune + " --max-space -1", "tune: --max-space: -1 is not a count"},
       {kSmallTune + " --max-variants -1", "tune: --max-variants: -1 is not a count"},
       {kSmallTune + " --max-space 0x10", "tune: --max-space: 0x10 is not a count"},

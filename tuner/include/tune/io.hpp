@@ -129,7 +129,8 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
 std::string tool_version();
 std::string tool_git_commit();
 
-// Writes text to path atomically (temporary file, then rename). Throws InputError on failure.
+// Writes text to path atomically (temporary file, then rename); a link, a pipe or a device at path
+// (-o /dev/stdout) is written through in place. Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 
 // One writer per results file. Two runs of one shape on one --out would truncate each other's

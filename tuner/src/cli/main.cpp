@@ -36,7 +36,10 @@ int run_parsed(const CLI::App& app, tune::cli::TuneArgs& tune_args, const tune::
     (void)tune::reference_timeout_s();  // a bad $TUNE_REFERENCE_TIMEOUT is refused before anything runs
   for (const auto* sub : subs.checked) tune::cli::check_no_extras(app, sub->app());
   for (auto* sub : subs.dispatched)
-    if (sub->app().parsed()) return sub->run(log);
+    if (sub->app().parsed()) {
+      tune::cli::check_main_options(app, *sub);
+      return sub->run(log);
+    }
   return tune::cli::run_tune_command(app, tune_args, log);
 }
 

@@ -1,6 +1,7 @@
 // The subcommands: each one's options and its run. The help texts are docs/cli.md's.
 #include "cli/subcommands.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +30,16 @@ namespace {
 
 std::vector<std::filesystem::path> paths(const std::vector<std::string>& files) {
   return std::vector<std::filesystem::path>(files.begin(), files.end());
+}
+
+// An output that is one of the command's own inputs would be replaced by what is made of it (the
+// results of a GPU run by their header): refused before anything is read.
+void check_output_not_an_input(const std::string& command, const std::string& out, const std::vector<std::string>& inputs) {
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(out, in, ec))
+      throw InputError(fmt::format("{}: -o {} is one of the results files it reads; name another file", command, out));
+  }
 }
 
 std::optional<std::filesystem::path> optional_path(const std::string& file) {
@@ -71,6 +82,7 @@ class VerifyCommand final : public Subcommand {
     opt_.log = log;
     return run_verify(opt_) ? 0 : 1;
   }
+  [[nodiscard]] std::vector<std::string> main_options_read() const override { return {"--arch"}; }
 
  private:
   void add_limits() {
@@ -124,6 +136,7 @@ class HeaderCommand final : public Subcommand {
   }
 
   int run(const Log&) override {
+    check_output_not_an_input("tune header", out_, inputs_);
     const auto files = paths(inputs_);
     write_file_atomic(out_, merge_result_files(files, optional_path(config_), allow_synthetic_));
     fmt::print("header: {} ({} result files)\n", out_, files.size());
@@ -198,8 +211,11 @@ class ExportNvrtcCommand final : public Subcommand {
                    "as tune lowers them now (tools/cubin_identity.py samples them)");
   }
 
+  [[nodiscard]] std::vector<std::string> main_options_read() const override { return {"--problem"}; }
+
   // --problem (the main option): a name or a folder; default: the first results file's problem.
   int run(const Log&) override {
+    if (!out_.empty()) check_output_not_an_input("tune export nvrtc", out_, inputs_);
     const auto exported = export_nvrtc(paths(inputs_), main_options_.problem, all_variants_);
     if (out_.empty()) {
       fmt::print("{}\n", exported.dump());
@@ -358,6 +374,8 @@ class ProblemDrawCommand final : public Subcommand {
   }
   [[nodiscard]] CLI::App* group() const { return group_; }
 
+  [[nodiscard]] std::vector<std::string> main_options_read() const override { return {"--problem"}; }
+
   int run(const Log&) override {
     if (main_options_.problem.empty()) throw InputError("tune problem draw: --problem is required (a name or a folder)");
     const auto r = std::from_chars(seed_text_.data(), seed_text_.data() + seed_text_.size(), request_.seed);
@@ -390,6 +408,8 @@ class ProblemShowCommand final : public Subcommand {
                                 "reference, tensors with their dtypes and shapes, edge cases, tolerances");
     app_->add_flag("--json", json_, "print it as one JSON object (docs/cli.md) for other readers");
   }
+
+  [[nodiscard]] std::vector<std::string> main_options_read() const override { return {"--problem"}; }
 
   int run(const Log&) override {
     const ProblemAtShape at = problem_at_shape(root_, *app_, main_options_, "tune problem show");
@@ -496,6 +516,20 @@ Command* add(Subcommands& subs, Args&&... args) {
 }
 
 }  // namespace
+
+void check_main_options(const CLI::App& root, const Subcommand& sub) {
+  std::vector<std::string> read = sub.main_options_read();
+  read.insert(read.end(), {"--problem-path", "--reference-timeout"});
+  for (const CLI::Option* o : root.get_options()) {
+    if (o->count() == 0 || std::ranges::find(read, o->get_name()) != read.end()) continue;
+    const std::string path = sub.app().get_parent() == &root
+                                 ? sub.app().get_name()
+                                 : sub.app().get_parent()->get_name() + " " + sub.app().get_name();
+    throw InputError(fmt::format("tune {} does not take {} (an option of a tune run); leave it out (tune {} --help lists "
+                                 "its options)",
+                                 path, o->get_name(), path));
+  }
+}
 
 Subcommands add_subcommands(CLI::App& root, const TuneOptions& main_options) {
   Subcommands subs;

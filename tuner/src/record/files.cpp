@@ -302,6 +302,18 @@ GoldenCase read_golden(const std::filesystem::path& file) {
   }
 }
 
+namespace {
+
+void write_file_in_place(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw InputError(fmt::format("cannot write {} (check its permissions)", path.string()));
+  f << text;
+  f.flush();
+  if (!f) throw InputError(fmt::format("writing {} failed (disk full?)", path.string()));
+}
+
+}  // namespace
+
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
@@ -311,6 +323,13 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
                                  ec ? " (" + ec.message() + ")" : std::string()));
   if (std::filesystem::is_directory(path))
     throw InputError(fmt::format("cannot write {}: it is a folder; name a file", path.string()));
+  // A link, a pipe or a device (-o /dev/stdout) is written through, in place: a rename would put a
+  // file where it was.
+  const auto kind = std::filesystem::symlink_status(path, ec).type();
+  if (!ec && kind != std::filesystem::file_type::regular && kind != std::filesystem::file_type::not_found) {
+    write_file_in_place(path, text);
+    return;
+  }
   // A name of its own per writer: two runs (or two devices' compile threads) may write one path at
   // once; each writes whole and the last rename wins.
   static std::atomic<std::uint64_t> serial{0};
