@@ -7,12 +7,37 @@
 #   #include "contact/contact.cuh"   // the template, before the header for kWinnerKernels
 #   #include "contact_tuned.hpp"     // tune_tuned::contact::select(arch, shape), ...
 #   RESULTS          results JSON files (relative to the current source directory)
-#   PROBLEM          the problem's name; default: read from the first results file
+#   PROBLEM          the problem's name; default: read from the first results file (a .json.gz one
+#                    by the installed tune, `tune results --json`)
 #   OUTPUT           the header; default: <current binary dir>/tune_tuned/<problem>_tuned.hpp
 #   CONFIG           the problem.json to take the search space from (tune header --config); default:
 #                    the problem found by name (built-in, $TUNE_PROBLEM_PATH) or where the run found it
 #   ALLOW_SYNTHETIC  pass --allow-synthetic: accept results that no real GPU measured (test fixtures)
 # Works with the installed package (find_package(tune)) and inside tune's own build (bench/).
+# The problem of a compressed results file (.json.gz, as files of record are kept), read by the
+# installed tune itself (`tune results --json`): CMake cannot read gzip.
+function(_tune_problem_of_compressed target file out)
+  if(TARGET tune::tune)
+    get_target_property(imported tune::tune IMPORTED)
+  endif()
+  if(NOT imported)
+    message(FATAL_ERROR "tune_add_tuned_header(${target}): ${file} is compressed and no installed tune can read it "
+                        "at configure time; name the problem with PROBLEM")
+  endif()
+  get_target_property(tune_exe tune::tune LOCATION)
+  execute_process(COMMAND ${tune_exe} results --json ${file} OUTPUT_VARIABLE answer ERROR_VARIABLE why
+                  RESULT_VARIABLE code)
+  if(NOT code EQUAL 0)
+    string(STRIP "${why}" why)
+    message(FATAL_ERROR "tune_add_tuned_header(${target}): ${why}")
+  endif()
+  string(JSON problem ERROR_VARIABLE json_error GET "${answer}" records 0 run problem)
+  if(json_error)
+    message(FATAL_ERROR "tune_add_tuned_header(${target}): no problem name in ${file}; name it with PROBLEM")
+  endif()
+  set(${out} ${problem} PARENT_SCOPE)
+endfunction()
+
 function(tune_add_tuned_header target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "ALLOW_SYNTHETIC" "PROBLEM;OUTPUT;CONFIG" "RESULTS")
   if(ARG_UNPARSED_ARGUMENTS)
@@ -37,11 +62,15 @@ function(tune_add_tuned_header target)
     if(NOT EXISTS ${first})
       message(FATAL_ERROR "tune_add_tuned_header(${target}): ${first} does not exist; name the problem with PROBLEM")
     endif()
-    file(READ ${first} head LIMIT 4096)
-    if(NOT head MATCHES "\"problem\": *\"([A-Za-z0-9_.-]+)\"")
-      message(FATAL_ERROR "tune_add_tuned_header(${target}): no problem name in the head of ${first}; name it with PROBLEM")
+    if(first MATCHES "\\.gz$")
+      _tune_problem_of_compressed(${target} ${first} problem)
+    else()
+      file(READ ${first} head LIMIT 4096)
+      if(NOT head MATCHES "\"problem\": *\"([A-Za-z0-9_.-]+)\"")
+        message(FATAL_ERROR "tune_add_tuned_header(${target}): no problem name in the head of ${first}; name it with PROBLEM")
+      endif()
+      set(problem ${CMAKE_MATCH_1})
     endif()
-    set(problem ${CMAKE_MATCH_1})
   endif()
 
   set(output ${ARG_OUTPUT})
