@@ -132,6 +132,33 @@ int main() { return 0; }
   EXPECT_NE(header.find("select(device, dtype, shape)"), std::string::npos);
 }
 
+// Adversarial round 5: select() gave a usable geometry (kPortable, the kernel instantiated in
+// __half) for a dtype the problem does not take (contact: float32, bfloat16). Now kNone, saying why;
+// an undeclared variable (the test above) takes the dtypes its entries were tuned in.
+TEST(MergedHeader, ADtypeTheProblemDoesNotTakeIsSelectedAsNothing) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(TUNE_REPO_DIR) / "results/h200/contact"))
+    if (f.path().string().ends_with(".json.gz")) files.push_back(f.path());
+  ASSERT_EQ(files.size(), 6u) << "results/h200/contact holds three float32 and three bfloat16 records";
+  const auto dir = test_dir("header_merge_test");
+  std::ofstream(dir / "contact_tuned.hpp") << merge_result_files(files, std::nullopt);
+  std::ofstream(dir / "dtypes.cpp") << R"cpp(#include "contact_tuned.hpp"
+namespace t = tune_tuned::contact;
+constexpr t::Device kH200{"NVIDIA H200", 90, 132};
+constexpr t::Shape kShape{4, 64, 64, 32};
+static_assert(t::select(kH200, t::DType::float32, kShape).match == t::Match::kExact, "float32 tuned");
+static_assert(t::select(kH200, t::DType::bfloat16, kShape).match == t::Match::kExact, "bfloat16 tuned");
+constexpr t::Selection half = t::select(kH200, t::DType::float16, kShape);
+static_assert(half.match == t::Match::kNone && half.index == -1 && !half.geometry.ok, "float16: not a dtype of contact");
+static_assert(t::same_text(half.geometry.why, "dtype: T is not one the problem takes (float32, bfloat16)"), "why");
+static_assert(t::select(kH200, t::DType::bool_, {2, 100, 64, 32}).match == t::Match::kNone, "bool at an untuned shape");
+int main() { return 0; }
+)cpp";
+  const std::string cxx = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I" +
+                          dir.string() + " " + (dir / "dtypes.cpp").string();
+  EXPECT_EQ(run(cxx), 0) << cxx;
+}
+
 // A result binding other dtype variables than the rest (here: one without T, of a problem that does
 // not give T a default) cannot share the header's Shape: refused, naming both files.
 TEST(MergedHeader, ResultsOfOtherDtypeVariablesAreRefused) {

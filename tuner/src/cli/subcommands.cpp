@@ -525,9 +525,10 @@ void check_main_options(const CLI::App& root, const Subcommand& sub) {
     const std::string path = sub.app().get_parent() == &root
                                  ? sub.app().get_name()
                                  : sub.app().get_parent()->get_name() + " " + sub.app().get_name();
-    throw InputError(fmt::format("tune {} does not take {} (an option of a tune run); leave it out (tune {} --help lists "
-                                 "its options)",
-                                 path, o->get_name(), path));
+    throw InputError(
+        fmt::format("tune {} does not take {} (an option of a tune run); leave it out (tune {} --help lists "
+                    "its options)",
+                    path, o->get_name(), path));
   }
 }
 

@@ -100,10 +100,29 @@ std::string launch_code(const SpaceExpressions::LaunchText& l, const std::map<st
   return h;
 }
 
+// A dtype variable holds one of the values the problem takes, or select() says so (kNone): the
+// header never hands out an instantiation tune refuses to compile.
+std::string dtype_checks(const std::vector<DTypeVariable>& dtypes) {
+  std::string h;
+  for (const auto& d : dtypes) {
+    std::vector<std::string> tests, names;
+    for (const DType t : d.values) {
+      tests.push_back(fmt::format("s.{} == {}", header_text::identifier(d.name), header_text::dtype_enumerator(t)));
+      names.emplace_back(dtype_name(t));
+    }
+    h += fmt::format("  if (!({})) return detail::refuse(g, {});\n", fmt::join(tests, " || "),
+                     header_text::c_string(
+                         fmt::format("dtype: {} is not one the problem takes ({})", d.name, fmt::join(names, ", "))));
+  }
+  return h;
+}
+
 }  // namespace
 
-std::string geometry_code(const Space& space, const std::vector<std::string>& dtype_variables) {
+std::string geometry_code(const Space& space, const std::vector<DTypeVariable>& dtypes) {
   const SpaceExpressions e = space.expressions();
+  std::vector<std::string> dtype_variables;
+  for (const auto& d : dtypes) dtype_variables.push_back(d.name);
   // Every name of the space as a local double "v_<name>": no clash with C++ keywords or the
   // header's own names.
   std::map<std::string, std::string> locals;
@@ -163,6 +182,7 @@ std::string geometry_code(const Space& space, const std::vector<std::string>& dt
        "  const double v_dev_cc = static_cast<double>(l.cc);\n";
   // Not every expression reads every name.
   for (const auto& [name, local] : locals) h += fmt::format("  static_cast<void>({});\n", local);
+  h += dtype_checks(dtypes);
   for (const auto& rule : e.shape_rules)
     h += fmt::format("  if (!detail::holds({})) return detail::refuse(g, {});\n", cpp(rule.text, "shape constraint"),
                      header_text::c_string("shape: " + rule.name));

@@ -24,10 +24,27 @@ using header_parts::provenance;
 using header_parts::timing_summary;
 using header_text::c_string;
 using header_text::comment_safe;
+using header_text::dtype_enumerator;
 using header_text::identifier;
 
-// The header's name of a dtype: DType::bfloat16 (bool: DType::bool_, a keyword otherwise).
-std::string dtype_enumerator(DType t) { return "DType::" + identifier(std::string(dtype_name(t))); }
+// The shape's dtype variables, each with the values the problem takes (select() refuses others);
+// one the problem does not declare, with the values its entries were tuned in.
+std::vector<DTypeVariable> shape_dtype_variables(const std::vector<MergedEntry>& entries, const Problem& problem) {
+  std::vector<DTypeVariable> out;
+  for (const auto& d : entries.front().run->shape.dtypes()) {
+    const auto& declared = problem.dtype_variables();
+    if (const auto it = std::ranges::find(declared, d.first, &DTypeVariable::name); it != declared.end()) {
+      out.push_back(*it);
+      continue;
+    }
+    DTypeVariable seen{d.first, {}, std::nullopt};
+    for (const auto& e : entries)
+      for (const auto& [name, t] : e.run->shape.dtypes())
+        if (name == d.first && std::ranges::find(seen.values, t) == seen.values.end()) seen.values.push_back(t);
+    out.push_back(std::move(seen));
+  }
+  return out;
+}
 
 std::string shape_values(const Shape& shape) {
   std::vector<std::string> v;
@@ -290,9 +307,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
   h += "#pragma once\n\n";
   h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", ns);
   h += merged_types(entries, space, problem);
-  std::vector<std::string> dtype_variables;
-  for (const auto& d : entries.front().run->shape.dtypes()) dtype_variables.push_back(d.first);
-  h += geometry_code(space, dtype_variables);
+  h += geometry_code(space, shape_dtype_variables(entries, problem));
   h += fmt::format("inline constexpr int kEntryCount = {};\n", entries.size());
   h += "inline constexpr Entry kEntries[kEntryCount] = {\n";
   for (std::size_t i = 0; i < entries.size(); ++i) {

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "core/expr.hpp"
+#include "tune/dtype.hpp"
+#include "tune/problem.hpp"
 #include "tune/space.hpp"
 
 namespace tune {
@@ -41,6 +43,9 @@ inline std::string identifier(const std::string& name) {
   if (reserved_word(out)) out += '_';
   return out;
 }
+
+// The header's name of a dtype: DType::bfloat16 (bool: DType::bool_, a keyword otherwise).
+inline std::string dtype_enumerator(DType t) { return "DType::" + identifier(std::string(dtype_name(t))); }
 
 // Text for a // or /* */ comment: it cannot end the comment, start a new line, or continue the line
 // onto the next one (a backslash before the line break), and holds no control characters.
@@ -86,6 +91,6 @@ inline std::string c_string(const std::string& s) {
 // space's expressions (Shape and Params must be declared before it; with dtype variables, also DType
 // and dtype_bytes: a variable is its dtype's number, <variable>_bytes its size). Throws InputError
 // when an expression has no constexpr translation.
-std::string geometry_code(const Space& space, const std::vector<std::string>& dtype_variables = {});
+std::string geometry_code(const Space& space, const std::vector<DTypeVariable>& dtype_variables = {});
 
 }  // namespace tune
