@@ -146,6 +146,22 @@ TEST(ResultsJson, AResultsLinkToNothingIsOneLineAndExit2) {
   }
 }
 
+// A folder of the tree that cannot be read is refused in one line naming it (adversarial round 5: the
+// walk ended there, and the listing, the report and torch_baseline.py went on with the files before it).
+TEST(ResultsJson, AnUnreadableFolderIsOneLineNamingItAndExit2) {
+  const auto dir = scratch("unreadable");
+  for (const char* problem : {"contact", "ln_linear_gelu"}) fs::create_directories(dir / "gpu" / problem);
+  fs::copy_file(kFixtures / "results" /
+                    Json::parse(slurp(kFixtures / "results" / "mutations.json"))["base"].get<std::string>(),
+                dir / "gpu" / "contact" / "a.json");
+  for (const fs::path& closed : {dir / "gpu" / "ln_linear_gelu", dir / "gpu"}) {
+    const auto r = run_with_unreadable(closed, "results " + dir.string());
+    if (!r) GTEST_SKIP() << "cannot make a folder unreadable here (root without setpriv)";
+    EXPECT_EQ(r->code, 2) << r->output;
+    expect_error_output(*r, closed.string() + ": cannot be read (Permission denied)");
+  }
+}
+
 // The format's doc table is the table the validator walks: `tune results --schema-doc` prints it, and
 // docs/results-format.md holds it between its markers, so the two cannot drift.
 TEST(ResultsJson, TheDocPagesTableIsTheSchemaValidationWalks) {

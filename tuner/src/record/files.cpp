@@ -225,7 +225,9 @@ std::vector<ReportResult> read_report_results(const std::filesystem::path& root)
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   using It = std::filesystem::recursive_directory_iterator;
-  for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It(); it.increment(ec)) {
+  std::filesystem::path last = root;  // the folder a failed step could not open: the root, else the last entry
+  for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It();
+       last = it->path(), it.increment(ec)) {
     if (it.depth() < 2) continue;
     it.disable_recursion_pending();
     const std::string name = it->path().filename().string();
@@ -239,6 +241,10 @@ std::vector<ReportResult> read_report_results(const std::filesystem::path& root)
                                    it->path().string()));
     }
   }
+  // A folder that cannot be read ends the walk: the files after it would be passed over in silence.
+  if (ec)
+    throw InputError(
+        fmt::format("{}: cannot be read ({}); check the folder and its permissions", last.string(), ec.message()));
   std::sort(files.begin(), files.end());
   for (const auto& f : files)  // <stem>.json sorts before <stem>.json.gz
     if (f.extension() == ".json" && std::binary_search(files.begin(), files.end(), compressed_result_path(f)))
