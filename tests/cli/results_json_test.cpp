@@ -162,6 +162,17 @@ TEST(ResultsJson, AnUnreadableFolderIsOneLineNamingItAndExit2) {
   }
 }
 
+// tune merge names the folder it cannot read (adversarial round 5: "tune: : Permission denied").
+TEST(ResultsJson, MergeOfAShardFolderWithAnUnreadableFolderNamesIt) {
+  const auto dir = scratch("merge_unreadable");
+  fs::create_directories(dir / "s1" / "fake-gpu");
+  const auto r =
+      run_with_unreadable(dir / "s1" / "fake-gpu", "merge " + (dir / "s1").string() + " --out " + (dir / "out").string());
+  if (!r) GTEST_SKIP() << "cannot make a folder unreadable here (root without setpriv)";
+  EXPECT_EQ(r->code, 2) << r->output;
+  expect_error_output(*r, (dir / "s1" / "fake-gpu").string() + ": cannot be read (Permission denied)");
+}
+
 // The format's doc table is the table the validator walks: `tune results --schema-doc` prints it, and
 // docs/results-format.md holds it between its markers, so the two cannot drift.
 TEST(ResultsJson, TheDocPagesTableIsTheSchemaValidationWalks) {
