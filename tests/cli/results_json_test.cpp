@@ -173,6 +173,27 @@ TEST(ResultsJson, MergeOfAShardFolderWithAnUnreadableFolderNamesIt) {
   expect_error_output(*r, (dir / "s1" / "fake-gpu").string() + ": cannot be read (Permission denied)");
 }
 
+// A byte that is not UTF-8 in a results file's name, or in an argument (the record's command line),
+// is refused in one line of UTF-8 text (adversarial round 5: JSON's writer threw, exit 4).
+TEST(ResultsJson, APathThatIsNotUtf8IsOneLineAndExit2) {
+  const auto dir = scratch("not_utf8");
+  fs::create_directories(dir / "gpu" / "contact");
+  const std::string odd = "a\xff.json";
+  fs::copy_file(kFixtures / "results" /
+                    Json::parse(slurp(kFixtures / "results" / "mutations.json"))["base"].get<std::string>(),
+                dir / "gpu" / "contact" / odd);
+  for (const std::string& args : {"results --json " + dir.string(), "results " + dir.string()}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, (dir / "gpu" / "contact").string() + "/a\uFFFD.json: the file's path is not UTF-8 text");
+  }
+  const Result out =
+      run_with("TUNE_WORKER_FAKE=1", "--problem contact --B 4 --N 64 --budget 5 --out " + dir.string() + "/o\xff");
+  EXPECT_EQ(out.code, 2) << out.output;
+  expect_error_output(out, "/o\uFFFD) is not UTF-8 text");
+  EXPECT_FALSE(fs::exists(dir.string() + "/o\xff"));
+}
+
 // The format's doc table is the table the validator walks: `tune results --schema-doc` prints it, and
 // docs/results-format.md holds it between its markers, so the two cannot drift.
 TEST(ResultsJson, TheDocPagesTableIsTheSchemaValidationWalks) {

@@ -167,6 +167,20 @@ std::string brief(const Json& v, std::size_t max) {
   return out.size() > max ? out.substr(0, max > 3 ? max - 3 : 0) + "..." : out;
 }
 
+bool is_utf8(const std::string& s) {
+  try {
+    (void)Json(s).dump();
+    return true;
+  } catch (const Json::type_error&) {
+    return false;
+  }
+}
+
+std::string printable(const std::string& s) {
+  const std::string quoted = Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return is_utf8(s) ? s : Json::parse(quoted).get<std::string>();
+}
+
 }  // namespace json_file
 
 RunRecord read_result(const std::filesystem::path& file) {
