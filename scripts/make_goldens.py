@@ -81,6 +81,44 @@ def choose_backend(module, wanted):
     raise tp.ProblemError("the reference module has no make_model usable here and no reference()")
 
 
+def reference_output(module, backend, shape, params, inputs, of):
+    """The reference's output in float64, refused as tune refuses it (docs/problem-format.md): a reference
+    that raises, returns complex values or a value that is not finite stops with one line."""
+    try:
+        raw = run_torch(module, shape, params, inputs, of) if backend == "torch" else \
+            np.asarray(module.reference(shape, params, inputs))
+    except Exception as e:  # the reference's own error, whatever it is: quoted, as tune quotes it
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise tp.ProblemError(f"the {backend} reference raised {type(e).__name__}: {first}; fix the reference")
+    if np.iscomplexobj(raw):
+        raise tp.ProblemError(f"the {backend} reference returned complex values ({raw.dtype}); "
+                              "it must return real ones")
+    try:
+        out = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise tp.ProblemError(f"the {backend} reference returned {raw.dtype} values, not numbers ({e})")
+    bad = np.flatnonzero(~np.isfinite(out))
+    if bad.size:
+        raise tp.ProblemError(f"the {backend} reference's output is {out.ravel()[bad[0]]} at element {bad[0]} "
+                              f"({bad.size} not finite); a reference must be finite")
+    return out
+
+
+def write(out, doc):
+    """doc written to out through a temporary file beside it, or one line (ProblemError) why not."""
+    if out.is_dir():
+        raise tp.ProblemError(f"-o {out}: is a folder; name the golden JSON file to write")
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(doc, allow_nan=False) + "\n")
+        os.replace(tmp, out)
+    except OSError as e:
+        if tmp.parent.is_dir():
+            tmp.unlink(missing_ok=True)
+        raise tp.ProblemError(f"-o {out}: cannot be written ({e.strerror or e}); check the path and its permissions")
+
+
 def golden(folder, shape_text, seed, backend="auto"):
     facts = tp.show(folder, parse_shape(shape_text))  # the problem at this shape, as tune reads it
     if not facts["reference"]:
@@ -95,8 +133,7 @@ def golden(folder, shape_text, seed, backend="auto"):
         raise tp.ProblemError(f"{len(outputs)} tensors of role output; exactly one expected")
     shape = facts["shape"]  # the golden's "shape": {"M": 64, "T": "bfloat16"}, as results files hold it
     backend = choose_backend(module, backend)
-    out = run_torch(module, shape, params, inputs, of) if backend == "torch" else \
-        np.asarray(module.reference(shape, params, inputs), dtype=np.float64)
+    out = reference_output(module, backend, shape, params, inputs, of)
     expected = tuple(outputs[0]["shape"])
     if out.shape != expected:
         raise tp.ProblemError(f"the {backend} reference returned shape {out.shape}, not {expected}")
@@ -122,16 +159,13 @@ def main(argv=None):
     ap.add_argument("--backend", choices=("auto", "torch", "numpy"), default="auto",
                     help="the output's reference: the PyTorch module, the numpy function, or torch where it imports")
     a = ap.parse_args(argv)
+    out = pathlib.Path(a.out)
     try:
         doc, backend = golden(a.problem, a.shape, a.seed, a.backend)
+        write(out, doc)
     except tp.ProblemError as e:
         print(f"make_goldens: {e}", file=sys.stderr)
         return 3 if "does not import" in str(e) else 2
-    out = pathlib.Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc) + "\n")
-    os.replace(tmp, out)
     print(f"{out}: {doc['problem']} {' '.join(f'{k}{v}' for k, v in doc['shape'].items())} seed {a.seed} ({backend})")
     return 0
 

@@ -146,6 +146,54 @@ TEST(ResultsJson, AResultsLinkToNothingIsOneLineAndExit2) {
   }
 }
 
+// A folder of the tree that cannot be read is refused in one line naming it (adversarial round 5: the
+// walk ended there, and the listing, the report and torch_baseline.py went on with the files before it).
+TEST(ResultsJson, AnUnreadableFolderIsOneLineNamingItAndExit2) {
+  const auto dir = scratch("unreadable");
+  for (const char* problem : {"contact", "ln_linear_gelu"}) fs::create_directories(dir / "gpu" / problem);
+  fs::copy_file(kFixtures / "results" /
+                    Json::parse(slurp(kFixtures / "results" / "mutations.json"))["base"].get<std::string>(),
+                dir / "gpu" / "contact" / "a.json");
+  for (const fs::path& closed : {dir / "gpu" / "ln_linear_gelu", dir / "gpu"}) {
+    const auto r = run_with_unreadable(closed, "results " + dir.string());
+    if (!r) GTEST_SKIP() << "cannot make a folder unreadable here (root without setpriv)";
+    EXPECT_EQ(r->code, 2) << r->output;
+    expect_error_output(*r, closed.string() + ": cannot be read (Permission denied)");
+  }
+}
+
+// tune merge names the folder it cannot read (adversarial round 5: "tune: : Permission denied").
+TEST(ResultsJson, MergeOfAShardFolderWithAnUnreadableFolderNamesIt) {
+  const auto dir = scratch("merge_unreadable");
+  fs::create_directories(dir / "s1" / "fake-gpu");
+  const auto r =
+      run_with_unreadable(dir / "s1" / "fake-gpu", "merge " + (dir / "s1").string() + " --out " + (dir / "out").string());
+  if (!r) GTEST_SKIP() << "cannot make a folder unreadable here (root without setpriv)";
+  EXPECT_EQ(r->code, 2) << r->output;
+  expect_error_output(*r, (dir / "s1" / "fake-gpu").string() + ": cannot be read (Permission denied)");
+}
+
+// A byte that is not UTF-8 in a results file's name, or in an argument (the record's command line),
+// is refused in one line of UTF-8 text (adversarial round 5: JSON's writer threw, exit 4).
+TEST(ResultsJson, APathThatIsNotUtf8IsOneLineAndExit2) {
+  const auto dir = scratch("not_utf8");
+  fs::create_directories(dir / "gpu" / "contact");
+  const std::string odd = "a\xff.json";
+  fs::copy_file(kFixtures / "results" /
+                    Json::parse(slurp(kFixtures / "results" / "mutations.json"))["base"].get<std::string>(),
+                dir / "gpu" / "contact" / odd);
+  for (const std::string& args : {"results --json " + dir.string(), "results " + dir.string()}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, (dir / "gpu" / "contact").string() + "/a\uFFFD.json: the file's path is not UTF-8 text");
+  }
+  const Result out =
+      run_with("TUNE_WORKER_FAKE=1", "--problem contact --B 4 --N 64 --budget 5 --out " + dir.string() + "/o\xff");
+  EXPECT_EQ(out.code, 2) << out.output;
+  expect_error_output(out, "/o\uFFFD) is not UTF-8 text");
+  EXPECT_FALSE(fs::exists(dir.string() + "/o\xff"));
+}
+
 // The format's doc table is the table the validator walks: `tune results --schema-doc` prints it, and
 // docs/results-format.md holds it between its markers, so the two cannot drift.
 TEST(ResultsJson, TheDocPagesTableIsTheSchemaValidationWalks) {

@@ -15,6 +15,7 @@ import importlib.util
 import gzip
 import json
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,41 @@ def round_trip(folder, shape):
     return f"{' '.join(f'{k}{v}' for k, v in doc['shape'].items())}, output {tuple(want.shape)}"
 
 
+def refusals():
+    """make_goldens.py refuses, in one line and exit 2, what tune refuses (adversarial round 5): a
+    reference that raises, returns NaN or complex values, and an -o it cannot write; nothing left behind."""
+    src = ROOT / "examples" / "rmsnorm"
+    body = "    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + EPS) * w\n"
+    cases = {"raise": ('    raise ValueError("bad reference")\n', "reference raised ValueError: bad reference"),
+             "nan": ("    r = " + body[11:] + "    r[0, 0] = np.nan\n    return r\n", "nan at element 0"),
+             "complex": (body.replace(" * w\n", " * w * (1 + 1j)\n"), "returned complex values (complex128)")}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        runs = []
+        for name, (new, said) in cases.items():
+            shutil.copytree(src, tmp / name, ignore=shutil.ignore_patterns("golden"))
+            ref = tmp / name / "reference.py"
+            text = ref.read_text().replace("def make_model(shape):", "def _unused(shape):")
+            assert body in text, "examples/rmsnorm/reference.py changed: update this test"
+            ref.write_text(text.replace(body, new))
+            runs.append((tmp / name, tmp / f"g_{name}.json", said))
+        (tmp / "adir").mkdir()
+        (tmp / "afile").write_text("")
+        runs += [(src, tmp / "adir", "-o " + str(tmp / "adir") + ": is a folder"),
+                 (src, tmp / "afile" / "g.json", "-o " + str(tmp / "afile" / "g.json") + ": cannot be written")]
+        for folder, out, said in runs:
+            r = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_goldens.py"), "--problem", str(folder),
+                                "--shape", "M=2,K=4", "--backend", "numpy", "-o", str(out)],
+                               capture_output=True, text=True)
+            errors = [ln for ln in r.stderr.splitlines()
+                      if ln.startswith("make_goldens: ") and "the output is the" not in ln]
+            assert r.returncode == 2 and len(errors) == 1 and said in errors[0] and "Traceback" not in r.stderr, \
+                (said, r.returncode, r.stderr)
+            left = sorted(p.name for p in tmp.iterdir() if p.name.endswith(".tmp") or p.name.startswith("g_"))
+            assert not left, f"{said}: left behind {left}"
+    return f"{len(runs)} refused"
+
+
 def main():
     has_torch = torch_available()
     print(f"repo {ROOT}; torch {'importable: make_model() checked too' if has_torch else 'not importable: numpy only'}")
@@ -148,6 +184,7 @@ def main():
         folder = ROOT / "configs" / name
         if folder.is_dir():
             check(f"make_goldens.py {folder.relative_to(ROOT)} {shape}", lambda f=folder, s=shape: round_trip(f, s))
+    check("make_goldens.py refusals", refusals)
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1

@@ -2,10 +2,12 @@
 // Runs the tune binary for the CLI tiers: its exit code and output, scratch folders, and the check
 // that an error is one line.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -35,6 +37,21 @@ Result run_with(const std::string& env, const std::string& args) {
 }
 
 Result run(const std::string& args) { return run_with("", args); }
+
+// Runs tune (`args`) with the folder `dir` unreadable to it (mode 000, restored after). Root reads
+// through permissions, so as root the run is as nobody (setpriv), which reads the rest of the tree
+// through its others' bits; nullopt when `dir` cannot be made unreadable so (the caller skips).
+[[maybe_unused]] std::optional<Result> run_with_unreadable(const std::filesystem::path& dir, const std::string& args) {
+  namespace fs = std::filesystem;
+  const std::string as = geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  if (!as.empty() && run_command("command -v setpriv").code != 0) return std::nullopt;
+  const fs::perms before = fs::status(dir).permissions();
+  fs::permissions(dir, fs::perms::none);
+  std::optional<Result> r;
+  if (run_command(as + "ls " + dir.string()).code != 0) r = run_command(as + std::string(TUNE_EXE) + " " + args);
+  fs::permissions(dir, before);
+  return r;
+}
 
 std::string out_dir(const std::string& name) {
   const auto dir = std::filesystem::path(TUNE_BINARY_DIR) / "cli_out" / name;

@@ -309,6 +309,23 @@ TEST(Problems, AConstantOutsideItsDtypeIsRefusedAtLoad) {
   EXPECT_FALSE(representable(DType::kInt64, 0x1p63));
 }
 
+// A uniform or normal init that reaches beyond its dtype is refused at load as a constant is
+// (adversarial round 5: float16's uniform in [-1e5, 1e5] drew inf, and the reference was blamed).
+TEST(Problems, ARandomInitReachingBeyondItsDtypeIsRefusedAtLoad) {
+  for (const auto& [dtype, init, needle] :
+       {std::tuple{"float16", R"({"kind": "uniform", "low": -1e5, "high": 1e5})",
+                   "a uniform draw in [-100000, 100000] makes tensor 'x' non-finite in float16"},
+        std::tuple{"float32", R"({"kind": "normal", "std": 1e38})",
+                   "a normal draw (mean 0, std 1e+38) reaches 8.58e+38, which makes tensor 'x' non-finite in float32"}})
+    expect_load_refused(
+        std::string("init_") + dtype,
+        [&](Json& j) {
+          j["tensors"][1]["dtype"] = dtype;
+          j["tensors"][1]["init"] = parse(init);
+        },
+        needle);
+}
+
 // An output of no elements at the shape: parity over nothing failed every variant as "0 of 0 outputs".
 TEST(Problems, AnOutputWithNoElementsIsRefusedWhenTheShapeIsBound) {
   const auto empty = Problem::load(tiny_folder("zero_out", [](Json& j) {

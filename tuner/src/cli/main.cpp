@@ -10,6 +10,7 @@
 #include "cli/options.hpp"
 #include "cli/subcommands.hpp"
 #include "cli/tune_command.hpp"
+#include "core/json_file.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -53,6 +54,14 @@ int main(int argc, char** argv) {
   // Usage errors in one line, as every other error (before the subcommands, which copy it).
   app.failure_message(tune::cli::usage_error_line);
   tune::cli::TuneArgs tune_args;
+  // Every record holds its command line in JSON, whose strings are UTF-8 (a byte that is not stopped
+  // a run after planning, and `tune results --json`, with an internal error).
+  for (int i = 1; i < argc; ++i)
+    if (!tune::json_file::is_utf8(argv[i])) {
+      fmt::print(stderr, "tune: argument {} ({}) is not UTF-8 text (each such byte shown as U+FFFD); rename the path\n", i,
+                 tune::json_file::printable(argv[i]));
+      return 2;
+    }
   tune_args.opt.command_line = joined_command_line(argc, argv);
   tune::cli::add_tune_options(app, tune_args);
   const tune::cli::Subcommands subs = tune::cli::add_subcommands(app, tune_args.opt);

@@ -27,4 +27,9 @@ nlohmann::ordered_json read(const std::filesystem::path& file);
 // At most `max` characters of v's JSON text for a message, without writing out all of it.
 std::string brief(const nlohmann::ordered_json& v, std::size_t max = 60);
 
+// Whether `s` is UTF-8 text, as every JSON string tune writes must be (a path, an argument).
+bool is_utf8(const std::string& s);
+// `s` for a message: each byte that is not UTF-8 written as U+FFFD (readers decode tune's lines as UTF-8).
+std::string printable(const std::string& s);
+
 }  // namespace tune::json_file

@@ -199,6 +199,14 @@ void Problem::Impl::check_init(const TensorDef& t, const std::string& where) con
     if (k == InitKind::kConstant && is_floating(d))
       if (const std::string why = beyond(d, t.init.a, t.name); !why.empty())
         fail(fmt::format("{}: constant {} {}", where, t.init.a, why));
+    if (k == InitKind::kUniform && is_floating(d))
+      if (const std::string why = beyond(d, std::max(std::abs(t.init.a), std::abs(t.init.b)), t.name); !why.empty())
+        fail(fmt::format("{}: a uniform draw in [{}, {}] {}", where, t.init.a, t.init.b, why));
+    constexpr double kNormalReach = 8.58;  // Box-Muller's largest |x| (problem_checks.cpp)
+    if (const double reach = std::abs(t.init.a) + kNormalReach * t.init.b; k == InitKind::kNormal && is_floating(d))
+      if (const std::string why = beyond(d, reach, t.name); !why.empty())
+        fail(fmt::format("{}: a normal draw (mean {}, std {}) reaches {:.3g}, which {}", where, t.init.a, t.init.b, reach,
+                         why));
     if (k == InitKind::kIntegers && (t.init.a < dtype_lowest(d) || t.init.b - 1 > dtype_max(d)))
       fail(fmt::format("{}: integers in [{}, {}) do not fit {} (tensor '{}', [{}, {}])", where, t.init.a, t.init.b, dn,
                        t.name, dtype_lowest(d), dtype_max(d)));

@@ -167,6 +167,20 @@ std::string brief(const Json& v, std::size_t max) {
   return out.size() > max ? out.substr(0, max > 3 ? max - 3 : 0) + "..." : out;
 }
 
+bool is_utf8(const std::string& s) {
+  try {
+    (void)Json(s).dump();
+    return true;
+  } catch (const Json::type_error&) {
+    return false;
+  }
+}
+
+std::string printable(const std::string& s) {
+  const std::string quoted = Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
+  return is_utf8(s) ? s : Json::parse(quoted).get<std::string>();
+}
+
 }  // namespace json_file
 
 RunRecord read_result(const std::filesystem::path& file) {
@@ -225,7 +239,9 @@ std::vector<ReportResult> read_report_results(const std::filesystem::path& root)
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   using It = std::filesystem::recursive_directory_iterator;
-  for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It(); it.increment(ec)) {
+  std::filesystem::path last = root;  // the folder a failed step could not open: the root, else the last entry
+  for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It();
+       last = it->path(), it.increment(ec)) {
     if (it.depth() < 2) continue;
     it.disable_recursion_pending();
     const std::string name = it->path().filename().string();
@@ -239,6 +255,10 @@ std::vector<ReportResult> read_report_results(const std::filesystem::path& root)
                                    it->path().string()));
     }
   }
+  // A folder that cannot be read ends the walk: the files after it would be passed over in silence.
+  if (ec)
+    throw InputError(
+        fmt::format("{}: cannot be read ({}); check the folder and its permissions", last.string(), ec.message()));
   std::sort(files.begin(), files.end());
   for (const auto& f : files)  // <stem>.json sorts before <stem>.json.gz
     if (f.extension() == ".json" && std::binary_search(files.begin(), files.end(), compressed_result_path(f)))

@@ -45,6 +45,10 @@ ReportResult read_listed(const std::filesystem::path& file) {
 // One validated file: the record as written (`run`), and what readers derive from it.
 Json listing_entry(const ReportResult& r) {
   const std::filesystem::path& file = r.file;
+  // The listing is JSON, whose strings are UTF-8: a name that is not cannot be handed over as it is.
+  if (!json_file::is_utf8(file.string()))
+    throw InputError(fmt::format("{}: the file's path is not UTF-8 text (each such byte shown as U+FFFD); rename it",
+                                 json_file::printable(file.string())));
   const Json& raw = r.raw;
   const RunRecord& run = r.run;
   Shape shape = run.shape;  // dtype variables the record lacks at their defaults, as read_problem_result

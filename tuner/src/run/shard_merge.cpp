@@ -26,9 +26,14 @@ std::vector<std::filesystem::path> collect(const std::vector<std::filesystem::pa
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) {
       std::vector<std::filesystem::path> found;
-      for (const auto& e : std::filesystem::recursive_directory_iterator(p, ec))
-        if (e.is_regular_file() && (e.path().extension() == ".json" || e.path().string().ends_with(".json.gz")))
-          found.push_back(e.path());
+      std::filesystem::path last = p;  // the folder a failed step could not open: p, else the last entry
+      using It = std::filesystem::recursive_directory_iterator;
+      for (It it(p, ec); !ec && it != It(); last = it->path(), it.increment(ec))
+        if (it->is_regular_file() && (it->path().extension() == ".json" || it->path().string().ends_with(".json.gz")))
+          found.push_back(it->path());
+      if (ec)
+        throw InputError(
+            fmt::format("{}: cannot be read ({}); check the folder and its permissions", last.string(), ec.message()));
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (std::filesystem::is_regular_file(p, ec)) {
