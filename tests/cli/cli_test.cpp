@@ -339,6 +339,13 @@ TEST(CliSweep, ShardsOfASweepAndOfOneShapeMergeIntoTheUnshardedFiles) {
   // A part of a shape's variants is no result to build a header or a report from.
   const auto part = std::filesystem::path(out) / "v0" / dir / "B2_N16_C64_H32.shard-0-of-3.json";
   expect_error("header " + part.string() + " -o " + out + "/x.hpp", "combine the shards with tune merge");
+  // Nor to ship: the exports took a timed shard's own best, of half the space (adversarial round 5).
+  const auto timed_part = std::filesystem::path(out) / "g0" / "fake-gpu" / "contact" / "B2_N16_C64_H32.shard-0-of-2.json";
+  ASSERT_TRUE(std::filesystem::exists(timed_part));
+  expect_error("export torch " + timed_part.string() + " --allow-synthetic -o " + out + "/pkg",
+               timed_part.string() + ": one shard of a shape's variants (tune --shard); combine the shards with tune merge");
+  expect_error("export nvrtc " + timed_part.string(), "combine the shards with tune merge");
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "pkg"));
 }
 
 // --devices on fake devices (TUNE_WORKER_FAKE_DEVICES): no GPU needed. Two fake devices share the

@@ -97,6 +97,7 @@ Json variants_json(const RunRecord& run, const Space& space, const fs::path& fil
 
 Json record_json(const fs::path& file, const Problem& problem, const Space& space, bool all_variants) {
   RunRecord run = read_result(file);
+  header_parts::check_whole_shape(run, file.string());
   if (run.problem != problem.name())
     throw InputError(fmt::format("{}: results of problem {}, not {}; pass results of {} (or --problem {})", file.string(),
                                  run.problem, problem.name(), problem.name(), run.problem));

@@ -22,6 +22,7 @@
 
 #include "core/json_file.hpp"
 #include "ship/export_torch_parts.hpp"
+#include "ship/header_parts.hpp"
 #include "ship/header_text.hpp"
 #include "tune/dtype.hpp"
 #include "tune/errors.hpp"
@@ -202,6 +203,7 @@ std::map<std::string, std::vector<NamedResult>> results_by_problem(const std::ve
   std::set<int> archs;
   for (const auto& f : files) {
     NamedResult r{f.string(), read_problem_result(f)};
+    header_parts::check_whole_shape(r.run, r.file);
     if (r.run.device) archs.insert(r.run.device->compute_capability());
     if (!options.arch || (r.run.device && r.run.device->compute_capability() == *options.arch))
       by_problem[r.run.problem].push_back(std::move(r));

@@ -32,6 +32,14 @@ std::string provenance(const RunRecord& run, const std::string& prefix) {
   return h;
 }
 
+void check_whole_shape(const RunRecord& run, const std::string& file) {
+  if (run.context.shard && run.context.shard->split == ShardSplit::kVariants)
+    throw InputError(
+        fmt::format("{}: one shard of a shape's variants (tune --shard); combine the shards with tune merge "
+                    "and pass its output",
+                    file));
+}
+
 void check_record(const RunRecord& run, const std::string& file) {
   try {
     validate_result_json(to_json(run));

@@ -21,6 +21,9 @@ std::string provenance(const RunRecord& run, const std::string& prefix);
 // A header is made only from a record that passes the one validation of results (its winner passed,
 // with a positive, finite median), in memory as from a file. Throws InputError "<file>: ...".
 void check_record(const RunRecord& run, const std::string& file);
+// What is shipped is a whole shape's record, not one --shard of its variants (whose winner is its
+// part's): checked as each shipping command reads a file. Throws InputError "<file>: ...".
+void check_whole_shape(const RunRecord& run, const std::string& file);
 // A record's shape and a variant's configuration as the problem and its space take them now: the
 // shape's dimensions and constraints, the configuration's constraints at that shape on the record's
 // device. Throws InputError naming the file: shipping a kernel for a shape or configuration the

@@ -1,6 +1,7 @@
 // `tune header`: result files of one problem -> one merged header, written atomically.
 #include <fmt/format.h>
 
+#include "ship/header_parts.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/tune.hpp"
@@ -13,12 +14,7 @@ std::string merge_result_files(const std::vector<std::filesystem::path>& files,
   std::vector<NamedResult> results;
   for (const auto& f : files) {
     results.push_back({f.string(), read_problem_result(f)});
-    const auto& shard = results.back().run.context.shard;
-    if (shard && shard->split == ShardSplit::kVariants)
-      throw InputError(
-          fmt::format("{}: one shard of a shape's variants (tune --shard); combine the shards with tune merge "
-                      "and pass its output",
-                      f.string()));
+    header_parts::check_whole_shape(results.back().run, f.string());
   }
   return generate_merged_header(results, load_space(problem_spec_of(results.front().run), config), allow_synthetic);
 }
