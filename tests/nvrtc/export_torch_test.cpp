@@ -237,6 +237,12 @@ TEST(TorchExport, ARecordWhoseCodeIsNotTheGatedCodeIsRefusedInOneLine) {
       {"context.source_hash is missing", [](RunRecord& r) { r.context.source_hash.clear(); }},
       {"context.nvrtc_version 12.4 is not this tune's NVRTC", [](RunRecord& r) { r.context.nvrtc_version = "12.4"; }},
       {"hold no -arch=sm_90", [](RunRecord& r) { r.context.compile_options.front() = "-arch=sm_80"; }},
+      // Adversarial round 5: an option added by hand compiled other machine code of equal resources.
+      {"context.compile_options [-arch=sm_90 -std=c++17 --ptxas-options=-v -lineinfo --use_fast_math] are not the "
+       "options tune compiles with for sm_90",
+       [](RunRecord& r) { r.context.compile_options.emplace_back("--use_fast_math"); }},
+      {"context.compile_options [-arch=sm_90 -std=c++17 --ptxas-options=-v -lineinfo --fmad=false] are not",
+       [](RunRecord& r) { r.context.compile_options.emplace_back("--fmad=false"); }},
       {"resources.registers is ",
        [](RunRecord& r) {
          auto& resources = r.variants[static_cast<std::size_t>(r.find(*r.winner) - r.variants.data())].resources;

@@ -51,6 +51,15 @@ void check_context(const MergedEntry& e, const std::string& file, const std::str
   if (std::find(c.compile_options.begin(), c.compile_options.end(), arch) == c.compile_options.end())
     not_the_record(file, fmt::format("context.compile_options [{}] hold no {}, the arch of its device",
                                      fmt::join(c.compile_options, " "), arch));
+  // A run compiles with tune's options for its arch, no others: options of a record's own (edited by
+  // hand: --use_fast_math) would embed other machine code than the one gated and timed, with the same
+  // resources as often as not.
+  const std::vector<std::string> tunes = default_options(e.run->device->compute_capability());
+  if (!e.synthetic && c.compile_options != tunes)
+    not_the_record(file, fmt::format("context.compile_options [{}] are not the options tune compiles with for {} "
+                                     "([{}]): its code would differ",
+                                     fmt::join(c.compile_options, " "), arch_name(e.run->device->compute_capability()),
+                                     fmt::join(tunes, " ")));
 }
 
 // The ptxas resources of every kernel compiled now equal the record's (by lowered name).
