@@ -268,6 +268,12 @@ TEST(Outputs, AnExportIsGivenTheDimsAndDtypesOnlyItsOutputHas) {
                            "TORCH_CHECK(g_U == 2 || g_U == 0, \"tune_ops::scatter_given: U is dtype number \"",
                            "return {d_R, d_N, d_L, g_U};", "t[0].options().dtype(scalar_type_of(dims[3]))"})
     EXPECT_NE(binding.find(line), std::string::npos) << line << "\n" << binding;
+  // The package's README gives the op's second argument (adversarial round 5: it said the op took
+  // the parameters and inputs alone).
+  EXPECT_NE(slurp(package.parent_path() / "README.md")
+                .find("`torch.ops.tune_ops.scatter_given(parameters + inputs, given)`: what no parameter or input tells "
+                      "comes as a second argument, `int[] given`: N, U in this order"),
+            std::string::npos);
   const fs::path module = package / "scatter_given.py";
   const std::string text = slurp(module);
   for (const char* line : {"GIVEN = [\"N\", \"U\"]", "def __init__(self, model, /, **given):",

@@ -66,6 +66,13 @@ std::string readme(const std::vector<ExportedProblem>& problems, const std::stri
       "runtime's library API; nothing is recompiled. A GPU of another arch gets None (the module runs): "
       "tune and export on that arch.\n",
       package, arch);
+  for (const auto& p : problems)
+    if (!p.given.empty())
+      text += fmt::format(
+          "\n`torch.ops.{}.{}(parameters + inputs, given)`: what no parameter or input tells comes as a second "
+          "argument, `int[] given`: {} in this order (a dim as itself, a dtype as `{}.{}._dtype_code(torch.float16)` "
+          "gives it), checked by the op; ModelNew passes it.\n",
+          package, p.ns, fmt::join(p.given, ", "), package, p.ns);
   return text;
 }
 
