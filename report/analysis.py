@@ -319,9 +319,15 @@ def summary_tables(runs):
     return (head, rows), detail
 
 
+def md_cell(text):
+    """A markdown table cell: a `|` escaped (GFM splits cells at one even inside a code span), a line
+    break as a space (it would end the row)."""
+    return " ".join(str(text).replace("|", "\\|").splitlines())
+
+
 def md_table(head, rows):
-    return "\n".join(["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"] +
-                     ["| " + " | ".join(r) + " |" for r in rows])
+    lines = ["| " + " | ".join(map(md_cell, head)) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    return "\n".join(lines + ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows])
 
 
 def summary_markdown(root):

