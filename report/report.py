@@ -374,7 +374,7 @@ def main(argv=None):
                              left_out=left_out)
         (out / "report.md").write_text(render_md(blocks))
         (out / "report.html").write_text(render_html(blocks, out))
-        (out / "report.json").write_text(json.dumps(data, indent=1) + "\n")
+        (out / "report.json").write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
     except InputError as e:
         print(f"tune: {e}", file=sys.stderr)
         return 2

@@ -57,5 +57,24 @@ class MarkdownCells(unittest.TestCase):
             self.assertEqual({len(cells(row)) for row in rows}, {len(cells(rows[0]))}, table)
 
 
+class Floors(unittest.TestCase):
+    def test_peaks_so_small_that_a_floor_overflows_are_refused_in_one_line(self):
+        # Positive and finite, so validate_peaks passes them; bytes / (1e-320 GB/s) is inf, which
+        # report.json wrote as Infinity (not JSON) and the table as "0.00x (memory)".
+        root, _ = results_folder("floors")
+        peaks = OUT / "floors" / "peaks.json"
+        peaks.write_text(json.dumps({GPU_A: {"copy_gb_per_s": 1e-320, "fp32_gflop_per_s": 1e-320}}))
+        r = report(root, OUT / "floors" / "out", "--peaks", str(peaks))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn(f"the peaks of Synthetic GPU A ({peaks}): copy_gb_per_s 1e-320 puts the bytes floor of contact "
+                      "at infinity", r.stderr)
+        self.assertFalse((OUT / "floors" / "out" / "report.json").exists())
+        peaks.write_text(json.dumps({GPU_A: {"copy_gb_per_s": 500, "fp32_gflop_per_s": 1e-320}}))
+        r = report(root, OUT / "floors" / "out", "--peaks", str(peaks))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("fp32_gflop_per_s 1e-320 puts the FLOP floor of contact at infinity", r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
