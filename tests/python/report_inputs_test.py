@@ -76,5 +76,42 @@ class Floors(unittest.TestCase):
         self.assertIn("fp32_gflop_per_s 1e-320 puts the FLOP floor of contact at infinity", r.stderr)
 
 
+class KeepsTheEarlierReport(unittest.TestCase):
+    def setUp(self):
+        self.root, _ = results_folder("keep")
+        self.out = OUT / "keep" / "out"
+        r = report(self.root, self.out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.before = {n: (self.out / n).read_bytes() for n in ("report.md", "report.html", "report.json")}
+
+    def assert_kept(self):
+        self.assertEqual({n: (self.out / n).read_bytes() for n in self.before}, self.before)
+        self.assertEqual(sorted(p.name for p in self.out.iterdir()), ["charts", *sorted(self.before)])
+
+    def test_a_lone_surrogate_in_a_torch_file_is_refused_in_one_line(self):
+        # Python's json takes "\ud800"; writing report.md then failed (exit 4) and left it at 0 bytes.
+        doc = json.loads((FIX / GPU_A / "torch_baseline.json").read_text())
+        doc["context"]["torch_version"] = "2.11\ud800"
+        torch = OUT / "keep" / "torch.json"
+        torch.write_text(json.dumps(doc))
+        self.assertIn("\\ud800", torch.read_text())
+        r = report(self.root, self.out, "--torch", str(torch))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn(f"{torch}: not valid JSON (the string \"2.11\\ud800\" holds a lone UTF-16 surrogate", r.stderr)
+        self.assert_kept()
+
+    def test_an_output_that_cannot_be_written_whole_leaves_every_earlier_one(self):
+        import report as report_py
+        saved = report_py.render_html
+        report_py.render_html = lambda blocks, out: "<p>\udc80</p>"  # cannot be encoded as UTF-8
+        try:
+            code = report_py.main([str(self.root), "-o", str(self.out), "--allow-synthetic"])
+        finally:
+            report_py.render_html = saved
+        self.assertEqual(code, 4)
+        self.assert_kept()
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
