@@ -6,6 +6,7 @@ report is lost.
 
     report_inputs_test.py TUNE_EXE SOURCE_DIR OUT_DIR
 """
+import gzip
 import json
 import os
 import pathlib
@@ -111,6 +112,54 @@ class KeepsTheEarlierReport(unittest.TestCase):
             report_py.render_html = saved
         self.assertEqual(code, 4)
         self.assert_kept()
+
+
+def h200_record():
+    """The H200 file of record of contact B4 N64 (minor 7: "T": "float32", context.tensors)."""
+    return json.loads(gzip.decompress((SRC / "results" / "h200" / "contact" / "B4_N64_C64_H32.json.gz").read_bytes()))
+
+
+class DtypeDefaults(unittest.TestCase):
+    """A shape is its dtype variables at their defaults when written without them (a file older than T)."""
+
+    def test_a_file_older_than_t_beside_a_newer_one_of_that_shape_is_refused(self):
+        root = OUT / "older" / "res"
+        shutil.rmtree(OUT / "older", ignore_errors=True)
+        (root / "h200" / "contact").mkdir(parents=True)
+        rec = h200_record()
+        (root / "h200" / "contact" / "B4_N64_C64_H32.json").write_text(json.dumps(rec))
+        rec["shape"].pop("T"), rec["context"].pop("tensors"), rec.pop("torch")
+        rec["schema_minor_version"] = 5
+        (root / "h200" / "contact" / "B4_N64_C64_H32_before_dtypes.json").write_text(json.dumps(rec))
+        r = report(root, OUT / "older" / "out")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn("shape: contact B4 N64 C64 H32 T=float32 on NVIDIA H200 is in", r.stderr)
+        self.assertIn("keep one results file per card and shape", r.stderr)
+        r = subprocess.run([sys.executable, str(SRC / "report" / "torch_baseline.py"), str(root), "-o",
+                            str(OUT / "older" / "t.json"), "--list"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), ["contact B4 N64 C64 H32 T=float32"], r.stdout)  # the first file's
+
+    def test_a_torch_entry_without_t_meets_the_record_with_t(self):
+        # The repo's own torch_baseline.json: contact entries without T; the record's own torch skipped.
+        root = OUT / "torch_t" / "res"
+        shutil.rmtree(OUT / "torch_t", ignore_errors=True)
+        (root / "h200" / "contact").mkdir(parents=True)
+        shutil.copy(SRC / "results" / "h200" / "torch_baseline.json", root / "h200")
+        entry = next(e for e in json.loads((root / "h200" / "torch_baseline.json").read_text())["entries"]
+                     if e["problem"] == "contact" and e["shape"] == {"B": 4, "N": 64, "C": 64, "H": 32})
+        rec = h200_record()
+        rec["torch"] = {"status": "skipped", "reason": "--torch off"}
+        (root / "h200" / "contact" / "B4_N64_C64_H32.json").write_text(json.dumps(rec))
+        r = report(root, OUT / "torch_t" / "out")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (g,) = json.loads((OUT / "torch_t" / "out" / "report.json").read_text())["groups"]
+        t = g["gpus"]["h200"]["torch"]
+        self.assertIsNotNone(t)
+        self.assertEqual(t["source"], "torch_baseline")
+        self.assertEqual(t["compile"]["graph_us"], entry["compile"]["graph"]["median_us"])
+        self.assertIn("Against PyTorch on the same GPU", (OUT / "torch_t" / "out" / "report.md").read_text())
 
 
 if __name__ == "__main__":
