@@ -6,7 +6,9 @@ report is lost.
 
     report_inputs_test.py TUNE_EXE SOURCE_DIR OUT_DIR
 """
+import contextlib
 import gzip
+import io
 import json
 import os
 import pathlib
@@ -106,11 +108,14 @@ class KeepsTheEarlierReport(unittest.TestCase):
         import report as report_py
         saved = report_py.render_html
         report_py.render_html = lambda blocks, out: "<p>\udc80</p>"  # cannot be encoded as UTF-8
+        err = io.StringIO()
         try:
-            code = report_py.main([str(self.root), "-o", str(self.out), "--allow-synthetic"])
+            with contextlib.redirect_stderr(err):
+                code = report_py.main([str(self.root), "-o", str(self.out), "--allow-synthetic"])
         finally:
             report_py.render_html = saved
-        self.assertEqual(code, 4)
+        self.assertEqual(code, 4, err.getvalue())
+        self.assertIn("internal error in the report: UnicodeEncodeError", err.getvalue())
         self.assert_kept()
 
 
