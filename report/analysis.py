@@ -44,10 +44,14 @@ def params_text(params):
 
 
 class ResultPath(type(pathlib.Path())):
-    """A results file's path, with what tune computed for it (results.load_results): device_slug, and
-    not_measured (why its timings were not measured on a GPU; None when they were)."""
+    """A results file's path, with what tune computed for it (results.load_results): device_slug,
+    not_measured (why its timings were not measured on a GPU; None when they were), shape (the run's
+    with the dtype variables it lacks at their defaults: two files of one shape have one, however
+    written) and dtype_defaults (the problem's dtype variables at their defaults)."""
     device_slug = None
     not_measured = None
+    shape = None
+    dtype_defaults = None
 
 
 def load(root, allow_synthetic=True, left_out=None):
@@ -59,6 +63,7 @@ def load(root, allow_synthetic=True, left_out=None):
         path, run = ResultPath(rec["file"]), rec["run"]
         path.device_slug = rec["device_slug"]
         path.not_measured = rec["not_measured"]
+        path.shape, path.dtype_defaults = rec["shape"], rec.get("dtype_defaults") or {}
         if (run["context"].get("shard") or {}).get("split") == "variants":
             raise InputError(f"{path}: context.shard: one shard of a shape's variants (tune --shard); combine "
                              "the shards with tune merge and report on its --out folder")
@@ -119,8 +124,22 @@ def load_torch(root, extra):
         doc = results.read_checked(path, results.validate_torch_baseline)
         slot = out.setdefault(results.device_slug(doc["device"]["name"]), {"entries": {}})
         slot.update({"path": str(path), "doc": doc})
-        slot["entries"].update({(e["problem"], shape_tag(e["shape"])): e for e in doc.get("entries") or []})
+        for e in doc.get("entries") or []:  # the latest last: torch_entry takes the last that matches
+            slot["entries"].pop((e["problem"], shape_tag(e["shape"])), None)
+            slot["entries"][(e["problem"], shape_tag(e["shape"]))] = e
     return out
+
+
+def torch_entry(slot, problem, shape, defaults):
+    """The torch baseline entry (of one GPU's load_torch slot) of problem at shape (a results listing's,
+    dtype defaults included): an entry's shape is taken with the dtype variables it lacks at their
+    defaults, as a results file's is (torch_baseline.py writes the results file's shape as it is, so
+    a file older than dtypes gave entries without T). The last such entry; None without one."""
+    found = None
+    for (p, _), e in (slot or {}).get("entries", {}).items():
+        if p == problem and {**defaults, **e["shape"]} == shape:
+            found = e
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,13 +159,15 @@ def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
         runs.append((path, run))
         if not run.get("timed"):
             continue
-        g = groups.setdefault((run["problem"], shape_tag(run["shape"])),
+        # Keyed by the shape with its dtype defaults (a file older than T is its default); "shape" is the
+        # first file's as written.
+        g = groups.setdefault((run["problem"], shape_tag(path.shape)),
                               {"problem": run["problem"], "shape": run["shape"], "gpus": {}, "cards": {}})
         # One file per card and shape: a second would stand in for the first, or show one card as two.
         card = (name, run["device"]["uuid"] or path.parts[-3])
         if card in g["cards"] or path.parts[-3] in g["gpus"]:
             other = g["cards"].get(card) or g["gpus"][path.parts[-3]]["file"]
-            raise InputError(f"{path}: shape: {run['problem']} {shape_text(run['shape'])} on {name} is in {other} "
+            raise InputError(f"{path}: shape: {run['problem']} {shape_text(path.shape)} on {name} is in {other} "
                              "too; keep one results file per card and shape")
         g["cards"][card] = str(path)
         s = run["summary"]
@@ -157,7 +178,7 @@ def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
         win = None if interrupted else by.get(s.get("winner") or "")
         base = by.get(s.get("baseline") or "")
         fl = floors(run, peaks.get(slug), win["params"] if win else None)
-        t = torch.get(slug, {}).get("entries", {}).get((run["problem"], shape_tag(run["shape"])))
+        t = torch_entry(torch.get(slug), run["problem"], path.shape, path.dtype_defaults)
         wt = win["timing"] if win and win.get("timing") else None
         # Keyed by the results folder: two cards of one model (one slug) write to folders of their own.
         g["gpus"][path.parts[-3]] = {
@@ -319,9 +340,15 @@ def summary_tables(runs):
     return (head, rows), detail
 
 
+def md_cell(text):
+    """A markdown table cell: a `|` escaped (GFM splits cells at one even inside a code span), a line
+    break as a space (it would end the row)."""
+    return " ".join(str(text).replace("|", "\\|").splitlines())
+
+
 def md_table(head, rows):
-    return "\n".join(["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"] +
-                     ["| " + " | ".join(r) + " |" for r in rows])
+    lines = ["| " + " | ".join(map(md_cell, head)) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    return "\n".join(lines + ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows])
 
 
 def summary_markdown(root):

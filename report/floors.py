@@ -1,8 +1,10 @@
 """The floors of a call: device peaks (measured, else the vendor's datasheet), the compute rate
 that fits a winner (FP32, FP64, or a tensor-core rate by its output's dtype, 3xTF32 at a third of
 TF32), and bytes, FLOP and launch floors. report.py's tables and charts use them."""
+import math
+
 import results
-from results import dtypes
+from results import InputError, dtypes
 
 
 def output_dtype(run):
@@ -108,7 +110,8 @@ def floors(run, peak, params=None):
     when the run has none), below which no variant can be timed however little work it does.
     larger_us is the largest known and bound names it ("memory", "FP32 compute", "BF16 tensor-core
     compute", ..., or "launch"); None when none is known. The bytes are the run's work, counted in
-    its tensors' dtypes (work.bytes uses T_bytes)."""
+    its tensors' dtypes (work.bytes uses T_bytes). A peak so small that a floor overflows is refused
+    (InputError)."""
     work = run.get("work") or {}
     rate_key = compute_rate(run, params)
     if not (peak or {}).get(RATES[rate_key][0]):
@@ -119,6 +122,11 @@ def floors(run, peak, params=None):
         rate /= RATE_DIVISORS.get(rate_key, 1.0)
     bytes_us = (work.get("bytes_per_call") or 0) / (bw * 1e3) if bw else None
     flop_us = (work.get("flop_per_call") or 0) / (rate * 1e3) if rate else None
+    for t, k, v, what in ((bytes_us, "copy_gb_per_s", bw, "bytes"), (flop_us, key, rate, "FLOP")):
+        if t is not None and not math.isfinite(t):
+            raise InputError(f"the peaks of {(run.get('device') or {}).get('name')} ({peak.get('source')}): {k} "
+                             f"{peak[k]:.3g} puts the {what} floor of {run['problem']} at infinity (overflow); give "
+                             "--peaks the bandwidth in GB/s and the rates in GFLOP/s (an H200 copies about 4200 GB/s)")
     launch_us = (run.get("harness_floor") or {}).get("empty_kernel_cold_us")
     known = [(t, name) for t, name in ((bytes_us, "memory"), (flop_us, compute), (launch_us, "launch"))
              if t]  # a floor of 0 (no work, an empty kernel below the events' resolution) bounds nothing

@@ -21,6 +21,7 @@ import argparse
 import base64
 import html
 import json
+import os
 import pathlib
 import sys
 
@@ -347,6 +348,20 @@ def render_html(blocks, out):
     return "\n".join(parts + ["</body></html>"]) + "\n"
 
 
+def write_outputs(out, files):
+    """[(name, text)] written into out, each whole or not at all: all encoded first, then each to a
+    temporary file renamed over its name, so that a failure keeps the earlier report's files."""
+    encoded = [(out / name, text.encode("utf-8")) for name, text in files]
+    for path, data in encoded:
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="tune report", description=__doc__.split("\n")[0])
     ap.add_argument("results", help="results folder (<gpu>/<problem>/<shape>.json)")
@@ -372,9 +387,8 @@ def main(argv=None):
         left_out = []
         blocks, data = build(root, out, load_peaks(a.peaks, torch), torch, allow_synthetic=a.allow_synthetic,
                              left_out=left_out)
-        (out / "report.md").write_text(render_md(blocks))
-        (out / "report.html").write_text(render_html(blocks, out))
-        (out / "report.json").write_text(json.dumps(data, indent=1) + "\n")
+        write_outputs(out, [("report.md", render_md(blocks)), ("report.html", render_html(blocks, out)),
+                            ("report.json", json.dumps(data, indent=1, allow_nan=False) + "\n")])
     except InputError as e:
         print(f"tune: {e}", file=sys.stderr)
         return 2

@@ -238,9 +238,29 @@ def _int(text):
     return n if -2**63 <= n <= UINT64_MAX else _finite_float(text)
 
 
+def _no_lone_surrogate(doc):
+    """Every string of doc, keys too, is Unicode text: Python's reader takes an escape such as "\\ud800"
+    alone, which is no character (tune's reader refuses it, and so would writing it out as UTF-8)."""
+    todo = [doc]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"the string {_brief(v)} holds a lone UTF-16 surrogate escape, which is no character")
+        elif isinstance(v, dict):
+            todo += list(v) + list(v.values())
+        elif isinstance(v, list):
+            todo += v
+
+
 def parse(text):
-    """JSON as tune's reader takes it: no NaN or Infinity, no number beyond a double's range."""
-    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int)
+    """JSON as tune's reader takes it: no NaN or Infinity, no number beyond a double's range, no lone
+    surrogate escape in a string."""
+    doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int)
+    _no_lone_surrogate(doc)
+    return doc
 
 
 # The most bytes a JSON file may hold, decompressed, as tune's readers take it (core/json_file.hpp):

@@ -100,7 +100,9 @@ class NotAModule(Failure):
 
 
 def results_in(root, gpu=None):
-    """{(problem, shape JSON): the run} of the tune results under root, once each (the first file)."""
+    """{(problem, shape JSON): the run} of the tune results under root, once each (the first file): the
+    shape with its dtype defaults (tune results --json's), so that a file older than T and a newer one
+    of the same shape are one shape, timed once."""
     seen = {}
     try:
         records = results.load_results([root])  # <shape>.json or .json.gz, validated by tune
@@ -110,7 +112,7 @@ def results_in(root, gpu=None):
         run = rec["run"]
         if gpu and pathlib.Path(rec["file"]).parts[-3] != gpu:
             continue
-        seen.setdefault((run["problem"], json.dumps(run["shape"])), run)
+        seen.setdefault((run["problem"], json.dumps(rec["shape"], sort_keys=True)), run)
     return seen
 
 

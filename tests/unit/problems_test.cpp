@@ -326,6 +326,38 @@ TEST(Problems, ARandomInitReachingBeyondItsDtypeIsRefusedAtLoad) {
         needle);
 }
 
+// A golden's shape dims are positive integers as written (adversarial round 5: 3.7 was verified as 3;
+// 1e300 and 2^64 + 3 became INT64_MIN, an undefined conversion, blamed on an option --B never given).
+TEST(Problems, AGoldensShapeDimThatIsNoPositiveIntegerIsRefusedNamingIt) {
+  std::ifstream in(test::golden_file("contact_B3_N5_C8_H4.json"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["shape"]["B"] = 777777;
+  const std::string text = j.dump();
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_golden_shape_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto golden_with_b = [&](const std::string& b) {
+    std::string t = text;
+    t.replace(t.find("777777"), 6, b);
+    std::ofstream(dir / "g.json") << t;
+    return dir / "g.json";
+  };
+  EXPECT_EQ(read_golden(golden_with_b("3")).shape.at("B"), 3);
+  for (const auto& [b, shown] :
+       {std::pair{"3.7", "3.7"}, std::pair{"1e300", "1e+300"}, std::pair{"18446744073709551619", "1.8446744073709552e+19"},
+        std::pair{"9223372036854775808", "9223372036854775808"}, std::pair{"0", "0"}, std::pair{"-2", "-2"},
+        std::pair{"true", "true"}, std::pair{"\"3\"", "\"3\""}}) {
+    try {
+      (void)read_golden(golden_with_b(b));
+      ADD_FAILURE() << "shape.B " << b << " was read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("shape.B: ") + shown + " is not a positive integer; a golden"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // An output of no elements at the shape: parity over nothing failed every variant as "0 of 0 outputs".
 TEST(Problems, AnOutputWithNoElementsIsRefusedWhenTheShapeIsBound) {
   const auto empty = Problem::load(tiny_folder("zero_out", [](Json& j) {

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -92,7 +94,18 @@ Shape golden_shape(const Json& j, const Problem& problem) {
   Shape shape;
   for (const auto& d : problem.dims()) {
     if (!j.contains(d)) throw InputError(fmt::format("'shape' has no '{}'", d));
-    shape.set(d, j.at(d).get<std::int64_t>());
+    // An integer as written, read wide: 3.7 is not 3, and 1e300 or 2^64 + 3 no int64.
+    const Json& v = j.at(d);
+    const bool positive = v.is_number_unsigned()
+                              ? v.get<std::uint64_t>() >= 1 &&
+                                    v.get<std::uint64_t>() <= std::uint64_t(std::numeric_limits<std::int64_t>::max())
+                              : v.is_number_integer() && v.get<std::int64_t>() >= 1;
+    if (!positive)
+      throw InputError(
+          fmt::format("shape.{}: {} is not a positive integer; a golden holds the shape its data was "
+                      "drawn at: remake it with scripts/make_goldens.py",
+                      d, v.dump()));
+    shape.set(d, v.get<std::int64_t>());
   }
   for (const auto& var : problem.dtype_variables()) {
     if (!j.contains(var.name)) continue;

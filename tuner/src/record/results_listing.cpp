@@ -8,6 +8,7 @@
 
 #include "core/json_file.hpp"
 #include "tune/device.hpp"
+#include "tune/dtype.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem_space.hpp"
@@ -66,6 +67,13 @@ Json listing_entry(const ReportResult& r) {
   e["device_slug"] = raw.at("device").is_null() ? Json(nullptr) : Json(device_slug(run.device->name));
   e["shape_tag"] = shape_tag(raw.at("shape"));
   e["shape"] = shape_to_json(shape);
+  // The problem's dtype variables at their defaults ({} when it is not found): a reader fills a shape
+  // written without one (a torch_baseline.json entry older than dtypes) to compare it with `shape`.
+  Json defaults = Json::object();
+  if (problem)
+    for (const auto& var : problem->dtype_variables())
+      if (var.default_value) defaults[var.name] = std::string(dtype_name(*var.default_value));
+  e["dtype_defaults"] = std::move(defaults);
   e["problem_found"] = problem_found;
   e["measured_on_gpu"] = measured;
   e["not_measured"] = measured ? Json(nullptr) : Json(why);

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""tune report against awkward input (adversarial round 5): table cells holding `|` or a line break,
+torch files holding a lone surrogate, peaks that overflow a floor, files of one shape written with and
+without its dtype defaults. Each is refused in one line (exit 2) or rendered intact; no earlier
+report is lost.
+
+    report_inputs_test.py TUNE_EXE SOURCE_DIR OUT_DIR
+"""
+import contextlib
+import gzip
+import io
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import unittest
+
+TUNE, SRC, OUT = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
+os.environ["TUNE_BIN"] = TUNE
+FIX = SRC / "tests" / "fixtures" / "report" / "synthetic"
+GPU_A = "synthetic-gpu-a"
+sys.path.insert(0, str(SRC / "report"))
+
+
+def results_folder(name, device_name=None, root_name="res"):
+    """OUT/name/root_name/synthetic-gpu-a/contact/B1_N64_C64_H32.json from the synthetic fixture."""
+    root = OUT / name / root_name
+    shutil.rmtree(OUT / name, ignore_errors=True)
+    (root / GPU_A / "contact").mkdir(parents=True)
+    rec = json.loads((FIX / GPU_A / "contact" / "B1_N64_C64_H32.json").read_text())
+    if device_name is not None:
+        rec["device"]["name"] = device_name
+    (root / GPU_A / "contact" / "B1_N64_C64_H32.json").write_text(json.dumps(rec))
+    return root, rec
+
+
+def report(root, out, *extra):
+    return subprocess.run([TUNE, "report", str(root), "-o", str(out), "--allow-synthetic", *extra],
+                          capture_output=True, text=True)
+
+
+def cells(line):
+    """A markdown table row's cells, split at the `|` that are not escaped."""
+    return re.split(r"(?<!\\)\|", line.strip())[1:-1]
+
+
+class MarkdownCells(unittest.TestCase):
+    def test_a_pipe_or_a_line_break_in_a_cell_keeps_the_table_whole(self):
+        root, _ = results_folder("cells", "Synthetic GPU A | SXM\nrev 2", "res|2026")
+        r = report(root, OUT / "cells" / "out")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (OUT / "cells" / "out" / "report.md").read_text()
+        self.assertIn("| Synthetic GPU A \\| SXM rev 2 |", md)
+        self.assertIn("res\\|2026/synthetic-gpu-a", md)
+        for table in re.findall(r"(?:^\|.*\n)+", md, re.M):
+            rows = table.splitlines()
+            self.assertEqual({len(cells(row)) for row in rows}, {len(cells(rows[0]))}, table)
+
+
+class Floors(unittest.TestCase):
+    def test_peaks_so_small_that_a_floor_overflows_are_refused_in_one_line(self):
+        # Positive and finite, so validate_peaks passes them; bytes / (1e-320 GB/s) is inf, which
+        # report.json wrote as Infinity (not JSON) and the table as "0.00x (memory)".
+        root, _ = results_folder("floors")
+        peaks = OUT / "floors" / "peaks.json"
+        peaks.write_text(json.dumps({GPU_A: {"copy_gb_per_s": 1e-320, "fp32_gflop_per_s": 1e-320}}))
+        r = report(root, OUT / "floors" / "out", "--peaks", str(peaks))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn(f"the peaks of Synthetic GPU A ({peaks}): copy_gb_per_s 1e-320 puts the bytes floor of contact "
+                      "at infinity", r.stderr)
+        self.assertFalse((OUT / "floors" / "out" / "report.json").exists())
+        peaks.write_text(json.dumps({GPU_A: {"copy_gb_per_s": 500, "fp32_gflop_per_s": 1e-320}}))
+        r = report(root, OUT / "floors" / "out", "--peaks", str(peaks))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("fp32_gflop_per_s 1e-320 puts the FLOP floor of contact at infinity", r.stderr)
+
+
+class KeepsTheEarlierReport(unittest.TestCase):
+    def setUp(self):
+        self.root, _ = results_folder("keep")
+        self.out = OUT / "keep" / "out"
+        r = report(self.root, self.out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.before = {n: (self.out / n).read_bytes() for n in ("report.md", "report.html", "report.json")}
+
+    def assert_kept(self):
+        self.assertEqual({n: (self.out / n).read_bytes() for n in self.before}, self.before)
+        self.assertEqual(sorted(p.name for p in self.out.iterdir()), ["charts", *sorted(self.before)])
+
+    def test_a_lone_surrogate_in_a_torch_file_is_refused_in_one_line(self):
+        # Python's json takes "\ud800"; writing report.md then failed (exit 4) and left it at 0 bytes.
+        doc = json.loads((FIX / GPU_A / "torch_baseline.json").read_text())
+        doc["context"]["torch_version"] = "2.11\ud800"
+        torch = OUT / "keep" / "torch.json"
+        torch.write_text(json.dumps(doc))
+        self.assertIn("\\ud800", torch.read_text())
+        r = report(self.root, self.out, "--torch", str(torch))
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn(f"{torch}: not valid JSON (the string \"2.11\\ud800\" holds a lone UTF-16 surrogate", r.stderr)
+        self.assert_kept()
+
+    def test_an_output_that_cannot_be_written_whole_leaves_every_earlier_one(self):
+        import report as report_py
+        saved = report_py.render_html
+        report_py.render_html = lambda blocks, out: "<p>\udc80</p>"  # cannot be encoded as UTF-8
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                code = report_py.main([str(self.root), "-o", str(self.out), "--allow-synthetic"])
+        finally:
+            report_py.render_html = saved
+        self.assertEqual(code, 4, err.getvalue())
+        self.assertIn("internal error in the report: UnicodeEncodeError", err.getvalue())
+        self.assert_kept()
+
+
+def h200_record():
+    """The H200 file of record of contact B4 N64 (minor 7: "T": "float32", context.tensors)."""
+    return json.loads(gzip.decompress((SRC / "results" / "h200" / "contact" / "B4_N64_C64_H32.json.gz").read_bytes()))
+
+
+class DtypeDefaults(unittest.TestCase):
+    """A shape is its dtype variables at their defaults when written without them (a file older than T)."""
+
+    def test_a_file_older_than_t_beside_a_newer_one_of_that_shape_is_refused(self):
+        root = OUT / "older" / "res"
+        shutil.rmtree(OUT / "older", ignore_errors=True)
+        (root / "h200" / "contact").mkdir(parents=True)
+        rec = h200_record()
+        (root / "h200" / "contact" / "B4_N64_C64_H32.json").write_text(json.dumps(rec))
+        rec["shape"].pop("T"), rec["context"].pop("tensors"), rec.pop("torch")
+        rec["schema_minor_version"] = 5
+        (root / "h200" / "contact" / "B4_N64_C64_H32_before_dtypes.json").write_text(json.dumps(rec))
+        r = report(root, OUT / "older" / "out")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertIn("shape: contact B4 N64 C64 H32 T=float32 on NVIDIA H200 is in", r.stderr)
+        self.assertIn("keep one results file per card and shape", r.stderr)
+        r = subprocess.run([sys.executable, str(SRC / "report" / "torch_baseline.py"), str(root), "-o",
+                            str(OUT / "older" / "t.json"), "--list"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), ["contact B4 N64 C64 H32 T=float32"], r.stdout)  # the first file's
+
+    def test_a_torch_entry_without_t_meets_the_record_with_t(self):
+        # The repo's own torch_baseline.json: contact entries without T; the record's own torch skipped.
+        root = OUT / "torch_t" / "res"
+        shutil.rmtree(OUT / "torch_t", ignore_errors=True)
+        (root / "h200" / "contact").mkdir(parents=True)
+        shutil.copy(SRC / "results" / "h200" / "torch_baseline.json", root / "h200")
+        entry = next(e for e in json.loads((root / "h200" / "torch_baseline.json").read_text())["entries"]
+                     if e["problem"] == "contact" and e["shape"] == {"B": 4, "N": 64, "C": 64, "H": 32})
+        rec = h200_record()
+        rec["torch"] = {"status": "skipped", "reason": "--torch off"}
+        (root / "h200" / "contact" / "B4_N64_C64_H32.json").write_text(json.dumps(rec))
+        r = report(root, OUT / "torch_t" / "out")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (g,) = json.loads((OUT / "torch_t" / "out" / "report.json").read_text())["groups"]
+        t = g["gpus"]["h200"]["torch"]
+        self.assertIsNotNone(t)
+        self.assertEqual(t["source"], "torch_baseline")
+        self.assertEqual(t["compile"]["graph_us"], entry["compile"]["graph"]["median_us"])
+        self.assertIn("Against PyTorch on the same GPU", (OUT / "torch_t" / "out" / "report.md").read_text())
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
