@@ -1098,6 +1098,106 @@ TEST(Gate, ASanitizerThatNeverStartsTheWorkerLeavesTheFinalistsUncheckedAndCrown
   EXPECT_NE(c.output.find("names no winner"), std::string::npos) << c.output;
 }
 
+// Adversarial round 5: the gate never fails open. With --sanitize winner (the default), a sanitizer
+// that could not run left the would-be winner unchecked, and the runner-up, safe on its outputs
+// alone and never sanitized, was crowned (exit 0, a header). A sanitizer run whose log held no
+// summary, or that ended by a signal, was read as clean.
+namespace {
+
+std::string winner_mode_args(const std::string& out) {
+  std::string args = small_run_args(out);
+  return args.erase(args.find(" --sanitize finalists"), std::string(" --sanitize finalists").size());
+}
+
+// A stand-in compute-sanitizer (in `dir`) that runs the program, then does `after` (shell).
+std::string stand_in_sanitizer(const std::string& dir, const std::string& name, const std::string& after) {
+  const auto file = std::filesystem::path(dir) / name;
+  std::ofstream(file) << "#!/bin/sh\n"
+                         "if [ \"$1\" = --version ]; then echo 'Version 2099.5.0 (a stand-in: "
+                      << name
+                      << ")'; exit 0; fi\n"
+                         "log= tool=\n"
+                         "while [ $# -gt 0 ]; do case \"$1\" in --log-file) log=$2; shift 2 ;; --tool) tool=$2; shift 2 ;; "
+                         "--*) shift 2 ;; *) break ;; esac; done\n"
+                         "\"$@\"\ncode=$?\n"
+                      << after << "\n";
+  std::filesystem::permissions(file, std::filesystem::perms::owner_all);
+  return "TUNE_SANITIZER=" + file.string();
+}
+
+void expect_no_winner(const Result& r, const std::string& out, const std::string& needle) {
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_TRUE(got.at("summary").at("winner").is_null()) << got.at("summary");
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(result_path(out)).replace_extension(".hpp")));
+}
+
+}  // namespace
+
+TEST(Gate, WithTheWinnerModeASanitizerThatCannotRunCrownsNoRunnerUp) {
+  const std::string out = fresh_dir("gate_winner_missing");
+  expect_no_winner(run(std::string(kFake) + " TUNE_SANITIZER=/nonexistent/compute-sanitizer", winner_mode_args(out)), out,
+                   "no compute-sanitizer");
+  const std::string no_start = fresh_dir("gate_winner_no_start");
+  expect_no_winner(run(std::string(kFake) + " " + no_start_sanitizer(), winner_mode_args(no_start)), no_start,
+                   "did not start within 1 s");
+}
+
+TEST(Gate, ASanitizerRunWithoutItsSummaryOrEndedByASignalIsNeverClean) {
+  const std::string dir = fresh_dir("gate_unread");
+  const std::vector<std::pair<std::string, std::string>> cases = {{"lost_log", "rm -f \"$log\"; exit $code"},
+                                                                  {"garbage_log",
+                                                                   "head -c 300 /dev/urandom > \"$log\"; exit $code"},
+                                                                  {"signal", "exit 139"},
+                                                                  {"other_exit", "exit 1"}};
+  for (const auto& [name, after] : cases) {
+    SCOPED_TRACE(name);
+    const std::string out = fresh_dir("gate_unread_" + name);
+    const Result r =
+        run(std::string(kFake) + " " + stand_in_sanitizer(dir, name, after), small_run_args(out) + " --fresh-verdicts");
+    expect_no_winner(r, out,
+                     name == "signal" || name == "other_exit" ? "neither clean nor its error exit 86"
+                                                              : "left no summary in its log");
+  }
+  // racecheck's own summary counts errors: a log with it alone and no report is a finding, not clean
+  // (here on every variant: none passes).
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("gate_unread_racecheck_summary");
+  const std::string summary_only =
+      "[ \"$tool\" = racecheck ] && printf '========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\\n' "
+      "> \"$log\"; exit $code";
+  const Result r = run(std::string(kFake) + " " + stand_in_sanitizer(dir, "racecheck_summary", summary_only),
+                       small_run_args(out) + " --fresh-verdicts");
+  EXPECT_EQ(r.code, 5) << r.output;
+  const Json got = read_json(result_path(out));
+  EXPECT_EQ(variant(got, c.winner).at("status"), "unsafe") << r.output;
+  EXPECT_NE(variant(got, c.winner).at("reason").get<std::string>().find("in a form tune does not read"), std::string::npos);
+}
+
+// tune check --write: a new winner gated by the run's --sanitize winner on its outputs alone is
+// sanitized in turn before it is written (it was crowned with `tools: []`, a planted race and all).
+TEST(Gate, CheckWriteSanitizesARunnerUpTheRunDidNotSanitize) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("gate_check_write_runner_up");
+  ASSERT_EQ(run(std::string(kFake) + " " + fake_sanitizer(), winner_mode_args(out)).code, 0);
+  const auto file = result_path(out);
+  const Json before = read_json(file);
+  ASSERT_EQ(before.at("summary").at("winner"), c.winner);
+  const std::string runner_up = c.order.at(1) == c.winner ? c.order.at(0) : c.order.at(1);
+  ASSERT_TRUE(variant(before, runner_up).at("gate").at("tools").empty()) << "the run sanitized its winner alone";
+  const std::string env = std::string(kFake) + " " + fake_sanitizer() + " TUNE_WORKER_FAULT='" + c.winner + "=racecheck;" +
+                          runner_up + "=racecheck'";
+  const Result w = run(env, "check " + file.string() + " --write --fresh");
+  EXPECT_EQ(w.code, 1) << w.output;
+  const Json got = read_json(file);
+  const std::string now = got.at("summary").at("winner").get<std::string>();
+  EXPECT_NE(now, c.winner);
+  EXPECT_NE(now, runner_up) << w.output;
+  EXPECT_EQ(variant(got, runner_up).at("status"), "unsafe") << w.output;
+  EXPECT_EQ(variant(got, now).at("gate").at("tools").size(), 4u) << variant(got, now).dump();
+}
+
 TEST(Gate, AllowUncheckedLetsAnUncheckedFinalistWinAndTheRecordSaysSo) {
   const Clean& c = clean_gated_run();
   const std::string out = fresh_dir("gate_allow_unchecked");

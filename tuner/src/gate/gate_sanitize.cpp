@@ -94,6 +94,10 @@ class ToolPass {
   void attempt(const std::vector<std::size_t>& subset) {
     const std::optional<SanitizedRun> run = launch(subset);
     if (!run) return;
+    if (std::string why = unread_end(*run); !why.empty()) {
+      failure = std::move(why);  // its items did not run: the gate never takes such a run as clean
+      return;
+    }
     std::vector<std::vector<SanitizerFinding>> found(subset.size());
     std::vector<std::size_t> again;
     bool unpinned = pin_reports(subset, *run, found);
@@ -170,6 +174,24 @@ class ToolPass {
     std::error_code ec;
     std::filesystem::remove(log_file, ec);
     return run;
+  }
+
+  // Why a run that answered cannot be read as the sanitizer's verdict (empty: it can): its log holds
+  // no summary (lost, never written, garbage, another tool's), or it ended other than by its own
+  // clean or error exit (a signal, a kill at the quit deadline). The gate never fails open on one.
+  [[nodiscard]] std::string unread_end(const SanitizedRun& run) const {
+    if (!run.reply) return {};  // a lost worker is pinned on its culprit (pin_outcome)
+    int summary = -1;
+    (void)parse_sanitizer_log(tool_, run.log_text, &summary);
+    if (summary < 0)
+      return fmt::format("compute-sanitizer --tool {} left no summary in its log (exit code {}): its verdict cannot be read",
+                         tool_, run.code);
+    if (run.code != 0 && run.code != kSanitizerErrorExit)
+      return fmt::format(
+          "compute-sanitizer --tool {} ended with exit code {} (neither clean nor its error exit {}): its "
+          "verdict cannot be trusted",
+          tool_, run.code, kSanitizerErrorExit);
+    return {};
   }
 
   // The log's reports, each on the item whose kernel it names; whether one could not be pinned.

@@ -120,6 +120,17 @@ std::string demangle_names(const std::string& text) {
   return out + text.substr(last);
 }
 
+namespace {
+
+// "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)": the errors, 0 where none are said.
+int racecheck_errors(const std::string& line) {
+  static const std::regex errors(R"(\((\d+) errors?)");
+  std::smatch m;
+  return std::regex_search(line, m, errors) ? std::atoi(m[1].str().c_str()) : 0;
+}
+
+}  // namespace
+
 std::vector<SanitizerReport> parse_sanitizer_log(const std::string& tool, const std::string& text, int* summary_errors) {
   static constexpr std::string_view kPrefix = "=========";
   // Unindented lines that are not reports.
@@ -166,6 +177,9 @@ std::vector<SanitizerReport> parse_sanitizer_log(const std::string& tool, const 
     }
     close();
     if (body.starts_with("ERROR SUMMARY:") && summary_errors) *summary_errors = std::atoi(body.c_str() + 14);
+    // racecheck's own summary counts its errors too; an ERROR SUMMARY after it has the last word.
+    if (body.starts_with("RACECHECK SUMMARY:") && summary_errors && *summary_errors < 0)
+      *summary_errors = racecheck_errors(body);
     const bool report = std::none_of(std::begin(kNotReports), std::end(kNotReports),
                                      [&](std::string_view p) { return body.starts_with(p); });
     if (report) {

@@ -15,7 +15,9 @@ namespace {
 // v2: issue 36: a v1 output verdict may have launched a further input on the previous input's freed
 // buffers (the runner bound kernel arguments by a buffer set's address), so an `incorrect` of v1
 // may be the harness's.
-constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v2";
+// v3: adversarial round 5: a sanitizer run whose log held no summary, or that ended by a signal or a
+// kill, was stored as clean; such a v2 verdict may be one.
+constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v3";
 }  // namespace
 
 VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {

@@ -173,8 +173,17 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
   merge(gated);
   const auto before = run.winner;
   name_winner(run);
-  while (run.winner && !run.find(*run.winner)->gate) {
-    log(fmt::format("the winner would now be {} (not gated yet): gating it", *run.winner));
+  // Not gated yet, or gated without the sanitizers this check runs (the run's --sanitize winner ran
+  // them on its winner alone): a new winner is gated in turn, sanitizers and all.
+  const auto gated_as_now = [&](const VariantRecord& v) {
+    if (!v.gate) return false;
+    if (g.settings.mode == SanitizeMode::kOff) return true;
+    return std::ranges::all_of(kSanitizerTools, [&](const char* tool) {
+      return std::ranges::find(v.gate->tools, std::string(tool)) != v.gate->tools.end();
+    });
+  };
+  while (run.winner && !gated_as_now(*run.find(*run.winner))) {
+    log(fmt::format("the winner would now be {} (not gated as this check gates yet): gating it", *run.winner));
     int could_not_run = 0;
     const auto next =
         gate_records(g.problem_spec, run.shape, run.seed, g.device, g.arch,

@@ -148,7 +148,12 @@ void Finalists::settle_unchecked(const Gate& gate) {
   const VariantRecord* w = run_.winner ? run_.find(*run_.winner) : nullptr;
   if (w && w->gate && w->gate->verdict == GateVerdict::kUnchecked)
     log_(fmt::format("gate: {} wins unchecked ({}), as --allow-unchecked allows", w->name, w->gate->reason));
-  if (!gate_stopped(gate) || (w && w->gate && w->gate->verdict == GateVerdict::kSafe)) return;
+  // A gate that stopped keeps a winner only where every check it asked for ran on it: safe, and
+  // sanitized when the gate sanitizes. The runner-up behind an unchecked would-be winner is safe on
+  // its outputs alone, and no sanitizer ran on it (--sanitize winner).
+  const bool vetted =
+      w && w->gate && w->gate->verdict == GateVerdict::kSafe && (!gate.sanitizing() || sanitized_[index_of(w->name)]);
+  if (!gate_stopped(gate) || vetted) return;
   gate_exit_code_ = gate.could_not_run_exit_code();
   run_.winner.reset();
   run_.speedup.reset();
