@@ -241,18 +241,18 @@ def _int(text):
 def _no_lone_surrogate(doc):
     """Every string of doc, keys too, is Unicode text: Python's reader takes an escape such as "\\ud800"
     alone, which is no character (tune's reader refuses it, and so would writing it out as UTF-8)."""
-    todo = [doc]
-    while todo:
-        v = todo.pop()
+    pending = [doc]
+    while pending:
+        v = pending.pop()
         if isinstance(v, str):
             try:
                 v.encode("utf-8")
             except UnicodeEncodeError:
                 raise ValueError(f"the string {_brief(v)} holds a lone UTF-16 surrogate escape, which is no character")
         elif isinstance(v, dict):
-            todo += list(v) + list(v.values())
+            pending += list(v) + list(v.values())
         elif isinstance(v, list):
-            todo += v
+            pending += v
 
 
 def parse(text):

@@ -2,6 +2,7 @@
 // Readers and writers of files users hand around: results, golden cases, generated headers.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,12 @@ struct ReportResult {
   RunRecord run;
 };
 std::vector<ReportResult> read_report_results(const std::filesystem::path& root);
+
+// Every entry under root, depth first (visit may call disable_recursion_pending()). A folder that
+// cannot be read is refused in one line naming it (InputError): the entries after it would be
+// passed over in silence.
+void walk_tree(const std::filesystem::path& root, std::filesystem::directory_options options,
+               const std::function<void(std::filesystem::recursive_directory_iterator&)>& visit);
 
 // `tune results --json`: the results under each path (a report folder <gpu>/<problem>/<shape>.json or
 // .json.gz, as read_report_results finds them, or one results file), each validated as read_result

@@ -190,8 +190,8 @@ bool is_utf8(const std::string& s) {
 }
 
 std::string printable(const std::string& s) {
-  const std::string quoted = Json(s).dump(-1, ' ', false, Json::error_handler_t::replace);
-  return is_utf8(s) ? s : Json::parse(quoted).get<std::string>();
+  if (is_utf8(s)) return s;
+  return Json::parse(Json(s).dump(-1, ' ', false, Json::error_handler_t::replace)).get<std::string>();
 }
 
 }  // namespace json_file
@@ -248,17 +248,24 @@ std::optional<std::filesystem::path> find_result_file(const std::filesystem::pat
   return std::nullopt;
 }
 
-std::vector<ReportResult> read_report_results(const std::filesystem::path& root) {
-  std::vector<std::filesystem::path> files;
+void walk_tree(const std::filesystem::path& root, std::filesystem::directory_options options,
+               const std::function<void(std::filesystem::recursive_directory_iterator&)>& visit) {
   std::error_code ec;
   using It = std::filesystem::recursive_directory_iterator;
   std::filesystem::path last = root;  // the folder a failed step could not open: the root, else the last entry
-  for (It it(root, std::filesystem::directory_options::follow_directory_symlink, ec); !ec && it != It();
-       last = it->path(), it.increment(ec)) {
-    if (it.depth() < 2) continue;
+  for (It it(root, options, ec); !ec && it != It(); last = it->path(), it.increment(ec)) visit(it);
+  if (ec)
+    throw InputError(
+        fmt::format("{}: cannot be read ({}); check the folder and its permissions", last.string(), ec.message()));
+}
+
+std::vector<ReportResult> read_report_results(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> files;
+  walk_tree(root, std::filesystem::directory_options::follow_directory_symlink, [&](auto& it) {
+    if (it.depth() < 2) return;
     it.disable_recursion_pending();
     const std::string name = it->path().filename().string();
-    if (!name.ends_with(".json") && !name.ends_with(".json.gz")) continue;
+    if (!name.ends_with(".json") && !name.ends_with(".json.gz")) return;
     std::error_code link;
     if (it->is_regular_file(link)) {
       files.push_back(it->path());
@@ -267,11 +274,7 @@ std::vector<ReportResult> read_report_results(const std::filesystem::path& root)
       throw InputError(fmt::format("{}: a link to nothing (or a loop of links); remove it, or point it at a results file",
                                    it->path().string()));
     }
-  }
-  // A folder that cannot be read ends the walk: the files after it would be passed over in silence.
-  if (ec)
-    throw InputError(
-        fmt::format("{}: cannot be read ({}); check the folder and its permissions", last.string(), ec.message()));
+  });
   std::sort(files.begin(), files.end());
   for (const auto& f : files)  // <stem>.json sorts before <stem>.json.gz
     if (f.extension() == ".json" && std::binary_search(files.begin(), files.end(), compressed_result_path(f)))

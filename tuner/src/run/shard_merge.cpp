@@ -26,14 +26,10 @@ std::vector<std::filesystem::path> collect(const std::vector<std::filesystem::pa
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) {
       std::vector<std::filesystem::path> found;
-      std::filesystem::path last = p;  // the folder a failed step could not open: p, else the last entry
-      using It = std::filesystem::recursive_directory_iterator;
-      for (It it(p, ec); !ec && it != It(); last = it->path(), it.increment(ec))
+      walk_tree(p, std::filesystem::directory_options::none, [&](auto& it) {
         if (it->is_regular_file() && (it->path().extension() == ".json" || it->path().string().ends_with(".json.gz")))
           found.push_back(it->path());
-      if (ec)
-        throw InputError(
-            fmt::format("{}: cannot be read ({}); check the folder and its permissions", last.string(), ec.message()));
+      });
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (std::filesystem::is_regular_file(p, ec)) {
