@@ -117,13 +117,14 @@ def passed(run):
 def load_torch(root, extra):
     """Torch baseline files keyed by GPU slug: RESULTS_DIR/<gpu>/torch_baseline.json plus extra. Several
     files of one GPU add up, entry by entry (problem and shape); a later file's entry replaces an
-    earlier one's; "path" and "doc" are the last file's."""
+    earlier one's; "path" and "doc" are the last file's, "files" each file's in turn (the report lists them)."""
     files = sorted(pathlib.Path(root).glob("*/torch_baseline.json")) + [pathlib.Path(p) for p in extra]
     out = {}
     for path in files:
         doc = results.read_checked(path, results.validate_torch_baseline)
-        slot = out.setdefault(results.device_slug(doc["device"]["name"]), {"entries": {}})
+        slot = out.setdefault(results.device_slug(doc["device"]["name"]), {"entries": {}, "files": []})
         slot.update({"path": str(path), "doc": doc})
+        slot["files"].append({"path": str(path), "doc": doc})
         for e in doc.get("entries") or []:  # the latest last: torch_entry takes the last that matches
             slot["entries"].pop((e["problem"], shape_tag(e["shape"])), None)
             slot["entries"][(e["problem"], shape_tag(e["shape"]))] = e

@@ -133,7 +133,7 @@ def _summary_blocks(groups, peaks, torch, used):
         blocks.append(("table", ["GPU", "file", "torch", "TF32 in matmul", "measured at"],
                        [[t["doc"]["device"]["name"], f"`{t['path']}`", str(c.get("torch_version", "—")),
                          str(c.get("allow_tf32_matmul", "—")).lower(), str(c.get("created_at", "—"))]
-                        for t in torch.values() for c in [t["doc"].get("context", {})]]))
+                        for slot in torch.values() for t in slot["files"] for c in [t["doc"].get("context", {})]]))
     return blocks
 
 

@@ -116,6 +116,10 @@ class Report(unittest.TestCase):
         for shape in (S1, S2):
             self.assertEqual(groups[json.dumps(shape)]["gpus"][A]["torch"],
                              self.group(shape)["gpus"][A]["torch"], shape)
+        # The baselines table names both files, not the last one alone.
+        md = (OUT / "two_torch_files_out" / "report.md").read_text()
+        for path in (src / A / "torch_baseline.json", extra):
+            self.assertIn(f"| `{path}` |", md)
 
     def test_the_results_files_own_torch_record_is_graph_against_graph_and_comes_first(self):
         t = self.group(S2)["gpus"][B]["torch"]
