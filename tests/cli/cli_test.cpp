@@ -1051,6 +1051,36 @@ TEST(Cli, AModelSearchTimesItsInitialDesignAndItsProposalsOnceEachAndTheBaseline
   expect_error_output(budget, "--search model and --budget: both choose the variants to time; pass one of them");
 }
 
+// A space whose one valid configuration is the baseline: every strategy times it and names it the
+// winner. An adaptive one defers the baseline's compile to its last pass, and that pass took itself
+// for the first (it had no configurations of its own), drew the baseline out again and timed nothing
+// (exit 5, "the baseline violates ''").
+TEST(Cli, EveryStrategyTimesASpaceOfTheBaselineAlone) {
+  const std::filesystem::path dir = std::filesystem::path(out_dir("baseline_alone")) / "affine";
+  std::filesystem::create_directories(dir.parent_path());
+  std::filesystem::copy(std::string(TUNE_FIXTURES) + "/problems/affine", dir,
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  auto doc = nlohmann::ordered_json::parse(std::ifstream(dir / "problem.json"));
+  doc["parameters"] = nlohmann::ordered_json::parse(R"([{"name": "block", "values": [64, 128]},
+                                                       {"name": "per_thread", "values": [1]}])");
+  doc["constraints"].push_back("block == 128");  // one valid configuration: the baseline
+  std::ofstream(dir / "problem.json") << doc.dump(1);
+  for (const std::string strategy : {"exhaustive", "halving", "model"}) {
+    SCOPED_TRACE(strategy);
+    const std::string out = out_dir("baseline_alone_" + strategy);
+    const Result r = run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem {} --R 64 --search {} --sanitize off --out {} "
+                                                                "--cache-dir {}/cache",
+                                                                dir.string(), strategy, out, out));
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output.find("violates ''"), std::string::npos) << r.output;
+    const auto j = nlohmann::ordered_json::parse(std::ifstream(std::filesystem::path(out) / "fake-gpu/affine/R64_L64.json"));
+    ASSERT_EQ(j.at("variants").size(), 1u) << j.at("variants");
+    EXPECT_EQ(j.at("variants")[0].at("status"), "passed");
+    EXPECT_EQ(j.at("variants")[0].at("baseline"), true);
+    EXPECT_EQ(j.at("summary").at("winner"), j.at("variants")[0].at("name"));
+  }
+}
+
 TEST(Cli, AHugeSpaceWithABudgetIsSampledWithoutEnumeratingIt) {
   const std::string out = out_dir("huge_space_sampled");
   const std::string args = std::string(kSmallShape) + " --config " + huge_space() + " --out " + out + " --cache-dir " + out +

@@ -108,9 +108,10 @@ void PassRun::find_baseline() {
             bool cached = false;
             (void)baseline_pool.compile(request, &cached);
           });
+  } else if (const std::string violated = space.violated_constraint(space.baseline(), shape, limits); !violated.empty()) {
+    log(fmt::format("note: the baseline violates '{}' at this shape; no speedup will be reported", violated));
   } else {
-    log(fmt::format("note: the baseline violates '{}' at this shape; no speedup will be reported",
-                    space.violated_constraint(space.baseline(), shape, limits)));
+    log("note: the baseline is not among this run's variants; no speedup will be reported");
   }
 }
 

@@ -95,7 +95,9 @@ Chosen later_pass_configs(const Space& space, RunContext& ctx, const Pass& pass,
 Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
                       const DeviceLimits& limits, RunContext& ctx, const LogFn& log, Pass* pass, SearchStrategy& strategy) {
   ctx.space_configurations = space.size();
-  if (pass && !pass->configs.empty()) return later_pass_configs(space, ctx, *pass, strategy);
+  // A later pass by its count, not by configs it holds: a first pass whose one valid configuration is
+  // the deferred baseline chose none, and strategy.first again would lose the baseline (exit 5).
+  if (pass && pass->passes_done > 0) return later_pass_configs(space, ctx, *pass, strategy);
   const SearchSetting setting{o, problem, space, shape, limits, log, pass && pass->defer_baseline};
   FirstBatch batch = strategy.first(setting, ctx);
   if (pass) {
