@@ -154,6 +154,11 @@ TEST(DtypeCli, ABadDtypeIsOneLineNamingTheChoices) {
   const Result dim = run("--problem " + kProblem + " --M bfloat16 --compile-only --out " + out_dir("dtype_bad"));
   EXPECT_EQ(dim.code, 2) << dim.output;
   expect_error_output(dim, "--M bfloat16: a dimension is a positive integer");
+  // An integer that travels as a dtype's code is said as written (adversarial round 6: "--M float32").
+  const Result code =
+      run("--problem " + kProblem + " --M -9223372036854775806 --compile-only --out " + out_dir("dtype_bad"));
+  EXPECT_EQ(code.code, 2) << code.output;
+  expect_error_output(code, "--M must be a positive integer, got -9223372036854775806");
 }
 
 TEST(DtypeCli, ListShowsTheDtypeFlag) {
