@@ -137,6 +137,11 @@ def golden(folder, shape_text, seed, backend="auto"):
     expected = tuple(outputs[0]["shape"])
     if out.shape != expected:
         raise tp.ProblemError(f"the {backend} reference returned shape {out.shape}, not {expected}")
+    for i, v in enumerate(out.ravel().tolist()):  # a value no kernel storing the output's dtype can match
+        why = dtypes.unholdable(outputs[0]["dtype"], v)
+        if why:
+            raise tp.ProblemError(f"the {backend} reference's output is {v} at element {i}, which its dtype "
+                                  f"{outputs[0]['dtype']} cannot hold: {why}")
 
     def entry(name, a):  # each value's shortest decimal: JSON doubles round-trip exactly; integers as integers
         floating = dtypes.is_floating(of[name])

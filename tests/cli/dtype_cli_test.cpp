@@ -88,6 +88,54 @@ TEST(DtypeCli, ARecordOfADtypeTheVariableDoesNotTakeIsRefusedNamingTheField) {
                       file.string() + ": shape.T: float64 is not a dtype problem dtype_problem takes (float32, bfloat16)");
 }
 
+// A reference value the output's dtype cannot hold (an int32 output's 2.5 or 3e9, a bool's 2, a
+// float16's 70000) is refused in one line naming it, fake runs too: no kernel storing that dtype
+// could match it, and a real run would time every variant to call each one incorrect (adversarial
+// round 6). A value the dtype holds (a bool array, int32 integers, float16's 65504) passes.
+TEST(DtypeCli, AReferenceValueTheOutputDtypeCannotHoldIsRefusedInOneLine) {
+  namespace fs = std::filesystem;
+  const fs::path out = out_dir("dtype_unholdable");
+  const fs::path problem = out / "scatter_given";
+  fs::create_directories(problem);
+  fs::copy(fs::path(TUNE_FIXTURES) / "problems" / "scatter_given", problem, fs::copy_options::recursive);
+  auto json = nlohmann::ordered_json::parse(std::ifstream(problem / "problem.json"));
+  json["dtypes"]["U"]["values"] = nlohmann::ordered_json::parse(R"(["float32", "float16", "int32", "bool"])");
+  std::ofstream(problem / "problem.json") << json.dump(1);
+  const struct {
+    std::string dtype, value, needle;
+  } cases[] = {
+      {"int32", "2.5",
+       "is 2.5 at element 0 for shape R=8 N=8 L=32 U=int32, which its dtype int32 cannot hold: not an "
+       "integer"},
+      {"int32", "3e9",
+       "is 3000000000 at element 0 for shape R=8 N=8 L=32 U=int32, which its dtype int32 cannot hold: "
+       "beyond int32's range [-2147483648, 2147483647]; wrap or clamp it"},
+      {"bool", "2",
+       "is 2 at element 0 for shape R=8 N=8 L=32 U=bool, which its dtype bool cannot hold: a bool output "
+       "holds 0 or 1 alone"},
+      {"float16", "70000",
+       "is 70000 at element 0 for shape R=8 N=8 L=32 U=float16, which its dtype float16 cannot "
+       "hold: beyond float16's largest value 65504"},
+      {"int32", "7", ""},
+      {"bool", "True", ""},
+      {"float16", "65504", ""},
+  };
+  for (const auto& c : cases) {
+    std::ofstream(problem / "reference.py") << "import numpy as np\n\ndef reference(shape, params, inputs):\n"
+                                               "    return np.full((shape['N'], shape['L']), "
+                                            << c.value << ")\n";
+    const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + problem.string() + " --R 8 --U " + c.dtype + " --out " +
+                                                        out.string() + "/r --cache-dir " + out.string() + "/cache");
+    SCOPED_TRACE(c.dtype + " " + c.value);
+    if (c.needle.empty()) {
+      EXPECT_EQ(r.code, 0) << r.output;
+      continue;
+    }
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, c.needle);
+  }
+}
+
 TEST(DtypeCli, TheDefaultDtypeIsUsedWithoutTheFlag) {
   const std::string out = out_dir("dtype_default");
   const Result r = run("--problem " + kProblem + " --M 64 --compile-only --out " + out + " --cache-dir " + out + "/cache");
@@ -106,6 +154,11 @@ TEST(DtypeCli, ABadDtypeIsOneLineNamingTheChoices) {
   const Result dim = run("--problem " + kProblem + " --M bfloat16 --compile-only --out " + out_dir("dtype_bad"));
   EXPECT_EQ(dim.code, 2) << dim.output;
   expect_error_output(dim, "--M bfloat16: a dimension is a positive integer");
+  // An integer that travels as a dtype's code is said as written (adversarial round 6: "--M float32").
+  const Result code =
+      run("--problem " + kProblem + " --M -9223372036854775806 --compile-only --out " + out_dir("dtype_bad"));
+  EXPECT_EQ(code.code, 2) << code.output;
+  expect_error_output(code, "--M must be a positive integer, got -9223372036854775806");
 }
 
 TEST(DtypeCli, ListShowsTheDtypeFlag) {

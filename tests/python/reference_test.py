@@ -137,12 +137,17 @@ def round_trip(folder, shape):
 
 def refusals():
     """make_goldens.py refuses, in one line and exit 2, what tune refuses (adversarial round 5): a
-    reference that raises, returns NaN or complex values, and an -o it cannot write; nothing left behind."""
+    reference that raises, returns NaN or complex values or a value the output's dtype cannot hold
+    (adversarial round 6), and an -o it cannot write; nothing left behind."""
     src = ROOT / "examples" / "rmsnorm"
     body = "    return x / np.sqrt((x * x).mean(axis=1, keepdims=True) + EPS) * w\n"
     cases = {"raise": ('    raise ValueError("bad reference")\n', "reference raised ValueError: bad reference"),
              "nan": ("    r = " + body[11:] + "    r[0, 0] = np.nan\n    return r\n", "nan at element 0"),
-             "complex": (body.replace(" * w\n", " * w * (1 + 1j)\n"), "returned complex values (complex128)")}
+             "complex": (body.replace(" * w\n", " * w * (1 + 1j)\n"), "returned complex values (complex128)"),
+             # adversarial round 6: a float16 output's 70000 is infinite in the kernel's store
+             "big": (body.replace(" * w\n", " * w * 0 + 70000\n"), "is 70000.0 at element 0, which its dtype "
+                     "float16 cannot hold: beyond float16's largest value")}
+    shapes = {"big": "M=2,K=4,T=float16"}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         runs = []
@@ -152,14 +157,15 @@ def refusals():
             text = ref.read_text().replace("def make_model(shape):", "def _unused(shape):")
             assert body in text, "examples/rmsnorm/reference.py changed: update this test"
             ref.write_text(text.replace(body, new))
-            runs.append((tmp / name, tmp / f"g_{name}.json", said))
+            runs.append((tmp / name, tmp / f"g_{name}.json", said, shapes.get(name, "M=2,K=4")))
         (tmp / "adir").mkdir()
         (tmp / "afile").write_text("")
-        runs += [(src, tmp / "adir", "-o " + str(tmp / "adir") + ": is a folder"),
-                 (src, tmp / "afile" / "g.json", "-o " + str(tmp / "afile" / "g.json") + ": cannot be written")]
-        for folder, out, said in runs:
+        runs += [(src, tmp / "adir", "-o " + str(tmp / "adir") + ": is a folder", "M=2,K=4"),
+                 (src, tmp / "afile" / "g.json", "-o " + str(tmp / "afile" / "g.json") + ": cannot be written",
+                  "M=2,K=4")]
+        for folder, out, said, shape in runs:
             r = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_goldens.py"), "--problem", str(folder),
-                                "--shape", "M=2,K=4", "--backend", "numpy", "-o", str(out)],
+                                "--shape", shape, "--backend", "numpy", "-o", str(out)],
                                capture_output=True, text=True)
             errors = [ln for ln in r.stderr.splitlines()
                       if ln.startswith("make_goldens: ") and "the output is the" not in ln]

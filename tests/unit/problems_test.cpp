@@ -309,6 +309,54 @@ TEST(Problems, AConstantOutsideItsDtypeIsRefusedAtLoad) {
   EXPECT_FALSE(representable(DType::kInt64, 0x1p63));
 }
 
+// int64 data are doubles on the host: a value past 2^53 is refused as the message always said
+// ("within [-9007199254740992, 9007199254740992]"), wherever it is written (adversarial round 6: the
+// edits and constants took 2^62 and 4e18, and 2^53 + 1 became 2^53 unseen, while an edge case's fill
+// of 2^62 was refused as beyond int64).
+TEST(Problems, Int64DataPast2To53IsRefusedAsTheMessageSays) {
+  EXPECT_TRUE(held_exactly(DType::kInt64, 0x1p53));
+  EXPECT_FALSE(held_exactly(DType::kInt64, 0x1p53 + 2));
+  EXPECT_FALSE(held_exactly(DType::kInt32, 0.5));
+  EXPECT_TRUE(held_exactly(DType::kFloat16, 65504));
+  const auto int64_x = [](Json& j) {
+    j["tensors"][1]["dtype"] = "int64";
+    j["tensors"][1]["init"] = parse(R"({"kind": "integers", "low": -5, "high": 5})");
+  };
+  expect_load_refused(
+      "int64_edit",
+      [&](Json& j) {
+        int64_x(j);
+        j["edits"] = parse(R"([{"tensor": "x", "index": ["0"], "value": "2^62"}])");
+      },
+      "edits[0].value '2^62' gives 4.611686018427388e+18, which tensor 'x' (int64) cannot hold; give an integer within "
+      "[-9007199254740992, 9007199254740992]");
+  expect_load_refused(
+      "int64_const",
+      [](Json& j) {
+        j["tensors"][1]["dtype"] = "int64";
+        j["tensors"][1]["init"] = parse(R"({"kind": "constant", "value": 1152921504606846976})");
+      },
+      "is not a value of int64 (tensor 'x'); give an integer within [-9007199254740992, 9007199254740992]");
+  const auto shaped = Problem::load(tiny_folder("int64_shaped", [&](Json& j) {
+    int64_x(j);
+    j["edits"] = parse(R"([{"tensor": "x", "index": ["0"], "value": "N * 1e18"}])");
+  }));
+  expect_refused<ConfigError>(
+      [&] {
+        shaped->check_shape(Shape({{"N", 4}}));
+      },
+      "gives 4e+18 at element 0, which tensor 'x' (int64) cannot hold");
+  const auto fill = Problem::load(tiny_folder("int64_fill", [&](Json& j) {
+    int64_x(j);
+    j["edge_cases"] = parse(R"([{"name": "big", "set": {"x": {"fill": 9007199254740994}}}])");
+  }));
+  expect_refused<ConfigError>(
+      [&] {
+        fill->check_shape(Shape({{"N", 4}}));
+      },
+      "beyond int64 ([-9007199254740992, 9007199254740992])");
+}
+
 // A uniform or normal init that reaches beyond its dtype is refused at load as a constant is
 // (adversarial round 5: float16's uniform in [-1e5, 1e5] drew inf, and the reference was blamed).
 TEST(Problems, ARandomInitReachingBeyondItsDtypeIsRefusedAtLoad) {

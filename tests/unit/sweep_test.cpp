@@ -124,6 +124,14 @@ TEST(Sweep, ASweepFileExpandsEachEntryAndNamesTheFieldItRefuses) {
       {R"({"items": [{"problem": "contact", "D": 4}]})", "items[0].D: not a dimension of problem contact"},
       {R"({"items": [{"problem": "contact", "N": [1.5]}]})", "items[0].N: must be an integer"},
       {R"({"items": [{"problem": "contact", "N": []}]})", "items[0]: --N has no values"},
+      // Adversarial round 6: a dtype's list is shown by its dtypes, and a dimension given a dtype, or
+      // an integer that travels as a dtype's code, is refused here, not as --N float32 on its own line.
+      {R"({"items": [{"problem": "contact", "N": 64, "T": []}]})",
+       "items[0]: --T has no values; give one or more, e.g. --T float32,bfloat16"},
+      {R"({"items": [{"problem": "contact", "N": "bfloat16"}]})",
+       "items[0].N: \"bfloat16\" is not a dimension's value; a dimension is a positive integer"},
+      {R"({"items": [{"problem": "contact", "N": -9223372036854775806}]})",
+       "items[0].N: -9223372036854775806 is not a dimension's value"},
   };
   for (const auto& [text, needle] : bad) {
     const std::string m = message_of([&] { load_sweep_file(write(text)); });

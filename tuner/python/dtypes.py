@@ -16,6 +16,13 @@ DTYPES = {
     "bool": (1, "bool", "bool"),
 }
 DEFAULT = "float32"
+# The least magnitude a floating dtype rounds to infinity (to nearest, ties to even), and each integer
+# dtype's range: a value an output of that dtype cannot hold (tune's reference check, problem.cpp).
+OVERFLOW = {"float16": 65520.0, "bfloat16": 2.0 ** 127 * (2 - 2.0 ** -8), "float32": 2.0 ** 127 * (2 - 2.0 ** -24),
+            "float64": float("inf")}
+# int64 travels as a double: its largest value, 2^63 - 1, reads 2^63 (as the kernel's output does).
+RANGE = {"int8": (-128, 127), "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63), "uint8": (0, 255),
+         "bool": (0, 1)}
 
 
 def choices():
@@ -50,3 +57,20 @@ def numpy_dtype(name):
 def torch_dtype(torch, name):
     """torch.bfloat16 for "bfloat16": PyTorch spells every one of these names as an attribute."""
     return getattr(torch, parse(name))
+
+
+def unholdable(name, v):
+    """Why an output of dtype `name` cannot hold the finite value v, or "" when it can (tune's words)."""
+    name = parse(name)
+    if name == "bool":
+        return "" if v in (0, 1) else "a bool output holds 0 or 1 alone; return True/False (0 or 1)"
+    if name in RANGE:
+        if v != int(v):
+            return f"not an integer; return the integers the {name} output holds, rounded as the kernel rounds"
+        low, high = RANGE[name]
+        if low <= v <= high:
+            return ""
+        return f"beyond {name}'s range; wrap or clamp it as the kernel's {name} arithmetic does"
+    if abs(v) < OVERFLOW[name]:
+        return ""
+    return f"beyond {name}'s largest value, so a {name} store is infinite; keep the output's magnitudes within {name}"

@@ -49,6 +49,10 @@ enum class DType : std::uint8_t { kFloat16, kBFloat16, kFloat32, kFloat64, kInt8
 [[nodiscard]] double round_to(DType t, double v);
 // Whether round_to(t, v) == v for a finite v (the value is representable).
 [[nodiscard]] bool representable(DType t, double v);
+// Whether host data (doubles) holds `v` as a value of the dtype with nothing lost: representable and,
+// for an integer dtype, within [dtype_lowest, dtype_max]. int64 stops at +-2^53, where doubles stop
+// holding every integer: 2^53 + 1 written in a problem file or a golden would become 2^53 unseen.
+[[nodiscard]] bool held_exactly(DType t, double v);
 
 // Encoding of one element (little-endian, dtype_size(t) bytes) and back.
 void encode(DType t, double v, std::byte* out);

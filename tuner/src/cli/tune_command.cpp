@@ -43,6 +43,9 @@ static std::vector<std::int64_t> shape_values(const std::string& name, const std
           fmt::format("--{} {}: '{}' is not an integer nor a dtype ({}) (an unknown option? tune --help "
                       "lists them; the problem's dimensions and dtype variables are shape options)",
                       name, text, item, dtype_choices()));
+    // The few integers near INT64_MIN that carry a dtype's code (dtype_flag_value) are no dimension
+    // either: said as written, not as the dtype the code would name.
+    if (dtype_of_flag_value(v)) throw InputError(fmt::format("--{} must be a positive integer, got {}", name, item));
     values.push_back(v);
     if (comma == std::string::npos) break;
     pos = comma + 1;

@@ -241,6 +241,10 @@ bool representable(DType t, double v) {
   return std::isfinite(v) && round_to(t, v) == v;
 }
 
+bool held_exactly(DType t, double v) {
+  return representable(t, v) && (is_floating(t) || (v >= dtype_lowest(t) && v <= dtype_max(t)));
+}
+
 void encode(DType t, double v, std::byte* out) {
   switch (t) {
     case DType::kFloat16:

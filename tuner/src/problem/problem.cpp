@@ -335,6 +335,29 @@ std::vector<TensorSpec> Problem::param_specs(const Shape& shape) const { return 
 std::vector<TensorSpec> Problem::input_specs(const Shape& shape) const { return impl_->specs(shape, Role::kInput); }
 TensorSpec Problem::output_spec(const Shape& shape) const { return impl_->specs(shape, Role::kOutput).at(0); }
 
+namespace {
+
+// Why an output of dtype `t` cannot hold the reference's value `v` (finite), or "" when it can:
+// no kernel that stores `t` can match such a value, so every variant would fail parity (an integer
+// or bool output exactly, a float one as a non-finite store) and the reference is what is wrong.
+std::string unholdable(DType t, double v) {
+  const std::string_view name = dtype_name(t);
+  if (t == DType::kBool) return v == 0 || v == 1 ? "" : "a bool output holds 0 or 1 alone; return True/False (0 or 1)";
+  if (!is_floating(t)) {
+    if (v != std::trunc(v))
+      return fmt::format("not an integer; return the integers the {} output holds, rounded as the kernel rounds", name);
+    // int64 travels as a double: its largest value, 2^63 - 1, reads 2^63 here as in the kernel's output.
+    if (t == DType::kInt64 ? std::abs(v) <= 0x1p63 : representable(t, v)) return "";
+    const std::string range = t == DType::kInt64 ? "[-2^63, 2^63)" : fmt::format("[{}, {}]", dtype_lowest(t), dtype_max(t));
+    return fmt::format("beyond {}'s range {}; wrap or clamp it as the kernel's {} arithmetic does", name, range, name);
+  }
+  if (std::isfinite(round_to(t, v))) return "";
+  return fmt::format("beyond {}'s largest value {}, so a {} store is infinite; keep the output's magnitudes within {}", name,
+                     dtype_max(t), name, name);
+}
+
+}  // namespace
+
 ProblemData Problem::make_data(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const {
   check_host_memory(shape);
   return impl_->pack(impl_->draw_all(shape, seed, purpose));
@@ -376,6 +399,12 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
       throw InputError(
           fmt::format("{}: the reference output '{}' is {} at element {} for shape {}; a reference must be finite", p.name,
                       out.name, ref[i], i, shape.describe()));
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    if (const std::string why = unholdable(out.dtype, ref[i]); !why.empty())
+      throw InputError(
+          fmt::format("{}: the reference output '{}' is {} at element {} for shape {}, which its dtype {} "
+                      "cannot hold: {}",
+                      p.name, out.name, ref[i], i, shape.describe(), dtype_name(out.dtype), why));
   return ref;
 }
 

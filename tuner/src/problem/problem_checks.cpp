@@ -100,12 +100,15 @@ void Problem::Impl::check_data(const Shape& shape) const {
       const DType d = dtype_of(tensors[set.tensor]);
       const bool fits = is_floating(d) ? std::max(std::abs(low), std::abs(high)) <= dtype_max(d)
                                        : low >= dtype_lowest(d) && high <= dtype_max(d);
+      // The dtype's bounds said: at 3 digits 65504.5 and float16's 65504 both print as 6.55e+04.
+      const std::string bounds =
+          is_floating(d) ? fmt::format("largest {}", dtype_max(d)) : fmt::format("[{}, {}]", dtype_lowest(d), dtype_max(d));
       if (!fits)
         fail(
             fmt::format("{}: scale {} and offset {} take the values of tensor '{}' ([{:.3g}, {:.3g}] at shape {}) to "
-                        "[{:.3g}, {:.3g}], beyond {}; choose a smaller scale or offset",
+                        "[{:.3g}, {:.3g}], beyond {} ({}); choose a smaller scale or offset",
                         set.where, set.scale, set.offset, tensors[set.tensor].name, lo, hi, shape.describe(), low, high,
-                        dtype_name(d)));
+                        dtype_name(d), bounds));
       for (const double x : {set.fill.value_or(0), set.scale, set.offset})
         if (!is_floating(d) && x != std::floor(x))
           fail(fmt::format("{}: {} is not an integer, and tensor '{}' is {}; give integers", set.where, x,

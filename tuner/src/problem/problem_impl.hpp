@@ -59,7 +59,7 @@ inline std::string beyond(DType d, double v, const std::string& tensor) {
     if (std::abs(v) <= dtype_max(d)) return {};
     return fmt::format("makes tensor '{}' non-finite in {}; give a finite value within {}", tensor, n, n);
   }
-  if (representable(d, v)) return {};  // an integer within range (int64: below 2^63, as a double reads it)
+  if (held_exactly(d, v)) return {};  // an integer within range (int64: +-2^53, every integer a double)
   return fmt::format("tensor '{}' ({}) cannot hold; give an integer within [{}, {}]", tensor, n, dtype_lowest(d),
                      dtype_max(d));
 }

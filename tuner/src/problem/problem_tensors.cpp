@@ -96,7 +96,10 @@ Init parse_init(const Json& j, const std::string& where,
       init.b = number("high", 1);
       if (init.a != std::floor(init.a) || init.b != std::floor(init.b) || !(init.a < init.b) || std::abs(init.a) > 9.0e15 ||
           std::abs(init.b) > 9.0e15)
-        fail(fmt::format("{}: 'low' {} and 'high' {} must be integers with low < high", where, init.a, init.b));
+        fail(
+            fmt::format("{}: 'low' {} and 'high' {} must be integers with low < high, each within +-9e15 (the data "
+                        "are held as doubles)",
+                        where, init.a, init.b));
       break;
     default:
       json_check::keys(spec, {"kind"}, where, fail);
@@ -194,8 +197,9 @@ void Problem::Impl::check_init(const TensorDef& t, const std::string& where) con
     if ((k == InitKind::kIndex || k == InitKind::kIntegers) && (is_floating(d) || d == DType::kBool))
       fail(fmt::format("{}: tensor '{}' is {}, but an {} init draws integers; {}", where, t.name, dn,
                        k == InitKind::kIndex ? "index" : "integers", inits_taken(d)));
-    if (k == InitKind::kConstant && !is_floating(d) && !representable(d, t.init.a))
-      fail(fmt::format("{}: constant {} is not a value of {} (tensor '{}')", where, t.init.a, dn, t.name));
+    if (k == InitKind::kConstant && !is_floating(d) && !held_exactly(d, t.init.a))
+      fail(fmt::format("{}: constant {} is not a value of {} (tensor '{}'); give an integer within [{}, {}]", where,
+                       t.init.a, dn, t.name, dtype_lowest(d), dtype_max(d)));
     if (k == InitKind::kConstant && is_floating(d))
       if (const std::string why = beyond(d, t.init.a, t.name); !why.empty())
         fail(fmt::format("{}: constant {} {}", where, t.init.a, why));

@@ -79,7 +79,12 @@ HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string&
     // An integer tensor's value written as a number no 64-bit integer holds (read as a float, e.g.
     // -9223372036854775809) rounds into range as a double: refused as written.
     const bool integer_as_written = v.is_number_integer() || is_floating(spec.dtype);
-    if (exact && (!integer_as_written || !representable(spec.dtype, x)))
+    // An int64 beyond 2^53 (9007199254740993) reads as a double of another integer (2^53): refused
+    // as written (held_exactly bounds x by 2^53, so the cast back is exact).
+    const bool same_integer = !v.is_number_integer() || is_floating(spec.dtype) || !held_exactly(spec.dtype, x) ||
+                              (v.is_number_unsigned() ? v.get<std::uint64_t>() == static_cast<std::uint64_t>(x)
+                                                      : v.get<std::int64_t>() == static_cast<std::int64_t>(x));
+    if (exact && (!integer_as_written || !held_exactly(spec.dtype, x) || !same_integer))
       throw InputError(
           fmt::format("{}.data[{}]: {} is not exactly a {} value (it would become {}); a golden holds "
                       "the values the kernel gets: remake it with scripts/make_goldens.py",

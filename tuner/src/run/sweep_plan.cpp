@@ -61,6 +61,14 @@ std::vector<SweepItem> expand_dims(const std::string& problem,
     for (const auto& v : find_problem(problem).dtype_variables()) order.push_back(v.name);
   } catch (const InputError&) {  // an unknown problem is reported by the caller with its context
   }
+  // A list to show: a dtype variable's own values, a dimension's numbers.
+  const auto example = [&](const std::string& d) -> std::string {
+    try {
+      for (const auto& v : find_problem(problem).dtype_variables())
+        if (v.name == d) return fmt::format("{}", fmt::join(v.values | std::views::transform(dtype_name), ","));
+    } catch (const InputError&) {}
+    return "64,256";
+  };
   auto rank = [&](const std::string& d) {
     return static_cast<std::size_t>(std::find(order.begin(), order.end(), d) - order.begin());
   };
@@ -68,7 +76,8 @@ std::vector<SweepItem> expand_dims(const std::string& problem,
   std::stable_sort(sorted.begin(), sorted.end(),
                    [&](const auto& a, const auto& b) { return rank(a.first) < rank(b.first); });
   for (const auto& [d, values] : sorted) {
-    if (values.empty()) throw InputError(fmt::format("--{} has no values; give one or more, e.g. --{} 64,256", d, d));
+    if (values.empty())
+      throw InputError(fmt::format("--{} has no values; give one or more, e.g. --{} {}", d, d, example(d)));
     const std::set<std::int64_t> unique(values.begin(), values.end());
     if (unique.size() != values.size()) {
       std::vector<std::string> shown;  // a dtype variable's values by their names, not their codes
@@ -132,7 +141,11 @@ std::vector<SweepItem> load_sweep_file(const std::filesystem::path& file) {
         const auto t = x.is_string() ? parse_dtype(x.get<std::string>()) : std::nullopt;  // a dtype variable's
         if (!x.is_number_integer() && !t)
           throw InputError(fmt::format("{}.{}: must be an integer, a dtype or a list of them", where, k));
-        // A dtype variable's value is named where the file gives it, not as the option --T would be.
+        // A dtype variable's value is named where the file gives it, not as the option --T would be;
+        // so is a dimension given a dtype, or an integer that would read as a dtype's code.
+        if (var == vars.end() && (t || dtype_of_flag_value(x.get<std::int64_t>())))
+          throw InputError(
+              fmt::format("{}.{}: {} is not a dimension's value; a dimension is a positive integer", where, k, x.dump()));
         if (var != vars.end() && (!t || std::find(var->values.begin(), var->values.end(), *t) == var->values.end()))
           throw InputError(fmt::format("{}.{}: {} is not a dtype problem {} takes ({})", where, k, x.dump(), problem,
                                        fmt::join(var->values | std::views::transform(dtype_name), ", ")));
