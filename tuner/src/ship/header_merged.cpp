@@ -230,9 +230,10 @@ std::string merged_types(const std::vector<MergedEntry>& entries, const Space& s
                    shape0.dtypes().empty() ? "" : ", then its dtype variables");
   for (const auto& d : shape0.dims()) h += fmt::format("  long long {};\n", identifier(d.first));
   // A dtype variable's field defaults to the variable's default, so Shape{4, 64, 64, 32} of code
-  // written before the problem had the variable still means what it meant (float32).
+  // written before the problem had the variable still means what it meant (float32). Without a
+  // default it is no dtype at all: left out, select() gives kNone, not the first enumerator (float16).
   for (const auto& d : shape0.dtypes()) {
-    std::string init;
+    std::string init = " = static_cast<DType>(-1)";
     for (const DTypeVariable& v : problem.dtype_variables())
       if (v.name == d.first && v.default_value) init = " = " + dtype_enumerator(*v.default_value);
     h += fmt::format("  DType {}{};\n", identifier(d.first), init);
