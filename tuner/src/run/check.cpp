@@ -3,6 +3,8 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -165,10 +167,15 @@ struct Regate {
 // gated one wins or none is left), and the header rewritten for the winner.
 void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::vector<GateVariant> gated, Regate g,
                     const Log& log) {
+  // The variants this check gated: each is gated once, as this check gates, whatever its tools (no
+  // compute-sanitizer installed leaves them empty; asking again looped for ever).
+  std::set<std::string> checked_now;
   auto merge = [&](const std::vector<GateVariant>& done) {
-    for (const auto& v : done)
+    for (const auto& v : done) {
+      checked_now.insert(v.record.name);
       for (auto& r : run.variants)
         if (r.name == v.record.name) r = v.record;
+    }
   };
   merge(gated);
   const auto before = run.winner;
@@ -177,7 +184,7 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
   // them on its winner alone): a new winner is gated in turn, sanitizers and all.
   const auto gated_as_now = [&](const VariantRecord& v) {
     if (!v.gate) return false;
-    if (g.settings.mode == SanitizeMode::kOff) return true;
+    if (g.settings.mode == SanitizeMode::kOff || checked_now.contains(v.name)) return true;
     return std::ranges::all_of(kSanitizerTools, [&](const char* tool) {
       return std::ranges::find(v.gate->tools, std::string(tool)) != v.gate->tools.end();
     });
