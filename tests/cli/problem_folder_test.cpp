@@ -333,6 +333,26 @@ TEST(ProblemFolder, CheckWriteRefusesResultsTunedAgainstAnotherReference) {
   EXPECT_EQ(slurp(u.file), before);
 }
 
+// tune header and tune export nvrtc of results whose problem folder changed since the tune say so in
+// a note naming the file (round 6: they shipped today's template beside the old winner in silence);
+// unchanged sources get no note.
+TEST(ProblemFolder, HeaderAndExportNvrtcNoteResultsTunedOnOtherSources) {
+  const UserResult u = user_result("header_changed_sources");
+  const std::string header = out_dir("header_changed_sources_hpp") + ".hpp";
+  const std::string header_args = "header " + u.file.string() + " --allow-synthetic -o " + header;
+  const Result same = run(header_args);
+  ASSERT_EQ(same.code, 0) << same.output;
+  EXPECT_EQ(same.output.find("note:"), std::string::npos) << same.output;
+  write(u.dir / "common.cuh", slurp(u.dir / "common.cuh") + "// edited\n");
+  const std::string note = "note: " + u.file.string() + " was tuned on other kernel sources (context.source_hash ";
+  const Result h = run(header_args);
+  EXPECT_EQ(h.code, 0) << h.output;
+  EXPECT_NE(h.output.find(note), std::string::npos) << h.output;
+  const Result e = run("export nvrtc " + u.file.string() + " -o " + header + ".json");
+  EXPECT_EQ(e.code, 0) << e.output;
+  EXPECT_NE(e.output.find(note), std::string::npos) << e.output;
+}
+
 // Issue 34 #10: a dimension named like an option of tune or of a subcommand could not be given on
 // the command line; the names come from the options tune registers.
 TEST(ProblemFolder, Issue34_DimensionsNamedLikeTunesOptionsAreRefusedAtLoad) {
