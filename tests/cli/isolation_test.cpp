@@ -1247,9 +1247,10 @@ TEST(Check, ACheckThatCannotRunIsAnErrorAndWriteLeavesTheFileAsItWas) {
   EXPECT_EQ(read_text(file), before);
 }
 
-// tune check --write where no compute-sanitizer is installed: the winner it gated (outputs only, no
-// tools) is gated as this check gates. It asked to gate that winner again, for ever (round 6).
-TEST(Check, WriteWithNoSanitizerInstalledGatesTheWinnerOnceAndWrites) {
+// tune check --write where the gate runs no sanitizer (a fake run without TUNE_SANITIZER): the winner
+// it gated (outputs only, no tools) is gated as this check gates. It asked to gate that winner
+// again, for ever (round 6).
+TEST(Check, WriteWhereNoSanitizerRunsGatesTheWinnerOnceAndWrites) {
   const Clean& c = clean_gated_run();
   const std::string out = fresh_dir("check_write_no_sanitizer");
   ASSERT_EQ(run(kFake, small_run_args(out)).code, 0);
