@@ -1247,6 +1247,22 @@ TEST(Check, ACheckThatCannotRunIsAnErrorAndWriteLeavesTheFileAsItWas) {
   EXPECT_EQ(read_text(file), before);
 }
 
+// tune check --write where the gate runs no sanitizer (a fake run without TUNE_SANITIZER): the winner
+// it gated (outputs only, no tools) is gated as this check gates. It asked to gate that winner
+// again, for ever (round 6).
+TEST(Check, WriteWhereNoSanitizerRunsGatesTheWinnerOnceAndWrites) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("check_write_no_sanitizer");
+  ASSERT_EQ(run(kFake, small_run_args(out)).code, 0);
+  const auto file = result_path(out);
+  const Result w = run(std::string(kFake) + " timeout -s KILL 30", "check " + file.string() + " --write --fresh");
+  ASSERT_EQ(w.code, 0) << w.output.substr(0, 2000);
+  EXPECT_LE(count_of(w.output, "not gated as this check gates yet"), 1u) << w.output.substr(0, 2000);
+  const Json got = read_json(file);
+  EXPECT_EQ(got.at("summary").at("winner"), c.winner);
+  EXPECT_TRUE(variant(got, c.winner).at("gate").is_object());
+}
+
 // A record tuned with a space whose knob has since been renamed (as scene_graph's outmma and outbfly
 // became out): tune check says in one line (Space::from_record's, as every reader of records says
 // it) which variant of which file no longer fits which space, exit 2, and

@@ -311,6 +311,48 @@ TEST(ProblemFolder, CheckRefusesAMislabelledProblemAndWriteRefusesChangedSources
   EXPECT_EQ(slurp(u.file), before);
 }
 
+// The output checks compare with today's reference: --write refuses results tuned against another
+// (reference.py or a module beside it edited since, round 6: it wrote verdicts of the new reference
+// into the old record, without a word); a check without --write says so in a note.
+TEST(ProblemFolder, CheckWriteRefusesResultsTunedAgainstAnotherReference) {
+  const UserResult u = user_result("check_reference");
+  const std::string before = slurp(u.file);
+  write(u.dir / "helpers.py", "OFFSET = 0.0\n");
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --sanitize off");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: " + u.file.string() + " was tuned against the reference reference.py xxh3:"),
+            std::string::npos)
+      << r.output;
+  const Result w = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --write --sanitize off");
+  EXPECT_EQ(w.code, 2) << w.output;
+  expect_error_output(w, "--write would store verdicts of another reference in that record");
+  EXPECT_EQ(slurp(u.file), before);
+  fs::remove(u.dir / "helpers.py");
+  write(u.dir / "reference.py", slurp(u.dir / "reference.py") + "# edited\n");
+  EXPECT_EQ(run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --write --sanitize off").code, 2);
+  EXPECT_EQ(slurp(u.file), before);
+}
+
+// tune header and tune export nvrtc of results whose problem folder changed since the tune say so in
+// a note naming the file (round 6: they shipped today's template beside the old winner in silence);
+// unchanged sources get no note.
+TEST(ProblemFolder, HeaderAndExportNvrtcNoteResultsTunedOnOtherSources) {
+  const UserResult u = user_result("header_changed_sources");
+  const std::string header = out_dir("header_changed_sources_hpp") + ".hpp";
+  const std::string header_args = "header " + u.file.string() + " --allow-synthetic -o " + header;
+  const Result same = run(header_args);
+  ASSERT_EQ(same.code, 0) << same.output;
+  EXPECT_EQ(same.output.find("note:"), std::string::npos) << same.output;
+  write(u.dir / "common.cuh", slurp(u.dir / "common.cuh") + "// edited\n");
+  const std::string note = "note: " + u.file.string() + " was tuned on other kernel sources (context.source_hash ";
+  const Result h = run(header_args);
+  EXPECT_EQ(h.code, 0) << h.output;
+  EXPECT_NE(h.output.find(note), std::string::npos) << h.output;
+  const Result e = run("export nvrtc " + u.file.string() + " -o " + header + ".json");
+  EXPECT_EQ(e.code, 0) << e.output;
+  EXPECT_NE(e.output.find(note), std::string::npos) << e.output;
+}
+
 // Issue 34 #10: a dimension named like an option of tune or of a subcommand could not be given on
 // the command line; the names come from the options tune registers.
 TEST(ProblemFolder, Issue34_DimensionsNamedLikeTunesOptionsAreRefusedAtLoad) {

@@ -330,4 +330,25 @@ TEST(Resume, AResultGatedOtherwiseIsTunedAgain) {
   EXPECT_NE(same.output.find("R32_L64: already complete in "), std::string::npos) << same.output;
 }
 
+// A journal cut short as it was created (0 bytes, or its identity line torn: kill -9 or a power cut
+// before it reached the disk) holds nothing measured: a sweep resumed with --resume tunes that shape
+// afresh and goes on. It was refused (exit 2, "run without --resume", which re-tunes every finished
+// shape), so every resubmission of the sweep stopped there (round 6).
+TEST(Resume, AJournalCutShortAsItWasCreatedIsAFreshRun) {
+  for (const char* torn : {"", R"({"kind":"tune.jou)"}) {
+    const std::string out = out_dir("resume_empty_journal");
+    const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+    fs::create_directories(dir);
+    std::ofstream(dir / "R32_L64.journal.jsonl") << torn;
+    const Result r = run_with("TUNE_WORKER_FAKE=1", affine_args(out) + " --R 32,48 --resume");
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("R32_L64.journal.jsonl holds no record (cut short as it was created); removed"),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(read_json(dir / "R32_L64.json").at("complete").get<bool>());
+    EXPECT_TRUE(fs::exists(dir / "R48_L64.json")) << "the sweep goes on";
+    EXPECT_FALSE(fs::exists(dir / "R32_L64.journal.jsonl"));
+  }
+}
+
 }  // namespace

@@ -619,5 +619,43 @@ TEST(ReferenceIdentity, NamesTheBackendAndTheReferenceFilesBytes) {
   std::filesystem::remove_all(dir);
 }
 
+// reference.py's folder is first on sys.path, so a module beside it (`from helpers import ...`) or a
+// package there decides the reference's answer too: the identity (run journal, verdict and torch
+// caches) covers them; a folder without them keeps the identity it had (round 6: editing helpers.py
+// between a kill and --resume mixed two references' parity in one record, and the gate's cache
+// served verdicts checked against the old one).
+TEST(ReferenceIdentity, CoversThePythonModulesBesideTheReference) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_reference_modules_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(test::repo_dir() / "tests" / "fixtures" / "problems" / "affine", dir,
+                        std::filesystem::copy_options::recursive);
+  unsetenv("TUNE_REFERENCE_BACKEND");
+  const auto identity = [&] { return Problem::load(dir / "problem.json")->reference_identity(ReferenceBackend::kAuto); };
+  const std::string alone = identity();
+  EXPECT_EQ(alone.find("beside it"), std::string::npos) << alone;
+  std::ofstream(dir / "helpers.py") << "SCALE = 1.0\n";
+  const std::string with_helper = identity();
+  EXPECT_NE(with_helper, alone);
+  EXPECT_NE(with_helper.find("and 1 .py file(s) beside it xxh3:"), std::string::npos) << with_helper;
+  std::ofstream(dir / "helpers.py") << "SCALE = 2.0\n";
+  const std::string edited = identity();
+  EXPECT_NE(edited, with_helper);
+  std::filesystem::create_directories(dir / "pkg");
+  std::ofstream(dir / "pkg" / "__init__.py") << "";
+  std::ofstream(dir / "pkg" / "ops.py") << "def f(x):\n    return x\n";
+  const std::string with_package = identity();
+  EXPECT_NE(with_package.find("and 3 .py file(s) beside it"), std::string::npos) << with_package;
+  std::ofstream(dir / "pkg" / "ops.py") << "def f(x):\n    return -x\n";
+  EXPECT_NE(identity(), with_package) << "a module of a package there";
+  // Python's byte-code cache and a folder that is no package are not imported as modules of it.
+  const std::string now = identity();
+  std::filesystem::create_directories(dir / "__pycache__");
+  std::ofstream(dir / "__pycache__" / "helpers.py") << "x = 1\n";
+  std::filesystem::create_directories(dir / "notes");
+  std::ofstream(dir / "notes" / "draft.py") << "x = 1\n";
+  EXPECT_EQ(identity(), now);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tune

@@ -320,6 +320,14 @@ TEST(Merge, RefusesShardsOfOtherRunsAndIncompleteSets) {
               merge_shards(write_all(other, dir / "h"), dir / "o", std::nullopt, {});
             }).find("differ in kernel sources (context.source_hash)"),
             std::string::npos);
+  // Adversarial round 6: shards checked against two references (reference.py edited between two
+  // shards' jobs) were merged, the record naming shard 0's.
+  other = shards;
+  other[1].context.reference_identity = "reference.py xxh3:0123456789abcdef (numpy or torch)";
+  EXPECT_NE(message_of([&] {
+              merge_shards(write_all(other, dir / "j"), dir / "o", std::nullopt, {});
+            }).find("differ in reference (context.reference_identity)"),
+            std::string::npos);
   other = shards;
   for (VariantRecord& v : other[1].variants)
     if (!v.baseline && v.name != other[1].winner) {

@@ -2,6 +2,7 @@
 // `tune export nvrtc`: what a downstream NVRTC build of tuned kernels needs, read by tune's own
 // readers (bench/embed_nvrtc.py turns it into <problem>_nvrtc.hpp; docs/cli.md).
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ namespace tune {
 // record older than a dtype variable of the problem names its kernels with the variable's default
 // type (as tune lowers them now, issue 35). Throws InputError (a results file not valid, one of
 // another problem, no results given).
+// `note` gets a line per results file tuned on other kernel sources than the problem's now.
 nlohmann::ordered_json export_nvrtc(const std::vector<std::filesystem::path>& results, const std::string& problem,
-                                    bool all_variants = false);
+                                    bool all_variants = false, const std::function<void(const std::string&)>& note = {});
 
 }  // namespace tune

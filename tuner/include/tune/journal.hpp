@@ -27,6 +27,10 @@ class Journal {
   // The entries of an existing journal, after checking its identity against this run's: throws
   // InputError naming the first field that differs. A torn last line (kill -9) is dropped.
   static std::vector<Entry> read(const std::filesystem::path& path, const nlohmann::ordered_json& identity);
+  // No line of it is whole JSON: a journal cut short as it was created (kill -9 or a power cut
+  // before its identity line reached the disk), which holds nothing measured. Throws InputError
+  // when it cannot be read.
+  static bool holds_nothing(const std::filesystem::path& path);
   // Reopens an existing journal for appending.
   static Journal append_to(const std::filesystem::path& path);
 

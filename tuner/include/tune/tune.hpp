@@ -48,9 +48,11 @@ TuneOutcome run_tune(const TuneOptions& options, const ShapeResolution& shape, c
 
 // `tune header`: reads the result files (one problem) and returns the merged header
 // (generate_merged_header) against the given or the embedded space. Throws InputError.
-// Synthetic results (measured_on_gpu false) are refused unless allow_synthetic.
+// Synthetic results (measured_on_gpu false) are refused unless allow_synthetic. `note` gets a line
+// per record tuned on other kernel sources than the problem's now (changed since the tune).
 std::string merge_result_files(const std::vector<std::filesystem::path>& files,
-                               const std::optional<std::filesystem::path>& config, bool allow_synthetic = false);
+                               const std::optional<std::filesystem::path>& config, bool allow_synthetic = false,
+                               const std::function<void(const std::string&)>& note = {});
 
 // prefix + name + detail + tail in at most `width` columns (0: no limit), for a terminal: the name
 // is cut first (ending in "...", to no fewer than 20 columns), then the detail is left out and the

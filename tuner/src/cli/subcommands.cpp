@@ -135,10 +135,10 @@ class HeaderCommand final : public Subcommand {
                    "merge results not measured on a GPU (fake GPU, TUNE_WORKER_FAKE), marked synthetic in the header");
   }
 
-  int run(const Log&) override {
+  int run(const Log& log) override {
     check_output_not_an_input("tune header", out_, inputs_);
     const auto files = paths(inputs_);
-    write_file_atomic(out_, merge_result_files(files, optional_path(config_), allow_synthetic_));
+    write_file_atomic(out_, merge_result_files(files, optional_path(config_), allow_synthetic_, log));
     fmt::print("header: {} ({} result files)\n", out_, files.size());
     return 0;
   }
@@ -214,9 +214,9 @@ class ExportNvrtcCommand final : public Subcommand {
   [[nodiscard]] std::vector<std::string> main_options_read() const override { return {"--problem"}; }
 
   // --problem (the main option): a name or a folder; default: the first results file's problem.
-  int run(const Log&) override {
+  int run(const Log& log) override {
     if (!out_.empty()) check_output_not_an_input("tune export nvrtc", out_, inputs_);
-    const auto exported = export_nvrtc(paths(inputs_), main_options_.problem, all_variants_);
+    const auto exported = export_nvrtc(paths(inputs_), main_options_.problem, all_variants_, log);
     if (out_.empty()) {
       fmt::print("{}\n", exported.dump());
       return 0;

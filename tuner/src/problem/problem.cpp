@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -15,6 +16,8 @@
 #include <ranges>
 #include <set>
 #include <span>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -314,6 +317,35 @@ bool Problem::uses_builtin(ReferenceBackend backend) const {
   return !impl_->builtin.empty() && (backend != ReferenceBackend::kPython || !impl_->python);
 }
 
+namespace {
+
+// The Python a reference.py may import besides itself, as (name, text) pairs in name order: its
+// folder is first on sys.path, so the .py files beside it and the packages there (folders with an
+// __init__.py), a few levels deep. `skip` is the reference itself.
+void python_beside(const std::filesystem::path& dir, const std::filesystem::path& rel, const std::filesystem::path& skip,
+                   int depth, std::vector<std::string>& out) {
+  constexpr std::size_t kMostFiles = 256;
+  std::error_code ec;
+  std::vector<std::filesystem::path> entries;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    entries.push_back(it->path());
+  std::sort(entries.begin(), entries.end());
+  for (const auto& path : entries) {
+    if (out.size() >= 2 * kMostFiles) return;
+    const std::string name = path.filename().string();
+    if (std::filesystem::is_directory(path, ec)) {
+      if (depth < 4 && name != "__pycache__" && std::filesystem::is_regular_file(path / "__init__.py", ec))
+        python_beside(path, rel / name, skip, depth + 1, out);
+    } else if (path.extension() == ".py" && !(depth == 0 && path.filename() == skip.filename()) &&
+               std::filesystem::is_regular_file(path, ec)) {
+      out.push_back((rel / name).generic_string());
+      out.push_back(slurp(path));
+    }
+  }
+}
+
+}  // namespace
+
 std::string Problem::reference_identity(ReferenceBackend backend) const {
   if (uses_builtin(backend)) return "built-in C++ (" + impl_->builtin + ")";
   const std::filesystem::path& file = *impl_->python;
@@ -321,8 +353,13 @@ std::string Problem::reference_identity(ReferenceBackend backend) const {
   if (!f) throw InputError(fmt::format("{} cannot be read; check its permissions", file.string()));
   const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
   const char* choice = std::getenv("TUNE_REFERENCE_BACKEND");
-  return fmt::format("{} xxh3:{} ({})", file.filename().string(), content_hash({text}),
-                     choice && *choice ? choice : "numpy or torch");
+  const std::string backend_name = choice && *choice ? choice : "numpy or torch";
+  // A helper module it imports decides its answer as much as its own bytes do.
+  std::vector<std::string> beside;
+  python_beside(file.parent_path(), {}, file, 0, beside);
+  if (beside.empty()) return fmt::format("{} xxh3:{} ({})", file.filename().string(), content_hash({text}), backend_name);
+  return fmt::format("{} xxh3:{} and {} .py file(s) beside it xxh3:{} ({})", file.filename().string(), content_hash({text}),
+                     beside.size() / 2, content_hash(beside), backend_name);
 }
 bool Problem::deterministic() const { return impl_->deterministic; }
 std::optional<std::filesystem::path> Problem::python_reference() const { return impl_->python; }

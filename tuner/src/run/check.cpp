@@ -3,6 +3,8 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -138,17 +140,31 @@ void refuse_unrun(int could_not_run_exit, const RunContext::Gate& ctx, const std
 // What the gate checks today must be what the results measured: --write refuses results whose
 // kernel sources (space, templates, problem file) changed since, as it would store today's
 // verdicts in an older record (issue 34 #20). Results of an earlier version record no hash.
+// The reference the output checks compare with is the record's too (reference.py and the modules
+// beside it, TUNE_REFERENCE, TUNE_REFERENCE_BACKEND): else --write stores verdicts of another one.
 void compare_sources(const CheckOptions& o, const RunRecord& run, const Space& space, const std::string& problem_spec,
                      const Log& log) {
+  const Problem& problem = find_problem(problem_spec);
   const std::string& recorded = run.context.source_hash;
-  const std::string now = sources_hash(space, find_problem(problem_spec));
-  if (recorded.empty() || recorded == now) return;
-  const std::string what =
-      fmt::format("the kernel sources of problem {} changed since {} was tuned (source hash {}, now {})", run.problem,
-                  o.results.string(), recorded, now);
+  const std::string now = sources_hash(space, problem);
+  if (!recorded.empty() && recorded != now) {
+    const std::string what =
+        fmt::format("the kernel sources of problem {} changed since {} was tuned (source hash {}, now {})", run.problem,
+                    o.results.string(), recorded, now);
+    if (o.write)
+      throw InputError(what + "; --write would store today's verdicts in that record: re-tune, or check without --write");
+    log("note: " + what + ": today's kernels are checked");
+  }
+  const std::string& tuned_with = run.context.reference_identity;
+  const std::string reference_now = problem.reference_identity(reference_backend_from_env());
+  if (tuned_with.empty() || tuned_with == reference_now) return;
+  const std::string what = fmt::format("{} was tuned against the reference {}, this check's is {}", o.results.string(),
+                                       tuned_with, reference_now);
   if (o.write)
-    throw InputError(what + "; --write would store today's verdicts in that record: re-tune, or check without --write");
-  log("note: " + what + ": today's kernels are checked");
+    throw InputError(what +
+                     "; --write would store verdicts of another reference in that record: re-tune, or check "
+                     "without --write (with the TUNE_REFERENCE and TUNE_REFERENCE_BACKEND the tune had)");
+  log("note: " + what + ": the outputs are checked against today's");
 }
 
 // What --write needs to gate a new winner in turn.
@@ -165,10 +181,15 @@ struct Regate {
 // gated one wins or none is left), and the header rewritten for the winner.
 void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::vector<GateVariant> gated, Regate g,
                     const Log& log) {
+  // The variants this check gated: each is gated once, as this check gates, whatever its tools (no
+  // compute-sanitizer installed leaves them empty; asking again looped for ever).
+  std::set<std::string> checked_now;
   auto merge = [&](const std::vector<GateVariant>& done) {
-    for (const auto& v : done)
+    for (const auto& v : done) {
+      checked_now.insert(v.record.name);
       for (auto& r : run.variants)
         if (r.name == v.record.name) r = v.record;
+    }
   };
   merge(gated);
   const auto before = run.winner;
@@ -177,7 +198,7 @@ void write_verdicts(const std::filesystem::path& results, RunRecord& run, std::v
   // them on its winner alone): a new winner is gated in turn, sanitizers and all.
   const auto gated_as_now = [&](const VariantRecord& v) {
     if (!v.gate) return false;
-    if (g.settings.mode == SanitizeMode::kOff) return true;
+    if (g.settings.mode == SanitizeMode::kOff || checked_now.contains(v.name)) return true;
     return std::ranges::all_of(kSanitizerTools, [&](const char* tool) {
       return std::ranges::find(v.gate->tools, std::string(tool)) != v.gate->tools.end();
     });

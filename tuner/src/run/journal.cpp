@@ -110,6 +110,20 @@ std::vector<Journal::Entry> Journal::read(const std::filesystem::path& path, con
   return out;
 }
 
+bool Journal::holds_nothing(const std::filesystem::path& path) {
+  if (!std::ifstream(path)) throw InputError(fmt::format("cannot read the journal {}", path.string()));
+  std::istringstream in(json_file::read_text(path));  // bounded in size
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    try {
+      (void)json_file::parse_line(line, fmt::format("{}: line {}", path.string(), number));
+      return false;
+    } catch (const Json::parse_error&) {}
+  }
+  return true;
+}
+
 Journal::Journal(Journal&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) { other.fd_ = -1; }
 
 Journal& Journal::operator=(Journal&& other) noexcept {

@@ -174,6 +174,12 @@ void Outputs::open_journal(RunRecord& run, const Pass* pass) {
   ctx.run_identity = identity;
   journaled_.assign(n, 0);
   halved_.assign(n, 0);
+  // One cut short as it was created holds nothing to resume: a fresh run, not a refusal that every
+  // resubmission of a sweep with --resume would meet again.
+  if (o_.resume && std::filesystem::exists(journal_path_) && Journal::holds_nothing(journal_path_)) {
+    log_(fmt::format("--resume: {} holds no record (cut short as it was created); removed", journal_path_.string()));
+    std::filesystem::remove(journal_path_);
+  }
   if (o_.resume && !std::filesystem::exists(journal_path_)) adopt_journal(run, identity);
   if (o_.resume && std::filesystem::exists(journal_path_)) {
     const std::size_t refused = take_journal(run, identity);

@@ -60,6 +60,9 @@ std::string run_difference(const RunRecord& a, const RunRecord& b) {
       {"NVRTC version", a.context.nvrtc_version, b.context.nvrtc_version},
       // The kernels themselves: a hand-edit or a re-run may keep the run key and change the sources.
       {"kernel sources (context.source_hash)", a.context.source_hash, b.context.source_hash},
+      // What each shard's parity compared with: reference.py (and the modules beside it) edited
+      // between two shards' jobs is another reference.
+      {"reference (context.reference_identity)", a.context.reference_identity, b.context.reference_identity},
       {"search", to_string(a.context.search), to_string(b.context.search)},
       {"budget", std::to_string(a.context.budget), std::to_string(b.context.budget)},
       {"device model", a.timed ? dev(a) : "", b.timed ? dev(b) : ""},

@@ -3,6 +3,7 @@
 #include "tune/export_nvrtc.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -95,9 +96,12 @@ Json variants_json(const RunRecord& run, const Space& space, const fs::path& fil
   return out;
 }
 
-Json record_json(const fs::path& file, const Problem& problem, const Space& space, bool all_variants) {
+// Its strict medians are of the sources it was tuned on: a build of today's ones says so (`note`).
+Json record_json(const fs::path& file, const Problem& problem, const Space& space, bool all_variants,
+                 const std::string& sources_now, const std::function<void(const std::string&)>& note) {
   RunRecord run = read_result(file);
   header_parts::check_whole_shape(run, file.string());
+  if (const std::string n = header_parts::changed_sources_note(run, file.string(), sources_now); note && !n.empty()) note(n);
   if (run.problem != problem.name())
     throw InputError(fmt::format("{}: results of problem {}, not {}; pass results of {} (or --problem {})", file.string(),
                                  run.problem, problem.name(), problem.name(), run.problem));
@@ -118,7 +122,8 @@ Json sources_json(const KernelSources& sources) {
 
 }  // namespace
 
-Json export_nvrtc(const std::vector<fs::path>& results, const std::string& problem_spec, bool all_variants) {
+Json export_nvrtc(const std::vector<fs::path>& results, const std::string& problem_spec, bool all_variants,
+                  const std::function<void(const std::string&)>& note) {
   if (results.empty() && problem_spec.empty())
     throw InputError(
         "tune export nvrtc: no results files and no --problem; pass results JSON files of one problem, or "
@@ -133,7 +138,8 @@ Json export_nvrtc(const std::vector<fs::path>& results, const std::string& probl
   std::stable_sort(files.begin(), files.end(),
                    [](const fs::path& a, const fs::path& b) { return shape_stem(a) < shape_stem(b); });
   Json records = Json::array();
-  for (const auto& f : files) records.push_back(record_json(f, problem, space, all_variants));
+  const std::string sources_now = sources_hash(space, problem);
+  for (const auto& f : files) records.push_back(record_json(f, problem, space, all_variants, sources_now, note));
 
   Json read = Json::array({absolute_path(problem.file())});
   for (const auto& f : sources->files) read.push_back(absolute_path(f));

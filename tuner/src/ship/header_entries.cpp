@@ -201,6 +201,15 @@ Portable portable_config(const std::vector<MergedEntry>& entries, const Space& s
 
 // Every entry binds the same dtype variables, which the header's Shape holds (a record older than
 // a variable reads with its default: read_problem_result).
+std::string changed_sources_note(const RunRecord& run, const std::string& file, const std::string& sources_now) {
+  const std::string& tuned = run.context.source_hash;
+  if (tuned.empty() || tuned == sources_now) return {};
+  return fmt::format(
+      "note: {} was tuned on other kernel sources (context.source_hash {}, now {}: the space, templates or problem "
+      "file changed since); its winner was timed and gated on those: re-tune to ship today's",
+      file, tuned, sources_now);
+}
+
 void check_dtype_variables(const std::vector<NamedResult>& out) {
   const auto names = [](const Shape& s) {
     std::vector<std::string> v;

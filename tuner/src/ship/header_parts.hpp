@@ -24,6 +24,10 @@ void check_record(const RunRecord& run, const std::string& file);
 // What is shipped is a whole shape's record, not one --shard of its variants (whose winner is its
 // part's): checked as each shipping command reads a file. Throws InputError "<file>: ...".
 void check_whole_shape(const RunRecord& run, const std::string& file);
+// A note for a record tuned on other kernel sources than the problem's now (context.source_hash:
+// the space, its templates, the problem file; `sources_now`, sources_hash), else "": what a header
+// or a build ships for it was timed and gated on those. A record of an earlier tune has no hash.
+std::string changed_sources_note(const RunRecord& run, const std::string& file, const std::string& sources_now);
 // A record's shape and a variant's configuration as the problem and its space take them now: the
 // shape's dimensions and constraints, the configuration's constraints at that shape on the record's
 // device. Throws InputError naming the file: shipping a kernel for a shape or configuration the
