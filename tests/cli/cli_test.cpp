@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "support/fixture_problem.hpp"
 #include "support/paths.hpp"
 #include "tune/compile.hpp"
 #include "tune/device.hpp"
@@ -1057,14 +1058,11 @@ TEST(Cli, AModelSearchTimesItsInitialDesignAndItsProposalsOnceEachAndTheBaseline
 // (exit 5, "the baseline violates ''").
 TEST(Cli, EveryStrategyTimesASpaceOfTheBaselineAlone) {
   const std::filesystem::path dir = std::filesystem::path(out_dir("baseline_alone")) / "affine";
-  std::filesystem::create_directories(dir.parent_path());
-  std::filesystem::copy(std::string(TUNE_FIXTURES) + "/problems/affine", dir,
-                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
-  auto doc = nlohmann::ordered_json::parse(std::ifstream(dir / "problem.json"));
-  doc["parameters"] = nlohmann::ordered_json::parse(R"([{"name": "block", "values": [64, 128]},
-                                                       {"name": "per_thread", "values": [1]}])");
-  doc["constraints"].push_back("block == 128");  // one valid configuration: the baseline
-  std::ofstream(dir / "problem.json") << doc.dump(1);
+  tune::test::copy_fixture_problem("affine", dir, [](nlohmann::ordered_json& doc) {
+    doc["parameters"] = nlohmann::ordered_json::parse(R"([{"name": "block", "values": [64, 128]},
+                                                         {"name": "per_thread", "values": [1]}])");
+    doc["constraints"].push_back("block == 128");  // one valid configuration: the baseline
+  });
   for (const std::string strategy : {"exhaustive", "halving", "model"}) {
     SCOPED_TRACE(strategy);
     const std::string out = out_dir("baseline_alone_" + strategy);

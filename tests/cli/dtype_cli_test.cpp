@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "support/fixture_problem.hpp"
 #include "tune/io.hpp"
 
 namespace {
@@ -50,15 +51,13 @@ TEST(DtypeCli, ADtypeGivenOrDefaultedNamesOneFileInTheProblemsOrder) {
   namespace fs = std::filesystem;
   const fs::path out = out_dir("dtype_order");
   const fs::path problem = out / "scatter_two";
-  fs::create_directories(problem);
-  fs::copy(fs::path(TUNE_FIXTURES) / "problems" / "scatter_given", problem, fs::copy_options::recursive);
-  auto json = nlohmann::ordered_json::parse(std::ifstream(problem / "problem.json"));
-  json["problem"] = "scatter_two";
-  json["dtypes"] = nlohmann::ordered_json::parse(
-      R"({"V": {"values": ["float32"], "default": "float32"}, "U": {"values": ["float32", "float16"], "default": "float32"}})");
-  for (auto& t : json["tensors"])
-    if (t["name"] == "x") t["dtype"] = "V";
-  std::ofstream(problem / "problem.json") << json.dump(1);
+  tune::test::copy_fixture_problem("scatter_given", problem, [](nlohmann::ordered_json& json) {
+    json["problem"] = "scatter_two";
+    json["dtypes"] = nlohmann::ordered_json::parse(
+        R"({"V": {"values": ["float32"], "default": "float32"}, "U": {"values": ["float32", "float16"], "default": "float32"}})");
+    for (auto& t : json["tensors"])
+      if (t["name"] == "x") t["dtype"] = "V";
+  });
   for (const std::string extra : {" --U float16", " --U float16 --V float32"}) {
     const Result r = run("--problem " + problem.string() + " --R 8" + extra + " --compile-only --out " + out.string() +
                          "/r --cache-dir " + out.string() + "/cache");
@@ -96,11 +95,9 @@ TEST(DtypeCli, AReferenceValueTheOutputDtypeCannotHoldIsRefusedInOneLine) {
   namespace fs = std::filesystem;
   const fs::path out = out_dir("dtype_unholdable");
   const fs::path problem = out / "scatter_given";
-  fs::create_directories(problem);
-  fs::copy(fs::path(TUNE_FIXTURES) / "problems" / "scatter_given", problem, fs::copy_options::recursive);
-  auto json = nlohmann::ordered_json::parse(std::ifstream(problem / "problem.json"));
-  json["dtypes"]["U"]["values"] = nlohmann::ordered_json::parse(R"(["float32", "float16", "int32", "bool"])");
-  std::ofstream(problem / "problem.json") << json.dump(1);
+  tune::test::copy_fixture_problem("scatter_given", problem, [](nlohmann::ordered_json& json) {
+    json["dtypes"]["U"]["values"] = nlohmann::ordered_json::parse(R"(["float32", "float16", "int32", "bool"])");
+  });
   const struct {
     std::string dtype, value, needle;
   } cases[] = {

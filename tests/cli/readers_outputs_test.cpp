@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "support/fixture_problem.hpp"
 
 namespace {
 
@@ -201,11 +202,7 @@ TEST(Outputs, ExportNamesThatCannotBeImportedOrThatClashAreRefused) {
   std::string results;
   for (const std::string name : {"a-b", "a_b"}) {
     const auto folder = dir / "problems" / name;
-    fs::create_directories(folder.parent_path());
-    fs::copy(fs::path(TUNE_FIXTURES) / "problems" / "affine", folder, fs::copy_options::recursive);
-    Json j = Json::parse(std::ifstream(folder / "problem.json"));
-    j["problem"] = name;
-    std::ofstream(folder / "problem.json") << j.dump(1);
+    tune::test::copy_fixture_problem("affine", folder, [&name](nlohmann::ordered_json& j) { j["problem"] = name; });
     const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + folder.string() +
                                                         " --R 8 --budget 1 --sanitize off --no-cache --out " +
                                                         (dir / "results").string());

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/fixture_problem.hpp"
 #include "support/test_dir.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -248,13 +249,9 @@ TEST(MergedHeader, ADtypeVariableWithoutADefaultLeftOutSelectsNothing) {
   if (!dtype_problems_load()) GTEST_SKIP() << "problem.json \"dtypes\" does not load yet (issue 35's data path)";
   const auto dir = test_dir("header_merge_test");
   const auto problems = dir / "problems";
-  std::filesystem::remove_all(problems);
-  std::filesystem::create_directories(problems);
-  std::filesystem::copy(std::filesystem::path(TUNE_FIXTURES) / "problems/affine_typed", problems / "affine_typed",
-                        std::filesystem::copy_options::recursive);
-  auto doc = nlohmann::ordered_json::parse(std::ifstream(problems / "affine_typed/problem.json"));
-  doc["dtypes"]["T"] = {{"values", {"float16", "float32", "bfloat16"}}};
-  std::ofstream(problems / "affine_typed/problem.json") << doc.dump(1);
+  test::copy_fixture_problem("affine_typed", problems / "affine_typed", [](nlohmann::ordered_json& doc) {
+    doc["dtypes"]["T"] = {{"values", {"float16", "float32", "bfloat16"}}};
+  });
   set_problem_path({problems});
   write_merged(dir, "affine_typed");
   set_problem_path({});
