@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "tune/errors.hpp"
 #include "tune/space.hpp"
 
 namespace {
@@ -208,6 +209,53 @@ TEST(DeviceLimits, FakeDevicesOfOtherLimitsTuneLowerAndShipTheirOwnVariants) {
       run(fmt::format("header {}/stale.json --allow-synthetic -o {}/stale.hpp", dir.string(), dir.string()));
   EXPECT_EQ(refused.code, 2) << refused.output;
   expect_error_output(refused, "re-tune with this tune");
+}
+
+// A problem of a when-skipped launch and a shape-dependent scratch buffer (two_pass: one launch where
+// one block covers a row, else partials into scratch and a reduce): geometry() at shapes nobody tuned
+// gives tune's lowering, the launches' buffers and the scratch buffers' sizes at that shape, and
+// refuses where tune refuses (a partials size M * N / chunk that is not a whole number). It gave
+// neither buffers nor sizes, and took that configuration as valid.
+TEST(DeviceLimits, HeaderGeometryGivesTheScratchBuffersAndRefusesAsTuneLowers) {
+  const std::filesystem::path out = out_dir("geometry_scratch");
+  const std::string problem = std::string(TUNE_FIXTURES) + "/problems/two_pass";
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + problem + " --M 8 --N 4096 --sanitize off --out " +
+                                                      out.string() + " --cache-dir " + out.string() + "/cache");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Result h = run(fmt::format("header {}/fake-gpu/two_pass/M8_N4096.json --allow-synthetic -o {}/tuned.hpp",
+                                   out.string(), out.string()));
+  ASSERT_EQ(h.code, 0) << h.output;
+  const tune::Space space = tune::Space::load(problem + "/problem.json", {});
+  const tune::DeviceLimits limits = tune::DeviceLimits::for_arch(90);
+  std::string src =
+      "#include <cstdio>\n#include \"tuned.hpp\"\nnamespace t = tune_tuned::two_pass;\n"
+      "void print(const t::Geometry& g) {\n  if (!g.ok) { std::printf(\"refused\\n\"); return; }\n"
+      "  for (int i = 0; i < g.launch_count; ++i) {\n    std::printf(\"%s(\", g.launches[i].kernel);\n"
+      "    for (int a = 0; a < g.launches[i].arg_count; ++a) std::printf(\" %s\", g.launches[i].args[a]);\n"
+      "    std::printf(\" ) \");\n  }\n"
+      "  for (int b = 0; b < g.scratch_count; ++b) std::printf(\"%s=%lld \", g.scratch[b].name, "
+      "g.scratch[b].elements);\n  std::printf(\"\\n\");\n}\nint main() {\n";
+  std::vector<std::string> want;
+  for (const long long n : {4096LL, 2048LL, 1000LL, 256LL})
+    for (const tune::Config& c : space.enumerate(tune::Shape({{"M", 8}, {"N", 4096}}), limits).configs) {
+      src += fmt::format("  print(t::geometry(t::Shape{{8, {}}}, t::Params{{{}, {}}}, t::limits_for_arch(90)));\n", n,
+                         space.numeric(c, "block"), space.numeric(c, "chunk"));
+      std::string line;
+      try {
+        const tune::Lowered low = space.lower(c, tune::Shape({{"M", 8}, {"N", n}}), limits);
+        for (const auto& k : low.launches) line += fmt::format("{}( {} ) ", k.kernel, fmt::join(k.args, " "));
+        for (const auto& b : low.scratch) line += fmt::format("{}={} ", b.name, b.elements());
+      } catch (const tune::ConfigError&) {
+        line = "refused";
+      }
+      want.push_back(line);
+    }
+  src += "}\n";
+  EXPECT_EQ(compile_and_run(out, src), want);
+  // Not vacuous: one- and two-pass configurations, and ones refused.
+  EXPECT_NE(std::count(want.begin(), want.end(), "refused"), 0);
+  EXPECT_NE(std::count(want.begin(), want.end(), "direct_kernel( x out ) "), 0);
+  EXPECT_NE(std::count(want.begin(), want.end(), "partial_kernel( x partial ) reduce_kernel( partial out ) partial=32 "), 0);
 }
 
 TEST(DeviceLimits, AMalformedFakeDeviceHookIsRefusedInOneLine) {

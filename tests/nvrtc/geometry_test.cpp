@@ -174,8 +174,9 @@ std::string launch_text(const KernelLaunch& launch, const Shape& shape) {
     out.push_back(arg);
     at = comma + 1;
   }
-  return fmt::format("{}<{}> {},{},{} {},{},{} {}", launch.kernel, fmt::join(out, ","), launch.grid[0], launch.grid[1],
-                     launch.grid[2], launch.block[0], launch.block[1], launch.block[2], launch.dynamic_smem);
+  return fmt::format("{}<{}> {},{},{} {},{},{} {} ({})", launch.kernel, fmt::join(out, ","), launch.grid[0], launch.grid[1],
+                     launch.grid[2], launch.block[0], launch.block[1], launch.block[2], launch.dynamic_smem,
+                     fmt::join(launch.args, ","));
 }
 
 // The header's initializer of a shape: its dims, then its dtype variables (t::DType::bfloat16).
@@ -229,6 +230,7 @@ void expect_geometry_matches_lowering(const std::string& problem) {
           const Lowered low = space.lower(config, shape, l);
           want = "ok";
           for (const auto& launch : low.launches) want += " " + launch_text(launch, shape);
+          for (const auto& b : low.scratch) want += fmt::format(" {}={}", b.name, b.elements());
           ++valid;
           for (const auto& [name, dtype] : shape.dtypes()) ++valid_by_dtype[name + "=" + std::string(dtype_name(dtype))];
         } catch (const ConfigError&) {}
@@ -245,7 +247,7 @@ void expect_geometry_matches_lowering(const std::string& problem) {
   std::string src = "#include <cstdio>\n#include \"tuned.hpp\"\nnamespace t = " + ns + ";\n";
   src += "struct Case {\n  t::Shape shape;\n  t::Params params;\n  t::Limits limits;\n};\nconst Case kCases[] = {\n" +
          cases + "};\n";
-  src += R"(int main() {
+  src += R"SRC(int main() {
   for (const Case& c : kCases) {
     const t::Geometry g = t::geometry(c.shape, c.params, c.limits);
     if (!g.ok) {
@@ -257,13 +259,16 @@ void expect_geometry_matches_lowering(const std::string& problem) {
       const t::LaunchGeometry& l = g.launches[i];
       std::printf(" %s<", l.kernel);
       for (int a = 0; a < l.template_arg_count; ++a) std::printf(a ? ",%lld" : "%lld", l.template_args[a]);
-      std::printf("> %u,%u,%u %u,%u,%u %u", l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
+      std::printf("> %u,%u,%u %u,%u,%u %u (", l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],
                   l.dynamic_smem_bytes);
+      for (int a = 0; a < l.arg_count; ++a) std::printf(a ? ",%s" : "%s", l.args[a]);
+      std::printf(")");
     }
+    for (int b = 0; b < g.scratch_count; ++b) std::printf(" %s=%lld", g.scratch[b].name, g.scratch[b].elements);
     std::printf("\n");
   }
 }
-)";
+)SRC";
   std::istringstream got(compile_and_run(dir, src, dir.string())), want(expected);
   std::string g, w;
   for (int i = 0; i < count; ++i) {

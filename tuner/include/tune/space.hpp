@@ -88,12 +88,17 @@ struct SpaceExpressions {
     std::vector<std::string> template_args;  // names of dims, parameters or derived values
     std::vector<std::string> grid, block;    // three expressions each
     std::string dynamic_smem;
+    std::vector<std::string> args;  // buffer names: tensors, out, scratch
+  };
+  struct ScratchText {
+    std::string name, elements, when;
   };
   std::vector<std::string> dims;
   std::vector<Named> derived;               // in evaluation order
   std::vector<Named> shape_rules;           // name: the message a failing rule gives
   std::vector<std::string> constraints;     // in file order
   std::vector<LaunchText> launches;         // in file order
+  std::vector<ScratchText> scratch;         // in file order
   std::map<std::string, double> constants;  // the string values of parameters: their index
 };
 

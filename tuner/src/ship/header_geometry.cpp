@@ -26,7 +26,7 @@ std::string double_literal(double v) {
 
 // The header's fixed part before geometry()'s body: the expression prelude, Limits and
 // limits_for_arch, the launch and geometry records, detail:: helpers and geometry()'s signature.
-std::string geometry_prelude(std::size_t max_args, std::size_t launches) {
+std::string geometry_prelude(const SpaceExpressions& e, std::size_t max_args) {
   const DeviceLimits sm80 = DeviceLimits::for_arch(80), sm90 = DeviceLimits::for_arch(90),
                      older = DeviceLimits::for_arch(70);
   std::string h;
@@ -43,17 +43,26 @@ std::string geometry_prelude(std::size_t max_args, std::size_t launches) {
       "                    : (arch >= 80 ? Limits{{{}, {}, {}, arch}} : Limits{{{}, {}, {}, arch}});\n}}\n\n",
       sm90.max_threads_per_block, sm90.max_smem_per_block, sm90.sm_count, sm80.max_threads_per_block,
       sm80.max_smem_per_block, sm80.sm_count, older.max_threads_per_block, older.max_smem_per_block, older.sm_count);
-  h += fmt::format("inline constexpr int kMaxTemplateArgs = {};\ninline constexpr int kMaxGeometryLaunches = {};\n\n",
-                   max_args, launches);
+  std::size_t max_buffers = 1;
+  for (const auto& l : e.launches) max_buffers = std::max(max_buffers, l.args.size());
+  h += fmt::format(
+      "inline constexpr int kMaxTemplateArgs = {};\ninline constexpr int kMaxGeometryLaunches = {};\n"
+      "inline constexpr int kMaxGeometryArgs = {};\ninline constexpr int kMaxGeometryScratch = {};\n\n",
+      max_args, e.launches.size(), max_buffers, std::max<std::size_t>(1, e.scratch.size()));
   h += "// One launch of a configuration at a shape: the kernel, its template arguments (the name\n"
-       "// expression is kernel<args...>), grid, block and dynamic shared memory.\n"
+       "// expression is kernel<args...>), grid, block, dynamic shared memory and the buffers it takes by\n"
+       "// name (the problem's tensors, \"out\", the scratch buffers of Geometry::scratch).\n"
        "struct LaunchGeometry {\n  const char* kernel;\n  int template_arg_count;\n"
        "  long long template_args[kMaxTemplateArgs];\n  unsigned grid[3];\n  unsigned block[3];\n"
-       "  unsigned dynamic_smem_bytes;\n};\n\n";
+       "  unsigned dynamic_smem_bytes;\n  int arg_count;\n  const char* args[kMaxGeometryArgs];\n};\n\n";
+  h += "// A scratch buffer of a configuration at a shape: float32 elements, allocated when its `when` holds.\n"
+       "struct ScratchGeometry {\n  const char* name;\n  long long elements;\n};\n\n";
   h += "// ok: the configuration is valid at the shape (every shape rule and constraint holds, every\n"
-       "// launch lowers); else why names the first failure.\n"
+       "// launch and scratch buffer lowers); else why names the first failure. The scratch buffers are\n"
+       "// those at this shape, which may differ from an entry's Variant::buffers, recorded at its own.\n"
        "struct Geometry {\n  bool ok;\n  const char* why;\n  int launch_count;\n"
-       "  LaunchGeometry launches[kMaxGeometryLaunches];\n};\n\n";
+       "  LaunchGeometry launches[kMaxGeometryLaunches];\n  int scratch_count;\n"
+       "  ScratchGeometry scratch[kMaxGeometryScratch];\n};\n\n";
   h +=
       "namespace detail {\n"
       "// A rule holds when it is neither zero nor NaN (as tune checks constraints).\n"
@@ -71,13 +80,19 @@ using ToCpp = std::function<std::string(const std::string& text, const std::stri
 
 // geometry()'s lines for one launch `l`: when it applies, its kernel, template arguments, grid,
 // block and dynamic shared memory, each checked to be a whole number in range.
-std::string launch_code(const SpaceExpressions::LaunchText& l, const std::map<std::string, std::string>& locals,
-                        const ToCpp& cpp) {
+std::string launch_code(const SpaceExpressions::LaunchText& l, std::size_t index,
+                        const std::map<std::string, std::string>& locals, const ToCpp& cpp) {
   std::string h;
-  h += fmt::format("  if (detail::holds({})) {{\n", cpp(l.when, "launch " + l.kernel + " 'when'"));
+  // ran_<index>: whether it applies, for the scratch buffers' check after them.
+  h += fmt::format("  const bool ran_{} = detail::holds({});\n  static_cast<void>(ran_{});\n  if (ran_{}) {{\n", index,
+                   cpp(l.when, "launch " + l.kernel + " 'when'"), index, index);
   h += "    LaunchGeometry& x = g.launches[g.launch_count++];\n";
   h += fmt::format("    x.kernel = {};\n    x.template_arg_count = {};\n", header_text::c_string(l.kernel),
                    l.template_args.size());
+  std::vector<std::string> args;
+  for (const auto& a : l.args) args.push_back(header_text::c_string(a));
+  h += fmt::format("    x.arg_count = {};\n", l.args.size());
+  for (std::size_t a = 0; a < args.size(); ++a) h += fmt::format("    x.args[{}] = {};\n", a, args[a]);
   for (std::size_t a = 0; a < l.template_args.size(); ++a) {
     const std::string& v = locals.at(l.template_args[a]);
     h += fmt::format("    if (!detail::whole({}, -2147483648.0, 2147483647.0)) return detail::refuse(g, {});\n", v,
@@ -97,6 +112,34 @@ std::string launch_code(const SpaceExpressions::LaunchText& l, const std::map<st
   for (std::size_t i = 0; i < 3; ++i) dim(fmt::format("block[{}]", i), l.block.at(i), fmt::format("block[{}]", i), 1024.0);
   dim("dynamic_smem_bytes", l.dynamic_smem, "dynamic_smem", 2147483647.0);
   h += "  }\n";
+  return h;
+}
+
+// geometry()'s lines for the scratch buffers, after the launches, as Space::lower checks them: each
+// whose `when` holds is a whole number of elements in [0, 2^40], and a launch that runs takes no
+// buffer absent at this configuration.
+std::string scratch_code(const SpaceExpressions& e, const ToCpp& cpp) {
+  std::string h;
+  for (std::size_t b = 0; b < e.scratch.size(); ++b) {
+    const auto& s = e.scratch[b];
+    h += fmt::format("  const bool has_{} = detail::holds({});\n  static_cast<void>(has_{});\n  if (has_{}) {{\n", b,
+                     cpp(s.when, "scratch " + s.name + " 'when'"), b, b);
+    h += fmt::format("    const double d = {};\n", cpp(s.elements, "scratch " + s.name + " elements"));
+    h += fmt::format("    if (!detail::whole(d, 0.0, {})) return detail::refuse(g, {});\n",
+                     double_literal(static_cast<double>(std::int64_t{1} << 40)),
+                     header_text::c_string(fmt::format("scratch {}: elements is out of range", s.name)));
+    h += fmt::format("    g.scratch[g.scratch_count++] = ScratchGeometry{{{}, static_cast<long long>(d)}};\n  }}\n",
+                     header_text::c_string(s.name));
+  }
+  h += "  if (g.launch_count == 0) return detail::refuse(g, \"no launch applies to this configuration\");\n";
+  for (std::size_t l = 0; l < e.launches.size(); ++l)
+    for (const auto& a : e.launches[l].args)
+      for (std::size_t b = 0; b < e.scratch.size(); ++b)
+        if (e.scratch[b].name == a)
+          h += fmt::format("  if (ran_{} && !has_{}) return detail::refuse(g, {});\n", l, b,
+                           header_text::c_string(fmt::format("launch {}: scratch buffer {} is absent (its when does not "
+                                                             "hold)",
+                                                             e.launches[l].kernel, a)));
   return h;
 }
 
@@ -160,7 +203,7 @@ std::string geometry_code(const Space& space, const std::vector<DTypeVariable>& 
 
   std::size_t max_args = 1;
   for (const auto& l : e.launches) max_args = std::max(max_args, l.template_args.size());
-  std::string h = geometry_prelude(max_args, e.launches.size());
+  std::string h = geometry_prelude(e, max_args);
   const auto is_dtype = [&](const std::string& d) {
     return std::find(dtype_variables.begin(), dtype_variables.end(), d) != dtype_variables.end();
   };
@@ -194,8 +237,8 @@ std::string geometry_code(const Space& space, const std::vector<DTypeVariable>& 
   for (const auto& c : e.constraints)
     h += fmt::format("  if (!detail::holds({})) return detail::refuse(g, {});\n", cpp(c, "constraint"),
                      header_text::c_string("constraint: " + c));
-  for (const auto& l : e.launches) h += launch_code(l, locals, cpp);
-  h += "  if (g.launch_count == 0) return detail::refuse(g, \"no launch applies to this configuration\");\n";
+  for (std::size_t l = 0; l < e.launches.size(); ++l) h += launch_code(e.launches[l], l, locals, cpp);
+  h += scratch_code(e, cpp);
   h += "  g.ok = true;\n  return g;\n}\n\n";
   return h;
 }

@@ -254,13 +254,14 @@ SpaceExpressions Space::expressions() const {
   for (const ShapeRule& r : s.shape_rules) e.shape_rules.push_back({r.message, r.expr.text()});
   for (const auto& c : s.constraints) e.constraints.push_back(c.text());
   for (const Launch& l : s.launches) {
-    SpaceExpressions::LaunchText t{l.kernel, l.when.text(), l.template_args, {}, {}, l.dynamic_smem.text()};
+    SpaceExpressions::LaunchText t{l.kernel, l.when.text(), l.template_args, {}, {}, l.dynamic_smem.text(), l.args};
     for (const auto& g : l.grid) t.grid.push_back(g.text());
     for (const auto& b : l.block) t.block.push_back(b.text());
     t.grid.resize(3, "1");  // as lower() leaves the dimensions a launch does not name
     t.block.resize(3, "1");
     e.launches.push_back(std::move(t));
   }
+  for (const Scratch& b : s.scratch) e.scratch.push_back({b.name, b.elements.text(), b.when.text()});
   e.constants = s.table.constants();
   return e;
 }
