@@ -106,6 +106,28 @@ TEST(Space, ALaunchTakingAScratchBufferAbsentFromTheConfigurationIsRefused) {
   }
 }
 
+// A grid, a scratch size or a template argument that one configuration gets wrong names that
+// configuration and the shape, and says what to do (adversarial round 6: the line gave the expression
+// alone, and a user of a space of thousands had no way to find the configuration).
+TEST(Space, ALoweringErrorNamesTheConfigurationTheShapeAndTheFix) {
+  Json j = small_space();
+  j["scratch"][0]["elements"] = "B * N / 3";
+  const Space s = Space::parse(j, "toy.json");
+  const Config warp = s.from_json(Json{{"strategy", "warp"}, {"block", 64}, {"smem", false}});
+  try {
+    (void)s.lower(warp, shape(2, 8), DeviceLimits::for_arch(90));
+    ADD_FAILURE() << "lowered";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("scratch 'tmp' elements 'B * N / 3' gives 5.33"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("make it a whole number (cdiv, floor) or constrain the shape or the parameters "
+                                         "(configuration " +
+                                         s.name(warp) + " at B=2 N=8)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW((void)s.lower(warp, shape(3, 8), DeviceLimits::for_arch(90))) << "24 / 3 is whole";
+}
+
 TEST(Space, ConfigJsonRoundTripsAndRejectsUnknownValues) {
   const Space s = Space::parse(small_space(), "toy.json");
   const Config c = s.baseline();

@@ -193,7 +193,21 @@ std::string Space::violated_constraint(const Config& config, const Shape& shape,
 
 Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimits& limits) const {
   std::lock_guard lock(impl_->mutex);
-  const Impl& s = *impl_;
+  const std::string config_name = name(config);
+  try {
+    return impl_->lower(config, shape, limits, config_name);
+  } catch (const ConfigError& e) {
+    // A grid, a scratch size or a template argument that one configuration gets wrong: the line says
+    // which, or the user has only the expression to go on.
+    const std::string what = e.what();
+    if (what.find("configuration " + config_name) != std::string::npos) throw;
+    throw ConfigError(fmt::format("{} (configuration {} at {})", what, config_name, shape.describe()));
+  }
+}
+
+Lowered Space::Impl::lower(const Config& config, const Shape& shape, const DeviceLimits& limits,
+                           const std::string& config_name) const {
+  const Impl& s = *this;
   s.bind(config, shape, limits);
   Lowered out;
   out.template_name = s.sources ? s.sources->main_name : s.template_name;
@@ -230,7 +244,7 @@ Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimit
                       b.name, b.elements.text(), n));
     out.scratch.push_back({b.name, {n}});
   }
-  if (out.launches.empty()) s.fail("no launch applies to configuration " + name(config));
+  if (out.launches.empty()) s.fail("no launch applies to configuration " + config_name);
   // A launch that passes a scratch buffer absent from this configuration (its `when` false) would
   // launch with no buffer there.
   for (const KernelLaunch& k : out.launches)
@@ -242,7 +256,7 @@ Lowered Space::lower(const Config& config, const Shape& shape, const DeviceLimit
               fmt::format("launch '{}' takes scratch buffer '{}', whose when '{}' does not hold for configuration {}; "
                           "give the launch a when that implies it, or the scratch buffer one that holds wherever "
                           "the launch runs",
-                          k.kernel, a, b.when.text(), name(config)));
+                          k.kernel, a, b.when.text(), config_name));
   return out;
 }
 

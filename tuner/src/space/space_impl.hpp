@@ -122,6 +122,9 @@ struct Space::Impl {
     for (const space_file::Derived& d : derived) table.set(d.slot, d.expr.eval());
   }
 
+  // Space::lower's work, the mutex held; config_name: the configuration's name, for the messages.
+  Lowered lower(const Config& config, const Shape& shape, const DeviceLimits& limits, const std::string& config_name) const;
+
   std::string first_violation(const Config& config, const Shape& shape, const DeviceLimits& limits) const {
     bind(config, shape, limits);
     for (const auto& c : constraints) {
@@ -134,7 +137,10 @@ struct Space::Impl {
   std::int64_t integer(const space::Expression& e, const std::string& where) const {
     const double v = e.eval();
     if (!std::isfinite(v) || v < 0 || v != std::floor(v) || v > 9.0e18)
-      fail(fmt::format("{} '{}' gives {}, not a non-negative integer", where, e.text(), v));
+      fail(
+          fmt::format("{} '{}' gives {}, not a non-negative integer; make it a whole number (cdiv, floor) or "
+                      "constrain the shape or the parameters",
+                      where, e.text(), v));
     return static_cast<std::int64_t>(v);
   }
 
