@@ -199,8 +199,6 @@ Portable portable_config(const std::vector<MergedEntry>& entries, const Space& s
   return out;
 }
 
-// Every entry binds the same dtype variables, which the header's Shape holds (a record older than
-// a variable reads with its default: read_problem_result).
 std::string changed_sources_note(const RunRecord& run, const std::string& file, const std::string& sources_now) {
   const std::string& tuned = run.context.source_hash;
   if (tuned.empty() || tuned == sources_now) return {};
@@ -210,6 +208,8 @@ std::string changed_sources_note(const RunRecord& run, const std::string& file, 
       file, tuned, sources_now);
 }
 
+// Every entry binds the same dtype variables, which the header's Shape holds (a record older than
+// a variable reads with its default: read_problem_result).
 void check_dtype_variables(const std::vector<NamedResult>& out) {
   const auto names = [](const Shape& s) {
     std::vector<std::string> v;
