@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,40 @@ TEST(DtypeCli, ACommaListSweepsTheDtypeOneFilePerDtype) {
 // A shape's dtype variables are in the problem's order whichever the command line gave first: one
 // shape, one results file (adversarial round 4: `--U float16` and `--U float16 --V float32`, V's
 // default, wrote two files of one shape, which tune header then refused as two problem definitions).
+// A kernel that takes a tensor of dtype T as float* (the parameter left at float32 when T was added)
+// compiles in every dtype, and on a GPU every bfloat16 variant would fail parity with nothing saying
+// why: the run says which parameter, once, as soon as a variant compiles (adversarial round 6).
+TEST(DtypeCli, AKernelParameterOfAnotherFloatingTypeThanItsTensorIsSaid) {
+  namespace fs = std::filesystem;
+  const fs::path out = out_dir("dtype_parameter_type");
+  const fs::path problem = out / "affine_typed";
+  tune::test::copy_fixture_problem("affine_typed", problem, [](nlohmann::ordered_json&) {});
+  std::string kernel;
+  {
+    std::ifstream in(problem / "kernel.cuh");
+    kernel.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::string typed = "affine_kernel(const T* __restrict__ x";
+  ASSERT_NE(kernel.find(typed), std::string::npos);
+  kernel.replace(kernel.find(typed), typed.size(), "affine_kernel(const float* __restrict__ x");
+  std::ofstream(problem / "kernel.cuh") << kernel;
+  const Result r = run("--problem " + problem.string() + " --R 8 --T float32,bfloat16 --budget 2 --compile-only --out " +
+                       out.string() + "/r --cache-dir " + out.string() + "/cache");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string note =
+      "note: affine_kernel parameter 1 ('x'): a float const* parameter reads a bfloat16 tensor as float32 numbers";
+  const auto at = r.output.find(note);
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(note, at + 1), std::string::npos) << "said once\n" << r.output;
+  EXPECT_EQ(r.output.find("parameter 4"), std::string::npos) << "out is T* in every dtype\n" << r.output;
+  // The fixture as it is says nothing.
+  const Result clean = run("--problem " + (fs::path(TUNE_FIXTURES) / "problems/affine_typed").string() +
+                           " --R 8 --T float32,bfloat16 --budget 2 --compile-only --out " + out.string() +
+                           "/c --cache-dir " + out.string() + "/cache");
+  ASSERT_EQ(clean.code, 0) << clean.output;
+  EXPECT_EQ(clean.output.find("note: affine_kernel parameter"), std::string::npos) << clean.output;
+}
+
 TEST(DtypeCli, ADtypeGivenOrDefaultedNamesOneFileInTheProblemsOrder) {
   namespace fs = std::filesystem;
   const fs::path out = out_dir("dtype_order");

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compile/kernel_params.hpp"
 #include "tune/dtype.hpp"
 
 namespace tune {
@@ -77,6 +78,29 @@ TEST(DType, IntegersTruncateAndBoolIsNonZero) {
   EXPECT_EQ(decode_all(DType::kInt64, bytes), (std::vector<double>{1, -2, 1 << 30}));
   EXPECT_EQ(dtype_size(DType::kBool), 1u);
   EXPECT_EQ(dtype_cuda_type(DType::kBFloat16), "__nv_bfloat16");
+}
+
+// A kernel parameter's type against the tensor it is passed (compile/kernel_params.hpp): only a
+// floating pointee of another precision is flagged; raw access (integers, char, void) and vector
+// types of the tensor's own precision are not.
+TEST(DType, AKernelParameterOfAnotherFloatingTypeIsFlaggedRawAccessIsNot) {
+  // void affine_kernel<64, 64, 128, 1>(float const*, __nv_bfloat16*), as NVRTC lowers it.
+  const auto types = kernel_parameter_types("_Z13affine_kernelILi64ELi64ELi128ELi1EEvPKfP13__nv_bfloat16");
+  ASSERT_EQ(types, (std::vector<std::string>{"float const*", "__nv_bfloat16*"}));
+  EXPECT_TRUE(kernel_parameter_types("not a mangled name").empty());
+  EXPECT_EQ(parameter_mismatch("float const*", DType::kBFloat16),
+            "a float const* parameter reads a bfloat16 tensor as float32 numbers");
+  EXPECT_NE(parameter_mismatch("double*", DType::kInt32), "");
+  EXPECT_NE(parameter_mismatch("__half2 const*", DType::kBFloat16), "");
+  for (const auto& [type, dtype] : std::vector<std::pair<std::string, DType>>{{"float4 const*", DType::kFloat32},
+                                                                              {"__half2*", DType::kFloat16},
+                                                                              {"__nv_bfloat162 const*", DType::kBFloat16},
+                                                                              {"unsigned short const*", DType::kBFloat16},
+                                                                              {"void*", DType::kFloat16},
+                                                                              {"int const*", DType::kFloat32},
+                                                                              {"float**", DType::kBFloat16},
+                                                                              {"float", DType::kBFloat16}})
+    EXPECT_EQ(parameter_mismatch(type, dtype), "") << type;
 }
 
 }  // namespace

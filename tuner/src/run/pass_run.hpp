@@ -6,6 +6,7 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -384,6 +385,9 @@ struct PassRun {
   CompileFeed feed;
   // search
   SearchTally tally;
+  // note_parameter_types: each tensor's dtype by the names launches pass it by, the notes given
+  std::map<std::string, DType> tensor_dtypes;
+  std::set<std::string> type_notes;
 
   PassRun(const RunPlan& run_plan, const TuneOptions& options, Pass* p, SearchStrategy& s, std::optional<IsolatedRunner>& g)
       : o(options),
@@ -466,6 +470,10 @@ struct PassRun {
   void measure(std::size_t i);
 
   void measure_floor();
+
+  // A compiled variant whose kernel takes a tensor as another floating type (float* for a bfloat16
+  // tensor): said once a kernel, parameter and type, before a GPU calls every such variant incorrect.
+  void note_parameter_types(std::size_t i);
 
   // Elapsed time and the search's remaining time at this run's pace so far (resumed records took
   // none of it); on a terminal the name is cut to fit the line (TuneOptions::line_width).

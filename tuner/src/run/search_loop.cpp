@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compile/kernel_params.hpp"
 #include "run/run_common.hpp"
 #include "search/progress_log.hpp"
 #include "search/strategy.hpp"
@@ -100,7 +101,7 @@ void PassRun::measure(std::size_t i) {
     rec.status = Status::kCompileFailed;
     rec.reason = "NVRTC rejected the variant";
     rec.log_excerpt = excerpt(cr.log);
-  } else if (!run.timed) {
+  } else if (note_parameter_types(i); !run.timed) {
     rec.status = Status::kCompiled;
   } else if (!o.keep_spills && !rec.baseline && rec.spill_bytes() > 0) {
     rec.status = Status::kSkipped;
@@ -121,6 +122,32 @@ void PassRun::measure(std::size_t i) {
     }
   }
   if (rec.spill_bytes() > 0 && rec.reason.empty()) rec.reason = fmt::format("spills {} bytes", rec.spill_bytes());
+}
+
+void PassRun::note_parameter_types(std::size_t i) {
+  if (tensor_dtypes.empty()) {
+    std::vector<TensorSpec> specs = problem.param_specs(shape);
+    for (auto& t : problem.input_specs(shape)) specs.push_back(std::move(t));
+    const TensorSpec out = problem.output_spec(shape);
+    for (const auto& t : specs) tensor_dtypes[t.name] = t.dtype;
+    tensor_dtypes[out.name] = tensor_dtypes["out"] = out.dtype;
+  }
+  const CompileResult& cr = feed.result(i);
+  for (std::size_t k = 0; k < lowered[i].launches.size() && k < cr.lowered_names.size(); ++k) {
+    const KernelLaunch& launch = lowered[i].launches[k];
+    const std::vector<std::string> types = kernel_parameter_types(cr.lowered_names[k]);
+    for (std::size_t a = 0; a < types.size() && a < launch.args.size(); ++a) {
+      const auto it = tensor_dtypes.find(launch.args[a]);  // a scratch buffer is raw memory: not checked
+      if (it == tensor_dtypes.end()) continue;
+      if (const std::string why = parameter_mismatch(types[a], it->second); !why.empty()) {
+        const std::string line = fmt::format(
+            "note: {} parameter {} ('{}'): {}; give the parameter the tensor's type (docs/problem-format.md, Dtypes), "
+            "or every variant fails parity on a GPU",
+            launch.kernel, a + 1, launch.args[a], why);
+        if (type_notes.insert(line).second) log(line);
+      }
+    }
+  }
 }
 
 void PassRun::measure_floor() {
