@@ -14,8 +14,9 @@ namespace tune {
 
 std::vector<std::string> kernel_parameter_types(const std::string& lowered_name) {
   int status = 0;
-  const std::unique_ptr<char, decltype(&std::free)> text(
-      abi::__cxa_demangle(lowered_name.c_str(), nullptr, nullptr, &status), &std::free);
+  const std::unique_ptr<char, decltype(&std::free)> text(abi::__cxa_demangle(lowered_name.c_str(), nullptr, nullptr,
+                                                                             &status),
+                                                         &std::free);
   if (status != 0 || !text) return {};
   // "void k<64, (bool)1>(float const*, __half*)": the parameter list is the last top-level (...).
   const std::string s(text.get());
