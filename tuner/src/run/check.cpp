@@ -144,27 +144,28 @@ void refuse_unrun(int could_not_run_exit, const RunContext::Gate& ctx, const std
 // beside it, TUNE_REFERENCE, TUNE_REFERENCE_BACKEND): else --write stores verdicts of another one.
 void compare_sources(const CheckOptions& o, const RunRecord& run, const Space& space, const std::string& problem_spec,
                      const Log& log) {
+  // An input of the record changed since the tune: --write refuses, a plain check says so.
+  const auto changed = [&](const std::string& what, const std::string& stored, const std::string& check_as,
+                           const std::string& checked) {
+    if (o.write)
+      throw InputError(fmt::format("{}; --write would store {} in that record: re-tune, or check without --write{}", what,
+                                   stored, check_as));
+    log(fmt::format("note: {}: {}", what, checked));
+  };
   const Problem& problem = find_problem(problem_spec);
   const std::string& recorded = run.context.source_hash;
   const std::string now = sources_hash(space, problem);
-  if (!recorded.empty() && recorded != now) {
-    const std::string what =
-        fmt::format("the kernel sources of problem {} changed since {} was tuned (source hash {}, now {})", run.problem,
-                    o.results.string(), recorded, now);
-    if (o.write)
-      throw InputError(what + "; --write would store today's verdicts in that record: re-tune, or check without --write");
-    log("note: " + what + ": today's kernels are checked");
-  }
+  if (!recorded.empty() && recorded != now)
+    changed(fmt::format("the kernel sources of problem {} changed since {} was tuned (source hash {}, now {})", run.problem,
+                        o.results.string(), recorded, now),
+            "today's verdicts", "", "today's kernels are checked");
   const std::string& tuned_with = run.context.reference_identity;
   const std::string reference_now = problem.reference_identity(reference_backend_from_env());
-  if (tuned_with.empty() || tuned_with == reference_now) return;
-  const std::string what = fmt::format("{} was tuned against the reference {}, this check's is {}", o.results.string(),
-                                       tuned_with, reference_now);
-  if (o.write)
-    throw InputError(what +
-                     "; --write would store verdicts of another reference in that record: re-tune, or check "
-                     "without --write (with the TUNE_REFERENCE and TUNE_REFERENCE_BACKEND the tune had)");
-  log("note: " + what + ": the outputs are checked against today's");
+  if (!tuned_with.empty() && tuned_with != reference_now)
+    changed(fmt::format("{} was tuned against the reference {}, this check's is {}", o.results.string(), tuned_with,
+                        reference_now),
+            "verdicts of another reference", " (with the TUNE_REFERENCE and TUNE_REFERENCE_BACKEND the tune had)",
+            "the outputs are checked against today's");
 }
 
 // What --write needs to gate a new winner in turn.
