@@ -1213,6 +1213,24 @@ TEST(Gate, AllowUncheckedLetsAnUncheckedFinalistWinAndTheRecordSaysSo) {
   EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(result_path(out)).replace_extension(".hpp")));
 }
 
+// The consent is the tune's, given for its record: tune check --write of a runner-up keeps it. It
+// wrote the check's own context (no consent) over it, so the record's unchecked winner made the
+// updated record invalid and --write refused (round 7).
+TEST(Check, WriteKeepsTheTunesConsentToAnUncheckedWinner) {
+  const Clean& c = clean_gated_run();
+  const std::string out = fresh_dir("check_write_keeps_consent");
+  ASSERT_EQ(run(std::string(kFake) + " " + no_start_sanitizer(), small_run_args(out) + " --allow-unchecked").code, 0);
+  const auto file = result_path(out);
+  const std::string runner_up = c.order.at(1) == c.winner ? c.order.at(0) : c.order.at(1);
+  const Result w = run(kFake, "check " + file.string() + " --variant " + runner_up + " --write --sanitize off");
+  ASSERT_EQ(w.code, 0) << w.output;
+  const Json got = read_json(file);
+  EXPECT_TRUE(got.at("context").at("gate").at("allow_unchecked").get<bool>()) << got.at("context").at("gate").dump();
+  EXPECT_EQ(got.at("summary").at("winner"), c.winner);
+  EXPECT_EQ(variant(got, c.winner).at("gate").at("verdict"), "unchecked");
+  EXPECT_EQ(variant(got, runner_up).at("gate").at("verdict"), "safe");
+}
+
 TEST(Gate, OutputChecksThatCannotRunAreARunErrorAndTheMeasuredResultsStayValid) {
   const Clean& c = clean_gated_run();
   const std::string out = fresh_dir("gate_error");

@@ -279,6 +279,8 @@ bool run_check(const CheckOptions& o) {
   settings.log = log;
   settings.verdict_cache = verdict_cache_for(false, std::nullopt);  // tune check uses the default caches
   settings.fresh = o.fresh;
+  // The consent to an unchecked winner is the tune's, given for this record: --write keeps it.
+  settings.allow_unchecked = run.context.gate.allow_unchecked;
   int could_not_run = 0;
   auto gated = gate_records(problem_spec, run.shape, run.seed, o.device, device->compute_capability(), std::move(variants),
                             settings, ctx, &could_not_run);
