@@ -7,11 +7,15 @@
 #include <random>
 
 #include <filesystem>
+#include <fstream>
 
+#include "tune/io.hpp"
 #include "tune/problem.hpp"
+#include "tune/record.hpp"
 #include "tune/space.hpp"
 #include "tune/surrogate.hpp"
 #include "tune/tune.hpp"
+#include "tune/winner.hpp"
 
 namespace tune {
 namespace {
@@ -141,6 +145,46 @@ TEST(Strategy, AWarmStartChoosesThePromisingFewAndTimesTheWholeSpaceOnceTheyAreH
       warm_configs(all, space.baseline(), space, "contact", shape, files, 1.02, half - few.promising - 2, 42);
   EXPECT_FALSE(under.whole_space);
   EXPECT_LT(2 * under.configs.size(), all.size());
+}
+
+// A record of another dtype at the same dims is no nearer than one of this shape's dtypes: each
+// configuration's time comes from a record of this shape's dtypes first. A bfloat16 record of the
+// same dims made configurations promising for float32 that the float32 record ruled out (round 7).
+TEST(Strategy, AWarmStartTakesEachTimeFromARecordOfTheShapesOwnDtypesFirst) {
+  const Space space = load_space("contact", std::nullopt);
+  const Shape shape = resolve_shape(find_problem("contact"), space, {{"B", 4}, {"N", 64}});
+  ASSERT_EQ(shape.dtype("T"), DType::kFloat32);
+  const std::vector<Config> all = space.enumerate(shape, DeviceLimits::for_arch(90)).configs;
+  const std::filesystem::path f32 = std::filesystem::path(TUNE_REPO_DIR) / "results/h200/contact/B4_N64_C64_H32.json.gz";
+  // The same record as bfloat16 timed it the other way round: its slowest are its fastest (the
+  // configurations swapped, each timing as it was).
+  RunRecord other = read_result(f32);
+  other.shape.set_dtype("T", DType::kBFloat16);
+  std::vector<VariantRecord*> timed;
+  for (auto& v : other.variants)
+    if (v.timing) timed.push_back(&v);
+  std::ranges::sort(timed, {}, [](const VariantRecord* v) { return v->timing->median_us; });
+  for (std::size_t i = 0; i < timed.size() / 2; ++i) {
+    VariantRecord& a = *timed[i];
+    VariantRecord& b = *timed[timed.size() - 1 - i];
+    std::swap(a.name, b.name);
+    std::swap(a.params, b.params);
+    std::swap(a.baseline, b.baseline);
+    std::swap(a.launches, b.launches);
+    std::swap(a.resources, b.resources);
+  }
+  name_winner(other);
+  const std::filesystem::path bf16 = std::filesystem::temp_directory_path() / "tune_warm_bf16_B4_N64.json";
+  std::ofstream(bf16) << to_json(other).dump(2);
+  const auto choice = [&](const std::vector<std::filesystem::path>& files) {
+    return warm_configs(all, space.baseline(), space, "contact", shape, files, 1.1, 0, 42);
+  };
+  const WarmChoice own = choice({f32});
+  ASSERT_FALSE(own.whole_space);
+  ASSERT_NE(choice({bf16}).configs, own.configs) << "the two records choose differently";
+  EXPECT_EQ(choice({bf16, f32}).configs, own.configs);
+  EXPECT_EQ(choice({f32, bf16}).configs, own.configs);
+  std::filesystem::remove(bf16);
 }
 
 // --search model's loop, as run_tune drives it: an initial design at random, then the surrogate's

@@ -56,10 +56,13 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
 WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
                         const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files,
                         double keep, int explore, std::uint64_t seed) {
-  // Each variant's time relative to its run's best, from the nearest shape that timed it.
+  // Each variant's time relative to its run's best, from the nearest shape that timed it: one of
+  // this shape's dtypes first (a bfloat16 run's times say little of float32's), then the nearest dims.
   struct Prior {
+    int other_dtypes;
     double distance;
     double ratio;
+    auto operator<=>(const Prior&) const = default;
   };
   std::map<std::string, Prior> prior;
   for (const auto& file : files) {
@@ -77,13 +80,14 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
       const double theirs = static_cast<double>(run.shape.has(dim) ? run.shape.at(dim) : value);
       distance += std::abs(std::log2(static_cast<double>(value) / theirs));
     }
+    int other_dtypes = 0;
+    for (const auto& [name, dtype] : shape.dtypes())
+      if (run.shape.has_dtype(name) && run.shape.dtype(name) != dtype) ++other_dtypes;
     for (const auto& v : run.variants) {
       if (v.status != Status::kPassed || !v.timing || !(v.timing->median_us > 0)) continue;
-      const Prior p{distance, v.timing->median_us / best};
+      const Prior p{other_dtypes, distance, v.timing->median_us / best};
       const auto it = prior.find(v.name);
-      if (it == prior.end() || p.distance < it->second.distance ||
-          (p.distance == it->second.distance && p.ratio < it->second.ratio))
-        prior[v.name] = p;
+      if (it == prior.end() || p < it->second) prior[v.name] = p;
     }
   }
   WarmChoice out;
