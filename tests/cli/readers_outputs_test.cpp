@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -297,6 +298,61 @@ TEST(Outputs, AnExportGivenItsOutputsDimsCompilesAgainstTorchsHeaders) {
       "{} -std=c++20 -fsyntax-only -Wall -Wextra -Werror -isystem {} -isystem {}/torch/csrc/api/include -isystem {} {}",
       TUNE_CXX_COMPILER, include, include, TUNE_CUDA_INCLUDE, (package / "csrc" / "binding.cpp").string()));
   EXPECT_EQ(compiled.code, 0) << compiled.output;
+}
+
+// Adversarial round 7: names a problem may give that meet the generated code's own. scatter_given
+// with its output's dtype variable named DType (the merged header's enum), its input named x"\ (a
+// quote and a backslash: any text is a tensor name), and parameters tile_m, tileM (one constant,
+// kTileM, in the run's header) and sm_count (the header's kSmCount). Tuned on the fake worker in
+// float32 and float16; returns the results folder.
+fs::path tune_odd_names(const fs::path& dir) {
+  const fs::path problem = dir / "odd_names";
+  tune::test::copy_fixture_problem("scatter_given", problem, [](Json& json) {
+    json["problem"] = "odd_names";
+    json["dtypes"] = Json{{"DType", json["dtypes"]["U"]}};
+    json["work"]["bytes"] = "8 * R + 4 * R * L + DType_bytes * N * L";
+    json["tensors"][1]["name"] = "x\"\\";
+    json["tensors"][2]["dtype"] = "DType";
+    for (const char* name : {"tile_m", "tileM", "sm_count"}) {
+      json["parameters"].push_back(Json{{"name", name}, {"values", {1}}});
+      json["baseline"][name] = 1;
+    }
+    json["launches"][0]["template_args"][0] = "DType";
+    json["launches"][0]["args"][1] = "x\"\\";
+  });
+  std::string reference = slurp(problem / "reference.py");
+  reference.replace(reference.find("inputs[\"x\"]"), 11, "inputs['x\"\\\\']");
+  std::ofstream(problem / "reference.py") << reference;
+  const Result tuned =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + problem.string() + " --R 16 --DType float32,float16 --out " +
+                                         (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+  EXPECT_EQ(tuned.code, 0) << tuned.output;
+  return dir / "r" / "fake-gpu" / "odd_names";
+}
+
+// `source` compiled with the host compiler (warnings as errors) in `dir`; the compiler's code and output.
+Result compile(const fs::path& dir, const std::string& source, const std::string& flags = "") {
+  std::ofstream(dir / "check.cpp") << source;
+  return run_command(fmt::format("{} -std=c++17 -Wall -Wextra -Werror -I{} {} -o {} {} && {}", TUNE_CXX_COMPILER,
+                                 dir.string(), flags, (dir / "check").string(), (dir / "check.cpp").string(),
+                                 (dir / "check").string()));
+}
+
+// The run's header gave each parameter and dimension its constant by a spelling that drops '_' and
+// case: tile_m and tileM were both kTileM, a parameter sm_count the header's own kSmCount, and the
+// header did not compile. Names that meet keep their own spelling now (k_tile_m, k_tileM, k_sm_count).
+TEST(Outputs, ARunsHeaderCompilesWhenTwoNamesWouldMeetInOneConstant) {
+  const fs::path dir = scratch("odd_names_run_header");
+  const fs::path results = tune_odd_names(dir);
+  const std::string header = slurp(results / "R16_N8_L32_float16.hpp");
+  for (const char* line : {"inline constexpr int k_tile_m = 1;", "inline constexpr int k_tileM = 1;",
+                           "inline constexpr int k_sm_count = 1;", "inline constexpr int kSmCount = 132;",
+                           "inline constexpr int kBlock = ", "inline constexpr long long kShapeR = 16;"})
+    EXPECT_NE(header.find(line), std::string::npos) << line << "\n" << header;
+  const Result built = compile(dir, "#include \"" + (results / "R16_N8_L32_float16.hpp").string() +
+                                        "\"\nint main() { return tune_tuned::odd_names::k_tileM + "
+                                        "tune_tuned::odd_names::k_sm_count == 2 ? 0 : 1; }\n");
+  EXPECT_EQ(built.code, 0) << built.output;
 }
 
 // A shape the baseline configuration is invalid at (rmsnorm's team * vec <= K at K 64): the run
