@@ -355,6 +355,31 @@ TEST(Outputs, ARunsHeaderCompilesWhenTwoNamesWouldMeetInOneConstant) {
   EXPECT_EQ(built.code, 0) << built.output;
 }
 
+// The merged header's Shape declared a dtype variable's field as `DType U`: a dimension or dtype
+// variable named DType, a member of Shape by then, hid the enum, and the header did not compile.
+// select() takes the float16 entry for a float16 shape, the float32 one for float32.
+TEST(Outputs, AMergedHeaderCompilesWhenADtypeVariableIsNamedDType) {
+  const fs::path dir = scratch("odd_names_merged_header");
+  const fs::path results = tune_odd_names(dir);
+  const Result h =
+      run("header " + (results / "R16_N8_L32.json").string() + " " + (results / "R16_N8_L32_float16.json").string() +
+          " --allow-synthetic -o " + (dir / "tuned.hpp").string());
+  ASSERT_EQ(h.code, 0) << h.output;
+  const Result ran = compile(dir, R"CPP(#include <cstdio>
+#include <initializer_list>
+#include "tuned.hpp"
+namespace t = tune_tuned::odd_names;
+int main() {
+  for (const t::DType d : {t::DType::float16, t::DType::float32}) {
+    const t::Selection s = t::select(t::Device{"Fake GPU", 90, 132, 0}, t::Shape{16, 8, 32, d});
+    std::printf("%s %s\n", t::kEntries[s.index].shape_name, t::kEntries[s.index].winner.buffers[2].name);
+  }
+}
+)CPP");
+  ASSERT_EQ(ran.code, 0) << ran.output;
+  EXPECT_NE(ran.output.find("R16_N8_L32_float16 out\nR16_N8_L32 out\n"), std::string::npos) << ran.output;
+}
+
 // A shape the baseline configuration is invalid at (rmsnorm's team * vec <= K at K 64): the run
 // times no baseline and says so, names a winner and writes its header; tune header and tune export
 // torch take the record with the winner standing in for the baseline (adversarial round 4: "the
