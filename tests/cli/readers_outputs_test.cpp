@@ -380,6 +380,39 @@ int main() {
   EXPECT_NE(ran.output.find("R16_N8_L32_float16 out\nR16_N8_L32 out\n"), std::string::npos) << ran.output;
 }
 
+// The export's binding wrote a tensor's name into its dtype messages' string literals as it stood:
+// a name with a quote or a backslash ended the literal, and binding.cpp did not compile. The names
+// are C++ string literals now (compiled against PyTorch's headers where TUNE_TORCH_INCLUDE names them).
+TEST(Outputs, AnExportsBindingWritesEveryTensorNameAsAStringLiteral) {
+  const fs::path dir = scratch("odd_names_export");
+  const fs::path results = tune_odd_names(dir);
+  const Result r = run("export torch " + (results / "R16_N8_L32.json").string() + " " +
+                       (results / "R16_N8_L32_float16.json").string() + " --allow-synthetic -o " + (dir / "e").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path binding = dir / "e" / "tune_ops" / "csrc" / "binding.cpp";
+  const std::string text = slurp(binding);
+  EXPECT_NE(text.find(R"("tune_ops::odd_names: x\"\\ must be float32, not ")"), std::string::npos) << text;
+  EXPECT_EQ(text.find(R"(x"\ must)"), std::string::npos) << text;
+  // Every line's quotes pair up once escaped quotes are set aside: no literal is left open.
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::size_t quotes = 0;
+    for (std::size_t i = 0; i < line.size(); ++i)
+      if (line[i] == '\\')
+        ++i;
+      else if (line[i] == '"')
+        ++quotes;
+    EXPECT_EQ(quotes % 2, 0u) << line;
+  }
+  const char* env = std::getenv("TUNE_TORCH_INCLUDE");
+  const std::string include = env ? env : "";
+  if (include.empty() || !fs::is_directory(include)) return;
+  const Result compiled = run_command(fmt::format(
+      "{} -std=c++20 -fsyntax-only -Wall -Wextra -Werror -isystem {} -isystem {}/torch/csrc/api/include -isystem {} {}",
+      TUNE_CXX_COMPILER, include, include, TUNE_CUDA_INCLUDE, binding.string()));
+  EXPECT_EQ(compiled.code, 0) << compiled.output;
+}
+
 // A shape the baseline configuration is invalid at (rmsnorm's team * vec <= K at K 64): the run
 // times no baseline and says so, names a winner and writes its header; tune header and tune export
 // torch take the record with the winner standing in for the baseline (adversarial round 4: "the
