@@ -413,6 +413,26 @@ TEST(Outputs, AnExportsBindingWritesEveryTensorNameAsAStringLiteral) {
   EXPECT_EQ(compiled.code, 0) << compiled.output;
 }
 
+// Each problem registers two ops, <problem> and <problem>_variant: problems a and a_variant both
+// registered a_variant, which torch refuses when the package loads. The export refuses them in one line.
+TEST(Outputs, AnExportRefusesTwoProblemsWhoseOpsMeet) {
+  const fs::path dir = scratch("ops_meet");
+  std::string files;
+  for (const std::string name : {"pp", "pp_variant"}) {
+    tune::test::copy_fixture_problem("two_pass", dir / name, [&](Json& json) { json["problem"] = name; });
+    const Result tuned = run_with("TUNE_WORKER_FAKE=1", "--problem " + (dir / name).string() + " --M 8 --N 1024 --out " +
+                                                            (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+    ASSERT_EQ(tuned.code, 0) << tuned.output;
+    files += " " + (dir / "r" / "fake-gpu" / name / "M8_N1024.json").string();
+  }
+  const Result r = run("export torch" + files + " --allow-synthetic -o " + (dir / "e").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r,
+                      "problems pp and pp_variant both need op torch.ops.tune_ops.pp_variant (pp's variant lookup, "
+                      "pp_variant's op); export them in two packages (--name), or rename one");
+  EXPECT_FALSE(fs::exists(dir / "e"));
+}
+
 // A shape the baseline configuration is invalid at (rmsnorm's team * vec <= K at K 64): the run
 // times no baseline and says so, names a winner and writes its header; tune header and tune export
 // torch take the record with the winner standing in for the baseline (adversarial round 4: "the
