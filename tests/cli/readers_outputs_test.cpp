@@ -433,6 +433,35 @@ TEST(Outputs, AnExportRefusesTwoProblemsWhoseOpsMeet) {
   EXPECT_FALSE(fs::exists(dir / "e"));
 }
 
+// A results file without a winner was refused as "a compile-only or interrupted run; tune it on a GPU
+// first", also when it was a GPU run in which no variant passed: the line now says which it is.
+TEST(Outputs, AResultWithoutAWinnerIsRefusedSayingWhy) {
+  const fs::path dir = scratch("no_winner");
+  const fs::path problem = dir / "broken";
+  tune::test::copy_fixture_problem("two_pass", problem, [](Json& json) { json["problem"] = "broken"; });
+  std::ofstream(problem / "kernel.cuh", std::ios::app) << "\nstatic_assert(sizeof(float) == 3, \"broken\");\n";
+  const Result failed = run_with("TUNE_WORKER_FAKE=1", "--problem " + problem.string() + " --M 8 --N 1024 --out " +
+                                                           (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+  ASSERT_EQ(failed.code, 5) << failed.output;
+  const Result compile_only = run("--problem " + std::string(TUNE_FIXTURES) + "/problems/two_pass --M 8 --N 1024 " +
+                                  "--compile-only --out " + (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+  ASSERT_EQ(compile_only.code, 0) << compile_only.output;
+  const std::string none_passed = (dir / "r" / "fake-gpu" / "broken" / "M8_N1024.json").string();
+  const std::string untimed = (dir / "r" / "compile-only-sm_90" / "two_pass" / "M8_N1024.json").string();
+  for (const std::string command : {"header", "export torch"}) {
+    SCOPED_TRACE(command);
+    const std::string out = (dir / "out").string() + (command == "header" ? ".hpp" : "");
+    const Result a = run(command + " " + none_passed + " --allow-synthetic -o " + out);
+    EXPECT_EQ(a.code, 2) << a.output;
+    expect_error_output(a, none_passed +
+                               ": no winner: no variant passed (4 compile_failed); each variant's status "
+                               "and reason in the file say why");
+    const Result b = run(command + " " + untimed + " --allow-synthetic -o " + out);
+    EXPECT_EQ(b.code, 2) << b.output;
+    expect_error_output(b, untimed + ": no winner: a compile-only run, nothing was timed; tune it on a GPU first");
+  }
+}
+
 // A shape the baseline configuration is invalid at (rmsnorm's team * vec <= K at K 64): the run
 // times no baseline and says so, names a winner and writes its header; tune header and tune export
 // torch take the record with the winner standing in for the baseline (adversarial round 4: "the
