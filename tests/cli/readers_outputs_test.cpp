@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -297,6 +298,168 @@ TEST(Outputs, AnExportGivenItsOutputsDimsCompilesAgainstTorchsHeaders) {
       "{} -std=c++20 -fsyntax-only -Wall -Wextra -Werror -isystem {} -isystem {}/torch/csrc/api/include -isystem {} {}",
       TUNE_CXX_COMPILER, include, include, TUNE_CUDA_INCLUDE, (package / "csrc" / "binding.cpp").string()));
   EXPECT_EQ(compiled.code, 0) << compiled.output;
+}
+
+// Adversarial round 7: names a problem may give that meet the generated code's own. scatter_given
+// with its output's dtype variable named DType (the merged header's enum), its input named x"\ (a
+// quote and a backslash: any text is a tensor name), and parameters tile_m, tileM (one constant,
+// kTileM, in the run's header) and sm_count (the header's kSmCount). Tuned on the fake worker in
+// float32 and float16; returns the results folder.
+fs::path tune_odd_names(const fs::path& dir) {
+  const fs::path problem = dir / "odd_names";
+  tune::test::copy_fixture_problem("scatter_given", problem, [](Json& json) {
+    json["problem"] = "odd_names";
+    json["dtypes"] = Json{{"DType", json["dtypes"]["U"]}};
+    json["work"]["bytes"] = "8 * R + 4 * R * L + DType_bytes * N * L";
+    json["tensors"][1]["name"] = "x\"\\";
+    json["tensors"][2]["dtype"] = "DType";
+    for (const char* name : {"tile_m", "tileM", "sm_count"}) {
+      json["parameters"].push_back(Json{{"name", name}, {"values", {1}}});
+      json["baseline"][name] = 1;
+    }
+    json["launches"][0]["template_args"][0] = "DType";
+    json["launches"][0]["args"][1] = "x\"\\";
+  });
+  std::string reference = slurp(problem / "reference.py");
+  reference.replace(reference.find("inputs[\"x\"]"), 11, "inputs['x\"\\\\']");
+  std::ofstream(problem / "reference.py") << reference;
+  const Result tuned =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + problem.string() + " --R 16 --DType float32,float16 --out " +
+                                         (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+  EXPECT_EQ(tuned.code, 0) << tuned.output;
+  return dir / "r" / "fake-gpu" / "odd_names";
+}
+
+// `source` compiled with the host compiler (warnings as errors) in `dir`; the compiler's code and output.
+Result compile(const fs::path& dir, const std::string& source, const std::string& flags = "") {
+  std::ofstream(dir / "check.cpp") << source;
+  return run_command(fmt::format("{} -std=c++17 -Wall -Wextra -Werror -I{} {} -o {} {} && {}", TUNE_CXX_COMPILER,
+                                 dir.string(), flags, (dir / "check").string(), (dir / "check.cpp").string(),
+                                 (dir / "check").string()));
+}
+
+// The run's header gave each parameter and dimension its constant by a spelling that drops '_' and
+// case: tile_m and tileM were both kTileM, a parameter sm_count the header's own kSmCount, and the
+// header did not compile. Names that meet keep their own spelling now (k_tile_m, k_tileM, k_sm_count).
+TEST(Outputs, ARunsHeaderCompilesWhenTwoNamesWouldMeetInOneConstant) {
+  const fs::path dir = scratch("odd_names_run_header");
+  const fs::path results = tune_odd_names(dir);
+  const std::string header = slurp(results / "R16_N8_L32_float16.hpp");
+  for (const char* line : {"inline constexpr int k_tile_m = 1;", "inline constexpr int k_tileM = 1;",
+                           "inline constexpr int k_sm_count = 1;", "inline constexpr int kSmCount = 132;",
+                           "inline constexpr int kBlock = ", "inline constexpr long long kShapeR = 16;"})
+    EXPECT_NE(header.find(line), std::string::npos) << line << "\n" << header;
+  const Result built = compile(dir, "#include \"" + (results / "R16_N8_L32_float16.hpp").string() +
+                                        "\"\nint main() { return tune_tuned::odd_names::k_tileM + "
+                                        "tune_tuned::odd_names::k_sm_count == 2 ? 0 : 1; }\n");
+  EXPECT_EQ(built.code, 0) << built.output;
+}
+
+// The merged header's Shape declared a dtype variable's field as `DType U`: a dimension or dtype
+// variable named DType, a member of Shape by then, hid the enum, and the header did not compile.
+// select() takes the float16 entry for a float16 shape, the float32 one for float32.
+TEST(Outputs, AMergedHeaderCompilesWhenADtypeVariableIsNamedDType) {
+  const fs::path dir = scratch("odd_names_merged_header");
+  const fs::path results = tune_odd_names(dir);
+  const Result h =
+      run("header " + (results / "R16_N8_L32.json").string() + " " + (results / "R16_N8_L32_float16.json").string() +
+          " --allow-synthetic -o " + (dir / "tuned.hpp").string());
+  ASSERT_EQ(h.code, 0) << h.output;
+  const Result ran = compile(dir, R"CPP(#include <cstdio>
+#include <initializer_list>
+#include "tuned.hpp"
+namespace t = tune_tuned::odd_names;
+int main() {
+  for (const t::DType d : {t::DType::float16, t::DType::float32}) {
+    const t::Selection s = t::select(t::Device{"Fake GPU", 90, 132, 0}, t::Shape{16, 8, 32, d});
+    std::printf("%s %s\n", t::kEntries[s.index].shape_name, t::kEntries[s.index].winner.buffers[2].name);
+  }
+}
+)CPP");
+  ASSERT_EQ(ran.code, 0) << ran.output;
+  EXPECT_NE(ran.output.find("R16_N8_L32_float16 out\nR16_N8_L32 out\n"), std::string::npos) << ran.output;
+}
+
+// The export's binding wrote a tensor's name into its dtype messages' string literals as it stood:
+// a name with a quote or a backslash ended the literal, and binding.cpp did not compile. The names
+// are C++ string literals now (compiled against PyTorch's headers where TUNE_TORCH_INCLUDE names them).
+TEST(Outputs, AnExportsBindingWritesEveryTensorNameAsAStringLiteral) {
+  const fs::path dir = scratch("odd_names_export");
+  const fs::path results = tune_odd_names(dir);
+  const Result r = run("export torch " + (results / "R16_N8_L32.json").string() + " " +
+                       (results / "R16_N8_L32_float16.json").string() + " --allow-synthetic -o " + (dir / "e").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path binding = dir / "e" / "tune_ops" / "csrc" / "binding.cpp";
+  const std::string text = slurp(binding);
+  EXPECT_NE(text.find(R"("tune_ops::odd_names: x\"\\ must be float32, not ")"), std::string::npos) << text;
+  EXPECT_EQ(text.find(R"(x"\ must)"), std::string::npos) << text;
+  // Every line's quotes pair up once escaped quotes are set aside: no literal is left open.
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::size_t quotes = 0;
+    for (std::size_t i = 0; i < line.size(); ++i)
+      if (line[i] == '\\')
+        ++i;
+      else if (line[i] == '"')
+        ++quotes;
+    EXPECT_EQ(quotes % 2, 0u) << line;
+  }
+  const char* env = std::getenv("TUNE_TORCH_INCLUDE");
+  const std::string include = env ? env : "";
+  if (include.empty() || !fs::is_directory(include)) return;
+  const Result compiled = run_command(fmt::format(
+      "{} -std=c++20 -fsyntax-only -Wall -Wextra -Werror -isystem {} -isystem {}/torch/csrc/api/include -isystem {} {}",
+      TUNE_CXX_COMPILER, include, include, TUNE_CUDA_INCLUDE, binding.string()));
+  EXPECT_EQ(compiled.code, 0) << compiled.output;
+}
+
+// Each problem registers two ops, <problem> and <problem>_variant: problems a and a_variant both
+// registered a_variant, which torch refuses when the package loads. The export refuses them in one line.
+TEST(Outputs, AnExportRefusesTwoProblemsWhoseOpsMeet) {
+  const fs::path dir = scratch("ops_meet");
+  std::string files;
+  for (const std::string name : {"pp", "pp_variant"}) {
+    tune::test::copy_fixture_problem("two_pass", dir / name, [&](Json& json) { json["problem"] = name; });
+    const Result tuned = run_with("TUNE_WORKER_FAKE=1", "--problem " + (dir / name).string() + " --M 8 --N 1024 --out " +
+                                                            (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+    ASSERT_EQ(tuned.code, 0) << tuned.output;
+    files += " " + (dir / "r" / "fake-gpu" / name / "M8_N1024.json").string();
+  }
+  const Result r = run("export torch" + files + " --allow-synthetic -o " + (dir / "e").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r,
+                      "problems pp and pp_variant both need op torch.ops.tune_ops.pp_variant (pp's variant lookup, "
+                      "pp_variant's op); export them in two packages (--name), or rename one");
+  EXPECT_FALSE(fs::exists(dir / "e"));
+}
+
+// A results file without a winner was refused as "a compile-only or interrupted run; tune it on a GPU
+// first", also when it was a GPU run in which no variant passed: the line now says which it is.
+TEST(Outputs, AResultWithoutAWinnerIsRefusedSayingWhy) {
+  const fs::path dir = scratch("no_winner");
+  const fs::path problem = dir / "broken";
+  tune::test::copy_fixture_problem("two_pass", problem, [](Json& json) { json["problem"] = "broken"; });
+  std::ofstream(problem / "kernel.cuh", std::ios::app) << "\nstatic_assert(sizeof(float) == 3, \"broken\");\n";
+  const Result failed = run_with("TUNE_WORKER_FAKE=1", "--problem " + problem.string() + " --M 8 --N 1024 --out " +
+                                                           (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+  ASSERT_EQ(failed.code, 5) << failed.output;
+  const Result compile_only = run("--problem " + std::string(TUNE_FIXTURES) + "/problems/two_pass --M 8 --N 1024 " +
+                                  "--compile-only --out " + (dir / "r").string() + " --cache-dir " + (dir / "c").string());
+  ASSERT_EQ(compile_only.code, 0) << compile_only.output;
+  const std::string none_passed = (dir / "r" / "fake-gpu" / "broken" / "M8_N1024.json").string();
+  const std::string untimed = (dir / "r" / "compile-only-sm_90" / "two_pass" / "M8_N1024.json").string();
+  for (const std::string command : {"header", "export torch"}) {
+    SCOPED_TRACE(command);
+    const std::string out = (dir / "out").string() + (command == "header" ? ".hpp" : "");
+    const Result a = run(command + " " + none_passed + " --allow-synthetic -o " + out);
+    EXPECT_EQ(a.code, 2) << a.output;
+    expect_error_output(a, none_passed +
+                               ": no winner: no variant passed (4 compile_failed); each variant's status "
+                               "and reason in the file say why");
+    const Result b = run(command + " " + untimed + " --allow-synthetic -o " + out);
+    EXPECT_EQ(b.code, 2) << b.output;
+    expect_error_output(b, untimed + ": no winner: a compile-only run, nothing was timed; tune it on a GPU first");
+  }
 }
 
 // A shape the baseline configuration is invalid at (rmsnorm's team * vec <= K at K 64): the run

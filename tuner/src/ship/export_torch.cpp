@@ -247,12 +247,22 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
   for (auto& [name, results] : by_problem) {
     problems.push_back(describe(name, std::move(results)));
     const ExportedProblem& p = problems.back();
-    for (std::size_t i = 0; i + 1 < problems.size(); ++i)
+    for (std::size_t i = 0; i + 1 < problems.size(); ++i) {
       if (problems[i].ns == p.ns)
         throw InputError(
             fmt::format("problems {} and {} both export as {} (module {}.{}, op torch.ops.{}.{}); export them "
                         "in two packages (--name), or rename one",
                         problems[i].name, p.name, p.ns, package, p.ns, package, p.ns));
+      // Each problem registers two ops, <ns> and <ns>_variant: problem a_variant's op would be
+      // registered twice with a's lookup, which torch refuses when the package loads.
+      using Pair = std::pair<const ExportedProblem*, const ExportedProblem*>;
+      for (const auto& [a, b] : {Pair{&problems[i], &p}, Pair{&p, &problems[i]}})
+        if (a->ns + "_variant" == b->ns)
+          throw InputError(fmt::format(
+              "problems {} and {} both need op torch.ops.{}.{} ({}'s variant lookup, {}'s op); export them in two "
+              "packages (--name), or rename one",
+              a->name, b->name, package, b->ns, a->name, b->name));
+    }
     add_problem_files(files_out, sources, p, options);
   }
   const std::filesystem::path pkg = package;

@@ -132,9 +132,8 @@ std::string dtype_checks(const ExportedProblem& p, const std::string& op) {
             fmt::format("problem {}: tensor {} has dtype {}, neither a dtype ({}) nor a dtype variable of its "
                         "results",
                         p.name, x.name, x.dtype, dtype_choices()));
-      s += fmt::format(
-          "  TORCH_CHECK(t[{0}].scalar_type() == {1}, \"{2}: {3} must be {4}, not \", dtype_name(t[{0}].scalar_type()));\n",
-          i, dtype_torch_scalar(*t), op, x.name, dtype_name(*t));
+      s += fmt::format("  TORCH_CHECK(t[{0}].scalar_type() == {1}, {2}, dtype_name(t[{0}].scalar_type()));\n", i,
+                       dtype_torch_scalar(*t), c_string(fmt::format("{}: {} must be {}, not ", op, x.name, dtype_name(*t))));
     } else if (v->tensor == i) {
       std::vector<std::string> allowed, names;
       for (const DType d : v->values) {
@@ -142,13 +141,15 @@ std::string dtype_checks(const ExportedProblem& p, const std::string& op) {
         names.push_back(std::string(dtype_name(d)));
       }
       if (allowed.empty()) continue;
-      s += fmt::format("  TORCH_CHECK({}, \"{}: {} is \", dtype_name(t[{}].scalar_type()), \"; its dtype {} takes {}\");\n",
-                       fmt::join(allowed, " || "), op, x.name, i, v->name, fmt::join(names, ", "));
+      s += fmt::format("  TORCH_CHECK({}, {}, dtype_name(t[{}].scalar_type()), {});\n", fmt::join(allowed, " || "),
+                       c_string(fmt::format("{}: {} is ", op, x.name)), i,
+                       c_string(fmt::format("; its dtype {} takes {}", v->name, fmt::join(names, ", "))));
     } else {
       s += fmt::format(
-          "  TORCH_CHECK(t[{0}].scalar_type() == t[{1}].scalar_type(), \"{2}: {3} must be \", dtype_name(t[{1}].scalar_type()), "
-          "\" as {4} is (both {5}), not \", dtype_name(t[{0}].scalar_type()));\n",
-          i, v->tensor, op, x.name, p.tensors[v->tensor].name, v->name);
+          "  TORCH_CHECK(t[{0}].scalar_type() == t[{1}].scalar_type(), {2}, dtype_name(t[{1}].scalar_type()), {3}, "
+          "dtype_name(t[{0}].scalar_type()));\n",
+          i, v->tensor, c_string(fmt::format("{}: {} must be ", op, x.name)),
+          c_string(fmt::format(" as {} is (both {}), not ", p.tensors[v->tensor].name, v->name)));
     }
   }
   return s;

@@ -70,6 +70,15 @@ MergedVariant merged_variant(const RunRecord& run, const VariantRecord& v, const
   return m;
 }
 
+// "3 compile_failed, 1 incorrect": how many variants of the run ended in each status.
+std::string status_counts(const RunRecord& run) {
+  std::map<std::string, int> by_status;
+  for (const auto& v : run.variants) ++by_status[to_string(v.status)];
+  std::vector<std::string> counts;
+  for (const auto& [status, n] : by_status) counts.push_back(fmt::format("{} {}", n, status));
+  return counts.empty() ? "no variants" : fmt::format("{}", fmt::join(counts, ", "));
+}
+
 }  // namespace
 
 Lowered lower_recorded(const RunRecord& run, const VariantRecord& v, const Space& space, const Problem& problem,
@@ -96,8 +105,6 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
   std::vector<MergedEntry> entries;
   for (const auto& r : results) {
     const RunRecord& run = r.run;
-    if (!run.timed || !run.winner || !run.device)
-      throw InputError(fmt::format("{}: no winner (a compile-only or interrupted run); tune it on a GPU first", r.file));
     // An interrupted run names the best it had timed, not a winner: the strict re-measure and the
     // gate may not have run (the run itself writes no header from it).
     if (run.context.interrupted)
@@ -105,6 +112,13 @@ std::vector<MergedEntry> merged_entries(const std::vector<NamedResult>& results,
           fmt::format("{}: the run was interrupted (context.search.interrupted), so its best variant was not gated; "
                       "finish it with the same tune command and --resume, then ship that",
                       r.file));
+    if (!run.timed || !run.device)
+      throw InputError(fmt::format("{}: no winner: a compile-only run, nothing was timed; tune it on a GPU first", r.file));
+    if (!run.winner)
+      throw InputError(
+          fmt::format("{}: no winner: no variant passed ({}); each variant's status and reason in the "
+                      "file say why: fix the kernels or the space, and re-tune",
+                      r.file, status_counts(run)));
     check_record(run, r.file);
     std::string why;
     const bool synthetic = !measured_on_gpu(run, &why);

@@ -232,11 +232,14 @@ std::string merged_types(const std::vector<MergedEntry>& entries, const Space& s
   // A dtype variable's field defaults to the variable's default, so Shape{4, 64, 64, 32} of code
   // written before the problem had the variable still means what it meant (float32). Without a
   // default it is no dtype at all: left out, select() gives kNone, not the first enumerator (float16).
+  // The type is named from the global namespace: a dimension or variable named DType is a member
+  // of Shape by then, and would hide the enum from a plain `DType`.
+  const std::string global = "::tune_tuned::" + identifier(entries.front().run->problem) + "::";
   for (const auto& d : shape0.dtypes()) {
-    std::string init = " = static_cast<DType>(-1)";
+    std::string init = fmt::format(" = static_cast<{}DType>(-1)", global);
     for (const DTypeVariable& v : problem.dtype_variables())
-      if (v.name == d.first && v.default_value) init = " = " + dtype_enumerator(*v.default_value);
-    h += fmt::format("  DType {}{};\n", identifier(d.first), init);
+      if (v.name == d.first && v.default_value) init = " = " + global + dtype_enumerator(*v.default_value);
+    h += fmt::format("  {}DType {}{};\n", global, identifier(d.first), init);
   }
   h += "};\n\n";
   h += "constexpr bool same_shape(const Shape& a, const Shape& b) {\n  return ";
