@@ -222,6 +222,7 @@ TEST(DeviceLimits, HeaderGeometryGivesTheScratchBuffersAndRefusesAsTuneLowers) {
   const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + problem + " --M 8 --N 4096 --sanitize off --out " +
                                                       out.string() + " --cache-dir " + out.string() + "/cache");
   ASSERT_EQ(r.code, 0) << r.output;
+  std::filesystem::remove(out / "why.txt");
   const Result h = run(fmt::format("header {}/fake-gpu/two_pass/M8_N4096.json --allow-synthetic -o {}/tuned.hpp",
                                    out.string(), out.string()));
   ASSERT_EQ(h.code, 0) << h.output;
@@ -229,7 +230,11 @@ TEST(DeviceLimits, HeaderGeometryGivesTheScratchBuffersAndRefusesAsTuneLowers) {
   const tune::DeviceLimits limits = tune::DeviceLimits::for_arch(90);
   std::string src =
       "#include <cstdio>\n#include \"tuned.hpp\"\nnamespace t = tune_tuned::two_pass;\n"
-      "void print(const t::Geometry& g) {\n  if (!g.ok) { std::printf(\"refused\\n\"); return; }\n"
+      "void print(const t::Geometry& g) {\n  if (!g.ok) {\n    std::printf(\"refused\\n\");\n"
+      "    std::FILE* f = std::fopen(\"" +
+      (out / "why.txt").string() +
+      "\", \"a\");\n"
+      "    std::fprintf(f, \"%s\\n\", g.why);\n    std::fclose(f);\n    return;\n  }\n"
       "  for (int i = 0; i < g.launch_count; ++i) {\n    std::printf(\"%s(\", g.launches[i].kernel);\n"
       "    for (int a = 0; a < g.launches[i].arg_count; ++a) std::printf(\" %s\", g.launches[i].args[a]);\n"
       "    std::printf(\" ) \");\n  }\n"
@@ -256,6 +261,10 @@ TEST(DeviceLimits, HeaderGeometryGivesTheScratchBuffersAndRefusesAsTuneLowers) {
   EXPECT_NE(std::count(want.begin(), want.end(), "refused"), 0);
   EXPECT_NE(std::count(want.begin(), want.end(), "direct_kernel( x out ) "), 0);
   EXPECT_NE(std::count(want.begin(), want.end(), "partial_kernel( x partial ) reduce_kernel( partial out ) partial=32 "), 0);
+  // The refusal says what is wrong: a partials size of a fraction is no whole number (it said "out of range").
+  std::ifstream why_file(out / "why.txt");
+  const std::string why{std::istreambuf_iterator<char>(why_file), std::istreambuf_iterator<char>()};
+  EXPECT_NE(why.find("scratch partial: elements is not a whole number in [0, 2^40]"), std::string::npos) << why;
 }
 
 TEST(DeviceLimits, AMalformedFakeDeviceHookIsRefusedInOneLine) {

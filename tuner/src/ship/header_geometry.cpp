@@ -104,7 +104,8 @@ std::string launch_code(const SpaceExpressions::LaunchText& l, std::size_t index
     h += fmt::format("    {{\n      const double d = {};\n", cpp(text, where));
     h += fmt::format("      if (!detail::whole(d, {}, {})) return detail::refuse(g, {});\n",
                      field == "dynamic_smem_bytes" ? "0.0" : "1.0", double_literal(high),
-                     header_text::c_string(fmt::format("launch {}: {} is out of range", l.kernel, where)));
+                     header_text::c_string(fmt::format("launch {}: {} is not a whole number in [{}, {:.0f}]", l.kernel,
+                                                       where, field == "dynamic_smem_bytes" ? 0 : 1, high)));
     h += fmt::format("      x.{} = static_cast<unsigned>(d);\n    }}\n", field);
   };
   for (std::size_t i = 0; i < 3; ++i)
@@ -127,7 +128,7 @@ std::string scratch_code(const SpaceExpressions& e, const ToCpp& cpp) {
     h += fmt::format("    const double d = {};\n", cpp(s.elements, "scratch " + s.name + " elements"));
     h += fmt::format("    if (!detail::whole(d, 0.0, {})) return detail::refuse(g, {});\n",
                      double_literal(static_cast<double>(std::int64_t{1} << 40)),
-                     header_text::c_string(fmt::format("scratch {}: elements is out of range", s.name)));
+                     header_text::c_string(fmt::format("scratch {}: elements is not a whole number in [0, 2^40]", s.name)));
     h += fmt::format("    g.scratch[g.scratch_count++] = ScratchGeometry{{{}, static_cast<long long>(d)}};\n  }}\n",
                      header_text::c_string(s.name));
   }
