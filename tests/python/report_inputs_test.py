@@ -167,5 +167,21 @@ class DtypeDefaults(unittest.TestCase):
         self.assertIn("Against PyTorch on the same GPU", (OUT / "torch_t" / "out" / "report.md").read_text())
 
 
+class ModelNewParity(unittest.TestCase):
+    """torch_baseline's verdict on an exported ModelNew of a low-precision output follows the
+    problem's tolerance.rule, as tune's own parity does (round 7): it took "both" whatever the rule."""
+
+    def test_the_rule_decides_which_checks_count(self):
+        import torch_baseline
+        verdict = torch_baseline.low_precision_passed
+        self.assertTrue(verdict(True, True, "both"))
+        self.assertFalse(verdict(True, False, "both"))
+        self.assertFalse(verdict(False, True, "both"))
+        self.assertTrue(verdict(True, False, "tolerance"))
+        self.assertFalse(verdict(False, True, "tolerance"))
+        self.assertTrue(verdict(False, True, "module"))
+        self.assertFalse(verdict(True, False, "module"))
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -77,6 +77,12 @@ TEST(DType, IntegersTruncateAndBoolIsNonZero) {
   EXPECT_EQ(bytes.size(), 24u);
   EXPECT_EQ(decode_all(DType::kInt64, bytes), (std::vector<double>{1, -2, 1 << 30}));
   EXPECT_EQ(dtype_size(DType::kBool), 1u);
+  // A bool output's byte is read as it is: 2 (stored through unsigned char*) or the harness's 0xFF
+  // fill is no bool, and must not read as true (it matched every true of a reference).
+  for (const unsigned char byte : {0, 1, 2, 0xFF}) {
+    const std::byte in{byte};
+    EXPECT_EQ(decode(DType::kBool, &in), static_cast<double>(byte));
+  }
   EXPECT_EQ(dtype_cuda_type(DType::kBFloat16), "__nv_bfloat16");
 }
 

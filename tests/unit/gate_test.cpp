@@ -145,6 +145,15 @@ TEST(GateVerdict, FindingsThenDeterminismThenInputsDecide) {
   Gate::apply_verdict(bad);
   EXPECT_EQ(bad.status, Status::kIncorrect);
   EXPECT_NE(bad.reason.find("parity failed on input 'all-equal rows'"), std::string::npos) << bad.reason;
+  // An input failed by NaNs alone has no finite error: the reason counts them, not "max abs error 0".
+  VariantRecord nan = v;
+  ParityRecord nans = ok;
+  nans.mismatches = nans.non_finite = 2;
+  nan.gate->inputs.push_back({"large magnitudes", nans});
+  Gate::apply_verdict(nan);
+  EXPECT_EQ(nan.status, Status::kIncorrect);
+  EXPECT_NE(nan.reason.find("2 of 10 outputs outside atol=0.0001 rtol=0.0001 (2 not finite)"), std::string::npos)
+      << nan.reason;
 
   VariantRecord flaky = v;
   flaky.gate->deterministic = false;

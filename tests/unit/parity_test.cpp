@@ -85,6 +85,37 @@ TEST(Parity, ANanOrInfNeverPassesUnderAnyRule) {
   }
 }
 
+// A NaN or Inf on the reference's side matches nothing either: a finite output passed there (no
+// error exceeds an allowance that is NaN or infinite). The determinism check of a non-deterministic
+// problem compares a launch with the first launch's output, which may hold one.
+TEST(Parity, ANonFiniteReferenceMatchesNoOutput) {
+  for (const double bad : {static_cast<double>(NAN), static_cast<double>(INFINITY), -static_cast<double>(INFINITY)}) {
+    const ParityRecord p = compare_output({1.0, 2.0, 3.0}, {1.0, bad, 3.0}, 1e-4, 1e-4);
+    EXPECT_FALSE(p.tolerance_passed) << bad;
+    EXPECT_EQ(p.mismatches, 1) << bad;
+    EXPECT_EQ(p.worst_index, 1) << bad;
+    EXPECT_EQ(p.max_abs_error, 0) << "a non-finite difference is no error to report as the largest";
+  }
+  EXPECT_FALSE(compare_output({NAN}, {NAN}, 1e-4, 1e-4).tolerance_passed);
+}
+
+// The worst element recorded is the one of the largest error where several are equally far beyond
+// their allowance: every mismatch of an exact (integer) comparison is. It was the first mismatch,
+// with max_abs_error at another element. A non-finite output is worse than any finite one.
+TEST(Parity, TheWorstElementOfAnExactComparisonIsTheLargestError) {
+  const ParityRecord ints = judge_output({1, 0, 40, -7}, {0, 0, 0, 0}, defaults(DType::kInt32), std::nullopt);
+  EXPECT_EQ(ints.mismatches, 3);
+  EXPECT_EQ(ints.max_abs_error, 40);
+  EXPECT_EQ(ints.worst_index, 2);
+  EXPECT_EQ(ints.worst_value, 40);
+  // rtol alone against a reference of zeros: every error is infinitely far too.
+  const ParityRecord zeros = compare_output({1e-3, 0.5, 1e-2}, {0, 0, 0}, 0, 1e-3);
+  EXPECT_EQ(zeros.worst_index, 1);
+  const ParityRecord nan = compare_output({5, NAN, 9}, {0, 0, 0}, 0, 0);
+  EXPECT_EQ(nan.worst_index, 1);
+  EXPECT_FALSE(nan.worst_value.has_value());
+}
+
 // kernel_max_abs_error <= k * module_max_abs_error + atol_k, just inside and just outside; the
 // reference is large so that the elementwise rule (bf16 rtol 1.6e-2) passes both.
 TEST(Parity, ModuleRuleJustInsideAndJustOutsideKTimesTheModulesError) {

@@ -54,7 +54,8 @@ enum class DType : std::uint8_t { kFloat16, kBFloat16, kFloat32, kFloat64, kInt8
 // holding every integer: 2^53 + 1 written in a problem file or a golden would become 2^53 unseen.
 [[nodiscard]] bool held_exactly(DType t, double v);
 
-// Encoding of one element (little-endian, dtype_size(t) bytes) and back.
+// Encoding of one element (little-endian, dtype_size(t) bytes) and back. A bool decodes to its
+// byte's value: 0 and 1 are false and true, any other byte is no bool and stays itself.
 void encode(DType t, double v, std::byte* out);
 [[nodiscard]] double decode(DType t, const std::byte* in);
 // A whole tensor: values -> bytes, bytes -> values.

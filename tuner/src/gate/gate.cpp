@@ -320,13 +320,11 @@ void Gate::apply_verdict(VariantRecord& rec) {
     g.reason = "the output changed between launches: " + g.determinism;
   } else if (failed) {
     g.verdict = GateVerdict::kIncorrect;
-    const ParityRecord& p = failed->parity;
-    const std::string why = p.module_passed && p.rule != "tolerance"
-                                ? parity_failure(p)
-                                : fmt::format("{} of {} outputs outside atol={:g} rtol={:g}; max abs error {:.3g}",
-                                              p.mismatches, p.elements, p.atol, p.rtol, p.max_abs_error);
+    // The search's words for a failed parity, the count of outputs not finite included: without
+    // it an input failed by NaNs alone read "max abs error 0".
     g.reason = fmt::format("parity failed on input '{}'{}: {}", failed->name,
-                           failed_inputs > 1 ? fmt::format(" (and {} more inputs)", failed_inputs - 1) : "", why);
+                           failed_inputs > 1 ? fmt::format(" (and {} more inputs)", failed_inputs - 1) : "",
+                           parity_failure(failed->parity));
   } else if (!g.not_run.empty()) {
     // Nothing found, but not everything asked for was checked: never `safe` (issue 34).
     g.verdict = GateVerdict::kUnchecked;

@@ -87,26 +87,35 @@ ParityRecord compare_output(const std::vector<double>& out, const std::vector<do
   p.rtol = rtol;
   p.elements = static_cast<std::int64_t>(std::min(out.size(), ref.size()));
   if (out.size() != ref.size()) p.mismatches = static_cast<std::int64_t>(std::max(out.size(), ref.size()) - p.elements);
-  double worst_excess = -1;
+  // The worst element: the furthest beyond its allowance, and of those equally far (every mismatch
+  // of an exact comparison is infinitely far), the one of the largest error, so that it is where
+  // max_abs_error is; a non-finite value is the worst of all.
+  double worst_excess = -1, worst_err = -1;
   for (std::int64_t i = 0; i < p.elements; ++i) {
     const double o = out[static_cast<std::size_t>(i)];
     const double r = ref[static_cast<std::size_t>(i)];
     const double allowed = atol + rtol * std::abs(r);
-    double excess;
+    double excess, err = INFINITY;
     if (!std::isfinite(o)) {
       ++p.non_finite;
       ++p.mismatches;
       excess = INFINITY;
+    } else if (!std::isfinite(r)) {
+      // No finite value is within any tolerance of a NaN or Inf (the determinism check of a
+      // non-deterministic problem compares against a launch's own output, which may hold one).
+      ++p.mismatches;
+      excess = INFINITY;
     } else {
-      const double err = std::abs(o - r);
+      err = std::abs(o - r);
       p.max_abs_error = std::max(p.max_abs_error, err);
       if (r != 0) p.max_rel_error = std::max(p.max_rel_error, err / std::abs(r));
       if (err > allowed) ++p.mismatches;
       // Exact (atol = rtol = 0, integers and bool): no division by a zero allowance.
       excess = allowed > 0 ? err / allowed : (err > 0 ? INFINITY : 0);
     }
-    if (excess > worst_excess) {
+    if (excess > worst_excess || (excess == worst_excess && err > worst_err)) {
       worst_excess = excess;
+      worst_err = err;
       p.worst_index = i;
       p.worst_value = std::isfinite(o) ? std::optional<double>(o) : std::nullopt;
       p.worst_reference = r;

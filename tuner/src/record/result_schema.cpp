@@ -335,7 +335,7 @@ constexpr Field kFields[] = {
      .required = true,
      .lo = -1,
      .hi = kI64,
-     .about = "the worst element; -1: none"},
+     .about = "the worst element, row-major; -1: none"},
     {.path = "variants[].parity.max_abs_error", .kind = K::kNumber, .nullable = true, .about = "the largest"},
     {.path = "variants[].parity.max_rel_error", .kind = K::kNumber, .nullable = true, .about = "the largest"},
     {.path = "variants[].parity.worst_value",

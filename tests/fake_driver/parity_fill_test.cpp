@@ -1,0 +1,128 @@
+// Parity of integer and bool outputs against the fake driver (fake_cuda.cpp): the copy kernel writes
+// the bytes of x to the front of out, so an out longer than x keeps the harness's fill at its end,
+// as a kernel that skips elements does. The fill must never pass for a written value: an int32
+// output is filled with -1 (0xFF bytes), a reference of -1 is common (an index not found), and
+// a bool output's 0xFF byte read as true matched every true of the reference.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/fixture_problem.hpp"
+#include "tune/device.hpp"
+#include "tune/measure.hpp"
+#include "tune/problem.hpp"
+#include "tune/space.hpp"
+
+namespace tune {
+namespace {
+
+bool fake_driver_loaded() {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const bool fake = lib != nullptr && dlsym(lib, "tune_fake_cuda_driver") != nullptr;
+  if (lib != nullptr) dlclose(lib);
+  return fake;
+}
+
+CompileResult copy_variant() {
+  CompileResult c;
+  c.ok = true;
+  const std::string image = "tune-fake-copy 4";
+  c.cubin.assign(image.begin(), image.end());
+  c.cubin.push_back('\0');
+  c.lowered_names = {"affine_copy"};
+  return c;
+}
+
+Lowered copy_launch() {
+  Lowered l;
+  KernelLaunch k;
+  k.kernel = "affine_kernel";
+  k.name_expression = "affine_copy";
+  k.args = {"x", "scale", "shift", "out"};
+  l.launches.push_back(k);
+  return l;
+}
+
+// The affine fixture with x and out of the given dtypes, x's init `init`, out of `out_rows` rows.
+std::unique_ptr<Problem> typed_affine(const std::string& test, const std::string& x_dtype, const nlohmann::json& init,
+                                      const std::string& out_dtype, const std::string& out_rows) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_parity_fill_" + test) / "affine";
+  test::copy_fixture_problem("affine", dir, [&](nlohmann::ordered_json& j) {
+    j["edits"] = nlohmann::ordered_json::array();
+    j["tensors"][2]["dtype"] = x_dtype;
+    j["tensors"][2]["init"] = init;
+    j["tensors"][3]["dtype"] = out_dtype;
+    j["tensors"][3]["shape"] = {out_rows, "L"};
+  });
+  return Problem::load(dir / "problem.json");
+}
+
+DeviceInfo fake_device() {
+  DeviceInfo device;
+  device.name = "fake";
+  device.cc_major = 9;
+  return device;
+}
+
+// An int32 output whose last row the kernel never writes, and whose reference there is -1: the
+// fill's value. It passed.
+TEST(FakeDriver, AnUnwrittenIntegerOutputFailsWhereItsReferenceEqualsTheFill) {
+  if (!fake_driver_loaded()) GTEST_SKIP() << "needs the fake libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it)";
+  const nlohmann::json ints = {{"kind", "integers"}, {"low", -3}, {"high", 3}};
+  const auto problem = typed_affine("int32", "int32", ints, "int32", "R + 1");
+  const Shape shape({{"R", 5}, {"L", 8}});
+  const ProblemData data = problem->make_data(shape, 7, DataPurpose::kParity);
+  std::vector<double> ref = data.get("x").data;
+  ref.resize(ref.size() + 8, -1.0);  // the row the copy leaves alone
+  DeviceRunner runner(fake_device(), *problem, shape, data, data, ref, 7);
+  const ParityRecord p = runner.check(copy_variant(), copy_launch(), data, ref, 7);
+  EXPECT_FALSE(parity_passed(p)) << "an output left unwritten passed because its reference equals the fill";
+  EXPECT_EQ(p.mismatches, 8);
+  EXPECT_GE(p.worst_index, 40);
+}
+
+// A kernel that writes every element, some of them -1 (x holds -3..2): it passes.
+TEST(FakeDriver, AWrittenIntegerOutputEqualToTheFillPasses) {
+  if (!fake_driver_loaded()) GTEST_SKIP() << "needs the fake libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it)";
+  const nlohmann::json ints = {{"kind", "integers"}, {"low", -3}, {"high", 3}};
+  const auto problem = typed_affine("int32_whole", "int32", ints, "int32", "R");
+  const Shape shape({{"R", 5}, {"L", 8}});
+  const ProblemData data = problem->make_data(shape, 7, DataPurpose::kParity);
+  const std::vector<double>& ref = data.get("x").data;
+  ASSERT_NE(std::find(ref.begin(), ref.end(), -1.0), ref.end()) << "the draw should hold a -1";
+  DeviceRunner runner(fake_device(), *problem, shape, data, data, ref, 7);
+  const ParityRecord p = runner.check(copy_variant(), copy_launch(), data, ref, 7);
+  EXPECT_TRUE(parity_passed(p)) << p.mismatches << " mismatches, worst at " << p.worst_index;
+}
+
+// A bool output: its unwritten last row, where the reference is true, and a byte 2 written where
+// it is true (raw access through unsigned char*), which PyTorch's bool does not hold.
+TEST(FakeDriver, ABoolOutputHoldsZeroOrOneAndAnUnwrittenOneFails) {
+  if (!fake_driver_loaded()) GTEST_SKIP() << "needs the fake libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it)";
+  const nlohmann::json ones = {{"kind", "constant"}, {"value", 1}};
+  const auto unwritten = typed_affine("bool_tail", "bool", ones, "bool", "R + 1");
+  const Shape shape({{"R", 5}, {"L", 8}});
+  const ProblemData data = unwritten->make_data(shape, 7, DataPurpose::kParity);
+  const std::vector<double> all_true(48, 1.0);
+  DeviceRunner runner(fake_device(), *unwritten, shape, data, data, all_true, 7);
+  const ParityRecord tail = runner.check(copy_variant(), copy_launch(), data, all_true, 7);
+  EXPECT_FALSE(parity_passed(tail)) << "an unwritten bool passed as true";
+  EXPECT_EQ(tail.mismatches, 8);
+
+  const nlohmann::json twos = {{"kind", "constant"}, {"value", 2}};
+  const auto raw = typed_affine("bool_two", "uint8", twos, "bool", "R");
+  const ProblemData two_data = raw->make_data(shape, 7, DataPurpose::kParity);
+  const std::vector<double> true40(40, 1.0);
+  DeviceRunner raw_runner(fake_device(), *raw, shape, two_data, two_data, true40, 7);
+  const ParityRecord two = raw_runner.check(copy_variant(), copy_launch(), two_data, true40, 7);
+  EXPECT_FALSE(parity_passed(two)) << "a bool byte of 2 passed as true";
+  EXPECT_EQ(two.mismatches, 40);
+  ASSERT_TRUE(two.worst_value.has_value());
+  EXPECT_EQ(*two.worst_value, 2.0) << "the record shows the byte the kernel wrote";
+}
+
+}  // namespace
+}  // namespace tune
