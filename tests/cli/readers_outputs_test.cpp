@@ -367,4 +367,28 @@ TEST(Cli, EveryUsageErrorIsOneTuneLineAndExitCode2) {
   EXPECT_FALSE(fs::exists(out)) << "nothing runs";
 }
 
+// Adversarial round 7: a compile cache folder that cannot be made (a read-only $HOME on a cluster
+// node, a link to nothing) stopped a tune with exit 2, where a cache that cannot be written is one
+// warning; and tune check, which takes no --cache-dir, stopped telling the user to pass one. /proc
+// takes no new folder, even from root.
+TEST(Outputs, ACacheFolderThatCannotBeMadeIsOneWarningAndStopsNothing) {
+  const fs::path dir = scratch("cache_not_made");
+  const Result tune =
+      run_with("TUNE_WORKER_FAKE=1", kSmallTune + " --out " + dir.string() + " --cache-dir /proc/tune-cache");
+  ASSERT_EQ(tune.code, 0) << tune.output;
+  std::size_t warnings = 0;
+  for (std::size_t pos = 0; (pos = tune.output.find("cannot be written", pos)) != std::string::npos; ++pos) ++warnings;
+  EXPECT_EQ(warnings, 1u) << tune.output;
+  EXPECT_NE(tune.output.find("warning: the compile cache /proc/tune-cache cannot be written (cannot create the folder"),
+            std::string::npos)
+      << tune.output;
+  const fs::path results = dir / "fake-gpu" / "contact" / "B2_N8_C16_H8.json";
+  ASSERT_TRUE(fs::exists(results)) << tune.output;
+  // tune check uses the default caches: under $XDG_CACHE_HOME, here one that cannot be made.
+  const Result check = run_with("TUNE_WORKER_FAKE=1 XDG_CACHE_HOME=/proc/tune-cache", "check " + results.string());
+  EXPECT_EQ(check.code, 0) << check.output;
+  EXPECT_EQ(check.output.find("--no-cache"), std::string::npos) << check.output;
+  EXPECT_EQ(check.output.find("tune: "), std::string::npos) << check.output;
+}
+
 }  // namespace
