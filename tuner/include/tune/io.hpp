@@ -18,6 +18,16 @@ namespace tune {
 // Throws InputError "<file>: <reason>" (for a file that is not valid: "<file>: <JSON path>: <what is
 // wrong>; <what to do>", validate_result_json).
 RunRecord read_result(const std::filesystem::path& file);
+// read_result of a file whose JSON has been read (its bounded reader), with its errors.
+RunRecord read_result(const std::filesystem::path& file, const nlohmann::ordered_json& json);
+// Whether a file found in a results folder may be a tune result, by its name: <name>.json or
+// <name>.json.gz, and not hidden. tune writes no dot-file; editors and copies do (Emacs's lock
+// link .#<shape>.json to nothing, macOS's ._<shape>.json beside a copied file), and a reader of the
+// folder passes them over instead of refusing the folder.
+bool is_results_file_name(const std::string& name);
+// Whether JSON read from a results folder is a tune result ("kind": "tune.result"); other JSON
+// there (another tool's) is passed over by each reader of the folder.
+bool is_tune_result_json(const nlohmann::ordered_json& json);
 // A results file read as a record of its problem (problem_spec_of: by name, else the problem file
 // it records), for the readers that interpret its shape against today's problem (tune header, tune
 // export torch): read_result, then each dtype variable its shape lacks set to the dtype its tensors

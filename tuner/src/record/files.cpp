@@ -201,9 +201,11 @@ std::string printable(const std::string& s) {
 
 }  // namespace json_file
 
-RunRecord read_result(const std::filesystem::path& file) {
+RunRecord read_result(const std::filesystem::path& file) { return read_result(file, read_json(file)); }
+
+RunRecord read_result(const std::filesystem::path& file, const Json& json) {
   try {
-    return run_from_json(read_json(file));
+    return run_from_json(json);
   } catch (const Json::exception& e) {
     throw InputError(fmt::format("{}: malformed results file ({})", file.string(), e.what()));
   } catch (const InputError& e) {
@@ -264,13 +266,18 @@ void walk_tree(const std::filesystem::path& root, std::filesystem::directory_opt
         fmt::format("{}: cannot be read ({}); check the folder and its permissions", last.string(), ec.message()));
 }
 
+bool is_results_file_name(const std::string& name) {
+  return !name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".json.gz"));
+}
+
+bool is_tune_result_json(const Json& json) { return json.is_object() && json.value("kind", Json()) == "tune.result"; }
+
 std::vector<ReportResult> read_report_results(const std::filesystem::path& root) {
   std::vector<std::filesystem::path> files;
   walk_tree(root, std::filesystem::directory_options::follow_directory_symlink, [&](auto& it) {
     if (it.depth() < 2) return;
     it.disable_recursion_pending();
-    const std::string name = it->path().filename().string();
-    if (!name.ends_with(".json") && !name.ends_with(".json.gz")) return;
+    if (!is_results_file_name(it->path().filename().string())) return;
     std::error_code link;
     if (it->is_regular_file(link)) {
       files.push_back(it->path());
@@ -287,7 +294,7 @@ std::vector<ReportResult> read_report_results(const std::filesystem::path& root)
   std::vector<ReportResult> out;
   for (const auto& f : files) {
     Json j = read_json(f);
-    if (!j.is_object() || j.value("kind", Json()) != "tune.result") continue;
+    if (!is_tune_result_json(j)) continue;
     try {
       RunRecord run = run_from_json(j);
       out.push_back({f, std::move(j), std::move(run)});
