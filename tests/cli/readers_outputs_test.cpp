@@ -11,6 +11,7 @@
 #include <functional>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -389,6 +390,26 @@ TEST(Outputs, ACacheFolderThatCannotBeMadeIsOneWarningAndStopsNothing) {
   EXPECT_EQ(check.code, 0) << check.output;
   EXPECT_EQ(check.output.find("--no-cache"), std::string::npos) << check.output;
   EXPECT_EQ(check.output.find("tune: "), std::string::npos) << check.output;
+}
+
+// Adversarial round 7: a writer killed mid-write (kill -9, a node lost) leaves its temporary file,
+// "<shape>.json.tmp.<pid>.<n>", which nothing removed and git does not ignore in results/. The next
+// writer of the shape, holding its lock, removes those of its shape and no other file.
+TEST(Outputs, TheTemporaryFilesOfAKilledWriterGoWithTheNextRunOfTheShape) {
+  const fs::path dir = scratch("stale_temporaries");
+  const fs::path folder = dir / "fake-gpu" / "contact";
+  fs::create_directories(folder);
+  const std::vector<std::string> stale = {"B2_N8_C16_H8.json.tmp.99999.0", "B2_N8_C16_H8.json.partial.tmp.4242.17",
+                                          "B2_N8_C16_H8.hpp.tmp.1.2"};
+  const std::vector<std::string> kept = {"B4_N8_C16_H8.json.tmp.99999.0", "B2_N8_C16_H8.json.tmp.notes", "notes.tmp.1.2",
+                                         "B2_N8_C16_H8.json.tmp.1.2.bak"};
+  for (const auto& name : stale) std::ofstream(folder / name) << "{";
+  for (const auto& name : kept) std::ofstream(folder / name) << "mine";
+  const Result r = run_with("TUNE_WORKER_FAKE=1", kSmallTune + " --torch off --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const auto& name : stale) EXPECT_FALSE(fs::exists(folder / name)) << name;
+  for (const auto& name : kept) EXPECT_EQ(slurp(folder / name), "mine") << name;
+  EXPECT_TRUE(fs::exists(folder / "B2_N8_C16_H8.json"));
 }
 
 }  // namespace

@@ -154,8 +154,9 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
 // journal and results, and tune merge --out or tune check --write would be overwritten by a running
 // tune (issue 34 #25); the second is refused in one line that names the first. The lock is flock(2)
 // on "<shape>.lock" beside the results (released by the kernel however the holder ends), the
-// holder's pid in it; the file is removed when the holder ends. Throws InputError
-// "another tune (pid N) is writing FILE; <remedy>".
+// holder's pid in it; the file is removed when the holder ends. Taking it removes the temporary files
+// a writer of the shape killed mid-write left ("<shape>.json.tmp.<pid>.<n>", of the .partial and the
+// .hpp too). Throws InputError "another tune (pid N) is writing FILE; <remedy>".
 class ResultsLock {
  public:
   explicit ResultsLock(const std::filesystem::path& results,
