@@ -1,9 +1,12 @@
 // Readers of result and golden files, validated with one-line errors that name the file.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <limits>
 
@@ -352,6 +355,32 @@ GoldenCase read_golden(const std::filesystem::path& file) {
 
 namespace {
 
+// Writes all of text to fd, flushes it to the disk and closes fd; 0, else the errno of the first
+// step that failed (ENOSPC, EDQUOT, EIO).
+int write_all_and_sync(int fd, const std::string& text) {
+  int error = 0;
+  for (std::size_t done = 0; done < text.size() && error == 0;) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      error = n < 0 ? errno : EIO;
+    else
+      done += static_cast<std::size_t>(n);
+  }
+  if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL) error = errno;  // EINVAL: a file system that keeps nothing
+  if (::close(fd) != 0 && error == 0 && errno != EINTR) error = errno;
+  return error;
+}
+
+// The folder's entries (a rename) on the disk; a folder that cannot be opened or synced (a file
+// system without it) is left as it is.
+void sync_folder(const std::string& folder) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
 void write_file_in_place(const std::filesystem::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw InputError(fmt::format("cannot write {} (check its permissions)", path.string()));
@@ -382,18 +411,18 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
   // once; each writes whole and the last rename wins.
   static std::atomic<std::uint64_t> serial{0};
   const auto tmp = fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw InputError(fmt::format("cannot write {} (in {}: check its permissions)", path.string(),
-                                   path.has_parent_path() ? path.parent_path().string() : std::string(".")));
-    f << text;
-    f.flush();
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp, ec);
-      throw InputError(fmt::format("writing {} failed (disk full?)", tmp));
-    }
+  const std::string folder = path.has_parent_path() ? path.parent_path().string() : std::string(".");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                        0666);  // less the umask: a shared folder keeps its group write
+  if (fd < 0) throw InputError(fmt::format("cannot write {} (in {}: {})", path.string(), folder, std::strerror(errno)));
+  // On the disk before the rename, and the rename on the disk before the caller goes on (a run
+  // removes its journal once its results are written): after a power cut the path holds the old
+  // text or the new, never an empty file, and a run's records are in its results or its journal.
+  if (const int error = write_all_and_sync(fd, text); error != 0) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw InputError(fmt::format("writing {} failed ({}); free space in {}, or write elsewhere", path.string(),
+                                 std::strerror(error), folder));
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
@@ -401,6 +430,7 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
     std::filesystem::remove(tmp, ignored);
     throw InputError(fmt::format("cannot move {} to {} ({})", tmp, path.string(), ec.message()));
   }
+  sync_folder(folder);
 }
 
 }  // namespace tune
