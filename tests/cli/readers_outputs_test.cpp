@@ -450,4 +450,23 @@ TEST(Outputs, AFileIsOnTheDiskBeforeItIsRenamedOverItsPath) {
       << slurp(trace);
 }
 
+// Adversarial round 7: an --out or --cache-dir that is (or runs through) a link to nothing said
+// "cannot create output directory out/fake-gpu/contact (File exists)", naming neither the link nor
+// what was wrong with it.
+TEST(Outputs, AFolderThroughALinkToNothingNamesTheLink) {
+  const fs::path dir = scratch("dangling_out");
+  fs::create_symlink("/nonexistent/results", dir / "out");
+  for (const std::string& out : {(dir / "out").string(), (dir / "out" / "sub").string()}) {
+    const Result r = run_with("TUNE_WORKER_FAKE=1", kSmallTune + " --out " + out);
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r, (dir / "out").string() + " is a link to nothing (/nonexistent/results)");
+  }
+  fs::create_symlink("/nonexistent/cache", dir / "cache");
+  const Result c = run_with("TUNE_WORKER_FAKE=1",
+                            kSmallTune + " --out " + (dir / "o").string() + " --cache-dir " + (dir / "cache").string());
+  EXPECT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find((dir / "cache").string() + " is a link to nothing (/nonexistent/cache)"), std::string::npos)
+      << c.output;
+}
+
 }  // namespace

@@ -146,6 +146,11 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
 std::string tool_version();
 std::string tool_git_commit();
 
+// Why the folder `dir` could not be made (ec, from create_directories), in the user's words: a
+// part of it that is a link to nothing or a loop of links is named ("File exists" or "Too many
+// levels of symbolic links" said neither which part nor what to do), else ec's message.
+std::string folder_error(const std::filesystem::path& dir, const std::error_code& ec);
+
 // Writes text to path atomically (temporary file, then rename); a link, a pipe or a device at path
 // (-o /dev/stdout) is written through in place. Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);

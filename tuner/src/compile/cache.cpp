@@ -20,7 +20,7 @@ namespace tune {
 CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  if (ec) unusable_ = fmt::format("cannot create the folder: {}", ec.message());
+  if (ec) unusable_ = fmt::format("cannot create the folder: {}", folder_error(dir_, ec));
 }
 
 std::filesystem::path CompileCache::default_dir() {

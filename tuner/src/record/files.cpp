@@ -391,13 +391,24 @@ void write_file_in_place(const std::filesystem::path& path, const std::string& t
 
 }  // namespace
 
+std::string folder_error(const std::filesystem::path& dir, const std::error_code& ec) {
+  std::error_code e;
+  for (std::filesystem::path p = dir; !p.empty(); p = p.parent_path()) {
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(p, e)) && !std::filesystem::exists(p, e))
+      return fmt::format("{} is a link to nothing ({}) or a loop of links", p.string(),
+                         std::filesystem::read_symlink(p, e).string());
+    if (p == p.parent_path()) break;
+  }
+  return ec.message();
+}
+
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   // What is wrong with the place, in the words of the path the user gave (not of the temporary file).
   if (path.has_parent_path() && !std::filesystem::is_directory(path.parent_path()))
     throw InputError(fmt::format("cannot write {}: {} is not a folder{}", path.string(), path.parent_path().string(),
-                                 ec ? " (" + ec.message() + ")" : std::string()));
+                                 ec ? " (" + folder_error(path.parent_path(), ec) + ")" : std::string()));
   if (std::filesystem::is_directory(path))
     throw InputError(fmt::format("cannot write {}: it is a folder; name a file", path.string()));
   // A link, a pipe or a device (-o /dev/stdout) is written through, in place: a rename would put a
