@@ -225,4 +225,44 @@ TEST(ResultsJson, AMissingPathIsOneLineAndExit2) {
   expect_error_output(r, "/nonexistent/results: no such file or folder");
 }
 
+// Adversarial round 7: files no tune writes, beside the results, that editors and copies leave (an
+// Emacs lock link .#<shape>.json to nothing, macOS's ._<shape>.json) and other tools' JSON:
+// tune results refused the folder (a link to nothing, not valid JSON) and tune merge refused the
+// other JSON that tune results passes over. Each reader of a folder passes them over; a file named
+// as tune names one that is not valid is still refused.
+TEST(ResultsJson, HiddenFilesAndOtherJsonInAFolderArePassedOverByEveryReader) {
+  const auto dir = scratch("hidden");
+  const std::string affine = std::string(TUNE_FIXTURES) + "/problems/affine";
+  for (int k = 0; k < 2; ++k) {
+    const Result r = run(fmt::format("--problem {} --R 8 --compile-only --shard {}/2 --out {}/s{} --cache-dir {}/cache",
+                                     affine, k, dir.string(), k, dir.string()));
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  const auto litter = [](const fs::path& folder, const std::string& stem) {
+    fs::create_symlink("user@host.1234:1700000000", folder / (".#" + stem + ".json"));
+    std::ofstream(folder / ("._" + stem + ".json"), std::ios::binary) << std::string("\0\5\26\7\0\2", 6);
+    std::ofstream(folder / "notes.json") << R"({"kind": "notes", "text": "shards of Tuesday"})";
+  };
+  const fs::path shard1 = dir / "s1" / "compile-only-sm_90" / "affine";
+  litter(shard1, "R8_L64.shard-1-of-2");
+  const Result merged =
+      run("merge " + (dir / "s0").string() + " " + (dir / "s1").string() + " --out " + (dir / "m").string());
+  ASSERT_EQ(merged.code, 0) << merged.output;
+  const fs::path folder = dir / "m" / "compile-only-sm_90" / "affine";
+  ASSERT_TRUE(fs::exists(folder / "R8_L64.json")) << merged.output;
+  litter(folder, "R8_L64");
+  for (const std::string& args : {"results " + (dir / "m").string(), "results --json " + (dir / "m").string()}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 0) << args << "\n" << r.output;
+  }
+  const Json listed = Json::parse(run("results --json " + (dir / "m").string()).output);
+  ASSERT_EQ(listed["records"].size(), 1u);
+  EXPECT_EQ(listed["records"][0]["file"], (folder / "R8_L64.json").string());
+  // A file of tune's naming that is no valid JSON (an empty one: a write cut short) is still refused.
+  std::ofstream(folder / "R16_L64.json").flush();
+  const Result empty = run("results " + (dir / "m").string());
+  EXPECT_EQ(empty.code, 2) << empty.output;
+  expect_error_output(empty, (folder / "R16_L64.json").string() + ": not valid JSON");
+}
+
 }  // namespace

@@ -260,5 +260,28 @@ TEST(CompileCache, AStoreThatCannotBeWrittenSaysWhyAndThrowsNothing) {
   if (geteuid() != 0) std::filesystem::permissions(read_only, std::filesystem::perms::owner_all);
 }
 
+// A folder that cannot be made (under /proc, even for root) is a cache that finds nothing and says
+// why on store, as a read-only one does: the constructor threw, which stopped tune check (adversarial
+// round 7).
+TEST(CompileCache, AFolderThatCannotBeMadeIsACacheThatStoresNothingAndSaysWhy) {
+  CompileResult r;
+  r.ok = true;
+  r.cubin = {'\x7f', 'E', 'L', 'F'};
+  const std::string key = CompileCache::key(request(), "13.0");
+  std::optional<CompileCache> cache;
+  ASSERT_NO_THROW(cache.emplace("/proc/tune_cache_not_made"));
+  EXPECT_FALSE(cache->load(key).has_value());
+  std::string why;
+  EXPECT_NO_THROW(why = cache->store(key, r));
+  EXPECT_NE(why.find("cannot create the folder"), std::string::npos) << why;
+  bool cached = true;
+  std::string failure;
+  const CompileResult got =
+      cache->get_or_compile(request(), "13.0", &cached, &failure, [&](const CompileRequest&) { return r; });
+  EXPECT_FALSE(cached);
+  EXPECT_TRUE(got.ok);
+  EXPECT_NE(failure.find("cannot create the folder"), std::string::npos) << failure;
+}
+
 }  // namespace
 }  // namespace tune

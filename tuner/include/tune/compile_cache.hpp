@@ -17,7 +17,9 @@ std::string cache_key(const std::vector<std::string>& fields);
 
 class CompileCache {
  public:
-  // Creates the directory when needed; throws InputError when it cannot.
+  // Creates the directory when needed. One that cannot be made (a read-only $HOME, a link to
+  // nothing) leaves a cache that finds nothing and whose store says why: a cache is never a reason
+  // for a run, tune check or an export to stop.
   explicit CompileCache(std::filesystem::path dir);
   // $XDG_CACHE_HOME/tune, else ~/.cache/tune, else a folder in the temporary directory.
   static std::filesystem::path default_dir();
@@ -47,6 +49,7 @@ class CompileCache {
 
  private:
   std::filesystem::path dir_;
+  std::string unusable_;  // why the folder could not be made, else empty
 };
 
 }  // namespace tune

@@ -18,6 +18,16 @@ namespace tune {
 // Throws InputError "<file>: <reason>" (for a file that is not valid: "<file>: <JSON path>: <what is
 // wrong>; <what to do>", validate_result_json).
 RunRecord read_result(const std::filesystem::path& file);
+// read_result of a file whose JSON has been read (its bounded reader), with its errors.
+RunRecord read_result(const std::filesystem::path& file, const nlohmann::ordered_json& json);
+// Whether a file found in a results folder may be a tune result, by its name: <name>.json or
+// <name>.json.gz, and not hidden. tune writes no dot-file; editors and copies do (Emacs's lock
+// link .#<shape>.json to nothing, macOS's ._<shape>.json beside a copied file), and a reader of the
+// folder passes them over instead of refusing the folder.
+bool is_results_file_name(const std::string& name);
+// Whether JSON read from a results folder is a tune result ("kind": "tune.result"); other JSON
+// there (another tool's) is passed over by each reader of the folder.
+bool is_tune_result_json(const nlohmann::ordered_json& json);
 // A results file read as a record of its problem (problem_spec_of: by name, else the problem file
 // it records), for the readers that interpret its shape against today's problem (tune header, tune
 // export torch): read_result, then each dtype variable its shape lacks set to the dtype its tensors
@@ -136,6 +146,11 @@ std::vector<std::filesystem::path> export_torch(const std::vector<std::filesyste
 std::string tool_version();
 std::string tool_git_commit();
 
+// Why the folder `dir` could not be made (ec, from create_directories), in the user's words: a
+// part of it that is a link to nothing or a loop of links is named ("File exists" or "Too many
+// levels of symbolic links" said neither which part nor what to do), else ec's message.
+std::string folder_error(const std::filesystem::path& dir, const std::error_code& ec);
+
 // Writes text to path atomically (temporary file, then rename); a link, a pipe or a device at path
 // (-o /dev/stdout) is written through in place. Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
@@ -144,8 +159,9 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
 // journal and results, and tune merge --out or tune check --write would be overwritten by a running
 // tune (issue 34 #25); the second is refused in one line that names the first. The lock is flock(2)
 // on "<shape>.lock" beside the results (released by the kernel however the holder ends), the
-// holder's pid in it; the file is removed when the holder ends. Throws InputError
-// "another tune (pid N) is writing FILE; <remedy>".
+// holder's pid in it; the file is removed when the holder ends. Taking it removes the temporary files
+// a writer of the shape killed mid-write left ("<shape>.json.tmp.<pid>.<n>", of the .partial and the
+// .hpp too). Throws InputError "another tune (pid N) is writing FILE; <remedy>".
 class ResultsLock {
  public:
   explicit ResultsLock(const std::filesystem::path& results,

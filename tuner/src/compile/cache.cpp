@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "tune/compile_cache.hpp"
-#include "tune/errors.hpp"
 #include "tune/io.hpp"
 
 namespace tune {
@@ -21,9 +20,7 @@ namespace tune {
 CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  if (ec)
-    throw InputError(
-        fmt::format("cannot create the compile cache {} ({}); pass --cache-dir or --no-cache", dir_.string(), ec.message()));
+  if (ec) unusable_ = fmt::format("cannot create the folder: {}", folder_error(dir_, ec));
 }
 
 std::filesystem::path CompileCache::default_dir() {
@@ -59,6 +56,7 @@ std::string CompileCache::content_hash(const std::vector<char>& cubin) {
 }
 
 std::optional<CompileResult> CompileCache::load(const std::string& key) const {
+  if (!unusable_.empty()) return std::nullopt;
   std::ifstream meta_in(dir_ / (key + ".json"));
   std::ifstream cubin_in(dir_ / (key + ".cubin"), std::ios::binary);
   if (!meta_in || !cubin_in) return std::nullopt;
@@ -149,6 +147,7 @@ CompileResult CompileCache::get_or_compile(const CompileRequest& request, const 
 
 std::string CompileCache::store(const std::string& key, const CompileResult& result) const {
   if (!result.ok) return {};
+  if (!unusable_.empty()) return unusable_;
   try {
     // The CUBIN first, the metadata (which says how long the CUBIN is and its hash) last: a reader
     // that finds the metadata finds a whole CUBIN.

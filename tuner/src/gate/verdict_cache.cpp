@@ -24,8 +24,8 @@ VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec)
-    throw InputError(
-        fmt::format("cannot create the verdict cache {} ({}); pass --cache-dir or --no-cache", dir_.string(), ec.message()));
+    throw InputError(fmt::format("cannot create the verdict cache {} ({}); every check runs and none is stored",
+                                 dir_.string(), ec.message()));
 }
 
 std::vector<std::string> VerdictCache::variant_fields(const CompileResult& compiled, const Lowered& lowered) {

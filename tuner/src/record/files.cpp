@@ -1,9 +1,12 @@
 // Readers of result and golden files, validated with one-line errors that name the file.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <limits>
 
@@ -201,9 +204,11 @@ std::string printable(const std::string& s) {
 
 }  // namespace json_file
 
-RunRecord read_result(const std::filesystem::path& file) {
+RunRecord read_result(const std::filesystem::path& file) { return read_result(file, read_json(file)); }
+
+RunRecord read_result(const std::filesystem::path& file, const Json& json) {
   try {
-    return run_from_json(read_json(file));
+    return run_from_json(json);
   } catch (const Json::exception& e) {
     throw InputError(fmt::format("{}: malformed results file ({})", file.string(), e.what()));
   } catch (const InputError& e) {
@@ -264,13 +269,18 @@ void walk_tree(const std::filesystem::path& root, std::filesystem::directory_opt
         fmt::format("{}: cannot be read ({}); check the folder and its permissions", last.string(), ec.message()));
 }
 
+bool is_results_file_name(const std::string& name) {
+  return !name.starts_with('.') && (name.ends_with(".json") || name.ends_with(".json.gz"));
+}
+
+bool is_tune_result_json(const Json& json) { return json.is_object() && json.value("kind", Json()) == "tune.result"; }
+
 std::vector<ReportResult> read_report_results(const std::filesystem::path& root) {
   std::vector<std::filesystem::path> files;
   walk_tree(root, std::filesystem::directory_options::follow_directory_symlink, [&](auto& it) {
     if (it.depth() < 2) return;
     it.disable_recursion_pending();
-    const std::string name = it->path().filename().string();
-    if (!name.ends_with(".json") && !name.ends_with(".json.gz")) return;
+    if (!is_results_file_name(it->path().filename().string())) return;
     std::error_code link;
     if (it->is_regular_file(link)) {
       files.push_back(it->path());
@@ -287,7 +297,7 @@ std::vector<ReportResult> read_report_results(const std::filesystem::path& root)
   std::vector<ReportResult> out;
   for (const auto& f : files) {
     Json j = read_json(f);
-    if (!j.is_object() || j.value("kind", Json()) != "tune.result") continue;
+    if (!is_tune_result_json(j)) continue;
     try {
       RunRecord run = run_from_json(j);
       out.push_back({f, std::move(j), std::move(run)});
@@ -345,6 +355,32 @@ GoldenCase read_golden(const std::filesystem::path& file) {
 
 namespace {
 
+// Writes all of text to fd, flushes it to the disk and closes fd; 0, else the errno of the first
+// step that failed (ENOSPC, EDQUOT, EIO).
+int write_all_and_sync(int fd, const std::string& text) {
+  int error = 0;
+  for (std::size_t done = 0; done < text.size() && error == 0;) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      error = n < 0 ? errno : EIO;
+    else
+      done += static_cast<std::size_t>(n);
+  }
+  if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL) error = errno;  // EINVAL: a file system that keeps nothing
+  if (::close(fd) != 0 && error == 0 && errno != EINTR) error = errno;
+  return error;
+}
+
+// The folder's entries (a rename) on the disk; a folder that cannot be opened or synced (a file
+// system without it) is left as it is.
+void sync_folder(const std::string& folder) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
 void write_file_in_place(const std::filesystem::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw InputError(fmt::format("cannot write {} (check its permissions)", path.string()));
@@ -355,13 +391,24 @@ void write_file_in_place(const std::filesystem::path& path, const std::string& t
 
 }  // namespace
 
+std::string folder_error(const std::filesystem::path& dir, const std::error_code& ec) {
+  std::error_code e;
+  for (std::filesystem::path p = dir; !p.empty(); p = p.parent_path()) {
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(p, e)) && !std::filesystem::exists(p, e))
+      return fmt::format("{} is a link to nothing ({}) or a loop of links", p.string(),
+                         std::filesystem::read_symlink(p, e).string());
+    if (p == p.parent_path()) break;
+  }
+  return ec.message();
+}
+
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   // What is wrong with the place, in the words of the path the user gave (not of the temporary file).
   if (path.has_parent_path() && !std::filesystem::is_directory(path.parent_path()))
     throw InputError(fmt::format("cannot write {}: {} is not a folder{}", path.string(), path.parent_path().string(),
-                                 ec ? " (" + ec.message() + ")" : std::string()));
+                                 ec ? " (" + folder_error(path.parent_path(), ec) + ")" : std::string()));
   if (std::filesystem::is_directory(path))
     throw InputError(fmt::format("cannot write {}: it is a folder; name a file", path.string()));
   // A link, a pipe or a device (-o /dev/stdout) is written through, in place: a rename would put a
@@ -375,18 +422,18 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
   // once; each writes whole and the last rename wins.
   static std::atomic<std::uint64_t> serial{0};
   const auto tmp = fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw InputError(fmt::format("cannot write {} (in {}: check its permissions)", path.string(),
-                                   path.has_parent_path() ? path.parent_path().string() : std::string(".")));
-    f << text;
-    f.flush();
-    if (!f) {
-      f.close();
-      std::filesystem::remove(tmp, ec);
-      throw InputError(fmt::format("writing {} failed (disk full?)", tmp));
-    }
+  const std::string folder = path.has_parent_path() ? path.parent_path().string() : std::string(".");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                        0666);  // less the umask: a shared folder keeps its group write
+  if (fd < 0) throw InputError(fmt::format("cannot write {} (in {}: {})", path.string(), folder, std::strerror(errno)));
+  // On the disk before the rename, and the rename on the disk before the caller goes on (a run
+  // removes its journal once its results are written): after a power cut the path holds the old
+  // text or the new, never an empty file, and a run's records are in its results or its journal.
+  if (const int error = write_all_and_sync(fd, text); error != 0) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw InputError(fmt::format("writing {} failed ({}); free space in {}, or write elsewhere", path.string(),
+                                 std::strerror(error), folder));
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
@@ -394,6 +441,7 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
     std::filesystem::remove(tmp, ignored);
     throw InputError(fmt::format("cannot move {} to {} ({})", tmp, path.string(), ec.message()));
   }
+  sync_folder(folder);
 }
 
 }  // namespace tune

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -17,13 +19,47 @@
 
 namespace tune {
 
+namespace {
+
+// Whether `name` is a temporary file write_file_atomic made for `target` ("<target>.tmp.<pid>.<n>").
+bool temporary_of(const std::string& name, const std::string& target) {
+  const std::string prefix = target + ".tmp.";
+  if (!name.starts_with(prefix)) return false;
+  const std::string rest = name.substr(prefix.size());
+  const auto dot = rest.find('.');
+  const auto digits = [](std::string_view v) {
+    return !v.empty() && v.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  return dot != std::string::npos && digits(std::string_view(rest).substr(0, dot)) &&
+         digits(std::string_view(rest).substr(dot + 1));
+}
+
+// The temporary files of the shape's results, snapshot and header that a writer killed mid-write
+// left (kill -9, a node lost, a full disk): no writer of them runs while the lock is held, and
+// nothing else would ever remove them (nor would git ignore them in results/).
+void remove_stale_temporaries(const std::filesystem::path& results) {
+  const std::string json = results.filename().string();
+  const std::string header = std::filesystem::path(results).replace_extension(".hpp").filename().string();
+  std::error_code ec;
+  const auto dir = results.has_parent_path() ? results.parent_path() : std::filesystem::path(".");
+  std::vector<std::filesystem::path> stale;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (temporary_of(name, json) || temporary_of(name, json + ".partial") || temporary_of(name, header))
+      stale.push_back(it->path());
+  }
+  for (const auto& f : stale) std::filesystem::remove(f, ec);
+}
+
+}  // namespace
+
 ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string& remedy)
     : path_(std::filesystem::path(results).replace_extension(".lock")) {
   for (;;) {
     fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
       throw InputError(
-          fmt::format("cannot create {} ({}); pass --out to choose another folder", path_.string(), std::strerror(errno)));
+          fmt::format("cannot create {} ({}); the results' folder must be writable", path_.string(), std::strerror(errno)));
     if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       char buf[32] = {};
       const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
@@ -40,6 +76,7 @@ ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string
       break;
     close(fd_);
   }
+  remove_stale_temporaries(results);
   const std::string pid = std::to_string(getpid()) + "\n";
   if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
     // The lock holds without the pid; the message then says "pid ?".

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "tune/errors.hpp"
+#include "tune/io.hpp"
 
 namespace tune {
 
@@ -51,7 +52,7 @@ inline void check_writable(const std::filesystem::path& dir, const char* option 
   std::filesystem::create_directories(dir, ec);
   if (ec)
     throw InputError(fmt::format("cannot create output directory {} ({}); pass {} to choose another", dir.string(),
-                                 ec.message(), option));
+                                 folder_error(dir, ec), option));
   const auto probe = dir / ".tune-write-test";
   {
     std::ofstream f(probe);

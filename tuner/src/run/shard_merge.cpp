@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/json_file.hpp"
 #include "run/run_common.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
@@ -20,20 +21,26 @@ struct Input {
   [[nodiscard]] const ShardRecord& shard() const { return *run.context.shard; }
 };
 
-std::vector<std::filesystem::path> collect(const std::vector<std::filesystem::path>& inputs) {
-  std::vector<std::filesystem::path> files;
+// A results file to merge, and whether it was found in a folder (where other JSON is passed over)
+// rather than named.
+struct Found {
+  std::filesystem::path file;
+  bool in_folder = false;
+};
+
+std::vector<Found> collect(const std::vector<std::filesystem::path>& inputs) {
+  std::vector<Found> files;
   for (const auto& p : inputs) {
     std::error_code ec;
     if (std::filesystem::is_directory(p, ec)) {
       std::vector<std::filesystem::path> found;
       walk_tree(p, std::filesystem::directory_options::none, [&](auto& it) {
-        if (it->is_regular_file() && (it->path().extension() == ".json" || it->path().string().ends_with(".json.gz")))
-          found.push_back(it->path());
+        if (is_results_file_name(it->path().filename().string()) && it->is_regular_file()) found.push_back(it->path());
       });
       std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
+      for (auto& f : found) files.push_back({std::move(f), true});
     } else if (std::filesystem::is_regular_file(p, ec)) {
-      files.push_back(p);
+      files.push_back({p, false});
     } else {
       throw InputError(
           fmt::format("{}: no such file or folder; pass the shards' result files or --out folders", p.string()));
@@ -166,15 +173,13 @@ std::string list_missing(const std::vector<std::int64_t>& missing) {
   return fmt::format("{}{}", fmt::join(shown, ", "), missing.size() > shown.size() ? ", ..." : "");
 }
 
-}  // namespace
-
-std::vector<std::filesystem::path> merge_shards(const std::vector<std::filesystem::path>& inputs,
-                                                const std::filesystem::path& out_dir,
-                                                const std::optional<std::filesystem::path>& config,
-                                                const std::function<void(const std::string&)>& log) {
+// The finished shards' results among `inputs` (files, and the tune results of folders), of one run.
+std::vector<Input> read_shards(const std::vector<std::filesystem::path>& inputs) {
   std::vector<Input> all;
-  for (const auto& f : collect(inputs)) {
-    Input in{f.string(), read_result(f)};
+  for (const auto& [f, in_folder] : collect(inputs)) {
+    const nlohmann::ordered_json json = json_file::read(f);  // bounded in size and depth
+    if (in_folder && !is_tune_result_json(json)) continue;   // another tool's JSON, as tune results passes it over
+    Input in{f.string(), read_result(f, json)};
     if (!in.run.context.shard)
       throw InputError(
           fmt::format("{}: not a shard's result (no context.shard); merge takes the results of --shard runs", in.file));
@@ -193,6 +198,19 @@ std::vector<std::filesystem::path> merge_shards(const std::vector<std::filesyste
                       all.front().file, in.file, d));
     all.push_back(std::move(in));
   }
+  if (all.empty())
+    throw InputError(
+        "no tune results found in the given folders (other JSON is passed over); pass the shards' --out folders");
+  return all;
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> merge_shards(const std::vector<std::filesystem::path>& inputs,
+                                                const std::filesystem::path& out_dir,
+                                                const std::optional<std::filesystem::path>& config,
+                                                const std::function<void(const std::string&)>& log) {
+  const std::vector<Input> all = read_shards(inputs);
   const ShardRecord& s0 = all.front().shard();
   std::vector<std::filesystem::path> written;
   auto note = [&](const std::string& line) {

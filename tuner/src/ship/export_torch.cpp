@@ -74,7 +74,7 @@ void prepare_out(const std::filesystem::path& out) {
   if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) cannot_write(out, "not a folder");
   if (!std::filesystem::exists(status)) {
     std::filesystem::create_directories(out, ec);
-    if (ec) cannot_write(out, fmt::format("cannot create the folder ({})", ec.message()));
+    if (ec) cannot_write(out, fmt::format("cannot create the folder ({})", folder_error(out, ec)));
     return;
   }
   if (std::filesystem::is_empty(out, ec)) return;
