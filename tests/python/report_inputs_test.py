@@ -183,5 +183,43 @@ class ModelNewParity(unittest.TestCase):
         self.assertFalse(verdict(True, False, "module"))
 
 
+def torch_imports():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+@unittest.skipUnless(torch_imports(), "torch does not import here (the device machine has it)")
+class ModelNewParityInTheOutputsDtype(unittest.TestCase):
+    """ModelNew's parity is judged as tune's parity judges the kernel (round 7): a module that returns
+    float32 where the output is float16 is stored in float16 first, else its module rule compared the
+    kernel's float16 rounding with a float32 module's error and failed a ModelNew tune had passed."""
+
+    def test_a_float32_module_of_a_float16_output_is_rounded_as_the_kernel_must_round(self):
+        import torch
+        import torch_baseline as tb
+
+        class Sum(torch.nn.Module):  # as scatter_given's: the output's dtype is not the module's to know
+            def forward(self, x):
+                return x.sum(dim=1)
+
+        x = (torch.arange(64 * 33, dtype=torch.float32).reshape(64, 33) * 1e-3).sin() * 4
+        out = Sum()(x).to(torch.float16)  # the kernel: a float32 sum, stored as float16
+        facts = {"tolerance": {"float16": {"atol": 1e-5, "rtol": 1e-3, "module_k": 2.0, "module_atol": 1e-5}}}
+        rec = tb.modelnew_parity(torch, out, Sum(), (x,), facts, "float16")
+        self.assertTrue(rec["module_rule"]["passed"], rec)
+        self.assertTrue(rec["passed"], rec)
+        self.assertGreater(rec["module_max_abs_vs_float64"], 1e-4, "the module's error is float16's rounding")
+        self.assertEqual(tb.module_parity(torch, Sum(), (x,), "float16")["max_abs_vs_float64"],
+                         rec["module_max_abs_vs_float64"])
+        # A kernel that rounds worse than float16 must (its sum kept in float16) still fails the rule.
+        acc = torch.zeros(64, dtype=torch.float16)
+        for j in range(33):
+            acc = acc + x[:, j].to(torch.float16)
+        self.assertFalse(tb.modelnew_parity(torch, acc, Sum(), (x,), facts, "float16")["module_rule"]["passed"])
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
