@@ -124,5 +124,37 @@ TEST(FakeDriver, ABoolOutputHoldsZeroOrOneAndAnUnwrittenOneFails) {
   EXPECT_EQ(*two.worst_value, 2.0) << "the record shows the byte the kernel wrote";
 }
 
+// A problem whose outputs may differ between launches ("deterministic": false) has no bits of the
+// search's to compare the gate's fresh context with: that output is held to the search's reference,
+// as a further input. It was compared with the later launches alone, so a variant wrong in the
+// fresh context alike each time passed (round 7). A deterministic problem keeps its bit comparison.
+TEST(FakeDriver, TheFreshContextOfAProblemThatMayDifferBetweenLaunchesIsHeldToTheReference) {
+  if (!fake_driver_loaded()) GTEST_SKIP() << "needs the fake libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it)";
+  for (const bool deterministic : {false, true}) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     (deterministic ? "tune_fresh_context_det" : "tune_fresh_context_nondet") / "affine";
+    test::copy_fixture_problem("affine", dir, [&](nlohmann::ordered_json& j) { j["deterministic"] = deterministic; });
+    const auto problem = Problem::load(dir / "problem.json");
+    const Shape shape({{"R", 5}, {"L", 8}});
+    const ProblemData data = problem->make_data(shape, 7, DataPurpose::kParity);
+    std::vector<double> ref = data.get("x").data;  // what the copy writes, but for one element
+    ref[3] += 1.0;
+    DeviceRunner runner(fake_device(), *problem, shape, data, data, ref, 7);
+    const CompileResult variant = copy_variant();
+    GateRecord gate;
+    runner.gate({&variant}, {copy_launch()}, {&gate}, {}, {}, 3, deterministic);
+    EXPECT_TRUE(gate.deterministic) << gate.determinism;
+    if (deterministic) {
+      EXPECT_TRUE(gate.inputs.empty()) << "the search's bits are the check";
+      continue;
+    }
+    ASSERT_EQ(gate.inputs.size(), 1u);
+    EXPECT_EQ(gate.inputs[0].name, DeviceRunner::kFreshContextInput);
+    EXPECT_FALSE(parity_passed(gate.inputs[0].parity));
+    EXPECT_EQ(gate.inputs[0].parity.mismatches, 1);
+    EXPECT_EQ(gate.inputs[0].parity.worst_index, 3);
+  }
+}
+
 }  // namespace
 }  // namespace tune

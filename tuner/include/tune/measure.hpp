@@ -112,6 +112,9 @@ class DeviceRunner {
   // and to `known_hashes` (the search context's ParityRecord::output_hash; empty: unknown), or, when
   // the problem is not deterministic, within its tolerance. Fills inputs, launches, deterministic and
   // determinism of each GateRecord. Throws cuda::CudaError when a launch faults.
+  // The name of the gate's further input that is the search's own data launched in the gate's fresh
+  // context: held to the search's reference where a problem's outputs may differ between launches.
+  static constexpr const char* kFreshContextInput = "the search's input in a fresh context";
   struct GateInput {
     std::string name;
     std::uint64_t seed = 0;

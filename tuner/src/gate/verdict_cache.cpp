@@ -17,7 +17,11 @@ namespace {
 // may be the harness's.
 // v3: adversarial round 5: a sanitizer run whose log held no summary, or that ended by a signal or a
 // kill, was stored as clean; such a v2 verdict may be one.
-constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v3";
+// v4: adversarial round 7: a v3 output verdict may have passed a finite output against a NaN or Inf
+// reference, an integer output's unwritten elements where the reference equals the fill, or a bool
+// byte other than 0 and 1; and, for a problem whose outputs may differ between launches, left the
+// fresh context's output unchecked against the reference.
+constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v4";
 }  // namespace
 
 VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {

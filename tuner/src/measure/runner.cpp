@@ -532,6 +532,11 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
         if (deterministic && i < known_hashes.size() && !known_hashes[i].empty() && h != known_hashes[i])
           changed[i] = fmt::format("the output's bits in a fresh context (XXH3 {}) differ from the search's ({})", h,
                                    known_hashes[i]);
+        // Outputs that may differ between launches have no bits to compare with the search's: the
+        // fresh context's output is held to the search's reference instead, as a further input.
+        if (!deterministic)
+          gates[i]->inputs.push_back(
+              {kFreshContextInput, s.parity_of(out, s.parity_reference, s.parity_seed, s.parity_module_error)});
         first[i] = std::move(out);
         continue;
       }
