@@ -94,6 +94,42 @@ TEST(ProblemFolder, TheExampleFolderCompilesAndItsReferenceRuns) {
   EXPECT_EQ(f.code, 0) << f.output;
 }
 
+// Round 7: a newcomer's folder whose template_args miss a template parameter compiled no variant;
+// the compile-only check exited 0 and the fake run said only "10 compile_failed", NVRTC's error
+// left in the JSON. Both now end on one line quoting the first error (with what a name-map error
+// means), and exit 5.
+TEST(ProblemFolder, ARunInWhichNoVariantCompilesQuotesTheFirstErrorAndExits5) {
+  const fs::path dir = third_party("nothing_compiles", [](Json& j) {
+    j["launches"][0]["template_args"] = Json::array({"R", "L", "block"});
+  });
+  const std::string out = out_dir("nothing_compiles");
+  const Result c = run("--problem " + dir.string() + " --R 8 --compile-only --no-cache --out " + out);
+  EXPECT_EQ(c.code, 5) << c.output;
+  EXPECT_NE(c.output.find("tune: no variant of affine R=8 L=64 compiled (9 compile_failed); every variant's log is in "),
+            std::string::npos)
+      << c.output;
+  EXPECT_NE(c.output.find(" failed to compile: __nv_name_map"), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("(the launch's template_args do not instantiate the kernel template"), std::string::npos)
+      << c.output;
+  const Result f = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 8 --no-cache --out " + out);
+  EXPECT_EQ(f.code, 5) << f.output;
+  EXPECT_NE(f.output.find("passed (9 compile_failed): no winner, no header; the results are in "), std::string::npos)
+      << f.output;
+  EXPECT_NE(f.output.find(" failed to compile: __nv_name_map"), std::string::npos) << f.output;
+
+  // An error in the template itself is quoted with its file and line.
+  const fs::path bad = third_party("template_error");
+  write(bad / "common.cuh",
+        "namespace fixture {\n__device__ float affine(float x, float s, float b) { return x * s + b }\n}\n");
+  const Result e = run("--problem " + bad.string() + " --R 8 --compile-only --no-cache --out " + out);
+  EXPECT_EQ(e.code, 5) << e.output;
+  EXPECT_NE(e.output.find("failed to compile: common.cuh(2): error"), std::string::npos) << e.output;
+  // One variant that compiles is enough: exit 0, no such line.
+  const Result ok = run("--problem " + third_party("compiles").string() + " --R 8 --compile-only --no-cache --out " + out);
+  EXPECT_EQ(ok.code, 0) << ok.output;
+  EXPECT_EQ(ok.output.find("no variant of"), std::string::npos) << ok.output;
+}
+
 TEST(ProblemFolder, AnyDimensionNameIsAShapeOptionAndCommaListsSweep) {
   const fs::path dir = third_party("dims");
   const std::string out = out_dir("third_party_dims");

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,42 @@ void print_winner(const RunRecord& run) {
     fmt::print("winner {:.3f} us{}{}\n", w->timing->median_us, over.empty() ? "" : ": ", fmt::join(over, ", "));
 }
 
+// "; block=32 failed to compile: kernel.cuh(38): error: ...": the first error NVRTC gave a variant
+// that failed to compile, so a run whose every variant failed says why without its JSON; "" when
+// none failed to compile.
+std::string first_compile_error(const RunRecord& run) {
+  for (const auto& v : run.variants) {
+    if (v.status != Status::kCompileFailed) continue;
+    std::string error = v.reason;
+    std::istringstream log(v.log_excerpt);
+    for (std::string line; std::getline(log, line);)
+      if (line.find("error") != std::string::npos) {
+        error = line;
+        break;
+      }
+    // NVRTC looks the kernels up by their launches' name expressions; an error there is no line of
+    // the template's but the launch's template_args, which name no instance of the template.
+    if (error.rfind("__nv_name_map", 0) == 0)
+      error +=
+          " (the launch's template_args do not instantiate the kernel template: check their number and order "
+          "against its template parameters)";
+    return fmt::format("; {} failed to compile: {}", v.name, error);
+  }
+  return "";
+}
+
+// A compile-only run in which no variant compiled: one line with the first error; true then.
+bool say_nothing_compiled(const RunRecord& run, const std::filesystem::path& json_path) {
+  const bool compiled =
+      std::any_of(run.variants.begin(), run.variants.end(), [](const auto& v) { return v.status == Status::kCompiled; });
+  if (compiled || run.variants.empty() || run.context.interrupted) return false;
+  fmt::print(stderr, "tune: no variant of {} {} compiled ({}); every variant's log is in {}{}{}\n", run.problem,
+             run.shape.describe(), status_counts(run), json_path.string(),
+             run.context.shard ? " (a --shard part exits 0: tune merge exits 5 if the merged run compiled none)" : "",
+             first_compile_error(run));
+  return true;
+}
+
 }  // namespace
 
 int interrupted_exit_code() {
@@ -75,7 +112,8 @@ int interrupted_exit_code() {
 }
 
 bool say_nothing_passed(const RunRecord& run, const std::filesystem::path& json_path) {
-  if (!run.timed || run.winner || run.context.interrupted) return false;
+  if (!run.timed) return say_nothing_compiled(run, json_path);
+  if (run.winner || run.context.interrupted) return false;
   if (const auto& gate = run.context.gate; !gate.could_not_run.empty() && !gate.allow_unchecked) {
     fmt::print(stderr,
                "tune: the gate of {} {} could not run ({}): {} finalist(s) unchecked, no winner, no header; the "
@@ -83,9 +121,10 @@ bool say_nothing_passed(const RunRecord& run, const std::filesystem::path& json_
                run.problem, run.shape.describe(), gate.could_not_run, gate.unchecked, json_path.string());
     return true;
   }
-  fmt::print(stderr, "tune: no variant of {} {} passed ({}): no winner, no header; the results are in {}{}\n", run.problem,
+  fmt::print(stderr, "tune: no variant of {} {} passed ({}): no winner, no header; the results are in {}{}{}\n", run.problem,
              run.shape.describe(), status_counts(run), json_path.string(),
-             run.context.shard ? " (a --shard part exits 0: tune merge exits 5 if the merged run has no winner)" : "");
+             run.context.shard ? " (a --shard part exits 0: tune merge exits 5 if the merged run has no winner)" : "",
+             first_compile_error(run));
   return true;
 }
 

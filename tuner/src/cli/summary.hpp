@@ -7,14 +7,16 @@
 
 namespace tune::cli {
 
-// Exit 5 (docs/cli.md): a timed run in which no variant passed; its results are written, no header.
+// Exit 5 (docs/cli.md): a timed run in which no variant passed, or a compile-only one in which
+// none compiled; its results are written, no header.
 inline constexpr int kNothingPassed = 5;
 
 // 128 + the signal that interrupted the run, as a shell reports it: 130 (SIGINT), 143 (SIGTERM).
 int interrupted_exit_code();
 
 // Says so in one line when a finished timed run names no winner: no variant passed (none has a
-// usable median), or the gate could not run and no unchecked finalist may win; true then.
+// usable median), or the gate could not run and no unchecked finalist may win; or when a
+// compile-only run compiled no variant. The line quotes the first compile error, if any; true then.
 bool say_nothing_passed(const RunRecord& run, const std::filesystem::path& json_path);
 
 // The run's counts, walls and fastest variants on stdout; the exit code of how it ended: the
