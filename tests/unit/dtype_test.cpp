@@ -109,5 +109,32 @@ TEST(DType, AKernelParameterOfAnotherFloatingTypeIsFlaggedRawAccessIsNot) {
     EXPECT_EQ(parameter_mismatch(type, dtype), "") << type;
 }
 
+// Round 7: an argmax kernel written with `int* out` for its int64 output (or `long long* out` where
+// the output's dtype was left at float32) wrote half the elements, or past the end, and compiled
+// without a word; on a GPU every variant failed parity. A scalar integer of another size than the
+// tensor's elements is flagged; one of the same size, bytes and vector loads stay raw access.
+TEST(DType, AnIntegerParameterOfAnotherWidthThanTheTensorsElementsIsFlagged) {
+  EXPECT_EQ(parameter_mismatch("int*", DType::kInt64),
+            "its type int* reads 4-byte integers, the tensor's int64 elements are 8 bytes");
+  for (const auto& [type, dtype] : std::vector<std::pair<std::string, DType>>{{"long long*", DType::kFloat32},
+                                                                              {"unsigned int const*", DType::kInt64},
+                                                                              {"short*", DType::kInt32},
+                                                                              {"long*", DType::kInt32},
+                                                                              {"unsigned long long*", DType::kUInt8},
+                                                                              {"int const*", DType::kBool}})
+    EXPECT_NE(parameter_mismatch(type, dtype), "") << type;
+  for (const auto& [type, dtype] : std::vector<std::pair<std::string, DType>>{{"long long*", DType::kInt64},
+                                                                              {"long const*", DType::kInt64},
+                                                                              {"unsigned int*", DType::kInt32},
+                                                                              {"int*", DType::kFloat32},
+                                                                              {"unsigned short*", DType::kFloat16},
+                                                                              {"unsigned char*", DType::kInt64},
+                                                                              {"signed char*", DType::kInt8},
+                                                                              {"bool*", DType::kUInt8},
+                                                                              {"int4 const*", DType::kInt64},
+                                                                              {"longlong2*", DType::kFloat32}})
+    EXPECT_EQ(parameter_mismatch(type, dtype), "") << type;
+}
+
 }  // namespace
 }  // namespace tune

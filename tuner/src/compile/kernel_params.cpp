@@ -62,9 +62,27 @@ std::optional<DType> floating_pointee(const std::string& type) {
   return DType::kBFloat16;
 }
 
+// The size of a scalar integer pointee wider than a byte (short, int, long, long long, signed or
+// unsigned), nullopt for any other type: char types and void are byte access, and vector types (int4,
+// longlong2) are the wide loads of raw access.
+std::optional<int> integer_pointee_bytes(const std::string& type) {
+  static const std::regex pointer(
+      R"(^(?:const\s+)?(?:unsigned\s+|signed\s+)?(short|int|long long|long)(?:\s+int)?(?:\s+const)?\s*\*$)");
+  std::smatch m;
+  if (!std::regex_match(type, m, pointer)) return std::nullopt;
+  const std::string base = m[1];
+  return base == "short" ? 2 : base == "int" ? 4 : 8;  // NVRTC's device ABI is LP64
+}
+
 }  // namespace
 
 std::string parameter_mismatch(const std::string& type, DType dtype) {
+  // An integer of another width than the tensor's elements (int* for an int64 output, long long*
+  // for a float32 one) strides the buffer wrongly: half the elements, or past its end.
+  if (const std::optional<int> bytes = integer_pointee_bytes(type);
+      bytes && static_cast<std::size_t>(*bytes) != dtype_size(dtype))
+    return fmt::format("its type {} reads {}-byte integers, the tensor's {} elements are {} bytes", type, *bytes,
+                       dtype_name(dtype), dtype_size(dtype));
   const std::optional<DType> holds = floating_pointee(type);
   if (!holds || *holds == dtype) return {};
   return fmt::format("a {} parameter reads a {} tensor as {} numbers", type, dtype_name(dtype), dtype_name(*holds));
