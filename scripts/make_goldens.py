@@ -14,15 +14,23 @@ parity case), each value one its dtype holds exactly. Each tensor is written wit
 the dtype variables in "shape". tune is $TUNE_BIN, else build/tuner/tune of this checkout, else tune
 on PATH. The reference's folder is on sys.path, as in tune, so it may import a file beside it. The
 output is the PyTorch module's (make_model, run in float64) where torch imports, else the numpy
-reference()'s, said on stderr; --backend chooses. Exit codes: 0 written, 2 bad input, 3 the backend
-asked for is missing."""
+reference()'s, said on stderr; --backend chooses. Exit codes: 0 written, 2 bad input, 3 numpy or the
+backend asked for is missing."""
 import argparse
 import json
 import os
 import pathlib
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    # The first python3 on PATH (a virtual environment, pyenv, conda) may lack numpy: say which one
+    # and what to run instead, not a traceback.
+    print(f"make_goldens: numpy does not import for {sys.executable}; run this script with a Python that has it "
+          "(/usr/bin/python3 scripts/make_goldens.py ... with Debian's python3-numpy, or pip install numpy)",
+          file=sys.stderr)
+    sys.exit(3)
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tuner" / "python"))
 import dtypes  # noqa: E402

@@ -176,6 +176,22 @@ def refusals():
     return f"{len(runs)} refused"
 
 
+def without_numpy():
+    """make_goldens.py run by a Python without numpy (the first python3 on PATH may be pyenv's or a
+    virtual environment's, as the docs' `python3 scripts/make_goldens.py` runs it) says which Python
+    and what to run in one line, exit 3 (adversarial round 7: it was a traceback)."""
+    script = ROOT / "scripts" / "make_goldens.py"
+    code = ("import runpy, sys; sys.modules['numpy'] = None; "
+            f"sys.argv = [{str(script)!r}, '--problem', 'x', '--shape', 'M=2', '-o', 'g.json']; "
+            f"runpy.run_path({str(script)!r}, run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    lines = r.stderr.splitlines()
+    assert r.returncode == 3 and len(lines) == 1 and "Traceback" not in r.stderr, (r.returncode, r.stderr)
+    said = f"make_goldens: numpy does not import for {sys.executable}; run this script with a Python that has it"
+    assert lines[0].startswith(said), lines
+    return "one line, exit 3"
+
+
 def main():
     has_torch = torch_available()
     print(f"repo {ROOT}; torch {'importable: make_model() checked too' if has_torch else 'not importable: numpy only'}")
@@ -191,6 +207,7 @@ def main():
         if folder.is_dir():
             check(f"make_goldens.py {folder.relative_to(ROOT)} {shape}", lambda f=folder, s=shape: round_trip(f, s))
     check("make_goldens.py refusals", refusals)
+    check("make_goldens.py without numpy", without_numpy)
     passed = sum(results)
     print(f"{passed} passed, {len(results) - passed} failed")
     return 0 if passed == len(results) else 1
