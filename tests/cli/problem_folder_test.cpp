@@ -594,6 +594,27 @@ TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
                  "is a folder; name the Python file");
 }
 
+// Adversarial round 7: the fake worker's gate ran no reference on its further inputs, so a reference
+// that fails on an edge case alone (NaN on rows of zeros) passed a fake run and `tune check` with
+// "further inputs passed", where a device's gate stops with exit 2.
+TEST(ReferenceProcess, AReferenceThatFailsOnAnEdgeCaseStopsAFakeRunAndCheck) {
+  const fs::path dir = third_party("edge_nan", [](Json& j) {
+    j["edge_cases"] = Json::array({{{"name", "zero rows"}, {"set", {{"x", {{"fill", 0}}}}}}});
+  });
+  write(dir / "reference.py",
+        "import numpy as np\ndef reference(shape, params, inputs):\n"
+        "    x = inputs['x']\n    return x / np.abs(x).max(axis=1, keepdims=True) * params['scale'][None, :]\n");
+  const std::string out = out_dir("edge_nan");
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, (dir / "reference.py").string() + ": the reference output 'out' is ");
+  EXPECT_NE(r.output.find("a reference must be finite"), std::string::npos) << r.output;
+  const Result c =
+      run_with("TUNE_WORKER_FAKE=1", "check " + out + "/fake-gpu/affine/R5_L64.json --all-finalists --fresh --sanitize off");
+  EXPECT_EQ(c.code, 2) << c.output;
+  EXPECT_NE(c.output.find("a reference must be finite"), std::string::npos) << c.output;
+}
+
 // Issue 34 #3: NVRTC reads only the headers tune passes and hashes. A header outside the folder is
 // refused with the include_dirs advice; listed in include_dirs it is in the compile-cache key, and
 // a relative include resolves against the including file from any working directory.
