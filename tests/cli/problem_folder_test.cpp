@@ -609,6 +609,17 @@ TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
       {"complex", {"inputs['x'] * (1 + 2j)", "the reference returned complex values (complex128)"}},
       {"objects", {"np.array([object()] * 320, dtype=object).reshape(5, 64)", "the reference returned an array of object"}},
       {"none", {"None", "the reference returned None; return a float array of the output 'out', shape (5, 64)"}},
+      // Adversarial round 7: a dict was reported as "an array of object (ndarray)", a tuple of the
+      // output and more as a shape, a masked array's masked elements were read as their hidden data,
+      // and a float16 reference of a float32 output (off by 5e-4) would fail every correct kernel.
+      {"dict", {"{'out': inputs['x'] * 2}", "the reference returned a dict, not an array; return the output 'out' alone"}},
+      {"tuple", {"(inputs['x'] * 2, 1.0)", "the reference returned a tuple of 2 item(s), not an array"}},
+      {"masked", {"np.ma.masked_where(inputs['x'] > 0, inputs['x'] * 2)", "the reference returned a masked array with "}},
+      {"float16",
+       {"(inputs['x'] * 2).astype(np.float16)",
+        "the reference returned float16 values, coarser than the output 'out' (float32) they judge; compute and "
+        "return it in float64"}},
+      {"string", {"'out'", "the reference returned an array of <U3 (str)"}},
       {"exits", {"sys.exit(0)", "called sys.exit(0) in reference()"}},
       {"quits", {"os._exit(0)", "ended (exit code 0) without returning a result"}},
   };
@@ -628,6 +639,44 @@ TEST(ReferenceProcess, AResultOfAnotherShapeOrNotRealIsRefused) {
   }
   expect_refused(third_party("ref_folder", [](Json& j) { j["reference"]["python"] = "."; }),
                  "is a folder; name the Python file");
+}
+
+// Adversarial round 7: a result tune can read as it is (a list, a float32 or integer array, Fortran
+// order, a strided view, np.matrix, a masked array with nothing masked, a tuple of the rows) runs.
+TEST(ReferenceProcess, AResultThatReadsAsTheOutputRuns) {
+  for (const char* expr :
+       {"out.tolist()", "out.astype(np.float32)", "np.asfortranarray(out)", "np.repeat(out, 2, axis=1)[:, ::2]",
+        "np.matrix(out)", "np.ma.masked_array(out, mask=False)", "tuple(out)", "np.round(out).astype(np.int64)"}) {
+    const fs::path dir = third_party("readable");
+    write(dir / "reference.py",
+          "import numpy as np\ndef reference(shape, params, inputs):\n"
+          "    out = inputs['x'] * params['scale'][None, :] + params['shift'][None, :]\n    return " +
+              std::string(expr) + "\n");
+    const Result r =
+        run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out_dir("readable"));
+    EXPECT_EQ(r.code, 0) << expr << ": " << r.output;
+  }
+}
+
+// Adversarial round 7: the fake worker's gate ran no reference on its further inputs, so a reference
+// that fails on an edge case alone (NaN on rows of zeros) passed a fake run and `tune check` with
+// "further inputs passed", where a device's gate stops with exit 2.
+TEST(ReferenceProcess, AReferenceThatFailsOnAnEdgeCaseStopsAFakeRunAndCheck) {
+  const fs::path dir = third_party("edge_nan", [](Json& j) {
+    j["edge_cases"] = Json::array({{{"name", "zero rows"}, {"set", {{"x", {{"fill", 0}}}}}}});
+  });
+  write(dir / "reference.py",
+        "import numpy as np\ndef reference(shape, params, inputs):\n"
+        "    x = inputs['x']\n    return x / np.abs(x).max(axis=1, keepdims=True) * params['scale'][None, :]\n");
+  const std::string out = out_dir("edge_nan");
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --no-cache --out " + out);
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, (dir / "reference.py").string() + ": the reference output 'out' is ");
+  EXPECT_NE(r.output.find("a reference must be finite"), std::string::npos) << r.output;
+  const Result c =
+      run_with("TUNE_WORKER_FAKE=1", "check " + out + "/fake-gpu/affine/R5_L64.json --all-finalists --fresh --sanitize off");
+  EXPECT_EQ(c.code, 2) << c.output;
+  EXPECT_NE(c.output.find("a reference must be finite"), std::string::npos) << c.output;
 }
 
 // Issue 34 #3: NVRTC reads only the headers tune passes and hashes. A header outside the folder is

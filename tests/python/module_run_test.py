@@ -174,11 +174,53 @@ def wide_module_output_is_stored_in_the_outputs_dtype():
     assert np.array_equal(module, want), f"{module} is not the float32 result stored in float16 ({want})"
 
 
+def run_failing(body, backend=""):
+    """The runner on a float32 problem of one input x (4,) whose reference.py is `body`: its last line."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix="tune_module_run_"))
+    (d / "reference.py").write_text(body)
+    np.save(d / "t0.npy", WIDE_X)
+    request = {"problem": "p", "shape": {"N": 4}, "module_run": "no",
+               "tensors": [{"name": "x", "role": "input", "shape": [4], "dtype": "float32", "file": "t0.npy"}],
+               "output": {"name": "out", "shape": [4], "dtype": "float32", "file": "out.npy"}}
+    (d / "request.json").write_text(json.dumps(request))
+    env = dict(os.environ, TUNE_REFERENCE_BACKEND=backend)
+    r = subprocess.run([sys.executable, str(RUNNER), str(d / "reference.py"), str(d)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and not (d / "out.npy").exists(), (r.returncode, r.stderr[-300:])
+    return r.stderr.strip().splitlines()[-1]
+
+
+def a_function_that_is_none_is_named():
+    """Adversarial round 7: `reference = np.zeros(4)` or `make_model = 42` read as "defines no
+    reference(...)"; a module of make_model alone without torch failed on "No module named 'torch'"."""
+    line = run_failing("import numpy as np\nreference = np.zeros(4)\n")
+    assert "its reference is not a function but a value of type ndarray; define reference(shape, params, inputs)" in line, line
+    line = run_failing("make_model = 42\n")
+    assert "its make_model is not a function but a value of type int; define make_model(shape)" in line, line
+    if HAVE_TORCH:
+        return "the torch-less case skipped: torch imports"
+    line = run_failing("def make_model(shape):\n    raise RuntimeError('not reached')\n")
+    assert f"make_model(shape) needs PyTorch, which {sys.executable} cannot import" in line, line
+    assert "define reference(shape, params, inputs) in numpy" in line, line
+
+
+def a_coarse_model_output_is_refused():
+    """A make_model whose float64 run returns float16 (a .half() inside) judges a float32 output coarsely."""
+    if not HAVE_TORCH:
+        return "SKIP (torch does not import in " + sys.executable + ")"
+    module = WIDE_MODULE.replace("return x * 3.0\n\n    return", "return (x * 3.0).half()\n\n    return")
+    assert ".half()" in module
+    line = run_failing(module, "torch")
+    assert "returned float16 values, coarser than the output 'out' (float32)" in line, line
+
+
 check("numpy's reference gets float64 arrays and the shape's dtype variable", numpy_reference_with_a_dtype_variable)
 check("module_run only writes module_out.npy and no out.npy", module_only_writes_no_reference)
 check("integer inputs reach make_model as int64, the module runs in bfloat16", integer_inputs_reach_the_module_as_int64)
 check("no module run unless asked", no_module_run_when_not_asked)
 check("a module's float32 result is stored in the float16 output's dtype", wide_module_output_is_stored_in_the_outputs_dtype)
+check("a reference or make_model that is no function, or needs torch, is named", a_function_that_is_none_is_named)
+check("a model output coarser than the output is refused", a_coarse_model_output_is_refused)
 passed, failed, skipped = results.count(True), results.count(False), results.count(None)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)

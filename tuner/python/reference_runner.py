@@ -94,24 +94,58 @@ def kill_leftovers():
                 pass
 
 
-def real_output(out, module_path, name, want, np):
+def real_output(out, module_path, name, want, np, out_dtype="float64"):
     """The reference's result as float64 of exactly the output's shape, or one line saying why not."""
     if out is None:
         fail(f"{module_path}: the reference returned None; return a float array of the output '{name}', "
              f"shape {want}")
+    given = out
+    if isinstance(out, dict):
+        fail(f"{module_path}: the reference returned a dict, not an array; return the output '{name}' alone, "
+             f"an array of shape {want}")
     if not isinstance(out, np.ndarray):
         try:
             out = np.asarray(out)
         except Exception as e:  # a ragged list, ...
-            fail(f"{module_path}: the reference returned {type(out).__name__}, not an array ({e})")
+            if isinstance(given, tuple):
+                out = None
+            else:
+                fail(f"{module_path}: the reference returned {type(given).__name__}, not an array ({e})")
+        if isinstance(given, tuple) and (out is None or tuple(out.shape) != want):
+            fail(f"{module_path}: the reference returned a tuple of {len(given)} item(s), not an array; return the "
+                 f"output '{name}' alone, an array of shape {want}")
     if out.dtype.kind == "c":
         fail(f"{module_path}: the reference returned complex values ({out.dtype}); the output '{name}' is real")
     if out.dtype.kind not in "biuf":
-        fail(f"{module_path}: the reference returned an array of {out.dtype} ({type(out).__name__}); "
+        fail(f"{module_path}: the reference returned an array of {out.dtype} ({type(given).__name__}); "
              f"return a float array of the output '{name}'")
     if tuple(out.shape) != want:
         fail(f"{module_path}: the reference returned shape {tuple(out.shape)}, the output '{name}' has shape {want}")
-    return np.ascontiguousarray(out, dtype=np.float64)
+    check_unmasked(out, module_path, name, np)
+    check_precision(out.dtype.name, out_dtype, module_path, name)
+    return np.ascontiguousarray(np.ma.getdata(out), dtype=np.float64)
+
+
+def check_unmasked(out, module_path, name, np):
+    """A masked array's masked elements hold whatever its data has there: tune reads no mask."""
+    mask = np.ma.getmaskarray(out) if isinstance(out, np.ma.MaskedArray) else None
+    if mask is not None and mask.any():
+        first = tuple(int(i) for i in np.argwhere(mask)[0])
+        fail(f"{module_path}: the reference returned a masked array with {int(mask.sum())} masked element(s) "
+             f"(the first at {first}), which tune cannot compare; fill them with what the kernel writes there "
+             f"(.filled(value)) for the output '{name}'")
+
+
+# Significand bits of each floating dtype: a reference coarser than the output it judges would fail
+# a correct kernel (a float16 reference of a float32 output is off by 5e-4, five times float32's rtol).
+SIGNIFICAND_BITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53, "longdouble": 64, "float128": 64}
+
+
+def check_precision(got, out_dtype, module_path, name):
+    have, need = SIGNIFICAND_BITS.get(got), SIGNIFICAND_BITS.get(out_dtype)
+    if have is not None and need is not None and have < need:
+        fail(f"{module_path}: the reference returned {got} values, coarser than the output '{name}' ({out_dtype}) "
+             f"they judge; compute and return it in float64")
 
 
 def load_module(path):
@@ -161,17 +195,15 @@ def main():
         np.save(os.path.join(folder, "module_out.npy"), out)
     if module_run == "only":
         return
-    has_numpy = callable(getattr(module, "reference", None))
-    has_torch = callable(getattr(module, "make_model", None))
+    # Defined, not necessarily callable: a reference that is no function is named as such below.
+    has_numpy = getattr(module, "reference", None) is not None
+    has_torch = getattr(module, "make_model", None) is not None
     choice = os.environ.get("TUNE_REFERENCE_BACKEND", "")
     if choice not in ("", "numpy", "torch"):
         fail(f"TUNE_REFERENCE_BACKEND={choice!r} is not numpy or torch")
     if not choice:
         choice = "torch" if has_torch and (torch_available() or not has_numpy) else "numpy"
-    if choice == "numpy" and not has_numpy:
-        fail(f"{module_path} defines no reference(shape, params, inputs) for numpy")
-    if choice == "torch" and not has_torch:
-        fail(f"{module_path} defines no make_model(shape) for PyTorch")
+    check_backend(module, module_path, choice)
     result = {"backend": choice}
     if choice == "torch":
         import torch
@@ -183,14 +215,30 @@ def main():
         # Float inputs in float64; integer and bool inputs in their own dtype (an index stays int64).
         args = [torch_input(raw[t["name"]], dtypes[t["name"]], "float64", torch)
                 for t in request["tensors"] if t["role"] == "input"]
-        out = forward(model, args, module_path, torch)
+        name = request["output"]["name"]
+        out = forward(model, args, module_path, torch, output=(name, dtypes[name]))
         result["torch_version"] = torch.__version__
     else:
         out = call("reference()", module_path, module.reference, dict(shape), params, inputs)
-    out = real_output(out, module_path, request["output"]["name"], tuple(request["output"]["shape"]), np)
+    out = real_output(out, module_path, request["output"]["name"], tuple(request["output"]["shape"]), np,
+                      dtypes[request["output"]["name"]])
     np.save(os.path.join(folder, "out.npy"), out)
     with open(os.path.join(folder, "result.json"), "w") as f:
         json.dump(result, f)
+
+
+def check_backend(module, module_path, choice):
+    """The function the chosen backend calls exists and can run, or one line that says what to do."""
+    fn, signature = ("reference", "reference(shape, params, inputs)") if choice == "numpy" else \
+        ("make_model", "make_model(shape)")
+    what = getattr(module, fn, None)
+    if what is None:
+        fail(f"{module_path} defines no {signature} for {'numpy' if choice == 'numpy' else 'PyTorch'}")
+    if not callable(what):
+        fail(f"{module_path}: its {fn} is not a function but a value of type {type(what).__name__}; define {signature}")
+    if choice == "torch" and not torch_available():
+        fail(f"{module_path}: make_model(shape) needs PyTorch, which {sys.executable} cannot import: install torch "
+             "there, set TUNE_PYTHON to a Python that has it, or define reference(shape, params, inputs) in numpy")
 
 
 # The one name table of tune's Python side: a dtype of tune (PyTorch's names) to torch's attribute.
@@ -218,7 +266,7 @@ def check_state(model, state, module_path):
              f"only in the module: {', '.join(only_module) or 'none'})")
 
 
-def forward(model, args, module_path, torch, store_as=None):
+def forward(model, args, module_path, torch, store_as=None, output=None):
     """The model's output as float64; with store_as, a floating output of another dtype stored in
     that one first (the output tensor's declared dtype, as the kernel stores it)."""
     with torch.no_grad():
@@ -231,6 +279,8 @@ def forward(model, args, module_path, torch, store_as=None):
         fail(f"{module_path}: the model returned complex values ({out.dtype}); the output is real")
     if store_as is not None and out.is_floating_point() and out.dtype != store_as:
         out = out.to(store_as)
+    if output and out.is_floating_point():  # the float64 reference run: (the output's name, its dtype)
+        check_precision(str(out.dtype).split(".")[-1], output[1], module_path, output[0])
     return out.detach().cpu().double().numpy()
 
 

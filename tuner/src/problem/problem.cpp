@@ -431,17 +431,20 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
   if (ref.size() != static_cast<std::size_t>(out.elements()))
     throw InputError(fmt::format("{}: the reference returned {} values, the output '{}' has {}", p.name, ref.size(),
                                  out.name, out.elements()));
+  // The line names the reference that returned it: reference.py (what to fix) or the C++ fast path.
+  const std::string who = uses_builtin(backend) ? "the built-in C++ reference (" + p.builtin + ")" : p.python->string();
   for (std::size_t i = 0; i < ref.size(); ++i)
     if (!std::isfinite(ref[i]))
       throw InputError(
-          fmt::format("{}: the reference output '{}' is {} at element {} for shape {}; a reference must be finite", p.name,
-                      out.name, ref[i], i, shape.describe()));
+          fmt::format("{}: {}: the reference output '{}' is {} at element {} for shape {}; a reference must "
+                      "be finite",
+                      p.name, who, out.name, ref[i], i, shape.describe()));
   for (std::size_t i = 0; i < ref.size(); ++i)
     if (const std::string why = unholdable(out.dtype, ref[i]); !why.empty())
       throw InputError(
-          fmt::format("{}: the reference output '{}' is {} at element {} for shape {}, which its dtype {} "
+          fmt::format("{}: {}: the reference output '{}' is {} at element {} for shape {}, which its dtype {} "
                       "cannot hold: {}",
-                      p.name, out.name, ref[i], i, shape.describe(), dtype_name(out.dtype), why));
+                      p.name, who, out.name, ref[i], i, shape.describe(), dtype_name(out.dtype), why));
   return ref;
 }
 

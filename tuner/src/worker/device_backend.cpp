@@ -73,21 +73,7 @@ class DeviceBackend final : public WorkerBackend {
 
   std::vector<GateRecord> gate(WorkerItems& it, std::vector<WorkerGateInput>& inputs, std::size_t /*seeds*/,
                                int rounds) override {
-    // References side by side: each may be a Python process. Each input's module run too, so the
-    // gate judges every input by the same rules as the search.
-    std::vector<std::vector<double>> modules(inputs.size());
-    std::vector<std::future<std::vector<double>>> refs;
-    for (std::size_t k = 0; k < inputs.size(); ++k)
-      refs.push_back(std::async(std::launch::async, [&, k] {
-        const auto t = std::chrono::steady_clock::now();
-        auto ref = problem_->reference(shape_, inputs[k].data, reference_, nullptr, &modules[k]);
-        inputs[k].reference_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-        return ref;
-      }));
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      inputs[k].reference = refs[k].get();
-      inputs[k].module_error = module_error(modules[k], inputs[k].reference);
-    }
+    // The server filled in each input's reference and module error (reference_gate_inputs).
     std::vector<DeviceRunner::GateInput> gi;
     for (const auto& in : inputs) gi.push_back({in.name, in.seed, &in.data, &in.reference, in.module_error});
     std::vector<GateRecord> gates(it.records.size());

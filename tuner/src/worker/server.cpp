@@ -159,6 +159,27 @@ class Worker {
     return inputs;
   }
 
+  // Each further input's float64 reference and module error, side by side (each may be a Python
+  // process), here for every backend: a reference that fails on an edge case or a further seed (a
+  // NaN on rows of zeros) stops a fake run too, as it stops a run on the device.
+  void reference_gate_inputs(std::vector<WorkerGateInput>& inputs) const {
+    const ReferenceBackend backend = reference_backend_from_env();
+    std::vector<std::vector<double>> modules(inputs.size());
+    std::vector<std::future<std::vector<double>>> refs;
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      refs.push_back(std::async(std::launch::async, [&, k] {
+        const auto t = std::chrono::steady_clock::now();
+        auto ref = problem_->reference(shape_, inputs[k].data, backend, nullptr, &modules[k]);
+        inputs[k].reference_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+        return ref;
+      }));
+    for (auto& r : refs) r.wait();  // every reference ends before a failure is thrown on
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      inputs[k].reference = refs[k].get();
+      inputs[k].module_error = module_error(modules[k], inputs[k].reference);
+    }
+  }
+
   // The gate's checks that need no sanitizer: parity on further inputs (seeds, then the problem's
   // edge cases at this shape) and determinism.
   void gate(const Json& r) {
@@ -169,6 +190,7 @@ class Worker {
     const auto t_draw = std::chrono::steady_clock::now();
     std::vector<WorkerGateInput> inputs = draw_gate_inputs(g.at("seeds").get<std::vector<std::uint64_t>>());
     const auto t_gate = std::chrono::steady_clock::now();
+    reference_gate_inputs(inputs);
     const std::vector<GateRecord> gates = backend_->gate(it, inputs, g.at("seeds").size(), rounds);
     const double gate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_gate).count();
     const double draw_s = std::chrono::duration<double>(t_gate - t_draw).count();
