@@ -214,6 +214,25 @@ def a_coarse_model_output_is_refused():
     assert "returned float16 values, coarser than the output 'out' (float32)" in line, line
 
 
+def a_module_that_changes_its_inputs_leaves_the_next_runs_alone():
+    """Adversarial round 7: an input the module run takes in its own dtype (an int64 index) shared
+    memory with the array the float64 run takes next, so a forward that changes its inputs in place
+    (idx.zero_()) gave the float64 reference other inputs. On the CPU, where no .to("cuda") copies."""
+    if not HAVE_TORCH:
+        return "SKIP (torch does not import in " + sys.executable + ")"
+    d = folder("also")
+    body = MODULE.replace("return (x * self.w)[idx]", "out = (x * self.w)[idx]\n            idx.zero_()\n"
+                          "            return out")
+    assert "idx.zero_()" in body
+    (d / "reference.py").write_text(body)
+    env = dict(os.environ, TUNE_REFERENCE_BACKEND="torch", SEEN_DIR=str(d), CUDA_VISIBLE_DEVICES="")
+    r = subprocess.run([sys.executable, str(RUNNER), str(d / "reference.py"), str(d)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr.strip().splitlines()[-1:]
+    out = np.load(d / "out.npy")
+    assert np.array_equal(out, expected()), f"{out}: the float64 run took the module run's changed index"
+
+
 check("numpy's reference gets float64 arrays and the shape's dtype variable", numpy_reference_with_a_dtype_variable)
 check("module_run only writes module_out.npy and no out.npy", module_only_writes_no_reference)
 check("integer inputs reach make_model as int64, the module runs in bfloat16", integer_inputs_reach_the_module_as_int64)
@@ -221,6 +240,8 @@ check("no module run unless asked", no_module_run_when_not_asked)
 check("a module's float32 result is stored in the float16 output's dtype", wide_module_output_is_stored_in_the_outputs_dtype)
 check("a reference or make_model that is no function, or needs torch, is named", a_function_that_is_none_is_named)
 check("a model output coarser than the output is refused", a_coarse_model_output_is_refused)
+check("a module that changes its inputs leaves the next runs alone",
+      a_module_that_changes_its_inputs_leaves_the_next_runs_alone)
 passed, failed, skipped = results.count(True), results.count(False), results.count(None)
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)

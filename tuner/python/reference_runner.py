@@ -255,7 +255,9 @@ def torch_input(array, dtype, float_as, torch):
         fail(f"request.json: unknown dtype {dtype!r}")
     target = float_as if dtype in FLOATING else dtype
     import numpy as np
-    return torch.from_numpy(np.ascontiguousarray(array)).to(getattr(torch, TORCH_DTYPES[target]))
+    # A copy always: a tensor of the array's own dtype would share its memory, and a forward that
+    # changes its inputs in place would change what the next run (the float64 reference) takes.
+    return torch.from_numpy(np.ascontiguousarray(array)).to(getattr(torch, TORCH_DTYPES[target]), copy=True)
 
 
 def check_state(model, state, module_path):
