@@ -1317,6 +1317,27 @@ TEST(Check, AVariantThatNoLongerFitsTheSpaceIsOneLineAndExit2) {
   EXPECT_NE(v.output.find(" does not fit " + space + ": parameter 'symmetric' is missing"), std::string::npos) << v.output;
 }
 
+// tune verify where no variant to check is valid at the golden's shape on this device (a card of
+// 1 KB of shared memory): it says so, and its last line counts what the device checked. It said
+// "all checks passed" over nothing (round 7).
+TEST(Verify, NothingValidOnTheDeviceIsSaidAndTheLastLineCountsWhatWasChecked) {
+  const std::string out = fresh_dir("verify_nothing_valid");
+  const std::string golden = std::string(TUNE_REPO_DIR) + "/configs/contact/golden/contact_B2_N8_C16_H8.json";
+  const Result small =
+      run(std::string(kFake) + " TUNE_WORKER_FAKE_SMEM=1024", "verify " + golden + " --results " + out + " --sanitize off");
+  ASSERT_EQ(small.code, 0) << small.output;
+  EXPECT_NE(small.output.find("contact_B2_N8_C16_H8.json: no variant to check is valid at this shape on"), std::string::npos)
+      << small.output;
+  EXPECT_NE(small.output.find("verify: all checks passed (1 golden file(s), 0 variant(s) on "), std::string::npos)
+      << small.output;
+  EXPECT_NE(small.output.find("; none on the device for contact_B2_N8_C16_H8.json)"), std::string::npos) << small.output;
+  const Result whole = run(kFake, "verify " + golden + " --results " + out + " --sanitize off");
+  ASSERT_EQ(whole.code, 0) << whole.output;
+  EXPECT_NE(whole.output.find("verify: all checks passed (1 golden file(s), 1 variant(s) on "), std::string::npos)
+      << whole.output;
+  EXPECT_EQ(whole.output.find("none on the device"), std::string::npos) << whole.output;
+}
+
 TEST(Isolation, AFinishedRunMovesAnUnreadableResultsFileAsideAndWritesItsOwn) {
   const std::string out = fresh_dir("unreadable_earlier");
   const auto file = result_path(out);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <optional>
 
@@ -72,11 +73,17 @@ class GoldenCheck {
       return true;
     }
     compile(space, to_check(space, record, results));
+    if (valid_.empty())
+      log_(fmt::format("{}: no variant to check is valid at this shape on {}: only the CPU reference is checked{}", file_,
+                       device_.name, o_.all ? "" : " (--all checks every valid configuration)"));
     std::vector<GateVariant> passed = golden_parity(space, problem);
     std::vector<GateVariant> gated = to_gate(std::move(passed));
     if (!gated.empty()) gate(gated, problem_spec);
     return ok_;
   }
+
+  // The variants this golden checked on the device (compiled, valid at its shape).
+  [[nodiscard]] std::size_t checked_on_device() const { return valid_.size(); }
 
  private:
   // The results file's baseline and winner (every variant with --all), else the space's baseline
@@ -254,6 +261,9 @@ bool run_verify(const VerifyOptions& o) {
   // The variants of every file compile as a tune's do: on the pool, through the compile cache.
   std::optional<CompilePool> compiler;
   if (device) compiler.emplace(compile_cache_for(o.no_cache, o.cache_dir), o.jobs, log);
+  // What was checked on the device, for the last line: "all checks passed" over nothing read as a pass.
+  std::size_t on_device = 0;
+  std::vector<std::string> none_on_device;
   for (const auto& file : o.golden) {
     const GoldenCase g = read_golden(file);
     const std::string problem_spec = golden_problem(file, g.problem);
@@ -261,10 +271,19 @@ bool run_verify(const VerifyOptions& o) {
     const bool ok = reference_matches(file, g, problem, log);
     all_ok = all_ok && ok;
     if (!device) continue;
-    const bool gpu_ok = GoldenCheck(o, log, file, g, *device, *compiler, fake).run(problem_spec, problem);
+    GoldenCheck check(o, log, file, g, *device, *compiler, fake);
+    const bool gpu_ok = check.run(problem_spec, problem);
     all_ok = all_ok && gpu_ok;
+    on_device += check.checked_on_device();
+    if (check.checked_on_device() == 0) none_on_device.push_back(std::filesystem::path(file).filename().string());
   }
-  log(all_ok ? "verify: all checks passed" : "verify: MISMATCHES found");
+  const std::string what =
+      !device ? fmt::format("{} golden file(s), the CPU reference only", o.golden.size())
+              : fmt::format("{} golden file(s), {} variant(s) on {}{}", o.golden.size(), on_device, device->name,
+                            none_on_device.empty()
+                                ? ""
+                                : fmt::format("; none on the device for {}", fmt::join(none_on_device, ", ")));
+  log(fmt::format("verify: {} ({})", all_ok ? "all checks passed" : "MISMATCHES found", what));
   return all_ok;
 }
 
