@@ -332,7 +332,9 @@ def summary_tables(runs):
             k = strategy_key(v["params"])
             if k not in best or v["timing"]["median_us"] < best[k]["timing"]["median_us"]:
                 best[k] = v
-        if best:
+        # A space without a strategy or mapping parameter (a user's problem) has one key, "": its table
+        # would be one row of a blank strategy, the winner again.
+        if best and set(best) != {""}:
             detail.append((f"**{run['problem']} {shape_text(run['shape'])}** on {gpu}: best cold median per strategy",
                            ["strategy", "cold median µs", "graph µs per call", "registers", "config"],
                            [[k, fmt(v["timing"]["median_us"]), fmt(v["timing"].get("graph_mean_us")),

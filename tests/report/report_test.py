@@ -42,6 +42,21 @@ class Report(unittest.TestCase):
     def group(self, shape):
         return self.g[json.dumps(shape)]
 
+    def test_a_space_without_strategies_has_no_table_per_strategy(self):
+        # Round 7: a problem without a strategy or mapping parameter (embedding_bag, a user's) got a
+        # "best cold median per strategy" table of one row whose strategy cell was blank.
+        sys.path.insert(0, str(SRC / "report"))
+        import analysis
+        run = {"problem": "p", "shape": {"N": 8}, "device": {"name": "G"}, "summary": {}, "variants": [
+            {"name": f"block={b}", "params": {"block": b}, "status": "passed", "timing": {"median_us": m}}
+            for b, m in ((64, 2.0), (128, 1.0))]}
+        path = pathlib.Path("r/g/p/N8.json")
+        self.assertEqual(analysis.summary_tables([(path, run)])[1], [])
+        for v, k in zip(run["variants"], ("thread", "warp")):
+            v["params"]["strategy"] = k
+        (title, _, rows), = analysis.summary_tables([(path, run)])[1]
+        self.assertEqual([r[0] for r in rows], ["strategy=warp", "strategy=thread"])
+
     def test_floors_ratios_and_speedups(self):
         # (shape, gpu) -> bytes floor, FLOP floor, winner / larger floor, speedup over baseline
         expected = {(0, A): (200.0, 300.0, 400 / 300, 800 / 400), (0, B): (100.0, 200.0, 300 / 200, 500 / 300),
