@@ -3,13 +3,13 @@
 // as a kernel that skips elements does. The fill must never pass for a written value: an int32
 // output is filled with -1 (0xFF bytes), a reference of -1 is common (an index not found), and
 // a bool output's 0xFF byte read as true matched every true of the reference.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "fake_driver/fake_variant.hpp"
 #include "support/fixture_problem.hpp"
 #include "tune/device.hpp"
 #include "tune/measure.hpp"
@@ -19,32 +19,9 @@
 namespace tune {
 namespace {
 
-bool fake_driver_loaded() {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  const bool fake = lib != nullptr && dlsym(lib, "tune_fake_cuda_driver") != nullptr;
-  if (lib != nullptr) dlclose(lib);
-  return fake;
-}
-
-CompileResult copy_variant() {
-  CompileResult c;
-  c.ok = true;
-  const std::string image = "tune-fake-copy 4";
-  c.cubin.assign(image.begin(), image.end());
-  c.cubin.push_back('\0');
-  c.lowered_names = {"affine_copy"};
-  return c;
-}
-
-Lowered copy_launch() {
-  Lowered l;
-  KernelLaunch k;
-  k.kernel = "affine_kernel";
-  k.name_expression = "affine_copy";
-  k.args = {"x", "scale", "shift", "out"};
-  l.launches.push_back(k);
-  return l;
-}
+using test::copy_launch;
+using test::copy_variant;
+using test::fake_driver_loaded;
 
 // The affine fixture with x and out of the given dtypes, x's init `init`, out of `out_rows` rows.
 std::unique_ptr<Problem> typed_affine(const std::string& test, const std::string& x_dtype, const nlohmann::json& init,

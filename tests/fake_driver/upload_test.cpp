@@ -5,7 +5,6 @@
 // not: DeviceRunner::check's kernels read the last 1280 or 2816 bytes of the contact input at B3
 // N37 (1 MiB + 2816 bytes) as zeros, so out[2,36,36] came out as the MLP of a constant row,
 // 0.028 from the reference, in every strategy (Device.FreshSeededInputsAtAnOddShape).
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,6 +13,7 @@
 
 #include "cuda/driver.hpp"
 #include "cuda/owners.hpp"
+#include "fake_driver/fake_variant.hpp"
 #include "tune/device.hpp"
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
@@ -22,34 +22,9 @@
 namespace tune {
 namespace {
 
-// True when the driver this process loaded is the fake (ctest runs this binary with it).
-bool fake_driver_loaded() {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  const bool fake = lib != nullptr && dlsym(lib, "tune_fake_cuda_driver") != nullptr;
-  if (lib != nullptr) dlclose(lib);
-  return fake;
-}
-
-// A variant whose one kernel copies x (its first argument) to out (its last): the fake's kernel.
-CompileResult copy_variant() {
-  CompileResult c;
-  c.ok = true;
-  const std::string image = "tune-fake-copy 4";
-  c.cubin.assign(image.begin(), image.end());
-  c.cubin.push_back('\0');
-  c.lowered_names = {"affine_copy"};
-  return c;
-}
-
-Lowered copy_launch() {
-  Lowered l;
-  KernelLaunch k;
-  k.kernel = "affine_kernel";
-  k.name_expression = "affine_copy";
-  k.args = {"x", "scale", "shift", "out"};
-  l.launches.push_back(k);
-  return l;
-}
+using test::copy_launch;
+using test::copy_variant;
+using test::fake_driver_loaded;
 
 TEST(FakeDriver, ALaunchReadsEveryByteOfItsUploadedInputs) {
   if (!fake_driver_loaded()) GTEST_SKIP() << "needs the fake libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it)";
