@@ -154,6 +154,9 @@ std::string folder_error(const std::filesystem::path& dir, const std::error_code
 // Writes text to path atomically (temporary file, then rename); a link, a pipe or a device at path
 // (-o /dev/stdout) is written through in place. Throws InputError on failure.
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
+// Whether the file name `name` is one of write_file_atomic's temporary files of a file named
+// `target` ("<target>.tmp.<pid>.<n>"): what a writer killed mid-write leaves (ResultsLock removes them).
+bool is_atomic_write_temporary(const std::string& name, const std::string& target);
 
 // One writer per results file. Two runs of one shape on one --out would truncate each other's
 // journal and results, and tune merge --out or tune check --write would be overwritten by a running

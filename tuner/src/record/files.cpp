@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -389,6 +390,14 @@ void write_file_in_place(const std::filesystem::path& path, const std::string& t
   if (!f) throw InputError(fmt::format("writing {} failed (disk full?)", path.string()));
 }
 
+// write_file_atomic's temporary file of path, "<path>.tmp.<pid>.<n>" (is_atomic_write_temporary reads
+// the name): one of its own per writer, since two runs (or two devices' compile threads) may write one
+// path at once; each writes whole and the last rename wins.
+std::string atomic_write_temporary(const std::filesystem::path& path) {
+  static std::atomic<std::uint64_t> serial{0};
+  return fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
+}
+
 }  // namespace
 
 std::string folder_error(const std::filesystem::path& dir, const std::error_code& ec) {
@@ -400,6 +409,17 @@ std::string folder_error(const std::filesystem::path& dir, const std::error_code
     if (p == p.parent_path()) break;
   }
   return ec.message();
+}
+
+bool is_atomic_write_temporary(const std::string& name, const std::string& target) {
+  const std::string prefix = target + ".tmp.";
+  if (!name.starts_with(prefix)) return false;
+  const std::string_view rest = std::string_view(name).substr(prefix.size());
+  const auto dot = rest.find('.');
+  const auto digits = [](std::string_view v) {
+    return !v.empty() && v.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  return dot != std::string_view::npos && digits(rest.substr(0, dot)) && digits(rest.substr(dot + 1));
 }
 
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
@@ -418,10 +438,7 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
     write_file_in_place(path, text);
     return;
   }
-  // A name of its own per writer: two runs (or two devices' compile threads) may write one path at
-  // once; each writes whole and the last rename wins.
-  static std::atomic<std::uint64_t> serial{0};
-  const auto tmp = fmt::format("{}.tmp.{}.{}", path.string(), getpid(), serial++);
+  const std::string tmp = atomic_write_temporary(path);
   const std::string folder = path.has_parent_path() ? path.parent_path().string() : std::string(".");
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                         0666);  // less the umask: a shared folder keeps its group write

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,19 +19,6 @@
 namespace tune {
 
 namespace {
-
-// Whether `name` is a temporary file write_file_atomic made for `target` ("<target>.tmp.<pid>.<n>").
-bool temporary_of(const std::string& name, const std::string& target) {
-  const std::string prefix = target + ".tmp.";
-  if (!name.starts_with(prefix)) return false;
-  const std::string rest = name.substr(prefix.size());
-  const auto dot = rest.find('.');
-  const auto digits = [](std::string_view v) {
-    return !v.empty() && v.find_first_not_of("0123456789") == std::string_view::npos;
-  };
-  return dot != std::string::npos && digits(std::string_view(rest).substr(0, dot)) &&
-         digits(std::string_view(rest).substr(dot + 1));
-}
 
 // The temporary files of the shape's results, snapshot and header that a writer killed mid-write
 // left (kill -9, a node lost, a full disk): no writer of them runs while the lock is held, and
@@ -45,7 +31,8 @@ void remove_stale_temporaries(const std::filesystem::path& results) {
   std::vector<std::filesystem::path> stale;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (temporary_of(name, json) || temporary_of(name, json + ".partial") || temporary_of(name, header))
+    if (is_atomic_write_temporary(name, json) || is_atomic_write_temporary(name, json + ".partial") ||
+        is_atomic_write_temporary(name, header))
       stale.push_back(it->path());
   }
   for (const auto& f : stale) std::filesystem::remove(f, ec);
