@@ -4,7 +4,8 @@
 // (float32 without a suffix), every variant compiled with the dtype's CUDA type as its template
 // argument, the space counted with the dtype's T_bytes. examples/embedding_bag (int64 indices, T in
 // float32 and bfloat16) runs on the fake worker (data drawn, the numpy reference run) and records
-// every tensor's dtype, `indices` int64, in context.tensors.
+// every tensor's dtype, `indices` int64, in context.tensors. examples/softmax, a folder written from
+// the docs alone, compiles in its three dtypes and runs on the fake worker with its edge cases.
 #include <unistd.h>
 
 #include <filesystem>
@@ -103,6 +104,32 @@ TEST(DtypeExamples, EmbeddingBagOutsideTheRepoRecordsInt64IndicesOnTheFakeWorker
     EXPECT_EQ(tensors.at("weight").at("shape"), Json::parse("[50, 32]"));
     EXPECT_EQ(tensors.at("out").at("dtype"), dtype);
     for (const auto& v : j.at("variants")) EXPECT_NE(v.at("status"), "compile_failed") << v.dump();
+  }
+}
+
+TEST(DtypeExamples, SoftmaxOutsideTheRepoCompilesAndRunsItsThreeDtypes) {
+  const fs::path dir = copy_example("softmax");
+  const std::string out = out_dir("dtype_examples_softmax");
+  // L 40: block * per_thread <= 4 * L leaves block 32 (per_thread 1, 2, 4), 64 (1, 2) and 128 (1).
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() +
+                                                      " --R 6 --L 40 --T float32,bfloat16,float16 --no-cache --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const auto& [dtype, cuda_type] :
+       std::map<std::string, std::string>{{"float32", "float"}, {"bfloat16", "__nv_bfloat16"}, {"float16", "__half"}}) {
+    SCOPED_TRACE(dtype);
+    const std::string tag = dtype == "float32" ? "R6_L40" : "R6_L40_" + dtype;
+    const fs::path file = fs::path(out) / "fake-gpu" / "softmax" / (tag + ".json");
+    ASSERT_TRUE(fs::exists(file)) << r.output;
+    const Json j = read_json(file);
+    EXPECT_EQ(j.at("shape").at("T"), dtype) << j.at("shape");
+    EXPECT_EQ(tensors_of(j).at("out").at("dtype"), dtype);
+    EXPECT_TRUE(j.at("summary").contains("winner")) << j.at("summary");
+    ASSERT_EQ(j.at("variants").size(), 6u);
+    for (const auto& v : j.at("variants")) {
+      EXPECT_NE(v.at("status"), "compile_failed") << v.dump();
+      const std::string kernel = v.at("launches").at(0).at("kernel");
+      EXPECT_EQ(kernel.rfind("softmax_kernel<" + cuda_type + ",6,40,", 0), 0u) << kernel;
+    }
   }
 }
 

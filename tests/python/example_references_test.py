@@ -3,7 +3,7 @@
 
     example_references_test.py REPO_ROOT
 
-examples/rmsnorm and examples/embedding_bag: reference() (numpy float64) on small seeded data, with
+examples/rmsnorm, examples/embedding_bag and examples/softmax: reference() (numpy float64) on small seeded data, with
 the inputs as tune hands them (float64 arrays; embedding_bag's int64 indices as float64 integer
 values), must match loops over the definition to 1e-12; reference() must refuse indices that are
 not integers in [0, N). The tensors reference() reads are the problem.json's. Where torch imports,
@@ -136,6 +136,29 @@ def refuses_bad_indices(module):
     return "fractions, negatives and N refused"
 
 
+# ---- softmax ----------------------------------------------------------------------------------
+
+def softmax_case(seed=3, r=4, l=9):
+    rng = np.random.default_rng(seed)
+    shape = {"R": r, "L": l, "T": "float32"}
+    x = rng.standard_normal((r, l))
+    x[1] += 100.0  # problem.json's edge case: logits whose exp overflows without the max taken off
+    x[2] = 0.75    # a row of one value: every output is 1/L
+    return shape, {}, {"x": x}
+
+
+def softmax_loops(shape, params, inputs):
+    r, l = shape["R"], shape["L"]
+    x = inputs["x"]
+    out = np.empty((r, l))
+    for i in range(r):
+        m = max(float(x[i, j]) for j in range(l))
+        total = sum(math.exp(float(x[i, j]) - m) for j in range(l))
+        for j in range(l):
+            out[i, j] = math.exp(float(x[i, j]) - m) / total
+    return out
+
+
 # ---- torch ------------------------------------------------------------------------------------
 
 def torch_inputs(torch, problem, inputs):
@@ -172,8 +195,9 @@ def torch_bfloat16(torch, problem, module, case, loops):
             {n: a.double().numpy() for n, a in zip(names(problem, "input"), args)})
     want = loops(shape, *data)
     # Each rounding to bfloat16 (2^-9 relative) is at most the size of the terms summed, so the
-    # bound is a few of them over the sum of |terms| (the same loops on |data|).
-    terms = loops(shape, *({k: np.abs(v) for k, v in d.items()} for d in data))
+    # bound is a few of them over the sum of |terms| (the same loops on |data|). A softmax's
+    # terms are its outputs: each element is rounded once, relative to itself.
+    terms = want if loops is softmax_loops else loops(shape, *({k: np.abs(v) for k, v in d.items()} for d in data))
     err = out.double().numpy() - want
     assert (np.abs(err) <= 2.0 ** -6 * terms).all(), f"bfloat16 module off by {np.abs(err).max():.3e}"
     return f"max abs error {np.abs(err).max():.1e} in bfloat16"
@@ -182,7 +206,8 @@ def torch_bfloat16(torch, problem, module, case, loops):
 def main():
     torch = torch_or_none()
     print(f"repo {ROOT}; torch {'importable: make_model() checked too' if torch else 'not importable: numpy only'}")
-    examples = (("rmsnorm", rmsnorm_case, rmsnorm_loops), ("embedding_bag", embedding_bag_case, embedding_bag_loops))
+    examples = (("rmsnorm", rmsnorm_case, rmsnorm_loops), ("embedding_bag", embedding_bag_case, embedding_bag_loops),
+                ("softmax", softmax_case, softmax_loops))
     for name, case, loops in examples:
         problem, module = load(name)
         check(f"{name}: the test's data has problem.json's tensors", lambda p=problem, c=case: same_tensors(p, c()))
