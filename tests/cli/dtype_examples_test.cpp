@@ -5,7 +5,8 @@
 // argument, the space counted with the dtype's T_bytes. examples/embedding_bag (int64 indices, T in
 // float32 and bfloat16) runs on the fake worker (data drawn, the numpy reference run) and records
 // every tensor's dtype, `indices` int64, in context.tensors. examples/softmax, a folder written from
-// the docs alone, compiles in its three dtypes and runs on the fake worker with its edge cases.
+// the docs alone, compiles in its three dtypes and runs on the fake worker with its edge cases;
+// examples/row_argmax, another, records its int64 output.
 #include <unistd.h>
 
 #include <filesystem>
@@ -131,6 +132,23 @@ TEST(DtypeExamples, SoftmaxOutsideTheRepoCompilesAndRunsItsThreeDtypes) {
       EXPECT_EQ(kernel.rfind("softmax_kernel<" + cuda_type + ",6,40,", 0), 0u) << kernel;
     }
   }
+}
+
+TEST(DtypeExamples, RowArgmaxOutsideTheRepoRecordsAnInt64OutputOnTheFakeWorker) {
+  const fs::path dir = copy_example("row_argmax");
+  const std::string out = out_dir("dtype_examples_row_argmax");
+  const Result r = run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 6 --L 40 --no-cache --out " + out);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path file = fs::path(out) / "fake-gpu" / "row_argmax" / "R6_L40.json";
+  ASSERT_TRUE(fs::exists(file)) << r.output;
+  const Json j = read_json(file);
+  const auto tensors = tensors_of(j);
+  EXPECT_EQ(tensors.at("x").at("dtype"), "float32");
+  EXPECT_EQ(tensors.at("out").at("dtype"), "int64");
+  EXPECT_EQ(tensors.at("out").at("shape"), Json::parse("[6]"));
+  EXPECT_TRUE(j.at("summary").contains("winner")) << j.at("summary");
+  ASSERT_EQ(j.at("variants").size(), 6u);
+  for (const auto& v : j.at("variants")) EXPECT_NE(v.at("status"), "compile_failed") << v.dump();
 }
 
 }  // namespace

@@ -3,9 +3,10 @@
 
     example_references_test.py REPO_ROOT
 
-examples/rmsnorm, examples/embedding_bag and examples/softmax: reference() (numpy float64) on small seeded data, with
-the inputs as tune hands them (float64 arrays; embedding_bag's int64 indices as float64 integer
-values), must match loops over the definition to 1e-12; reference() must refuse indices that are
+examples/rmsnorm, examples/embedding_bag and examples/softmax: reference() (numpy float64) on small
+seeded data, with the inputs as tune hands them (float64 arrays; embedding_bag's int64 indices as
+float64 integer values), must match loops over the definition to 1e-12; examples/row_argmax's
+indices (the first on ties) must match exactly; reference() must refuse indices that are
 not integers in [0, N). The tensors reference() reads are the problem.json's. Where torch imports,
 make_model() is checked the same way in float64 (its state_dict names are the parameters'), and
 run in bfloat16 as the module parity rule runs it (an output of the tensors' dtype, close to the
@@ -159,6 +160,39 @@ def softmax_loops(shape, params, inputs):
     return out
 
 
+# ---- row_argmax -------------------------------------------------------------------------------
+
+def row_argmax_case(seed=4, r=5, l=9):
+    rng = np.random.default_rng(seed)
+    shape = {"R": r, "L": l}
+    x = rng.standard_normal((r, l))
+    x[0, l - 1] = 1000.0                   # problem.json's parity edits: the maximum last,
+    x[1, 1] = x[1, l - 1] = 1000.0         # and a tie, whose answer is the first index
+    x[2] = 0.75                            # a row of one value: 0
+    x[3] -= 50.0                           # a row below zero
+    return shape, {}, {"x": x}
+
+
+def row_argmax_loops(shape, params, inputs):
+    x = inputs["x"]
+    out = np.empty(shape["R"])
+    for i in range(shape["R"]):
+        best = 0
+        for j in range(1, shape["L"]):
+            if x[i, j] > x[i, best]:
+                best = j
+        out[i] = best
+    return out
+
+
+def exact_indices(got, want):
+    got = np.asarray(got)
+    assert got.dtype.kind in "iu" or (got == np.round(got)).all(), f"dtype {got.dtype}, not whole numbers"
+    assert got.shape == want.shape, f"shape {got.shape}, expected {want.shape}"
+    assert (got == want).all(), f"indices {got.tolist()}, expected {want.tolist()}"
+    return f"indices {want.astype(int).tolist()}"
+
+
 # ---- torch ------------------------------------------------------------------------------------
 
 def torch_inputs(torch, problem, inputs):
@@ -208,6 +242,15 @@ def main():
     print(f"repo {ROOT}; torch {'importable: make_model() checked too' if torch else 'not importable: numpy only'}")
     examples = (("rmsnorm", rmsnorm_case, rmsnorm_loops), ("embedding_bag", embedding_bag_case, embedding_bag_loops),
                 ("softmax", softmax_case, softmax_loops))
+    problem, module = load("row_argmax")
+    check("row_argmax: the test's data has problem.json's tensors", lambda: same_tensors(problem, row_argmax_case()))
+    for seed in (4, 5):
+        check(f"row_argmax: numpy reference() seed {seed}",
+              lambda s=seed: exact_indices(module.reference(*row_argmax_case(s)), row_argmax_loops(*row_argmax_case(s))))
+    if torch is not None:
+        check("row_argmax: torch make_model() float32",
+              lambda: exact_indices(module.make_model({})(torch.from_numpy(row_argmax_case()[2]["x"]).float()).numpy(),
+                                    row_argmax_loops(*row_argmax_case())))
     for name, case, loops in examples:
         problem, module = load(name)
         check(f"{name}: the test's data has problem.json's tensors", lambda p=problem, c=case: same_tensors(p, c()))
