@@ -3,7 +3,10 @@
 
 __device__ __forceinline__ void keep_better(float& v, int& i, float ov, int oi) {
   // Larger value wins; on a tie the smaller index does, as torch.argmax returns the first.
-  if (ov > v || (ov == v && oi < i)) { v = ov; i = oi; }
+  if (ov > v || (ov == v && oi < i)) {
+    v = ov;
+    i = oi;
+  }
 }
 
 template <int R, int L, int BLOCK, int PER>
@@ -27,7 +30,10 @@ __global__ void __launch_bounds__(BLOCK) argmax_kernel(const float* __restrict__
   constexpr int WARPS = (BLOCK + 31) / 32;
   if (WARPS > 1) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) { red_v[warp] = v; red_i[warp] = idx; }
+    if (lane == 0) {
+      red_v[warp] = v;
+      red_i[warp] = idx;
+    }
     __syncthreads();
     if (warp == 0) {
       v = lane < WARPS ? red_v[lane] : __int_as_float(0xff800000);
