@@ -52,6 +52,11 @@ function(tune_add_tuned_header target)
   set(results)
   foreach(file IN LISTS ARG_RESULTS)
     cmake_path(ABSOLUTE_PATH file BASE_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} NORMALIZE)
+    # A folder of results is a path tune header cannot read; the head check below would ask for PROBLEM.
+    if(IS_DIRECTORY ${file})
+      message(FATAL_ERROR "tune_add_tuned_header(${target}): ${file} is a folder; RESULTS takes results files "
+                          "(file(GLOB ... ${file}/*.json.gz) lists a folder's)")
+    endif()
     list(APPEND results ${file})
   endforeach()
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -267,6 +268,48 @@ int main() { return 0; }
   const std::string cxx = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -Wall -Wextra -Wno-missing-field-initializers " +
                           "-Werror -fsyntax-only -I" + dir.string() + " " + user.string();
   EXPECT_EQ(run(cxx), 0) << cxx;
+}
+
+// Two merged headers of one problem from other results (two libraries of one program, each with its
+// own contact_tuned.hpp) defined select() and kEntries alike: the linker kept one select() for both
+// translation units, and one of them selected from the other's entries (kNearestWork where its own
+// header had the exact entry), silently. Each header's code is now in an inline namespace of its own
+// hash; both in one translation unit are refused in one #error line.
+TEST(MergedHeader, TwoHeadersOfOneProblemFromOtherResultsKeepApartInOneProgram) {
+  const auto dir = test_dir("header_merge_test") / "two_headers";
+  const auto merge = std::filesystem::path(TUNE_FIXTURES) / "merge" / "contact";
+  const std::map<std::string, std::string> shape_of = {{"a", "B4_N64_C64_H32"}, {"b", "B2_N512_C64_H32"}};
+  const std::map<std::string, std::string> dims_of = {{"a", "4, 64, 64, 32"}, {"b", "2, 512, 64, 32"}};
+  for (const auto& [unit, shape] : shape_of) {
+    std::filesystem::create_directories(dir / unit);
+    std::ofstream(dir / unit / "contact_tuned.hpp")
+        << merge_result_files({merge / ("synthetic_gpu_a_" + shape + ".json")}, std::nullopt, /*allow_synthetic=*/true);
+    // At run time (-O0: select() is called, not folded): this unit's own entry, exactly.
+    std::ofstream(dir / (unit + ".cpp"))
+        << "#include \"" << unit << "/contact_tuned.hpp\"\nnamespace t = tune_tuned::contact;\n"
+        << "bool " << unit << "_exact(int arch) {\n  return t::select(t::Device{\"Synthetic GPU A (fixture)\", arch, 0}, {"
+        << dims_of.at(unit) << "}).match == t::Match::kExact;\n}\n";
+  }
+  std::ofstream(dir / "main.cpp")
+      << "bool a_exact(int);\nbool b_exact(int);\n"
+         "int main() { volatile int arch = 90; return a_exact(arch) && b_exact(arch) ? 0 : 1; }\n";
+  const std::string d = dir.string() + "/";
+  const std::string cmd = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -O0 -Wall -Werror -o " + d + "program " + d +
+                          "a.cpp " + d + "b.cpp " + d + "main.cpp";
+  ASSERT_EQ(run(cmd), 0) << cmd;
+  EXPECT_EQ(run(d + "program"), 0) << "a unit selected from the other header's entries";
+
+  std::ofstream(dir / "both.cpp") << "#include \"a/contact_tuned.hpp\"\n#include \"b/contact_tuned.hpp\"\n";
+  const std::string both =
+      std::string(TUNE_CXX_COMPILER) + " -std=c++17 -fsyntax-only " + d + "both.cpp > " + d + "both.log 2>&1";
+  EXPECT_NE(run(both), 0) << both;
+  std::ifstream in(d + "both.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("a second tuned header of problem contact, from other results, in one translation unit; merge the "
+                     "results into one header with tune header"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("ambiguous"), std::string::npos) << "one line, not a page of errors:\n" << log;
 }
 
 }  // namespace

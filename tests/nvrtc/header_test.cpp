@@ -84,5 +84,44 @@ TEST(Header, HostileTextAndNamesCompileIncludedTwice) {
   }
 }
 
+// Two results' headers of one problem (other shapes, GPUs or medians) declared the same inline
+// variables with other values: in two translation units of one program the linker kept one
+// definition, and a unit read the other unit's kMedianMicroseconds (the one-definition rule, no
+// diagnostic). Each header's code is in an inline namespace of its own hash: every unit reads its
+// own header's values; both in one translation unit are refused in one #error line.
+TEST(Header, TwoResultsHeadersOfOneProblemKeepApartInOneProgram) {
+  const std::filesystem::path dir = std::filesystem::path(TUNE_BINARY_DIR) / "header_test" / "two_results";
+  std::filesystem::create_directories(dir / "a");
+  std::filesystem::create_directories(dir / "b");
+  const Space space = load_space("contact", std::nullopt);
+  RunRecord other = fixture_run();
+  set_median(*other.variants.front().timing, 45);
+  std::ofstream(dir / "a" / "contact.hpp") << generate_header(fixture_run(), space);
+  std::ofstream(dir / "b" / "contact.hpp") << generate_header(other, space);
+  for (const char* unit : {"a", "b"})
+    std::ofstream(dir / (std::string(unit) + ".cpp"))
+        << "#include \"" << unit << "/contact.hpp\"\n"
+        << "const double* " << unit << "_median() { return &tune_tuned::contact::kMedianMicroseconds; }\n";
+  std::ofstream(dir / "main.cpp") << "const double* a_median();\nconst double* b_median();\n"
+                                     "int main() { return *a_median() == 30.0 && *b_median() == 45.0 ? 0 : 1; }\n";
+  const std::string d = dir.string() + "/";
+  const std::string cmd = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -O0 -Wall -Werror -I" + d + " -o " + d + "program " +
+                          d + "a.cpp " + d + "b.cpp " + d + "main.cpp";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_EQ(std::system((d + "program").c_str()), 0) << "a unit read the other header's kMedianMicroseconds";
+
+  std::ofstream(dir / "both.cpp") << "#include \"a/contact.hpp\"\n#include \"b/contact.hpp\"\n";
+  const std::string both =
+      std::string(TUNE_CXX_COMPILER) + " -std=c++17 -fsyntax-only -I" + d + " " + d + "both.cpp > " + d + "both.log 2>&1";
+  EXPECT_NE(std::system(both.c_str()), 0) << both;
+  std::ifstream in(d + "both.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("two results' headers (<shape>.hpp) of problem contact in one translation unit; merge the results "
+                     "into one header with tune header"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("redefinition"), std::string::npos) << "one line, not a page of errors:\n" << log;
+}
+
 }  // namespace
 }  // namespace tune

@@ -9,8 +9,17 @@
 // NVRTC 13.0, options: -arch=sm_90 -std=c++17 --ptxas-options=-v -lineinfo
 #pragma once
 
+// One header of these results per problem and translation unit. Other results' headers of the
+// problem, in other translation units of the program, keep to namespaces of their own (inline:
+// tune_tuned::contact:: names each).
+#if defined(TUNE_TUNED_RESULT_contact) && TUNE_TUNED_RESULT_contact != 0xfe225c330067b73
+#error "tune_tuned::contact: two results' headers (<shape>.hpp) of problem contact in one translation unit; merge the results into one header with tune header"
+#else
+#define TUNE_TUNED_RESULT_contact 0xfe225c330067b73
+
 namespace tune_tuned {
 namespace contact {
+inline namespace vfe225c330067b73 {
 
 // The shape this configuration was tuned for.
 inline constexpr long long kShapeB = 1;
@@ -50,5 +59,7 @@ inline constexpr const char* kKernels[] = {
 // Measured cold median of this configuration, microseconds.
 inline constexpr double kMedianMicroseconds = 166.3040;
 
+}  // namespace vfe225c330067b73
 }  // namespace contact
 }  // namespace tune_tuned
+#endif

@@ -9,8 +9,17 @@
 // NVRTC 13.0, options: -arch=sm_90 -std=c++17 --ptxas-options=-v -lineinfo
 #pragma once
 
+// One header of these results per problem and translation unit. Other results' headers of the
+// problem, in other translation units of the program, keep to namespaces of their own (inline:
+// tune_tuned::embedding_bag:: names each).
+#if defined(TUNE_TUNED_RESULT_embedding_bag) && TUNE_TUNED_RESULT_embedding_bag != 0x863b483956562a9
+#error "tune_tuned::embedding_bag: two results' headers (<shape>.hpp) of problem embedding_bag in one translation unit; merge the results into one header with tune header"
+#else
+#define TUNE_TUNED_RESULT_embedding_bag 0x863b483956562a9
+
 namespace tune_tuned {
 namespace embedding_bag {
+inline namespace v863b483956562a9 {
 
 // The shape this configuration was tuned for.
 inline constexpr long long kShapeB = 4096;
@@ -42,5 +51,7 @@ inline constexpr const char* kKernels[] = {
 // Measured cold median of this configuration, microseconds.
 inline constexpr double kMedianMicroseconds = 19.7760;
 
+}  // namespace v863b483956562a9
 }  // namespace embedding_bag
 }  // namespace tune_tuned
+#endif

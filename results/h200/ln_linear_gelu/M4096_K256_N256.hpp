@@ -9,8 +9,17 @@
 // NVRTC 13.0, options: -arch=sm_90 -std=c++17 --ptxas-options=-v -lineinfo
 #pragma once
 
+// One header of these results per problem and translation unit. Other results' headers of the
+// problem, in other translation units of the program, keep to namespaces of their own (inline:
+// tune_tuned::ln_linear_gelu:: names each).
+#if defined(TUNE_TUNED_RESULT_ln_linear_gelu) && TUNE_TUNED_RESULT_ln_linear_gelu != 0xeb3a6485c6770fa
+#error "tune_tuned::ln_linear_gelu: two results' headers (<shape>.hpp) of problem ln_linear_gelu in one translation unit; merge the results into one header with tune header"
+#else
+#define TUNE_TUNED_RESULT_ln_linear_gelu 0xeb3a6485c6770fa
+
 namespace tune_tuned {
 namespace ln_linear_gelu {
+inline namespace veb3a6485c6770fa {
 
 // The shape this configuration was tuned for.
 inline constexpr long long kShapeM = 4096;
@@ -50,5 +59,7 @@ inline constexpr const char* kKernels[] = {
 // Measured cold median of this configuration, microseconds.
 inline constexpr double kMedianMicroseconds = 19.8400;
 
+}  // namespace veb3a6485c6770fa
 }  // namespace ln_linear_gelu
 }  // namespace tune_tuned
+#endif

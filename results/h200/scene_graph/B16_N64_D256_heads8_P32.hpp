@@ -9,8 +9,17 @@
 // NVRTC 13.0, options: -arch=sm_90 -std=c++17 --ptxas-options=-v -lineinfo
 #pragma once
 
+// One header of these results per problem and translation unit. Other results' headers of the
+// problem, in other translation units of the program, keep to namespaces of their own (inline:
+// tune_tuned::scene_graph:: names each).
+#if defined(TUNE_TUNED_RESULT_scene_graph) && TUNE_TUNED_RESULT_scene_graph != 0xd8cfd380eb7ed10
+#error "tune_tuned::scene_graph: two results' headers (<shape>.hpp) of problem scene_graph in one translation unit; merge the results into one header with tune header"
+#else
+#define TUNE_TUNED_RESULT_scene_graph 0xd8cfd380eb7ed10
+
 namespace tune_tuned {
 namespace scene_graph {
+inline namespace vd8cfd380eb7ed10 {
 
 // The shape this configuration was tuned for.
 inline constexpr long long kShapeB = 16;
@@ -54,5 +63,7 @@ inline constexpr const char* kKernels[] = {
 // Measured cold median of this configuration, microseconds.
 inline constexpr double kMedianMicroseconds = 60.0960;
 
+}  // namespace vd8cfd380eb7ed10
 }  // namespace scene_graph
 }  // namespace tune_tuned
+#endif

@@ -9,8 +9,17 @@
 // NVRTC 13.0, options: -arch=sm_90 -std=c++17 --ptxas-options=-v -lineinfo
 #pragma once
 
+// One header of these results per problem and translation unit. Other results' headers of the
+// problem, in other translation units of the program, keep to namespaces of their own (inline:
+// tune_tuned::scene_graph:: names each).
+#if defined(TUNE_TUNED_RESULT_scene_graph) && TUNE_TUNED_RESULT_scene_graph != 0x37ff6a559fba19d
+#error "tune_tuned::scene_graph: two results' headers (<shape>.hpp) of problem scene_graph in one translation unit; merge the results into one header with tune header"
+#else
+#define TUNE_TUNED_RESULT_scene_graph 0x37ff6a559fba19d
+
 namespace tune_tuned {
 namespace scene_graph {
+inline namespace v37ff6a559fba19d {
 
 // The shape this configuration was tuned for.
 inline constexpr long long kShapeB = 4;
@@ -51,5 +60,7 @@ inline constexpr const char* kKernels[] = {
 // Measured cold median of this configuration, microseconds.
 inline constexpr double kMedianMicroseconds = 7.8400;
 
+}  // namespace v37ff6a559fba19d
 }  // namespace scene_graph
 }  // namespace tune_tuned
+#endif

@@ -76,6 +76,7 @@ using header_text::c_string;
 using header_text::comment_safe;
 using header_text::constant_name;
 using header_text::identifier;
+using header_text::in_problem_namespace;
 
 // The constant of each dimension and dtype variable (key "shape:" + name) and parameter ("param:" +
 // name). The usual spelling (tile_m: kTileM, dimension N: kShapeN) drops underscores and case, so two
@@ -134,36 +135,35 @@ std::string generate_header(const RunRecord& run, const Space& space) {
   h += fmt::format("// NVRTC {}, options: {}\n", comment_safe(run.context.nvrtc_version),
                    comment_safe(fmt::format("{}", fmt::join(run.context.compile_options, " "))));
   h += "#pragma once\n\n";
-  h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", identifier(run.problem));
-  h += "// The shape this configuration was tuned for.\n";
+  std::string body = "// The shape this configuration was tuned for.\n";
   for (const auto& [k, v] : run.shape.dims())
-    h += fmt::format("inline constexpr long long {} = {};\n", constants.at("shape:" + k), v);
+    body += fmt::format("inline constexpr long long {} = {};\n", constants.at("shape:" + k), v);
   // Its dtype variables (issue 35), by PyTorch's name and as the type the kernel template received.
   for (const auto& [k, t] : run.shape.dtypes())
-    h += fmt::format("inline constexpr const char {}[] = \"{}\";  // {}\n", constants.at("shape:" + k), dtype_name(t),
-                     dtype_cuda_type(t));
-  h += fmt::format("\n// The device it was tuned on.\ninline constexpr const char kDeviceName[] = {};\n",
-                   c_string(run.device->name));
-  h += fmt::format("inline constexpr int kComputeCapability = {};\ninline constexpr int kSmCount = {};\n",
-                   run.device->compute_capability(), run.device->sm_count);
-  h += fmt::format(
+    body += fmt::format("inline constexpr const char {}[] = \"{}\";  // {}\n", constants.at("shape:" + k), dtype_name(t),
+                        dtype_cuda_type(t));
+  body += fmt::format("\n// The device it was tuned on.\ninline constexpr const char kDeviceName[] = {};\n",
+                      c_string(run.device->name));
+  body += fmt::format("inline constexpr int kComputeCapability = {};\ninline constexpr int kSmCount = {};\n",
+                      run.device->compute_capability(), run.device->sm_count);
+  body += fmt::format(
       "// Whether the timings are made up (a fake GPU): nothing was measured.\ninline constexpr bool kSynthetic = {};\n\n",
       synthetic ? "true" : "false");
-  h += "// The winning parameters, as the kernel template takes them (strings: index in the space's list).\n";
+  body += "// The winning parameters, as the kernel template takes them (strings: index in the space's list).\n";
   for (const auto& p : space.parameters()) {
     const auto& value = w->params.at(p.name);
     const auto numeric = space.numeric(config, p.name);
-    h += fmt::format("inline constexpr int {} = {};{}\n", constants.at("param:" + p.name), numeric,
-                     value.is_string() ? fmt::format("  // \"{}\"", value.get<std::string>()) : "");
+    body += fmt::format("inline constexpr int {} = {};{}\n", constants.at("param:" + p.name), numeric,
+                        value.is_string() ? fmt::format("  // \"{}\"", value.get<std::string>()) : "");
   }
-  h += "\n// Kernel instantiations (NVRTC name expressions) in launch order.\n";
-  h += "inline constexpr const char* kKernels[] = {\n";
-  for (const auto& l : lowered.launches) h += fmt::format("    {},\n", c_string(l.name_expression));
-  h += "};\n";
-  h += fmt::format(
+  body += "\n// Kernel instantiations (NVRTC name expressions) in launch order.\n";
+  body += "inline constexpr const char* kKernels[] = {\n";
+  for (const auto& l : lowered.launches) body += fmt::format("    {},\n", c_string(l.name_expression));
+  body += "};\n";
+  body += fmt::format(
       "\n// Measured cold median of this configuration, microseconds.\ninline constexpr double kMedianMicroseconds = {:.4f};\n",
       w->timing->median_us);
-  h += fmt::format("\n}}  // namespace {}\n}}  // namespace tune_tuned\n", identifier(run.problem));
+  h += in_problem_namespace(run.problem, "RESULT", body);
   return h;
 }
 

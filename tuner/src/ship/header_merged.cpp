@@ -306,50 +306,49 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
   const Portable portable = header_parts::portable_config(entries, space);
   const bool with_dtypes = header_parts::typed(entries);
 
-  const std::string ns = identifier(problem_name);
   std::string h = merged_doc(entries, space, problem, portable);
   h += "#pragma once\n\n";
-  h += fmt::format("namespace tune_tuned {{\nnamespace {} {{\n\n", ns);
-  h += merged_types(entries, space, problem);
-  h += geometry_code(space, shape_dtype_variables(entries, problem));
-  h += fmt::format("inline constexpr int kEntryCount = {};\n", entries.size());
-  h += "inline constexpr Entry kEntries[kEntryCount] = {\n";
+  std::string body = merged_types(entries, space, problem);
+  body += geometry_code(space, shape_dtype_variables(entries, problem));
+  body += fmt::format("inline constexpr int kEntryCount = {};\n", entries.size());
+  body += "inline constexpr Entry kEntries[kEntryCount] = {\n";
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
-    h += fmt::format("    // [{}]\n    {{{}, {}, {}, {}, {}, {{{}}},\n     {},\n     {}}}{}\n", i,
-                     c_string(e.run->device->name), e.run->device->compute_capability(), e.run->device->sm_count,
-                     e.synthetic ? "true" : "false", c_string(e.run->shape.tag()), shape_values(e.run->shape),
-                     variant_init(e.winner, space, "     ", with_dtypes),
-                     variant_init(e.baseline, space, "     ", with_dtypes), i + 1 < entries.size() ? "," : "");
+    body += fmt::format("    // [{}]\n    {{{}, {}, {}, {}, {}, {{{}}},\n     {},\n     {}}}{}\n", i,
+                        c_string(e.run->device->name), e.run->device->compute_capability(), e.run->device->sm_count,
+                        e.synthetic ? "true" : "false", c_string(e.run->shape.tag()), shape_values(e.run->shape),
+                        variant_init(e.winner, space, "     ", with_dtypes),
+                        variant_init(e.baseline, space, "     ", with_dtypes), i + 1 < entries.size() ? "," : "");
   }
-  h += "};\n\n";
+  body += "};\n\n";
   if (portable.config)
-    h += fmt::format(
+    body += fmt::format(
         "// The portable configuration: {}, worst-case loss {:.4f}x over the measured entries.\n"
         "inline constexpr bool kHasPortable = true;\ninline constexpr Params kPortableParams = {};\n",
         comment_safe(portable.name), portable.worst_loss, params_init(space, *portable.config));
   else
-    h += "// No portable configuration: none passed in every measured entry.\n"
-         "inline constexpr bool kHasPortable = false;\ninline constexpr Params kPortableParams = {};\n";
-  h += fmt::format("// The baseline of {}.\ninline constexpr Params kDefaultParams = {};\n\n", space.source_name(),
-                   params_init(space, space.baseline()));
-  h += header_parts::select_code(entries.front().run->shape);
-  h += "#if defined(TUNE_TUNED_KERNELS)\n";
-  h += "// Every launch's kernel, for cudaLaunchKernel: [entry][launch], unused slots null.\n";
+    body +=
+        "// No portable configuration: none passed in every measured entry.\n"
+        "inline constexpr bool kHasPortable = false;\ninline constexpr Params kPortableParams = {};\n";
+  body += fmt::format("// The baseline of {}.\ninline constexpr Params kDefaultParams = {};\n\n", space.source_name(),
+                      params_init(space, space.baseline()));
+  body += header_parts::select_code(entries.front().run->shape);
+  body += "#if defined(TUNE_TUNED_KERNELS)\n";
+  body += "// Every launch's kernel, for cudaLaunchKernel: [entry][launch], unused slots null.\n";
   for (const char* which : {"Winner", "Baseline"}) {
-    h += fmt::format("inline const void* const k{}Kernels[kEntryCount][kMaxLaunches] = {{\n", which);
+    body += fmt::format("inline const void* const k{}Kernels[kEntryCount][kMaxLaunches] = {{\n", which);
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const MergedVariant& m = std::string(which) == "Winner" ? entries[i].winner : entries[i].baseline;
       std::vector<std::string> ptrs;
       // From the configuration: a kernel string in the file is never pasted into code.
       for (const auto& l : m.lowered.launches)
         ptrs.push_back(fmt::format("reinterpret_cast<const void*>(&::{})", l.name_expression));
-      h += fmt::format("    {{{}}}{}\n", fmt::join(ptrs, ", "), i + 1 < entries.size() ? "," : "");
+      body += fmt::format("    {{{}}}{}\n", fmt::join(ptrs, ", "), i + 1 < entries.size() ? "," : "");
     }
-    h += "};\n";
+    body += "};\n";
   }
-  h += "#endif\n";
-  h += fmt::format("\n}}  // namespace {}\n}}  // namespace tune_tuned\n", ns);
+  body += "#endif\n";
+  h += header_text::in_problem_namespace(problem_name, "HEADER", body);
   return h;
 }
 

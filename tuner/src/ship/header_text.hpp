@@ -6,6 +6,7 @@
 
 #include "core/expr.hpp"
 #include "tune/dtype.hpp"
+#include "tune/hash.hpp"
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 
@@ -82,6 +83,36 @@ inline std::string c_string(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+// A generated header's code `body` in its namespaces: tune_tuned::<problem>, then an inline namespace
+// named by the hash of `body`, after a preprocessor guard. Two headers of one problem from other
+// results declare the same names (select, kEntries, kBlock) with other values: in two translation
+// units of one program the linker would keep one definition of each, and a unit would select from
+// the other unit's entries, silently (the one-definition rule). In namespaces of their own they stay
+// apart, and tune_tuned::<problem>::select still names each. Two in one translation unit are refused
+// in one line by the guard, `TUNE_TUNED_<kind>_<problem>` (defined to the hash), which then skips
+// the code: the compiler would give a page of redefinitions or ambiguities. `kind`: HEADER (tune
+// header) or RESULT (the header a run writes beside its results).
+inline std::string in_problem_namespace(const std::string& problem, const std::string& kind, const std::string& body) {
+  const std::string ns = identifier(problem);
+  const std::string hash = content_hash({body}).substr(0, 15);  // 60 bits: a positive #if integer
+  const std::string macro = "TUNE_TUNED_" + kind + "_" + ns;
+  const std::string what = kind == "HEADER"
+                               ? "a second tuned header of problem " + ns + ", from other results, in one translation unit"
+                               : "two results' headers (<shape>.hpp) of problem " + ns + " in one translation unit";
+  std::string h;
+  h += "// One header of these results per problem and translation unit. Other results' headers of the\n"
+       "// problem, in other translation units of the program, keep to namespaces of their own (inline:\n"
+       "// tune_tuned::" +
+       ns + ":: names each).\n";
+  h += "#if defined(" + macro + ") && " + macro + " != 0x" + hash + "\n";
+  h += "#error \"tune_tuned::" + ns + ": " + what + "; merge the results into one header with tune header\"\n";
+  h += "#else\n#define " + macro + " 0x" + hash + "\n\n";
+  h += "namespace tune_tuned {\nnamespace " + ns + " {\ninline namespace v" + hash + " {\n\n";
+  h += body;
+  h += "\n}  // namespace v" + hash + "\n}  // namespace " + ns + "\n}  // namespace tune_tuned\n#endif\n";
+  return h;
 }
 
 }  // namespace header_text
