@@ -242,6 +242,17 @@ int main() { return 0; }
   const std::string cuda = std::string(TUNE_NVCC) + " -std=c++17 -arch=sm_90 -c -o " + (dir / "kernels.o").string() + " -I" +
                            dir.string() + " -I" + TUNE_FIXTURES + "/problems/affine_typed " + kernels.string();
   EXPECT_EQ(run(cuda), 0) << cuda;
+  // TUNE_TUNED_KERNELS_<problem> asks one problem's header for its kernels: contact's header in the
+  // same translation unit, whose template is not included, leaves its table out (TUNE_TUNED_KERNELS
+  // would ask both, and contact's would name a kernel that is not declared).
+  write_merged(dir, "contact", "devices");
+  const auto one = dir / "one_problem.cu";
+  std::ofstream(one) << "#include \"kernel.cuh\"\n#define TUNE_TUNED_KERNELS_affine_typed\n#include \"contact_tuned.hpp\"\n"
+                        "#include \"affine_typed_tuned.hpp\"\n"
+                        "int main() { return tune_tuned::affine_typed::kWinnerKernels[0][0] == nullptr; }\n";
+  const std::string per_problem = std::string(TUNE_NVCC) + " -std=c++17 -arch=sm_90 -c -o " + (dir / "one.o").string() +
+                                  " -I" + dir.string() + " -I" + TUNE_FIXTURES + "/problems/affine_typed " + one.string();
+  EXPECT_EQ(run(per_problem), 0) << per_problem;
 }
 
 // A dtype variable without a default that takes float16: a Shape that leaves it out was float16 (the

@@ -181,8 +181,9 @@ std::string merged_doc(const std::vector<MergedEntry>& entries, const Space& spa
       "// Compile time: constexpr auto s = select(Device{\"NVIDIA H200\", 90, 132, 232448}, Shape{...}); then\n"
       "// kernel<s.geometry.launches[0].template_args[0], ...> launched with s.geometry's grid, block and\n"
       "// shared memory. Run time: include the problem's template " +
-      space.template_name() +
-      ", define TUNE_TUNED_KERNELS, then\n// this header: kWinnerKernels[i][l] and kBaselineKernels[i][l] are the instantiations of kEntries[i]'s launches.\n//\n";
+      space.template_name() + ", define TUNE_TUNED_KERNELS (every tuned header's\n// kernels) or TUNE_TUNED_KERNELS_" +
+      header_text::identifier(space.problem()) +
+      " (this problem's alone), then this header: kWinnerKernels[i][l]\n// and kBaselineKernels[i][l] are the instantiations of kEntries[i]'s launches.\n//\n";
   h += "// Entries (index: device, arch, shape):\n";
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
@@ -333,7 +334,10 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
   body += fmt::format("// The baseline of {}.\ninline constexpr Params kDefaultParams = {};\n\n", space.source_name(),
                       params_init(space, space.baseline()));
   body += header_parts::select_code(entries.front().run->shape);
-  body += "#if defined(TUNE_TUNED_KERNELS)\n";
+  // TUNE_TUNED_KERNELS asks every tuned header of the translation unit for its kernels (each needs its
+  // template included first); TUNE_TUNED_KERNELS_<problem> asks this problem's alone.
+  body += fmt::format("#if defined(TUNE_TUNED_KERNELS) || defined(TUNE_TUNED_KERNELS_{})\n",
+                      header_text::identifier(problem_name));
   body += "// Every launch's kernel, for cudaLaunchKernel: [entry][launch], unused slots null.\n";
   for (const char* which : {"Winner", "Baseline"}) {
     body += fmt::format("inline const void* const k{}Kernels[kEntryCount][kMaxLaunches] = {{\n", which);
