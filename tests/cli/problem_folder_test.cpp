@@ -415,6 +415,32 @@ TEST(ProblemFolder, CheckWriteRefusesResultsTunedAgainstAnotherReference) {
   EXPECT_EQ(slurp(u.file), before);
 }
 
+// The reference's identity names the Python that runs it: results tuned under one are not written
+// over by a check under another (a virtual environment here: another prefix, maybe another torch).
+// A record from before the identity named its Python is compared without it.
+TEST(ProblemFolder, CheckWriteRefusesResultsTunedUnderAnotherPython) {
+  const UserResult u = user_result("check_python");
+  const fs::path venv = u.dir.parent_path() / "venv";
+  const char* had = std::getenv("TUNE_PYTHON");
+  const std::string python = had && *had ? had : "python3";
+  ASSERT_EQ(run_command(python + " -m venv --without-pip --system-site-packages " + venv.string()).code, 0);
+  const std::string before = slurp(u.file);
+  const Result w = run_with("TUNE_WORKER_FAKE=1 TUNE_PYTHON=" + (venv / "bin" / "python3").string(),
+                            "check " + u.file.string() + " --write --sanitize off");
+  EXPECT_EQ(w.code, 2) << w.output;
+  expect_error_output(w, "--write would store verdicts of another reference in that record");
+  EXPECT_NE(w.output.find("under " + (venv / "bin" / "python3").string()), std::string::npos) << w.output;
+  EXPECT_EQ(slurp(u.file), before);
+  Json old = read_json(u.file);
+  std::string identity = old["context"]["reference_identity"];
+  ASSERT_NE(identity.find(") under "), std::string::npos) << identity;
+  old["context"]["reference_identity"] = identity.substr(0, identity.find(") under ") + 1);
+  std::ofstream(u.file) << old.dump(1);
+  const Result c = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --write --sanitize off");
+  EXPECT_EQ(c.code, 0) << c.output;
+  EXPECT_EQ(c.output.find("was tuned against the reference"), std::string::npos) << c.output;
+}
+
 // tune header and tune export nvrtc of results whose problem folder changed since the tune say so in
 // a note naming the file (round 6: they shipped today's template beside the old winner in silence);
 // unchanged sources get no note.
