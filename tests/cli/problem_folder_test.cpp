@@ -252,6 +252,52 @@ TEST(ProblemFolder, TheReferenceRunsOutOfProcessAndItsFailuresAreOneLine) {
   EXPECT_NE(p.output.find("set TUNE_PYTHON"), std::string::npos) << p.output;
 }
 
+// A reference.py that draws unseeded random numbers gave another answer in each worker, and every
+// variant was `incorrect` (exit 5): the search's worker runs it twice and refuses it (exit 2, one line
+// naming it). A reference that repeats itself is remembered in the verdict cache: the next tune runs
+// it once less (each run is counted in a file beside it); with --no-cache every tune checks.
+TEST(ProblemFolder, AReferenceThatDoesNotRepeatItselfIsRefusedAndOneThatDoesIsCheckedOnce) {
+  const fs::path noisy = third_party("noisy");
+  write(noisy / "reference.py",
+        "import numpy as np\ndef reference(shape, params, inputs):\n"
+        "    return inputs['x'] + np.random.normal(size=inputs['x'].shape) * 1e-3\n");
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + noisy.string() + " --R 5 --no-cache --out " + out_dir("noisy"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("reference.py returned another output for the same input on a second run (the output 'out' "
+                          "at element 0:"),
+            std::string::npos)
+      << r.output;
+
+  const fs::path counted = third_party("counted");
+  const std::string body = slurp(counted / "reference.py");
+  write(counted / "reference.py", body +
+                                      "\n\nimport os as _os\n_plain = reference\n\n\ndef reference(shape, params, inputs):\n"
+                                      "    with open(_os.path.join(_os.path.dirname(__file__), 'runs.log'), 'a') as f:\n"
+                                      "        f.write('run\\n')\n    return _plain(shape, params, inputs)\n");
+  const auto runs = [&] {
+    std::ifstream f(counted / "runs.log");
+    std::size_t n = 0;
+    for (std::string line; std::getline(f, line);) ++n;
+    fs::remove(counted / "runs.log");
+    return n;
+  };
+  const fs::path cache = fs::temp_directory_path() / ("tune_problem_" + std::to_string(getpid())) / "counted-cache";
+  fs::remove_all(cache);
+  const std::string args = "--problem " + counted.string() + " --R 5 --sanitize off --out ";
+  const Result plain = run_with("TUNE_WORKER_FAKE=1", args + out_dir("counted1") + " --no-cache");
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  const std::size_t unremembered = runs();
+  const Result first = run_with("TUNE_WORKER_FAKE=1", args + out_dir("counted2") + " --cache-dir " + cache.string());
+  ASSERT_EQ(first.code, 0) << first.output;
+  EXPECT_EQ(runs(), unremembered) << first.output;  // the first tune with a cache checks
+  // The next one remembers (its gate's verdicts, cached too, are run again to count alike).
+  const Result again =
+      run_with("TUNE_WORKER_FAKE=1", args + out_dir("counted3") + " --fresh-verdicts --cache-dir " + cache.string());
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(runs(), unremembered - 1) << again.output;
+}
+
 // scripts/make_goldens.py on a user's folder, then tune verify on what it wrote (the CPU reference,
 // no GPU needed): a reference that imports a file beside it loads there as it does in tune, and an
 // edit whose value float32 cannot hold (0.1) is rounded as tune rounds it, so the golden verifies.
@@ -367,6 +413,32 @@ TEST(ProblemFolder, CheckWriteRefusesResultsTunedAgainstAnotherReference) {
   write(u.dir / "reference.py", slurp(u.dir / "reference.py") + "# edited\n");
   EXPECT_EQ(run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --write --sanitize off").code, 2);
   EXPECT_EQ(slurp(u.file), before);
+}
+
+// The reference's identity names the Python that runs it: results tuned under one are not written
+// over by a check under another (a virtual environment here: another prefix, maybe another torch).
+// A record from before the identity named its Python is compared without it.
+TEST(ProblemFolder, CheckWriteRefusesResultsTunedUnderAnotherPython) {
+  const UserResult u = user_result("check_python");
+  const fs::path venv = u.dir.parent_path() / "venv";
+  const char* had = std::getenv("TUNE_PYTHON");
+  const std::string python = had && *had ? had : "python3";
+  ASSERT_EQ(run_command(python + " -m venv --without-pip --system-site-packages " + venv.string()).code, 0);
+  const std::string before = slurp(u.file);
+  const Result w = run_with("TUNE_WORKER_FAKE=1 TUNE_PYTHON=" + (venv / "bin" / "python3").string(),
+                            "check " + u.file.string() + " --write --sanitize off");
+  EXPECT_EQ(w.code, 2) << w.output;
+  expect_error_output(w, "--write would store verdicts of another reference in that record");
+  EXPECT_NE(w.output.find("under " + (venv / "bin" / "python3").string()), std::string::npos) << w.output;
+  EXPECT_EQ(slurp(u.file), before);
+  Json old = read_json(u.file);
+  std::string identity = old["context"]["reference_identity"];
+  ASSERT_NE(identity.find(") under "), std::string::npos) << identity;
+  old["context"]["reference_identity"] = identity.substr(0, identity.find(") under ") + 1);
+  std::ofstream(u.file) << old.dump(1);
+  const Result c = run_with("TUNE_WORKER_FAKE=1", "check " + u.file.string() + " --write --sanitize off");
+  EXPECT_EQ(c.code, 0) << c.output;
+  EXPECT_EQ(c.output.find("was tuned against the reference"), std::string::npos) << c.output;
 }
 
 // tune header and tune export nvrtc of results whose problem folder changed since the tune say so in

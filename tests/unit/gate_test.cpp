@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <memory>
 #include <set>
 #include <type_traits>
 #include <utility>
@@ -12,6 +15,7 @@
 #include "tune/compile_cache.hpp"
 #include "tune/errors.hpp"
 #include "tune/gate.hpp"
+#include "tune/problem.hpp"
 #include "tune/tune.hpp"
 #include "tune/verdict_cache.hpp"
 #include "tune/worker_client.hpp"
@@ -333,6 +337,82 @@ TEST(VerdictCache, AStoredVerdictComesBackAndADamagedOrForeignEntryIsAMiss) {
   EXPECT_FALSE(cache.load(std::string(32, 'a')));
   write_file_atomic(dir / "verdicts" / (key + ".json"), "{\"key\": \"" + key + "\", \"verd");
   EXPECT_FALSE(cache.load(key));
+  std::filesystem::remove_all(dir);
+}
+
+// A folder of one float32 output whose reference.py copies its input (numpy).
+std::unique_ptr<Problem> copying_problem(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "reference.py") << "def reference(shape, params, inputs):\n    return inputs['x']\n";
+  std::ofstream(dir / "problem.json") << R"({"problem": "copy", "reference": {"python": "reference.py"},
+    "shape": {"dims": ["N"]}, "tensors": [{"name": "x", "role": "input", "shape": ["N"], "init": "normal"},
+                                          {"name": "out", "role": "output", "shape": ["N"]}]})";
+  return Problem::load(dir / "problem.json");
+}
+
+// The same reference.py under another Python is another reference (torch where it imports, numpy
+// where not): its identity names the interpreter, so a reference remembered under one (here, that it
+// repeats itself) is not taken under the other. Python without its site packages finds no numpy.
+TEST(VerdictCache, AReferenceUnderAnotherPythonIsAnotherReference) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_identity_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const auto problem = copying_problem(dir / "copy");
+  const char* had = std::getenv("TUNE_PYTHON");
+  const std::string python = had && *had ? had : "python3";
+  std::ofstream(dir / "bare-python") << "#!/bin/sh\nexec " << python << " -S \"$@\"\n";
+  std::filesystem::permissions(dir / "bare-python", std::filesystem::perms::owner_all);
+  const std::string with_site = problem->reference_identity(ReferenceBackend::kPython);
+  EXPECT_NE(with_site.find("under "), std::string::npos) << with_site;
+  EXPECT_NE(with_site.find("(Python 3."), std::string::npos) << with_site;
+  const auto memo = ReferenceRepeatMemo::open(dir / "verdicts", *problem, ReferenceBackend::kPython);
+  ASSERT_TRUE(memo.has_value());
+  EXPECT_FALSE(memo->known());
+  memo->remember();
+  EXPECT_TRUE(memo->known());
+  EXPECT_TRUE(ReferenceRepeatMemo::open(dir / "verdicts", *problem, ReferenceBackend::kPython)->known());
+
+  setenv("TUNE_PYTHON", (dir / "bare-python").c_str(), 1);
+  const std::string bare = problem->reference_identity(ReferenceBackend::kPython);
+  EXPECT_NE(bare, with_site);
+  EXPECT_NE(bare.find("numpy none"), std::string::npos) << bare;
+  EXPECT_FALSE(ReferenceRepeatMemo::open(dir / "verdicts", *problem, ReferenceBackend::kPython)->known());
+  if (had)
+    setenv("TUNE_PYTHON", had, 1);
+  else
+    unsetenv("TUNE_PYTHON");
+  EXPECT_EQ(problem->reference_identity(ReferenceBackend::kPython), with_site);
+  EXPECT_FALSE(ReferenceRepeatMemo::open("", *problem, ReferenceBackend::kPython).has_value());  // --no-cache
+  std::filesystem::remove_all(dir);
+}
+
+// A reference that keeps state between runs (a file) or draws unseeded random numbers gives
+// another output for the same input: refused in one line that names reference.py and the element.
+TEST(VerdictCache, AReferenceThatDoesNotRepeatItselfIsRefusedNamingTheElement) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_repeat_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const auto problem = copying_problem(dir);
+  const Shape shape({{"N", 6}});
+  const ProblemData data = problem->make_data(shape, 3, DataPurpose::kParity);
+  const std::vector<double> ref = problem->reference(shape, data, ReferenceBackend::kPython);
+  problem->check_reference_repeats(shape, data, ReferenceBackend::kPython, ref, {});  // a copy repeats itself
+  std::ofstream(dir / "reference.py") << "import os\n\ndef reference(shape, params, inputs):\n"
+                                         "    f = os.path.join(os.path.dirname(__file__), 'runs')\n"
+                                         "    n = int(open(f).read()) if os.path.exists(f) else 0\n"
+                                         "    open(f, 'w').write(str(n + 1))\n"
+                                         "    y = inputs['x'].copy()\n    y[4] += n\n    return y\n";
+  const std::vector<double> first = problem->reference(shape, data, ReferenceBackend::kPython);
+  try {
+    problem->check_reference_repeats(shape, data, ReferenceBackend::kPython, first, {});
+    ADD_FAILURE() << "a reference that counts its runs was taken";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("reference.py returned another output for the same input on a second run (the output 'out' at "
+                        "element 4:"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("seed its random numbers"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "support/fixture_run.hpp"
@@ -73,6 +74,36 @@ TEST(Parity, IntegerAndBoolOutputsCompareExactly) {
     EXPECT_EQ(off.worst_index, 1);  // no 0/0 in the excess: the element off by one is the worst
     EXPECT_FALSE(parity_passed(judge_output({3, NAN, 1}, {3, 0, 1}, tol, std::nullopt))) << dtype_name(d);
   }
+}
+
+// Past 2^53 a double holds every other integer at best: as doubles, 2^60 + 1 reads 2^60, and a kernel
+// off by one there passed. The int64 rule compares the integers themselves.
+TEST(Parity, AnInt64OutputIsComparedInItsIntegersPast2To53) {
+  const std::int64_t big = std::int64_t{1} << 60;
+  const std::vector<std::int64_t> ref = {5, big, -big, std::numeric_limits<std::int64_t>::min()};
+  std::vector<std::int64_t> out = ref;
+  out[1] = big + 1;
+  const std::vector<double> as_doubles(ref.begin(), ref.end());
+  const std::vector<double> out_doubles(out.begin(), out.end());
+  const Tolerance tol = defaults(DType::kInt64);
+  EXPECT_TRUE(parity_passed(judge_output(out_doubles, as_doubles, tol, std::nullopt)));  // the blind spot
+  const ParityRecord p = judge_output(out_doubles, as_doubles, tol, std::nullopt, out, ref);
+  EXPECT_FALSE(parity_passed(p));
+  EXPECT_EQ(p.mismatches, 1);
+  EXPECT_EQ(p.worst_index, 1);
+  EXPECT_EQ(p.max_abs_error, 1);
+  EXPECT_TRUE(parity_passed(judge_output(as_doubles, as_doubles, tol, std::nullopt, ref, ref)));
+  // The distance of int64's ends does not fit an int64: still a mismatch, of 2^64 - 1.
+  out[1] = big;
+  out[3] = std::numeric_limits<std::int64_t>::max();
+  const ParityRecord far = compare_output_int64(out, ref, 0, 0);
+  EXPECT_EQ(far.mismatches, 1);
+  EXPECT_EQ(far.worst_index, 3);
+  EXPECT_EQ(far.max_abs_error, 0x1p64);
+  // A tolerance the problem gives its int64 output holds: an error of one within atol = 1.
+  out[3] = ref[3] + 1;
+  EXPECT_TRUE(compare_output_int64(out, ref, 1, 0).tolerance_passed);
+  EXPECT_FALSE(compare_output_int64(out, ref, 0.5, 0).tolerance_passed);
 }
 
 TEST(Parity, ANanOrInfNeverPassesUnderAnyRule) {
@@ -210,6 +241,51 @@ TEST(Parity, AProblemsToleranceIsItsOutputDtypes) {
   j["tolerance"]["module"] = Json::parse(R"({"k": -1})");
   std::ofstream(dir / "problem.json") << j.dump(1);
   EXPECT_THROW((void)Problem::load(dir / "problem.json"), ConfigError);
+  std::filesystem::remove_all(dir);
+}
+
+// A problem folder of one int64 output whose reference.py returns `body` (numpy, the input x).
+std::unique_ptr<Problem> int64_problem(const std::filesystem::path& dir, const std::string& body) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "reference.py") << "import numpy as np\n\ndef reference(shape, params, inputs):\n    x = inputs['x']\n"
+                                      << "    return " << body << "\n";
+  std::ofstream(dir / "problem.json") << R"({"problem": "wide", "reference": {"python": "reference.py"},
+    "shape": {"dims": ["N"]},
+    "tensors": [{"name": "x", "role": "input", "shape": ["N"], "dtype": "int64", "init": {"kind": "integers", "low": 0, "high": 100}},
+                {"name": "out", "role": "output", "shape": ["N"], "dtype": "int64"}]})";
+  return Problem::load(dir / "problem.json");
+}
+
+// reference.py's int64 output reaches the comparison as its integers: 2^60 + x exactly, where its
+// float64 copy reads 2^60 for every small x. A float reference past 2^53 no longer says which
+// integer it means and is refused in one line naming reference.py.
+TEST(Parity, AnInt64ReferenceReachesTheComparisonExactly) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_parity_int64_" + std::to_string(::getpid()));
+  const Shape shape({{"N", 8}});
+  auto p = int64_problem(dir, "x.astype(np.int64) + (1 << 60)");
+  const ProblemData data = p->make_data(shape, 7, DataPurpose::kParity);
+  std::vector<std::int64_t> exact;
+  const std::vector<double> ref = p->reference(shape, data, ReferenceBackend::kPython, nullptr, nullptr, &exact);
+  ASSERT_EQ(exact.size(), 8u);
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    EXPECT_EQ(exact[i], (std::int64_t{1} << 60) + static_cast<std::int64_t>(data.get("x").data[i])) << i;
+    EXPECT_EQ(ref[i], 0x1p60);
+  }
+  p = int64_problem(dir, "x + 2.0 ** 60");
+  try {
+    (void)p->reference(shape, data, ReferenceBackend::kPython, nullptr, nullptr, &exact);
+    ADD_FAILURE() << "a float64 reference past 2^53 of an int64 output was taken";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("reference.py: the reference returned float64 values past 2^53 for the int64 output 'out'"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("np.int64"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  p = int64_problem(dir, "x * 3");  // small floats stay welcome: their integers are exact
+  (void)p->reference(shape, data, ReferenceBackend::kPython, nullptr, nullptr, &exact);
+  for (std::size_t i = 0; i < exact.size(); ++i) EXPECT_EQ(exact[i], 3 * static_cast<std::int64_t>(data.get("x").data[i]));
   std::filesystem::remove_all(dir);
 }
 

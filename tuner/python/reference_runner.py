@@ -2,7 +2,8 @@
 
 Usage (by tune, out of process): python3 reference_runner.py MODULE.py DIR
 DIR holds request.json and one .npy file per parameter and input (in its dtype; bfloat16 as float32,
-which holds it exactly); the runner writes DIR/out.npy (float64, the output tensor's shape) and
+which holds it exactly); the runner writes DIR/out.npy (float64, the output tensor's shape), for an
+int64 output also DIR/out_int64.npy (its exact integers, which float64 loses past 2^53), and
 DIR/result.json ({"backend": ...}). A result of another shape, or not real, is refused. Processes
 the reference leaves behind are killed, also when it ends its process at once (os._exit): the
 reference runs in a child of the runner, which waits for it and kills what is left.
@@ -123,7 +124,41 @@ def real_output(out, module_path, name, want, np, out_dtype="float64"):
         fail(f"{module_path}: the reference returned shape {tuple(out.shape)}, the output '{name}' has shape {want}")
     check_unmasked(out, module_path, name, np)
     check_precision(out.dtype.name, out_dtype, module_path, name)
-    return np.ascontiguousarray(np.ma.getdata(out), dtype=np.float64)
+    out = np.ma.getdata(out)
+    check_integers_held(out, out.dtype.name, out_dtype, module_path, name, np)
+    return np.ascontiguousarray(out, dtype=np.float64), exact_int64(out, out_dtype, module_path, name, np)
+
+
+def check_integers_held(out, got, out_dtype, module_path, name, np):
+    """An integer output judged by floats past their significand (2^53 in float64, 2^24 in float32):
+    there neighbouring integers round to one value, so the reference no longer says which integer it
+    means, and a kernel that computes the exact one would be failed."""
+    bits = SIGNIFICAND_BITS.get(got)
+    if bits is None or out_dtype in SIGNIFICAND_BITS or out_dtype == "bool" or out.size == 0:
+        return
+    with np.errstate(invalid="ignore"):
+        past = np.isfinite(out) & (np.abs(out.astype(np.float64)) > 2.0 ** bits)
+    if past.any():
+        first = tuple(int(i) for i in np.argwhere(past)[0])
+        fail(f"{module_path}: the reference returned {got} values past 2^{bits} for the {out_dtype} output '{name}' "
+             f"(the first {out[first]!r} at {first}), where {got} does not hold every integer; compute and "
+             f"return it as integers (an np.int64 array)")
+
+
+def exact_int64(out, out_dtype, module_path, name, np):
+    """An int64 output's values exactly (int64), which the float64 out.npy cannot carry past 2^53;
+    None for other outputs, or where the values are no integers (tune refuses them in one line)."""
+    if out_dtype != "int64":
+        return None
+    if out.dtype.kind == "u" and out.size and int(out.max()) > 2 ** 63 - 1:
+        first = tuple(int(i) for i in np.argwhere(out > 2 ** 63 - 1)[0])
+        fail(f"{module_path}: the reference output '{name}' is {int(out[first])} at {first}, beyond int64's range "
+             f"[-2^63, 2^63); wrap or clamp it as the kernel's int64 arithmetic does")
+    if out.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            if not (np.isfinite(out).all() and (np.trunc(out) == out).all()):
+                return None
+    return np.ascontiguousarray(out, dtype=np.int64)
 
 
 def check_unmasked(out, module_path, name, np):
@@ -191,7 +226,7 @@ def main():
     if module_run != "no" and callable(getattr(module, "make_model", None)) and torch_available() \
             and any(d in LOW_PRECISION for d in dtypes.values()):
         out = run_module_in_dtypes(module, module_path, shape, request, raw, dtypes)
-        out = real_output(out, module_path, request["output"]["name"], tuple(request["output"]["shape"]), np)
+        out = real_output(out, module_path, request["output"]["name"], tuple(request["output"]["shape"]), np)[0]
         np.save(os.path.join(folder, "module_out.npy"), out)
     if module_run == "only":
         return
@@ -220,9 +255,11 @@ def main():
         result["torch_version"] = torch.__version__
     else:
         out = call("reference()", module_path, module.reference, dict(shape), params, inputs)
-    out = real_output(out, module_path, request["output"]["name"], tuple(request["output"]["shape"]), np,
-                      dtypes[request["output"]["name"]])
+    out, exact = real_output(out, module_path, request["output"]["name"], tuple(request["output"]["shape"]), np,
+                             dtypes[request["output"]["name"]])
     np.save(os.path.join(folder, "out.npy"), out)
+    if exact is not None:
+        np.save(os.path.join(folder, "out_int64.npy"), exact)
     with open(os.path.join(folder, "result.json"), "w") as f:
         json.dump(result, f)
 
@@ -269,8 +306,10 @@ def check_state(model, state, module_path):
 
 
 def forward(model, args, module_path, torch, store_as=None, output=None):
-    """The model's output as float64; with store_as, a floating output of another dtype stored in
-    that one first (the output tensor's declared dtype, as the kernel stores it)."""
+    """The model's output as float64 (an integer one of the float64 reference run in its own
+    dtype); with store_as, a floating output of another dtype stored in that one first (the output
+    tensor's declared dtype, as the kernel stores it)."""
+    import numpy as np
     with torch.no_grad():
         out = call("forward", module_path, model, *args)
     if out is None:
@@ -281,9 +320,13 @@ def forward(model, args, module_path, torch, store_as=None, output=None):
         fail(f"{module_path}: the model returned complex values ({out.dtype}); the output is real")
     if store_as is not None and out.is_floating_point() and out.dtype != store_as:
         out = out.to(store_as)
+    got = str(out.dtype).split(".")[-1]
     if output and out.is_floating_point():  # the float64 reference run: (the output's name, its dtype)
-        check_precision(str(out.dtype).split(".")[-1], output[1], module_path, output[0])
-    return out.detach().cpu().double().numpy()
+        check_precision(got, output[1], module_path, output[0])
+        check_integers_held(out.detach().cpu().double().numpy(), got, output[1], module_path, output[0], np)
+    out = out.detach().cpu()
+    # An integer tensor keeps its dtype: an int64 output past 2^53 is exact only as int64.
+    return out.numpy() if output and not out.is_floating_point() else out.double().numpy()
 
 
 def run_module_in_dtypes(module, module_path, shape, request, raw, dtypes):

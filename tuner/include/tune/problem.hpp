@@ -127,10 +127,19 @@ class Problem {
   // *module_output (when given): the make_model module run in the tensors' dtypes, as float64 values
   // of the output, when the output is low precision (bfloat16, float16), reference.py defines
   // make_model and torch imports; else left empty. A built-in C++ reference keeps its float64 output
-  // and takes the module's from reference.py (run for the module alone).
+  // and takes the module's from reference.py (run for the module alone). *exact (when given): an
+  // int64 output's integers exactly (the doubles lose them past 2^53), for the exact comparison;
+  // left empty for every other dtype.
   [[nodiscard]] std::vector<double> reference(const Shape& shape, const ProblemData& data,
                                               ReferenceBackend backend = ReferenceBackend::kAuto, std::string* how = nullptr,
-                                              std::vector<double>* module_output = nullptr) const;
+                                              std::vector<double>* module_output = nullptr,
+                                              std::vector<std::int64_t>* exact = nullptr) const;
+  // Runs reference.py once more on `data` and throws InputError (one line naming reference.py and
+  // the first element that differs) unless it returns `first` (and `first_ints`) bit for bit: a
+  // reference that draws unseeded random numbers or keeps state between runs would fail every
+  // correct kernel. Nothing for a built-in reference.
+  void check_reference_repeats(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
+                               const std::vector<double>& first, const std::vector<std::int64_t>& first_ints) const;
   [[nodiscard]] WorkCounts counts(const Shape& shape) const;
   // The tolerance of the output's dtype at this shape (a dtype variable binds it).
   [[nodiscard]] Tolerance tolerance(const Shape& shape) const;

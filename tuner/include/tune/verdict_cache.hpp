@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tune/compile.hpp"
+#include "tune/problem.hpp"
 #include "tune/space.hpp"
 
 namespace tune {
@@ -40,6 +41,24 @@ class VerdictCache {
 
  private:
   std::filesystem::path dir_;
+};
+
+// Whether a problem's reference.py was seen to return the same output twice for one input
+// (Problem::check_reference_repeats), kept in the verdict cache under the reference's identity
+// (its bytes, the modules beside it, the backend and the interpreter) and the problem file: the
+// second run of the reference is paid once, not by every tune of every shape.
+class ReferenceRepeatMemo {
+ public:
+  // nullopt: no cache (--no-cache, or a folder that cannot be made): check every time.
+  static std::optional<ReferenceRepeatMemo> open(const std::filesystem::path& verdict_dir, const Problem& problem,
+                                                 ReferenceBackend backend);
+  [[nodiscard]] bool known() const;
+  void remember() const;  // never throws: a memo not stored is checked again next time
+
+ private:
+  ReferenceRepeatMemo(VerdictCache cache, std::string key) : cache_(std::move(cache)), key_(std::move(key)) {}
+  VerdictCache cache_;
+  std::string key_;
 };
 
 }  // namespace tune

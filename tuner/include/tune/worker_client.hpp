@@ -28,6 +28,9 @@ struct WorkerInit {
   int device = 0;
   // false: no float64 reference is computed (a worker that only launches: the sanitizer's).
   bool reference = true;
+  // true: the worker runs reference.py a second time on the parity data and refuses (InputError)
+  // an output that differs (Problem::check_reference_repeats).
+  bool check_reference = false;
   // Runs the worker under this program (compute-sanitizer and its options); empty: directly.
   std::vector<std::string> launcher;
   // Under a sanitizer: the tool and its log file (a fake worker writes its planted reports there).

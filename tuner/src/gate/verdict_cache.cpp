@@ -21,7 +21,9 @@ namespace {
 // reference, an integer output's unwritten elements where the reference equals the fill, or a bool
 // byte other than 0 and 1; and, for a problem whose outputs may differ between launches, left the
 // fresh context's output unchecked against the reference.
-constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v4";
+// v5: adversarial round 8: a v4 output verdict judged an int64 output as doubles, so past 2^53 an
+// error of one passed unseen; v5 compares its integers exactly.
+constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v5";
 }  // namespace
 
 VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {
@@ -78,6 +80,28 @@ std::string VerdictCache::store(const std::string& key, const nlohmann::ordered_
   } catch (const std::exception& e) {  // read-only, full, gone: the verdict itself stands
     return e.what();
   }
+}
+
+std::optional<ReferenceRepeatMemo> ReferenceRepeatMemo::open(const std::filesystem::path& verdict_dir,
+                                                             const Problem& problem, ReferenceBackend backend) {
+  if (verdict_dir.empty() || !problem.python_reference()) return std::nullopt;
+  try {
+    const std::string identity = problem.reference_identity(backend);
+    if (identity.starts_with("built-in")) return std::nullopt;  // not run twice: nothing to remember
+    const std::string key = VerdictCache::key("reference repeats", {}, {problem.json().dump(), identity});
+    return ReferenceRepeatMemo(VerdictCache(verdict_dir), key);
+  } catch (const std::exception&) {  // no cache folder, an unreadable reference.py: check (and fail) as without
+    return std::nullopt;
+  }
+}
+
+bool ReferenceRepeatMemo::known() const {
+  const auto entry = cache_.load(key_);
+  return entry && entry->value("check", "") == "reference repeats" && entry->at("verdict") == "repeats";
+}
+
+void ReferenceRepeatMemo::remember() const {
+  (void)cache_.store(key_, {{"check", "reference repeats"}, {"verdict", "repeats"}});
 }
 
 }  // namespace tune

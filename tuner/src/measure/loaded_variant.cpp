@@ -1,12 +1,39 @@
 #include "measure/loaded_variant.hpp"
 
 #include <atomic>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "tune/errors.hpp"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace tune {
+
+std::string output_hash(std::span<const std::byte> out) {
+  return fmt::format("{:016x}", XXH3_64bits(out.data(), out.size()));
+}
+
+}  // namespace tune
+
 namespace tune::device_run {
+
+Output Output::of(DType t, std::vector<std::byte> bytes) {
+  Output o;
+  o.values = decode_all(t, bytes);
+  if (t == DType::kInt64) {
+    o.ints.resize(bytes.size() / 8);
+    if (!o.ints.empty()) std::memcpy(o.ints.data(), bytes.data(), o.ints.size() * 8);
+  }
+  o.bytes = std::move(bytes);
+  return o;
+}
+
+std::string Output::element(std::size_t k) const {
+  return ints.empty() ? fmt::format("{:.9g}", values[k]) : std::to_string(ints[k]);
+}
 
 BufferSet upload(const ProblemData& data, const TensorSpec& out) {
   static std::atomic<std::uint64_t> uploads{0};

@@ -125,6 +125,40 @@ ParityRecord compare_output(const std::vector<double>& out, const std::vector<do
   return p;
 }
 
+ParityRecord compare_output_int64(std::span<const std::int64_t> out, std::span<const std::int64_t> ref, double atol,
+                                  double rtol) {
+  ParityRecord p;
+  p.atol = atol;
+  p.rtol = rtol;
+  p.elements = static_cast<std::int64_t>(std::min(out.size(), ref.size()));
+  if (out.size() != ref.size()) p.mismatches = static_cast<std::int64_t>(std::max(out.size(), ref.size()) - p.elements);
+  double worst_excess = -1, worst_err = -1;
+  for (std::int64_t i = 0; i < p.elements; ++i) {
+    const std::int64_t o = out[static_cast<std::size_t>(i)], r = ref[static_cast<std::size_t>(i)];
+    // Unsigned: the distance of two int64 values may not fit in an int64, and always fits in 64 bits.
+    const std::uint64_t diff = o >= r ? static_cast<std::uint64_t>(o) - static_cast<std::uint64_t>(r)
+                                      : static_cast<std::uint64_t>(r) - static_cast<std::uint64_t>(o);
+    const double err = static_cast<double>(diff);
+    const double ref_abs = std::abs(static_cast<double>(r));
+    const double allowed = atol + rtol * ref_abs;
+    p.max_abs_error = std::max(p.max_abs_error, err);
+    if (r != 0) p.max_rel_error = std::max(p.max_rel_error, err / ref_abs);
+    // Exact (atol = rtol = 0): any difference is a mismatch, however far past 2^53 the values are.
+    const bool outside = allowed > 0 ? err > allowed : diff != 0;
+    if (outside) ++p.mismatches;
+    const double excess = allowed > 0 ? err / allowed : (diff != 0 ? INFINITY : 0);
+    if (excess > worst_excess || (excess == worst_excess && err > worst_err)) {
+      worst_excess = excess;
+      worst_err = err;
+      p.worst_index = i;
+      p.worst_value = static_cast<double>(o);
+      p.worst_reference = static_cast<double>(r);
+    }
+  }
+  p.tolerance_passed = p.mismatches == 0 && p.elements > 0;
+  return p;
+}
+
 std::optional<double> module_error(const std::vector<double>& module, const std::vector<double>& ref) {
   if (module.empty() || module.size() != ref.size()) return std::nullopt;
   double worst = 0;
@@ -137,8 +171,10 @@ std::optional<double> module_error(const std::vector<double>& module, const std:
 }
 
 ParityRecord judge_output(const std::vector<double>& out, const std::vector<double>& ref, const Tolerance& tol,
-                          std::optional<double> module_max_abs_error) {
-  ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
+                          std::optional<double> module_max_abs_error, std::span<const std::int64_t> out_ints,
+                          std::span<const std::int64_t> ref_ints) {
+  ParityRecord p = !out_ints.empty() && !ref_ints.empty() ? compare_output_int64(out_ints, ref_ints, tol.atol, tol.rtol)
+                                                          : compare_output(out, ref, tol.atol, tol.rtol);
   p.dtype = std::string(dtype_name(tol.dtype));
   p.rule = tol.rule;
   p.module_k = tol.module_k;

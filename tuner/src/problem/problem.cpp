@@ -354,12 +354,15 @@ std::string Problem::reference_identity(ReferenceBackend backend) const {
   const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
   const char* choice = std::getenv("TUNE_REFERENCE_BACKEND");
   const std::string backend_name = choice && *choice ? choice : "numpy or torch";
-  // A helper module it imports decides its answer as much as its own bytes do.
+  // A helper module it imports decides its answer as much as its own bytes do; so does the Python
+  // that runs it (torch where it imports, numpy where not; their versions).
   std::vector<std::string> beside;
   python_beside(file.parent_path(), {}, file, 0, beside);
-  if (beside.empty()) return fmt::format("{} xxh3:{} ({})", file.filename().string(), content_hash({text}), backend_name);
-  return fmt::format("{} xxh3:{} and {} .py file(s) beside it xxh3:{} ({})", file.filename().string(), content_hash({text}),
-                     beside.size() / 2, content_hash(beside), backend_name);
+  const std::string under = "under " + python_identity();
+  if (beside.empty())
+    return fmt::format("{} xxh3:{} ({}) {}", file.filename().string(), content_hash({text}), backend_name, under);
+  return fmt::format("{} xxh3:{} and {} .py file(s) beside it xxh3:{} ({}) {}", file.filename().string(),
+                     content_hash({text}), beside.size() / 2, content_hash(beside), backend_name, under);
 }
 bool Problem::deterministic() const { return impl_->deterministic; }
 std::optional<std::filesystem::path> Problem::python_reference() const { return impl_->python; }
@@ -383,7 +386,7 @@ std::string unholdable(DType t, double v) {
   if (!is_floating(t)) {
     if (v != std::trunc(v))
       return fmt::format("not an integer; return the integers the {} output holds, rounded as the kernel rounds", name);
-    // int64 travels as a double: its largest value, 2^63 - 1, reads 2^63 here as in the kernel's output.
+    // Here as a double (the exact integers are compared apart): 2^63 - 1 reads 2^63, as in the kernel's output.
     if (t == DType::kInt64 ? std::abs(v) <= 0x1p63 : representable(t, v)) return "";
     const std::string range = t == DType::kInt64 ? "[-2^63, 2^63)" : fmt::format("[{}, {}]", dtype_lowest(t), dtype_max(t));
     return fmt::format("beyond {}'s range {}; wrap or clamp it as the kernel's {} arithmetic does", name, range, name);
@@ -391,6 +394,16 @@ std::string unholdable(DType t, double v) {
   if (std::isfinite(round_to(t, v))) return "";
   return fmt::format("beyond {}'s largest value {}, so a {} store is infinite; keep the output's magnitudes within {}", name,
                      dtype_max(t), name, name);
+}
+
+// An int64 output's integers: reference.py's own (out_int64.npy), else (a built-in reference, or
+// a runner that gave none) the doubles', which are integers by now (unholdable refused the rest).
+std::vector<std::int64_t> exact_int64(std::vector<std::int64_t> given, const std::vector<double>& ref) {
+  if (given.size() == ref.size()) return given;
+  std::vector<std::int64_t> out(ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    out[i] = ref[i] >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(ref[i]);
+  return out;
 }
 
 }  // namespace
@@ -401,7 +414,8 @@ ProblemData Problem::make_data(const Shape& shape, std::uint64_t seed, DataPurpo
 }
 
 std::vector<double> Problem::reference(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
-                                       std::string* how, std::vector<double>* module_output) const {
+                                       std::string* how, std::vector<double>* module_output,
+                                       std::vector<std::int64_t>* exact) const {
   check_shape(shape);
   const Impl& p = *impl_;
   const TensorSpec out = output_spec(shape);
@@ -418,6 +432,7 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
   // The module rule's run, only where it applies: a low-precision output and a reference.py.
   const bool module_run = module_output && is_low_precision(out.dtype) && p.python;
   if (module_output) module_output->clear();
+  std::vector<std::int64_t> ints;
   if (uses_builtin(backend)) {
     ref = builtin_reference(p.builtin)(shape, data);
     if (how) *how = "built-in C++ (" + p.builtin + ")";
@@ -426,7 +441,7 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
   } else {
     if (!p.python) throw ConfigError(p.file.string() + ": no Python reference to run (reference.python)");
     ref = run_python_reference(*p.python, p.name, shape, data, out, how, module_run ? ModuleRun::kAlso : ModuleRun::kNo,
-                               module_run ? module_output : nullptr);
+                               module_run ? module_output : nullptr, &ints);
   }
   if (ref.size() != static_cast<std::size_t>(out.elements()))
     throw InputError(fmt::format("{}: the reference returned {} values, the output '{}' has {}", p.name, ref.size(),
@@ -445,6 +460,7 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
           fmt::format("{}: {}: the reference output '{}' is {} at element {} for shape {}, which its dtype {} "
                       "cannot hold: {}",
                       p.name, who, out.name, ref[i], i, shape.describe(), dtype_name(out.dtype), why));
+  if (exact) *exact = out.dtype == DType::kInt64 ? exact_int64(std::move(ints), ref) : std::vector<std::int64_t>{};
   return ref;
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <ranges>
 
 namespace tune {
@@ -175,6 +176,34 @@ void Problem::check_host_memory(const Shape& shape) const {
         "{:.3g} GB; pass a smaller shape",
         shape.describe(), name(), static_cast<double>(need) / 1e9, largest.second, largest.first,
         static_cast<double>(have) / 1e9));
+}
+
+void Problem::check_reference_repeats(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
+                                      const std::vector<double>& first, const std::vector<std::int64_t>& first_ints) const {
+  if (uses_builtin(backend) || !impl_->python) return;
+  std::vector<std::int64_t> ints;
+  const std::vector<double> again = reference(shape, data, backend, nullptr, nullptr, &ints);
+  std::optional<std::size_t> at;
+  std::string was, now;
+  for (std::size_t i = 0; i < std::min(again.size(), first.size()) && !at; ++i)
+    if (std::memcmp(&again[i], &first[i], sizeof(double)) != 0) {
+      at = i;
+      was = fmt::format("{:.17g}", first[i]);
+      now = fmt::format("{:.17g}", again[i]);
+    }
+  // An int64 output past 2^53 may differ in its integers alone.
+  for (std::size_t i = 0; i < std::min(ints.size(), first_ints.size()) && !at; ++i)
+    if (ints[i] != first_ints[i]) {
+      at = i;
+      was = std::to_string(first_ints[i]);
+      now = std::to_string(ints[i]);
+    }
+  if (!at) return;
+  throw InputError(fmt::format(
+      "{}: {} returned another output for the same input on a second run (the output '{}' at element {}: {}, then {}) "
+      "for shape {}; a reference must be deterministic: seed its random numbers (np.random.default_rng(0)) and keep no "
+      "state between runs (the time, files)",
+      impl_->name, impl_->python->string(), output_spec(shape).name, *at, was, now, shape.describe()));
 }
 
 }  // namespace tune

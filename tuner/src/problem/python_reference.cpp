@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -140,8 +142,19 @@ void write_npy(const std::filesystem::path& file, const std::vector<std::int64_t
   if (!f) throw InputError(fmt::format("cannot write {} (disk full?)", file.string()));
 }
 
-std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std::int64_t>* shape) {
-  const std::string bytes = slurp(file);
+namespace {
+
+// A .npy file's header read: its element type ("<f8", "<f4", "<i8"), shape and where its data start.
+struct NpyView {
+  std::string bytes;
+  std::string descr;
+  std::vector<std::int64_t> dims;
+  std::size_t count = 0, data_start = 0;
+};
+
+NpyView parse_npy(const std::filesystem::path& file) {
+  NpyView v{slurp(file), {}, {}, 0, 0};
+  const std::string& bytes = v.bytes;
   auto bad = [&](const std::string& why) {
     return InputError(fmt::format("{}: not a .npy file tune reads ({})", file.string(), why));
   };
@@ -160,41 +173,61 @@ std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std:
   }
   if (start + len > bytes.size()) throw bad("truncated header");
   const std::string header = bytes.substr(start, len);
-  const bool f8 = header.find("'descr': '<f8'") != std::string::npos;
-  const bool f4 = header.find("'descr': '<f4'") != std::string::npos;
-  if (!f8 && !f4) throw bad("dtype must be little-endian float64 or float32");
+  for (const char* d : {"<f8", "<f4", "<i8"})
+    if (header.find(fmt::format("'descr': '{}'", d)) != std::string::npos) v.descr = d;
+  if (v.descr.empty()) throw bad("dtype must be little-endian float64, float32 or int64");
   if (header.find("'fortran_order': False") == std::string::npos) throw bad("Fortran order");
   const auto open = header.find("'shape': (");
   const auto close = header.find(')', open);
   if (open == std::string::npos || close == std::string::npos) throw bad("no shape");
-  std::vector<std::int64_t> dims;
   std::int64_t count = 1;
   const std::string list = header.substr(open + 10, close - open - 10);
   for (std::size_t pos = 0; pos < list.size();) {
     const auto comma = list.find(',', pos);
     const std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     if (item.find_first_not_of(' ') != std::string::npos) {
-      dims.push_back(std::stoll(item));
-      count *= dims.back();
+      v.dims.push_back(std::stoll(item));
+      count *= v.dims.back();
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  const std::size_t width = f8 ? 8 : 4;
-  const std::size_t data_start = start + len;
-  if (count < 0 || bytes.size() - data_start != static_cast<std::size_t>(count) * width)
+  const std::size_t width = v.descr == "<f4" ? 4 : 8;
+  v.data_start = start + len;
+  if (count < 0 || bytes.size() - v.data_start != static_cast<std::size_t>(count) * width)
     throw bad("data size differs from its shape");
-  std::vector<double> out(static_cast<std::size_t>(count));
+  v.count = static_cast<std::size_t>(count);
+  return v;
+}
+
+}  // namespace
+
+std::vector<double> read_npy(const std::filesystem::path& file, std::vector<std::int64_t>* shape) {
+  const NpyView v = parse_npy(file);
+  if (v.descr == "<i8")
+    throw InputError(
+        fmt::format("{}: not a .npy file tune reads (dtype must be little-endian float64 or float32)", file.string()));
+  std::vector<double> out(v.count);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    if (f8) {
-      std::memcpy(&out[i], bytes.data() + data_start + i * 8, 8);
+    if (v.descr == "<f8") {
+      std::memcpy(&out[i], v.bytes.data() + v.data_start + i * 8, 8);
     } else {
-      float v = 0;
-      std::memcpy(&v, bytes.data() + data_start + i * 4, 4);
-      out[i] = v;
+      float f = 0;
+      std::memcpy(&f, v.bytes.data() + v.data_start + i * 4, 4);
+      out[i] = f;
     }
   }
-  if (shape) *shape = dims;
+  if (shape) *shape = v.dims;
+  return out;
+}
+
+std::vector<std::int64_t> read_npy_int64(const std::filesystem::path& file, std::vector<std::int64_t>* shape) {
+  const NpyView v = parse_npy(file);
+  if (v.descr != "<i8")
+    throw InputError(fmt::format("{}: not a .npy file tune reads (dtype must be little-endian int64)", file.string()));
+  std::vector<std::int64_t> out(v.count);
+  if (!out.empty()) std::memcpy(out.data(), v.bytes.data() + v.data_start, v.count * 8);
+  if (shape) *shape = v.dims;
   return out;
 }
 
@@ -211,9 +244,58 @@ double reference_timeout_s() {
   return checked_timeout(*end ? -1 : s, fmt::format("TUNE_REFERENCE_TIMEOUT={}", env));
 }
 
+namespace {
+
+// Finds the modules without importing them (torch takes seconds to import); a metadata version
+// where the package has one.
+constexpr const char* kIdentityScript = R"(import sys, importlib.util as u, importlib.metadata as m
+def f(n):
+    try:
+        s = u.find_spec(n)
+    except Exception:
+        s = None
+    if s is None:
+        return n + " none"
+    try:
+        v = m.version(n)
+    except Exception:
+        v = "?"
+    return "%s %s at %s" % (n, v, s.origin)
+print("%s (Python %s, prefix %s); %s; %s" % (sys.executable, sys.version.split()[0], sys.prefix, f("numpy"), f("torch"))))";
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+}  // namespace
+
+std::string python_identity() {
+  const std::string python = env_or("TUNE_PYTHON", "python3");
+  // What decides which interpreter and modules answer: the setting, where a bare name is looked up,
+  // and where modules are looked up beside the interpreter's own.
+  const std::string setting = python + '\n' + env_or("PATH", "") + '\n' + env_or("PYTHONPATH", "");
+  static std::mutex mutex;
+  static std::map<std::string, std::string> known;
+  const std::lock_guard lock(mutex);
+  if (const auto it = known.find(setting); it != known.end()) return it->second;
+  ChildOptions o;
+  o.argv = {python, "-c", kIdentityScript};
+  o.deadline_s = 30;
+  const ChildResult r = run_child(o);
+  std::string said = last_line(r.out);
+  if (r.end != ChildEnd::kExited || r.exit_code != 0 || said.empty())
+    said = fmt::format("{} (cannot run: {})", python,
+                       r.end == ChildEnd::kNotStarted ? std::strerror(r.error)
+                       : last_line(r.err).empty()     ? "no answer"
+                                                      : last_line(r.err));
+  return known.emplace(setting, said).first->second;
+}
+
 std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem, const Shape& shape,
                                          const ProblemData& data, const TensorSpec& output, std::string* backend,
-                                         ModuleRun module_run, std::vector<double>* module_output) {
+                                         ModuleRun module_run, std::vector<double>* module_output,
+                                         std::vector<std::int64_t>* exact) {
   const double deadline_s = reference_timeout_s();
   const TempDir dir("reference");
   try {
@@ -260,6 +342,15 @@ std::vector<double> run_python_reference(const std::filesystem::path& module, co
   if (got != output.shape)
     throw InputError(fmt::format("{}: {} returned shape ({}), the output '{}' has shape ({})", problem, module.string(),
                                  fmt::join(got, ", "), output.name, fmt::join(output.shape, ", ")));
+  if (exact) {
+    exact->clear();
+    // The runner leaves it out where the values are no integers: tune refuses those in one line.
+    if (output.dtype == DType::kInt64 && std::filesystem::exists(dir.path() / "out_int64.npy")) {
+      *exact = read_npy_int64(dir.path() / "out_int64.npy", &got);
+      if (exact->size() != out.size())
+        throw InputError(fmt::format("{}: out_int64.npy and out.npy differ in size", problem));
+    }
+  }
   return out;
 }
 

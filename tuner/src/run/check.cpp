@@ -160,7 +160,12 @@ void compare_sources(const CheckOptions& o, const RunRecord& run, const Space& s
                         o.results.string(), recorded, now),
             "today's verdicts", "", "today's kernels are checked");
   const std::string& tuned_with = run.context.reference_identity;
-  const std::string reference_now = problem.reference_identity(reference_backend_from_env());
+  std::string reference_now = problem.reference_identity(reference_backend_from_env());
+  // A record from before the identity named its Python (" under ..."): compared without it, as
+  // it was made; else every result of record would read as tuned against another reference.
+  if (const auto under = reference_now.find(") under ");
+      under != std::string::npos && !tuned_with.empty() && tuned_with.find(") under ") == std::string::npos)
+    reference_now.resize(under + 1);
   if (!tuned_with.empty() && tuned_with != reference_now)
     changed(fmt::format("{} was tuned against the reference {}, this check's is {}", o.results.string(), tuned_with,
                         reference_now),

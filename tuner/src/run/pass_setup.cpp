@@ -14,10 +14,12 @@
 #include "tune/compile_pool.hpp"
 #include "tune/device.hpp"
 #include "tune/errors.hpp"
+#include "tune/gate.hpp"
 #include "tune/problem.hpp"
 #include "tune/run_plan.hpp"
 #include "tune/space.hpp"
 #include "tune/sweep.hpp"
+#include "tune/verdict_cache.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
 
@@ -125,7 +127,12 @@ void PassRun::start_worker() {
     gpu->rebind(ctx);
   } else if (run.timed) {
     ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
-    gpu.emplace(WorkerInit{problem.file().string(), shape, o.seed, o.device}, o.variant_timeout_s, ctx, log);
+    WorkerInit init{problem.file().string(), shape, o.seed, o.device};
+    // reference.py runs twice on the parity data unless this reference was seen to repeat itself.
+    auto memo = ReferenceRepeatMemo::open(verdict_cache_for(o.no_cache, o.cache_dir), problem, reference_backend_from_env());
+    init.check_reference = !memo || !memo->known();
+    gpu.emplace(std::move(init), o.variant_timeout_s, ctx, log);
+    if (memo) gpu->on_reference_checked([memo = std::move(*memo)] { memo.remember(); });
   }
   if (run.timed) gpu->start();
 }

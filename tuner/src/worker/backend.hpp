@@ -53,6 +53,7 @@ struct WorkerSetup {
   std::uint64_t seed = 0, parity_seed = 0;
   int device = 0;
   bool with_reference = true;
+  bool check_reference = false;  // reference.py run twice on the parity data, compared bitwise
   std::string sanitizer_tool, sanitizer_log;
 };
 
@@ -69,8 +70,9 @@ struct WorkerGateInput {
   std::uint64_t seed;
   ProblemData data;
   std::vector<double> reference;
-  double reference_s = 0;              // wall of its float64 reference (the inputs' run side by side)
-  std::optional<double> module_error;  // the module's own error in the output's dtype (module rule)
+  std::vector<std::int64_t> reference_ints;  // an int64 output's reference exactly (Problem::reference)
+  double reference_s = 0;                    // wall of its float64 reference (the inputs' run side by side)
+  std::optional<double> module_error;        // the module's own error in the output's dtype (module rule)
 };
 
 // Where a backend announces the phase it enters with an item (-1: none).

@@ -76,10 +76,11 @@ class FakeBackend final : public WorkerBackend {
     // imports): its error goes into every synthetic parity record.
     if (s.with_reference) {
       std::vector<double> module;
-      const std::vector<double> ref =
-          problem_->reference(shape_, problem_->make_data(shape_, parity_seed_, DataPurpose::kParity), backend, &how,
-                              &module);
+      std::vector<std::int64_t> ints;
+      const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);
+      const std::vector<double> ref = problem_->reference(shape_, parity, backend, &how, &module, &ints);
       module_error_ = module_error(module, ref);
+      if (s.check_reference) problem_->check_reference_repeats(shape_, parity, backend, ref, ints);
     }
     return how;
   }

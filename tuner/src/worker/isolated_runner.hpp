@@ -98,6 +98,9 @@ class IsolatedRunner {
     ++iso_->worker_starts;
   }
 
+  // Called once a worker started with WorkerInit::check_reference is ready: its reference repeated.
+  void on_reference_checked(std::function<void()> f) { reference_checked_ = std::move(f); }
+
   HarnessFloor floor() {
     auto [floor, fault, culprit] = ready().measure_floor(kFloorDeadlineS);
     if (!floor) {
@@ -158,6 +161,10 @@ class IsolatedRunner {
       // The start runs the reference: its own deadline (reference.py named, exit 2) comes first.
       *reference_ = worker_->wait_ready(std::max(kInitDeadlineS, reference_timeout_s() + 60));
       ready_ = true;
+      if (init_.check_reference) {  // once: a fresh worker after a crash runs the reference once
+        init_.check_reference = false;
+        if (reference_checked_) reference_checked_();
+      }
     }
     return *worker_;
   }
@@ -179,6 +186,7 @@ class IsolatedRunner {
   std::optional<WorkerProcess> worker_;
   bool ready_ = false;
   std::optional<double> baseline_us_;
+  std::function<void()> reference_checked_;
 };
 
 }  // namespace tune

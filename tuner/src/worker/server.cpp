@@ -97,6 +97,7 @@ class Worker {
     s.parity_seed = parity_seed_ = parity_seed_of(s.seed);
     s.device = r.at("device").get<int>();
     s.with_reference = r.value("reference", true);
+    s.check_reference = r.value("check_reference", false);
     s.sanitizer_tool = r.value("sanitizer_tool", "");
     s.sanitizer_log = r.value("sanitizer_log", "");
     const std::string how = backend_->init(s);
@@ -169,7 +170,7 @@ class Worker {
     for (std::size_t k = 0; k < inputs.size(); ++k)
       refs.push_back(std::async(std::launch::async, [&, k] {
         const auto t = std::chrono::steady_clock::now();
-        auto ref = problem_->reference(shape_, inputs[k].data, backend, nullptr, &modules[k]);
+        auto ref = problem_->reference(shape_, inputs[k].data, backend, nullptr, &modules[k], &inputs[k].reference_ints);
         inputs[k].reference_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
         return ref;
       }));
