@@ -164,7 +164,7 @@ bool is_atomic_write_temporary(const std::string& name, const std::string& targe
 // on "<shape>.lock" beside the results (released by the kernel however the holder ends), the
 // holder's pid in it; the file is removed when the holder ends. Taking it removes the temporary files
 // a writer of the shape killed mid-write left ("<shape>.json.tmp.<pid>.<n>", of the .partial and the
-// .hpp too). Throws InputError "another tune (pid N) is writing FILE; <remedy>".
+// .hpp too). Throws ResultsHeldError (an InputError) "another tune (pid N) is writing FILE; <remedy>".
 class ResultsLock {
  public:
   explicit ResultsLock(const std::filesystem::path& results,

@@ -358,6 +358,7 @@ void run_on_devices(TuneSweepOutcome& out, const std::function<void(const ItemDo
   out.failed = result.failed;
   out.not_run = result.not_run;
   out.interrupted = result.interrupted;
+  out.held = result.held;
 }
 
 // The sweep's shapes one after the other, in this process (a lone shape: its plain run).
@@ -374,7 +375,7 @@ void run_in_sequence(TuneSweepOutcome& out, const std::function<void(const ItemD
     out.ran = 1;
     return;
   }
-  out.ran = run_sweep(p.work, p.base, done, p.transfer);
+  out.ran = run_sweep(p.work, p.base, done, p.transfer, &out.held);
   // A stop asked for between two shapes: the shapes after it were not run.
   out.interrupted = out.interrupted || (out.ran < p.work.size() && interrupt_signal() != 0);
   out.seconds = seconds_since(t0);
