@@ -457,4 +457,39 @@ TEST(Resume, ASearchInPassesHoldsItsLockFromTheFirstPassToTheLast) {
   EXPECT_EQ(retaken, 0) << "the lock was let go between passes\n" << slurp(out + ".log");
 }
 
+// The options that decide a run's variants or its finalists are part of its identity: a complete
+// result of --top 1 (one finalist re-measured strictly) is no result of --top 5, nor one of
+// --model-rounds 1 a result of --model-rounds 3. --resume took them as complete (round 8).
+TEST(Resume, ACompleteResultOfOtherFinalistsOrModelOptionsIsTunedAgain) {
+  const std::string out = out_dir("resume_identity_options");
+  const std::string args = affine_args(out) + " --R 32";
+  ASSERT_EQ(run_with("TUNE_WORKER_FAKE=1", args + " --top 1").code, 0);
+  const Result top = run_with("TUNE_WORKER_FAKE=1", args + " --top 5 --resume");
+  ASSERT_EQ(top.code, 0) << top.output;
+  EXPECT_NE(top.output.find("is complete, but not for this run (its top differs); R32_L64 is tuned again"),
+            std::string::npos)
+      << top.output;
+  EXPECT_NE(top.output.find("re-measuring the top 5 strictly"), std::string::npos) << top.output;
+  const Result same = run_with("TUNE_WORKER_FAKE=1", args + " --top 5 --resume");
+  EXPECT_NE(same.output.find("R32_L64: already complete in "), std::string::npos) << same.output;
+
+  const std::string model = " --search model --model-init 4 --model-batch 2";
+  ASSERT_EQ(run_with("TUNE_WORKER_FAKE=1", args + model + " --model-rounds 1").code, 0);
+  const Result rounds = run_with("TUNE_WORKER_FAKE=1", args + model + " --model-rounds 3 --resume");
+  ASSERT_EQ(rounds.code, 0) << rounds.output;
+  EXPECT_NE(rounds.output.find("(its model_rounds differs); R32_L64 is tuned again"), std::string::npos) << rounds.output;
+}
+
+// A journal serves any --top: the strict re-measure of the finalists is redone on resume anyway.
+TEST(Resume, AJournalIsResumedWithAnotherTop) {
+  const std::string out = out_dir("resume_journal_top");
+  const std::string args = affine_args(out) + " --R 32";
+  const Result cut = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=100", args + " --time-budget 0.5");
+  ASSERT_EQ(cut.code, 0) << cut.output;
+  const Result resumed = run_with("TUNE_WORKER_FAKE=1", args + " --top 1 --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("variants taken from"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("re-measuring the top 1"), std::string::npos) << resumed.output;
+}
+
 }  // namespace

@@ -213,7 +213,7 @@ class Outputs {
 
   // Where the results go, checked writable and locked for this run (for a run in passes, in `pass`:
   // the first pass takes the lock for them all).
-  void lock(Pass* pass);
+  void lock(Pass* pass = nullptr);
 
   // --resume (issue 34 #7): the shape's results, complete for this run's identity, in this device's
   // folder (or another's of the sweep, for a card of the same model) are kept as they are and nothing

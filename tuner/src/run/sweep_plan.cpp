@@ -21,6 +21,7 @@
 
 #include "core/json_file.hpp"
 #include "run/run_common.hpp"
+#include "search/strategy.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -210,7 +211,8 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>&
                            {"max_variants", base.max_variants},
                            {"search", to_string(base.search)},
                            {"keep_spills", base.keep_spills},
-                           {"time_budget_s", base.time_budget_s}};
+                           {"time_budget_s", base.time_budget_s},
+                           {"search_options", search_identity(base)}};
   // The spaces by content (problem files and templates): two shards given different files of one
   // name are different runs. An item that did not resolve is reported when it is checked.
   std::map<std::string, std::string> sources;
