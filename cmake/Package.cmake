@@ -51,6 +51,8 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/report/report.py ${PROJECT_SOURCE_DIR}/re
 install(FILES ${PROJECT_SOURCE_DIR}/report/results.py ${PROJECT_SOURCE_DIR}/report/floors.py ${PROJECT_SOURCE_DIR}/report/pytorch.py
               ${PROJECT_SOURCE_DIR}/report/torch_timing.py ${PROJECT_SOURCE_DIR}/report/analysis.py ${PROJECT_SOURCE_DIR}/report/charts.py
         DESTINATION ${TUNE_INSTALL_DATADIR}/report)
+# The golden cases' maker the docs name (docs/adding-a-problem.md), beside python/ whose modules it imports.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/make_goldens.py DESTINATION ${TUNE_INSTALL_DATADIR}/scripts)
 install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py ${PROJECT_SOURCE_DIR}/tuner/python/tune_bin.py
               ${PROJECT_SOURCE_DIR}/tuner/python/tune_problem.py
         DESTINATION ${TUNE_INSTALL_DATADIR}/python)

@@ -11,8 +11,9 @@ value comes from --shape T=bfloat16, else its default; dims the shape leaves out
 defaults; a shape the problem refuses is refused in tune's words) and `tune problem draw` the data:
 the parameters and inputs tune draws at --seed, with the edits of purpose parity (a golden case is a
 parity case), each value one its dtype holds exactly. Each tensor is written with its "dtype", and
-the dtype variables in "shape". tune is $TUNE_BIN, else build/tuner/tune of this checkout, else tune
-on PATH. The reference's folder is on sys.path, as in tune, so it may import a file beside it. The
+the dtype variables in "shape". tune is $TUNE_BIN, else <prefix>/bin/tune of the install this script
+is part of (<prefix>/share/tune/scripts/make_goldens.py), else build/tuner/tune of this checkout, else
+tune on PATH. The reference's folder is on sys.path, as in tune, so it may import a file beside it. The
 output is the PyTorch module's (make_model, run in float64) where torch imports, else the numpy
 reference()'s, said on stderr; --backend chooses. Exit codes: 0 written, 2 bad input, 3 numpy or the
 backend asked for is missing."""
@@ -32,7 +33,13 @@ except ImportError:
           file=sys.stderr)
     sys.exit(3)
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tuner" / "python"))
+# The Python side of tune: tuner/python/ of a checkout (this file in scripts/), or python/ beside
+# this file's folder in an install (<prefix>/share/tune/scripts/ and <prefix>/share/tune/python/).
+HERE = pathlib.Path(__file__).resolve().parent
+for modules in (HERE.parent / "tuner" / "python", HERE.parent / "python"):
+    if (modules / "tune_problem.py").is_file():
+        sys.path.insert(0, str(modules))
+        break
 import dtypes  # noqa: E402
 import tune_problem as tp  # noqa: E402
 

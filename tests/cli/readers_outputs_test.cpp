@@ -414,6 +414,88 @@ TEST(Outputs, AnExportsBindingWritesEveryTensorNameAsAStringLiteral) {
   EXPECT_EQ(compiled.code, 0) << compiled.output;
 }
 
+// The Python an export writes (setup.py, the package's __init__ and _build, a module per problem)
+// passes flake8 with the repo's .flake8, for a problem of odd names (a tensor x"\, a dtype variable
+// DType) and one whose dims and dtypes its output alone has: it had lines of 433 columns, dicts
+// without spaces and unused imports (round 8).
+TEST(Outputs, AnExportsPythonIsFlake8Clean) {
+  if (run_command("command -v flake8").code != 0) GTEST_SKIP() << "no flake8 (apt-get install flake8)";
+  const fs::path dir = scratch("export_flake8");
+  const fs::path odd = tune_odd_names(dir / "odd");
+  const fs::path given = dir / "given" / "r" / "fake-gpu" / "scatter_given";
+  (void)export_given(dir / "given");
+  const Result r = run("export torch " + (odd / "R16_N8_L32.json").string() + " " +
+                       (odd / "R16_N8_L32_float16.json").string() + " " + (given / "R16_N8_L32_float16.json").string() +
+                       " " + kContactResult + " --allow-synthetic -o " + (dir / "e").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Result lint = run_command("cd " + (dir / "e").string() + " && flake8 --config " +
+                                  (fs::path(TUNE_REPO_DIR) / ".flake8").string() + " . 2>&1");
+  EXPECT_EQ(lint.code, 0) << lint.output;
+}
+
+// ModelNew's fallback (no tuned entry for the call) returns the output in the dtype problem.json
+// declares, as the tuned op does: it returned the module's own (scatter_given's module computes in
+// float32; its output U may be float16) (round 8). Run with a stand-in torch (no torch here): the
+// op finds no entry, and the module's output is converted to U as given, or to a fixed dtype.
+TEST(Outputs, ModelNewsFallbackReturnsTheDeclaredOutputDtype) {
+  const fs::path package = export_given(scratch("export_fallback_dtype"));
+  EXPECT_NE(slurp(package / "scatter_given.py").find("return self.model(*inputs).to(_dtype(self._given[1]))"),
+            std::string::npos);
+  const fs::path script = package.parent_path() / "fallback.py";
+  std::ofstream(script) << R"PY(import importlib
+import sys
+import types
+import warnings
+
+
+class Module:  # torch.nn.Module's call: forward
+    def __call__(self, *inputs):
+        return self.forward(*inputs)
+
+
+torch = types.ModuleType("torch")
+torch.nn = types.SimpleNamespace(Module=Module)
+for name in ("float16", "bfloat16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool"):
+    setattr(torch, name, "torch." + name)
+sys.modules["torch"] = torch
+package = types.ModuleType("tune_ops")
+package.__path__ = [sys.argv[1]]
+package.load = lambda: types.SimpleNamespace(scatter_given=lambda tensors, given: None)
+sys.modules["tune_ops"] = package
+module = importlib.import_module("tune_ops.scatter_given")
+
+
+class Out:
+    dtype = "torch.float32"  # the module's own
+
+    def to(self, dtype):
+        self.dtype = dtype
+        return self
+
+
+class Model:
+    N = 8
+
+    def named_parameters(self):
+        return []
+
+    def named_buffers(self):
+        return []
+
+    def __call__(self, *inputs):
+        return Out()
+
+
+tensor = types.SimpleNamespace(device="cpu", is_cuda=False, shape=(16,))
+warnings.simplefilter("ignore")
+for u in ("float16", "float32"):
+    print(u, module.ModelNew(Model(), U=u)(tensor, tensor).dtype)
+)PY";
+  const Result ran = run_command(test_python() + " " + script.string() + " " + package.string() + " 2>&1");
+  ASSERT_EQ(ran.code, 0) << ran.output;
+  EXPECT_NE(ran.output.find("float16 torch.float16\nfloat32 torch.float32\n"), std::string::npos) << ran.output;
+}
+
 // Each problem registers two ops, <problem> and <problem>_variant: problems a and a_variant both
 // registered a_variant, which torch refuses when the package loads. The export refuses them in one line.
 TEST(Outputs, AnExportRefusesTwoProblemsWhoseOpsMeet) {

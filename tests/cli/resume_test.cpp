@@ -2,6 +2,9 @@
 // #6 to #8), on the fake worker and the small affine fixture folder: a stop asked for once stays
 // asked for the whole run, and --resume neither tunes a finished shape again nor loses the records
 // of a shape that ran on another device.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -349,6 +353,143 @@ TEST(Resume, AJournalCutShortAsItWasCreatedIsAFreshRun) {
     EXPECT_TRUE(fs::exists(dir / "R48_L64.json")) << "the sweep goes on";
     EXPECT_FALSE(fs::exists(dir / "R32_L64.journal.jsonl"));
   }
+}
+
+// A sweep that comes to a shape another tune is writing goes on with its other shapes, and its last
+// line names the one it skipped (exit 2, as a lone run of that shape is refused): it stopped there
+// with exit 2, and the shapes after it were left to --resume (round 8). The other tune's results
+// are its own, whole; --resume then finds every shape complete.
+TEST(Resume, ASweepSkipsAShapeAnotherTuneIsWritingAndNamesItAtTheEnd) {
+  const std::string out = out_dir("resume_sweep_held");
+  fs::create_directories(out);
+  const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+  const pid_t first = start(kSlowFake, affine_args(out) + " --R 64", out + ".log");
+  ASSERT_GT(first, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(dir / "R64_L64.journal.jsonl") >= 1; })) << slurp(out + ".log");
+  const Result sweep = run_with("TUNE_WORKER_FAKE=1", affine_args(out) + " --R 32,64,128");
+  EXPECT_EQ(sweep.code, 2) << sweep.output;
+  const std::string item = std::string(TUNE_FIXTURES) + "/problems/affine R=64";
+  EXPECT_NE(sweep.output.find(item + ": another tune (pid " + std::to_string(first) + ") is writing " +
+                              (dir / "R64_L64.json").string() + "; skipped, the sweep goes on"),
+            std::string::npos)
+      << sweep.output;
+  EXPECT_NE(sweep.output.find("tune: 1 shape(s) skipped because another tune was writing them: " + item + " (pid " +
+                              std::to_string(first) + "); wait for it to finish, then run the same command with --resume"),
+            std::string::npos)
+      << sweep.output;
+  EXPECT_NE(sweep.output.find("sweep: 2 of 3 items run"), std::string::npos) << sweep.output;
+  for (const char* shape : {"R32_L64", "R128_L64"})
+    EXPECT_TRUE(read_json(dir / (std::string(shape) + ".json")).at("complete").get<bool>()) << shape;
+  ASSERT_EQ(wait_exit(first), 0) << slurp(out + ".log");
+  const Json held = read_json(dir / "R64_L64.json");
+  EXPECT_TRUE(held.at("complete").get<bool>());
+  EXPECT_EQ(held.at("context").at("command_line").get<std::string>().find("R 32,64,128"), std::string::npos)
+      << "the shape's results are the other tune's";
+  const Result resumed = run_with("TUNE_WORKER_FAKE=1", affine_args(out) + " --R 32,64,128 --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  for (const char* shape : {"R32_L64", "R64_L64", "R128_L64"})
+    EXPECT_NE(resumed.output.find(std::string(shape) + ": already complete in "), std::string::npos) << resumed.output;
+}
+
+// The lock of a shape's results as another tune holds it: flock on <shape>.lock, its pid inside.
+struct HeldLock {
+  explicit HeldLock(const fs::path& results) {
+    fs::create_directories(results.parent_path());
+    fd = open(fs::path(results).replace_extension(".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+    const std::string pid = std::to_string(getpid()) + "\n";
+    EXPECT_EQ(write(fd, pid.data(), pid.size()), static_cast<ssize_t>(pid.size()));
+  }
+  ~HeldLock() { close(fd); }
+  HeldLock(const HeldLock&) = delete;
+  HeldLock& operator=(const HeldLock&) = delete;
+  int fd = -1;
+};
+
+// The same on several devices: the held shape is skipped (no other device would fare better), the
+// others run, and the last line names it.
+TEST(Resume, ASweepOnDevicesSkipsAShapeAnotherTuneIsWriting) {
+  const std::string out = out_dir("resume_devices_held");
+  const HeldLock held0(fs::path(out) / "fake-gpu-fa4e0000" / "affine" / "R64_L64.json");
+  const HeldLock held1(fs::path(out) / "fake-gpu-fa4e0001" / "affine" / "R64_L64.json");
+  const Result sweep =
+      run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2", affine_args(out) + " --R 32,64,128 --devices all");
+  EXPECT_EQ(sweep.code, 2) << sweep.output;
+  EXPECT_NE(sweep.output.find("tune: 1 shape(s) skipped because another tune was writing them: " +
+                              std::string(TUNE_FIXTURES) + "/problems/affine R=64 (pid " + std::to_string(getpid()) + ")"),
+            std::string::npos)
+      << sweep.output;
+  std::set<std::string> written;
+  for (const char* d : {"fake-gpu-fa4e0000", "fake-gpu-fa4e0001"})
+    for (const char* shape : {"R32_L64", "R64_L64", "R128_L64"})
+      if (fs::exists(fs::path(out) / d / "affine" / (std::string(shape) + ".json"))) written.insert(shape);
+  EXPECT_EQ(written, (std::set<std::string>{"R32_L64", "R128_L64"})) << sweep.output;
+}
+
+// A search in passes (--search model) holds its results' lock from its first pass to its last: it
+// was released between two passes, and another tune of the shape that came then took the shape,
+// removed the journal the next pass resumes, or left the first run refused at its next pass (round 8).
+TEST(Resume, ASearchInPassesHoldsItsLockFromTheFirstPassToTheLast) {
+  const std::string out = out_dir("resume_model_lock");
+  fs::create_directories(out);
+  const fs::path result = fs::path(out) / "fake-gpu" / "affine" / "R32_L64.json";
+  const fs::path lock = fs::path(result).replace_extension(".lock");
+  const pid_t pid = start(kSlowFake, affine_args(out) + " --R 32" + kModel, out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(fs::path(result).replace_extension(".journal.jsonl")) >= 1; }))
+      << slurp(out + ".log");
+  // From the first record until the run ends, one lock file: each taking of the lock makes a new
+  // one, and the run removes it as it ends (a lock file seen again after that is a second taking).
+  int status = 0, retaken = 0;
+  bool gone = false;
+  struct stat first {};
+  ASSERT_EQ(stat(lock.c_str(), &first), 0);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    struct stat now {};
+    const bool there = stat(lock.c_str(), &now) == 0;
+    if (there && (gone || now.st_ino != first.st_ino)) ++retaken;
+    gone = !there;
+    usleep(1000);
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << slurp(out + ".log");
+  EXPECT_EQ(WEXITSTATUS(status), 0) << slurp(out + ".log");
+  EXPECT_NE(slurp(out + ".log").find("pass 2:"), std::string::npos) << "a search in passes\n" << slurp(out + ".log");
+  EXPECT_EQ(retaken, 0) << "the lock was let go between passes\n" << slurp(out + ".log");
+}
+
+// The options that decide a run's variants or its finalists are part of its identity: a complete
+// result of --top 1 (one finalist re-measured strictly) is no result of --top 5, nor one of
+// --model-rounds 1 a result of --model-rounds 3. --resume took them as complete (round 8).
+TEST(Resume, ACompleteResultOfOtherFinalistsOrModelOptionsIsTunedAgain) {
+  const std::string out = out_dir("resume_identity_options");
+  const std::string args = affine_args(out) + " --R 32";
+  ASSERT_EQ(run_with("TUNE_WORKER_FAKE=1", args + " --top 1").code, 0);
+  const Result top = run_with("TUNE_WORKER_FAKE=1", args + " --top 5 --resume");
+  ASSERT_EQ(top.code, 0) << top.output;
+  EXPECT_NE(top.output.find("is complete, but not for this run (its top differs); R32_L64 is tuned again"),
+            std::string::npos)
+      << top.output;
+  EXPECT_NE(top.output.find("re-measuring the top 5 strictly"), std::string::npos) << top.output;
+  const Result same = run_with("TUNE_WORKER_FAKE=1", args + " --top 5 --resume");
+  EXPECT_NE(same.output.find("R32_L64: already complete in "), std::string::npos) << same.output;
+
+  const std::string model = " --search model --model-init 4 --model-batch 2";
+  ASSERT_EQ(run_with("TUNE_WORKER_FAKE=1", args + model + " --model-rounds 1").code, 0);
+  const Result rounds = run_with("TUNE_WORKER_FAKE=1", args + model + " --model-rounds 3 --resume");
+  ASSERT_EQ(rounds.code, 0) << rounds.output;
+  EXPECT_NE(rounds.output.find("(its model_rounds differs); R32_L64 is tuned again"), std::string::npos) << rounds.output;
+}
+
+// A journal serves any --top: the strict re-measure of the finalists is redone on resume anyway.
+TEST(Resume, AJournalIsResumedWithAnotherTop) {
+  const std::string out = out_dir("resume_journal_top");
+  const std::string args = affine_args(out) + " --R 32";
+  const Result cut = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=100", args + " --time-budget 0.5");
+  ASSERT_EQ(cut.code, 0) << cut.output;
+  const Result resumed = run_with("TUNE_WORKER_FAKE=1", args + " --top 1 --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("variants taken from"), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find("re-measuring the top 1"), std::string::npos) << resumed.output;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 # ctest package.RunsWithoutTheSourceTree: the installed tune, copied with its prefix to a temporary
 # folder outside the checkout and run from there, finds the built-in problems and the report
 # scripts under that prefix: tune list, tune header (the space of the built-in contact) and tune
-# report on fixture copies. Under strace (where installed), no path of the source or build tree is
+# report on fixture copies, and the installed make_goldens.py. Under strace (where installed), no path of the source or build tree is
 # touched, by tune or the Python it runs.
 #   cmake -DDIR=<test dir> -DSOURCE=<source dir> -DBUILD=<build dir> -DFIXTURES=tests/fixtures -P installed_run.cmake
 unset(ENV{TUNE_PROBLEM_PATH})
@@ -52,8 +52,30 @@ if(NOT rc_report EQUAL 0 OR NOT EXISTS ${tmp}/report_out/report.md)
   list(APPEND failures "tune report: no report.md (exit ${rc_report}):\n${out_report}")
 endif()
 
+# The docs' goldens command from the install (it had no copy): the installed script, its modules
+# beside it and <prefix>/bin/tune, on a built-in problem at a tiny shape; tune verify takes the case.
+set(python $ENV{TUNE_PYTHON})
+if(NOT python)
+  set(python python3)
+endif()
+set(command ${python} ${tmp}/prefix/share/tune/scripts/make_goldens.py --problem ${tmp}/prefix/share/tune/configs/contact
+            --shape B=1,N=3,C=8,H=4 --seed 0 -o golden/contact_B1_N3.json)
 if(STRACE)
-  foreach(name list header report)
+  set(command ${STRACE} -f -qq -s 4096 -e trace=%file -o ${tmp}/goldens.trace ${command})
+endif()
+unset(ENV{TUNE_BIN})
+execute_process(COMMAND ${command} WORKING_DIRECTORY ${tmp} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT EXISTS ${tmp}/golden/contact_B1_N3.json)
+  list(APPEND failures "make_goldens.py of the install: no golden (exit ${rc}):\n${out}${err}")
+else()
+  run(verify verify golden/contact_B1_N3.json)
+  if(NOT rc_verify EQUAL 0)
+    list(APPEND failures "tune verify of the installed make_goldens.py's case (exit ${rc_verify}):\n${out_verify}")
+  endif()
+endif()
+
+if(STRACE)
+  foreach(name list header report goldens)
     file(READ ${tmp}/${name}.trace trace)
     foreach(tree ${SOURCE} ${BUILD})
       foreach(quoted "\"${tree}/" "\"${tree}\"")

@@ -10,11 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "tune/compile_cache.hpp"
+#include "tune/verdict_cache.hpp"
 
 namespace tune {
 namespace {
@@ -281,6 +283,51 @@ TEST(CompileCache, AFolderThatCannotBeMadeIsACacheThatStoresNothingAndSaysWhy) {
   EXPECT_FALSE(cached);
   EXPECT_TRUE(got.ok);
   EXPECT_NE(failure.find("cannot create the folder"), std::string::npos) << failure;
+}
+
+// What a writer killed mid-write (kill -9 between write and rename) left in the cache: removed when
+// the cache opens, once old and its writer (the pid in the name) is gone; a live writer's temporary,
+// a recent one (a writer on another host of a shared cache) and the entries stay. They were never
+// removed (round 8).
+TEST(CompileCache, OpeningRemovesTheTemporariesOfKilledWriters) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tune_cache_stale_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  const std::string key(32, 'a');
+  const auto put = [&](const std::string& name, bool old) {
+    std::ofstream(dir / name) << "x";
+    if (old)
+      std::filesystem::last_write_time(dir / name, std::filesystem::file_time_type::clock::now() - std::chrono::hours(3));
+  };
+  const std::string dead_cubin = key + ".cubin.tmp." + std::to_string(gone) + ".0";
+  const std::string dead_meta = key + ".json.tmp." + std::to_string(gone) + ".1";
+  const std::string live = key + ".cubin.tmp." + std::to_string(getpid()) + ".2";
+  const std::string recent = std::string(32, 'b') + ".cubin.tmp." + std::to_string(gone) + ".3";
+  put(dead_cubin, true);
+  put(dead_meta, true);
+  put(live, true);
+  put(recent, false);
+  put(key + ".cubin", true);
+  put("notes.tmp.x.1", true);
+  const CompileCache cache(dir);
+  EXPECT_FALSE(std::filesystem::exists(dir / dead_cubin));
+  EXPECT_FALSE(std::filesystem::exists(dir / dead_meta));
+  for (const std::string& kept : {live, recent, key + ".cubin", std::string("notes.tmp.x.1")})
+    EXPECT_TRUE(std::filesystem::exists(dir / kept)) << kept;
+  // The verdict cache beside it, the same way.
+  const auto verdicts = VerdictCache::beside(dir);
+  std::filesystem::create_directories(verdicts);
+  const std::string dead_verdict = key + ".json.tmp." + std::to_string(gone) + ".4";
+  std::ofstream(verdicts / dead_verdict) << "x";
+  std::filesystem::last_write_time(verdicts / dead_verdict,
+                                   std::filesystem::file_time_type::clock::now() - std::chrono::hours(3));
+  const VerdictCache verdict_cache(verdicts);
+  EXPECT_FALSE(std::filesystem::exists(verdicts / dead_verdict));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

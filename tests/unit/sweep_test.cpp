@@ -192,6 +192,15 @@ TEST(Sweep, TheRunKeyChangesWithWhatDecidesTheVariants) {
   elsewhere.out_dir = "other";
   elsewhere.device = 3;
   EXPECT_EQ(sweep_run_key(elsewhere, items), key);
+  // The model's options choose the variants too (round 8: shards of other --model-rounds merged as one run).
+  TuneOptions model = o;
+  model.search = SearchMode::kModel;
+  const std::string model_key = sweep_run_key(model, items);
+  model.model_rounds = 3;
+  EXPECT_NE(sweep_run_key(model, items), model_key);
+  TuneOptions jobs = model;
+  jobs.jobs = 7;  // the default model batch is the compile jobs, but a node of other cores is the same run
+  EXPECT_EQ(sweep_run_key(jobs, items), sweep_run_key(model, items));
 }
 
 // Timed shards of one shape, built as run_tune would write them: real configurations of the

@@ -52,6 +52,7 @@ struct DeviceSweepResult {
   std::vector<int> failed;  // ordinals of the devices that failed
   std::size_t not_run = 0;  // items no device was left to run
   bool interrupted = false;
+  std::vector<std::string> held;  // items another tune was writing, skipped (held_item, tune/sweep.hpp)
 };
 
 // Runs the work on the devices: one thread per device, each taking the next item of one shared

@@ -2,6 +2,7 @@
 // Typed errors. Every error that reaches a user is one line saying what was wrong and what to do.
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tune {
 
@@ -21,6 +22,19 @@ class ConfigError : public InputError {
 class ShapeError : public InputError {
  public:
   using InputError::InputError;
+};
+
+// Another tune holds the lock of a shape's results (ResultsLock): its pid as the lock file gives it
+// ("?" when unknown). A sweep goes on with its other shapes and names this one at the end.
+class ResultsHeldError : public InputError {
+ public:
+  ResultsHeldError(const std::string& what, std::string holder, std::string file)
+      : InputError(what), holder_(std::move(holder)), file_(std::move(file)) {}
+  [[nodiscard]] const std::string& holder() const { return holder_; }
+  [[nodiscard]] const std::string& file() const { return file_; }  // the results file it writes
+
+ private:
+  std::string holder_, file_;
 };
 
 // The device cannot run the job (not enough memory, no device when one is required).

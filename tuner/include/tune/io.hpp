@@ -1,5 +1,7 @@
 #pragma once
 // Readers and writers of files users hand around: results, golden cases, generated headers.
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -157,6 +159,14 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
 // Whether the file name `name` is one of write_file_atomic's temporary files of a file named
 // `target` ("<target>.tmp.<pid>.<n>"): what a writer killed mid-write leaves (ResultsLock removes them).
 bool is_atomic_write_temporary(const std::string& name, const std::string& target);
+// The temporary files of write_file_atomic in `dir` (any target) that a writer killed mid-write
+// left, in a folder that concurrent runs write without a lock (the compile and verdict caches):
+// removed when older than `min_age` and their writer, the pid in the name, is no process of this
+// host. A live writer's temporary lasts milliseconds and is kept; a cache shared between hosts has
+// writers whose pid says nothing here, hence the age too. Never throws; returns how many it removed.
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::chrono::seconds min_age);
+// remove_stale_temporaries(dir, 1 hour), once per folder in a process (a sweep opens its caches per shape).
+void remove_stale_temporaries_once(const std::filesystem::path& dir);
 
 // One writer per results file. Two runs of one shape on one --out would truncate each other's
 // journal and results, and tune merge --out or tune check --write would be overwritten by a running
@@ -164,7 +174,7 @@ bool is_atomic_write_temporary(const std::string& name, const std::string& targe
 // on "<shape>.lock" beside the results (released by the kernel however the holder ends), the
 // holder's pid in it; the file is removed when the holder ends. Taking it removes the temporary files
 // a writer of the shape killed mid-write left ("<shape>.json.tmp.<pid>.<n>", of the .partial and the
-// .hpp too). Throws InputError "another tune (pid N) is writing FILE; <remedy>".
+// .hpp too). Throws ResultsHeldError (an InputError) "another tune (pid N) is writing FILE; <remedy>".
 class ResultsLock {
  public:
   explicit ResultsLock(const std::filesystem::path& results,

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "tune/errors.hpp"
 #include "tune/problem_space.hpp"
 #include "tune/record.hpp"
 #include "tune/space.hpp"
@@ -81,13 +82,20 @@ std::vector<SweepWork> plan_sweep(const std::vector<SweepWork>& work, const Shar
 std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>& work);
 
 // Runs the work in order on one device: options_for(base, work) through run_tune, then on_done.
-// Stops after an interrupted item. Returns the number of items run. Several devices:
-// run_sweep_on_devices (tune/devices.hpp).
+// Stops after an interrupted item. Returns the number of items run. An item whose results another
+// tune is writing (ResultsHeldError) is skipped, said in one line, and added to `held` (see
+// held_item); the sweep goes on. Several devices: run_sweep_on_devices (tune/devices.hpp).
 // With transfer (--transfer), each item runs with --warm-start on base.warm_start and the results
 // of the earlier items of its problem that named a winner (the first item of a problem without
 // any: as base says, exhaustive by default).
 std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
-                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer = false);
+                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer = false,
+                      std::vector<std::string>* held = nullptr);
+
+// A sweep's item that another tune is writing: said in one line through `log` ("<item>: another
+// tune (pid N) is writing FILE; skipped, the sweep goes on"); returns what the sweep's last line
+// names ("<item> (pid N)").
+std::string held_item(const SweepWork& work, const ResultsHeldError& e, const std::function<void(const std::string&)>& log);
 
 // base with the work's problem, dimensions and shard record (what its results record).
 TuneOptions options_for(const TuneOptions& base, const SweepWork& work);

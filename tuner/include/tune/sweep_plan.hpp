@@ -59,7 +59,8 @@ struct TuneSweepOutcome {
   std::vector<int> failed;  // devices that failed
   std::size_t not_run = 0;  // shapes no device was left to run
   bool interrupted = false;
-  double seconds = 0;  // the sweep's wall time
+  std::vector<std::string> held;  // shapes skipped because another tune was writing them ("<item> (pid N)")
+  double seconds = 0;             // the sweep's wall time
 };
 
 // The one entry of a tune: plan_tune, then its shapes through run_tune (run_sweep, or

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -166,7 +167,17 @@ int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
     if (code == 0) code = item_code;
   });
   print_sweep_line(out);
-  return out.interrupted ? interrupted_exit_code() : code;
+  if (out.interrupted) return interrupted_exit_code();
+  if (!out.held.empty()) {
+    // Last, so that it is not lost above the other shapes' summaries: what is left to run.
+    std::fflush(stdout);
+    fmt::print(stderr,
+               "tune: {} shape(s) skipped because another tune was writing them: {}; wait for it to finish, then run "
+               "the same command with --resume (the shapes already complete are not tuned again)\n",
+               out.held.size(), fmt::join(out.held, ", "));
+    if (code == 0) code = 2;
+  }
+  return code;
 }
 
 }  // namespace tune::cli

@@ -21,6 +21,8 @@ CompileCache::CompileCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) unusable_ = fmt::format("cannot create the folder: {}", folder_error(dir_, ec));
+  // Its writers take no lock (concurrent runs share it): what a killed one left goes by age and pid.
+  if (!ec) remove_stale_temporaries_once(dir_);
 }
 
 std::filesystem::path CompileCache::default_dir() {

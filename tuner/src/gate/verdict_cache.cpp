@@ -32,6 +32,7 @@ VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {
   if (ec)
     throw InputError(fmt::format("cannot create the verdict cache {} ({}); every check runs and none is stored",
                                  dir_.string(), ec.message()));
+  remove_stale_temporaries_once(dir_);  // as the compile cache's (CompileCache::CompileCache)
 }
 
 std::vector<std::string> VerdictCache::variant_fields(const CompileResult& compiled, const Lowered& lowered) {

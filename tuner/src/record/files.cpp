@@ -1,5 +1,6 @@
 // Readers of result and golden files, validated with one-line errors that name the file.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,9 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -411,15 +415,58 @@ std::string folder_error(const std::filesystem::path& dir, const std::error_code
   return ec.message();
 }
 
-bool is_atomic_write_temporary(const std::string& name, const std::string& target) {
-  const std::string prefix = target + ".tmp.";
-  if (!name.starts_with(prefix)) return false;
-  const std::string_view rest = std::string_view(name).substr(prefix.size());
+namespace {
+
+// The writer's pid of write_file_atomic's temporary name suffix "<pid>.<n>" (what follows
+// "<target>.tmp."), or nothing when it is not one.
+std::optional<long long> temporary_writer(std::string_view rest) {
   const auto dot = rest.find('.');
   const auto digits = [](std::string_view v) {
-    return !v.empty() && v.find_first_not_of("0123456789") == std::string_view::npos;
+    return !v.empty() && v.size() <= 18 && v.find_first_not_of("0123456789") == std::string_view::npos;
   };
-  return dot != std::string_view::npos && digits(rest.substr(0, dot)) && digits(rest.substr(dot + 1));
+  if (dot == std::string_view::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1))) return std::nullopt;
+  return std::stoll(std::string(rest.substr(0, dot)));
+}
+
+// Whether pid is a process of this host (one of another user's too: kill says EPERM).
+bool process_alive(long long pid) {
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+bool is_atomic_write_temporary(const std::string& name, const std::string& target) {
+  const std::string prefix = target + ".tmp.";
+  return name.starts_with(prefix) && temporary_writer(std::string_view(name).substr(prefix.size())).has_value();
+}
+
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::chrono::seconds min_age) {
+  std::error_code ec;
+  std::size_t removed = 0;
+  const auto now = std::filesystem::file_time_type::clock::now();
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const auto mark = name.rfind(".tmp.");
+    if (mark == std::string::npos || mark == 0) continue;
+    const auto writer = temporary_writer(std::string_view(name).substr(mark + 5));
+    std::error_code e;
+    if (!writer || !it->is_regular_file(e) || process_alive(*writer)) continue;
+    const auto written = std::filesystem::last_write_time(it->path(), e);
+    if (e || now - written < min_age) continue;
+    removed += std::filesystem::remove(it->path(), e) ? 1 : 0;
+  }
+  return removed;
+}
+
+void remove_stale_temporaries_once(const std::filesystem::path& dir) {
+  static std::mutex mutex;
+  static std::set<std::string> done;
+  {
+    const std::lock_guard lock(mutex);
+    if (!done.insert(dir.lexically_normal().string()).second) return;
+  }
+  remove_stale_temporaries(dir, std::chrono::hours(1));
 }
 
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {

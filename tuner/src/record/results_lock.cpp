@@ -52,9 +52,10 @@ ResultsLock::ResultsLock(const std::filesystem::path& results, const std::string
       const ssize_t n = pread(fd_, buf, sizeof(buf) - 1, 0);
       close(fd_);
       fd_ = -1;
-      const std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
-      throw InputError(fmt::format("another tune (pid {}) is writing {}; {}", holder.substr(0, holder.find('\n')),
-                                   results.string(), remedy));
+      std::string holder = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("?");
+      holder = holder.substr(0, holder.find('\n'));
+      throw ResultsHeldError(fmt::format("another tune (pid {}) is writing {}; {}", holder, results.string(), remedy),
+                             holder, results.string());
     }
     // The file may have been removed by a holder that just finished: lock the one on disk.
     struct stat held {

@@ -240,6 +240,11 @@ class DeviceSweep {
           stop_ = true;
         }
         changed_.notify_all();
+      } catch (const ResultsHeldError& e) {  // no other device would fare better: the item is skipped
+        const std::lock_guard lock(mutex_);
+        --in_flight_;
+        result_.held.push_back(held_item(w, e, o.log));
+        changed_.notify_all();
       } catch (const DeviceError& e) {
         std::string removed = remove_incomplete(item, w.shape, device.dir);  // before w moves back to the queue
         device_failed(device, queue, std::move(w), removed, e.what());

@@ -27,15 +27,18 @@
 
 namespace tune {
 
-void Outputs::lock() {
+void Outputs::lock(Pass* pass) {
   check_writable(plan_.json_path.parent_path());
   if (o_.header && o_.header->has_parent_path()) check_writable(o_.header->parent_path(), "--header");
-  lock_.emplace(plan_.json_path);
+  if (!pass)
+    lock_.emplace(plan_.json_path);
+  else if (!pass->results_lock)
+    pass->results_lock.emplace(plan_.json_path);
 }
 
 // Where the results go (locked for this run), and the run's context.
 void PassRun::open_outputs() {
-  outputs.lock();
+  outputs.lock(pass);
   ctx.tool_version = tool_version();
   ctx.git_commit = tool_git_commit();
   ctx.command_line = o.command_line;

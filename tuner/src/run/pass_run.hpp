@@ -74,6 +74,9 @@ struct Pass {
   std::optional<HarnessFloor> floor;  // the first pass's
   Clock::time_point started = Clock::now();
   double compile_wall_s = 0, measure_wall_s = 0;  // spent by the earlier passes
+  // The results' lock, taken by the first pass and held until the last ends: released between two
+  // passes, it let another tune of the shape in, which removed the journal the next pass resumes.
+  std::optional<ResultsLock> results_lock;
 };
 
 // Those of `all` that are in `chosen`, in the order of `all`.
@@ -208,8 +211,9 @@ class Outputs {
   Outputs(const RunPlan& plan, const TuneOptions& o, LogFn log, Clock::time_point t_start)
       : plan_(plan), o_(o), log_(std::move(log)), t_start_(t_start) {}
 
-  // Where the results go, checked writable and locked for this run.
-  void lock();
+  // Where the results go, checked writable and locked for this run (for a run in passes, in `pass`:
+  // the first pass takes the lock for them all).
+  void lock(Pass* pass = nullptr);
 
   // --resume (issue 34 #7): the shape's results, complete for this run's identity, in this device's
   // folder (or another's of the sweep, for a card of the same model) are kept as they are and nothing

@@ -26,20 +26,25 @@
 namespace tune {
 
 nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run) {
-  return {{"tool_version", run.context.tool_version},
-          {"git_commit", run.context.git_commit},
-          {"device", run.device ? run.device->name : "none (compile only)"},
-          {"device_index", o.device},
-          {"device_uuid", run.device ? run.device->uuid : ""},
-          {"problem", run.problem},
-          {"shape", run.shape.tag()},
-          {"seed", o.seed},
-          {"source_hash", run.context.source_hash},
-          {"reference", run.context.reference_identity},
-          {"compile_options", run.context.compile_options},
-          {"budget", o.budget},
-          {"search", to_string(o.search)},
-          {"keep_spills", o.keep_spills}};
+  nlohmann::ordered_json identity{{"tool_version", run.context.tool_version},
+                                  {"git_commit", run.context.git_commit},
+                                  {"device", run.device ? run.device->name : "none (compile only)"},
+                                  {"device_index", o.device},
+                                  {"device_uuid", run.device ? run.device->uuid : ""},
+                                  {"problem", run.problem},
+                                  {"shape", run.shape.tag()},
+                                  {"seed", o.seed},
+                                  {"source_hash", run.context.source_hash},
+                                  {"reference", run.context.reference_identity},
+                                  {"compile_options", run.context.compile_options},
+                                  {"budget", o.budget},
+                                  {"search", to_string(o.search)},
+                                  {"keep_spills", o.keep_spills},
+                                  // The finalists re-measured strictly: a result of --top 1 is no result of --top 5.
+                                  {"top", o.top_k}};
+  const nlohmann::ordered_json search = search_identity(o);
+  for (auto it = search.begin(); it != search.end(); ++it) identity[it.key()] = it.value();
+  return identity;
 }
 
 nlohmann::ordered_json across_cards(nlohmann::ordered_json identity, bool same_card) {

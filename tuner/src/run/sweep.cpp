@@ -6,6 +6,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -59,8 +60,16 @@ std::vector<std::jthread> compile_baselines_ahead(const std::vector<SweepWork>& 
 
 }  // namespace
 
+std::string held_item(const SweepWork& work, const ResultsHeldError& e, const std::function<void(const std::string&)>& log) {
+  if (log)
+    log(fmt::format("{}: another tune (pid {}) is writing {}; skipped, the sweep goes on", work.item.describe(), e.holder(),
+                    e.file()));
+  return fmt::format("{} (pid {})", work.item.describe(), e.holder());
+}
+
 std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
-                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer) {
+                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer,
+                      std::vector<std::string>* held) {
   const StopScope stop_scope;  // over every shape: a stop asked for in one shape ends the sweep
   std::size_t ran = 0;
   std::map<std::string, std::vector<std::filesystem::path>> taught;  // problem -> results of its earlier items
@@ -82,7 +91,15 @@ std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
                                    w.item.describe(), earlier.size(),
                                    base.warm_start.empty() ? "" : " and the --warm-start files"));
     }
-    const TuneOutcome outcome = run_tune(o, w.shape, &device);
+    std::optional<TuneOutcome> ran_item;
+    try {
+      ran_item.emplace(run_tune(o, w.shape, &device));
+    } catch (const ResultsHeldError& e) {  // nothing of this shape was written: the other tune's files stay
+      if (!held) throw;
+      held->push_back(held_item(w, e, base.log));
+      continue;
+    }
+    const TuneOutcome& outcome = *ran_item;
     if (transfer && outcome.run.winner && outcome.json_path.extension() == ".json")
       taught[w.item.problem].push_back(outcome.json_path);
     ++ran;

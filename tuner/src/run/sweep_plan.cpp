@@ -21,6 +21,7 @@
 
 #include "core/json_file.hpp"
 #include "run/run_common.hpp"
+#include "search/strategy.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
@@ -210,7 +211,8 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>&
                            {"max_variants", base.max_variants},
                            {"search", to_string(base.search)},
                            {"keep_spills", base.keep_spills},
-                           {"time_budget_s", base.time_budget_s}};
+                           {"time_budget_s", base.time_budget_s},
+                           {"search_options", search_identity(base)}};
   // The spaces by content (problem files and templates): two shards given different files of one
   // name are different runs. An item that did not resolve is reported when it is checked.
   std::map<std::string, std::string> sources;
@@ -358,6 +360,7 @@ void run_on_devices(TuneSweepOutcome& out, const std::function<void(const ItemDo
   out.failed = result.failed;
   out.not_run = result.not_run;
   out.interrupted = result.interrupted;
+  out.held = result.held;
 }
 
 // The sweep's shapes one after the other, in this process (a lone shape: its plain run).
@@ -374,7 +377,7 @@ void run_in_sequence(TuneSweepOutcome& out, const std::function<void(const ItemD
     out.ran = 1;
     return;
   }
-  out.ran = run_sweep(p.work, p.base, done, p.transfer);
+  out.ran = run_sweep(p.work, p.base, done, p.transfer, &out.held);
   // A stop asked for between two shapes: the shapes after it were not run.
   out.interrupted = out.interrupted || (out.ran < p.work.size() && interrupt_signal() != 0);
   out.seconds = seconds_since(t0);

@@ -51,6 +51,31 @@ StrategyPtr make_search_strategy(const TuneOptions& o) {
   return s;
 }
 
+nlohmann::ordered_json search_identity(const TuneOptions& o) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  const bool model = o.search == SearchMode::kModel;
+  const bool warm = !o.warm_start.empty();
+  if (model) {
+    j["model_init"] = o.model_init;
+    j["model_batch"] = o.model_batch;
+    j["model_rounds"] = o.model_rounds;
+    j["model_gain"] = o.model_gain;
+  }
+  if (warm) {
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (const auto& f : o.warm_start) files.push_back(f.string());
+    j["warm_start"] = files;
+    j["warm_keep"] = o.warm_keep;
+    j["warm_explore"] = o.warm_explore;
+  }
+  if (model || warm) {
+    j["warm_refine"] = o.warm_refine;
+    j["warm_refine_rounds"] = o.warm_refine_rounds;
+  }
+  if (o.budget > 0) j["max_space"] = o.max_space;  // a space past it is sampled by drawing: other variants
+  return j;
+}
+
 bool enumerable(const TuneOptions& o, const Space& space) {
   const std::uint64_t size = space.size();
   if (size <= o.max_space) return true;

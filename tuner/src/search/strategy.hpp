@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tune/measure.hpp"
 #include "tune/problem.hpp"
 #include "tune/record.hpp"
@@ -127,6 +129,14 @@ class WrappingStrategy : public SearchStrategy {
 // surrogate model), wrapped in the local refine rounds and successive halving where asked for.
 // Throws InputError for --search model where the run cannot be in passes.
 StrategyPtr make_search_strategy(const TuneOptions& o);
+
+// The options beside --search and --budget that decide which variants the strategy of `o` chooses
+// (those of the model, the warm start, the refine rounds, --max-space where --budget samples), as
+// they apply to it: part of the run's identity (run_identity), so a complete result or a journal of
+// other choices is not taken for this run's.
+// The options as given (--model-batch 0 is the compile jobs: a resubmission on a node of other
+// cores is still the same run).
+nlohmann::ordered_json search_identity(const TuneOptions& o);
 
 StrategyPtr make_exhaustive_strategy();
 StrategyPtr make_random_strategy();

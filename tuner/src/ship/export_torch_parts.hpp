@@ -70,8 +70,13 @@ std::string binding_source(const std::vector<ExportedProblem>& problems, const s
 std::string problem_module(const ExportedProblem& p);
 // <package>/__init__.py: load(), the built extension, else a JIT build of csrc/.
 std::string init_module(const std::vector<ExportedProblem>& problems, const std::string& package);
-// A Python list literal of strings.
-std::string python_list(const std::vector<std::string>& items);
+// Each string as a Python string literal.
+std::vector<std::string> python_strings(const std::vector<std::string>& items);
+// "NAME = [a, b]\n" (brackets "[]", or "{}" of "key: value" literals), or where that passes 120
+// columns (the repo's .flake8), the literals packed into lines of a hanging indent: the generated
+// Python is flake8-clean.
+std::string python_assignment(const std::string& name, const std::vector<std::string>& literals,
+                              const char* brackets = "[]");
 
 // <package>/_build.py: the sources (relative to the package) and flags setup.py and load() build.
 std::string build_module(const std::vector<std::string>& sources, int arch);
