@@ -9,11 +9,13 @@
 
 #include "cli/options.hpp"
 #include "cli/subcommands.hpp"
+#include "cli/summary.hpp"
 #include "cli/tune_command.hpp"
 #include "core/json_file.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
+#include "tune/stop.hpp"
 #include "tune/worker_protocol.hpp"
 #include "tune/worker_server.hpp"
 
@@ -87,6 +89,9 @@ int main(int argc, char** argv) {
   } catch (const tune::DeviceError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
     return 3;
+  } catch (const tune::Interrupted& e) {  // Ctrl-C or SIGTERM before anything was measured
+    fmt::print(stderr, "tune: {}\n", e.what());
+    return tune::cli::interrupted_exit_code();
   } catch (const std::exception& e) {
     fmt::print(stderr, "tune: internal error: {}\n", e.what());
     return 4;

@@ -8,6 +8,7 @@
 #include "search/progress_log.hpp"
 #include "tune/compile.hpp"
 #include "tune/errors.hpp"
+#include "tune/stop.hpp"
 
 namespace tune {
 
@@ -87,6 +88,7 @@ std::string rejections(const Enumeration& e) {
 FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx) {
   ProgressLog progress(s.log, "space: configurations checked against the constraints");
   const auto on_progress = [&](const SpaceProgress& p) {
+    throw_if_stopped("enumerating the space of " + s.space.source_name());
     progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid));
   };
   const Enumeration all = s.space.enumerate(s.shape, s.limits, s.options.max_space, on_progress);
