@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   const tune::cli::Subcommands subs = tune::cli::add_subcommands(app, tune_args.opt);
   // A dimension named like an option could not be given on the command line (issue 34 #10).
   tune::set_reserved_dimension_names(tune::cli::long_option_names(app));
+  tune::cli::decimal_integers(app);
   // Shape dimensions are the problem's: whatever is left after the known options.
   app.allow_extras();
   try {

@@ -1,6 +1,7 @@
 #include "search/strategy.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -54,7 +55,8 @@ StrategyPtr make_search_strategy(const TuneOptions& o) {
 
 bool enumerable(const TuneOptions& o, const Space& space) {
   const std::uint64_t size = space.size();
-  if (size <= o.max_space) return true;
+  // A product past 2^64 (size() saturates, "at least 1.8e+19") is never enumerated, whatever --max-space.
+  if (size <= o.max_space && size != std::numeric_limits<std::uint64_t>::max()) return true;
   if (o.budget <= 0)
     throw InputError(
         fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
