@@ -776,3 +776,28 @@ TEST(ProblemFolder, ASignalWhileAHugeSpaceIsEnumeratedEndsTheRunAtOnce) {
     EXPECT_FALSE(fs::exists(fs::path(out) / "compile-only-sm_90" / "affine")) << "nothing was written";
   }
 }
+
+// Round 8: results files are named by the shape (every dimension's name and value): a problem of
+// long dimension names made a name past the file system's 255 bytes, refused at the results lock as
+// "the results' folder must be writable" (it was), or, some bytes shorter, at the first snapshot
+// (.json.partial), depending on the process id. It is refused before anything runs, saying why.
+TEST(ProblemFolder, AShapeWhoseResultsFileNameIsTooLongIsRefusedBeforeAnythingRuns) {
+  const fs::path dir = third_party("long_dims", [](Json& j) {
+    for (int i = 0; i < 12; ++i) {
+      const std::string name = "dimension_number_" + std::to_string(10 + i);
+      j["shape"]["dims"].push_back(name);
+      j["shape"]["defaults"][name] = 1;
+    }
+  });
+  const std::string out = out_dir("long_dims");
+  for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+    const Result r = run_with(env, "--problem " + dir.string() + " --R 8 --no-cache --out " + out +
+                                       (env.empty() ? " --compile-only" : ""));
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r,
+                        "bytes: with the suffixes tune adds (.json.partial and a temporary's) it passes the 255 "
+                        "bytes a file name may have; give the problem shorter dimension names");
+    EXPECT_EQ(r.output.find("must be writable"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out)) << r.output;
+  }
+}
