@@ -910,6 +910,20 @@ TEST(Cli, IntegerOptionsAreDecimalAndACountPast64BitsIsRefused) {
   EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
 }
 
+// Round 8: a space enumerated past --max-space's default kept every valid configuration until the
+// end, then refused them for --max-variants: 10^12 configurations ran until memory ran out. The
+// enumeration refuses once the valid ones pass --max-variants (every one would be a variant).
+TEST(Cli, AnEnumerationRefusesAsSoonAsItsValidConfigurationsPassMaxVariants) {
+  const std::string out = out_dir("max_variants_early");
+  const Result r =
+      run_command("timeout -s KILL 60 " + std::string(TUNE_EXE) + " " + kSmallShape + " --config " + huge_space() +
+                  " --compile-only --out " + out + " --max-space 1000000000000000 --max-variants 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "valid configurations");
+  EXPECT_NE(r.output.find("are more than --max-variants 1 a run compiles and times"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
+}
+
 // With --budget, a space past the limit is sampled: configurations drawn at random (never
 // enumerated) until the budget is met, the draws recorded.
 // --warm-start (issue 24): only the configurations within --warm-keep of the best at the nearest
