@@ -43,9 +43,10 @@ fs::path third_party(const std::string& name, const std::function<void(Json&)>& 
 void write(const fs::path& file, const std::string& text) { std::ofstream(file) << text; }
 
 // A shell prefix that runs the command and sends it `signal` after `seconds`, its own exit code kept
-// (timeout's --preserve-status; -k ends a command that ignores the signal, 20 s later).
+// (timeout's --preserve-status; -k ends a command that ignores the signal, 20 s later). Once:
+// without --foreground timeout signals its process group too, a second signal that ends tune at once.
 std::string fmt_signal_after(int signal, int seconds) {
-  return "timeout --preserve-status -k 20 -s " + std::to_string(signal) + " " + std::to_string(seconds);
+  return "timeout --foreground --preserve-status -k 20 -s " + std::to_string(signal) + " " + std::to_string(seconds);
 }
 
 std::string slurp(const fs::path& file) {
@@ -763,6 +764,8 @@ TEST(ProblemFolder, ASignalWhileAHugeSpaceIsEnumeratedEndsTheRunAtOnce) {
       if (p["values"].empty())
         for (int v = 1; v <= 10; ++v) p["values"].push_back(v);
     for (int i = 0; i < 12; ++i) j["baseline"]["p" + std::to_string(i)] = 1;
+    // None valid: nothing is held, and no valid count passes --max-variants before the signal.
+    j["constraints"].push_back("p11 == 0");
   });
   const std::string out = out_dir("huge_space_interrupt");
   for (const int signal : {SIGINT, SIGTERM}) {
