@@ -878,6 +878,52 @@ TEST(Cli, AHugeSpaceIsRefusedInOneLineBeforeAnythingRuns) {
                "--max-space 0: expected at least 1");
 }
 
+// Round 8: an integer option took CLI11's base-0 conversion and saturated past 2^64 without a word:
+// "--jobs 010" was 8 jobs, "--jobs 0x10" 16, "--max-space 10^23" enumerated a space of 10^90
+// configurations for ever. A count is decimal (leading zeros dropped), at most 2^64 - 1; a space
+// whose product passes 2^64 is never enumerated, whatever --max-space says.
+TEST(Cli, IntegerOptionsAreDecimalAndACountPast64BitsIsRefused) {
+  const std::string out = out_dir("decimal_counts");
+  const std::string base = std::string(kSmallShape) + " --compile-only --out " + out + " --config ";
+  const std::string small = std::string(TUNE_FIXTURES) + "/contact_small_space.json";
+  expect_error(base + small + " --max-space 0100", "more than --max-space 100;");
+  expect_error(base + small + " --jobs 0x10", "--jobs: 0x10 is not a decimal integer");
+  expect_error(base + small + " --top 1_0", "--top: 1_0 is not a decimal integer");
+  for (const char* big : {"18446744073709551616", "99999999999999999999999"}) {
+    expect_error(base + small + " --max-space " + big, fmt::format("--max-space: {} is too large; give at most", big));
+    expect_error(base + small + " --max-variants " + big, fmt::format("--max-variants: {} is too large", big));
+  }
+  // Five parameters of 10^4 values over the small space: past 2^64 configurations.
+  const std::string past = edited_space("past_2_64", [](auto& j) {
+    for (int p = 0; p < 5; ++p) {
+      nlohmann::ordered_json values = nlohmann::ordered_json::array();
+      for (int i = 0; i < 10000; ++i) values.push_back(i);
+      const std::string name = fmt::format("x{}", p);
+      j["parameters"].push_back({{"name", name}, {"values", values}});
+      j["baseline"][name] = 0;
+    }
+  });
+  const Result r =
+      run_command("timeout -s KILL 60 " + std::string(TUNE_EXE) + " " + base + past + " --max-space 18446744073709551615");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "the space has at least 1.8e+19 configurations");
+  EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
+}
+
+// Round 8: a space enumerated past --max-space's default kept every valid configuration until the
+// end, then refused them for --max-variants: 10^12 configurations ran until memory ran out. The
+// enumeration refuses once the valid ones pass --max-variants (every one would be a variant).
+TEST(Cli, AnEnumerationRefusesAsSoonAsItsValidConfigurationsPassMaxVariants) {
+  const std::string out = out_dir("max_variants_early");
+  const Result r =
+      run_command("timeout -s KILL 60 " + std::string(TUNE_EXE) + " " + kSmallShape + " --config " + huge_space() +
+                  " --compile-only --out " + out + " --max-space 1000000000000000 --max-variants 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  expect_error_output(r, "valid configurations");
+  EXPECT_NE(r.output.find("are more than --max-variants 1 a run compiles and times"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out)) << r.output;
+}
+
 // With --budget, a space past the limit is sampled: configurations drawn at random (never
 // enumerated) until the budget is met, the draws recorded.
 // --warm-start (issue 24): only the configurations within --warm-keep of the best at the nearest

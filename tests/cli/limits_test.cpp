@@ -323,3 +323,104 @@ TEST(DeviceLimits, TheFakeWorkerRefusesALaunchOfMoreSharedMemoryThanItsDeviceHas
 }
 
 }  // namespace
+
+namespace {
+
+// A problem folder of one kernel whose launch geometry and registers are the test's: a block of
+// `block` (x, y, z), `smem` bytes of dynamic shared memory, and with `heavy` 160 floats a thread
+// kept live (about 128 registers), so that a block of 1024 threads needs more than the 64K
+// registers a block has.
+std::filesystem::path launch_problem(const std::string& name, const Json& block, const std::string& smem, bool heavy) {
+  const std::filesystem::path dir = std::filesystem::path(out_dir("launch_fit_" + name)) / "fit";
+  std::filesystem::create_directories(dir);
+  const Json p = {{"schema_version", 1},
+                  {"problem", "fit"},
+                  {"template", "kernel.cuh"},
+                  {"reference", {{"python", "reference.py"}}},
+                  {"shape", {{"dims", {"N"}}, {"defaults", Json::object()}}},
+                  {"tensors",
+                   {{{"name", "x"}, {"role", "input"}, {"shape", {"N"}}, {"init", "normal"}},
+                    {{"name", "out"}, {"role", "output"}, {"shape", {"N"}}}}},
+                  {"work", {{"flop", "N"}, {"bytes", "8 * N"}}},
+                  {"parameters", {{{"name", "threads"}, {"values", {256, 1024}}}}},
+                  {"launches",
+                   {{{"kernel", "fit_kernel"},
+                     {"template_args", {"threads"}},
+                     {"grid", {"1", "1", "1"}},
+                     {"block", block},
+                     {"dynamic_smem", smem},
+                     {"args", {"x", "out"}}}}},
+                  {"baseline", {{"threads", 256}}}};
+  std::ofstream(dir / "problem.json") << p.dump(1);
+  std::ofstream(dir / "reference.py") << "import numpy as np\n\ndef reference(shape, params, inputs):\n"
+                                         "    return np.asarray(inputs['x'], dtype=np.float64)\n";
+  std::ofstream(dir / "kernel.cuh")
+      << "template <int T>\n__global__ void fit_kernel(const float* x, float* out) {\n"
+      << (heavy ? "  float a[160];\n#pragma unroll\n  for (int k = 0; k < 160; ++k) a[k] = x[threadIdx.x + k];\n"
+                  "  float s = 0;\n#pragma unroll\n  for (int k = 0; k < 160; ++k) s += a[k] * a[(k * 7) % 160] + "
+                  "a[(k * 13) % 160] * s;\n  out[threadIdx.x] = s;\n"
+                : "  out[threadIdx.x] = x[threadIdx.x];\n")
+      << "}\n";
+  return dir;
+}
+
+// The statuses of a results file's variants by name.
+std::map<std::string, std::string> statuses(const std::filesystem::path& file, std::map<std::string, std::string>* reasons) {
+  std::map<std::string, std::string> out;
+  const Json run = read_json(file);  // alive through the loop: a temporary's member would not be
+  for (const auto& v : run.at("variants")) {
+    const std::string name = v.at("name").get<std::string>();
+    out[name] = v.at("status").get<std::string>();
+    if (reasons) (*reasons)[name] = v.value("reason", "");
+  }
+  return out;
+}
+
+}  // namespace
+
+// Round 8: a compile-only sweep recorded as `compiled` (and the fake worker timed, even as the
+// winner) variants that no card launches: a block of 32x32x2 threads, a block.z of 65, 128
+// registers a thread in blocks of 1024 (twice the 64K a block has), dynamic shared memory past
+// sm_90's 227 KiB. They are `launch_failed` with the device's reason, as on a card; a run in which
+// none would launch exits 5 with that reason.
+TEST(DeviceLimits, CompileOnlyAndTheFakeWorkerRefuseWhatNoCardLaunches) {
+  struct Case {
+    std::string name;
+    Json block;
+    std::string smem;
+    bool heavy;
+    std::string reason;
+  };
+  const std::vector<Case> cases =
+      {{"threads", {"threads", "8", "1"}, "0", false, "256x8x1 = 2048 threads; the device allows 1024"},
+       {"block_z", {"1", "1", "65"}, "0", false, "has a block of 1x1x65 threads; block.z is at most 64"},
+       {"smem", {"threads", "1", "1"}, "232449", false, "needs 232449 bytes of shared memory, the device allows 232448"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto dir = launch_problem(c.name, c.block, c.smem, c.heavy);
+    const std::string out = (dir.parent_path() / "out").string();
+    const Result r = run(fmt::format("--problem {} --N 64 --compile-only --out {}", dir.string(), out));
+    EXPECT_EQ(r.code, 5) << r.output;
+    EXPECT_NE(r.output.find("threads=256 would not launch: fit_kernel "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(c.reason), std::string::npos) << r.output;
+    for (const auto& [name, status] :
+         statuses(std::filesystem::path(out) / "compile-only-sm_90" / "fit" / "N64.json", nullptr))
+      EXPECT_EQ(status, "launch_failed") << name;
+  }
+  // Registers: 1024 threads of about 128 registers do not fit a block; 256 do.
+  const auto dir = launch_problem("registers", {"threads", "1", "1"}, "0", true);
+  const std::string out = (dir.parent_path() / "out").string();
+  for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+    SCOPED_TRACE(env);
+    const Result r = run_with(env, fmt::format("--problem {} --N 64 --sanitize off --out {}{}", dir.string(), out,
+                                               env.empty() ? " --compile-only" : ""));
+    ASSERT_EQ(r.code, 0) << r.output;
+    std::map<std::string, std::string> reasons;
+    const auto file = std::filesystem::path(out) / (env.empty() ? "compile-only-sm_90" : "fake-gpu") / "fit" / "N64.json";
+    const auto s = statuses(file, &reasons);
+    EXPECT_EQ(s.at("threads=256"), env.empty() ? "compiled" : "passed");
+    EXPECT_EQ(s.at("threads=1024"), "launch_failed");
+    EXPECT_NE(reasons.at("threads=1024").find("needs 1024 threads per block but its registers allow 512"), std::string::npos)
+        << reasons.at("threads=1024");
+  }
+}

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -40,6 +41,13 @@ fs::path third_party(const std::string& name, const std::function<void(Json&)>& 
 }
 
 void write(const fs::path& file, const std::string& text) { std::ofstream(file) << text; }
+
+// A shell prefix that runs the command and sends it `signal` after `seconds`, its own exit code kept
+// (timeout's --preserve-status; -k ends a command that ignores the signal, 20 s later). Once:
+// without --foreground timeout signals its process group too, a second signal that ends tune at once.
+std::string fmt_signal_after(int signal, int seconds) {
+  return "timeout --foreground --preserve-status -k 20 -s " + std::to_string(signal) + " " + std::to_string(seconds);
+}
 
 std::string slurp(const fs::path& file) {
   std::ifstream f(file);
@@ -816,3 +824,55 @@ TEST(ProblemFolder, BomsBadBytesSymlinksAndAnIncludeDirOfRootAreHandledAtLoad) {
 }
 
 }  // namespace
+
+// Round 8: a space raised past --max-space's default (10^12 configurations here) takes hours to
+// enumerate; the first Ctrl-C or SIGTERM ended nothing (the enumeration never asked), so the run
+// went on until memory ran out. It now ends within the next 65536 configurations: exit 128 + the
+// signal, one line saying what it was doing, nothing written.
+TEST(ProblemFolder, ASignalWhileAHugeSpaceIsEnumeratedEndsTheRunAtOnce) {
+  const fs::path dir = third_party("huge_space", [](Json& j) {
+    for (int i = 0; i < 12; ++i) j["parameters"].push_back({{"name", "p" + std::to_string(i)}, {"values", Json::array()}});
+    for (auto& p : j["parameters"])
+      if (p["values"].empty())
+        for (int v = 1; v <= 10; ++v) p["values"].push_back(v);
+    for (int i = 0; i < 12; ++i) j["baseline"]["p" + std::to_string(i)] = 1;
+    // None valid: nothing is held, and no valid count passes --max-variants before the signal.
+    j["constraints"].push_back("p11 == 0");
+  });
+  const std::string out = out_dir("huge_space_interrupt");
+  for (const int signal : {SIGINT, SIGTERM}) {
+    const auto start = std::chrono::steady_clock::now();
+    const Result r = run_command(fmt_signal_after(signal, 2) + " " + std::string(TUNE_EXE) + " --problem " + dir.string() +
+                                 " --R 8 --compile-only --no-cache --max-space 100000000000000 --out " + out);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r.code, 128 + signal) << r.output;
+    EXPECT_LT(seconds, 30) << "the enumeration went on after the signal";
+    EXPECT_NE(r.output.find("while enumerating the space of"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(fs::path(out) / "compile-only-sm_90" / "affine")) << "nothing was written";
+  }
+}
+
+// Round 8: results files are named by the shape (every dimension's name and value): a problem of
+// long dimension names made a name past the file system's 255 bytes, refused at the results lock as
+// "the results' folder must be writable" (it was), or, some bytes shorter, at the first snapshot
+// (.json.partial), depending on the process id. It is refused before anything runs, saying why.
+TEST(ProblemFolder, AShapeWhoseResultsFileNameIsTooLongIsRefusedBeforeAnythingRuns) {
+  const fs::path dir = third_party("long_dims", [](Json& j) {
+    for (int i = 0; i < 12; ++i) {
+      const std::string name = "dimension_number_" + std::to_string(10 + i);
+      j["shape"]["dims"].push_back(name);
+      j["shape"]["defaults"][name] = 1;
+    }
+  });
+  const std::string out = out_dir("long_dims");
+  for (const std::string env : {"", "TUNE_WORKER_FAKE=1"}) {
+    const Result r = run_with(env, "--problem " + dir.string() + " --R 8 --no-cache --out " + out +
+                                       (env.empty() ? " --compile-only" : ""));
+    EXPECT_EQ(r.code, 2) << r.output;
+    expect_error_output(r,
+                        "bytes: with the suffixes tune adds (.json.partial and a temporary's) it passes the 255 "
+                        "bytes a file name may have; give the problem shorter dimension names");
+    EXPECT_EQ(r.output.find("must be writable"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out)) << r.output;
+  }
+}

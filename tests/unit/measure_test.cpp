@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tune/measure.hpp"
+#include "tune/problem.hpp"
 
 namespace tune {
 namespace {
@@ -75,3 +76,18 @@ TEST(Parity, ToleranceNanAndWorstIndex) {
 
 }  // namespace
 }  // namespace tune
+
+// Round 8: a shape too large for the device's memory was refused with "use a smaller --B or --N",
+// contact's dimensions, for every problem; the line names the largest tensor and its size instead.
+TEST(MemoryFit, AShortfallNamesTheLargestTensorNotContactsDimensions) {
+  const tune::Problem& contact = tune::find_problem("contact");
+  const tune::Shape shape({{"B", 8}, {"N", 1024}, {"C", 64}, {"H", 32}});
+  tune::DeviceInfo device;
+  device.name = "NVIDIA H100";
+  device.l2_bytes = 50 << 20;
+  const std::string why = tune::DeviceRunner::memory_shortfall(contact, shape, device, 1 << 20);
+  EXPECT_NE(why.find("the largest tensor, 'pair_repr', has 536870912 elements, 2.00 GiB"), std::string::npos) << why;
+  EXPECT_NE(why.find("pass a smaller shape"), std::string::npos) << why;
+  EXPECT_EQ(why.find("--B or --N"), std::string::npos) << why;
+  EXPECT_TRUE(tune::DeviceRunner::memory_shortfall(contact, shape, device, std::uint64_t{1} << 40).empty());
+}

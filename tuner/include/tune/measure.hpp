@@ -162,4 +162,13 @@ class DeviceRunner {
   std::unique_ptr<Impl> impl_;
 };
 
+// Why a card of `limits` would refuse to launch a compiled variant, from its geometry and the ptxas
+// report alone (`resources`, by lowered name): a block past 1024 x 1024 x 64 or of more threads
+// than `limits.max_threads_per_block`, more registers than a block has (64K, allocated per warp in
+// 256s), static plus dynamic shared memory past `limits.max_smem_per_block`. Empty when it fits.
+// The compile-only sweep and the fake worker judge so what the device's own check (the loaded
+// function's attributes) finds on a card.
+std::string launch_refusal(const Lowered& lowered, const std::vector<std::string>& lowered_names,
+                           const std::map<std::string, Resources>& resources, const DeviceLimits& limits);
+
 }  // namespace tune

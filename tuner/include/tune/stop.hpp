@@ -1,5 +1,6 @@
 #pragma once
 // The run's stop state: SIGINT and SIGTERM ask a run, and every loop of it, to stop.
+#include <stdexcept>
 #include <string>
 
 namespace tune {
@@ -22,5 +23,15 @@ class StopScope {
 };
 // Whether a stop was asked for since the outermost StopScope started.
 bool stop_requested();
+
+// A stop asked for before the run had anything to record (while its space is enumerated or sampled,
+// which may take minutes for a space raised past --max-space's default): the command ends at once
+// with one line and 128 + the signal, instead of finishing the step first.
+class Interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// Throws Interrupted, naming `during` ("enumerating the space of problem.json"), once a stop was asked for.
+void throw_if_stopped(const std::string& during);
 
 }  // namespace tune

@@ -9,11 +9,13 @@
 
 #include "cli/options.hpp"
 #include "cli/subcommands.hpp"
+#include "cli/summary.hpp"
 #include "cli/tune_command.hpp"
 #include "core/json_file.hpp"
 #include "tune/errors.hpp"
 #include "tune/io.hpp"
 #include "tune/problem.hpp"
+#include "tune/stop.hpp"
 #include "tune/worker_protocol.hpp"
 #include "tune/worker_server.hpp"
 
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
   const tune::cli::Subcommands subs = tune::cli::add_subcommands(app, tune_args.opt);
   // A dimension named like an option could not be given on the command line (issue 34 #10).
   tune::set_reserved_dimension_names(tune::cli::long_option_names(app));
+  tune::cli::decimal_integers(app);
   // Shape dimensions are the problem's: whatever is left after the known options.
   app.allow_extras();
   try {
@@ -87,6 +90,9 @@ int main(int argc, char** argv) {
   } catch (const tune::DeviceError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
     return 3;
+  } catch (const tune::Interrupted& e) {  // Ctrl-C or SIGTERM before anything was measured
+    fmt::print(stderr, "tune: {}\n", e.what());
+    return tune::cli::interrupted_exit_code();
   } catch (const std::exception& e) {
     fmt::print(stderr, "tune: internal error: {}\n", e.what());
     return 4;

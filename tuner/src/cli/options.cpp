@@ -1,5 +1,6 @@
 #include "cli/options.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -50,9 +51,17 @@ std::string usage_error_line(const CLI::App* app, const CLI::Error& e) {
 CLI::Validator count_value() {
   return CLI::Validator(
       [](std::string& v) {
-        return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos
-                   ? std::string()
-                   : fmt::format("{} is not a count; give 1 or more, in decimal digits", v);
+        if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+          return fmt::format("{} is not a count; give 1 or more, in decimal digits", v);
+        // Past 2^64 - 1 the conversion saturated without a word: --max-space 10^23 enumerated
+        // a space of 10^90 configurations.
+        const std::size_t first = v.find_first_not_of('0');
+        const std::string digits = first == std::string::npos ? std::string("0") : v.substr(first);
+        const std::string most = "18446744073709551615";
+        if (digits.size() > most.size() || (digits.size() == most.size() && digits > most))
+          return fmt::format("{} is too large; give at most {}", v, most);
+        v = digits;  // decimal: CLI11 reads "0100" as octal 64
+        return std::string();
       },
       "COUNT");
 }
@@ -101,6 +110,27 @@ std::set<std::string> long_option_names(const CLI::App& app) {
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
     for (const std::string& n : long_option_names(*sub)) out.insert(n);
   return out;
+}
+
+void decimal_integers(CLI::App& app) {
+  // CLI11 converts with base 0: "--jobs 010" was 8 jobs and "--budget 0x10" 16, without a word.
+  const CLI::Validator decimal(
+      [](std::string& v) {
+        const std::size_t sign = !v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0;
+        if (sign == v.size() || v.find_first_not_of("0123456789", sign) != std::string::npos)
+          return fmt::format("{} is not a decimal integer", v);
+        const std::size_t first = v.find_first_not_of('0', sign);
+        v = v.substr(0, sign) + (first == std::string::npos ? std::string("0") : v.substr(first));
+        return std::string();
+      },
+      "");
+  for (CLI::Option* o : app.get_options()) {
+    const std::string type = o->get_type_name();
+    // A count (count_value) reads its own digits, with its own message.
+    if ((type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) && type.find(":COUNT") == std::string::npos)
+      o->transform(decimal);
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) decimal_integers(*sub);
 }
 
 void check_no_empty_values(const CLI::App& app) {

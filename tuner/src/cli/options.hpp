@@ -34,12 +34,17 @@ void check_no_extras(const CLI::App& root, const CLI::App& sub);
 // ...): a problem's dimension may not take one, since its shape option would be that option.
 std::set<std::string> long_option_names(const CLI::App& app);
 
+// Every integer option of `app` and its subcommands reads its value as decimal digits (leading
+// zeros dropped: "010" is 10); a hex or octal form is refused in one line.
+void decimal_integers(CLI::App& app);
+
 // The one line of a usage error CLI11 finds (an unknown --search, a missing argument): "tune: ...",
 // and for a group without its subcommand (tune export onnx) the subcommands it has. The app's
 // failure_message.
 std::string usage_error_line(const CLI::App* app, const CLI::Error& e);
 
-// A count (--max-space, --max-variants): decimal digits only; CLI11 would take -1 as 2^64 - 1.
+// A count (--max-space, --max-variants): decimal digits only, at most 2^64 - 1 (CLI11 would take -1
+// as 2^64 - 1 and saturate past it), leading zeros dropped: register it with ->transform().
 CLI::Validator count_value();
 // A finite number: CLI::Range lets NaN through.
 CLI::Validator finite_value();

@@ -88,12 +88,12 @@ class VerifyCommand final : public Subcommand {
   void add_limits() {
     app_->add_option("--max-space", opt_.max_space,
                      "--all without a results file: the most configurations the problem's space is enumerated up to")
-        ->check(count_value())
+        ->transform(count_value())
         ->check(CLI::Range(std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()))
         ->capture_default_str();
     app_->add_option("--max-variants", opt_.max_variants,
                      "--all without a results file: the most valid configurations checked")
-        ->check(count_value())
+        ->transform(count_value())
         ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
         ->capture_default_str();
   }

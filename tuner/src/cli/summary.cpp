@@ -69,8 +69,8 @@ void print_winner(const RunRecord& run) {
 }
 
 // "; block=32 failed to compile: kernel.cuh(38): error: ...": the first error NVRTC gave a variant
-// that failed to compile, so a run whose every variant failed says why without its JSON; "" when
-// none failed to compile.
+// that failed to compile, so a run whose every variant failed says why without its JSON; else why
+// the first that would not launch did not; "" when none failed either way.
 std::string first_compile_error(const RunRecord& run) {
   for (const auto& v : run.variants) {
     if (v.status != Status::kCompileFailed) continue;
@@ -89,6 +89,9 @@ std::string first_compile_error(const RunRecord& run) {
           "against its template parameters)";
     return fmt::format("; {} failed to compile: {}", v.name, error);
   }
+  // A compile-only run's variants that compiled but that the target's card would not launch.
+  for (const auto& v : run.variants)
+    if (v.status == Status::kLaunchFailed) return fmt::format("; {} would not launch: {}", v.name, v.reason);
   return "";
 }
 

@@ -80,11 +80,11 @@ void add_sampling_options(CLI::App& app, TuneOptions& opt) {
   app.add_option("--max-space", opt.max_space,
                  "the most configurations (the product of the parameters' values) a space is enumerated up to; a "
                  "larger one is refused, or with --budget sampled without enumerating it")
-      ->check(count_value())
+      ->transform(count_value())
       ->capture_default_str();
   app.add_option("--max-variants", opt.max_variants,
                  "the most variants a run compiles and times (after --budget and --shard); more is refused")
-      ->check(count_value())
+      ->transform(count_value())
       ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
       ->capture_default_str();
   app.add_option("--time-budget", opt.time_budget_s,

@@ -1,6 +1,8 @@
 // A run's plan, resolved once (tune/run_plan.hpp).
 #include "tune/run_plan.hpp"
 
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "run/run_common.hpp"
@@ -46,7 +48,19 @@ RunDevice open_run_device(const TuneOptions& o) {
 
 std::filesystem::path results_path(const TuneOptions& o, const std::string& problem, const Shape& shape,
                                    const std::string& gpu_dir) {
-  return o.out_dir / gpu_dir / problem / (result_stem(shape, o.shard) + ".json");
+  const std::string stem = result_stem(shape, o.shard);
+  // The longest name made of the stem: the snapshot's atomic-write temporary,
+  // "<stem>.json.partial.tmp.<pid>.<serial>" (a pid of up to 7 digits, Linux's pid_max 4194304; a
+  // serial of up to 6, the process's atomic writes). A name past the file system's 255 bytes failed
+  // at the results lock, blamed on the folder's permissions, or at the first snapshot by the pid.
+  constexpr std::size_t kLongestSuffix = std::string_view(".json.partial.tmp.").size() + 7 + 1 + 6;
+  constexpr std::size_t kNameMax = 255;
+  if (stem.size() + kLongestSuffix > kNameMax)
+    throw ShapeError(
+        fmt::format("shape {} names its results file {}.json, {} bytes: with the suffixes tune adds (.json.partial and a "
+                    "temporary's) it passes the 255 bytes a file name may have; give the problem shorter dimension names",
+                    shape.describe(), stem, stem.size() + 5));
+  return o.out_dir / gpu_dir / problem / (stem + ".json");
 }
 
 namespace {

@@ -102,7 +102,10 @@ void PassRun::measure(std::size_t i) {
     rec.reason = "NVRTC rejected the variant";
     rec.log_excerpt = excerpt(cr.log);
   } else if (note_parameter_types(i); !run.timed) {
-    rec.status = Status::kCompiled;
+    // What the card of the target arch would refuse to launch is no compiled variant to count on.
+    const std::string refused = launch_refusal(lowered[i], cr.lowered_names, cr.resources, limits);
+    rec.status = refused.empty() ? Status::kCompiled : Status::kLaunchFailed;
+    rec.reason = refused;
   } else if (!o.keep_spills && !rec.baseline && rec.spill_bytes() > 0) {
     rec.status = Status::kSkipped;
     rec.reason =

@@ -6,6 +6,8 @@
 #include <iterator>
 #include <mutex>
 
+#include <fmt/format.h>
+
 namespace tune {
 namespace {
 
@@ -52,5 +54,11 @@ StopScope::~StopScope() {
 bool stop_requested() { return g_interrupted; }
 
 int interrupt_signal() { return g_signal; }
+
+void throw_if_stopped(const std::string& during) {
+  if (!g_interrupted) return;
+  throw Interrupted(fmt::format("interrupted ({}) while {}; nothing was measured or written",
+                                g_signal == SIGTERM ? "SIGTERM" : "Ctrl-C", during));
+}
 
 }  // namespace tune

@@ -2,6 +2,8 @@
 
 #include "search/strategy.hpp"
 
+#include <limits>
+
 namespace tune {
 namespace {
 
@@ -9,7 +11,10 @@ class ExhaustiveStrategy final : public SearchStrategy {
  public:
   FirstBatch first(const SearchSetting& s, RunContext& ctx) override {
     (void)enumerable(s.options, s.space);  // a space too large to enumerate is refused here
-    FirstBatch batch = enumerate_valid(s, ctx);
+    // Every valid configuration is a variant of the pass, unless a shard of the variants takes part.
+    const TuneOptions& o = s.options;
+    const bool all_timed = !(o.shard && o.shard->split == ShardSplit::kVariants);
+    FirstBatch batch = enumerate_valid(s, ctx, all_timed ? o.max_variants : std::numeric_limits<std::size_t>::max());
     batch.configs = batch.all;
     return batch;
   }

@@ -11,6 +11,7 @@
 #include "search/strategy.hpp"
 #include "tune/compile.hpp"
 #include "tune/errors.hpp"
+#include "tune/stop.hpp"
 
 namespace tune {
 namespace {
@@ -56,6 +57,7 @@ class RandomStrategy final : public SearchStrategy {
                     describe_count(size), o.max_space, budget, o.seed, max_draws));
     ProgressLog progress(s.log, "space: configurations drawn and checked");
     const auto on_progress = [&](const SpaceProgress& p) {
+      throw_if_stopped("drawing configurations of " + s.space.source_name());
       progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid));
     };
     const Enumeration drawn = s.space.sample(s.shape, s.limits, budget, o.seed, max_draws, on_progress);

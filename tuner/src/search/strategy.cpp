@@ -1,6 +1,7 @@
 #include "search/strategy.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 #include "search/progress_log.hpp"
 #include "tune/compile.hpp"
 #include "tune/errors.hpp"
+#include "tune/stop.hpp"
 
 namespace tune {
 
@@ -78,7 +80,8 @@ nlohmann::ordered_json search_identity(const TuneOptions& o) {
 
 bool enumerable(const TuneOptions& o, const Space& space) {
   const std::uint64_t size = space.size();
-  if (size <= o.max_space) return true;
+  // A product past 2^64 (size() saturates, "at least 1.8e+19") is never enumerated, whatever --max-space.
+  if (size <= o.max_space && size != std::numeric_limits<std::uint64_t>::max()) return true;
   if (o.budget <= 0)
     throw InputError(
         fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
@@ -109,9 +112,16 @@ std::string rejections(const Enumeration& e) {
   return out;
 }
 
-FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx) {
+FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx, std::size_t variants_past) {
   ProgressLog progress(s.log, "space: configurations checked against the constraints");
   const auto on_progress = [&](const SpaceProgress& p) {
+    throw_if_stopped("enumerating the space of " + s.space.source_name());
+    if (p.valid > variants_past)
+      throw InputError(fmt::format(
+          "{} {}: at least {} valid configurations ({} of {} checked) are more than --max-variants {} a run "
+          "compiles and times; pass --budget N to time a random sample, restrict the space, split it with --shard, "
+          "or raise --max-variants",
+          s.space.source_name(), s.shape.describe(), p.valid, p.checked, describe_count(p.of), variants_past));
     progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid));
   };
   const Enumeration all = s.space.enumerate(s.shape, s.limits, s.options.max_space, on_progress);

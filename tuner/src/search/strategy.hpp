@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -154,8 +155,11 @@ bool enumerable(const TuneOptions& o, const Space& space);
 // Refuses a space the strategy `what` needs enumerated: with --budget, or too large.
 void require_enumerated(const SearchSetting& s, const std::string& what);
 // Every valid configuration (a line every 2 s while it takes long), and sets ctx.valid_configs.
-// Throws ShapeError when none is valid.
-FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx);
+// Throws ShapeError when none is valid. `variants_past` (a strategy that times every valid one):
+// more valid configurations than that are refused as soon as they are counted, as the pass would
+// refuse them after the whole enumeration (--max-variants), which may take minutes and all memory.
+FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx,
+                           std::size_t variants_past = std::numeric_limits<std::size_t>::max());
 // `configs` without the baseline where the setting defers it.
 std::vector<Config> without_deferred(const SearchSetting& s, std::vector<Config> configs);
 // "; '<constraint>' rejected N" for each constraint that rejected configurations.

@@ -133,7 +133,8 @@ class Tally {
 Enumeration Space::enumerate(const Shape& shape, const DeviceLimits& limits, std::uint64_t max_configurations,
                              const SpaceProgressFn& progress) const {
   const std::uint64_t count = size();
-  if (count > max_configurations)
+  // size() saturates past 2^64: such a space is never enumerated, whatever the most allowed.
+  if (count > max_configurations || count == std::numeric_limits<std::uint64_t>::max())
     throw InputError(
         fmt::format("{}: the space has {} configurations (the product of its parameters' values), more than "
                     "--max-space {} allows to enumerate; restrict the parameters' values, sample it with "

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "tune/errors.hpp"
+#include "tune/measure.hpp"
 #include "tune/worker_protocol.hpp"
 #include "worker/backend.hpp"
 #include "worker/codec.hpp"
@@ -172,18 +173,12 @@ class FakeBackend final : public WorkerBackend {
     ~Consumed() { injected.clear(); }
   };
 
-  // As the device backend's check (DeviceRunner): static (the ptxas report) plus dynamic shared memory.
+  // As the device backend's check (DeviceRunner), from the ptxas report: threads (the block, its
+  // registers) and static plus dynamic shared memory.
   [[nodiscard]] std::string launch_limits(const WorkerItems& it, std::size_t i) const {
-    const auto& launches = it.lowered.at(i).launches;
-    for (std::size_t k = 0; k < launches.size(); ++k) {
-      const KernelLaunch& l = launches[k];
-      // The ptxas report is keyed by the lowered (mangled) name.
-      const auto r = it.records[i].resources.find(it.compiled.at(i).lowered_names.at(k));
-      const std::int64_t smem = (r == it.records[i].resources.end() ? 0 : r->second.static_smem_bytes) + l.dynamic_smem;
-      if (smem > max_smem_)
-        return fmt::format("{} needs {} bytes of shared memory, the device allows {}", l.kernel, smem, max_smem_);
-    }
-    return {};
+    DeviceLimits limits;
+    limits.max_smem_per_block = max_smem_;
+    return launch_refusal(it.lowered.at(i), it.compiled.at(i).lowered_names, it.records[i].resources, limits);
   }
 
   [[nodiscard]] bool injected(std::size_t i, InjectedFault kind) const {
