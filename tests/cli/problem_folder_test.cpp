@@ -831,11 +831,13 @@ TEST(ProblemFolder, BomsBadBytesSymlinksAndAnIncludeDirOfRootAreHandledAtLoad) {
 // signal, one line saying what it was doing, nothing written.
 TEST(ProblemFolder, ASignalWhileAHugeSpaceIsEnumeratedEndsTheRunAtOnce) {
   const fs::path dir = third_party("huge_space", [](Json& j) {
-    for (int i = 0; i < 12; ++i) j["parameters"].push_back({{"name", "p" + std::to_string(i)}, {"values", Json::array()}});
+    // std::to_string(i).insert(0, "p"): GCC 12 misreads "p" + std::to_string(i) here as an overlapping memcpy (-Wrestrict).
+    for (int i = 0; i < 12; ++i)
+      j["parameters"].push_back({{"name", std::to_string(i).insert(0, "p")}, {"values", Json::array()}});
     for (auto& p : j["parameters"])
       if (p["values"].empty())
         for (int v = 1; v <= 10; ++v) p["values"].push_back(v);
-    for (int i = 0; i < 12; ++i) j["baseline"]["p" + std::to_string(i)] = 1;
+    for (int i = 0; i < 12; ++i) j["baseline"][std::to_string(i).insert(0, "p")] = 1;
     // None valid: nothing is held, and no valid count passes --max-variants before the signal.
     j["constraints"].push_back("p11 == 0");
   });
