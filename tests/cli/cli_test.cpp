@@ -81,7 +81,7 @@ TEST(Cli, AnArchNvrtcCannotCompileForIsRefusedBeforeAnythingCompiles) {
 TEST(Cli, ArchTakesSm90AndItsOtherSpellings) {
   const std::string base = "--problem contact --B 2 --N 8 --C 16 --H 8 --compile-only --budget 1 --no-cache --config " +
                            std::string(TUNE_FIXTURES) + "/contact_small_space.json";
-  for (const std::string arch : {"90", "sm_90", "sm90", "compute_90"}) {
+  for (const std::string arch : {"90", "sm_90", "sm90", "compute_90", "sm_090"}) {
     const std::string out = out_dir("arch_" + arch);
     const Result r = run(base + " --out " + out + " --arch " + arch);
     EXPECT_EQ(r.code, 0) << arch << "\n" << r.output;

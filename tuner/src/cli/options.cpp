@@ -91,7 +91,9 @@ CLI::Validator arch_value() {
         if (digits.size() <= first || digits.size() > first + 6 ||
             digits.find_first_not_of("0123456789", first) != std::string::npos)
           return fmt::format("{} is not a compute capability; give it as 90, sm_90 or sm90 (compute_90 also)", v);
-        v = digits;
+        // Decimal: CLI11 reads "090" as octal.
+        const std::size_t nonzero = digits.find_first_not_of('0', first);
+        v = digits.substr(0, first) + (nonzero == std::string::npos ? std::string("0") : digits.substr(nonzero));
         return std::string();
       },
       "CC");
@@ -126,9 +128,10 @@ void decimal_integers(CLI::App& app) {
       "");
   for (CLI::Option* o : app.get_options()) {
     const std::string type = o->get_type_name();
-    // A count (count_value) reads its own digits, with its own message.
-    if ((type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) && type.find(":COUNT") == std::string::npos)
-      o->transform(decimal);
+    // A count (count_value) and a compute capability (arch_value: sm_90) read their own digits,
+    // with their own messages.
+    const bool own_digits = type.find(":COUNT") != std::string::npos || type.find(":CC") != std::string::npos;
+    if ((type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) && !own_digits) o->transform(decimal);
   }
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) decimal_integers(*sub);
 }
