@@ -53,6 +53,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/report/results.py ${PROJECT_SOURCE_DIR}/repo
         DESTINATION ${TUNE_INSTALL_DATADIR}/report)
 # The golden cases' maker the docs name (docs/adding-a-problem.md), beside python/ whose modules it imports.
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/make_goldens.py DESTINATION ${TUNE_INSTALL_DATADIR}/scripts)
+# The Slurm submitter the docs name (docs/cli.md): submit.sh finds <prefix>/bin/tune from there.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/slurm/submit.sh ${PROJECT_SOURCE_DIR}/scripts/slurm/tune_array.sbatch
+                 ${PROJECT_SOURCE_DIR}/scripts/slurm/tune_merge.sbatch
+        DESTINATION ${TUNE_INSTALL_DATADIR}/scripts/slurm)
 install(FILES ${PROJECT_SOURCE_DIR}/tuner/python/dtypes.py ${PROJECT_SOURCE_DIR}/tuner/python/tune_bin.py
               ${PROJECT_SOURCE_DIR}/tuner/python/tune_problem.py
         DESTINATION ${TUNE_INSTALL_DATADIR}/python)

@@ -2,7 +2,7 @@
 # Submit a sharded tune run to Slurm: a job array of N shards and a merge job that runs after all
 # of them succeeded (--dependency=afterok). Prints the two job ids.
 #
-#   scripts/slurm/submit.sh --shards 4 --work runs/sweep1 [--out results] [--tune build/tuner/tune] \
+#   scripts/slurm/submit.sh --shards 4 --work runs/sweep1 [--out results] [--tune PATH] \
 #       [--merge-arg ARG]... -- --sweep sweeps/contact.json
 #
 # Everything after -- goes to every shard's tune (not --shard or --out: this script sets them).
@@ -11,7 +11,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 usage() { echo "usage: $0 --shards N --work DIR [--out DIR] [--tune PATH] [--merge-arg ARG]... -- TUNE_ARGS..." >&2; exit 2; }
-shards="" work="" out="results" tune="$here/../../build/tuner/tune" merge_args=()
+# The tune beside this script: a checkout's build (scripts/slurm/), an install's bin/
+# (<prefix>/share/tune/scripts/slurm/), else the one on PATH.
+tune=$here/../../build/tuner/tune
+[ -x "$tune" ] || tune=$here/../../../../bin/tune
+[ -x "$tune" ] || tune=$(command -v tune || echo "$here/../../build/tuner/tune")
+shards="" work="" out="results" merge_args=()
 while (($#)); do
   case $1 in
     --shards) shards=${2:?}; shift 2 ;;

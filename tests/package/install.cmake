@@ -13,7 +13,8 @@ foreach(file bin/tune lib/cmake/tune/tuneConfig.cmake lib/cmake/tune/tuneConfigV
              share/tune/kernel_templates/contact/contact.cuh share/tune/kernel_templates/contact/strategies/mma.cuh
              share/tune/kernel_templates/common/tune_common.cuh share/tune/report/report.py
              share/tune/report/torch_baseline.py share/tune/report/torch_timing.py
-             share/tune/python/tune_problem.py share/tune/scripts/make_goldens.py)
+             share/tune/python/tune_problem.py share/tune/scripts/make_goldens.py
+             share/tune/scripts/slurm/submit.sh share/tune/scripts/slurm/tune_array.sbatch)
   if(NOT EXISTS ${DIR}/prefix/${file})
     message(FATAL_ERROR "the install has no ${file}")
   endif()

@@ -74,6 +74,26 @@ else()
   endif()
 endif()
 
+# The docs' Slurm submitter from the install (it had no copy): with a stand-in sbatch on PATH that
+# notes the tune it is handed, submit.sh finds <prefix>/bin/tune beside it.
+file(MAKE_DIRECTORY ${tmp}/fakebin)
+file(WRITE ${tmp}/fakebin/sbatch "#!/bin/sh\necho \"$TUNE\" >> ${tmp}/sbatch_tune.txt\necho 42\n")
+file(CHMOD ${tmp}/fakebin/sbatch PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+set(saved_path "$ENV{PATH}")
+set(ENV{PATH} "${tmp}/fakebin:$ENV{PATH}")
+execute_process(COMMAND bash ${tmp}/prefix/share/tune/scripts/slurm/submit.sh --shards 2 --work ${tmp}/slurm_work
+                        --out ${tmp}/slurm_out -- --problem contact --B 1 --N 3
+                WORKING_DIRECTORY ${tmp} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+set(ENV{PATH} "${saved_path}")
+if(EXISTS ${tmp}/sbatch_tune.txt)
+  file(STRINGS ${tmp}/sbatch_tune.txt handed)
+else()
+  set(handed "")
+endif()
+if(NOT rc EQUAL 0 OR NOT handed STREQUAL "${tune};${tune}")
+  list(APPEND failures "the installed scripts/slurm/submit.sh (exit ${rc}) handed sbatch '${handed}', not ${tune}:\n${out}${err}")
+endif()
+
 if(STRACE)
   foreach(name list header report goldens)
     file(READ ${tmp}/${name}.trace trace)
