@@ -306,6 +306,48 @@ TEST(ProblemFolder, AReferenceThatDoesNotRepeatItselfIsRefusedAndOneThatDoesIsCh
   EXPECT_EQ(runs(), unremembered - 1) << again.output;
 }
 
+// tune check runs the reference on its further inputs: a reference that does not repeat itself
+// made every variant `incorrect` there (exit 1) rather than being named. It now runs the first
+// further input's reference twice, unless the verdict cache saw this reference repeat itself.
+TEST(ProblemFolder, TuneCheckRunsAReferenceTwiceUnlessItWasSeenToRepeatItself) {
+  const fs::path dir = third_party("check_repeat");
+  const std::string out = out_dir("check_repeat");
+  const fs::path cache = fs::temp_directory_path() / ("tune_problem_" + std::to_string(getpid())) / "check-repeat-xdg";
+  fs::remove_all(cache);
+  const std::string env = "TUNE_WORKER_FAKE=1 XDG_CACHE_HOME=" + cache.string();
+  const Result tuned =
+      run_with("TUNE_WORKER_FAKE=1", "--problem " + dir.string() + " --R 5 --sanitize off --no-cache --out " + out);
+  ASSERT_EQ(tuned.code, 0) << tuned.output;
+  const std::string results = out + "/fake-gpu/affine/R5_L64.json";
+  const std::string body = slurp(dir / "reference.py");
+  write(dir / "reference.py", body +
+                                  "\n\nimport numpy as _np\n_plain = reference\n\n\ndef reference(shape, params, inputs):\n"
+                                  "    return _plain(shape, params, inputs) + _np.random.normal() * 1e-3\n");
+  const Result noisy = run_with(env, "check " + results + " --sanitize off --problem-path " + dir.parent_path().string());
+  EXPECT_EQ(noisy.code, 2) << noisy.output;
+  EXPECT_NE(noisy.output.find("reference.py returned another output for the same input on a second run"), std::string::npos)
+      << noisy.output;
+  // A reference that repeats itself passes, and is remembered: the next check runs it once less.
+  write(dir / "reference.py", body +
+                                  "\n\nimport os as _os\n_plain = reference\n\n\ndef reference(shape, params, inputs):\n"
+                                  "    with open(_os.path.join(_os.path.dirname(__file__), 'runs.log'), 'a') as f:\n"
+                                  "        f.write('run\\n')\n    return _plain(shape, params, inputs)\n");
+  const auto runs = [&] {
+    std::ifstream f(dir / "runs.log");
+    std::size_t n = 0;
+    for (std::string line; std::getline(f, line);) ++n;
+    fs::remove(dir / "runs.log");
+    return n;
+  };
+  const std::string check = "check " + results + " --sanitize off --fresh --problem-path " + dir.parent_path().string();
+  const Result first = run_with(env, check);
+  ASSERT_EQ(first.code, 0) << first.output;
+  const std::size_t checked = runs();
+  const Result second = run_with(env, check);
+  ASSERT_EQ(second.code, 0) << second.output;
+  EXPECT_EQ(runs(), checked - 1) << second.output;
+}
+
 // scripts/make_goldens.py on a user's folder, then tune verify on what it wrote (the CPU reference,
 // no GPU needed): a reference that imports a file beside it loads there as it does in tune, and an
 // edit whose value float32 cannot hold (0.1) is rounded as tune rounds it, so the golden verifies.
@@ -831,13 +873,14 @@ TEST(ProblemFolder, BomsBadBytesSymlinksAndAnIncludeDirOfRootAreHandledAtLoad) {
 // signal, one line saying what it was doing, nothing written.
 TEST(ProblemFolder, ASignalWhileAHugeSpaceIsEnumeratedEndsTheRunAtOnce) {
   const fs::path dir = third_party("huge_space", [](Json& j) {
-    // std::to_string(i).insert(0, "p"): GCC 12 misreads "p" + std::to_string(i) here as an overlapping memcpy (-Wrestrict).
-    for (int i = 0; i < 12; ++i)
-      j["parameters"].push_back({{"name", std::to_string(i).insert(0, "p")}, {"values", Json::array()}});
-    for (auto& p : j["parameters"])
-      if (p["values"].empty())
-        for (int v = 1; v <= 10; ++v) p["values"].push_back(v);
-    for (int i = 0; i < 12; ++i) j["baseline"][std::to_string(i).insert(0, "p")] = 1;
+    // Names as literals: GCC 12 misreads a name built by "p" + std::to_string(i) here as an
+    // overlapping memcpy (-Werror=restrict), depending on what it inlines.
+    for (const char* name : {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11"}) {
+      Json values = Json::array();
+      for (int v = 1; v <= 10; ++v) values.push_back(v);
+      j["parameters"].push_back({{"name", name}, {"values", values}});
+      j["baseline"][name] = 1;
+    }
     // None valid: nothing is held, and no valid count passes --max-variants before the signal.
     j["constraints"].push_back("p11 == 0");
   });

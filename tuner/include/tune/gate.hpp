@@ -79,6 +79,10 @@ struct GateSettings {
   std::filesystem::path verdict_cache;
   bool fresh = false;  // --fresh (tune check) / --fresh-verdicts (tune): read no verdict; new ones are stored
   int jobs = 0;        // sanitizer processes at once; 0: gate_jobs()
+  // reference.py run a second time on the output checks' first input and compared bitwise (tune
+  // check: no search ran it twice here); on_reference_repeated is called once it was.
+  bool check_reference = false;
+  std::function<void()> on_reference_repeated;
   std::function<void(const std::string&)> log;
 };
 

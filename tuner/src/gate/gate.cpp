@@ -235,8 +235,9 @@ void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
     Json seeds = Json::array();
     for (const auto s : seeds_) seeds.push_back(s);
     // The gate's further inputs run the reference: a slow one is its own deadline's to stop.
-    answer = worker.call("gate", items, {{"gate", {{"rounds", settings_.rounds}, {"seeds", seeds}}}},
-                         std::max(kGateDeadlineS, reference_timeout_s() + 60));
+    Json gate = {{"rounds", settings_.rounds}, {"seeds", seeds}};
+    if (settings_.check_reference) gate["check_reference"] = true;
+    answer = worker.call("gate", items, {{"gate", gate}}, std::max(kGateDeadlineS, reference_timeout_s() + 60));
     input = worker.last_error_was_input();
   } catch (const std::exception& e) {
     input = dynamic_cast<const InputError*>(&e) != nullptr;
@@ -247,6 +248,10 @@ void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
   const double took = seconds_since(t0);
   ctx_.outputs_s += took;
   for (const auto& it : items) add_seconds(it.record->name, took / static_cast<double>(items.size()));
+  if (reply && settings_.check_reference) {  // once: the reference repeated itself on this input
+    settings_.check_reference = false;
+    if (settings_.on_reference_repeated) settings_.on_reference_repeated();
+  }
   if (reply) {
     ctx_.reference_s += reply->value("reference_s", 0.0);
     add_to(ctx_.parts_s, "outputs draw", reply->value("draw_s", 0.0));

@@ -17,6 +17,7 @@
 #include "tune/problem.hpp"
 #include "tune/space.hpp"
 #include "tune/tune.hpp"
+#include "tune/verdict_cache.hpp"
 #include "tune/worker_client.hpp"
 #include "tune/worker_protocol.hpp"
 
@@ -286,6 +287,11 @@ bool run_check(const CheckOptions& o) {
   settings.fresh = o.fresh;
   // The consent to an unchecked winner is the tune's, given for this record: --write keeps it.
   settings.allow_unchecked = run.context.gate.allow_unchecked;
+  // reference.py runs twice on the first output check's input unless it was seen to repeat itself
+  // (a search checks it; a check of a record from elsewhere may be the first to run it here).
+  auto memo = ReferenceRepeatMemo::open(settings.verdict_cache, find_problem(problem_spec), reference_backend_from_env());
+  settings.check_reference = !memo || !memo->known();
+  if (memo) settings.on_reference_repeated = [memo = *memo] { memo.remember(); };
   int could_not_run = 0;
   auto gated = gate_records(problem_spec, run.shape, run.seed, o.device, device->compute_capability(), std::move(variants),
                             settings, ctx, &could_not_run);

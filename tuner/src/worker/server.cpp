@@ -192,6 +192,9 @@ class Worker {
     std::vector<WorkerGateInput> inputs = draw_gate_inputs(g.at("seeds").get<std::vector<std::uint64_t>>());
     const auto t_gate = std::chrono::steady_clock::now();
     reference_gate_inputs(inputs);
+    if (g.value("check_reference", false) && !inputs.empty())
+      problem_->check_reference_repeats(shape_, inputs.front().data, reference_backend_from_env(), inputs.front().reference,
+                                        inputs.front().reference_ints);
     const std::vector<GateRecord> gates = backend_->gate(it, inputs, g.at("seeds").size(), rounds);
     const double gate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_gate).count();
     const double draw_s = std::chrono::duration<double>(t_gate - t_draw).count();
