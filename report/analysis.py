@@ -196,15 +196,20 @@ def analyse(root, peaks, torch, allow_synthetic=False, left_out=None):
             "times": {v["name"]: v["timing"]["median_us"] for v in passed(run)},
             "status": {v["name"]: v["status"] for v in run["variants"]},
         }
-    # Cards of one model are told apart by their folder in the tables ("NVIDIA H200 [h200-3f2a9c01]").
-    uuids = {}
+    # Cards of one model are told apart in the tables by their folder ("NVIDIA H200 [h200-3f2a9c01]"),
+    # or, where one folder holds the records of several cards, by the folder and the card's UUID
+    # ("NVIDIA H200 [h200 c74c7f93]"): the folder alone would name them all alike.
+    uuids, per_folder = {}, {}
     for g in groups.values():
-        for d in g["gpus"].values():
+        for key, d in g["gpus"].items():
             uuids.setdefault(d["gpu"], set()).add(d["uuid"])
+            per_folder.setdefault((d["gpu"], key), set()).add(d["uuid"])
     for g in groups.values():
         for key, d in g["gpus"].items():
             if len(uuids[d["gpu"]]) > 1:
-                d["gpu"] = f"{d['gpu']} [{key}]"
+                card = (d["uuid"] or "").removeprefix("GPU-")[:8]
+                shared = len(per_folder[(d["gpu"], key)]) > 1 and card
+                d["gpu"] = f"{d['gpu']} [{key} {card}]" if shared else f"{d['gpu']} [{key}]"
         g["portability"] = portability(g["gpus"]) if len(g["gpus"]) >= 2 else None
         g["card_spread"] = card_spread(g["gpus"])
     return runs, dict(sorted(groups.items()))

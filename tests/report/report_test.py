@@ -484,6 +484,21 @@ class CardToCardSpread(unittest.TestCase):
         self.assertIn("Synthetic GPU C [synthetic-gpu-c-aaaa0001]", self.md)
         self.assertIn("Synthetic GPU C [synthetic-gpu-c-bbbb0002]", self.md)
 
+    def test_cards_whose_records_share_a_folder_are_told_apart_by_their_uuid(self):
+        # Two cards' records of other shapes in one folder (a cloud GPU of one model from session to
+        # session): the folder alone labelled both cards "[h200]"; the UUID tells them apart.
+        src = self.out.with_name(self.out.name + "_one_folder")
+        shutil.rmtree(src, ignore_errors=True)
+        (src / "in" / "h200" / "contact").mkdir(parents=True)
+        for card, shape in ((self.C0, "B1_N64_C64_H32.json"), (self.C1, "B2_N64_C64_H32.json")):
+            shutil.copy(FIX / "two_cards" / card / "contact" / shape, src / "in" / "h200" / "contact" / shape)
+        r = tune("report", str(src / "in"), "-o", str(src / "out"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        md = (src / "out" / "report.md").read_text()
+        self.assertIn("Synthetic GPU C [h200 aaaa0001]", md)
+        self.assertIn("Synthetic GPU C [h200 bbbb0002]", md)
+        self.assertNotIn("Synthetic GPU C [h200] ", md)
+
 
 class Dtypes(unittest.TestCase):
     """Issue 35: the dtype column, and floors in the dtype's bytes and its tensor-core rate. A synthetic
