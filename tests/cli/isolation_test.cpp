@@ -27,6 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/held_lock.hpp"
+
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -1359,20 +1361,7 @@ TEST(Isolation, AFinishedRunMovesAnUnreadableResultsFileAsideAndWritesItsOwn) {
   EXPECT_EQ(aside, 1u);
 }
 
-// Holds <results>.lock as a running tune does (flock, its pid inside) while it lives.
-struct HeldLock {
-  explicit HeldLock(const std::filesystem::path& results) {
-    std::filesystem::create_directories(results.parent_path());
-    fd = open(std::filesystem::path(results).replace_extension(".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
-    const std::string pid = std::to_string(getpid()) + "\n";
-    EXPECT_EQ(write(fd, pid.data(), pid.size()), static_cast<ssize_t>(pid.size()));
-  }
-  ~HeldLock() { close(fd); }
-  HeldLock(const HeldLock&) = delete;
-  HeldLock& operator=(const HeldLock&) = delete;
-  int fd = -1;
-};
+using tune::test::HeldLock;
 
 TEST(Check, MergeOutAndCheckWriteRefuseWhileATuneHoldsTheResultsLock) {
   const std::string out = fresh_dir("lock_held");

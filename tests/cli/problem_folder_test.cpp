@@ -260,6 +260,22 @@ TEST(ProblemFolder, TheReferenceRunsOutOfProcessAndItsFailuresAreOneLine) {
   EXPECT_NE(p.output.find("set TUNE_PYTHON"), std::string::npos) << p.output;
 }
 
+// reference.py of `dir` wrapped to note each run in runs.log beside it (`body`: the reference as it
+// was); the returned function counts the runs noted since it was last called.
+std::function<std::size_t()> count_reference_runs(const fs::path& dir, const std::string& body) {
+  write(dir / "reference.py", body +
+                                  "\n\nimport os as _os\n_plain = reference\n\n\ndef reference(shape, params, inputs):\n"
+                                  "    with open(_os.path.join(_os.path.dirname(__file__), 'runs.log'), 'a') as f:\n"
+                                  "        f.write('run\\n')\n    return _plain(shape, params, inputs)\n");
+  return [dir] {
+    std::ifstream f(dir / "runs.log");
+    std::size_t n = 0;
+    for (std::string line; std::getline(f, line);) ++n;
+    fs::remove(dir / "runs.log");
+    return n;
+  };
+}
+
 // A reference.py that draws unseeded random numbers gave another answer in each worker, and every
 // variant was `incorrect` (exit 5): the search's worker runs it twice and refuses it (exit 2, one line
 // naming it). A reference that repeats itself is remembered in the verdict cache: the next tune runs
@@ -278,18 +294,7 @@ TEST(ProblemFolder, AReferenceThatDoesNotRepeatItselfIsRefusedAndOneThatDoesIsCh
       << r.output;
 
   const fs::path counted = third_party("counted");
-  const std::string body = slurp(counted / "reference.py");
-  write(counted / "reference.py", body +
-                                      "\n\nimport os as _os\n_plain = reference\n\n\ndef reference(shape, params, inputs):\n"
-                                      "    with open(_os.path.join(_os.path.dirname(__file__), 'runs.log'), 'a') as f:\n"
-                                      "        f.write('run\\n')\n    return _plain(shape, params, inputs)\n");
-  const auto runs = [&] {
-    std::ifstream f(counted / "runs.log");
-    std::size_t n = 0;
-    for (std::string line; std::getline(f, line);) ++n;
-    fs::remove(counted / "runs.log");
-    return n;
-  };
+  const auto runs = count_reference_runs(counted, slurp(counted / "reference.py"));
   const fs::path cache = fs::temp_directory_path() / ("tune_problem_" + std::to_string(getpid())) / "counted-cache";
   fs::remove_all(cache);
   const std::string args = "--problem " + counted.string() + " --R 5 --sanitize off --out ";
@@ -328,17 +333,7 @@ TEST(ProblemFolder, TuneCheckRunsAReferenceTwiceUnlessItWasSeenToRepeatItself) {
   EXPECT_NE(noisy.output.find("reference.py returned another output for the same input on a second run"), std::string::npos)
       << noisy.output;
   // A reference that repeats itself passes, and is remembered: the next check runs it once less.
-  write(dir / "reference.py", body +
-                                  "\n\nimport os as _os\n_plain = reference\n\n\ndef reference(shape, params, inputs):\n"
-                                  "    with open(_os.path.join(_os.path.dirname(__file__), 'runs.log'), 'a') as f:\n"
-                                  "        f.write('run\\n')\n    return _plain(shape, params, inputs)\n");
-  const auto runs = [&] {
-    std::ifstream f(dir / "runs.log");
-    std::size_t n = 0;
-    for (std::string line; std::getline(f, line);) ++n;
-    fs::remove(dir / "runs.log");
-    return n;
-  };
+  const auto runs = count_reference_runs(dir, body);
   const std::string check = "check " + results + " --sanitize off --fresh --problem-path " + dir.parent_path().string();
   const Result first = run_with(env, check);
   ASSERT_EQ(first.code, 0) << first.output;

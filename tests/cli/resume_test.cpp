@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "support/held_lock.hpp"
 
 namespace {
 
@@ -391,20 +392,7 @@ TEST(Resume, ASweepSkipsAShapeAnotherTuneIsWritingAndNamesItAtTheEnd) {
     EXPECT_NE(resumed.output.find(std::string(shape) + ": already complete in "), std::string::npos) << resumed.output;
 }
 
-// The lock of a shape's results as another tune holds it: flock on <shape>.lock, its pid inside.
-struct HeldLock {
-  explicit HeldLock(const fs::path& results) {
-    fs::create_directories(results.parent_path());
-    fd = open(fs::path(results).replace_extension(".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    EXPECT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
-    const std::string pid = std::to_string(getpid()) + "\n";
-    EXPECT_EQ(write(fd, pid.data(), pid.size()), static_cast<ssize_t>(pid.size()));
-  }
-  ~HeldLock() { close(fd); }
-  HeldLock(const HeldLock&) = delete;
-  HeldLock& operator=(const HeldLock&) = delete;
-  int fd = -1;
-};
+using tune::test::HeldLock;
 
 // The same on several devices: the held shape is skipped (no other device would fare better), the
 // others run, and the last line names it.

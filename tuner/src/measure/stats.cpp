@@ -81,12 +81,23 @@ void SampleSet::summarize(TimingRecord& out) const {
   out.gpu_seconds = out.mean_us * static_cast<double>(sorted.size()) * 1e-6;
 }
 
-ParityRecord compare_output(const std::vector<double>& out, const std::vector<double>& ref, double atol, double rtol) {
+namespace {
+
+// A comparison's record before any element is read: its tolerance, the elements both sides have,
+// and each element one side lacks a mismatch.
+ParityRecord parity_of_sizes(std::size_t out, std::size_t ref, double atol, double rtol) {
   ParityRecord p;
   p.atol = atol;
   p.rtol = rtol;
-  p.elements = static_cast<std::int64_t>(std::min(out.size(), ref.size()));
-  if (out.size() != ref.size()) p.mismatches = static_cast<std::int64_t>(std::max(out.size(), ref.size()) - p.elements);
+  p.elements = static_cast<std::int64_t>(std::min(out, ref));
+  if (out != ref) p.mismatches = static_cast<std::int64_t>(std::max(out, ref) - p.elements);
+  return p;
+}
+
+}  // namespace
+
+ParityRecord compare_output(const std::vector<double>& out, const std::vector<double>& ref, double atol, double rtol) {
+  ParityRecord p = parity_of_sizes(out.size(), ref.size(), atol, rtol);
   // The worst element: the furthest beyond its allowance, and of those equally far (every mismatch
   // of an exact comparison is infinitely far), the one of the largest error, so that it is where
   // max_abs_error is; a non-finite value is the worst of all.
@@ -127,11 +138,7 @@ ParityRecord compare_output(const std::vector<double>& out, const std::vector<do
 
 ParityRecord compare_output_int64(std::span<const std::int64_t> out, std::span<const std::int64_t> ref, double atol,
                                   double rtol) {
-  ParityRecord p;
-  p.atol = atol;
-  p.rtol = rtol;
-  p.elements = static_cast<std::int64_t>(std::min(out.size(), ref.size()));
-  if (out.size() != ref.size()) p.mismatches = static_cast<std::int64_t>(std::max(out.size(), ref.size()) - p.elements);
+  ParityRecord p = parity_of_sizes(out.size(), ref.size(), atol, rtol);
   double worst_excess = -1, worst_err = -1;
   for (std::int64_t i = 0; i < p.elements; ++i) {
     const std::int64_t o = out[static_cast<std::size_t>(i)], r = ref[static_cast<std::size_t>(i)];
