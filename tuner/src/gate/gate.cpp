@@ -237,7 +237,9 @@ void Gate::run_output_checks(const std::vector<WorkerItem>& items) {
     // The gate's further inputs run the reference: a slow one is its own deadline's to stop.
     Json gate = {{"rounds", settings_.rounds}, {"seeds", seeds}};
     if (settings_.check_reference) gate["check_reference"] = true;
-    answer = worker.call("gate", items, {{"gate", gate}}, std::max(kGateDeadlineS, reference_timeout_s() + 60));
+    // The reference of a checked repeat runs once more, after the further inputs' references.
+    const double references = settings_.check_reference ? 2 : 1;
+    answer = worker.call("gate", items, {{"gate", gate}}, std::max(kGateDeadlineS, references * reference_timeout_s() + 60));
     input = worker.last_error_was_input();
   } catch (const std::exception& e) {
     input = dynamic_cast<const InputError*>(&e) != nullptr;
