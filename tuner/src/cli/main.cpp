@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   } catch (const tune::DeviceError& e) {
     fmt::print(stderr, "tune: {}\n", e.what());
     return 3;
-  } catch (const tune::Interrupted& e) {  // Ctrl-C or SIGTERM before anything was measured
+  } catch (const tune::Interrupted& e) {  // Ctrl-C or SIGTERM before a shape's run measured anything
     fmt::print(stderr, "tune: {}\n", e.what());
     return tune::cli::interrupted_exit_code();
   } catch (const std::exception& e) {

@@ -57,7 +57,8 @@ int interrupt_signal() { return g_signal; }
 
 void throw_if_stopped(const std::string& during) {
   if (!g_interrupted) return;
-  throw Interrupted(fmt::format("interrupted ({}) while {}; nothing was measured or written",
+  // In a sweep the shapes before this one were measured and written: only this one's run is lost.
+  throw Interrupted(fmt::format("interrupted ({}) while {}; this shape's run measured and wrote nothing",
                                 g_signal == SIGTERM ? "SIGTERM" : "Ctrl-C", during));
 }
 
