@@ -48,6 +48,17 @@ std::string usage_error_line(const CLI::App* app, const CLI::Error& e) {
   return fmt::format("tune: {} ({} --help lists the options)\n", e.what(), command);
 }
 
+namespace {
+
+// Digits after an optional sign (the first `sign` characters) without their leading zeros ("0" for
+// all zeros), sign kept: CLI11 converts with base 0, so "010" would be octal 8 and "0x10" 16.
+std::string decimal_digits(const std::string& v, std::size_t sign = 0) {
+  const std::size_t first = v.find_first_not_of('0', sign);
+  return v.substr(0, sign) + (first == std::string::npos ? std::string("0") : v.substr(first));
+}
+
+}  // namespace
+
 CLI::Validator count_value() {
   return CLI::Validator(
       [](std::string& v) {
@@ -55,12 +66,11 @@ CLI::Validator count_value() {
           return fmt::format("{} is not a count; give 1 or more, in decimal digits", v);
         // Past 2^64 - 1 the conversion saturated without a word: --max-space 10^23 enumerated
         // a space of 10^90 configurations.
-        const std::size_t first = v.find_first_not_of('0');
-        const std::string digits = first == std::string::npos ? std::string("0") : v.substr(first);
+        const std::string digits = decimal_digits(v);
         const std::string most = "18446744073709551615";
         if (digits.size() > most.size() || (digits.size() == most.size() && digits > most))
           return fmt::format("{} is too large; give at most {}", v, most);
-        v = digits;  // decimal: CLI11 reads "0100" as octal 64
+        v = digits;
         return std::string();
       },
       "COUNT");
@@ -91,9 +101,7 @@ CLI::Validator arch_value() {
         if (digits.size() <= first || digits.size() > first + 6 ||
             digits.find_first_not_of("0123456789", first) != std::string::npos)
           return fmt::format("{} is not a compute capability; give it as 90, sm_90 or sm90 (compute_90 also)", v);
-        // Decimal: CLI11 reads "090" as octal.
-        const std::size_t nonzero = digits.find_first_not_of('0', first);
-        v = digits.substr(0, first) + (nonzero == std::string::npos ? std::string("0") : digits.substr(nonzero));
+        v = decimal_digits(digits, first);
         return std::string();
       },
       "CC");
@@ -121,8 +129,7 @@ void decimal_integers(CLI::App& app) {
         const std::size_t sign = !v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0;
         if (sign == v.size() || v.find_first_not_of("0123456789", sign) != std::string::npos)
           return fmt::format("{} is not a decimal integer", v);
-        const std::size_t first = v.find_first_not_of('0', sign);
-        v = v.substr(0, sign) + (first == std::string::npos ? std::string("0") : v.substr(first));
+        v = decimal_digits(v, sign);
         return std::string();
       },
       "");
