@@ -18,7 +18,8 @@ namespace {
 // The columns of a generated Python line: the repo's .flake8 (max-line-length 120).
 constexpr std::size_t kPythonColumns = 120;
 
-// The tokens of a JSON-escaped string's text, none cut: an escape (\" or \uXXXX) or a UTF-8 character whole.
+// A JSON-escaped string's text as the pieces a line may end after: each escape (\" or \uXXXX) and
+// each UTF-8 character whole, so that no cut splits one.
 std::vector<std::string> escaped_tokens(const std::string& escaped) {
   std::vector<std::string> tokens;
   for (std::size_t i = 0; i < escaped.size();) {
@@ -38,21 +39,27 @@ std::vector<std::string> escaped_tokens(const std::string& escaped) {
   return tokens;
 }
 
+// `pieces` laid into lines of at most kPythonColumns: a line holds its pieces joined by `between`
+// and `overhead` columns more (its indent, quotes, brackets); a piece too long for any line stands alone.
+std::vector<std::string> packed_lines(const std::vector<std::string>& pieces, std::size_t overhead,
+                                      const std::string& between) {
+  std::vector<std::string> lines(1);
+  for (const auto& piece : pieces) {
+    if (!lines.back().empty() && overhead + lines.back().size() + between.size() + piece.size() > kPythonColumns)
+      lines.emplace_back();
+    lines.back() += (lines.back().empty() ? "" : between) + piece;
+  }
+  return lines;
+}
+
 // NAME = json.loads("TEXT") on one line, or where that passes kPythonColumns, the string cut into
 // adjacent literals of a hanging indent (Python joins them).
 std::string python_json_loads(const std::string& name, const std::string& text) {
   const std::string quoted = nlohmann::json(text).dump();
   const std::string one = fmt::format("{} = json.loads({})", name, quoted);
   if (one.size() <= kPythonColumns) return one + "\n";
-  std::string out = name + " = json.loads(\n", line;
-  for (const auto& t : escaped_tokens(quoted.substr(1, quoted.size() - 2))) {
-    if (line.size() + t.size() + 8 > kPythonColumns) {
-      out += "    \"" + line + "\"\n";
-      line.clear();
-    }
-    line += t;
-  }
-  return out + "    \"" + line + "\")\n";
+  const auto lines = packed_lines(escaped_tokens(quoted.substr(1, quoted.size() - 2)), 8, "");
+  return fmt::format("{} = json.loads(\n    \"{}\")\n", name, fmt::join(lines, "\"\n    \""));
 }
 
 // TUNED of a problem's module: each result exported, with its device, shape and winner.
@@ -184,15 +191,10 @@ std::vector<std::string> python_strings(const std::vector<std::string>& items) {
 std::string python_assignment(const std::string& name, const std::vector<std::string>& literals, const char* brackets) {
   const std::string one = fmt::format("{} = {}{}{}", name, brackets[0], fmt::join(literals, ", "), brackets[1]);
   if (one.size() <= kPythonColumns) return one + "\n";
-  std::string out = fmt::format("{} = {}\n", name, brackets[0]), line;
-  for (const auto& l : literals) {
-    if (!line.empty() && 4 + line.size() + 1 + l.size() + 1 > kPythonColumns) {
-      out += "    " + line + "\n";
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + l + ",";
-  }
-  return out + "    " + line + "\n" + brackets[1] + "\n";
+  std::vector<std::string> items;
+  for (const auto& l : literals) items.push_back(l + ",");
+  return fmt::format("{} = {}\n    {}\n{}\n", name, brackets[0], fmt::join(packed_lines(items, 4, " "), "\n    "),
+                     brackets[1]);
 }
 
 std::string problem_module(const ExportedProblem& p) {
