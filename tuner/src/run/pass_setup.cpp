@@ -49,11 +49,9 @@ void PassRun::choose_variants() {
   if (chosen.size() > o.max_variants)
     throw InputError(
         fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
-                    "keeps its record in memory; at {:.1f} s a compile, {} of one core); pass --budget N to "
-                    "time a random sample, restrict the space, split it with --shard, or raise "
-                    "--max-variants",
+                    "keeps its record in memory; at {:.1f} s a compile, {} of one core); {}",
                     o.problem, shape.describe(), chosen.size(), chosen_how, o.max_variants, kSecondsPerCompile,
-                    format_duration(kSecondsPerCompile * static_cast<double>(chosen.size()))));
+                    format_duration(kSecondsPerCompile * static_cast<double>(chosen.size())), kMaxVariantsRemedy));
   if (compile_only) say_compile_only();
 }
 

@@ -117,11 +117,11 @@ FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx, std::size_t 
   const auto on_progress = [&](const SpaceProgress& p) {
     throw_if_stopped("enumerating the space of " + s.space.source_name());
     if (p.valid > variants_past)
-      throw InputError(fmt::format(
-          "{} {}: at least {} valid configurations ({} of {} checked) are more than --max-variants {} a run "
-          "compiles and times; pass --budget N to time a random sample, restrict the space, split it with --shard, "
-          "or raise --max-variants",
-          s.space.source_name(), s.shape.describe(), p.valid, p.checked, describe_count(p.of), variants_past));
+      throw InputError(
+          fmt::format("{} {}: at least {} valid configurations ({} of {} checked) are more than --max-variants {} a run "
+                      "compiles and times; {}",
+                      s.space.source_name(), s.shape.describe(), p.valid, p.checked, describe_count(p.of), variants_past,
+                      kMaxVariantsRemedy));
     progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid));
   };
   const Enumeration all = s.space.enumerate(s.shape, s.limits, s.options.max_space, on_progress);

@@ -160,6 +160,10 @@ void require_enumerated(const SearchSetting& s, const std::string& what);
 // refuse them after the whole enumeration (--max-variants), which may take minutes and all memory.
 FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx,
                            std::size_t variants_past = std::numeric_limits<std::size_t>::max());
+// What to do about more variants than --max-variants, in the words of both refusals (the early one
+// while enumerating, the pass's once the variants are chosen).
+inline constexpr const char* kMaxVariantsRemedy =
+    "pass --budget N to time a random sample, restrict the space, split it with --shard, or raise --max-variants";
 // `configs` without the baseline where the setting defers it.
 std::vector<Config> without_deferred(const SearchSetting& s, std::vector<Config> configs);
 // "; '<constraint>' rejected N" for each constraint that rejected configurations.
