@@ -364,24 +364,28 @@ TEST(VerdictCache, AReferenceUnderAnotherPythonIsAnotherReference) {
   const std::string with_site = problem->reference_identity(ReferenceBackend::kPython);
   EXPECT_NE(with_site.find("under "), std::string::npos) << with_site;
   EXPECT_NE(with_site.find("(Python 3."), std::string::npos) << with_site;
-  const auto memo = ReferenceRepeatMemo::open(dir / "verdicts", *problem, ReferenceBackend::kPython);
+  const auto memo =
+      ReferenceRepeatMemo::open(dir / "verdicts", *problem, problem->reference_identity(ReferenceBackend::kPython));
   ASSERT_TRUE(memo.has_value());
   EXPECT_FALSE(memo->known());
   memo->remember();
   EXPECT_TRUE(memo->known());
-  EXPECT_TRUE(ReferenceRepeatMemo::open(dir / "verdicts", *problem, ReferenceBackend::kPython)->known());
+  EXPECT_TRUE(ReferenceRepeatMemo::open(dir / "verdicts", *problem, problem->reference_identity(ReferenceBackend::kPython))
+                  ->known());
 
   setenv("TUNE_PYTHON", (dir / "bare-python").c_str(), 1);
   const std::string bare = problem->reference_identity(ReferenceBackend::kPython);
   EXPECT_NE(bare, with_site);
   EXPECT_NE(bare.find("numpy none"), std::string::npos) << bare;
-  EXPECT_FALSE(ReferenceRepeatMemo::open(dir / "verdicts", *problem, ReferenceBackend::kPython)->known());
+  EXPECT_FALSE(ReferenceRepeatMemo::open(dir / "verdicts", *problem, problem->reference_identity(ReferenceBackend::kPython))
+                   ->known());
   if (had)
     setenv("TUNE_PYTHON", had, 1);
   else
     unsetenv("TUNE_PYTHON");
   EXPECT_EQ(problem->reference_identity(ReferenceBackend::kPython), with_site);
-  EXPECT_FALSE(ReferenceRepeatMemo::open("", *problem, ReferenceBackend::kPython).has_value());  // --no-cache
+  EXPECT_FALSE(ReferenceRepeatMemo::open("", *problem, problem->reference_identity(ReferenceBackend::kPython))
+                   .has_value());  // --no-cache
   std::filesystem::remove_all(dir);
 }
 

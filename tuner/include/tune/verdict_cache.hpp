@@ -50,8 +50,9 @@ class VerdictCache {
 class ReferenceRepeatMemo {
  public:
   // nullopt: no cache (--no-cache, or a folder that cannot be made): check every time.
+  // `identity`: Problem::reference_identity, as the run recorded it (empty: no memo).
   static std::optional<ReferenceRepeatMemo> open(const std::filesystem::path& verdict_dir, const Problem& problem,
-                                                 ReferenceBackend backend);
+                                                 const std::string& identity);
   [[nodiscard]] bool known() const;
   void remember() const;  // never throws: a memo not stored is checked again next time
 

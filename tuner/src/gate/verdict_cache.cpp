@@ -84,10 +84,9 @@ std::string VerdictCache::store(const std::string& key, const nlohmann::ordered_
 }
 
 std::optional<ReferenceRepeatMemo> ReferenceRepeatMemo::open(const std::filesystem::path& verdict_dir,
-                                                             const Problem& problem, ReferenceBackend backend) {
-  if (verdict_dir.empty() || !problem.python_reference()) return std::nullopt;
+                                                             const Problem& problem, const std::string& identity) {
+  if (verdict_dir.empty() || !problem.python_reference() || identity.empty()) return std::nullopt;
   try {
-    const std::string identity = problem.reference_identity(backend);
     if (identity.starts_with("built-in")) return std::nullopt;  // not run twice: nothing to remember
     const std::string key = VerdictCache::key("reference repeats", {}, {problem.json().dump(), identity});
     return ReferenceRepeatMemo(VerdictCache(verdict_dir), key);

@@ -289,7 +289,9 @@ bool run_check(const CheckOptions& o) {
   settings.allow_unchecked = run.context.gate.allow_unchecked;
   // reference.py runs twice on the first output check's input unless it was seen to repeat itself
   // (a search checks it; a check of a record from elsewhere may be the first to run it here).
-  auto memo = ReferenceRepeatMemo::open(settings.verdict_cache, find_problem(problem_spec), reference_backend_from_env());
+  const Problem& problem = find_problem(problem_spec);
+  auto memo =
+      ReferenceRepeatMemo::open(settings.verdict_cache, problem, problem.reference_identity(reference_backend_from_env()));
   settings.check_reference = !memo || !memo->known();
   if (memo) settings.on_reference_repeated = [memo = *memo] { memo.remember(); };
   int could_not_run = 0;

@@ -127,7 +127,8 @@ void PassRun::start_worker() {
     ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
     WorkerInit init{problem.file().string(), shape, o.seed, o.device};
     // reference.py runs twice on the parity data unless this reference was seen to repeat itself.
-    auto memo = ReferenceRepeatMemo::open(verdict_cache_for(o.no_cache, o.cache_dir), problem, reference_backend_from_env());
+    // The identity open_outputs recorded: reference.py and its modules are not read again.
+    auto memo = ReferenceRepeatMemo::open(verdict_cache_for(o.no_cache, o.cache_dir), problem, ctx.reference_identity);
     init.check_reference = !memo || !memo->known();
     gpu.emplace(std::move(init), o.variant_timeout_s, ctx, log);
     if (memo) gpu->on_reference_checked([memo = std::move(*memo)] { memo.remember(); });
