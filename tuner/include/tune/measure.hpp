@@ -170,5 +170,8 @@ class DeviceRunner {
 // function's attributes) finds on a card.
 std::string launch_refusal(const Lowered& lowered, const std::vector<std::string>& lowered_names,
                            const std::map<std::string, Resources>& resources, const DeviceLimits& limits);
+// The part of that a launch's block alone decides: block.z past 64 (a hardware limit no function
+// attribute gives: cuLaunchKernel's INVALID_VALUE). Empty when it fits; the device checks it too.
+std::string block_z_refusal(const KernelLaunch& launch);
 
 }  // namespace tune

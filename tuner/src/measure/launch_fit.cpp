@@ -21,13 +21,18 @@ std::int64_t threads_allowed(int registers, std::int64_t most) {
 
 }  // namespace
 
+std::string block_z_refusal(const KernelLaunch& l) {
+  const auto& b = l.block;
+  return b[2] > 64 ? fmt::format("{} has a block of {}x{}x{} threads; block.z is at most 64", l.kernel, b[0], b[1], b[2])
+                   : std::string();
+}
+
 std::string launch_refusal(const Lowered& lowered, const std::vector<std::string>& lowered_names,
                            const std::map<std::string, Resources>& resources, const DeviceLimits& limits) {
   for (std::size_t i = 0; i < lowered.launches.size(); ++i) {
     const KernelLaunch& l = lowered.launches[i];
     const auto& b = l.block;
-    if (b[2] > 64)
-      return fmt::format("{} has a block of {}x{}x{} threads; block.z is at most 64", l.kernel, b[0], b[1], b[2]);
+    if (std::string z = block_z_refusal(l); !z.empty()) return z;
     const std::int64_t threads = std::int64_t{b[0]} * b[1] * b[2];
     if (threads > limits.max_threads_per_block)
       return fmt::format("{} has a block of {}x{}x{} = {} threads; the device allows {}", l.kernel, b[0], b[1], b[2],

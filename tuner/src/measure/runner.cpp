@@ -130,9 +130,7 @@ struct DeviceRunner::Impl {
       TUNE_CU(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, v.functions[i]));
       TUNE_CU(cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, v.functions[i]));
       const unsigned threads = l.block[0] * l.block[1] * l.block[2];
-      if (l.block[2] > 64)  // a hardware limit the attributes do not give: cuLaunchKernel's INVALID_VALUE
-        return fmt::format("{} has a block of {}x{}x{} threads; block.z is at most 64", l.kernel, l.block[0], l.block[1],
-                           l.block[2]);
+      if (std::string z = block_z_refusal(l); !z.empty()) return z;
       if (threads > static_cast<unsigned>(max_threads))
         return fmt::format("{} needs {} threads per block but its registers allow {}", l.kernel, threads, max_threads);
       if (static_smem + l.dynamic_smem > device.max_smem_per_block_optin)
