@@ -41,6 +41,17 @@ DATASHEET_PEAKS = {
         "fp16_tensor_gflop_per_s": 989000.0,
         "source": "NVIDIA H200 datasheet, H200 SXM, dense tensor-core rates (half the sparse ones)",
     },
+    # NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100/, H100 SXM column, the
+    # 80 GB HBM3 card): the same compute rates as the H200 above, GPU memory bandwidth 3.35 TB/s.
+    "h100-80gb-hbm3": {
+        "hbm_gb_per_s": 3350.0,
+        "fp64_gflop_per_s": 34000.0,
+        "fp32_gflop_per_s": 67000.0,
+        "tf32_tensor_gflop_per_s": 494000.0,
+        "bf16_tensor_gflop_per_s": 989000.0,
+        "fp16_tensor_gflop_per_s": 989000.0,
+        "source": "NVIDIA H100 datasheet, H100 SXM, dense tensor-core rates (half the sparse ones)",
+    },
 }
 # The compute rates, by the key of a peaks entry: (key, the floor's name in the tables).
 RATES = {"fp64": ("fp64_gflop_per_s", "FP64 compute"), "fp32": ("fp32_gflop_per_s", "FP32 compute"),
@@ -86,16 +97,19 @@ def load_peaks(path, torch):
     for slug, t in torch.items():
         bw = (t["doc"].get("device_peaks") or {}).get("copy_gb_per_s")
         if bw:
-            old = peaks.setdefault(slug, {"source": "not known"})
-            old["source"] = f"copy bandwidth: measured by torch_baseline.py ({t['path']}); FP32 rate: {old['source']}"
+            old = peaks.setdefault(slug, {"source": ""})
+            measured = f"copy bandwidth: measured by torch_baseline.py ({t['path']})"
+            # A card with no measured FP32 rate says nothing of it here; the datasheet below may add it.
+            old["source"] = f"{measured}; FP32 rate: {old['source']}" if old["source"] else measured
             old["copy_gb_per_s"] = bw
     for slug, sheet in DATASHEET_PEAKS.items():
-        old = peaks.setdefault(slug, {"source": "not known"})
+        old = peaks.setdefault(slug, {"source": ""})
         added = [k for k in sheet if k != "source" and k not in old]
         for k in added:
             old[k] = sheet[k]
         if added:
-            old["source"] = f"{old['source']}; {', '.join(added)}: {sheet['source']}"
+            part = f"{', '.join(added)}: {sheet['source']}"
+            old["source"] = f"{old['source']}; {part}" if old["source"] else part
     if path:
         for slug, p in results.read_checked(path, results.validate_peaks).items():
             peaks[slug] = {"source": f"{path}", **p}
