@@ -69,7 +69,7 @@ def run_torch(module, shape, params, inputs, of):
     model.eval()
     with torch.no_grad():
         out = model(*(tensor(k, v) for k, v in inputs.items()))
-    return out.detach().cpu().numpy().astype(np.float64)
+    return out.detach().cpu().numpy()  # in its dtype: an int64 output past 2^53 is exact only as int64
 
 
 def choose_backend(module, wanted):
@@ -96,9 +96,10 @@ def choose_backend(module, wanted):
     raise tp.ProblemError("the reference module has no make_model usable here and no reference()")
 
 
-def reference_output(module, backend, shape, params, inputs, of):
-    """The reference's output in float64, refused as tune refuses it (docs/problem-format.md): a reference
-    that raises, returns complex values or a value that is not finite stops with one line."""
+def reference_output(module, backend, shape, params, inputs, of, out_dtype):
+    """The reference's output, refused as tune refuses it (docs/problem-format.md): a reference that
+    raises, returns complex values or a value that is not finite stops with one line. A float output's
+    values in float64; an integer or bool output's as Python ints, exactly (an int64 past 2^53 too)."""
     try:
         raw = run_torch(module, shape, params, inputs, of) if backend == "torch" else \
             np.asarray(module.reference(shape, params, inputs))
@@ -116,7 +117,28 @@ def reference_output(module, backend, shape, params, inputs, of):
     if bad.size:
         raise tp.ProblemError(f"the {backend} reference's output is {out.ravel()[bad[0]]} at element {bad[0]} "
                               f"({bad.size} not finite); a reference must be finite")
-    return out
+    if dtypes.is_floating(out_dtype):
+        return out
+    return integer_output(np.asarray(raw), backend, out_dtype)
+
+
+# Significand bits of the floats a reference may return: past them a float no longer says which
+# integer an integer output holds (tune's reference_runner refuses them the same way).
+SIGNIFICAND_BITS = {"float16": 11, "float32": 24, "float64": 53}
+
+
+def integer_output(raw, backend, out_dtype):
+    """An integer or bool output's values as Python ints of the reference's own integers (numpy's
+    float64 would round an int64 past 2^53), same shape; floats only where they are integers exactly."""
+    if raw.dtype.kind in "biu":
+        return np.array(raw.tolist(), dtype=object).reshape(raw.shape) if raw.size else raw.astype(np.int64)
+    bits = SIGNIFICAND_BITS.get(raw.dtype.name, 53)
+    past = np.flatnonzero(np.abs(raw.astype(np.float64)) > 2.0 ** bits)
+    if past.size:
+        raise tp.ProblemError(f"the {backend} reference returned {raw.dtype} values past 2^{bits} for the {out_dtype} "
+                              f"output (the first {raw.ravel()[past[0]]!r} at element {past[0]}), where {raw.dtype} "
+                              "does not hold every integer; compute and return it as integers (an np.int64 array)")
+    return raw.astype(np.float64)  # a non-integer is refused by unholdable, as tune refuses it
 
 
 def write(out, doc):
@@ -148,15 +170,16 @@ def golden(folder, shape_text, seed, backend="auto"):
         raise tp.ProblemError(f"{len(outputs)} tensors of role output; exactly one expected")
     shape = facts["shape"]  # the golden's "shape": {"M": 64, "T": "bfloat16"}, as results files hold it
     backend = choose_backend(module, backend)
-    out = reference_output(module, backend, shape, params, inputs, of)
+    out_dtype = outputs[0]["dtype"]
+    out = reference_output(module, backend, shape, params, inputs, of, out_dtype)
     expected = tuple(outputs[0]["shape"])
     if out.shape != expected:
         raise tp.ProblemError(f"the {backend} reference returned shape {out.shape}, not {expected}")
     for i, v in enumerate(out.ravel().tolist()):  # a value no kernel storing the output's dtype can match
-        why = dtypes.unholdable(outputs[0]["dtype"], v)
+        why = dtypes.unholdable(out_dtype, v)
         if why:
             raise tp.ProblemError(f"the {backend} reference's output is {v} at element {i}, which its dtype "
-                                  f"{outputs[0]['dtype']} cannot hold: {why}")
+                                  f"{out_dtype} cannot hold: {why}")
 
     def entry(name, a):  # each value's shortest decimal: JSON doubles round-trip exactly; integers as integers
         floating = dtypes.is_floating(of[name])
@@ -166,7 +189,15 @@ def golden(folder, shape_text, seed, backend="auto"):
     return {"problem": facts["problem"], "shape": shape,
             "params": {k: entry(k, v) for k, v in params.items()},
             "inputs": {k: entry(k, v) for k, v in inputs.items()},
-            "output": {"shape": list(out.shape), "dtype": "float64", "data": out.ravel().tolist()}}, backend
+            "output": output_entry(out, out_dtype)}, backend
+
+
+def output_entry(out, out_dtype):
+    """A float output's float64 values; an integer or bool output's integers as JSON integers, in its
+    own dtype, so that tune verify compares them exactly (as doubles an int64 past 2^53 is not itself)."""
+    if dtypes.is_floating(out_dtype):
+        return {"shape": list(out.shape), "dtype": "float64", "data": out.ravel().tolist()}
+    return {"shape": list(out.shape), "dtype": out_dtype, "data": [int(v) for v in out.ravel().tolist()]}
 
 
 def main(argv=None):

@@ -148,6 +148,85 @@ TEST(GoldenDtype, AValueOrDtypeTheProblemDoesNotHoldIsRefusedInOneLine) {
   EXPECT_NE(twice.output.find("--shape: M is given twice (16 and 32); give each once"), std::string::npos) << twice.output;
 }
 
+// A folder whose output dtype O is an integer or bool: out = x + 2^60 (int64, past 2^53), x + 2147482000
+// (int32, near its top), x % 256 (uint8), x odd (bool, numpy's True/False).
+fs::path integer_output_folder(const std::string& name) {
+  const fs::path dir = fs::path(out_dir("golden_int_" + name)) / "ints";
+  fs::create_directories(dir);
+  write_json(dir / "problem.json", Json::parse(R"({"schema_version": 1, "problem": "ints", "template": "k.cuh",
+    "reference": {"python": "reference.py"}, "shape": {"dims": ["M"], "defaults": {"M": 8}},
+    "dtypes": {"O": {"values": ["int64", "int32", "uint8", "bool"], "default": "int64"}},
+    "tensors": [{"name": "x", "role": "input", "shape": ["M"], "dtype": "int64",
+                 "init": {"kind": "integers", "low": 0, "high": 1000}},
+                {"name": "out", "role": "output", "shape": ["M"], "dtype": "O"}],
+    "parameters": [{"name": "BM", "values": [32]}],
+    "launches": [{"kernel": "k", "template_args": ["O", "BM"], "grid": ["1"], "block": ["BM"], "args": ["x", "out"]}],
+    "baseline": {"BM": 32}})"));
+  std::ofstream(dir / "k.cuh") << "template <typename O, int BM> __global__ void k(const long long* x, O* out) {}\n";
+  std::ofstream(dir / "reference.py")
+      << "import numpy as np\n\n\ndef reference(shape, params, inputs):\n    x = inputs['x'].astype(np.int64)\n"
+         "    return {'int64': x + (1 << 60), 'int32': x + 2147482000, 'uint8': x % 256, 'bool': x % 2 == 1}[shape['O']]\n";
+  return dir;
+}
+
+// An integer or bool output's golden holds its integers (JSON integers, in the output's dtype), and
+// tune verify compares them exactly. make_goldens.py wrote the float64 of each, and verify allowed
+// 1e-9 of the value: a golden of an int64 output past 2^53 off by 25600, or of an int32 near 2^31
+// off by one, verified (adversarial round 9). A golden written so still verifies, to its doubles.
+TEST(GoldenDtype, AnIntegerOutputsGoldenHoldsItsIntegersAndVerifiesExactly) {
+  const fs::path dir = integer_output_folder("exact");
+  for (const std::string o : {"int64", "int32", "uint8", "bool"}) {
+    const fs::path golden = dir / "golden" / ("M8_" + o + ".json");
+    const Result made = make_golden(dir, "M=8,O=" + o, golden);
+    ASSERT_EQ(made.code, 0) << made.output;
+    const Json g = read_json(golden);
+    EXPECT_EQ(g.at("output").at("dtype"), o);
+    const Json& out = g.at("output").at("data");
+    const Json& x = g.at("inputs").at("x").at("data");
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      ASSERT_TRUE(out[i].is_number_integer()) << o << ": " << out.dump();
+      if (o == "int64") {
+        EXPECT_EQ(out[i].get<std::int64_t>(), x[i].get<std::int64_t>() + (std::int64_t{1} << 60));
+      }
+    }
+    const Result ok = verify(golden, "exact_" + o);
+    EXPECT_EQ(ok.code, 0) << o << "\n" << ok.output;
+    EXPECT_NE(ok.output.find("CPU reference vs golden (" + o + ", exact): all 8 equal: ok"), std::string::npos) << ok.output;
+    if (o == "bool") continue;
+    Json off = g;
+    off["output"]["data"][1] = out[1].get<std::int64_t>() + 1;
+    const fs::path file = dir / "golden" / ("off_" + o + ".json");
+    write_json(file, off);
+    const Result r = verify(file, "off_" + o);
+    EXPECT_EQ(r.code, 1) << o << "\n" << r.output;
+    EXPECT_NE(r.output.find("1 of 8 differ (first at element 1: reference " + std::to_string(out[1].get<std::int64_t>())),
+              std::string::npos)
+        << r.output;
+  }
+  // A golden of the int64 output written as doubles (as make_goldens.py wrote it): verified to its
+  // doubles, said in a line; one off by more than a double's spacing there still fails.
+  Json older = read_json(dir / "golden" / "M8_int64.json");
+  older["output"]["dtype"] = "float64";
+  for (Json& v : older["output"]["data"]) v = static_cast<double>(v.get<std::int64_t>());
+  write_json(dir / "golden" / "older.json", older);
+  const Result r = verify(dir / "golden" / "older.json", "older");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("the golden holds the int64 output as doubles past 2^53 (from element 0)"), std::string::npos)
+      << r.output;
+  older["output"]["data"][2] = older["output"]["data"][2].get<double>() + 1024;
+  write_json(dir / "golden" / "older_off.json", older);
+  EXPECT_EQ(verify(dir / "golden" / "older_off.json", "older_off").code, 1);
+  // A value the output's dtype cannot hold, or no integer: one line naming the golden, exit 2.
+  Json bad = read_json(dir / "golden" / "M8_uint8.json");
+  bad["output"]["data"][0] = 300;
+  write_json(dir / "golden" / "bad_uint8.json", bad);
+  const Result refused = verify(dir / "golden" / "bad_uint8.json", "bad_uint8");
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  expect_error_output(refused, (dir / "golden" / "bad_uint8.json").string() +
+                                   ": output.data[0]: 300 is beyond uint8's range [0, 255]; a golden holds a uint8 "
+                                   "output's integers: remake it with scripts/make_goldens.py");
+}
+
 // make_goldens.py (through tune problem draw) writes the very data tune draws at that
 // seed: every parameter and input of a folder, per dtype, the float inits, index, integers,
 // bernoulli and edits, equal to Problem::make_data's parity data value for value.

@@ -45,7 +45,7 @@ std::vector<Config> sample(const Space& space, const Shape& shape, const DeviceL
 }
 
 void check_sample(const DeviceInfo& device, const std::string& problem_name, const Shape& shape, const ProblemData& data,
-                  const std::vector<double>& reference, const std::string& what) {
+                  const OutputValues& reference, const std::string& what) {
   const Problem& problem = find_problem(problem_name);
   const Space space = load_space(problem_name, std::nullopt);
   const auto configs = sample(space, shape, device.limits());

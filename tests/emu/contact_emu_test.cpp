@@ -120,7 +120,7 @@ TEST(ContactEmulation, EveryMappingAndPrecisionMeetsParityOnTheCpu) {
   int persisted = 0;
   for (const Case& c : cases()) {
     const ProblemData data = problem.make_data(c.shape, 7, DataPurpose::kParity);
-    const std::vector<double> ref = problem.reference(c.shape, data);
+    const std::vector<double> ref = problem.reference(c.shape, data).values();
     const Config config = space.from_json(c.params);
     const std::string what = space.name(config) + " at N=" + std::to_string(c.shape.at("N"));
     ASSERT_EQ(space.violated_constraint(config, c.shape, DeviceLimits::for_arch(90)), "") << what;
@@ -145,7 +145,7 @@ TEST(ContactEmulation, TheDeviceTestsOddShapeAndSeedMeetParityOnTheCpu) {
   const Problem& problem = find_problem("contact");
   const Shape shape({{"B", 3}, {"N", 37}, {"C", 64}, {"H", 32}});
   const ProblemData data = problem.make_data(shape, 2026, DataPurpose::kParity);
-  const std::vector<double> ref = problem.reference(shape, data);
+  const std::vector<double> ref = problem.reference(shape, data).values();
   for (const Json& p : {params("warp", "tile", 64, 2, 4, false, 1, false, true, 1, "tf32x3", "group", false),
                         params("thread", "tile", 64, 8, 8, false, 1, true, true, 1, "tf32x3", "group", false),
                         params("mma", "tile", 128, 8, 8, true, 1, true, true, 1, "tf32x3", "group", false)}) {

@@ -52,8 +52,9 @@ TEST(FakeDriver, AnUnwrittenIntegerOutputFailsWhereItsReferenceEqualsTheFill) {
   const auto problem = typed_affine("int32", "int32", ints, "int32", "R + 1");
   const Shape shape({{"R", 5}, {"L", 8}});
   const ProblemData data = problem->make_data(shape, 7, DataPurpose::kParity);
-  std::vector<double> ref = data.get("x").data;
-  ref.resize(ref.size() + 8, -1.0);  // the row the copy leaves alone
+  std::vector<double> x = data.get("x").data;
+  x.resize(x.size() + 8, -1.0);  // the row the copy leaves alone
+  const OutputValues ref = OutputValues::of_doubles(DType::kInt32, x);
   DeviceRunner runner(fake_device(), *problem, shape, data, data, ref, 7);
   const ParityRecord p = runner.check(copy_variant(), copy_launch(), data, ref, 7);
   EXPECT_FALSE(parity_passed(p)) << "an output left unwritten passed because its reference equals the fill";
@@ -68,8 +69,9 @@ TEST(FakeDriver, AWrittenIntegerOutputEqualToTheFillPasses) {
   const auto problem = typed_affine("int32_whole", "int32", ints, "int32", "R");
   const Shape shape({{"R", 5}, {"L", 8}});
   const ProblemData data = problem->make_data(shape, 7, DataPurpose::kParity);
-  const std::vector<double>& ref = data.get("x").data;
-  ASSERT_NE(std::find(ref.begin(), ref.end(), -1.0), ref.end()) << "the draw should hold a -1";
+  const std::vector<double>& x = data.get("x").data;
+  ASSERT_NE(std::find(x.begin(), x.end(), -1.0), x.end()) << "the draw should hold a -1";
+  const OutputValues ref = OutputValues::of_doubles(DType::kInt32, x);
   DeviceRunner runner(fake_device(), *problem, shape, data, data, ref, 7);
   const ParityRecord p = runner.check(copy_variant(), copy_launch(), data, ref, 7);
   EXPECT_TRUE(parity_passed(p)) << p.mismatches << " mismatches, worst at " << p.worst_index;
@@ -83,7 +85,7 @@ TEST(FakeDriver, ABoolOutputHoldsZeroOrOneAndAnUnwrittenOneFails) {
   const auto unwritten = typed_affine("bool_tail", "bool", ones, "bool", "R + 1");
   const Shape shape({{"R", 5}, {"L", 8}});
   const ProblemData data = unwritten->make_data(shape, 7, DataPurpose::kParity);
-  const std::vector<double> all_true(48, 1.0);
+  const OutputValues all_true = OutputValues::of_doubles(DType::kBool, std::vector<double>(48, 1.0));
   DeviceRunner runner(fake_device(), *unwritten, shape, data, data, all_true, 7);
   const ParityRecord tail = runner.check(copy_variant(), copy_launch(), data, all_true, 7);
   EXPECT_FALSE(parity_passed(tail)) << "an unwritten bool passed as true";
@@ -92,13 +94,15 @@ TEST(FakeDriver, ABoolOutputHoldsZeroOrOneAndAnUnwrittenOneFails) {
   const nlohmann::json twos = {{"kind", "constant"}, {"value", 2}};
   const auto raw = typed_affine("bool_two", "uint8", twos, "bool", "R");
   const ProblemData two_data = raw->make_data(shape, 7, DataPurpose::kParity);
-  const std::vector<double> true40(40, 1.0);
+  const OutputValues true40 = OutputValues::of_doubles(DType::kBool, std::vector<double>(40, 1.0));
   DeviceRunner raw_runner(fake_device(), *raw, shape, two_data, two_data, true40, 7);
   const ParityRecord two = raw_runner.check(copy_variant(), copy_launch(), two_data, true40, 7);
   EXPECT_FALSE(parity_passed(two)) << "a bool byte of 2 passed as true";
   EXPECT_EQ(two.mismatches, 40);
   ASSERT_TRUE(two.worst_value.has_value());
   EXPECT_EQ(*two.worst_value, 2.0) << "the record shows the byte the kernel wrote";
+  EXPECT_EQ(two.worst_value_exact, 2) << "as an integer";
+  EXPECT_EQ(two.worst_reference_exact, 1);
 }
 
 // A problem whose outputs may differ between launches ("deterministic": false) has no bits of the
@@ -114,8 +118,9 @@ TEST(FakeDriver, TheFreshContextOfAProblemThatMayDifferBetweenLaunchesIsHeldToTh
     const auto problem = Problem::load(dir / "problem.json");
     const Shape shape({{"R", 5}, {"L", 8}});
     const ProblemData data = problem->make_data(shape, 7, DataPurpose::kParity);
-    std::vector<double> ref = data.get("x").data;  // what the copy writes, but for one element
-    ref[3] += 1.0;
+    std::vector<double> x = data.get("x").data;  // what the copy writes, but for one element
+    x[3] += 1.0;
+    const OutputValues ref = OutputValues::of_doubles(problem->output_spec(shape).dtype, x);
     DeviceRunner runner(fake_device(), *problem, shape, data, data, ref, 7);
     const CompileResult variant = copy_variant();
     GateRecord gate;

@@ -33,7 +33,7 @@ TEST(FakeDriver, ALaunchReadsEveryByteOfItsUploadedInputs) {
   const Shape shape({{"R", 4107}, {"L", 64}});
   const ProblemData data = problem->make_data(shape, 2026, DataPurpose::kParity);
   const std::vector<double>& x = data.get("x").data;
-  const std::vector<double> copy = x;  // what the copy kernel must give
+  const OutputValues copy = OutputValues::of_doubles(problem->output_spec(shape).dtype, x);  // what the copy must give
   DeviceInfo device;
   device.name = "fake";
   device.cc_major = 9;
@@ -60,13 +60,16 @@ TEST(FakeDriver, EachGateInputIsLaunchedOnItsOwnBuffers) {
   DeviceInfo device;
   device.name = "fake";
   device.cc_major = 9;
-  DeviceRunner runner(device, *problem, shape, parity, parity, parity.get("x").data, 2026);
+  const DType out = problem->output_spec(shape).dtype;
+  DeviceRunner runner(device, *problem, shape, parity, parity, OutputValues::of_doubles(out, parity.get("x").data), 2026);
   // Three inputs, each of its own values: the copy kernel's output is its x.
   std::vector<ProblemData> data;
   for (const std::uint64_t seed : {1u, 2u, 3u}) data.push_back(problem->make_data(shape, seed, DataPurpose::kParity));
+  std::vector<OutputValues> refs;
+  for (const ProblemData& d : data) refs.push_back(OutputValues::of_doubles(out, d.get("x").data));
   std::vector<DeviceRunner::GateInput> inputs;
   for (std::size_t k = 0; k < data.size(); ++k)
-    inputs.push_back({"seed " + std::to_string(k + 1), k + 1, &data[k], &data[k].get("x").data, std::nullopt});
+    inputs.push_back({"seed " + std::to_string(k + 1), k + 1, &data[k], &refs[k], std::nullopt});
   const CompileResult a = copy_variant(), b = copy_variant();  // two finalists
   std::vector<GateRecord> gates(2);
   runner.gate({&a, &b}, {copy_launch(), copy_launch()}, {&gates[0], &gates[1]}, {}, inputs, 2, true);

@@ -218,10 +218,10 @@ TEST(EdgeCases, TheShippedProblemsEdgeCasesMakeFiniteDataAndAFiniteReference) {
         }
       EXPECT_TRUE(changed) << name << ", " << c << " is the parity data";
       // reference() refuses a non-finite output.
-      const auto ref = p.reference(shape, d);
+      const auto ref = p.reference(shape, d).values();
       EXPECT_EQ(ref.size(), static_cast<std::size_t>(p.output_spec(shape).elements())) << name << ", " << c;
       if (!p.has_builtin_reference()) continue;
-      const auto python = p.reference(shape, d, ReferenceBackend::kPython);
+      const auto python = p.reference(shape, d, ReferenceBackend::kPython).values();
       double worst = 0;
       for (std::size_t i = 0; i < ref.size(); ++i)
         worst = std::max(worst, std::abs(ref[i] - python[i]) / (1.0 + std::abs(ref[i])));

@@ -397,16 +397,16 @@ TEST(VerdictCache, AReferenceThatDoesNotRepeatItselfIsRefusedNamingTheElement) {
   const auto problem = copying_problem(dir);
   const Shape shape({{"N", 6}});
   const ProblemData data = problem->make_data(shape, 3, DataPurpose::kParity);
-  const std::vector<double> ref = problem->reference(shape, data, ReferenceBackend::kPython);
-  problem->check_reference_repeats(shape, data, ReferenceBackend::kPython, ref, {});  // a copy repeats itself
+  const OutputValues ref = problem->reference(shape, data, ReferenceBackend::kPython);
+  problem->check_reference_repeats(shape, data, ReferenceBackend::kPython, ref);  // a copy repeats itself
   std::ofstream(dir / "reference.py") << "import os\n\ndef reference(shape, params, inputs):\n"
                                          "    f = os.path.join(os.path.dirname(__file__), 'runs')\n"
                                          "    n = int(open(f).read()) if os.path.exists(f) else 0\n"
                                          "    open(f, 'w').write(str(n + 1))\n"
                                          "    y = inputs['x'].copy()\n    y[4] += n\n    return y\n";
-  const std::vector<double> first = problem->reference(shape, data, ReferenceBackend::kPython);
+  const OutputValues first = problem->reference(shape, data, ReferenceBackend::kPython);
   try {
-    problem->check_reference_repeats(shape, data, ReferenceBackend::kPython, first, {});
+    problem->check_reference_repeats(shape, data, ReferenceBackend::kPython, first);
     ADD_FAILURE() << "a reference that counts its runs was taken";
   } catch (const InputError& e) {
     const std::string what = e.what();

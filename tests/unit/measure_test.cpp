@@ -71,7 +71,7 @@ TEST(Parity, ToleranceNanAndWorstIndex) {
   EXPECT_EQ(bad.non_finite, 1);
   EXPECT_EQ(bad.worst_index, 2);
   EXPECT_FALSE(bad.worst_value.has_value());
-  EXPECT_FALSE(parity_passed(compare_output({}, {}, 1e-4, 1e-4)));  // nothing checked is no pass
+  EXPECT_FALSE(parity_passed(compare_output(std::vector<double>{}, std::vector<double>{}, 1e-4, 1e-4)));  // nothing: no pass
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -25,6 +26,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Tolerance defaults(DType d) { return TolerancePolicy{}.of(d); }
+
+// judge_output of values of the tolerance's dtype, written as doubles.
+ParityRecord judge(const std::vector<double>& out, const std::vector<double>& ref, const Tolerance& tol,
+                   std::optional<double> module_error) {
+  return judge_output(OutputValues::of_doubles(tol.dtype, out), OutputValues::of_doubles(tol.dtype, ref), tol, module_error);
+}
 
 TEST(Parity, DefaultTolerancesFollowTheOutputsDtype) {
   EXPECT_EQ(defaults(DType::kFloat32).atol, 1e-4);
@@ -50,8 +57,8 @@ TEST(Parity, ElementwiseToleranceJustInsideAndJustOutsidePerDtype) {
     const Tolerance tol = defaults(d);
     const std::vector<double> ref = {2.0, -0.5};
     const double allowed = tol.atol + tol.rtol * 2.0;
-    const ParityRecord in = judge_output({2.0 + allowed * (1 - 1e-6), -0.5}, ref, tol, std::nullopt);
-    const ParityRecord out = judge_output({2.0 + allowed * (1 + 1e-6), -0.5}, ref, tol, std::nullopt);
+    const ParityRecord in = judge({2.0 + allowed * (1 - 1e-6), -0.5}, ref, tol, std::nullopt);
+    const ParityRecord out = judge({2.0 + allowed * (1 + 1e-6), -0.5}, ref, tol, std::nullopt);
     EXPECT_TRUE(parity_passed(in)) << dtype_name(d);
     EXPECT_TRUE(in.tolerance_passed) << dtype_name(d);
     EXPECT_FALSE(parity_passed(out)) << dtype_name(d);
@@ -65,14 +72,14 @@ TEST(Parity, ElementwiseToleranceJustInsideAndJustOutsidePerDtype) {
 TEST(Parity, IntegerAndBoolOutputsCompareExactly) {
   for (DType d : {DType::kInt64, DType::kInt32, DType::kInt8, DType::kUInt8, DType::kBool}) {
     const Tolerance tol = defaults(d);
-    const ParityRecord equal = judge_output({3, 0, 1}, {3, 0, 1}, tol, std::nullopt);
+    const ParityRecord equal = judge({3, 0, 1}, {3, 0, 1}, tol, std::nullopt);
     EXPECT_TRUE(parity_passed(equal)) << dtype_name(d);
     EXPECT_EQ(equal.mismatches, 0);
-    const ParityRecord off = judge_output({3, 1, 1}, {3, 0, 1}, tol, std::nullopt);
+    const ParityRecord off = judge({3, 1, 1}, {3, 0, 1}, tol, std::nullopt);
     EXPECT_FALSE(parity_passed(off)) << dtype_name(d);
     EXPECT_EQ(off.mismatches, 1);
     EXPECT_EQ(off.worst_index, 1);  // no 0/0 in the excess: the element off by one is the worst
-    EXPECT_FALSE(parity_passed(judge_output({3, NAN, 1}, {3, 0, 1}, tol, std::nullopt))) << dtype_name(d);
+    EXPECT_FALSE(parity_passed(judge({3, NAN, 1}, {3, 0, 1}, tol, std::nullopt))) << dtype_name(d);
   }
 }
 
@@ -83,16 +90,15 @@ TEST(Parity, AnInt64OutputIsComparedInItsIntegersPast2To53) {
   const std::vector<std::int64_t> ref = {5, big, -big, std::numeric_limits<std::int64_t>::min()};
   std::vector<std::int64_t> out = ref;
   out[1] = big + 1;
-  const std::vector<double> as_doubles(ref.begin(), ref.end());
-  const std::vector<double> out_doubles(out.begin(), out.end());
   const Tolerance tol = defaults(DType::kInt64);
-  EXPECT_TRUE(parity_passed(judge_output(out_doubles, as_doubles, tol, std::nullopt)));  // the blind spot
-  const ParityRecord p = judge_output(out_doubles, as_doubles, tol, std::nullopt, out, ref);
+  const ParityRecord p = judge_output(OutputValues::of_int64(out), OutputValues::of_int64(ref), tol, std::nullopt);
   EXPECT_FALSE(parity_passed(p));
   EXPECT_EQ(p.mismatches, 1);
   EXPECT_EQ(p.worst_index, 1);
   EXPECT_EQ(p.max_abs_error, 1);
-  EXPECT_TRUE(parity_passed(judge_output(as_doubles, as_doubles, tol, std::nullopt, ref, ref)));
+  EXPECT_EQ(p.worst_value_exact, big + 1);  // the doubles read 2^60 for both
+  EXPECT_EQ(p.worst_reference_exact, big);
+  EXPECT_TRUE(parity_passed(judge_output(OutputValues::of_int64(ref), OutputValues::of_int64(ref), tol, std::nullopt)));
   // The distance of int64's ends does not fit an int64: still a mismatch, of 2^64 - 1.
   out[1] = big;
   out[3] = std::numeric_limits<std::int64_t>::max();
@@ -111,8 +117,8 @@ TEST(Parity, ANanOrInfNeverPassesUnderAnyRule) {
     Tolerance tol = defaults(DType::kBFloat16);
     tol.rule = rule;
     tol.atol = tol.rtol = tol.module_atol = 1e9;  // everything finite would pass
-    EXPECT_FALSE(parity_passed(judge_output({1.0, NAN}, {1.0, 1.0}, tol, 0.5))) << rule;
-    EXPECT_FALSE(parity_passed(judge_output({1.0, INFINITY}, {1.0, 1.0}, tol, 0.5))) << rule;
+    EXPECT_FALSE(parity_passed(judge({1.0, NAN}, {1.0, 1.0}, tol, 0.5))) << rule;
+    EXPECT_FALSE(parity_passed(judge({1.0, INFINITY}, {1.0, 1.0}, tol, 0.5))) << rule;
   }
 }
 
@@ -134,7 +140,7 @@ TEST(Parity, ANonFiniteReferenceMatchesNoOutput) {
 // their allowance: every mismatch of an exact (integer) comparison is. It was the first mismatch,
 // with max_abs_error at another element. A non-finite output is worse than any finite one.
 TEST(Parity, TheWorstElementOfAnExactComparisonIsTheLargestError) {
-  const ParityRecord ints = judge_output({1, 0, 40, -7}, {0, 0, 0, 0}, defaults(DType::kInt32), std::nullopt);
+  const ParityRecord ints = judge({1, 0, 40, -7}, {0, 0, 0, 0}, defaults(DType::kInt32), std::nullopt);
   EXPECT_EQ(ints.mismatches, 3);
   EXPECT_EQ(ints.max_abs_error, 40);
   EXPECT_EQ(ints.worst_index, 2);
@@ -154,8 +160,8 @@ TEST(Parity, ModuleRuleJustInsideAndJustOutsideKTimesTheModulesError) {
     Tolerance tol = defaults(d);
     const double module = 0.01, bound = tol.module_k * module + tol.module_atol;
     const std::vector<double> ref = {100.0, 10.0};
-    const ParityRecord in = judge_output({100.0 + bound * (1 - 1e-9), 10.0}, ref, tol, module);
-    const ParityRecord out = judge_output({100.0 + bound * (1 + 1e-9), 10.0}, ref, tol, module);
+    const ParityRecord in = judge({100.0 + bound * (1 - 1e-9), 10.0}, ref, tol, module);
+    const ParityRecord out = judge({100.0 + bound * (1 + 1e-9), 10.0}, ref, tol, module);
     ASSERT_TRUE(in.module_passed.has_value());
     EXPECT_TRUE(*in.module_passed);
     EXPECT_TRUE(parity_passed(in)) << dtype_name(d);
@@ -165,18 +171,18 @@ TEST(Parity, ModuleRuleJustInsideAndJustOutsideKTimesTheModulesError) {
     EXPECT_EQ(out.module_max_abs_error, module);
     EXPECT_NE(parity_failure(out).find("module rule"), std::string::npos) << parity_failure(out);
     tol.rule = "tolerance";  // the module's error is recorded but does not decide
-    const ParityRecord only_tolerance = judge_output({100.0 + bound * (1 + 1e-9), 10.0}, ref, tol, module);
+    const ParityRecord only_tolerance = judge({100.0 + bound * (1 + 1e-9), 10.0}, ref, tol, module);
     EXPECT_FALSE(*only_tolerance.module_passed);
     EXPECT_TRUE(parity_passed(only_tolerance));
     tol.rule = "module";  // outside the elementwise tolerance, within k x the module's error
-    const ParityRecord only_module = judge_output({10.5, 1.0}, {10.0, 1.0}, tol, 0.3);
+    const ParityRecord only_module = judge({10.5, 1.0}, {10.0, 1.0}, tol, 0.3);
     EXPECT_FALSE(only_module.tolerance_passed);
     EXPECT_TRUE(parity_passed(only_module));
   }
 }
 
 TEST(Parity, TheModuleRuleIsNotAppliedToFloat32OrWithoutTheModulesOutput) {
-  const ParityRecord f32 = judge_output({1.0}, {1.0}, defaults(DType::kFloat32), 0.01);
+  const ParityRecord f32 = judge({1.0}, {1.0}, defaults(DType::kFloat32), 0.01);
   EXPECT_FALSE(f32.module_passed.has_value());
   EXPECT_FALSE(f32.module_max_abs_error.has_value());
   EXPECT_EQ(module_error({}, {1.0}), std::nullopt);
@@ -264,16 +270,16 @@ TEST(Parity, AnInt64ReferenceReachesTheComparisonExactly) {
   const Shape shape({{"N", 8}});
   auto p = int64_problem(dir, "x.astype(np.int64) + (1 << 60)");
   const ProblemData data = p->make_data(shape, 7, DataPurpose::kParity);
-  std::vector<std::int64_t> exact;
-  const std::vector<double> ref = p->reference(shape, data, ReferenceBackend::kPython, nullptr, nullptr, &exact);
-  ASSERT_EQ(exact.size(), 8u);
-  for (std::size_t i = 0; i < exact.size(); ++i) {
-    EXPECT_EQ(exact[i], (std::int64_t{1} << 60) + static_cast<std::int64_t>(data.get("x").data[i])) << i;
-    EXPECT_EQ(ref[i], 0x1p60);
+  const OutputValues ref = p->reference(shape, data, ReferenceBackend::kPython);
+  ASSERT_EQ(ref.dtype(), DType::kInt64);
+  ASSERT_EQ(ref.ints().size(), 8u);
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_EQ(ref.ints()[i], (std::int64_t{1} << 60) + static_cast<std::int64_t>(data.get("x").data[i])) << i;
+    EXPECT_EQ(ref.values()[i], 0x1p60);
   }
   p = int64_problem(dir, "x + 2.0 ** 60");
   try {
-    (void)p->reference(shape, data, ReferenceBackend::kPython, nullptr, nullptr, &exact);
+    (void)p->reference(shape, data, ReferenceBackend::kPython);
     ADD_FAILURE() << "a float64 reference past 2^53 of an int64 output was taken";
   } catch (const InputError& e) {
     const std::string what = e.what();
@@ -284,8 +290,10 @@ TEST(Parity, AnInt64ReferenceReachesTheComparisonExactly) {
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
   p = int64_problem(dir, "x * 3");  // small floats stay welcome: their integers are exact
-  (void)p->reference(shape, data, ReferenceBackend::kPython, nullptr, nullptr, &exact);
-  for (std::size_t i = 0; i < exact.size(); ++i) EXPECT_EQ(exact[i], 3 * static_cast<std::int64_t>(data.get("x").data[i]));
+  const OutputValues small = p->reference(shape, data, ReferenceBackend::kPython);
+  ASSERT_EQ(small.ints().size(), 8u);
+  for (std::size_t i = 0; i < small.size(); ++i)
+    EXPECT_EQ(small.ints()[i], 3 * static_cast<std::int64_t>(data.get("x").data[i]));
   std::filesystem::remove_all(dir);
 }
 
@@ -310,6 +318,49 @@ TEST(Parity, RecordsRoundTripTheNewFields) {
   EXPECT_TRUE(q.tolerance_passed);
   EXPECT_EQ(to_json(back).dump(), text);
   EXPECT_FALSE(back.variants[1].parity->module_passed.has_value());  // null stays null
+}
+
+// The comparison is the output's dtype's, whatever the caller holds: OutputValues carries an int64
+// output's integers with its doubles, so no caller compares them as doubles (the verify path did, and
+// the record's worst element was the nearest doubles, 2^60 for both 2^60 + 1 and 2^60). An integer
+// output's worst element is written as JSON integers and read back exactly (adversarial round 9).
+TEST(Parity, AnIntegerOutputsWorstElementIsRecordedExactlyAndRoundTrips) {
+  const std::int64_t big = std::int64_t{1} << 60;
+  const Tolerance tol = defaults(DType::kInt64);
+  // Bytes as the device gives them: the int64 integers, not doubles.
+  std::vector<std::int64_t> out = {7, big + 1, std::numeric_limits<std::int64_t>::min()};
+  std::vector<std::byte> bytes(out.size() * 8);
+  std::memcpy(bytes.data(), out.data(), bytes.size());
+  const OutputValues kernel = OutputValues::of_bytes(DType::kInt64, bytes);
+  const OutputValues ref = OutputValues::of_int64({7, big, std::numeric_limits<std::int64_t>::min()});
+  ASSERT_EQ(kernel.values()[1], ref.values()[1]) << "as doubles the two read alike";
+  const ParityRecord p = judge_output(kernel, ref, tol, std::nullopt);
+  EXPECT_FALSE(parity_passed(p));
+  EXPECT_EQ(p.worst_value_exact, big + 1);
+  EXPECT_EQ(p.worst_reference_exact, big);
+  EXPECT_EQ(kernel.element(1), "1152921504606846977");
+  // An int32 output's too; a float output's stay doubles alone.
+  const ParityRecord i32 = judge({3, 2147483647}, {3, 2147483646}, defaults(DType::kInt32), std::nullopt);
+  EXPECT_EQ(i32.worst_value_exact, 2147483647);
+  EXPECT_FALSE(judge({1.5}, {1.0}, defaults(DType::kFloat32), std::nullopt).worst_value_exact.has_value());
+
+  RunRecord run = fixture_run();
+  ParityRecord& rec = *run.variants[1].parity;
+  rec = p;
+  rec.dtype = "int64";
+  const Json j = to_json(run);
+  const Json& written = j.at("variants")[1].at("parity");
+  ASSERT_TRUE(written.at("worst_value").is_number_integer()) << written.dump();
+  EXPECT_EQ(written.at("worst_value").get<std::int64_t>(), big + 1);
+  EXPECT_EQ(written.at("worst_reference").get<std::int64_t>(), big);
+  const RunRecord back = run_from_json(Json::parse(j.dump()));
+  EXPECT_EQ(back.variants[1].parity->worst_value_exact, big + 1);
+  EXPECT_EQ(back.variants[1].parity->worst_reference_exact, big);
+  EXPECT_EQ(to_json(back).dump(), j.dump());
+  // An older record's doubles are read as they are: no integer is made up from them.
+  Json older = j;
+  older["variants"][1]["parity"]["worst_value"] = 0x1p60;
+  EXPECT_FALSE(run_from_json(older).variants[1].parity->worst_value_exact.has_value());
 }
 
 TEST(Parity, TheValidatorRefusesAPassedVariantWhoseModuleRuleFailed) {

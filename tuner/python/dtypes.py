@@ -68,6 +68,8 @@ def unholdable(name, v):
         if v != int(v):
             return f"not an integer; return the integers the {name} output holds, rounded as the kernel rounds"
         low, high = RANGE[name]
+        if name == "int64" and isinstance(v, int):
+            high = 2 ** 63 - 1  # an integer exactly: 2^63 is no int64 (as a double it stands for 2^63 - 1)
         if low <= v <= high:
             return ""
         return f"beyond {name}'s range; wrap or clamp it as the kernel's {name} arithmetic does"

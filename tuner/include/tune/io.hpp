@@ -101,7 +101,13 @@ struct GoldenCase {
   std::string problem;
   Shape shape;
   ProblemData data;
-  std::vector<double> output;
+  // The reference's output: a float output's float64 values; an integer or bool output's integers
+  // exactly (JSON integers; an int64 past 2^53 too).
+  OutputValues output;
+  // An int64 output written as doubles (goldens made before integer outputs were written as
+  // integers): its first element past 2^53, where the double holds only the nearest integer; a
+  // reference can then be checked against it only to that double. nullopt: every value exact.
+  std::optional<std::size_t> output_rounded_from;
 };
 // The problem a golden file belongs to: the folder it sits in (<folder>/golden/x.json) when that
 // folder's problem has the golden's name, else the name, found on the problem path.

@@ -53,24 +53,27 @@ inline std::uint64_t parity_seed_of(std::uint64_t seed) { return seed * 0x9E3779
 // XXH3-64 of the output's device bytes (its dtype's encoding), 16 hex digits (ParityRecord::output_hash).
 std::string output_hash(std::span<const std::byte> out);
 
-// `out`: the output's values, decoded from its dtype. The elementwise rule alone (sets
-// tolerance_passed); exact when atol = rtol = 0; a NaN or Inf never passes.
+// The elementwise rule on doubles (a float output's values): sets tolerance_passed; exact when
+// atol = rtol = 0; a NaN or Inf never passes. An output's values are compared through the
+// OutputValues overload, which picks the rule of their dtype.
 ParityRecord compare_output(const std::vector<double>& out, const std::vector<double>& ref, double atol, double rtol);
 // The same rule for an int64 output in its own integers: as doubles, neighbouring integers past
 // 2^53 read as one and an error of one there passes unseen. The difference is taken exactly;
-// worst_value and worst_reference are the nearest doubles.
+// worst_value and worst_reference are the nearest doubles, worst_*_exact the integers.
 ParityRecord compare_output_int64(std::span<const std::int64_t> out, std::span<const std::int64_t> ref, double atol,
                                   double rtol);
+// The elementwise rule chosen from the dtype of `ref` (the output's): an int64 output in its
+// integers (compare_output_int64), every other in its doubles; an integer or bool output's worst
+// element is recorded exactly too. Throws std::logic_error when `out` is of another dtype (a bug).
+ParityRecord compare_output(const OutputValues& out, const OutputValues& ref, double atol, double rtol);
 // max |module - ref| (the module's own error in its dtype); nullopt when `module` is empty or of
 // another size, or not finite.
 [[nodiscard]] std::optional<double> module_error(const std::vector<double>& module, const std::vector<double>& ref);
-// The judge: the elementwise rule at tol's atol/rtol and, when the output is low precision and
-// the module's error is known, the module rule (docs/design.md "Parity").
-// With `out_ints` and `ref_ints` (an int64 output's integers, both given), the elementwise rule
-// compares those exactly (compare_output_int64).
-ParityRecord judge_output(const std::vector<double>& out, const std::vector<double>& ref, const Tolerance& tol,
-                          std::optional<double> module_max_abs_error, std::span<const std::int64_t> out_ints = {},
-                          std::span<const std::int64_t> ref_ints = {});
+// The judge: the elementwise rule at tol's atol/rtol (compare_output of the values, by their
+// dtype) and, when the output is low precision and the module's error is known, the module rule
+// (docs/design.md "Parity").
+ParityRecord judge_output(const OutputValues& out, const OutputValues& ref, const Tolerance& tol,
+                          std::optional<double> module_max_abs_error);
 // One line: which rule failed and by how much ("3 of 4096 outputs outside atol=1e-05 rtol=0.016 (0 not
 // finite); max abs error 0.02", and/or "max abs error 0.02 > 2 x module error 0.004 + 1e-05").
 [[nodiscard]] std::string parity_failure(const ParityRecord& p);
@@ -98,9 +101,8 @@ class DeviceRunner {
   };
   // Throws DeviceError when the shape does not fit in the device's free memory.
   DeviceRunner(const DeviceInfo& device, const Problem& problem, const Shape& shape, const ProblemData& timing_data,
-               const ProblemData& parity_data, std::vector<double> parity_reference, std::uint64_t parity_seed,
-               std::optional<double> parity_module_error = std::nullopt,
-               std::vector<std::int64_t> parity_reference_ints = {});
+               const ProblemData& parity_data, OutputValues parity_reference, std::uint64_t parity_seed,
+               std::optional<double> parity_module_error = std::nullopt);
   DeviceRunner(const DeviceRunner&) = delete;
   DeviceRunner& operator=(const DeviceRunner&) = delete;
   ~DeviceRunner();
@@ -128,9 +130,8 @@ class DeviceRunner {
     std::string name;
     std::uint64_t seed = 0;
     const ProblemData* data = nullptr;
-    const std::vector<double>* reference = nullptr;
-    std::optional<double> module_error;                         // the module's own error on this input (module_error())
-    const std::vector<std::int64_t>* reference_ints = nullptr;  // an int64 output's, exactly
+    const OutputValues* reference = nullptr;
+    std::optional<double> module_error;  // the module's own error on this input (module_error())
   };
   void gate(const std::vector<const CompileResult*>& compiled, const std::vector<Lowered>& lowered,
             const std::vector<GateRecord*>& gates, const std::vector<std::string>& known_hashes,
@@ -141,9 +142,8 @@ class DeviceRunner {
   // Checks one compiled variant against arbitrary data and its reference (tune verify), judged by
   // judge_output at the shape's tolerance.
   ParityRecord check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,
-                     const std::vector<double>& reference, std::uint64_t seed,
-                     std::optional<double> module_max_abs_error = std::nullopt,
-                     std::span<const std::int64_t> reference_ints = {});
+                     const OutputValues& reference, std::uint64_t seed,
+                     std::optional<double> module_max_abs_error = std::nullopt);
   // An empty kernel timed by the same methods: the harness's floor on this device.
   HarnessFloor measure_floor();
   // Called as each phase begins ("load", "parity", "warm-up", "timing", "strict timing"), with

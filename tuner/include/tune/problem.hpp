@@ -122,24 +122,22 @@ class Problem {
   // False when the problem declares that its kernels may give other bits from launch to launch
   // (atomics): a determinism check must not hold them to identical outputs. Default true.
   [[nodiscard]] bool deterministic() const;
-  // Float64 reference of the output, from the float32 data. *how: which reference ran
+  // The reference of the output, from the data: its values in float64 and, for an int64 output, its
+  // integers exactly (the doubles lose them past 2^53), in one value. *how: which reference ran
   // ("built-in C++ (contact)", "reference.py (torch 2.11.0)", "reference.py (numpy)").
   // *module_output (when given): the make_model module run in the tensors' dtypes, as float64 values
   // of the output, when the output is low precision (bfloat16, float16), reference.py defines
   // make_model and torch imports; else left empty. A built-in C++ reference keeps its float64 output
-  // and takes the module's from reference.py (run for the module alone). *exact (when given): an
-  // int64 output's integers exactly (the doubles lose them past 2^53), for the exact comparison;
-  // left empty for every other dtype.
-  [[nodiscard]] std::vector<double> reference(const Shape& shape, const ProblemData& data,
-                                              ReferenceBackend backend = ReferenceBackend::kAuto, std::string* how = nullptr,
-                                              std::vector<double>* module_output = nullptr,
-                                              std::vector<std::int64_t>* exact = nullptr) const;
+  // and takes the module's from reference.py (run for the module alone).
+  [[nodiscard]] OutputValues reference(const Shape& shape, const ProblemData& data,
+                                       ReferenceBackend backend = ReferenceBackend::kAuto, std::string* how = nullptr,
+                                       std::vector<double>* module_output = nullptr) const;
   // Runs reference.py once more on `data` and throws InputError (one line naming reference.py and
-  // the first element that differs) unless it returns `first` (and `first_ints`) bit for bit: a
+  // the first element that differs) unless it returns `first` bit for bit (an int64 output's integers): a
   // reference that draws unseeded random numbers or keeps state between runs would fail every
   // correct kernel. Nothing for a built-in reference.
   void check_reference_repeats(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
-                               const std::vector<double>& first, const std::vector<std::int64_t>& first_ints) const;
+                               const OutputValues& first) const;
   [[nodiscard]] WorkCounts counts(const Shape& shape) const;
   // The tolerance of the output's dtype at this shape (a dtype variable binds it).
   [[nodiscard]] Tolerance tolerance(const Shape& shape) const;

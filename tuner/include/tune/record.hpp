@@ -53,6 +53,9 @@ struct ParityRecord {
   std::int64_t worst_index = -1;      // the element furthest beyond the tolerance (or closest to it)
   std::optional<double> worst_value;  // null when NaN/Inf
   double worst_reference = 0;
+  // An integer or bool output's worst element exactly (written for worst_value and worst_reference
+  // as JSON integers): an int64's doubles are only the nearest past 2^53. Null for float outputs.
+  std::optional<std::int64_t> worst_value_exact, worst_reference_exact;
   std::int64_t mismatches = 0;  // elements outside tolerance (NaN and Inf included)
   std::int64_t non_finite = 0;
   std::int64_t elements = 0;

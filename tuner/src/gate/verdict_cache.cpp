@@ -23,7 +23,9 @@ namespace {
 // fresh context's output unchecked against the reference.
 // v5: adversarial round 8: a v4 output verdict judged an int64 output as doubles, so past 2^53 an
 // error of one passed unseen; v5 compares its integers exactly.
-constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v5";
+// v6: adversarial round 9: a v5 entry's parity records hold an integer output's worst element as the
+// nearest doubles (an int64 past 2^53 is not that integer); v6 writes them as exact integers.
+constexpr const char* kVerdictCacheVersion = "tune-verdict-cache-v6";
 }  // namespace
 
 VerdictCache::VerdictCache(std::filesystem::path dir) : dir_(std::move(dir)) {

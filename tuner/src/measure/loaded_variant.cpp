@@ -22,17 +22,9 @@ namespace tune::device_run {
 
 Output Output::of(DType t, std::vector<std::byte> bytes) {
   Output o;
-  o.values = decode_all(t, bytes);
-  if (t == DType::kInt64) {
-    o.ints.resize(bytes.size() / 8);
-    if (!o.ints.empty()) std::memcpy(o.ints.data(), bytes.data(), o.ints.size() * 8);
-  }
+  o.values = OutputValues::of_bytes(t, bytes);
   o.bytes = std::move(bytes);
   return o;
-}
-
-std::string Output::element(std::size_t k) const {
-  return ints.empty() ? fmt::format("{:.9g}", values[k]) : std::to_string(ints[k]);
 }
 
 BufferSet upload(const ProblemData& data, const TensorSpec& out) {

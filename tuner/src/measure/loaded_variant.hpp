@@ -21,14 +21,11 @@ struct BufferSet {
   std::uint64_t id = 0;
 };
 
-// One launch's output: the device's bytes and their values.
+// One launch's output: the device's bytes and their values (an int64 output's integers exactly).
 struct Output {
   std::vector<std::byte> bytes;
-  std::vector<double> values;
-  std::vector<std::int64_t> ints;  // an int64 output's integers exactly (its doubles lose them past 2^53)
+  OutputValues values;
   static Output of(DType t, std::vector<std::byte> bytes);
-  // Element k as a message quotes it: an int64 one in its integers (past 2^53 two doubles may read alike).
-  [[nodiscard]] std::string element(std::size_t k) const;
 };
 
 // Uploads the parameters and inputs and allocates the output.

@@ -39,8 +39,7 @@ struct DeviceRunner::Impl {
   const Problem& problem;
   Shape shape;
   ProblemData timing_data, parity_data;
-  std::vector<double> parity_reference;
-  std::vector<std::int64_t> parity_ints;  // an int64 output's reference exactly (Problem::reference)
+  OutputValues parity_reference;
   std::uint64_t parity_seed;
   std::optional<double> parity_module_error;  // the module's own error on the parity data
   TensorSpec out_spec;
@@ -53,27 +52,19 @@ struct DeviceRunner::Impl {
   int item = 0;  // the variant of remeasure_in_rounds's list in hand (-1: all of them)
   DeviceRunner::PhaseListener listener;
 
-  // A reference as the parity rules take it: its doubles and, for an int64 output, its integers.
-  struct Ref {
-    const std::vector<double>& values;
-    std::span<const std::int64_t> ints;
-  };
-  [[nodiscard]] Ref parity_ref() const { return {parity_reference, parity_ints}; }
-
   void set_phase(const char* name) {
     phase = name;
     if (listener) listener(phase, item);
   }
 
-  Impl(const DeviceInfo& d, const Problem& p, const Shape& s, ProblemData t, ProblemData par, std::vector<double> ref,
-       std::uint64_t seed, std::optional<double> module_err, std::vector<std::int64_t> ref_ints)
+  Impl(const DeviceInfo& d, const Problem& p, const Shape& s, ProblemData t, ProblemData par, OutputValues ref,
+       std::uint64_t seed, std::optional<double> module_err)
       : device(d),
         problem(p),
         shape(s),
         timing_data(std::move(t)),
         parity_data(std::move(par)),
         parity_reference(std::move(ref)),
-        parity_ints(std::move(ref_ints)),
         parity_seed(seed),
         parity_module_error(module_err),
         out_spec(p.output_spec(s)),
@@ -160,7 +151,7 @@ struct DeviceRunner::Impl {
     for (const auto& [name, b] : v.scratch) TUNE_CU(cuMemsetD32Async(b.get(), kNanBits, b.bytes() / 4, stream->get()));
   }
 
-  ParityRecord run_parity(const LoadedVariant& v, BufferSet& set, const Ref& ref, std::uint64_t seed,
+  ParityRecord run_parity(const LoadedVariant& v, BufferSet& set, const OutputValues& ref, std::uint64_t seed,
                           std::optional<double> module_err, double* launch_ms) {
     set_phase("parity");
     return parity_launch(v, set, ref, seed, module_err, launch_ms);
@@ -172,7 +163,7 @@ struct DeviceRunner::Impl {
   // again on an output of zero bytes: an unwritten element then differs from its reference in one
   // of the two launches, and a written one matches in both. (A float output's fill is NaN, and a
   // bool's 0xFF byte is no bool: neither ever passes.)
-  ParityRecord parity_launch(const LoadedVariant& v, BufferSet& set, const Ref& ref, std::uint64_t seed,
+  ParityRecord parity_launch(const LoadedVariant& v, BufferSet& set, const OutputValues& ref, std::uint64_t seed,
                              std::optional<double> module_err, double* launch_ms) {
     const Output out = launch_once(v, set, false, launch_ms);
     ParityRecord p = parity_of(out, ref, seed, module_err);
@@ -182,20 +173,21 @@ struct DeviceRunner::Impl {
   }
 
   // Whether an element of an integer output holds the fill where its reference is the fill's value.
-  [[nodiscard]] bool fill_may_match(const Output& out, const Ref& ref) const {
+  [[nodiscard]] bool fill_may_match(const Output& out, const OutputValues& ref) const {
     if (is_floating(out_spec.dtype) || out_spec.dtype == DType::kBool) return false;
     std::vector<std::byte> fill_bytes(dtype_size(out_spec.dtype), std::byte{kFillByte});
     const double fill = decode(out_spec.dtype, fill_bytes.data());
     // int64's fill is -1, which its doubles hold exactly; an element past 2^53 is never the fill.
-    for (std::size_t i = 0; i < out.values.size() && i < ref.values.size(); ++i)
-      if (out.values[i] == fill && ref.values[i] == fill) return true;
+    for (std::size_t i = 0; i < out.values.size() && i < ref.size(); ++i)
+      if (out.values.values()[i] == fill && ref.values()[i] == fill) return true;
     return false;
   }
 
   // An output against its float64 reference by the rules of its dtype's tolerance (and the
   // module's error where known), with its seed and hash.
-  ParityRecord parity_of(const Output& out, const Ref& ref, std::uint64_t seed, std::optional<double> module_err) const {
-    ParityRecord p = judge_output(out.values, ref.values, problem.tolerance(out_spec.dtype), module_err, out.ints, ref.ints);
+  ParityRecord parity_of(const Output& out, const OutputValues& ref, std::uint64_t seed,
+                         std::optional<double> module_err) const {
+    ParityRecord p = judge_output(out.values, ref, problem.tolerance(out_spec.dtype), module_err);
     p.seed = seed;
     p.output_hash = output_hash(out.bytes);
     return p;
@@ -356,11 +348,10 @@ struct DeviceRunner::Impl {
 };
 
 DeviceRunner::DeviceRunner(const DeviceInfo& device, const Problem& problem, const Shape& shape,
-                           const ProblemData& timing_data, const ProblemData& parity_data,
-                           std::vector<double> parity_reference, std::uint64_t parity_seed,
-                           std::optional<double> parity_module_error, std::vector<std::int64_t> parity_reference_ints) {
+                           const ProblemData& timing_data, const ProblemData& parity_data, OutputValues parity_reference,
+                           std::uint64_t parity_seed, std::optional<double> parity_module_error) {
   impl_ = std::make_unique<Impl>(device, problem, shape, timing_data, parity_data, std::move(parity_reference), parity_seed,
-                                 parity_module_error, std::move(parity_reference_ints));
+                                 parity_module_error);
 }
 
 DeviceRunner::~DeviceRunner() = default;
@@ -409,7 +400,7 @@ void DeviceRunner::evaluate(const CompileResult& compiled, const Lowered& lowere
     if (options.check_parity || !record.parity) {
       const auto tp = Clock::now();
       record.parity =
-          s.run_parity(v, s.parity_set, s.parity_ref(), s.parity_seed, s.parity_module_error, &record.first_launch_ms);
+          s.run_parity(v, s.parity_set, s.parity_reference, s.parity_seed, s.parity_module_error, &record.first_launch_ms);
       record.parity_ms = seconds_since(tp) * 1e3;
     }
     if (!parity_passed(*record.parity)) {
@@ -510,10 +501,7 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
     BufferSet set = upload(*in.data, s.out_spec);
     for (std::size_t i = 0; i < loaded.size(); ++i) {
       gates[i]->inputs.push_back(
-          {in.name, s.parity_launch(loaded[i], set,
-                                    {*in.reference,
-                                     in.reference_ints ? std::span(*in.reference_ints) : std::span<const std::int64_t>{}},
-                                    in.seed, in.module_error, nullptr)});
+          {in.name, s.parity_launch(loaded[i], set, *in.reference, in.seed, in.module_error, nullptr)});
       loaded[i].unbind(set);
     }
   }
@@ -534,7 +522,7 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
         // fresh context's output is held to the search's reference instead, as a further input.
         if (!deterministic)
           gates[i]->inputs.push_back(
-              {kFreshContextInput, s.parity_of(out, s.parity_ref(), s.parity_seed, s.parity_module_error)});
+              {kFreshContextInput, s.parity_of(out, s.parity_reference, s.parity_seed, s.parity_module_error)});
         first[i] = std::move(out);
         continue;
       }
@@ -549,11 +537,10 @@ void DeviceRunner::gate(const std::vector<const CompileResult*>& compiled, const
             if (differ++ == 0) k = e;
           }
         changed[i] = fmt::format("launch {} of {} changed {} of {} output elements (first at index {}: {}, then {})", r + 1,
-                                 rounds, differ, out.values.size(), k, first[i].element(k), out.element(k));
+                                 rounds, differ, out.values.size(), k, first[i].values.element(k), out.values.element(k));
       } else {
         const Tolerance tol = s.problem.tolerance(s.out_spec.dtype);
-        const ParityRecord p = out.ints.empty() ? compare_output(out.values, first[i].values, tol.atol, tol.rtol)
-                                                : compare_output_int64(out.ints, first[i].ints, tol.atol, tol.rtol);
+        const ParityRecord p = compare_output(out.values, first[i].values, tol.atol, tol.rtol);
         if (p.mismatches > 0)
           changed[i] = fmt::format(
               "launch {} of {} moved {} of {} output elements beyond atol={:g} rtol={:g} of the first "
@@ -582,12 +569,12 @@ std::string DeviceRunner::launch_for_sanitizer(const CompileResult& compiled, co
 }
 
 ParityRecord DeviceRunner::check(const CompileResult& compiled, const Lowered& lowered, const ProblemData& data,
-                                 const std::vector<double>& reference, std::uint64_t seed,
-                                 std::optional<double> module_max_abs_error, std::span<const std::int64_t> reference_ints) {
+                                 const OutputValues& reference, std::uint64_t seed,
+                                 std::optional<double> module_max_abs_error) {
   Impl& s = *impl_;
   LoadedVariant v = s.load(compiled, lowered);
   BufferSet set = upload(data, s.out_spec);
-  return s.run_parity(v, set, {reference, reference_ints}, seed, module_max_abs_error, nullptr);
+  return s.run_parity(v, set, reference, seed, module_max_abs_error, nullptr);
 }
 
 }  // namespace tune

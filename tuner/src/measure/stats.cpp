@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -160,9 +161,31 @@ ParityRecord compare_output_int64(std::span<const std::int64_t> out, std::span<c
       p.worst_index = i;
       p.worst_value = static_cast<double>(o);
       p.worst_reference = static_cast<double>(r);
+      p.worst_value_exact = o;
+      p.worst_reference_exact = r;
     }
   }
   p.tolerance_passed = p.mismatches == 0 && p.elements > 0;
+  return p;
+}
+
+ParityRecord compare_output(const OutputValues& out, const OutputValues& ref, double atol, double rtol) {
+  if (out.dtype() != ref.dtype())
+    throw std::logic_error(
+        fmt::format("compare_output: a {} output against a {} reference", dtype_name(out.dtype()), dtype_name(ref.dtype())));
+  const bool exact = ref.dtype() == DType::kInt64 && !out.ints().empty() && !ref.ints().empty();
+  ParityRecord p = exact ? compare_output_int64(out.ints(), ref.ints(), atol, rtol)
+                         : compare_output(out.values(), ref.values(), atol, rtol);
+  // An integer output's worst element exactly (a NaN or 2.5 made from doubles has no integer).
+  const auto integral = [](const OutputValues& v, std::size_t k) {
+    return k < v.size() && std::isfinite(v.values()[k]) && v.values()[k] == std::trunc(v.values()[k]);
+  };
+  if (!is_floating(ref.dtype()) && p.worst_index >= 0 && integral(out, static_cast<std::size_t>(p.worst_index)) &&
+      integral(ref, static_cast<std::size_t>(p.worst_index))) {
+    const auto k = static_cast<std::size_t>(p.worst_index);
+    p.worst_value_exact = out.integer(k);
+    p.worst_reference_exact = ref.integer(k);
+  }
   return p;
 }
 
@@ -177,11 +200,9 @@ std::optional<double> module_error(const std::vector<double>& module, const std:
   return worst;
 }
 
-ParityRecord judge_output(const std::vector<double>& out, const std::vector<double>& ref, const Tolerance& tol,
-                          std::optional<double> module_max_abs_error, std::span<const std::int64_t> out_ints,
-                          std::span<const std::int64_t> ref_ints) {
-  ParityRecord p = !out_ints.empty() && !ref_ints.empty() ? compare_output_int64(out_ints, ref_ints, tol.atol, tol.rtol)
-                                                          : compare_output(out, ref, tol.atol, tol.rtol);
+ParityRecord judge_output(const OutputValues& out, const OutputValues& ref, const Tolerance& tol,
+                          std::optional<double> module_max_abs_error) {
+  ParityRecord p = compare_output(out, ref, tol.atol, tol.rtol);
   p.dtype = std::string(dtype_name(tol.dtype));
   p.rule = tol.rule;
   p.module_k = tol.module_k;

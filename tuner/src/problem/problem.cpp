@@ -396,16 +396,6 @@ std::string unholdable(DType t, double v) {
                      dtype_max(t), name, name);
 }
 
-// An int64 output's integers: reference.py's own (out_int64.npy), else (a built-in reference, or
-// a runner that gave none) the doubles', which are integers by now (unholdable refused the rest).
-std::vector<std::int64_t> exact_int64(std::vector<std::int64_t> given, const std::vector<double>& ref) {
-  if (given.size() == ref.size()) return given;
-  std::vector<std::int64_t> out(ref.size());
-  for (std::size_t i = 0; i < ref.size(); ++i)
-    out[i] = ref[i] >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(ref[i]);
-  return out;
-}
-
 }  // namespace
 
 ProblemData Problem::make_data(const Shape& shape, std::uint64_t seed, DataPurpose purpose) const {
@@ -413,9 +403,8 @@ ProblemData Problem::make_data(const Shape& shape, std::uint64_t seed, DataPurpo
   return impl_->pack(impl_->draw_all(shape, seed, purpose));
 }
 
-std::vector<double> Problem::reference(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
-                                       std::string* how, std::vector<double>* module_output,
-                                       std::vector<std::int64_t>* exact) const {
+OutputValues Problem::reference(const Shape& shape, const ProblemData& data, ReferenceBackend backend, std::string* how,
+                                std::vector<double>* module_output) const {
   check_shape(shape);
   const Impl& p = *impl_;
   const TensorSpec out = output_spec(shape);
@@ -428,21 +417,21 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
                                      t ? fmt::format("has {} elements, not {}", t->data.size(), s.elements()) : "is missing",
                                      shape.describe()));
     }
-  std::vector<double> ref;
+  OutputValues values;
   // The module rule's run, only where it applies: a low-precision output and a reference.py.
   const bool module_run = module_output && is_low_precision(out.dtype) && p.python;
   if (module_output) module_output->clear();
-  std::vector<std::int64_t> ints;
   if (uses_builtin(backend)) {
-    ref = builtin_reference(p.builtin)(shape, data);
+    values = OutputValues::of_doubles(out.dtype, builtin_reference(p.builtin)(shape, data));
     if (how) *how = "built-in C++ (" + p.builtin + ")";
     if (module_run)
       (void)run_python_reference(*p.python, p.name, shape, data, out, nullptr, ModuleRun::kOnly, module_output);
   } else {
     if (!p.python) throw ConfigError(p.file.string() + ": no Python reference to run (reference.python)");
-    ref = run_python_reference(*p.python, p.name, shape, data, out, how, module_run ? ModuleRun::kAlso : ModuleRun::kNo,
-                               module_run ? module_output : nullptr, &ints);
+    values = run_python_reference(*p.python, p.name, shape, data, out, how, module_run ? ModuleRun::kAlso : ModuleRun::kNo,
+                                  module_run ? module_output : nullptr);
   }
+  const std::vector<double>& ref = values.values();
   if (ref.size() != static_cast<std::size_t>(out.elements()))
     throw InputError(fmt::format("{}: the reference returned {} values, the output '{}' has {}", p.name, ref.size(),
                                  out.name, out.elements()));
@@ -460,8 +449,7 @@ std::vector<double> Problem::reference(const Shape& shape, const ProblemData& da
           fmt::format("{}: {}: the reference output '{}' is {} at element {} for shape {}, which its dtype {} "
                       "cannot hold: {}",
                       p.name, who, out.name, ref[i], i, shape.describe(), dtype_name(out.dtype), why));
-  if (exact) *exact = out.dtype == DType::kInt64 ? exact_int64(std::move(ints), ref) : std::vector<std::int64_t>{};
-  return ref;
+  return values;
 }
 
 WorkCounts Problem::counts(const Shape& shape) const {

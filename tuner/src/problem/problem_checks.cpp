@@ -179,24 +179,25 @@ void Problem::check_host_memory(const Shape& shape) const {
 }
 
 void Problem::check_reference_repeats(const Shape& shape, const ProblemData& data, ReferenceBackend backend,
-                                      const std::vector<double>& first, const std::vector<std::int64_t>& first_ints) const {
+                                      const OutputValues& first) const {
   if (uses_builtin(backend) || !impl_->python) return;
-  std::vector<std::int64_t> ints;
-  const std::vector<double> again = reference(shape, data, backend, nullptr, nullptr, &ints);
+  const OutputValues again = reference(shape, data, backend);
   std::optional<std::size_t> at;
   std::string was, now;
-  for (std::size_t i = 0; i < std::min(again.size(), first.size()) && !at; ++i)
-    if (std::memcmp(&again[i], &first[i], sizeof(double)) != 0) {
+  const std::vector<double>& a = again.values();
+  const std::vector<double>& b = first.values();
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()) && !at; ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(double)) != 0) {
       at = i;
-      was = fmt::format("{:.17g}", first[i]);
-      now = fmt::format("{:.17g}", again[i]);
+      was = fmt::format("{:.17g}", b[i]);
+      now = fmt::format("{:.17g}", a[i]);
     }
   // An int64 output past 2^53 may differ in its integers alone.
-  for (std::size_t i = 0; i < std::min(ints.size(), first_ints.size()) && !at; ++i)
-    if (ints[i] != first_ints[i]) {
+  for (std::size_t i = 0; i < std::min(again.ints().size(), first.ints().size()) && !at; ++i)
+    if (again.ints()[i] != first.ints()[i]) {
       at = i;
-      was = std::to_string(first_ints[i]);
-      now = std::to_string(ints[i]);
+      was = std::to_string(first.ints()[i]);
+      now = std::to_string(again.ints()[i]);
     }
   if (!at) return;
   throw InputError(fmt::format(

@@ -292,10 +292,9 @@ std::string python_identity() {
   return known.emplace(setting, said).first->second;
 }
 
-std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem, const Shape& shape,
-                                         const ProblemData& data, const TensorSpec& output, std::string* backend,
-                                         ModuleRun module_run, std::vector<double>* module_output,
-                                         std::vector<std::int64_t>* exact) {
+OutputValues run_python_reference(const std::filesystem::path& module, const std::string& problem, const Shape& shape,
+                                  const ProblemData& data, const TensorSpec& output, std::string* backend,
+                                  ModuleRun module_run, std::vector<double>* module_output) {
   const double deadline_s = reference_timeout_s();
   const TempDir dir("reference");
   try {
@@ -342,16 +341,13 @@ std::vector<double> run_python_reference(const std::filesystem::path& module, co
   if (got != output.shape)
     throw InputError(fmt::format("{}: {} returned shape ({}), the output '{}' has shape ({})", problem, module.string(),
                                  fmt::join(got, ", "), output.name, fmt::join(output.shape, ", ")));
-  if (exact) {
-    exact->clear();
-    // The runner leaves it out where the values are no integers: tune refuses those in one line.
-    if (output.dtype == DType::kInt64 && std::filesystem::exists(dir.path() / "out_int64.npy")) {
-      *exact = read_npy_int64(dir.path() / "out_int64.npy", &got);
-      if (exact->size() != out.size())
-        throw InputError(fmt::format("{}: out_int64.npy and out.npy differ in size", problem));
-    }
+  // The runner leaves it out where the values are no integers: tune refuses those in one line.
+  if (output.dtype == DType::kInt64 && std::filesystem::exists(dir.path() / "out_int64.npy")) {
+    std::vector<std::int64_t> exact = read_npy_int64(dir.path() / "out_int64.npy", &got);
+    if (exact.size() != out.size()) throw InputError(fmt::format("{}: out_int64.npy and out.npy differ in size", problem));
+    return OutputValues::of_int64(std::move(exact));
   }
-  return out;
+  return OutputValues::of_doubles(output.dtype, std::move(out));
 }
 
 }  // namespace tune

@@ -19,14 +19,13 @@ enum class ModuleRun {
           // the tensors' dtypes (module_out.npy)
   kOnly,  // that module run alone (a built-in C++ reference gave the float64 output): returns {}
 };
-// Throws InputError with the reference's last line of stderr when it fails. *module_output: the
-// module run's output as float64 values, empty when it did not run (no make_model, no torch, no
-// low-precision tensor). *exact (an int64 output): its integers exactly (out_int64.npy), which the
-// float64 values lose past 2^53; empty for other outputs.
-std::vector<double> run_python_reference(const std::filesystem::path& module, const std::string& problem, const Shape& shape,
-                                         const ProblemData& data, const TensorSpec& output, std::string* backend = nullptr,
-                                         ModuleRun module_run = ModuleRun::kNo, std::vector<double>* module_output = nullptr,
-                                         std::vector<std::int64_t>* exact = nullptr);
+// The output's values in its dtype (an int64 output's integers exactly, from out_int64.npy: the
+// float64 out.npy loses them past 2^53). Throws InputError with the reference's last line of stderr
+// when it fails. *module_output: the module run's output as float64 values, empty when it did not
+// run (no make_model, no torch, no low-precision tensor).
+OutputValues run_python_reference(const std::filesystem::path& module, const std::string& problem, const Shape& shape,
+                                  const ProblemData& data, const TensorSpec& output, std::string* backend = nullptr,
+                                  ModuleRun module_run = ModuleRun::kNo, std::vector<double>* module_output = nullptr);
 
 // NumPy's .npy format, version 1.0, C order: written in the dtype's descr (bfloat16 as '<f4', which
 // holds it exactly); float32 or float64 read (int64 by read_npy_int64).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -82,7 +83,14 @@ HostTensor tensor_from(const Json& j, const TensorSpec& spec, const std::string&
   HostTensor t{spec, {}};
   t.data.reserve(data.size());
   for (const Json& v : data) {
-    if (!v.is_number()) throw InputError(where + " data must be numbers");
+    // A bool tensor's true/false, as numpy's tolist() writes a bool array, are its 1 and 0.
+    if (v.is_boolean() && spec.dtype == DType::kBool) {
+      t.data.push_back(v.get<bool>() ? 1 : 0);
+      continue;
+    }
+    if (!v.is_number())
+      throw InputError(fmt::format("{}.data[{}]: {} is not a number; write each value as a number", where, t.data.size(),
+                                   json_file::brief(v, 40)));
     const double x = v.get<double>();
     // An integer tensor's value written as a number no 64-bit integer holds (read as a float, e.g.
     // -9223372036854775809) rounds into range as a double: refused as written.
@@ -129,6 +137,56 @@ Shape golden_shape(const Json& j, const Problem& problem) {
   }
   problem.add_dtype_defaults(shape);
   return shape;
+}
+
+// An integer or bool output's value `v` at `k` exactly: a JSON integer, or (goldens written before
+// integer outputs were written as integers) a float that is an integer, which past 2^53 an int64
+// output's double holds only to the nearest (noted in g.output_rounded_from).
+std::int64_t golden_integer(const Json& v, DType t, std::size_t k, GoldenCase& g) {
+  const auto refuse = [&](const std::string& why) {
+    return InputError(
+        fmt::format("output.data[{}]: {} {}; a golden holds a {} output's integers: remake it with "
+                    "scripts/make_goldens.py",
+                    k, v.dump(), why, dtype_name(t)));
+  };
+  std::int64_t n = 0;
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+    throw refuse("is beyond int64");
+  if (v.is_boolean() && t == DType::kBool) {
+    n = v.get<bool>() ? 1 : 0;  // true/false, as numpy's tolist() writes a bool array
+  } else if (v.is_number_integer()) {
+    n = v.get<std::int64_t>();
+  } else {
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x != std::trunc(x)) throw refuse("is not an integer");
+    if (t == DType::kInt64 && std::abs(x) > 0x1p53 && !g.output_rounded_from) g.output_rounded_from = k;
+    // 2^63 is no int64; older goldens wrote INT64_MAX so (its nearest double), as the kernel's reads.
+    if (x < -0x1p63 || x > 0x1p63) throw refuse("is beyond int64");
+    n = x >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(x);
+  }
+  if (t != DType::kInt64 && (static_cast<double>(n) < dtype_lowest(t) || static_cast<double>(n) > dtype_max(t)))
+    throw refuse(fmt::format("is beyond {}'s range [{}, {}]", dtype_name(t), dtype_lowest(t), dtype_max(t)));
+  return n;
+}
+
+// The golden's output: a float output's float64 values as written; an integer or bool output's
+// integers exactly, so that tune verify compares them exactly (an int64 past 2^53 too).
+void read_golden_output(const Json& data, DType t, GoldenCase& g) {
+  if (is_floating(t)) {
+    std::vector<double> values;
+    values.reserve(data.size());
+    for (const Json& v : data) values.push_back(v.get<double>());  // full float64 precision
+    g.output = OutputValues::of_doubles(t, std::move(values));
+    return;
+  }
+  std::vector<std::int64_t> ints;
+  ints.reserve(data.size());
+  for (const Json& v : data) ints.push_back(golden_integer(v, t, ints.size(), g));
+  if (t == DType::kInt64) {
+    g.output = OutputValues::of_int64(std::move(ints));
+    return;
+  }
+  g.output = OutputValues::of_doubles(t, std::vector<double>(ints.begin(), ints.end()));
 }
 
 }  // namespace
@@ -345,11 +403,9 @@ GoldenCase read_golden(const std::filesystem::path& file) {
       if (!j.at("inputs").contains(spec.name)) throw InputError(fmt::format("'inputs' has no '{}'", spec.name));
       g.data.inputs.push_back(tensor_from(j.at("inputs").at(spec.name), spec, "inputs." + spec.name, true));
     }
-    const HostTensor out = tensor_from(j.at("output"), problem.output_spec(g.shape), "output");
-    const Json& raw = j.at("output").at("data");
-    g.output.reserve(raw.size());
-    for (const Json& v : raw) g.output.push_back(v.get<double>());  // full float64 precision
-    (void)out;
+    const TensorSpec out = problem.output_spec(g.shape);
+    (void)tensor_from(j.at("output"), out, "output");  // its shape, dtype and count
+    read_golden_output(j.at("output").at("data"), out.dtype, g);
     return g;
   } catch (const Json::exception& e) {
     throw InputError(fmt::format("{}: malformed golden file ({})", f, e.what()));

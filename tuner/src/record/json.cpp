@@ -3,6 +3,8 @@
 // own (its context, device and summary). Keys keep a stable order (ordered_json); a value that is not
 // a finite number is written as null, never as NaN (json_values.hpp).
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -55,6 +57,17 @@ Resources resources_from(const Json& j) {
   return r;
 }
 
+// A field written as a JSON integer within int64 (an integer output's worst element), exactly;
+// nullopt for a float (a float output's, or an older record's), null or absent.
+std::optional<std::int64_t> exact_integer(const Json& j, const char* key) {
+  if (!j.contains(key)) return std::nullopt;
+  const Json& v = j.at(key);
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max())))
+    return std::nullopt;
+  return v.get<std::int64_t>();
+}
+
 Json parity_json(const ParityRecord& p) {
   return Json{{"atol", p.atol},
               {"rtol", p.rtol},
@@ -65,8 +78,9 @@ Json parity_json(const ParityRecord& p) {
               {"max_abs_error", number(p.max_abs_error)},
               {"max_rel_error", number(p.max_rel_error)},
               {"worst_index", p.worst_index},
-              {"worst_value", optional_number(p.worst_value)},
-              {"worst_reference", number(p.worst_reference)},
+              // An integer output's worst element as JSON integers: exact (an int64's doubles past 2^53 are not).
+              {"worst_value", p.worst_value_exact ? Json(*p.worst_value_exact) : optional_number(p.worst_value)},
+              {"worst_reference", p.worst_reference_exact ? Json(*p.worst_reference_exact) : number(p.worst_reference)},
               {"output_hash", p.output_hash},
               {"dtype", p.dtype},
               {"rule", p.rule},
@@ -92,6 +106,10 @@ ParityRecord parity_from(const Json& j) {
   p.output_hash = j.value("output_hash", "");
   // Before minor 6: a float32 output judged by the elementwise rule alone.
   p.dtype = j.value("dtype", "float32");
+  if (const auto t = parse_dtype(p.dtype); t && !is_floating(*t)) {
+    p.worst_value_exact = exact_integer(j, "worst_value");
+    p.worst_reference_exact = exact_integer(j, "worst_reference");
+  }
   p.rule = j.value("rule", "both");
   p.tolerance_passed = j.value("tolerance_passed", p.mismatches == 0 && p.elements > 0);
   p.module_max_abs_error = read_optional<double>(j, "module_max_abs_error");

@@ -33,29 +33,73 @@ struct Named {
 
 using Log = std::function<void(const std::string&)>;
 
-// The CPU reference against the golden's float64 output.
-bool reference_matches(const std::string& file, const GoldenCase& g, const Problem& problem, const Log& log) {
-  const std::vector<double> ref = problem.reference(g.shape, g.data, reference_backend_from_env());
+// A float output's CPU reference against the golden's float64 values, to rounding.
+bool float_reference_matches(const std::string& file, const OutputValues& ref, const OutputValues& golden, const Log& log) {
   double max_abs = 0, max_rel = 0;
-  bool ok = ref.size() == g.output.size();
+  bool ok = ref.size() == golden.size();
   for (std::size_t i = 0; ok && i < ref.size(); ++i) {
-    const double err = std::abs(ref[i] - g.output[i]);
+    const double r = ref.values()[i], g = golden.values()[i];
+    const double err = std::abs(r - g);
     max_abs = std::max(max_abs, err);
-    if (g.output[i] != 0) max_rel = std::max(max_rel, err / std::abs(g.output[i]));
-    if (!(err <= kReferenceTolerance * (1 + std::abs(g.output[i])))) ok = false;
+    if (g != 0) max_rel = std::max(max_rel, err / std::abs(g));
+    if (!(err <= kReferenceTolerance * (1 + std::abs(g)))) ok = false;
   }
   log(fmt::format("{}: CPU reference vs golden: max abs error {:.3g}, max rel error {:.3g}: {}", file, max_abs, max_rel,
                   ok ? "ok" : "MISMATCH"));
   return ok;
 }
 
+// An integer or bool output's CPU reference against the golden's integers, exactly: a relative
+// allowance would pass an int32 of 2^31 off by 2, an int64 of 2^60 off by a billion. Where an older
+// golden holds an int64 output as doubles past 2^53, there the reference must round to its double.
+bool integer_reference_matches(const std::string& file, const GoldenCase& g, const OutputValues& ref, const Log& log) {
+  const OutputValues& golden = g.output;
+  const auto same = [&](std::size_t i) {
+    if (g.output_rounded_from && std::abs(golden.values()[i]) > 0x1p53)
+      return static_cast<double>(ref.integer(i)) == golden.values()[i];
+    return ref.integer(i) == golden.integer(i);
+  };
+  std::size_t differ = 0;
+  std::optional<std::size_t> first;
+  for (std::size_t i = 0; ref.size() == golden.size() && i < ref.size(); ++i)
+    if (!same(i)) {
+      if (!first) first = i;
+      ++differ;
+    }
+  const bool ok = ref.size() == golden.size() && differ == 0;
+  const std::string what = ref.size() != golden.size() ? fmt::format("{} values, the golden {}", ref.size(), golden.size())
+                           : first ? fmt::format("{} of {} differ (first at element {}: reference {}, golden {})", differ,
+                                                 ref.size(), *first, ref.element(*first), golden.element(*first))
+                                   : fmt::format("all {} equal", ref.size());
+  log(fmt::format("{}: CPU reference vs golden ({}, exact{}): {}: {}", file, dtype_name(golden.dtype()),
+                  g.output_rounded_from ? "; to the golden's doubles past 2^53" : "", what, ok ? "ok" : "MISMATCH"));
+  if (g.output_rounded_from)
+    log(
+        fmt::format("{}: the golden holds the int64 output as doubles past 2^53 (from element {}), which there are only "
+                    "the nearest integer: checked to that double; remake it with scripts/make_goldens.py to check it "
+                    "exactly",
+                    file, *g.output_rounded_from));
+  return ok;
+}
+
+// The CPU reference against the golden's output, by the output's dtype. *reference: the CPU
+// reference's output.
+bool reference_matches(const std::string& file, const GoldenCase& g, const Problem& problem, const Log& log,
+                       OutputValues* reference) {
+  *reference = problem.reference(g.shape, g.data, reference_backend_from_env());
+  return is_floating(g.output.dtype()) ? float_reference_matches(file, *reference, g.output, log)
+                                       : integer_reference_matches(file, g, *reference, log);
+}
+
 // The GPU check of one golden file: its variants compiled on the pool (through the compile cache,
 // as a tune's), their golden parity on the device, then the gate on those that passed.
 class GoldenCheck {
  public:
-  GoldenCheck(const VerifyOptions& o, const Log& log, const std::string& file, const GoldenCase& g, const DeviceInfo& device,
-              const CompilePool& compiler, bool fake)
-      : o_(o), log_(log), file_(file), g_(g), device_(device), compiler_(compiler), fake_(fake) {}
+  // `expected`: what the variants' outputs are held to (the golden's, or the CPU reference's integers
+  // where the golden holds an int64 output only to its doubles).
+  GoldenCheck(const VerifyOptions& o, const Log& log, const std::string& file, const GoldenCase& g,
+              const OutputValues& expected, const DeviceInfo& device, const CompilePool& compiler, bool fake)
+      : o_(o), log_(log), file_(file), g_(g), expected_(expected), device_(device), compiler_(compiler), fake_(fake) {}
 
   // Whether every check passed (a shape the space does not take is skipped, and passes).
   bool run(const std::string& problem_spec, const Problem& problem) {
@@ -165,7 +209,7 @@ class GoldenCheck {
 
   std::vector<GateVariant> golden_parity(const Space& space, const Problem& problem) {
     std::optional<DeviceRunner> runner;
-    if (!fake_) runner.emplace(device_, problem, g_.shape, g_.data, g_.data, g_.output, 0);
+    if (!fake_) runner.emplace(device_, problem, g_.shape, g_.data, g_.data, expected_, 0);
     std::vector<GateVariant> passed;
     for (std::size_t i = 0; i < valid_.size(); ++i) {
       const auto& [why, config] = valid_[i];
@@ -178,9 +222,9 @@ class GoldenCheck {
       try {
         ParityRecord p;
         if (runner)
-          p = runner->check(compiled_[i], lowered_[i], g_.data, g_.output, 0);
+          p = runner->check(compiled_[i], lowered_[i], g_.data, expected_, 0);
         else
-          p.elements = static_cast<std::int64_t>(g_.output.size());
+          p.elements = static_cast<std::int64_t>(expected_.size());
         const bool pass = parity_passed(p);
         if (!runner)
           log_(fmt::format("  {} {}: golden parity not run (TUNE_WORKER_FAKE)", why, name));
@@ -236,6 +280,7 @@ class GoldenCheck {
   const Log& log_;
   const std::string& file_;
   const GoldenCase& g_;
+  const OutputValues& expected_;
   const DeviceInfo& device_;
   const CompilePool& compiler_;
   bool fake_;
@@ -268,10 +313,14 @@ bool run_verify(const VerifyOptions& o) {
     const GoldenCase g = read_golden(file);
     const std::string problem_spec = golden_problem(file, g.problem);
     const Problem& problem = find_problem(problem_spec);
-    const bool ok = reference_matches(file, g, problem, log);
+    OutputValues reference;
+    const bool ok = reference_matches(file, g, problem, log, &reference);
     all_ok = all_ok && ok;
     if (!device) continue;
-    GoldenCheck check(o, log, file, g, *device, *compiler, fake);
+    // A golden that holds an int64 output as doubles past 2^53 says no exact integer there: where
+    // the CPU reference rounds to it, the variants are held to the reference's integers.
+    const OutputValues& expected = g.output_rounded_from && ok ? reference : g.output;
+    GoldenCheck check(o, log, file, g, expected, *device, *compiler, fake);
     const bool gpu_ok = check.run(problem_spec, problem);
     all_ok = all_ok && gpu_ok;
     on_device += check.checked_on_device();

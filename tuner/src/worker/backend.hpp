@@ -69,10 +69,9 @@ struct WorkerGateInput {
   std::string name;
   std::uint64_t seed;
   ProblemData data;
-  std::vector<double> reference;
-  std::vector<std::int64_t> reference_ints;  // an int64 output's reference exactly (Problem::reference)
-  double reference_s = 0;                    // wall of its float64 reference (the inputs' run side by side)
-  std::optional<double> module_error;        // the module's own error in the output's dtype (module rule)
+  OutputValues reference;              // its reference (an int64 output's integers exactly)
+  double reference_s = 0;              // wall of its reference (the inputs' run side by side)
+  std::optional<double> module_error;  // the module's own error in the output's dtype (module rule)
 };
 
 // Where a backend announces the phase it enters with an item (-1: none).

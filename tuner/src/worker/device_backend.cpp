@@ -41,16 +41,14 @@ class DeviceBackend final : public WorkerBackend {
       timing_draw =
           std::async(std::launch::async, [&] { return problem_->make_data(shape_, s.seed, DataPurpose::kTiming); });
     const ProblemData parity = problem_->make_data(shape_, s.parity_seed, DataPurpose::kParity);
-    std::vector<double> reference, module;
-    std::vector<std::int64_t> reference_ints;
-    if (s.with_reference) reference = problem_->reference(shape_, parity, reference_, &how, &module, &reference_ints);
-    if (s.with_reference && s.check_reference)
-      problem_->check_reference_repeats(shape_, parity, reference_, reference, reference_ints);
-    const std::optional<double> module_err = module_error(module, reference);
+    OutputValues reference;
+    std::vector<double> module;
+    if (s.with_reference) reference = problem_->reference(shape_, parity, reference_, &how, &module);
+    if (s.with_reference && s.check_reference) problem_->check_reference_repeats(shape_, parity, reference_, reference);
+    const std::optional<double> module_err = module_error(module, reference.values());
     ProblemData timing = timing_draw.valid() ? timing_draw.get() : ProblemData{};
     lap("data");
-    runner_.emplace(*info, *problem_, shape_, std::move(timing), parity, std::move(reference), s.parity_seed, module_err,
-                    std::move(reference_ints));
+    runner_.emplace(*info, *problem_, shape_, std::move(timing), parity, std::move(reference), s.parity_seed, module_err);
     lap("context");
     runner_->on_phase([this](const std::string& phase, int item) { phase_(phase, item); });
     device_cc_ = info->compute_capability();
@@ -79,8 +77,7 @@ class DeviceBackend final : public WorkerBackend {
                                int rounds) override {
     // The server filled in each input's reference and module error (reference_gate_inputs).
     std::vector<DeviceRunner::GateInput> gi;
-    for (const auto& in : inputs)
-      gi.push_back({in.name, in.seed, &in.data, &in.reference, in.module_error, &in.reference_ints});
+    for (const auto& in : inputs) gi.push_back({in.name, in.seed, &in.data, &in.reference, in.module_error});
     std::vector<GateRecord> gates(it.records.size());
     std::vector<const CompileResult*> c;
     std::vector<GateRecord*> out;

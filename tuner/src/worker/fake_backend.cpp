@@ -77,11 +77,10 @@ class FakeBackend final : public WorkerBackend {
     // imports): its error goes into every synthetic parity record.
     if (s.with_reference) {
       std::vector<double> module;
-      std::vector<std::int64_t> ints;
       const ProblemData parity = problem_->make_data(shape_, parity_seed_, DataPurpose::kParity);
-      const std::vector<double> ref = problem_->reference(shape_, parity, backend, &how, &module, &ints);
-      module_error_ = module_error(module, ref);
-      if (s.check_reference) problem_->check_reference_repeats(shape_, parity, backend, ref, ints);
+      const OutputValues ref = problem_->reference(shape_, parity, backend, &how, &module);
+      module_error_ = module_error(module, ref.values());
+      if (s.check_reference) problem_->check_reference_repeats(shape_, parity, backend, ref);
     }
     return how;
   }
@@ -218,7 +217,9 @@ class FakeBackend final : public WorkerBackend {
   // the reference, judged by the rules of the output's dtype (the module rule with the module's real
   // error where it ran).
   [[nodiscard]] ParityRecord fake_parity(std::uint64_t seed) const {
-    ParityRecord p = judge_output({0.0}, {0.0}, problem_->tolerance(shape_), module_error_);
+    const Tolerance tol = problem_->tolerance(shape_);
+    const OutputValues zero = OutputValues::of_doubles(tol.dtype, {0.0});
+    ParityRecord p = judge_output(zero, zero, tol, module_error_);
     p.elements = problem_->output_spec(shape_).elements();
     p.seed = seed;
     return p;

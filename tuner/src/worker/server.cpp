@@ -166,18 +166,18 @@ class Worker {
   void reference_gate_inputs(std::vector<WorkerGateInput>& inputs) const {
     const ReferenceBackend backend = reference_backend_from_env();
     std::vector<std::vector<double>> modules(inputs.size());
-    std::vector<std::future<std::vector<double>>> refs;
+    std::vector<std::future<OutputValues>> refs;
     for (std::size_t k = 0; k < inputs.size(); ++k)
       refs.push_back(std::async(std::launch::async, [&, k] {
         const auto t = std::chrono::steady_clock::now();
-        auto ref = problem_->reference(shape_, inputs[k].data, backend, nullptr, &modules[k], &inputs[k].reference_ints);
+        auto ref = problem_->reference(shape_, inputs[k].data, backend, nullptr, &modules[k]);
         inputs[k].reference_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
         return ref;
       }));
     for (auto& r : refs) r.wait();  // every reference ends before a failure is thrown on
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       inputs[k].reference = refs[k].get();
-      inputs[k].module_error = module_error(modules[k], inputs[k].reference);
+      inputs[k].module_error = module_error(modules[k], inputs[k].reference.values());
     }
   }
 
@@ -193,8 +193,7 @@ class Worker {
     const auto t_gate = std::chrono::steady_clock::now();
     reference_gate_inputs(inputs);
     if (g.value("check_reference", false) && !inputs.empty())
-      problem_->check_reference_repeats(shape_, inputs.front().data, reference_backend_from_env(), inputs.front().reference,
-                                        inputs.front().reference_ints);
+      problem_->check_reference_repeats(shape_, inputs.front().data, reference_backend_from_env(), inputs.front().reference);
     const std::vector<GateRecord> gates = backend_->gate(it, inputs, g.at("seeds").size(), rounds);
     const double gate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_gate).count();
     const double draw_s = std::chrono::duration<double>(t_gate - t_draw).count();
