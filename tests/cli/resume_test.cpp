@@ -19,11 +19,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "support/fixture_problem.hpp"
 #include "support/held_lock.hpp"
 
 namespace {
@@ -130,13 +132,111 @@ TEST(Resume, ASigtermInATransferSweepStopsItsShapeAndTheShapesAfterIt) {
   EXPECT_EQ(wait_exit(pid), 143) << slurp(out + ".log");
   const std::string log = slurp(out + ".log");
   EXPECT_EQ(log.find("pass 2:"), std::string::npos) << log;
-  EXPECT_NE(log.find("sweep: 1 of 3 items run"), std::string::npos) << log;
+  const std::string item = std::string(TUNE_FIXTURES) + "/problems/affine R=";
+  EXPECT_NE(log.find("\nsweep interrupted (SIGTERM) after "), std::string::npos) << log;
+  EXPECT_NE(log.find(" s: 0 of 3 items complete; cut short, partial results written: " + item + "32 (" +
+                     (dir / "R32_L64.json").string() + "); not run, nothing written: " + item + "64, " + item +
+                     "128; run the same command with --resume to finish the sweep\n"),
+            std::string::npos)
+      << log;
   EXPECT_EQ(read_json(dir / "R32_L64.json").at("context").at("search").at("interrupted"), true);
   EXPECT_FALSE(fs::exists(dir / "R32_L64.hpp"));
   for (const char* later : {"R64_L64", "R128_L64"}) {
     EXPECT_FALSE(fs::exists(dir / (std::string(later) + ".json"))) << later << "\n" << log;
     EXPECT_FALSE(fs::exists(dir / (std::string(later) + ".journal.jsonl"))) << later << "\n" << log;
   }
+}
+
+// A problem like affine whose space takes hours to enumerate (10^12 configurations, none valid):
+// a signal sent while its shape is in a sweep lands before the shape has any variant.
+fs::path huge_space_problem(const std::string& out) {
+  const fs::path dir = fs::path(out) / "problems" / "huge_space";
+  tune::test::copy_fixture_problem("affine", dir, [](Json& j) {
+    j["problem"] = "huge_space";
+    for (const char* name : {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11"}) {
+      j["parameters"].push_back({{"name", name}, {"values", Json::array({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})}});
+      j["baseline"][name] = 1;
+    }
+    j["constraints"].push_back("p11 == 0");
+  });
+  return dir;
+}
+
+// A sweep file of `items` ({problem folder, R}), written beside the out folder.
+std::string sweep_file(const std::string& out, const std::vector<std::pair<fs::path, int>>& items) {
+  Json j{{"items", Json::array()}};
+  for (const auto& [problem, r] : items) j["items"].push_back({{"problem", problem.string()}, {"R", r}});
+  const std::string file = out + ".sweep.json";
+  std::ofstream(file) << j.dump();
+  return file;
+}
+
+// Round 9: a stop while a later shape of a sweep was enumerating its space ended the sweep with that
+// shape's error line (in one process) and no sweep line; the earlier shapes' summaries had scrolled
+// past. It now ends as an interrupted sweep: its last line names what was written and what was not.
+TEST(Resume, ASweepStoppedWhileALaterShapeEnumeratesEndsWithTheSweepsLastLine) {
+  const std::string out = out_dir("resume_sweep_enumerating");
+  fs::create_directories(out);
+  fs::remove(out + ".log");  // a last run's log would answer the wait below at once
+  const fs::path affine = fs::path(TUNE_FIXTURES) / "problems" / "affine", huge = huge_space_problem(out);
+  const std::string file = sweep_file(out, {{affine, 8}, {huge, 8}, {affine, 16}});
+  const pid_t pid = start("TUNE_WORKER_FAKE=1",
+                          "--sweep " + file + " --max-space 100000000000000 --out " + out + " --cache-dir " +
+                              TUNE_BINARY_DIR + "/cli_out/resume_cache",
+                          out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return slurp(out + ".log").find("space: configurations checked") != std::string::npos; }))
+      << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(out + ".log");
+  const std::string log = slurp(out + ".log");
+  EXPECT_NE(log.find(huge.string() + " R=8: interrupted (Ctrl-C) while enumerating the space of "), std::string::npos)
+      << log;
+  EXPECT_NE(log.find(" s: 1 of 3 items complete; not run, nothing written: " + huge.string() + " R=8, " + affine.string() +
+                     " R=16; run the same command with --resume to finish the sweep\n"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.rfind("\nsweep interrupted (Ctrl-C) after "), log.rfind("\n", log.size() - 2)) << "the last line\n" << log;
+  EXPECT_TRUE(read_json(fs::path(out) / "fake-gpu" / "affine" / "R8_L64.json").at("complete").get<bool>());
+  EXPECT_FALSE(fs::exists(fs::path(out) / "fake-gpu" / "affine" / "R16_L64.json"));
+  EXPECT_FALSE(fs::exists(fs::path(out) / "fake-gpu" / "huge_space"));
+}
+
+// The same on two devices: the stop that came while one device enumerated was rethrown as the
+// sweep's error once the other ended, with no sweep line (round 8). Every device stops after its
+// item in hand, the finished shapes stay whole, and the last line says what is left.
+TEST(Resume, ASweepOnDevicesStoppedWhileOneEnumeratesEndsAsAnInterruptedSweep) {
+  const std::string out = out_dir("resume_devices_enumerating");
+  fs::create_directories(out);
+  fs::remove(out + ".log");  // a last run's log would answer the wait below at once
+  const fs::path affine = fs::path(TUNE_FIXTURES) / "problems" / "affine", huge = huge_space_problem(out);
+  const std::string file = sweep_file(out, {{huge, 8}, {affine, 8}, {affine, 16}, {affine, 32}});
+  const pid_t pid = start("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2",
+                          "--sweep " + file + " --devices all --max-space 100000000000000 --out " + out + " --cache-dir " +
+                              TUNE_BINARY_DIR + "/cli_out/resume_cache",
+                          out + ".log");
+  ASSERT_GT(pid, 0);
+  const auto finished = [&] {
+    for (const char* d : {"fake-gpu-fa4e0000", "fake-gpu-fa4e0001"})
+      if (fs::exists(fs::path(out) / d / "affine" / "R8_L64.hpp")) return true;
+    return false;
+  };
+  ASSERT_TRUE(wait_until([&] {
+    return finished() && slurp(out + ".log").find("space: configurations checked") != std::string::npos;
+  })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(out + ".log");
+  const std::string log = slurp(out + ".log");
+  EXPECT_EQ(log.find("internal error"), std::string::npos) << log;
+  const auto last = log.rfind("\nsweep interrupted (Ctrl-C) after ");
+  ASSERT_NE(last, std::string::npos) << log;
+  EXPECT_EQ(last, log.rfind("\n", log.size() - 2)) << "the last line\n" << log;
+  const std::string line = log.substr(last);
+  EXPECT_NE(line.find(" of 4 items complete"), std::string::npos) << line;
+  EXPECT_NE(line.find("not run, nothing written: " + huge.string() + " R=8"), std::string::npos) << line;
+  EXPECT_NE(line.find("; run the same command with --resume to finish the sweep\n"), std::string::npos) << line;
+  for (const char* d : {"fake-gpu-fa4e0000", "fake-gpu-fa4e0001"})
+    EXPECT_FALSE(fs::exists(fs::path(out) / d / "huge_space")) << d;
 }
 
 // What a run decided, without what differs between runs (wall times, dates, the journal).

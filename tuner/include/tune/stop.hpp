@@ -8,6 +8,8 @@ namespace tune {
 // The signal (SIGINT or SIGTERM) that interrupted the last run, 0 when none did: the exit code is
 // 128 + it, as a shell reports a process that signal ended.
 int interrupt_signal();
+// How a user names that signal: "Ctrl-C" for SIGINT, else "SIGTERM".
+std::string interrupt_name();
 
 // The run's stop state (issue 34 #6). While a scope is held, the first SIGINT or SIGTERM asks the
 // run to stop, and the request stays until the outermost scope ends: every loop of the run checks

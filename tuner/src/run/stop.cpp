@@ -55,11 +55,13 @@ bool stop_requested() { return g_interrupted; }
 
 int interrupt_signal() { return g_signal; }
 
+std::string interrupt_name() { return g_signal == SIGTERM ? "SIGTERM" : "Ctrl-C"; }
+
 void throw_if_stopped(const std::string& during) {
   if (!g_interrupted) return;
   // In a sweep the shapes before this one were measured and written: only this one's run is lost.
-  throw Interrupted(fmt::format("interrupted ({}) while {}; this shape's run measured and wrote nothing",
-                                g_signal == SIGTERM ? "SIGTERM" : "Ctrl-C", during));
+  throw Interrupted(
+      fmt::format("interrupted ({}) while {}; this shape's run measured and wrote nothing", interrupt_name(), during));
 }
 
 }  // namespace tune
