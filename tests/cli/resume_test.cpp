@@ -568,6 +568,34 @@ TEST(Resume, ACompleteResultOfOtherFinalistsOrModelOptionsIsTunedAgain) {
   EXPECT_NE(rounds.output.find("(its model_rounds differs); R32_L64 is tuned again"), std::string::npos) << rounds.output;
 }
 
+// Round 9: --variant-timeout decides which variants time out, and --torch what the winner is
+// compared with, but neither was part of the run's identity: --resume took a complete result of
+// another deadline or comparison as complete, and continued a journal of another deadline, its
+// `timed_out` verdicts mixed with this run's. A journal still serves another --torch (the comparison
+// is redone at the end).
+TEST(Resume, AResultOrJournalOfAnotherVariantTimeoutIsNotThisRuns) {
+  const std::string out = out_dir("resume_identity_timeout");
+  const std::string args = affine_args(out) + " --R 32";
+  ASSERT_EQ(run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 30").code, 0);
+  const Result longer = run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 60 --resume");
+  ASSERT_EQ(longer.code, 0) << longer.output;
+  EXPECT_NE(longer.output.find("is complete, but not for this run (its variant_timeout_s differs); R32_L64 is tuned again"),
+            std::string::npos)
+      << longer.output;
+  const Result torch = run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 60 --torch off --resume");
+  EXPECT_NE(torch.output.find("(its torch differs); R32_L64 is tuned again"), std::string::npos) << torch.output;
+
+  const Result cut =
+      run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=100", args + " --variant-timeout 30 --time-budget 0.5");
+  ASSERT_EQ(cut.code, 0) << cut.output;
+  const Result other = run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 60 --resume");
+  EXPECT_EQ(other.code, 2) << other.output;
+  expect_error_output(other, "its variant_timeout_s is 30.0, this run's is 60.0; run without --resume to start over");
+  const Result compared = run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 30 --torch off --resume");
+  ASSERT_EQ(compared.code, 0) << compared.output;
+  EXPECT_NE(compared.output.find("variants taken from"), std::string::npos) << compared.output;
+}
+
 // A journal serves any --top: the strict re-measure of the finalists is redone on resume anyway.
 TEST(Resume, AJournalIsResumedWithAnotherTop) {
   const std::string out = out_dir("resume_journal_top");

@@ -212,6 +212,7 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>&
                            {"search", to_string(base.search)},
                            {"keep_spills", base.keep_spills},
                            {"time_budget_s", base.time_budget_s},
+                           {"variant_timeout_s", base.variant_timeout_s},
                            {"search_options", search_identity(base)}};
   // The spaces by content (problem files and templates): two shards given different files of one
   // name are different runs. An item that did not resolve is reported when it is checked.
