@@ -239,6 +239,33 @@ TEST(Resume, ASweepOnDevicesStoppedWhileOneEnumeratesEndsAsAnInterruptedSweep) {
     EXPECT_FALSE(fs::exists(fs::path(out) / d / "huge_space")) << d;
 }
 
+// Round 9: a stop while the gate ran let its round end (every finalist re-measured and gated), and
+// then the torch step took the stop as the run's: the run was written interrupted, with no header,
+// its best "not gated" though it was. It is complete now; a sweep stops after it.
+TEST(Resume, AStopWhileTheGateRunsLeavesTheGatedRunComplete) {
+  const std::string out = out_dir("resume_stop_in_gate");
+  fs::create_directories(out);
+  fs::remove(out + ".log");
+  const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+  const std::string env = std::string("TUNE_WORKER_FAKE=1 TUNE_SANITIZER=") + TUNE_REPO_DIR +
+                          "/tests/support/fake-compute-sanitizer TUNE_TEST_SANITIZER_SLEEP_S=3";
+  const pid_t pid = start(env, affine_args(out) + " --R 32,64 --fresh-verdicts", out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return slurp(out + ".log").find(" under compute-sanitizer") != std::string::npos; }))
+      << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(out + ".log");
+  const std::string log = slurp(out + ".log");
+  const Json j = read_json(dir / "R32_L64.json");
+  EXPECT_TRUE(j.at("complete").get<bool>());
+  EXPECT_FALSE(j.at("context").at("search").value("interrupted", false)) << log;
+  EXPECT_NE(j.at("summary").at("winner"), nullptr);
+  EXPECT_TRUE(fs::exists(dir / "R32_L64.hpp")) << log;
+  EXPECT_EQ(log.find("not gated"), std::string::npos) << log;
+  EXPECT_NE(log.find(" s: 1 of 2 items complete; not run, nothing written: "), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(dir / "R64_L64.json"));
+}
+
 // What a run decided, without what differs between runs (wall times, dates, the journal).
 std::map<std::string, Json> decisions(const fs::path& file) {
   const Json j = read_json(file);
