@@ -266,6 +266,35 @@ TEST(Resume, AStopWhileTheGateRunsLeavesTheGatedRunComplete) {
   EXPECT_FALSE(fs::exists(dir / "R64_L64.json"));
 }
 
+// Round 9: a shape that no variant can take (found as its space is enumerated, at its turn) ended
+// the whole sweep with that shape's line (exit 2): the shapes after it were never run, and no sweep
+// line said so. It is skipped as a shape another tune writes is: one line, the sweep goes on, the
+// last line names it (exit 2), on one device and on several.
+TEST(Resume, ASweepSkipsAShapeNoVariantCanTakeAndRunsTheOthers) {
+  const std::string out = out_dir("resume_sweep_unrunnable");
+  const fs::path problem = fs::path(out) / "problems" / "affine";
+  tune::test::copy_fixture_problem("affine", problem, [](Json& j) { j["constraints"].push_back("R != 16"); });
+  const std::string args =
+      "--problem " + problem.string() + " --R 8,16,32 --cache-dir " + TUNE_BINARY_DIR + "/cli_out/resume_cache --out " + out;
+  for (const std::string devices : {"", " --devices all"}) {
+    const Result r = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2", args + devices);
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(problem.string() + " R=16: no configuration of "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("; skipped, the sweep goes on"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("tune: 1 shape(s) skipped because no variant of their space can take them (each said why "
+                            "above): " +
+                            problem.string() + " R=16; change or leave them out"),
+              std::string::npos)
+        << r.output;
+    std::set<std::string> written;
+    for (const auto& entry : fs::recursive_directory_iterator(out))
+      if (entry.path().extension() == ".hpp") written.insert(entry.path().stem().string());
+    EXPECT_EQ(written, (std::set<std::string>{"R8_L64", "R32_L64"})) << devices << "\n" << r.output;
+    fs::remove_all(fs::path(out) / (devices.empty() ? "fake-gpu" : "fake-gpu-fa4e0000"));
+    fs::remove_all(fs::path(out) / "fake-gpu-fa4e0001");
+  }
+}
+
 // What a run decided, without what differs between runs (wall times, dates, the journal).
 std::map<std::string, Json> decisions(const fs::path& file) {
   const Json j = read_json(file);

@@ -83,9 +83,10 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>&
 
 // What a sweep came to, for its last line.
 struct SweepResult {
-  std::size_t ran = 0;            // items (replicas on devices) run, to the end or cut short by a stop
-  bool interrupted = false;       // a stop (Ctrl-C, SIGTERM) ended the sweep
-  std::vector<std::string> held;  // items another tune was writing, skipped ("<item> (pid N)", held_item)
+  std::size_t ran = 0;                  // items (replicas on devices) run, to the end or cut short by a stop
+  bool interrupted = false;             // a stop (Ctrl-C, SIGTERM) ended the sweep
+  std::vector<std::string> held;        // items another tune was writing, skipped ("<item> (pid N)", held_item)
+  std::vector<std::string> unrunnable;  // items no variant can take (ShapeError), skipped ("<item>", unrunnable_item)
   // After a stop: the items it cut short ("<item> (<results file>)": what they measured is written,
   // and --resume finishes them from their journals), and the items it left unrun or stopped before
   // any variant existed ("<item>": nothing of them is written).
@@ -96,7 +97,8 @@ struct SweepResult {
 
 // Runs the work in order on one device: options_for(base, work) through run_tune, then on_done.
 // An item whose results another tune is writing (ResultsHeldError) is skipped, said in one line,
-// and named in `held` (see held_item); the sweep goes on. A stop ends the sweep after the item in
+// and named in `held` (see held_item); so is one that no variant can take (ShapeError, found as its
+// space is enumerated), in `unrunnable`; the sweep goes on. A stop ends the sweep after the item in
 // hand, whether that item was cut short (its partial results written) or stopped before it had a
 // variant (Interrupted: said in one line, nothing of it written); the result names both and the
 // items not started. Several devices: run_sweep_on_devices (tune/devices.hpp).
@@ -110,6 +112,9 @@ SweepResult run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
 // names ("<item> (pid N)").
 std::string held_item(const SweepWork& work, const ResultsHeldError& e, const std::function<void(const std::string&)>& log);
 
+// A sweep's item that no variant can take (ShapeError at its turn): said in one line through `log`
+// ("<item>: <why>; skipped, the sweep goes on"); returns what SweepResult::unrunnable names.
+std::string unrunnable_item(const SweepWork& work, const ShapeError& e, const std::function<void(const std::string&)>& log);
 // A sweep's item a stop cut short, as SweepResult::cut_short names it: "<item> (<results file>)".
 std::string cut_short_item(const SweepWork& work, const TuneOutcome& outcome);
 // A sweep's item whose run a stop ended before any variant existed (Interrupted): said in one line

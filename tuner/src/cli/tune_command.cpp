@@ -154,6 +154,7 @@ void print_interrupted_sweep(const TuneSweepOutcome& out) {
   if (!r.cut_short.empty()) line += fmt::format("; cut short, partial results written: {}", some_of(r.cut_short));
   if (!r.not_started.empty()) line += fmt::format("; not run, nothing written: {}", some_of(r.not_started));
   if (!r.held.empty()) line += fmt::format("; skipped, another tune was writing them: {}", some_of(r.held));
+  if (!r.unrunnable.empty()) line += fmt::format("; skipped, no variant can take them: {}", some_of(r.unrunnable));
   if (!r.failed.empty()) line += fmt::format("; failed: device {}", fmt::join(r.failed, ", "));
   fmt::print("\n{}; run the same command with --resume to finish the sweep\n", line);
 }
@@ -201,6 +202,14 @@ int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
                "tune: {} shape(s) skipped because another tune was writing them: {}; wait for it to finish, then run "
                "the same command with --resume (the shapes already complete are not tuned again)\n",
                out.result.held.size(), fmt::join(out.result.held, ", "));
+    if (code == 0) code = 2;
+  }
+  if (!out.result.unrunnable.empty()) {
+    std::fflush(stdout);
+    fmt::print(stderr,
+               "tune: {} shape(s) skipped because no variant of their space can take them (each said why above): "
+               "{}; change or leave them out (the shapes already complete are not tuned again with --resume)\n",
+               out.result.unrunnable.size(), fmt::join(out.result.unrunnable, ", "));
     if (code == 0) code = 2;
   }
   return code;

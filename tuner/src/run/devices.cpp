@@ -256,6 +256,11 @@ class DeviceSweep {
         --in_flight_;
         result_.held.push_back(held_item(w, e, o.log));
         changed_.notify_all();
+      } catch (const ShapeError& e) {  // no device would fare better either: the item is skipped
+        const std::lock_guard lock(mutex_);
+        --in_flight_;
+        result_.unrunnable.push_back(unrunnable_item(w, e, o.log));
+        changed_.notify_all();
       } catch (const Interrupted& e) {  // a stop before the item had a variant: nothing of it was written
         const std::lock_guard lock(mutex_);
         --in_flight_;

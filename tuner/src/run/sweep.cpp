@@ -68,6 +68,11 @@ std::string held_item(const SweepWork& work, const ResultsHeldError& e, const st
   return fmt::format("{} (pid {})", work.item.describe(), e.holder());
 }
 
+std::string unrunnable_item(const SweepWork& work, const ShapeError& e, const std::function<void(const std::string&)>& log) {
+  if (log) log(fmt::format("{}: {}; skipped, the sweep goes on", work.item.describe(), e.what()));
+  return work.item.describe();
+}
+
 std::string cut_short_item(const SweepWork& work, const TuneOutcome& outcome) {
   return fmt::format("{} ({})", work.item.describe(), outcome.json_path.string());
 }
@@ -123,6 +128,9 @@ SweepResult run_sweep(const std::vector<SweepWork>& work, const TuneOptions& bas
       ran_item.emplace(run_tune(o, w.shape, &device));
     } catch (const ResultsHeldError& e) {  // nothing of this shape was written: the other tune's files stay
       result.held.push_back(held_item(w, e, base.log));
+      continue;
+    } catch (const ShapeError& e) {  // this shape alone: the others may well run
+      result.unrunnable.push_back(unrunnable_item(w, e, base.log));
       continue;
     } catch (const Interrupted& e) {  // before the shape had a variant: nothing of it was written
       result.not_started.push_back(stopped_item(w, e, base.log));
