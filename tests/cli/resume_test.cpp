@@ -295,6 +295,54 @@ TEST(Resume, ASweepSkipsAShapeNoVariantCanTakeAndRunsTheOthers) {
   }
 }
 
+// Round 9: a reader of tune's output that went away (`tune ... | head -c 1`) ended the run by
+// SIGPIPE at its next line: mid-variant, the sweep's later shapes never run, its lock left behind.
+// The run goes on, its output to nowhere, and every shape is written whole (exit 0).
+TEST(Resume, ASweepWhoseOutputIsClosedRunsToTheEnd) {
+  const std::string out = out_dir("resume_closed_output");
+  fs::create_directories(out);
+  const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+  for (const std::string streams : {"", " 2>&1"}) {
+    fs::remove_all(dir);
+    const Result r =
+        run_command("(TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=20 " + std::string(TUNE_EXE) + " " + affine_args(out) +
+                    " --R 32,64,128" + streams + "; echo $? > " + out + "/code) | head -c 1 > /dev/null");
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(slurp(out + "/code"), "0\n") << streams << "\n" << r.output;
+    for (const char* shape : {"R32_L64", "R64_L64", "R128_L64"}) {
+      EXPECT_TRUE(fs::exists(dir / (std::string(shape) + ".hpp"))) << shape << streams;
+      EXPECT_FALSE(fs::exists(dir / (std::string(shape) + ".lock"))) << shape << streams;
+    }
+  }
+}
+
+// Round 9: a hangup (the terminal closed, an ssh session lost) ended the run mid-variant, as kill -9
+// would: its snapshot not marked interrupted, its lock left behind. It stops the run as SIGTERM does
+// (exit 129), unless the run began with it ignored (nohup): then the run goes on to its end.
+TEST(Resume, AHangupStopsTheRunAsSigtermDoesUnlessIgnoredAsItBegan) {
+  const std::string out = out_dir("resume_hangup");
+  fs::create_directories(out);
+  const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+  const pid_t pid = start(kSlowFake, affine_args(out) + " --R 32,64", out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(dir / "R32_L64.journal.jsonl") >= 1; })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGHUP), 0);
+  EXPECT_EQ(wait_exit(pid), 129) << slurp(out + ".log");
+  EXPECT_TRUE(read_json(dir / "R32_L64.json").at("context").at("search").at("interrupted").get<bool>());
+  EXPECT_NE(slurp(out + ".log").find("\nsweep interrupted (SIGHUP) after "), std::string::npos) << slurp(out + ".log");
+  EXPECT_FALSE(fs::exists(dir / "R32_L64.lock"));
+
+  fs::remove_all(dir);
+  const auto previous = std::signal(SIGHUP, SIG_IGN);  // as nohup starts it
+  const pid_t ignoring = start(kSlowFake, affine_args(out) + " --R 32", out + ".log");
+  std::signal(SIGHUP, previous);
+  ASSERT_GT(ignoring, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(dir / "R32_L64.journal.jsonl") >= 1; })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-ignoring, SIGHUP), 0);
+  EXPECT_EQ(wait_exit(ignoring), 0) << slurp(out + ".log");
+  EXPECT_TRUE(fs::exists(dir / "R32_L64.hpp")) << slurp(out + ".log");
+}
+
 // What a run decided, without what differs between runs (wall times, dates, the journal).
 std::map<std::string, Json> decisions(const fs::path& file) {
   const Json j = read_json(file);

@@ -9,9 +9,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <mutex>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -115,6 +118,24 @@ std::size_t terminal_width(int fd) {
   return w.ws_col > 0 ? w.ws_col : 80;
 }
 
+// A reader of tune's output that went away (`tune ... | head -1`, a closed terminal) ends no run: a
+// SIGPIPE ended a sweep at its next line, mid-variant, its later shapes never run. SIGPIPE is ignored
+// (every child gets its default back), and a line that cannot be written sends the rest of that
+// stream to /dev/null; the results are written all the same.
+template <class Print>
+auto printed(std::FILE* stream, const Print& print) {
+  try {
+    return print();
+  } catch (const std::system_error&) {  // fmt's failed write: EPIPE, EIO
+    static std::mutex reopening;
+    {
+      const std::lock_guard lock(reopening);
+      if (!std::freopen("/dev/null", "w", stream)) throw;
+    }
+    return print();
+  }
+}
+
 // The checked strings into TuneOptions: where the results, header, space and cache are, the log.
 void set_outputs(TuneArgs& args, const Log& log) {
   TuneOptions& opt = args.opt;
@@ -122,7 +143,7 @@ void set_outputs(TuneArgs& args, const Log& log) {
   if (!args.header.empty()) opt.header = args.header;
   if (!args.config.empty()) opt.config = args.config;
   if (!args.cache_dir.empty()) opt.cache_dir = args.cache_dir;
-  opt.log = log;
+  opt.log = [log](const std::string& line) { printed(stderr, [&] { log(line); }); };
   opt.line_width = terminal_width(STDERR_FILENO);
 }
 
@@ -182,6 +203,7 @@ void print_sweep_line(const TuneSweepOutcome& out) {
 }  // namespace
 
 int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed output ends no run (printed)
   check_options(app, args.opt, args.seed_text);
   TuneRequest request{
       {}, args.sweep_file, shape_lists(app.remaining()), args.shard_text, args.devices_text, args.replicate, args.transfer};
@@ -189,27 +211,33 @@ int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
   request.base = args.opt;
   int code = 0;  // the first shape's that did not end well
   const TuneSweepOutcome out = run_tune_request(request, [&code](const ItemDone& d) {
-    print_item(d);
-    const int item_code = print_summary(d.outcome);
+    const int item_code = printed(stdout, [&] {
+      print_item(d);
+      return print_summary(d.outcome);
+    });
     if (code == 0) code = item_code;
   });
-  print_sweep_line(out);
+  printed(stdout, [&] { print_sweep_line(out); });
   if (out.result.interrupted) return interrupted_exit_code();  // its last line names the shapes skipped too
   if (!out.result.held.empty()) {
     // Last, so that it is not lost above the other shapes' summaries: what is left to run.
     std::fflush(stdout);
-    fmt::print(stderr,
-               "tune: {} shape(s) skipped because another tune was writing them: {}; wait for it to finish, then run "
-               "the same command with --resume (the shapes already complete are not tuned again)\n",
-               out.result.held.size(), fmt::join(out.result.held, ", "));
+    printed(stderr, [&] {
+      fmt::print(stderr,
+                 "tune: {} shape(s) skipped because another tune was writing them: {}; wait for it to finish, then run "
+                 "the same command with --resume (the shapes already complete are not tuned again)\n",
+                 out.result.held.size(), fmt::join(out.result.held, ", "));
+    });
     if (code == 0) code = 2;
   }
   if (!out.result.unrunnable.empty()) {
     std::fflush(stdout);
-    fmt::print(stderr,
-               "tune: {} shape(s) skipped because no variant of their space can take them (each said why above): "
-               "{}; change or leave them out (the shapes already complete are not tuned again with --resume)\n",
-               out.result.unrunnable.size(), fmt::join(out.result.unrunnable, ", "));
+    printed(stderr, [&] {
+      fmt::print(stderr,
+                 "tune: {} shape(s) skipped because no variant of their space can take them (each said why above): "
+                 "{}; change or leave them out (the shapes already complete are not tuned again with --resume)\n",
+                 out.result.unrunnable.size(), fmt::join(out.result.unrunnable, ", "));
+    });
     if (code == 0) code = 2;
   }
   return code;
