@@ -19,11 +19,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "support/cli_run.hpp"
+#include "support/fixture_problem.hpp"
 #include "support/held_lock.hpp"
 
 namespace {
@@ -130,13 +132,215 @@ TEST(Resume, ASigtermInATransferSweepStopsItsShapeAndTheShapesAfterIt) {
   EXPECT_EQ(wait_exit(pid), 143) << slurp(out + ".log");
   const std::string log = slurp(out + ".log");
   EXPECT_EQ(log.find("pass 2:"), std::string::npos) << log;
-  EXPECT_NE(log.find("sweep: 1 of 3 items run"), std::string::npos) << log;
+  const std::string item = std::string(TUNE_FIXTURES) + "/problems/affine R=";
+  EXPECT_NE(log.find("\nsweep interrupted (SIGTERM) after "), std::string::npos) << log;
+  EXPECT_NE(log.find(" s: 0 of 3 items complete; cut short, partial results written: " + item + "32 (" +
+                     (dir / "R32_L64.json").string() + "); not run, nothing written: " + item + "64, " + item +
+                     "128; run the same command with --resume to finish the sweep\n"),
+            std::string::npos)
+      << log;
   EXPECT_EQ(read_json(dir / "R32_L64.json").at("context").at("search").at("interrupted"), true);
   EXPECT_FALSE(fs::exists(dir / "R32_L64.hpp"));
   for (const char* later : {"R64_L64", "R128_L64"}) {
     EXPECT_FALSE(fs::exists(dir / (std::string(later) + ".json"))) << later << "\n" << log;
     EXPECT_FALSE(fs::exists(dir / (std::string(later) + ".journal.jsonl"))) << later << "\n" << log;
   }
+}
+
+// A problem like affine whose space takes hours to enumerate (10^12 configurations, none valid):
+// a signal sent while its shape is in a sweep lands before the shape has any variant.
+fs::path huge_space_problem(const std::string& out) {
+  const fs::path dir = fs::path(out) / "problems" / "huge_space";
+  tune::test::copy_fixture_problem("affine", dir, [](Json& j) {
+    j["problem"] = "huge_space";
+    for (const char* name : {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11"}) {
+      j["parameters"].push_back({{"name", name}, {"values", Json::array({1, 2, 3, 4, 5, 6, 7, 8, 9, 10})}});
+      j["baseline"][name] = 1;
+    }
+    j["constraints"].push_back("p11 == 0");
+  });
+  return dir;
+}
+
+// A sweep file of `items` ({problem folder, R}), written beside the out folder.
+std::string sweep_file(const std::string& out, const std::vector<std::pair<fs::path, int>>& items) {
+  Json j{{"items", Json::array()}};
+  for (const auto& [problem, r] : items) j["items"].push_back({{"problem", problem.string()}, {"R", r}});
+  const std::string file = out + ".sweep.json";
+  std::ofstream(file) << j.dump();
+  return file;
+}
+
+// Round 9: a stop while a later shape of a sweep was enumerating its space ended the sweep with that
+// shape's error line (in one process) and no sweep line; the earlier shapes' summaries had scrolled
+// past. It now ends as an interrupted sweep: its last line names what was written and what was not.
+TEST(Resume, ASweepStoppedWhileALaterShapeEnumeratesEndsWithTheSweepsLastLine) {
+  const std::string out = out_dir("resume_sweep_enumerating");
+  fs::create_directories(out);
+  fs::remove(out + ".log");  // a last run's log would answer the wait below at once
+  const fs::path affine = fs::path(TUNE_FIXTURES) / "problems" / "affine", huge = huge_space_problem(out);
+  const std::string file = sweep_file(out, {{affine, 8}, {huge, 8}, {affine, 16}});
+  const pid_t pid = start("TUNE_WORKER_FAKE=1",
+                          "--sweep " + file + " --max-space 100000000000000 --out " + out + " --cache-dir " +
+                              TUNE_BINARY_DIR + "/cli_out/resume_cache",
+                          out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return slurp(out + ".log").find("space: configurations checked") != std::string::npos; }))
+      << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(out + ".log");
+  const std::string log = slurp(out + ".log");
+  EXPECT_NE(log.find(huge.string() + " R=8: interrupted (Ctrl-C) while enumerating the space of "), std::string::npos)
+      << log;
+  EXPECT_NE(log.find(" s: 1 of 3 items complete; not run, nothing written: " + huge.string() + " R=8, " + affine.string() +
+                     " R=16; run the same command with --resume to finish the sweep\n"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.rfind("\nsweep interrupted (Ctrl-C) after "), log.rfind("\n", log.size() - 2)) << "the last line\n" << log;
+  EXPECT_TRUE(read_json(fs::path(out) / "fake-gpu" / "affine" / "R8_L64.json").at("complete").get<bool>());
+  EXPECT_FALSE(fs::exists(fs::path(out) / "fake-gpu" / "affine" / "R16_L64.json"));
+  EXPECT_FALSE(fs::exists(fs::path(out) / "fake-gpu" / "huge_space"));
+}
+
+// The same on two devices: the stop that came while one device enumerated was rethrown as the
+// sweep's error once the other ended, with no sweep line (round 8). Every device stops after its
+// item in hand, the finished shapes stay whole, and the last line says what is left.
+TEST(Resume, ASweepOnDevicesStoppedWhileOneEnumeratesEndsAsAnInterruptedSweep) {
+  const std::string out = out_dir("resume_devices_enumerating");
+  fs::create_directories(out);
+  fs::remove(out + ".log");  // a last run's log would answer the wait below at once
+  const fs::path affine = fs::path(TUNE_FIXTURES) / "problems" / "affine", huge = huge_space_problem(out);
+  const std::string file = sweep_file(out, {{huge, 8}, {affine, 8}, {affine, 16}, {affine, 32}});
+  const pid_t pid = start("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2",
+                          "--sweep " + file + " --devices all --max-space 100000000000000 --out " + out + " --cache-dir " +
+                              TUNE_BINARY_DIR + "/cli_out/resume_cache",
+                          out + ".log");
+  ASSERT_GT(pid, 0);
+  const auto finished = [&] {
+    for (const char* d : {"fake-gpu-fa4e0000", "fake-gpu-fa4e0001"})
+      if (fs::exists(fs::path(out) / d / "affine" / "R8_L64.hpp")) return true;
+    return false;
+  };
+  ASSERT_TRUE(wait_until([&] {
+    return finished() && slurp(out + ".log").find("space: configurations checked") != std::string::npos;
+  })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(out + ".log");
+  const std::string log = slurp(out + ".log");
+  EXPECT_EQ(log.find("internal error"), std::string::npos) << log;
+  const auto last = log.rfind("\nsweep interrupted (Ctrl-C) after ");
+  ASSERT_NE(last, std::string::npos) << log;
+  EXPECT_EQ(last, log.rfind("\n", log.size() - 2)) << "the last line\n" << log;
+  const std::string line = log.substr(last);
+  EXPECT_NE(line.find(" of 4 items complete"), std::string::npos) << line;
+  EXPECT_NE(line.find("not run, nothing written: " + huge.string() + " R=8"), std::string::npos) << line;
+  EXPECT_NE(line.find("; run the same command with --resume to finish the sweep\n"), std::string::npos) << line;
+  for (const char* d : {"fake-gpu-fa4e0000", "fake-gpu-fa4e0001"})
+    EXPECT_FALSE(fs::exists(fs::path(out) / d / "huge_space")) << d;
+}
+
+// Round 9: a stop while the gate ran let its round end (every finalist re-measured and gated), and
+// then the torch step took the stop as the run's: the run was written interrupted, with no header,
+// its best "not gated" though it was. It is complete now; a sweep stops after it.
+TEST(Resume, AStopWhileTheGateRunsLeavesTheGatedRunComplete) {
+  const std::string out = out_dir("resume_stop_in_gate");
+  fs::create_directories(out);
+  fs::remove(out + ".log");
+  const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+  const std::string env = std::string("TUNE_WORKER_FAKE=1 TUNE_SANITIZER=") + TUNE_REPO_DIR +
+                          "/tests/support/fake-compute-sanitizer TUNE_TEST_SANITIZER_SLEEP_S=3";
+  const pid_t pid = start(env, affine_args(out) + " --R 32,64 --fresh-verdicts", out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return slurp(out + ".log").find(" under compute-sanitizer") != std::string::npos; }))
+      << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(out + ".log");
+  const std::string log = slurp(out + ".log");
+  const Json j = read_json(dir / "R32_L64.json");
+  EXPECT_TRUE(j.at("complete").get<bool>());
+  EXPECT_FALSE(j.at("context").at("search").value("interrupted", false)) << log;
+  EXPECT_NE(j.at("summary").at("winner"), nullptr);
+  EXPECT_TRUE(fs::exists(dir / "R32_L64.hpp")) << log;
+  EXPECT_EQ(log.find("not gated"), std::string::npos) << log;
+  EXPECT_NE(log.find(" s: 1 of 2 items complete; not run, nothing written: "), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(dir / "R64_L64.json"));
+}
+
+// Round 9: a shape that no variant can take (found as its space is enumerated, at its turn) ended
+// the whole sweep with that shape's line (exit 2): the shapes after it were never run, and no sweep
+// line said so. It is skipped as a shape another tune writes is: one line, the sweep goes on, the
+// last line names it (exit 2), on one device and on several.
+TEST(Resume, ASweepSkipsAShapeNoVariantCanTakeAndRunsTheOthers) {
+  const std::string out = out_dir("resume_sweep_unrunnable");
+  const fs::path problem = fs::path(out) / "problems" / "affine";
+  tune::test::copy_fixture_problem("affine", problem, [](Json& j) { j["constraints"].push_back("R != 16"); });
+  const std::string args =
+      "--problem " + problem.string() + " --R 8,16,32 --cache-dir " + TUNE_BINARY_DIR + "/cli_out/resume_cache --out " + out;
+  for (const std::string devices : {"", " --devices all"}) {
+    const Result r = run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DEVICES=2", args + devices);
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(problem.string() + " R=16: no configuration of "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("; skipped, the sweep goes on"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("tune: 1 shape(s) skipped because no variant of their space can take them (each said why "
+                            "above): " +
+                            problem.string() + " R=16; change or leave them out"),
+              std::string::npos)
+        << r.output;
+    std::set<std::string> written;
+    for (const auto& entry : fs::recursive_directory_iterator(out))
+      if (entry.path().extension() == ".hpp") written.insert(entry.path().stem().string());
+    EXPECT_EQ(written, (std::set<std::string>{"R8_L64", "R32_L64"})) << devices << "\n" << r.output;
+    fs::remove_all(fs::path(out) / (devices.empty() ? "fake-gpu" : "fake-gpu-fa4e0000"));
+    fs::remove_all(fs::path(out) / "fake-gpu-fa4e0001");
+  }
+}
+
+// Round 9: a reader of tune's output that went away (`tune ... | head -c 1`) ended the run by
+// SIGPIPE at its next line: mid-variant, the sweep's later shapes never run, its lock left behind.
+// The run goes on, its output to nowhere, and every shape is written whole (exit 0).
+TEST(Resume, ASweepWhoseOutputIsClosedRunsToTheEnd) {
+  const std::string out = out_dir("resume_closed_output");
+  fs::create_directories(out);
+  const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+  for (const std::string streams : {"", " 2>&1"}) {
+    fs::remove_all(dir);
+    const Result r =
+        run_command("(TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=20 " + std::string(TUNE_EXE) + " " + affine_args(out) +
+                    " --R 32,64,128" + streams + "; echo $? > " + out + "/code) | head -c 1 > /dev/null");
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(slurp(out + "/code"), "0\n") << streams << "\n" << r.output;
+    for (const char* shape : {"R32_L64", "R64_L64", "R128_L64"}) {
+      EXPECT_TRUE(fs::exists(dir / (std::string(shape) + ".hpp"))) << shape << streams;
+      EXPECT_FALSE(fs::exists(dir / (std::string(shape) + ".lock"))) << shape << streams;
+    }
+  }
+}
+
+// Round 9: a hangup (the terminal closed, an ssh session lost) ended the run mid-variant, as kill -9
+// would: its snapshot not marked interrupted, its lock left behind. It stops the run as SIGTERM does
+// (exit 129), unless the run began with it ignored (nohup): then the run goes on to its end.
+TEST(Resume, AHangupStopsTheRunAsSigtermDoesUnlessIgnoredAsItBegan) {
+  const std::string out = out_dir("resume_hangup");
+  fs::create_directories(out);
+  const fs::path dir = fs::path(out) / "fake-gpu" / "affine";
+  const pid_t pid = start(kSlowFake, affine_args(out) + " --R 32,64", out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(dir / "R32_L64.journal.jsonl") >= 1; })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-pid, SIGHUP), 0);
+  EXPECT_EQ(wait_exit(pid), 129) << slurp(out + ".log");
+  EXPECT_TRUE(read_json(dir / "R32_L64.json").at("context").at("search").at("interrupted").get<bool>());
+  EXPECT_NE(slurp(out + ".log").find("\nsweep interrupted (SIGHUP) after "), std::string::npos) << slurp(out + ".log");
+  EXPECT_FALSE(fs::exists(dir / "R32_L64.lock"));
+
+  fs::remove_all(dir);
+  const auto previous = std::signal(SIGHUP, SIG_IGN);  // as nohup starts it
+  const pid_t ignoring = start(kSlowFake, affine_args(out) + " --R 32", out + ".log");
+  std::signal(SIGHUP, previous);
+  ASSERT_GT(ignoring, 0);
+  ASSERT_TRUE(wait_until([&] { return journal_records(dir / "R32_L64.journal.jsonl") >= 1; })) << slurp(out + ".log");
+  ASSERT_EQ(kill(-ignoring, SIGHUP), 0);
+  EXPECT_EQ(wait_exit(ignoring), 0) << slurp(out + ".log");
+  EXPECT_TRUE(fs::exists(dir / "R32_L64.hpp")) << slurp(out + ".log");
 }
 
 // What a run decided, without what differs between runs (wall times, dates, the journal).
@@ -466,6 +670,34 @@ TEST(Resume, ACompleteResultOfOtherFinalistsOrModelOptionsIsTunedAgain) {
   const Result rounds = run_with("TUNE_WORKER_FAKE=1", args + model + " --model-rounds 3 --resume");
   ASSERT_EQ(rounds.code, 0) << rounds.output;
   EXPECT_NE(rounds.output.find("(its model_rounds differs); R32_L64 is tuned again"), std::string::npos) << rounds.output;
+}
+
+// Round 9: --variant-timeout decides which variants time out, and --torch what the winner is
+// compared with, but neither was part of the run's identity: --resume took a complete result of
+// another deadline or comparison as complete, and continued a journal of another deadline, its
+// `timed_out` verdicts mixed with this run's. A journal still serves another --torch (the comparison
+// is redone at the end).
+TEST(Resume, AResultOrJournalOfAnotherVariantTimeoutIsNotThisRuns) {
+  const std::string out = out_dir("resume_identity_timeout");
+  const std::string args = affine_args(out) + " --R 32";
+  ASSERT_EQ(run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 30").code, 0);
+  const Result longer = run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 60 --resume");
+  ASSERT_EQ(longer.code, 0) << longer.output;
+  EXPECT_NE(longer.output.find("is complete, but not for this run (its variant_timeout_s differs); R32_L64 is tuned again"),
+            std::string::npos)
+      << longer.output;
+  const Result torch = run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 60 --torch off --resume");
+  EXPECT_NE(torch.output.find("(its torch differs); R32_L64 is tuned again"), std::string::npos) << torch.output;
+
+  const Result cut =
+      run_with("TUNE_WORKER_FAKE=1 TUNE_WORKER_FAKE_DELAY_MS=100", args + " --variant-timeout 30 --time-budget 0.5");
+  ASSERT_EQ(cut.code, 0) << cut.output;
+  const Result other = run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 60 --resume");
+  EXPECT_EQ(other.code, 2) << other.output;
+  expect_error_output(other, "its variant_timeout_s is 30.0, this run's is 60.0; run without --resume to start over");
+  const Result compared = run_with("TUNE_WORKER_FAKE=1", args + " --variant-timeout 30 --torch off --resume");
+  ASSERT_EQ(compared.code, 0) << compared.output;
+  EXPECT_NE(compared.output.find("variants taken from"), std::string::npos) << compared.output;
 }
 
 // A journal serves any --top: the strict re-measure of the finalists is redone on resume anyway.

@@ -201,6 +201,10 @@ TEST(Sweep, TheRunKeyChangesWithWhatDecidesTheVariants) {
   TuneOptions jobs = model;
   jobs.jobs = 7;  // the default model batch is the compile jobs, but a node of other cores is the same run
   EXPECT_EQ(sweep_run_key(jobs, items), sweep_run_key(model, items));
+  // Each variant's deadline decides which ones time out (round 9: shards of other deadlines merged).
+  TuneOptions deadline = o;
+  deadline.variant_timeout_s = 30;
+  EXPECT_NE(sweep_run_key(deadline, items), key);
 }
 
 // Timed shards of one shape, built as run_tune would write them: real configurations of the

@@ -47,22 +47,16 @@ std::vector<std::string> device_folder_names(const DeviceInfo& device);
 // shape finished by a card the run no longer includes.
 bool is_model_folder(const std::string& name, const std::string& slug);
 
-struct DeviceSweepResult {
-  std::size_t ran = 0;      // items (replicas) run to the end
-  std::vector<int> failed;  // ordinals of the devices that failed
-  std::size_t not_run = 0;  // items no device was left to run
-  bool interrupted = false;
-  std::vector<std::string> held;  // items another tune was writing, skipped (held_item, tune/sweep.hpp)
-};
-
 // Runs the work on the devices: one thread per device, each taking the next item of one shared
 // queue (replicate: every item on every device, each device with its own queue). A device whose
 // run throws DeviceError (its worker cannot start, the device is lost) is reported through `log`,
 // its item goes back to the queue for the others (replicate: that replica is dropped), and it takes
-// no further items. on_done is called under a lock, one at a time. Stops taking items after an
-// interrupted one. Another exception from run_tune stops every device and is rethrown. Throws
+// no further items. on_done is called under a lock, one at a time. A stop (an item cut short, or
+// one stopped before any variant existed) ends every device's run after its item in hand, and the
+// result names those items and the ones not started (replicate: "<item> on device K"). Another
+// exception from run_tune stops every device and is rethrown. Throws
 // DeviceError, one line, when every device failed with work left; results already written stay.
-DeviceSweepResult run_sweep_on_devices(
+SweepResult run_sweep_on_devices(
     const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices, bool replicate,
     const std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>& on_done);
 

@@ -1,16 +1,18 @@
 #pragma once
-// The run's stop state: SIGINT and SIGTERM ask a run, and every loop of it, to stop.
+// The run's stop state: SIGINT, SIGTERM and SIGHUP ask a run, and every loop of it, to stop.
 #include <stdexcept>
 #include <string>
 
 namespace tune {
 
-// The signal (SIGINT or SIGTERM) that interrupted the last run, 0 when none did: the exit code is
+// The signal (SIGINT, SIGTERM or SIGHUP) that interrupted the last run, 0 when none did: the exit code is
 // 128 + it, as a shell reports a process that signal ended.
 int interrupt_signal();
+// How a user names that signal: "Ctrl-C" for SIGINT, else "SIGTERM" or "SIGHUP".
+std::string interrupt_name();
 
-// The run's stop state (issue 34 #6). While a scope is held, the first SIGINT or SIGTERM asks the
-// run to stop, and the request stays until the outermost scope ends: every loop of the run checks
+// The run's stop state (issue 34 #6). While a scope is held, the first SIGINT, SIGTERM or SIGHUP
+// (unless ignored as it began: nohup) asks the run to stop, and the request stays until the outermost scope ends: every loop of the run checks
 // stop_requested() before its next step (the variants of a pass, the passes and rounds of an
 // adaptive search, a sweep's shapes, the devices' queues). The second signal ends the process.
 // run_tune holds one; a sweep holds one around all its shapes, so the next shape sees the stop too.

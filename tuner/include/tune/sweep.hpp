@@ -81,22 +81,45 @@ std::vector<SweepWork> plan_sweep(const std::vector<SweepWork>& work, const Shar
 // list. 16 hex digits.
 std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>& work);
 
+// What a sweep came to, for its last line.
+struct SweepResult {
+  std::size_t ran = 0;                  // items (replicas on devices) run, to the end or cut short by a stop
+  bool interrupted = false;             // a stop (Ctrl-C, SIGTERM) ended the sweep
+  std::vector<std::string> held;        // items another tune was writing, skipped ("<item> (pid N)", held_item)
+  std::vector<std::string> unrunnable;  // items no variant can take (ShapeError), skipped ("<item>", unrunnable_item)
+  // After a stop: the items it cut short ("<item> (<results file>)": what they measured is written,
+  // and --resume finishes them from their journals), and the items it left unrun or stopped before
+  // any variant existed ("<item>": nothing of them is written).
+  std::vector<std::string> cut_short, not_started;
+  std::vector<int> failed;  // devices that failed (run_sweep_on_devices)
+  std::size_t not_run = 0;  // items no device was left to run (run_sweep_on_devices)
+};
+
 // Runs the work in order on one device: options_for(base, work) through run_tune, then on_done.
-// Stops after an interrupted item. Returns the number of items run. An item whose results another
-// tune is writing (ResultsHeldError) is skipped, said in one line, and added to `held` (see
-// held_item); the sweep goes on. Several devices: run_sweep_on_devices (tune/devices.hpp).
+// An item whose results another tune is writing (ResultsHeldError) is skipped, said in one line,
+// and named in `held` (see held_item); so is one that no variant can take (ShapeError, found as its
+// space is enumerated), in `unrunnable`; the sweep goes on. A stop ends the sweep after the item in
+// hand, whether that item was cut short (its partial results written) or stopped before it had a
+// variant (Interrupted: said in one line, nothing of it written); the result names both and the
+// items not started. Several devices: run_sweep_on_devices (tune/devices.hpp).
 // With transfer (--transfer), each item runs with --warm-start on base.warm_start and the results
 // of the earlier items of its problem that named a winner (the first item of a problem without
 // any: as base says, exhaustive by default).
-std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
-                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer = false,
-                      std::vector<std::string>* held = nullptr);
-
+SweepResult run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
+                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer = false);
 // A sweep's item that another tune is writing: said in one line through `log` ("<item>: another
 // tune (pid N) is writing FILE; skipped, the sweep goes on"); returns what the sweep's last line
 // names ("<item> (pid N)").
 std::string held_item(const SweepWork& work, const ResultsHeldError& e, const std::function<void(const std::string&)>& log);
 
+// A sweep's item that no variant can take (ShapeError at its turn): said in one line through `log`
+// ("<item>: <why>; skipped, the sweep goes on"); returns what SweepResult::unrunnable names.
+std::string unrunnable_item(const SweepWork& work, const ShapeError& e, const std::function<void(const std::string&)>& log);
+// A sweep's item a stop cut short, as SweepResult::cut_short names it: "<item> (<results file>)".
+std::string cut_short_item(const SweepWork& work, const TuneOutcome& outcome);
+// A sweep's item whose run a stop ended before any variant existed (Interrupted): said in one line
+// through `log` ("<item>: interrupted ..."); returns what SweepResult::not_started names.
+std::string stopped_item(const SweepWork& work, const std::exception& e, const std::function<void(const std::string&)>& log);
 // base with the work's problem, dimensions and shard record (what its results record).
 TuneOptions options_for(const TuneOptions& base, const SweepWork& work);
 

@@ -55,12 +55,8 @@ struct ItemDone {
 
 struct TuneSweepOutcome {
   SweepPlan plan;
-  std::size_t ran = 0;      // shapes (replicas on devices) run to the end
-  std::vector<int> failed;  // devices that failed
-  std::size_t not_run = 0;  // shapes no device was left to run
-  bool interrupted = false;
-  std::vector<std::string> held;  // shapes skipped because another tune was writing them ("<item> (pid N)")
-  double seconds = 0;             // the sweep's wall time
+  SweepResult result;  // what its shapes came to (one shape's: ran, interrupted)
+  double seconds = 0;  // the sweep's wall time
 };
 
 // The one entry of a tune: plan_tune, then its shapes through run_tune (run_sweep, or

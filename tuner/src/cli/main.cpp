@@ -3,6 +3,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -27,6 +28,15 @@ std::string joined_command_line(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
   return s;
+}
+
+// The command's last line, on stderr. A stderr that went away (the tune command ignores SIGPIPE)
+// leaves only the exit code to say it: the write's error must not end the process instead.
+int error_line(const std::string& line, int code) {
+  try {
+    fmt::print(stderr, "tune: {}\n", line);
+  } catch (const std::system_error&) {}
+  return code;
 }
 
 // The parsed command: a subcommand when one was given, else the main tune/sweep.
@@ -82,19 +92,14 @@ int main(int argc, char** argv) {
   try {
     return run_parsed(app, tune_args, subs, tune::cli::stderr_log());
   } catch (const tune::InputError& e) {
-    fmt::print(stderr, "tune: {}\n", e.what());
-    return 2;
+    return error_line(e.what(), 2);
   } catch (const std::filesystem::filesystem_error& e) {  // a path given, or its folder: not writable, not a folder
-    fmt::print(stderr, "tune: {}: {}; check the path and its permissions\n", e.path1().string(), e.code().message());
-    return 2;
+    return error_line(fmt::format("{}: {}; check the path and its permissions", e.path1().string(), e.code().message()), 2);
   } catch (const tune::DeviceError& e) {
-    fmt::print(stderr, "tune: {}\n", e.what());
-    return 3;
+    return error_line(e.what(), 3);
   } catch (const tune::Interrupted& e) {  // Ctrl-C or SIGTERM before a shape's run measured anything
-    fmt::print(stderr, "tune: {}\n", e.what());
-    return tune::cli::interrupted_exit_code();
+    return error_line(e.what(), tune::cli::interrupted_exit_code());
   } catch (const std::exception& e) {
-    fmt::print(stderr, "tune: internal error: {}\n", e.what());
-    return 4;
+    return error_line(fmt::format("internal error: {}", e.what()), 4);
   }
 }

@@ -6,11 +6,15 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <mutex>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -18,6 +22,7 @@
 #include "cli/summary.hpp"
 #include "tune/compile.hpp"
 #include "tune/errors.hpp"
+#include "tune/stop.hpp"
 #include "tune/sweep_plan.hpp"
 
 namespace tune::cli {
@@ -113,6 +118,24 @@ std::size_t terminal_width(int fd) {
   return w.ws_col > 0 ? w.ws_col : 80;
 }
 
+// A reader of tune's output that went away (`tune ... | head -1`, a closed terminal) ends no run: a
+// SIGPIPE ended a sweep at its next line, mid-variant, its later shapes never run. SIGPIPE is ignored
+// (every child gets its default back), and a line that cannot be written sends the rest of that
+// stream to /dev/null; the results are written all the same.
+template <class Print>
+auto printed(std::FILE* stream, const Print& print) {
+  try {
+    return print();
+  } catch (const std::system_error&) {  // fmt's failed write: EPIPE, EIO
+    static std::mutex reopening;
+    {
+      const std::lock_guard lock(reopening);
+      if (!std::freopen("/dev/null", "w", stream)) throw;
+    }
+    return print();
+  }
+}
+
 // The checked strings into TuneOptions: where the results, header, space and cache are, the log.
 void set_outputs(TuneArgs& args, const Log& log) {
   TuneOptions& opt = args.opt;
@@ -120,7 +143,7 @@ void set_outputs(TuneArgs& args, const Log& log) {
   if (!args.header.empty()) opt.header = args.header;
   if (!args.config.empty()) opt.config = args.config;
   if (!args.cache_dir.empty()) opt.cache_dir = args.cache_dir;
-  opt.log = log;
+  opt.log = [log](const std::string& line) { printed(stderr, [&] { log(line); }); };
   opt.line_width = terminal_width(STDERR_FILENO);
 }
 
@@ -134,18 +157,43 @@ void print_item(const ItemDone& d) {
     fmt::print("\n== sweep item {} of {}: {}", d.work.index + 1, d.plan.items, d.work.item.describe());
 }
 
+// At most four of `items`, then how many more: a line that names them stays one line.
+std::string some_of(const std::vector<std::string>& items) {
+  constexpr std::size_t kNamed = 4;
+  if (items.size() <= kNamed) return fmt::format("{}", fmt::join(items, ", "));
+  return fmt::format("{} and {} more", fmt::join(items.begin(), items.begin() + kNamed, ", "), items.size() - kNamed);
+}
+
+// The last line of a sweep a stop (Ctrl-C, SIGTERM) ended: which shapes are written whole, which in
+// part, which not at all, and how to finish it. The shapes' own lines scrolled past above.
+void print_interrupted_sweep(const TuneSweepOutcome& out) {
+  const SweepPlan& p = out.plan;
+  const SweepResult& r = out.result;
+  const std::size_t items = p.work.size() * (p.replicate ? std::max<std::size_t>(p.devices.size(), 1) : 1);
+  std::string line = fmt::format("sweep interrupted ({}) after {:.1f} s: {} of {} {} complete", interrupt_name(),
+                                 out.seconds, r.ran - r.cut_short.size(), items, p.replicate ? "item runs" : "items");
+  if (!r.cut_short.empty()) line += fmt::format("; cut short, partial results written: {}", some_of(r.cut_short));
+  if (!r.not_started.empty()) line += fmt::format("; not run, nothing written: {}", some_of(r.not_started));
+  if (!r.held.empty()) line += fmt::format("; skipped, another tune was writing them: {}", some_of(r.held));
+  if (!r.unrunnable.empty()) line += fmt::format("; skipped, no variant can take them: {}", some_of(r.unrunnable));
+  if (!r.failed.empty()) line += fmt::format("; failed: device {}", fmt::join(r.failed, ", "));
+  fmt::print("\n{}; run the same command with --resume to finish the sweep\n", line);
+}
+
 // The sweep's last line: how many shapes ran, and how long it took.
 void print_sweep_line(const TuneSweepOutcome& out) {
   const SweepPlan& p = out.plan;
+  const SweepResult& r = out.result;
   if (p.single()) return;
+  if (r.interrupted) return print_interrupted_sweep(out);
   if (!p.devices.empty()) {
-    fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", out.ran, p.replicate ? "item runs" : "items",
+    fmt::print("\nsweep: {} {} run on {} devices in {:.1f} s{}{}\n", r.ran, p.replicate ? "item runs" : "items",
                p.devices.size(), out.seconds,
-               out.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(out.failed, ", ")),
-               out.not_run ? fmt::format("; {} not run", out.not_run) : std::string());
+               r.failed.empty() ? std::string() : fmt::format("; failed: device {}", fmt::join(r.failed, ", ")),
+               r.not_run ? fmt::format("; {} not run", r.not_run) : std::string());
     return;
   }
-  fmt::print("\nsweep: {} of {} items run in {:.1f} s{}{}\n", out.ran, p.items, out.seconds,
+  fmt::print("\nsweep: {} of {} items run in {:.1f} s{}{}\n", r.ran, p.items, out.seconds,
              p.transfer ? " (with --transfer)" : "",
              p.shard.count > 1
                  ? fmt::format(" by shard {}/{}; combine the shards with tune merge", p.shard.index, p.shard.count)
@@ -155,6 +203,7 @@ void print_sweep_line(const TuneSweepOutcome& out) {
 }  // namespace
 
 int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed output ends no run (printed)
   check_options(app, args.opt, args.seed_text);
   TuneRequest request{
       {}, args.sweep_file, shape_lists(app.remaining()), args.shard_text, args.devices_text, args.replicate, args.transfer};
@@ -162,19 +211,33 @@ int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
   request.base = args.opt;
   int code = 0;  // the first shape's that did not end well
   const TuneSweepOutcome out = run_tune_request(request, [&code](const ItemDone& d) {
-    print_item(d);
-    const int item_code = print_summary(d.outcome);
+    const int item_code = printed(stdout, [&] {
+      print_item(d);
+      return print_summary(d.outcome);
+    });
     if (code == 0) code = item_code;
   });
-  print_sweep_line(out);
-  if (out.interrupted) return interrupted_exit_code();
-  if (!out.held.empty()) {
+  printed(stdout, [&] { print_sweep_line(out); });
+  if (out.result.interrupted) return interrupted_exit_code();  // its last line names the shapes skipped too
+  if (!out.result.held.empty()) {
     // Last, so that it is not lost above the other shapes' summaries: what is left to run.
     std::fflush(stdout);
-    fmt::print(stderr,
-               "tune: {} shape(s) skipped because another tune was writing them: {}; wait for it to finish, then run "
-               "the same command with --resume (the shapes already complete are not tuned again)\n",
-               out.held.size(), fmt::join(out.held, ", "));
+    printed(stderr, [&] {
+      fmt::print(stderr,
+                 "tune: {} shape(s) skipped because another tune was writing them: {}; wait for it to finish, then run "
+                 "the same command with --resume (the shapes already complete are not tuned again)\n",
+                 out.result.held.size(), fmt::join(out.result.held, ", "));
+    });
+    if (code == 0) code = 2;
+  }
+  if (!out.result.unrunnable.empty()) {
+    std::fflush(stdout);
+    printed(stderr, [&] {
+      fmt::print(stderr,
+                 "tune: {} shape(s) skipped because no variant of their space can take them (each said why above): "
+                 "{}; change or leave them out (the shapes already complete are not tuned again with --resume)\n",
+                 out.result.unrunnable.size(), fmt::join(out.result.unrunnable, ", "));
+    });
     if (code == 0) code = 2;
   }
   return code;

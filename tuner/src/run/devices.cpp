@@ -21,6 +21,7 @@
 #include "tune/errors.hpp"
 #include "tune/journal.hpp"
 #include "tune/problem.hpp"
+#include "tune/stop.hpp"
 #include "tune/worker_protocol.hpp"
 
 namespace tune {
@@ -167,7 +168,7 @@ class DeviceSweep {
         on_done_(on_done),
         queues_(replicate ? devices.size() : 1, std::deque<SweepWork>(work.begin(), work.end())) {}
 
-  DeviceSweepResult run() {
+  SweepResult run() {
     {
       const StopScope stop_scope;  // one Ctrl-C stops every device, and no device takes another item
       std::vector<std::jthread> threads;
@@ -175,7 +176,11 @@ class DeviceSweep {
     }
     if (error_) std::rethrow_exception(error_);
     result_.not_run = dropped_;
-    if (!replicate_ && !result_.interrupted) result_.not_run += queues_[0].size();
+    if (result_.interrupted)  // the items the stop left in the queues
+      for (std::size_t q = 0; q < queues_.size(); ++q)
+        for (const SweepWork& w : queues_[q]) result_.not_started.push_back(named(w, q));
+    else if (!replicate_)
+      result_.not_run += queues_[0].size();
     std::sort(result_.failed.begin(), result_.failed.end());
     if (result_.failed.size() == devices_.size() && (result_.not_run > 0 || result_.ran == 0))
       throw DeviceError(
@@ -189,6 +194,11 @@ class DeviceSweep {
  private:
   void log(const std::string& line) const {
     if (base_.log) base_.log(line);
+  }
+
+  // An item as the sweep's last line names it: with replicate, the device whose replica it is.
+  std::string named(const SweepWork& w, std::size_t k) const {
+    return replicate_ ? fmt::format("{} on device {}", w.item.describe(), devices_[k].info.ordinal) : w.item.describe();
   }
 
   // The options of device k's runs: its ordinal and folder, and with several devices a log prefix.
@@ -237,6 +247,7 @@ class DeviceSweep {
         if (on_done_) on_done_(w, device, outcome);
         if (outcome.run.context.interrupted) {
           result_.interrupted = true;
+          result_.cut_short.push_back(cut_short_item(w, outcome));  // its file names the device's folder
           stop_ = true;
         }
         changed_.notify_all();
@@ -244,6 +255,19 @@ class DeviceSweep {
         const std::lock_guard lock(mutex_);
         --in_flight_;
         result_.held.push_back(held_item(w, e, o.log));
+        changed_.notify_all();
+      } catch (const ShapeError& e) {  // no device would fare better either: the item is skipped
+        const std::lock_guard lock(mutex_);
+        --in_flight_;
+        result_.unrunnable.push_back(unrunnable_item(w, e, o.log));
+        changed_.notify_all();
+      } catch (const Interrupted& e) {  // a stop before the item had a variant: nothing of it was written
+        const std::lock_guard lock(mutex_);
+        --in_flight_;
+        stopped_item(w, e, o.log);
+        result_.not_started.push_back(named(w, k));
+        result_.interrupted = true;
+        stop_ = true;
         changed_.notify_all();
       } catch (const DeviceError& e) {
         std::string removed = remove_incomplete(item, w.shape, device.dir);  // before w moves back to the queue
@@ -294,12 +318,12 @@ class DeviceSweep {
   bool stop_ = false;
   std::exception_ptr error_;
   std::string last_failure_;
-  DeviceSweepResult result_;
+  SweepResult result_;
 };
 
 }  // namespace
 
-DeviceSweepResult run_sweep_on_devices(
+SweepResult run_sweep_on_devices(
     const std::vector<SweepWork>& work, const TuneOptions& base, const std::vector<SweepDevice>& devices, bool replicate,
     const std::function<void(const SweepWork&, const SweepDevice&, const TuneOutcome&)>& on_done) {
   return DeviceSweep(work, base, devices, replicate, on_done).run();

@@ -40,9 +40,10 @@ void check_identity(const std::filesystem::path& path, const Json& first, const 
                     path.string(), brief(version)));
   const Json& theirs = first.at("identity");
   for (const auto& [key, mine] : identity.items()) {
-    // The strict re-measure of the finalists is redone on resume, so a journal's records serve any
-    // --top (a complete result of another --top is still no result of this run: finished_earlier).
-    if (key == "top") continue;
+    // The strict re-measure of the finalists and the torch comparison are redone on resume, so a
+    // journal's records serve any --top and --torch (a complete result of another is still no result
+    // of this run: finished_earlier).
+    if (key == "top" || key == "torch") continue;
     const Json other = theirs.contains(key) ? theirs.at(key) : Json(nullptr);
     if (other != mine)
       throw InputError(fmt::format("cannot --resume {}: its {} is {}, this run's is {}; run without --resume to start over",

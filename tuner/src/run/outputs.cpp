@@ -244,9 +244,11 @@ void Outputs::save(RunRecord& run, bool force) {
   last_save_ = Clock::now();
 }
 
-bool PassRun::torch_wanted() {
-  return run.timed && run.device && !ctx.interrupted && !stop_asked() &&
-         !(o.shard && o.shard->split == ShardSplit::kVariants);
+// Not stop_asked(): a stop that came while the gate ran (its first round ends whatever comes) leaves
+// a run measured, re-measured and gated in full, which that call would have marked interrupted (no
+// winner, no header, "not gated"). The harness records such a stop itself ("stopped").
+bool PassRun::torch_wanted() const {
+  return run.timed && run.device && !ctx.interrupted && !(o.shard && o.shard->split == ShardSplit::kVariants);
 }
 
 TorchCompare PassRun::torch_options() const {
@@ -267,10 +269,9 @@ std::unique_ptr<TorchBeside> PassRun::torch_beside_gate() {
 void PassRun::time_torch(std::unique_ptr<TorchBeside> beside) {
   ctx.gate.added_s = ctx.gate.wall_s;
   if (beside) {
-    const bool wanted = torch_wanted();  // as the gate ended: a Ctrl-C after it is the harness's to record
     TorchRecord rec = beside->wait();
     if (rec.held_s >= 0) ctx.gate.added_s = std::min(ctx.gate.wall_s, rec.held_s);
-    if (wanted) run.torch = std::move(rec);
+    if (torch_wanted()) run.torch = std::move(rec);
     return;
   }
   if (!torch_wanted()) return;

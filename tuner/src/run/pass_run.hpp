@@ -505,7 +505,7 @@ struct PassRun {
   // (imports, compiles) while the gate runs, and times once time_torch releases it (issue 37).
   std::unique_ptr<TorchBeside> torch_beside_gate();
   void time_torch(std::unique_ptr<TorchBeside> beside = nullptr);
-  bool torch_wanted();
+  [[nodiscard]] bool torch_wanted() const;
   [[nodiscard]] TorchCompare torch_options() const;
 
   // The record complete, then the results and their header, unless the earlier ones are worth more

@@ -25,6 +25,11 @@
 
 namespace tune {
 
+// Left out, as they change nothing measured or recorded of the variants: --jobs, the caches,
+// --reference-timeout, --max-variants and --max-space without --budget (they only refuse a run),
+// --header and --out (where it goes), --time-budget (a run it stopped is continued by --resume under
+// any budget: docs/cli.md), and --sanitize and --allow-unchecked (the gate is redone on resume, and a
+// complete result gated otherwise is tuned again: Outputs::gated_otherwise).
 nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run) {
   nlohmann::ordered_json identity{{"tool_version", run.context.tool_version},
                                   {"git_commit", run.context.git_commit},
@@ -41,7 +46,13 @@ nlohmann::ordered_json run_identity(const TuneOptions& o, const RunRecord& run) 
                                   {"search", to_string(o.search)},
                                   {"keep_spills", o.keep_spills},
                                   // The finalists re-measured strictly: a result of --top 1 is no result of --top 5.
-                                  {"top", o.top_k}};
+                                  {"top", o.top_k},
+                                  // Each variant's deadline (0: derived from the baseline): under another,
+                                  // another variant times out, and a journal's verdicts would be mixed.
+                                  {"variant_timeout_s", o.variant_timeout_s},
+                                  // What the winner is compared with (--torch): a result of --torch off
+                                  // records no comparison.
+                                  {"torch", to_string(o.torch)}};
   const nlohmann::ordered_json search = search_identity(o);
   for (auto it = search.begin(); it != search.end(); ++it) identity[it.key()] = it.value();
   return identity;

@@ -15,6 +15,7 @@
 #include "tune/compile_pool.hpp"
 #include "tune/errors.hpp"
 #include "tune/run_plan.hpp"
+#include "tune/stop.hpp"
 
 namespace tune {
 
@@ -67,46 +68,87 @@ std::string held_item(const SweepWork& work, const ResultsHeldError& e, const st
   return fmt::format("{} (pid {})", work.item.describe(), e.holder());
 }
 
-std::size_t run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
-                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer,
-                      std::vector<std::string>* held) {
+std::string unrunnable_item(const SweepWork& work, const ShapeError& e, const std::function<void(const std::string&)>& log) {
+  if (log) log(fmt::format("{}: {}; skipped, the sweep goes on", work.item.describe(), e.what()));
+  return work.item.describe();
+}
+
+std::string cut_short_item(const SweepWork& work, const TuneOutcome& outcome) {
+  return fmt::format("{} ({})", work.item.describe(), outcome.json_path.string());
+}
+
+std::string stopped_item(const SweepWork& work, const std::exception& e,
+                         const std::function<void(const std::string&)>& log) {
+  if (log) log(fmt::format("{}: {}", work.item.describe(), e.what()));
+  return work.item.describe();
+}
+
+namespace {
+
+// --transfer: the item's options with the results of its problem's earlier items as a warm start.
+void teach(TuneOptions& o, const SweepWork& w, const std::vector<std::filesystem::path>& earlier, const TuneOptions& base) {
+  o.warm_start.insert(o.warm_start.end(), earlier.begin(), earlier.end());
+  if (!earlier.empty() && o.search == SearchMode::kModel)
+    o.search = SearchMode::kExhaustive;  // the earlier results teach it
+  if (base.log)
+    base.log(o.warm_start.empty()
+                 ? fmt::format("transfer: {} is the first shape of {} in the sweep; it is tuned without a warm start",
+                               w.item.describe(), w.item.problem)
+                 : fmt::format("transfer: {} starts from {} result(s) of the sweep's earlier shapes{}", w.item.describe(),
+                               earlier.size(), base.warm_start.empty() ? "" : " and the --warm-start files"));
+}
+
+// A stop ended the sweep before item `from`: it and the items after it are not started.
+void not_started_from(SweepResult& result, const std::vector<SweepWork>& work, std::size_t from) {
+  result.interrupted = true;
+  for (std::size_t i = from; i < work.size(); ++i) result.not_started.push_back(work[i].item.describe());
+}
+
+}  // namespace
+
+SweepResult run_sweep(const std::vector<SweepWork>& work, const TuneOptions& base,
+                      const std::function<void(const SweepWork&, const TuneOutcome&)>& on_done, bool transfer) {
   const StopScope stop_scope;  // over every shape: a stop asked for in one shape ends the sweep
-  std::size_t ran = 0;
+  SweepResult result;
   std::map<std::string, std::vector<std::filesystem::path>> taught;  // problem -> results of its earlier items
   const RunDevice device = open_run_device(base);                    // once: every item of the sweep runs on base's device
   const std::vector<std::jthread> baselines = compile_baselines_ahead(work, base, device);
-  for (const SweepWork& w : work) {
-    if (stop_requested()) break;  // asked for after the shape before had recorded its last variant
-    TuneOptions o = options_for(base, w);
-    if (transfer) {
-      const auto& earlier = taught[w.item.problem];
-      o.warm_start.insert(o.warm_start.end(), earlier.begin(), earlier.end());
-      if (!earlier.empty() && o.search == SearchMode::kModel)
-        o.search = SearchMode::kExhaustive;  // the earlier results teach it
-      if (base.log)
-        base.log(o.warm_start.empty()
-                     ? fmt::format("transfer: {} is the first shape of {} in the sweep; it is tuned without a warm start",
-                                   w.item.describe(), w.item.problem)
-                     : fmt::format("transfer: {} starts from {} result(s) of the sweep's earlier shapes{}",
-                                   w.item.describe(), earlier.size(),
-                                   base.warm_start.empty() ? "" : " and the --warm-start files"));
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const SweepWork& w = work[i];
+    // Asked for after the shape before had recorded its last variant (while it was gated, written
+    // or compared with torch): that shape is whole, the rest are not started.
+    if (stop_requested()) {
+      not_started_from(result, work, i);
+      break;
     }
+    TuneOptions o = options_for(base, w);
+    if (transfer) teach(o, w, taught[w.item.problem], base);
     std::optional<TuneOutcome> ran_item;
     try {
       ran_item.emplace(run_tune(o, w.shape, &device));
     } catch (const ResultsHeldError& e) {  // nothing of this shape was written: the other tune's files stay
-      if (!held) throw;
-      held->push_back(held_item(w, e, base.log));
+      result.held.push_back(held_item(w, e, base.log));
       continue;
+    } catch (const ShapeError& e) {  // this shape alone: the others may well run
+      result.unrunnable.push_back(unrunnable_item(w, e, base.log));
+      continue;
+    } catch (const Interrupted& e) {  // before the shape had a variant: nothing of it was written
+      result.not_started.push_back(stopped_item(w, e, base.log));
+      not_started_from(result, work, i + 1);
+      break;
     }
     const TuneOutcome& outcome = *ran_item;
     if (transfer && outcome.run.winner && outcome.json_path.extension() == ".json")
       taught[w.item.problem].push_back(outcome.json_path);
-    ++ran;
+    ++result.ran;
     if (on_done) on_done(w, outcome);
-    if (outcome.run.context.interrupted) break;
+    if (outcome.run.context.interrupted) {
+      result.cut_short.push_back(cut_short_item(w, outcome));
+      not_started_from(result, work, i + 1);
+      break;
+    }
   }
-  return ran;
+  return result;
 }
 
 ShardPart shard_configs(const std::vector<Config>& chosen, const Config& baseline, const ShardRecord& shard) {

@@ -212,6 +212,7 @@ std::string sweep_run_key(const TuneOptions& base, const std::vector<SweepWork>&
                            {"search", to_string(base.search)},
                            {"keep_spills", base.keep_spills},
                            {"time_budget_s", base.time_budget_s},
+                           {"variant_timeout_s", base.variant_timeout_s},
                            {"search_options", search_identity(base)}};
   // The spaces by content (problem files and templates): two shards given different files of one
   // name are different runs. An item that did not resolve is reported when it is checked.
@@ -351,16 +352,11 @@ void run_on_devices(TuneSweepOutcome& out, const std::function<void(const ItemDo
   for (const auto& d : p.devices)
     log_line(p.base, fmt::format("{} -> {}/{}/", describe_device(d.info), p.base.out_dir.string(), d.dir));
   const auto t0 = Clock::now();
-  const auto result = run_sweep_on_devices(p.work, p.base, p.devices, p.replicate,
-                                           [&](const SweepWork& w, const SweepDevice& d, const TuneOutcome& outcome) {
-                                             if (on_done) on_done({p, w, &d, outcome});
-                                           });
+  out.result = run_sweep_on_devices(p.work, p.base, p.devices, p.replicate,
+                                    [&](const SweepWork& w, const SweepDevice& d, const TuneOutcome& outcome) {
+                                      if (on_done) on_done({p, w, &d, outcome});
+                                    });
   out.seconds = seconds_since(t0);
-  out.ran = result.ran;
-  out.failed = result.failed;
-  out.not_run = result.not_run;
-  out.interrupted = result.interrupted;
-  out.held = result.held;
 }
 
 // The sweep's shapes one after the other, in this process (a lone shape: its plain run).
@@ -369,17 +365,16 @@ void run_in_sequence(TuneSweepOutcome& out, const std::function<void(const ItemD
   const auto t0 = Clock::now();
   auto done = [&](const SweepWork& w, const TuneOutcome& outcome) {
     if (on_done) on_done({p, w, nullptr, outcome});
-    out.interrupted = out.interrupted || outcome.run.context.interrupted;
   };
   if (p.single()) {
     const SweepWork& w = p.work.front();
-    done(w, run_tune(options_for(p.base, w), w.shape));
-    out.ran = 1;
+    const TuneOutcome outcome = run_tune(options_for(p.base, w), w.shape);
+    done(w, outcome);
+    out.result.ran = 1;
+    out.result.interrupted = outcome.run.context.interrupted;
     return;
   }
-  out.ran = run_sweep(p.work, p.base, done, p.transfer, &out.held);
-  // A stop asked for between two shapes: the shapes after it were not run.
-  out.interrupted = out.interrupted || (out.ran < p.work.size() && interrupt_signal() != 0);
+  out.result = run_sweep(p.work, p.base, done, p.transfer);
   out.seconds = seconds_since(t0);
 }
 

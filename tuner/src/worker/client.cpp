@@ -65,6 +65,10 @@ std::string signal_name(int signal) {
       return "SIGKILL";
     case SIGTERM:
       return "SIGTERM";
+    case SIGINT:  // a run's stop ("interrupted by SIGINT"), as the two below
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
     case SIGPIPE:
       return "SIGPIPE";
     case SIGTRAP:
