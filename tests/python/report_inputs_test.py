@@ -86,10 +86,12 @@ class KeepsTheEarlierReport(unittest.TestCase):
         r = report(self.root, self.out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.before = {n: (self.out / n).read_bytes() for n in ("report.md", "report.html", "report.json")}
+        self.charts = {p.name: p.read_bytes() for p in (self.out / "charts").iterdir()}
 
     def assert_kept(self):
         self.assertEqual({n: (self.out / n).read_bytes() for n in self.before}, self.before)
         self.assertEqual(sorted(p.name for p in self.out.iterdir()), ["charts", *sorted(self.before)])
+        self.assertEqual({p.name: p.read_bytes() for p in (self.out / "charts").iterdir()}, self.charts)
 
     def test_a_lone_surrogate_in_a_torch_file_is_refused_in_one_line(self):
         # Python's json takes "\ud800"; writing report.md then failed (exit 4) and left it at 0 bytes.
@@ -117,6 +119,42 @@ class KeepsTheEarlierReport(unittest.TestCase):
         self.assertEqual(code, 4, err.getvalue())
         self.assertIn("internal error in the report: UnicodeEncodeError", err.getvalue())
         self.assert_kept()
+
+
+class ChartsOfThisReportOnly(unittest.TestCase):
+    """Round 9: a report into the folder of an earlier one kept that report's charts of problems and
+    shapes it no longer had (and counted them: "38 charts" for a report of 5), and a report killed
+    mid-write left its temporary files there; both were shipped with the folder."""
+
+    def test_a_later_report_removes_the_charts_it_did_not_draw_and_a_killed_ones_files(self):
+        root = OUT / "charts_only" / "res"
+        shutil.rmtree(OUT / "charts_only", ignore_errors=True)
+        shutil.copytree(FIX / GPU_A, root / GPU_A)
+        out = OUT / "charts_only" / "out"
+        r = report(root, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        both = sorted(p.name for p in (out / "charts").iterdir())
+        self.assertTrue(any("B2_N64" in n for n in both), both)
+        # A killed report's stage (its pid gone) and an older tune's temporary file; a file of the
+        # user's own in charts/ stays.
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        (out / f".report.tmp.{gone.pid}" / "charts").mkdir(parents=True)
+        (out / f".report.tmp.{gone.pid}" / "charts" / "shapes_contact.png").write_bytes(b"half a png")
+        (out / ".report.md.tmp").write_text("half a report")
+        (out / "charts" / "mine.png").write_bytes(b"the user's")
+        (root / GPU_A / "contact" / "B2_N64_C64_H32.json").unlink()
+        r = report(root, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        left = sorted(p.name for p in (out / "charts").iterdir())
+        self.assertFalse([n for n in left if "B2_N64" in n], left)
+        self.assertIn("mine.png", left)
+        drawn = [n for n in left if n != "mine.png"]
+        self.assertIn(f", {len(drawn)} charts", r.stdout)
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["charts", "report.html", "report.json", "report.md"])
+        md = (out / "report.md").read_text()
+        for name in drawn:
+            self.assertIn(f"(charts/{name})", md)
 
 
 def h200_record():
