@@ -24,6 +24,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import sys
 
 from analysis import (BASELINE_SPREAD_PCT, analyse, count, dims_text, fmt, gpu_of, left_out_text, load_torch,
@@ -387,6 +388,18 @@ def write_outputs(out, files, stage):
     for name, data in encoded:
         (stage / name).write_bytes(data)
     drawn = sorted(p.name for p in (stage / "charts").glob("*.png")) if (stage / "charts").is_dir() else []
+    # Once the files move in, the report finishes: a stop now would leave some new files beside old
+    # ones. A Ctrl-C or SIGTERM from here on is let go (the report is done a moment later).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        return _move_in(out, stage, encoded, drawn)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _move_in(out, stage, encoded, drawn):
     if drawn:
         (out / "charts").mkdir(exist_ok=True)
     for name in drawn:
@@ -398,6 +411,23 @@ def write_outputs(out, files, stage):
             if p.name.startswith(CHART_PREFIXES) and p.name not in drawn:
                 p.unlink(missing_ok=True)
     return len(drawn)
+
+
+class Stopped(BaseException):
+    """Ctrl-C or SIGTERM: the report stops, its files not written (the earlier report's stay). Not an
+    Exception: `except Exception` (an internal error) does not take it."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_stop(signum, frame):
+    # The first stop only: the terminal's Ctrl-C reaches tune and this process both, and tune passes
+    # its own on; a second one must not break the cleanup of the first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Stopped(signum)
 
 
 def main(argv=None):
@@ -412,6 +442,19 @@ def main(argv=None):
                     help="report results not measured on a GPU (fake GPU, compile-only) too, marked synthetic; "
                          "without it they are left out, and a line says which")
     a = ap.parse_args(argv)
+    stops = {sig: signal.signal(sig, _on_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _report(a)
+    except Stopped as e:
+        print(f"tune: report interrupted ({'Ctrl-C' if e.signum == signal.SIGINT else 'SIGTERM'}); nothing written, "
+              f"the files in {a.out} are as they were", file=sys.stderr)
+        return 128 + e.signum
+    finally:
+        for sig, previous in stops.items():
+            signal.signal(sig, previous)
+
+
+def _report(a):
     try:
         root = pathlib.Path(a.results)
         if not root.is_dir():

@@ -14,8 +14,10 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import unittest
 
 TUNE, SRC, OUT = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
@@ -155,6 +157,52 @@ class ChartsOfThisReportOnly(unittest.TestCase):
         md = (out / "report.md").read_text()
         for name in drawn:
             self.assertIn(f"(charts/{name})", md)
+
+
+class Stops(unittest.TestCase):
+    """Round 9: Ctrl-C during tune report printed a page of Python traceback and tune died of the
+    signal (exit -2, no line of its own); SIGTERM to tune alone killed tune and left report.py running
+    behind it, writing into OUT_DIR after the command had ended. Now one line and 130/143, the earlier
+    report's files as they were, nothing left running or behind."""
+
+    def stop(self, sig, whole_group):
+        root, _ = results_folder("stops")
+        out = OUT / "stops" / "out"
+        out.mkdir(parents=True)
+        (out / "report.md").write_text("the earlier report")
+        # report.py as it is, its build() held for a minute: the stop comes while the report is made.
+        slow = OUT / "stops" / "slow_report.py"
+        slow.write_text(f"import sys\nimport time\nsys.path.insert(0, {str(SRC / 'report')!r})\nimport report\n"
+                        "built = report.build\n\n\ndef build(*a, **k):\n    time.sleep(60)\n"
+                        "    return built(*a, **k)\n\n\nreport.build = build\nsys.exit(report.main())\n")
+        p = subprocess.Popen([TUNE, "report", str(root), "-o", str(out), "--allow-synthetic"],
+                             env=dict(os.environ, TUNE_REPORT_SCRIPT=str(slow)), start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 60
+        while not list(out.glob(".report.tmp.*")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertTrue(list(out.glob(".report.tmp.*")), "the report never started")
+        if whole_group:
+            os.killpg(p.pid, sig)  # as a terminal's Ctrl-C or Slurm: tune and report.py both
+        else:
+            os.kill(p.pid, sig)  # kill <tune's pid>
+        _, err = p.communicate(timeout=30)  # report.py holds the pipes too: it has ended
+        self.assertEqual(p.returncode, 128 + sig, err)
+        self.assertEqual(err.strip().count("\n"), 0, err)
+        self.assertIn(f"tune: report interrupted ({'Ctrl-C' if sig == signal.SIGINT else 'SIGTERM'}); nothing written",
+                      err)
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["report.md"])
+        self.assertEqual((out / "report.md").read_text(), "the earlier report")
+
+    def test_ctrl_c_is_one_line_and_130(self):
+        self.stop(signal.SIGINT, whole_group=True)
+
+    def test_sigterm_to_tune_alone_stops_the_report_too(self):
+        self.stop(signal.SIGTERM, whole_group=False)
+
+    def test_sigterm_to_both_is_one_line_and_143(self):
+        self.stop(signal.SIGTERM, whole_group=True)
 
 
 def h200_record():
