@@ -23,6 +23,8 @@ import html
 import json
 import os
 import pathlib
+import shutil
+import signal
 import sys
 
 from analysis import (BASELINE_SPREAD_PCT, analyse, count, dims_text, fmt, gpu_of, left_out_text, load_torch,
@@ -348,18 +350,84 @@ def render_html(blocks, out):
     return "\n".join(parts + ["</body></html>"]) + "\n"
 
 
-def write_outputs(out, files):
-    """[(name, text)] written into out, each whole or not at all: all encoded first, then each to a
-    temporary file renamed over its name, so that a failure keeps the earlier report's files."""
-    encoded = [(out / name, text.encode("utf-8")) for name, text in files]
-    for path, data in encoded:
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+# The charts' file names begin so (charts.py); a chart of an earlier report that this one did not
+# draw (a problem or shape no longer in the results) is removed from OUT_DIR/charts.
+CHART_PREFIXES = ("distribution_", "sensitivity_", "shapes_", "portability_")
+STAGE = ".report.tmp."
+
+
+def _writer_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_dead_stages(out):
+    """The staging folders (and the temporary files of tune before round 9) that a report killed
+    mid-write left in out: nothing else would remove them, and a folder of reports shipped or served
+    as it is would carry them. A live report's stage stays."""
+    for p in out.glob(STAGE + "*"):
+        pid = p.name[len(STAGE):]
+        if pid.isdigit() and not _writer_alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+    for name in ("report.md", "report.html", "report.json"):
+        (out / f".{name}.tmp").unlink(missing_ok=True)
+
+
+def write_outputs(out, files, stage):
+    """[(name, text)] and the charts drawn into stage/charts, moved into out whole: all encoded first
+    and written into stage, then each renamed over its name (charts first, the documents that show
+    them last), so that a report that fails or is killed keeps the earlier report's files, and each
+    file is the earlier one or the new one, never a part. Charts of an earlier report that this one
+    did not draw are removed last. Returns the number of this report's charts."""
+    encoded = [(name, text.encode("utf-8")) for name, text in files]
+    for name, data in encoded:
+        (stage / name).write_bytes(data)
+    drawn = sorted(p.name for p in (stage / "charts").glob("*.png")) if (stage / "charts").is_dir() else []
+    # Once the files move in, the report finishes: a stop now would leave some new files beside old
+    # ones. A Ctrl-C or SIGTERM from here on is let go (the report is done a moment later).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        return _move_in(out, stage, encoded, drawn)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _move_in(out, stage, encoded, drawn):
+    if drawn:
+        (out / "charts").mkdir(exist_ok=True)
+    for name in drawn:
+        os.replace(stage / "charts" / name, out / "charts" / name)
+    for name, _ in encoded:
+        os.replace(stage / name, out / name)
+    if (out / "charts").is_dir():
+        for p in (out / "charts").glob("*.png"):
+            if p.name.startswith(CHART_PREFIXES) and p.name not in drawn:
+                p.unlink(missing_ok=True)
+    return len(drawn)
+
+
+class Stopped(BaseException):
+    """Ctrl-C or SIGTERM: the report stops, its files not written (the earlier report's stay). Not an
+    Exception: `except Exception` (an internal error) does not take it."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_stop(signum, frame):
+    # The first stop only: the terminal's Ctrl-C reaches tune and this process both, and tune passes
+    # its own on; a second one must not break the cleanup of the first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Stopped(signum)
 
 
 def main(argv=None):
@@ -374,6 +442,19 @@ def main(argv=None):
                     help="report results not measured on a GPU (fake GPU, compile-only) too, marked synthetic; "
                          "without it they are left out, and a line says which")
     a = ap.parse_args(argv)
+    stops = {sig: signal.signal(sig, _on_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return _report(a)
+    except Stopped as e:
+        print(f"tune: report interrupted ({'Ctrl-C' if e.signum == signal.SIGINT else 'SIGTERM'}); nothing written, "
+              f"the files in {a.out} are as they were", file=sys.stderr)
+        return 128 + e.signum
+    finally:
+        for sig, previous in stops.items():
+            signal.signal(sig, previous)
+
+
+def _report(a):
     try:
         root = pathlib.Path(a.results)
         if not root.is_dir():
@@ -383,12 +464,20 @@ def main(argv=None):
             out.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise InputError(f"-o {out}: cannot create the output folder ({e.strerror})")
+        remove_dead_stages(out)
         torch = load_torch(root, a.torch)
         left_out = []
-        blocks, data = build(root, out, load_peaks(a.peaks, torch), torch, allow_synthetic=a.allow_synthetic,
-                             left_out=left_out)
-        write_outputs(out, [("report.md", render_md(blocks)), ("report.html", render_html(blocks, out)),
-                            ("report.json", json.dumps(data, indent=1, allow_nan=False) + "\n")])
+        # The charts are drawn into a folder of this report's own, and moved into out/charts with the
+        # documents once all of them are made (write_outputs).
+        stage = out / f"{STAGE}{os.getpid()}"
+        try:
+            stage.mkdir()
+            blocks, data = build(root, stage, load_peaks(a.peaks, torch), torch, allow_synthetic=a.allow_synthetic,
+                                 left_out=left_out)
+            charts = write_outputs(out, [("report.md", render_md(blocks)), ("report.html", render_html(blocks, stage)),
+                                         ("report.json", json.dumps(data, indent=1, allow_nan=False) + "\n")], stage)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
     except InputError as e:
         print(f"tune: {e}", file=sys.stderr)
         return 2
@@ -399,7 +488,7 @@ def main(argv=None):
     except Exception as e:  # a bug, not bad input (that is InputError): one line, as tune says it
         print(f"tune: internal error in the report: {type(e).__name__}: {e}", file=sys.stderr)
         return 4
-    print(f"report: {out / 'report.md'}, {out / 'report.html'}, {len(list((out / 'charts').glob('*.png')))} charts")
+    print(f"report: {out / 'report.md'}, {out / 'report.html'}, {charts} charts")
     if left_out:
         print("report: " + left_out_text(left_out))
     return 0

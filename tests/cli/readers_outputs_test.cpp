@@ -188,6 +188,71 @@ TEST(Outputs, AnExportReplacesAnEarlierExportAndRefusesAFolderOfOtherFiles) {
   EXPECT_EQ(slurp(other / "mine.py"), "print('mine')\n");
 }
 
+// The files under `dir` whose names are write_file_atomic's temporaries ("<file>.tmp.<pid>.<n>").
+std::vector<std::string> temporaries_under(const fs::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) found.push_back(e.path().string());
+  return found;
+}
+
+// Round 9: an export killed part way (kill -9, a lost node) left part of its files and no list of
+// them, and the next export into that folder refused it for good ("a folder that holds other files
+// than an earlier tune export"); its temporary files stayed, to be shipped by setup.py. Killed at
+// points spread over a whole export's time, each state is one the next export cleans up after.
+TEST(Outputs, AnExportKilledPartWayLeavesNothingTheNextExportKeeps) {
+  const fs::path dir = scratch("export_killed");
+  const std::string export_args = "export torch " + kContactResult + " --allow-synthetic -o " + (dir / "e").string();
+  const Result timed = run_command("s=$(date +%s%N); " + std::string(TUNE_EXE) + " " + export_args +
+                                   " >/dev/null && echo $(( ($(date +%s%N) - s) / 1000000 ))");
+  ASSERT_EQ(timed.code, 0) << timed.output;
+  const long whole_ms = std::max(50L, std::stol(timed.output));
+  for (int k = 1; k <= 8; ++k) {
+    fs::remove_all(dir / "e");
+    const double at = static_cast<double>(whole_ms) * k / 9 / 1000.0;
+    run_command(fmt::format("{} {} >/dev/null 2>&1 & p=$!; sleep {:.3f}; kill -9 $p 2>/dev/null; wait $p", TUNE_EXE,
+                            export_args, at));
+    SCOPED_TRACE(fmt::format("killed after {:.3f} s", at));
+    const Result again = run(export_args);
+    ASSERT_EQ(again.code, 0) << again.output;
+    EXPECT_EQ(temporaries_under(dir / "e"), std::vector<std::string>{});
+    const Json manifest = Json::parse(slurp(dir / "e" / ".tune-export.json"));
+    std::vector<std::string> listed{".tune-export.json"}, on_disk;
+    for (const auto& f : manifest.at("files")) listed.push_back(f.get<std::string>());
+    for (const auto& e : fs::recursive_directory_iterator(dir / "e"))
+      if (e.is_regular_file()) on_disk.push_back(fs::relative(e.path(), dir / "e").generic_string());
+    std::sort(listed.begin(), listed.end());
+    std::sort(on_disk.begin(), on_disk.end());
+    EXPECT_EQ(on_disk, listed);
+  }
+}
+
+// Round 9: `tune header -o`, `tune export nvrtc -o` and an export's files kept the temporary files a
+// killed writer of them left (its pid gone): each writer now removes its own file's.
+TEST(Outputs, AKilledWritersTemporaryFilesAreRemovedByTheNextWriterOfThatFile) {
+  const fs::path dir = scratch("dead_temporaries");
+  const Result gone = run_command("sh -c 'echo $$'");  // a pid no process has once it has exited
+  ASSERT_EQ(gone.code, 0);
+  const std::string pid = gone.output.substr(0, gone.output.find('\n'));
+  const Result first = run("export torch " + kContactResult + " --allow-synthetic -o " + (dir / "e").string());
+  ASSERT_EQ(first.code, 0) << first.output;
+  const std::vector<fs::path> planted = {dir / ("h.hpp.tmp." + pid + ".0"), dir / ("n.json.tmp." + pid + ".3"),
+                                         dir / "e" / "tune_ops" / ("contact.py.tmp." + pid + ".1"),
+                                         dir / "e" / "tune_ops" / "csrc" / "contact" / ("cubins.inc.tmp." + pid + ".2"),
+                                         dir / "e" / (".tune-export.json.tmp." + pid + ".4")};
+  for (const auto& f : planted) std::ofstream(f) << "half a file";
+  const fs::path live = dir / ("h.hpp.tmp." + std::to_string(getpid()) + ".0");  // a writer still running
+  std::ofstream(live) << "being written";
+  for (const std::string& args : {"header " + kContactResult + " --allow-synthetic -o " + (dir / "h.hpp").string(),
+                                  "export nvrtc " + kContactResult + " -o " + (dir / "n.json").string(),
+                                  "export torch " + kContactResult + " --allow-synthetic -o " + (dir / "e").string()}) {
+    const Result r = run(args);
+    ASSERT_EQ(r.code, 0) << args << "\n" << r.output;
+  }
+  for (const auto& f : planted) EXPECT_FALSE(fs::exists(f)) << f;
+  EXPECT_TRUE(fs::exists(live)) << "a live writer's temporary file";
+}
+
 // #16: a package name that is a keyword or shadows a module, and two problems whose names meet
 // once made identifiers (a-b and a_b), gave packages that do not import.
 TEST(Outputs, ExportNamesThatCannotBeImportedOrThatClashAreRefused) {

@@ -323,5 +323,32 @@ TEST(MergedHeader, TwoHeadersOfOneProblemFromOtherResultsKeepApartInOneProgram) 
   EXPECT_EQ(log.find("ambiguous"), std::string::npos) << "one line, not a page of errors:\n" << log;
 }
 
+// A user's macro named like one of the problem's names (round 8: `#define B 4`, contact's dimension
+// B) expanded in the header's `long long B;` and broke it with errors about code the user never
+// wrote. The header sets such macros aside while it compiles (push_macro) and they stand again
+// after it; its kernels (TUNE_TUNED_KERNELS) take the template as the user included it. The header
+// names no path of the machine that made it: its bytes (and its namespace's hash) are the same
+// from any checkout.
+TEST(MergedHeader, AUsersMacrosOfTheProblemsNamesAreSetAsideWhileItCompiles) {
+  const auto dir = test_dir("header_merge_test") / "user_macros";
+  std::filesystem::create_directories(dir);
+  const std::string header = merge_result_files(fixtures("devices"), std::nullopt, /*allow_synthetic=*/true);
+  std::ofstream(dir / "contact_tuned.hpp") << header;
+  EXPECT_EQ(header.find(TUNE_REPO_DIR), std::string::npos) << "a path of this machine in a shipped header";
+  EXPECT_NE(header.find("the baseline configuration of problem contact's problem.json;"), std::string::npos);
+  // A host stand-in for the kernel template, included before the macros as the header asks.
+  std::ofstream(dir / "user.cpp") << "template <class T, int... P>\nvoid contact_kernel() {}\n"
+                                     "#define B 4\n#define N (B * 16)\n#define T float\n#define block 1\n"
+                                     "#define tile_i garbage(\n#define TUNE_TUNED_KERNELS\n"
+                                     "#include \"contact_tuned.hpp\"\n"
+                                     "static_assert(B == 4 && N == 64 && block == 1, \"the user's macros stand again\");\n"
+                                     "namespace t = tune_tuned::contact;\n"
+                                     "static_assert(t::select(90, t::Shape{4, 64, 64, 32}).geometry.ok, \"\");\n"
+                                     "int main() { return t::kWinnerKernels[0][0] != nullptr ? 0 : 1; }\n";
+  const std::string cmd = std::string(TUNE_CXX_COMPILER) + " -std=c++17 -Wall -Wextra -Werror -fsyntax-only -I" +
+                          dir.string() + " " + (dir / "user.cpp").string();
+  EXPECT_EQ(run(cmd), 0) << cmd;
+}
+
 }  // namespace
 }  // namespace tune

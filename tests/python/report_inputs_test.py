@@ -14,8 +14,10 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import unittest
 
 TUNE, SRC, OUT = sys.argv[1], pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3])
@@ -86,10 +88,12 @@ class KeepsTheEarlierReport(unittest.TestCase):
         r = report(self.root, self.out)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.before = {n: (self.out / n).read_bytes() for n in ("report.md", "report.html", "report.json")}
+        self.charts = {p.name: p.read_bytes() for p in (self.out / "charts").iterdir()}
 
     def assert_kept(self):
         self.assertEqual({n: (self.out / n).read_bytes() for n in self.before}, self.before)
         self.assertEqual(sorted(p.name for p in self.out.iterdir()), ["charts", *sorted(self.before)])
+        self.assertEqual({p.name: p.read_bytes() for p in (self.out / "charts").iterdir()}, self.charts)
 
     def test_a_lone_surrogate_in_a_torch_file_is_refused_in_one_line(self):
         # Python's json takes "\ud800"; writing report.md then failed (exit 4) and left it at 0 bytes.
@@ -117,6 +121,88 @@ class KeepsTheEarlierReport(unittest.TestCase):
         self.assertEqual(code, 4, err.getvalue())
         self.assertIn("internal error in the report: UnicodeEncodeError", err.getvalue())
         self.assert_kept()
+
+
+class ChartsOfThisReportOnly(unittest.TestCase):
+    """Round 9: a report into the folder of an earlier one kept that report's charts of problems and
+    shapes it no longer had (and counted them: "38 charts" for a report of 5), and a report killed
+    mid-write left its temporary files there; both were shipped with the folder."""
+
+    def test_a_later_report_removes_the_charts_it_did_not_draw_and_a_killed_ones_files(self):
+        root = OUT / "charts_only" / "res"
+        shutil.rmtree(OUT / "charts_only", ignore_errors=True)
+        shutil.copytree(FIX / GPU_A, root / GPU_A)
+        out = OUT / "charts_only" / "out"
+        r = report(root, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        both = sorted(p.name for p in (out / "charts").iterdir())
+        self.assertTrue(any("B2_N64" in n for n in both), both)
+        # A killed report's stage (its pid gone) and an older tune's temporary file; a file of the
+        # user's own in charts/ stays.
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        (out / f".report.tmp.{gone.pid}" / "charts").mkdir(parents=True)
+        (out / f".report.tmp.{gone.pid}" / "charts" / "shapes_contact.png").write_bytes(b"half a png")
+        (out / ".report.md.tmp").write_text("half a report")
+        (out / "charts" / "mine.png").write_bytes(b"the user's")
+        (root / GPU_A / "contact" / "B2_N64_C64_H32.json").unlink()
+        r = report(root, out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        left = sorted(p.name for p in (out / "charts").iterdir())
+        self.assertFalse([n for n in left if "B2_N64" in n], left)
+        self.assertIn("mine.png", left)
+        drawn = [n for n in left if n != "mine.png"]
+        self.assertIn(f", {len(drawn)} charts", r.stdout)
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["charts", "report.html", "report.json", "report.md"])
+        md = (out / "report.md").read_text()
+        for name in drawn:
+            self.assertIn(f"(charts/{name})", md)
+
+
+class Stops(unittest.TestCase):
+    """Round 9: Ctrl-C during tune report printed a page of Python traceback and tune died of the
+    signal (exit -2, no line of its own); SIGTERM to tune alone killed tune and left report.py running
+    behind it, writing into OUT_DIR after the command had ended. Now one line and 130/143, the earlier
+    report's files as they were, nothing left running or behind."""
+
+    def stop(self, sig, whole_group):
+        root, _ = results_folder("stops")
+        out = OUT / "stops" / "out"
+        out.mkdir(parents=True)
+        (out / "report.md").write_text("the earlier report")
+        # report.py as it is, its build() held for a minute: the stop comes while the report is made.
+        slow = OUT / "stops" / "slow_report.py"
+        slow.write_text(f"import sys\nimport time\nsys.path.insert(0, {str(SRC / 'report')!r})\nimport report\n"
+                        "built = report.build\n\n\ndef build(*a, **k):\n    time.sleep(60)\n"
+                        "    return built(*a, **k)\n\n\nreport.build = build\nsys.exit(report.main())\n")
+        p = subprocess.Popen([TUNE, "report", str(root), "-o", str(out), "--allow-synthetic"],
+                             env=dict(os.environ, TUNE_REPORT_SCRIPT=str(slow)), start_new_session=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 60
+        while not list(out.glob(".report.tmp.*")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertTrue(list(out.glob(".report.tmp.*")), "the report never started")
+        if whole_group:
+            os.killpg(p.pid, sig)  # as a terminal's Ctrl-C or Slurm: tune and report.py both
+        else:
+            os.kill(p.pid, sig)  # kill <tune's pid>
+        _, err = p.communicate(timeout=30)  # report.py holds the pipes too: it has ended
+        self.assertEqual(p.returncode, 128 + sig, err)
+        self.assertEqual(err.strip().count("\n"), 0, err)
+        self.assertIn(f"tune: report interrupted ({'Ctrl-C' if sig == signal.SIGINT else 'SIGTERM'}); nothing written",
+                      err)
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["report.md"])
+        self.assertEqual((out / "report.md").read_text(), "the earlier report")
+
+    def test_ctrl_c_is_one_line_and_130(self):
+        self.stop(signal.SIGINT, whole_group=True)
+
+    def test_sigterm_to_tune_alone_stops_the_report_too(self):
+        self.stop(signal.SIGTERM, whole_group=False)
+
+    def test_sigterm_to_both_is_one_line_and_143(self):
+        self.stop(signal.SIGTERM, whole_group=True)
 
 
 def h200_record():

@@ -173,6 +173,14 @@ bool is_atomic_write_temporary(const std::string& name, const std::string& targe
 std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::chrono::seconds min_age);
 // remove_stale_temporaries(dir, 1 hour), once per folder in a process (a sweep opens its caches per shape).
 void remove_stale_temporaries_once(const std::filesystem::path& dir);
+// The temporary files of write_file_atomic of the file `path` that a writer killed mid-write left
+// (a tune header -o or tune export killed by kill -9 or a lost node): removed when their writer is
+// no process of this host. Nothing else would remove them from a folder the user ships or builds.
+// (Unlike a cache, an output file has one writer at a time: no age is waited for, so a run again
+// right after the kill finds the folder clean.) Never throws; returns how many it removed.
+std::size_t remove_dead_temporaries_of(const std::filesystem::path& path);
+// A file the user names (-o, a file of an export): its dead temporaries removed, then write_file_atomic.
+void write_output_atomic(const std::filesystem::path& path, const std::string& text);
 
 // One writer per results file. Two runs of one shape on one --out would truncate each other's
 // journal and results, and tune merge --out or tune check --write would be overwritten by a running

@@ -138,7 +138,7 @@ class HeaderCommand final : public Subcommand {
   int run(const Log& log) override {
     check_output_not_an_input("tune header", out_, inputs_);
     const auto files = paths(inputs_);
-    write_file_atomic(out_, merge_result_files(files, optional_path(config_), allow_synthetic_, log));
+    write_output_atomic(out_, merge_result_files(files, optional_path(config_), allow_synthetic_, log));
     fmt::print("header: {} ({} result files)\n", out_, files.size());
     return 0;
   }
@@ -221,7 +221,7 @@ class ExportNvrtcCommand final : public Subcommand {
       fmt::print("{}\n", exported.dump());
       return 0;
     }
-    write_file_atomic(out_, exported.dump() + "\n");
+    write_output_atomic(out_, exported.dump() + "\n");
     fmt::print("export: {} ({} results files of {})\n", out_, inputs_.size(), exported.at("problem").get<std::string>());
     return 0;
   }

@@ -497,14 +497,18 @@ bool is_atomic_write_temporary(const std::string& name, const std::string& targe
   return name.starts_with(prefix) && temporary_writer(std::string_view(name).substr(prefix.size())).has_value();
 }
 
-std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::chrono::seconds min_age) {
+namespace {
+
+// remove_stale_temporaries of `dir`, of one target file's name only when `target` is given.
+std::size_t remove_stale_temporaries_in(const std::filesystem::path& dir, std::chrono::seconds min_age,
+                                        const std::optional<std::string>& target) {
   std::error_code ec;
   std::size_t removed = 0;
   const auto now = std::filesystem::file_time_type::clock::now();
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const auto mark = name.rfind(".tmp.");
-    if (mark == std::string::npos || mark == 0) continue;
+    if (mark == std::string::npos || mark == 0 || (target && name.compare(0, mark, *target) != 0)) continue;
     const auto writer = temporary_writer(std::string_view(name).substr(mark + 5));
     std::error_code e;
     if (!writer || !it->is_regular_file(e) || process_alive(*writer)) continue;
@@ -513,6 +517,22 @@ std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::chro
     removed += std::filesystem::remove(it->path(), e) ? 1 : 0;
   }
   return removed;
+}
+
+}  // namespace
+
+std::size_t remove_stale_temporaries(const std::filesystem::path& dir, std::chrono::seconds min_age) {
+  return remove_stale_temporaries_in(dir, min_age, std::nullopt);
+}
+
+std::size_t remove_dead_temporaries_of(const std::filesystem::path& path) {
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  return remove_stale_temporaries_in(dir, std::chrono::seconds(0), path.filename().string());
+}
+
+void write_output_atomic(const std::filesystem::path& path, const std::string& text) {
+  remove_dead_temporaries_of(path);
+  write_file_atomic(path, text);
 }
 
 void remove_stale_temporaries_once(const std::filesystem::path& dir) {

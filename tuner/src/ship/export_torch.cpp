@@ -65,48 +65,70 @@ std::vector<std::filesystem::path> earlier_export(const std::filesystem::path& o
   return files;
 }
 
-// `out` made ready for an export: created when new; when it holds an earlier export, the files that
-// one wrote removed (a problem it had and this one has not would stay importable); any other
-// non-empty folder is refused (issue 34, #26).
-void prepare_out(const std::filesystem::path& out) {
+// `out` made ready for an export: created when new. Returns the files an earlier export there wrote
+// (its manifest's list), which write_export removes; any other non-empty folder is refused (issue
+// 34, #26).
+std::vector<std::filesystem::path> prepare_out(const std::filesystem::path& out) {
   std::error_code ec;
   const auto status = std::filesystem::status(out, ec);
   if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) cannot_write(out, "not a folder");
   if (!std::filesystem::exists(status)) {
     std::filesystem::create_directories(out, ec);
     if (ec) cannot_write(out, fmt::format("cannot create the folder ({})", folder_error(out, ec)));
-    return;
+    return {};
   }
-  if (std::filesystem::is_empty(out, ec)) return;
+  if (std::filesystem::is_empty(out, ec)) return {};
   if (!std::filesystem::exists(out / kManifest, ec))
     throw InputError(
         fmt::format("-o {}: a folder that holds other files than an earlier tune export; pass a new or empty "
                     "folder",
                     out.string()));
+  return earlier_export(out);
+}
+
+// The earlier export's files removed, with what a writer of them killed mid-write left, then their
+// folders where empty (deepest first; a folder with other files stays).
+void remove_earlier(const std::filesystem::path& out, const std::vector<std::filesystem::path>& earlier) {
+  std::error_code ec;
   std::set<std::filesystem::path> dirs;
-  for (const auto& f : earlier_export(out)) {
+  for (const auto& f : earlier) {
     std::filesystem::remove(out / f, ec);
     if (ec) cannot_write(out, fmt::format("cannot remove {} of the earlier export ({})", f.string(), ec.message()));
+    remove_dead_temporaries_of(out / f);
     for (auto d = f.parent_path(); !d.empty(); d = d.parent_path()) dirs.insert(out / d);
   }
-  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)  // deepest first; a folder with other files stays
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)
     if (std::filesystem::is_empty(*it, ec)) std::filesystem::remove(*it, ec);
 }
 
-// The files written into `out`, then the manifest that lists them. Returns their paths.
-std::vector<std::filesystem::path> write_export(const std::filesystem::path& out, const ExportFiles& files) {
-  prepare_out(out);
-  std::vector<std::filesystem::path> written;
+void write_manifest(const std::filesystem::path& out, const std::vector<std::filesystem::path>& files) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const auto& f : files) list.push_back(f.generic_string());
+  write_output_atomic(out / kManifest, nlohmann::ordered_json{{"kind", "tune.export"}, {"files", list}}.dump(1) + "\n");
+}
+
+// The files written into `out`, then the manifest that lists them. Returns their paths. Before
+// anything is removed or written, the manifest lists every file of the earlier export and of this
+// one: an export killed part way (kill -9, a lost node) is then an earlier export to the next, which
+// removes all it may have left, where a folder of part of an export and no list was refused for good
+// as one of other files.
+std::vector<std::filesystem::path> write_export(const std::filesystem::path& out, const ExportFiles& files) {
+  const std::vector<std::filesystem::path> earlier = prepare_out(out);
+  std::vector<std::filesystem::path> these, either = earlier;
+  for (const auto& [rel, text] : files) these.push_back(rel.lexically_normal());
+  for (const auto& f : these)
+    if (std::find(either.begin(), either.end(), f) == either.end()) either.push_back(f);
+  write_manifest(out, either);
+  remove_earlier(out, earlier);
+  std::vector<std::filesystem::path> written;
   for (const auto& [rel, text] : files) {
     std::error_code ec;
     std::filesystem::create_directories((out / rel).parent_path(), ec);
     if (ec) cannot_write(out, fmt::format("cannot create {} ({})", (out / rel).parent_path().string(), ec.message()));
-    write_file_atomic(out / rel, text);
+    write_output_atomic(out / rel, text);
     written.push_back(out / rel);
-    list.push_back(rel.generic_string());
   }
-  write_file_atomic(out / kManifest, nlohmann::ordered_json{{"kind", "tune.export"}, {"files", list}}.dump(1) + "\n");
+  write_manifest(out, these);
   return written;
 }
 

@@ -2,6 +2,7 @@
 // launches, geometry() for any shape, select() by device and shape, and the kernels' pointers.
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -26,6 +27,18 @@ using header_text::c_string;
 using header_text::comment_safe;
 using header_text::dtype_enumerator;
 using header_text::identifier;
+
+// A file of the problem as a shipped header names it: its file name, not this machine's path to it.
+// The header's bytes, and so the hash that names its namespace, must not depend on where the problem
+// folder lay when it was made (a checkout, an install prefix, a build machine's home).
+std::string shipped_file_name(const std::string& path) {
+  return comment_safe(std::filesystem::path(path).filename().string());
+}
+
+// The space file: "problem contact's problem.json", or a --config file's name.
+std::string shipped_space_name(const Space& space) {
+  return fmt::format("problem {}'s {}", comment_safe(space.problem()), shipped_file_name(space.source_name()));
+}
 
 // The shape's dtype variables, each with the values the problem takes (select() refuses others);
 // one the problem does not declare, with the values its entries were tuned in.
@@ -170,7 +183,7 @@ std::string merged_doc(const std::vector<MergedEntry>& entries, const Space& spa
                      comment_safe(portable.name), portable.worst_loss, portable.over, portable.over == 1 ? "y" : "ies");
   else
     h += "//   5. kPortable: none (no configuration passed in every measured entry);\n";
-  h += fmt::format("//   6. kDefault: the baseline configuration of {};\n", space.source_name());
+  h += fmt::format("//   6. kDefault: the baseline configuration of {};\n", shipped_space_name(space));
   h += "//   7. kNone: nothing is valid at that shape (index -1, geometry.ok false, geometry.why says why).\n";
   if (!entries.front().run->shape.dtypes().empty())
     h += "// Entries are keyed by dtype too: Shape holds the dtype variables (enum DType), and select() takes\n"
@@ -181,7 +194,8 @@ std::string merged_doc(const std::vector<MergedEntry>& entries, const Space& spa
       "// Compile time: constexpr auto s = select(Device{\"NVIDIA H200\", 90, 132, 232448}, Shape{...}); then\n"
       "// kernel<s.geometry.launches[0].template_args[0], ...> launched with s.geometry's grid, block and\n"
       "// shared memory. Run time: include the problem's template " +
-      space.template_name() + ", define TUNE_TUNED_KERNELS (every tuned header's\n// kernels) or TUNE_TUNED_KERNELS_" +
+      shipped_file_name(space.template_name()) +
+      ", define TUNE_TUNED_KERNELS (every tuned header's\n// kernels) or TUNE_TUNED_KERNELS_" +
       header_text::identifier(space.problem()) +
       " (this problem's alone), then this header: kWinnerKernels[i][l]\n// and kBaselineKernels[i][l] are the instantiations of kEntries[i]'s launches.\n//\n";
   h += "// Entries (index: device, arch, shape):\n";
@@ -289,6 +303,18 @@ std::string merged_types(const std::vector<MergedEntry>& entries, const Space& s
   return h;
 }
 
+// The identifiers of the header's code that the problem's author chose: its name, dimensions,
+// dtype variables and parameters (a user's macro of such a name is set aside: macro_guards). A name
+// of tune's own macros stays out: setting TUNE_TUNED_KERNELS aside would drop the kernels asked for.
+std::vector<std::string> user_names(const Shape& shape0, const Space& space) {
+  std::vector<std::string> names{identifier(space.problem())};
+  for (const auto& d : shape0.dims()) names.push_back(identifier(d.first));
+  for (const auto& d : shape0.dtypes()) names.push_back(identifier(d.first));
+  for (const auto& p : space.parameters()) names.push_back(identifier(p.name));
+  std::erase_if(names, [](const std::string& n) { return n.starts_with("TUNE_TUNED_"); });
+  return names;
+}
+
 }  // namespace
 
 std::string generate_merged_header(const std::vector<NamedResult>& results, const Space& space, bool allow_synthetic) {
@@ -331,7 +357,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     body +=
         "// No portable configuration: none passed in every measured entry.\n"
         "inline constexpr bool kHasPortable = false;\ninline constexpr Params kPortableParams = {};\n";
-  body += fmt::format("// The baseline of {}.\ninline constexpr Params kDefaultParams = {};\n\n", space.source_name(),
+  body += fmt::format("// The baseline of {}.\ninline constexpr Params kDefaultParams = {};\n\n", shipped_space_name(space),
                       params_init(space, space.baseline()));
   body += header_parts::select_code(entries.front().run->shape);
   // TUNE_TUNED_KERNELS asks every tuned header of the translation unit for its kernels (each needs its
@@ -352,7 +378,7 @@ std::string generate_merged_header(const std::vector<NamedResult>& results, cons
     body += "};\n";
   }
   body += "#endif\n";
-  h += header_text::in_problem_namespace(problem_name, "HEADER", body);
+  h += header_text::in_problem_namespace(problem_name, "HEADER", body, user_names(entries.front().run->shape, space));
   return h;
 }
 

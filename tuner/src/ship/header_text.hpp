@@ -1,5 +1,6 @@
 #pragma once
 // Text for generated C++ headers: names, comments and string literals from data.
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
@@ -85,6 +86,32 @@ inline std::string c_string(const std::string& s) {
   return out + "\"";
 }
 
+// The lines that set macros of the including code aside while a header's code compiles, and those
+// that bring them back after it. A problem's dimension, dtype variable or parameter is a name its
+// author chose, often one letter (B, N, T) that a user's code may also #define (`#define B 4`):
+// expanded in `long long B;` it would break the header with a page of errors about code the user
+// never wrote. push_macro/pop_macro (GCC, Clang, MSVC, nvcc, NVRTC) keep the user's macro for the
+// user's code after the header.
+struct MacroGuards {
+  std::string push, pop;
+};
+
+inline MacroGuards macro_guards(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  MacroGuards g;
+  if (names.empty()) return g;
+  g.push =
+      "// The problem's names (dimensions, dtype variables, parameters) as this header's code names them: a\n"
+      "// macro of yours of such a name is set aside while it compiles, and stands again after it.\n";
+  for (const auto& n : names) {
+    g.push += "#pragma push_macro(\"" + n + "\")\n#undef " + n + "\n";
+    g.pop += "#pragma pop_macro(\"" + n + "\")\n";
+  }
+  g.push += "\n";
+  return g;
+}
+
 // A generated header's code `body` in its namespaces: tune_tuned::<problem>, then an inline namespace
 // named by the hash of `body`, after a preprocessor guard. Two headers of one problem from other
 // results declare the same names (select, kEntries, kBlock) with other values: in two translation
@@ -93,8 +120,11 @@ inline std::string c_string(const std::string& s) {
 // apart, and tune_tuned::<problem>::select still names each. Two in one translation unit are refused
 // in one line by the guard, `TUNE_TUNED_<kind>_<problem>` (defined to the hash), which then skips
 // the code: the compiler would give a page of redefinitions or ambiguities. `kind`: HEADER (tune
-// header) or RESULT (the header a run writes beside its results).
-inline std::string in_problem_namespace(const std::string& problem, const std::string& kind, const std::string& body) {
+// header) or RESULT (the header a run writes beside its results). `user_names`: the identifiers of
+// the body that the problem's author chose (its name, dimensions, dtype variables, parameters), each
+// set aside as a macro while the body compiles (macro_guards).
+inline std::string in_problem_namespace(const std::string& problem, const std::string& kind, const std::string& body,
+                                        const std::vector<std::string>& user_names = {}) {
   const std::string ns = identifier(problem);
   const std::string hash = content_hash({body}).substr(0, 15);  // 60 bits: a positive #if integer
   const std::string macro = "TUNE_TUNED_" + kind + "_" + ns;
@@ -109,9 +139,13 @@ inline std::string in_problem_namespace(const std::string& problem, const std::s
   h += "#if defined(" + macro + ") && " + macro + " != 0x" + hash + "\n";
   h += "#error \"tune_tuned::" + ns + ": " + what + "; merge the results into one header with tune header\"\n";
   h += "#else\n#define " + macro + " 0x" + hash + "\n\n";
+  const MacroGuards guards = macro_guards(user_names);
+  h += guards.push;
   h += "namespace tune_tuned {\nnamespace " + ns + " {\ninline namespace v" + hash + " {\n\n";
   h += body;
-  h += "\n}  // namespace v" + hash + "\n}  // namespace " + ns + "\n}  // namespace tune_tuned\n#endif\n";
+  h += "\n}  // namespace v" + hash + "\n}  // namespace " + ns + "\n}  // namespace tune_tuned\n";
+  h += guards.pop;
+  h += "#endif\n";
   return h;
 }
 

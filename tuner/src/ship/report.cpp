@@ -3,6 +3,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,6 +25,36 @@ std::filesystem::path report_script() {
         "report: no <prefix>/share/tune beside this tune, so no report/report.py; install tune (cmake --install) "
         "or set TUNE_REPORT_SCRIPT to report/report.py of a checkout");
   return *dir / "report" / "report.py";
+}
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_report_stop(int signal) { g_stop_signal = signal; }
+
+// Waits for the report's process and returns its wait status. A Ctrl-C or SIGTERM for tune is
+// passed on to it and tune goes on waiting: report.py ends the report with one line, its earlier
+// files as they were, and 130/143; tune, ended by the signal's default action, left it running
+// behind it or (Ctrl-C, which reaches both) died with no word. report.py takes a second signal
+// (the terminal's and tune's) as the first.
+int wait_forwarding_stops(pid_t pid) {
+  struct sigaction stop {
+  }, previous[2]{};
+  stop.sa_handler = on_report_stop;  // no SA_RESTART: waitpid returns EINTR, and the signal is passed on
+  sigemptyset(&stop.sa_mask);
+  g_stop_signal = 0;
+  sigaction(SIGINT, &stop, &previous[0]);
+  sigaction(SIGTERM, &stop, &previous[1]);
+  int status = 0;
+  for (;;) {
+    if (const int signal = g_stop_signal; signal != 0) {
+      g_stop_signal = 0;
+      ::kill(pid, signal);
+    }
+    if (waitpid(pid, &status, 0) >= 0) break;
+    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+  }
+  sigaction(SIGINT, &previous[0], nullptr);
+  sigaction(SIGTERM, &previous[1], nullptr);
+  return status;
 }
 
 }  // namespace
@@ -52,10 +83,10 @@ int run_report(const ReportOptions& o) {
   if (const int err = posix_spawnp(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ); err != 0)
     throw InputError("report: cannot run " + python + " (" + std::strerror(err) +
                      "); set TUNE_PYTHON to a python3 with matplotlib (Debian: python3-matplotlib)");
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 4;
+  const int status = wait_forwarding_stops(pid);
+  // report.py ends a stop with one line and 130/143; ended by a signal all the same (a second one,
+  // SIGKILL), the command says so as a shell would: 128 + the signal, not an internal error.
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace tune
