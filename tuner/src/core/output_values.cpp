@@ -43,8 +43,7 @@ OutputValues OutputValues::of_bytes(DType t, std::span<const std::byte> bytes) {
 }
 
 std::int64_t OutputValues::integer(std::size_t k) const {
-  if (is_floating(dtype_))
-    throw std::logic_error(fmt::format("OutputValues::integer of a {} output", dtype_name(dtype_)));
+  if (is_floating(dtype_)) throw std::logic_error(fmt::format("OutputValues::integer of a {} output", dtype_name(dtype_)));
   // Other integer dtypes and bool (a byte, 0 to 255) are exact as doubles.
   if (!ints_.empty()) return ints_.at(k);
   const double v = values_.at(k);
