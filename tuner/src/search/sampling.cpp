@@ -53,9 +53,7 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
   return out;
 }
 
-WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
-                        const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files,
-                        double keep, int explore, std::uint64_t seed) {
+WarmPrior warm_prior(const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files) {
   // Each variant's time relative to its run's best, from the nearest shape that timed it: one of
   // this shape's dtypes first (a bfloat16 run's times say little of float32's), then the nearest dims.
   struct Prior {
@@ -90,12 +88,19 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
       if (it == prior.end() || p < it->second) prior[v.name] = p;
     }
   }
+  WarmPrior out;
+  for (const auto& [name, p] : prior) out.emplace(name, p.ratio);
+  return out;
+}
+
+WarmChoice warm_choice(const std::vector<Config>& all, const Config& baseline, const Space& space, const WarmPrior& prior,
+                       double keep, int explore, std::uint64_t seed) {
   WarmChoice out;
   std::vector<char> chosen(all.size(), 0);
   std::vector<std::size_t> rest;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto it = prior.find(space.name(all[i]));
-    if (it != prior.end() && it->second.ratio <= keep) {
+    if (it != prior.end() && it->second <= keep) {
       chosen[i] = 1;
       ++out.promising;
     } else if (!(all[i] == baseline)) {
@@ -117,6 +122,12 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
     out.whole_space = true;
   }
   return out;
+}
+
+WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
+                        const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files,
+                        double keep, int explore, std::uint64_t seed) {
+  return warm_choice(all, baseline, space, warm_prior(problem, shape, files), keep, explore, seed);
 }
 
 }  // namespace tune

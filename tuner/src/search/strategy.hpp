@@ -164,6 +164,11 @@ FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx,
 // while enumerating, the pass's once the variants are chosen).
 inline constexpr const char* kMaxVariantsRemedy =
     "pass --budget N to time a random sample, restrict the space, split it with --shard, or raise --max-variants";
+// The valid configurations a strategy chooses among (--budget, --warm-start, the model): every one,
+// or past --max-candidates a uniform sample of that many from --seed (Holding), with the baseline
+// and those `pin` names besides. Sets ctx.valid_configs (the count) and ctx.candidates (the held
+// count where sampled). Throws ShapeError when none is valid.
+FirstBatch enumerate_candidates(const SearchSetting& s, RunContext& ctx, const std::function<bool(const Config&)>& pin = {});
 // `configs` without the baseline where the setting defers it.
 std::vector<Config> without_deferred(const SearchSetting& s, std::vector<Config> configs);
 // "; '<constraint>' rejected N" for each constraint that rejected configurations.

@@ -13,15 +13,20 @@ class WarmStrategy final : public SearchStrategy {
   FirstBatch first(const SearchSetting& s, RunContext& ctx) override {
     const TuneOptions& o = s.options;
     require_enumerated(s, "--warm-start");
-    FirstBatch batch = enumerate_valid(s, ctx);
-    WarmChoice warm = warm_configs(batch.all, s.space.baseline(), s.space, s.problem, s.shape, o.warm_start, o.warm_keep,
-                                   o.warm_explore, o.seed);
+    const WarmPrior prior = warm_prior(s.problem, s.shape, o.warm_start);
+    // Those the files find promising are held whatever the sample of a space past --max-candidates.
+    const auto promising = [&](const Config& c) {
+      const auto it = prior.find(s.space.name(c));
+      return it != prior.end() && it->second <= o.warm_keep;
+    };
+    FirstBatch batch = enumerate_candidates(s, ctx, promising);
+    WarmChoice warm = warm_choice(batch.all, s.space.baseline(), s.space, prior, o.warm_keep, o.warm_explore, o.seed);
     files_.clear();
     for (const auto& f : o.warm_start) files_.push_back(f.string());
     keep_ = o.warm_keep;
     promising_ = warm.promising;
     explored_ = warm.explored;
-    log_choice(s, warm, without_deferred(s, warm.configs).size(), batch.all.size());
+    log_choice(s, warm, without_deferred(s, warm.configs).size(), static_cast<std::size_t>(ctx.valid_configs));
     batch.configs = std::move(warm.configs);
     return batch;
   }
