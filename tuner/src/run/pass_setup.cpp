@@ -126,6 +126,7 @@ void PassRun::start_worker() {
   } else if (run.timed) {
     ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
     WorkerInit init{problem.file().string(), shape, o.seed, o.device};
+    init.max_smem_per_block = limits.max_smem_per_block;
     // reference.py runs twice on the parity data unless this reference was seen to repeat itself.
     // The identity open_outputs recorded: reference.py and its modules are not read again.
     auto memo = ReferenceRepeatMemo::open(verdict_cache_for(o.no_cache, o.cache_dir), problem, ctx.reference_identity);
