@@ -51,7 +51,7 @@ void PassRun::choose_variants() {
         fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
                     "keeps its record in memory; at {:.1f} s a compile, {} of one core); {}",
                     o.problem, shape.describe(), chosen.size(), chosen_how, o.max_variants, kSecondsPerCompile,
-                    format_duration(kSecondsPerCompile * static_cast<double>(chosen.size())), kMaxVariantsRemedy));
+                    format_duration(kSecondsPerCompile * static_cast<double>(chosen.size())), max_variants_remedy(o)));
   if (compile_only) say_compile_only();
 }
 

@@ -165,6 +165,16 @@ FirstBatch enumerate_candidates(const SearchSetting& s, RunContext& ctx, const s
   return enumerate_held(s, ctx, std::numeric_limits<std::size_t>::max(), holding);
 }
 
+std::string max_variants_remedy(const TuneOptions& o) {
+  if (o.search == SearchMode::kModel)
+    return "lower --model-init (the initial design) or --model-batch, or raise --max-variants";
+  if (!o.warm_start.empty()) return "lower --warm-keep or --warm-explore, or raise --max-variants";
+  if (o.budget > 0)
+    return fmt::format("lower --budget {} (the baseline is timed besides), split it with --shard, or raise --max-variants",
+                       o.budget);
+  return kMaxVariantsRemedy;
+}
+
 std::vector<Config> without_deferred(const SearchSetting& s, std::vector<Config> configs) {
   if (s.defer_baseline) std::erase(configs, s.space.baseline());
   return configs;

@@ -169,6 +169,10 @@ inline constexpr const char* kMaxVariantsRemedy =
 // and those `pin` names besides. Sets ctx.valid_configs (the count) and ctx.candidates (the held
 // count where sampled). Throws ShapeError when none is valid.
 FirstBatch enumerate_candidates(const SearchSetting& s, RunContext& ctx, const std::function<bool(const Config&)>& pin = {});
+// What to do about more variants than --max-variants, for the options that chose them: the knobs
+// of the model, the warm start or --budget where those chose (--budget is refused beside the first
+// two), kMaxVariantsRemedy where every valid configuration was.
+std::string max_variants_remedy(const TuneOptions& o);
 // `configs` without the baseline where the setting defers it.
 std::vector<Config> without_deferred(const SearchSetting& s, std::vector<Config> configs);
 // "; '<constraint>' rejected N" for each constraint that rejected configurations.
