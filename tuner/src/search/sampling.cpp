@@ -63,6 +63,7 @@ WarmPrior warm_prior(const std::string& problem, const Shape& shape, const std::
     auto operator<=>(const Prior&) const = default;
   };
   std::map<std::string, Prior> prior;
+  std::map<std::string, nlohmann::ordered_json> params;  // of the run each prior is from
   for (const auto& file : files) {
     const RunRecord run = read_result(file);
     if (run.problem != problem)
@@ -85,11 +86,13 @@ WarmPrior warm_prior(const std::string& problem, const Shape& shape, const std::
       if (v.status != Status::kPassed || !v.timing || !(v.timing->median_us > 0)) continue;
       const Prior p{other_dtypes, distance, v.timing->median_us / best};
       const auto it = prior.find(v.name);
-      if (it == prior.end() || p < it->second) prior[v.name] = p;
+      if (it != prior.end() && !(p < it->second)) continue;
+      prior[v.name] = p;
+      params[v.name] = v.params;
     }
   }
   WarmPrior out;
-  for (const auto& [name, p] : prior) out.emplace(name, p.ratio);
+  for (const auto& [name, p] : prior) out.emplace(name, WarmKnown{p.ratio, std::move(params[name])});
   return out;
 }
 
@@ -100,7 +103,7 @@ WarmChoice warm_choice(const std::vector<Config>& all, const Config& baseline, c
   std::vector<std::size_t> rest;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const auto it = prior.find(space.name(all[i]));
-    if (it != prior.end() && it->second <= keep) {
+    if (it != prior.end() && it->second.ratio <= keep) {
       chosen[i] = 1;
       ++out.promising;
     } else if (!(all[i] == baseline)) {
