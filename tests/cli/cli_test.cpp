@@ -1190,6 +1190,23 @@ TEST(Cli, ARunOfMoreVariantsThanTheLimitIsRefusedInOneLine) {
   EXPECT_EQ(run(base + " --max-variants 5 --shard 0/2").code, 0);
 }
 
+// Round 9: past --max-variants a model search, a warm start or a --budget sample was told to "pass
+// --budget N", which the first two refuse and the third had done (its baseline is timed besides).
+// The advice names the knob that chose the variants.
+TEST(Cli, TheMaxVariantsRefusalNamesTheOptionThatChoseTheVariants) {
+  const std::string out = out_dir("max_variants_remedy");
+  const std::string base = std::string(kSmallShape) + " --out " + out + " --cache-dir " + out + "_cache --config " +
+                           std::string(TUNE_FIXTURES) + "/contact_small_space.json --max-variants 3";
+  const Result model = run_with("TUNE_WORKER_FAKE=1", base + " --search model --model-init 5");
+  EXPECT_EQ(model.code, 2) << model.output;
+  expect_error_output(model, "lower --model-init (the initial design) or --model-batch, or raise --max-variants");
+  EXPECT_EQ(model.output.find("pass --budget"), std::string::npos) << model.output;
+  const Result budget = run(base + " --compile-only --budget 4");
+  EXPECT_EQ(budget.code, 2) << budget.output;
+  expect_error_output(budget, "lower --budget 4 (the baseline is timed besides)");
+  EXPECT_FALSE(std::filesystem::exists(out)) << "nothing written";
+}
+
 // A long enumeration says how far it has got on stderr (a line at most every 2 s after the first
 // second), as a long lowering does.
 TEST(Cli, ALongEnumerationShowsItsProgress) {

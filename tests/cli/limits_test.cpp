@@ -424,3 +424,22 @@ TEST(DeviceLimits, CompileOnlyAndTheFakeWorkerRefuseWhatNoCardLaunches) {
         << reasons.at("threads=1024");
   }
 }
+
+// Round 9: without TUNE_WORKER_FAKE_SMEM the fake worker knew no shared-memory limit, so a fake
+// sm_90 run timed (and could name the winner) a variant of more dynamic shared memory than sm_90's
+// 227 KiB, which the compile-only run of the same space marks launch_failed. The fake device now
+// refuses past the limits of the arch it claims, as the card would.
+TEST(DeviceLimits, TheFakeWorkerRefusesSharedMemoryPastTheArchItClaimsWithoutTheHook) {
+  const auto dir = launch_problem("fake_smem", {"threads", "1", "1"}, "threads == 1024 ? 232449 : 1024", false);
+  const std::string out = (dir.parent_path() / "out").string();
+  const Result r =
+      run_with("TUNE_WORKER_FAKE=1", fmt::format("--problem {} --N 64 --sanitize off --out {}", dir.string(), out));
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::map<std::string, std::string> reasons;
+  const auto s = statuses(std::filesystem::path(out) / "fake-gpu" / "fit" / "N64.json", &reasons);
+  EXPECT_EQ(s.at("threads=256"), "passed");
+  EXPECT_EQ(s.at("threads=1024"), "launch_failed");
+  EXPECT_NE(reasons.at("threads=1024").find("needs 232449 bytes of shared memory, the device allows 232448"),
+            std::string::npos)
+      << reasons.at("threads=1024");
+}

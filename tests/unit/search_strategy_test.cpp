@@ -234,5 +234,79 @@ TEST(SearchStrategy, RefineProposesTheNeighboursOfTheFastestAndStopsWhenARoundFi
   EXPECT_EQ(ctx.warm_refine_added, static_cast<int>(more.size()));
 }
 
+// Round 9: the model, the warm start and --budget held every valid configuration, so a raised
+// --max-space could take all memory. Past --max-candidates they choose among a sample of that many
+// (from the seed), the baseline and the warm start's promising ones kept; the record counts every
+// valid one and says how many were held.
+TEST(SearchStrategy, PastMaxCandidatesTheChoosersHoldASampleWithTheBaselineAndThePromisingOnes) {
+  Fixture f;
+  const std::vector<Config> all = f.all();
+  ASSERT_GT(all.size(), 100u);
+  const Config& base = f.space.baseline();
+  TuneOptions o;
+  o.max_candidates = 40;
+  o.seed = 5;
+  o.warm_refine = 0;
+  for (const SearchMode mode : {SearchMode::kModel, SearchMode::kExhaustive}) {
+    o.search = mode;
+    o.budget = mode == SearchMode::kModel ? 0 : 10;
+    const StrategyPtr s = make_search_strategy(o);
+    const FirstPass fp = first_pass(f, o, *s);
+    EXPECT_LE(fp.batch.all.size(), 41u) << to_string(mode);
+    EXPECT_TRUE(std::binary_search(fp.batch.all.begin(), fp.batch.all.end(), base)) << "the baseline is held";
+    EXPECT_EQ(fp.ctx.valid_configs, static_cast<std::int64_t>(all.size())) << "every valid one is counted";
+    EXPECT_EQ(fp.ctx.candidates, fp.batch.all.size());
+    for (const Config& c : fp.batch.configs) EXPECT_TRUE(std::binary_search(fp.batch.all.begin(), fp.batch.all.end(), c));
+    const StrategyPtr again = make_search_strategy(o);
+    EXPECT_EQ(first_pass(f, o, *again).batch.configs, fp.batch.configs) << "the same seed, the same choice";
+  }
+  o = TuneOptions{};
+  o.warm_start = {warm_file()};
+  o.warm_refine = 0;
+  o.warm_explore = 0;
+  const StrategyPtr every = make_search_strategy(o);
+  const FirstPass whole = first_pass(f, o, *every);
+  o.max_candidates = 10;
+  const StrategyPtr held = make_search_strategy(o);
+  const FirstPass sampled = first_pass(f, o, *held);
+  EXPECT_EQ(sampled.ctx.warm_promising, whole.ctx.warm_promising) << "every promising one is held";
+  EXPECT_GT(sampled.ctx.warm_promising, 0);
+  EXPECT_EQ(sampled.ctx.candidates, sampled.batch.all.size());
+}
+
+// Round 9: the model's default initial design was 5 % of the valid configurations however many (of
+// an 18-million space, 900001 variants, refused by --max-variants only after the enumeration). The
+// 5 % is at most 1000; twice the batch and --model-init are as they were.
+TEST(SearchStrategy, TheModelsDefaultInitialDesignTakesAtMostAThousandForItsShare) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(R"json({
+    "schema_version": 1, "problem": "wide", "template": "toy.cuh", "shape": {"dims": ["N"]},
+    "parameters": [{"name": "a", "values": []}, {"name": "b", "values": []}],
+    "launches": [{"kernel": "k", "template_args": ["a", "b"], "grid": ["N"], "block": [32, 1, 1], "args": []}],
+    "baseline": {"a": 0, "b": 0}
+  })json");
+  for (int v = 0; v < 250; ++v) j["parameters"][0]["values"].push_back(v);
+  for (int v = 0; v < 200; ++v) j["parameters"][1]["values"].push_back(v);  // 50000 valid: 5 % is 2500
+  const Space space = Space::parse(j, "wide.json");
+  const Shape shape({{"N", 8}});
+  const DeviceLimits limits = DeviceLimits::for_arch(90);
+  const SearchLog log = [](const std::string&) {};
+  TuneOptions o;
+  o.search = SearchMode::kModel;
+  o.model_batch = 8;
+  o.warm_refine = 0;
+  const auto initial = [&] {
+    const StrategyPtr s = make_search_strategy(o);
+    RunContext ctx;
+    (void)s->first(SearchSetting{o, "wide", space, shape, limits, log, true}, ctx);
+    s->record(ctx);
+    return ctx.model_initial;
+  };
+  EXPECT_EQ(initial(), 1000);
+  o.model_batch = 600;
+  EXPECT_EQ(initial(), 1200) << "twice the batch where that is more";
+  o.model_init = 3000;
+  EXPECT_EQ(initial(), 3000) << "--model-init as given";
+}
+
 }  // namespace
 }  // namespace tune

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -45,6 +46,50 @@ Json small_space() {
 }
 
 Shape shape(std::int64_t b, std::int64_t n) { return Shape({{"B", b}, {"N", n}}); }
+
+// A space of 100,000 configurations, half of them valid, for the held sample of a large enumeration.
+Json wide_space() {
+  Json j = Json::parse(R"json({
+    "schema_version": 1, "problem": "wide", "template": "toy.cuh",
+    "shape": {"dims": ["B", "N"], "defaults": {"N": 8}},
+    "parameters": [{"name": "a", "values": []}, {"name": "b", "values": []}],
+    "constraints": ["(a + b) % 2 == 0"],
+    "launches": [{"kernel": "k", "template_args": ["a", "b"], "grid": ["B"], "block": [32, 1, 1], "args": []}],
+    "baseline": {"a": 399, "b": 249}
+  })json");
+  for (int v = 0; v < 400; ++v) j["parameters"][0]["values"].push_back(v);
+  for (int v = 0; v < 250; ++v) j["parameters"][1]["values"].push_back(v);
+  return j;
+}
+
+// Round 9: --search model and --warm-start held every valid configuration while enumerating, so a
+// raised --max-space could take all memory. Past Holding::most, a uniform sample of that many is
+// held (reservoir sampling from the seed), the pinned ones besides; the count is still every one.
+TEST(Space, AnEnumerationPastItsHoldingKeepsAUniformSampleOfThatManyAndCountsEveryValidOne) {
+  const Space s = Space::parse(wide_space(), "wide.json");
+  const DeviceLimits limits = DeviceLimits::for_arch(90);
+  const Config base = s.baseline();
+  const Holding holding{500, 3, [&](const Config& c) { return c == base; }};
+  const Enumeration e = s.enumerate(shape(2, 8), limits, kDefaultMaxSpace, {}, holding);
+  EXPECT_EQ(e.valid, 50000u);
+  EXPECT_GE(e.configs.size(), 500u);
+  EXPECT_LE(e.configs.size(), 501u) << "the sample and the pinned baseline, nothing more";
+  EXPECT_TRUE(std::binary_search(e.configs.begin(), e.configs.end(), base)) << "the pinned baseline is held";
+  double mean_a = 0;
+  for (std::size_t i = 0; i < e.configs.size(); ++i) {
+    EXPECT_TRUE(s.violated_constraint(e.configs[i], shape(2, 8), limits).empty());
+    if (i > 0) {
+      EXPECT_TRUE(e.configs[i - 1] < e.configs[i]) << "enumeration order, no repeats";
+    }
+    mean_a += static_cast<double>(e.configs[i].choice[0]) / static_cast<double>(e.configs.size());
+  }
+  EXPECT_NEAR(mean_a, 199.5, 25) << "drawn from the whole space, not its first 500";
+  EXPECT_EQ(s.enumerate(shape(2, 8), limits, kDefaultMaxSpace, {}, holding).configs, e.configs) << "the same seed";
+  EXPECT_NE(s.enumerate(shape(2, 8), limits, kDefaultMaxSpace, {}, Holding{500, 4, {}}).configs, e.configs);
+  const Enumeration every = s.enumerate(shape(2, 8), limits);
+  EXPECT_EQ(every.configs.size(), 50000u) << "without a holding, every valid one, as before";
+  EXPECT_EQ(every.valid, 50000u);
+}
 
 TEST(Space, EnumeratesTheConfigsThatSatisfyEveryConstraint) {
   const Space s = Space::parse(small_space(), "toy.json");

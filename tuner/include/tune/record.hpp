@@ -286,7 +286,10 @@ struct RunContext {
   std::int64_t valid_configs = 0;
   std::uint64_t space_configurations = 0;  // the product of the parameters' values (minor version 4)
   std::uint64_t draws = 0;                 // configurations drawn when the space was sampled, not enumerated (4)
-  double time_budget_s = 0;                // --time-budget (0: none)
+  // The valid configurations the search chose among when there were more than --max-candidates (a
+  // uniform sample of them); 0: every valid one.
+  std::uint64_t candidates = 0;
+  double time_budget_s = 0;  // --time-budget (0: none)
   // "warm": --warm-start's files, its keep ratio, how many configurations were promising there
   // (and are valid here), and how many others were explored (empty: no warm start; an optional
   // object, so no new minor version).

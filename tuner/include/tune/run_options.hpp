@@ -63,6 +63,10 @@ struct TuneOptions {
   // A space whose product of parameter values is larger is not enumerated: the run is refused, or
   // with a budget sampled by drawing configurations (Space::sample).
   std::uint64_t max_space = kDefaultMaxSpace;
+  // A search that chooses among the valid configurations (--budget, --warm-start, --search model)
+  // holds at most this many of them: past it, a uniform sample from the seed (Space::enumerate's
+  // Holding), so a raised max_space cannot exhaust memory.
+  std::size_t max_candidates = kDefaultMaxCandidates;
   // A run of more variants (after --budget and --shard) is refused: each keeps its record (about
   // 16 KB) in memory, and at 0.7 s a compile 100000 take a day of one core.
   std::size_t max_variants = kDefaultMaxVariants;

@@ -2,8 +2,11 @@
 // Which configurations a --budget or --warm-start run times, and successive halving's selection.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tune/shape.hpp"
 #include "tune/space.hpp"
@@ -31,6 +34,17 @@ struct WarmChoice {
   // The choice was half the space or more, so all of it is timed (explored: every other one).
   bool whole_space = false;
 };
+// The two steps of warm_configs. What the files say of each variant (by name): its time relative to
+// its run's best, at the nearest shape that timed it. Then the choice from `all` (the valid
+// configurations, or those held of them).
+struct WarmKnown {
+  double ratio = 0;               // to its run's best
+  nlohmann::ordered_json params;  // its parameters, as that run recorded them
+};
+using WarmPrior = std::map<std::string, WarmKnown>;
+WarmPrior warm_prior(const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files);
+WarmChoice warm_choice(const std::vector<Config>& all, const Config& baseline, const Space& space, const WarmPrior& prior,
+                       double keep, int explore, std::uint64_t seed);
 WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
                         const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files,
                         double keep, int explore, std::uint64_t seed);

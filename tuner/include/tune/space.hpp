@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -103,7 +104,8 @@ struct SpaceExpressions {
 };
 
 struct Enumeration {
-  std::vector<Config> configs;                                   // the valid ones, in enumeration order
+  std::vector<Config> configs;                                   // the valid ones held, in enumeration order
+  std::uint64_t valid = 0;                                       // the valid ones counted (held or not)
   std::size_t total = 0;                                         // size of the Cartesian product
   std::vector<std::pair<std::string, std::size_t>> rejected_by;  // first failing constraint -> count
   std::uint64_t draws = 0;  // Space::sample: configurations drawn (repeats included); 0 when enumerated
@@ -122,6 +124,21 @@ using SpaceProgressFn = std::function<void(const SpaceProgress&)>;
 // configurations however many pass (the built-in spaces hold about 2 million); past it a run
 // refuses in one line, or with --budget samples the space.
 inline constexpr std::uint64_t kDefaultMaxSpace = 4'000'000;
+// The most valid configurations a search that chooses among them (--budget, --warm-start, --search
+// model) holds by default (--max-candidates): about 1 GB with their names and the model's rounds, a
+// few seconds a round. The valid configurations of the built-in spaces are thousands at most.
+inline constexpr std::size_t kDefaultMaxCandidates = 1'000'000;
+
+// How many of the valid configurations an enumeration holds. Past `most`, a uniform sample of `most`
+// (reservoir sampling, Algorithm R, on mt19937_64 from `seed`: the same sample on every machine), and
+// besides it every one `pin` holds to (the baseline, a warm start's promising ones), so memory stays
+// bounded however large the space.
+struct Holding {
+  std::size_t most = std::numeric_limits<std::size_t>::max();
+  std::uint64_t seed = 0;
+  std::function<bool(const Config&)> pin;  // asked only of those the sample leaves out
+};
+
 // A count of configurations for a message: "1244160", "100000000000 (1e+11)", "at least 1.8e+19".
 std::string describe_count(std::uint64_t count);
 
@@ -159,12 +176,13 @@ class Space {
   // The size of the Cartesian product of the parameters' values, counted (never enumerated);
   // UINT64_MAX when it is at least that large.
   [[nodiscard]] std::uint64_t size() const;
-  // Every configuration that satisfies all constraints for this shape and device. Throws
-  // InputError when size() is larger than max_configurations (enumerating it would take hours and
-  // hold every configuration in memory). `progress` is called every 65536 configurations.
+  // Every configuration that satisfies all constraints for this shape and device (past
+  // `holding.most` of them, those it holds). Throws InputError when size() is larger than
+  // max_configurations (enumerating it would take hours). `progress` is called every 65536
+  // configurations.
   [[nodiscard]] Enumeration enumerate(const Shape& shape, const DeviceLimits& limits,
                                       std::uint64_t max_configurations = kDefaultMaxSpace,
-                                      const SpaceProgressFn& progress = {}) const;
+                                      const SpaceProgressFn& progress = {}, const Holding& holding = {}) const;
   // Up to `count` distinct valid configurations drawn without enumerating the space: each draw
   // takes every parameter's value from mt19937_64(seed) (uniform over the product; portable: no
   // library distribution), a repeat or one that fails a constraint is rejected, and drawing stops

@@ -37,6 +37,9 @@ struct WorkerInit {
   std::string sanitizer_tool, sanitizer_log;
   // > 0: the process (and its launcher) runs at this niceness: gate work beside its longest part.
   int nice = 0;
+  // The device's shared memory per block as the run knows it (> 0): a fake worker refuses a launch
+  // of more, as the card it stands for would (a real worker asks its device).
+  std::int64_t max_smem_per_block = 0;
 };
 
 // One variant sent to the worker: its CUBIN, its launches and the record to fill.

@@ -82,6 +82,12 @@ void add_sampling_options(CLI::App& app, TuneOptions& opt) {
                  "larger one is refused, or with --budget sampled without enumerating it")
       ->transform(count_value())
       ->capture_default_str();
+  app.add_option("--max-candidates", opt.max_candidates,
+                 "with --budget, --warm-start or --search model: the most valid configurations held to choose "
+                 "among; past it, a uniform sample of that many from --seed (the baseline kept)")
+      ->transform(count_value())
+      ->check(CLI::Range(std::size_t{1}, std::numeric_limits<std::size_t>::max()))
+      ->capture_default_str();
   app.add_option("--max-variants", opt.max_variants,
                  "the most variants a run compiles and times (after --budget and --shard); more is refused")
       ->transform(count_value())

@@ -97,6 +97,7 @@ Json search_json(const RunContext& c) {
               {"time_budget_s", c.time_budget_s},
               {"stopped_by_time_budget", c.stopped_by_time_budget},
               {"interrupted", c.interrupted}};
+  if (c.candidates > 0) search["candidates"] = c.candidates;  // only where sampled: older records stay byte for byte
   const Json refine = {{"top", c.warm_refine_top}, {"rounds", c.warm_refine_rounds}, {"added", c.warm_refine_added}};
   if (!c.warm_files.empty())
     search["warm_start"] = {{"files", c.warm_files},
@@ -194,6 +195,7 @@ void search_from(const Json& s, RunContext& context) {
   context.valid_configs = s.value("valid_configurations", std::int64_t{0});
   context.space_configurations = s.value("space_configurations", std::uint64_t{0});
   context.draws = s.value("draws", std::uint64_t{0});
+  context.candidates = s.value("candidates", std::uint64_t{0});
   context.time_budget_s = s.value("time_budget_s", 0.0);
   context.stopped_by_time_budget = s.value("stopped_by_time_budget", false);
   context.interrupted = s.value("interrupted", false);

@@ -60,7 +60,9 @@ struct Chosen {
 // (the run so far), taking the earlier passes' records from the journal. With search_only a pass
 // ends after the search loop, its records in the journal, and writes no results.
 struct Pass {
-  std::vector<Config> all;         // the valid configurations
+  std::vector<Config> all;         // the valid configurations (past --max-candidates, those held)
+  std::int64_t valid_configs = 0;  // the valid configurations counted, for a later pass's record
+  std::uint64_t candidates = 0;    // all's size where it holds a sample of them, else 0
   std::vector<std::string> names;  // their variants' names
   std::vector<Config> configs;     // those chosen so far, in the order of `all`
   Config baseline;                 // the space's baseline (valid here or not)
@@ -87,7 +89,7 @@ std::vector<Config> with_baseline(const std::vector<Config>& all, const std::vec
 
 // The first pass's choice: the valid configurations and their names, and what the search passes
 // time (without the baseline while its compile is deferred).
-void fill_pass(Pass& pass, const Space& space, const std::vector<Config>& all, std::vector<Config> chosen);
+void fill_pass(Pass& pass, const Space& space, std::vector<Config> all, std::vector<Config> chosen);
 
 // A later pass of an adaptive search: the configurations chosen so far.
 Chosen later_pass_configs(const Space& space, RunContext& ctx, const Pass& pass, const SearchStrategy& strategy);

@@ -51,7 +51,7 @@ void PassRun::choose_variants() {
         fmt::format("{} {}: {} variants ({}) are more than --max-variants {} a run compiles and times (each "
                     "keeps its record in memory; at {:.1f} s a compile, {} of one core); {}",
                     o.problem, shape.describe(), chosen.size(), chosen_how, o.max_variants, kSecondsPerCompile,
-                    format_duration(kSecondsPerCompile * static_cast<double>(chosen.size())), kMaxVariantsRemedy));
+                    format_duration(kSecondsPerCompile * static_cast<double>(chosen.size())), max_variants_remedy(o)));
   if (compile_only) say_compile_only();
 }
 
@@ -126,6 +126,7 @@ void PassRun::start_worker() {
   } else if (run.timed) {
     ctx.isolation.worker = fake ? "fake (TUNE_WORKER_FAKE: synthetic results, nothing measured)" : "process";
     WorkerInit init{problem.file().string(), shape, o.seed, o.device};
+    init.max_smem_per_block = limits.max_smem_per_block;
     // reference.py runs twice on the parity data unless this reference was seen to repeat itself.
     // The identity open_outputs recorded: reference.py and its modules are not read again.
     auto memo = ReferenceRepeatMemo::open(verdict_cache_for(o.no_cache, o.cache_dir), problem, ctx.reference_identity);

@@ -88,24 +88,26 @@ std::vector<Config> with_baseline(const std::vector<Config>& all, const std::vec
   return in_order(all, chosen);
 }
 
-void fill_pass(Pass& pass, const Space& space, const std::vector<Config>& all, std::vector<Config> chosen) {
-  pass.all = all;
+void fill_pass(Pass& pass, const Space& space, std::vector<Config> all, std::vector<Config> chosen) {
+  pass.all = std::move(all);
   pass.baseline = space.baseline();
   pass.names.clear();
-  for (const Config& c : all) pass.names.push_back(space.name(c));
+  pass.names.reserve(pass.all.size());
+  for (const Config& c : pass.all) pass.names.push_back(space.name(c));
   if (pass.defer_baseline) std::erase(chosen, space.baseline());
   pass.configs = std::move(chosen);
 }
 
 Chosen later_pass_configs(const Space& space, RunContext& ctx, const Pass& pass, const SearchStrategy& strategy) {
+  ctx.valid_configs = pass.valid_configs;
+  ctx.candidates = pass.candidates;
   strategy.record(ctx);
-  ctx.valid_configs = static_cast<std::int64_t>(pass.all.size());
   std::vector<Config> configs = pass.configs;
   if (!pass.search_only && pass.defer_baseline) configs = with_baseline(pass.all, configs, space.baseline());
   SearchRounds rounds;
   strategy.rounds(rounds);
   return {configs, fmt::format("{} of {} valid configurations: the {}, {} model round(s) and {} refine round(s)",
-                               configs.size(), pass.all.size(), rounds.first, rounds.model, rounds.refine)};
+                               configs.size(), pass.valid_configs, rounds.first, rounds.model, rounds.refine)};
 }
 
 Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Space& space, const Shape& shape,
@@ -117,7 +119,9 @@ Chosen choose_configs(const TuneOptions& o, const std::string& problem, const Sp
   const SearchSetting setting{o, problem, space, shape, limits, log, pass && pass->defer_baseline};
   FirstBatch batch = strategy.first(setting, ctx);
   if (pass) {
-    fill_pass(*pass, space, batch.all, std::move(batch.configs));
+    fill_pass(*pass, space, std::move(batch.all), std::move(batch.configs));
+    pass->valid_configs = ctx.valid_configs;
+    pass->candidates = ctx.candidates;
     batch.configs = pass->configs;
   }
   strategy.record(ctx);

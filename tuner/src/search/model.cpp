@@ -18,10 +18,14 @@ std::size_t model_batch_of(const TuneOptions& o) {
   return static_cast<std::size_t>(o.model_batch > 0 ? o.model_batch : std::max(8, CompilePool::jobs_for(o.jobs)));
 }
 
-// --model-init, or max(2 x the batch, 5 % of the valid configurations).
+// The most a default initial design takes for its 5 %: 5 % of a space of millions is a day of
+// compiles before the model has learned anything (and past --max-variants, refused).
+constexpr std::size_t kMostInitialShare = 1000;
+
+// --model-init, or max(2 x the batch, 5 % of the valid configurations, at most 1000).
 std::size_t model_initial_size(const TuneOptions& o, std::size_t valid) {
   if (o.model_init > 0) return static_cast<std::size_t>(o.model_init);
-  return std::max(2 * model_batch_of(o), valid / 20);
+  return std::max(2 * model_batch_of(o), std::min(valid / 20, kMostInitialShare));
 }
 
 class ModelStrategy final : public SearchStrategy {
@@ -36,14 +40,14 @@ class ModelStrategy final : public SearchStrategy {
       initial_count_ = static_cast<int>(batch.configs.size());
       return batch;
     }
-    FirstBatch batch = enumerate_valid(s, ctx);
+    FirstBatch batch = enumerate_candidates(s, ctx);
     batch.configs =
         sample_configs(batch.all, s.space.baseline(), static_cast<int>(model_initial_size(*o_, batch.all.size())), o_->seed);
     initial_count_ = static_cast<int>(without_deferred(s, batch.configs).size());
     s.log(
         fmt::format("model search: an initial design of {} of {} valid configurations at random (seed {}), then "
                     "rounds of the surrogate's proposals (xgboost {})",
-                    initial_count_, batch.all.size(), o_->seed, Surrogate::library_version()));
+                    initial_count_, ctx.valid_configs, o_->seed, Surrogate::library_version()));
     return batch;
   }
 

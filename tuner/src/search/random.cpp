@@ -20,12 +20,13 @@ class RandomStrategy final : public SearchStrategy {
  public:
   FirstBatch first(const SearchSetting& s, RunContext& ctx) override {
     if (!enumerable(s.options, s.space)) return drawn(s);
-    FirstBatch batch = enumerate_valid(s, ctx);
+    FirstBatch batch = enumerate_candidates(s, ctx);
     batch.configs = sample_configs(batch.all, s.space.baseline(), s.options.budget, s.options.seed);
-    sampled_ = batch.configs.size() < batch.all.size();  // a budget of the whole space or more is exhaustive
+    // A budget of the whole space or more is exhaustive; of more than the candidates held, not.
+    sampled_ = batch.configs.size() < batch.all.size() || ctx.candidates > 0;
     if (sampled_)
       s.log(fmt::format("random search: {} of {} valid configurations (seed {}), the baseline included",
-                        batch.configs.size(), batch.all.size(), s.options.seed));
+                        batch.configs.size(), ctx.valid_configs, s.options.seed));
     budget_ = s.options.budget;
     return batch;
   }

@@ -53,9 +53,7 @@ std::vector<Config> sample_configs(const std::vector<Config>& all, const Config&
   return out;
 }
 
-WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
-                        const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files,
-                        double keep, int explore, std::uint64_t seed) {
+WarmPrior warm_prior(const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files) {
   // Each variant's time relative to its run's best, from the nearest shape that timed it: one of
   // this shape's dtypes first (a bfloat16 run's times say little of float32's), then the nearest dims.
   struct Prior {
@@ -65,6 +63,7 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
     auto operator<=>(const Prior&) const = default;
   };
   std::map<std::string, Prior> prior;
+  std::map<std::string, nlohmann::ordered_json> params;  // of the run each prior is from
   for (const auto& file : files) {
     const RunRecord run = read_result(file);
     if (run.problem != problem)
@@ -87,9 +86,18 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
       if (v.status != Status::kPassed || !v.timing || !(v.timing->median_us > 0)) continue;
       const Prior p{other_dtypes, distance, v.timing->median_us / best};
       const auto it = prior.find(v.name);
-      if (it == prior.end() || p < it->second) prior[v.name] = p;
+      if (it != prior.end() && !(p < it->second)) continue;
+      prior[v.name] = p;
+      params[v.name] = v.params;
     }
   }
+  WarmPrior out;
+  for (const auto& [name, p] : prior) out.emplace(name, WarmKnown{p.ratio, std::move(params[name])});
+  return out;
+}
+
+WarmChoice warm_choice(const std::vector<Config>& all, const Config& baseline, const Space& space, const WarmPrior& prior,
+                       double keep, int explore, std::uint64_t seed) {
   WarmChoice out;
   std::vector<char> chosen(all.size(), 0);
   std::vector<std::size_t> rest;
@@ -117,6 +125,12 @@ WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, 
     out.whole_space = true;
   }
   return out;
+}
+
+WarmChoice warm_configs(const std::vector<Config>& all, const Config& baseline, const Space& space,
+                        const std::string& problem, const Shape& shape, const std::vector<std::filesystem::path>& files,
+                        double keep, int explore, std::uint64_t seed) {
+  return warm_choice(all, baseline, space, warm_prior(problem, shape, files), keep, explore, seed);
 }
 
 }  // namespace tune

@@ -75,6 +75,9 @@ nlohmann::ordered_json search_identity(const TuneOptions& o) {
     j["warm_refine_rounds"] = o.warm_refine_rounds;
   }
   if (o.budget > 0) j["max_space"] = o.max_space;  // a space past it is sampled by drawing: other variants
+  // Past it the candidates are a sample: other variants. Named only where not the default, so the
+  // runs before the option keep their identity.
+  if ((model || warm || o.budget > 0) && o.max_candidates != kDefaultMaxCandidates) j["max_candidates"] = o.max_candidates;
   return j;
 }
 
@@ -112,7 +115,9 @@ std::string rejections(const Enumeration& e) {
   return out;
 }
 
-FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx, std::size_t variants_past) {
+namespace {
+
+FirstBatch enumerate_held(const SearchSetting& s, RunContext& ctx, std::size_t variants_past, const Holding& holding) {
   ProgressLog progress(s.log, "space: configurations checked against the constraints");
   const auto on_progress = [&](const SpaceProgress& p) {
     throw_if_stopped("enumerating the space of " + s.space.source_name());
@@ -124,15 +129,50 @@ FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx, std::size_t 
                       kMaxVariantsRemedy));
     progress.tick(p.checked, p.of, fmt::format(", {} valid", p.valid));
   };
-  const Enumeration all = s.space.enumerate(s.shape, s.limits, s.options.max_space, on_progress);
+  Enumeration all = s.space.enumerate(s.shape, s.limits, s.options.max_space, on_progress, holding);
   if (all.configs.empty())
     throw ShapeError(fmt::format("no configuration of {} accepts shape {} on {}{}", s.space.source_name(),
                                  s.shape.describe(), arch_name(s.limits.compute_capability), rejections(all)));
-  ctx.valid_configs = static_cast<std::int64_t>(all.configs.size());
+  ctx.valid_configs = static_cast<std::int64_t>(all.valid);
+  ctx.candidates = all.configs.size() < all.valid ? all.configs.size() : 0;
   FirstBatch out;
-  out.all = all.configs;
-  out.how = fmt::format("{} of {} configurations pass the constraints", all.configs.size(), all.total);
+  out.how = fmt::format("{} of {} configurations pass the constraints", all.valid, all.total);
+  if (ctx.candidates > 0) {
+    out.how += fmt::format(", {} of them held at random", all.configs.size());
+    const std::size_t drawn = std::min(all.configs.size(), holding.most);
+    s.log(
+        fmt::format("space: {} valid configurations, more than --max-candidates {}: the search chooses among {} of "
+                    "them drawn at random (seed {}){}",
+                    all.valid, holding.most, drawn, s.options.seed,
+                    all.configs.size() > drawn ? fmt::format(" and {} it keeps besides (the baseline or a warm start's "
+                                                             "promising ones)",
+                                                             all.configs.size() - drawn)
+                                               : ""));
+  }
+  out.all = std::move(all.configs);  // moved, not copied: a million configurations are tens of MB
   return out;
+}
+
+}  // namespace
+
+FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx, std::size_t variants_past) {
+  return enumerate_held(s, ctx, variants_past, Holding{});
+}
+
+FirstBatch enumerate_candidates(const SearchSetting& s, RunContext& ctx, const std::function<bool(const Config&)>& pin) {
+  const Config& base = s.space.baseline();
+  Holding holding{s.options.max_candidates, s.options.seed, [&](const Config& c) { return c == base || (pin && pin(c)); }};
+  return enumerate_held(s, ctx, std::numeric_limits<std::size_t>::max(), holding);
+}
+
+std::string max_variants_remedy(const TuneOptions& o) {
+  if (o.search == SearchMode::kModel)
+    return "lower --model-init (the initial design) or --model-batch, or raise --max-variants";
+  if (!o.warm_start.empty()) return "lower --warm-keep or --warm-explore, or raise --max-variants";
+  if (o.budget > 0)
+    return fmt::format("lower --budget {} (the baseline is timed besides), split it with --shard, or raise --max-variants",
+                       o.budget);
+  return kMaxVariantsRemedy;
 }
 
 std::vector<Config> without_deferred(const SearchSetting& s, std::vector<Config> configs) {

@@ -164,6 +164,15 @@ FirstBatch enumerate_valid(const SearchSetting& s, RunContext& ctx,
 // while enumerating, the pass's once the variants are chosen).
 inline constexpr const char* kMaxVariantsRemedy =
     "pass --budget N to time a random sample, restrict the space, split it with --shard, or raise --max-variants";
+// The valid configurations a strategy chooses among (--budget, --warm-start, the model): every one,
+// or past --max-candidates a uniform sample of that many from --seed (Holding), with the baseline
+// and those `pin` names besides. Sets ctx.valid_configs (the count) and ctx.candidates (the held
+// count where sampled). Throws ShapeError when none is valid.
+FirstBatch enumerate_candidates(const SearchSetting& s, RunContext& ctx, const std::function<bool(const Config&)>& pin = {});
+// What to do about more variants than --max-variants, for the options that chose them: the knobs
+// of the model, the warm start or --budget where those chose (--budget is refused beside the first
+// two), kMaxVariantsRemedy where every valid configuration was.
+std::string max_variants_remedy(const TuneOptions& o);
 // `configs` without the baseline where the setting defers it.
 std::vector<Config> without_deferred(const SearchSetting& s, std::vector<Config> configs);
 // "; '<constraint>' rejected N" for each constraint that rejected configurations.

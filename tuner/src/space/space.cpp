@@ -102,28 +102,55 @@ std::uint64_t Space::size() const {
 
 namespace {
 
-// The configurations a pass over the space keeps, and the first failing constraint of the others
-// (in the order the constraints were first seen failing).
+// The configurations a pass over the space keeps (those `holding` holds), and the first failing
+// constraint of the others (in the order the constraints were first seen failing).
 class Tally {
  public:
-  Tally(Enumeration& out, const SpaceProgressFn& progress, std::uint64_t of) : out_(out), progress_(progress), of_(of) {}
+  Tally(Enumeration& out, const SpaceProgressFn& progress, std::uint64_t of, const Holding& holding = {})
+      : out_(out), progress_(progress), of_(of), holding_(holding), rng_(holding.seed ^ 0x9e3779b97f4a7c15ULL) {}
   void add(const Config& c, const std::string& violated) {
     if (violated.empty())
-      out_.configs.push_back(c);
+      hold(c);
     else if (rejected_[violated]++ == 0)
       order_.push_back(violated);
-    if (progress_ && (++checked_ & 0xffff) == 0) progress_({checked_, of_, out_.configs.size()});
+    if (progress_ && (++checked_ & 0xffff) == 0) progress_({checked_, of_, static_cast<std::size_t>(out_.valid)});
   }
   ~Tally() {
     for (const auto& w : order_) out_.rejected_by.emplace_back(w, rejected_[w]);
+    if (!sampled_) return;
+    // The sample's places are in no order: enumeration order again, as an unsampled pass gives.
+    out_.configs.insert(out_.configs.end(), pinned_.begin(), pinned_.end());
+    std::sort(out_.configs.begin(), out_.configs.end());
   }
   Tally(const Tally&) = delete;
   Tally& operator=(const Tally&) = delete;
 
  private:
+  // Algorithm R: the i-th valid one (from 0) takes one of the `most` places at random with chance
+  // most / (i + 1), so every valid one is held with the same chance, whatever the count.
+  void hold(const Config& c) {
+    const std::uint64_t i = out_.valid++;
+    if (out_.configs.size() < holding_.most) {
+      out_.configs.push_back(c);
+      return;
+    }
+    sampled_ = true;
+    const std::uint64_t j = rng_() % (i + 1);
+    if (j >= holding_.most) return left_out(c);
+    left_out(out_.configs[j]);
+    out_.configs[j] = c;
+  }
+  void left_out(const Config& c) {
+    if (holding_.pin && holding_.pin(c)) pinned_.push_back(c);
+  }
+
   Enumeration& out_;
   const SpaceProgressFn& progress_;
   std::uint64_t of_, checked_ = 0;
+  const Holding holding_;  // a copy: the default argument is a temporary
+  std::mt19937_64 rng_;
+  bool sampled_ = false;
+  std::vector<Config> pinned_;
   std::map<std::string, std::size_t> rejected_;
   std::vector<std::string> order_;
 };
@@ -131,7 +158,7 @@ class Tally {
 }  // namespace
 
 Enumeration Space::enumerate(const Shape& shape, const DeviceLimits& limits, std::uint64_t max_configurations,
-                             const SpaceProgressFn& progress) const {
+                             const SpaceProgressFn& progress, const Holding& holding) const {
   const std::uint64_t count = size();
   // size() saturates past 2^64: such a space is never enumerated, whatever the most allowed.
   if (count > max_configurations || count == std::numeric_limits<std::uint64_t>::max())
@@ -145,7 +172,7 @@ Enumeration Space::enumerate(const Shape& shape, const DeviceLimits& limits, std
   Enumeration out;
   out.total = count;
   {
-    Tally tally(out, progress, count);
+    Tally tally(out, progress, count, holding);
     Config c;
     c.choice.assign(s.parameters.size(), 0);
     for (std::uint64_t k = 0; k < count; ++k) {

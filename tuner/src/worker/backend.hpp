@@ -55,6 +55,7 @@ struct WorkerSetup {
   bool with_reference = true;
   bool check_reference = false;  // reference.py run twice on the parity data, compared bitwise
   std::string sanitizer_tool, sanitizer_log;
+  std::int64_t max_smem_per_block = 0;  // WorkerInit's: the limit a fake device has (0: none known)
 };
 
 // The items of a request: their CUBINs (the attachments), launches and records.

@@ -129,6 +129,7 @@ WorkerProcess::WorkerProcess(const WorkerInit& init) {
   Json request{{"op", "init"},      {"problem", problem},    {"shape", shape_to_json(init.shape)},
                {"seed", init.seed}, {"device", init.device}, {"reference_timeout_s", reference_timeout_s()}};
   if (!init.reference) request["reference"] = false;
+  if (init.max_smem_per_block > 0) request["max_smem_per_block"] = init.max_smem_per_block;
   if (init.reference && init.check_reference) request["check_reference"] = true;
   if (!init.sanitizer_tool.empty()) {
     request["sanitizer_tool"] = init.sanitizer_tool;

@@ -61,9 +61,11 @@ class FakeBackend final : public WorkerBackend {
       throw DeviceError(fmt::format("cannot initialise device {} (injected by TUNE_WORKER_FAKE_FAIL_DEVICE)", s.device));
     problem_ = s.problem;
     shape_ = s.shape;
-    // A card refuses a launch of more shared memory than it has: so does a fake device of
-    // TUNE_WORKER_FAKE_SMEM (without it, no limit is known here).
-    max_smem_ = fake_device_value("TUNE_WORKER_FAKE_SMEM", s.device, INT64_MAX, 1 << 30);
+    // A card refuses a launch of more shared memory than it has: so does a fake device, of
+    // TUNE_WORKER_FAKE_SMEM or else of the arch it claims (the run's limits), so that a fake run
+    // records launch_failed where the card would, as a compile-only run does.
+    const std::int64_t claimed = s.max_smem_per_block > 0 ? s.max_smem_per_block : INT64_MAX;
+    max_smem_ = fake_device_value("TUNE_WORKER_FAKE_SMEM", s.device, claimed, 1 << 30);
     parity_seed_ = s.parity_seed;
     const ReferenceBackend backend = reference_backend_from_env();
     sanitizer_tool_ = s.sanitizer_tool;

@@ -100,6 +100,7 @@ class Worker {
     s.check_reference = r.value("check_reference", false);
     s.sanitizer_tool = r.value("sanitizer_tool", "");
     s.sanitizer_log = r.value("sanitizer_log", "");
+    s.max_smem_per_block = r.value("max_smem_per_block", std::int64_t{0});
     const std::string how = backend_->init(s);
     Json parts = Json::object();
     for (const auto& [part, seconds] : backend_->init_seconds()) parts[part] = seconds;
