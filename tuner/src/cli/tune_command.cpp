@@ -14,8 +14,11 @@
 #include <cstdio>
 #include <limits>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -200,6 +203,18 @@ void print_sweep_line(const TuneSweepOutcome& out) {
                  : std::string());
 }
 
+// The sweep's closing line of the shapes it skipped and why (none: nothing printed), on stderr: the
+// run's exit code becomes 2 if nothing worse came before.
+int print_skipped(const std::vector<std::string>& shapes, std::string_view why, std::string_view remedy, int code) {
+  if (shapes.empty()) return code;
+  std::fflush(stdout);
+  printed(stderr, [&] {
+    fmt::print(stderr, "tune: {} shape(s) skipped because {}: {}; {}\n", shapes.size(), why, fmt::join(shapes, ", "),
+               remedy);
+  });
+  return code == 0 ? 2 : code;
+}
+
 }  // namespace
 
 int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
@@ -219,27 +234,13 @@ int run_tune_command(const CLI::App& app, TuneArgs& args, const Log& log) {
   });
   printed(stdout, [&] { print_sweep_line(out); });
   if (out.result.interrupted) return interrupted_exit_code();  // its last line names the shapes skipped too
-  if (!out.result.held.empty()) {
-    // Last, so that it is not lost above the other shapes' summaries: what is left to run.
-    std::fflush(stdout);
-    printed(stderr, [&] {
-      fmt::print(stderr,
-                 "tune: {} shape(s) skipped because another tune was writing them: {}; wait for it to finish, then run "
-                 "the same command with --resume (the shapes already complete are not tuned again)\n",
-                 out.result.held.size(), fmt::join(out.result.held, ", "));
-    });
-    if (code == 0) code = 2;
-  }
-  if (!out.result.unrunnable.empty()) {
-    std::fflush(stdout);
-    printed(stderr, [&] {
-      fmt::print(stderr,
-                 "tune: {} shape(s) skipped because no variant of their space can take them (each said why above): "
-                 "{}; change or leave them out (the shapes already complete are not tuned again with --resume)\n",
-                 out.result.unrunnable.size(), fmt::join(out.result.unrunnable, ", "));
-    });
-    if (code == 0) code = 2;
-  }
+  // Last, so that they are not lost above the other shapes' summaries: the shapes left to run.
+  code = print_skipped(out.result.held, "another tune was writing them",
+                       "wait for it to finish, then run the same command with --resume (the shapes already complete "
+                       "are not tuned again)",
+                       code);
+  code = print_skipped(out.result.unrunnable, "no variant of their space can take them (each said why above)",
+                       "change or leave them out (the shapes already complete are not tuned again with --resume)", code);
   return code;
 }
 
