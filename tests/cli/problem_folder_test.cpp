@@ -559,6 +559,21 @@ TEST(ProblemFolder, Issue34_ProblemPathIsAColonListAndListFlagsAMisnamedFolder) 
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
+// Round 9: --problem-path after a subcommand took the argument after its folder for a second
+// folder (`tune header --problem-path DIR results.json` said "results is required"); it takes one
+// folder an occurrence, as the docs say (repeat it, or a colon list).
+TEST(ProblemFolder, ProblemPathAfterASubcommandTakesOneFolderAndLeavesTheResults) {
+  const std::string examples = (std::string(TUNE_REPO_DIR) + "/examples");
+  const std::string record = std::string(TUNE_REPO_DIR) + "/results/h200/softmax/R8192_L4096.json";
+  const std::string header = out_dir("problem_path_after_sub") + "/softmax.hpp";
+  const Result r = run("header --problem-path " + examples + " " + record + " -o " + header);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(header)) << r.output;
+  const Result twice = run("list --problem-path " + examples + " --problem-path " + std::string(TUNE_REPO_DIR) + "/configs");
+  EXPECT_EQ(twice.code, 0) << twice.output;
+  EXPECT_NE(twice.output.find("softmax  (--problem-path: "), std::string::npos) << twice.output;
+}
+
 // An unknown problem's line lists the names --problem takes: a folder whose file names another
 // problem is not one of them (it was listed as known, then refused by that name).
 TEST(ProblemFolder, AnUnknownProblemListsOnlyTheNamesThatWork) {

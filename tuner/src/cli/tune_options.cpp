@@ -15,7 +15,10 @@ void add_problem_options(CLI::App& app, TuneArgs& args) {
                  "problem to tune: a name (tune list shows them) or a problem folder; its dimensions are options: "
                  "--B 4 --N 64, a comma list sweeps (--N 64,256)");
   app.add_option("--problem-path", args.problem_path,
-                 "folder of problem folders, searched before $TUNE_PROBLEM_PATH and the built-in problems (repeatable)");
+                 "folder of problem folders, searched before $TUNE_PROBLEM_PATH and the built-in problems (repeatable)")
+      // One folder an occurrence: `tune header --problem-path DIR results.json` took results.json for a
+      // second folder and then asked for the results (round 9).
+      ->allow_extra_args(false);
   app.add_option(
       "--sweep", args.sweep_file,
       R"(sweep file: {"items": [{"problem": "contact", "B": [1, 4], "N": [64, 256]}, ...]}, instead of --problem)");
