@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -200,6 +201,41 @@ TEST(Resume, ASweepStoppedWhileALaterShapeEnumeratesEndsWithTheSweepsLastLine) {
   EXPECT_TRUE(read_json(fs::path(out) / "fake-gpu" / "affine" / "R8_L64.json").at("complete").get<bool>());
   EXPECT_FALSE(fs::exists(fs::path(out) / "fake-gpu" / "affine" / "R16_L64.json"));
   EXPECT_FALSE(fs::exists(fs::path(out) / "fake-gpu" / "huge_space"));
+}
+
+// Round 9: a Ctrl-C while the first worker ran reference.py (which may take minutes) was not seen
+// until the reference had run, and then one more variant was measured. The wait for the worker
+// now sees the stop: the worker and its reference end at once, the shape's run ends with one line
+// and 130, and the journal and snapshot it had just made are gone (it measured nothing).
+TEST(Resume, ACtrlCWhileTheFirstWorkerRunsTheReferenceEndsTheRunAtOnce) {
+  const std::string out = out_dir("resume_slow_reference");
+  fs::create_directories(out);
+  fs::remove(out + ".log");
+  const fs::path dir = fs::path(out) / "problems" / "affine";
+  tune::test::copy_fixture_problem("affine", dir, [](Json&) {});
+  const std::string reference = slurp(dir / "reference.py");
+  std::ofstream(dir / "reference.py") << "import time\ntime.sleep(60)\n" << reference;
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = start("TUNE_WORKER_FAKE=1",
+                          "--problem " + dir.string() + " --R 8 --out " + out + " --cache-dir " + TUNE_BINARY_DIR +
+                              "/cli_out/resume_cache",
+                          out + ".log");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(wait_until([&] { return slurp(out + ".log").find("compile jobs") != std::string::npos; }))
+      << slurp(out + ".log");
+  usleep(1500 * 1000);  // the compiles are done; the worker waits for its reference
+  ASSERT_EQ(kill(-pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 130) << slurp(out + ".log");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30)) << "the run waited for the reference";
+  const std::string log = slurp(out + ".log");
+  EXPECT_NE(log.find("tune: interrupted (Ctrl-C) while starting the worker (it runs the problem's reference.py "
+                     "first); this shape's run measured and wrote nothing"),
+            std::string::npos)
+      << log;
+  const fs::path shape = fs::path(out) / "fake-gpu" / "affine" / "R8_L64.json";
+  EXPECT_FALSE(fs::exists(fs::path(shape).replace_extension(".journal.jsonl"))) << log;
+  EXPECT_FALSE(fs::exists(fs::path(shape).concat(".partial"))) << log;
+  EXPECT_FALSE(fs::exists(shape)) << log;
 }
 
 // The same on two devices: the stop that came while one device enumerated was rethrown as the

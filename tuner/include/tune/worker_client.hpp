@@ -73,7 +73,10 @@ class WorkerProcess {
 
   // Waits for init's answer. Throws DeviceError with the worker's message when init failed.
   // Returns how the worker computed the float64 reference (RunContext::reference).
-  std::string wait_ready(double deadline_s);
+  // `stoppable`: a stop asked for while it waits (the init runs reference.py, which may take
+  // minutes) kills the worker and throws Interrupted; only for a wait before the run measured
+  // anything (the first start), since Interrupted says nothing was measured.
+  std::string wait_ready(double deadline_s, bool stoppable = false);
   WorkerAnswer<HarnessFloor> measure_floor(double deadline_s);
   // What run() came back with: ok when the records are filled (exiting: the worker reported a
   // sticky CUDA error and exits; the records are complete); else how the worker was lost (fault)
@@ -105,7 +108,12 @@ class WorkerProcess {
   // A JSON line, then the raw bytes of the attachments (the CUBINs its items announce).
   void send(const nlohmann::ordered_json& request, const std::vector<const std::vector<char>*>& attachments = {});
   // The next reply (phase lines are consumed on the way); none when the worker is lost (culprit unset).
-  WorkerAnswer<nlohmann::ordered_json> receive(double deadline_s);
+  // `stop_during` (not empty): a stop asked for meanwhile ends the worker and throws Interrupted naming it.
+  WorkerAnswer<nlohmann::ordered_json> receive(double deadline_s, const std::string& stop_during = {});
+  // The next line of the replies before `deadline`, or none (timed_out says whether the deadline
+  // passed); `stop_during` as receive's.
+  std::optional<std::string> next_line(PipeReader::Clock::time_point deadline, bool* timed_out,
+                                       const std::string& stop_during);
   FaultRecord reap(bool timed_out, double deadline_s);
 
   pid_t pid_ = -1;

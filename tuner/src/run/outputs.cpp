@@ -208,8 +208,17 @@ void Outputs::open_journal(RunRecord& run, const Pass* pass) {
     else if (std::filesystem::exists(journal_path_))
       log_(fmt::format("replacing the journal of an earlier run, {} (--resume continues one)", journal_path_.string()));
     journal_.emplace(Journal::create(journal_path_, identity));
+    created_ = !pass || pass->passes_done == 0;
   }
   save(run);
+}
+
+void Outputs::discard_unmeasured() {
+  if (!created_ || appended_ > 0) return;
+  journal_.reset();
+  std::error_code ec;
+  std::filesystem::remove(journal_path_, ec);
+  std::filesystem::remove(plan_.partial_path, ec);
 }
 
 std::size_t Outputs::take_journal(RunRecord& run, const nlohmann::ordered_json& identity) {

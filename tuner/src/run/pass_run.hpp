@@ -227,7 +227,15 @@ class Outputs {
   void open_journal(RunRecord& run, const Pass* pass);
 
   // A record the moment it exists, under the journal's stage ("search", kSecondRoundStage).
-  void append(const char* stage, const VariantRecord& v) { journal_->append(stage, v); }
+  void append(const char* stage, const VariantRecord& v) {
+    journal_->append(stage, v);
+    ++appended_;
+  }
+
+  // A run stopped before it measured anything (a stop while its first worker ran reference.py):
+  // the journal and snapshot it had just created hold nothing and are removed, so that its
+  // "wrote nothing" is true. A journal it resumed or appended to stays.
+  void discard_unmeasured();
 
   // Whether the journal held variant i's final record at the start (not compiled or measured
   // again), and its second-round record.
@@ -279,6 +287,8 @@ class Outputs {
   std::filesystem::path journal_path_;
   std::vector<char> journaled_, halved_;
   std::optional<Journal> journal_;
+  bool created_ = false;      // the journal is this run's own (not resumed, not an earlier pass's)
+  std::size_t appended_ = 0;  // records this run appended to it
   Clock::time_point last_save_;
 };
 

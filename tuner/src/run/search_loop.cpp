@@ -154,7 +154,12 @@ void PassRun::note_parameter_types(std::size_t i) {
 }
 
 void PassRun::measure_floor() {
-  run.harness_floor = gpu->floor();
+  try {
+    run.harness_floor = gpu->floor();
+  } catch (const Interrupted&) {  // a stop while the first worker ran reference.py: nothing measured
+    outputs.discard_unmeasured();
+    throw;
+  }
   tally.floor_measured = true;
   if (pass) pass->floor = run.harness_floor;
   log(fmt::format("harness floor (empty kernel): cold {:.2f} us, batch {:.2f} us, graph {:.2f} us",

@@ -19,6 +19,7 @@
 
 #include "tune/errors.hpp"
 #include "tune/problem.hpp"
+#include "tune/stop.hpp"
 #include "worker/codec.hpp"
 
 extern char** environ;
@@ -195,13 +196,37 @@ FaultRecord WorkerProcess::reap(bool timed_out, double deadline_s) {
   return f;
 }
 
-WorkerAnswer<Json> WorkerProcess::receive(double deadline_s) {
+std::optional<std::string> WorkerProcess::next_line(PipeReader::Clock::time_point deadline, bool* timed_out,
+                                                    const std::string& stop_during) {
+  if (stop_during.empty()) return replies_.line(deadline, timed_out);
+  // In slices, so that a stop is seen within a fifth of a second, not when the worker answers.
+  constexpr auto kSlice = std::chrono::milliseconds(200);
+  for (;;) {
+    const auto now = PipeReader::Clock::now();
+    const bool last = deadline - now <= kSlice;
+    bool slice_out = false;
+    auto line = replies_.line(last ? deadline : now + kSlice, &slice_out);
+    if (line || !slice_out || last) {
+      *timed_out = slice_out;
+      return line;
+    }
+    if (stop_requested()) {
+      kill(pid_, SIGKILL);  // its reference.py dies with it (PR_SET_PDEATHSIG)
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      throw_if_stopped(stop_during);
+    }
+  }
+}
+
+WorkerAnswer<Json> WorkerProcess::receive(double deadline_s, const std::string& stop_during) {
   // One point in time for every line of the reply: a deadline that passes between two lines has
   // expired, it does not turn into a wait without end.
   const auto deadline = deadline_after(deadline_s);
   for (;;) {
     bool timed_out = false;
-    const auto line = pid_ > 0 ? replies_.line(deadline, &timed_out) : std::nullopt;
+    const auto line = pid_ > 0 ? next_line(deadline, &timed_out, stop_during) : std::nullopt;
     if (!line) {
       WorkerAnswer<Json> lost;
       if (pid_ > 0) lost.fault = reap(timed_out, deadline_s);
@@ -222,8 +247,9 @@ WorkerAnswer<Json> WorkerProcess::receive(double deadline_s) {
   }
 }
 
-std::string WorkerProcess::wait_ready(double deadline_s) {
-  const auto [r, fault, culprit] = receive(deadline_s);
+std::string WorkerProcess::wait_ready(double deadline_s, bool stoppable) {
+  const auto [r, fault, culprit] =
+      receive(deadline_s, stoppable ? "starting the worker (it runs the problem's reference.py first)" : "");
   if (!r)
     throw DeviceError(fault.kind == FaultKind::kTimeout
                           ? fmt::format("the worker process did not start within {} s", deadline_s)

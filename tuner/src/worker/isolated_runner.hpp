@@ -102,7 +102,8 @@ class IsolatedRunner {
   void on_reference_checked(std::function<void()> f) { reference_checked_ = std::move(f); }
 
   HarnessFloor floor() {
-    auto [floor, fault, culprit] = ready().measure_floor(kFloorDeadlineS);
+    // The first start, before anything of the run is measured: a stop while reference.py runs ends it at once.
+    auto [floor, fault, culprit] = ready(/*stoppable=*/true).measure_floor(kFloorDeadlineS);
     if (!floor) {
       worker_.reset();
       VariantRecord r;
@@ -155,13 +156,13 @@ class IsolatedRunner {
  private:
   static constexpr double kFirstDeadlineS = 10, kMinDeadlineS = 5, kInitDeadlineS = 300, kFloorDeadlineS = 120;
 
-  WorkerProcess& ready() {
+  WorkerProcess& ready(bool stoppable = false) {
     start();
     if (!ready_) {
       // The start runs the reference (twice where it is checked to repeat itself): its own deadline
       // (reference.py named, exit 2) comes first.
       const double references = init_.check_reference ? 2 : 1;
-      *reference_ = worker_->wait_ready(std::max(kInitDeadlineS, references * reference_timeout_s() + 60));
+      *reference_ = worker_->wait_ready(std::max(kInitDeadlineS, references * reference_timeout_s() + 60), stoppable);
       ready_ = true;
       if (init_.check_reference) {  // once: a fresh worker after a crash runs the reference once
         init_.check_reference = false;
