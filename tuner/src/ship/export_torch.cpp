@@ -77,6 +77,9 @@ std::vector<std::filesystem::path> prepare_out(const std::filesystem::path& out)
     if (ec) cannot_write(out, fmt::format("cannot create the folder ({})", folder_error(out, ec)));
     return {};
   }
+  // An export killed while it wrote its list (the first file it writes) left only the list's
+  // temporary: the folder is as empty as before that export.
+  remove_dead_temporaries_of(out / kManifest);
   if (std::filesystem::is_empty(out, ec)) return {};
   if (!std::filesystem::exists(out / kManifest, ec))
     throw InputError(
